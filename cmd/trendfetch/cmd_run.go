@@ -1,0 +1,113 @@
+package main
+
+import (
+	"context"
+	"errors"
+
+	"github.com/spf13/cobra"
+
+	"github.com/trendfetch/trendfetch/internal/fetch"
+	"github.com/trendfetch/trendfetch/internal/regions"
+	"github.com/trendfetch/trendfetch/internal/store"
+)
+
+func newRunCmd(a *app) *cobra.Command {
+	var (
+		regionFlags []string
+		all         bool
+	)
+	cmd := &cobra.Command{
+		Use:   "run (--region CODE ... | --all)",
+		Short: "Ingest the trending chart of one or more regions",
+		Long: `Ingest chart=mostPopular for each region, one run per region, in order.
+Every page is reserved from the quota limiter before it is sent. A quota
+denial stops cleanly (no sleeping): the run is recorded with its Retry-After
+and trendfetch exits 75; the next cron tick resumes.
+
+` + exitCodesHelp,
+		Example: "  trendfetch run --region US\n  trendfetch run --region US --region GB\n  trendfetch run --all",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if len(regionFlags) == 0 && !all {
+				return usagef("trendfetch run --region US", "run needs --region CODE or --all")
+			}
+			if len(regionFlags) > 0 && all {
+				return usagef("trendfetch run --help", "--region and --all exclude each other")
+			}
+			if err := a.loadConfig(); err != nil {
+				return err
+			}
+			list := a.cfg.Regions
+			if !all {
+				var err error
+				if list, err = regions.ParseList(regionFlags); err != nil {
+					return err
+				}
+			}
+			return a.runRegions(cmd.Context(), list)
+		},
+	}
+	cmd.Flags().StringSliceVarP(&regionFlags, "region", "r", nil, "region code (regionCode), repeatable or comma-separated, e.g. US,GB")
+	cmd.Flags().BoolVar(&all, "all", false, "every region in the config's regions list")
+	return cmd
+}
+
+// runRegions runs each region in turn. A clean stop (quota denial), a
+// rejected key or a signal ends the whole invocation; other failures are
+// recorded and the next region still runs, and the invocation exits 1.
+func (a *app) runRegions(ctx context.Context, list []string) error {
+	cred, err := a.cfg.FindCredential(a.cfg.Credential)
+	if err != nil {
+		return err
+	}
+	key, err := cred.APIKey(a.lookupEnv)
+	if err != nil {
+		return err
+	}
+	st, err := store.Open(ctx, a.cfg.Database)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	lim, err := openLimiter(a.cfg)
+	if err != nil {
+		return err
+	}
+	defer lim.Close()
+	svc, err := fetch.NewService(ctx, key, a.cfg.API.Endpoint)
+	if err != nil {
+		return err
+	}
+	runner := &fetch.Runner{
+		Service:    svc,
+		Limiter:    lim,
+		Store:      st,
+		Credential: cred.Name,
+		Policy:     a.cfg.Policy,
+		PageSize:   a.cfg.API.PageSize,
+		Timeout:    a.cfg.API.Timeout.Std(),
+		Log:        a.log,
+	}
+	var failed []error
+	for i, region := range list {
+		_, err := runner.Run(ctx, region)
+		if err == nil {
+			continue
+		}
+		var (
+			stop *fetch.StopError
+			ce   *fetch.CredentialError
+		)
+		if errors.As(err, &stop) || errors.As(err, &ce) || ctx.Err() != nil {
+			if rest := list[i+1:]; len(rest) > 0 {
+				a.log.Warn().Strs("skipped", rest).Msg("remaining regions not run")
+			}
+			if len(failed) > 0 && ctx.Err() == nil && ce == nil {
+				return errors.Join(failed...) // the stop is logged and recorded; failures rank first
+			}
+			return err
+		}
+		failed = append(failed, err)
+	}
+	return errors.Join(failed...)
+}

@@ -1,0 +1,85 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/trendfetch/trendfetch/internal/regions"
+	"github.com/trendfetch/trendfetch/internal/store"
+)
+
+// maxSearchLimit bounds --limit (the store bounds the work per query too).
+const maxSearchLimit = 1000
+
+func newSearchCmd(a *app) *cobra.Command {
+	var (
+		region string
+		limit  int
+		asJSON bool
+	)
+	cmd := &cobra.Command{
+		Use:   "search QUERY",
+		Short: "Full-text search over everything ingested (local, costs no quota)",
+		Long: `Search titles, tags, channel titles and descriptions of every ingested video,
+ranked with bm25 (title weighted highest). Words are ANDed; "quoted phrases"
+match exactly; a trailing * matches a prefix (e.g. trail*). No API call is made.`,
+		Example: "  trendfetch search \"bruno mars\"\n  trendfetch search 'official \"music video\"' --region US --limit 5 --json",
+		Args:    cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if limit < 1 || limit > maxSearchLimit {
+				return usagef("trendfetch search QUERY --limit 20", "--limit %d: must be between 1 and %d", limit, maxSearchLimit)
+			}
+			text := strings.Join(args, " ")
+			if _, err := store.ParseQuery(text); err != nil {
+				return err
+			}
+			if region != "" {
+				r, err := regions.Parse(region)
+				if err != nil {
+					return err
+				}
+				region = r
+			}
+			if err := a.loadConfig(); err != nil {
+				return err
+			}
+			st, err := store.OpenReadOnly(cmd.Context(), a.cfg.Database)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			hits, err := st.Search(cmd.Context(), store.SearchQuery{Text: text, Region: region, Limit: limit})
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				enc := json.NewEncoder(a.stdout)
+				enc.SetIndent("", "  ")
+				if hits == nil {
+					hits = []store.Hit{}
+				}
+				return enc.Encode(hits)
+			}
+			if len(hits) == 0 {
+				fmt.Fprintf(a.stdout, "no videos match %q\n", text)
+				return nil
+			}
+			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+			for i, h := range hits {
+				fmt.Fprintf(tw, "%d.\t%s\t%s\thttps://youtu.be/%s\n", i+1, h.Title, h.ChannelTitle, h.VideoID)
+				if h.Snippet != "" && h.Snippet != h.Title {
+					fmt.Fprintf(tw, "\t  %s\t\t\n", h.Snippet)
+				}
+			}
+			return tw.Flush()
+		},
+	}
+	cmd.Flags().StringVar(&region, "region", "", "only videos seen in this region's charts")
+	cmd.Flags().IntVarP(&limit, "limit", "n", 20, fmt.Sprintf("most results to show (1-%d)", maxSearchLimit))
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print results as JSON")
+	return cmd
+}

@@ -1,0 +1,84 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"syscall"
+
+	"github.com/trendfetch/trendfetch/internal/config"
+	"github.com/trendfetch/trendfetch/internal/fetch"
+	"github.com/trendfetch/trendfetch/internal/quota"
+	"github.com/trendfetch/trendfetch/internal/regions"
+	"github.com/trendfetch/trendfetch/internal/store"
+)
+
+// Exit codes (DESIGN.md §5), listed in `trendfetch --help` and README.md.
+const (
+	exitOK       = 0  // success
+	exitError    = 1  // unexpected error (API failure, disk, database)
+	exitUsage    = 2  // usage or configuration error (bad flag, config, region, key)
+	exitTempFail = 75 // EX_TEMPFAIL: stopped cleanly on quota denial or fail-closed policy; retry later
+	exitSIGINT   = 130
+	exitSIGTERM  = 143
+)
+
+const exitCodesHelp = `Exit codes:
+  0    success
+  1    unexpected error (API failure, database or disk error); what was stored is kept
+  2    usage or configuration error (bad flag, config, region, query, missing or rejected API key)
+  75   stopped cleanly: quota denied or limiter unavailable for a fail-closed call site
+       (EX_TEMPFAIL); the run record says why and when to retry
+  130  interrupted by SIGINT (run recorded as interrupted)
+  143  terminated by SIGTERM (run recorded as interrupted)`
+
+// usageError is a mistake in how trendfetch was invoked: exit 2, with a hint.
+type usageError struct {
+	err  error
+	hint string
+}
+
+func (e *usageError) Error() string { return e.err.Error() }
+func (e *usageError) Unwrap() error { return e.err }
+
+func usagef(hint, format string, args ...any) error {
+	return &usageError{err: fmt.Errorf(format, args...), hint: hint}
+}
+
+// signalError is the cancellation cause when a signal stops trendfetch.
+type signalError struct{ sig os.Signal }
+
+func (e *signalError) Error() string { return "interrupted by " + e.sig.String() }
+
+// exitCode maps an error to the process exit code; this is the only place
+// that does so.
+func exitCode(ctx context.Context, err error) int {
+	if err == nil {
+		return exitOK
+	}
+	var (
+		se   *signalError
+		ue   *usageError
+		ve   *config.ValidationError
+		re   *regions.Error
+		qe   *store.QueryError
+		ce   *fetch.CredentialError
+		stop *fetch.StopError
+		cost *quota.CostError
+	)
+	if errors.As(context.Cause(ctx), &se) || errors.As(err, &se) {
+		if se.sig == syscall.SIGTERM {
+			return exitSIGTERM
+		}
+		return exitSIGINT
+	}
+	switch {
+	case errors.As(err, &ue), errors.As(err, &ve), errors.As(err, &re), errors.As(err, &qe),
+		errors.As(err, &ce), errors.As(err, &cost), errors.Is(err, config.ErrNoAPIKey):
+		return exitUsage
+	case errors.As(err, &stop):
+		return exitTempFail
+	}
+	return exitError
+}

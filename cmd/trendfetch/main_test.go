@@ -1,0 +1,319 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"google.golang.org/api/youtube/v3"
+
+	"github.com/trendfetch/trendfetch/internal/fetch/youtubetest"
+	"github.com/trendfetch/trendfetch/internal/store"
+)
+
+// binary is the trendfetch executable built once by TestMain; the CLI is
+// tested at the process level (exit codes, stdout, stderr).
+var binary string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "trendfetch-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	binary = filepath.Join(dir, "trendfetch")
+	out, err := exec.Command("go", "build", "-o", binary, ".").CombinedOutput()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "building trendfetch: %v\n%s", err, out)
+		os.RemoveAll(dir)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// env is a sandbox for one CLI invocation: its own XDG dirs, database and
+// quota database, and an explicit environment (nothing inherited but PATH).
+type env struct {
+	t    *testing.T
+	dir  string
+	vars map[string]string
+}
+
+func newEnv(t *testing.T) *env {
+	dir := t.TempDir()
+	return &env{t: t, dir: dir, vars: map[string]string{
+		"PATH":                  os.Getenv("PATH"),
+		"HOME":                  dir,
+		"XDG_CONFIG_HOME":       filepath.Join(dir, "config"),
+		"XDG_DATA_HOME":         filepath.Join(dir, "data"),
+		"TRENDFETCH_LOG_FORMAT": "json",
+	}}
+}
+
+func (e *env) dbPath() string { return filepath.Join(e.dir, "data", "trendfetch", "trendfetch.db") }
+
+type result struct {
+	code           int
+	stdout, stderr string
+}
+
+func (e *env) run(args ...string) result {
+	e.t.Helper()
+	cmd := exec.Command(binary, args...)
+	for k, v := range e.vars {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	code := 0
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		code = ee.ExitCode()
+	} else if err != nil {
+		e.t.Fatalf("running trendfetch %v: %v", args, err)
+	}
+	return result{code: code, stdout: stdout.String(), stderr: stderr.String()}
+}
+
+func (e *env) writeConfig(yaml string) string {
+	e.t.Helper()
+	p := filepath.Join(e.dir, "trendfetch.yaml")
+	if err := os.WriteFile(p, []byte(yaml), 0o600); err != nil {
+		e.t.Fatal(err)
+	}
+	return p
+}
+
+// usChart loads the recorded 2018-11-01 US chart (200 videos).
+func usChart(t *testing.T) []*youtube.Video {
+	t.Helper()
+	data := youtubetest.DataDir(t)
+	_, videos, err := youtubetest.LoadCSVFile(filepath.Join(data, "api_snapshot_2018-11-01", "18.01.11_US_videos.csv"), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(videos) != 200 {
+		t.Fatalf("US chart has %d rows, want 200", len(videos))
+	}
+	return videos
+}
+
+func openStore(t *testing.T, path string) *store.Store {
+	t.Helper()
+	st, err := store.OpenReadOnly(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st
+}
+
+func TestRunEndToEndRecordedUSChart(t *testing.T) {
+	chart := usChart(t)
+	emu := youtubetest.New()
+	emu.SetChart("US", chart)
+	url := emu.StartTest(t)
+	e := newEnv(t)
+	e.vars["YOUTUBE_API_KEY"] = "test-key-e2e"
+
+	res := e.run("--api-endpoint", url, "run", "--region", "us")
+	if res.code != 0 {
+		t.Fatalf("run exit %d, stderr:\n%s", res.code, res.stderr)
+	}
+	if !strings.Contains(res.stderr, `"message":"run finished"`) || !strings.Contains(res.stderr, `"outcome":"success"`) {
+		t.Errorf("no JSON run summary on stderr:\n%s", res.stderr)
+	}
+
+	st := openStore(t, e.dbPath())
+	runs, err := st.Runs(context.Background(), 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(runs) != 1 {
+		t.Fatalf("%d runs recorded, want 1", len(runs))
+	}
+	r := runs[0]
+	if r.Outcome != store.OutcomeSuccess || r.Pages != 4 || r.Videos != 200 || r.Units["units"] != 4 {
+		t.Errorf("run = %+v, want success, 4 pages, 200 videos, 4 units", r)
+	}
+	got, err := st.Chart(context.Background(), r.ID, "US")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != len(chart) {
+		t.Fatalf("stored chart has %d entries, want %d", len(got), len(chart))
+	}
+	for i, c := range got {
+		if c.Rank != i+1 || c.VideoID != chart[i].Id {
+			t.Fatalf("rank %d: stored %s at rank %d, want %s (CSV row order)", i+1, c.VideoID, c.Rank, chart[i].Id)
+		}
+	}
+	if u := emu.Units("test-key-e2e"); u != 4 {
+		t.Errorf("emulator counted %d units, want 4", u)
+	}
+
+	// The limiter's own count equals the emulator's.
+	res = e.run("quota", "status", "--json")
+	if res.code != 0 {
+		t.Fatalf("quota status exit %d: %s", res.code, res.stderr)
+	}
+	var status statusOut
+	if err := json.Unmarshal([]byte(res.stdout), &status); err != nil {
+		t.Fatalf("quota status --json: %v\n%s", err, res.stdout)
+	}
+	if len(status.Buckets) == 0 || status.Buckets[0].Name != "units" || status.Buckets[0].Used != emu.Units("test-key-e2e") {
+		t.Errorf("limiter status %+v, want units used = emulator's %d", status.Buckets, emu.Units("test-key-e2e"))
+	}
+
+	// A known title from the file is found first.
+	want := chart[57]
+	res = e.run("search", "--json", "--region", "US", want.Snippet.Title)
+	if res.code != 0 {
+		t.Fatalf("search exit %d: %s", res.code, res.stderr)
+	}
+	var hits []store.Hit
+	if err := json.Unmarshal([]byte(res.stdout), &hits); err != nil {
+		t.Fatalf("search --json: %v\n%s", err, res.stdout)
+	}
+	if len(hits) == 0 || hits[0].VideoID != want.Id {
+		t.Fatalf("search %q: first hit %+v, want %s", want.Snippet.Title, hits, want.Id)
+	}
+	res = e.run("search", want.Snippet.Title, "--limit", "3")
+	if res.code != 0 || !strings.Contains(res.stdout, want.Snippet.Title) {
+		t.Errorf("human search output (exit %d):\n%s", res.code, res.stdout)
+	}
+
+	res = e.run("runs")
+	if res.code != 0 || !strings.Contains(res.stdout, "success") || !strings.Contains(res.stdout, "units=4") {
+		t.Errorf("runs output (exit %d):\n%s%s", res.code, res.stdout, res.stderr)
+	}
+}
+
+func TestRunDeniedStopsCleanly(t *testing.T) {
+	emu := youtubetest.New()
+	emu.SetChart("US", usChart(t))
+	url := emu.StartTest(t)
+	e := newEnv(t)
+	e.vars["YOUTUBE_API_KEY"] = "k"
+	cfg := e.writeConfig(`
+quota:
+  buckets:
+    - {name: units, limit: 2, window: 1h}
+  costs:
+    videos.list: {units: 1}
+`)
+	res := e.run("--config", cfg, "--api-endpoint", url, "run", "--region", "US")
+	if res.code != 75 {
+		t.Fatalf("exit %d, want 75; stderr:\n%s", res.code, res.stderr)
+	}
+	if !strings.Contains(res.stderr, `quota denied videos.list by bucket \"units\"`) && !strings.Contains(res.stderr, `quota denied videos.list by bucket "units"`) {
+		t.Errorf("stderr does not say why:\n%s", res.stderr)
+	}
+	if n := emu.Calls("videos.list"); n != 2 {
+		t.Errorf("emulator saw %d videos.list calls, want exactly 2", n)
+	}
+	st := openStore(t, e.dbPath())
+	runs, err := st.Runs(context.Background(), 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(runs) != 1 {
+		t.Fatalf("%d runs, want 1", len(runs))
+	}
+	r := runs[0]
+	if r.Outcome != store.OutcomeDenied || r.Pages != 2 || r.Videos != 100 || r.RetryAfter <= 0 || r.RetryAt.IsZero() {
+		t.Errorf("run = %+v, want denied after 2 pages / 100 videos with a Retry-After", r)
+	}
+	if n, _ := st.CountVideos(context.Background()); n != 100 {
+		t.Errorf("%d videos stored, want 100", n)
+	}
+	// A second run is denied before any API call.
+	res = e.run("--config", cfg, "--api-endpoint", url, "run", "--region", "US")
+	if res.code != 75 || emu.Calls("videos.list") != 2 {
+		t.Errorf("second run: exit %d, %d calls; want 75 and still 2 calls", res.code, emu.Calls("videos.list"))
+	}
+}
+
+func TestBadInputExits2WritingNothing(t *testing.T) {
+	emu := youtubetest.New()
+	emu.SetChart("US", youtubetest.Sample())
+	url := emu.StartTest(t)
+	for _, tc := range []struct {
+		name   string
+		config string
+		noKey  bool
+		args   []string
+		want   string
+	}{
+		{name: "region UK", args: []string{"run", "--region", "UK"}, want: "did you mean GB?"},
+		{name: "unknown config key", config: "databse: /tmp/x.db\n", args: []string{"run", "--region", "US"}, want: "field databse not found"},
+		{name: "negative limit", config: "quota:\n  buckets:\n    - {name: units, limit: -1, window: 24h}\n  costs:\n    videos.list: {units: 1}\n", args: []string{"run", "--region", "US"}, want: "quota.buckets[0].limit = -1: must be > 0"},
+		{name: "missing API key", noKey: true, args: []string{"run", "--region", "US"}, want: "no API key: set $YOUTUBE_API_KEY"},
+		{name: "unbalanced quote", args: []string{"search", `"wake up`}, want: "unbalanced"},
+		{name: "search limit", args: []string{"search", "x", "--limit", "-1"}, want: "--limit -1"},
+		{name: "unknown flag", args: []string{"run", "--regoin", "US"}, want: "unknown flag: --regoin"},
+		{name: "config is a directory", args: []string{"--config", "/", "run", "--region", "US"}, want: "is a directory"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t)
+			if !tc.noKey {
+				e.vars["YOUTUBE_API_KEY"] = "k"
+			}
+			args := append([]string{"--api-endpoint", url}, tc.args...)
+			if tc.config != "" {
+				args = append([]string{"--config", e.writeConfig(tc.config)}, args...)
+			}
+			calls := emu.TotalCalls()
+			res := e.run(args...)
+			if res.code != 2 {
+				t.Fatalf("exit %d, want 2; stderr:\n%s", res.code, res.stderr)
+			}
+			lines := strings.Split(strings.TrimSpace(res.stderr), "\n")
+			if !strings.HasPrefix(lines[0], "trendfetch: ") || !strings.Contains(lines[0], tc.want) {
+				t.Errorf("stderr first line %q, want it to contain %q", lines[0], tc.want)
+			}
+			if len(lines) > 2 || (len(lines) == 2 && !strings.HasPrefix(lines[1], "Try: ")) {
+				t.Errorf("want a one-line error (plus at most a Try: hint), got:\n%s", res.stderr)
+			}
+			if res.stdout != "" {
+				t.Errorf("stdout not empty: %q", res.stdout)
+			}
+			if emu.TotalCalls() != calls {
+				t.Error("an API call was made")
+			}
+			if _, err := os.Stat(filepath.Join(e.dir, "data")); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("something was written under the data dir (%v)", err)
+			}
+		})
+	}
+}
+
+func TestHelpVersionAndEmptyStatus(t *testing.T) {
+	e := newEnv(t)
+	res := e.run("--help")
+	if res.code != 0 || !strings.Contains(res.stdout, "75   stopped cleanly") || !strings.Contains(res.stdout, "Exit codes:") {
+		t.Errorf("--help (exit %d) lacks the exit codes:\n%s", res.code, res.stdout)
+	}
+	res = e.run("version")
+	if res.code != 0 || !strings.HasPrefix(res.stdout, "trendfetch ") {
+		t.Errorf("version: exit %d, %q", res.code, res.stdout)
+	}
+	res = e.run("quota", "status")
+	if res.code != 0 || !strings.Contains(res.stdout, "units") || !strings.Contains(res.stdout, "0/9500") {
+		t.Errorf("quota status on a fresh machine: exit %d\n%s%s", res.code, res.stdout, res.stderr)
+	}
+	res = e.run("search", "anything")
+	if res.code != 1 || !strings.Contains(res.stderr, "run `trendfetch run` first") {
+		t.Errorf("search without a database: exit %d\n%s", res.code, res.stderr)
+	}
+}

@@ -1,0 +1,150 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/mattn/go-isatty"
+	"github.com/rs/zerolog"
+	"github.com/spf13/cobra"
+
+	"github.com/trendfetch/trendfetch/internal/config"
+)
+
+// Main runs trendfetch with args and returns the process exit code.
+// Signals become context cancellation here; a second signal exits at once.
+func Main(args []string, stdout, stderr io.Writer) int {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	go func() {
+		s, ok := <-sigs
+		if !ok {
+			return
+		}
+		cancel(&signalError{sig: s})
+		s = <-sigs
+		fmt.Fprintf(stderr, "trendfetch: second %s: exiting now\n", s)
+		if s == syscall.SIGTERM {
+			os.Exit(exitSIGTERM)
+		}
+		os.Exit(exitSIGINT)
+	}()
+
+	a := &app{stdout: stdout, stderr: stderr, lookupEnv: os.LookupEnv}
+	root := newRootCmd(a)
+	root.SetArgs(args)
+	err := root.ExecuteContext(ctx)
+	if err != nil {
+		fmt.Fprintf(stderr, "trendfetch: %s\n", oneLine(err))
+		var ue *usageError
+		if errors.As(err, &ue) && ue.hint != "" {
+			fmt.Fprintf(stderr, "Try: %s\n", ue.hint)
+		}
+	}
+	return exitCode(ctx, err)
+}
+
+func oneLine(err error) string { return strings.Join(strings.Fields(err.Error()), " ") }
+
+// app holds what every command shares: output streams, the environment and
+// the global flags. It is built once per process (or per test).
+type app struct {
+	stdout, stderr io.Writer
+	lookupEnv      func(string) (string, bool)
+
+	configPath   string
+	database     string
+	credential   string
+	apiEndpoint  string
+	quotaBackend string
+	logLevel     string
+
+	cfg *config.Config
+	log zerolog.Logger
+}
+
+func newRootCmd(a *app) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "trendfetch",
+		Short: "Ingest YouTube trending charts per region under a shared API quota",
+		Long: `trendfetch ingests YouTube's trending chart (videos.list chart=mostPopular) per
+region into SQLite with a full-text index. Every API call first reserves its
+cost in quota units from a shared per-credential limiter (embedded SQLite, or
+Redis shared by every host); on denial a run stops cleanly and exits 75.
+
+` + exitCodesHelp,
+		SilenceErrors: true,
+		SilenceUsage:  true,
+	}
+	root.SetOut(a.stdout)
+	root.SetErr(a.stderr)
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		return &usageError{err: err, hint: c.CommandPath() + " --help"}
+	})
+	pf := root.PersistentFlags()
+	pf.StringVar(&a.configPath, "config", "", "config file (default $TRENDFETCH_CONFIG or $XDG_CONFIG_HOME/trendfetch/config.yaml)")
+	pf.StringVar(&a.database, "database", "", "SQLite database file (overrides config and $TRENDFETCH_DATABASE)")
+	pf.StringVar(&a.credential, "credential", "", "credential (Cloud project) to spend from")
+	pf.StringVar(&a.apiEndpoint, "api-endpoint", "", "YouTube Data API base URL, e.g. an emulator's http://127.0.0.1:8080/")
+	pf.StringVar(&a.quotaBackend, "quota-backend", "", "quota backend: sqlite (embedded) or redis")
+	pf.StringVar(&a.logLevel, "log-level", "", "trace, debug, info, warn or error")
+	root.AddCommand(newRunCmd(a), newSearchCmd(a), newRunsCmd(a), newQuotaCmd(a), newVersionCmd(a))
+	return root
+}
+
+// loadConfig loads defaults -> file -> env -> flags, validates, and builds
+// the logger. No I/O beyond reading the config file and key files.
+func (a *app) loadConfig() error {
+	cfg, err := config.Load(a.configPath)
+	if err != nil {
+		return &usageError{err: err}
+	}
+	for _, f := range []struct {
+		v   string
+		dst *string
+	}{
+		{a.database, &cfg.Database},
+		{a.credential, &cfg.Credential},
+		{a.apiEndpoint, &cfg.API.Endpoint},
+		{a.quotaBackend, &cfg.Quota.Backend},
+		{a.logLevel, &cfg.Log.Level},
+	} {
+		if f.v != "" {
+			*f.dst = f.v
+		}
+	}
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	a.cfg = cfg
+	a.log = newLogger(a.stderr, cfg.Log)
+	return nil
+}
+
+// newLogger writes JSON to w, or the console format when w is a terminal
+// (log.format auto) or when asked.
+func newLogger(w io.Writer, lc config.Log) zerolog.Logger {
+	level, err := zerolog.ParseLevel(lc.Level)
+	if err != nil {
+		level = zerolog.InfoLevel
+	}
+	console := lc.Format == "console"
+	if lc.Format == "auto" {
+		if f, ok := w.(*os.File); ok && isatty.IsTerminal(f.Fd()) {
+			console = true
+		}
+	}
+	if console {
+		w = zerolog.ConsoleWriter{Out: w, TimeFormat: "15:04:05"}
+	}
+	return zerolog.New(w).Level(level).With().Timestamp().Logger()
+}

@@ -1,0 +1,590 @@
+// Package config loads trendfetch's configuration: defaults, then a YAML
+// file, then environment variables, then flags (applied by the CLI), then
+// Validate before any I/O. Secrets (API keys, Redis passwords) come only from
+// the environment or from key files, never from the YAML itself.
+package config
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/trendfetch/trendfetch/internal/quota"
+	"github.com/trendfetch/trendfetch/internal/regions"
+)
+
+// Policy is what a call site does when the quota backend is unreachable.
+type Policy string
+
+const (
+	// FailOpen makes the call unmetered, logs a warning and counts it on the run.
+	FailOpen Policy = "fail-open"
+	// FailClosed stops the run as a denial (exit 75, reason "limiter unavailable").
+	FailClosed Policy = "fail-closed"
+)
+
+// Config is the whole configuration. The zero value is not useful; start
+// from Default().
+type Config struct {
+	// Database is the SQLite file holding videos, runs and the FTS index.
+	Database string `yaml:"database"`
+	// Credential names the credential runs spend from (a key of Credentials).
+	Credential string `yaml:"credential"`
+	// Credentials are named Google Cloud projects; the quota scope is the name.
+	Credentials []Credential `yaml:"credentials"`
+	// Regions are the regionCode values `run --all` ingests, upper case.
+	Regions []string `yaml:"regions"`
+	API     API      `yaml:"api"`
+	Quota   Quota    `yaml:"quota"`
+	Log     Log      `yaml:"log"`
+}
+
+// Credential is one Google Cloud project and where its API key comes from.
+// The key itself is never stored in Config: APIKey reads it when needed.
+type Credential struct {
+	// Name is the quota scope (Redis keys, runs table, quota status); it is
+	// never the key itself. 1-64 characters of [A-Za-z0-9._-].
+	Name string `yaml:"name"`
+	// KeyEnv is the environment variable holding the API key (default YOUTUBE_API_KEY).
+	KeyEnv string `yaml:"api_key_env"`
+	// KeyFile is a file whose first line is the API key; used when KeyEnv is unset or empty.
+	KeyFile string `yaml:"api_key_file"`
+}
+
+// API configures the YouTube Data API client.
+type API struct {
+	// Endpoint overrides the API base URL (e.g. the emulator,
+	// http://127.0.0.1:8080/); "" means Google's.
+	Endpoint string `yaml:"endpoint"`
+	// Timeout bounds one HTTP request (default 30s).
+	Timeout Duration `yaml:"timeout"`
+	// PageSize is maxResults per videos.list page, 1-50 (default 50).
+	PageSize int64 `yaml:"page_size"`
+}
+
+// Quota configures the shared limiter: backend, buckets, costs, policies.
+type Quota struct {
+	// Backend is "sqlite" (embedded, one host) or "redis" (shared); "" picks
+	// redis when a Redis URL or cluster is configured, else sqlite.
+	Backend string      `yaml:"backend"`
+	SQLite  QuotaSQLite `yaml:"sqlite"`
+	Redis   QuotaRedis  `yaml:"redis"`
+	// Buckets per credential, in display order.
+	Buckets []BucketConfig `yaml:"buckets"`
+	// Costs maps an API method to the units one call costs per bucket.
+	Costs map[string]map[string]int64 `yaml:"costs"`
+	// Policies maps an API method (call site) to its backend-failure policy.
+	Policies map[string]Policy `yaml:"policies"`
+}
+
+// QuotaSQLite configures the embedded backend.
+type QuotaSQLite struct {
+	// Path of the quota database (default beside Database, quota.db).
+	Path string `yaml:"path"`
+}
+
+// QuotaRedis configures the Redis backend. The URL may carry a password, so
+// it is read from TRENDFETCH_REDIS_URL or URLFile, never from YAML.
+type QuotaRedis struct {
+	// URLFile is a file holding a redis:// or rediss:// URL.
+	URLFile string `yaml:"url_file"`
+	// Cluster lists host:port seed addresses of a Redis Cluster (no secrets).
+	Cluster []string `yaml:"cluster"`
+	// URL is filled from TRENDFETCH_REDIS_URL or URLFile; never from YAML.
+	URL string `yaml:"-"`
+}
+
+// BucketConfig is one quota bucket in YAML.
+type BucketConfig struct {
+	Name     string   `yaml:"name"`
+	Limit    int64    `yaml:"limit"`
+	Window   Duration `yaml:"window"`
+	Calendar bool     `yaml:"calendar"`
+}
+
+// Log configures zerolog.
+type Log struct {
+	// Level is trace, debug, info, warn or error (default info).
+	Level string `yaml:"level"`
+	// Format is auto (console on a terminal, JSON otherwise), json or console.
+	Format string `yaml:"format"`
+}
+
+// Duration is a time.Duration written in YAML as "24h", "90s", "500ms".
+type Duration time.Duration
+
+// UnmarshalYAML parses a Go duration string.
+func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
+	var s string
+	if err := n.Decode(&s); err != nil {
+		return err
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return fmt.Errorf("line %d: bad duration %q (want e.g. 24h, 90s)", n.Line, s)
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// Std returns d as a time.Duration.
+func (d Duration) Std() time.Duration { return time.Duration(d) }
+
+// MarshalYAML writes the duration as a Go duration string.
+func (d Duration) MarshalYAML() (any, error) { return time.Duration(d).String(), nil }
+
+// Default returns the built-in configuration: one credential "default" whose
+// key is in YOUTUBE_API_KEY, region US, the database under the XDG data
+// directory, the embedded quota backend, and DESIGN.md §4's buckets and
+// costs: bucket units (9,500 of Google's 10,000 units per day, leaving
+// headroom for ad-hoc use) with videos.list, channels.list and
+// videoCategories.list at 1 unit and search.list at 100; bucket search
+// (95 calls per day) with search.list at 1. Source for costs: YouTube Data
+// API "determine quota cost" page.
+func Default() *Config {
+	dataDir := DataDir()
+	return &Config{
+		Database:    filepath.Join(dataDir, "trendfetch.db"),
+		Credential:  "default",
+		Credentials: []Credential{{Name: "default", KeyEnv: "YOUTUBE_API_KEY"}},
+		Regions:     []string{"US"},
+		API:         API{Timeout: Duration(30 * time.Second), PageSize: 50},
+		Quota: Quota{
+			Buckets: []BucketConfig{
+				{Name: "units", Limit: 9500, Window: Duration(24 * time.Hour)},
+				{Name: "search", Limit: 95, Window: Duration(24 * time.Hour)},
+			},
+			Costs: map[string]map[string]int64{
+				"videos.list":          {"units": 1},
+				"channels.list":        {"units": 1},
+				"videoCategories.list": {"units": 1},
+				"search.list":          {"units": 100, "search": 1},
+			},
+			Policies: map[string]Policy{
+				"videos.list":          FailOpen,
+				"channels.list":        FailOpen,
+				"videoCategories.list": FailOpen,
+				"search.list":          FailClosed,
+			},
+		},
+		Log: Log{Level: "info", Format: "auto"},
+	}
+}
+
+// DataDir is $XDG_DATA_HOME/trendfetch, or ~/.local/share/trendfetch.
+func DataDir() string {
+	if d := os.Getenv("XDG_DATA_HOME"); d != "" {
+		return filepath.Join(d, "trendfetch")
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return "trendfetch-data"
+	}
+	return filepath.Join(home, ".local", "share", "trendfetch")
+}
+
+// DefaultPath is $XDG_CONFIG_HOME/trendfetch/config.yaml, or
+// ~/.config/trendfetch/config.yaml.
+func DefaultPath() string {
+	if d := os.Getenv("XDG_CONFIG_HOME"); d != "" {
+		return filepath.Join(d, "trendfetch", "config.yaml")
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return ""
+	}
+	return filepath.Join(home, ".config", "trendfetch", "config.yaml")
+}
+
+// Parse decodes YAML from r over the defaults. Unknown keys are errors (a
+// typo must not silently fall back to a default). It does no other I/O.
+func Parse(r io.Reader) (*Config, error) {
+	cfg := Default()
+	raw, err := io.ReadAll(r)
+	if err != nil {
+		return nil, fmt.Errorf("cannot read config: %w", err)
+	}
+	if len(bytes.TrimSpace(raw)) == 0 {
+		return cfg, nil
+	}
+	// Buckets, costs and policies replace the defaults wholesale when given,
+	// so decode them into empty values first.
+	var probe struct {
+		Quota struct {
+			Buckets yaml.Node `yaml:"buckets"`
+			Costs   yaml.Node `yaml:"costs"`
+		} `yaml:"quota"`
+		Credentials yaml.Node `yaml:"credentials"`
+		Regions     yaml.Node `yaml:"regions"`
+	}
+	if err := yaml.Unmarshal(raw, &probe); err != nil {
+		return nil, fmt.Errorf("config is not valid YAML: %s", oneLine(err))
+	}
+	if probe.Quota.Buckets.Kind != 0 {
+		cfg.Quota.Buckets = nil
+	}
+	if probe.Quota.Costs.Kind != 0 {
+		cfg.Quota.Costs = nil
+	}
+	if probe.Credentials.Kind != 0 {
+		cfg.Credentials = nil
+	}
+	if probe.Regions.Kind != 0 {
+		cfg.Regions = nil
+	}
+	defaultPolicies := cfg.Quota.Policies
+	cfg.Quota.Policies = nil
+	dec := yaml.NewDecoder(bytes.NewReader(raw))
+	dec.KnownFields(true)
+	if err := dec.Decode(cfg); err != nil {
+		msg := oneLine(err)
+		if strings.Contains(msg, "api_key not found") || strings.Contains(msg, "field password not found") || strings.Contains(msg, "field url not found") {
+			msg += " (secrets are read only from the environment or a key file: use api_key_env / api_key_file, TRENDFETCH_REDIS_URL / url_file)"
+		}
+		return nil, fmt.Errorf("config: %s", msg)
+	}
+	// Policies given in the file override per method; methods with a cost
+	// but no policy keep their default.
+	if cfg.Quota.Policies == nil {
+		cfg.Quota.Policies = map[string]Policy{}
+	}
+	for m, p := range defaultPolicies {
+		if _, has := cfg.Quota.Costs[m]; has {
+			if _, set := cfg.Quota.Policies[m]; !set {
+				cfg.Quota.Policies[m] = p
+			}
+		}
+	}
+	return cfg, nil
+}
+
+func oneLine(err error) string {
+	s := strings.TrimPrefix(err.Error(), "yaml: ")
+	s = strings.TrimPrefix(s, "unmarshal errors:\n")
+	return strings.Join(strings.Fields(s), " ")
+}
+
+// Load reads the config file at path (or, when path is "", the file named
+// by TRENDFETCH_CONFIG, or DefaultPath() if it exists, or nothing), then
+// applies environment overrides. A path given explicitly must exist.
+// Errors name the file; the caller runs Validate.
+func Load(path string) (*Config, error) {
+	explicit := path != ""
+	if !explicit {
+		if p := os.Getenv("TRENDFETCH_CONFIG"); p != "" {
+			path, explicit = p, true
+		} else {
+			path = DefaultPath()
+		}
+	}
+	cfg := Default()
+	if path != "" {
+		f, err := os.Open(path)
+		switch {
+		case err == nil:
+			fi, serr := f.Stat()
+			if serr == nil && fi.IsDir() {
+				f.Close()
+				return nil, fmt.Errorf("config %s is a directory, want a YAML file", path)
+			}
+			cfg, err = Parse(f)
+			f.Close()
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", path, err)
+			}
+		case errors.Is(err, os.ErrNotExist) && !explicit:
+			// no config file: defaults
+		default:
+			return nil, fmt.Errorf("cannot open config: %w", err)
+		}
+	}
+	if err := cfg.ApplyEnv(os.LookupEnv); err != nil {
+		return nil, err
+	}
+	return cfg, nil
+}
+
+// ApplyEnv applies environment overrides, looked up with lookup (os.LookupEnv
+// in production): TRENDFETCH_DATABASE, TRENDFETCH_REGIONS (comma-separated),
+// TRENDFETCH_CREDENTIAL, TRENDFETCH_API_ENDPOINT, TRENDFETCH_QUOTA_BACKEND,
+// TRENDFETCH_QUOTA_DB, TRENDFETCH_REDIS_URL (may hold a password; else
+// quota.redis.url_file is read), TRENDFETCH_LOG_LEVEL, TRENDFETCH_LOG_FORMAT.
+func (c *Config) ApplyEnv(lookup func(string) (string, bool)) error {
+	set := func(name string, dst *string) {
+		if v, ok := lookup(name); ok && v != "" {
+			*dst = v
+		}
+	}
+	set("TRENDFETCH_DATABASE", &c.Database)
+	set("TRENDFETCH_CREDENTIAL", &c.Credential)
+	set("TRENDFETCH_API_ENDPOINT", &c.API.Endpoint)
+	set("TRENDFETCH_QUOTA_BACKEND", &c.Quota.Backend)
+	set("TRENDFETCH_QUOTA_DB", &c.Quota.SQLite.Path)
+	set("TRENDFETCH_REDIS_URL", &c.Quota.Redis.URL)
+	set("TRENDFETCH_LOG_LEVEL", &c.Log.Level)
+	set("TRENDFETCH_LOG_FORMAT", &c.Log.Format)
+	if v, ok := lookup("TRENDFETCH_REGIONS"); ok && v != "" {
+		c.Regions = strings.Split(v, ",")
+	}
+	if c.Quota.Redis.URL == "" && c.Quota.Redis.URLFile != "" {
+		u, err := readSecretFile(c.Quota.Redis.URLFile)
+		if err != nil {
+			return fmt.Errorf("quota.redis.url_file: %w", err)
+		}
+		c.Quota.Redis.URL = u
+	}
+	return nil
+}
+
+// ValidationError names the config field, the offending value and why it
+// is wrong.
+type ValidationError struct {
+	Field  string
+	Value  any
+	Reason string
+}
+
+func (e *ValidationError) Error() string {
+	return fmt.Sprintf("config: %s = %v: %s", e.Field, e.Value, e.Reason)
+}
+
+func invalid(field string, value any, format string, args ...any) error {
+	return &ValidationError{Field: field, Value: value, Reason: fmt.Sprintf(format, args...)}
+}
+
+// Validate checks the whole configuration without I/O and normalizes it
+// (region codes upper-cased and de-duplicated, quota backend chosen). It
+// returns the first problem as a *ValidationError or *regions.Error.
+func (c *Config) Validate() error {
+	if c.Database == "" {
+		return invalid("database", `""`, "must be a file path")
+	}
+	if len(c.Credentials) == 0 {
+		return invalid("credentials", "[]", "at least one credential is needed")
+	}
+	names := map[string]bool{}
+	for i, cr := range c.Credentials {
+		f := fmt.Sprintf("credentials[%d].name", i)
+		if !validName(cr.Name) {
+			return invalid(f, fmt.Sprintf("%q", cr.Name), "want 1-64 characters of A-Z a-z 0-9 . _ - (it names the quota scope, never the key)")
+		}
+		if names[cr.Name] {
+			return invalid(f, cr.Name, "defined twice")
+		}
+		names[cr.Name] = true
+		if cr.KeyEnv == "" && cr.KeyFile == "" {
+			c.Credentials[i].KeyEnv = "YOUTUBE_API_KEY"
+		}
+	}
+	if !names[c.Credential] {
+		return invalid("credential", c.Credential, "no credential of that name (have %s)", strings.Join(sortedKeys(names), ", "))
+	}
+	if len(c.Regions) == 0 {
+		return invalid("regions", "[]", "at least one region is needed")
+	}
+	rs, err := regions.ParseList(c.Regions)
+	if err != nil {
+		return fmt.Errorf("config: regions: %w", err)
+	}
+	c.Regions = rs
+	if c.API.Endpoint != "" && !strings.HasPrefix(c.API.Endpoint, "http://") && !strings.HasPrefix(c.API.Endpoint, "https://") {
+		return invalid("api.endpoint", c.API.Endpoint, "want an http:// or https:// URL")
+	}
+	if c.API.Endpoint != "" && !strings.HasSuffix(c.API.Endpoint, "/") {
+		c.API.Endpoint += "/"
+	}
+	if c.API.Timeout <= 0 {
+		return invalid("api.timeout", time.Duration(c.API.Timeout), "must be > 0")
+	}
+	if c.API.PageSize < 1 || c.API.PageSize > 50 {
+		return invalid("api.page_size", c.API.PageSize, "must be 1-50 (the API's maxResults range)")
+	}
+	switch c.Quota.Backend {
+	case "":
+		c.Quota.Backend = "sqlite"
+		if c.Quota.Redis.URL != "" || len(c.Quota.Redis.Cluster) > 0 {
+			c.Quota.Backend = "redis"
+		}
+	case "sqlite":
+	case "redis":
+		if c.Quota.Redis.URL == "" && len(c.Quota.Redis.Cluster) == 0 {
+			return invalid("quota.backend", "redis", "no Redis configured: set TRENDFETCH_REDIS_URL, quota.redis.url_file or quota.redis.cluster")
+		}
+	default:
+		return invalid("quota.backend", c.Quota.Backend, "want sqlite or redis")
+	}
+	if c.Quota.SQLite.Path == "" {
+		c.Quota.SQLite.Path = filepath.Join(filepath.Dir(c.Database), "quota.db")
+	}
+	if _, _, err := c.Limits(); err != nil {
+		return err
+	}
+	for m, p := range c.Quota.Policies {
+		if _, ok := c.Quota.Costs[m]; !ok {
+			return invalid("quota.policies."+m, p, "no cost configured for this method in quota.costs")
+		}
+		if p != FailOpen && p != FailClosed {
+			return invalid("quota.policies."+m, p, "want fail-open or fail-closed")
+		}
+	}
+	switch c.Log.Level {
+	case "trace", "debug", "info", "warn", "error":
+	default:
+		return invalid("log.level", c.Log.Level, "want trace, debug, info, warn or error")
+	}
+	switch c.Log.Format {
+	case "auto", "json", "console":
+	default:
+		return invalid("log.format", c.Log.Format, "want auto, json or console")
+	}
+	return nil
+}
+
+// Limits converts the buckets and the cost table into the quota package's
+// types, validating them: every bucket named once with limit > 0 and window
+// > 0 (unless calendar), every cost > 0, naming a known bucket, and no larger
+// than that bucket's limit.
+func (c *Config) Limits() ([]quota.Bucket, quota.Costs, error) {
+	if len(c.Quota.Buckets) == 0 {
+		return nil, nil, invalid("quota.buckets", "[]", "at least one bucket is needed")
+	}
+	byName := map[string]quota.Bucket{}
+	buckets := make([]quota.Bucket, 0, len(c.Quota.Buckets))
+	for i, b := range c.Quota.Buckets {
+		f := fmt.Sprintf("quota.buckets[%d]", i)
+		if !validName(b.Name) {
+			return nil, nil, invalid(f+".name", fmt.Sprintf("%q", b.Name), "want 1-64 characters of A-Z a-z 0-9 . _ -")
+		}
+		if _, dup := byName[b.Name]; dup {
+			return nil, nil, invalid(f+".name", b.Name, "defined twice")
+		}
+		if b.Limit <= 0 {
+			return nil, nil, invalid(f+".limit", b.Limit, "must be > 0 units")
+		}
+		if !b.Calendar && b.Window <= 0 {
+			return nil, nil, invalid(f+".window", time.Duration(b.Window), "must be > 0 (or set calendar: true)")
+		}
+		if !b.Calendar && time.Duration(b.Window) < time.Millisecond {
+			return nil, nil, invalid(f+".window", time.Duration(b.Window), "must be at least 1ms")
+		}
+		qb := quota.Bucket{Name: b.Name, Limit: b.Limit, Window: time.Duration(b.Window), Calendar: b.Calendar}
+		byName[b.Name] = qb
+		buckets = append(buckets, qb)
+	}
+	if len(c.Quota.Costs) == 0 {
+		return nil, nil, invalid("quota.costs", "{}", "at least one method cost is needed")
+	}
+	costs := quota.Costs{}
+	for _, m := range sortedKeys(c.Quota.Costs) {
+		per := c.Quota.Costs[m]
+		if len(per) == 0 {
+			return nil, nil, invalid("quota.costs."+m, "{}", "charges no bucket")
+		}
+		for _, bn := range sortedKeys(per) {
+			units := per[bn]
+			f := "quota.costs." + m + "." + bn
+			b, ok := byName[bn]
+			if !ok {
+				return nil, nil, invalid(f, units, "no bucket named %q in quota.buckets", bn)
+			}
+			if units <= 0 {
+				return nil, nil, invalid(f, units, "must be > 0 units")
+			}
+			if units > b.Limit {
+				return nil, nil, invalid(f, units, "exceeds bucket %q limit %d: such a call could never be admitted", bn, b.Limit)
+			}
+			costs[m] = append(costs[m], quota.Charge{Bucket: bn, Units: units})
+		}
+	}
+	return buckets, costs, nil
+}
+
+// Policy returns the backend-failure policy of method: its configured value,
+// else fail-closed for search.list (100 units a call) and fail-open otherwise.
+func (c *Config) Policy(method string) Policy {
+	if p, ok := c.Quota.Policies[method]; ok {
+		return p
+	}
+	if method == "search.list" {
+		return FailClosed
+	}
+	return FailOpen
+}
+
+// FindCredential returns the credential named name.
+func (c *Config) FindCredential(name string) (Credential, error) {
+	for _, cr := range c.Credentials {
+		if cr.Name == name {
+			return cr, nil
+		}
+	}
+	return Credential{}, invalid("credential", name, "no credential of that name")
+}
+
+// ErrNoAPIKey is returned by APIKey when neither the env variable nor the key
+// file gives a key.
+var ErrNoAPIKey = errors.New("no API key")
+
+// APIKey returns the credential's API key from its env variable, else its
+// key file. Errors name the variable or file, never a key's content.
+func (cr Credential) APIKey(lookup func(string) (string, bool)) (string, error) {
+	if cr.KeyEnv != "" {
+		if v, ok := lookup(cr.KeyEnv); ok && strings.TrimSpace(v) != "" {
+			return strings.TrimSpace(v), nil
+		}
+	}
+	if cr.KeyFile != "" {
+		k, err := readSecretFile(cr.KeyFile)
+		if err != nil {
+			return "", fmt.Errorf("credential %q: api_key_file: %w", cr.Name, err)
+		}
+		if k != "" {
+			return k, nil
+		}
+	}
+	where := "$" + cr.KeyEnv
+	if cr.KeyFile != "" {
+		where += " or " + cr.KeyFile
+	}
+	return "", fmt.Errorf("credential %q: %w: set %s", cr.Name, ErrNoAPIKey, where)
+}
+
+// readSecretFile returns the first line of path, trimmed. Errors never
+// include the content.
+func readSecretFile(path string) (string, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return "", fmt.Errorf("cannot read %s: %w", path, errors.Unwrap(err))
+	}
+	line, _, _ := strings.Cut(string(raw), "\n")
+	return strings.TrimSpace(line), nil
+}
+
+func validName(s string) bool {
+	if len(s) == 0 || len(s) > 64 {
+		return false
+	}
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}

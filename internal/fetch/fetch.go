@@ -1,0 +1,388 @@
+// Package fetch is the run pipeline: for each API call of a region's run it
+// reserves the call's weighted cost from the quota limiter, applies the call
+// site's fail-open/fail-closed policy when the limiter backend is
+// unreachable, sends the call with the google.golang.org/api/youtube/v3
+// client, and stores each page in one transaction. A denial stops the run
+// cleanly (no sleeping); the run record says why and when to retry.
+package fetch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/rs/zerolog"
+	"google.golang.org/api/googleapi"
+	"google.golang.org/api/option"
+	"google.golang.org/api/youtube/v3"
+
+	"github.com/trendfetch/trendfetch/internal/config"
+	"github.com/trendfetch/trendfetch/internal/quota"
+	"github.com/trendfetch/trendfetch/internal/store"
+)
+
+// MethodVideosList is the call site name (and cost table key) of videos.list.
+const MethodVideosList = "videos.list"
+
+// maxChartResults is the most videos chart=mostPopular returns per region
+// (DESIGN.md §3: "returns at most 200 videos (4 pages)").
+const maxChartResults = 200
+
+// NewService builds a youtube/v3 client for apiKey; endpoint "" means
+// Google's, otherwise e.g. the emulator's "http://127.0.0.1:8080/". No
+// Application Default Credentials are looked up.
+func NewService(ctx context.Context, apiKey, endpoint string) (*youtube.Service, error) {
+	opts := []option.ClientOption{option.WithAPIKey(apiKey), option.WithUserAgent("trendfetch")}
+	if endpoint != "" {
+		opts = append(opts, option.WithEndpoint(endpoint))
+	}
+	svc, err := youtube.NewService(ctx, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("cannot create YouTube client: %w", Redact(err))
+	}
+	return svc, nil
+}
+
+// Runner runs one region at a time. All fields are required except Log,
+// Now, Timeout and PageSize.
+type Runner struct {
+	Service *youtube.Service
+	Limiter *quota.Limiter
+	Store   *store.Store
+	// Credential is the quota scope name (never the key).
+	Credential string
+	// Policy returns a call site's backend-failure policy.
+	Policy func(method string) config.Policy
+	// PageSize is maxResults per page, 1-50 (default 50).
+	PageSize int64
+	// Timeout bounds one API request (default 30 s).
+	Timeout time.Duration
+	Log     zerolog.Logger
+	// Now is the clock of run records (default time.Now). Quota decisions use
+	// the backend's clock, never this one.
+	Now func() time.Time
+
+	// limiterDown is set after the first backend failure, so later calls of
+	// the run apply their policy at once instead of waiting a timeout each.
+	limiterDown error
+}
+
+// StopError reports a run stopped cleanly before finishing: the limiter
+// denied a reservation, a fail-closed call site found the limiter
+// unavailable, or the API answered quotaExceeded. The CLI exits 75
+// (EX_TEMPFAIL); the next cron tick resumes.
+type StopError struct {
+	Region string
+	// Reason is one line, e.g. `quota denied by bucket "units"`.
+	Reason string
+	// RetryAfter is how long until the denied call can succeed (0 if unknown).
+	RetryAfter time.Duration
+	// RetryAt is the wall-clock time matching RetryAfter.
+	RetryAt time.Time
+}
+
+func (e *StopError) Error() string {
+	msg := "stopped: " + e.Reason
+	if e.Region != "" {
+		msg = "region " + e.Region + " " + msg
+	}
+	if e.RetryAfter > 0 {
+		msg += fmt.Sprintf("; retry after %s (at %s)", roundUp(e.RetryAfter), e.RetryAt.UTC().Format(time.RFC3339))
+	}
+	return msg
+}
+
+// CredentialError reports that the API rejected the credential's key
+// (keyInvalid / API_KEY_INVALID). It names the credential, never the key.
+// The CLI exits 2 (configuration error).
+type CredentialError struct {
+	Credential string
+	Reason     string
+}
+
+func (e *CredentialError) Error() string {
+	return fmt.Sprintf("credential %q: the API rejected its key (%s); check the key in its env variable or key file", e.Credential, e.Reason)
+}
+
+// roundUp rounds d up to whole seconds for display (never early).
+func roundUp(d time.Duration) time.Duration {
+	return (d + time.Second - 1).Truncate(time.Second)
+}
+
+// Run ingests the chart=mostPopular chart of region page by page and
+// records the run. It returns the finished run record and nil on success,
+// a *StopError on a clean stop, a *CredentialError when the key is
+// rejected, context.Canceled when ctx was cancelled (the run is recorded as
+// interrupted), or another error (recorded as failed). Every page already
+// stored is kept in every case.
+func (r *Runner) Run(ctx context.Context, region string) (store.Run, error) {
+	now := r.now
+	host, _ := os.Hostname()
+	run := store.Run{
+		Credential: r.Credential,
+		Region:     region,
+		StartedAt:  now(),
+		Units:      map[string]int64{},
+		Outcome:    store.OutcomeRunning,
+		PID:        os.Getpid(),
+		Host:       host,
+	}
+	id, err := r.Store.StartRun(ctx, run)
+	if err != nil {
+		return run, fmt.Errorf("cannot record run start: %w", err)
+	}
+	run.ID = id
+	log := r.Log.With().Str("region", region).Int64("run", id).Str("credential", r.Credential).Logger()
+
+	runErr := r.chart(ctx, log, &run)
+
+	run.FinishedAt = now()
+	run.Outcome, run.Reason = outcome(runErr)
+	var stop *StopError
+	if errors.As(runErr, &stop) {
+		run.RetryAfter, run.RetryAt = stop.RetryAfter, stop.RetryAt
+	}
+	// The record must be written even when ctx was cancelled by a signal.
+	if err := r.Store.FinishRun(context.WithoutCancel(ctx), run); err != nil {
+		return run, errors.Join(runErr, fmt.Errorf("cannot record run end: %w", err))
+	}
+	ev := log.Info()
+	switch run.Outcome {
+	case store.OutcomeDenied:
+		ev = log.Warn().Dur("retry_after", run.RetryAfter).Time("retry_at", run.RetryAt)
+	case store.OutcomeFailed, store.OutcomeInterrupted:
+		ev = log.Error()
+	}
+	ev.Int("pages", run.Pages).Int("videos", run.Videos).Interface("units", run.Units).
+		Int("unmetered", run.Unmetered).Dur("duration", run.FinishedAt.Sub(run.StartedAt)).
+		Str("outcome", string(run.Outcome)).Str("reason", run.Reason).Msg("run finished")
+	return run, runErr
+}
+
+func (r *Runner) now() time.Time {
+	if r.Now != nil {
+		return r.Now()
+	}
+	return time.Now()
+}
+
+// outcome maps a run error to its recorded outcome and one-line reason.
+func outcome(err error) (store.Outcome, string) {
+	var stop *StopError
+	switch {
+	case err == nil:
+		return store.OutcomeSuccess, ""
+	case errors.As(err, &stop):
+		return store.OutcomeDenied, stop.Reason
+	case errors.Is(err, context.Canceled):
+		return store.OutcomeInterrupted, "interrupted by signal"
+	default:
+		return store.OutcomeFailed, err.Error()
+	}
+}
+
+// chart fetches chart=mostPopular for run.Region, following nextPageToken
+// to the end. Each page is reserved before it is sent and stored in one
+// transaction after it arrives.
+func (r *Runner) chart(ctx context.Context, log zerolog.Logger, run *store.Run) error {
+	pageSize := r.PageSize
+	if pageSize <= 0 {
+		pageSize = 50
+	}
+	maxPages := (maxChartResults+int(pageSize)-1)/int(pageSize) + 1
+	seen := map[string]bool{}
+	token := ""
+	for page := 0; ; page++ {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if page >= maxPages {
+			return fmt.Errorf("chart of %s did not end after %d pages (the API documents at most %d videos): stopped", run.Region, page, maxChartResults)
+		}
+		if err := r.reserve(ctx, log, run, MethodVideosList); err != nil {
+			return err
+		}
+		call := r.Service.Videos.List([]string{"snippet", "contentDetails", "statistics"}).
+			Chart("mostPopular").RegionCode(run.Region).MaxResults(pageSize)
+		if token != "" {
+			call = call.PageToken(token)
+		}
+		resp, err := r.do(ctx, func(ctx context.Context) (*youtube.VideoListResponse, error) { return call.Context(ctx).Do() })
+		if err != nil {
+			return r.apiError(ctx, run, MethodVideosList, err)
+		}
+		videos := make([]store.Video, 0, len(resp.Items))
+		for _, it := range resp.Items {
+			if it == nil || it.Id == "" {
+				continue
+			}
+			videos = append(videos, ConvertVideo(it))
+		}
+		// A page that was paid for is stored whole even if a signal arrives
+		// now; the transaction makes it all or nothing.
+		if err := r.Store.SavePage(context.WithoutCancel(ctx), run.ID, run.Region, run.Videos+1, videos, r.now()); err != nil {
+			return fmt.Errorf("cannot store page %d of %s: %w", page+1, run.Region, err)
+		}
+		run.Pages++
+		run.Videos += len(videos)
+		log.Debug().Int("page", page+1).Int("videos", len(videos)).Msg("page stored")
+		token = resp.NextPageToken
+		if token == "" || len(resp.Items) == 0 {
+			return nil
+		}
+		if seen[token] {
+			return fmt.Errorf("chart of %s: the API returned page token %q twice: stopped", run.Region, token)
+		}
+		seen[token] = true
+	}
+}
+
+// do runs one API request under the per-request timeout and redacts the API
+// key from transport errors (net/url errors quote the request URL).
+func (r *Runner) do(ctx context.Context, f func(context.Context) (*youtube.VideoListResponse, error)) (*youtube.VideoListResponse, error) {
+	timeout := r.Timeout
+	if timeout <= 0 {
+		timeout = 30 * time.Second
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	resp, err := f(ctx)
+	return resp, Redact(err)
+}
+
+// reserve reserves one call of method before it is sent. It returns nil
+// when the call may go ahead (admitted, or unmetered under fail-open), a
+// *StopError on denial or fail-closed, or a configuration error.
+func (r *Runner) reserve(ctx context.Context, log zerolog.Logger, run *store.Run, method string) error {
+	if r.limiterDown == nil {
+		d, err := r.Limiter.Reserve(ctx, r.Credential, method)
+		switch {
+		case err == nil && d.Allowed:
+			cs, _ := r.Limiter.Charges(method)
+			for _, c := range cs {
+				run.Units[c.Bucket] += c.Units
+			}
+			return nil
+		case err == nil:
+			return Denied(run.Region, method, d)
+		case errors.Is(err, quota.ErrUnavailable):
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			r.limiterDown = err
+			log.Warn().Err(err).Msg("quota backend unavailable; applying call site policies for the rest of this run")
+		default:
+			return err
+		}
+	}
+	if r.Policy(method) == config.FailClosed {
+		return &StopError{Region: run.Region, Reason: fmt.Sprintf("limiter unavailable (%s is fail-closed)", method)}
+	}
+	run.Unmetered++
+	log.Warn().Str("method", method).Msg("limiter unavailable: call sent unmetered (fail-open)")
+	return nil
+}
+
+// Denied builds the *StopError of a denied reservation of method for
+// region ("" outside a run), with the decision's Retry-After.
+func Denied(region, method string, d quota.Decision) *StopError {
+	reason := fmt.Sprintf("quota denied %s by bucket %q", method, d.DeniedBucket)
+	if d.Exhausted {
+		reason = "quota exhausted upstream (403 quotaExceeded) until " + d.ExhaustedUntil.UTC().Format(time.RFC3339)
+	}
+	base := d.Now
+	if base.IsZero() {
+		base = time.Now()
+	}
+	return &StopError{Region: region, Reason: reason, RetryAfter: d.RetryAfter, RetryAt: base.Add(d.RetryAfter)}
+}
+
+// apiError classifies an error answer of the API (DESIGN.md §3).
+func (r *Runner) apiError(ctx context.Context, run *store.Run, method string, err error) error {
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	var ge *googleapi.Error
+	if !errors.As(err, &ge) {
+		return fmt.Errorf("%s for %s failed: %w", method, run.Region, err)
+	}
+	reason := ""
+	if len(ge.Errors) > 0 {
+		reason = ge.Errors[0].Reason
+	}
+	switch {
+	case reason == "quotaExceeded" || reason == "dailyLimitExceeded":
+		now := time.Now()
+		until := quota.NextPacificMidnight(now)
+		if merr := r.Limiter.MarkExhausted(context.WithoutCancel(ctx), r.Credential, until); merr != nil {
+			r.Log.Warn().Err(merr).Msg("cannot mark the credential exhausted in the quota backend")
+		}
+		return &StopError{Region: run.Region, Reason: "the API answered 403 quotaExceeded: the project's daily quota is spent", RetryAfter: until.Sub(now), RetryAt: until}
+	case reason == "keyInvalid" || strings.Contains(ge.Body, "API_KEY_INVALID"):
+		return &CredentialError{Credential: r.Credential, Reason: "keyInvalid"}
+	case reason == "videoChartNotFound":
+		return fmt.Errorf("region %s has no mostPopular chart (the API answered %d videoChartNotFound)", run.Region, ge.Code)
+	}
+	return fmt.Errorf("%s for %s: API answered HTTP %d %s: %s", method, run.Region, ge.Code, reason, ge.Message)
+}
+
+// Redact removes API keys from the URL quoted by a *url.Error; other errors
+// pass unchanged. Secrets must never reach logs or run records.
+func Redact(err error) error {
+	var ue *url.Error
+	if err == nil || !errors.As(err, &ue) {
+		return err
+	}
+	return &url.Error{Op: ue.Op, URL: redactURL(ue.URL), Err: ue.Err}
+}
+
+func redactURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "(url redacted)"
+	}
+	q := u.Query()
+	if q.Has("key") {
+		q.Set("key", "REDACTED")
+		u.RawQuery = q.Encode()
+	}
+	u.User = nil
+	return u.String()
+}
+
+// ConvertVideo maps an API video resource to the stored shape.
+func ConvertVideo(v *youtube.Video) store.Video {
+	out := store.Video{ID: v.Id}
+	if s := v.Snippet; s != nil {
+		out.Title = s.Title
+		out.Description = s.Description
+		out.ChannelID = s.ChannelId
+		out.ChannelTitle = s.ChannelTitle
+		out.CategoryID = s.CategoryId
+		out.Tags = s.Tags
+		if t, err := time.Parse(time.RFC3339, s.PublishedAt); err == nil {
+			out.PublishedAt = t
+		}
+		if s.Thumbnails != nil && s.Thumbnails.Default != nil {
+			out.ThumbnailURL = s.Thumbnails.Default.Url
+		}
+	}
+	if cd := v.ContentDetails; cd != nil {
+		out.Duration = cd.Duration
+	}
+	if st := v.Statistics; st != nil {
+		out.Views = i64(st.ViewCount)
+		out.Likes = i64(st.LikeCount)
+		out.Comments = i64(st.CommentCount)
+	}
+	return out
+}
+
+func i64(u uint64) *int64 {
+	v := int64(u)
+	return &v
+}

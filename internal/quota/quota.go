@@ -1,0 +1,298 @@
+package quota
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+)
+
+// Bucket is one quota allocation of a credential: at most Limit units may be
+// admitted in any window of length Window (a sliding-window log). When
+// Calendar is true the window is instead Google's quota day, which starts at
+// midnight America/Los_Angeles (see PacificMidnight), and Window is ignored.
+type Bucket struct {
+	// Name identifies the bucket in config, keys and status, e.g. "units".
+	Name string
+	// Limit is the most units admitted within one window; must be > 0.
+	Limit int64
+	// Window is the sliding window length (e.g. 24h); must be > 0 unless Calendar.
+	Window time.Duration
+	// Calendar switches the window to the current Pacific quota day.
+	Calendar bool
+}
+
+// Charge is the cost of one call in one bucket, in units.
+type Charge struct {
+	Bucket string
+	Units  int64
+}
+
+// Costs is the cost table: API method (call site, e.g. "videos.list") to the
+// charges one call of it makes. A method may charge several buckets; the
+// reservation is atomic across them. Defaults follow the YouTube Data API
+// quota cost page (DESIGN.md §3, §4).
+type Costs map[string][]Charge
+
+// Decision is the answer to one reservation.
+type Decision struct {
+	// Allowed reports whether the call was admitted and recorded in every bucket.
+	Allowed bool
+	// Remaining is, per bucket charged, the units left after this decision.
+	Remaining map[string]int64
+	// DeniedBucket names the bucket that denied, or "" when allowed or when
+	// denied by an upstream exhaustion marker.
+	DeniedBucket string
+	// Exhausted reports a denial because the credential was marked exhausted
+	// by the upstream API (MarkExhausted) until ExhaustedUntil.
+	Exhausted      bool
+	ExhaustedUntil time.Time
+	// RetryAfter is, on denial, the earliest wait after which the same
+	// reservation can succeed (never early; microsecond precision).
+	RetryAfter time.Duration
+	// Now is the backend clock at the decision (Redis TIME or local clock).
+	Now time.Time
+}
+
+// BucketStatus is the read-only state of one bucket.
+type BucketStatus struct {
+	Bucket
+	// Used is the sum of units of entries in the current window.
+	Used int64
+	// Remaining is Limit - Used, never below 0.
+	Remaining int64
+	// Entries is the number of log entries (admitted calls) in the window.
+	Entries int64
+	// Oldest is the timestamp of the oldest entry in the window (zero if none).
+	Oldest time.Time
+	// RetryAfterOne is the wait until a cost-1 call fits (0 if it fits now).
+	RetryAfterOne time.Duration
+	// MaxCost is the largest configured cost of any method in this bucket.
+	MaxCost int64
+	// RetryAfterMax is the wait until a MaxCost call fits (0 if it fits now).
+	RetryAfterMax time.Duration
+	// UsedToday is the sum of units recorded since the last Pacific midnight.
+	UsedToday int64
+}
+
+// Status is what `trendfetch quota status` shows for one credential.
+type Status struct {
+	Credential string
+	// Backend is "sqlite" or "redis".
+	Backend string
+	// Reachable reports whether the backend answered; Err holds why not.
+	Reachable bool
+	Err       string
+	// Latency is the round trip of the status query.
+	Latency time.Duration
+	// Now is the backend clock.
+	Now time.Time
+	// ExhaustedUntil is set while the credential is marked exhausted upstream.
+	ExhaustedUntil time.Time
+	Buckets        []BucketStatus
+}
+
+// Backend stores sliding-window logs and decides reservations atomically.
+// Implementations: the embedded SQLite backend (NewSQLite) and Redis.
+// Every method takes the credential name (never the API key).
+type Backend interface {
+	// Name is "sqlite" or "redis".
+	Name() string
+	// Reserve admits the call only if every charge fits its bucket; either
+	// every bucket records one entry with its units or none does. The caller
+	// has already checked that no charge exceeds its bucket's limit. Backend
+	// failures are returned wrapped in ErrUnavailable.
+	Reserve(ctx context.Context, credential string, charges []BucketCharge) (Decision, error)
+	// Status reads the buckets without admitting, evicting or extending anything.
+	// maxCost gives, per bucket name, the largest configured cost.
+	Status(ctx context.Context, credential string, buckets []Bucket, maxCost map[string]int64) (Status, error)
+	// MarkExhausted denies every reservation for credential until until.
+	MarkExhausted(ctx context.Context, credential string, until time.Time) error
+	// Reset removes every log entry and marker of credential.
+	Reset(ctx context.Context, credential string) error
+	// Close releases connections.
+	Close() error
+}
+
+// BucketCharge is a charge joined with its bucket definition, as passed to a Backend.
+type BucketCharge struct {
+	Bucket
+	Units int64
+}
+
+// ErrUnavailable wraps every failure to reach or use the backend; call sites
+// apply their fail-open/fail-closed policy when errors.Is(err, ErrUnavailable).
+var ErrUnavailable = errors.New("quota backend unavailable")
+
+// ErrUnknownMethod is returned by Reserve for a method missing from the cost table.
+var ErrUnknownMethod = errors.New("method not in the quota cost table")
+
+// CostError reports a charge larger than its bucket's limit: such a call can
+// never be admitted, so it is a configuration error, never a throttle.
+type CostError struct {
+	Method string
+	Bucket string
+	Units  int64
+	Limit  int64
+}
+
+func (e *CostError) Error() string {
+	return fmt.Sprintf("quota: %s costs %d units in bucket %q but its limit is %d: it can never be admitted", e.Method, e.Units, e.Bucket, e.Limit)
+}
+
+// Limiter reserves the weighted cost of API calls for credentials from a
+// Backend, using a fixed set of buckets and a cost table.
+type Limiter struct {
+	backend Backend
+	buckets map[string]Bucket
+	order   []string
+	costs   Costs
+	maxCost map[string]int64
+}
+
+// New builds a Limiter. It returns an error when a bucket is invalid, when
+// the cost table names an unknown bucket or a non-positive cost, or when a
+// cost exceeds its bucket's limit (a *CostError).
+func New(backend Backend, buckets []Bucket, costs Costs) (*Limiter, error) {
+	l := &Limiter{backend: backend, buckets: map[string]Bucket{}, costs: costs, maxCost: map[string]int64{}}
+	for _, b := range buckets {
+		if b.Name == "" {
+			return nil, errors.New("quota: bucket with empty name")
+		}
+		if b.Limit <= 0 {
+			return nil, fmt.Errorf("quota: bucket %q: limit %d must be > 0", b.Name, b.Limit)
+		}
+		if !b.Calendar && b.Window <= 0 {
+			return nil, fmt.Errorf("quota: bucket %q: window %s must be > 0", b.Name, b.Window)
+		}
+		if _, dup := l.buckets[b.Name]; dup {
+			return nil, fmt.Errorf("quota: bucket %q defined twice", b.Name)
+		}
+		l.buckets[b.Name] = b
+		l.order = append(l.order, b.Name)
+	}
+	methods := make([]string, 0, len(costs))
+	for m := range costs {
+		methods = append(methods, m)
+	}
+	sort.Strings(methods)
+	for _, m := range methods {
+		seen := map[string]bool{}
+		for _, c := range costs[m] {
+			b, ok := l.buckets[c.Bucket]
+			if !ok {
+				return nil, fmt.Errorf("quota: cost of %s names unknown bucket %q", m, c.Bucket)
+			}
+			if seen[c.Bucket] {
+				return nil, fmt.Errorf("quota: cost of %s charges bucket %q twice", m, c.Bucket)
+			}
+			seen[c.Bucket] = true
+			if c.Units <= 0 {
+				return nil, fmt.Errorf("quota: cost of %s in bucket %q is %d; must be > 0", m, c.Bucket, c.Units)
+			}
+			if c.Units > b.Limit {
+				return nil, &CostError{Method: m, Bucket: c.Bucket, Units: c.Units, Limit: b.Limit}
+			}
+			if c.Units > l.maxCost[c.Bucket] {
+				l.maxCost[c.Bucket] = c.Units
+			}
+		}
+	}
+	return l, nil
+}
+
+// Backend returns the backend the limiter decides with.
+func (l *Limiter) Backend() Backend { return l.backend }
+
+// Buckets returns the configured buckets in configuration order.
+func (l *Limiter) Buckets() []Bucket {
+	out := make([]Bucket, 0, len(l.order))
+	for _, n := range l.order {
+		out = append(out, l.buckets[n])
+	}
+	return out
+}
+
+// Charges returns the charges of one call of method, or ErrUnknownMethod.
+func (l *Limiter) Charges(method string) ([]Charge, error) {
+	cs, ok := l.costs[method]
+	if !ok || len(cs) == 0 {
+		return nil, fmt.Errorf("%w: %q", ErrUnknownMethod, method)
+	}
+	return cs, nil
+}
+
+// Reserve reserves one call of method for credential. It returns
+// ErrUnknownMethod for a method missing from the cost table, and an error
+// wrapping ErrUnavailable when the backend cannot decide; a denial is not an
+// error (Decision.Allowed is false).
+func (l *Limiter) Reserve(ctx context.Context, credential, method string) (Decision, error) {
+	cs, err := l.Charges(method)
+	if err != nil {
+		return Decision{}, err
+	}
+	charges := make([]BucketCharge, len(cs))
+	for i, c := range cs {
+		charges[i] = BucketCharge{Bucket: l.buckets[c.Bucket], Units: c.Units}
+	}
+	return l.backend.Reserve(ctx, credential, charges)
+}
+
+// Status reads the state of every bucket of credential. Backend failures are
+// reported in Status.Reachable/Err, not as an error.
+func (l *Limiter) Status(ctx context.Context, credential string) Status {
+	start := time.Now()
+	st, err := l.backend.Status(ctx, credential, l.Buckets(), l.maxCost)
+	st.Credential = credential
+	st.Backend = l.backend.Name()
+	st.Latency = time.Since(start)
+	if err != nil {
+		st.Reachable = false
+		st.Err = err.Error()
+		return st
+	}
+	st.Reachable = true
+	return st
+}
+
+// MarkExhausted denies every reservation of credential until until, typically
+// the next Pacific midnight after Google answered 403 quotaExceeded.
+func (l *Limiter) MarkExhausted(ctx context.Context, credential string, until time.Time) error {
+	return l.backend.MarkExhausted(ctx, credential, until)
+}
+
+// Reset forgets every entry and marker of credential.
+func (l *Limiter) Reset(ctx context.Context, credential string) error {
+	return l.backend.Reset(ctx, credential)
+}
+
+// Close closes the backend.
+func (l *Limiter) Close() error { return l.backend.Close() }
+
+// pacific is Google's quota clock zone; time/tzdata is linked into the binary
+// (see tzdata.go) so this never depends on the host's zoneinfo.
+var pacific = mustLoad("America/Los_Angeles")
+
+func mustLoad(name string) *time.Location {
+	loc, err := time.LoadLocation(name)
+	if err != nil {
+		panic(err)
+	}
+	return loc
+}
+
+// PacificMidnight returns the start of the Google quota day containing t:
+// the last midnight America/Los_Angeles at or before t. Days are 23 or 25
+// hours long at DST changes (source: YouTube Data API quota docs, "daily
+// quotas reset at midnight Pacific Time").
+func PacificMidnight(t time.Time) time.Time {
+	p := t.In(pacific)
+	return time.Date(p.Year(), p.Month(), p.Day(), 0, 0, 0, 0, pacific)
+}
+
+// NextPacificMidnight returns the first midnight America/Los_Angeles strictly after t.
+func NextPacificMidnight(t time.Time) time.Time {
+	p := t.In(pacific)
+	return time.Date(p.Year(), p.Month(), p.Day()+1, 0, 0, 0, 0, pacific)
+}

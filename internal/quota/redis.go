@@ -1,0 +1,490 @@
+package quota
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net/url"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Defaults of RedisClientFromURL. A limiter decision is one round trip of a
+// few hundred microseconds; waiting seconds on a dead Redis would stall every
+// call site, so failures surface fast and the call site's fail-open/closed
+// policy applies (DESIGN.md §4 "Backend failure").
+const (
+	// DefaultRedisDialTimeout bounds establishing one connection.
+	DefaultRedisDialTimeout = 300 * time.Millisecond
+	// DefaultRedisIOTimeout bounds each socket read and write.
+	DefaultRedisIOTimeout = 300 * time.Millisecond
+	// DefaultRedisMaxRetries is the number of retries of a failed command
+	// (go-redis semantics: 0 means its default of 3, -1 disables).
+	DefaultRedisMaxRetries = 1
+)
+
+// DefaultRedisKeyPrefix is the first component of every key the Redis
+// backend writes: trendfetch:{<credential>}:<bucket>.
+const DefaultRedisKeyPrefix = "trendfetch"
+
+// ExhaustedKeySuffix is the key suffix of a credential's upstream exhaustion
+// marker (trendfetch:{<credential>}:exhausted); no bucket may use it as a name.
+const ExhaustedKeySuffix = "exhausted"
+
+// RedisBackend is the shared quota Backend on Redis (standalone or Cluster):
+// an exact weighted sliding-window log per bucket, decided by one Lua script
+// per reservation with the Redis server's TIME as the only clock. The
+// algorithm and key layout are documented in redis_lua.go; DESIGN.md §4 is
+// the contract. It is safe for concurrent use by many goroutines, processes
+// and hosts.
+type RedisBackend struct {
+	client redis.UniversalClient
+	prefix string
+	// midnights returns the Pacific midnights (Unix µs, ascending) passed to
+	// the scripts; tests replace it to move "midnight" next to Redis TIME.
+	midnights func(now time.Time) []int64
+}
+
+// RedisOption configures NewRedis.
+type RedisOption func(*RedisBackend)
+
+// WithRedisKeyPrefix replaces the key prefix "trendfetch" (e.g. to share one
+// Redis between environments). The prefix must not contain '{' or '}'.
+func WithRedisKeyPrefix(prefix string) RedisOption {
+	return func(r *RedisBackend) { r.prefix = prefix }
+}
+
+// NewRedis returns a Redis backend using client, which it owns from now on
+// (Close closes it). Build the client with RedisClientFromURL to get short
+// timeouts; any redis.UniversalClient (Client, ClusterClient, FailoverClient)
+// works, a Ring does not (the credential's keys must live on one node).
+func NewRedis(client redis.UniversalClient, opts ...RedisOption) *RedisBackend {
+	r := &RedisBackend{client: client, prefix: DefaultRedisKeyPrefix, midnights: redisMidnightTable}
+	for _, o := range opts {
+		o(r)
+	}
+	return r
+}
+
+// Name returns "redis".
+func (r *RedisBackend) Name() string { return "redis" }
+
+// Client returns the underlying go-redis client (for health checks and tests).
+func (r *RedisBackend) Client() redis.UniversalClient { return r.client }
+
+// Close closes the Redis client.
+func (r *RedisBackend) Close() error { return r.client.Close() }
+
+// --- keys: every key of the Redis backend is built here ---------------------
+
+// credTag is the key component shared by every key of a credential:
+// "<prefix>:{<credential>}". The braces make <credential> the Redis Cluster
+// hash tag, so a multi-bucket script touches a single slot (no CROSSSLOT).
+func (r *RedisBackend) credTag(credential string) string {
+	return r.prefix + ":{" + credential + "}"
+}
+
+// bucketKey is the sorted-set log of one bucket: trendfetch:{<credential>}:<bucket>.
+func (r *RedisBackend) bucketKey(credential, bucket string) string {
+	return r.credTag(credential) + ":" + bucket
+}
+
+// exhaustedKey is the upstream exhaustion marker: trendfetch:{<credential>}:exhausted.
+func (r *RedisBackend) exhaustedKey(credential string) string {
+	return r.credTag(credential) + ":" + ExhaustedKeySuffix
+}
+
+// credPattern matches every key of credential for SCAN (glob chars escaped).
+func (r *RedisBackend) credPattern(credential string) string {
+	return redisGlobEscape(r.credTag(credential)) + ":*"
+}
+
+func redisGlobEscape(s string) string {
+	var b strings.Builder
+	for _, c := range s {
+		switch c {
+		case '*', '?', '[', ']', '\\':
+			b.WriteByte('\\')
+		}
+		b.WriteRune(c)
+	}
+	return b.String()
+}
+
+func redisCheckCredential(credential string) error {
+	if credential == "" {
+		return errors.New("quota: empty credential name")
+	}
+	if strings.ContainsAny(credential, "{}") {
+		// A '}' would end the hash tag early; keys would still share a slot
+		// but two credentials could share a tag. Names never need braces.
+		return fmt.Errorf("quota: credential name %q must not contain '{' or '}'", credential)
+	}
+	return nil
+}
+
+// redisUnavailable wraps a Redis failure in ErrUnavailable, keeping the cause.
+func redisUnavailable(op, credential string, err error) error {
+	return fmt.Errorf("%w: redis %s for credential %q: %w", ErrUnavailable, op, credential, err)
+}
+
+// --- decisions ---------------------------------------------------------------
+
+// Reserve admits the call only if every charge fits its bucket, recording one
+// entry per bucket, or none (see Backend). It runs redisReserveScript: one round
+// trip, O(log n) in the bucket's entries, independent of the cost weight.
+// A charge above its bucket's limit is a *CostError returned before any Redis
+// call; a bucket named "exhausted", a duplicate bucket or a bad credential name
+// is an error too. Redis failures wrap ErrUnavailable.
+func (r *RedisBackend) Reserve(ctx context.Context, credential string, charges []BucketCharge) (Decision, error) {
+	if err := redisCheckCredential(credential); err != nil {
+		return Decision{}, err
+	}
+	if len(charges) == 0 {
+		return Decision{}, errors.New("quota: reservation without charges")
+	}
+	mids := r.midnights(time.Now())
+	keys := make([]string, 1, 1+len(charges))
+	keys[0] = r.exhaustedKey(credential)
+	args := make([]any, 0, 1+len(mids)+3*len(charges))
+	args = append(args, len(mids))
+	for _, m := range mids {
+		args = append(args, m)
+	}
+	names := make([]string, 0, len(charges))
+	for _, c := range charges {
+		if err := redisCheckBucket(c.Bucket, names); err != nil {
+			return Decision{}, err
+		}
+		if c.Units <= 0 {
+			return Decision{}, fmt.Errorf("quota: charge of %d units in bucket %q; must be > 0", c.Units, c.Name)
+		}
+		if c.Units > c.Limit {
+			return Decision{}, &CostError{Bucket: c.Name, Units: c.Units, Limit: c.Limit}
+		}
+		names = append(names, c.Name)
+		keys = append(keys, r.bucketKey(credential, c.Name))
+		args = append(args, c.Units, c.Limit, redisWindowUS(c.Bucket))
+	}
+	res, err := redisReserveScript.Run(ctx, r.client, keys, args...).Int64Slice()
+	if err != nil {
+		return Decision{}, redisUnavailable("reserve", credential, err)
+	}
+	if len(res) != 5+len(charges) {
+		return Decision{}, redisUnavailable("reserve", credential, fmt.Errorf("unexpected reply of %d values", len(res)))
+	}
+	d := Decision{
+		Allowed:    res[0] == 1,
+		Now:        time.UnixMicro(res[1]),
+		RetryAfter: time.Duration(res[3]) * time.Microsecond,
+		Remaining:  make(map[string]int64, len(charges)),
+	}
+	if res[2] > 0 {
+		d.DeniedBucket = charges[res[2]-1].Name
+	}
+	if res[4] > 0 {
+		d.Exhausted = true
+		d.ExhaustedUntil = time.UnixMicro(res[4])
+	}
+	for i, c := range charges {
+		d.Remaining[c.Name] = res[5+i]
+	}
+	return d, nil
+}
+
+// Status reads every bucket of credential with redisStatusScript, which writes
+// nothing (no admission, eviction or PEXPIRE). Now is Redis TIME; UsedToday
+// counts units since the last Pacific midnight; Retry-After figures assume
+// no other reservation happens meanwhile. Redis failures wrap ErrUnavailable.
+func (r *RedisBackend) Status(ctx context.Context, credential string, buckets []Bucket, maxCost map[string]int64) (Status, error) {
+	st := Status{Credential: credential, Backend: r.Name()}
+	if err := redisCheckCredential(credential); err != nil {
+		return st, err
+	}
+	mids := r.midnights(time.Now())
+	keys := make([]string, 1, 1+len(buckets))
+	keys[0] = r.exhaustedKey(credential)
+	args := make([]any, 0, 1+len(mids)+3*len(buckets))
+	args = append(args, len(mids))
+	for _, m := range mids {
+		args = append(args, m)
+	}
+	names := make([]string, 0, len(buckets))
+	for _, b := range buckets {
+		if err := redisCheckBucket(b, names); err != nil {
+			return st, err
+		}
+		names = append(names, b.Name)
+		keys = append(keys, r.bucketKey(credential, b.Name))
+		args = append(args, b.Limit, redisWindowUS(b), maxCost[b.Name])
+	}
+	start := time.Now()
+	res, err := redisStatusScript.Run(ctx, r.client, keys, args...).Int64Slice()
+	st.Latency = time.Since(start)
+	if err != nil {
+		st.Err = err.Error()
+		return st, redisUnavailable("status", credential, err)
+	}
+	if len(res) != 2+6*len(buckets) {
+		err := fmt.Errorf("unexpected reply of %d values", len(res))
+		st.Err = err.Error()
+		return st, redisUnavailable("status", credential, err)
+	}
+	st.Reachable = true
+	st.Now = time.UnixMicro(res[0])
+	if res[1] > 0 {
+		st.ExhaustedUntil = time.UnixMicro(res[1])
+	}
+	for i, b := range buckets {
+		v := res[2+6*i : 8+6*i]
+		bs := BucketStatus{
+			Bucket:        b,
+			Used:          v[0],
+			Remaining:     max(b.Limit-v[0], 0),
+			Entries:       v[1],
+			RetryAfterOne: time.Duration(v[3]) * time.Microsecond,
+			MaxCost:       maxCost[b.Name],
+			RetryAfterMax: time.Duration(v[4]) * time.Microsecond,
+			UsedToday:     v[5],
+		}
+		if v[2] > 0 {
+			bs.Oldest = time.UnixMicro(v[2])
+		}
+		st.Buckets = append(st.Buckets, bs)
+	}
+	return st, nil
+}
+
+// MarkExhausted sets the credential's exhaustion marker until until (the
+// marker key expires then, PEXPIREAT); every Reserve is denied with
+// Exhausted and a Retry-After up to until meanwhile. A marker is never
+// shortened by a later call with an earlier until. Redis failures wrap
+// ErrUnavailable.
+func (r *RedisBackend) MarkExhausted(ctx context.Context, credential string, until time.Time) error {
+	if err := redisCheckCredential(credential); err != nil {
+		return err
+	}
+	err := redisMarkScript.Run(ctx, r.client, []string{r.exhaustedKey(credential)}, until.UnixMicro(), until.UnixMilli()+1).Err()
+	if err != nil {
+		return redisUnavailable("mark exhausted", credential, err)
+	}
+	return nil
+}
+
+// Reset deletes every key of credential (its bucket logs and its exhaustion
+// marker), found with SCAN over the credential's hash-tag pattern on the node
+// that owns its slot. Redis failures wrap ErrUnavailable.
+func (r *RedisBackend) Reset(ctx context.Context, credential string) error {
+	if err := redisCheckCredential(credential); err != nil {
+		return err
+	}
+	var node redis.Cmdable = r.client
+	if cc, ok := r.client.(*redis.ClusterClient); ok {
+		n, err := cc.MasterForKey(ctx, r.exhaustedKey(credential))
+		if err != nil {
+			return redisUnavailable("reset", credential, err)
+		}
+		node = n
+	}
+	var cursor uint64
+	for {
+		keys, next, err := node.Scan(ctx, cursor, r.credPattern(credential), 1000).Result()
+		if err != nil {
+			return redisUnavailable("reset", credential, err)
+		}
+		if len(keys) > 0 {
+			if err := node.Del(ctx, keys...).Err(); err != nil {
+				return redisUnavailable("reset", credential, err)
+			}
+		}
+		if next == 0 {
+			return nil
+		}
+		cursor = next
+	}
+}
+
+// redisCheckBucket rejects a bucket the Redis key layout cannot hold: the reserved
+// name "exhausted", a name already in earlier, or an invalid limit/window.
+func redisCheckBucket(b Bucket, earlier []string) error {
+	if b.Name == "" || b.Name == ExhaustedKeySuffix {
+		return fmt.Errorf("quota: bucket name %q is reserved or empty", b.Name)
+	}
+	if b.Limit <= 0 {
+		return fmt.Errorf("quota: bucket %q: limit %d must be > 0", b.Name, b.Limit)
+	}
+	if !b.Calendar && b.Window < time.Microsecond {
+		return fmt.Errorf("quota: bucket %q: window %s must be >= 1µs", b.Name, b.Window)
+	}
+	for _, n := range earlier {
+		if n == b.Name {
+			return fmt.Errorf("quota: bucket %q appears twice", b.Name)
+		}
+	}
+	return nil
+}
+
+// redisWindowUS is the bucket's window in µs as passed to the scripts; 0 means calendar mode.
+func redisWindowUS(b Bucket) int64 {
+	if b.Calendar {
+		return 0
+	}
+	return b.Window.Microseconds()
+}
+
+// redisMidnightTable returns the Pacific midnights (America/Los_Angeles,
+// embedded tzdata) of the five days around now's Pacific date — two before
+// through two after — as Unix µs, ascending. The scripts pick the last one
+// <= Redis TIME and the next one after it, so Redis, not this clock, decides;
+// the table tolerates a client clock up to a day off. Days are 23 or 25 hours
+// long across DST changes.
+func redisMidnightTable(now time.Time) []int64 {
+	p := PacificMidnight(now).In(pacific)
+	out := make([]int64, 0, 5)
+	for d := -2; d <= 2; d++ {
+		out = append(out, time.Date(p.Year(), p.Month(), p.Day()+d, 0, 0, 0, 0, pacific).UnixMicro())
+	}
+	return out
+}
+
+// --- connection --------------------------------------------------------------
+
+// RedisClientOption adjusts RedisClientFromURL.
+type RedisClientOption func(*redisClientConfig)
+
+type redisClientConfig struct {
+	dial, io   time.Duration
+	maxRetries int
+	tls        *tls.Config
+}
+
+// WithRedisTLSConfig sets the TLS configuration (e.g. RootCAs of a private
+// CA, client certificates). It enables TLS even for a redis:// URL; with a
+// rediss:// URL and no ServerName, the URL's host is used as ServerName.
+func WithRedisTLSConfig(cfg *tls.Config) RedisClientOption {
+	return func(c *redisClientConfig) { c.tls = cfg }
+}
+
+// WithRedisDialTimeout sets the connection timeout (default DefaultRedisDialTimeout).
+// A dial_timeout query parameter in the URL wins.
+func WithRedisDialTimeout(d time.Duration) RedisClientOption {
+	return func(c *redisClientConfig) { c.dial = d }
+}
+
+// WithRedisIOTimeout sets the read and write timeouts (default
+// DefaultRedisIOTimeout). read_timeout/write_timeout URL parameters win.
+func WithRedisIOTimeout(d time.Duration) RedisClientOption {
+	return func(c *redisClientConfig) { c.io = d }
+}
+
+// WithRedisMaxRetries sets how often a failed command is retried (default
+// DefaultRedisMaxRetries; -1 disables). A retried reservation whose first
+// attempt ran but whose reply was lost is recorded twice: retries can
+// under-admit (spend units twice), never over-admit.
+func WithRedisMaxRetries(n int) RedisClientOption {
+	return func(c *redisClientConfig) { c.maxRetries = n }
+}
+
+// RedisClientFromURL builds a go-redis client with short timeouts.
+//
+// rawURL is redis://[user:password@]host[:port][/db][?param=value],
+// rediss://... (TLS, server name from the host) or unix:///path/to.sock
+// (go-redis ParseURL syntax; e.g. ?dial_timeout=1s). With clusterAddrs
+// ("host:port" of some Cluster nodes) the result is a *redis.ClusterClient
+// that takes user, password and TLS from rawURL (which may be empty; its
+// host is then ignored, and a db other than 0 is an error). Otherwise rawURL
+// is required and the result is a *redis.Client.
+//
+// Errors never contain the password: URLs are redacted (RedactRedisURL).
+// No connection is made here; the first command dials.
+func RedisClientFromURL(rawURL string, clusterAddrs []string, opts ...RedisClientOption) (redis.UniversalClient, error) {
+	cfg := redisClientConfig{dial: DefaultRedisDialTimeout, io: DefaultRedisIOTimeout, maxRetries: DefaultRedisMaxRetries}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	o := &redis.Options{}
+	if rawURL != "" {
+		var err error
+		o, err = redis.ParseURL(rawURL)
+		if err != nil {
+			return nil, fmt.Errorf("quota: invalid Redis URL %s: %s", RedactRedisURL(rawURL), redisScrubSecret(err.Error(), rawURL))
+		}
+	} else if len(clusterAddrs) == 0 {
+		return nil, errors.New("quota: no Redis URL and no Redis Cluster addresses")
+	}
+	if cfg.tls != nil {
+		t := cfg.tls.Clone()
+		if t.ServerName == "" && o.TLSConfig != nil {
+			t.ServerName = o.TLSConfig.ServerName
+		}
+		o.TLSConfig = t
+	}
+	if o.DialTimeout == 0 {
+		o.DialTimeout = cfg.dial
+	}
+	if o.ReadTimeout == 0 {
+		o.ReadTimeout = cfg.io
+	}
+	if o.WriteTimeout == 0 {
+		o.WriteTimeout = cfg.io
+	}
+	if o.MaxRetries == 0 {
+		o.MaxRetries = cfg.maxRetries
+	}
+	if o.PoolTimeout == 0 {
+		o.PoolTimeout = o.DialTimeout + o.ReadTimeout
+	}
+	minBackoff, maxBackoff := 8*time.Millisecond, 64*time.Millisecond
+	if len(clusterAddrs) > 0 {
+		if o.DB != 0 {
+			return nil, fmt.Errorf("quota: Redis URL %s selects db %d, but Redis Cluster has only db 0", RedactRedisURL(rawURL), o.DB)
+		}
+		return redis.NewClusterClient(&redis.ClusterOptions{
+			Addrs:                 clusterAddrs,
+			Username:              o.Username,
+			Password:              o.Password,
+			TLSConfig:             o.TLSConfig,
+			DialTimeout:           o.DialTimeout,
+			DialerRetries:         1,
+			ReadTimeout:           o.ReadTimeout,
+			WriteTimeout:          o.WriteTimeout,
+			PoolTimeout:           o.PoolTimeout,
+			MaxRetries:            o.MaxRetries,
+			MinRetryBackoff:       minBackoff,
+			MaxRetryBackoff:       maxBackoff,
+			MaxRedirects:          3,
+			ContextTimeoutEnabled: true,
+		}), nil
+	}
+	o.DialerRetries = 1 // one dial attempt per command: a dead Redis fails fast
+	o.MinRetryBackoff, o.MaxRetryBackoff = minBackoff, maxBackoff
+	o.ContextTimeoutEnabled = true
+	return redis.NewClient(o), nil
+}
+
+var redisUserinfoRE = regexp.MustCompile(`(//[^/@]*?:)[^/@]*@`)
+
+// RedactRedisURL returns rawURL with its password replaced by "xxxxx", for
+// logs and errors; an unparsable URL has its userinfo password masked too.
+func RedactRedisURL(rawURL string) string {
+	if u, err := url.Parse(rawURL); err == nil {
+		return u.Redacted()
+	}
+	return redisUserinfoRE.ReplaceAllString(rawURL, "${1}xxxxx@")
+}
+
+// redisScrubSecret removes the password of rawURL (and the raw URL itself) from msg.
+func redisScrubSecret(msg, rawURL string) string {
+	msg = strings.ReplaceAll(msg, rawURL, RedactRedisURL(rawURL))
+	if m := redisUserinfoRE.FindStringSubmatchIndex(rawURL); m != nil {
+		pw := rawURL[m[3] : m[1]-1]
+		if pw != "" {
+			msg = strings.ReplaceAll(msg, pw, "xxxxx")
+		}
+	}
+	return msg
+}

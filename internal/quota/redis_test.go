@@ -1,0 +1,525 @@
+package quota
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/trendfetch/trendfetch/internal/quota/redistest"
+)
+
+// Tests of the Redis backend against real redis-server processes started by
+// the tests (internal/quota/redistest); never mocks.
+
+func newTestRedis(t testing.TB, srv *redistest.Server, opts ...RedisOption) *RedisBackend {
+	t.Helper()
+	c, err := RedisClientFromURL(srv.URL(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := NewRedis(c, opts...)
+	t.Cleanup(func() { b.Close() })
+	return b
+}
+
+func newTestRedisCluster(t testing.TB, cl *redistest.Cluster) *RedisBackend {
+	t.Helper()
+	c, err := RedisClientFromURL("", cl.Addrs())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := NewRedis(c)
+	t.Cleanup(func() { b.Close() })
+	return b
+}
+
+func TestRedisBackendSuite(t *testing.T) {
+	srv := redistest.Start(t)
+	b := newTestRedis(t, srv)
+	runBackendSuite(t, func(t *testing.T) Backend { return b })
+}
+
+// TestRedisClusterSuite runs the behaviour suite through a three-master
+// Redis Cluster: every multi-bucket script must stay in one slot.
+func TestRedisClusterSuite(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a Redis Cluster")
+	}
+	cl := redistest.StartCluster(t, 3)
+	b := newTestRedisCluster(t, cl)
+	runBackendSuite(t, func(t *testing.T) Backend { return b })
+}
+
+func TestRedisClusterTwoBuckets(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a Redis Cluster")
+	}
+	cl := redistest.StartCluster(t, 3)
+	b := newTestRedisCluster(t, cl)
+	ctx := testCtx(t)
+	units := Bucket{Name: "units", Limit: 9500, Window: time.Hour}
+	search := Bucket{Name: "search", Limit: 95, Calendar: true}
+	// Different credentials land on different masters; each must work.
+	for i := range 12 {
+		cred := fmt.Sprintf("project-%d", i)
+		d, err := b.Reserve(ctx, cred, charge(units, 100, search, int64(1)))
+		if err != nil {
+			t.Fatalf("Reserve(%s): %v (CROSSSLOT?)", cred, err)
+		}
+		if !d.Allowed || d.Remaining["units"] != 9400 || d.Remaining["search"] != 94 {
+			t.Fatalf("Reserve(%s) = %+v, want allowed with 9400 and 94 left", cred, d)
+		}
+		if err := b.MarkExhausted(ctx, cred, time.Now().Add(time.Minute)); err != nil {
+			t.Fatal(err)
+		}
+		if d := mustReserve(t, b, cred, charge(units, 1, search, int64(1))); !d.Exhausted {
+			t.Fatalf("Reserve after MarkExhausted = %+v, want exhausted", d)
+		}
+		if err := b.Reset(ctx, cred); err != nil {
+			t.Fatalf("Reset(%s): %v", cred, err)
+		}
+		st := mustStatus(t, b, cred, []Bucket{units, search}, nil)
+		if st.Buckets[0].Used != 0 || !st.ExhaustedUntil.IsZero() {
+			t.Fatalf("Status after Reset = %+v", st)
+		}
+	}
+}
+
+// TestRedisScriptFlush proves the transparent NOSCRIPT fallback: the script
+// cache is flushed between decisions (as after a restart or failover).
+func TestRedisScriptFlush(t *testing.T) {
+	srv := redistest.Start(t)
+	b := newTestRedis(t, srv)
+	units := Bucket{Name: "units", Limit: 5, Window: time.Hour}
+	for i := int64(1); i <= 5; i++ {
+		srv.Do("SCRIPT", "FLUSH")
+		d := mustAllow(t, b, "flush", charge(units, 1))
+		if d.Remaining["units"] != 5-i {
+			t.Fatalf("call %d: remaining %d, want %d", i, d.Remaining["units"], 5-i)
+		}
+		srv.Do("SCRIPT", "FLUSH")
+		mustStatus(t, b, "flush", []Bucket{units}, nil)
+		srv.Do("SCRIPT", "FLUSH")
+		if err := b.MarkExhausted(testCtx(t), "flush-other", time.Now().Add(time.Second)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	srv.Do("SCRIPT", "FLUSH")
+	mustDeny(t, b, "flush", charge(units, 1), "units")
+}
+
+// TestRedisKilledAndRestarted: a dead Redis answers ErrUnavailable fast (the
+// call site then applies its policy) and a restarted one is used again.
+func TestRedisKilledAndRestarted(t *testing.T) {
+	srv := redistest.Start(t)
+	b := newTestRedis(t, srv)
+	units := Bucket{Name: "units", Limit: 100, Window: time.Hour}
+	mustAllow(t, b, "kill", charge(units, 1))
+
+	srv.Kill()
+	for i := range 3 {
+		start := time.Now()
+		_, err := b.Reserve(context.Background(), "kill", charge(units, 1))
+		took := time.Since(start)
+		if !errors.Is(err, ErrUnavailable) {
+			t.Fatalf("Reserve %d with Redis killed: err = %v, want ErrUnavailable", i, err)
+		}
+		if took > time.Second {
+			t.Fatalf("Reserve %d with Redis killed took %v, want < 1s", i, took)
+		}
+		t.Logf("Reserve %d with Redis killed: %v after %v", i, err, took)
+	}
+	if _, err := b.Status(context.Background(), "kill", []Bucket{units}, nil); !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("Status with Redis killed: %v, want ErrUnavailable", err)
+	}
+	if err := b.MarkExhausted(context.Background(), "kill", time.Now().Add(time.Hour)); !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("MarkExhausted with Redis killed: %v, want ErrUnavailable", err)
+	}
+	if err := b.Reset(context.Background(), "kill"); !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("Reset with Redis killed: %v, want ErrUnavailable", err)
+	}
+
+	srv.Restart() // empty: persistence is off, and the script cache is gone
+	var d Decision
+	var err error
+	for range 20 { // the pool may hold a dead connection or two
+		if d, err = b.Reserve(context.Background(), "kill", charge(units, 1)); err == nil {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err != nil || !d.Allowed || d.Remaining["units"] != 99 {
+		t.Fatalf("Reserve after restart = %+v, %v; want allowed with 99 left", d, err)
+	}
+}
+
+// TestRedisUnreachableTimeout: a Redis that accepts but never answers (a
+// stopped process) is a timeout well under a second, wrapped in ErrUnavailable.
+func TestRedisStalledTimeout(t *testing.T) {
+	srv := redistest.Start(t)
+	b := newTestRedis(t, srv)
+	units := Bucket{Name: "units", Limit: 100, Window: time.Hour}
+	mustAllow(t, b, "stall", charge(units, 1))
+	// DEBUG SLEEP blocks the server; our reads time out first.
+	go func() {
+		c := redis.NewClient(&redis.Options{Addr: srv.Addr})
+		defer c.Close()
+		c.Do(context.Background(), "DEBUG", "SLEEP", "2")
+	}()
+	time.Sleep(100 * time.Millisecond)
+	start := time.Now()
+	_, err := b.Reserve(context.Background(), "stall", charge(units, 1))
+	took := time.Since(start)
+	if !errors.Is(err, ErrUnavailable) || took > time.Second {
+		t.Fatalf("Reserve against a stalled Redis: %v after %v, want ErrUnavailable in < 1s", err, took)
+	}
+	t.Logf("stalled Redis: %v after %v", err, took)
+}
+
+// TestRedisKeysAndExpiry checks the key layout (one hash tag per
+// credential, no secret) and that every written key carries a TTL.
+func TestRedisKeysAndExpiry(t *testing.T) {
+	srv := redistest.Start(t)
+	b := newTestRedis(t, srv)
+	units := Bucket{Name: "units", Limit: 100, Window: time.Hour}
+	search := Bucket{Name: "search", Limit: 95, Calendar: true}
+	mustAllow(t, b, "main-project", charge(units, 100, search, int64(1)))
+	if err := b.MarkExhausted(testCtx(t), "main-project", time.Now().Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	keys := strings.Fields(srv.Do("KEYS", "*"))
+	want := map[string]bool{
+		"trendfetch:{main-project}:units":     true,
+		"trendfetch:{main-project}:search":    true,
+		"trendfetch:{main-project}:exhausted": true,
+	}
+	if len(keys) != len(want) {
+		t.Fatalf("keys = %q, want %d keys", keys, len(want))
+	}
+	for _, k := range keys {
+		if !want[k] {
+			t.Fatalf("unexpected key %q", k)
+		}
+		ttl, err := strconv.ParseInt(srv.Do("PTTL", k), 10, 64)
+		if err != nil || ttl <= 0 {
+			t.Fatalf("PTTL %s = %d (%v), want > 0", k, ttl, err)
+		}
+		if strings.HasSuffix(k, ":units") && (ttl < time.Hour.Milliseconds() || ttl > 26*time.Hour.Milliseconds()) {
+			t.Fatalf("PTTL %s = %dms, want between the window and a day + margin", k, ttl)
+		}
+	}
+	// Members: one per call, "<cum>:<cost>".
+	if got := srv.Do("ZRANGE", "trendfetch:{main-project}:units", "0", "-1"); got != "0000000000000100:100" {
+		t.Fatalf("units members = %q", got)
+	}
+
+	if _, err := b.Reserve(testCtx(t), "bad{name}", charge(units, 1)); err == nil {
+		t.Fatal("Reserve accepted a credential with braces")
+	}
+	if _, err := b.Reserve(testCtx(t), "x", charge(Bucket{Name: ExhaustedKeySuffix, Limit: 1, Window: time.Hour}, 1)); err == nil {
+		t.Fatal("Reserve accepted a bucket named like the exhaustion marker")
+	}
+	if _, err := b.Reserve(testCtx(t), "x", charge(units, 1, units, int64(1))); err == nil {
+		t.Fatal("Reserve accepted the same bucket twice")
+	}
+}
+
+// TestRedisCostErrorBeforeRedis: a charge above its limit is a *CostError,
+// decided without Redis (the backend here points at a closed port).
+func TestRedisCostErrorBeforeRedis(t *testing.T) {
+	c, err := RedisClientFromURL("redis://127.0.0.1:1/0", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := NewRedis(c)
+	defer b.Close()
+	_, err = b.Reserve(context.Background(), "x", charge(Bucket{Name: "search", Limit: 95, Window: time.Hour}, 100))
+	var ce *CostError
+	if !errors.As(err, &ce) || errors.Is(err, ErrUnavailable) {
+		t.Fatalf("err = %v, want a *CostError, not ErrUnavailable", err)
+	}
+}
+
+// TestRedisMemory: a saturated day of search.list calls (95 x cost 100)
+// stores 95 entries, not 9,500; 9,500 x cost 1 is reported.
+func TestRedisMemory(t *testing.T) {
+	srv := redistest.Start(t)
+	b := newTestRedis(t, srv)
+	usage := func(cred string) int64 {
+		var sum int64
+		for _, k := range strings.Fields(srv.Do("KEYS", "trendfetch:{"+cred+"}:*")) {
+			n, err := strconv.ParseInt(srv.Do("MEMORY", "USAGE", k, "SAMPLES", "0"), 10, 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sum += n
+		}
+		return sum
+	}
+	units := Bucket{Name: "units", Limit: 9500, Window: 24 * time.Hour}
+	for range 95 {
+		mustAllow(t, b, "heavy", charge(units, 100))
+	}
+	mustDeny(t, b, "heavy", charge(units, 1), "units")
+	heavy := usage("heavy")
+	t.Logf("MEMORY USAGE, 95 x cost 100: %d bytes (%s entries)", heavy, srv.Do("ZCARD", "trendfetch:{heavy}:units"))
+	if heavy >= 8<<10 {
+		t.Fatalf("95 x cost 100 uses %d bytes, want < 8 KB", heavy)
+	}
+	if testing.Short() {
+		return
+	}
+	for range 9500 {
+		mustAllow(t, b, "light", charge(units, 1))
+	}
+	mustDeny(t, b, "light", charge(units, 1), "units")
+	t.Logf("MEMORY USAGE, 9,500 x cost 1: %d bytes (%s entries)", usage("light"), srv.Do("ZCARD", "trendfetch:{light}:units"))
+}
+
+// TestRedisMidnightTable unit-tests the Pacific midnights passed to the
+// scripts on both 2026 DST changes: 23 h on 2026-03-08, 25 h on 2026-11-01.
+func TestRedisMidnightTable(t *testing.T) {
+	for _, tc := range []struct {
+		now      string // RFC 3339
+		day      string // the Pacific date of the middle midnight
+		dayHours []float64
+	}{
+		// Noon PDT on the spring-forward day: the day started in PST.
+		{"2026-03-08T19:00:00Z", "2026-03-08T08:00:00Z", []float64{24, 24, 23, 24}},
+		// Just before midnight: still the 23-hour day.
+		{"2026-03-09T06:59:59Z", "2026-03-08T08:00:00Z", []float64{24, 24, 23, 24}},
+		// Exactly midnight PDT the next day: a new day.
+		{"2026-03-09T07:00:00Z", "2026-03-09T07:00:00Z", []float64{24, 23, 24, 24}},
+		// Fall back: 2026-11-01 00:00 PDT = 07:00Z, the day lasts 25 h.
+		{"2026-11-01T09:30:00Z", "2026-11-01T07:00:00Z", []float64{24, 24, 25, 24}},
+		{"2026-11-02T07:59:59Z", "2026-11-01T07:00:00Z", []float64{24, 24, 25, 24}},
+		{"2026-11-02T08:00:00Z", "2026-11-02T08:00:00Z", []float64{24, 25, 24, 24}},
+	} {
+		now, _ := time.Parse(time.RFC3339, tc.now)
+		want, _ := time.Parse(time.RFC3339, tc.day)
+		mids := redisMidnightTable(now)
+		if len(mids) != 5 {
+			t.Fatalf("%s: %d midnights, want 5", tc.now, len(mids))
+		}
+		if got := time.UnixMicro(mids[2]).UTC(); !got.Equal(want) {
+			t.Errorf("%s: current midnight %s, want %s", tc.now, got, want)
+		}
+		for i := 1; i < len(mids); i++ {
+			h := (time.Duration(mids[i]-mids[i-1]) * time.Microsecond).Hours()
+			if h != tc.dayHours[i-1] {
+				t.Errorf("%s: day %d lasts %vh, want %vh (table %v)", tc.now, i, h, tc.dayHours[i-1], mids)
+			}
+			if p := time.UnixMicro(mids[i]).In(pacific); p.Hour() != 0 || p.Minute() != 0 {
+				t.Errorf("%s: %s is not a Pacific midnight", tc.now, p)
+			}
+		}
+		// The script's choice: last midnight <= now, first one after.
+		nowUS := now.UnixMicro()
+		if !(mids[2] <= nowUS && nowUS < mids[3]) {
+			t.Errorf("%s: now not inside [%d, %d)", tc.now, mids[2], mids[3])
+		}
+		if !time.UnixMicro(mids[3]).Equal(NextPacificMidnight(now)) {
+			t.Errorf("%s: next midnight %s, want %s", tc.now, time.UnixMicro(mids[3]), NextPacificMidnight(now))
+		}
+	}
+}
+
+// TestRedisCalendarMidnight moves "midnight" next to Redis TIME (the table
+// passed to the script is the only thing Go decides): at the new day the
+// calendar bucket is empty again, UsedToday restarts, Retry-After points to
+// the next midnight, and the sliding bucket is unaffected.
+func TestRedisCalendarMidnight(t *testing.T) {
+	srv := redistest.Start(t)
+	b := newTestRedis(t, srv)
+	var table []int64
+	b.midnights = func(time.Time) []int64 { return table }
+	now := time.Now()
+	table = []int64{now.Add(-24 * time.Hour).UnixMicro(), now.Add(-time.Hour).UnixMicro(), now.Add(time.Second).UnixMicro(), now.Add(25 * time.Hour).UnixMicro()}
+
+	daily := Bucket{Name: "daily", Limit: 3, Calendar: true}
+	units := Bucket{Name: "units", Limit: 100, Window: time.Hour}
+	mustAllow(t, b, "cal", charge(daily, 2, units, int64(2)))
+	d := mustDeny(t, b, "cal", charge(daily, 2, units, int64(2)), "daily")
+	approx(t, "RetryAfter before 'midnight'", d.RetryAfter, time.UnixMicro(table[2]).Sub(d.Now), time.Microsecond)
+
+	time.Sleep(time.Until(time.UnixMicro(table[2])) + 5*time.Millisecond)
+	st := mustStatus(t, b, "cal", []Bucket{daily, units}, map[string]int64{"daily": 3})
+	if st.Buckets[0].Used != 0 || st.Buckets[0].UsedToday != 0 || st.Buckets[1].Used != 2 || st.Buckets[1].UsedToday != 0 {
+		t.Fatalf("after 'midnight': %s, want daily empty, units used 2 but 0 today", stateOf(st))
+	}
+	d = mustAllow(t, b, "cal", charge(daily, 3, units, int64(3)))
+	if d.Remaining["daily"] != 0 || d.Remaining["units"] != 95 {
+		t.Fatalf("after 'midnight': remaining %v", d.Remaining)
+	}
+	d = mustDeny(t, b, "cal", charge(daily, 1), "daily")
+	approx(t, "RetryAfter to the next 'midnight'", d.RetryAfter, time.UnixMicro(table[3]).Sub(d.Now), time.Microsecond)
+
+	// A table that does not cover Redis TIME is an error, not a guess.
+	table = []int64{now.Add(time.Hour).UnixMicro()}
+	if _, err := b.Reserve(testCtx(t), "cal", charge(daily, 1)); !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "midnight") {
+		t.Fatalf("Reserve with a table after TIME: %v", err)
+	}
+}
+
+// TestRedisBoundedEviction: entries that matter neither to the window nor
+// to today are removed at most 64 per admitted call, and counts stay exact
+// while eviction lags.
+func TestRedisBoundedEviction(t *testing.T) {
+	srv := redistest.Start(t)
+	b := newTestRedis(t, srv)
+	now := time.Now()
+	// "Midnight" just passed, so entries older than the window are evictable.
+	b.midnights = func(time.Time) []int64 {
+		return []int64{now.Add(-24 * time.Hour).UnixMicro(), now.UnixMicro(), now.Add(24 * time.Hour).UnixMicro()}
+	}
+	units := Bucket{Name: "units", Limit: 1000, Window: 200 * time.Millisecond}
+	for range 300 {
+		mustAllow(t, b, "evict", charge(units, 1))
+	}
+	key := "trendfetch:{evict}:units"
+	time.Sleep(250 * time.Millisecond)
+	for i := 1; i <= 6; i++ {
+		d := mustAllow(t, b, "evict", charge(units, 3))
+		if d.Remaining["units"] != 1000-3*int64(i) {
+			t.Fatalf("decision %d: remaining %d, want %d", i, d.Remaining["units"], 1000-3*i)
+		}
+		wantCard := max(300-64*i, 0) + i
+		if got, _ := strconv.Atoi(srv.Do("ZCARD", key)); got != wantCard {
+			t.Fatalf("after decision %d: ZCARD %d, want %d", i, got, wantCard)
+		}
+	}
+}
+
+// TestRedisBoundaryBurst is the seed article's failure mode with the
+// issue's figures: limit 50 per 10 s, 50 calls just before a 10-second
+// wall-clock boundary and 50 just after: exactly 50 admitted.
+func TestRedisBoundaryBurst(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits for a 10-second boundary")
+	}
+	srv := redistest.Start(t)
+	b := newTestRedis(t, srv)
+	units := Bucket{Name: "units", Limit: 50, Window: 10 * time.Second}
+	boundary := time.Now().Truncate(10 * time.Second).Add(10 * time.Second)
+	if time.Until(boundary) < 500*time.Millisecond {
+		boundary = boundary.Add(10 * time.Second)
+	}
+	burst := func() (n int) {
+		for range 50 {
+			if d := mustReserve(t, b, "burst", charge(units, 1)); d.Allowed {
+				n++
+			}
+		}
+		return n
+	}
+	time.Sleep(time.Until(boundary.Add(-200 * time.Millisecond)))
+	before := burst()
+	time.Sleep(time.Until(boundary.Add(10 * time.Millisecond)))
+	after := burst()
+	if before+after != 50 || before != 50 {
+		t.Fatalf("admitted %d before and %d after the boundary, want 50 and 0", before, after)
+	}
+}
+
+// TestRedisClientFromURL covers AUTH, DB selection, TLS with a private CA,
+// Cluster URLs and password redaction in errors.
+func TestRedisClientFromURL(t *testing.T) {
+	const secret = "s3cr3t-Pa55"
+	srv := redistest.Start(t, "--requirepass", secret)
+	units := Bucket{Name: "units", Limit: 5, Window: time.Hour}
+
+	t.Run("AuthAndDB", func(t *testing.T) {
+		c, err := RedisClientFromURL("redis://:"+secret+"@"+srv.Addr+"/3", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := NewRedis(c)
+		defer b.Close()
+		mustAllow(t, b, "db3", charge(units, 1))
+		if n := srv.Do("-a", secret, "--no-auth-warning", "-n", "3", "EXISTS", "trendfetch:{db3}:units"); n != "1" {
+			t.Fatalf("key not in db 3 (EXISTS = %q)", n)
+		}
+	})
+	t.Run("WrongPasswordIsUnavailableAndRedacted", func(t *testing.T) {
+		c, err := RedisClientFromURL("redis://:wrong-"+secret+"@"+srv.Addr+"/0", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := NewRedis(c)
+		defer b.Close()
+		_, err = b.Reserve(context.Background(), "x", charge(units, 1))
+		if !errors.Is(err, ErrUnavailable) || strings.Contains(err.Error(), secret) {
+			t.Fatalf("err = %v, want ErrUnavailable without the password", err)
+		}
+	})
+	t.Run("InvalidURLRedacted", func(t *testing.T) {
+		for _, u := range []string{
+			"redis://user:" + secret + "@host:notaport/0",
+			"http://user:" + secret + "@host:6379",
+			"redis://user:" + secret + "@host:6379/notadb",
+			"redis://user:" + secret + "@host:6379/0?bogus=1",
+		} {
+			_, err := RedisClientFromURL(u, nil)
+			if err == nil || strings.Contains(err.Error(), secret) {
+				t.Fatalf("RedisClientFromURL(%q): err = %v, want an error without the password", RedactRedisURL(u), err)
+			}
+			t.Logf("%v", err)
+		}
+		if got := RedactRedisURL("rediss://u:" + secret + "@h:1/2"); strings.Contains(got, secret) {
+			t.Fatalf("RedactRedisURL = %q", got)
+		}
+	})
+	t.Run("Defaults", func(t *testing.T) {
+		c, err := RedisClientFromURL("redis://"+srv.Addr, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		o := c.(*redis.Client).Options()
+		if o.DialTimeout != DefaultRedisDialTimeout || o.ReadTimeout != DefaultRedisIOTimeout || o.WriteTimeout != DefaultRedisIOTimeout || o.MaxRetries != DefaultRedisMaxRetries {
+			t.Fatalf("options: dial %v read %v write %v retries %d", o.DialTimeout, o.ReadTimeout, o.WriteTimeout, o.MaxRetries)
+		}
+		c2, err := RedisClientFromURL("redis://"+srv.Addr+"?dial_timeout=1s", nil, WithRedisIOTimeout(time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c2.Close()
+		if o := c2.(*redis.Client).Options(); o.DialTimeout != time.Second || o.ReadTimeout != time.Second {
+			t.Fatalf("overrides: dial %v read %v", o.DialTimeout, o.ReadTimeout)
+		}
+		if _, err := RedisClientFromURL("", nil); err == nil {
+			t.Fatal("no URL and no cluster: want an error")
+		}
+		if _, err := RedisClientFromURL("redis://h:1/2", []string{"h:1"}); err == nil {
+			t.Fatal("cluster with db 2: want an error")
+		}
+	})
+	t.Run("TLS", func(t *testing.T) {
+		tsrv, pool := redistest.StartTLS(t, "--requirepass", secret)
+		u := fmt.Sprintf("rediss://:%s@127.0.0.1:%d/0", secret, tsrv.TLSPort)
+		c, err := RedisClientFromURL(u, nil, WithRedisTLSConfig(&tls.Config{RootCAs: pool}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := NewRedis(c)
+		defer b.Close()
+		mustAllow(t, b, "tls", charge(units, 1))
+		// Without the CA the certificate is rejected: ErrUnavailable, not a silent plain-text fallback.
+		c2, err := RedisClientFromURL(u, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b2 := NewRedis(c2)
+		defer b2.Close()
+		if _, err := b2.Reserve(context.Background(), "tls", charge(units, 1)); !errors.Is(err, ErrUnavailable) {
+			t.Fatalf("TLS with an unknown CA: %v, want ErrUnavailable", err)
+		}
+	})
+}

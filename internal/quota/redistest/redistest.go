@@ -1,0 +1,309 @@
+// Package redistest starts real redis-server processes for tests and
+// benchmarks: a standalone server on a free loopback port (Start) or a
+// Redis Cluster of several masters (StartCluster). Servers keep no data on
+// disk (--save "" --appendonly no), live in the test's TempDir, are killed by
+// tb.Cleanup, and die with the test binary (Linux: Pdeathsig).
+//
+// When redis-server is not on PATH the helpers skip the test, except under
+// CI=true where they fail it: CI must always run the Redis tests.
+package redistest
+
+import (
+	"bufio"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// missing is the message used when redis-server or redis-cli is not installed.
+const missing = "redis-server not found: install it (apt-get install -y redis-server)"
+
+// startTimeout bounds how long a server may take to answer PING.
+const startTimeout = 10 * time.Second
+
+// Server is one redis-server process listening on 127.0.0.1:Port.
+type Server struct {
+	tb   testing.TB
+	bin  string
+	dir  string
+	args []string
+
+	// Port is the TCP port on 127.0.0.1; it survives Kill/Restart.
+	Port int
+	// Addr is "127.0.0.1:Port".
+	Addr string
+	// TLSPort is the TLS port of a server started by StartTLS, else 0.
+	TLSPort int
+
+	mu     sync.Mutex
+	proc   *os.Process
+	exited chan error // receives cmd.Wait's result once the process is reaped
+	log    *os.File
+}
+
+// Start launches redis-server on a free loopback port with persistence off
+// and extra args appended (e.g. "--requirepass", "s3cret"), waits until it
+// answers PING, and registers tb.Cleanup to kill it.
+func Start(tb testing.TB, args ...string) *Server {
+	tb.Helper()
+	bin := lookPath(tb, "redis-server")
+	dir := tb.TempDir()
+	var lastErr error
+	for attempt := 0; attempt < 5; attempt++ {
+		port, err := freePort(false)
+		if err != nil {
+			tb.Fatalf("redistest: cannot find a free port: %v", err)
+		}
+		s := &Server{tb: tb, bin: bin, dir: dir, args: args, Port: port, Addr: "127.0.0.1:" + strconv.Itoa(port)}
+		if lastErr = s.start(); lastErr == nil {
+			tb.Cleanup(s.Kill)
+			return s
+		}
+	}
+	tb.Fatalf("redistest: cannot start redis-server: %v", lastErr)
+	return nil
+}
+
+// URL returns "redis://127.0.0.1:Port/0" (no credentials).
+func (s *Server) URL() string { return "redis://" + s.Addr + "/0" }
+
+// Kill stops the server with SIGKILL and waits for it to exit; the port is
+// kept for Restart. Killing a stopped server is a no-op.
+func (s *Server) Kill() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.proc == nil {
+		return
+	}
+	_ = s.proc.Kill()
+	<-s.exited
+	s.proc = nil
+	if s.log != nil {
+		_ = s.log.Close()
+		s.log = nil
+	}
+}
+
+// Restart kills the server if it runs and starts a fresh, empty one on the
+// same port (no data survives: persistence is off). It fails the test when
+// the server does not come back.
+func (s *Server) Restart() {
+	s.tb.Helper()
+	s.Kill()
+	var err error
+	for attempt := 0; attempt < 20; attempt++ {
+		if err = s.start(); err == nil {
+			return
+		}
+		time.Sleep(50 * time.Millisecond) // port still held by the dying process
+	}
+	s.tb.Fatalf("redistest: cannot restart redis-server on %s: %v", s.Addr, err)
+}
+
+// Do sends one command with redis-cli and returns its raw output; it fails
+// the test on error. Meant for setup and assertions (CLUSTER INFO, MEMORY
+// USAGE), not for the code under test.
+func (s *Server) Do(args ...string) string {
+	s.tb.Helper()
+	out, err := cli(s.tb, append([]string{"-h", "127.0.0.1", "-p", strconv.Itoa(s.Port)}, args...)...)
+	if err != nil {
+		s.tb.Fatalf("redistest: redis-cli %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return strings.TrimSpace(out)
+}
+
+func (s *Server) start() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	args := []string{
+		"--port", strconv.Itoa(s.Port),
+		"--bind", "127.0.0.1",
+		"--save", "",
+		"--appendonly", "no",
+		"--dir", s.dir,
+		"--protected-mode", "no",
+	}
+	args = append(args, s.args...)
+	logf, err := os.OpenFile(filepath.Join(s.dir, fmt.Sprintf("redis-%d.log", s.Port)), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command(s.bin, args...)
+	cmd.Stdout = logf
+	cmd.Stderr = logf
+	cmd.Dir = s.dir
+	setPdeathsig(cmd)
+	if err := cmd.Start(); err != nil {
+		_ = logf.Close()
+		return err
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	deadline := time.Now().Add(startTimeout)
+	for time.Now().Before(deadline) {
+		select {
+		case err := <-exited:
+			_ = logf.Close()
+			return fmt.Errorf("redis-server exited early (%v); see %s", err, logf.Name())
+		default:
+		}
+		if ping(s.Addr) {
+			s.proc, s.exited, s.log = cmd.Process, exited, logf
+			return nil
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	_ = cmd.Process.Kill()
+	<-exited
+	_ = logf.Close()
+	return fmt.Errorf("redis-server on %s did not answer PING within %s", s.Addr, startTimeout)
+}
+
+// ping reports whether addr answers a raw RESP PING with +PONG.
+func ping(addr string) bool {
+	c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
+	if err != nil {
+		return false
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(500 * time.Millisecond))
+	if _, err := c.Write([]byte("*1\r\n$4\r\nPING\r\n")); err != nil {
+		return false
+	}
+	line, err := bufio.NewReader(c).ReadString('\n')
+	return err == nil && strings.HasPrefix(line, "+PONG")
+}
+
+// freePort returns a loopback TCP port that is free now; with bus it also
+// requires port+10000 (the cluster bus port) to be free.
+func freePort(bus bool) (int, error) {
+	if !bus {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return 0, err
+		}
+		defer l.Close()
+		return l.Addr().(*net.TCPAddr).Port, nil
+	}
+	for i := 0; i < 200; i++ {
+		p := 20000 + rand.IntN(25000)
+		l1, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p))
+		if err != nil {
+			continue
+		}
+		l2, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p+10000))
+		l1.Close()
+		if err != nil {
+			continue
+		}
+		l2.Close()
+		return p, nil
+	}
+	return 0, fmt.Errorf("no free port pair (p, p+10000) found")
+}
+
+func lookPath(tb testing.TB, name string) string {
+	tb.Helper()
+	p, err := exec.LookPath(name)
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			tb.Fatal(missing)
+		}
+		tb.Skip(missing)
+	}
+	return p
+}
+
+func cli(tb testing.TB, args ...string) (string, error) {
+	tb.Helper()
+	bin := lookPath(tb, "redis-cli")
+	out, err := exec.Command(bin, args...).CombinedOutput()
+	return string(out), err
+}
+
+// Cluster is a Redis Cluster of masters on loopback ports, no replicas.
+type Cluster struct {
+	// Nodes are the masters, in creation order.
+	Nodes []*Server
+}
+
+// Addrs returns the "127.0.0.1:port" address of every master, for
+// redis.ClusterOptions.Addrs.
+func (c *Cluster) Addrs() []string {
+	out := make([]string, len(c.Nodes))
+	for i, n := range c.Nodes {
+		out[i] = n.Addr
+	}
+	return out
+}
+
+// StartCluster starts n (>= 3) cluster-enabled masters with their cluster
+// config files in TempDir, joins them with
+// `redis-cli --cluster create ... --cluster-replicas 0 --cluster-yes`, and
+// waits until every node reports cluster_state:ok. Cleanup kills them.
+func StartCluster(tb testing.TB, n int) *Cluster {
+	tb.Helper()
+	if n < 3 {
+		tb.Fatalf("redistest: a Redis Cluster needs at least 3 masters, got %d", n)
+	}
+	bin := lookPath(tb, "redis-server")
+	lookPath(tb, "redis-cli")
+	c := &Cluster{}
+	for i := 0; i < n; i++ {
+		var s *Server
+		var lastErr error
+		for attempt := 0; attempt < 10 && s == nil; attempt++ {
+			port, err := freePort(true)
+			if err != nil {
+				tb.Fatalf("redistest: %v", err)
+			}
+			dir := filepath.Join(tb.TempDir(), strconv.Itoa(port))
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				tb.Fatal(err)
+			}
+			cand := &Server{tb: tb, bin: bin, dir: dir, Port: port, Addr: "127.0.0.1:" + strconv.Itoa(port), args: []string{
+				"--cluster-enabled", "yes",
+				"--cluster-config-file", filepath.Join(dir, "nodes.conf"),
+				"--cluster-node-timeout", "3000",
+			}}
+			if lastErr = cand.start(); lastErr == nil {
+				s = cand
+			}
+		}
+		if s == nil {
+			tb.Fatalf("redistest: cannot start cluster node: %v", lastErr)
+		}
+		tb.Cleanup(s.Kill)
+		c.Nodes = append(c.Nodes, s)
+	}
+	args := append([]string{"--cluster", "create"}, c.Addrs()...)
+	args = append(args, "--cluster-replicas", "0", "--cluster-yes")
+	if out, err := cli(tb, args...); err != nil {
+		tb.Fatalf("redistest: redis-cli --cluster create: %v\n%s", err, out)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		ok := true
+		for _, s := range c.Nodes {
+			if !strings.Contains(s.Do("CLUSTER", "INFO"), "cluster_state:ok") {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			return c
+		}
+		if time.Now().After(deadline) {
+			tb.Fatalf("redistest: cluster did not reach cluster_state:ok within 20s")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}

@@ -1,0 +1,102 @@
+// Package regions knows the YouTube-supported region codes (regionCode, ISO
+// 3166-1 alpha-2) and validates operator input against them.
+//
+// Source: the list is the recorded i18nRegions.list response
+// ../shared/data/api_json/yamapi0103__i18nRegions_items_hl-zh-TW_2020.json
+// (106 regions, 2020), the API's own answer to "which regionCode values are
+// supported". Regions added by YouTube later can be allowed per deployment with
+// the config key regions_extra.
+package regions
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// codes is sorted; see the package comment for its source.
+var codes = []string{
+	"AE", "AR", "AT", "AU", "AZ", "BA", "BE", "BG", "BH", "BO", "BR", "BY", "CA", "CH", "CL", "CO",
+	"CR", "CY", "CZ", "DE", "DK", "DO", "DZ", "EC", "EE", "EG", "ES", "FI", "FR", "GB", "GE", "GH",
+	"GR", "GT", "HK", "HN", "HR", "HU", "ID", "IE", "IL", "IN", "IQ", "IS", "IT", "JM", "JO", "JP",
+	"KE", "KR", "KW", "KZ", "LB", "LI", "LK", "LT", "LU", "LV", "LY", "MA", "ME", "MK", "MT", "MX",
+	"MY", "NG", "NI", "NL", "NO", "NP", "NZ", "OM", "PA", "PE", "PG", "PH", "PK", "PL", "PR", "PT",
+	"PY", "QA", "RO", "RS", "RU", "SA", "SE", "SG", "SI", "SK", "SN", "SV", "TH", "TN", "TR", "TW",
+	"TZ", "UA", "UG", "US", "UY", "VE", "VN", "YE", "ZA", "ZW",
+}
+
+// aliases maps codes operators commonly type for a region to its ISO code.
+var aliases = map[string]string{
+	"UK":  "GB", // ISO 3166-1 uses GB for the United Kingdom
+	"EN":  "GB",
+	"USA": "US",
+	"EL":  "GR", // EU code for Greece
+	"JA":  "JP", // language code, not a region
+	"KO":  "KR",
+	"ZH":  "TW",
+	"CN":  "TW", // the YouTube Data API has no CN region
+}
+
+// All returns every supported region code, sorted (106 codes).
+func All() []string { return append([]string(nil), codes...) }
+
+// Supported reports whether code (already upper case) is a supported region.
+func Supported(code string) bool {
+	i := sort.SearchStrings(codes, code)
+	return i < len(codes) && codes[i] == code
+}
+
+// Error is returned by Parse for an unsupported code; Suggestion is "" when
+// no close code is known.
+type Error struct {
+	Input      string
+	Suggestion string
+}
+
+func (e *Error) Error() string {
+	if e.Suggestion != "" {
+		return fmt.Sprintf("unsupported region %q: did you mean %s?", e.Input, e.Suggestion)
+	}
+	return fmt.Sprintf("unsupported region %q: want a two-letter YouTube region code such as US, GB or JP", e.Input)
+}
+
+// Parse normalizes one region code (case-insensitive, surrounding space
+// ignored) and returns it upper case, or an *Error with a suggestion
+// (Parse("uk") returns an error suggesting GB).
+func Parse(s string) (string, error) {
+	code := strings.ToUpper(strings.TrimSpace(s))
+	if Supported(code) {
+		return code, nil
+	}
+	return "", &Error{Input: s, Suggestion: suggest(code)}
+}
+
+// ParseList parses each code with Parse and removes duplicates, keeping the
+// first occurrence's position. It returns the first error.
+func ParseList(in []string) ([]string, error) {
+	out := make([]string, 0, len(in))
+	seen := make(map[string]bool, len(in))
+	for _, s := range in {
+		code, err := Parse(s)
+		if err != nil {
+			return nil, err
+		}
+		if !seen[code] {
+			seen[code] = true
+			out = append(out, code)
+		}
+	}
+	return out, nil
+}
+
+// suggest returns an alias target (UK -> GB), or the supported code whose
+// two letters are code's transposed (SU -> US), or "".
+func suggest(code string) string {
+	if a, ok := aliases[code]; ok {
+		return a
+	}
+	if len(code) == 2 && Supported(string([]byte{code[1], code[0]})) {
+		return string([]byte{code[1], code[0]})
+	}
+	return ""
+}

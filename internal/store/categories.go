@@ -1,0 +1,65 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"time"
+)
+
+// Category is one videoCategories.list item of a region.
+type Category struct {
+	ID    string
+	Title string
+	// Assignable reports whether uploads can be put in this category.
+	Assignable bool
+}
+
+// UpsertCategories stores the categories of region in one transaction,
+// replacing title/assignable of known ids and stamping fetched_at with at
+// (zero means now). Categories missing from cats are kept.
+func (s *Store) UpsertCategories(ctx context.Context, region string, cats []Category, at time.Time) error {
+	if at.IsZero() {
+		at = time.Now()
+	}
+	err := s.withTx(ctx, func(tx *sql.Tx) error {
+		st, err := tx.PrepareContext(ctx, `
+INSERT INTO categories (region, id, title, assignable, fetched_at) VALUES (?, ?, ?, ?, ?)
+ON CONFLICT (region, id) DO UPDATE SET
+    title = excluded.title, assignable = excluded.assignable, fetched_at = excluded.fetched_at`)
+		if err != nil {
+			return err
+		}
+		defer st.Close()
+		for _, c := range cats {
+			if _, err := st.ExecContext(ctx, region, c.ID, c.Title, c.Assignable, fmtTime(at)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("cannot store categories of %s: %w", region, err)
+	}
+	return nil
+}
+
+// Categories returns the stored categories of region ordered by id (as
+// text); empty when none were fetched.
+func (s *Store) Categories(ctx context.Context, region string) ([]Category, error) {
+	rows, err := s.db.QueryContext(ctx,
+		`SELECT id, title, assignable FROM categories WHERE region = ? ORDER BY id`, region)
+	if err != nil {
+		return nil, fmt.Errorf("cannot read categories: %w", err)
+	}
+	defer rows.Close()
+	var out []Category
+	for rows.Next() {
+		var c Category
+		if err := rows.Scan(&c.ID, &c.Title, &c.Assignable); err != nil {
+			return nil, fmt.Errorf("cannot read categories: %w", err)
+		}
+		out = append(out, c)
+	}
+	return out, rows.Err()
+}

@@ -1,0 +1,67 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// openTest opens a fresh store in a temp dir and closes it at cleanup.
+func openTest(t testing.TB) (*Store, string) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "sub", "trendfetch.db")
+	s, err := Open(context.Background(), path)
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := s.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	})
+	return s, path
+}
+
+func i64(v int64) *int64 { return &v }
+
+// testVideos returns n videos with ids prefix-000 ... and distinct text.
+func testVideos(prefix string, n int) []Video {
+	vs := make([]Video, n)
+	for i := range vs {
+		vs[i] = Video{
+			ID:           fmt.Sprintf("%s-%03d", prefix, i),
+			Title:        fmt.Sprintf("Video %s number %d", prefix, i),
+			Description:  fmt.Sprintf("Description of %s %d with some words", prefix, i),
+			ChannelID:    "UC" + prefix,
+			ChannelTitle: "Channel " + prefix,
+			CategoryID:   "10",
+			Tags:         []string{"tag" + prefix, fmt.Sprintf("n%d", i)},
+			PublishedAt:  time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC),
+			Duration:     "PT4M13S",
+			Views:        i64(int64(1000 + i)),
+			Likes:        i64(int64(10 + i)),
+			ThumbnailURL: "https://i.ytimg.com/vi/" + prefix + "/default.jpg",
+		}
+	}
+	return vs
+}
+
+// startRun starts a run in region and fails the test on error.
+func startRun(t testing.TB, s *Store, region string) int64 {
+	t.Helper()
+	id, err := s.StartRun(context.Background(), Run{Credential: "default", Region: region, PID: 42, Host: "h"})
+	if err != nil {
+		t.Fatalf("StartRun: %v", err)
+	}
+	return id
+}
+
+// ftsIntegrity runs FTS5's integrity-check against the content table.
+func ftsIntegrity(t testing.TB, s *Store) {
+	t.Helper()
+	if _, err := s.db.Exec(`INSERT INTO videos_fts (videos_fts, rank) VALUES ('integrity-check', 1)`); err != nil {
+		t.Fatalf("fts integrity-check: %v", err)
+	}
+}

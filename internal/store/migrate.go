@@ -1,0 +1,177 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"io/fs"
+	"regexp"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/trendfetch/trendfetch/migrations"
+)
+
+// migrationsFS is the embedded schema; a variable so tests can substitute one.
+var migrationsFS fs.FS = migrations.FS
+
+// SchemaVersionError reports a database whose schema version does not match
+// this binary: Have > Want means it was written by a newer trendfetch (never
+// migrated down; upgrade the binary), Have < Want on a read-only open means a
+// write command must run first to migrate it.
+type SchemaVersionError struct {
+	Path       string
+	Have, Want int
+}
+
+func (e *SchemaVersionError) Error() string {
+	if e.Have > e.Want {
+		return fmt.Sprintf("database %s has schema version %d, newer than this trendfetch supports (%d); upgrade trendfetch",
+			e.Path, e.Have, e.Want)
+	}
+	return fmt.Sprintf("database %s has schema version %d, older than this trendfetch expects (%d); run `trendfetch run` once to migrate it",
+		e.Path, e.Have, e.Want)
+}
+
+// migration is one numbered SQL file.
+type migration struct {
+	version int
+	name    string // file name, e.g. "0001_init.sql"
+	sql     string
+}
+
+var migrationName = regexp.MustCompile(`^(\d{4})_([a-z0-9_]+)\.sql$`)
+
+// loadMigrations reads and validates the *.sql files at the root of fsys:
+// names NNNN_name.sql, numbered contiguously from 0001, non-empty.
+func loadMigrations(fsys fs.FS) ([]migration, error) {
+	entries, err := fs.ReadDir(fsys, ".")
+	if err != nil {
+		return nil, fmt.Errorf("cannot read migrations: %w", err)
+	}
+	var migs []migration
+	for _, e := range entries {
+		if e.IsDir() {
+			continue
+		}
+		m := migrationName.FindStringSubmatch(e.Name())
+		if m == nil {
+			return nil, fmt.Errorf("invalid migration file name %q: want NNNN_name.sql", e.Name())
+		}
+		v, _ := strconv.Atoi(m[1])
+		b, err := fs.ReadFile(fsys, e.Name())
+		if err != nil {
+			return nil, fmt.Errorf("cannot read migration %s: %w", e.Name(), err)
+		}
+		if len(b) == 0 {
+			return nil, fmt.Errorf("migration %s is empty", e.Name())
+		}
+		migs = append(migs, migration{version: v, name: e.Name(), sql: string(b)})
+	}
+	sort.Slice(migs, func(i, j int) bool { return migs[i].version < migs[j].version })
+	for i, m := range migs {
+		if m.version != i+1 {
+			return nil, fmt.Errorf("migrations are not numbered contiguously from 0001: %s is number %d", m.name, i+1)
+		}
+	}
+	if len(migs) == 0 {
+		return nil, fmt.Errorf("no migrations found")
+	}
+	return migs, nil
+}
+
+const createSchemaMigrations = `CREATE TABLE IF NOT EXISTS schema_migrations (
+    version    INTEGER PRIMARY KEY,
+    name       TEXT NOT NULL,
+    applied_at TEXT NOT NULL
+)`
+
+// querier is satisfied by *sql.DB and *sql.Tx.
+type querier interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// schemaVersion returns the highest applied migration, 0 for a database
+// without schema_migrations.
+func schemaVersion(ctx context.Context, q querier) (int, error) {
+	var n int
+	err := q.QueryRowContext(ctx,
+		`SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = 'schema_migrations'`).Scan(&n)
+	if err != nil || n == 0 {
+		return 0, err
+	}
+	var v sql.NullInt64
+	if err := q.QueryRowContext(ctx, `SELECT max(version) FROM schema_migrations`).Scan(&v); err != nil {
+		return 0, err
+	}
+	return int(v.Int64), nil
+}
+
+// migrate brings db up to len(migs). The fast path is one version read. Each
+// pending migration runs with its schema_migrations row in one BEGIN
+// IMMEDIATE transaction, re-reading the version inside it, so a concurrent
+// process applying the same migration simply finds it done.
+func migrate(ctx context.Context, db *sql.DB, path string, migs []migration) error {
+	want := len(migs)
+	v, err := schemaVersion(ctx, db)
+	if err != nil {
+		return fmt.Errorf("cannot read schema version: %w", err)
+	}
+	if v > want {
+		return &SchemaVersionError{Path: path, Have: v, Want: want}
+	}
+	for _, m := range migs[v:] {
+		if err := applyMigration(ctx, db, path, m, want); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func applyMigration(ctx context.Context, db *sql.DB, path string, m migration, want int) error {
+	tx, err := db.BeginTx(ctx, nil) // BEGIN IMMEDIATE: takes the write lock now
+	if err != nil {
+		return fmt.Errorf("cannot begin migration %s: %w", m.name, err)
+	}
+	defer tx.Rollback() //nolint:errcheck // no-op after Commit
+	if _, err := tx.ExecContext(ctx, createSchemaMigrations); err != nil {
+		return fmt.Errorf("cannot create schema_migrations: %w", err)
+	}
+	v, err := schemaVersion(ctx, tx)
+	if err != nil {
+		return fmt.Errorf("cannot read schema version: %w", err)
+	}
+	if v > want {
+		return &SchemaVersionError{Path: path, Have: v, Want: want}
+	}
+	if v >= m.version {
+		return nil // another process applied it while we waited for the lock
+	}
+	if v != m.version-1 {
+		return fmt.Errorf("cannot apply migration %s: database is at version %d", m.name, v)
+	}
+	if _, err := tx.ExecContext(ctx, m.sql); err != nil {
+		return fmt.Errorf("migration %s failed: %w", m.name, err)
+	}
+	if _, err := tx.ExecContext(ctx,
+		`INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)`,
+		m.version, m.name, fmtTime(time.Now())); err != nil {
+		return fmt.Errorf("cannot record migration %s: %w", m.name, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("cannot commit migration %s: %w", m.name, err)
+	}
+	return nil
+}
+
+// SchemaVersion returns the database's schema version (the highest applied
+// migration number) and the version this binary knows.
+func (s *Store) SchemaVersion(ctx context.Context) (have, want int, err error) {
+	migs, err := loadMigrations(migrationsFS)
+	if err != nil {
+		return 0, 0, err
+	}
+	have, err = schemaVersion(ctx, s.db)
+	return have, len(migs), err
+}

@@ -1,0 +1,276 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"testing/fstest"
+)
+
+func TestMigrateFresh(t *testing.T) {
+	ctx := context.Background()
+	s, path := openTest(t)
+	have, want, err := s.SchemaVersion(ctx)
+	if err != nil || have != want || want < 2 {
+		t.Fatalf("SchemaVersion = %d, %d, %v", have, want, err)
+	}
+	var names []string
+	rows, err := s.db.Query(`SELECT name FROM schema_migrations ORDER BY version`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var n string
+		rows.Scan(&n)
+		names = append(names, n)
+	}
+	rows.Close()
+	if len(names) != want || names[0] != "0001_init.sql" {
+		t.Errorf("schema_migrations = %v", names)
+	}
+	for _, tbl := range []string{"videos", "runs", "snapshots", "categories", "videos_fts"} {
+		var n int
+		s.db.QueryRow(`SELECT count(*) FROM sqlite_schema WHERE name = ?`, tbl).Scan(&n)
+		if n != 1 {
+			t.Errorf("table %s missing", tbl)
+		}
+	}
+	var mode string
+	s.db.QueryRow(`PRAGMA journal_mode`).Scan(&mode)
+	if mode != "wal" {
+		t.Errorf("journal_mode = %q", mode)
+	}
+	fi, err := os.Stat(filepath.Dir(path))
+	if err != nil || fi.Mode().Perm() != 0o700 {
+		t.Errorf("dir mode = %v, %v", fi.Mode(), err)
+	}
+
+	// Reopening is a no-op: no new rows in schema_migrations.
+	s2, err := Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s2.Close()
+	var n int
+	s2.db.QueryRow(`SELECT count(*) FROM schema_migrations`).Scan(&n)
+	if n != want {
+		t.Errorf("after reopen %d migration rows, want %d", n, want)
+	}
+}
+
+func TestMigrateNewerRefused(t *testing.T) {
+	ctx := context.Background()
+	s, path := openTest(t)
+	if _, err := s.db.Exec(`INSERT INTO schema_migrations (version, name, applied_at) VALUES (999, '0999_future.sql', 'x')`); err != nil {
+		t.Fatal(err)
+	}
+	for name, open := range map[string]func(context.Context, string) (*Store, error){"Open": Open, "OpenReadOnly": OpenReadOnly} {
+		_, err := open(ctx, path)
+		var sve *SchemaVersionError
+		if !errors.As(err, &sve) || sve.Have != 999 || !strings.Contains(err.Error(), "newer") {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+}
+
+func TestOpenReadOnlyOlderSchema(t *testing.T) {
+	ctx := context.Background()
+	s, path := openTest(t)
+	s.db.Exec(`DELETE FROM schema_migrations WHERE version > 1`)
+	_, err := OpenReadOnly(ctx, path)
+	var sve *SchemaVersionError
+	if !errors.As(err, &sve) || !strings.Contains(err.Error(), "older") {
+		t.Errorf("OpenReadOnly on old schema: %v", err)
+	}
+}
+
+func TestMigrateUpgrade(t *testing.T) {
+	// A database at version 1 with a video gets 0002 (FTS) applied and the
+	// existing video indexed by its 'rebuild'.
+	ctx := context.Background()
+	all, err := loadMigrations(migrationsFS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "old.db")
+	s, err := openDB(ctx, path, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := migrate(ctx, s.db, path, all[:1]); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.db.Exec(`INSERT INTO videos (id, title, first_seen_at, last_seen_at) VALUES ('old', 'ancient okapi', 'x', 'x')`); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	s, err = Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if hits := search(t, s, SearchQuery{Text: "okapi"}); len(hits) != 1 {
+		t.Errorf("pre-existing video not indexed: %v", hits)
+	}
+}
+
+func TestLoadMigrationsValidation(t *testing.T) {
+	file := func(s string) *fstest.MapFile { return &fstest.MapFile{Data: []byte(s)} }
+	tests := map[string]fstest.MapFS{
+		"gap":      {"0001_a.sql": file("SELECT 1"), "0003_c.sql": file("SELECT 1")},
+		"not one":  {"0002_b.sql": file("SELECT 1")},
+		"bad name": {"0001_a.sql": file("SELECT 1"), "2_b.sql": file("SELECT 1")},
+		"upper":    {"0001_Init.sql": file("SELECT 1")},
+		"other":    {"0001_a.sql": file("SELECT 1"), "README.md": file("x")},
+		"empty":    {"0001_a.sql": file("")},
+		"none":     {},
+		"dup":      {"0001_a.sql": file("SELECT 1"), "0001_b.sql": file("SELECT 1")},
+	}
+	for name, fsys := range tests {
+		if _, err := loadMigrations(fsys); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+	migs, err := loadMigrations(fstest.MapFS{"0002_b.sql": file("B"), "0001_a.sql": file("A")})
+	if err != nil || len(migs) != 2 || migs[0].sql != "A" || migs[1].name != "0002_b.sql" {
+		t.Errorf("valid set: %+v, %v", migs, err)
+	}
+}
+
+func TestMigrationFailureRollsBack(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "f.db")
+	s, err := openDB(ctx, path, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	migs := []migration{
+		{version: 1, name: "0001_a.sql", sql: "CREATE TABLE a (x)"},
+		{version: 2, name: "0002_b.sql", sql: "CREATE TABLE b (x); SELECT * FROM nosuchtable"},
+	}
+	if err := migrate(ctx, s.db, path, migs); err == nil {
+		t.Fatal("broken migration succeeded")
+	}
+	if v, _ := schemaVersion(ctx, s.db); v != 1 {
+		t.Errorf("version = %d, want 1", v)
+	}
+	var n int
+	s.db.QueryRow(`SELECT count(*) FROM sqlite_schema WHERE name = 'b'`).Scan(&n)
+	if n != 0 {
+		t.Error("half-applied migration left table b")
+	}
+}
+
+func TestOpenConcurrentGoroutines(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "c.db")
+	const n = 8
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s, err := Open(context.Background(), path)
+			if err != nil {
+				errs <- err
+				return
+			}
+			errs <- s.Close()
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Error(err)
+		}
+	}
+	checkMigratedOnce(t, path)
+}
+
+// TestOpenConcurrentProcesses re-runs this test binary as several OS
+// processes that open one fresh file at the same moment.
+func TestOpenConcurrentProcesses(t *testing.T) {
+	if os.Getenv("TRENDFETCH_STORE_HELPER") != "" {
+		t.Skip("helper")
+	}
+	path := filepath.Join(t.TempDir(), "p.db")
+	start := filepath.Join(t.TempDir(), "go")
+	const n = 6
+	cmds := make([]*exec.Cmd, n)
+	outs := make([]*strings.Builder, n)
+	for i := range cmds {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestHelperProcess$", "-test.count=1")
+		cmd.Env = append(os.Environ(), "TRENDFETCH_STORE_HELPER=open", "HELPER_DB="+path, "HELPER_START="+start,
+			fmt.Sprintf("HELPER_REGION=R%d", i))
+		outs[i] = &strings.Builder{}
+		cmd.Stdout, cmd.Stderr = outs[i], outs[i]
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		cmds[i] = cmd
+	}
+	// Release them together once all are running.
+	if err := os.WriteFile(start, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for i, cmd := range cmds {
+		if err := cmd.Wait(); err != nil {
+			t.Errorf("process %d: %v\n%s", i, err, outs[i])
+		}
+	}
+	checkMigratedOnce(t, path)
+	s, err := Open(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if c, _ := s.CountVideos(context.Background()); c != n*50 {
+		t.Errorf("%d videos stored, want %d", c, n*50)
+	}
+}
+
+// TestHelperProcess is the child side of TestOpenConcurrentProcesses: open
+// the fresh database and save one page.
+func TestHelperProcess(t *testing.T) {
+	if os.Getenv("TRENDFETCH_STORE_HELPER") != "open" {
+		t.Skip("only run as a helper process")
+	}
+	for {
+		if _, err := os.Stat(os.Getenv("HELPER_START")); err == nil {
+			break
+		}
+	}
+	ctx := context.Background()
+	s, err := Open(ctx, os.Getenv("HELPER_DB"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	region := os.Getenv("HELPER_REGION")
+	run := startRun(t, s, region)
+	if err := s.SavePage(ctx, run, region, 1, testVideos(region, 50), timeNow()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func checkMigratedOnce(t *testing.T, path string) {
+	t.Helper()
+	s, err := OpenReadOnly(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var n, distinct int
+	s.db.QueryRow(`SELECT count(*), count(DISTINCT version) FROM schema_migrations`).Scan(&n, &distinct)
+	if _, want, _ := s.SchemaVersion(context.Background()); n != want || distinct != want {
+		t.Errorf("schema_migrations has %d rows (%d distinct), want %d", n, distinct, want)
+	}
+}

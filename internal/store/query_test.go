@@ -1,0 +1,81 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestParseQuery(t *testing.T) {
+	tests := []struct{ in, want, err string }{
+		{in: "lofi beats", want: `"lofi" AND "beats"`},
+		{in: `  "lofi hip hop"  radio `, want: `"lofi hip hop" AND "radio"`},
+		{in: "beat*", want: `"beat" *`},
+		{in: `"hip ho"*`, want: `"hip ho" *`},
+		{in: "a b OR c d", want: `"a" AND ("b" OR "c") AND "d"`},
+		{in: "a OR b OR c", want: `("a" OR "b" OR "c")`},
+		{in: "OR a", want: `"OR" AND "a"`},
+		{in: "a OR", want: `"a" AND "OR"`},
+		{in: "a OR OR b", want: `"a" AND "OR" AND "OR" AND "b"`},
+		{in: "or a", want: `"or" AND "a"`},
+		{in: "new-zealand 3:45 e.g.", want: `"new-zealand" AND "3:45" AND "e.g."`},
+		{in: `title:x NEAR(a b) NOT c`, want: `"title:x" AND "NEAR(a" AND "b)" AND "NOT" AND "c"`},
+		{in: `a - b`, want: `"a" AND "b"`},
+		{in: `ab"cd ef"`, want: `"ab" AND "cd ef"`},
+		{in: "ÄÖÜ カラオケ", want: `"ÄÖÜ" AND "カラオケ"`},
+		{in: "a\x00b", want: `"a" AND "b"`},
+		{in: "", err: "empty query"},
+		{in: " \t\n", err: "empty query"},
+		{in: `"abc`, err: "unbalanced double quote"},
+		{in: `a "b" "`, err: "unbalanced double quote"},
+		{in: `- . :`, err: "no searchable words"},
+		{in: `""`, err: "no searchable words"},
+		{in: `*`, err: "no searchable words"},
+		{in: strings.Repeat("a ", 33), err: "more than 32 terms"},
+		{in: strings.Repeat("a", MaxQueryBytes+1), err: "longer than"},
+	}
+	for _, tt := range tests {
+		got, err := ParseQuery(tt.in)
+		if tt.err != "" {
+			var qe *QueryError
+			if !errors.As(err, &qe) || !strings.Contains(qe.Reason, tt.err) || qe.Query != tt.in {
+				t.Errorf("ParseQuery(%q) = %q, %v; want QueryError %q", tt.in, got, err, tt.err)
+			}
+			continue
+		}
+		if err != nil || got != tt.want {
+			t.Errorf("ParseQuery(%q) = %q, %v; want %q", tt.in, got, err, tt.want)
+		}
+	}
+}
+
+// FuzzParseQuery checks that ParseQuery never panics and that every
+// expression it returns is accepted by FTS5.
+func FuzzParseQuery(f *testing.F) {
+	for _, s := range []string{"", "lofi beats", `"exact phrase"`, `pre*`, `"ph ra"*`, "a OR b", "OR", `"`,
+		`a"b"c`, "NEAR(a b, 3)", "col:x", "^a", "a + b", "-x", "\x00", "\xff\xfe", "a**", `""""`, "AND OR NOT",
+		"🎵 music 🎶", "e.g. 3:45 - done."} {
+		f.Add(s)
+	}
+	s, err := Open(context.Background(), filepath.Join(f.TempDir(), "fuzz.db"))
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Cleanup(func() { s.Close() })
+	f.Fuzz(func(t *testing.T, in string) {
+		expr, err := ParseQuery(in)
+		if err != nil {
+			var qe *QueryError
+			if !errors.As(err, &qe) {
+				t.Fatalf("ParseQuery(%q): non-QueryError %v", in, err)
+			}
+			return
+		}
+		var n int
+		if err := s.db.QueryRow(`SELECT count(*) FROM videos_fts WHERE videos_fts MATCH ?`, expr).Scan(&n); err != nil {
+			t.Fatalf("ParseQuery(%q) = %q rejected by FTS5: %v", in, expr, err)
+		}
+	})
+}

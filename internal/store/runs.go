@@ -1,0 +1,196 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Outcome is how a run ended (runs.outcome).
+type Outcome string
+
+// Run outcomes (DESIGN §5).
+const (
+	// OutcomeRunning: started and not finished (or the process died; see
+	// OutcomeAbandoned).
+	OutcomeRunning Outcome = "running"
+	// OutcomeSuccess: every page fetched and stored.
+	OutcomeSuccess Outcome = "success"
+	// OutcomeDenied: stopped cleanly on a quota denial or a fail-closed
+	// policy; RetryAfter/RetryAt say when to try again.
+	OutcomeDenied Outcome = "denied"
+	// OutcomeFailed: stopped on an error; Reason says which.
+	OutcomeFailed Outcome = "failed"
+	// OutcomeInterrupted: cancelled by SIGINT/SIGTERM; stored pages are kept.
+	OutcomeInterrupted Outcome = "interrupted"
+	// OutcomeAbandoned: found still "running" after its process had gone.
+	OutcomeAbandoned Outcome = "abandoned"
+)
+
+// Valid reports whether o is one of the Outcome constants.
+func (o Outcome) Valid() bool {
+	switch o {
+	case OutcomeRunning, OutcomeSuccess, OutcomeDenied, OutcomeFailed, OutcomeInterrupted, OutcomeAbandoned:
+		return true
+	}
+	return false
+}
+
+// Run is one `trendfetch run` of one region (the runs table).
+type Run struct {
+	// ID is assigned by StartRun.
+	ID         int64
+	Credential string // credential/project name, never a key
+	Region     string
+	// StartedAt defaults to now in StartRun; FinishedAt to now in FinishRun
+	// and is the zero time while the run is running.
+	StartedAt, FinishedAt time.Time
+	// Pages and Videos are counted by SavePage (FinishRun leaves them).
+	Pages, Videos int
+	// Units is the units reserved per bucket, e.g. {"units": 4}.
+	Units map[string]int64
+	// Unmetered counts calls made fail-open without the limiter.
+	Unmetered int
+	Outcome   Outcome
+	// Reason is the error or denial reason; "" on success.
+	Reason string
+	// RetryAfter and RetryAt are set on a quota denial (zero otherwise);
+	// RetryAfter is stored with millisecond precision.
+	RetryAfter time.Duration
+	RetryAt    time.Time
+	// PID and Host identify the process that ran it.
+	PID  int
+	Host string
+}
+
+func marshalUnits(u map[string]int64) (string, error) {
+	if len(u) == 0 {
+		return "{}", nil
+	}
+	b, err := json.Marshal(u)
+	return string(b), err
+}
+
+// StartRun records a new run with outcome running and returns its id.
+// r.ID, r.Outcome, r.FinishedAt, the counters and the retry fields are
+// ignored; r.Region is required; a zero r.StartedAt means now.
+func (s *Store) StartRun(ctx context.Context, r Run) (int64, error) {
+	if r.Region == "" {
+		return 0, errors.New("cannot start run: empty region")
+	}
+	if r.StartedAt.IsZero() {
+		r.StartedAt = time.Now()
+	}
+	units, err := marshalUnits(r.Units)
+	if err != nil {
+		return 0, fmt.Errorf("cannot start run: %w", err)
+	}
+	var id int64
+	err = s.withTx(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `
+INSERT INTO runs (credential, region, started_at, units, unmetered, outcome, pid, host)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+			r.Credential, r.Region, fmtTime(r.StartedAt), units, r.Unmetered, string(OutcomeRunning),
+			nullPID(r.PID), r.Host)
+		if err != nil {
+			return err
+		}
+		id, err = res.LastInsertId()
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("cannot start run: %w", err)
+	}
+	return id, nil
+}
+
+func nullPID(pid int) any {
+	if pid == 0 {
+		return nil
+	}
+	return pid
+}
+
+// FinishRun updates run r.ID: finished_at (zero means now), outcome, reason,
+// retry_after_ms, retry_at, units and unmetered. Pages and videos are not
+// touched (SavePage counts them). Errors: an invalid or running outcome;
+// an unknown id wraps ErrNotFound.
+func (s *Store) FinishRun(ctx context.Context, r Run) error {
+	if !r.Outcome.Valid() || r.Outcome == OutcomeRunning {
+		return fmt.Errorf("cannot finish run %d: invalid outcome %q", r.ID, r.Outcome)
+	}
+	if r.FinishedAt.IsZero() {
+		r.FinishedAt = time.Now()
+	}
+	units, err := marshalUnits(r.Units)
+	if err != nil {
+		return fmt.Errorf("cannot finish run %d: %w", r.ID, err)
+	}
+	var retryMS any
+	if r.RetryAfter > 0 {
+		retryMS = (r.RetryAfter + time.Millisecond - 1).Milliseconds() // round up: never early
+	}
+	err = s.withTx(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `
+UPDATE runs SET finished_at = ?, outcome = ?, reason = ?, retry_after_ms = ?, retry_at = ?,
+                units = ?, unmetered = ?
+WHERE id = ?`,
+			fmtTime(r.FinishedAt), string(r.Outcome), r.Reason, retryMS, nullTime(r.RetryAt),
+			units, r.Unmetered, r.ID)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n != 1 {
+			return ErrNotFound
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("cannot finish run %d: %w", r.ID, err)
+	}
+	return nil
+}
+
+// Runs returns the most recent runs, newest first (by id). limit <= 0
+// returns all runs.
+func (s *Store) Runs(ctx context.Context, limit int) ([]Run, error) {
+	if limit <= 0 {
+		limit = -1 // SQLite: no limit
+	}
+	rows, err := s.db.QueryContext(ctx, `
+SELECT id, credential, region, started_at, finished_at, pages, videos, units, unmetered,
+       outcome, reason, retry_after_ms, retry_at, pid, host
+FROM runs ORDER BY id DESC LIMIT ?`, limit)
+	if err != nil {
+		return nil, fmt.Errorf("cannot list runs: %w", err)
+	}
+	defer rows.Close()
+	var out []Run
+	for rows.Next() {
+		var (
+			r                          Run
+			started, finished, retryAt sql.NullString
+			units, outcome             string
+			retryMS, pid               sql.NullInt64
+		)
+		if err := rows.Scan(&r.ID, &r.Credential, &r.Region, &started, &finished, &r.Pages, &r.Videos,
+			&units, &r.Unmetered, &outcome, &r.Reason, &retryMS, &retryAt, &pid, &r.Host); err != nil {
+			return nil, fmt.Errorf("cannot list runs: %w", err)
+		}
+		r.StartedAt, r.FinishedAt, r.RetryAt = parseTime(started), parseTime(finished), parseTime(retryAt)
+		r.Outcome = Outcome(outcome)
+		r.RetryAfter = time.Duration(retryMS.Int64) * time.Millisecond
+		r.PID = int(pid.Int64)
+		if err := json.Unmarshal([]byte(units), &r.Units); err != nil {
+			return nil, fmt.Errorf("cannot list runs: run %d units: %w", r.ID, err)
+		}
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("cannot list runs: %w", err)
+	}
+	return out, nil
+}

@@ -1,0 +1,135 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Search limits and ranking.
+const (
+	// DefaultSearchLimit is used when SearchQuery.Limit is 0.
+	DefaultSearchLimit = 20
+	// MaxSearchLimit is the largest accepted SearchQuery.Limit.
+	MaxSearchLimit = 1000
+	// SearchCandidates bounds the work of one search (DESIGN §6: bm25 over
+	// hundreds of thousands of matches costs 0.2-1 s). Only the
+	// SearchCandidates most recently first-seen matching videos (highest
+	// rowid) are scored with bm25; a query matching fewer is ranked exactly.
+	// For very common terms this biases results towards recent videos,
+	// which suits a trending archive.
+	SearchCandidates = 10000
+	// HighlightStart and HighlightEnd surround matched words in Hit.Snippet;
+	// SnippetEllipsis marks text cut from it.
+	HighlightStart  = "["
+	HighlightEnd    = "]"
+	SnippetEllipsis = "…"
+)
+
+// SearchQuery is a full-text search over stored videos.
+type SearchQuery struct {
+	// Text is user search text; see ParseQuery for the syntax.
+	Text string
+	// Region, if set, keeps only videos with a snapshot in that region.
+	Region string
+	// Limit is the most hits returned: 0 means DefaultSearchLimit; negative
+	// or above MaxSearchLimit is a *QueryError (callers should validate
+	// user input first and reject <= 0).
+	Limit int
+}
+
+// Hit is one search result.
+type Hit struct {
+	VideoID, Title, ChannelTitle string
+	// Snippet is a short extract of the best-matching column (title, tags,
+	// channel or description), matched words between HighlightStart and
+	// HighlightEnd.
+	Snippet string
+	// Score is bm25 with column weights title 10, tags 2, channel 3,
+	// description 1. FTS5 scores are negative: lower is better, and hits are
+	// returned best first.
+	Score float64
+	// LastSeen is the latest capture time of the video.
+	LastSeen time.Time
+}
+
+// searchSQL ranks inside a subquery on the FTS table and joins to videos
+// only for the winners (DESIGN §6: joining first is 2-4x slower above ~40k
+// matches). The innermost query walks matches newest first (ORDER BY rowid
+// DESC, consumed by FTS5) and stops after ?3 candidates; bm25 is computed
+// for those only. snippet() runs once per returned hit, via a rowid lookup.
+//
+// ?1 MATCH expression, ?2 region (” = all), ?3 candidate cap, ?4 limit,
+// ?5/?6 highlight markers, ?7 ellipsis.
+const searchSQL = `
+SELECT v.id, v.title, v.channel_title, v.last_seen_at, c.score,
+       (SELECT snippet(videos_fts, -1, ?5, ?6, ?7, 16)
+          FROM videos_fts WHERE videos_fts MATCH ?1 AND videos_fts.rowid = c.rid)
+FROM (
+    SELECT rid, score FROM (
+        SELECT rowid AS rid, bm25(videos_fts, 10.0, 2.0, 3.0, 1.0) AS score
+        FROM videos_fts
+        WHERE videos_fts MATCH ?1
+          AND (?2 = '' OR EXISTS (
+                SELECT 1 FROM videos rv JOIN snapshots s ON s.video_id = rv.id
+                WHERE rv.rowid = videos_fts.rowid AND s.region = ?2))
+        ORDER BY rowid DESC
+        LIMIT ?3
+    )
+    ORDER BY score, rid DESC
+    LIMIT ?4
+) c
+JOIN videos v ON v.rowid = c.rid
+ORDER BY c.score, c.rid DESC`
+
+// Search runs a full-text query and returns hits best first (see Hit.Score
+// and SearchCandidates for how the work is bounded). Errors: *QueryError
+// for bad text or limit (including FTS5 syntax errors, which ParseQuery
+// should already prevent); other errors are database failures.
+func (s *Store) Search(ctx context.Context, q SearchQuery) ([]Hit, error) {
+	limit := q.Limit
+	if limit == 0 {
+		limit = DefaultSearchLimit
+	}
+	if limit < 0 || limit > MaxSearchLimit {
+		return nil, &QueryError{Query: q.Text, Reason: fmt.Sprintf("limit %d not in 1..%d", q.Limit, MaxSearchLimit)}
+	}
+	match, err := ParseQuery(q.Text)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := s.db.QueryContext(ctx, searchSQL,
+		match, q.Region, SearchCandidates, limit, HighlightStart, HighlightEnd, SnippetEllipsis)
+	if err != nil {
+		return nil, searchErr(q.Text, err)
+	}
+	defer rows.Close()
+	var hits []Hit
+	for rows.Next() {
+		var (
+			h       Hit
+			last    sql.NullString
+			snippet sql.NullString
+		)
+		if err := rows.Scan(&h.VideoID, &h.Title, &h.ChannelTitle, &last, &h.Score, &snippet); err != nil {
+			return nil, searchErr(q.Text, err)
+		}
+		h.LastSeen = parseTime(last)
+		h.Snippet = snippet.String
+		hits = append(hits, h)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, searchErr(q.Text, err)
+	}
+	return hits, nil
+}
+
+func searchErr(text string, err error) error {
+	msg := err.Error()
+	if i := strings.Index(msg, "fts5:"); i >= 0 {
+		return &QueryError{Query: text, Reason: strings.TrimSpace(msg[i:])}
+	}
+	return fmt.Errorf("cannot search: %w", err)
+}

@@ -1,0 +1,119 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+)
+
+func search(t testing.TB, s *Store, q SearchQuery) []Hit {
+	t.Helper()
+	hits, err := s.Search(context.Background(), q)
+	if err != nil {
+		t.Fatalf("Search(%+v): %v", q, err)
+	}
+	return hits
+}
+
+func TestSearch(t *testing.T) {
+	ctx := context.Background()
+	s, _ := openTest(t)
+	at := time.Now()
+	us := []Video{
+		{ID: "desc", Title: "Evening news", Description: "Tonight: a long report about the kākāpō parrot and other birds."},
+		{ID: "title", Title: "The Kakapo parrot documentary", Description: "Wildlife film."},
+		{ID: "tag", Title: "Bird week", Tags: []string{"kakapo", "new-zealand"}},
+		{ID: "other", Title: "Cooking pasta", Description: "Nothing about birds. e.g. 3:45 - done."},
+	}
+	de := []Video{{ID: "de", Title: "Kakapo auf Deutsch", Description: "Papagei."}}
+	if err := s.SavePage(ctx, startRun(t, s, "US"), "US", 1, us, at); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SavePage(ctx, startRun(t, s, "DE"), "DE", 1, de, at); err != nil {
+		t.Fatal(err)
+	}
+
+	hits := search(t, s, SearchQuery{Text: "kakapo"}) // diacritics folded
+	ids := hitIDs(hits)
+	if len(ids) != 4 {
+		t.Fatalf("kakapo: %v", ids)
+	}
+	if ids[0] != "title" && ids[0] != "de" {
+		t.Errorf("title match not first: %v", ids)
+	}
+	if ids[len(ids)-1] != "desc" {
+		t.Errorf("description-only match not last: %v", ids)
+	}
+	for i := 1; i < len(hits); i++ {
+		if hits[i].Score < hits[i-1].Score {
+			t.Errorf("scores not ascending: %v", hits)
+		}
+	}
+	for _, h := range hits {
+		if !strings.Contains(h.Snippet, HighlightStart) || h.LastSeen.IsZero() {
+			t.Errorf("hit %+v: no highlight or last seen", h)
+		}
+	}
+	if got := hitIDs(search(t, s, SearchQuery{Text: "kakapo", Region: "US"})); len(got) != 3 || contains(got, "de") {
+		t.Errorf("region US: %v", got)
+	}
+	if got := hitIDs(search(t, s, SearchQuery{Text: "kakapo", Region: "DE"})); len(got) != 1 || got[0] != "de" {
+		t.Errorf("region DE: %v", got)
+	}
+	if got := search(t, s, SearchQuery{Text: "kakapo", Region: "FR"}); len(got) != 0 {
+		t.Errorf("region FR: %v", got)
+	}
+	if got := hitIDs(search(t, s, SearchQuery{Text: "kakapo", Limit: 2})); len(got) != 2 {
+		t.Errorf("limit 2: %v", got)
+	}
+	if got := hitIDs(search(t, s, SearchQuery{Text: `"parrot documentary"`})); len(got) != 1 || got[0] != "title" {
+		t.Errorf("phrase: %v", got)
+	}
+	if got := hitIDs(search(t, s, SearchQuery{Text: `docu*`})); len(got) != 1 || got[0] != "title" {
+		t.Errorf("prefix: %v", got)
+	}
+	if got := hitIDs(search(t, s, SearchQuery{Text: `pasta OR papagei`})); len(got) != 2 {
+		t.Errorf("OR: %v", got)
+	}
+	if got := hitIDs(search(t, s, SearchQuery{Text: `new-zealand`})); len(got) != 1 || got[0] != "tag" {
+		t.Errorf("hyphen: %v", got)
+	}
+	// FTS5 syntax in user text is literal.
+	for _, q := range []string{`3:45`, `title:pasta`, `e.g.`, `NEAR(pasta done)`, `pasta AND`, `-pasta`, `pasta NOT`} {
+		if _, err := s.Search(ctx, SearchQuery{Text: q}); err != nil {
+			t.Errorf("%q: %v", q, err)
+		}
+	}
+	for _, q := range []string{"", "   ", `"unbalanced`, `a "b`, `- : .`} {
+		_, err := s.Search(ctx, SearchQuery{Text: q})
+		var qe *QueryError
+		if !errors.As(err, &qe) {
+			t.Errorf("%q: want *QueryError, got %v", q, err)
+		}
+	}
+	for _, l := range []int{-1, MaxSearchLimit + 1} {
+		var qe *QueryError
+		if _, err := s.Search(ctx, SearchQuery{Text: "x", Limit: l}); !errors.As(err, &qe) {
+			t.Errorf("limit %d: %v", l, err)
+		}
+	}
+}
+
+func hitIDs(hs []Hit) []string {
+	var ids []string
+	for _, h := range hs {
+		ids = append(ids, h.VideoID)
+	}
+	return ids
+}
+
+func contains(ss []string, s string) bool {
+	for _, x := range ss {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,258 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestSavePage(t *testing.T) {
+	ctx := context.Background()
+	s, _ := openTest(t)
+	run := startRun(t, s, "US")
+	at := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	vs := testVideos("a", 50)
+	vs[3].Likes, vs[3].Comments = nil, nil
+	vs[4].Duration = ""
+	if err := s.SavePage(ctx, run, "US", 1, vs, at); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SavePage(ctx, run, "US", 51, testVideos("b", 50), at); err != nil {
+		t.Fatal(err)
+	}
+	n, err := s.CountVideos(ctx)
+	if err != nil || n != 100 {
+		t.Fatalf("CountVideos = %d, %v; want 100", n, err)
+	}
+	chart, err := s.Chart(ctx, run, "US")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(chart) != 100 {
+		t.Fatalf("chart has %d entries, want 100", len(chart))
+	}
+	for i, e := range chart {
+		if e.Rank != i+1 {
+			t.Fatalf("chart[%d].Rank = %d", i, e.Rank)
+		}
+	}
+	if chart[0].VideoID != "a-000" || chart[50].VideoID != "b-000" || chart[50].Title != "Video b number 0" {
+		t.Errorf("chart order wrong: %+v %+v", chart[0], chart[50])
+	}
+	runs, err := s.Runs(ctx, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(runs) != 1 || runs[0].Pages != 2 || runs[0].Videos != 100 || runs[0].Outcome != OutcomeRunning {
+		t.Errorf("run = %+v", runs)
+	}
+
+	got, err := s.Video(ctx, "a-003")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Likes != nil || got.Comments != nil || got.Views == nil || *got.Views != 1003 {
+		t.Errorf("stats = %v %v %v", got.Views, got.Likes, got.Comments)
+	}
+	want := vs[3]
+	want.Likes, want.Comments, want.Views = nil, nil, got.Views
+	if !reflect.DeepEqual(got.Video, want) {
+		t.Errorf("video round trip:\n got %+v\nwant %+v", got.Video, want)
+	}
+	if !got.FirstSeen.Equal(at) || !got.LastSeen.Equal(at) {
+		t.Errorf("seen = %v %v", got.FirstSeen, got.LastSeen)
+	}
+	if v4, _ := s.Video(ctx, "a-004"); v4.Duration != "" {
+		t.Errorf("duration = %q", v4.Duration)
+	}
+	ftsIntegrity(t, s)
+
+	// Errors: unknown run, duplicate rank (nothing stored), no id.
+	if err := s.SavePage(ctx, 999, "US", 1, testVideos("c", 1), at); !errors.Is(err, ErrNotFound) {
+		t.Errorf("unknown run: %v", err)
+	}
+	if err := s.SavePage(ctx, run, "US", 1, testVideos("d", 2), at); err == nil {
+		t.Error("duplicate rank accepted")
+	}
+	if _, err := s.Video(ctx, "d-000"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("failed page left video behind: %v", err)
+	}
+	if err := s.SavePage(ctx, run, "US", 200, []Video{{Title: "x"}}, at); err == nil {
+		t.Error("video without id accepted")
+	}
+}
+
+func TestUpsertUpdatesStatsKeepsIndex(t *testing.T) {
+	ctx := context.Background()
+	s, _ := openTest(t)
+	t0 := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	vs := testVideos("u", 50)
+	vs[0].Title = "Original zebra title"
+	if err := s.SavePage(ctx, startRun(t, s, "US"), "US", 1, vs, t0); err != nil {
+		t.Fatal(err)
+	}
+	var rowid0 int64
+	s.db.QueryRow(`SELECT rowid FROM videos WHERE id = 'u-000'`).Scan(&rowid0)
+
+	// The guarded trigger must not touch the FTS index for unchanged text:
+	// fingerprint the index's shadow table (any FTS5 write changes at least
+	// its structure record, whose cookie counts writes).
+	ftsWrites := func() string {
+		var fp string
+		if err := s.db.QueryRow(`SELECT group_concat(id || ':' || hex(block), ',') FROM (SELECT * FROM videos_fts_data ORDER BY id)`).Scan(&fp); err != nil {
+			t.Fatal(err)
+		}
+		return fp
+	}
+	before := ftsWrites()
+
+	vs2 := testVideos("u", 50)
+	vs2[0].Title = "Original zebra title"
+	for i := range vs2 {
+		vs2[i].Views = i64(int64(5_000_000 + i))
+	}
+	t1 := t0.Add(2 * time.Hour)
+	if err := s.SavePage(ctx, startRun(t, s, "US"), "US", 1, vs2, t1); err != nil {
+		t.Fatal(err)
+	}
+	if after := ftsWrites(); after != before {
+		t.Errorf("re-saving unchanged text wrote to the FTS index (%d -> %d bytes of fingerprint)", len(before), len(after))
+	}
+	v, _ := s.Video(ctx, "u-007")
+	if *v.Views != 5_000_007 || !v.FirstSeen.Equal(t0) || !v.LastSeen.Equal(t1) {
+		t.Errorf("after upsert: views %d first %v last %v", *v.Views, v.FirstSeen, v.LastSeen)
+	}
+	var rowid1 int64
+	s.db.QueryRow(`SELECT rowid FROM videos WHERE id = 'u-000'`).Scan(&rowid1)
+	if rowid0 != rowid1 {
+		t.Errorf("upsert changed rowid %d -> %d", rowid0, rowid1)
+	}
+
+	// Change one title: searchable by the new one, not the old one; the
+	// unchanged rest stays findable.
+	vs2[0].Title = "Renamed giraffe title"
+	if err := s.SavePage(ctx, startRun(t, s, "US"), "US", 1, vs2, t1.Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	hits := search(t, s, SearchQuery{Text: "giraffe"})
+	if len(hits) != 1 || hits[0].VideoID != "u-000" {
+		t.Errorf("new title: %+v", hits)
+	}
+	if hits := search(t, s, SearchQuery{Text: "zebra"}); len(hits) != 0 {
+		t.Errorf("old title still found: %+v", hits)
+	}
+	if hits := search(t, s, SearchQuery{Text: "number 17"}); len(hits) != 1 || hits[0].VideoID != "u-017" {
+		t.Errorf("unchanged video: %+v", hits)
+	}
+
+	// An older capture does not overwrite newer data.
+	old := testVideos("u", 1)
+	old[0].Title = "Stale capture"
+	if err := s.SavePage(ctx, startRun(t, s, "US"), "US", 1, old, t0); err != nil {
+		t.Fatal(err)
+	}
+	if v, _ := s.Video(ctx, "u-000"); v.Title != "Renamed giraffe title" {
+		t.Errorf("stale capture overwrote title: %q", v.Title)
+	}
+	ftsIntegrity(t, s)
+}
+
+func TestRuns(t *testing.T) {
+	ctx := context.Background()
+	s, _ := openTest(t)
+	start := time.Date(2026, 3, 1, 12, 0, 0, 123456000, time.UTC)
+	id1, err := s.StartRun(ctx, Run{Credential: "proj", Region: "US", StartedAt: start, PID: 7, Host: "cron1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id2 := startRun(t, s, "DE")
+	retryAt := start.Add(3 * time.Hour)
+	fin := Run{ID: id1, Outcome: OutcomeDenied, Reason: "quota: bucket units", FinishedAt: start.Add(time.Minute),
+		Units: map[string]int64{"units": 3, "search": 0}, Unmetered: 1,
+		RetryAfter: 3*time.Hour + 500*time.Microsecond, RetryAt: retryAt}
+	if err := s.FinishRun(ctx, fin); err != nil {
+		t.Fatal(err)
+	}
+	runs, err := s.Runs(ctx, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(runs) != 2 || runs[0].ID != id2 || runs[1].ID != id1 {
+		t.Fatalf("runs order: %+v", runs)
+	}
+	r := runs[1]
+	if r.Credential != "proj" || r.Region != "US" || !r.StartedAt.Equal(start) || !r.FinishedAt.Equal(fin.FinishedAt) ||
+		r.Outcome != OutcomeDenied || r.Reason != fin.Reason || r.Unmetered != 1 ||
+		!reflect.DeepEqual(r.Units, fin.Units) || r.RetryAfter != 3*time.Hour+time.Millisecond ||
+		!r.RetryAt.Equal(retryAt) || r.PID != 7 || r.Host != "cron1" {
+		t.Errorf("run = %+v", r)
+	}
+	if !runs[0].FinishedAt.IsZero() || runs[0].Outcome != OutcomeRunning || len(runs[0].Units) != 0 {
+		t.Errorf("running run = %+v", runs[0])
+	}
+	if got, _ := s.Runs(ctx, 1); len(got) != 1 {
+		t.Errorf("limit 1 gave %d", len(got))
+	}
+	if err := s.FinishRun(ctx, Run{ID: id2, Outcome: "bogus"}); err == nil {
+		t.Error("bogus outcome accepted")
+	}
+	if err := s.FinishRun(ctx, Run{ID: 999, Outcome: OutcomeSuccess}); !errors.Is(err, ErrNotFound) {
+		t.Errorf("unknown run: %v", err)
+	}
+}
+
+func TestCategories(t *testing.T) {
+	ctx := context.Background()
+	s, _ := openTest(t)
+	at := time.Now()
+	if err := s.UpsertCategories(ctx, "US", []Category{{ID: "10", Title: "Music", Assignable: true}, {ID: "1", Title: "Film"}}, at); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.UpsertCategories(ctx, "US", []Category{{ID: "1", Title: "Film & Animation", Assignable: true}}, at); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.Categories(ctx, "US")
+	want := []Category{{ID: "1", Title: "Film & Animation", Assignable: true}, {ID: "10", Title: "Music", Assignable: true}}
+	if err != nil || !reflect.DeepEqual(got, want) {
+		t.Errorf("Categories = %+v, %v", got, err)
+	}
+}
+
+func TestOpenReadOnly(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	missing := filepath.Join(dir, "nope", "x.db")
+	_, err := OpenReadOnly(ctx, missing)
+	var nde *NoDatabaseError
+	if !errors.As(err, &nde) || !errors.Is(err, fs.ErrNotExist) || !strings.Contains(err.Error(), "trendfetch run") {
+		t.Fatalf("missing db: %v", err)
+	}
+	if _, err := filepath.Glob(filepath.Join(dir, "nope")); err != nil {
+		t.Fatal(err)
+	}
+	if m, _ := filepath.Glob(filepath.Join(dir, "*")); len(m) != 0 {
+		t.Errorf("OpenReadOnly created %v", m)
+	}
+
+	s, path := openTest(t)
+	run := startRun(t, s, "US")
+	if err := s.SavePage(ctx, run, "US", 1, testVideos("r", 3), time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	ro, err := OpenReadOnly(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ro.Close()
+	if hits := search(t, ro, SearchQuery{Text: "number"}); len(hits) != 3 {
+		t.Errorf("read-only search: %d hits", len(hits))
+	}
+	if _, err := ro.StartRun(ctx, Run{Region: "US"}); err == nil {
+		t.Error("read-only store accepted a write")
+	}
+}

@@ -1,0 +1,56 @@
+package store
+
+import (
+	"database/sql"
+	"time"
+)
+
+// tsLayout is how timestamps are stored: UTC, fixed width, microseconds, so
+// text order is time order.
+const tsLayout = "2006-01-02T15:04:05.000000Z"
+
+func fmtTime(t time.Time) string { return t.UTC().Format(tsLayout) }
+
+// nullTime stores the zero time as NULL.
+func nullTime(t time.Time) any {
+	if t.IsZero() {
+		return nil
+	}
+	return fmtTime(t)
+}
+
+func nullString(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+func nullInt(p *int64) any {
+	if p == nil {
+		return nil
+	}
+	return *p
+}
+
+// parseTime reads a stored timestamp; NULL or unparsable text is the zero time.
+func parseTime(ns sql.NullString) time.Time {
+	if !ns.Valid || ns.String == "" {
+		return time.Time{}
+	}
+	t, err := time.Parse(tsLayout, ns.String)
+	if err != nil {
+		if t, err = time.Parse(time.RFC3339Nano, ns.String); err != nil {
+			return time.Time{}
+		}
+	}
+	return t.UTC()
+}
+
+func intPtr(ni sql.NullInt64) *int64 {
+	if !ni.Valid {
+		return nil
+	}
+	v := ni.Int64
+	return &v
+}

@@ -1,0 +1,71 @@
+-- 0001_init: core tables. Timestamps are UTC text, fixed width
+-- ("2006-01-02T15:04:05.000000Z"), so they sort and compare as text.
+
+-- videos: one row per YouTube video, upserted by id (latest title/stats win).
+-- "rowid" is an explicit INTEGER PRIMARY KEY alias so that it is stable: the
+-- FTS5 external-content index (0002) refers to rows by rowid, and an implicit
+-- rowid may be renumbered by VACUUM. Upserts use ON CONFLICT(id) DO UPDATE,
+-- which keeps the rowid (INSERT OR REPLACE would delete and re-insert).
+CREATE TABLE videos (
+    rowid         INTEGER PRIMARY KEY,
+    id            TEXT    NOT NULL UNIQUE,       -- YouTube video id
+    title         TEXT    NOT NULL DEFAULT '',
+    description   TEXT    NOT NULL DEFAULT '',
+    channel_id    TEXT    NOT NULL DEFAULT '',
+    channel_title TEXT    NOT NULL DEFAULT '',
+    category_id   TEXT    NOT NULL DEFAULT '',
+    tags          TEXT    NOT NULL DEFAULT '',   -- tags joined with '\n'
+    published_at  TEXT,                          -- NULL when unknown
+    duration      TEXT,                          -- ISO 8601 (PT4M13S), NULL when unknown
+    view_count    INTEGER,                       -- NULL when the API omitted it
+    like_count    INTEGER,
+    comment_count INTEGER,
+    thumbnail_url TEXT    NOT NULL DEFAULT '',
+    first_seen_at TEXT    NOT NULL,
+    last_seen_at  TEXT    NOT NULL
+);
+
+-- runs: one row per `trendfetch run` of one region (DESIGN §5).
+CREATE TABLE runs (
+    id             INTEGER PRIMARY KEY,
+    credential     TEXT    NOT NULL DEFAULT '',
+    region         TEXT    NOT NULL,
+    started_at     TEXT    NOT NULL,
+    finished_at    TEXT,                           -- NULL while running
+    pages          INTEGER NOT NULL DEFAULT 0,
+    videos         INTEGER NOT NULL DEFAULT 0,
+    units          TEXT    NOT NULL DEFAULT '{}' CHECK (json_valid(units)), -- {"bucket": units}
+    unmetered      INTEGER NOT NULL DEFAULT 0,     -- calls made fail-open, unmetered
+    outcome        TEXT    NOT NULL DEFAULT 'running'
+                   CHECK (outcome IN ('running','success','denied','failed','interrupted','abandoned')),
+    reason         TEXT    NOT NULL DEFAULT '',
+    retry_after_ms INTEGER,                        -- set on a quota denial
+    retry_at       TEXT,
+    pid            INTEGER,
+    host           TEXT    NOT NULL DEFAULT ''
+);
+CREATE INDEX runs_region_id ON runs (region, id);
+
+-- snapshots: one row per (run, region, kind, rank): what the chart looked like.
+CREATE TABLE snapshots (
+    run_id      INTEGER NOT NULL REFERENCES runs (id),
+    region      TEXT    NOT NULL,
+    kind        TEXT    NOT NULL DEFAULT 'chart',  -- later also 'search'
+    rank        INTEGER NOT NULL CHECK (rank >= 1),
+    video_id    TEXT    NOT NULL REFERENCES videos (id),
+    captured_at TEXT    NOT NULL,
+    PRIMARY KEY (run_id, region, kind, rank)
+) WITHOUT ROWID;
+-- Serves the region filter of search (EXISTS ... video_id = ? AND region = ?)
+-- and the foreign key check when videos are deleted.
+CREATE INDEX snapshots_video_region ON snapshots (video_id, region);
+
+-- categories: videoCategories.list per region.
+CREATE TABLE categories (
+    region     TEXT    NOT NULL,
+    id         TEXT    NOT NULL,
+    title      TEXT    NOT NULL,
+    assignable INTEGER NOT NULL DEFAULT 0,
+    fetched_at TEXT    NOT NULL,
+    PRIMARY KEY (region, id)
+) WITHOUT ROWID;

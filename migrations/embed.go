@@ -1,0 +1,16 @@
+// Package migrations holds trendfetch's SQLite schema as numbered SQL files
+// and exports them as an embed.FS for internal/store, which applies them.
+//
+// Files are named NNNN_name.sql (four digits, lower-case snake_case name),
+// numbered contiguously from 0001. Each file is applied, together with its
+// row in schema_migrations, in one transaction. Never edit a released
+// migration: add a new file instead. The store refuses to open a database
+// whose schema version is newer than the highest file here.
+package migrations
+
+import "embed"
+
+// FS holds every *.sql migration file at its root, e.g. "0001_init.sql".
+//
+//go:embed *.sql
+var FS embed.FS
