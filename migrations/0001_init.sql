@@ -1,11 +1,17 @@
 -- 0001_init: core tables. Timestamps are UTC text, fixed width
 -- ("2006-01-02T15:04:05.000000Z"), so they sort and compare as text.
 
--- videos: one row per YouTube video, upserted by id (latest title/stats win).
+-- videos: one row per YouTube video, upserted by id (latest text wins).
 -- "rowid" is an explicit INTEGER PRIMARY KEY alias so that it is stable: the
 -- FTS5 external-content index (0002) refers to rows by rowid, and an implicit
 -- rowid may be renumbered by VACUUM. Upserts use ON CONFLICT(id) DO UPDATE,
 -- which keeps the rowid (INSERT OR REPLACE would delete and re-insert).
+--
+-- Statistics live in video_stats: they change on every capture while the
+-- text rarely does. Keeping them out of these wide rows (~1 KB with the
+-- description) means re-storing a chart of known videos rewrites a few
+-- narrow stats pages instead of one wide page per video (DESIGN §6: storing
+-- known videos must not cost more than storing new ones).
 CREATE TABLE videos (
     rowid         INTEGER PRIMARY KEY,
     id            TEXT    NOT NULL UNIQUE,       -- YouTube video id
@@ -17,12 +23,17 @@ CREATE TABLE videos (
     tags          TEXT    NOT NULL DEFAULT '',   -- tags joined with '\n'
     published_at  TEXT,                          -- NULL when unknown
     duration      TEXT,                          -- ISO 8601 (PT4M13S), NULL when unknown
+    thumbnail_url TEXT    NOT NULL DEFAULT '',
+    first_seen_at TEXT    NOT NULL
+);
+
+-- video_stats: the latest statistics of each video (1:1 with videos).
+CREATE TABLE video_stats (
+    video_rowid   INTEGER PRIMARY KEY REFERENCES videos (rowid) ON DELETE CASCADE,
     view_count    INTEGER,                       -- NULL when the API omitted it
     like_count    INTEGER,
     comment_count INTEGER,
-    thumbnail_url TEXT    NOT NULL DEFAULT '',
-    first_seen_at TEXT    NOT NULL,
-    last_seen_at  TEXT    NOT NULL
+    last_seen_at  TEXT    NOT NULL               -- latest capture
 );
 
 -- runs: one row per `trendfetch run` of one region (DESIGN §5).

@@ -40,7 +40,7 @@ fit again (Retry-After), and units spent since the last Pacific midnight
 			if err := a.loadConfig(); err != nil {
 				return err
 			}
-			lim, err := openLimiter(a.cfg)
+			lim, err := openLimiter(a.cfg, a.log)
 			if err != nil {
 				return err
 			}
@@ -181,7 +181,7 @@ project) is counted. Stops at the first denial and exits 75.`,
 			if _, ok := a.cfg.Quota.Costs[method]; !ok {
 				return usagef("trendfetch quota status", "--method %q: not in the cost table (quota.costs)", method)
 			}
-			lim, err := openLimiter(a.cfg)
+			lim, err := openLimiter(a.cfg, a.log)
 			if err != nil {
 				return err
 			}
@@ -223,7 +223,7 @@ func newQuotaResetCmd(a *app) *cobra.Command {
 			if err := a.loadConfig(); err != nil {
 				return err
 			}
-			lim, err := openLimiter(a.cfg)
+			lim, err := openLimiter(a.cfg, a.log)
 			if err != nil {
 				return err
 			}

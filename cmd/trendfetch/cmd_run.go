@@ -69,7 +69,7 @@ func (a *app) runRegions(ctx context.Context, list []string) error {
 		return err
 	}
 	defer st.Close()
-	lim, err := openLimiter(a.cfg)
+	lim, err := openLimiter(a.cfg, a.log)
 	if err != nil {
 		return err
 	}

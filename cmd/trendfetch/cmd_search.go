@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
@@ -68,14 +67,13 @@ match exactly; a trailing * matches a prefix (e.g. trail*). No API call is made.
 				fmt.Fprintf(a.stdout, "no videos match %q\n", text)
 				return nil
 			}
-			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
 			for i, h := range hits {
-				fmt.Fprintf(tw, "%d.\t%s\t%s\thttps://youtu.be/%s\n", i+1, h.Title, h.ChannelTitle, h.VideoID)
-				if h.Snippet != "" && h.Snippet != h.Title {
-					fmt.Fprintf(tw, "\t  %s\t\t\n", h.Snippet)
+				fmt.Fprintf(a.stdout, "%2d. %s — %s  https://youtu.be/%s\n", i+1, h.Title, h.ChannelTitle, h.VideoID)
+				if snip := strings.Join(strings.Fields(h.Snippet), " "); snip != "" && snip != h.Title {
+					fmt.Fprintf(a.stdout, "    %s\n", snip)
 				}
 			}
-			return tw.Flush()
+			return nil
 		},
 	}
 	cmd.Flags().StringVar(&region, "region", "", "only videos seen in this region's charts")

@@ -153,12 +153,12 @@ func (r *Runner) Run(ctx context.Context, region string) (store.Run, error) {
 	ev := log.Info()
 	switch run.Outcome {
 	case store.OutcomeDenied:
-		ev = log.Warn().Dur("retry_after", run.RetryAfter).Time("retry_at", run.RetryAt)
+		ev = log.Warn().Int64("retry_after_ms", run.RetryAfter.Milliseconds()).Time("retry_at", run.RetryAt)
 	case store.OutcomeFailed, store.OutcomeInterrupted:
 		ev = log.Error()
 	}
 	ev.Int("pages", run.Pages).Int("videos", run.Videos).Interface("units", run.Units).
-		Int("unmetered", run.Unmetered).Dur("duration", run.FinishedAt.Sub(run.StartedAt)).
+		Int("unmetered", run.Unmetered).Int64("duration_ms", run.FinishedAt.Sub(run.StartedAt).Milliseconds()).
 		Str("outcome", string(run.Outcome)).Str("reason", run.Reason).Msg("run finished")
 	return run, runErr
 }
@@ -283,7 +283,7 @@ func (r *Runner) reserve(ctx context.Context, log zerolog.Logger, run *store.Run
 		return &StopError{Region: run.Region, Reason: fmt.Sprintf("limiter unavailable (%s is fail-closed)", method)}
 	}
 	run.Unmetered++
-	log.Warn().Str("method", method).Msg("limiter unavailable: call sent unmetered (fail-open)")
+	log.Debug().Str("method", method).Msg("limiter unavailable: call sent unmetered (fail-open)")
 	return nil
 }
 

@@ -29,6 +29,7 @@ import (
 //	QUOTA_TEST_LIMIT=<units>           limit of the one bucket "units" (window 1 h)
 //	QUOTA_TEST_HEAVY_PCT=<0..100>      share of cost-100 calls, the rest cost 1
 //	QUOTA_TEST_SEED=<n>
+//	QUOTA_TEST_PAUSE_US=<n>            random pause of 0..n µs between calls (0: none)
 //
 // The child opens the backend, prints "READY", waits for a line on stdin,
 // then reserves until a cost-1 call is denied (a denied cost-100 call just
@@ -41,6 +42,7 @@ const (
 	envLimit      = "QUOTA_TEST_LIMIT"
 	envHeavyPct   = "QUOTA_TEST_HEAVY_PCT"
 	envSeed       = "QUOTA_TEST_SEED"
+	envPause      = "QUOTA_TEST_PAUSE_US"
 
 	procWindow = time.Hour
 )
@@ -104,6 +106,10 @@ func overAdmissionChild(stdin io.Reader, stdout io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", envSeed, err)
 	}
+	pauseUS, err := strconv.Atoi(os.Getenv(envPause))
+	if err != nil {
+		return fmt.Errorf("%s: %w", envPause, err)
+	}
 	cred := os.Getenv(envCredential)
 	b, err := openProcBackend(os.Getenv(envBackend))
 	if err != nil {
@@ -121,6 +127,12 @@ func overAdmissionChild(stdin io.Reader, stdout io.Writer) error {
 	var admitted, calls, denials int64
 	retryCheap := false
 	for {
+		// A real caller makes an API call between reservations; a short
+		// pause lets the other processes take the write lock in between
+		// (SQLite's busy handler is not fair to sleepers).
+		if pauseUS > 0 {
+			time.Sleep(time.Duration(rng.IntN(pauseUS)) * time.Microsecond)
+		}
 		cost := int64(1)
 		if !retryCheap && rng.IntN(100) < heavyPct {
 			cost = 100
@@ -154,10 +166,18 @@ func overAdmissionChild(stdin io.Reader, stdout io.Writer) error {
 // Status agrees. The credential is reset on cleanup.
 func runOverAdmission(t *testing.T, backendSpec string, procs int, limit int64) {
 	t.Helper()
-	runOverAdmissionMix(t, backendSpec, procs, limit, 30)
+	runOverAdmissionMix(t, backendSpec, procs, limit, defaultProcMix)
 }
 
-func runOverAdmissionMix(t *testing.T, backendSpec string, procs int, limit int64, heavyPct int) {
+// procMix shapes the load of each helper process.
+type procMix struct {
+	heavyPct int // share of cost-100 calls, in percent; the rest cost 1
+	pauseUS  int // random pause of 0..pauseUS µs between calls
+}
+
+var defaultProcMix = procMix{heavyPct: 10, pauseUS: 500}
+
+func runOverAdmissionMix(t *testing.T, backendSpec string, procs int, limit int64, mix procMix) {
 	t.Helper()
 	b, err := openProcBackend(backendSpec)
 	if err != nil {
@@ -182,8 +202,9 @@ func runOverAdmissionMix(t *testing.T, backendSpec string, procs int, limit int6
 			envBackend+"="+backendSpec,
 			envCredential+"="+cred,
 			envLimit+"="+strconv.FormatInt(limit, 10),
-			envHeavyPct+"="+strconv.Itoa(heavyPct),
+			envHeavyPct+"="+strconv.Itoa(mix.heavyPct),
 			envSeed+"="+strconv.FormatInt(time.Now().UnixNano()+int64(i), 10),
+			envPause+"="+strconv.Itoa(mix.pauseUS),
 		)
 		c.cmd.Stderr = &c.stderr
 		if c.stdin, err = c.cmd.StdinPipe(); err != nil {
@@ -283,5 +304,5 @@ func TestSQLiteProcessesSmall(t *testing.T) {
 	if testing.Short() {
 		t.Skip("multi-process test")
 	}
-	runOverAdmissionMix(t, "sqlite:"+filepath.Join(t.TempDir(), "quota.db"), 4, 1500, 5)
+	runOverAdmissionMix(t, "sqlite:"+filepath.Join(t.TempDir(), "quota.db"), 4, 1500, procMix{heavyPct: 2, pauseUS: 200})
 }

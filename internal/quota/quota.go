@@ -25,8 +25,10 @@ type Bucket struct {
 
 // Charge is the cost of one call in one bucket, in units.
 type Charge struct {
+	// Bucket names the bucket charged.
 	Bucket string
-	Units  int64
+	// Units is the cost in that bucket; must be > 0 and <= its limit.
+	Units int64
 }
 
 // Costs is the cost table: API method (call site, e.g. "videos.list") to the
@@ -46,7 +48,8 @@ type Decision struct {
 	DeniedBucket string
 	// Exhausted reports a denial because the credential was marked exhausted
 	// by the upstream API (MarkExhausted) until ExhaustedUntil.
-	Exhausted      bool
+	Exhausted bool
+	// ExhaustedUntil is the end of the exhaustion marker when Exhausted.
 	ExhaustedUntil time.Time
 	// RetryAfter is, on denial, the earliest wait after which the same
 	// reservation can succeed (never early; microsecond precision).
@@ -118,6 +121,7 @@ type Backend interface {
 // BucketCharge is a charge joined with its bucket definition, as passed to a Backend.
 type BucketCharge struct {
 	Bucket
+	// Units is the cost of the call in this bucket.
 	Units int64
 }
 
@@ -131,12 +135,17 @@ var ErrUnknownMethod = errors.New("method not in the quota cost table")
 // CostError reports a charge larger than its bucket's limit: such a call can
 // never be admitted, so it is a configuration error, never a throttle.
 type CostError struct {
+	// Method is the API method of the cost table entry ("" when a Backend
+	// was handed such a charge directly).
 	Method string
+	// Bucket is the bucket whose limit the charge exceeds.
 	Bucket string
-	Units  int64
-	Limit  int64
+	// Units is the charge and Limit the bucket's limit, in units.
+	Units int64
+	Limit int64
 }
 
+// Error implements error.
 func (e *CostError) Error() string {
 	return fmt.Sprintf("quota: %s costs %d units in bucket %q but its limit is %d: it can never be admitted", e.Method, e.Units, e.Bucket, e.Limit)
 }

@@ -337,15 +337,15 @@ func redisWindowUS(b Bucket) int64 {
 }
 
 // redisMidnightTable returns the Pacific midnights (America/Los_Angeles,
-// embedded tzdata) of the five days around now's Pacific date — two before
-// through two after — as Unix µs, ascending. The scripts pick the last one
-// <= Redis TIME and the next one after it, so Redis, not this clock, decides;
-// the table tolerates a client clock up to a day off. Days are 23 or 25 hours
-// long across DST changes.
+// embedded tzdata) that start the day before now's Pacific date, that date,
+// and the two days after, as Unix µs, ascending. The scripts pick the last
+// one <= Redis TIME and the next one after it, so Redis, not this clock,
+// decides; the table covers a client clock up to a day off either way. Days
+// are 23 or 25 hours long across DST changes.
 func redisMidnightTable(now time.Time) []int64 {
 	p := PacificMidnight(now).In(pacific)
-	out := make([]int64, 0, 5)
-	for d := -2; d <= 2; d++ {
+	out := make([]int64, 0, 4)
+	for d := -1; d <= 2; d++ {
 		out = append(out, time.Date(p.Year(), p.Month(), p.Day()+d, 0, 0, 0, 0, pacific).UnixMicro())
 	}
 	return out

@@ -26,7 +26,8 @@ import "github.com/redis/go-redis/v9"
 // (sliding) or lo = the last Pacific midnight <= now (calendar mode).
 //
 //	total = cum of the newest entry                       ZRANGE key -1 -1      O(log n)
-//	base  = cum - cost of the oldest entry with score>=lo ZRANGEBYSCORE LIMIT 1 O(log n)
+//	base  = cum - cost of the oldest entry with score>=lo ZRANGE key 0 0        O(1)
+//	        (or, while expired entries remain,            ZRANGEBYSCORE LIMIT 1 O(log n))
 //	used  = total - base  (0 when the newest entry is older than lo)
 //
 // so the in-window sum costs the same whatever the cost weights and however
@@ -65,12 +66,181 @@ const redisLuaPrelude = `
 if redis.replicate_commands then redis.replicate_commands() end
 
 local EVICT_BATCH = 64         -- expired entries removed per admitted call, at most
-local TTL_MARGIN_MS = 60000    -- kept past the last moment an entry can matter
+local TTL_MARGIN_MS = 300000   -- keys live this long past the last moment an entry matters
+local TTL_REFRESH_US = 120000000 -- PEXPIRE once per period of this length (see reserve)
 
 local NO_MIDNIGHT = 'ERR trendfetch: the Pacific midnight table does not cover Redis TIME (client clock off by a day or more?)'
 
 local function fmt(x) return string.format('%d', x) end
 
+-- member "<cum, 16 digits>:<cost>" -> cum, cost
+local function parse(m)
+  return tonumber(string.sub(m, 1, 16)), tonumber(string.sub(m, 18))
+end
+
+-- retry_us(key, lo, now, window, next_mid, total, need): µs until the entry whose
+-- cum first reaches need (> base) leaves the window. window == 0: calendar.
+local function retry_us(key, lo, now, window, next_mid, need)
+  if window == 0 then return next_mid - now end
+  local a = redis.call('ZCOUNT', key, '-inf', '(' .. fmt(lo))
+  local b = redis.call('ZCARD', key) - 1
+  while a < b do
+    local mid = math.floor((a + b) / 2)
+    local e = redis.call('ZRANGE', key, mid, mid)
+    if parse(e[1]) >= need then b = mid else a = mid + 1 end
+  end
+  local e = redis.call('ZRANGE', key, a, a, 'WITHSCORES')
+  local r = tonumber(e[2]) + window - now
+  if r < 1 then r = 1 end
+  return r
+end
+
+`
+
+// redisReserveScript decides one reservation across every bucket a call charges.
+//
+//	KEYS[1]      exhaustion marker  trendfetch:{<credential>}:exhausted (value: until, Unix µs)
+//	KEYS[1+i]    bucket i's log     trendfetch:{<credential>}:<bucket>, i = 1..n
+//	ARGV[1]      m, the number of Pacific midnights that follow
+//	ARGV[2..m+1] Pacific midnights, Unix µs, ascending
+//	then per bucket i, 3 values: cost (units > 0), limit (units), window (µs; 0 = calendar)
+//
+// Reply (array of integers):
+//
+//	[1] allowed (1/0)   [2] now (Redis TIME, Unix µs)
+//	[3] denying bucket index 1..n, 0 when allowed or denied only by the marker
+//	[4] Retry-After µs (0 when allowed)   [5] exhausted until (Unix µs, 0 if not marked)
+//	[5+i] remaining units of bucket i after the decision (on denial: limit - used,
+//	      as nothing was recorded)
+var redisReserveScript = redis.NewScript(redisLuaPrelude + `
+-- The hot path is inlined: each redis.call and each Lua closure costs
+-- about a microsecond, which is what the decision benchmarks measure.
+local n = #KEYS - 1
+local m = tonumber(ARGV[1])
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local last_mid, next_mid
+for i = 2, m + 1 do
+  local v = tonumber(ARGV[i])
+  if v <= now then last_mid = v elseif next_mid == nil then next_mid = v end
+end
+if last_mid == nil or next_mid == nil then return redis.error_reply(NO_MIDNIGHT) end
+
+local ex_until = 0
+local ex = redis.call('GET', KEYS[1])
+if ex then
+  ex_until = tonumber(ex)
+  if ex_until <= now then ex_until = 0 end
+end
+
+-- pass 1: read every bucket; st holds 8 values per bucket:
+-- cost, window, lo, total, remaining, newest, oldest, over (1 when it does not fit)
+local st = {}
+local allowed = (ex_until == 0)
+local p = m + 2
+for i = 1, n do
+  local cost, limit, window = tonumber(ARGV[p]), tonumber(ARGV[p + 1]), tonumber(ARGV[p + 2])
+  p = p + 3
+  local key = KEYS[i + 1]
+  local lo = now - window + 1
+  if window == 0 then lo = last_mid end
+  local total, used, newest, oldest = 0, 0, false, false
+  local last = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
+  if last[1] then
+    total = tonumber(string.sub(last[1], 1, 16))
+    newest = tonumber(last[2])
+    local first = redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')
+    oldest = tonumber(first[2])
+    if newest >= lo then
+      if oldest < lo then
+        first = redis.call('ZRANGEBYSCORE', key, fmt(lo), '+inf', 'WITHSCORES', 'LIMIT', 0, 1)
+      end
+      local cum, c = parse(first[1])
+      used = total - cum + c
+    end
+  end
+  local over = 0
+  local rem = limit - used - cost
+  if rem < 0 then
+    over, allowed, rem = 1, false, limit - used
+    if rem < 0 then rem = 0 end
+  end
+  local b = 8 * (i - 1)
+  st[b + 1], st[b + 2], st[b + 3], st[b + 4] = cost, window, lo, total
+  st[b + 5], st[b + 6], st[b + 7], st[b + 8] = rem, newest, oldest, over
+end
+
+if not allowed then
+  -- nothing is recorded; Retry-After is the largest wait of the buckets that deny
+  local retry, denied, denied_retry = 0, 0, 0
+  if ex_until > 0 then retry = ex_until - now end
+  local reply = {0, now, 0, 0, ex_until}
+  for i = 1, n do
+    local b = 8 * (i - 1)
+    local rem = st[b + 5]
+    if st[b + 8] == 1 then
+      local limit = tonumber(ARGV[m + 3 + 3 * (i - 1)])
+      local r = retry_us(KEYS[i + 1], st[b + 3], now, st[b + 2], next_mid, st[b + 4] + st[b + 1] - limit)
+      if denied == 0 or r > denied_retry then denied, denied_retry = i, r end
+      if r > retry then retry = r end
+    else
+      rem = rem + st[b + 1] -- this bucket would have fitted: limit - used
+    end
+    reply[5 + i] = rem
+  end
+  reply[3], reply[4] = denied, retry
+  return reply
+end
+
+-- pass 2: record one entry in every bucket
+local reply = {1, now, 0, 0, 0}
+for i = 1, n do
+  local b = 8 * (i - 1)
+  local cost, window, lo, total = st[b + 1], st[b + 2], st[b + 3], st[b + 4]
+  local newest, oldest = st[b + 6], st[b + 7]
+  local key = KEYS[i + 1]
+  -- bounded eviction of entries that matter neither to the window nor to today
+  local cutoff = lo
+  if last_mid < cutoff then cutoff = last_mid end
+  local refresh = (newest == false) or newest > now or newest < last_mid or
+    math.floor(now / TTL_REFRESH_US) ~= math.floor(newest / TTL_REFRESH_US)
+  if oldest and oldest < cutoff then
+    local k = redis.call('ZCOUNT', key, '-inf', '(' .. fmt(cutoff))
+    if k > EVICT_BATCH then k = EVICT_BATCH end
+    redis.call('ZREMRANGEBYRANK', key, 0, k - 1)
+    refresh = true -- the key may have been emptied and deleted
+  end
+  local score = now
+  if newest and newest > score then score = newest end
+  redis.call('ZADD', key, fmt(score), string.format('%016d:%d', total + cost, cost))
+  -- TTL: the key must outlive its newest entry's window and today (for
+  -- UsedToday). The first write of each TTL_REFRESH_US period and of each
+  -- Pacific day sets it (and any write after eviction or a clock step back),
+  -- so the TTL was set at most TTL_REFRESH_US ago and still covers that with
+  -- TTL_MARGIN_MS - TTL_REFRESH_US to spare; later writes skip PEXPIRE.
+  if refresh then
+    local keep = window
+    if next_mid - now > keep then keep = next_mid - now end
+    redis.call('PEXPIRE', key, math.floor(keep / 1000) + 1 + TTL_MARGIN_MS)
+  end
+  reply[5 + i] = st[b + 5]
+end
+return reply
+`)
+
+// redisStatusScript reads every bucket of a credential without writing anything
+// (no admission, no eviction, no PEXPIRE).
+//
+//	KEYS[1]      exhaustion marker  trendfetch:{<credential>}:exhausted
+//	KEYS[1+i]    bucket i's log, i = 1..n
+//	ARGV[1]      m; ARGV[2..m+1] Pacific midnights, Unix µs, ascending
+//	then per bucket i, 3 values: limit (units), window (µs; 0 = calendar), max cost (units; 0 = none)
+//
+// Reply (array of integers): [1] now (Unix µs), [2] exhausted until (Unix µs, 0 if
+// not marked), then per bucket 6 values: used, entries in window, oldest entry in
+// window (Unix µs, 0 if none), Retry-After µs for cost 1, Retry-After µs for the max
+// cost (0 = fits now), units since the last Pacific midnight.
+var redisStatusScript = redis.NewScript(redisLuaPrelude + `
 local function clock_us()
   local t = redis.call('TIME')
   return tonumber(t[1]) * 1000000 + tonumber(t[2])
@@ -93,33 +263,22 @@ local function midnights(first, count, now)
   return last, nxt
 end
 
--- state(key, lo) -> total, base, newest score (nil if empty); used = total - base
+-- state(key, lo) -> total, base, newest score, oldest score (both nil if empty);
+-- used = total - base. When the oldest entry is inside the window (the steady
+-- state: eviction keeps up) it is the first one, and no range query is needed.
 local function state(key, lo)
   local last = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
-  if #last == 0 then return 0, 0, nil end
+  if #last == 0 then return 0, 0, nil, nil end
   local total = parse(last[1])
   local newest = tonumber(last[2])
-  if newest < lo then return total, total, newest end
-  local first = redis.call('ZRANGEBYSCORE', key, fmt(lo), '+inf', 'WITHSCORES', 'LIMIT', 0, 1)
-  local cum, cost = parse(first[1])
-  return total, cum - cost, newest
-end
-
--- retry_us(key, lo, now, window, next_mid, total, need): µs until the entry whose
--- cum first reaches need (> base) leaves the window. window == 0: calendar.
-local function retry_us(key, lo, now, window, next_mid, need)
-  if window == 0 then return next_mid - now end
-  local a = redis.call('ZCOUNT', key, '-inf', '(' .. fmt(lo))
-  local b = redis.call('ZCARD', key) - 1
-  while a < b do
-    local mid = math.floor((a + b) / 2)
-    local e = redis.call('ZRANGE', key, mid, mid)
-    if parse(e[1]) >= need then b = mid else a = mid + 1 end
+  local first = redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')
+  local oldest = tonumber(first[2])
+  if newest < lo then return total, total, newest, oldest end
+  if oldest < lo then
+    first = redis.call('ZRANGEBYSCORE', key, fmt(lo), '+inf', 'WITHSCORES', 'LIMIT', 0, 1)
   end
-  local e = redis.call('ZRANGE', key, a, a, 'WITHSCORES')
-  local r = tonumber(e[2]) + window - now
-  if r < 1 then r = 1 end
-  return r
+  local cum, cost = parse(first[1])
+  return total, cum - cost, newest, oldest
 end
 
 -- lower(now, window, last_mid): first µs inside the window
@@ -127,113 +286,7 @@ local function lower(now, window, last_mid)
   if window == 0 then return last_mid end
   return now - window + 1
 end
-`
 
-// redisReserveScript decides one reservation across every bucket a call charges.
-//
-//	KEYS[1]      exhaustion marker  trendfetch:{<credential>}:exhausted (value: until, Unix µs)
-//	KEYS[1+i]    bucket i's log     trendfetch:{<credential>}:<bucket>, i = 1..n
-//	ARGV[1]      m, the number of Pacific midnights that follow
-//	ARGV[2..m+1] Pacific midnights, Unix µs, ascending
-//	then per bucket i, 3 values: cost (units > 0), limit (units), window (µs; 0 = calendar)
-//
-// Reply (array of integers):
-//
-//	[1] allowed (1/0)   [2] now (Redis TIME, Unix µs)
-//	[3] denying bucket index 1..n, 0 when allowed or denied only by the marker
-//	[4] Retry-After µs (0 when allowed)   [5] exhausted until (Unix µs, 0 if not marked)
-//	[5+i] remaining units of bucket i after the decision (on denial: limit - used,
-//	      as nothing was recorded)
-var redisReserveScript = redis.NewScript(redisLuaPrelude + `
-local n = #KEYS - 1
-local m = tonumber(ARGV[1])
-local now = clock_us()
-local last_mid, next_mid = midnights(2, m, now)
-if last_mid == nil or next_mid == nil then return redis.error_reply(NO_MIDNIGHT) end
-local p = m + 2
-
-local ex_until = 0
-local ex = redis.call('GET', KEYS[1])
-if ex then
-  ex_until = tonumber(ex)
-  if ex_until <= now then ex_until = 0 end
-end
-
-local allowed = (ex_until == 0)
-local retry, denied, denied_retry = 0, 0, 0
-if not allowed then retry = ex_until - now end
-local rem, tot, newest, lows, costs, over = {}, {}, {}, {}, {}, {}
-for i = 1, n do
-  local cost, limit, window = tonumber(ARGV[p]), tonumber(ARGV[p + 1]), tonumber(ARGV[p + 2])
-  p = p + 3
-  local key = KEYS[i + 1]
-  local lo = lower(now, window, last_mid)
-  local total, base, nw = state(key, lo)
-  local used = total - base
-  tot[i], newest[i], lows[i], costs[i] = total, nw, lo, cost
-  if used + cost <= limit then
-    rem[i] = limit - used - cost
-  else
-    allowed = false
-    over[i] = true
-    rem[i] = limit - used
-    if rem[i] < 0 then rem[i] = 0 end
-    local r = retry_us(key, lo, now, window, next_mid, total + cost - limit)
-    if denied == 0 or r > denied_retry then denied, denied_retry = i, r end
-    if r > retry then retry = r end
-  end
-end
-
-if not allowed then
-  -- nothing was recorded: every bucket still has limit - used left
-  local reply = {0, now, denied, retry, ex_until}
-  for i = 1, n do
-    local r = rem[i] + costs[i]
-    if over[i] then r = rem[i] end
-    reply[5 + i] = r
-  end
-  return reply
-end
-
-p = m + 2
-for i = 1, n do
-  local cost, window = tonumber(ARGV[p]), tonumber(ARGV[p + 2])
-  p = p + 3
-  local key = KEYS[i + 1]
-  -- bounded eviction of entries that matter neither to the window nor to today
-  local cutoff = lows[i]
-  if last_mid < cutoff then cutoff = last_mid end
-  local oldest = redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')
-  if #oldest > 0 and tonumber(oldest[2]) < cutoff then
-    local k = redis.call('ZCOUNT', key, '-inf', '(' .. fmt(cutoff))
-    if k > EVICT_BATCH then k = EVICT_BATCH end
-    redis.call('ZREMRANGEBYRANK', key, 0, k - 1)
-  end
-  local score = now
-  if newest[i] ~= nil and newest[i] > score then score = newest[i] end
-  redis.call('ZADD', key, fmt(score), string.format('%016d:%d', tot[i] + cost, cost))
-  local keep = window
-  if next_mid - now > keep then keep = next_mid - now end
-  redis.call('PEXPIRE', key, math.floor(keep / 1000) + 1 + TTL_MARGIN_MS)
-end
-local reply = {1, now, 0, 0, 0}
-for i = 1, n do reply[5 + i] = rem[i] end
-return reply
-`)
-
-// redisStatusScript reads every bucket of a credential without writing anything
-// (no admission, no eviction, no PEXPIRE).
-//
-//	KEYS[1]      exhaustion marker  trendfetch:{<credential>}:exhausted
-//	KEYS[1+i]    bucket i's log, i = 1..n
-//	ARGV[1]      m; ARGV[2..m+1] Pacific midnights, Unix µs, ascending
-//	then per bucket i, 3 values: limit (units), window (µs; 0 = calendar), max cost (units; 0 = none)
-//
-// Reply (array of integers): [1] now (Unix µs), [2] exhausted until (Unix µs, 0 if
-// not marked), then per bucket 6 values: used, entries in window, oldest entry in
-// window (Unix µs, 0 if none), Retry-After µs for cost 1, Retry-After µs for the max
-// cost (0 = fits now), units since the last Pacific midnight.
-var redisStatusScript = redis.NewScript(redisLuaPrelude + `
 local n = #KEYS - 1
 local m = tonumber(ARGV[1])
 local now = clock_us()

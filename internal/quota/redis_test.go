@@ -40,29 +40,63 @@ func newTestRedisCluster(t testing.TB, cl *redistest.Cluster) *RedisBackend {
 	return b
 }
 
+// Backend specs for the multi-process helpers (procs_test.go):
+// "redis:<URL>" and "rediscluster:<host:port>,<host:port>,...".
+var (
+	_ = registerProcBackend("redis", func(url string) (Backend, error) {
+		c, err := RedisClientFromURL(url, nil)
+		if err != nil {
+			return nil, err
+		}
+		return NewRedis(c), nil
+	})
+	_ = registerProcBackend("rediscluster", func(addrs string) (Backend, error) {
+		c, err := RedisClientFromURL("", strings.Split(addrs, ","))
+		if err != nil {
+			return nil, err
+		}
+		return NewRedis(c), nil
+	})
+)
+
+// TestRedisProcessesNoOverAdmission: 8 OS processes, limit 9,500, a random
+// mix of cost 1 and cost 100 until a cost-1 call is denied: exactly 9,500.
+func TestRedisProcessesNoOverAdmission(t *testing.T) {
+	if testing.Short() {
+		t.Skip("multi-process test")
+	}
+	srv := redistest.Start(t)
+	runOverAdmission(t, "redis:"+srv.URL(), 8, 9500)
+}
+
 func TestRedisBackendSuite(t *testing.T) {
 	srv := redistest.Start(t)
 	b := newTestRedis(t, srv)
 	runBackendSuite(t, func(t *testing.T) Backend { return b })
 }
 
-// TestRedisClusterSuite runs the behaviour suite through a three-master
-// Redis Cluster: every multi-bucket script must stay in one slot.
-func TestRedisClusterSuite(t *testing.T) {
+// TestRedisCluster runs on one three-master Redis Cluster (the keys of a
+// credential share a hash tag, so multi-bucket scripts never CROSSSLOT): the
+// behaviour suite, two-bucket reservations on credentials spread over every
+// master, and the 8-process over-admission test.
+func TestRedisCluster(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a Redis Cluster")
 	}
 	cl := redistest.StartCluster(t, 3)
 	b := newTestRedisCluster(t, cl)
-	runBackendSuite(t, func(t *testing.T) Backend { return b })
+	t.Run("Suite", func(t *testing.T) {
+		runBackendSuite(t, func(t *testing.T) Backend { return b })
+	})
+	t.Run("TwoBuckets", func(t *testing.T) {
+		testRedisClusterTwoBuckets(t, b)
+	})
+	t.Run("ProcessesNoOverAdmission", func(t *testing.T) {
+		runOverAdmission(t, "rediscluster:"+strings.Join(cl.Addrs(), ","), 8, 9500)
+	})
 }
 
-func TestRedisClusterTwoBuckets(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a Redis Cluster")
-	}
-	cl := redistest.StartCluster(t, 3)
-	b := newTestRedisCluster(t, cl)
+func testRedisClusterTwoBuckets(t *testing.T, b *RedisBackend) {
 	ctx := testCtx(t)
 	units := Bucket{Name: "units", Limit: 9500, Window: time.Hour}
 	search := Bucket{Name: "search", Limit: 95, Calendar: true}
@@ -160,27 +194,29 @@ func TestRedisKilledAndRestarted(t *testing.T) {
 	}
 }
 
-// TestRedisUnreachableTimeout: a Redis that accepts but never answers (a
-// stopped process) is a timeout well under a second, wrapped in ErrUnavailable.
-func TestRedisStalledTimeout(t *testing.T) {
+// TestRedisFrozenTimeout: a Redis that keeps the connection but answers
+// nothing (SIGSTOP: hung host, network partition) is a read timeout well
+// under a second, wrapped in ErrUnavailable.
+func TestRedisFrozenTimeout(t *testing.T) {
 	srv := redistest.Start(t)
 	b := newTestRedis(t, srv)
 	units := Bucket{Name: "units", Limit: 100, Window: time.Hour}
 	mustAllow(t, b, "stall", charge(units, 1))
-	// DEBUG SLEEP blocks the server; our reads time out first.
-	go func() {
-		c := redis.NewClient(&redis.Options{Addr: srv.Addr})
-		defer c.Close()
-		c.Do(context.Background(), "DEBUG", "SLEEP", "2")
-	}()
-	time.Sleep(100 * time.Millisecond)
+	srv.Freeze()
 	start := time.Now()
 	_, err := b.Reserve(context.Background(), "stall", charge(units, 1))
 	took := time.Since(start)
+	srv.Thaw()
 	if !errors.Is(err, ErrUnavailable) || took > time.Second {
-		t.Fatalf("Reserve against a stalled Redis: %v after %v, want ErrUnavailable in < 1s", err, took)
+		t.Fatalf("Reserve against a frozen Redis: %v after %v, want ErrUnavailable in < 1s", err, took)
 	}
-	t.Logf("stalled Redis: %v after %v", err, took)
+	t.Logf("frozen Redis: %v after %v", err, took)
+	// Whatever the lost reply did, the service continues once Redis is back,
+	// and the retried call never over-admits: at most 3 units recorded.
+	d := mustAllow(t, b, "stall", charge(units, 1))
+	if used := 100 - d.Remaining["units"]; used < 2 || used > 4 {
+		t.Fatalf("used %d after a timed-out and a successful call, want 2..4", used)
+	}
 }
 
 // TestRedisKeysAndExpiry checks the key layout (one hash tag per
@@ -292,23 +328,23 @@ func TestRedisMidnightTable(t *testing.T) {
 		dayHours []float64
 	}{
 		// Noon PDT on the spring-forward day: the day started in PST.
-		{"2026-03-08T19:00:00Z", "2026-03-08T08:00:00Z", []float64{24, 24, 23, 24}},
+		{"2026-03-08T19:00:00Z", "2026-03-08T08:00:00Z", []float64{24, 23, 24}},
 		// Just before midnight: still the 23-hour day.
-		{"2026-03-09T06:59:59Z", "2026-03-08T08:00:00Z", []float64{24, 24, 23, 24}},
+		{"2026-03-09T06:59:59Z", "2026-03-08T08:00:00Z", []float64{24, 23, 24}},
 		// Exactly midnight PDT the next day: a new day.
-		{"2026-03-09T07:00:00Z", "2026-03-09T07:00:00Z", []float64{24, 23, 24, 24}},
+		{"2026-03-09T07:00:00Z", "2026-03-09T07:00:00Z", []float64{23, 24, 24}},
 		// Fall back: 2026-11-01 00:00 PDT = 07:00Z, the day lasts 25 h.
-		{"2026-11-01T09:30:00Z", "2026-11-01T07:00:00Z", []float64{24, 24, 25, 24}},
-		{"2026-11-02T07:59:59Z", "2026-11-01T07:00:00Z", []float64{24, 24, 25, 24}},
-		{"2026-11-02T08:00:00Z", "2026-11-02T08:00:00Z", []float64{24, 25, 24, 24}},
+		{"2026-11-01T09:30:00Z", "2026-11-01T07:00:00Z", []float64{24, 25, 24}},
+		{"2026-11-02T07:59:59Z", "2026-11-01T07:00:00Z", []float64{24, 25, 24}},
+		{"2026-11-02T08:00:00Z", "2026-11-02T08:00:00Z", []float64{25, 24, 24}},
 	} {
 		now, _ := time.Parse(time.RFC3339, tc.now)
 		want, _ := time.Parse(time.RFC3339, tc.day)
 		mids := redisMidnightTable(now)
-		if len(mids) != 5 {
-			t.Fatalf("%s: %d midnights, want 5", tc.now, len(mids))
+		if len(mids) != 4 {
+			t.Fatalf("%s: %d midnights, want 4", tc.now, len(mids))
 		}
-		if got := time.UnixMicro(mids[2]).UTC(); !got.Equal(want) {
+		if got := time.UnixMicro(mids[1]).UTC(); !got.Equal(want) {
 			t.Errorf("%s: current midnight %s, want %s", tc.now, got, want)
 		}
 		for i := 1; i < len(mids); i++ {
@@ -322,11 +358,11 @@ func TestRedisMidnightTable(t *testing.T) {
 		}
 		// The script's choice: last midnight <= now, first one after.
 		nowUS := now.UnixMicro()
-		if !(mids[2] <= nowUS && nowUS < mids[3]) {
-			t.Errorf("%s: now not inside [%d, %d)", tc.now, mids[2], mids[3])
+		if !(mids[1] <= nowUS && nowUS < mids[2]) {
+			t.Errorf("%s: now not inside [%d, %d)", tc.now, mids[1], mids[2])
 		}
-		if !time.UnixMicro(mids[3]).Equal(NextPacificMidnight(now)) {
-			t.Errorf("%s: next midnight %s, want %s", tc.now, time.UnixMicro(mids[3]), NextPacificMidnight(now))
+		if !time.UnixMicro(mids[2]).Equal(NextPacificMidnight(now)) {
+			t.Errorf("%s: next midnight %s, want %s", tc.now, time.UnixMicro(mids[2]), NextPacificMidnight(now))
 		}
 	}
 }
@@ -374,15 +410,18 @@ func TestRedisCalendarMidnight(t *testing.T) {
 func TestRedisBoundedEviction(t *testing.T) {
 	srv := redistest.Start(t)
 	b := newTestRedis(t, srv)
-	now := time.Now()
-	// "Midnight" just passed, so entries older than the window are evictable.
+	// Entries from before "midnight" that left the window are evictable.
+	var midnight time.Time
 	b.midnights = func(time.Time) []int64 {
-		return []int64{now.Add(-24 * time.Hour).UnixMicro(), now.UnixMicro(), now.Add(24 * time.Hour).UnixMicro()}
+		return []int64{midnight.Add(-24 * time.Hour).UnixMicro(), midnight.UnixMicro(), midnight.Add(24 * time.Hour).UnixMicro()}
 	}
 	units := Bucket{Name: "units", Limit: 1000, Window: 200 * time.Millisecond}
+	midnight = time.Now()
 	for range 300 {
 		mustAllow(t, b, "evict", charge(units, 1))
 	}
+	time.Sleep(250 * time.Millisecond)
+	midnight = time.Now()
 	key := "trendfetch:{evict}:units"
 	time.Sleep(250 * time.Millisecond)
 	for i := 1; i <= 6; i++ {

@@ -58,14 +58,14 @@ func WithClock(now func() time.Time) SQLiteOption {
 	return func(o *sqliteOptions) { o.clock = now }
 }
 
-// WithBusyTimeout sets how long a decision waits for another process holding
+// WithSQLiteBusyTimeout sets how long a decision waits for another process holding
 // the database write lock before it fails with ErrUnavailable (default 10 s).
 // It is rounded down to whole milliseconds.
-func WithBusyTimeout(d time.Duration) SQLiteOption {
+func WithSQLiteBusyTimeout(d time.Duration) SQLiteOption {
 	return func(o *sqliteOptions) { o.busyTimeout = d }
 }
 
-// DefaultSQLiteBusyTimeout is the default of WithBusyTimeout.
+// DefaultSQLiteBusyTimeout is the default of WithSQLiteBusyTimeout.
 const DefaultSQLiteBusyTimeout = 10 * time.Second
 
 // sqliteSchemaVersion is stored in PRAGMA user_version once the schema exists,
@@ -225,12 +225,12 @@ func (s *SQLiteBackend) stmt(ctx context.Context, tx *sql.Tx, query string) (*sq
 	return tx.StmtContext(ctx, st), nil
 }
 
-func unavailable(op string, err error) error {
+func sqliteUnavailable(op string, err error) error {
 	return fmt.Errorf("quota: sqlite %s: %w: %w", op, ErrUnavailable, err)
 }
 
-// windowUS is the window length in microseconds, rounded up (never early).
-func windowUS(d time.Duration) int64 {
+// sqliteWindowUS is the window length in microseconds, rounded up (never early).
+func sqliteWindowUS(d time.Duration) int64 {
 	us := d / time.Microsecond
 	if d%time.Microsecond != 0 {
 		us++
@@ -238,18 +238,18 @@ func windowUS(d time.Duration) int64 {
 	return int64(us)
 }
 
-// cutoffUS returns c such that an entry counts in b's window at nowUS iff
+// sqliteCutoffUS returns c such that an entry counts in b's window at nowUS iff
 // ts_us > c. Sliding: entries expire exactly window after their timestamp.
 // Calendar: entries before the last Pacific midnight are out.
-func cutoffUS(b Bucket, nowUS int64) int64 {
+func sqliteCutoffUS(b Bucket, nowUS int64) int64 {
 	if b.Calendar {
 		return PacificMidnight(time.UnixMicro(nowUS)).UnixMicro() - 1
 	}
-	return nowUS - windowUS(b.Window)
+	return nowUS - sqliteWindowUS(b.Window)
 }
 
-// logState is what one bucket's log looks like at a moment.
-type logState struct {
+// sqliteLog is what one bucket's log looks like at a moment.
+type sqliteLog struct {
 	hasLast                  bool
 	lastCum, lastSeq, lastTS int64
 	// Window figures: the entries with ts_us > cutoff.
@@ -259,8 +259,8 @@ type logState struct {
 }
 
 // readLog reads the newest entry and the window [cutoff, now] of one bucket.
-func (s *SQLiteBackend) readLog(ctx context.Context, tx *sql.Tx, credential, bucket string, cutoff int64) (logState, error) {
-	var st logState
+func (s *SQLiteBackend) readLog(ctx context.Context, tx *sql.Tx, credential, bucket string, cutoff int64) (sqliteLog, error) {
+	var st sqliteLog
 	last, err := s.stmt(ctx, tx, sqlLast)
 	if err != nil {
 		return st, err
@@ -282,7 +282,7 @@ func (s *SQLiteBackend) readLog(ctx context.Context, tx *sql.Tx, credential, buc
 
 // sumAfter returns the units and entries with ts_us > cutoff, the oldest
 // such timestamp and the cum just before it, given the newest entry in st.
-func (s *SQLiteBackend) sumAfter(ctx context.Context, tx *sql.Tx, credential, bucket string, cutoff int64, st logState) (used, entries, oldest, base int64, err error) {
+func (s *SQLiteBackend) sumAfter(ctx context.Context, tx *sql.Tx, credential, bucket string, cutoff int64, st sqliteLog) (used, entries, oldest, base int64, err error) {
 	if !st.hasLast || st.lastTS <= cutoff {
 		return 0, 0, 0, st.lastCum, nil
 	}
@@ -303,7 +303,7 @@ func (s *SQLiteBackend) sumAfter(ctx context.Context, tx *sql.Tx, credential, bu
 // until enough units are freed; the entry that frees the last needed unit
 // stops counting at exactly ts + window (the same boundary admission uses).
 // Calendar: everything of the day expires at the next Pacific midnight.
-func (s *SQLiteBackend) retryAfter(ctx context.Context, tx *sql.Tx, credential string, b Bucket, st logState, units, nowUS int64) (time.Duration, error) {
+func (s *SQLiteBackend) retryAfter(ctx context.Context, tx *sql.Tx, credential string, b Bucket, st sqliteLog, units, nowUS int64) (time.Duration, error) {
 	need := st.used + units - b.Limit
 	if need <= 0 || units > b.Limit {
 		return 0, nil
@@ -320,7 +320,7 @@ func (s *SQLiteBackend) retryAfter(ctx context.Context, tx *sql.Tx, credential s
 	if err := freeing.QueryRowContext(ctx, credential, b.Name, st.base+need).Scan(&ts); err != nil {
 		return 0, err
 	}
-	return time.Duration(ts+windowUS(b.Window)-nowUS) * time.Microsecond, nil
+	return time.Duration(ts+sqliteWindowUS(b.Window)-nowUS) * time.Microsecond, nil
 }
 
 // Reserve implements Backend in one BEGIN IMMEDIATE transaction: it reads
@@ -343,7 +343,7 @@ func (s *SQLiteBackend) Reserve(ctx context.Context, credential string, charges 
 	}
 	tx, err := s.db.BeginTx(ctx, nil) // BEGIN IMMEDIATE (see the DSN)
 	if err != nil {
-		return Decision{}, unavailable("reserve", err)
+		return Decision{}, sqliteUnavailable("reserve", err)
 	}
 	defer tx.Rollback()
 	// Read the clock only once the write lock is held, so timestamps follow
@@ -353,13 +353,13 @@ func (s *SQLiteBackend) Reserve(ctx context.Context, credential string, charges 
 
 	marker, err := s.stmt(ctx, tx, sqlMarker)
 	if err != nil {
-		return Decision{}, unavailable("reserve", err)
+		return Decision{}, sqliteUnavailable("reserve", err)
 	}
 	var untilUS int64
 	switch err := marker.QueryRowContext(ctx, credential).Scan(&untilUS); {
 	case errors.Is(err, sql.ErrNoRows):
 	case err != nil:
-		return Decision{}, unavailable("reserve", err)
+		return Decision{}, sqliteUnavailable("reserve", err)
 	}
 	if untilUS > nowUS {
 		d.Exhausted = true
@@ -367,12 +367,12 @@ func (s *SQLiteBackend) Reserve(ctx context.Context, credential string, charges 
 		d.RetryAfter = time.Duration(untilUS-nowUS) * time.Microsecond
 	}
 
-	states := make([]logState, len(charges))
+	states := make([]sqliteLog, len(charges))
 	denied, deniedRA := "", time.Duration(0)
 	for i, c := range charges {
-		st, err := s.readLog(ctx, tx, credential, c.Name, cutoffUS(c.Bucket, nowUS))
+		st, err := s.readLog(ctx, tx, credential, c.Name, sqliteCutoffUS(c.Bucket, nowUS))
 		if err != nil {
-			return Decision{}, unavailable("reserve", err)
+			return Decision{}, sqliteUnavailable("reserve", err)
 		}
 		states[i] = st
 		d.Remaining[c.Name] = max(c.Limit-st.used, 0)
@@ -381,7 +381,7 @@ func (s *SQLiteBackend) Reserve(ctx context.Context, credential string, charges 
 		}
 		ra, err := s.retryAfter(ctx, tx, credential, c.Bucket, st, c.Units, nowUS)
 		if err != nil {
-			return Decision{}, unavailable("reserve", err)
+			return Decision{}, sqliteUnavailable("reserve", err)
 		}
 		if denied == "" || ra > deniedRA {
 			denied, deniedRA = c.Name, ra
@@ -399,11 +399,11 @@ func (s *SQLiteBackend) Reserve(ctx context.Context, credential string, charges 
 
 	insert, err := s.stmt(ctx, tx, sqlInsert)
 	if err != nil {
-		return Decision{}, unavailable("reserve", err)
+		return Decision{}, sqliteUnavailable("reserve", err)
 	}
 	evict, err := s.stmt(ctx, tx, sqlEvict)
 	if err != nil {
-		return Decision{}, unavailable("reserve", err)
+		return Decision{}, sqliteUnavailable("reserve", err)
 	}
 	midnightUS := PacificMidnight(d.Now).UnixMicro()
 	for i, c := range charges {
@@ -412,26 +412,26 @@ func (s *SQLiteBackend) Reserve(ctx context.Context, credential string, charges 
 		// keeps the window a contiguous range of cum; at worst stricter.
 		ts := max(nowUS, st.lastTS)
 		if _, err := insert.ExecContext(ctx, credential, c.Name, st.lastCum+c.Units, st.lastSeq+1, ts, c.Units); err != nil {
-			return Decision{}, unavailable("reserve", err)
+			return Decision{}, sqliteUnavailable("reserve", err)
 		}
 		d.Remaining[c.Name] = max(c.Limit-st.used-c.Units, 0)
 		// Evict what is out of the window and not from today (UsedToday):
 		// an index range, empty most of the time.
-		if _, err := evict.ExecContext(ctx, credential, c.Name, min(cutoffUS(c.Bucket, nowUS), midnightUS-1)); err != nil {
-			return Decision{}, unavailable("reserve", err)
+		if _, err := evict.ExecContext(ctx, credential, c.Name, min(sqliteCutoffUS(c.Bucket, nowUS), midnightUS-1)); err != nil {
+			return Decision{}, sqliteUnavailable("reserve", err)
 		}
 	}
 	if untilUS != 0 {
 		drop, err := s.stmt(ctx, tx, sqlDropMarker)
 		if err != nil {
-			return Decision{}, unavailable("reserve", err)
+			return Decision{}, sqliteUnavailable("reserve", err)
 		}
 		if _, err := drop.ExecContext(ctx, credential, nowUS); err != nil {
-			return Decision{}, unavailable("reserve", err)
+			return Decision{}, sqliteUnavailable("reserve", err)
 		}
 	}
 	if err := tx.Commit(); err != nil {
-		return Decision{}, unavailable("reserve", err)
+		return Decision{}, sqliteUnavailable("reserve", err)
 	}
 	d.Allowed = true
 	return d, nil
@@ -445,7 +445,7 @@ func (s *SQLiteBackend) Reserve(ctx context.Context, credential string, charges 
 func (s *SQLiteBackend) Status(ctx context.Context, credential string, buckets []Bucket, maxCost map[string]int64) (Status, error) {
 	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true}) // plain BEGIN
 	if err != nil {
-		return Status{}, unavailable("status", err)
+		return Status{}, sqliteUnavailable("status", err)
 	}
 	defer tx.Rollback()
 	nowUS := s.clock().UnixMicro()
@@ -453,13 +453,13 @@ func (s *SQLiteBackend) Status(ctx context.Context, credential string, buckets [
 
 	marker, err := s.stmt(ctx, tx, sqlMarker)
 	if err != nil {
-		return Status{}, unavailable("status", err)
+		return Status{}, sqliteUnavailable("status", err)
 	}
 	var untilUS int64
 	switch err := marker.QueryRowContext(ctx, credential).Scan(&untilUS); {
 	case errors.Is(err, sql.ErrNoRows):
 	case err != nil:
-		return Status{}, unavailable("status", err)
+		return Status{}, sqliteUnavailable("status", err)
 	}
 	if untilUS > nowUS {
 		st.ExhaustedUntil = time.UnixMicro(untilUS)
@@ -467,27 +467,27 @@ func (s *SQLiteBackend) Status(ctx context.Context, credential string, buckets [
 
 	midnightUS := PacificMidnight(st.Now).UnixMicro()
 	for _, b := range buckets {
-		ls, err := s.readLog(ctx, tx, credential, b.Name, cutoffUS(b, nowUS))
+		ls, err := s.readLog(ctx, tx, credential, b.Name, sqliteCutoffUS(b, nowUS))
 		if err != nil {
-			return Status{}, unavailable("status", err)
+			return Status{}, sqliteUnavailable("status", err)
 		}
 		bs := BucketStatus{Bucket: b, Used: ls.used, Remaining: max(b.Limit-ls.used, 0), Entries: ls.entries, MaxCost: max(maxCost[b.Name], 1)}
 		if ls.oldestUS != 0 {
 			bs.Oldest = time.UnixMicro(ls.oldestUS)
 		}
 		if bs.RetryAfterOne, err = s.retryAfter(ctx, tx, credential, b, ls, 1, nowUS); err != nil {
-			return Status{}, unavailable("status", err)
+			return Status{}, sqliteUnavailable("status", err)
 		}
 		if bs.RetryAfterMax, err = s.retryAfter(ctx, tx, credential, b, ls, bs.MaxCost, nowUS); err != nil {
-			return Status{}, unavailable("status", err)
+			return Status{}, sqliteUnavailable("status", err)
 		}
 		if bs.UsedToday, _, _, _, err = s.sumAfter(ctx, tx, credential, b.Name, midnightUS-1, ls); err != nil {
-			return Status{}, unavailable("status", err)
+			return Status{}, sqliteUnavailable("status", err)
 		}
 		st.Buckets = append(st.Buckets, bs)
 	}
 	if err := tx.Commit(); err != nil {
-		return Status{}, unavailable("status", err)
+		return Status{}, sqliteUnavailable("status", err)
 	}
 	return st, nil
 }
@@ -499,7 +499,7 @@ func (s *SQLiteBackend) Status(ctx context.Context, credential string, buckets [
 func (s *SQLiteBackend) MarkExhausted(ctx context.Context, credential string, until time.Time) error {
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
-		return unavailable("mark exhausted", err)
+		return sqliteUnavailable("mark exhausted", err)
 	}
 	defer tx.Rollback()
 	// Round up to the microsecond: never release early.
@@ -509,13 +509,13 @@ func (s *SQLiteBackend) MarkExhausted(ctx context.Context, credential string, un
 	}
 	mark, err := s.stmt(ctx, tx, sqlMark)
 	if err != nil {
-		return unavailable("mark exhausted", err)
+		return sqliteUnavailable("mark exhausted", err)
 	}
 	if _, err := mark.ExecContext(ctx, credential, untilUS); err != nil {
-		return unavailable("mark exhausted", err)
+		return sqliteUnavailable("mark exhausted", err)
 	}
 	if err := tx.Commit(); err != nil {
-		return unavailable("mark exhausted", err)
+		return sqliteUnavailable("mark exhausted", err)
 	}
 	return nil
 }
@@ -525,7 +525,7 @@ func (s *SQLiteBackend) MarkExhausted(ctx context.Context, credential string, un
 func (s *SQLiteBackend) Reset(ctx context.Context, credential string) error {
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
-		return unavailable("reset", err)
+		return sqliteUnavailable("reset", err)
 	}
 	defer tx.Rollback()
 	for _, q := range []string{
@@ -533,11 +533,11 @@ func (s *SQLiteBackend) Reset(ctx context.Context, credential string) error {
 		`DELETE FROM quota_exhausted WHERE credential = ?`,
 	} {
 		if _, err := tx.ExecContext(ctx, q, credential); err != nil {
-			return unavailable("reset", err)
+			return sqliteUnavailable("reset", err)
 		}
 	}
 	if err := tx.Commit(); err != nil {
-		return unavailable("reset", err)
+		return sqliteUnavailable("reset", err)
 	}
 	return nil
 }

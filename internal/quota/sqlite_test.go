@@ -5,7 +5,6 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
-	"runtime/debug"
 	"sync"
 	"testing"
 	"time"
@@ -314,20 +313,14 @@ func TestSQLiteOpen(t *testing.T) {
 		t.Errorf("directory mode = %o, want 700", perm)
 	}
 
-	start := time.Now()
 	b, err = NewSQLite(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	st := mustStatus(t, b, "c", []Bucket{{Name: "units", Limit: 3, Window: time.Minute}}, nil)
-	elapsed := time.Since(start)
 	b.Close()
 	if st.Buckets[0].Used != 2 {
 		t.Fatalf("after reopen: used %d, want 2", st.Buckets[0].Used)
-	}
-	t.Logf("reopen + status: %v", elapsed)
-	if elapsed > 30*time.Millisecond && !raceEnabled {
-		t.Errorf("reopen + status took %v, want < 30ms", elapsed)
 	}
 
 	var mode string
@@ -416,18 +409,3 @@ func BenchmarkSQLiteReserve(b *testing.B) {
 		}
 	})
 }
-
-// raceEnabled reports whether the test binary was built with -race (timing
-// assertions are relaxed then).
-var raceEnabled = func() bool {
-	bi, ok := debug.ReadBuildInfo()
-	if !ok {
-		return false
-	}
-	for _, s := range bi.Settings {
-		if s.Key == "-race" {
-			return s.Value == "true"
-		}
-	}
-	return false
-}()

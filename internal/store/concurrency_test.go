@@ -16,7 +16,7 @@ func timeNow() time.Time { return time.Now() }
 func TestConcurrentWriters(t *testing.T) {
 	ctx := context.Background()
 	_, path := openTest(t)
-	const writers, pages = 6, 8
+	const writers, pages = 5, 4
 	var wg sync.WaitGroup
 	errs := make(chan error, writers)
 	for w := 0; w < writers; w++ {

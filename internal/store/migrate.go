@@ -25,6 +25,7 @@ type SchemaVersionError struct {
 	Have, Want int
 }
 
+// Error explains the mismatch and what to do about it.
 func (e *SchemaVersionError) Error() string {
 	if e.Have > e.Want {
 		return fmt.Sprintf("database %s has schema version %d, newer than this trendfetch supports (%d); upgrade trendfetch",

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"testing"
 	"testing/fstest"
+	"time"
 )
 
 func TestMigrateFresh(t *testing.T) {
@@ -34,7 +35,7 @@ func TestMigrateFresh(t *testing.T) {
 	if len(names) != want || names[0] != "0001_init.sql" {
 		t.Errorf("schema_migrations = %v", names)
 	}
-	for _, tbl := range []string{"videos", "runs", "snapshots", "categories", "videos_fts"} {
+	for _, tbl := range []string{"videos", "video_stats", "runs", "snapshots", "categories", "videos_fts"} {
 		var n int
 		s.db.QueryRow(`SELECT count(*) FROM sqlite_schema WHERE name = ?`, tbl).Scan(&n)
 		if n != 1 {
@@ -106,7 +107,7 @@ func TestMigrateUpgrade(t *testing.T) {
 	if err := migrate(ctx, s.db, path, all[:1]); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.db.Exec(`INSERT INTO videos (id, title, first_seen_at, last_seen_at) VALUES ('old', 'ancient okapi', 'x', 'x')`); err != nil {
+	if _, err := s.db.Exec(`INSERT INTO videos (id, title, first_seen_at) VALUES ('old', 'ancient okapi', 'x')`); err != nil {
 		t.Fatal(err)
 	}
 	s.Close()
@@ -247,6 +248,7 @@ func TestHelperProcess(t *testing.T) {
 		if _, err := os.Stat(os.Getenv("HELPER_START")); err == nil {
 			break
 		}
+		time.Sleep(time.Millisecond)
 	}
 	ctx := context.Background()
 	s, err := Open(ctx, os.Getenv("HELPER_DB"))

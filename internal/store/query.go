@@ -23,6 +23,7 @@ type QueryError struct {
 	Reason string
 }
 
+// Error returns `invalid search query "TEXT": REASON`.
 func (e *QueryError) Error() string {
 	return fmt.Sprintf("invalid search query %q: %s", e.Query, e.Reason)
 }

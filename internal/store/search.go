@@ -64,7 +64,7 @@ type Hit struct {
 // ?1 MATCH expression, ?2 region (” = all), ?3 candidate cap, ?4 limit,
 // ?5/?6 highlight markers, ?7 ellipsis.
 const searchSQL = `
-SELECT v.id, v.title, v.channel_title, v.last_seen_at, c.score,
+SELECT v.id, v.title, v.channel_title, st.last_seen_at, c.score,
        (SELECT snippet(videos_fts, -1, ?5, ?6, ?7, 16)
           FROM videos_fts WHERE videos_fts MATCH ?1 AND videos_fts.rowid = c.rid)
 FROM (
@@ -82,6 +82,7 @@ FROM (
     LIMIT ?4
 ) c
 JOIN videos v ON v.rowid = c.rid
+LEFT JOIN video_stats st ON st.video_rowid = c.rid
 ORDER BY c.score, c.rid DESC`
 
 // Search runs a full-text query and returns hits best first (see Hit.Score

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
@@ -22,6 +23,9 @@ type Store struct {
 	db       *sql.DB
 	path     string
 	readOnly bool
+
+	mu    sync.Mutex
+	stmts map[string]*sql.Stmt // prepared multi-row statements, see txStmt
 }
 
 // NoDatabaseError is returned by OpenReadOnly when there is no database file
@@ -30,6 +34,7 @@ type NoDatabaseError struct {
 	Path string
 }
 
+// Error says where the database was expected and what to run.
 func (e *NoDatabaseError) Error() string {
 	return fmt.Sprintf("no database at %s; run `trendfetch run` first", e.Path)
 }
@@ -65,7 +70,11 @@ const busyTimeout = 10 * time.Second
 //
 // Read-only handles add query_only(1) so that no statement can write.
 func dsn(path string, readOnly bool) string {
-	u := url.URL{Scheme: "file", Path: filepath.ToSlash(path)}
+	p := filepath.ToSlash(path)
+	if !strings.HasPrefix(p, "/") {
+		p = "/" + p // Windows drive paths: file:///C:/...
+	}
+	u := url.URL{Scheme: "file", Path: p}
 	q := []string{
 		"_pragma=busy_timeout(" + fmt.Sprint(busyTimeout.Milliseconds()) + ")",
 		"_pragma=foreign_keys(1)",
@@ -217,7 +226,41 @@ func isBusy(err error) bool {
 // Close closes the database. In WAL mode the last connection to close
 // checkpoints the log into the main file.
 func (s *Store) Close() error {
+	s.mu.Lock()
+	for _, st := range s.stmts {
+		st.Close()
+	}
+	s.stmts = nil
+	s.mu.Unlock()
 	return s.db.Close()
+}
+
+// maxCachedRows: multi-row statements for up to this many rows (one API
+// page) are prepared once and reused; larger ones are prepared per call.
+const maxCachedRows = 50
+
+// txStmt returns query prepared for use in tx. Statements built for up to
+// maxCachedRows rows are cached on the Store, so the SQL of a 50-row upsert
+// is parsed once per connection rather than once per page.
+func (s *Store) txStmt(ctx context.Context, tx *sql.Tx, query string, rows int) (*sql.Stmt, error) {
+	if rows > maxCachedRows {
+		return tx.PrepareContext(ctx, query)
+	}
+	s.mu.Lock()
+	st, ok := s.stmts[query]
+	if !ok {
+		var err error
+		if st, err = s.db.PrepareContext(ctx, query); err != nil {
+			s.mu.Unlock()
+			return nil, err
+		}
+		if s.stmts == nil {
+			s.stmts = map[string]*sql.Stmt{}
+		}
+		s.stmts[query] = st
+	}
+	s.mu.Unlock()
+	return tx.StmtContext(ctx, st), nil
 }
 
 // Path returns the absolute path of the database file.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -221,6 +222,24 @@ func TestCategories(t *testing.T) {
 	if err != nil || !reflect.DeepEqual(got, want) {
 		t.Errorf("Categories = %+v, %v", got, err)
 	}
+}
+
+func TestOpenOddPath(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "dir with space?#%25", "a?b#c%.db")
+	s, err := Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	if _, err := os.Stat(path); err != nil {
+		t.Fatalf("database not at the given path: %v", err)
+	}
+	ro, err := OpenReadOnly(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ro.Close()
 }
 
 func TestOpenReadOnly(t *testing.T) {

@@ -68,15 +68,35 @@ func splitTags(s string) []string {
 	return strings.Split(s, "\n")
 }
 
-// upsertVideo keeps the rowid (ON CONFLICT DO UPDATE, never INSERT OR
-// REPLACE) so the FTS index stays valid, and the guarded update trigger
-// re-indexes only when searchable text changed. A capture older than the
-// stored one (excluded.last_seen_at < last_seen_at) does not overwrite it.
-const upsertVideo = `INSERT INTO videos (
+// upsertVideosSQL returns an upsert of the text of n videos in ONE
+// statement, 11 parameters per video (see upsertVideos); the statistics go
+// to video_stats in a second statement (upsertStatsSQL).
+//
+// It keeps the rowid (ON CONFLICT DO UPDATE, never INSERT OR REPLACE) so the
+// FTS index stays valid. The DO UPDATE only rewrites a row whose stored text
+// differs, so re-storing known videos dirties no videos page, and the
+// guarded FTS trigger re-indexes only changed text. A capture older than
+// the stored statistics (excluded.first_seen_at carries the capture time)
+// does not overwrite newer text.
+//
+// One multi-row statement rather than 50 single-row ones matters for FTS5:
+// every write statement inside a transaction opens a statement savepoint,
+// and FTS5 flushes its pending terms to a new index segment at each
+// savepoint. Row by row that is one tiny segment per video plus the merging
+// to clean them up; this way a page becomes one segment.
+func upsertVideosSQL(n int) string {
+	var b strings.Builder
+	b.WriteString(`INSERT INTO videos (
     id, title, description, channel_id, channel_title, category_id, tags,
-    published_at, duration, view_count, like_count, comment_count,
-    thumbnail_url, first_seen_at, last_seen_at
-) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?14)
+    published_at, duration, thumbnail_url, first_seen_at
+) VALUES `)
+	for i := 0; i < n; i++ {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString("(?,?,?,?,?,?,?,?,?,?,?)")
+	}
+	b.WriteString(`
 ON CONFLICT (id) DO UPDATE SET
     title         = excluded.title,
     description   = excluded.description,
@@ -86,15 +106,103 @@ ON CONFLICT (id) DO UPDATE SET
     tags          = excluded.tags,
     published_at  = coalesce(excluded.published_at, videos.published_at),
     duration      = coalesce(excluded.duration, videos.duration),
+    thumbnail_url = excluded.thumbnail_url
+WHERE (videos.title IS NOT excluded.title
+    OR videos.description IS NOT excluded.description
+    OR videos.channel_id IS NOT excluded.channel_id
+    OR videos.channel_title IS NOT excluded.channel_title
+    OR videos.category_id IS NOT excluded.category_id
+    OR videos.tags IS NOT excluded.tags
+    OR videos.thumbnail_url IS NOT excluded.thumbnail_url
+    OR coalesce(excluded.published_at, videos.published_at) IS NOT videos.published_at
+    OR coalesce(excluded.duration, videos.duration) IS NOT videos.duration)
+  AND excluded.first_seen_at >=
+      coalesce((SELECT last_seen_at FROM video_stats WHERE video_rowid = videos.rowid), '')`)
+	return b.String()
+}
+
+// upsertStatsSQL stores the statistics of n videos (already in videos) in
+// one statement, 5 parameters each: id, views, likes, comments, captured
+// at. Older captures do not overwrite newer ones. ("WHERE true" resolves
+// the parsing ambiguity of INSERT ... SELECT ... ON CONFLICT.)
+func upsertStatsSQL(n int) string {
+	var b strings.Builder
+	b.WriteString(`INSERT INTO video_stats (video_rowid, view_count, like_count, comment_count, last_seen_at)
+SELECT v.rowid, x.column2, x.column3, x.column4, x.column5
+FROM (VALUES `)
+	for i := 0; i < n; i++ {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString("(?,?,?,?,?)")
+	}
+	b.WriteString(`) AS x JOIN videos v ON v.id = x.column1
+WHERE true
+ON CONFLICT (video_rowid) DO UPDATE SET
     view_count    = excluded.view_count,
     like_count    = excluded.like_count,
     comment_count = excluded.comment_count,
-    thumbnail_url = excluded.thumbnail_url,
     last_seen_at  = excluded.last_seen_at
-WHERE excluded.last_seen_at >= videos.last_seen_at`
+WHERE excluded.last_seen_at >= video_stats.last_seen_at`)
+	return b.String()
+}
 
-const insertSnapshot = `INSERT INTO snapshots (run_id, region, kind, rank, video_id, captured_at)
-VALUES (?, ?, ?, ?, ?, ?)`
+// insertSnapshotsSQL inserts n snapshot rows in one statement, 6
+// parameters each: run_id, region, kind, rank, video_id, captured_at.
+func insertSnapshotsSQL(n int) string {
+	var b strings.Builder
+	b.WriteString(`INSERT INTO snapshots (run_id, region, kind, rank, video_id, captured_at) VALUES `)
+	for i := 0; i < n; i++ {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString("(?,?,?,?,?,?)")
+	}
+	return b.String()
+}
+
+// txExec executes a (possibly cached) multi-row statement of rows rows in tx.
+func (s *Store) txExec(ctx context.Context, tx *sql.Tx, query string, rows int, args []any) error {
+	st, err := s.txStmt(ctx, tx, query, rows)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	_, err = st.ExecContext(ctx, args...)
+	return err
+}
+
+// maxRowsPerStatement keeps multi-row statements well under SQLite's limit
+// of 32766 bound parameters (15 per video).
+const maxRowsPerStatement = 500
+
+// upsertVideos stores the text and statistics of vs, captured at ts, with
+// two statements per maxRowsPerStatement videos.
+func (s *Store) upsertVideos(ctx context.Context, tx *sql.Tx, vs []Video, ts string) error {
+	for len(vs) > 0 {
+		n := min(len(vs), maxRowsPerStatement)
+		args := make([]any, 0, 11*n)
+		for i := range vs[:n] {
+			v := &vs[i]
+			args = append(args,
+				v.ID, v.Title, v.Description, v.ChannelID, v.ChannelTitle, v.CategoryID, joinTags(v.Tags),
+				nullTime(v.PublishedAt), nullString(v.Duration), v.ThumbnailURL, ts)
+		}
+		if err := s.txExec(ctx, tx, upsertVideosSQL(n), n, args); err != nil {
+			return fmt.Errorf("upsert videos: %w", err)
+		}
+		args = args[:0]
+		for i := range vs[:n] {
+			v := &vs[i]
+			args = append(args, v.ID, nullInt(v.Views), nullInt(v.Likes), nullInt(v.Comments), ts)
+		}
+		if err := s.txExec(ctx, tx, upsertStatsSQL(n), n, args); err != nil {
+			return fmt.Errorf("upsert video stats: %w", err)
+		}
+		vs = vs[n:]
+	}
+	return nil
+}
 
 // SavePage stores one page of a chart in ONE transaction: it upserts the
 // videos, inserts a snapshot row per video with ranks firstRank ..
@@ -133,27 +241,17 @@ func (s *Store) SavePage(ctx context.Context, runID int64, region string, firstR
 		if len(videos) == 0 {
 			return nil
 		}
-		up, err := tx.PrepareContext(ctx, upsertVideo)
-		if err != nil {
+		if err := s.upsertVideos(ctx, tx, videos, ts); err != nil {
 			return err
 		}
-		defer up.Close()
-		snap, err := tx.PrepareContext(ctx, insertSnapshot)
-		if err != nil {
-			return err
-		}
-		defer snap.Close()
-		for i := range videos {
-			v := &videos[i]
-			if _, err := up.ExecContext(ctx,
-				v.ID, v.Title, v.Description, v.ChannelID, v.ChannelTitle, v.CategoryID, joinTags(v.Tags),
-				nullTime(v.PublishedAt), nullString(v.Duration),
-				nullInt(v.Views), nullInt(v.Likes), nullInt(v.Comments),
-				v.ThumbnailURL, ts); err != nil {
-				return fmt.Errorf("upsert video %s: %w", v.ID, err)
+		for off := 0; off < len(videos); off += maxRowsPerStatement {
+			chunk := videos[off:min(len(videos), off+maxRowsPerStatement)]
+			args := make([]any, 0, 6*len(chunk))
+			for i := range chunk {
+				args = append(args, runID, region, KindChart, firstRank+off+i, chunk[i].ID, ts)
 			}
-			if _, err := snap.ExecContext(ctx, runID, region, KindChart, firstRank+i, v.ID, ts); err != nil {
-				return fmt.Errorf("snapshot rank %d: %w", firstRank+i, err)
+			if err := s.txExec(ctx, tx, insertSnapshotsSQL(len(chunk)), len(chunk), args); err != nil {
+				return fmt.Errorf("insert snapshots: %w", err)
 			}
 		}
 		return nil
@@ -207,10 +305,11 @@ func (s *Store) Video(ctx context.Context, id string) (StoredVideo, error) {
 		views, likes, comms   sql.NullInt64
 	)
 	err := s.db.QueryRowContext(ctx, `
-SELECT id, title, description, channel_id, channel_title, category_id, tags,
-       published_at, duration, view_count, like_count, comment_count,
-       thumbnail_url, first_seen_at, last_seen_at
-FROM videos WHERE id = ?`, id).Scan(
+SELECT v.id, v.title, v.description, v.channel_id, v.channel_title, v.category_id, v.tags,
+       v.published_at, v.duration, s.view_count, s.like_count, s.comment_count,
+       v.thumbnail_url, v.first_seen_at, s.last_seen_at
+FROM videos v LEFT JOIN video_stats s ON s.video_rowid = v.rowid
+WHERE v.id = ?`, id).Scan(
 		&v.ID, &v.Title, &v.Description, &v.ChannelID, &v.ChannelTitle, &v.CategoryID, &tags,
 		&pub, &dur, &views, &likes, &comms, &v.ThumbnailURL, &first, &last)
 	if errors.Is(err, sql.ErrNoRows) {

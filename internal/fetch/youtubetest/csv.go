@@ -46,17 +46,17 @@ type csvRow struct {
 // readCSV reads a whole trending CSV, detects its format from the header and returns the
 // records with their line numbers. Errors name the line.
 func readCSV(r io.Reader) (csvFormat, []csvRow, error) {
-	cr := csv.NewReader(r)
-	cr.ReuseRecord = false
-	header, err := cr.Read()
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return 0, nil, fmt.Errorf("cannot read trending CSV: %w", err)
+	}
+	data = bytes.TrimPrefix(data, []byte("\ufeff"))
+	header, err := csv.NewReader(bytes.NewReader(data)).Read()
 	if err == io.EOF {
 		return 0, nil, errors.New("cannot read trending CSV: empty input, expected a header line")
 	}
 	if err != nil {
 		return 0, nil, fmt.Errorf("cannot read trending CSV header: %w", err)
-	}
-	if len(header) > 0 {
-		header[0] = strings.TrimPrefix(header[0], "\ufeff")
 	}
 	var format csvFormat
 	switch {
@@ -67,6 +67,14 @@ func readCSV(r io.Reader) (csvFormat, []csvRow, error) {
 	default:
 		return 0, nil, fmt.Errorf("cannot read trending CSV: line 1: unknown header %q; expected the 2018 scraper columns (%s) or the 2017 Kaggle columns (%s)",
 			strings.Join(header, ","), strings.Join(header2018, ","), strings.Join(header2017, ","))
+	}
+	cr := csv.NewReader(bytes.NewReader(data))
+	// The 2017 Kaggle files write tags as "a"|"b" without quoting the field, which RFC 4180
+	// forbids; LazyQuotes reads them as Python's csv module (which wrote them) does. The 2018
+	// and 2020 files quote every field and are read strictly.
+	cr.LazyQuotes = format == format2017
+	if _, err := cr.Read(); err != nil {
+		return 0, nil, fmt.Errorf("cannot read trending CSV header: %w", err)
 	}
 	var rows []csvRow
 	for {
@@ -186,6 +194,34 @@ func LoadCSV(r io.Reader, region, trendingDate string) ([]*youtube.Video, error)
 	return videos, nil
 }
 
+// LoadCSVCharts parses a recorded trending CSV once and returns every trending date in order
+// of first appearance together with its chart, mapped as LoadCSV does. It is the one-pass
+// equivalent of calling LoadCSV for each date of TrendingDates. region is only used in error
+// messages.
+func LoadCSVCharts(r io.Reader, region string) (dates []string, charts map[string][]*youtube.Video, err error) {
+	format, rows, err := readCSV(r)
+	if err != nil {
+		if region != "" {
+			return nil, nil, fmt.Errorf("region %s: %w", region, err)
+		}
+		return nil, nil, err
+	}
+	dates = distinctDates(rows)
+	if len(dates) == 0 {
+		return nil, nil, fmt.Errorf("cannot load trending CSV%s: no data rows after the header", forRegion(region))
+	}
+	charts = make(map[string][]*youtube.Video, len(dates))
+	for _, row := range rows {
+		v, err := rowVideo(format, row)
+		if err != nil {
+			return nil, nil, fmt.Errorf("cannot load trending CSV%s: line %d: %w", forRegion(region), row.line, err)
+		}
+		d := row.fields["trending_date"]
+		charts[d] = append(charts[d], v)
+	}
+	return dates, charts, nil
+}
+
 func forRegion(region string) string {
 	if region == "" {
 		return ""
@@ -290,10 +326,11 @@ func parseTags(s string) []string {
 	if s == "" || strings.EqualFold(s, "[none]") {
 		return nil
 	}
-	if len(s) >= 2 && strings.HasPrefix(s, `"`) && strings.HasSuffix(s, `"`) {
-		return strings.Split(s[1:len(s)-1], `"|"`)
+	tags := strings.Split(s, "|")
+	for i, t := range tags {
+		tags[i] = strings.Trim(t, `"`)
 	}
-	return strings.Split(s, "|")
+	return tags
 }
 
 // SyntheticChannelID returns the channel id the emulator invents for a channel title when the

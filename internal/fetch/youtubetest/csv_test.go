@@ -55,27 +55,29 @@ func TestLoadEveryRecordedRow(t *testing.T) {
 		rel, _ := filepath.Rel(data, path)
 		rel = filepath.ToSlash(rel)
 		t.Run(rel, func(t *testing.T) {
+			t.Parallel()
 			want, ok := provenanceRows[rel]
 			if !ok {
 				t.Fatalf("%s is not in PROVENANCE.md", rel)
+			}
+			region, ok := youtubetest.RegionFromFileName(path)
+			if !ok {
+				t.Fatalf("no region in %s", rel)
 			}
 			f, err := os.Open(path)
 			if err != nil {
 				t.Fatal(err)
 			}
-			dates, err := youtubetest.TrendingDates(f)
+			dates, charts, err := youtubetest.LoadCSVCharts(f, region)
 			f.Close()
 			if err != nil {
 				t.Fatal(err)
 			}
 			total := 0
 			for _, d := range dates {
-				region, videos, err := youtubetest.LoadCSVFile(path, d)
-				if err != nil {
-					t.Fatalf("date %s: %v", d, err)
-				}
-				if len(region) != 2 {
-					t.Errorf("region %q from %s", region, rel)
+				videos := charts[d]
+				if len(videos) == 0 || len(videos) > youtubetest.MaxChart {
+					t.Errorf("date %s: %d videos", d, len(videos))
 				}
 				for i, v := range videos {
 					if v.Id == "" || v.Snippet == nil || v.Snippet.Title == "" || v.Snippet.ChannelId == "" || v.Statistics == nil {
@@ -134,7 +136,7 @@ func TestLoadKaggle2017(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	dates, err := youtubetest.TrendingDates(f)
+	dates, charts, err := youtubetest.LoadCSVCharts(f, "US")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,13 +144,12 @@ func TestLoadKaggle2017(t *testing.T) {
 		t.Fatalf("dates = %v, want 15 from 17.14.11 to 17.28.11", dates)
 	}
 	for _, d := range dates {
-		_, videos, err := youtubetest.LoadCSVFile(path, d)
-		if err != nil {
-			t.Fatal(err)
+		if len(charts[d]) != 200 {
+			t.Errorf("date %s: %d videos, want 200", d, len(charts[d]))
 		}
-		if len(videos) != 200 {
-			t.Errorf("date %s: %d videos, want 200", d, len(videos))
-		}
+	}
+	if _, videos, err := youtubetest.LoadCSVFile(path, "17.20.11"); err != nil || len(videos) != 200 || videos[0].Id != charts["17.20.11"][0].Id {
+		t.Errorf("LoadCSVFile 17.20.11: %v, %d videos", err, len(videos))
 	}
 	_, videos, err := youtubetest.LoadCSVFile(path, "")
 	if err != nil {

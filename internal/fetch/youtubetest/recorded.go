@@ -101,8 +101,8 @@ func (s *Server) serveCategories(w http.ResponseWriter, r *http.Request, q url.V
 	if !ok {
 		return
 	}
-	ids, region := q.Get("id"), strings.ToUpper(q.Get("regionCode"))
-	if (ids == "") == (region == "") {
+	ids, region := multi(q, "id"), strings.ToUpper(q.Get("regionCode"))
+	if (len(ids) == 0) == (region == "") {
 		writeError(w, errMissingFilter("id, regionCode"))
 		return
 	}
@@ -121,8 +121,8 @@ func (s *Server) serveCategories(w http.ResponseWriter, r *http.Request, q url.V
 		}
 	} else {
 		want := map[string]bool{}
-		for _, id := range strings.Split(ids, ",") {
-			want[strings.TrimSpace(id)] = true
+		for _, id := range ids {
+			want[id] = true
 		}
 		seen := map[string]bool{}
 		for _, list := range s.categories {
@@ -180,7 +180,7 @@ func (s *Server) serveChannels(w http.ResponseWriter, r *http.Request, q url.Val
 	if !ok {
 		return
 	}
-	ids, handle := q.Get("id"), q.Get("forHandle")
+	ids, handle := multi(q, "id"), q.Get("forHandle")
 	filters := 0
 	for _, f := range []string{"id", "forHandle", "forUsername", "mine", "managedByMe", "categoryId"} {
 		if q.Get(f) != "" {
@@ -195,8 +195,8 @@ func (s *Server) serveChannels(w http.ResponseWriter, r *http.Request, q url.Val
 	resp.ForceSendFields = []string{"Items"}
 	s.mu.Lock()
 	switch {
-	case ids != "":
-		list := strings.Split(ids, ",")
+	case len(ids) > 0:
+		list := ids
 		if len(list) > maxPage {
 			s.mu.Unlock()
 			writeError(w, errInvalidValue("id", fmt.Sprint(len(list), " ids"), "At most 50 ids may be requested."))
@@ -204,7 +204,7 @@ func (s *Server) serveChannels(w http.ResponseWriter, r *http.Request, q url.Val
 		}
 		for _, id := range list {
 			for _, c := range s.channels {
-				if c.Id == strings.TrimSpace(id) {
+				if c.Id == id {
 					resp.Items = append(resp.Items, project(c, parts))
 				}
 			}

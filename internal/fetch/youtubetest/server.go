@@ -41,14 +41,16 @@ const (
 	defaultPage = 5
 )
 
-// DefaultCosts is the unit cost per method that a new Server charges: 1 for videos.list,
-// channels.list and videoCategories.list, 100 for search.list (source: DESIGN.md §3, the
-// pre-2026-06-01 cost table; change it with SetCost).
-var DefaultCosts = map[string]int64{
-	MethodVideos:          1,
-	MethodChannels:        1,
-	MethodVideoCategories: 1,
-	MethodSearch:          100,
+// DefaultCosts returns a new map of the unit cost per method that a new Server charges: 1
+// for videos.list, channels.list and videoCategories.list, 100 for search.list (source:
+// DESIGN.md §3, the pre-2026-06-01 cost table; change it per Server with SetCost).
+func DefaultCosts() map[string]int64 {
+	return map[string]int64{
+		MethodVideos:          1,
+		MethodChannels:        1,
+		MethodVideoCategories: 1,
+		MethodSearch:          100,
+	}
 }
 
 var pathMethods = map[string]string{
@@ -121,7 +123,7 @@ func New() *Server {
 		units:      map[string]int64{},
 		calls:      map[string]int{},
 	}
-	for m, c := range DefaultCosts {
+	for m, c := range DefaultCosts() {
 		s.costs[m] = c
 	}
 	return s
@@ -408,7 +410,24 @@ func (w *statusWriter) Write(b []byte) (int, error) {
 // Unwrap lets http.ResponseController reach the underlying writer (Hijack, Flush).
 func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
-// ServeHTTP answers one API request. See Server.
+// ServeHTTP answers one API request. Paths and parameters (list parameters such as part and
+// id may be repeated or comma-separated; "key" may also come as the X-Goog-Api-Key header):
+//
+//   - GET /youtube/v3/videos: part (required; unknown parts are 400 unknownPart) and exactly
+//     one of chart=mostPopular or id. With chart: regionCode (default US; no chart set is 400
+//     videoChartNotFound), videoCategoryId (keeps chart videos whose snippet.categoryId
+//     matches, in rank order), maxResults 1..50 (default 5), pageToken (as returned in
+//     nextPageToken/prevPageToken, e.g. "CDIQAA" = offset 50; anything else is 400
+//     invalidPageToken). nextPageToken is absent on the last page; pageInfo.totalResults is
+//     the chart length and resultsPerPage the maxResults asked. With id: up to 50 ids,
+//     answered in request order, unknown ids absent.
+//   - GET /youtube/v3/videoCategories: part, and regionCode or id (see SetCategories).
+//   - GET /youtube/v3/search: part; serves the pages of SetSearchPages.
+//   - GET /youtube/v3/channels: part, and id or forHandle (see SetChannels).
+//
+// Every response carries kind and an etag computed from its content; a request whose
+// If-None-Match equals it gets 304 Not Modified (still charged). Other paths are 404, other
+// HTTP methods 405, both uncharged.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	method := pathMethods[strings.TrimSuffix(r.URL.Path, "/")]
 	q := r.URL.Query()
@@ -548,18 +567,14 @@ func writeList(w http.ResponseWriter, r *http.Request, resp any, setEtag func(st
 // parseParts splits and validates the part parameter against the json names of the
 // resource's part fields (plus "id").
 func parseParts(w http.ResponseWriter, q url.Values, resource any) (map[string]bool, bool) {
-	raw := q.Get("part")
-	if strings.TrimSpace(raw) == "" {
+	raw := multi(q, "part")
+	if len(raw) == 0 {
 		writeError(w, errRequired("part"))
 		return nil, false
 	}
 	valid := partNames(resource)
 	parts := map[string]bool{}
-	for _, p := range strings.Split(raw, ",") {
-		p = strings.TrimSpace(p)
-		if p == "" {
-			continue
-		}
+	for _, p := range raw {
 		if !valid[p] {
 			writeError(w, errUnknownPart(p))
 			return nil, false
@@ -567,6 +582,21 @@ func parseParts(w http.ResponseWriter, q url.Values, resource any) (map[string]b
 		parts[p] = true
 	}
 	return parts, true
+}
+
+// multi returns the values of a list parameter, which clients send either repeated
+// (part=a&part=b, as google.golang.org/api does) or comma-separated (part=a,b); empty
+// elements are dropped.
+func multi(q url.Values, name string) []string {
+	var out []string
+	for _, v := range q[name] {
+		for _, e := range strings.Split(v, ",") {
+			if e = strings.TrimSpace(e); e != "" {
+				out = append(out, e)
+			}
+		}
+	}
+	return out
 }
 
 // partNames returns the json names of the pointer and map fields of a resource struct,
@@ -646,7 +676,7 @@ func (s *Server) serveVideos(w http.ResponseWriter, r *http.Request, q url.Value
 	if !ok {
 		return
 	}
-	chart, ids := q.Get("chart"), q.Get("id")
+	chart, ids := q.Get("chart"), multi(q, "id")
 	nFilters := 0
 	for _, f := range []string{"chart", "id", "myRating"} {
 		if q.Get(f) != "" {
@@ -661,8 +691,8 @@ func (s *Server) serveVideos(w http.ResponseWriter, r *http.Request, q url.Value
 		writeError(w, apiError(http.StatusUnauthorized, "global", "required", "Login Required.", "Authorization"))
 		return
 	}
-	if ids != "" {
-		s.serveVideoIDs(w, r, strings.Split(ids, ","), parts)
+	if len(ids) > 0 {
+		s.serveVideoIDs(w, r, ids, parts)
 		return
 	}
 	if chart != "mostPopular" {
@@ -739,7 +769,7 @@ func (s *Server) serveVideoIDs(w http.ResponseWriter, r *http.Request, ids []str
 	resp.ForceSendFields = []string{"Items"}
 	s.mu.Lock()
 	for _, id := range ids {
-		if v, ok := s.byID[strings.TrimSpace(id)]; ok {
+		if v, ok := s.byID[id]; ok {
 			resp.Items = append(resp.Items, serveVideo(v, parts))
 		}
 	}

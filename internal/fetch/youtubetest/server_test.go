@@ -145,10 +145,13 @@ func TestDefaultsPrevTokenAndStats(t *testing.T) {
 	if strings.Contains(body, "dislikeCount") {
 		t.Errorf("dislikeCount is served; the API stopped returning it in 2021")
 	}
-	if !strings.Contains(body, `"kind":"youtube#videoListResponse"`) || !strings.Contains(body, `"likeCount":"20000"`) {
+	if !strings.Contains(body, `"kind":"youtube#videoListResponse"`) || !strings.Contains(body, `"likeCount":"200000"`) {
 		t.Errorf("unexpected body %s", body)
 	}
 	// Video 10 has ratings disabled: no likeCount at all.
+	if i := strings.Index(body, `"id":"sample-0010"`); i < 0 || strings.Contains(body[i:], "likeCount") {
+		t.Errorf("ratings-disabled video 10 has a likeCount: %s", body[max(i, 0):])
+	}
 	st := first.Items[0].Statistics
 	if st.ViewCount != 5_000_000 {
 		t.Errorf("viewCount %d", st.ViewCount)

@@ -19,6 +19,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -89,6 +90,31 @@ func (s *Server) Kill() {
 	if s.log != nil {
 		_ = s.log.Close()
 		s.log = nil
+	}
+}
+
+// Freeze stops the server process (SIGSTOP): it keeps its connections but
+// answers nothing, like a hung or partitioned Redis. Thaw resumes it; Kill
+// and Cleanup work on a frozen server.
+func (s *Server) Freeze() {
+	s.tb.Helper()
+	s.signal(syscall.SIGSTOP)
+}
+
+// Thaw resumes a server stopped by Freeze (SIGCONT).
+func (s *Server) Thaw() {
+	s.tb.Helper()
+	s.signal(syscall.SIGCONT)
+}
+
+func (s *Server) signal(sig os.Signal) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.proc == nil {
+		s.tb.Fatalf("redistest: server on %s is not running", s.Addr)
+	}
+	if err := s.proc.Signal(sig); err != nil {
+		s.tb.Fatalf("redistest: signal %v: %v", sig, err)
 	}
 }
 
@@ -167,7 +193,8 @@ func (s *Server) start() error {
 	return fmt.Errorf("redis-server on %s did not answer PING within %s", s.Addr, startTimeout)
 }
 
-// ping reports whether addr answers a raw RESP PING with +PONG.
+// ping reports whether addr answers a raw RESP PING, with +PONG or, on a
+// server with requirepass, -NOAUTH.
 func ping(addr string) bool {
 	c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
 	if err != nil {
@@ -179,7 +206,7 @@ func ping(addr string) bool {
 		return false
 	}
 	line, err := bufio.NewReader(c).ReadString('\n')
-	return err == nil && strings.HasPrefix(line, "+PONG")
+	return err == nil && (strings.HasPrefix(line, "+PONG") || strings.HasPrefix(line, "-NOAUTH"))
 }
 
 // freePort returns a loopback TCP port that is free now; with bus it also

@@ -1,0 +1,350 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// Benchmark fixture: a database holding benchVideos videos with realistic
+// text sizes (title ~60 chars, 10 tags, description ~500 chars) drawn from a
+// Zipf-distributed vocabulary, built once per test process in one big
+// transaction and shared by the benchmarks below.
+const benchVideos = 200_000
+
+var (
+	benchOnce sync.Once
+	benchPath string
+	benchErr  error
+	benchDir  string
+)
+
+// vocab is a deterministic list of pseudo-words; index 0 is the most common.
+type vocab struct {
+	words []string
+	zipf  *rand.Zipf
+	rng   *rand.Rand
+}
+
+func newVocab(seed uint64, n int) *vocab {
+	rng := rand.New(rand.NewPCG(seed, 1))
+	syl := []string{"ka", "lo", "mi", "ne", "su", "ta", "ri", "po", "va", "de", "zo", "gu", "fa", "bi", "xe", "ly", "or", "an", "el", "um"}
+	seen := map[string]bool{}
+	words := make([]string, 0, n)
+	for len(words) < n {
+		var b strings.Builder
+		for k := 1 + rng.IntN(4); k >= 0; k-- {
+			b.WriteString(syl[rng.IntN(len(syl))])
+		}
+		if w := b.String(); !seen[w] {
+			seen[w] = true
+			words = append(words, w)
+		}
+	}
+	return &vocab{words: words, rng: rng, zipf: rand.NewZipf(rng, 1.1, 2, uint64(n-1))}
+}
+
+func (v *vocab) word() string { return v.words[v.zipf.Uint64()] }
+
+// text returns words until about n characters.
+func (v *vocab) text(n int) string {
+	var b strings.Builder
+	for b.Len() < n {
+		if b.Len() > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString(v.word())
+	}
+	return b.String()
+}
+
+func (v *vocab) video(id string) Video {
+	tags := make([]string, 10)
+	for i := range tags {
+		tags[i] = v.word()
+	}
+	return Video{
+		ID: id, Title: v.text(60), Description: v.text(500), Tags: tags,
+		ChannelID: "UC" + id, ChannelTitle: v.text(15), CategoryID: "10",
+		PublishedAt: time.Date(2025, 6, 1, 0, 0, 0, 0, time.UTC), Duration: "PT3M30S",
+		Views: i64(v.rng.Int64N(1e7)), Likes: i64(v.rng.Int64N(1e5)), Comments: i64(v.rng.Int64N(1e4)),
+		ThumbnailURL: "https://i.ytimg.com/vi/" + id + "/default.jpg",
+	}
+}
+
+var benchVocab = newVocab(42, 30_000)
+
+// benchDB returns the path of the shared fixture database.
+func benchDB(b *testing.B) string {
+	b.Helper()
+	benchOnce.Do(func() {
+		benchDir, benchErr = os.MkdirTemp("", "trendfetch-bench-")
+		if benchErr != nil {
+			return
+		}
+		benchPath = filepath.Join(benchDir, "bench.db")
+		// TRENDFETCH_BENCH_FIXTURE=file keeps a pristine fixture between
+		// runs (built there on first use, copied for each process).
+		if keep := os.Getenv("TRENDFETCH_BENCH_FIXTURE"); keep != "" {
+			if _, err := os.Stat(keep); err != nil {
+				start := time.Now()
+				if benchErr = buildFixture(keep, benchVideos); benchErr != nil {
+					return
+				}
+				fmt.Fprintf(os.Stderr, "bench fixture: %d videos in %v\n", benchVideos, time.Since(start).Round(time.Millisecond))
+			}
+			benchErr = copyFile(keep, benchPath)
+			return
+		}
+		start := time.Now()
+		benchErr = buildFixture(benchPath, benchVideos)
+		fmt.Fprintf(os.Stderr, "bench fixture: %d videos in %v\n", benchVideos, time.Since(start).Round(time.Millisecond))
+	})
+	if benchErr != nil {
+		b.Fatal(benchErr)
+	}
+	return benchPath
+}
+
+// buildFixture inserts n videos (ids v0000000...) through the normal schema
+// and triggers, in one transaction, with a snapshot of every 4th video in
+// region US so region-filtered search has something to filter.
+func buildFixture(path string, n int) error {
+	ctx := context.Background()
+	s, err := Open(ctx, path)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	conn, err := s.db.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	// A throwaway fixture: no fsync, big cache.
+	for _, p := range []string{"PRAGMA synchronous = OFF", "PRAGMA cache_size = -262144"} {
+		if _, err := conn.ExecContext(ctx, p); err != nil {
+			return err
+		}
+	}
+	tx, err := conn.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback() //nolint:errcheck
+	res, err := tx.ExecContext(ctx, `INSERT INTO runs (region, started_at, outcome) VALUES ('US', ?, 'success')`, fmtTime(time.Now()))
+	if err != nil {
+		return err
+	}
+	runID, _ := res.LastInsertId()
+	ts := fmtTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	const chunk = maxRowsPerStatement
+	page := make([]Video, 0, chunk)
+	var snaps []any
+	for i := 0; i < n; i++ {
+		page = append(page, benchVocab.video(fmt.Sprintf("v%07d", i)))
+		if i%4 == 0 {
+			snaps = append(snaps, runID, "US", KindChart, i/4+1, page[len(page)-1].ID, ts)
+		}
+		if len(page) == chunk || i == n-1 {
+			if err := s.upsertVideos(ctx, tx, page, ts); err != nil {
+				return err
+			}
+			if _, err := tx.ExecContext(ctx, insertSnapshotsSQL(len(snaps)/6), snaps...); err != nil {
+				return err
+			}
+			page, snaps = page[:0], snaps[:0]
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return err
+	}
+	// Leave the index as a long-lived database would have it.
+	if _, err := conn.ExecContext(ctx, `INSERT INTO videos_fts (videos_fts) VALUES ('optimize')`); err != nil {
+		return err
+	}
+	_, err = conn.ExecContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`)
+	return err
+}
+
+func copyFile(src, dst string) error {
+	b, err := os.ReadFile(src)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(dst, b, 0o600)
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if benchDir != "" {
+		os.RemoveAll(benchDir)
+	}
+	os.Exit(code)
+}
+
+func openBench(b *testing.B) *Store {
+	b.Helper()
+	s, err := Open(context.Background(), benchDB(b))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { s.Close() })
+	return s
+}
+
+var benchIDs = struct {
+	sync.Mutex
+	next int
+}{next: benchVideos}
+
+// BenchmarkSavePageNew stores one page of 50 never-seen videos per op.
+func BenchmarkSavePageNew(b *testing.B) {
+	ctx := context.Background()
+	s := openBench(b)
+	run, err := s.StartRun(ctx, Run{Region: "BN"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	pages := make([][]Video, b.N)
+	benchIDs.Lock()
+	for i := range pages {
+		pages[i] = make([]Video, 50)
+		for j := range pages[i] {
+			pages[i][j] = benchVocab.video(fmt.Sprintf("v%07d", benchIDs.next))
+			benchIDs.next++
+		}
+	}
+	benchIDs.Unlock()
+	at := time.Now()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if err := s.SavePage(ctx, run, "BN", i*50+1, pages[i], at); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkSavePageUnchanged re-stores 50 known videos per op with new
+// statistics and unchanged text, the common case for a trending chart: the
+// videos are among the most recently first-seen (the fixture's last 200),
+// as charts mostly repeat what they showed in the last days.
+func BenchmarkSavePageUnchanged(b *testing.B) {
+	ids := make([]string, 50)
+	for j := range ids {
+		ids[j] = fmt.Sprintf("v%07d", benchVideos-200+j*4)
+	}
+	benchUnchanged(b, ids)
+}
+
+// BenchmarkSavePageUnchangedScattered is the worst case of
+// BenchmarkSavePageUnchanged: the 50 videos are spread over the whole
+// table, so every one dirties a different page (I/O bound).
+func BenchmarkSavePageUnchangedScattered(b *testing.B) {
+	ids := make([]string, 50)
+	for j := range ids {
+		ids[j] = fmt.Sprintf("v%07d", 1000+j*3001)
+	}
+	benchUnchanged(b, ids)
+}
+
+func benchUnchanged(b *testing.B, ids []string) {
+	ctx := context.Background()
+	s := openBench(b)
+	run, err := s.StartRun(ctx, Run{Region: "BU"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	page := make([]Video, len(ids))
+	for j, id := range ids {
+		sv, err := s.Video(ctx, id)
+		if err != nil {
+			b.Fatal(err)
+		}
+		page[j] = sv.Video
+	}
+	at := time.Now()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		for j := range page {
+			page[j].Views = i64(int64(i*100 + j))
+		}
+		if err := s.SavePage(ctx, run, "BU", i*50+1, page, at.Add(time.Duration(i)*time.Second)); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// benchSearch runs queries round-robin and reports p50/p95 latency.
+func benchSearch(b *testing.B, queries []SearchQuery) {
+	ctx := context.Background()
+	s := openBench(b)
+	var matched int
+	for _, q := range queries {
+		hits, err := s.Search(ctx, q)
+		if err != nil {
+			b.Fatal(err)
+		}
+		matched += len(hits)
+	}
+	if matched == 0 {
+		b.Fatal("benchmark queries match nothing")
+	}
+	durs := make([]time.Duration, 0, b.N)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		t0 := time.Now()
+		if _, err := s.Search(ctx, queries[i%len(queries)]); err != nil {
+			b.Fatal(err)
+		}
+		durs = append(durs, time.Since(t0))
+	}
+	b.StopTimer()
+	sort.Slice(durs, func(i, j int) bool { return durs[i] < durs[j] })
+	pct := func(p float64) float64 {
+		return float64(durs[int(p*float64(len(durs)-1))]) / float64(time.Millisecond)
+	}
+	b.ReportMetric(pct(0.50), "p50-ms")
+	b.ReportMetric(pct(0.95), "p95-ms")
+}
+
+// BenchmarkSearchTwoWords: two mid-frequency words (vocabulary ranks
+// 20-400), varying per op.
+func BenchmarkSearchTwoWords(b *testing.B) {
+	rng := rand.New(rand.NewPCG(7, 7))
+	var qs []SearchQuery
+	for i := 0; i < 64; i++ {
+		w1, w2 := benchVocab.words[20+rng.IntN(380)], benchVocab.words[20+rng.IntN(380)]
+		qs = append(qs, SearchQuery{Text: w1 + " " + w2})
+	}
+	benchSearch(b, qs)
+}
+
+// BenchmarkSearchCommonWord: the most common words, matching a large share
+// of all videos; shows the SearchCandidates bound at work.
+func BenchmarkSearchCommonWord(b *testing.B) {
+	var qs []SearchQuery
+	for i := 0; i < 4; i++ {
+		qs = append(qs, SearchQuery{Text: benchVocab.words[i]})
+	}
+	benchSearch(b, qs)
+}
+
+// BenchmarkSearchTwoWordsRegion: as TwoWords, filtered to region US (a
+// quarter of the videos).
+func BenchmarkSearchTwoWordsRegion(b *testing.B) {
+	rng := rand.New(rand.NewPCG(7, 7))
+	var qs []SearchQuery
+	for i := 0; i < 64; i++ {
+		w1, w2 := benchVocab.words[20+rng.IntN(380)], benchVocab.words[20+rng.IntN(380)]
+		qs = append(qs, SearchQuery{Text: w1 + " " + w2, Region: "US"})
+	}
+	benchSearch(b, qs)
+}
