@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/trendfetch/trendfetch/internal/fetch"
+	"github.com/trendfetch/trendfetch/internal/quota"
 	"github.com/trendfetch/trendfetch/internal/regions"
 	"github.com/trendfetch/trendfetch/internal/store"
 )
@@ -52,33 +53,43 @@ and trendfetch exits 75; the next cron tick resumes.
 	return cmd
 }
 
-// runRegions runs each region in turn. A clean stop (quota denial), a
-// rejected key or a signal ends the whole invocation; other failures are
-// recorded and the next region still runs, and the invocation exits 1.
-func (a *app) runRegions(ctx context.Context, list []string) error {
+// engine is what running a region needs, opened once per process: the
+// store, the limiter and the API client. `run` uses it for one invocation;
+// `schedule` keeps one for its lifetime. Close releases it.
+type engine struct {
+	store   *store.Store
+	limiter *quota.Limiter
+	runner  *fetch.Runner
+}
+
+// openEngine opens the store (migrating it), the limiter and the API client
+// for the configured credential. Errors: a missing API key (exit 2), the
+// database or the quota backend cannot be opened (exit 1).
+func (a *app) openEngine(ctx context.Context) (*engine, error) {
 	cred, err := a.cfg.FindCredential(a.cfg.Credential)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	key, err := cred.APIKey(a.lookupEnv)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	st, err := store.Open(ctx, a.cfg.Database)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	defer st.Close()
 	lim, err := openLimiter(a.cfg, a.log)
 	if err != nil {
-		return err
+		st.Close()
+		return nil, err
 	}
-	defer lim.Close()
 	svc, err := fetch.NewService(ctx, key, a.cfg.API.Endpoint)
 	if err != nil {
-		return err
+		st.Close()
+		lim.Close()
+		return nil, err
 	}
-	runner := &fetch.Runner{
+	return &engine{store: st, limiter: lim, runner: &fetch.Runner{
 		Service:    svc,
 		Limiter:    lim,
 		Store:      st,
@@ -87,10 +98,31 @@ func (a *app) runRegions(ctx context.Context, list []string) error {
 		PageSize:   a.cfg.API.PageSize,
 		Timeout:    a.cfg.API.Timeout.Std(),
 		Log:        a.log,
+	}}, nil
+}
+
+// Close closes the limiter and the store.
+func (e *engine) Close() error {
+	return errors.Join(e.limiter.Close(), e.store.Close())
+}
+
+// run runs one region: the same code path for `run` and `schedule`.
+func (e *engine) run(ctx context.Context, region string) (store.Run, error) {
+	return e.runner.Run(ctx, region)
+}
+
+// runRegions runs each region in turn. A clean stop (quota denial), a
+// rejected key or a signal ends the whole invocation; other failures are
+// recorded and the next region still runs, and the invocation exits 1.
+func (a *app) runRegions(ctx context.Context, list []string) error {
+	e, err := a.openEngine(ctx)
+	if err != nil {
+		return err
 	}
+	defer e.Close()
 	var failed []error
 	for i, region := range list {
-		_, err := runner.Run(ctx, region)
+		_, err := e.run(ctx, region)
 		if err == nil {
 			continue
 		}

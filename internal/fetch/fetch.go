@@ -65,6 +65,11 @@ type Runner struct {
 	// Now is the clock of run records (default time.Now). Quota decisions use
 	// the backend's clock, never this one.
 	Now func() time.Time
+	// OnCall, when set, is told of every API call sent: the method (call
+	// site), the HTTP status (0 when no answer arrived) and its latency.
+	OnCall func(method string, status int, latency time.Duration)
+	// OnRun, when set, is told of every finished run record.
+	OnRun func(run store.Run)
 
 	// limiterDown is set after the first backend failure, so later calls of
 	// the run apply their policy at once instead of waiting a timeout each.
@@ -150,6 +155,9 @@ func (r *Runner) Run(ctx context.Context, region string) (store.Run, error) {
 	if err := r.Store.FinishRun(context.WithoutCancel(ctx), run); err != nil {
 		return run, errors.Join(runErr, fmt.Errorf("cannot record run end: %w", err))
 	}
+	if r.OnRun != nil {
+		r.OnRun(run)
+	}
 	ev := log.Info()
 	switch run.Outcome {
 	case store.OutcomeDenied:
@@ -211,7 +219,7 @@ func (r *Runner) chart(ctx context.Context, log zerolog.Logger, run *store.Run) 
 		if token != "" {
 			call = call.PageToken(token)
 		}
-		resp, err := r.do(ctx, func(ctx context.Context) (*youtube.VideoListResponse, error) { return call.Context(ctx).Do() })
+		resp, err := r.do(ctx, MethodVideosList, func(ctx context.Context) (*youtube.VideoListResponse, error) { return call.Context(ctx).Do() })
 		if err != nil {
 			return r.apiError(ctx, run, MethodVideosList, err)
 		}
@@ -243,14 +251,26 @@ func (r *Runner) chart(ctx context.Context, log zerolog.Logger, run *store.Run) 
 
 // do runs one API request under the per-request timeout and redacts the API
 // key from transport errors (net/url errors quote the request URL).
-func (r *Runner) do(ctx context.Context, f func(context.Context) (*youtube.VideoListResponse, error)) (*youtube.VideoListResponse, error) {
+func (r *Runner) do(ctx context.Context, method string, f func(context.Context) (*youtube.VideoListResponse, error)) (*youtube.VideoListResponse, error) {
 	timeout := r.Timeout
 	if timeout <= 0 {
 		timeout = 30 * time.Second
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	start := time.Now()
 	resp, err := f(ctx)
+	if r.OnCall != nil {
+		status := 0
+		var ge *googleapi.Error
+		switch {
+		case err == nil && resp != nil:
+			status = resp.HTTPStatusCode
+		case errors.As(err, &ge):
+			status = ge.Code
+		}
+		r.OnCall(method, status, time.Since(start))
+	}
 	return resp, Redact(err)
 }
 
