@@ -3,9 +3,11 @@ package main
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/trendfetch/trendfetch/internal/config"
 	"github.com/trendfetch/trendfetch/internal/fetch"
 	"github.com/trendfetch/trendfetch/internal/quota"
 	"github.com/trendfetch/trendfetch/internal/regions"
@@ -90,15 +92,29 @@ func (a *app) openEngine(ctx context.Context) (*engine, error) {
 		return nil, err
 	}
 	return &engine{store: st, limiter: lim, runner: &fetch.Runner{
-		Service:    svc,
-		Limiter:    lim,
-		Store:      st,
-		Credential: cred.Name,
-		Policy:     a.cfg.Policy,
-		PageSize:   a.cfg.API.PageSize,
-		Timeout:    a.cfg.API.Timeout.Std(),
-		Log:        a.log,
+		Service:           svc,
+		Limiter:           lim,
+		Store:             st,
+		Credential:        cred.Name,
+		Policy:            a.cfg.Policy,
+		PageSize:          a.cfg.API.PageSize,
+		Timeout:           a.cfg.API.Timeout.Std(),
+		Retries:           a.cfg.API.Retries,
+		RetryBackoff:      a.cfg.API.RetryBackoff.Std(),
+		ChartCategories:   a.cfg.Chart.Categories,
+		Searches:          a.cfg.SearchesFor,
+		ChannelsRefresh:   enabled(a.cfg.Channels),
+		CategoriesRefresh: enabled(a.cfg.Categories),
+		Log:               a.log,
 	}}, nil
+}
+
+// enabled returns the refresh interval of an enabled call site, else 0.
+func enabled(r config.Refresh) time.Duration {
+	if !r.Enabled {
+		return 0
+	}
+	return r.Refresh.Std()
 }
 
 // Close closes the limiter and the store.
@@ -122,6 +138,9 @@ func (a *app) runRegions(ctx context.Context, list []string) error {
 	defer e.Close()
 	var failed []error
 	for i, region := range list {
+		// Stale channels are batched across the regions of one invocation;
+		// the last region sends the remainder.
+		e.runner.DeferChannels = i < len(list)-1
 		_, err := e.run(ctx, region)
 		if err == nil {
 			continue
@@ -129,17 +148,39 @@ func (a *app) runRegions(ctx context.Context, list []string) error {
 		var (
 			stop *fetch.StopError
 			ce   *fetch.CredentialError
+			held *quota.LeaseHeldError
 		)
+		if errors.As(err, &held) {
+			failed = append(failed, err)
+			continue
+		}
 		if errors.As(err, &stop) || errors.As(err, &ce) || ctx.Err() != nil {
 			if rest := list[i+1:]; len(rest) > 0 {
 				a.log.Warn().Strs("skipped", rest).Msg("remaining regions not run")
 			}
 			if len(failed) > 0 && ctx.Err() == nil && ce == nil {
-				return errors.Join(failed...) // the stop is logged and recorded; failures rank first
+				return joinFailures(failed) // the stop is logged and recorded; failures rank first
 			}
 			return err
 		}
 		failed = append(failed, err)
 	}
-	return errors.Join(failed...)
+	return joinFailures(failed)
+}
+
+// joinFailures joins the failures of several regions. When they are not
+// all held leases (exit 3), the result is a plain error, so the exit code
+// is 1: a failed region needs attention more than a skipped one.
+func joinFailures(errs []error) error {
+	joined := errors.Join(errs...)
+	for _, err := range errs {
+		var held *quota.LeaseHeldError
+		if !errors.As(err, &held) {
+			if len(errs) == 1 {
+				return err
+			}
+			return errors.New(oneLine(joined))
+		}
+	}
+	return joined
 }

@@ -19,6 +19,7 @@ const (
 	exitOK       = 0  // success
 	exitError    = 1  // unexpected error (API failure, disk, database)
 	exitUsage    = 2  // usage or configuration error (bad flag, config, region, key)
+	exitRunning  = 3  // the region is already being run by another process (lease held)
 	exitTempFail = 75 // EX_TEMPFAIL: stopped cleanly on quota denial or fail-closed policy; retry later
 	exitSIGINT   = 130
 	exitSIGTERM  = 143
@@ -28,6 +29,7 @@ const exitCodesHelp = `Exit codes:
   0    success
   1    unexpected error (API failure, database or disk error); what was stored is kept
   2    usage or configuration error (bad flag, config, region, query, missing or rejected API key)
+  3    the region is already being run by another process (its run lease is held); nothing done
   75   stopped cleanly: quota denied or limiter unavailable for a fail-closed call site
        (EX_TEMPFAIL); the run record says why and when to retry
   130  interrupted by SIGINT (run recorded as interrupted)
@@ -66,6 +68,7 @@ func exitCode(ctx context.Context, err error) int {
 		ce   *fetch.CredentialError
 		stop *fetch.StopError
 		cost *quota.CostError
+		held *quota.LeaseHeldError
 	)
 	if errors.As(context.Cause(ctx), &se) || errors.As(err, &se) {
 		if se.sig == syscall.SIGTERM {
@@ -79,6 +82,8 @@ func exitCode(ctx context.Context, err error) int {
 		return exitUsage
 	case errors.As(err, &stop):
 		return exitTempFail
+	case errors.As(err, &held):
+		return exitRunning
 	}
 	return exitError
 }

@@ -43,8 +43,13 @@ type Config struct {
 	// Regions are the regionCode values `run --all` ingests, upper case.
 	Regions []string `yaml:"regions"`
 	API     API      `yaml:"api"`
-	Quota   Quota    `yaml:"quota"`
-	Log     Log      `yaml:"log"`
+	// Chart, Searches, Channels and Categories configure the call sites of a run.
+	Chart      Chart    `yaml:"chart"`
+	Searches   []Search `yaml:"searches"`
+	Channels   Refresh  `yaml:"channels"`
+	Categories Refresh  `yaml:"categories"`
+	Quota      Quota    `yaml:"quota"`
+	Log        Log      `yaml:"log"`
 }
 
 // Credential is one Google Cloud project and where its API key comes from.
@@ -68,6 +73,12 @@ type API struct {
 	Timeout Duration `yaml:"timeout"`
 	// PageSize is maxResults per videos.list page, 1-50 (default 50).
 	PageSize int64 `yaml:"page_size"`
+	// Retries is how many times a call answered 5xx, timed out or reset is
+	// sent again (default 2); every attempt is reserved, as Google charges it.
+	Retries int `yaml:"retries"`
+	// RetryBackoff is the first backoff; it doubles per attempt, with full
+	// jitter, capped at 30 s (default 1s).
+	RetryBackoff Duration `yaml:"retry_backoff"`
 }
 
 // Quota configures the shared limiter: backend, buckets, costs, policies.
@@ -156,7 +167,9 @@ func Default() *Config {
 		Credential:  "default",
 		Credentials: []Credential{{Name: "default", KeyEnv: "YOUTUBE_API_KEY"}},
 		Regions:     []string{"US"},
-		API:         API{Timeout: Duration(30 * time.Second), PageSize: 50},
+		API:         API{Timeout: Duration(30 * time.Second), PageSize: 50, Retries: 2, RetryBackoff: Duration(time.Second)},
+		Channels:    Refresh{Enabled: false, Refresh: Duration(defaultChannelsRefresh)},
+		Categories:  Refresh{Enabled: false, Refresh: Duration(defaultCategoriesRefresh)},
 		Quota: Quota{
 			Buckets: []BucketConfig{
 				{Name: "units", Limit: 9500, Window: Duration(24 * time.Hour)},
@@ -425,6 +438,9 @@ func (c *Config) Validate() error {
 		c.Quota.SQLite.Path = filepath.Join(filepath.Dir(c.Database), "quota.db")
 	}
 	if _, _, err := c.Limits(); err != nil {
+		return err
+	}
+	if err := c.validateIngest(); err != nil {
 		return err
 	}
 	for m, p := range c.Quota.Policies {

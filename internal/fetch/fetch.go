@@ -25,8 +25,16 @@ import (
 	"github.com/trendfetch/trendfetch/internal/store"
 )
 
-// MethodVideosList is the call site name (and cost table key) of videos.list.
-const MethodVideosList = "videos.list"
+// Call site names: the API methods, as keys of the cost table and policies.
+const (
+	MethodVideosList     = "videos.list"
+	MethodSearchList     = "search.list"
+	MethodChannelsList   = "channels.list"
+	MethodCategoriesList = "videoCategories.list"
+)
+
+// batchSize is the most ids one videos.list / channels.list call takes.
+const batchSize = 50
 
 // maxChartResults is the most videos chart=mostPopular returns per region
 // (DESIGN.md §3: "returns at most 200 videos (4 pages)").
@@ -48,7 +56,8 @@ func NewService(ctx context.Context, apiKey, endpoint string) (*youtube.Service,
 }
 
 // Runner runs one region at a time. All fields are required except Log,
-// Now, Timeout and PageSize.
+// Now, Timeout, PageSize, the retry settings, the enrichment settings and
+// the hooks.
 type Runner struct {
 	Service *youtube.Service
 	Limiter *quota.Limiter
@@ -61,7 +70,30 @@ type Runner struct {
 	PageSize int64
 	// Timeout bounds one API request (default 30 s).
 	Timeout time.Duration
-	Log     zerolog.Logger
+	// Retries is how many more attempts a transient failure gets (0 = none);
+	// RetryBackoff is the first backoff (doubling, full jitter).
+	Retries      int
+	RetryBackoff time.Duration
+	// ChartCategories lists, per region, videoCategoryId values fetched as
+	// narrowed charts after the whole chart.
+	ChartCategories map[string][]string
+	// Searches returns the search.list queries configured for a region.
+	Searches func(region string) []config.Search
+	// ChannelsRefresh > 0 enables channels.list enrichment of channels whose
+	// stored data is older than it.
+	ChannelsRefresh time.Duration
+	// CategoriesRefresh > 0 enables videoCategories.list for a region whose
+	// stored categories are older than it.
+	CategoriesRefresh time.Duration
+	// DeferChannels keeps a remainder of fewer than 50 stale channels for the
+	// next Run of this Runner instead of sending a partial batch, so a
+	// multi-region invocation sends only full batches where the data allows.
+	// The caller clears it before the last region.
+	DeferChannels bool
+	// LeaseTTL is the run lease's time to live (default 2 min), renewed every
+	// third of it while the run lasts.
+	LeaseTTL time.Duration
+	Log      zerolog.Logger
 	// Now is the clock of run records (default time.Now). Quota decisions use
 	// the backend's clock, never this one.
 	Now func() time.Time
@@ -71,9 +103,34 @@ type Runner struct {
 	// OnRun, when set, is told of every finished run record.
 	OnRun func(run store.Run)
 
-	// limiterDown is set after the first backend failure, so later calls of
-	// the run apply their policy at once instead of waiting a timeout each.
+	// pendingChannels are stale channel ids waiting for a full batch
+	// (DeferChannels); pendingSet de-duplicates them.
+	pendingChannels []string
+	pendingSet      map[string]bool
+}
+
+// runState is what one run accumulates.
+type runState struct {
+	run *store.Run
+	log zerolog.Logger
+	// videos fetched in this run by id: never fetched twice.
+	videos map[string]store.Video
+	// channelOrder lists the channel ids of fetched videos, first seen first.
+	channelOrder []string
+	channelSet   map[string]bool
+	calls        map[string]int
+	// limiterDown is set after the first backend failure in this run, so
+	// later calls apply their policy at once instead of waiting a timeout
+	// each; the next run tries the backend again.
 	limiterDown error
+}
+
+func (st *runState) remember(v store.Video) {
+	st.videos[v.ID] = v
+	if v.ChannelID != "" && !st.channelSet[v.ChannelID] {
+		st.channelSet[v.ChannelID] = true
+		st.channelOrder = append(st.channelOrder, v.ChannelID)
+	}
 }
 
 // StopError reports a run stopped cleanly before finishing: the limiter
@@ -118,12 +175,15 @@ func roundUp(d time.Duration) time.Duration {
 	return (d + time.Second - 1).Truncate(time.Second)
 }
 
-// Run ingests the chart=mostPopular chart of region page by page and
-// records the run. It returns the finished run record and nil on success,
-// a *StopError on a clean stop, a *CredentialError when the key is
-// rejected, context.Canceled when ctx was cancelled (the run is recorded as
-// interrupted), or another error (recorded as failed). Every page already
-// stored is kept in every case.
+// Run ingests region: categories (when due), the chart=mostPopular chart
+// page by page (and any configured category charts), the configured
+// searches, then channel enrichment (when enabled), and records the run. It
+// returns the finished run record and nil on success, a *quota.LeaseHeldError
+// when another process is running the region (nothing recorded), a
+// *StopError on a clean stop, a *CredentialError when the key is rejected,
+// an error wrapping context.Canceled when ctx was cancelled (the run is
+// recorded as interrupted), or another error (recorded as failed). Every page
+// already stored is kept in every case.
 func (r *Runner) Run(ctx context.Context, region string) (store.Run, error) {
 	now := r.now
 	host, _ := os.Hostname()
@@ -136,17 +196,32 @@ func (r *Runner) Run(ctx context.Context, region string) (store.Run, error) {
 		PID:        os.Getpid(),
 		Host:       host,
 	}
+	log := r.Log.With().Str("region", region).Str("credential", r.Credential).Logger()
+
+	ctx, release, err := r.lease(ctx, log, region, fmt.Sprintf("%s pid %d", host, run.PID))
+	if err != nil {
+		return run, err
+	}
+	defer release()
+	if n, err := r.Store.AbandonRuns(ctx, r.Credential, region, run.StartedAt); err != nil {
+		return run, fmt.Errorf("cannot mark abandoned runs: %w", err)
+	} else if n > 0 {
+		log.Warn().Int("runs", n).Msg("earlier runs of this region were still marked running: marked abandoned")
+	}
+
 	id, err := r.Store.StartRun(ctx, run)
 	if err != nil {
 		return run, fmt.Errorf("cannot record run start: %w", err)
 	}
 	run.ID = id
-	log := r.Log.With().Str("region", region).Int64("run", id).Str("credential", r.Credential).Logger()
+	log = log.With().Int64("run", id).Logger()
+	st := &runState{run: &run, log: log, videos: map[string]store.Video{}, channelSet: map[string]bool{}, calls: map[string]int{}}
 
-	runErr := r.chart(ctx, log, &run)
+	runErr := r.ingest(ctx, st)
 
 	run.FinishedAt = now()
-	run.Outcome, run.Reason = outcome(runErr)
+	run.Calls = st.calls
+	run.Outcome, run.Reason = outcome(ctx, runErr)
 	var stop *StopError
 	if errors.As(runErr, &stop) {
 		run.RetryAfter, run.RetryAt = stop.RetryAfter, stop.RetryAt
@@ -171,6 +246,32 @@ func (r *Runner) Run(ctx context.Context, region string) (store.Run, error) {
 	return run, runErr
 }
 
+// ingest runs the call sites of one region in order.
+func (r *Runner) ingest(ctx context.Context, st *runState) error {
+	if r.CategoriesRefresh > 0 {
+		if err := r.categories(ctx, st); err != nil {
+			return err
+		}
+	}
+	if err := r.chart(ctx, st, ""); err != nil {
+		return err
+	}
+	for _, cat := range r.ChartCategories[st.run.Region] {
+		if err := r.chart(ctx, st, cat); err != nil {
+			return err
+		}
+	}
+	if r.Searches != nil {
+		if err := r.searches(ctx, st, r.Searches(st.run.Region)); err != nil {
+			return err
+		}
+	}
+	if r.ChannelsRefresh > 0 {
+		return r.channels(ctx, st)
+	}
+	return nil
+}
+
 func (r *Runner) now() time.Time {
 	if r.Now != nil {
 		return r.Now()
@@ -179,106 +280,32 @@ func (r *Runner) now() time.Time {
 }
 
 // outcome maps a run error to its recorded outcome and one-line reason.
-func outcome(err error) (store.Outcome, string) {
+func outcome(ctx context.Context, err error) (store.Outcome, string) {
 	var stop *StopError
 	switch {
 	case err == nil:
 		return store.OutcomeSuccess, ""
 	case errors.As(err, &stop):
 		return store.OutcomeDenied, stop.Reason
+	case errors.Is(context.Cause(ctx), errLeaseLost):
+		return store.OutcomeFailed, errLeaseLost.Error()
 	case errors.Is(err, context.Canceled):
-		return store.OutcomeInterrupted, "interrupted by signal"
+		reason := "interrupted"
+		if cause := context.Cause(ctx); cause != nil && cause != context.Canceled {
+			reason = cause.Error()
+		}
+		return store.OutcomeInterrupted, reason
 	default:
 		return store.OutcomeFailed, err.Error()
 	}
 }
 
-// chart fetches chart=mostPopular for run.Region, following nextPageToken
-// to the end. Each page is reserved before it is sent and stored in one
-// transaction after it arrives.
-func (r *Runner) chart(ctx context.Context, log zerolog.Logger, run *store.Run) error {
-	pageSize := r.PageSize
-	if pageSize <= 0 {
-		pageSize = 50
-	}
-	maxPages := (maxChartResults+int(pageSize)-1)/int(pageSize) + 1
-	seen := map[string]bool{}
-	token := ""
-	for page := 0; ; page++ {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		if page >= maxPages {
-			return fmt.Errorf("chart of %s did not end after %d pages (the API documents at most %d videos): stopped", run.Region, page, maxChartResults)
-		}
-		if err := r.reserve(ctx, log, run, MethodVideosList); err != nil {
-			return err
-		}
-		call := r.Service.Videos.List([]string{"snippet", "contentDetails", "statistics"}).
-			Chart("mostPopular").RegionCode(run.Region).MaxResults(pageSize)
-		if token != "" {
-			call = call.PageToken(token)
-		}
-		resp, err := r.do(ctx, MethodVideosList, func(ctx context.Context) (*youtube.VideoListResponse, error) { return call.Context(ctx).Do() })
-		if err != nil {
-			return r.apiError(ctx, run, MethodVideosList, err)
-		}
-		videos := make([]store.Video, 0, len(resp.Items))
-		for _, it := range resp.Items {
-			if it == nil || it.Id == "" {
-				continue
-			}
-			videos = append(videos, ConvertVideo(it))
-		}
-		// A page that was paid for is stored whole even if a signal arrives
-		// now; the transaction makes it all or nothing.
-		if err := r.Store.SavePage(context.WithoutCancel(ctx), run.ID, run.Region, run.Videos+1, videos, r.now()); err != nil {
-			return fmt.Errorf("cannot store page %d of %s: %w", page+1, run.Region, err)
-		}
-		run.Pages++
-		run.Videos += len(videos)
-		log.Debug().Int("page", page+1).Int("videos", len(videos)).Msg("page stored")
-		token = resp.NextPageToken
-		if token == "" || len(resp.Items) == 0 {
-			return nil
-		}
-		if seen[token] {
-			return fmt.Errorf("chart of %s: the API returned page token %q twice: stopped", run.Region, token)
-		}
-		seen[token] = true
-	}
-}
-
-// do runs one API request under the per-request timeout and redacts the API
-// key from transport errors (net/url errors quote the request URL).
-func (r *Runner) do(ctx context.Context, method string, f func(context.Context) (*youtube.VideoListResponse, error)) (*youtube.VideoListResponse, error) {
-	timeout := r.Timeout
-	if timeout <= 0 {
-		timeout = 30 * time.Second
-	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	start := time.Now()
-	resp, err := f(ctx)
-	if r.OnCall != nil {
-		status := 0
-		var ge *googleapi.Error
-		switch {
-		case err == nil && resp != nil:
-			status = resp.HTTPStatusCode
-		case errors.As(err, &ge):
-			status = ge.Code
-		}
-		r.OnCall(method, status, time.Since(start))
-	}
-	return resp, Redact(err)
-}
-
 // reserve reserves one call of method before it is sent. It returns nil
 // when the call may go ahead (admitted, or unmetered under fail-open), a
 // *StopError on denial or fail-closed, or a configuration error.
-func (r *Runner) reserve(ctx context.Context, log zerolog.Logger, run *store.Run, method string) error {
-	if r.limiterDown == nil {
+func (r *Runner) reserve(ctx context.Context, st *runState, method string) error {
+	run, log := st.run, st.log
+	if st.limiterDown == nil {
 		d, err := r.Limiter.Reserve(ctx, r.Credential, method)
 		switch {
 		case err == nil && d.Allowed:
@@ -293,7 +320,7 @@ func (r *Runner) reserve(ctx context.Context, log zerolog.Logger, run *store.Run
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
-			r.limiterDown = err
+			st.limiterDown = err
 			log.Warn().Err(err).Msg("quota backend unavailable; applying call site policies for the rest of this run")
 		default:
 			return err
@@ -322,7 +349,8 @@ func Denied(region, method string, d quota.Decision) *StopError {
 }
 
 // apiError classifies an error answer of the API (DESIGN.md §3).
-func (r *Runner) apiError(ctx context.Context, run *store.Run, method string, err error) error {
+func (r *Runner) apiError(ctx context.Context, st *runState, method string, err error) error {
+	run := st.run
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}

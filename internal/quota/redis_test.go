@@ -405,8 +405,8 @@ func TestRedisCalendarMidnight(t *testing.T) {
 }
 
 // TestRedisBoundedEviction: entries that matter neither to the window nor
-// to today are removed at most 64 per admitted call, and counts stay exact
-// while eviction lags.
+// to today are removed at most redisEvictBatch per admitted call, and counts
+// stay exact while eviction lags.
 func TestRedisBoundedEviction(t *testing.T) {
 	srv := redistest.Start(t)
 	b := newTestRedis(t, srv)
@@ -424,12 +424,15 @@ func TestRedisBoundedEviction(t *testing.T) {
 	midnight = time.Now()
 	key := "trendfetch:{evict}:units"
 	time.Sleep(250 * time.Millisecond)
+	if !strings.Contains(redisLuaPrelude, fmt.Sprintf("local EVICT_BATCH = %d ", redisEvictBatch)) {
+		t.Fatalf("EVICT_BATCH of the script differs from redisEvictBatch = %d", redisEvictBatch)
+	}
 	for i := 1; i <= 6; i++ {
 		d := mustAllow(t, b, "evict", charge(units, 3))
 		if d.Remaining["units"] != 1000-3*int64(i) {
 			t.Fatalf("decision %d: remaining %d, want %d", i, d.Remaining["units"], 1000-3*i)
 		}
-		wantCard := max(300-64*i, 0) + i
+		wantCard := max(300-redisEvictBatch*i, 0) + i
 		if got, _ := strconv.Atoi(srv.Do("ZCARD", key)); got != wantCard {
 			t.Fatalf("after decision %d: ZCARD %d, want %d", i, got, wantCard)
 		}

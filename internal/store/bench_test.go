@@ -93,6 +93,19 @@ func benchDB(b *testing.B) string {
 		// TRENDFETCH_BENCH_FIXTURE=file keeps a pristine fixture between
 		// runs (built there on first use, copied for each process).
 		if keep := os.Getenv("TRENDFETCH_BENCH_FIXTURE"); keep != "" {
+			if stale, err := fixtureStale(keep); err != nil {
+				benchErr = err
+				return
+			} else if stale {
+				// Built by an older schema: migrating it on every open
+				// would not give a long-lived database's index layout.
+				fmt.Fprintf(os.Stderr, "bench fixture %s has an old schema; rebuilding it\n", keep)
+				if benchErr = os.Remove(keep); benchErr != nil {
+					return
+				}
+				os.Remove(keep + "-wal")
+				os.Remove(keep + "-shm")
+			}
 			if _, err := os.Stat(keep); err != nil {
 				start := time.Now()
 				if benchErr = buildFixture(keep, benchVideos); benchErr != nil {
@@ -151,13 +164,13 @@ func buildFixture(path string, n int) error {
 	for i := 0; i < n; i++ {
 		page = append(page, benchVocab.video(fmt.Sprintf("v%07d", i)))
 		if i%4 == 0 {
-			snaps = append(snaps, runID, "US", KindChart, i/4+1, page[len(page)-1].ID, ts)
+			snaps = append(snaps, runID, "US", KindChart, "", i/4+1, page[len(page)-1].ID, ts)
 		}
 		if len(page) == chunk || i == n-1 {
 			if err := s.upsertVideos(ctx, tx, page, ts); err != nil {
 				return err
 			}
-			if _, err := tx.ExecContext(ctx, insertSnapshotsSQL(len(snaps)/6), snaps...); err != nil {
+			if _, err := tx.ExecContext(ctx, insertSnapshotsSQL(len(snaps)/7), snaps...); err != nil {
 				return err
 			}
 			page, snaps = page[:0], snaps[:0]
@@ -166,12 +179,33 @@ func buildFixture(path string, n int) error {
 	if err := tx.Commit(); err != nil {
 		return err
 	}
-	// Leave the index as a long-lived database would have it.
-	if _, err := conn.ExecContext(ctx, `INSERT INTO videos_fts (videos_fts) VALUES ('optimize')`); err != nil {
-		return err
+	// Leave the indexes as a long-lived database would have them.
+	for _, q := range []string{
+		`INSERT INTO videos_fts (videos_fts) VALUES ('optimize')`,
+		`INSERT INTO videos_tri (videos_tri) VALUES ('optimize')`,
+	} {
+		if _, err := conn.ExecContext(ctx, q); err != nil {
+			return err
+		}
 	}
 	_, err = conn.ExecContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`)
 	return err
+}
+
+// fixtureStale reports whether the fixture at path exists with a schema
+// version older than the embedded migrations.
+func fixtureStale(path string) (bool, error) {
+	if _, err := os.Stat(path); err != nil {
+		return false, nil
+	}
+	ctx := context.Background()
+	s, err := openDB(ctx, path, true)
+	if err != nil {
+		return false, err
+	}
+	defer s.Close()
+	have, want, err := s.SchemaVersion(ctx)
+	return have < want, err
 }
 
 func copyFile(src, dst string) error {

@@ -63,3 +63,16 @@ func (s *Store) Categories(ctx context.Context, region string) ([]Category, erro
 	}
 	return out, rows.Err()
 }
+
+// CategoriesFetchedAt returns when the categories of region were last
+// stored by UpsertCategories (the latest fetched_at), or the zero time if
+// never. The pipeline refreshes them at most weekly. An empty
+// videoCategories.list answer stores nothing, so it leaves this unchanged.
+func (s *Store) CategoriesFetchedAt(ctx context.Context, region string) (time.Time, error) {
+	var ts sql.NullString
+	if err := s.db.QueryRowContext(ctx,
+		`SELECT max(fetched_at) FROM categories WHERE region = ?`, region).Scan(&ts); err != nil {
+		return time.Time{}, fmt.Errorf("cannot read categories of %s: %w", region, err)
+	}
+	return parseTime(ts), nil
+}

@@ -53,12 +53,22 @@ type qterm struct {
 // searchable words, more than MaxQueryBytes bytes or MaxQueryTerms terms.
 // It never panics.
 func ParseQuery(text string) (string, error) {
+	groups, err := parseTerms(text)
+	if err != nil {
+		return "", err
+	}
+	return renderMatch(groups, false), nil
+}
+
+// parseTerms splits search text into AND-ed groups of OR-ed terms (see
+// ParseQuery for the syntax and errors).
+func parseTerms(text string) ([][]qterm, error) {
 	qerr := func(reason string) error { return &QueryError{Query: text, Reason: reason} }
 	if len(text) > MaxQueryBytes {
-		return "", qerr(fmt.Sprintf("longer than %d bytes", MaxQueryBytes))
+		return nil, qerr(fmt.Sprintf("longer than %d bytes", MaxQueryBytes))
 	}
 	if strings.TrimSpace(text) == "" {
-		return "", qerr("empty query")
+		return nil, qerr("empty query")
 	}
 	clean := strings.Map(func(r rune) rune {
 		if r == utf8.RuneError || unicode.IsControl(r) {
@@ -80,7 +90,7 @@ func ParseQuery(text string) (string, error) {
 				j++
 			}
 			if j == len(rs) {
-				return "", qerr("unbalanced double quote")
+				return nil, qerr("unbalanced double quote")
 			}
 			t := qterm{text: string(rs[i+1 : j])}
 			j++
@@ -139,11 +149,17 @@ func ParseQuery(text string) (string, error) {
 	}
 	switch {
 	case n == 0:
-		return "", qerr("no searchable words")
+		return nil, qerr("no searchable words")
 	case n > MaxQueryTerms:
-		return "", qerr(fmt.Sprintf("more than %d terms", MaxQueryTerms))
+		return nil, qerr(fmt.Sprintf("more than %d terms", MaxQueryTerms))
 	}
+	return groups, nil
+}
 
+// renderMatch writes groups as an FTS5 expression for the unicode61 index:
+// every term a quoted string, groups joined with AND, terms of a group with
+// OR. allPrefix makes every term a prefix query.
+func renderMatch(groups [][]qterm, allPrefix bool) string {
 	var b strings.Builder
 	for gi, g := range groups {
 		if gi > 0 {
@@ -159,7 +175,7 @@ func ParseQuery(text string) (string, error) {
 			b.WriteByte('"')
 			b.WriteString(strings.ReplaceAll(t.text, `"`, `""`))
 			b.WriteByte('"')
-			if t.prefix {
+			if t.prefix || allPrefix {
 				b.WriteString(" *")
 			}
 		}
@@ -167,7 +183,7 @@ func ParseQuery(text string) (string, error) {
 			b.WriteByte(')')
 		}
 	}
-	return b.String(), nil
+	return b.String()
 }
 
 // searchable reports whether s holds a character the unicode61 tokenizer

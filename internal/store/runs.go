@@ -46,12 +46,16 @@ type Run struct {
 	Credential string // credential/project name, never a key
 	Region     string
 	// StartedAt defaults to now in StartRun; FinishedAt to now in FinishRun
-	// and is the zero time while the run is running.
+	// and is the zero time while the run is running (and for abandoned runs,
+	// whose end is unknown; see AbandonRuns).
 	StartedAt, FinishedAt time.Time
 	// Pages and Videos are counted by SavePage (FinishRun leaves them).
 	Pages, Videos int
 	// Units is the units reserved per bucket, e.g. {"units": 4}.
 	Units map[string]int64
+	// Calls is the API calls sent per method, e.g. {"videos.list": 4,
+	// "search.list": 1}; every attempt counts, retries included.
+	Calls map[string]int
 	// Unmetered counts calls made fail-open without the limiter.
 	Unmetered int
 	Outcome   Outcome
@@ -66,17 +70,19 @@ type Run struct {
 	Host string
 }
 
-func marshalUnits(u map[string]int64) (string, error) {
-	if len(u) == 0 {
+// marshalJSONMap encodes a units or calls map; nil or empty is "{}".
+func marshalJSONMap[V int | int64](m map[string]V) (string, error) {
+	if len(m) == 0 {
 		return "{}", nil
 	}
-	b, err := json.Marshal(u)
+	b, err := json.Marshal(m)
 	return string(b), err
 }
 
 // StartRun records a new run with outcome running and returns its id.
-// r.ID, r.Outcome, r.FinishedAt, the counters and the retry fields are
-// ignored; r.Region is required; a zero r.StartedAt means now.
+// r.ID, r.Outcome, r.FinishedAt, r.Pages, r.Videos and the retry fields are
+// ignored (r.Units, r.Calls and r.Unmetered are stored as given); r.Region is
+// required; a zero r.StartedAt means now.
 func (s *Store) StartRun(ctx context.Context, r Run) (int64, error) {
 	if r.Region == "" {
 		return 0, errors.New("cannot start run: empty region")
@@ -84,16 +90,16 @@ func (s *Store) StartRun(ctx context.Context, r Run) (int64, error) {
 	if r.StartedAt.IsZero() {
 		r.StartedAt = time.Now()
 	}
-	units, err := marshalUnits(r.Units)
+	units, calls, err := marshalUsage(r)
 	if err != nil {
 		return 0, fmt.Errorf("cannot start run: %w", err)
 	}
 	var id int64
 	err = s.withTx(ctx, func(tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, `
-INSERT INTO runs (credential, region, started_at, units, unmetered, outcome, pid, host)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-			r.Credential, r.Region, fmtTime(r.StartedAt), units, r.Unmetered, string(OutcomeRunning),
+INSERT INTO runs (credential, region, started_at, units, calls, unmetered, outcome, pid, host)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			r.Credential, r.Region, fmtTime(r.StartedAt), units, calls, r.Unmetered, string(OutcomeRunning),
 			nullPID(r.PID), r.Host)
 		if err != nil {
 			return err
@@ -107,6 +113,14 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
 	return id, nil
 }
 
+func marshalUsage(r Run) (units, calls string, err error) {
+	if units, err = marshalJSONMap(r.Units); err != nil {
+		return "", "", err
+	}
+	calls, err = marshalJSONMap(r.Calls)
+	return units, calls, err
+}
+
 func nullPID(pid int) any {
 	if pid == 0 {
 		return nil
@@ -115,7 +129,7 @@ func nullPID(pid int) any {
 }
 
 // FinishRun updates run r.ID: finished_at (zero means now), outcome, reason,
-// retry_after_ms, retry_at, units and unmetered. Pages and videos are not
+// retry_after_ms, retry_at, units, calls and unmetered. Pages and videos are not
 // touched (SavePage counts them). Errors: an invalid or running outcome;
 // an unknown id wraps ErrNotFound.
 func (s *Store) FinishRun(ctx context.Context, r Run) error {
@@ -125,7 +139,7 @@ func (s *Store) FinishRun(ctx context.Context, r Run) error {
 	if r.FinishedAt.IsZero() {
 		r.FinishedAt = time.Now()
 	}
-	units, err := marshalUnits(r.Units)
+	units, calls, err := marshalUsage(r)
 	if err != nil {
 		return fmt.Errorf("cannot finish run %d: %w", r.ID, err)
 	}
@@ -136,10 +150,10 @@ func (s *Store) FinishRun(ctx context.Context, r Run) error {
 	err = s.withTx(ctx, func(tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, `
 UPDATE runs SET finished_at = ?, outcome = ?, reason = ?, retry_after_ms = ?, retry_at = ?,
-                units = ?, unmetered = ?
+                units = ?, calls = ?, unmetered = ?
 WHERE id = ?`,
 			fmtTime(r.FinishedAt), string(r.Outcome), r.Reason, retryMS, nullTime(r.RetryAt),
-			units, r.Unmetered, r.ID)
+			units, calls, r.Unmetered, r.ID)
 		if err != nil {
 			return err
 		}
@@ -161,7 +175,7 @@ func (s *Store) Runs(ctx context.Context, limit int) ([]Run, error) {
 		limit = -1 // SQLite: no limit
 	}
 	rows, err := s.db.QueryContext(ctx, `
-SELECT id, credential, region, started_at, finished_at, pages, videos, units, unmetered,
+SELECT id, credential, region, started_at, finished_at, pages, videos, units, calls, unmetered,
        outcome, reason, retry_after_ms, retry_at, pid, host
 FROM runs ORDER BY id DESC LIMIT ?`, limit)
 	if err != nil {
@@ -173,11 +187,11 @@ FROM runs ORDER BY id DESC LIMIT ?`, limit)
 		var (
 			r                          Run
 			started, finished, retryAt sql.NullString
-			units, outcome             string
+			units, calls, outcome      string
 			retryMS, pid               sql.NullInt64
 		)
 		if err := rows.Scan(&r.ID, &r.Credential, &r.Region, &started, &finished, &r.Pages, &r.Videos,
-			&units, &r.Unmetered, &outcome, &r.Reason, &retryMS, &retryAt, &pid, &r.Host); err != nil {
+			&units, &calls, &r.Unmetered, &outcome, &r.Reason, &retryMS, &retryAt, &pid, &r.Host); err != nil {
 			return nil, fmt.Errorf("cannot list runs: %w", err)
 		}
 		r.StartedAt, r.FinishedAt, r.RetryAt = parseTime(started), parseTime(finished), parseTime(retryAt)
@@ -187,10 +201,53 @@ FROM runs ORDER BY id DESC LIMIT ?`, limit)
 		if err := json.Unmarshal([]byte(units), &r.Units); err != nil {
 			return nil, fmt.Errorf("cannot list runs: run %d units: %w", r.ID, err)
 		}
+		if err := json.Unmarshal([]byte(calls), &r.Calls); err != nil {
+			return nil, fmt.Errorf("cannot list runs: run %d calls: %w", r.ID, err)
+		}
 		out = append(out, r)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("cannot list runs: %w", err)
 	}
 	return out, nil
+}
+
+// AbandonRuns marks the runs of (credential, region) that are still
+// OutcomeRunning and started before before as OutcomeAbandoned: their
+// process died without recording an end (SIGKILL, power loss, OOM). It
+// returns how many runs it marked.
+//
+// The caller must hold the (credential, region) lease lock, so that no live
+// run can be hit; it normally calls this right after StartRun of its own run
+// N with before = N's StartedAt. The reason recorded is "process died; found
+// by run N", N being the newest run of (credential, region) started at or
+// after before, or "process died; found at TIME" when there is none.
+// FinishedAt stays zero: when the process died is unknown.
+func (s *Store) AbandonRuns(ctx context.Context, credential, region string, before time.Time) (int, error) {
+	var n int64
+	err := s.withTx(ctx, func(tx *sql.Tx) error {
+		var finder sql.NullInt64
+		if err := tx.QueryRowContext(ctx, `
+SELECT max(id) FROM runs WHERE credential = ? AND region = ? AND started_at >= ?`,
+			credential, region, fmtTime(before)).Scan(&finder); err != nil {
+			return err
+		}
+		reason := "process died; found at " + before.UTC().Format(time.RFC3339)
+		if finder.Valid {
+			reason = fmt.Sprintf("process died; found by run %d", finder.Int64)
+		}
+		res, err := tx.ExecContext(ctx, `
+UPDATE runs SET outcome = ?, reason = ?
+WHERE credential = ? AND region = ? AND outcome = ? AND started_at < ?`,
+			string(OutcomeAbandoned), reason, credential, region, string(OutcomeRunning), fmtTime(before))
+		if err != nil {
+			return err
+		}
+		n, err = res.RowsAffected()
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("cannot mark abandoned runs of %s/%s: %w", credential, region, err)
+	}
+	return int(n), nil
 }

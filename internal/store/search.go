@@ -48,8 +48,10 @@ type Hit struct {
 	// HighlightEnd.
 	Snippet string
 	// Score is bm25 with column weights title 10, tags 2, channel 3,
-	// description 1. FTS5 scores are negative: lower is better, and hits are
-	// returned best first.
+	// description 1 (word index), or title 10, channel 3 (trigram index; see
+	// Search). FTS5 scores are negative: lower is better, and hits are
+	// returned best first (trigram fill-up hits after word hits, see
+	// Search). Scores of different queries or indexes are not comparable.
 	Score float64
 	// LastSeen is the latest capture time of the video.
 	LastSeen time.Time
@@ -85,10 +87,61 @@ JOIN videos v ON v.rowid = c.rid
 LEFT JOIN video_stats st ON st.video_rowid = c.rid
 ORDER BY c.score, c.rid DESC`
 
+// searchTrigramSQL is searchSQL on the trigram index videos_tri, plus ?8:
+// a JSON array of groups of short terms (see trigramQuery), each needing a
+// term that occurs in the title or channel title; checked only on FTS
+// matches, before the candidate cap. '[]' skips it.
+const searchTrigramSQL = `
+SELECT v.id, v.title, v.channel_title, st.last_seen_at, c.score,
+       (SELECT snippet(videos_tri, -1, ?5, ?6, ?7, 24)
+          FROM videos_tri WHERE videos_tri MATCH ?1 AND videos_tri.rowid = c.rid)
+FROM (
+    SELECT rid, score FROM (
+        SELECT rowid AS rid, bm25(videos_tri, 10.0, 3.0) AS score
+        FROM videos_tri
+        WHERE videos_tri MATCH ?1
+          AND (?2 = '' OR EXISTS (
+                SELECT 1 FROM videos rv JOIN snapshots s ON s.video_id = rv.id
+                WHERE rv.rowid = videos_tri.rowid AND s.region = ?2))
+          AND (?8 = '[]' OR NOT EXISTS (
+                SELECT 1 FROM json_each(?8) g
+                WHERE NOT EXISTS (
+                    SELECT 1 FROM json_each(g.value) t
+                    WHERE instr(lower(videos_tri.title || char(10) || videos_tri.channel_title),
+                                lower(t.value)) > 0)))
+        ORDER BY rowid DESC
+        LIMIT ?3
+    )
+    ORDER BY score, rid DESC
+    LIMIT ?4
+) c
+JOIN videos v ON v.rowid = c.rid
+LEFT JOIN video_stats st ON st.video_rowid = c.rid
+ORDER BY c.score, c.rid DESC`
+
 // Search runs a full-text query and returns hits best first (see Hit.Score
 // and SearchCandidates for how the work is bounded). Errors: *QueryError
 // for bad text or limit (including FTS5 syntax errors, which ParseQuery
 // should already prevent); other errors are database failures.
+//
+// Two indexes can answer, chosen per query:
+//
+//   - the word index (unicode61: title, tags, channel title, description),
+//     by default: whole words, case and diacritics folded, "word*" prefixes;
+//   - the trigram index (title and channel title only): every term matches
+//     as a substring (case and diacritics folded). It answers when a term
+//     contains Han, Hiragana, Katakana, Hangul, Thai, Lao, Khmer or Myanmar
+//     characters, which the word index cannot split into words; and to fill
+//     up the results when the word index finds fewer than the limit (parts
+//     of words, e.g. inflections: "путин" also finds "Путина"). Fill-up hits
+//     come after the word index's hits, so Score ascends within each part.
+//
+// The trigram index can only look up terms of TrigramMinChars (3) or more
+// characters. In a trigram query, an AND-ed term (or OR group) with a
+// shorter term is checked by substring on the title and channel title of
+// the candidates the longer terms found; a query with no term of 3 or more
+// characters is answered by the word index with every term as a prefix
+// ("東京" finds titles with a word starting 東京), which is best effort.
 func (s *Store) Search(ctx context.Context, q SearchQuery) ([]Hit, error) {
 	limit := q.Limit
 	if limit == 0 {
@@ -97,14 +150,49 @@ func (s *Store) Search(ctx context.Context, q SearchQuery) ([]Hit, error) {
 	if limit < 0 || limit > MaxSearchLimit {
 		return nil, &QueryError{Query: q.Text, Reason: fmt.Sprintf("limit %d not in 1..%d", q.Limit, MaxSearchLimit)}
 	}
-	match, err := ParseQuery(q.Text)
+	groups, err := parseTerms(q.Text)
 	if err != nil {
 		return nil, err
 	}
-	rows, err := s.db.QueryContext(ctx, searchSQL,
-		match, q.Region, SearchCandidates, limit, HighlightStart, HighlightEnd, SnippetEllipsis)
+	tri, triOK := planTrigram(groups)
+	if needsTrigram(groups) {
+		if triOK {
+			return s.runSearch(ctx, q.Text, searchTrigramSQL,
+				tri.match, q.Region, SearchCandidates, limit, HighlightStart, HighlightEnd, SnippetEllipsis, tri.filter)
+		}
+		return s.runSearch(ctx, q.Text, searchSQL,
+			renderMatch(groups, true), q.Region, SearchCandidates, limit, HighlightStart, HighlightEnd, SnippetEllipsis)
+	}
+	hits, err := s.runSearch(ctx, q.Text, searchSQL,
+		renderMatch(groups, false), q.Region, SearchCandidates, limit, HighlightStart, HighlightEnd, SnippetEllipsis)
+	if err != nil || len(hits) >= limit || !triOK {
+		return hits, err
+	}
+	more, err := s.runSearch(ctx, q.Text, searchTrigramSQL,
+		tri.match, q.Region, SearchCandidates, limit, HighlightStart, HighlightEnd, SnippetEllipsis, tri.filter)
 	if err != nil {
-		return nil, searchErr(q.Text, err)
+		return nil, err
+	}
+	seen := make(map[string]bool, len(hits))
+	for _, h := range hits {
+		seen[h.VideoID] = true
+	}
+	for _, h := range more {
+		if len(hits) == limit {
+			break
+		}
+		if !seen[h.VideoID] {
+			hits = append(hits, h)
+		}
+	}
+	return hits, nil
+}
+
+// runSearch runs one of the search statements and reads its hits.
+func (s *Store) runSearch(ctx context.Context, text, query string, args ...any) ([]Hit, error) {
+	rows, err := s.db.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, searchErr(text, err)
 	}
 	defer rows.Close()
 	var hits []Hit
@@ -115,14 +203,14 @@ func (s *Store) Search(ctx context.Context, q SearchQuery) ([]Hit, error) {
 			snippet sql.NullString
 		)
 		if err := rows.Scan(&h.VideoID, &h.Title, &h.ChannelTitle, &last, &h.Score, &snippet); err != nil {
-			return nil, searchErr(q.Text, err)
+			return nil, searchErr(text, err)
 		}
 		h.LastSeen = parseTime(last)
 		h.Snippet = snippet.String
 		hits = append(hits, h)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, searchErr(q.Text, err)
+		return nil, searchErr(text, err)
 	}
 	return hits, nil
 }

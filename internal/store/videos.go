@@ -36,7 +36,7 @@ type Video struct {
 	ThumbnailURL           string
 }
 
-// ChartEntry is one position of a stored chart.
+// ChartEntry is one position of a stored chart or list of search hits.
 type ChartEntry struct {
 	// Rank is 1-based.
 	Rank    int
@@ -44,8 +44,15 @@ type ChartEntry struct {
 	Title   string
 }
 
-// KindChart is the snapshots.kind of chart=mostPopular pages.
-const KindChart = "chart"
+// Snapshot kinds (snapshots.kind), see SaveSnapshot.
+const (
+	// KindChart is a page of videos.list chart=mostPopular; rank = chart
+	// position.
+	KindChart = "chart"
+	// KindSearch is a page of search.list hits (fetched with videos.list
+	// id=); rank = position in the search results of one query.
+	KindSearch = "search"
+)
 
 func joinTags(tags []string) string {
 	if len(tags) == 0 {
@@ -147,16 +154,16 @@ WHERE excluded.last_seen_at >= video_stats.last_seen_at`)
 	return b.String()
 }
 
-// insertSnapshotsSQL inserts n snapshot rows in one statement, 6
-// parameters each: run_id, region, kind, rank, video_id, captured_at.
+// insertSnapshotsSQL inserts n snapshot rows in one statement, 7
+// parameters each: run_id, region, kind, query, rank, video_id, captured_at.
 func insertSnapshotsSQL(n int) string {
 	var b strings.Builder
-	b.WriteString(`INSERT INTO snapshots (run_id, region, kind, rank, video_id, captured_at) VALUES `)
+	b.WriteString(`INSERT INTO snapshots (run_id, region, kind, query, rank, video_id, captured_at) VALUES `)
 	for i := 0; i < n; i++ {
 		if i > 0 {
 			b.WriteByte(',')
 		}
-		b.WriteString("(?,?,?,?,?,?)")
+		b.WriteString("(?,?,?,?,?,?,?)")
 	}
 	return b.String()
 }
@@ -204,20 +211,37 @@ func (s *Store) upsertVideos(ctx context.Context, tx *sql.Tx, vs []Video, ts str
 	return nil
 }
 
-// SavePage stores one page of a chart in ONE transaction: it upserts the
-// videos, inserts a snapshot row per video with ranks firstRank ..
-// firstRank+len(videos)-1 (firstRank is 1-based, so page 2 of 50 starts at
-// 51), and adds 1 to runs.pages and len(videos) to runs.videos of runID.
-// at is the capture time (first/last seen, captured_at).
-//
-// Errors: a video without ID or firstRank < 1 is rejected before writing;
-// an unknown runID wraps ErrNotFound; saving the same (run, region, rank)
-// twice fails with a constraint error and stores nothing.
+// SavePage stores one page of a chart: SaveSnapshot with kind KindChart
+// and no query.
 func (s *Store) SavePage(ctx context.Context, runID int64, region string, firstRank int, videos []Video, at time.Time) error {
-	if firstRank < 1 {
+	return s.SaveSnapshot(ctx, runID, region, KindChart, "", firstRank, videos, at)
+}
+
+// SaveSnapshot stores one page of a chart or of search hits in ONE
+// transaction: it upserts the videos, inserts a snapshot row per video with
+// ranks firstRank .. firstRank+len(videos)-1 (firstRank is 1-based, so page
+// 2 of 50 starts at 51), and adds 1 to runs.pages and len(videos) to
+// runs.videos of runID. at is the capture time (first/last seen,
+// captured_at); zero means now.
+//
+// kind is KindChart (query must be "") or KindSearch (query is the
+// search.list q; "" is allowed). Ranks are numbered per (run, region, kind,
+// query): the hits of each query of a run start at rank 1, and never mix
+// with the chart (Chart returns only chart ranks, SearchHits one query's).
+//
+// Errors: an unknown kind, a chart with a query, a video without ID or
+// firstRank < 1 is rejected before writing; an unknown runID wraps
+// ErrNotFound; saving the same (run, region, kind, query, rank) twice fails
+// with a constraint error and stores nothing.
+func (s *Store) SaveSnapshot(ctx context.Context, runID int64, region, kind, query string, firstRank int, videos []Video, at time.Time) error {
+	switch {
+	case kind != KindChart && kind != KindSearch:
+		return fmt.Errorf("cannot save page: unknown snapshot kind %q", kind)
+	case kind == KindChart && query != "":
+		return fmt.Errorf("cannot save page: a chart has no query (got %q)", query)
+	case firstRank < 1:
 		return fmt.Errorf("cannot save page: first rank %d < 1", firstRank)
-	}
-	if region == "" {
+	case region == "":
 		return errors.New("cannot save page: empty region")
 	}
 	for i := range videos {
@@ -246,9 +270,9 @@ func (s *Store) SavePage(ctx context.Context, runID int64, region string, firstR
 		}
 		for off := 0; off < len(videos); off += maxRowsPerStatement {
 			chunk := videos[off:min(len(videos), off+maxRowsPerStatement)]
-			args := make([]any, 0, 6*len(chunk))
+			args := make([]any, 0, 7*len(chunk))
 			for i := range chunk {
-				args = append(args, runID, region, KindChart, firstRank+off+i, chunk[i].ID, ts)
+				args = append(args, runID, region, kind, query, firstRank+off+i, chunk[i].ID, ts)
 			}
 			if err := s.txExec(ctx, tx, insertSnapshotsSQL(len(chunk)), len(chunk), args); err != nil {
 				return fmt.Errorf("insert snapshots: %w", err)
@@ -257,35 +281,54 @@ func (s *Store) SavePage(ctx context.Context, runID int64, region string, firstR
 		return nil
 	})
 	if err != nil {
+		if kind == KindSearch {
+			return fmt.Errorf("cannot save search hits (run %d, %s, query %q, rank %d): %w", runID, region, query, firstRank, err)
+		}
 		return fmt.Errorf("cannot save page (run %d, %s, rank %d): %w", runID, region, firstRank, err)
 	}
 	return nil
 }
 
 // Chart returns the chart snapshot of runID in region, in rank order; empty
-// (not an error) when nothing was stored.
+// (not an error) when nothing was stored. Search hits are not included.
 func (s *Store) Chart(ctx context.Context, runID int64, region string) ([]ChartEntry, error) {
+	out, err := s.snapshot(ctx, runID, region, KindChart, "")
+	if err != nil {
+		return nil, fmt.Errorf("cannot read chart: %w", err)
+	}
+	return out, nil
+}
+
+// SearchHits returns the search hits of query stored by runID in region
+// (SaveSnapshot with KindSearch), in rank order; empty (not an error) when
+// nothing was stored.
+func (s *Store) SearchHits(ctx context.Context, runID int64, region, query string) ([]ChartEntry, error) {
+	out, err := s.snapshot(ctx, runID, region, KindSearch, query)
+	if err != nil {
+		return nil, fmt.Errorf("cannot read search hits: %w", err)
+	}
+	return out, nil
+}
+
+func (s *Store) snapshot(ctx context.Context, runID int64, region, kind, query string) ([]ChartEntry, error) {
 	rows, err := s.db.QueryContext(ctx, `
 SELECT s.rank, s.video_id, v.title
 FROM snapshots s JOIN videos v ON v.id = s.video_id
-WHERE s.run_id = ? AND s.region = ? AND s.kind = ?
-ORDER BY s.rank`, runID, region, KindChart)
+WHERE s.run_id = ? AND s.region = ? AND s.kind = ? AND s.query = ?
+ORDER BY s.rank`, runID, region, kind, query)
 	if err != nil {
-		return nil, fmt.Errorf("cannot read chart: %w", err)
+		return nil, err
 	}
 	defer rows.Close()
 	var out []ChartEntry
 	for rows.Next() {
 		var e ChartEntry
 		if err := rows.Scan(&e.Rank, &e.VideoID, &e.Title); err != nil {
-			return nil, fmt.Errorf("cannot read chart: %w", err)
+			return nil, err
 		}
 		out = append(out, e)
 	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("cannot read chart: %w", err)
-	}
-	return out, nil
+	return out, rows.Err()
 }
 
 // StoredVideo is a Video with the store's bookkeeping.

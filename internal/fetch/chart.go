@@ -1,0 +1,93 @@
+package fetch
+
+import (
+	"context"
+	"fmt"
+
+	"google.golang.org/api/youtube/v3"
+
+	"github.com/trendfetch/trendfetch/internal/store"
+)
+
+// chart fetches chart=mostPopular for the run's region (narrowed by
+// videoCategoryId when category is not ""), following nextPageToken to the
+// end. Each page is reserved before it is sent and stored in one
+// transaction after it arrives. It stops with an error on a page token seen
+// twice or more pages than the documented 200 results allow.
+func (r *Runner) chart(ctx context.Context, st *runState, category string) error {
+	run := st.run
+	pageSize := r.PageSize
+	if pageSize <= 0 {
+		pageSize = 50
+	}
+	maxPages := (maxChartResults+int(pageSize)-1)/int(pageSize) + 1
+	kind, query, rank := store.KindChart, "", 1
+	if category != "" {
+		query = "videoCategoryId=" + category
+	}
+	seen := map[string]bool{}
+	token := ""
+	for page := 0; ; page++ {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if page >= maxPages {
+			return fmt.Errorf("chart of %s did not end after %d pages (the API documents at most %d videos): stopped", run.Region, page, maxChartResults)
+		}
+		req := r.Service.Videos.List([]string{"snippet", "contentDetails", "statistics"}).
+			Chart("mostPopular").RegionCode(run.Region).MaxResults(pageSize)
+		if category != "" {
+			req = req.VideoCategoryId(category)
+		}
+		if token != "" {
+			req = req.PageToken(token)
+		}
+		resp, err := call(ctx, r, st, MethodVideosList, func(ctx context.Context) (*youtube.VideoListResponse, error) {
+			return req.Context(ctx).Do()
+		})
+		if err != nil {
+			return err
+		}
+		videos := make([]store.Video, 0, len(resp.Items))
+		for _, it := range resp.Items {
+			if it == nil || it.Id == "" {
+				continue
+			}
+			v := ConvertVideo(it)
+			st.remember(v)
+			videos = append(videos, v)
+		}
+		if err := r.save(ctx, st, kind, query, rank, videos); err != nil {
+			return fmt.Errorf("cannot store page %d of the %s chart: %w", page+1, run.Region, err)
+		}
+		rank += len(videos)
+		st.log.Debug().Int("page", page+1).Int("videos", len(videos)).Str("category", category).Msg("chart page stored")
+		token = resp.NextPageToken
+		if token == "" || len(resp.Items) == 0 {
+			return nil
+		}
+		if seen[token] {
+			return fmt.Errorf("chart of %s: the API returned page token %q twice: stopped", run.Region, token)
+		}
+		seen[token] = true
+	}
+}
+
+// save stores one page of a snapshot in one transaction. A page that was
+// paid for is stored whole even if a signal arrives now: the transaction
+// makes it all or nothing, and it does not observe ctx's cancellation.
+func (r *Runner) save(ctx context.Context, st *runState, kind, query string, firstRank int, videos []store.Video) error {
+	ctx = context.WithoutCancel(ctx)
+	var err error
+	if kind == store.KindChart && query == "" {
+		err = r.Store.SavePage(ctx, st.run.ID, st.run.Region, firstRank, videos, r.now())
+	} else {
+		err = r.Store.SaveSnapshot(ctx, st.run.ID, st.run.Region, kind, query, firstRank, videos, r.now())
+	}
+	if err != nil {
+		return err
+	}
+	st.run.Pages++
+	st.run.Videos += len(videos)
+	return nil
+}

@@ -1,0 +1,108 @@
+package fetch
+
+import (
+	"context"
+	"fmt"
+
+	"google.golang.org/api/youtube/v3"
+
+	"github.com/trendfetch/trendfetch/internal/store"
+)
+
+// categories refreshes the region's videoCategories.list (1 unit) when the
+// stored copy is older than CategoriesRefresh.
+func (r *Runner) categories(ctx context.Context, st *runState) error {
+	at, err := r.Store.CategoriesFetchedAt(ctx, st.run.Region)
+	if err != nil {
+		return err
+	}
+	if !at.IsZero() && r.now().Sub(at) < r.CategoriesRefresh {
+		return nil
+	}
+	req := r.Service.VideoCategories.List([]string{"snippet"}).RegionCode(st.run.Region)
+	resp, err := call(ctx, r, st, MethodCategoriesList, func(ctx context.Context) (*youtube.VideoCategoryListResponse, error) {
+		return req.Context(ctx).Do()
+	})
+	if err != nil {
+		return err
+	}
+	cats := make([]store.Category, 0, len(resp.Items))
+	for _, c := range resp.Items {
+		if c == nil || c.Id == "" || c.Snippet == nil {
+			continue
+		}
+		cats = append(cats, store.Category{ID: c.Id, Title: c.Snippet.Title, Assignable: c.Snippet.Assignable})
+	}
+	return r.Store.UpsertCategories(context.WithoutCancel(ctx), st.run.Region, cats, r.now())
+}
+
+// channels sends channels.list id= for the channels of this run's videos
+// whose stored data is older than ChannelsRefresh, in full batches of 50.
+// With DeferChannels a remainder of fewer than 50 waits for the next run of
+// this Runner; otherwise it is sent as a last, partial batch.
+func (r *Runner) channels(ctx context.Context, st *runState) error {
+	stale, err := r.Store.StaleChannels(ctx, st.channelOrder, r.now().Add(-r.ChannelsRefresh))
+	if err != nil {
+		return err
+	}
+	if r.pendingSet == nil {
+		r.pendingSet = map[string]bool{}
+	}
+	for _, id := range stale {
+		if !r.pendingSet[id] {
+			r.pendingSet[id] = true
+			r.pendingChannels = append(r.pendingChannels, id)
+		}
+	}
+	for len(r.pendingChannels) >= batchSize || (!r.DeferChannels && len(r.pendingChannels) > 0) {
+		n := min(batchSize, len(r.pendingChannels))
+		if err := r.channelBatch(ctx, st, r.pendingChannels[:n]); err != nil {
+			return err
+		}
+		for _, id := range r.pendingChannels[:n] {
+			delete(r.pendingSet, id)
+		}
+		r.pendingChannels = r.pendingChannels[n:]
+	}
+	return nil
+}
+
+func (r *Runner) channelBatch(ctx context.Context, st *runState, ids []string) error {
+	req := r.Service.Channels.List([]string{"snippet", "statistics"}).Id(ids...).MaxResults(batchSize)
+	resp, err := call(ctx, r, st, MethodChannelsList, func(ctx context.Context) (*youtube.ChannelListResponse, error) {
+		return req.Context(ctx).Do()
+	})
+	if err != nil {
+		return err
+	}
+	found := map[string]bool{}
+	chans := make([]store.Channel, 0, len(ids))
+	for _, c := range resp.Items {
+		if c == nil || c.Id == "" {
+			continue
+		}
+		found[c.Id] = true
+		ch := store.Channel{ID: c.Id}
+		if c.Snippet != nil {
+			ch.Title, ch.Country = c.Snippet.Title, c.Snippet.Country
+		}
+		if s := c.Statistics; s != nil {
+			if !s.HiddenSubscriberCount {
+				ch.Subscribers = i64(s.SubscriberCount)
+			}
+			ch.Videos, ch.Views = i64(s.VideoCount), i64(s.ViewCount)
+		}
+		chans = append(chans, ch)
+	}
+	// Channels the API did not return (closed, terminated) are recorded too,
+	// so they are not asked for again before the next refresh.
+	for _, id := range ids {
+		if !found[id] {
+			chans = append(chans, store.Channel{ID: id})
+		}
+	}
+	if err := r.Store.UpsertChannels(context.WithoutCancel(ctx), chans, r.now()); err != nil {
+		return fmt.Errorf("cannot store channels: %w", err)
+	}
+	return nil
+}

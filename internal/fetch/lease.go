@@ -1,0 +1,56 @@
+package fetch
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/trendfetch/trendfetch/internal/quota"
+)
+
+// defaultLeaseTTL bounds how long a crashed run blocks its region: its
+// lease expires this long after the last renewal (every third of it).
+const defaultLeaseTTL = 2 * time.Minute
+
+// errLeaseLost is the cause of a run's cancellation when its lease was
+// taken over (it had expired: the process stalled longer than the TTL).
+var errLeaseLost = errors.New("run lease lost: the lease expired and another process took the region")
+
+// lease takes the run lease of (credential, region) so two runs of one
+// region never overlap, on any host sharing the quota backend. It returns a
+// context cancelled if the lease is lost, and a release function. A held
+// lease returns *quota.LeaseHeldError. When the backend is unreachable the
+// run goes ahead without a lease (fail-open, logged): the limiter's own
+// policies still decide every call, and a down backend must not stop cron.
+func (r *Runner) lease(ctx context.Context, log zerolog.Logger, region, holder string) (context.Context, func(), error) {
+	ttl := r.LeaseTTL
+	if ttl <= 0 {
+		ttl = defaultLeaseTTL
+	}
+	l, err := r.Limiter.AcquireLease(ctx, r.Credential, region, ttl, holder)
+	switch {
+	case err == nil:
+	case errors.Is(err, quota.ErrUnavailable):
+		log.Warn().Err(err).Msg("quota backend unavailable: running without the region lease")
+		return ctx, func() {}, nil
+	default:
+		return ctx, nil, err
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	go func() {
+		select {
+		case <-l.Lost():
+			log.Error().Msg(errLeaseLost.Error())
+			cancel(errLeaseLost)
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, func() {
+		cancel(nil)
+		if err := l.Release(context.WithoutCancel(ctx)); err != nil {
+			log.Warn().Err(err).Msg("cannot release the run lease; it expires by itself")
+		}
+	}, nil
+}

@@ -1,0 +1,321 @@
+package quota
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Run leases (DESIGN.md §5: two runs of the same region never overlap).
+//
+// A lease is a named lock with a time to live, kept in the quota backend so
+// that every process and host that shares the limiter also shares the locks:
+// Redis (SET NX PX with compare-and-set renewal and unlock, see
+// lease_redis.go) or the embedded SQLite database (a row of table leases,
+// see lease_sqlite.go). A holder that crashes stops renewing, and its lease
+// expires ttl after the last renewal; nothing has to clean it up.
+//
+// Fail-open: when the backend is unreachable, AcquireLease returns an error
+// wrapping ErrUnavailable and takes nothing. The caller decides; running
+// without a lease while the backend is down is an accepted fail-open
+// behaviour (two runs of one region can then overlap, which costs duplicate
+// units, never correctness of the store), the same way fail-open call sites
+// send unmetered calls.
+
+// Locker is the lease primitive, implemented by both backends
+// (*SQLiteBackend and *RedisBackend).
+//
+// name identifies the lease; use LeaseName(credential, region): the Redis
+// backend needs the credential part (the text before the last ':') for its
+// key's hash tag. token identifies the holder and must be unique per
+// acquisition; by convention it is "<random id> <holder description>", and
+// the holder reported to others is the description (the text after the first
+// space, or the whole token when it has none). Neither may contain secrets.
+// ttl is rounded up to whole milliseconds and must be at least 1 ms. Every
+// backend failure wraps ErrUnavailable.
+type Locker interface {
+	// TryLock takes the lease name for ttl if it is free, expired or
+	// already held with token (then it is extended to ttl from now). It
+	// returns acquired = true with the caller's own holder description and
+	// remaining = ttl, or acquired = false with the current holder's
+	// description and the time until its lease expires (0 if unknown).
+	TryLock(ctx context.Context, name, token string, ttl time.Duration) (acquired bool, holder string, remaining time.Duration, err error)
+	// Renew extends the lease to ttl from now if it is still held with
+	// token and not expired; false means it was lost (expired, taken by
+	// another token, or unlocked) and is not re-taken.
+	Renew(ctx context.Context, name, token string, ttl time.Duration) (bool, error)
+	// Unlock frees the lease only if it is still held with token; otherwise
+	// it does nothing (and returns nil).
+	Unlock(ctx context.Context, name, token string) error
+}
+
+var (
+	_ Locker = (*SQLiteBackend)(nil)
+	_ Locker = (*RedisBackend)(nil)
+)
+
+// LeaseName returns the Locker name of the run lease of (credential, region):
+// "<credential>:<region>". region must not contain ':' (region codes never do).
+func LeaseName(credential, region string) string { return credential + ":" + region }
+
+// splitLeaseName splits a name built by LeaseName at its last ':'.
+func splitLeaseName(name string) (credential, region string, err error) {
+	i := strings.LastIndexByte(name, ':')
+	if i <= 0 || i == len(name)-1 {
+		return "", "", fmt.Errorf("quota: lease name %q: want <credential>:<region>", name)
+	}
+	return name[:i], name[i+1:], nil
+}
+
+// leaseHolderOf returns the holder description of a token: the text after
+// the first space, or the whole token when it has none.
+func leaseHolderOf(token string) string {
+	if _, h, ok := strings.Cut(token, " "); ok && h != "" {
+		return h
+	}
+	return token
+}
+
+// checkLockArgs validates the arguments shared by the Locker methods.
+func checkLockArgs(name, token string, ttl time.Duration, needTTL bool) error {
+	if name == "" {
+		return errors.New("quota: empty lease name")
+	}
+	if token == "" {
+		return errors.New("quota: empty lease token")
+	}
+	if needTTL && ttl < time.Millisecond {
+		return fmt.Errorf("quota: lease ttl %s must be at least 1ms", ttl)
+	}
+	return nil
+}
+
+// leaseTTLMillis is ttl in whole milliseconds, rounded up (a lease is never
+// shorter than asked).
+func leaseTTLMillis(ttl time.Duration) int64 {
+	ms := ttl / time.Millisecond
+	if ttl%time.Millisecond != 0 {
+		ms++
+	}
+	return int64(ms)
+}
+
+// DefaultLeaseHolder describes this process for lease holders:
+// "<hostname> pid <pid>" (no secrets).
+func DefaultLeaseHolder() string {
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "unknown-host"
+	}
+	return host + " pid " + strconv.Itoa(os.Getpid())
+}
+
+// LeaseHeldError is returned by AcquireLease when another holder has the
+// lease (use errors.As). It is not a backend failure: the backend answered.
+type LeaseHeldError struct {
+	// Credential and Region name the lease.
+	Credential, Region string
+	// Holder describes the current holder, e.g. "host-a pid 123".
+	Holder string
+	// Remaining is the time until the holder's lease expires unless renewed
+	// (0 if unknown).
+	Remaining time.Duration
+}
+
+// Error implements error, e.g.
+// `region US of credential "default" is already being run by host-a pid 123 (lease expires in 1m30s)`.
+func (e *LeaseHeldError) Error() string {
+	msg := fmt.Sprintf("region %s of credential %q is already being run by %s", e.Region, e.Credential, e.Holder)
+	if e.Remaining > 0 {
+		r := e.Remaining.Round(time.Millisecond)
+		if e.Remaining >= time.Second {
+			r = e.Remaining.Round(time.Second)
+		}
+		msg += fmt.Sprintf(" (lease expires in %s)", r)
+	}
+	return msg
+}
+
+// ErrLeaseLost is the cause reported by Lease.Err when a renewal found the
+// lease expired or taken by another holder.
+var ErrLeaseLost = errors.New("quota: run lease lost")
+
+// Lease is a held run lease of (credential, region), renewed in the
+// background until Release. It is safe for concurrent use.
+type Lease struct {
+	locker                    Locker
+	name, token               string
+	credential, region, owner string
+	ttl, every                time.Duration
+
+	stopCtx context.Context // cancelled by Release: stops the renewal, even mid-call
+	stop    context.CancelFunc
+	done    chan struct{} // closed when the renewal goroutine has returned
+	lost    chan struct{} // closed when the lease is lost
+
+	mu      sync.Mutex
+	lostErr error
+
+	releaseOnce sync.Once
+	releaseErr  error
+}
+
+// AcquireLease takes the run lease of (credential, region) for ttl and renews
+// it every ttl/3 in the background until Release. holder describes this run
+// for others (e.g. "host-a pid 123"; "" means DefaultLeaseHolder()) and must
+// not contain secrets.
+//
+// Errors: *LeaseHeldError when another holder has an unexpired lease; an
+// error wrapping ErrUnavailable when the backend cannot be reached (nothing
+// is held: the caller may proceed without a lease, fail-open, or give up);
+// other errors for invalid arguments (empty credential or region, a region
+// with ':', ttl < 3ms) or a backend without lease support.
+//
+// The run should watch Lost() and stop when it closes, and must call
+// Release when done (also on error paths). A crashed holder's lease expires
+// ttl after its last renewal.
+func (l *Limiter) AcquireLease(ctx context.Context, credential, region string, ttl time.Duration, holder string) (*Lease, error) {
+	locker, ok := l.backend.(Locker)
+	if !ok {
+		return nil, fmt.Errorf("quota: backend %s does not support run leases", l.backend.Name())
+	}
+	if ttl < 3*time.Millisecond {
+		return nil, fmt.Errorf("quota: lease ttl %s must be at least 3ms", ttl)
+	}
+	return acquireLease(ctx, locker, credential, region, ttl, ttl/3, holder)
+}
+
+// acquireLease is AcquireLease with the renewal period every (0: never renew,
+// for tests).
+func acquireLease(ctx context.Context, locker Locker, credential, region string, ttl, every time.Duration, holder string) (*Lease, error) {
+	if credential == "" {
+		return nil, errors.New("quota: lease: empty credential name")
+	}
+	if region == "" || strings.ContainsRune(region, ':') {
+		return nil, fmt.Errorf("quota: lease: region %q must be non-empty without ':'", region)
+	}
+	if holder == "" {
+		holder = DefaultLeaseHolder()
+	}
+	var id [16]byte
+	if _, err := rand.Read(id[:]); err != nil {
+		return nil, fmt.Errorf("quota: lease token: %w", err)
+	}
+	lease := &Lease{
+		locker:     locker,
+		name:       LeaseName(credential, region),
+		token:      hex.EncodeToString(id[:]) + " " + holder,
+		credential: credential,
+		region:     region,
+		owner:      holder,
+		ttl:        ttl,
+		every:      every,
+		done:       make(chan struct{}),
+		lost:       make(chan struct{}),
+	}
+	start := time.Now()
+	ok, other, remaining, err := locker.TryLock(ctx, lease.name, lease.token, ttl)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, &LeaseHeldError{Credential: credential, Region: region, Holder: other, Remaining: remaining}
+	}
+	lease.stopCtx, lease.stop = context.WithCancel(context.Background())
+	go lease.renew(start)
+	return lease, nil
+}
+
+// renew extends the lease every l.every until Release. acquired is the local
+// time just before the successful TryLock. The lease is declared lost when a
+// renewal answers false, or when renewals keep failing (backend unreachable)
+// so that the next attempt would come after the lease may have expired: from
+// then on another holder could take it.
+func (l *Lease) renew(acquired time.Time) {
+	defer close(l.done)
+	if l.every <= 0 {
+		return
+	}
+	t := time.NewTicker(l.every)
+	defer t.Stop()
+	lastOK := acquired // start of the last successful renewal: expiry >= lastOK + ttl
+	for {
+		select {
+		case <-l.stopCtx.Done():
+			return
+		case <-t.C:
+		}
+		start := time.Now()
+		ctx, cancel := context.WithTimeout(l.stopCtx, l.every)
+		ok, err := l.locker.Renew(ctx, l.name, l.token, l.ttl)
+		cancel()
+		switch {
+		case l.stopCtx.Err() != nil:
+			return // released meanwhile: the outcome no longer matters
+		case err == nil && ok:
+			lastOK = start
+		case err == nil:
+			l.markLost(fmt.Errorf("%w: region %s of credential %q expired or was taken by another run", ErrLeaseLost, l.region, l.credential))
+			return
+		case !time.Now().Add(l.every).Before(lastOK.Add(l.ttl)):
+			l.markLost(fmt.Errorf("%w: region %s of credential %q could not be renewed before its ttl %s: %w", ErrLeaseLost, l.region, l.credential, l.ttl, err))
+			return
+		}
+		// A failed renewal with time left: try again at the next tick.
+	}
+}
+
+func (l *Lease) markLost(err error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.lostErr == nil {
+		l.lostErr = err
+		close(l.lost)
+	}
+}
+
+// Lost returns a channel closed when a renewal finds the lease expired or
+// taken by another holder, or when renewals failed until the lease may have
+// expired (backend unreachable). The run should then stop: another run of
+// the region may start. Release does not close it.
+func (l *Lease) Lost() <-chan struct{} { return l.lost }
+
+// Err returns why the lease was lost (wrapping ErrLeaseLost, and
+// ErrUnavailable when renewals failed), or nil while it is not lost.
+func (l *Lease) Err() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.lostErr
+}
+
+// Credential returns the lease's credential name.
+func (l *Lease) Credential() string { return l.credential }
+
+// Region returns the lease's region.
+func (l *Lease) Region() string { return l.region }
+
+// Holder returns this holder's description, as others see it.
+func (l *Lease) Holder() string { return l.owner }
+
+// TTL returns the lease's time to live; it is renewed every TTL/3.
+func (l *Lease) TTL() time.Duration { return l.ttl }
+
+// Release stops the renewal and frees the lease if it is still ours (a lease
+// taken by another holder meanwhile is left alone). It is idempotent: later
+// calls return the first call's result. A backend failure wraps
+// ErrUnavailable; the lease then expires by itself after at most its ttl.
+func (l *Lease) Release(ctx context.Context) error {
+	l.releaseOnce.Do(func() {
+		l.stop()
+		<-l.done
+		l.releaseErr = l.locker.Unlock(ctx, l.name, l.token)
+	})
+	return l.releaseErr
+}

@@ -1,0 +1,122 @@
+package quota
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"time"
+)
+
+// Run leases on the embedded backend (see lease.go): one row per held lease
+// in table leases of the quota database, decided by the local clock (the
+// backend's clock, WithClock) at microsecond precision. Every operation is
+// one BEGIN IMMEDIATE transaction, so lease decisions of every process using
+// the file are serialized like quota decisions. The table is created on
+// first use (CREATE TABLE IF NOT EXISTS, in the same transaction), so quota
+// databases created before leases existed work unchanged.
+//
+// leases: name = LeaseName(credential, region); token = the holder's token;
+// holder = its description (for people reading the table); expires_us = Unix
+// µs at which the lease stops counting (free when expires_us <= now). Rows of
+// released leases are deleted; rows of crashed holders stay until taken.
+const sqliteLeaseSchema = `CREATE TABLE IF NOT EXISTS leases (
+	name       TEXT    NOT NULL PRIMARY KEY,
+	token      TEXT    NOT NULL,
+	holder     TEXT    NOT NULL,
+	expires_us INTEGER NOT NULL
+) WITHOUT ROWID`
+
+// leaseTx begins a BEGIN IMMEDIATE transaction with the leases table present
+// and reads the clock once the write lock is held.
+func (s *SQLiteBackend) leaseTx(ctx context.Context) (*sql.Tx, int64, error) {
+	tx, err := s.db.BeginTx(ctx, nil) // BEGIN IMMEDIATE (see the DSN)
+	if err != nil {
+		return nil, 0, err
+	}
+	if _, err := tx.ExecContext(ctx, sqliteLeaseSchema); err != nil {
+		tx.Rollback()
+		return nil, 0, err
+	}
+	return tx, s.clock().UnixMicro(), nil
+}
+
+// TryLock implements Locker: in one transaction it takes the lease when it
+// has no row, its row expired (expires_us <= now) or its row holds token,
+// setting expires_us = now + ttl. Database failures wrap ErrUnavailable.
+func (s *SQLiteBackend) TryLock(ctx context.Context, name, token string, ttl time.Duration) (bool, string, time.Duration, error) {
+	if err := checkLockArgs(name, token, ttl, true); err != nil {
+		return false, "", 0, err
+	}
+	tx, nowUS, err := s.leaseTx(ctx)
+	if err != nil {
+		return false, "", 0, sqliteUnavailable("lease lock", err)
+	}
+	defer tx.Rollback()
+	var curToken, curHolder string
+	var expUS int64
+	err = tx.QueryRowContext(ctx, `SELECT token, holder, expires_us FROM leases WHERE name = ?`, name).Scan(&curToken, &curHolder, &expUS)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+	case err != nil:
+		return false, "", 0, sqliteUnavailable("lease lock", err)
+	case expUS > nowUS && curToken != token:
+		return false, curHolder, time.Duration(expUS-nowUS) * time.Microsecond, nil
+	}
+	holder := leaseHolderOf(token)
+	_, err = tx.ExecContext(ctx, `INSERT INTO leases (name, token, holder, expires_us) VALUES (?, ?, ?, ?)
+		ON CONFLICT (name) DO UPDATE SET token = excluded.token, holder = excluded.holder, expires_us = excluded.expires_us`,
+		name, token, holder, nowUS+leaseTTLMillis(ttl)*1000)
+	if err != nil {
+		return false, "", 0, sqliteUnavailable("lease lock", err)
+	}
+	if err := tx.Commit(); err != nil {
+		return false, "", 0, sqliteUnavailable("lease lock", err)
+	}
+	return true, holder, time.Duration(leaseTTLMillis(ttl)) * time.Millisecond, nil
+}
+
+// Renew implements Locker: it sets expires_us = now + ttl only if the row
+// holds token and has not expired. Database failures wrap ErrUnavailable.
+func (s *SQLiteBackend) Renew(ctx context.Context, name, token string, ttl time.Duration) (bool, error) {
+	if err := checkLockArgs(name, token, ttl, true); err != nil {
+		return false, err
+	}
+	tx, nowUS, err := s.leaseTx(ctx)
+	if err != nil {
+		return false, sqliteUnavailable("lease renew", err)
+	}
+	defer tx.Rollback()
+	res, err := tx.ExecContext(ctx, `UPDATE leases SET expires_us = ? WHERE name = ? AND token = ? AND expires_us > ?`,
+		nowUS+leaseTTLMillis(ttl)*1000, name, token, nowUS)
+	if err != nil {
+		return false, sqliteUnavailable("lease renew", err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return false, sqliteUnavailable("lease renew", err)
+	}
+	if err := tx.Commit(); err != nil {
+		return false, sqliteUnavailable("lease renew", err)
+	}
+	return n == 1, nil
+}
+
+// Unlock implements Locker: it deletes the row only if it holds token.
+// Database failures wrap ErrUnavailable.
+func (s *SQLiteBackend) Unlock(ctx context.Context, name, token string) error {
+	if err := checkLockArgs(name, token, 0, false); err != nil {
+		return err
+	}
+	tx, _, err := s.leaseTx(ctx)
+	if err != nil {
+		return sqliteUnavailable("lease unlock", err)
+	}
+	defer tx.Rollback()
+	if _, err := tx.ExecContext(ctx, `DELETE FROM leases WHERE name = ? AND token = ?`, name, token); err != nil {
+		return sqliteUnavailable("lease unlock", err)
+	}
+	if err := tx.Commit(); err != nil {
+		return sqliteUnavailable("lease unlock", err)
+	}
+	return nil
+}

@@ -1,0 +1,150 @@
+package schedule
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/robfig/cron/v3"
+
+	"github.com/trendfetch/trendfetch/internal/regions"
+)
+
+func mustLoc(t *testing.T, name string) *time.Location {
+	t.Helper()
+	loc, err := time.LoadLocation(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return loc
+}
+
+func utc(s string) time.Time {
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		panic(err)
+	}
+	return t
+}
+
+func TestEveryAlignedToMidnight(t *testing.T) {
+	for _, tc := range []struct {
+		every   time.Duration
+		loc     string
+		from    string
+		want    string
+		whatFor string
+	}{
+		{2 * time.Hour, "UTC", "2026-03-10T10:59:00Z", "2026-03-10T12:00:00Z", "even hours"},
+		{2 * time.Hour, "UTC", "2026-03-10T12:00:00Z", "2026-03-10T14:00:00Z", "strictly after"},
+		{2 * time.Hour, "UTC", "2026-03-10T23:30:00Z", "2026-03-11T00:00:00Z", "next day"},
+		{24 * time.Hour, "UTC", "2026-12-31T08:00:00Z", "2027-01-01T00:00:00Z", "next year"},
+		{time.Second, "UTC", "2026-03-10T10:59:59.2Z", "2026-03-10T11:00:00Z", "seconds"},
+		{15 * time.Minute, "UTC", "2026-03-10T10:07:00Z", "2026-03-10T10:15:00Z", "quarter hours"},
+		// 2h in Tokyo (UTC+9): local even hours are odd hours in UTC.
+		{2 * time.Hour, "Asia/Tokyo", "2026-03-10T10:59:00Z", "2026-03-10T11:00:00Z", "local even hours"},
+		// Los Angeles springs forward at 02:00 on 2026-03-08: 01:00 PST is
+		// followed by 03:00 PDT (02:00 does not exist).
+		{time.Hour, "America/Los_Angeles", "2026-03-08T09:30:00Z", "2026-03-08T10:00:00Z", "02:00 does not exist that day: the tick is 03:00 PDT = 10:00Z"},
+		// 7m does not divide 24h: aligned to the zero time, not to midnight.
+		{7 * time.Minute, "UTC", "2026-03-10T10:00:00Z", utc("2026-03-10T10:00:00Z").Truncate(7 * time.Minute).Add(7 * time.Minute).Format(time.RFC3339), "non-divisor"},
+	} {
+		got := Every{Interval: tc.every, Location: mustLoc(t, tc.loc)}.Next(utc(tc.from))
+		if !got.Equal(utc(tc.want)) {
+			t.Errorf("Every{%s, %s}.Next(%s) = %s, want %s (%s)", tc.every, tc.loc, tc.from, got.UTC().Format(time.RFC3339Nano), tc.want, tc.whatFor)
+		}
+	}
+	if !(Every{}).Next(time.Now()).IsZero() {
+		t.Error("Every{0} has a next tick")
+	}
+}
+
+func TestStaggeredNextRunsAreDistinctAndMatchCrontab(t *testing.T) {
+	list := []string{"US", "GB", "JP"}
+	from := utc("2026-03-10T10:59:00Z")
+	base := Every{Interval: 2 * time.Hour, Location: time.UTC}
+	// What `trendfetch crontab` prints for the same config, read by cron's
+	// standard parser: the scheduler must fire at exactly these times.
+	crontab := map[string]string{"US": "0 */2 * * *", "GB": "3 */2 * * *", "JP": "6 */2 * * *"}
+	seen := map[time.Time]string{}
+	for _, o := range regions.Stagger(list, 3*time.Minute) {
+		s := Shift{Schedule: base, Offset: o.Offset}
+		std, err := cron.ParseStandard("CRON_TZ=UTC " + crontab[o.Region])
+		if err != nil {
+			t.Fatal(err)
+		}
+		at := from
+		for range 30 {
+			got, want := s.Next(at), std.Next(at)
+			if !got.Equal(want) {
+				t.Fatalf("%s: next after %s = %s, cron line %q says %s", o.Region, at, got, crontab[o.Region], want)
+			}
+			if prev, dup := seen[got]; dup {
+				t.Fatalf("%s and %s both run at %s", prev, o.Region, got)
+			}
+			seen[got] = o.Region
+			at = got
+		}
+	}
+}
+
+func TestParseSpecTimeZones(t *testing.T) {
+	from := utc("2026-07-01T00:00:00Z")
+	for _, tc := range []struct {
+		spec, tz, want string
+	}{
+		// 06:00 in New York in July is 10:00 UTC (EDT, UTC-4).
+		{"CRON_TZ=America/New_York 0 6 * * *", "", "2026-07-01T10:00:00Z"},
+		{"TZ=America/New_York 0 6 * * *", "", "2026-07-01T10:00:00Z"},
+		// The config's time zone applies when the spec has none...
+		{"0 6 * * *", "Asia/Tokyo", "2026-07-01T21:00:00Z"},
+		// ...and the spec's own prefix wins over it.
+		{"CRON_TZ=UTC 0 6 * * *", "Asia/Tokyo", "2026-07-01T06:00:00Z"},
+		// Six fields: seconds first.
+		{"*/10 * * * * *", "UTC", "2026-07-01T00:00:10Z"},
+		{"@every 90s", "", "2026-07-01T00:01:30Z"},
+		{"@hourly", "UTC", "2026-07-01T01:00:00Z"},
+	} {
+		s, err := ParseSpec(tc.spec, tc.tz)
+		if err != nil {
+			t.Errorf("ParseSpec(%q, %q): %v", tc.spec, tc.tz, err)
+			continue
+		}
+		if got := s.Next(from); !got.Equal(utc(tc.want)) {
+			t.Errorf("ParseSpec(%q, %q).Next(%s) = %s, want %s", tc.spec, tc.tz, from, got.UTC(), tc.want)
+		}
+	}
+	// The standard parser agrees on a CRON_TZ spec (what the crontab and
+	// the scheduler both read).
+	std, err := cron.ParseStandard("CRON_TZ=Europe/London 30 6 * * 1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ours, err := ParseSpec("CRON_TZ=Europe/London 30 6 * * 1", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a, b := std.Next(from), ours.Next(from); !a.Equal(b) || !a.Equal(utc("2026-07-06T05:30:00Z")) {
+		t.Errorf("ParseStandard %s, ParseSpec %s, want 2026-07-06T05:30:00Z (Monday 06:30 BST)", a, b)
+	}
+	for _, bad := range []string{"", "61 * * * *", "CRON_TZ=Nowhere/Else 0 * * * *", "every 2h"} {
+		if _, err := ParseSpec(bad, ""); err == nil {
+			t.Errorf("ParseSpec(%q) accepted", bad)
+		} else if bad != "" && !strings.Contains(err.Error(), bad) {
+			t.Errorf("ParseSpec(%q) error %q does not quote the spec", bad, err)
+		}
+	}
+}
+
+func TestShiftAddsTheOffset(t *testing.T) {
+	s := Shift{Schedule: Every{Interval: time.Hour, Location: time.UTC}, Offset: 10 * time.Minute}
+	for from, want := range map[string]string{
+		"2026-03-10T10:00:00Z": "2026-03-10T10:10:00Z",
+		"2026-03-10T10:10:00Z": "2026-03-10T11:10:00Z",
+		"2026-03-10T10:09:59Z": "2026-03-10T10:10:00Z",
+	} {
+		if got := s.Next(utc(from)); !got.Equal(utc(want)) {
+			t.Errorf("Next(%s) = %s, want %s", from, got, want)
+		}
+	}
+}

@@ -1,0 +1,208 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Channel is one channels.list item (snippet, statistics).
+type Channel struct {
+	// ID is the YouTube channel id (UC...); required.
+	ID    string
+	Title string
+	// Country is snippet.country (ISO 3166-1 alpha-2), "" when not set.
+	Country string
+	// Subscribers, Videos and Views are nil when the API hides or omits
+	// them (statistics.hiddenSubscriberCount, no statistics part).
+	Subscribers, Videos, Views *int64
+}
+
+// StoredChannel is a Channel with the time it was fetched.
+type StoredChannel struct {
+	Channel
+	FetchedAt time.Time
+}
+
+// maxIDsPerQuery bounds the ids bound into one IN (...) list (SQLite
+// allows 32766 parameters; smaller lists keep each statement cheap).
+const maxIDsPerQuery = 500
+
+// upsertChannelsSQL upserts n channels in one statement, 7 parameters
+// each. An older fetch does not overwrite a newer one.
+func upsertChannelsSQL(n int) string {
+	var b strings.Builder
+	b.WriteString(`INSERT INTO channels (id, title, country, subscriber_count, video_count, view_count, fetched_at) VALUES `)
+	for i := 0; i < n; i++ {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString("(?,?,?,?,?,?,?)")
+	}
+	b.WriteString(`
+ON CONFLICT (id) DO UPDATE SET
+    title            = excluded.title,
+    country          = excluded.country,
+    subscriber_count = excluded.subscriber_count,
+    video_count      = excluded.video_count,
+    view_count       = excluded.view_count,
+    fetched_at       = excluded.fetched_at
+WHERE excluded.fetched_at >= channels.fetched_at`)
+	return b.String()
+}
+
+// UpsertChannels stores channels in one transaction, replacing every field
+// of known ids and stamping fetched_at with at (zero means now); a channel
+// stored with a later fetched_at is kept as it is. A channel that
+// channels.list did not return (deleted, terminated) may be stored as
+// Channel{ID: id} so that StaleChannels does not offer it again before the
+// next refresh. If an id appears twice in chs, the last one wins.
+//
+// Errors: a channel without ID is rejected before writing; database
+// errors leave nothing stored.
+func (s *Store) UpsertChannels(ctx context.Context, chs []Channel, at time.Time) error {
+	for i := range chs {
+		if chs[i].ID == "" {
+			return fmt.Errorf("cannot store channels: channel %d of %d has no id", i+1, len(chs))
+		}
+	}
+	if len(chs) == 0 {
+		return nil
+	}
+	if at.IsZero() {
+		at = time.Now()
+	}
+	ts := fmtTime(at)
+	// One row per id per statement: ON CONFLICT cannot update a row twice.
+	last := make(map[string]int, len(chs))
+	for i := range chs {
+		last[chs[i].ID] = i
+	}
+	uniq := make([]Channel, 0, len(last))
+	for i := range chs {
+		if last[chs[i].ID] == i {
+			uniq = append(uniq, chs[i])
+		}
+	}
+	err := s.withTx(ctx, func(tx *sql.Tx) error {
+		for len(uniq) > 0 {
+			n := min(len(uniq), maxRowsPerStatement)
+			args := make([]any, 0, 7*n)
+			for _, c := range uniq[:n] {
+				args = append(args, c.ID, c.Title, c.Country,
+					nullInt(c.Subscribers), nullInt(c.Videos), nullInt(c.Views), ts)
+			}
+			if err := s.txExec(ctx, tx, upsertChannelsSQL(n), n, args); err != nil {
+				return err
+			}
+			uniq = uniq[n:]
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("cannot store channels: %w", err)
+	}
+	return nil
+}
+
+// Channel returns the stored channel with the given id, or an error
+// wrapping ErrNotFound.
+func (s *Store) Channel(ctx context.Context, id string) (StoredChannel, error) {
+	var (
+		c                 StoredChannel
+		subs, vids, views sql.NullInt64
+		fetched           sql.NullString
+	)
+	err := s.db.QueryRowContext(ctx, `
+SELECT id, title, country, subscriber_count, video_count, view_count, fetched_at
+FROM channels WHERE id = ?`, id).Scan(&c.ID, &c.Title, &c.Country, &subs, &vids, &views, &fetched)
+	if errors.Is(err, sql.ErrNoRows) {
+		return StoredChannel{}, fmt.Errorf("channel %s: %w", id, ErrNotFound)
+	}
+	if err != nil {
+		return StoredChannel{}, fmt.Errorf("cannot read channel %s: %w", id, err)
+	}
+	c.Subscribers, c.Videos, c.Views = intPtr(subs), intPtr(vids), intPtr(views)
+	c.FetchedAt = parseTime(fetched)
+	return c, nil
+}
+
+// CountChannels returns the number of stored channels.
+func (s *Store) CountChannels(ctx context.Context) (int64, error) {
+	var n int64
+	if err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM channels`).Scan(&n); err != nil {
+		return 0, fmt.Errorf("cannot count channels: %w", err)
+	}
+	return n, nil
+}
+
+// StaleChannels returns the ids among ids that need a channels.list call:
+// no stored row, or fetched before olderThan. The result keeps the input
+// order without duplicates or empty ids, and is empty (nil) when every
+// channel is fresh. Any number of ids is accepted (queried in chunks of
+// 500).
+func (s *Store) StaleChannels(ctx context.Context, ids []string, olderThan time.Time) ([]string, error) {
+	fresh, err := s.existing(ctx,
+		`SELECT id FROM channels WHERE fetched_at >= ? AND id IN `, []any{fmtTime(olderThan)}, ids)
+	if err != nil {
+		return nil, fmt.Errorf("cannot find stale channels: %w", err)
+	}
+	var out []string
+	seen := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		if id == "" || seen[id] || fresh[id] {
+			continue
+		}
+		seen[id] = true
+		out = append(out, id)
+	}
+	return out, nil
+}
+
+// KnownVideos returns the set of ids among ids that are stored in videos
+// (map value true; unknown ids are absent). Any number of ids is accepted
+// (queried in chunks of 500, one index lookup per id).
+func (s *Store) KnownVideos(ctx context.Context, ids []string) (map[string]bool, error) {
+	known, err := s.existing(ctx, `SELECT id FROM videos WHERE id IN `, nil, ids)
+	if err != nil {
+		return nil, fmt.Errorf("cannot look up videos: %w", err)
+	}
+	return known, nil
+}
+
+// existing runs prefix + "(?,?,...)" over ids in chunks, with args bound
+// before the ids, and returns the set of the first column's values.
+func (s *Store) existing(ctx context.Context, prefix string, args []any, ids []string) (map[string]bool, error) {
+	out := make(map[string]bool)
+	for len(ids) > 0 {
+		n := min(len(ids), maxIDsPerQuery)
+		a := make([]any, 0, len(args)+n)
+		a = append(a, args...)
+		for _, id := range ids[:n] {
+			a = append(a, id)
+		}
+		q := prefix + "(" + strings.Repeat("?,", n-1) + "?)"
+		rows, err := s.db.QueryContext(ctx, q, a...)
+		if err != nil {
+			return nil, err
+		}
+		for rows.Next() {
+			var id string
+			if err := rows.Scan(&id); err != nil {
+				rows.Close()
+				return nil, err
+			}
+			out[id] = true
+		}
+		err = rows.Err()
+		rows.Close()
+		if err != nil {
+			return nil, err
+		}
+		ids = ids[n:]
+	}
+	return out, nil
+}

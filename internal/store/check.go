@@ -1,0 +1,62 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Check verifies the database: PRAGMA integrity_check (b-trees, indexes,
+// constraints of every table), PRAGMA foreign_key_check, and FTS5's
+// integrity-check of both search indexes (videos_fts, videos_tri) against
+// their content table. It reads the whole file, so it takes about as long
+// as reading it (seconds for a large archive), and it needs a writable
+// Store: FTS5 checks are requested with an INSERT, which a read-only handle
+// refuses. It returns nil when everything is consistent, otherwise an error
+// naming the first problems found.
+func (s *Store) Check(ctx context.Context) error {
+	rows, err := s.db.QueryContext(ctx, `PRAGMA integrity_check(20)`)
+	if err != nil {
+		return fmt.Errorf("integrity check: %w", err)
+	}
+	var problems []string
+	for rows.Next() {
+		var msg string
+		if err := rows.Scan(&msg); err != nil {
+			rows.Close()
+			return fmt.Errorf("integrity check: %w", err)
+		}
+		if msg != "ok" {
+			problems = append(problems, msg)
+		}
+	}
+	err = rows.Err()
+	rows.Close()
+	if err != nil {
+		return fmt.Errorf("integrity check: %w", err)
+	}
+	if len(problems) > 0 {
+		return fmt.Errorf("integrity check failed: %s", strings.Join(problems, "; "))
+	}
+
+	var table, parent string
+	var rowid, fkid any
+	err = s.db.QueryRowContext(ctx, `PRAGMA foreign_key_check`).Scan(&table, &rowid, &parent, &fkid)
+	switch {
+	case err == nil:
+		return fmt.Errorf("foreign key check failed: a row of %s refers to a missing row of %s", table, parent)
+	case !errors.Is(err, sql.ErrNoRows):
+		return fmt.Errorf("foreign key check: %w", err)
+	}
+
+	// rank = 1: also compare the index with the content table (videos).
+	for _, fts := range []string{"videos_fts", "videos_tri"} {
+		if _, err := s.db.ExecContext(ctx,
+			`INSERT INTO `+fts+` (`+fts+`, rank) VALUES ('integrity-check', 1)`); err != nil {
+			return fmt.Errorf("full-text index %s check failed: %w", fts, err)
+		}
+	}
+	return nil
+}
