@@ -6,11 +6,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"google.golang.org/api/youtube/v3"
 
@@ -315,5 +318,74 @@ func TestHelpVersionAndEmptyStatus(t *testing.T) {
 	res = e.run("search", "anything")
 	if res.code != 1 || !strings.Contains(res.stderr, "run `trendfetch run` first") {
 		t.Errorf("search without a database: exit %d\n%s", res.code, res.stderr)
+	}
+}
+
+// TestSignalsAndLease: SIGTERM mid-run exits 143 and records the run as
+// interrupted with whole pages only; while a run holds the region's lease a
+// second `run` of that region exits 3 at once.
+func TestSignalsAndLease(t *testing.T) {
+	emu := youtubetest.New()
+	emu.SetChart("US", youtubetest.Sample())
+	inFlight := make(chan struct{}, 1)
+	emu.SetHook(func(w http.ResponseWriter, r *http.Request) bool {
+		if r.URL.Query().Get("pageToken") != "" {
+			select {
+			case inFlight <- struct{}{}:
+			default:
+			}
+			<-r.Context().Done() // page 2 hangs until the client gives up
+			return true
+		}
+		return false
+	})
+	url := emu.StartTest(t)
+	e := newEnv(t)
+	e.vars["YOUTUBE_API_KEY"] = "k"
+	cmd := exec.Command(binary, "--api-endpoint", url, "run", "--region", "US")
+	for k, v := range e.vars {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-inFlight:
+	case <-time.After(20 * time.Second):
+		cmd.Process.Kill()
+		t.Fatalf("page 2 never requested; stderr:\n%s", stderr.String())
+	}
+
+	res := e.run("--api-endpoint", url, "run", "--region", "US")
+	if res.code != 3 || !strings.Contains(res.stderr, "already being run") {
+		t.Errorf("second run while the first holds the lease: exit %d, stderr:\n%s", res.code, res.stderr)
+	}
+
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	err := cmd.Wait()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 143 {
+		t.Fatalf("after SIGTERM: %v, want exit 143; stderr:\n%s", err, stderr.String())
+	}
+	st := openStore(t, e.dbPath())
+	runs, err := st.Runs(context.Background(), 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(runs) != 1 || runs[0].Outcome != store.OutcomeInterrupted || runs[0].Pages != 1 || runs[0].Videos != 50 {
+		t.Fatalf("runs = %+v, want one interrupted run with page 1 (50 videos) kept", runs)
+	}
+	if n, _ := st.CountVideos(context.Background()); n != 50 {
+		t.Errorf("%d videos stored, want 50", n)
+	}
+
+	emu.SetHook(nil)
+	res = e.run("--api-endpoint", url, "run", "--region", "US")
+	if res.code != 0 {
+		t.Errorf("run after the interrupted one: exit %d\n%s", res.code, res.stderr)
 	}
 }
