@@ -288,7 +288,7 @@ func outcome(ctx context.Context, err error) (store.Outcome, string) {
 	case errors.As(err, &stop):
 		return store.OutcomeDenied, stop.Reason
 	case errors.Is(context.Cause(ctx), errLeaseLost):
-		return store.OutcomeFailed, errLeaseLost.Error()
+		return store.OutcomeFailed, context.Cause(ctx).Error()
 	case errors.Is(err, context.Canceled):
 		reason := "interrupted"
 		if cause := context.Cause(ctx); cause != nil && cause != context.Canceled {

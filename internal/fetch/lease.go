@@ -3,6 +3,7 @@ package fetch
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -14,9 +15,10 @@ import (
 // lease expires this long after the last renewal (every third of it).
 const defaultLeaseTTL = 2 * time.Minute
 
-// errLeaseLost is the cause of a run's cancellation when its lease was
-// taken over (it had expired: the process stalled longer than the TTL).
-var errLeaseLost = errors.New("run lease lost: the lease expired and another process took the region")
+// errLeaseLost is the cause of a run's cancellation when its lease was lost
+// (renewals failed until it expired, or it expired and another process
+// took the region); the lease's own error says which.
+var errLeaseLost = errors.New("run lease lost")
 
 // lease takes the run lease of (credential, region) so two runs of one
 // region never overlap, on any host sharing the quota backend. It returns a
@@ -42,8 +44,9 @@ func (r *Runner) lease(ctx context.Context, log zerolog.Logger, region, holder s
 	go func() {
 		select {
 		case <-l.Lost():
-			log.Error().Msg(errLeaseLost.Error())
-			cancel(errLeaseLost)
+			err := fmt.Errorf("%w: %v", errLeaseLost, l.Err())
+			log.Error().Err(err).Msg("stopping the run: another process may now run this region")
+			cancel(err)
 		case <-ctx.Done():
 		}
 	}()

@@ -382,3 +382,18 @@ func BenchmarkSearchTwoWordsRegion(b *testing.B) {
 	}
 	benchSearch(b, qs)
 }
+
+// BenchmarkSearchPiece: four-letter pieces from inside mid-frequency words,
+// which are rarely words themselves, so the word index finds fewer than the
+// limit and the trigram index fills up (see Search).
+func BenchmarkSearchPiece(b *testing.B) {
+	rng := rand.New(rand.NewPCG(9, 9))
+	var qs []SearchQuery
+	for len(qs) < 64 {
+		w := benchVocab.words[20+rng.IntN(380)]
+		if len(w) >= 6 {
+			qs = append(qs, SearchQuery{Text: w[1:5]})
+		}
+	}
+	benchSearch(b, qs)
+}

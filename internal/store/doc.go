@@ -1,6 +1,6 @@
 // Package store is trendfetch's SQLite database: schema migrations, video
-// upserts, chart snapshots, run records, categories and FTS5 search
-// (DESIGN.md §5, §6).
+// upserts, chart and search-hit snapshots, channels, run records,
+// categories and FTS5 search (DESIGN.md §5, §6).
 //
 // It uses modernc.org/sqlite (pure Go) in WAL mode with a busy timeout and
 // BEGIN IMMEDIATE write transactions, so that several cron processes may
@@ -11,7 +11,12 @@
 //
 //	st, err := store.Open(ctx, path) // creates the file, applies migrations
 //	id, err := st.StartRun(ctx, store.Run{Region: "US", ...})
-//	err = st.SavePage(ctx, id, "US", 1, videos, time.Now()) // per page
+//	n, err := st.AbandonRuns(ctx, cred, "US", started) // under the region's lease
+//	err = st.SavePage(ctx, id, "US", 1, videos, time.Now()) // per chart page
+//	err = st.SaveSnapshot(ctx, id, "US", store.KindSearch, q, 1, hits, time.Now())
+//	stale, err := st.StaleChannels(ctx, channelIDs, time.Now().Add(-24*time.Hour))
+//	err = st.UpsertChannels(ctx, channels, time.Now())
+//	at, err := st.CategoriesFetchedAt(ctx, "US") // refresh weekly
 //	err = st.FinishRun(ctx, store.Run{ID: id, Outcome: store.OutcomeSuccess, ...})
 //
 // and by the read-only commands:
@@ -20,5 +25,12 @@
 //	hits, err := st.Search(ctx, store.SearchQuery{Text: "lofi beats"})
 //
 // Search text is translated by ParseQuery into an FTS5 expression that is
-// bound as a parameter, never interpolated into SQL.
+// bound as a parameter, never interpolated into SQL. Two external-content
+// FTS5 indexes over videos, kept in sync by guarded triggers, answer it: a
+// word index (unicode61: title, tags, channel title, description) and a
+// trigram index (title, channel title) for Japanese, Chinese, Korean, Thai
+// and for parts of words; Search documents which one answers a query.
+//
+// Check verifies the file and both indexes, for reliability tests and
+// operators.
 package store

@@ -35,7 +35,7 @@ func TestMigrateFresh(t *testing.T) {
 	if len(names) != want || names[0] != "0001_init.sql" {
 		t.Errorf("schema_migrations = %v", names)
 	}
-	for _, tbl := range []string{"videos", "video_stats", "runs", "snapshots", "categories", "videos_fts"} {
+	for _, tbl := range []string{"videos", "video_stats", "runs", "snapshots", "categories", "videos_fts", "channels", "videos_tri"} {
 		var n int
 		s.db.QueryRow(`SELECT count(*) FROM sqlite_schema WHERE name = ?`, tbl).Scan(&n)
 		if n != 1 {
@@ -118,6 +118,53 @@ func TestMigrateUpgrade(t *testing.T) {
 	defer s.Close()
 	if hits := search(t, s, SearchQuery{Text: "okapi"}); len(hits) != 1 {
 		t.Errorf("pre-existing video not indexed: %v", hits)
+	}
+}
+
+func TestMigrateFromV2(t *testing.T) {
+	// A released v2 database with a chart keeps it through 0003's rebuild
+	// of snapshots, and its videos become findable by substring (0004).
+	ctx := context.Background()
+	all, err := loadMigrations(migrationsFS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "v2.db")
+	s, err := openDB(ctx, path, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := migrate(ctx, s.db, path, all[:2]); err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{
+		`INSERT INTO runs (id, region, started_at, units) VALUES (1, 'JP', 'x', '{"units":1}')`,
+		`INSERT INTO videos (id, title, first_seen_at) VALUES ('a', '東京タワーの夜景', 'x'), ('b', 'second', 'x')`,
+		`INSERT INTO snapshots (run_id, region, kind, rank, video_id, captured_at) VALUES (1, 'JP', 'chart', 1, 'a', 'x'), (1, 'JP', 'chart', 2, 'b', 'x')`,
+	} {
+		if _, err := s.db.Exec(q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.Close()
+	s, err = Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	chart, err := s.Chart(ctx, 1, "JP")
+	if err != nil || len(chart) != 2 || chart[0].VideoID != "a" || chart[1].Rank != 2 {
+		t.Errorf("chart after migration: %+v, %v", chart, err)
+	}
+	if hits := search(t, s, SearchQuery{Text: "タワー", Region: "JP"}); len(hits) != 1 || hits[0].VideoID != "a" {
+		t.Errorf("pre-existing video not in the trigram index: %+v", hits)
+	}
+	runs, err := s.Runs(ctx, 0)
+	if err != nil || len(runs) != 1 || runs[0].Units["units"] != 1 || len(runs[0].Calls) != 0 {
+		t.Errorf("runs after migration: %+v, %v", runs, err)
+	}
+	if err := s.Check(ctx); err != nil {
+		t.Error(err)
 	}
 }
 

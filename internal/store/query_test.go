@@ -79,3 +79,18 @@ func FuzzParseQuery(f *testing.F) {
 		}
 	})
 }
+
+func TestNeedsTrigram(t *testing.T) {
+	for text, want := range map[string]bool{
+		"lofi beats": false, "Путин": false, "kākāpō": false, "Bölüm": false,
+		"ハロウィン": true, "東京": true, "방탄소년단": true, "ครั้งแรก": true, "lofi 東京": true,
+	} {
+		groups, err := parseTerms(text)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := needsTrigram(groups); got != want {
+			t.Errorf("needsTrigram(%q) = %v", text, got)
+		}
+	}
+}

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"errors"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -116,4 +117,70 @@ func contains(ss []string, s string) bool {
 		}
 	}
 	return false
+}
+
+func TestSearchTrigram(t *testing.T) {
+	ctx := context.Background()
+	s, _ := openTest(t)
+	at := time.Now()
+	jp := []Video{
+		{ID: "halloween", Title: "【閲覧注意】ハロウィン気乗りしない奴がホラー飯作ってみたw", ChannelTitle: "しばなんチャンネル"},
+		{ID: "tokyo", Title: "東京タワーからの夜景", ChannelTitle: "旅チャンネル"},
+		{ID: "tokyo2", Title: "東京の朝ごはん", ChannelTitle: "Food JP"},
+		{ID: "bts", Title: "방탄소년단이 부른 노래 (BTS)", ChannelTitle: "ibighit"},
+	}
+	ru := []Video{
+		{ID: "putin", Title: "Путина спросили о пенсиях", ChannelTitle: "Новости"},
+		{ID: "putin2", Title: "Путин и Ёлка", ChannelTitle: "Новости", Description: "Путин"},
+	}
+	if err := s.SavePage(ctx, startRun(t, s, "JP"), "JP", 1, jp, at); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SavePage(ctx, startRun(t, s, "RU"), "RU", 1, ru, at); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		q, region string
+		want      []string // exact ids, in order unless anyOrder
+		anyOrder  bool
+	}{
+		{q: "ハロウィン", want: []string{"halloween"}}, // inside a unicode61 token
+		{q: "ホラー飯", want: []string{"halloween"}},  // mixed Kana and Han
+		{q: "しばなん", want: []string{"halloween"}},  // channel title
+		{q: "東京タワー", want: []string{"tokyo"}},
+		{q: "チャンネル 夜景", want: []string{"tokyo"}}, // AND of two trigram terms
+		{q: "チャンネル 東京", want: []string{"tokyo"}}, // 東京 is short: substring filter
+		{q: "ホラー OR 朝ごはん", want: []string{"tokyo2", "halloween"}},
+		{q: "東京", want: []string{"tokyo", "tokyo2"}, anyOrder: true}, // all short: word-index prefix
+		{q: "방탄소년단", want: []string{"bts"}},                          // particle 이 attached
+		{q: "ハロウィン", region: "RU", want: nil},
+		{q: "ハロウィン", region: "JP", want: []string{"halloween"}},
+		{q: "путин", want: []string{"putin2", "putin"}}, // word hit, then fill-up
+		{q: "ёлка", want: []string{"putin2"}},
+		{q: "пенси", want: []string{"putin"}}, // no word hit: trigram only
+		{q: "утин", region: "JP", want: nil},
+	}
+	for _, tc := range tests {
+		hits := search(t, s, SearchQuery{Text: tc.q, Region: tc.region})
+		got := hitIDs(hits)
+		if tc.anyOrder {
+			sort.Strings(got)
+		}
+		if strings.Join(got, " ") != strings.Join(tc.want, " ") {
+			t.Errorf("%q region %q: got %v, want %v", tc.q, tc.region, got, tc.want)
+		}
+		for _, h := range hits {
+			if h.Snippet == "" || h.LastSeen.IsZero() {
+				t.Errorf("%q: hit without snippet or last seen: %+v", tc.q, h)
+			}
+		}
+	}
+	if hits := search(t, s, SearchQuery{Text: "ハロウィン"}); len(hits) == 1 &&
+		!strings.Contains(hits[0].Snippet, HighlightStart+"ハロウィン"+HighlightEnd) {
+		t.Errorf("trigram snippet: %q", hits[0].Snippet)
+	}
+	if hits := search(t, s, SearchQuery{Text: "путин", Limit: 1}); len(hits) != 1 {
+		t.Errorf("fill-up exceeds limit: %v", hitIDs(hits))
+	}
+	ftsIntegrity(t, s)
 }

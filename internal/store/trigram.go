@@ -26,7 +26,7 @@ func needsTrigram(groups [][]qterm) bool {
 	for _, g := range groups {
 		for _, t := range g {
 			for _, r := range t.text {
-				if r >= 0x2E80 && unicode.In(r, unsegmentedScripts...) {
+				if r >= 0x0E00 && unicode.In(r, unsegmentedScripts...) { // U+0E00 Thai is the lowest
 					return true
 				}
 			}
