@@ -18,6 +18,7 @@ import (
 	"google.golang.org/api/youtube/v3"
 
 	"github.com/trendfetch/trendfetch/internal/fetch/youtubetest"
+	"github.com/trendfetch/trendfetch/internal/quota/redistest"
 	"github.com/trendfetch/trendfetch/internal/store"
 )
 
@@ -387,5 +388,56 @@ func TestSignalsAndLease(t *testing.T) {
 	res = e.run("--api-endpoint", url, "run", "--region", "US")
 	if res.code != 0 {
 		t.Errorf("run after the interrupted one: exit %d\n%s", res.code, res.stderr)
+	}
+}
+
+// TestRedisBackendDownPolicies runs the binary against a real redis-server
+// that is killed: a fail-open call site runs unmetered (exit 0), a
+// fail-closed one stops like a denial (exit 75); both runs are recorded.
+func TestRedisBackendDownPolicies(t *testing.T) {
+	srv := redistest.Start(t)
+	emu := youtubetest.New()
+	emu.SetChart("US", youtubetest.Sample())
+	url := emu.StartTest(t)
+	e := newEnv(t)
+	e.vars["YOUTUBE_API_KEY"] = "k"
+	e.vars["TRENDFETCH_REDIS_URL"] = srv.URL()
+
+	res := e.run("--api-endpoint", url, "run", "--region", "US")
+	if res.code != 0 {
+		t.Fatalf("with Redis up: exit %d\n%s", res.code, res.stderr)
+	}
+	res = e.run("quota", "status", "--json")
+	var status statusOut
+	if err := json.Unmarshal([]byte(res.stdout), &status); err != nil || status.Backend != "redis" || status.Buckets[0].Used != 2 {
+		t.Fatalf("quota status on redis: %v %+v\n%s", err, status, res.stderr)
+	}
+
+	srv.Kill()
+	res = e.run("--api-endpoint", url, "run", "--region", "US")
+	if res.code != 0 || !strings.Contains(res.stderr, "quota backend unavailable") {
+		t.Errorf("fail-open with Redis down: exit %d, want 0 with a warning\n%s", res.code, res.stderr)
+	}
+	cfg := e.writeConfig("quota:\n  policies:\n    videos.list: fail-closed\n")
+	res = e.run("--config", cfg, "--api-endpoint", url, "run", "--region", "US")
+	if res.code != 75 || !strings.Contains(res.stderr, "limiter unavailable") {
+		t.Errorf("fail-closed with Redis down: exit %d, want 75\n%s", res.code, res.stderr)
+	}
+	res = e.run("quota", "status")
+	if res.code != 1 || !strings.Contains(res.stdout, "UNREACHABLE") {
+		t.Errorf("quota status with Redis down: exit %d, want 1 and UNREACHABLE\n%s%s", res.code, res.stdout, res.stderr)
+	}
+
+	st := openStore(t, e.dbPath())
+	runs, err := st.Runs(context.Background(), 10)
+	if err != nil || len(runs) != 3 {
+		t.Fatalf("runs: %v, %d recorded, want 3", err, len(runs))
+	}
+	// Newest first: fail-closed, fail-open, normal.
+	if runs[0].Outcome != store.OutcomeDenied || !strings.Contains(runs[0].Reason, "limiter unavailable") {
+		t.Errorf("fail-closed run recorded as %+v", runs[0])
+	}
+	if runs[1].Outcome != store.OutcomeSuccess || runs[1].Unmetered != 2 {
+		t.Errorf("fail-open run recorded as %+v, want success with 2 unmetered calls", runs[1])
 	}
 }
