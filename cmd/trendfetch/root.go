@@ -127,6 +127,11 @@ func (a *app) loadConfig() error {
 	}
 	a.cfg = cfg
 	a.log = newLogger(a.stderr, cfg.Log)
+	for _, f := range cfg.SecretFiles() {
+		if config.ExposedToOthers(f) {
+			a.log.Warn().Str("file", f).Msg("secret file is readable by other users: chmod 600 it")
+		}
+	}
 	return nil
 }
 

@@ -573,6 +573,28 @@ func (cr Credential) APIKey(lookup func(string) (string, bool)) (string, error) 
 	return "", fmt.Errorf("credential %q: %w: set %s", cr.Name, ErrNoAPIKey, where)
 }
 
+// SecretFiles returns the files of c that hold secrets: every credential's
+// api_key_file and quota.redis.url_file.
+func (c *Config) SecretFiles() []string {
+	var out []string
+	for _, cr := range c.Credentials {
+		if cr.KeyFile != "" {
+			out = append(out, cr.KeyFile)
+		}
+	}
+	if c.Quota.Redis.URLFile != "" {
+		out = append(out, c.Quota.Redis.URLFile)
+	}
+	return out
+}
+
+// ExposedToOthers reports whether path exists and can be read or written by
+// its group or by other users (mode & 0o077 != 0): a secret in it is exposed.
+func ExposedToOthers(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && fi.Mode().Perm()&0o077 != 0
+}
+
 // readSecretFile returns the first line of path, trimmed. Errors never
 // include the content.
 func readSecretFile(path string) (string, error) {

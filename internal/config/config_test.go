@@ -198,3 +198,23 @@ func TestExampleConfig(t *testing.T) {
 		t.Errorf("example parsed to %+v", c)
 	}
 }
+
+func TestExposedSecretFiles(t *testing.T) {
+	dir := t.TempDir()
+	open, closed := filepath.Join(dir, "open"), filepath.Join(dir, "closed")
+	if err := os.WriteFile(open, []byte("k"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(closed, []byte("k"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if !ExposedToOthers(open) || ExposedToOthers(closed) || ExposedToOthers(filepath.Join(dir, "none")) {
+		t.Error("ExposedToOthers: want true only for the 0644 file")
+	}
+	c := Default()
+	c.Credentials[0].KeyFile = open
+	c.Quota.Redis.URLFile = closed
+	if got := c.SecretFiles(); len(got) != 2 || got[0] != open || got[1] != closed {
+		t.Errorf("SecretFiles = %v", got)
+	}
+}
