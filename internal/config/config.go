@@ -50,6 +50,8 @@ type Config struct {
 	Categories Refresh  `yaml:"categories"`
 	Quota      Quota    `yaml:"quota"`
 	Log        Log      `yaml:"log"`
+	// Schedule configures `trendfetch schedule` and `trendfetch crontab`.
+	Schedule Schedule `yaml:"schedule"`
 }
 
 // Credential is one Google Cloud project and where its API key comes from.
@@ -461,7 +463,7 @@ func (c *Config) Validate() error {
 	default:
 		return invalid("log.format", c.Log.Format, "want auto, json or console")
 	}
-	return nil
+	return c.Schedule.validate(c.Regions)
 }
 
 // Limits converts the buckets and the cost table into the quota package's
@@ -481,6 +483,9 @@ func (c *Config) Limits() ([]quota.Bucket, quota.Costs, error) {
 		}
 		if _, dup := byName[b.Name]; dup {
 			return nil, nil, invalid(f+".name", b.Name, "defined twice")
+		}
+		if b.Name == "exhausted" || b.Name == "lease" {
+			return nil, nil, invalid(f+".name", b.Name, "reserved for the limiter's own keys")
 		}
 		if b.Limit <= 0 {
 			return nil, nil, invalid(f+".limit", b.Limit, "must be > 0 units")

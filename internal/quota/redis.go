@@ -32,7 +32,8 @@ const (
 const DefaultRedisKeyPrefix = "trendfetch"
 
 // ExhaustedKeySuffix is the key suffix of a credential's upstream exhaustion
-// marker (trendfetch:{<credential>}:exhausted); no bucket may use it as a name.
+// marker (trendfetch:{<credential>}:exhausted); no bucket may use it as a
+// name, nor start with LeaseKeyInfix + ":" (run leases).
 const ExhaustedKeySuffix = "exhausted"
 
 // RedisBackend is the shared quota Backend on Redis (standalone or Cluster):
@@ -48,6 +49,8 @@ type RedisBackend struct {
 	// the scripts; tests replace it to move "midnight" next to Redis TIME.
 	midnights func(now time.Time) []int64
 }
+
+var _ Backend = (*RedisBackend)(nil)
 
 // RedisOption configures NewRedis.
 type RedisOption func(*RedisBackend)
@@ -275,9 +278,10 @@ func (r *RedisBackend) MarkExhausted(ctx context.Context, credential string, unt
 	return nil
 }
 
-// Reset deletes every key of credential (its bucket logs and its exhaustion
-// marker), found with SCAN over the credential's hash-tag pattern on the node
-// that owns its slot. Redis failures wrap ErrUnavailable.
+// Reset deletes every key of credential — its bucket logs, its exhaustion
+// marker and its run leases (lease_redis.go) — found with SCAN over the
+// credential's hash-tag pattern on the node that owns its slot. Redis
+// failures wrap ErrUnavailable.
 func (r *RedisBackend) Reset(ctx context.Context, credential string) error {
 	if err := redisCheckCredential(credential); err != nil {
 		return err
@@ -311,8 +315,8 @@ func (r *RedisBackend) Reset(ctx context.Context, credential string) error {
 // redisCheckBucket rejects a bucket the Redis key layout cannot hold: the reserved
 // name "exhausted", a name already in earlier, or an invalid limit/window.
 func redisCheckBucket(b Bucket, earlier []string) error {
-	if b.Name == "" || b.Name == ExhaustedKeySuffix {
-		return fmt.Errorf("quota: bucket name %q is reserved or empty", b.Name)
+	if b.Name == "" || b.Name == ExhaustedKeySuffix || strings.HasPrefix(b.Name, LeaseKeyInfix+":") {
+		return fmt.Errorf("quota: bucket name %q is empty or reserved by the Redis key layout", b.Name)
 	}
 	if b.Limit <= 0 {
 		return fmt.Errorf("quota: bucket %q: limit %d must be > 0", b.Name, b.Limit)

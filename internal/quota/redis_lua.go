@@ -68,7 +68,11 @@ const redisEvictBatch = 8
 // present so 3.2/4.x replicate effects too (a no-op on 7.x).
 
 // redisLuaPrelude holds the helpers shared by the scripts. Numbers are Lua
-// doubles: Unix µs (~1.8e15) and running totals stay below 2^53.
+// doubles: Unix µs (~1.8e15) and running totals stay below 2^53, so cum
+// fits the 16 padded digits of a member. A number passed as a redis.call
+// argument is converted exactly by Redis (%.17g, or shortest round-trip
+// from 7.2); Lua's own tostring/.. would round to 14 digits, so strings
+// built in Lua use fmt.
 const redisLuaPrelude = `
 if redis.replicate_commands then redis.replicate_commands() end
 
@@ -160,7 +164,7 @@ for i = 1, n do
     oldest = tonumber(first[2])
     if newest >= lo then
       if oldest < lo then
-        first = redis.call('ZRANGEBYSCORE', key, fmt(lo), '+inf', 'WITHSCORES', 'LIMIT', 0, 1)
+        first = redis.call('ZRANGEBYSCORE', key, lo, '+inf', 'WITHSCORES', 'LIMIT', 0, 1)
       end
       local cum, c = parse(first[1])
       used = total - cum + c
@@ -219,7 +223,7 @@ for i = 1, n do
   end
   local score = now
   if newest and newest > score then score = newest end
-  redis.call('ZADD', key, fmt(score), string.format('%016d:%d', total + cost, cost))
+  redis.call('ZADD', key, score, string.format('%016d:%d', total + cost, cost))
   -- TTL: the key must outlive its newest entry's window and today (for
   -- UsedToday). The first write of each TTL_REFRESH_US period and of each
   -- Pacific day sets it (and any write after eviction or a clock step back),
@@ -251,12 +255,6 @@ var redisStatusScript = redis.NewScript(redisLuaPrelude + `
 local function clock_us()
   local t = redis.call('TIME')
   return tonumber(t[1]) * 1000000 + tonumber(t[2])
-end
-
--- member "<cum>:<cost>" -> cum, cost
-local function parse(m)
-  local i = string.find(m, ':', 1, true)
-  return tonumber(string.sub(m, 1, i - 1)), tonumber(string.sub(m, i + 1))
 end
 
 -- midnights(first, count, now): last Pacific midnight <= now, first one > now

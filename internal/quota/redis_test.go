@@ -256,6 +256,10 @@ func TestRedisKeysAndExpiry(t *testing.T) {
 		t.Fatalf("units members = %q", got)
 	}
 
+	if _, err := b.Reserve(testCtx(t), "x", charge(Bucket{Name: "lease:US", Limit: 1, Window: time.Hour}, 1)); err == nil {
+		t.Fatal("Reserve accepted a bucket named like a lease")
+	}
+
 	if _, err := b.Reserve(testCtx(t), "bad{name}", charge(units, 1)); err == nil {
 		t.Fatal("Reserve accepted a credential with braces")
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime/debug"
 	"sync"
 	"time"
 
@@ -74,7 +75,9 @@ type Scheduler struct {
 	cancelJobs context.CancelCauseFunc
 }
 
-// New builds a Scheduler for jobs. It returns an error when a job has no
+// New builds a Scheduler for jobs. Each job is wrapped, outermost first, in
+// cron.Recover, cron.SkipIfStillRunning (per entry) and a panic guard of
+// its own (see runJob). It returns an error when a job has no
 // name, no schedule or no Run function, or when two jobs share a name.
 func New(jobs []Job, opts Options) (*Scheduler, error) {
 	if opts.Concurrency <= 0 {
@@ -141,7 +144,7 @@ func (s *Scheduler) wrap(j Job) cron.Job {
 		}
 		ctx, cancel := context.WithCancel(s.jobCtx)
 		defer cancel()
-		err := j.Run(ctx)
+		err := s.runJob(ctx, j)
 		if err != nil && s.opts.Fatal != nil && s.opts.Fatal(err) {
 			select {
 			case s.fatal <- fmt.Errorf("job %s: %w", j.Name, err):
@@ -149,6 +152,20 @@ func (s *Scheduler) wrap(j Job) cron.Job {
 			}
 		}
 	})
+}
+
+// runJob runs j, turning a panic into an error logged at error level.
+// cron.Recover alone is not enough: in robfig/cron v3.0.1
+// SkipIfStillRunning puts its token back without defer, so a panic that
+// crossed it would make every later tick of the entry a "skip" forever.
+func (s *Scheduler) runJob(ctx context.Context, j Job) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("job %s panicked: %v", j.Name, r)
+			s.log.Error().Str("region", j.Name).Str("stack", string(debug.Stack())).Err(err).Msg("job panicked")
+		}
+	}()
+	return j.Run(ctx)
 }
 
 // Start starts firing the entries in the background and logs each entry's

@@ -232,9 +232,13 @@ func TestPanicIsRecoveredAndFatalErrorStops(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = s.Run(context.Background())
+	// A bound against hanging: a panic that disabled the entry would leave
+	// Run waiting forever.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	err = s.Run(ctx)
 	if !errors.Is(err, errKey) {
-		t.Fatalf("Run = %v, want the fatal error", err)
+		t.Fatalf("Run = %v, want the fatal error (a panic must not disable the entry)", err)
 	}
 	if n := calls.Load(); n < 3 {
 		t.Errorf("%d calls: the panic or the ordinary failure stopped the scheduler", n)

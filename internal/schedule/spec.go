@@ -82,7 +82,10 @@ func (e Every) Next(t time.Time) time.Time {
 		}
 		h, rest := slot/time.Hour, slot%time.Hour
 		next := time.Date(y, m, d, int(h), int(rest/time.Minute), int(rest%time.Minute/time.Second), int(rest%time.Second), loc)
-		if next.After(t) {
+		// A wall time in a spring-forward gap does not exist: time.Date
+		// moves it by the gap, and cron skips such a tick; so do we.
+		exists := next.Hour() == int(h) && next.Minute() == int(rest/time.Minute)
+		if exists && next.After(t) {
 			return next
 		}
 		slot += iv

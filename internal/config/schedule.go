@@ -1,0 +1,219 @@
+package config
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/robfig/cron/v3"
+
+	"github.com/trendfetch/trendfetch/internal/regions"
+	"github.com/trendfetch/trendfetch/internal/schedule"
+)
+
+// Schedule defaults, applied by Validate.
+const (
+	DefaultEvery       = 2 * time.Hour
+	DefaultStagger     = 3 * time.Minute
+	DefaultConcurrency = 1
+	DefaultGrace       = schedule.DefaultGrace
+	DefaultLogDir      = "/var/log/trendfetch"
+	maxConcurrency     = 64
+)
+
+// Schedule configures scheduler mode (`trendfetch schedule`) and the lines
+// `trendfetch crontab` prints. Region i of `regions` (in order) runs
+// i × Stagger after each tick of the shared schedule (Every or Cron),
+// unless Regions gives it a cron spec of its own. Validate fills the
+// defaults.
+type Schedule struct {
+	// Every is the shared interval, at least 1s (default 2h when Cron is
+	// empty). When it divides 24h the ticks are aligned to midnight in
+	// Timezone (2h: 00:00, 02:00, ...), like "0 */2 * * *".
+	Every Duration `yaml:"every"`
+	// Cron is a shared cron spec used instead of Every: five fields, six
+	// with seconds first, or a descriptor (@hourly); a CRON_TZ= or TZ=
+	// prefix sets its time zone.
+	Cron string `yaml:"cron"`
+	// Stagger is the offset step between consecutive regions (default 3m;
+	// 0s starts every region on the same tick, one after another).
+	Stagger *Duration `yaml:"stagger"`
+	// Timezone is the IANA zone of Every and of cron specs without a
+	// CRON_TZ= prefix; "" means the local zone (the TZ environment variable).
+	Timezone string `yaml:"timezone"`
+	// Regions maps a region code to its own cron spec, which replaces the
+	// shared schedule and the stagger for that region. Each must be in
+	// `regions`.
+	Regions map[string]string `yaml:"regions"`
+	// Concurrency is how many regions may run at once (default 1, at most 64).
+	Concurrency int `yaml:"concurrency"`
+	// Grace is how long running jobs may finish after SIGTERM/SIGINT before
+	// they are cancelled (default 30s).
+	Grace Duration `yaml:"grace"`
+	// LogDir is where `trendfetch crontab` lines append each region's output
+	// (<LogDir>/<REGION>.log; default /var/log/trendfetch).
+	LogDir string `yaml:"log_dir"`
+}
+
+// RegionPlan is one region's place in the schedule.
+type RegionPlan struct {
+	// Region is the region code.
+	Region string
+	// Index is the region's position in `regions`, from 0.
+	Index int
+	// Offset is the stagger offset (Index × Stagger); 0 for an explicit spec.
+	Offset time.Duration
+	// Spec describes the schedule: "every 2h0m0s +3m0s", or the cron spec.
+	Spec string
+	// Explicit reports a per-region spec from schedule.regions.
+	Explicit bool
+	// Schedule computes the region's run times.
+	Schedule cron.Schedule
+}
+
+// StaggerStep returns the stagger step (the default 3m when unset).
+func (s Schedule) StaggerStep() time.Duration {
+	if s.Stagger == nil {
+		return DefaultStagger
+	}
+	return s.Stagger.Std()
+}
+
+// Location returns Timezone's location, time.Local when Timezone is "".
+func (s Schedule) Location() (*time.Location, error) {
+	if s.Timezone == "" {
+		return time.Local, nil
+	}
+	loc, err := time.LoadLocation(s.Timezone)
+	if err != nil {
+		return nil, invalid("schedule.timezone", s.Timezone, "unknown time zone (want an IANA name such as Europe/London)")
+	}
+	return loc, nil
+}
+
+// Plan returns each region's schedule, in list order. Errors are
+// *ValidationError naming the schedule field.
+func (s Schedule) Plan(list []string) ([]RegionPlan, error) {
+	loc, err := s.Location()
+	if err != nil {
+		return nil, err
+	}
+	var (
+		shared cron.Schedule
+		desc   string
+	)
+	switch {
+	case s.Cron != "":
+		shared, err = schedule.ParseSpec(s.Cron, s.Timezone)
+		if err != nil {
+			return nil, invalid("schedule.cron", fmt.Sprintf("%q", s.Cron), "%s", specReason(err))
+		}
+		desc = s.Cron
+	default:
+		every := s.Every.Std()
+		if every == 0 {
+			every = DefaultEvery
+		}
+		shared = schedule.Every{Interval: every, Location: loc}
+		desc = "every " + every.String()
+	}
+	out := make([]RegionPlan, 0, len(list))
+	for _, o := range regions.Stagger(list, s.StaggerStep()) {
+		p := RegionPlan{Region: o.Region, Index: o.Index}
+		if spec, ok := s.Regions[o.Region]; ok {
+			sch, err := schedule.ParseSpec(spec, s.Timezone)
+			if err != nil {
+				return nil, invalid("schedule.regions."+o.Region, fmt.Sprintf("%q", spec), "%s", specReason(err))
+			}
+			p.Spec, p.Explicit, p.Schedule = spec, true, sch
+		} else {
+			p.Offset, p.Schedule, p.Spec = o.Offset, schedule.Shift{Schedule: shared, Offset: o.Offset}, desc
+			if o.Offset > 0 {
+				p.Spec += " +" + o.Offset.String()
+			}
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+func specReason(err error) string {
+	msg := err.Error()
+	if i := strings.LastIndex(msg, ": "); i >= 0 {
+		msg = msg[i+2:]
+	}
+	return msg + ` (want e.g. "7 */2 * * *", "CRON_TZ=Europe/London 30 6 * * *" or "@every 2h")`
+}
+
+// validate checks the schedule against the (already normalized) region
+// list and fills the defaults. Errors are *ValidationError or
+// *regions.Error.
+func (s *Schedule) validate(list []string) error {
+	if s.Every != 0 && s.Cron != "" {
+		return invalid("schedule.every", time.Duration(s.Every), "set either schedule.every or schedule.cron, not both")
+	}
+	if s.Every < 0 || (s.Every > 0 && s.Every.Std() < time.Second) {
+		return invalid("schedule.every", time.Duration(s.Every), "must be at least 1s")
+	}
+	if s.Cron == "" && s.Every == 0 {
+		s.Every = Duration(DefaultEvery)
+	}
+	if s.Stagger == nil {
+		d := Duration(DefaultStagger)
+		s.Stagger = &d
+	}
+	if *s.Stagger < 0 {
+		return invalid("schedule.stagger", time.Duration(*s.Stagger), "must be >= 0")
+	}
+	if s.Every > 0 && len(list) > 1 {
+		if last := time.Duration(len(list)-1) * s.Stagger.Std(); last >= s.Every.Std() {
+			return invalid("schedule.stagger", time.Duration(*s.Stagger),
+				"%d regions × %s reach the next tick (every %s): offsets would wrap and regions collide; lower the stagger or raise every",
+				len(list), s.Stagger.Std(), s.Every.Std())
+		}
+	}
+	switch {
+	case s.Concurrency == 0:
+		s.Concurrency = DefaultConcurrency
+	case s.Concurrency < 0 || s.Concurrency > maxConcurrency:
+		return invalid("schedule.concurrency", s.Concurrency, "must be 1-%d", maxConcurrency)
+	}
+	switch {
+	case s.Grace == 0:
+		s.Grace = Duration(DefaultGrace)
+	case s.Grace < 0:
+		return invalid("schedule.grace", time.Duration(s.Grace), "must be > 0")
+	}
+	if s.LogDir == "" {
+		s.LogDir = DefaultLogDir
+	}
+	if len(s.Regions) > 0 {
+		configured := map[string]bool{}
+		for _, r := range list {
+			configured[r] = true
+		}
+		norm := make(map[string]string, len(s.Regions))
+		keys := make([]string, 0, len(s.Regions))
+		for k := range s.Regions {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			code, err := regions.Parse(k)
+			if err != nil {
+				return fmt.Errorf("config: schedule.regions: %w", err)
+			}
+			if !configured[code] {
+				return invalid("schedule.regions."+code, fmt.Sprintf("%q", s.Regions[k]), "region %s is not in regions (%s)", code, strings.Join(list, ", "))
+			}
+			if _, dup := norm[code]; dup {
+				return invalid("schedule.regions."+code, fmt.Sprintf("%q", s.Regions[k]), "given twice")
+			}
+			norm[code] = s.Regions[k]
+		}
+		s.Regions = norm
+	}
+	_, err := s.Plan(list)
+	return err
+}
