@@ -99,23 +99,26 @@ func (s Schedule) Plan(list []string) ([]RegionPlan, error) {
 	if err != nil {
 		return nil, err
 	}
+	// at returns the shared schedule shifted by offset: Every staggers in
+	// wall-clock time (like the crontab lines), a cron spec by Shift.
 	var (
-		shared cron.Schedule
-		desc   string
+		at   func(offset time.Duration) cron.Schedule
+		desc string
 	)
 	switch {
 	case s.Cron != "":
-		shared, err = schedule.ParseSpec(s.Cron, s.Timezone)
+		shared, err := schedule.ParseSpec(s.Cron, s.Timezone)
 		if err != nil {
 			return nil, invalid("schedule.cron", fmt.Sprintf("%q", s.Cron), "%s", specReason(err))
 		}
+		at = func(off time.Duration) cron.Schedule { return schedule.Shift{Schedule: shared, Offset: off} }
 		desc = s.Cron
 	default:
 		every := s.Every.Std()
 		if every == 0 {
 			every = DefaultEvery
 		}
-		shared = schedule.Every{Interval: every, Location: loc}
+		at = func(off time.Duration) cron.Schedule { return schedule.Every{Interval: every, Offset: off, Location: loc} }
 		desc = "every " + every.String()
 	}
 	out := make([]RegionPlan, 0, len(list))
@@ -128,7 +131,7 @@ func (s Schedule) Plan(list []string) ([]RegionPlan, error) {
 			}
 			p.Spec, p.Explicit, p.Schedule = spec, true, sch
 		} else {
-			p.Offset, p.Schedule, p.Spec = o.Offset, schedule.Shift{Schedule: shared, Offset: o.Offset}, desc
+			p.Offset, p.Schedule, p.Spec = o.Offset, at(o.Offset), desc
 			if o.Offset > 0 {
 				p.Spec += " +" + o.Offset.String()
 			}

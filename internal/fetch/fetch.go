@@ -203,18 +203,19 @@ func (r *Runner) Run(ctx context.Context, region string) (store.Run, error) {
 		return run, err
 	}
 	defer release()
-	if n, err := r.Store.AbandonRuns(ctx, r.Credential, region, run.StartedAt); err != nil {
-		return run, fmt.Errorf("cannot mark abandoned runs: %w", err)
-	} else if n > 0 {
-		log.Warn().Int("runs", n).Msg("earlier runs of this region were still marked running: marked abandoned")
-	}
-
 	id, err := r.Store.StartRun(ctx, run)
 	if err != nil {
 		return run, fmt.Errorf("cannot record run start: %w", err)
 	}
 	run.ID = id
 	log = log.With().Int64("run", id).Logger()
+	// Holding the lease, any other run of this region still marked running
+	// belongs to a process that died.
+	if n, err := r.Store.AbandonRuns(ctx, r.Credential, region, run.StartedAt); err != nil {
+		log.Warn().Err(err).Msg("cannot mark abandoned runs")
+	} else if n > 0 {
+		log.Warn().Int("runs", n).Msg("earlier runs of this region were still marked running: marked abandoned")
+	}
 	st := &runState{run: &run, log: log, videos: map[string]store.Video{}, channelSet: map[string]bool{}, calls: map[string]int{}}
 
 	runErr := r.ingest(ctx, st)

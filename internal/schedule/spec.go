@@ -40,17 +40,20 @@ func HasTZ(spec string) bool {
 	return strings.HasPrefix(spec, "CRON_TZ=") || strings.HasPrefix(spec, "TZ=")
 }
 
-// Every fires every Interval. When Interval divides 24 h (1s, 15m, 2h, 24h,
-// ...) the ticks are aligned to midnight of Location, in wall-clock time:
-// Every{2h} fires at 00:00, 02:00, ... local time, like the crontab line
-// "0 */2 * * *" (in a daylight-saving gap or repeated hour a tick that does
-// not exist, or lies before the previous one, is skipped). Other intervals
-// are aligned to the zero time.Time, independently of Location. Either way
-// the ticks depend only on the configuration, never on when the process
-// started, so `trendfetch regions` can show the scheduler's next run.
+// Every fires every Interval, Offset after each aligned tick. When Interval
+// divides 24 h (1s, 15m, 2h, 24h, ...) the ticks are aligned to midnight
+// of Location in wall-clock time: Every{2h, Offset 3m} fires at 00:03,
+// 02:03, ... local time, exactly like the crontab line "3 */2 * * *" (a
+// wall time that does not exist in a daylight-saving gap is skipped, as
+// cron does). Other intervals are aligned to the zero time.Time,
+// independently of Location. Either way the ticks depend only on the
+// configuration, never on when the process started, so `trendfetch
+// regions` shows the scheduler's real next run.
 type Every struct {
 	// Interval is the period; must be > 0.
 	Interval time.Duration
+	// Offset delays each tick; taken modulo Interval.
+	Offset time.Duration
 	// Location is the clock the ticks are aligned to; nil means time.Local.
 	Location *time.Location
 }
@@ -62,8 +65,12 @@ func (e Every) Next(t time.Time) time.Time {
 	if iv <= 0 {
 		return time.Time{}
 	}
+	off := e.Offset % iv
+	if off < 0 {
+		off += iv
+	}
 	if (24*time.Hour)%iv != 0 {
-		return t.Truncate(iv).Add(iv)
+		return t.Add(-off).Truncate(iv).Add(iv + off)
 	}
 	loc := e.Location
 	if loc == nil {
@@ -73,7 +80,10 @@ func (e Every) Next(t time.Time) time.Time {
 	y, m, d := t.Date()
 	wall := time.Duration(t.Hour())*time.Hour + time.Duration(t.Minute())*time.Minute +
 		time.Duration(t.Second())*time.Second + time.Duration(t.Nanosecond())
-	slot := (wall/iv + 1) * iv
+	slot := off
+	if wall >= off {
+		slot = off + ((wall-off)/iv+1)*iv
+	}
 	// At most two days of slots: enough to leave any DST anomaly behind.
 	for range 2*int64(24*time.Hour/iv) + 2 {
 		if slot >= 24*time.Hour {
@@ -94,7 +104,10 @@ func (e Every) Next(t time.Time) time.Time {
 }
 
 // Shift fires Offset after each tick of Schedule: the staggered schedule of
-// a region whose offset is Offset. Next(t) is Schedule.Next(t-Offset)+Offset.
+// a region whose shared schedule is a cron expression. Next(t) is
+// Schedule.Next(t-Offset)+Offset, in absolute time (across a DST change the
+// wall-clock offset is kept in elapsed time, not in clock readings). For
+// Every, set Every.Offset instead: it staggers in wall-clock time like cron.
 type Shift struct {
 	// Schedule is the shared schedule.
 	Schedule cron.Schedule

@@ -68,7 +68,7 @@ func TestStaggeredNextRunsAreDistinctAndMatchCrontab(t *testing.T) {
 	crontab := map[string]string{"US": "0 */2 * * *", "GB": "3 */2 * * *", "JP": "6 */2 * * *"}
 	seen := map[time.Time]string{}
 	for _, o := range regions.Stagger(list, 3*time.Minute) {
-		s := Shift{Schedule: base, Offset: o.Offset}
+		s := Every{Interval: base.Interval, Location: base.Location, Offset: o.Offset}
 		std, err := cron.ParseStandard("CRON_TZ=UTC " + crontab[o.Region])
 		if err != nil {
 			t.Fatal(err)

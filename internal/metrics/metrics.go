@@ -1,0 +1,221 @@
+// Package metrics exposes trendfetch's scheduler-mode metrics in the
+// Prometheus text format (github.com/prometheus/client_golang): quota
+// used/remaining/limit per credential and bucket (read from the limiter at
+// scrape time), runs by region and outcome, API calls by method and status,
+// units spent per bucket, run durations and the last success per region.
+// Every metric is in a private registry: no Go runtime or process metrics
+// unless added, no global state.
+package metrics
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/trendfetch/trendfetch/internal/quota"
+	"github.com/trendfetch/trendfetch/internal/store"
+)
+
+// Namespace prefixes every metric name.
+const Namespace = "trendfetch"
+
+// StatusReader reads a credential's quota state; *quota.Limiter is one.
+type StatusReader interface {
+	Status(ctx context.Context, credential string) quota.Status
+}
+
+// Metrics holds the collectors. Its methods are safe for concurrent use.
+type Metrics struct {
+	reg *prometheus.Registry
+
+	runs        *prometheus.CounterVec
+	runDuration *prometheus.HistogramVec
+	lastSuccess *prometheus.GaugeVec
+	units       *prometheus.CounterVec
+	unmetered   *prometheus.CounterVec
+	calls       *prometheus.CounterVec
+	callLatency *prometheus.HistogramVec
+}
+
+// Outcomes are the run outcomes pre-created per region, so that rates and
+// alerts see a 0 before the first event.
+var Outcomes = []store.Outcome{store.OutcomeSuccess, store.OutcomeDenied, store.OutcomeFailed, store.OutcomeInterrupted}
+
+// New registers the collectors. quotaReader (may be nil: no quota metrics)
+// is asked for each of credentials at every scrape, with scrapeTimeout
+// (default 5s) per credential. The per-region series of regions start at 0.
+//
+// Metrics (units are quota units unless named otherwise):
+//
+//	trendfetch_quota_used_units{credential,bucket}        gauge, sum in the current window
+//	trendfetch_quota_remaining_units{credential,bucket}   gauge, limit - used, >= 0
+//	trendfetch_quota_limit_units{credential,bucket}       gauge
+//	trendfetch_quota_window_seconds{credential,bucket}    gauge, 0 for a calendar (Pacific day) bucket
+//	trendfetch_quota_used_today_units{credential,bucket}  gauge, since the last Pacific midnight
+//	trendfetch_quota_backend_up{credential,backend}       gauge, 1 when the limiter answered
+//	trendfetch_quota_exhausted_until_seconds{credential}  gauge, Unix time of an upstream exhaustion marker, 0 if none
+//	trendfetch_runs_total{region,outcome}                 counter
+//	trendfetch_run_duration_seconds{region}               histogram
+//	trendfetch_last_success_timestamp_seconds{region}     gauge, Unix time a run last succeeded (0: never in this process)
+//	trendfetch_units_spent_total{credential,bucket}       counter, units reserved by finished runs
+//	trendfetch_unmetered_calls_total{credential}          counter, calls sent fail-open without the limiter
+//	trendfetch_api_calls_total{method,status}             counter, status "0" when no HTTP answer arrived
+//	trendfetch_api_call_duration_seconds{method}          histogram
+func New(quotaReader StatusReader, credentials, regions []string, scrapeTimeout time.Duration) *Metrics {
+	m := &Metrics{
+		reg: prometheus.NewRegistry(),
+		runs: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: Namespace, Name: "runs_total",
+			Help: "Finished region runs by outcome (success, denied, failed, interrupted).",
+		}, []string{"region", "outcome"}),
+		runDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Namespace: Namespace, Name: "run_duration_seconds",
+			Help:    "Duration of finished region runs, start to finish, in seconds.",
+			Buckets: prometheus.ExponentialBuckets(0.05, 2, 14), // 50ms .. ~7min
+		}, []string{"region"}),
+		lastSuccess: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Namespace: Namespace, Name: "last_success_timestamp_seconds",
+			Help: "Unix time at which a run of the region last finished successfully (0: not since this process started).",
+		}, []string{"region"}),
+		units: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: Namespace, Name: "units_spent_total",
+			Help: "Quota units reserved by finished runs, per credential and bucket.",
+		}, []string{"credential", "bucket"}),
+		unmetered: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: Namespace, Name: "unmetered_calls_total",
+			Help: "API calls sent fail-open while the quota backend was unreachable.",
+		}, []string{"credential"}),
+		calls: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: Namespace, Name: "api_calls_total",
+			Help: "YouTube Data API calls sent, by method (call site) and HTTP status (0: no answer).",
+		}, []string{"method", "status"}),
+		callLatency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Namespace: Namespace, Name: "api_call_duration_seconds",
+			Help:    "Latency of YouTube Data API calls in seconds.",
+			Buckets: prometheus.ExponentialBuckets(0.01, 2, 12), // 10ms .. ~20s
+		}, []string{"method"}),
+	}
+	m.reg.MustRegister(m.runs, m.runDuration, m.lastSuccess, m.units, m.unmetered, m.calls, m.callLatency)
+	if quotaReader != nil {
+		if scrapeTimeout <= 0 {
+			scrapeTimeout = 5 * time.Second
+		}
+		m.reg.MustRegister(&quotaCollector{reader: quotaReader, credentials: credentials, timeout: scrapeTimeout})
+	}
+	for _, r := range regions {
+		for _, o := range Outcomes {
+			m.runs.WithLabelValues(r, string(o))
+		}
+		m.lastSuccess.WithLabelValues(r)
+	}
+	return m
+}
+
+// Registry returns the registry holding every collector (for tests and for
+// registering more collectors).
+func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
+
+// ObserveCall records one API call; its signature is fetch.Runner.OnCall's.
+// status is the HTTP status, 0 when no answer arrived; latency is the
+// call's wall time.
+func (m *Metrics) ObserveCall(method string, status int, latency time.Duration) {
+	m.calls.WithLabelValues(method, strconv.Itoa(status)).Inc()
+	m.callLatency.WithLabelValues(method).Observe(latency.Seconds())
+}
+
+// ObserveRun records a finished run record; its signature is
+// fetch.Runner.OnRun's: the outcome, the duration, the units it reserved per
+// bucket, its unmetered calls and, on success, the region's last success.
+func (m *Metrics) ObserveRun(run store.Run) {
+	m.runs.WithLabelValues(run.Region, string(run.Outcome)).Inc()
+	if !run.FinishedAt.IsZero() && !run.StartedAt.IsZero() {
+		m.runDuration.WithLabelValues(run.Region).Observe(run.FinishedAt.Sub(run.StartedAt).Seconds())
+	}
+	for bucket, u := range run.Units {
+		if u > 0 {
+			m.units.WithLabelValues(run.Credential, bucket).Add(float64(u))
+		}
+	}
+	if run.Unmetered > 0 {
+		m.unmetered.WithLabelValues(run.Credential).Add(float64(run.Unmetered))
+	}
+	if run.Outcome == store.OutcomeSuccess {
+		m.lastSuccess.WithLabelValues(run.Region).Set(float64(run.FinishedAt.UnixNano()) / 1e9)
+	}
+}
+
+// Handler serves GET /metrics (Prometheus text format, or OpenMetrics when
+// asked) and GET /healthz (200 "ok" while the process serves); other paths
+// are 404.
+func (m *Metrics) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg}))
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.Write([]byte("ok\n"))
+	})
+	return mux
+}
+
+// quotaCollector reads the limiter at scrape time, so the figures are the
+// shared backend's (every host's and cron job's spending), not this
+// process's own.
+type quotaCollector struct {
+	reader      StatusReader
+	credentials []string
+	timeout     time.Duration
+}
+
+var (
+	labelsCB     = []string{"credential", "bucket"}
+	descUsed     = prometheus.NewDesc(Namespace+"_quota_used_units", "Quota units used in the bucket's current window (sliding window, or the Pacific day for a calendar bucket).", labelsCB, nil)
+	descRemain   = prometheus.NewDesc(Namespace+"_quota_remaining_units", "Quota units left in the bucket's current window (limit - used, never below 0).", labelsCB, nil)
+	descLimit    = prometheus.NewDesc(Namespace+"_quota_limit_units", "The bucket's limit in quota units per window.", labelsCB, nil)
+	descWindow   = prometheus.NewDesc(Namespace+"_quota_window_seconds", "The bucket's sliding window in seconds (0 for a calendar bucket: the Pacific day).", labelsCB, nil)
+	descToday    = prometheus.NewDesc(Namespace+"_quota_used_today_units", "Quota units recorded in the bucket since the last Pacific midnight (Google's quota day).", labelsCB, nil)
+	descUp       = prometheus.NewDesc(Namespace+"_quota_backend_up", "1 when the quota backend answered the status query at this scrape, else 0.", []string{"credential", "backend"}, nil)
+	descExhaust  = prometheus.NewDesc(Namespace+"_quota_exhausted_until_seconds", "Unix time until which the credential is marked exhausted after a 403 quotaExceeded (0: not marked).", []string{"credential"}, nil)
+	quotaMetrics = []*prometheus.Desc{descUsed, descRemain, descLimit, descWindow, descToday, descUp, descExhaust}
+)
+
+func (c *quotaCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range quotaMetrics {
+		ch <- d
+	}
+}
+
+func (c *quotaCollector) Collect(ch chan<- prometheus.Metric) {
+	for _, cred := range c.credentials {
+		ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
+		st := c.reader.Status(ctx, cred)
+		cancel()
+		up := 0.0
+		if st.Reachable {
+			up = 1
+		}
+		ch <- prometheus.MustNewConstMetric(descUp, prometheus.GaugeValue, up, cred, st.Backend)
+		if !st.Reachable {
+			continue
+		}
+		exhausted := 0.0
+		if !st.ExhaustedUntil.IsZero() {
+			exhausted = float64(st.ExhaustedUntil.UnixNano()) / 1e9
+		}
+		ch <- prometheus.MustNewConstMetric(descExhaust, prometheus.GaugeValue, exhausted, cred)
+		for _, b := range st.Buckets {
+			window := b.Window.Seconds()
+			if b.Calendar {
+				window = 0
+			}
+			ch <- prometheus.MustNewConstMetric(descUsed, prometheus.GaugeValue, float64(b.Used), cred, b.Name)
+			ch <- prometheus.MustNewConstMetric(descRemain, prometheus.GaugeValue, float64(b.Remaining), cred, b.Name)
+			ch <- prometheus.MustNewConstMetric(descLimit, prometheus.GaugeValue, float64(b.Limit), cred, b.Name)
+			ch <- prometheus.MustNewConstMetric(descWindow, prometheus.GaugeValue, window, cred, b.Name)
+			ch <- prometheus.MustNewConstMetric(descToday, prometheus.GaugeValue, float64(b.UsedToday), cred, b.Name)
+		}
+	}
+}

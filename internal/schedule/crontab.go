@@ -1,0 +1,50 @@
+package schedule
+
+import (
+	"fmt"
+	"time"
+)
+
+// CrontabFields returns the five crontab time fields ("m h dom mon dow")
+// that fire at the ticks of Every{Interval: every, Offset: offset} in the cron
+// daemon's time zone: every must be whole minutes dividing an hour (1m,
+// 5m, 15m, 30m), whole hours dividing a day (1h, 2h, 3h, 4h, 6h, 8h, 12h)
+// or 24h; offset must be whole minutes in [0, every). For example
+// CrontabFields(2h, 3m) = "3 */2 * * *" and CrontabFields(15m, 5m) =
+// "5-59/15 * * * *". Errors say which constraint failed.
+func CrontabFields(every, offset time.Duration) (string, error) {
+	switch {
+	case every <= 0 || every%time.Minute != 0:
+		return "", fmt.Errorf("interval %s is not whole minutes: cron cannot express it", every)
+	case offset < 0 || offset%time.Minute != 0:
+		return "", fmt.Errorf("offset %s is not whole minutes: cron cannot express it", offset)
+	case offset >= every:
+		return "", fmt.Errorf("offset %s is not below the interval %s", offset, every)
+	}
+	min := int(offset % time.Hour / time.Minute)
+	switch {
+	case every < time.Hour && time.Hour%every == 0:
+		n := int(every / time.Minute)
+		switch {
+		case n == 1:
+			return "* * * * *", nil
+		case min == 0:
+			return fmt.Sprintf("*/%d * * * *", n), nil
+		default:
+			return fmt.Sprintf("%d-59/%d * * * *", min, n), nil
+		}
+	case every%time.Hour == 0 && (24*time.Hour)%every == 0:
+		n, start := int(every/time.Hour), int(offset/time.Hour)
+		switch {
+		case n == 1:
+			return fmt.Sprintf("%d * * * *", min), nil
+		case n == 24:
+			return fmt.Sprintf("%d %d * * *", min, start), nil
+		case start == 0:
+			return fmt.Sprintf("%d */%d * * *", min, n), nil
+		default:
+			return fmt.Sprintf("%d %d-23/%d * * *", min, start, n), nil
+		}
+	}
+	return "", fmt.Errorf("interval %s cannot be written as a crontab line: use minutes dividing an hour (1m-30m), hours dividing a day (1h-12h) or 24h", every)
+}
