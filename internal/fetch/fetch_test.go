@@ -28,23 +28,14 @@ type fixture struct {
 	logs   *strings.Builder
 }
 
-// newFixture wires a Runner to the emulator (serving the 60-video sample as
-// US), a real SQLite store in t.TempDir() and the given limiter backend.
+// newFixture wires a Runner (see newPipeline) to the emulator serving the
+// 60-video sample as US, with the given limiter backend, buckets (default
+// units: 100 per hour) and policy, logging to fixture.logs.
 func newFixture(t *testing.T, backend quota.Backend, buckets []quota.Bucket, policy func(string) config.Policy) *fixture {
 	t.Helper()
-	ctx := context.Background()
 	emu := youtubetest.New()
 	emu.SetChart("US", youtubetest.Sample())
-	url := emu.StartTest(t)
-	svc, err := fetch.NewService(ctx, testKey, url+"/")
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "tf.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
+	r := newPipeline(t, emu)
 	if buckets == nil {
 		buckets = []quota.Bucket{{Name: "units", Limit: 100, Window: time.Hour}}
 	}
@@ -53,14 +44,14 @@ func newFixture(t *testing.T, backend quota.Backend, buckets []quota.Bucket, pol
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { lim.Close() })
-	if policy == nil {
-		policy = config.Default().Policy
+	r.Limiter = lim
+	r.Credential = "proj-a"
+	if policy != nil {
+		r.Policy = policy
 	}
 	logs := &strings.Builder{}
-	return &fixture{emu: emu, store: st, logs: logs, runner: &fetch.Runner{
-		Service: svc, Limiter: lim, Store: st, Credential: "proj-a", Policy: policy,
-		Timeout: 5 * time.Second, Log: zerolog.New(logs),
-	}}
+	r.Log = zerolog.New(logs)
+	return &fixture{emu: emu, store: r.Store, logs: logs, runner: r}
 }
 
 func sqliteBackend(t *testing.T) quota.Backend {
