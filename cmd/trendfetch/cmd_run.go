@@ -105,6 +105,7 @@ func (a *app) openEngine(ctx context.Context) (*engine, error) {
 		Searches:          a.cfg.SearchesFor,
 		ChannelsRefresh:   enabled(a.cfg.Channels),
 		CategoriesRefresh: enabled(a.cfg.Categories),
+		LeaseTTL:          a.cfg.Runs.LeaseTTL.Std(),
 		Log:               a.log,
 	}}, nil
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/trendfetch/trendfetch/internal/fetch"
 	"github.com/trendfetch/trendfetch/internal/metrics"
+	"github.com/trendfetch/trendfetch/internal/quota"
 	"github.com/trendfetch/trendfetch/internal/schedule"
 )
 
@@ -80,8 +81,7 @@ func (a *app) schedule(ctx context.Context, metricsAddr string) error {
 			creds[i] = c.Name
 		}
 		m := metrics.New(e.limiter, creds, a.cfg.Regions, 0)
-		e.runner.OnCall = chainCall(e.runner.OnCall, m.ObserveCall)
-		e.runner.OnRun = chainRun(e.runner.OnRun, m.ObserveRun)
+		e.runner.OnCall, e.runner.OnRun = m.ObserveCall, m.ObserveRun
 		srv := &http.Server{Handler: m.Handler(), ReadHeaderTimeout: 10 * time.Second}
 		go func() {
 			if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
@@ -100,17 +100,24 @@ func (a *app) schedule(ctx context.Context, metricsAddr string) error {
 	for i, p := range plan {
 		region := p.Region
 		jobs[i] = schedule.Job{Name: region, Schedule: p.Schedule, Run: func(ctx context.Context) error {
-			// Each job gets its own copy of the runner, so per-run state
-			// (the runner remembers a limiter outage for the rest of a
-			// run) neither leaks into later runs nor races between
-			// concurrent regions. The code path is engine.run's.
+			// Each job gets its own copy of the runner, so the channels it
+			// keeps for a full batch are not shared by concurrent regions.
+			// The code path is engine.run's.
 			je := *e
 			r := *e.runner
 			je.runner = &r
 			run, err := je.run(ctx, region)
-			var stop *fetch.StopError
-			if err != nil && run.ID == 0 && !errors.As(err, &stop) && ctx.Err() == nil {
-				// The runner logs every recorded run; this one never started.
+			var (
+				stop *fetch.StopError
+				held *quota.LeaseHeldError
+			)
+			switch {
+			case err == nil || run.ID != 0 || ctx.Err() != nil || errors.As(err, &stop):
+				// The runner logged the run (once, at warn level for a denial).
+			case errors.As(err, &held):
+				// Another process (a cron line, another host) runs the region.
+				a.log.Warn().Err(err).Str("region", region).Msg("region is running elsewhere: tick skipped")
+			default:
 				a.log.Error().Err(err).Str("region", region).Msg("run not started")
 			}
 			return err
@@ -131,18 +138,4 @@ func (a *app) schedule(ctx context.Context, metricsAddr string) error {
 	a.log.Info().Strs("regions", a.cfg.Regions).Int("concurrency", a.cfg.Schedule.Concurrency).
 		Dur("grace", a.cfg.Schedule.Grace.Std()).Msg("scheduler starting")
 	return s.Run(ctx)
-}
-
-func chainCall(a, b func(string, int, time.Duration)) func(string, int, time.Duration) {
-	if a == nil {
-		return b
-	}
-	return func(m string, s int, d time.Duration) { a(m, s, d); b(m, s, d) }
-}
-
-func chainRun[T any](a, b func(T)) func(T) {
-	if a == nil {
-		return b
-	}
-	return func(r T) { a(r); b(r) }
 }

@@ -5,7 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"syscall"
+
+	"github.com/spf13/cobra"
 
 	"github.com/trendfetch/trendfetch/internal/config"
 	"github.com/trendfetch/trendfetch/internal/fetch"
@@ -77,6 +80,10 @@ func exitCode(ctx context.Context, err error) int {
 		return exitSIGINT
 	}
 	switch {
+	// cobra reports an unknown subcommand with a plain error (gh matches it
+	// the same way: internal/ghcmd/cmd.go).
+	case strings.HasPrefix(err.Error(), "unknown command "):
+		return exitUsage
 	case errors.As(err, &ue), errors.As(err, &ve), errors.As(err, &re), errors.As(err, &qe),
 		errors.As(err, &ce), errors.As(err, &cost), errors.Is(err, config.ErrNoAPIKey):
 		return exitUsage
@@ -86,4 +93,21 @@ func exitCode(ctx context.Context, err error) int {
 		return exitRunning
 	}
 	return exitError
+}
+
+// argsAreUsage makes the positional-argument validators of c and its
+// subcommands (cobra.MinimumNArgs, NoArgs, ...) return *usageError, so a
+// wrong number of arguments exits 2 like a bad flag.
+func argsAreUsage(c *cobra.Command) {
+	if validate := c.Args; validate != nil {
+		c.Args = func(cmd *cobra.Command, args []string) error {
+			if err := validate(cmd, args); err != nil {
+				return &usageError{err: err, hint: cmd.CommandPath() + " --help"}
+			}
+			return nil
+		}
+	}
+	for _, sub := range c.Commands() {
+		argsAreUsage(sub)
+	}
 }

@@ -98,6 +98,8 @@ Redis shared by every host); on denial a run stops cleanly and exits 75.
 	pf.StringVar(&a.quotaBackend, "quota-backend", "", "quota backend: sqlite (embedded) or redis")
 	pf.StringVar(&a.logLevel, "log-level", "", "trace, debug, info, warn or error")
 	root.AddCommand(newRunCmd(a), newSearchCmd(a), newRunsCmd(a), newQuotaCmd(a), newVersionCmd(a))
+	root.AddCommand(newScheduleCmd(a), newCrontabCmd(a), newRegionsCmd(a))
+	argsAreUsage(root)
 	return root
 }
 

@@ -52,7 +52,27 @@ type Config struct {
 	Log        Log      `yaml:"log"`
 	// Schedule configures `trendfetch schedule` and `trendfetch crontab`.
 	Schedule Schedule `yaml:"schedule"`
+	// Runs configures how runs guard their region.
+	Runs Runs `yaml:"runs"`
 }
+
+// Runs configures the run lease (DESIGN.md §5: two runs of one region never
+// overlap).
+type Runs struct {
+	// LeaseTTL is the region lease's time to live, renewed every third of it
+	// while a run lasts. It bounds how long a run killed without cleanup
+	// (SIGKILL, OOM, power loss) blocks its region (default 2m, 1s-24h).
+	LeaseTTL Duration `yaml:"lease_ttl"`
+}
+
+// Bounds of runs.lease_ttl: renewals every third of it must be cheap and
+// survive a slow backend (>= 1s); a crashed run must not block a region
+// for more than a day.
+const (
+	minLeaseTTL     = time.Second
+	maxLeaseTTL     = 24 * time.Hour
+	defaultLeaseTTL = 2 * time.Minute
+)
 
 // Credential is one Google Cloud project and where its API key comes from.
 // The key itself is never stored in Config: APIKey reads it when needed.
@@ -190,7 +210,8 @@ func Default() *Config {
 				"search.list":          FailClosed,
 			},
 		},
-		Log: Log{Level: "info", Format: "auto"},
+		Log:  Log{Level: "info", Format: "auto"},
+		Runs: Runs{LeaseTTL: Duration(defaultLeaseTTL)},
 	}
 }
 
@@ -302,14 +323,20 @@ func Load(path string) (*Config, error) {
 	}
 	cfg := Default()
 	if path != "" {
-		f, err := os.Open(path)
+		// Stat before opening: opening a FIFO blocks until a writer comes.
+		fi, err := os.Stat(path)
+		var f *os.File
+		if err == nil {
+			switch {
+			case fi.IsDir():
+				return nil, fmt.Errorf("config %s is a directory, want a YAML file", path)
+			case !fi.Mode().IsRegular():
+				return nil, fmt.Errorf("config %s is not a regular file (%s), want a YAML file", path, fi.Mode().Type())
+			}
+			f, err = os.Open(path)
+		}
 		switch {
 		case err == nil:
-			fi, serr := f.Stat()
-			if serr == nil && fi.IsDir() {
-				f.Close()
-				return nil, fmt.Errorf("config %s is a directory, want a YAML file", path)
-			}
 			cfg, err = Parse(f)
 			f.Close()
 			if err != nil {
@@ -418,6 +445,9 @@ func (c *Config) Validate() error {
 	}
 	if c.API.Timeout <= 0 {
 		return invalid("api.timeout", time.Duration(c.API.Timeout), "must be > 0")
+	}
+	if ttl := c.Runs.LeaseTTL.Std(); ttl < minLeaseTTL || ttl > maxLeaseTTL {
+		return invalid("runs.lease_ttl", ttl, "must be between %s and %s", minLeaseTTL, maxLeaseTTL)
 	}
 	if c.API.PageSize < 1 || c.API.PageSize > 50 {
 		return invalid("api.page_size", c.API.PageSize, "must be 1-50 (the API's maxResults range)")

@@ -106,6 +106,8 @@ func TestValidateNamesFieldValueReason(t *testing.T) {
 		{"unknown bucket", func(c *Config) { c.Quota.Costs["videos.list"] = map[string]int64{"nope": 1} }, "quota.costs.videos.list.nope"},
 		{"bad policy", func(c *Config) { c.Quota.Policies["videos.list"] = "maybe" }, "quota.policies.videos.list"},
 		{"page size", func(c *Config) { c.API.PageSize = 51 }, "api.page_size"},
+		{"lease ttl too short", func(c *Config) { c.Runs.LeaseTTL = Duration(100 * time.Millisecond) }, "runs.lease_ttl"},
+		{"lease ttl too long", func(c *Config) { c.Runs.LeaseTTL = Duration(25 * time.Hour) }, "runs.lease_ttl"},
 		{"endpoint", func(c *Config) { c.API.Endpoint = "ftp://x" }, "api.endpoint"},
 		{"backend", func(c *Config) { c.Quota.Backend = "etcd" }, "quota.backend"},
 		{"redis without url", func(c *Config) { c.Quota.Backend = "redis" }, "quota.backend"},

@@ -118,7 +118,9 @@ func (s Schedule) Plan(list []string) ([]RegionPlan, error) {
 		if every == 0 {
 			every = DefaultEvery
 		}
-		at = func(off time.Duration) cron.Schedule { return schedule.Every{Interval: every, Offset: off, Location: loc} }
+		at = func(off time.Duration) cron.Schedule {
+			return schedule.Every{Interval: every, Offset: off, Location: loc}
+		}
 		desc = "every " + every.String()
 	}
 	out := make([]RegionPlan, 0, len(list))

@@ -13,7 +13,8 @@ import (
 // videoCategoryId when category is not ""), following nextPageToken to the
 // end. Each page is reserved before it is sent and stored in one
 // transaction after it arrives. It stops with an error on a page token seen
-// twice or more pages than the documented 200 results allow.
+// twice, or on a next page offered once the documented 200 results are
+// stored (that page is not fetched).
 func (r *Runner) chart(ctx context.Context, st *runState, category string) error {
 	run := st.run
 	pageSize := r.PageSize
@@ -68,6 +69,9 @@ func (r *Runner) chart(ctx context.Context, st *runState, category string) error
 		}
 		if seen[token] {
 			return fmt.Errorf("chart of %s: the API returned page token %q twice: stopped", run.Region, token)
+		}
+		if rank-1 >= maxChartResults {
+			return fmt.Errorf("chart of %s offers more than the documented %d videos (another page after %d): stopped", run.Region, maxChartResults, rank-1)
 		}
 		seen[token] = true
 	}

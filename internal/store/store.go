@@ -188,7 +188,7 @@ func openDB(ctx context.Context, abs string, readOnly bool) (*Store, error) {
 	db.SetMaxIdleConns(4)
 	if err := pingRetry(ctx, db); err != nil {
 		db.Close()
-		return nil, fmt.Errorf("cannot open database %s: %w", abs, err)
+		return nil, fmt.Errorf("cannot open database %s: %w%s", abs, err, spaceHint(filepath.Dir(abs)))
 	}
 	return &Store{db: db, path: abs}, nil
 }
