@@ -633,6 +633,10 @@ func ExposedToOthers(path string) bool {
 // readSecretFile returns the first line of path, trimmed. Errors never
 // include the content.
 func readSecretFile(path string) (string, error) {
+	// Stat first: reading a FIFO would block until a writer comes.
+	if fi, err := os.Stat(path); err == nil && !fi.Mode().IsRegular() {
+		return "", fmt.Errorf("cannot read %s: not a regular file (%s)", path, fi.Mode().Type())
+	}
 	raw, err := os.ReadFile(path)
 	if err != nil {
 		return "", fmt.Errorf("cannot read %s: %w", path, errors.Unwrap(err))
