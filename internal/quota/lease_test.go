@@ -350,9 +350,7 @@ func TestRedisLeaseSuite(t *testing.T) {
 }
 
 func TestRedisClusterLeaseSuite(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a Redis Cluster")
-	}
+	redistest.SkipIfShort(t, "starts a Redis Cluster")
 	b := newTestRedisCluster(t, redistest.StartCluster(t, 3))
 	runLeaseSuite(t, func(t *testing.T) Backend { return b })
 }
@@ -609,17 +607,13 @@ func runLeaseCrash(t *testing.T, backendSpec string) {
 }
 
 func TestSQLiteLeaseCrashedHolder(t *testing.T) {
-	if testing.Short() {
-		t.Skip("multi-process test")
-	}
+	redistest.SkipIfShort(t, "multi-process test")
 	t.Parallel()
 	runLeaseCrash(t, "sqlite:"+filepath.Join(t.TempDir(), "quota.db"))
 }
 
 func TestRedisLeaseCrashedHolder(t *testing.T) {
-	if testing.Short() {
-		t.Skip("multi-process test")
-	}
+	redistest.SkipIfShort(t, "multi-process test")
 	srv := redistest.Start(t)
 	runLeaseCrash(t, "redis:"+srv.URL())
 }

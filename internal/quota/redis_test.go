@@ -62,9 +62,7 @@ var (
 // TestRedisProcessesNoOverAdmission: 8 OS processes, limit 9,500, a random
 // mix of cost 1 and cost 100 until a cost-1 call is denied: exactly 9,500.
 func TestRedisProcessesNoOverAdmission(t *testing.T) {
-	if testing.Short() {
-		t.Skip("multi-process test")
-	}
+	redistest.SkipIfShort(t, "multi-process test")
 	srv := redistest.Start(t)
 	runOverAdmission(t, "redis:"+srv.URL(), 8, 9500)
 }
@@ -80,9 +78,7 @@ func TestRedisBackendSuite(t *testing.T) {
 // behaviour suite, two-bucket reservations on credentials spread over every
 // master, and the 8-process over-admission test.
 func TestRedisCluster(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a Redis Cluster")
-	}
+	redistest.SkipIfShort(t, "starts a Redis Cluster")
 	cl := redistest.StartCluster(t, 3)
 	b := newTestRedisCluster(t, cl)
 	t.Run("Suite", func(t *testing.T) {
@@ -447,9 +443,7 @@ func TestRedisBoundedEviction(t *testing.T) {
 // issue's figures: limit 50 per 10 s, 50 calls just before a 10-second
 // wall-clock boundary and 50 just after: exactly 50 admitted.
 func TestRedisBoundaryBurst(t *testing.T) {
-	if testing.Short() {
-		t.Skip("waits for a 10-second boundary")
-	}
+	redistest.SkipIfShort(t, "waits for a 10-second boundary")
 	srv := redistest.Start(t)
 	b := newTestRedis(t, srv)
 	units := Bucket{Name: "units", Limit: 50, Window: 10 * time.Second}

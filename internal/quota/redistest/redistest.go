@@ -334,3 +334,13 @@ func StartCluster(tb testing.TB, n int) *Cluster {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// SkipIfShort skips a slow test (a cluster, several processes, a wait for a
+// wall-clock boundary) under `go test -short`, except in CI (CI=true), where
+// every Redis test must run: there -short is ignored.
+func SkipIfShort(tb testing.TB, why string) {
+	tb.Helper()
+	if testing.Short() && os.Getenv("CI") != "true" {
+		tb.Skip("-short: " + why)
+	}
+}
