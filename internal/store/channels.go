@@ -36,12 +36,7 @@ const maxIDsPerQuery = 500
 func upsertChannelsSQL(n int) string {
 	var b strings.Builder
 	b.WriteString(`INSERT INTO channels (id, title, country, subscriber_count, video_count, view_count, fetched_at) VALUES `)
-	for i := 0; i < n; i++ {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		b.WriteString("(?,?,?,?,?,?,?)")
-	}
+	b.WriteString(valueRows(n, 7))
 	b.WriteString(`
 ON CONFLICT (id) DO UPDATE SET
     title            = excluded.title,

@@ -97,12 +97,7 @@ func upsertVideosSQL(n int) string {
     id, title, description, channel_id, channel_title, category_id, tags,
     published_at, duration, thumbnail_url, first_seen_at
 ) VALUES `)
-	for i := 0; i < n; i++ {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		b.WriteString("(?,?,?,?,?,?,?,?,?,?,?)")
-	}
+	b.WriteString(valueRows(n, 11))
 	b.WriteString(`
 ON CONFLICT (id) DO UPDATE SET
     title         = excluded.title,
@@ -137,12 +132,7 @@ func upsertStatsSQL(n int) string {
 	b.WriteString(`INSERT INTO video_stats (video_rowid, view_count, like_count, comment_count, last_seen_at)
 SELECT v.rowid, x.column2, x.column3, x.column4, x.column5
 FROM (VALUES `)
-	for i := 0; i < n; i++ {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		b.WriteString("(?,?,?,?,?)")
-	}
+	b.WriteString(valueRows(n, 5))
 	b.WriteString(`) AS x JOIN videos v ON v.id = x.column1
 WHERE true
 ON CONFLICT (video_rowid) DO UPDATE SET
@@ -159,13 +149,15 @@ WHERE excluded.last_seen_at >= video_stats.last_seen_at`)
 func insertSnapshotsSQL(n int) string {
 	var b strings.Builder
 	b.WriteString(`INSERT INTO snapshots (run_id, region, kind, query, rank, video_id, captured_at) VALUES `)
-	for i := 0; i < n; i++ {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		b.WriteString("(?,?,?,?,?,?,?)")
-	}
+	b.WriteString(valueRows(n, 7))
 	return b.String()
+}
+
+// valueRows returns n rows of cols "?" placeholders for a multi-row VALUES
+// list: "(?,?),(?,?)" for n=2, cols=2. n and cols must be at least 1.
+func valueRows(n, cols int) string {
+	row := "(" + strings.Repeat("?,", cols-1) + "?)"
+	return strings.Repeat(row+",", n-1) + row
 }
 
 // txExec executes a (possibly cached) multi-row statement of rows rows in tx.
