@@ -24,7 +24,7 @@ func (r *Runner) chart(ctx context.Context, st *runState, category string) error
 	maxPages := (maxChartResults+int(pageSize)-1)/int(pageSize) + 1
 	kind, query, rank := store.KindChart, "", 1
 	if category != "" {
-		query = "videoCategoryId=" + category
+		kind, query = store.KindCategory, category
 	}
 	seen := map[string]bool{}
 	token := ""

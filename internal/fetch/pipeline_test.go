@@ -456,3 +456,48 @@ func TestSecondRunOfARegionIsRefused(t *testing.T) {
 		t.Errorf("after release: %v", err)
 	}
 }
+
+// TestCategoryCharts: a region with chart.categories gets, after its whole
+// chart, one narrowed chart per videoCategoryId, stored as its own snapshot
+// kind, never mixed into the chart ranks.
+func TestCategoryCharts(t *testing.T) {
+	emu := youtubetest.New()
+	chart := youtubetest.Sample()
+	emu.SetChart("US", chart)
+	r := newPipeline(t, emu)
+	r.ChartCategories = map[string][]string{"US": {"10", "20"}}
+	run, err := r.Run(context.Background(), "US")
+	if err != nil {
+		t.Fatal(err)
+	}
+	assertChart(t, r.Store, run, chart)
+	for _, cat := range []string{"10", "20"} {
+		var want []string
+		for _, v := range chart {
+			if v.Snippet.CategoryId == cat {
+				want = append(want, v.Id)
+			}
+		}
+		got, err := r.Store.CategoryChart(context.Background(), run.ID, "US", cat)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(want) == 0 || len(got) != len(want) {
+			t.Fatalf("category %s: stored %d, want %d (sample videos of that category)", cat, len(got), len(want))
+		}
+		for i := range want {
+			if got[i].VideoID != want[i] || got[i].Rank != i+1 {
+				t.Errorf("category %s rank %d: %s, want %s", cat, i+1, got[i].VideoID, want[i])
+			}
+		}
+	}
+	var sawCategory int
+	for _, req := range emu.Requests() {
+		if req.Query.Get("videoCategoryId") != "" {
+			sawCategory++
+		}
+	}
+	if sawCategory != 2 || run.Units["units"] != 4 {
+		t.Errorf("%d narrowed chart calls, %v units; want 2 calls and 2+2 units", sawCategory, run.Units)
+	}
+}

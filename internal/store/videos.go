@@ -52,6 +52,9 @@ const (
 	// KindSearch is a page of search.list hits (fetched with videos.list
 	// id=); rank = position in the search results of one query.
 	KindSearch = "search"
+	// KindCategory is a page of a chart narrowed by videoCategoryId; query
+	// is the category id, rank = position in that narrowed chart.
+	KindCategory = "category"
 )
 
 func joinTags(tags []string) string {
@@ -227,10 +230,12 @@ func (s *Store) SavePage(ctx context.Context, runID int64, region string, firstR
 // with a constraint error and stores nothing.
 func (s *Store) SaveSnapshot(ctx context.Context, runID int64, region, kind, query string, firstRank int, videos []Video, at time.Time) error {
 	switch {
-	case kind != KindChart && kind != KindSearch:
+	case kind != KindChart && kind != KindSearch && kind != KindCategory:
 		return fmt.Errorf("cannot save page: unknown snapshot kind %q", kind)
 	case kind == KindChart && query != "":
 		return fmt.Errorf("cannot save page: a chart has no query (got %q)", query)
+	case kind != KindChart && query == "":
+		return fmt.Errorf("cannot save page: a %s snapshot needs its query", kind)
 	case firstRank < 1:
 		return fmt.Errorf("cannot save page: first rank %d < 1", firstRank)
 	case region == "":
@@ -298,6 +303,16 @@ func (s *Store) SearchHits(ctx context.Context, runID int64, region, query strin
 	out, err := s.snapshot(ctx, runID, region, KindSearch, query)
 	if err != nil {
 		return nil, fmt.Errorf("cannot read search hits: %w", err)
+	}
+	return out, nil
+}
+
+// CategoryChart returns the chart narrowed by videoCategoryId categoryID
+// stored by runID in region (SaveSnapshot with KindCategory), in rank order.
+func (s *Store) CategoryChart(ctx context.Context, runID int64, region, categoryID string) ([]ChartEntry, error) {
+	out, err := s.snapshot(ctx, runID, region, KindCategory, categoryID)
+	if err != nil {
+		return nil, fmt.Errorf("cannot read category chart: %w", err)
 	}
 	return out, nil
 }

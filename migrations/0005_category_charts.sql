@@ -1,0 +1,20 @@
+-- 0005_category_charts: charts narrowed by videoCategoryId (config
+-- chart.categories; since 2025-07-21 the mostPopular chart is built from
+-- Music, Movies and Gaming) are stored as their own kind, 'category', with
+-- query = the videoCategoryId, so they never mix with the region's chart
+-- ranks. The CHECK constraints change, so the table is rebuilt (as in 0003).
+CREATE TABLE snapshots_new (
+    run_id      INTEGER NOT NULL REFERENCES runs (id),
+    region      TEXT    NOT NULL,
+    kind        TEXT    NOT NULL DEFAULT 'chart' CHECK (kind IN ('chart','search','category')),
+    query       TEXT    NOT NULL DEFAULT '' CHECK ((kind = 'chart') = (query = '')),
+    rank        INTEGER NOT NULL CHECK (rank >= 1),
+    video_id    TEXT    NOT NULL REFERENCES videos (id),
+    captured_at TEXT    NOT NULL,
+    PRIMARY KEY (run_id, region, kind, query, rank)
+) WITHOUT ROWID;
+INSERT INTO snapshots_new (run_id, region, kind, query, rank, video_id, captured_at)
+SELECT run_id, region, kind, query, rank, video_id, captured_at FROM snapshots;
+DROP TABLE snapshots;
+ALTER TABLE snapshots_new RENAME TO snapshots;
+CREATE INDEX snapshots_video_region ON snapshots (video_id, region);
