@@ -110,7 +110,7 @@ func (a *app) printCrontab(sc config.Schedule) error {
 	b.WriteString("# Install with `crontab -e` as the user owning the database (or pipe into `crontab -`).\n")
 	fmt.Fprintf(&b, "# Create the log directory first: mkdir -p %s\n", shellQuote(logDir))
 	b.WriteString("# cron has no login environment: give the API key with api_key_file in the config.\n")
-	b.WriteString("# Exit codes: 0 ok, 75 quota denied (the next tick resumes), 1 error, 2 configuration error.\n")
+	b.WriteString("# Exit codes: 0 ok, 75 quota denied (the next tick resumes), 3 region already running, 1 error, 2 configuration error.\n")
 	if sc.Timezone != "" {
 		b.WriteString("# The schedule's time zone (cronie honours CRON_TZ; elsewhere set the system zone):\n")
 		fmt.Fprintf(&b, "CRON_TZ=%s\n", sc.Timezone)
