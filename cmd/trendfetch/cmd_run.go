@@ -143,28 +143,23 @@ func (a *app) runRegions(ctx context.Context, list []string) error {
 		// the last region sends the remainder.
 		e.runner.DeferChannels = i < len(list)-1
 		_, err := e.run(ctx, region)
-		if err == nil {
-			continue
-		}
 		var (
 			stop *fetch.StopError
 			ce   *fetch.CredentialError
-			held *quota.LeaseHeldError
 		)
-		if errors.As(err, &held) {
-			failed = append(failed, err)
+		switch {
+		case err == nil:
 			continue
-		}
-		if errors.As(err, &stop) || errors.As(err, &ce) || ctx.Err() != nil {
+		case errors.As(err, &stop), errors.As(err, &ce), ctx.Err() != nil:
 			if rest := list[i+1:]; len(rest) > 0 {
 				a.log.Warn().Strs("skipped", rest).Msg("remaining regions not run")
 			}
-			if len(failed) > 0 && ctx.Err() == nil && ce == nil {
+			if stop != nil && len(failed) > 0 {
 				return joinFailures(failed) // the stop is logged and recorded; failures rank first
 			}
 			return err
 		}
-		failed = append(failed, err)
+		failed = append(failed, err) // including a held lease (exit 3 when alone)
 	}
 	return joinFailures(failed)
 }
