@@ -356,7 +356,7 @@ func TestRedisClusterLeaseSuite(t *testing.T) {
 }
 
 // The Redis layout: trendfetch:{<credential>}:lease:<region>, value = token
-// (random id and holder), PX = ttl; Reset of the credential frees it.
+// (random id and holder), PX = ttl; Reset of the credential (usage) keeps it.
 func TestRedisLeaseKey(t *testing.T) {
 	srv := redistest.Start(t)
 	b := newTestRedis(t, srv)
@@ -372,8 +372,8 @@ func TestRedisLeaseKey(t *testing.T) {
 	if err := b.Reset(testCtx(t), "keys"); err != nil {
 		t.Fatal(err)
 	}
-	if got := srv.Do("EXISTS", key); got != "0" {
-		t.Fatalf("EXISTS after Reset = %s", got)
+	if got := srv.Do("EXISTS", key); got != "1" {
+		t.Fatalf("EXISTS after Reset = %s: a reset of usage must not free a running job's lease", got)
 	}
 	// A bad credential name is refused before Redis.
 	if _, _, _, err := b.TryLock(testCtx(t), LeaseName("a}b", "US"), "t", time.Second); err == nil || errors.Is(err, ErrUnavailable) {

@@ -112,7 +112,8 @@ type Backend interface {
 	Status(ctx context.Context, credential string, buckets []Bucket, maxCost map[string]int64) (Status, error)
 	// MarkExhausted denies every reservation for credential until until.
 	MarkExhausted(ctx context.Context, credential string, until time.Time) error
-	// Reset removes every log entry and marker of credential.
+	// Reset removes every log entry and the exhaustion marker of
+	// credential; run leases are kept (they are not usage).
 	Reset(ctx context.Context, credential string) error
 	// Close releases connections.
 	Close() error
@@ -271,7 +272,8 @@ func (l *Limiter) MarkExhausted(ctx context.Context, credential string, until ti
 	return l.backend.MarkExhausted(ctx, credential, until)
 }
 
-// Reset forgets every entry and marker of credential.
+// Reset forgets every entry and the exhaustion marker of credential (run
+// leases are kept).
 func (l *Limiter) Reset(ctx context.Context, credential string) error {
 	return l.backend.Reset(ctx, credential)
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/url"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -300,6 +301,10 @@ func (r *RedisBackend) Reset(ctx context.Context, credential string) error {
 		if err != nil {
 			return redisUnavailable("reset", credential, err)
 		}
+		// Run leases are not usage: a running job keeps its region.
+		keys = slices.DeleteFunc(keys, func(k string) bool {
+			return strings.HasPrefix(k, r.leaseKey(credential, ""))
+		})
 		if len(keys) > 0 {
 			if err := node.Del(ctx, keys...).Err(); err != nil {
 				return redisUnavailable("reset", credential, err)
