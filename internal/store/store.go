@@ -151,20 +151,20 @@ func OpenReadOnly(ctx context.Context, path string) (*Store, error) {
 	if fi.IsDir() {
 		return nil, fmt.Errorf("cannot open database %s: is a directory", path)
 	}
-	s, err := openDB(ctx, abs, true)
+	s, v, err := openReadOnly(ctx, abs, dsn(abs, true))
+	if err != nil && cannotOpen(err) {
+		// Read-only media: a WAL database needs its -shm file, which cannot
+		// be created there. Nothing can write to such a file either, so
+		// SQLite may treat it as immutable (no locks, no -shm).
+		s, v, err = openReadOnly(ctx, abs, dsn(abs, true)+"&immutable=1")
+	}
 	if err != nil {
 		return nil, err
 	}
-	s.readOnly = true
 	migs, err := loadMigrations(migrationsFS)
 	if err != nil {
 		s.db.Close()
 		return nil, err
-	}
-	v, err := schemaVersion(ctx, s.db)
-	if err != nil {
-		s.db.Close()
-		return nil, fmt.Errorf("cannot read schema version of %s: %w", path, err)
 	}
 	switch want := len(migs); {
 	case v == 0:
@@ -177,8 +177,34 @@ func OpenReadOnly(ctx context.Context, path string) (*Store, error) {
 	return s, nil
 }
 
+// openReadOnly opens abs with dataSource and reads its schema version.
+func openReadOnly(ctx context.Context, abs, dataSource string) (*Store, int, error) {
+	s, err := openDSN(ctx, abs, dataSource)
+	if err != nil {
+		return nil, 0, err
+	}
+	s.readOnly = true
+	v, err := schemaVersion(ctx, s.db)
+	if err != nil {
+		s.db.Close()
+		return nil, 0, fmt.Errorf("cannot read schema version of %s: %w", abs, err)
+	}
+	return s, v, nil
+}
+
+// cannotOpen reports SQLite's "unable to open database file" and read-only
+// errors, which on a database that exists mean read-only media.
+func cannotOpen(err error) bool {
+	msg := err.Error()
+	return strings.Contains(msg, "unable to open database file") || strings.Contains(msg, "readonly") || strings.Contains(msg, "read-only")
+}
+
 func openDB(ctx context.Context, abs string, readOnly bool) (*Store, error) {
-	db, err := sql.Open("sqlite", dsn(abs, readOnly))
+	return openDSN(ctx, abs, dsn(abs, readOnly))
+}
+
+func openDSN(ctx context.Context, abs, dataSource string) (*Store, error) {
+	db, err := sql.Open("sqlite", dataSource)
 	if err != nil {
 		return nil, fmt.Errorf("cannot open database %s: %w", abs, err)
 	}
