@@ -156,7 +156,7 @@ func parseTerms(text string) ([][]qterm, error) {
 	return groups, nil
 }
 
-// renderMatch writes groups as an FTS5 expression for the unicode61 index:
+// renderMatch writes groups as an FTS5 expression (for either index):
 // every term a quoted string, groups joined with AND, terms of a group with
 // OR. allPrefix makes every term a prefix query.
 func renderMatch(groups [][]qterm, allPrefix bool) string {

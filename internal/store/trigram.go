@@ -2,7 +2,6 @@ package store
 
 import (
 	"encoding/json"
-	"strings"
 	"unicode"
 	"unicode/utf8"
 )
@@ -51,7 +50,7 @@ type trigramQuery struct {
 // has only terms of TrigramMinChars or more characters: the index cannot
 // answer such a query.
 func planTrigram(groups [][]qterm) (q trigramQuery, ok bool) {
-	var b strings.Builder
+	var long [][]qterm
 	filter := [][]string{}
 	for _, g := range groups {
 		short := false
@@ -68,29 +67,19 @@ func planTrigram(groups [][]qterm) (q trigramQuery, ok bool) {
 			filter = append(filter, alts)
 			continue
 		}
-		if b.Len() > 0 {
-			b.WriteString(" AND ")
+		// Prefix (*) is implied: a substring match finds every word that
+		// starts with the term.
+		exact := make([]qterm, len(g))
+		for i, t := range g {
+			exact[i] = t
+			exact[i].prefix = false
 		}
-		if len(g) > 1 {
-			b.WriteByte('(')
-		}
-		for ti, t := range g {
-			if ti > 0 {
-				b.WriteString(" OR ")
-			}
-			// Prefix (*) is implied: a substring match finds every word
-			// that starts with the term.
-			b.WriteByte('"')
-			b.WriteString(strings.ReplaceAll(t.text, `"`, `""`))
-			b.WriteByte('"')
-		}
-		if len(g) > 1 {
-			b.WriteByte(')')
-		}
+		long = append(long, exact)
 	}
-	if b.Len() == 0 {
+	if len(long) == 0 {
 		return trigramQuery{}, false
 	}
+	match := renderMatch(long, false)
 	f, _ := json.Marshal(filter) // []string values cannot fail
-	return trigramQuery{match: b.String(), filter: string(f)}, true
+	return trigramQuery{match: match, filter: string(f)}, true
 }
