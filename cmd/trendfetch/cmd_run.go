@@ -56,8 +56,9 @@ and trendfetch exits 75; the next cron tick resumes.
 }
 
 // engine is what running a region needs, opened once per process: the
-// store, the limiter and the API client. `run` uses it for one invocation;
-// `schedule` keeps one for its lifetime. Close releases it.
+// store, the limiter and the API client, wired into one fetch.Runner whose
+// Run is the code path of a region for both `run` (one invocation) and
+// `schedule` (its lifetime). Close releases it.
 type engine struct {
 	store   *store.Store
 	limiter *quota.Limiter
@@ -123,11 +124,6 @@ func (e *engine) Close() error {
 	return errors.Join(e.limiter.Close(), e.store.Close())
 }
 
-// run runs one region: the same code path for `run` and `schedule`.
-func (e *engine) run(ctx context.Context, region string) (store.Run, error) {
-	return e.runner.Run(ctx, region)
-}
-
 // runRegions runs each region in turn. A clean stop (quota denial), a
 // rejected key or a signal ends the whole invocation; other failures are
 // recorded and the next region still runs, and the invocation exits 1.
@@ -142,7 +138,7 @@ func (a *app) runRegions(ctx context.Context, list []string) error {
 		// Stale channels are batched across the regions of one invocation;
 		// the last region sends the remainder.
 		e.runner.DeferChannels = i < len(list)-1
-		_, err := e.run(ctx, region)
+		_, err := e.runner.Run(ctx, region)
 		var (
 			stop *fetch.StopError
 			ce   *fetch.CredentialError

@@ -102,11 +102,9 @@ func (a *app) schedule(ctx context.Context, metricsAddr string) error {
 		jobs[i] = schedule.Job{Name: region, Schedule: p.Schedule, Run: func(ctx context.Context) error {
 			// Each job gets its own copy of the runner, so the channels it
 			// keeps for a full batch are not shared by concurrent regions.
-			// The code path is engine.run's.
-			je := *e
+			// The code path is the same as `trendfetch run`'s.
 			r := *e.runner
-			je.runner = &r
-			run, err := je.run(ctx, region)
+			run, err := r.Run(ctx, region)
 			var (
 				stop *fetch.StopError
 				held *quota.LeaseHeldError

@@ -777,12 +777,7 @@ func TestDiskFullAndReadOnlyDatabase(t *testing.T) {
 // stderr (plus at most a Try: hint), no output and no API call. Region
 // lists in lower case or with duplicates are accepted and normalized.
 func TestBadCLIInput(t *testing.T) {
-	emu := youtubetest.New()
-	emu.SetChart("US", youtubetest.Sample())
-	emu.SetChart("GB", youtubetest.Sample())
-	url := emu.StartTest(t)
-	e := newEnv(t)
-	e.vars["YOUTUBE_API_KEY"] = "k"
+	emu, url, e := sampleEnv(t, "US", "GB")
 	dirConfig := filepath.Join(e.dir, "confdir")
 	os.Mkdir(dirConfig, 0o700)
 	fifo := filepath.Join(e.dir, "fifo.yaml")

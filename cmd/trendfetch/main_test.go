@@ -63,6 +63,20 @@ func newEnv(t *testing.T) *env {
 	}}
 }
 
+// sampleEnv serves the emulator's built-in sample chart as each of regions
+// and returns it, its URL, and a sandbox env with an API key set.
+func sampleEnv(t *testing.T, regions ...string) (*youtubetest.Server, string, *env) {
+	t.Helper()
+	emu := youtubetest.New()
+	for _, r := range regions {
+		emu.SetChart(r, youtubetest.Sample())
+	}
+	url := emu.StartTest(t)
+	e := newEnv(t)
+	e.vars["YOUTUBE_API_KEY"] = "k"
+	return emu, url, e
+}
+
 func (e *env) dbPath() string { return filepath.Join(e.dir, "data", "trendfetch", "trendfetch.db") }
 
 type result struct {
@@ -396,11 +410,7 @@ func TestSignalsAndLease(t *testing.T) {
 // fail-closed one stops like a denial (exit 75); both runs are recorded.
 func TestRedisBackendDownPolicies(t *testing.T) {
 	srv := redistest.Start(t)
-	emu := youtubetest.New()
-	emu.SetChart("US", youtubetest.Sample())
-	url := emu.StartTest(t)
-	e := newEnv(t)
-	e.vars["YOUTUBE_API_KEY"] = "k"
+	_, url, e := sampleEnv(t, "US")
 	e.vars["TRENDFETCH_REDIS_URL"] = srv.URL()
 
 	res := e.run("--api-endpoint", url, "run", "--region", "US")

@@ -21,7 +21,6 @@ import (
 	"github.com/robfig/cron/v3"
 
 	"github.com/trendfetch/trendfetch/internal/config"
-	"github.com/trendfetch/trendfetch/internal/fetch/youtubetest"
 	"github.com/trendfetch/trendfetch/internal/quota"
 	"github.com/trendfetch/trendfetch/internal/store"
 )
@@ -229,12 +228,7 @@ func assertNoOverlap(t *testing.T, runs []store.Run) {
 }
 
 func TestScheduleRunsRegionsServesMetricsAndStopsCleanly(t *testing.T) {
-	emu := youtubetest.New()
-	emu.SetChart("US", youtubetest.Sample())
-	emu.SetChart("GB", youtubetest.Sample())
-	url := emu.StartTest(t)
-	e := newEnv(t)
-	e.vars["YOUTUBE_API_KEY"] = "k"
+	emu, url, e := sampleEnv(t, "US", "GB")
 	cfg := e.writeConfig(`
 regions: [US, GB]
 schedule:
@@ -388,11 +382,7 @@ schedule:
 }
 
 func TestScheduleQuotaDenialEndsTheJobNotTheScheduler(t *testing.T) {
-	emu := youtubetest.New()
-	emu.SetChart("US", youtubetest.Sample())
-	url := emu.StartTest(t)
-	e := newEnv(t)
-	e.vars["YOUTUBE_API_KEY"] = "k"
+	emu, url, e := sampleEnv(t, "US")
 	cfg := e.writeConfig(`
 regions: [US]
 schedule:

@@ -365,10 +365,10 @@ func (r *Runner) apiError(ctx context.Context, st *runState, method string, err 
 	}
 	switch {
 	case reason == "quotaExceeded" || reason == "dailyLimitExceeded":
-		now := time.Now()
+		now := r.now()
 		until := quota.NextPacificMidnight(now)
 		if merr := r.Limiter.MarkExhausted(context.WithoutCancel(ctx), r.Credential, until); merr != nil {
-			r.Log.Warn().Err(merr).Msg("cannot mark the credential exhausted in the quota backend")
+			st.log.Warn().Err(merr).Msg("cannot mark the credential exhausted in the quota backend")
 		}
 		return &StopError{Region: run.Region, Reason: "the API answered 403 quotaExceeded: the project's daily quota is spent", RetryAfter: until.Sub(now), RetryAt: until}
 	case reason == "keyInvalid" || strings.Contains(ge.Body, "API_KEY_INVALID"):
