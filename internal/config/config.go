@@ -514,7 +514,7 @@ func (c *Config) Limits() ([]quota.Bucket, quota.Costs, error) {
 		if _, dup := byName[b.Name]; dup {
 			return nil, nil, invalid(f+".name", b.Name, "defined twice")
 		}
-		if b.Name == "exhausted" || b.Name == "lease" {
+		if quota.ReservedBucketName(b.Name) {
 			return nil, nil, invalid(f+".name", b.Name, "reserved for the limiter's own keys")
 		}
 		if b.Limit <= 0 {

@@ -102,6 +102,7 @@ func TestValidateNamesFieldValueReason(t *testing.T) {
 		field string
 	}{
 		{"negative limit", func(c *Config) { c.Quota.Buckets[0].Limit = -1 }, "quota.buckets[0].limit"},
+		{"reserved bucket name", func(c *Config) { c.Quota.Buckets[1].Name = "state" }, "quota.buckets[1].name"},
 		{"cost over limit", func(c *Config) { c.Quota.Buckets[1].Limit = 50; c.Quota.Buckets[0].Limit = 50 }, "quota.costs.search.list.units"},
 		{"unknown bucket", func(c *Config) { c.Quota.Costs["videos.list"] = map[string]int64{"nope": 1} }, "quota.costs.videos.list.nope"},
 		{"bad policy", func(c *Config) { c.Quota.Policies["videos.list"] = "maybe" }, "quota.policies.videos.list"},

@@ -32,10 +32,17 @@ const (
 // backend writes: trendfetch:{<credential>}:<bucket>.
 const DefaultRedisKeyPrefix = "trendfetch"
 
-// ExhaustedKeySuffix is the key suffix of a credential's upstream exhaustion
-// marker (trendfetch:{<credential>}:exhausted); no bucket may use it as a
-// name, nor start with LeaseKeyInfix + ":" (run leases).
-const ExhaustedKeySuffix = "exhausted"
+// StateKeySuffix is the key suffix of a credential's state hash
+// (trendfetch:{<credential>}:state): the upstream exhaustion marker (field
+// "exhausted") and one cache field per bucket (redis_lua.go).
+const StateKeySuffix = "state"
+
+// ReservedBucketName reports whether name cannot be a bucket's: "state" and
+// "exhausted" (the state hash's key and marker field), "lease" and names
+// starting with "lease:" (run leases, lease.go).
+func ReservedBucketName(name string) bool {
+	return name == StateKeySuffix || name == "exhausted" || name == LeaseKeyInfix || strings.HasPrefix(name, LeaseKeyInfix+":")
+}
 
 // RedisBackend is the shared quota Backend on Redis (standalone or Cluster):
 // an exact weighted sliding-window log per bucket, decided by one Lua script
@@ -97,9 +104,9 @@ func (r *RedisBackend) bucketKey(credential, bucket string) string {
 	return r.credTag(credential) + ":" + bucket
 }
 
-// exhaustedKey is the upstream exhaustion marker: trendfetch:{<credential>}:exhausted.
-func (r *RedisBackend) exhaustedKey(credential string) string {
-	return r.credTag(credential) + ":" + ExhaustedKeySuffix
+// stateKey is the credential's state hash: trendfetch:{<credential>}:state.
+func (r *RedisBackend) stateKey(credential string) string {
+	return r.credTag(credential) + ":" + StateKeySuffix
 }
 
 // credPattern matches every key of credential for SCAN (glob chars escaped).
@@ -153,8 +160,8 @@ func (r *RedisBackend) Reserve(ctx context.Context, credential string, charges [
 	}
 	mids := r.midnights(time.Now())
 	keys := make([]string, 1, 1+len(charges))
-	keys[0] = r.exhaustedKey(credential)
-	args := make([]any, 0, 1+len(mids)+3*len(charges))
+	keys[0] = r.stateKey(credential)
+	args := make([]any, 0, 1+len(mids)+4*len(charges))
 	args = append(args, len(mids))
 	for _, m := range mids {
 		args = append(args, m)
@@ -172,6 +179,9 @@ func (r *RedisBackend) Reserve(ctx context.Context, credential string, charges [
 		}
 		names = append(names, c.Name)
 		keys = append(keys, r.bucketKey(credential, c.Name))
+		args = append(args, c.Name)
+	}
+	for _, c := range charges {
 		args = append(args, c.Units, c.Limit, redisWindowUS(c.Bucket))
 	}
 	res, err := redisReserveScript.Run(ctx, r.client, keys, args...).Int64Slice()
@@ -211,7 +221,7 @@ func (r *RedisBackend) Status(ctx context.Context, credential string, buckets []
 	}
 	mids := r.midnights(time.Now())
 	keys := make([]string, 1, 1+len(buckets))
-	keys[0] = r.exhaustedKey(credential)
+	keys[0] = r.stateKey(credential)
 	args := make([]any, 0, 1+len(mids)+3*len(buckets))
 	args = append(args, len(mids))
 	for _, m := range mids {
@@ -263,16 +273,16 @@ func (r *RedisBackend) Status(ctx context.Context, credential string, buckets []
 	return st, nil
 }
 
-// MarkExhausted sets the credential's exhaustion marker until until (the
-// marker key expires then, PEXPIREAT); every Reserve is denied with
-// Exhausted and a Retry-After up to until meanwhile. A marker is never
-// shortened by a later call with an earlier until. Redis failures wrap
-// ErrUnavailable.
+// MarkExhausted sets the credential's exhaustion marker until until (field
+// "exhausted" of the state hash, which lives at least that long); every
+// Reserve is denied with Exhausted and a Retry-After up to until meanwhile.
+// A marker is never shortened by a later call with an earlier until, and an
+// until already past marks nothing. Redis failures wrap ErrUnavailable.
 func (r *RedisBackend) MarkExhausted(ctx context.Context, credential string, until time.Time) error {
 	if err := redisCheckCredential(credential); err != nil {
 		return err
 	}
-	err := redisMarkScript.Run(ctx, r.client, []string{r.exhaustedKey(credential)}, until.UnixMicro(), until.UnixMilli()+1).Err()
+	err := redisMarkScript.Run(ctx, r.client, []string{r.stateKey(credential)}, until.UnixMicro()).Err()
 	if err != nil {
 		return redisUnavailable("mark exhausted", credential, err)
 	}
@@ -289,7 +299,7 @@ func (r *RedisBackend) Reset(ctx context.Context, credential string) error {
 	}
 	var node redis.Cmdable = r.client
 	if cc, ok := r.client.(*redis.ClusterClient); ok {
-		n, err := cc.MasterForKey(ctx, r.exhaustedKey(credential))
+		n, err := cc.MasterForKey(ctx, r.stateKey(credential))
 		if err != nil {
 			return redisUnavailable("reset", credential, err)
 		}
@@ -317,10 +327,11 @@ func (r *RedisBackend) Reset(ctx context.Context, credential string) error {
 	}
 }
 
-// redisCheckBucket rejects a bucket the Redis key layout cannot hold: the reserved
-// name "exhausted", a name already in earlier, or an invalid limit/window.
+// redisCheckBucket rejects a bucket the Redis key layout cannot hold: a
+// reserved name (ReservedBucketName), a name already in earlier, or an
+// invalid limit/window.
 func redisCheckBucket(b Bucket, earlier []string) error {
-	if b.Name == "" || b.Name == ExhaustedKeySuffix || strings.HasPrefix(b.Name, LeaseKeyInfix+":") {
+	if b.Name == "" || ReservedBucketName(b.Name) {
 		return fmt.Errorf("quota: bucket name %q is empty or reserved by the Redis key layout", b.Name)
 	}
 	if b.Limit <= 0 {

@@ -10,10 +10,10 @@ const redisEvictBatch = 8
 // KEYS, ARGV and reply it takes, and run with go-redis Script.Run: EVALSHA,
 // falling back to EVAL on NOSCRIPT (restart, failover, SCRIPT FLUSH).
 //
-// # Data layout (one bucket of one credential)
+// # Data layout (one credential)
 //
-// Key trendfetch:{<credential>}:<bucket> is a sorted set with one entry per
-// admitted call:
+// Key trendfetch:{<credential>}:<bucket> is a bucket's log, a sorted set
+// with one entry per admitted call:
 //
 //	score  = Redis TIME in microseconds when the call was admitted
 //	member = "<cum>:<cost>", cum zero-padded to 16 digits
@@ -24,36 +24,62 @@ const redisEvictBatch = 8
 // because scores never decrease (a new score is max(TIME, newest score)) the
 // sorted-set order (score, then member bytes) is also cum order.
 //
+// Key trendfetch:{<credential>}:state is a hash: field "exhausted" holds the
+// upstream exhaustion marker (until, Unix µs) and one field per bucket caches
+// what a decision would otherwise read from the log, six doubles packed
+// little-endian (struct.pack '<dddddd', 48 bytes):
+//
+//	total       cum of the newest entry
+//	newest      score of the newest entry
+//	split_lo    a window start for which the split below was found
+//	split_cum   every entry with cum <= split_cum has score < split_lo
+//	split_next  score of the first entry after the split (if total > split_cum)
+//	oldest      a lower bound of the oldest entry's score (decides eviction)
+//
+// The log is the truth and the cache a shortcut, written by the same script
+// as the log. Were the two to disagree (one key deleted or evicted, or the
+// hash expired first), the cache can only over-count: a missing cache is
+// rebuilt from the log, and a cache whose log lost entries counts units no
+// longer there until they would have left the window. Every writer must run
+// this script (a mixed fleet with an older layout would under-count).
+//
 // # Algorithm (exact weighted sliding-window log, O(log n) per decision)
 //
 // A bucket's window at time now is [lo, now] with lo = now - window + 1 µs
 // (sliding) or lo = the last Pacific midnight <= now (calendar mode).
 //
-//	total = cum of the newest entry                       ZRANGE key -1 -1      O(log n)
-//	base  = cum - cost of the oldest entry with score>=lo ZRANGE key 0 0        O(1)
-//	        (or, while expired entries remain,            ZRANGEBYSCORE LIMIT 1 O(log n))
-//	used  = total - base  (0 when the newest entry is older than lo)
+//	used = total - base, base = cum before the first entry with score >= lo
 //
-// so the in-window sum costs the same whatever the cost weights and however
-// many entries expired since the last decision: removing expired entries is
-// no longer needed to count, so eviction lags, at most redisEvictBatch entries
-// per admitted call (ZREMRANGEBYRANK, O(log n + redisEvictBatch); removing one
-// entry costs Redis about 0.7 µs, so the batch is small: a backlog of 9,000
-// expired entries is cleared within 1,300 admitted calls while memory never
-// grows, since each call adds one entry and removes up to 8); entries are kept
-// back to the last Pacific midnight so that units-since-midnight (UsedToday)
-// stays exact.
+// The cached split answers base without touching the log while it still
+// holds: split_lo <= lo (the window did not grow, the clock did not step
+// back) and split_next >= lo (the first entry after it is still inside), so
+// base = split_cum. Otherwise, if newest < lo, nothing is in the window;
+// else the first entry with score >= lo is read (ZRANGEBYSCORE LIMIT 1,
+// O(log n)) and becomes the new split. The in-window sum therefore costs
+// the same whatever the cost weights and however many entries expired since
+// the last decision, and the common decision makes four redis.calls: TIME,
+// HMGET state, ZADD log, HSET state.
+//
+// Removing expired entries is not needed to count, so eviction lags: at
+// most redisEvictBatch entries per admitted call, when the cached oldest is
+// before the cutoff (ZCOUNT + ZREMRANGEBYRANK, O(log n + redisEvictBatch);
+// removing one entry costs Redis about 0.7 µs, so the batch is small: a
+// backlog of 9,000 expired entries is cleared within 1,300 admitted calls
+// while memory never grows, since each call adds one entry and removes up to
+// 8); entries are kept back to the last Pacific midnight so that
+// units-since-midnight (UsedToday) stays exact.
 //
 // A call is admitted when used + cost <= limit in every bucket it charges;
-// then (and only then) every bucket gets ZADD + PEXPIRE. A denial writes
-// nothing. Retry-After for a denied bucket: the call fits once the entries
-// up to the first one whose cum >= need = total + cost - limit have left the
-// window; that entry is found by binary search over ranks (ZRANGE i i, one
-// O(log n) probe per step, only on denial: O(log² n)); it leaves the window
-// at score + window, so RetryAfter = score + window - now µs (never early:
-// an entry with score s is outside the window from now = s + window on). In
-// calendar mode everything leaves at the next Pacific midnight. The decision
-// reports the largest Retry-After among the denying buckets.
+// then (and only then) every bucket gets ZADD (+ PEXPIRE now and then) and
+// the state hash its new caches. A denial writes nothing. Retry-After for a
+// denied bucket: the call fits once the entries up to the first one whose
+// cum >= need = total + cost - limit have left the window; that entry is
+// found by binary search over ranks (ZRANGE i i, one O(log n) probe per
+// step, only on denial: O(log² n)); it leaves the window at score + window,
+// so RetryAfter = score + window - now µs (never early: an entry with score
+// s is outside the window from now = s + window on). In calendar mode
+// everything leaves at the next Pacific midnight. The decision reports the
+// largest Retry-After among the denying buckets.
 //
 // # Clock
 //
@@ -80,6 +106,8 @@ local EVICT_BATCH = 8          -- expired entries removed per admitted call, at 
 local TTL_MARGIN_MS = 300000   -- keys live this long past the last moment an entry matters
 local TTL_REFRESH_US = 120000000 -- PEXPIRE once per period of this length (see reserve)
 
+local INF = 4503599627370496  -- 2^52 µs (year 2112): "no such moment yet"
+
 local NO_MIDNIGHT = 'ERR trendfetch: the Pacific midnight table does not cover Redis TIME (client clock off by a day or more?)'
 
 local function fmt(x) return string.format('%d', x) end
@@ -89,9 +117,11 @@ local function parse(m)
   return tonumber(string.sub(m, 1, 16)), tonumber(string.sub(m, 18))
 end
 
--- retry_us(key, lo, now, window, next_mid, total, need): µs until the entry whose
--- cum first reaches need (> base) leaves the window. window == 0: calendar.
-local function retry_us(key, lo, now, window, next_mid, need)
+-- retry_us(key, lo, now, window, next_mid, newest, need): µs until the entry
+-- whose cum first reaches need (> base) leaves the window. window == 0:
+-- calendar. When the log holds no such entry (it lost entries the state
+-- hash still counts), every counted entry leaves by newest + window.
+local function retry_us(key, lo, now, window, next_mid, newest, need)
   if window == 0 then return next_mid - now end
   local a = redis.call('ZCOUNT', key, '-inf', '(' .. fmt(lo))
   local b = redis.call('ZCARD', key) - 1
@@ -100,21 +130,22 @@ local function retry_us(key, lo, now, window, next_mid, need)
     local e = redis.call('ZRANGE', key, mid, mid)
     if parse(e[1]) >= need then b = mid else a = mid + 1 end
   end
+  local r = newest + window - now
   local e = redis.call('ZRANGE', key, a, a, 'WITHSCORES')
-  local r = tonumber(e[2]) + window - now
+  if e[1] and parse(e[1]) >= need then r = tonumber(e[2]) + window - now end
   if r < 1 then r = 1 end
   return r
 end
-
 `
 
 // redisReserveScript decides one reservation across every bucket a call charges.
 //
-//	KEYS[1]      exhaustion marker  trendfetch:{<credential>}:exhausted (value: until, Unix µs)
+//	KEYS[1]      state hash         trendfetch:{<credential>}:state
 //	KEYS[1+i]    bucket i's log     trendfetch:{<credential>}:<bucket>, i = 1..n
 //	ARGV[1]      m, the number of Pacific midnights that follow
 //	ARGV[2..m+1] Pacific midnights, Unix µs, ascending
-//	then per bucket i, 3 values: cost (units > 0), limit (units), window (µs; 0 = calendar)
+//	then the n bucket names (their fields in the state hash), then per bucket
+//	i, 3 values: cost (units > 0), limit (units), window (µs; 0 = calendar)
 //
 // Reply (array of integers):
 //
@@ -123,13 +154,17 @@ end
 //	[4] Retry-After µs (0 when allowed)   [5] exhausted until (Unix µs, 0 if not marked)
 //	[5+i] remaining units of bucket i after the decision (on denial: limit - used,
 //	      as nothing was recorded)
-var redisReserveScript = redis.NewScript(redisLuaPrelude + `
--- The hot path is inlined: each redis.call and each Lua closure costs
--- about a microsecond, which is what the decision benchmarks measure.
+var redisReserveScript = redis.NewScript(redisLuaPrelude + redisReserveSrc)
+
+const redisReserveSrc = `
+-- The hot path is inlined and makes four redis.calls (TIME, HMGET, ZADD,
+-- HSET) plus one ZADD per extra bucket: each redis.call costs several times
+-- a whole no-op EVALSHA's server time, which is what the decision
+-- benchmarks measure.
 local n = #KEYS - 1
 local m = tonumber(ARGV[1])
 local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local now = t[1] * 1000000 + t[2]
 local last_mid, next_mid
 for i = 2, m + 1 do
   local v = tonumber(ARGV[i])
@@ -137,48 +172,57 @@ for i = 2, m + 1 do
 end
 if last_mid == nil or next_mid == nil then return redis.error_reply(NO_MIDNIGHT) end
 
-local ex_until = 0
-local ex = redis.call('GET', KEYS[1])
-if ex then
-  ex_until = tonumber(ex)
-  if ex_until <= now then ex_until = 0 end
-end
+local cache = redis.call('HMGET', KEYS[1], 'exhausted', unpack(ARGV, m + 2, m + 1 + n))
+local ex_until = tonumber(cache[1]) or 0
+if ex_until <= now then ex_until = 0 end
 
--- pass 1: read every bucket; st holds 8 values per bucket:
--- cost, window, lo, total, remaining, newest, oldest, over (1 when it does not fit)
+-- pass 1: read every bucket (from its cache; the log only when the cache
+-- cannot answer). st[i] = {cost, window, lo, total, newest, split_lo,
+-- split_cum, split_next, oldest, remaining, over, rebuilt}
 local st = {}
 local allowed = (ex_until == 0)
-local p = m + 2
 for i = 1, n do
+  local p = m + n + 3 * i - 1
   local cost, limit, window = tonumber(ARGV[p]), tonumber(ARGV[p + 1]), tonumber(ARGV[p + 2])
-  p = p + 3
   local key = KEYS[i + 1]
   local lo = now - window + 1
   if window == 0 then lo = last_mid end
-  local total, used, newest, oldest = 0, 0, false, false
-  local last = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
-  if last[1] then
-    total = tonumber(string.sub(last[1], 1, 16))
-    newest = tonumber(last[2])
-    local first = redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')
-    oldest = tonumber(first[2])
-    if newest >= lo then
-      if oldest < lo then
-        first = redis.call('ZRANGEBYSCORE', key, lo, '+inf', 'WITHSCORES', 'LIMIT', 0, 1)
-      end
-      local cum, c = parse(first[1])
-      used = total - cum + c
+  local total, newest, slo, scum, snext, oldest
+  local rebuilt = false
+  local c = cache[i + 1]
+  if c and #c == 48 then
+    total, newest, slo, scum, snext, oldest = struct.unpack('<dddddd', c)
+  else
+    -- no cache: rebuild it from the log, forcing the split search below
+    rebuilt = true
+    total, newest, slo, scum, snext, oldest = 0, 0, INF, 0, 0, INF
+    local last = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
+    if last[1] then
+      total, newest, oldest = tonumber(string.sub(last[1], 1, 16)), tonumber(last[2]), 0
     end
   end
-  local over = 0
+  local used = 0
+  if slo <= lo and (total == scum or snext >= lo) then
+    used = total - scum   -- the split still holds: nothing left the window since
+  elseif newest < lo then
+    scum, slo = total, lo -- everything left the window
+  else
+    local first = redis.call('ZRANGEBYSCORE', key, lo, '+inf', 'WITHSCORES', 'LIMIT', 0, 1)
+    if first[1] then
+      local cum, fc = parse(first[1])
+      scum, snext, slo = cum - fc, tonumber(first[2]), lo
+    else
+      scum, slo = total, lo -- the log lost its entries (deleted, evicted): trust it
+    end
+    used = total - scum
+  end
   local rem = limit - used - cost
-  if rem < 0 then
-    over, allowed, rem = 1, false, limit - used
+  local over = rem < 0
+  if over then
+    allowed, rem = false, limit - used
     if rem < 0 then rem = 0 end
   end
-  local b = 8 * (i - 1)
-  st[b + 1], st[b + 2], st[b + 3], st[b + 4] = cost, window, lo, total
-  st[b + 5], st[b + 6], st[b + 7], st[b + 8] = rem, newest, oldest, over
+  st[i] = {cost, window, lo, total, newest, slo, scum, snext, oldest, rem, over, rebuilt}
 end
 
 if not allowed then
@@ -187,15 +231,15 @@ if not allowed then
   if ex_until > 0 then retry = ex_until - now end
   local reply = {0, now, 0, 0, ex_until}
   for i = 1, n do
-    local b = 8 * (i - 1)
-    local rem = st[b + 5]
-    if st[b + 8] == 1 then
-      local limit = tonumber(ARGV[m + 3 + 3 * (i - 1)])
-      local r = retry_us(KEYS[i + 1], st[b + 3], now, st[b + 2], next_mid, st[b + 4] + st[b + 1] - limit)
+    local s = st[i]
+    local rem = s[10]
+    if s[11] then
+      local limit = tonumber(ARGV[m + n + 3 * i])
+      local r = retry_us(KEYS[i + 1], s[3], now, s[2], next_mid, s[5], s[4] + s[1] - limit)
       if denied == 0 or r > denied_retry then denied, denied_retry = i, r end
       if r > retry then retry = r end
     else
-      rem = rem + st[b + 1] -- this bucket would have fitted: limit - used
+      rem = rem + s[1] -- this bucket would have fitted: limit - used
     end
     reply[5 + i] = rem
   end
@@ -203,46 +247,70 @@ if not allowed then
   return reply
 end
 
--- pass 2: record one entry in every bucket
+-- pass 2: record one entry in every bucket and its new cache
 local reply = {1, now, 0, 0, 0}
+local hset = {}
+local state_ttl = 0
 for i = 1, n do
-  local b = 8 * (i - 1)
-  local cost, window, lo, total = st[b + 1], st[b + 2], st[b + 3], st[b + 4]
-  local newest, oldest = st[b + 6], st[b + 7]
+  local s = st[i]
+  local cost, window, lo, total, newest, slo, scum, snext, oldest = s[1], s[2], s[3], s[4], s[5], s[6], s[7], s[8], s[9]
   local key = KEYS[i + 1]
   -- bounded eviction of entries that matter neither to the window nor to today
   local cutoff = lo
   if last_mid < cutoff then cutoff = last_mid end
-  local refresh = (newest == false) or newest > now or newest < last_mid or
+  local refresh = s[12] or newest > now or newest < last_mid or
     math.floor(now / TTL_REFRESH_US) ~= math.floor(newest / TTL_REFRESH_US)
-  if oldest and oldest < cutoff then
+  if oldest < cutoff then
     local k = redis.call('ZCOUNT', key, '-inf', '(' .. fmt(cutoff))
-    if k > EVICT_BATCH then k = EVICT_BATCH end
-    redis.call('ZREMRANGEBYRANK', key, 0, k - 1)
-    refresh = true -- the key may have been emptied and deleted
+    if k > 0 then
+      local r = k
+      if r > EVICT_BATCH then r = EVICT_BATCH end
+      redis.call('ZREMRANGEBYRANK', key, 0, r - 1)
+      if newest < cutoff then refresh = true end
+    end
+    if k <= EVICT_BATCH then
+      -- every entry before cutoff is gone; the first one left is the split's
+      -- next entry when cutoff is the window's start, else at least cutoff
+      oldest = cutoff
+      if cutoff == lo and total > scum then oldest = snext end
+    end
   end
   local score = now
-  if newest and newest > score then score = newest end
+  if newest > score then score = newest end
+  if total == scum then snext = score end -- the new entry is the first after the split
+  if oldest > score then oldest = score end
   redis.call('ZADD', key, score, string.format('%016d:%d', total + cost, cost))
+  hset[2 * i - 1] = ARGV[m + 1 + i]
+  hset[2 * i] = struct.pack('<dddddd', total + cost, score, slo, scum, snext, oldest)
   -- TTL: the key must outlive its newest entry's window and today (for
   -- UsedToday). The first write of each TTL_REFRESH_US period and of each
-  -- Pacific day sets it (and any write after eviction or a clock step back),
-  -- so the TTL was set at most TTL_REFRESH_US ago and still covers that with
-  -- TTL_MARGIN_MS - TTL_REFRESH_US to spare; later writes skip PEXPIRE.
+  -- Pacific day sets it (and any write after eviction, a clock step back or
+  -- a rebuilt cache), so the TTL was set at most TTL_REFRESH_US ago and
+  -- still covers that with TTL_MARGIN_MS - TTL_REFRESH_US to spare; later
+  -- writes skip PEXPIRE. The state hash gets the longest such TTL (and at
+  -- least the marker's); were it to expire first, its caches are rebuilt.
   if refresh then
     local keep = window
     if next_mid - now > keep then keep = next_mid - now end
-    redis.call('PEXPIRE', key, math.floor(keep / 1000) + 1 + TTL_MARGIN_MS)
+    local ttl = math.floor(keep / 1000) + 1 + TTL_MARGIN_MS
+    redis.call('PEXPIRE', key, ttl)
+    if ttl > state_ttl then state_ttl = ttl end
   end
-  reply[5 + i] = st[b + 5]
+  reply[5 + i] = s[10]
+end
+redis.call('HSET', KEYS[1], unpack(hset))
+if state_ttl > 0 then
+  local ex_ttl = math.floor((ex_until - now) / 1000) + 1
+  if ex_ttl > state_ttl then state_ttl = ex_ttl end
+  redis.call('PEXPIRE', KEYS[1], state_ttl)
 end
 return reply
-`)
+`
 
 // redisStatusScript reads every bucket of a credential without writing anything
 // (no admission, no eviction, no PEXPIRE).
 //
-//	KEYS[1]      exhaustion marker  trendfetch:{<credential>}:exhausted
+//	KEYS[1]      state hash         trendfetch:{<credential>}:state (only its marker is read)
 //	KEYS[1+i]    bucket i's log, i = 1..n
 //	ARGV[1]      m; ARGV[2..m+1] Pacific midnights, Unix µs, ascending
 //	then per bucket i, 3 values: limit (units), window (µs; 0 = calendar), max cost (units; 0 = none)
@@ -300,7 +368,7 @@ if last_mid == nil or next_mid == nil then return redis.error_reply(NO_MIDNIGHT)
 local p = m + 2
 
 local ex_until = 0
-local ex = redis.call('GET', KEYS[1])
+local ex = redis.call('HGET', KEYS[1], 'exhausted')
 if ex then
   ex_until = tonumber(ex)
   if ex_until <= now then ex_until = 0 end
@@ -311,7 +379,7 @@ for i = 1, n do
   p = p + 3
   local key = KEYS[i + 1]
   local lo = lower(now, window, last_mid)
-  local total, base = state(key, lo)
+  local total, base, newest = state(key, lo)
   local used = total - base
   local entries, oldest = 0, 0
   if used > 0 then
@@ -320,9 +388,9 @@ for i = 1, n do
     oldest = tonumber(first[2])
   end
   local r1, rmax = 0, 0
-  if used + 1 > limit then r1 = retry_us(key, lo, now, window, next_mid, total + 1 - limit) end
+  if used + 1 > limit then r1 = retry_us(key, lo, now, window, next_mid, newest, total + 1 - limit) end
   if maxcost > 0 and used + maxcost > limit then
-    rmax = retry_us(key, lo, now, window, next_mid, total + maxcost - limit)
+    rmax = retry_us(key, lo, now, window, next_mid, newest, total + maxcost - limit)
   end
   local ttotal, tbase = state(key, last_mid)
   local k = #reply
@@ -332,16 +400,23 @@ end
 return reply
 `)
 
-// redisMarkScript sets the exhaustion marker, never shortening an existing one.
+// redisMarkScript sets the exhaustion marker (field "exhausted" of the state
+// hash), never shortening an existing one, and makes the hash live at least
+// until then.
 //
-//	KEYS[1] trendfetch:{<credential>}:exhausted
-//	ARGV[1] until, Unix µs; ARGV[2] until, Unix ms (PEXPIREAT)
+//	KEYS[1] trendfetch:{<credential>}:state
+//	ARGV[1] until, Unix µs
 //
 // Reply: the marker's until after the call, Unix µs.
 var redisMarkScript = redis.NewScript(`
-local cur = redis.call('GET', KEYS[1])
-if cur and tonumber(cur) >= tonumber(ARGV[1]) then return tonumber(cur) end
-redis.call('SET', KEYS[1], ARGV[1])
-redis.call('PEXPIREAT', KEYS[1], ARGV[2])
-return tonumber(ARGV[1])
+local till = tonumber(ARGV[1])
+local cur = tonumber(redis.call('HGET', KEYS[1], 'exhausted'))
+if cur and cur >= till then return cur end
+local t = redis.call('TIME')
+local ttl = math.floor((till - (tonumber(t[1]) * 1000000 + tonumber(t[2]))) / 1000) + 1
+if ttl <= 1 then return till end -- already over: nothing to mark
+redis.call('HSET', KEYS[1], 'exhausted', ARGV[1])
+local pttl = redis.call('PTTL', KEYS[1])
+if pttl < 0 or ttl > pttl then redis.call('PEXPIRE', KEYS[1], ttl) end
+return till
 `)

@@ -228,9 +228,9 @@ func TestRedisKeysAndExpiry(t *testing.T) {
 	}
 	keys := strings.Fields(srv.Do("KEYS", "*"))
 	want := map[string]bool{
-		"trendfetch:{main-project}:units":     true,
-		"trendfetch:{main-project}:search":    true,
-		"trendfetch:{main-project}:exhausted": true,
+		"trendfetch:{main-project}:units":  true,
+		"trendfetch:{main-project}:search": true,
+		"trendfetch:{main-project}:state":  true,
 	}
 	if len(keys) != len(want) {
 		t.Fatalf("keys = %q, want %d keys", keys, len(want))
@@ -247,6 +247,12 @@ func TestRedisKeysAndExpiry(t *testing.T) {
 			t.Fatalf("PTTL %s = %dms, want between the window and a day + margin", k, ttl)
 		}
 	}
+	// A state hash rebuilt from the logs gets its TTL back at once.
+	srv.Do("DEL", "trendfetch:{main-project}:state")
+	mustAllow(t, b, "main-project", charge(search, 1))
+	if ttl, _ := strconv.ParseInt(srv.Do("PTTL", "trendfetch:{main-project}:state"), 10, 64); ttl <= 0 {
+		t.Fatalf("PTTL of a rebuilt state hash = %d, want > 0", ttl)
+	}
 	// Members: one per call, "<cum>:<cost>".
 	if got := srv.Do("ZRANGE", "trendfetch:{main-project}:units", "0", "-1"); got != "0000000000000100:100" {
 		t.Fatalf("units members = %q", got)
@@ -259,7 +265,7 @@ func TestRedisKeysAndExpiry(t *testing.T) {
 	if _, err := b.Reserve(testCtx(t), "bad{name}", charge(units, 1)); err == nil {
 		t.Fatal("Reserve accepted a credential with braces")
 	}
-	if _, err := b.Reserve(testCtx(t), "x", charge(Bucket{Name: ExhaustedKeySuffix, Limit: 1, Window: time.Hour}, 1)); err == nil {
+	if _, err := b.Reserve(testCtx(t), "x", charge(Bucket{Name: "exhausted", Limit: 1, Window: time.Hour}, 1)); err == nil {
 		t.Fatal("Reserve accepted a bucket named like the exhaustion marker")
 	}
 	if _, err := b.Reserve(testCtx(t), "x", charge(units, 1, units, int64(1))); err == nil {
