@@ -198,9 +198,9 @@ func (r *Runner) Run(ctx context.Context, region string) (store.Run, error) {
 	}
 	log := r.Log.With().Str("region", region).Str("credential", r.Credential).Logger()
 
-	ctx, release, err := r.lease(ctx, log, region, fmt.Sprintf("%s pid %d", host, run.PID))
-	if err != nil {
-		return run, err
+	ctx, release, leaseErr := r.lease(ctx, log, region, fmt.Sprintf("%s pid %d", host, run.PID))
+	if leaseErr != nil && !errors.Is(leaseErr, quota.ErrUnavailable) {
+		return run, leaseErr
 	}
 	defer release()
 	id, err := r.Store.StartRun(ctx, run)
@@ -216,7 +216,8 @@ func (r *Runner) Run(ctx context.Context, region string) (store.Run, error) {
 	} else if n > 0 {
 		log.Warn().Int("runs", n).Msg("earlier runs of this region were still marked running: marked abandoned")
 	}
-	st := &runState{run: &run, log: log, videos: map[string]store.Video{}, channelSet: map[string]bool{}, calls: map[string]int{}}
+	st := &runState{run: &run, log: log, videos: map[string]store.Video{}, channelSet: map[string]bool{}, calls: map[string]int{},
+		limiterDown: leaseErr}
 
 	runErr := r.ingest(ctx, st)
 

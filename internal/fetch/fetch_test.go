@@ -3,9 +3,12 @@ package fetch_test
 import (
 	"context"
 	"errors"
+	"net"
 	"net/http"
 	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -191,6 +194,73 @@ func TestPoliciesWhenRedisDies(t *testing.T) {
 				t.Errorf("run took %s with Redis down; the backend must not be waited on per call", elapsed)
 			}
 		})
+	}
+}
+
+// TestUnresponsiveBackendIsWaitedOnOnce: a quota backend that accepts
+// connections and never answers costs a run one wait (its lease
+// acquisition), not one more per call site: the run makes exactly as many
+// connection attempts as a lone lease acquisition does.
+func TestUnresponsiveBackendIsWaitedOnOnce(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var accepted atomic.Int64
+	var mu sync.Mutex
+	var conns []net.Conn
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			accepted.Add(1)
+			mu.Lock()
+			conns = append(conns, c) // held open, never answered
+			mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() {
+		ln.Close()
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range conns {
+			c.Close()
+		}
+	})
+	url := "redis://" + ln.Addr().String() + "/0"
+	newBackend := func() quota.Backend {
+		c, err := quota.RedisClientFromURL(url, nil, quota.WithRedisIOTimeout(50*time.Millisecond))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return quota.NewRedis(c)
+	}
+
+	lone, err := quota.New(newBackend(), []quota.Bucket{{Name: "units", Limit: 100, Window: time.Hour}}, quota.Costs{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := lone.AcquireLease(context.Background(), "proj-a", "US", time.Minute, "probe"); !errors.Is(err, quota.ErrUnavailable) {
+		t.Fatalf("AcquireLease on a silent backend: %v, want ErrUnavailable", err)
+	}
+	lone.Close()
+	perWait := accepted.Swap(0)
+	if perWait == 0 {
+		t.Fatal("the lease acquisition made no connection attempt")
+	}
+
+	f := newFixture(t, newBackend(), nil, func(string) config.Policy { return config.FailOpen })
+	run, err := f.runner.Run(context.Background(), "US")
+	if err != nil || run.Unmetered != 2 || run.Videos != youtubetest.SampleSize {
+		t.Fatalf("fail-open run: err %v, run %+v; want success with 2 unmetered calls", err, run)
+	}
+	if got := accepted.Load(); got != perWait {
+		t.Errorf("the run made %d connection attempts to the silent backend, a lone lease acquisition %d: want the same (one wait per run)", got, perWait)
+	}
+	if n := strings.Count(f.logs.String(), `"message":"quota backend unavailable;`); n != 1 {
+		t.Errorf("%d backend-failure warnings, want 1; logs:\n%s", n, f.logs)
 	}
 }
 

@@ -24,8 +24,10 @@ var errLeaseLost = errors.New("run lease lost")
 // region never overlap, on any host sharing the quota backend. It returns a
 // context cancelled if the lease is lost, and a release function. A held
 // lease returns *quota.LeaseHeldError. When the backend is unreachable the
-// run goes ahead without a lease (fail-open, logged): the limiter's own
-// policies still decide every call, and a down backend must not stop cron.
+// run goes ahead without a lease (fail-open, logged): lease returns a no-op
+// release and the error (wrapping quota.ErrUnavailable), which the run keeps
+// as its "limiter down" state, so its calls apply their policies at once
+// instead of waiting on the backend again; a down backend must not stop cron.
 func (r *Runner) lease(ctx context.Context, log zerolog.Logger, region, holder string) (context.Context, func(), error) {
 	ttl := r.LeaseTTL
 	if ttl <= 0 {
@@ -35,8 +37,8 @@ func (r *Runner) lease(ctx context.Context, log zerolog.Logger, region, holder s
 	switch {
 	case err == nil:
 	case errors.Is(err, quota.ErrUnavailable):
-		log.Warn().Err(err).Msg("quota backend unavailable: running without the region lease")
-		return ctx, func() {}, nil
+		log.Warn().Err(err).Msg("quota backend unavailable; running without the region lease and applying call site policies for the rest of this run")
+		return ctx, func() {}, err
 	default:
 		return ctx, nil, err
 	}
