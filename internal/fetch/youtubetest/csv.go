@@ -148,8 +148,8 @@ func matchDate(value, want string) bool {
 // trendingDate is a value of the trending_date column as written ("18.01.11" = yy.dd.mm,
 // 2018-11-01; for 2020 files "2020-08-12" or "2020-08-12T00:00:00Z"); "" selects the first date
 // in the file. A date not in the file is an error listing the dates that are. region is
-// only used in error messages. A malformed CSV or a non-numeric count is an error naming the
-// line; LoadCSV never panics on bad input.
+// only used in error messages. A malformed CSV or a non-numeric count in any row (of any
+// date) is an error naming the line; LoadCSV never panics on bad input.
 //
 // Field mapping: Id; Snippet{Title, Description, PublishedAt, ChannelId, ChannelTitle,
 // CategoryId, Tags, Thumbnails.Default (Url, 120x90), LiveBroadcastContent "none"};
@@ -178,14 +178,15 @@ func LoadCSV(r io.Reader, region, trendingDate string) ([]*youtube.Video, error)
 	}
 	var videos []*youtube.Video
 	for _, row := range rows {
-		if !matchDate(row.fields["trending_date"], want) {
-			continue
-		}
+		// Every row is checked, not only the wanted date's: a malformed
+		// file is refused whichever date is asked for (as LoadCSVCharts).
 		v, err := rowVideo(format, row)
 		if err != nil {
 			return nil, fmt.Errorf("cannot load trending CSV%s: line %d: %w", forRegion(region), row.line, err)
 		}
-		videos = append(videos, v)
+		if matchDate(row.fields["trending_date"], want) {
+			videos = append(videos, v)
+		}
 	}
 	if len(videos) == 0 {
 		return nil, fmt.Errorf("cannot load trending CSV%s: trending date %q not in file; dates present: %s",
