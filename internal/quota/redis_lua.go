@@ -154,9 +154,7 @@ end
 //	[4] Retry-After µs (0 when allowed)   [5] exhausted until (Unix µs, 0 if not marked)
 //	[5+i] remaining units of bucket i after the decision (on denial: limit - used,
 //	      as nothing was recorded)
-var redisReserveScript = redis.NewScript(redisLuaPrelude + redisReserveSrc)
-
-const redisReserveSrc = `
+var redisReserveScript = redis.NewScript(redisLuaPrelude + `
 -- The hot path is inlined and makes four redis.calls (TIME, HMGET, ZADD,
 -- HSET) plus one ZADD per extra bucket: each redis.call costs several times
 -- a whole no-op EVALSHA's server time, which is what the decision
@@ -198,7 +196,7 @@ for i = 1, n do
     total, newest, slo, scum, snext, oldest = 0, 0, INF, 0, 0, INF
     local last = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
     if last[1] then
-      total, newest, oldest = tonumber(string.sub(last[1], 1, 16)), tonumber(last[2]), 0
+      total, newest, oldest = parse(last[1]), tonumber(last[2]), 0
     end
   end
   local used = 0
@@ -305,7 +303,7 @@ if state_ttl > 0 then
   redis.call('PEXPIRE', KEYS[1], state_ttl)
 end
 return reply
-`
+`)
 
 // redisStatusScript reads every bucket of a credential without writing anything
 // (no admission, no eviction, no PEXPIRE).
