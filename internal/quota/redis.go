@@ -149,8 +149,8 @@ func redisUnavailable(op, credential string, err error) error {
 // entry per bucket, or none (see Backend). It runs redisReserveScript: one round
 // trip, O(log n) in the bucket's entries, independent of the cost weight.
 // A charge above its bucket's limit is a *CostError returned before any Redis
-// call; a bucket named "exhausted", a duplicate bucket or a bad credential name
-// is an error too. Redis failures wrap ErrUnavailable.
+// call; a reserved bucket name (ReservedBucketName), a duplicate bucket or a
+// bad credential name is an error too. Redis failures wrap ErrUnavailable.
 func (r *RedisBackend) Reserve(ctx context.Context, credential string, charges []BucketCharge) (Decision, error) {
 	if err := redisCheckCredential(credential); err != nil {
 		return Decision{}, err
@@ -158,14 +158,7 @@ func (r *RedisBackend) Reserve(ctx context.Context, credential string, charges [
 	if len(charges) == 0 {
 		return Decision{}, errors.New("quota: reservation without charges")
 	}
-	mids := r.midnights(time.Now())
-	keys := make([]string, 1, 1+len(charges))
-	keys[0] = r.stateKey(credential)
-	args := make([]any, 0, 1+len(mids)+4*len(charges))
-	args = append(args, len(mids))
-	for _, m := range mids {
-		args = append(args, m)
-	}
+	keys, args := r.scriptFrame(credential, len(charges), 4)
 	names := make([]string, 0, len(charges))
 	for _, c := range charges {
 		if err := redisCheckBucket(c.Bucket, names); err != nil {
@@ -210,6 +203,22 @@ func (r *RedisBackend) Reserve(ctx context.Context, credential string, charges [
 	return d, nil
 }
 
+// scriptFrame starts the KEYS and ARGV of the reserve and status scripts for
+// n buckets taking perBucket ARGV values each: KEYS[1] is the credential's
+// state hash, ARGV[1] the number m of Pacific midnights and ARGV[2..m+1]
+// the midnights (Unix µs); the caller appends the buckets.
+func (r *RedisBackend) scriptFrame(credential string, n, perBucket int) (keys []string, args []any) {
+	mids := r.midnights(time.Now())
+	keys = make([]string, 1, 1+n)
+	keys[0] = r.stateKey(credential)
+	args = make([]any, 0, 1+len(mids)+perBucket*n)
+	args = append(args, len(mids))
+	for _, m := range mids {
+		args = append(args, m)
+	}
+	return keys, args
+}
+
 // Status reads every bucket of credential with redisStatusScript, which writes
 // nothing (no admission, eviction or PEXPIRE). Now is Redis TIME; UsedToday
 // counts units since the last Pacific midnight; Retry-After figures assume
@@ -219,14 +228,7 @@ func (r *RedisBackend) Status(ctx context.Context, credential string, buckets []
 	if err := redisCheckCredential(credential); err != nil {
 		return st, err
 	}
-	mids := r.midnights(time.Now())
-	keys := make([]string, 1, 1+len(buckets))
-	keys[0] = r.stateKey(credential)
-	args := make([]any, 0, 1+len(mids)+3*len(buckets))
-	args = append(args, len(mids))
-	for _, m := range mids {
-		args = append(args, m)
-	}
+	keys, args := r.scriptFrame(credential, len(buckets), 3)
 	names := make([]string, 0, len(buckets))
 	for _, b := range buckets {
 		if err := redisCheckBucket(b, names); err != nil {

@@ -43,8 +43,7 @@ func readLog(t *testing.T, c redis.UniversalClient, key string) []logEntry {
 	return out
 }
 
-// usedSince sums the costs of the entries with score >= lo; before counts
-// the entries with score < cutoff.
+// usedSince sums the costs of the entries with score >= lo.
 func usedSince(log []logEntry, lo int64) (used int64) {
 	for _, e := range log {
 		if e.score >= lo {
@@ -54,6 +53,7 @@ func usedSince(log []logEntry, lo int64) (used int64) {
 	return used
 }
 
+// countBefore counts the entries with score < cutoff.
 func countBefore(log []logEntry, cutoff int64) (n int) {
 	for _, e := range log {
 		if e.score < cutoff {
