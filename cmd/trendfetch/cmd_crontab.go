@@ -1,9 +1,7 @@
 package main
 
 import (
-	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -33,7 +31,7 @@ A region with its own cron spec in schedule.regions keeps that spec.
 --every must divide an hour (1m-30m) or a day (1h-12h), or be 24h; the
 stagger must be whole minutes. The lines fire exactly when 'trendfetch
 schedule' would.`,
-		Example: "  trendfetch --config /etc/trendfetch.yaml crontab\n  trendfetch crontab --every 1h --stagger 5m | crontab -",
+		Example: "  trendfetch --config /etc/trendfetch/trendfetch.yaml crontab\n  trendfetch crontab --every 1h --stagger 5m | crontab -",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := a.loadConfig(); err != nil {
@@ -82,12 +80,8 @@ func (a *app) printCrontab(sc config.Schedule) error {
 		return err
 	}
 	cmdPrefix := []string{bin}
-	cfgPath, err := a.configFileInUse()
-	if err != nil {
-		return err
-	}
-	if cfgPath != "" {
-		cmdPrefix = append(cmdPrefix, "--config", cfgPath)
+	if a.configFile != "" {
+		cmdPrefix = append(cmdPrefix, "--config", a.configFile)
 	}
 	for _, f := range []struct{ name, v string }{
 		{"--database", a.database}, {"--credential", a.credential}, {"--api-endpoint", a.apiEndpoint},
@@ -140,27 +134,6 @@ func (a *app) printCrontab(sc config.Schedule) error {
 	}
 	_, err = fmt.Fprint(a.stdout, b.String())
 	return err
-}
-
-// configFileInUse returns the absolute path of the config file trendfetch
-// reads (--config, $TRENDFETCH_CONFIG, else the default path if it exists),
-// or "" when it runs on defaults.
-func (a *app) configFileInUse() (string, error) {
-	p := a.configPath
-	if p == "" {
-		if v, ok := a.lookupEnv("TRENDFETCH_CONFIG"); ok && v != "" {
-			p = v
-		} else if d := config.DefaultPath(); d != "" {
-			if _, err := os.Stat(d); errors.Is(err, fs.ErrNotExist) {
-				return "", nil
-			}
-			p = d
-		}
-	}
-	if p == "" {
-		return "", nil
-	}
-	return filepath.Abs(p)
 }
 
 // shellQuote quotes s for sh when it holds anything but safe characters.

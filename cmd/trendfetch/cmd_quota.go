@@ -2,13 +2,18 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
+	"os"
+	"sort"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/trendfetch/trendfetch/internal/config"
 	"github.com/trendfetch/trendfetch/internal/fetch"
 	"github.com/trendfetch/trendfetch/internal/quota"
 )
@@ -40,16 +45,26 @@ fit again (Retry-After), and units spent since the last Pacific midnight
 			if err := a.loadConfig(); err != nil {
 				return err
 			}
-			lim, err := openLimiter(a.cfg, a.log)
-			if err != nil {
-				return err
+			// Reading never creates the embedded quota database: a missing
+			// one means nothing was spent through it.
+			var lim *quota.Limiter
+			if !a.quotaDBMissing() {
+				var err error
+				if lim, err = openLimiterReadOnly(a.cfg, a.log); err != nil {
+					return err
+				}
+				defer lim.Close()
 			}
-			defer lim.Close()
-			st := lim.Status(cmd.Context(), a.cfg.Credential)
+			var st quota.Status
+			if lim != nil {
+				st = lim.Status(cmd.Context(), a.cfg.Credential)
+			} else {
+				st = emptyStatus(a)
+			}
 			if asJSON {
 				enc := json.NewEncoder(a.stdout)
 				enc.SetIndent("", "  ")
-				if err := enc.Encode(statusJSON(st)); err != nil {
+				if err := enc.Encode(a.statusView(st)); err != nil {
 					return err
 				}
 			} else {
@@ -65,62 +80,20 @@ fit again (Retry-After), and units spent since the last Pacific midnight
 	return cmd
 }
 
-type bucketJSON struct {
-	Name            string    `json:"name"`
-	Limit           int64     `json:"limit"`
-	WindowSeconds   float64   `json:"window_seconds"`
-	Calendar        bool      `json:"calendar"`
-	Used            int64     `json:"used"`
-	Remaining       int64     `json:"remaining"`
-	Entries         int64     `json:"entries"`
-	Oldest          time.Time `json:"oldest,omitzero"`
-	RetryAfterOneMs int64     `json:"retry_after_one_ms"`
-	MaxCost         int64     `json:"max_cost"`
-	RetryAfterMaxMs int64     `json:"retry_after_max_ms"`
-	UsedToday       int64     `json:"used_today"`
-}
-
-type statusOut struct {
-	Credential     string       `json:"credential"`
-	Backend        string       `json:"backend"`
-	Reachable      bool         `json:"reachable"`
-	Error          string       `json:"error,omitempty"`
-	LatencyMs      float64      `json:"latency_ms"`
-	Now            time.Time    `json:"now,omitzero"`
-	DayStart       time.Time    `json:"pacific_day_start,omitzero"`
-	ExhaustedUntil time.Time    `json:"exhausted_until,omitzero"`
-	Buckets        []bucketJSON `json:"buckets"`
-}
-
-func statusJSON(st quota.Status) statusOut {
-	out := statusOut{Credential: st.Credential, Backend: st.Backend, Reachable: st.Reachable, Error: st.Err,
-		LatencyMs: float64(st.Latency.Microseconds()) / 1000, Now: st.Now, ExhaustedUntil: st.ExhaustedUntil,
-		Buckets: []bucketJSON{}}
-	if !st.Now.IsZero() {
-		out.DayStart = quota.PacificMidnight(st.Now)
-	}
-	for _, b := range st.Buckets {
-		out.Buckets = append(out.Buckets, bucketJSON{Name: b.Name, Limit: b.Limit, WindowSeconds: b.Window.Seconds(),
-			Calendar: b.Calendar, Used: b.Used, Remaining: b.Remaining, Entries: b.Entries, Oldest: b.Oldest,
-			RetryAfterOneMs: ceilMs(b.RetryAfterOne), MaxCost: b.MaxCost, RetryAfterMaxMs: ceilMs(b.RetryAfterMax),
-			UsedToday: b.UsedToday})
-	}
-	return out
-}
-
-func ceilMs(d time.Duration) int64 { return int64((d + time.Millisecond - 1) / time.Millisecond) }
+// statusOut is the machine shape of `quota status --json` and GET /v1/quota.
+type statusOut = quota.StatusView
 
 func printStatus(a *app, st quota.Status) {
 	reach := fmt.Sprintf("reachable, %s", st.Latency.Round(10*time.Microsecond))
 	if !st.Reachable {
 		reach = "UNREACHABLE: " + st.Err
 	}
-	fmt.Fprintf(a.stdout, "credential %s · backend %s (%s)\n", st.Credential, st.Backend, reach)
+	fmt.Fprintf(a.stdout, "credential %s · backend %s (%s) · preset %s\n", st.Credential, st.Backend, reach, a.cfg.Quota.PresetName())
 	if !st.Reachable {
 		return
 	}
 	if !st.ExhaustedUntil.IsZero() {
-		fmt.Fprintf(a.stdout, "EXHAUSTED upstream (403 quotaExceeded) until %s\n", st.ExhaustedUntil.Local().Format(time.RFC3339))
+		fmt.Fprintf(a.stdout, "EXHAUSTED upstream (403 quotaExceeded) until %s\n", st.ExhaustedUntil.UTC().Format("2006-01-02 15:04:05 MST"))
 	}
 	tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "BUCKET\tUSED\t\tLEFT\tWINDOW\tTODAY (PT)\t1 UNIT IN\tMAX COST IN")
@@ -135,7 +108,7 @@ func printStatus(a *app, st quota.Status) {
 	tw.Flush()
 	if !st.Now.IsZero() {
 		next := quota.NextPacificMidnight(st.Now)
-		fmt.Fprintf(a.stdout, "Google's quota day resets at %s (in %s)\n", next.Local().Format("2006-01-02 15:04 MST"), next.Sub(st.Now).Round(time.Minute))
+		fmt.Fprintf(a.stdout, "Google's quota day resets at %s (in %s)\n", next.UTC().Format("2006-01-02 15:04 MST"), next.Sub(st.Now).Round(time.Minute))
 	}
 }
 
@@ -179,7 +152,12 @@ project) is counted. Stops at the first denial and exits 75.`,
 				return err
 			}
 			if _, ok := a.cfg.Quota.Costs[method]; !ok {
-				return usagef("trendfetch quota status", "--method %q: not in the cost table (quota.costs)", method)
+				known := sortedCostKeys(a.cfg.Quota.Costs)
+				hint := "trendfetch quota charge --method " + known[0]
+				if s := config.Closest(method, known); s != "" {
+					hint = "trendfetch quota charge --method " + s
+				}
+				return usagef(hint, "--method %q: not in the cost table (quota.costs has %s)", config.Truncate(method, 80), strings.Join(known, ", "))
 			}
 			lim, err := openLimiter(a.cfg, a.log)
 			if err != nil {
@@ -237,4 +215,55 @@ func newQuotaResetCmd(a *app) *cobra.Command {
 	}
 	cmd.Flags().BoolVar(&yes, "yes", false, "confirm")
 	return cmd
+}
+
+// sortedCostKeys returns the methods of the cost table, sorted.
+func sortedCostKeys(costs map[string]map[string]int64) []string {
+	out := make([]string, 0, len(costs))
+	for m := range costs {
+		out = append(out, m)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// quotaDBMissing reports whether the embedded quota backend is configured
+// and its database does not exist yet: read-only commands then report
+// nothing spent and nothing held, without creating it.
+func (a *app) quotaDBMissing() bool {
+	if a.cfg.Quota.Backend != "sqlite" {
+		return false
+	}
+	_, err := os.Stat(a.cfg.Quota.SQLite.Path)
+	if errors.Is(err, fs.ErrNotExist) {
+		fmt.Fprintf(a.stderr, "note: no quota database at %s yet: nothing spent or held through it\n", a.cfg.Quota.SQLite.Path)
+		return true
+	}
+	return false
+}
+
+// emptyStatus is the status of a quota backend where nothing was recorded:
+// every bucket of the config unused.
+func emptyStatus(a *app) quota.Status {
+	buckets, costs, _ := a.cfg.Limits() // validated by loadConfig
+	st := quota.Status{Credential: a.cfg.Credential, Backend: a.cfg.Quota.Backend, Reachable: true, Now: time.Now()}
+	for _, b := range buckets {
+		bs := quota.BucketStatus{Bucket: b, Remaining: b.Limit}
+		for _, cs := range costs {
+			for _, c := range cs {
+				if c.Bucket == b.Name {
+					bs.MaxCost = max(bs.MaxCost, c.Units)
+				}
+			}
+		}
+		st.Buckets = append(st.Buckets, bs)
+	}
+	return st
+}
+
+// statusView is st's machine shape with the configured preset.
+func (a *app) statusView(st quota.Status) quota.StatusView {
+	v := st.View()
+	v.Preset = a.cfg.Quota.PresetName()
+	return v
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -29,7 +30,15 @@ and trendfetch exits 75; the next cron tick resumes.
 
 ` + exitCodesHelp,
 		Example: "  trendfetch run --region US\n  trendfetch run --region US --region GB\n  trendfetch run --all",
-		Args:    cobra.NoArgs,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return nil
+			}
+			if code, err := regions.Parse(args[0]); err == nil {
+				return usagef("trendfetch run --region "+code, "run takes regions as --region %s, not as an argument", code)
+			}
+			return usagef("trendfetch run --region US", "run takes no arguments (got %q): regions are given as --region CODE", config.Truncate(args[0], 80))
+		},
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if len(regionFlags) == 0 && !all {
 				return usagef("trendfetch run --region US", "run needs --region CODE or --all")
@@ -93,22 +102,38 @@ func (a *app) openEngine(ctx context.Context) (*engine, error) {
 		return nil, err
 	}
 	return &engine{store: st, limiter: lim, runner: &fetch.Runner{
-		Service:           svc,
-		Limiter:           lim,
-		Store:             st,
-		Credential:        cred.Name,
-		Policy:            a.cfg.Policy,
-		PageSize:          a.cfg.API.PageSize,
-		Timeout:           a.cfg.API.Timeout.Std(),
-		Retries:           a.cfg.API.Retries,
-		RetryBackoff:      a.cfg.API.RetryBackoff.Std(),
-		ChartCategories:   a.cfg.Chart.Categories,
-		Searches:          a.cfg.SearchesFor,
-		ChannelsRefresh:   enabled(a.cfg.Channels),
-		CategoriesRefresh: enabled(a.cfg.Categories),
-		LeaseTTL:          a.cfg.Runs.LeaseTTL.Std(),
-		Log:               a.log,
+		Service:    svc,
+		Limiter:    lim,
+		Store:      st,
+		Credential: cred.Name,
+		Policy:     a.cfg.Policy,
+		Settings: fetch.Settings{
+			PageSize:          a.cfg.API.PageSize,
+			Timeout:           a.cfg.API.Timeout.Std(),
+			Retries:           a.cfg.API.Retries,
+			RetryBackoff:      a.cfg.API.RetryBackoff.Std(),
+			LeaseTTL:          a.cfg.Runs.LeaseTTL.Std(),
+			ChartCategories:   a.cfg.Chart.Categories,
+			ChannelsRefresh:   enabled(a.cfg.Channels),
+			CategoriesRefresh: enabled(a.cfg.Categories),
+			StatsTrackFor:     a.cfg.Stats.TrackFor.Std(),
+			StatsEvery:        a.cfg.Stats.Every.Std(),
+		},
+		Searches: searchesOf(a.cfg),
+		Log:      a.log,
+		Scrub:    a.secrets.String,
 	}}, nil
+}
+
+// searchesOf returns the fetch view of the searches configured per region.
+func searchesOf(cfg *config.Config) func(region string) []fetch.Search {
+	return func(region string) []fetch.Search {
+		var out []fetch.Search
+		for _, s := range cfg.SearchesFor(region) {
+			out = append(out, fetch.Search{Q: s.Q, Order: s.Order, PublishedAfter: s.PublishedAfter.Std(), MaxPages: s.MaxPages})
+		}
+		return out
+	}
 }
 
 // enabled returns the refresh interval of an enabled call site, else 0.
@@ -133,12 +158,15 @@ func (a *app) runRegions(ctx context.Context, list []string) error {
 		return err
 	}
 	defer e.Close()
+	a.applyRetention(ctx, e.store)
 	var failed []error
+	// Stale channels are batched across the regions of one invocation; the
+	// last region sends the remainder.
+	r := *e.runner
+	r.Backlog = &fetch.Backlog{}
 	for i, region := range list {
-		// Stale channels are batched across the regions of one invocation;
-		// the last region sends the remainder.
-		e.runner.DeferChannels = i < len(list)-1
-		_, err := e.runner.Run(ctx, region)
+		r.Backlog.Hold = i < len(list)-1
+		_, err := r.Run(ctx, region)
 		var (
 			stop *fetch.StopError
 			ce   *fetch.CredentialError
@@ -171,8 +199,21 @@ func joinFailures(errs []error) error {
 			if len(errs) == 1 {
 				return err
 			}
-			return errors.New(oneLine(joined))
+			return &regionFailures{errs: errs}
 		}
 	}
 	return joined
+}
+
+// regionFailures are the failures of several regions: printed one region
+// per line; it does not unwrap, so it exits 1 even when some are held leases.
+type regionFailures struct{ errs []error }
+
+// Error is one line per region.
+func (e *regionFailures) Error() string {
+	lines := make([]string, len(e.errs))
+	for i, err := range e.errs {
+		lines[i] = oneLine(err)
+	}
+	return strings.Join(lines, "\n")
 }

@@ -1,8 +1,12 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"net/url"
+	"regexp"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -29,14 +33,16 @@ func newRunsCmd(a *app) *cobra.Command {
 			if err := a.loadConfig(); err != nil {
 				return err
 			}
-			st, err := store.OpenReadOnly(cmd.Context(), a.cfg.Database)
+			st, err := a.openReadStore(cmd.Context())
 			if err != nil {
 				return err
 			}
-			defer st.Close()
-			runs, err := st.Runs(cmd.Context(), limit)
-			if err != nil {
-				return err
+			var runs []store.Run
+			if st != nil {
+				defer st.Close()
+				if runs, err = st.Runs(cmd.Context(), limit); err != nil {
+					return err
+				}
 			}
 			if asJSON {
 				if runs == nil {
@@ -47,18 +53,18 @@ func newRunsCmd(a *app) *cobra.Command {
 				return enc.Encode(runs)
 			}
 			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "ID\tREGION\tSTARTED\tDURATION\tPAGES\tVIDEOS\tUNITS\tOUTCOME\tREASON")
+			fmt.Fprintln(tw, "ID\tREGION\tSTARTED (UTC)\tDURATION\tPAGES\tVIDEOS\tUNITS\tOUTCOME\tREASON")
 			for _, r := range runs {
 				dur := "-"
 				if !r.FinishedAt.IsZero() {
 					dur = r.FinishedAt.Sub(r.StartedAt).Round(time.Millisecond).String()
 				}
-				reason := r.Reason
+				reason := shortReason(r.Reason)
 				if r.RetryAfter > 0 {
-					reason += fmt.Sprintf(" (retry at %s)", r.RetryAt.Local().Format("2006-01-02 15:04:05"))
+					reason += fmt.Sprintf(" (retry at %s)", r.RetryAt.UTC().Format("2006-01-02 15:04:05"))
 				}
 				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%d\t%s\t%s\t%s\n", r.ID, r.Region,
-					r.StartedAt.Local().Format("2006-01-02 15:04:05"), dur, r.Pages, r.Videos,
+					r.StartedAt.UTC().Format("2006-01-02 15:04:05"), dur, r.Pages, r.Videos,
 					formatUnits(r.Units, r.Unmetered), r.Outcome, reason)
 			}
 			return tw.Flush()
@@ -68,6 +74,29 @@ func newRunsCmd(a *app) *cobra.Command {
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print runs as JSON")
 	return cmd
 }
+
+// maxReasonWidth bounds the REASON column; `runs --json` has the full text.
+const maxReasonWidth = 72
+
+// shortReason is a run's reason for the table: URLs (an API error quoting
+// its request) replaced by their host and path, at most maxReasonWidth
+// characters.
+func shortReason(reason string) string {
+	reason = urlRE.ReplaceAllStringFunc(reason, func(raw string) string {
+		u, err := url.Parse(strings.Trim(raw, `"'`))
+		if err != nil || u.Host == "" {
+			return raw
+		}
+		return u.Host + u.Path
+	})
+	reason = strings.Join(strings.Fields(reason), " ")
+	if r := []rune(reason); len(r) > maxReasonWidth {
+		return string(r[:maxReasonWidth-1]) + "…"
+	}
+	return reason
+}
+
+var urlRE = regexp.MustCompile(`"?https?://[^\s"]+"?`)
 
 // formatUnits renders units per bucket as "units=4 search=1", plus
 // unmetered (fail-open) calls.
@@ -88,4 +117,17 @@ func formatUnits(units map[string]int64, unmetered int) string {
 		return "0"
 	}
 	return strings.Join(parts, " ")
+}
+
+// openReadStore opens the database for a read-only command. A database that
+// does not exist yet is not an error: it returns nil and notes on stderr
+// that nothing was recorded, and the command prints an empty result.
+func (a *app) openReadStore(ctx context.Context) (*store.Store, error) {
+	st, err := store.OpenReadOnly(ctx, a.cfg.Database)
+	var nd *store.NoDatabaseError
+	if errors.As(err, &nd) {
+		fmt.Fprintf(a.stderr, "note: no database at %s yet: nothing recorded; `trendfetch run` creates it\n", a.cfg.Database)
+		return nil, nil
+	}
+	return st, err
 }

@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/trendfetch/trendfetch/internal/config"
 	"github.com/trendfetch/trendfetch/internal/fetch"
 	"github.com/trendfetch/trendfetch/internal/metrics"
 	"github.com/trendfetch/trendfetch/internal/quota"
@@ -17,7 +19,7 @@ import (
 )
 
 func newScheduleCmd(a *app) *cobra.Command {
-	var metricsAddr string
+	var metricsAddr, serveAddr string
 	cmd := &cobra.Command{
 		Use:   "schedule [--metrics-addr 127.0.0.1:9464]",
 		Short: "Run every configured region on its schedule in one long-lived process",
@@ -37,37 +39,68 @@ the exit code is 0. A second signal exits at once. A rejected API key stops
 the scheduler with exit 2.
 
 --metrics-addr serves Prometheus metrics on /metrics and a liveness check
-on /healthz.`,
-		Example: "  trendfetch schedule\n  trendfetch --config /etc/trendfetch.yaml schedule --metrics-addr 127.0.0.1:9464",
+on /healthz. --serve ADDR also serves the read API and dashboard of
+trendfetch serve (same rules: loopback unless serve.token_file), with the
+scheduler's metrics on its /metrics.`,
+		Example: "  trendfetch schedule\n  trendfetch --config /etc/trendfetch/trendfetch.yaml schedule --metrics-addr 127.0.0.1:9464",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := a.loadConfig(); err != nil {
 				return err
 			}
-			return a.schedule(cmd.Context(), metricsAddr)
+			return a.schedule(cmd.Context(), metricsAddr, serveAddr)
 		},
 	}
 	cmd.Flags().StringVar(&metricsAddr, "metrics-addr", "", `serve /metrics and /healthz on this host:port, e.g. 127.0.0.1:9464 ("" = off)`)
+	cmd.Flags().StringVar(&serveAddr, "serve", "", `also serve the read API and dashboard (trendfetch serve) on this host:port ("" = off)`)
 	return cmd
+}
+
+// checkListenAddr checks that addr is host:port with a port of 0-65535.
+func checkListenAddr(addr string) error {
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return errors.New("want host:port, e.g. 127.0.0.1:9464")
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+		return fmt.Errorf("port %q: want a number 0-65535", config.Truncate(port, 20))
+	}
+	return nil
 }
 
 // schedule runs the scheduler until ctx is cancelled (a signal): nil after
 // a clean stop, a *fetch.CredentialError when the API rejects the key, or
 // an error opening the engine or the metrics listener.
-func (a *app) schedule(ctx context.Context, metricsAddr string) error {
+func (a *app) schedule(ctx context.Context, metricsAddr, serveAddr string) error {
 	plan, err := a.cfg.Schedule.Plan(a.cfg.Regions)
 	if err != nil {
 		return err
 	}
+	// Every configured key must be readable now, not at a first tick hours
+	// later (exit 2: systemd's RestartPreventExitStatus=2 stops retrying).
+	for _, cr := range a.cfg.Credentials {
+		if _, err := cr.APIKey(a.lookupEnv); err != nil {
+			return err
+		}
+	}
 	var ln net.Listener
 	if metricsAddr != "" {
-		if _, _, err := net.SplitHostPort(metricsAddr); err != nil {
-			return usagef("trendfetch schedule --metrics-addr 127.0.0.1:9464", "--metrics-addr %q: %v", metricsAddr, err)
+		if err := checkListenAddr(metricsAddr); err != nil {
+			return usagef("trendfetch schedule --metrics-addr 127.0.0.1:9464", "--metrics-addr %q: %v", config.Truncate(metricsAddr, 80), err)
 		}
 		if ln, err = net.Listen("tcp", metricsAddr); err != nil {
 			return fmt.Errorf("cannot serve metrics: %w", err)
 		}
 		defer ln.Close()
+	}
+	var sln net.Listener
+	var token string
+	if serveAddr != "" {
+		a.cfg.Serve.Addr = serveAddr
+		if sln, token, err = a.listenServe(); err != nil {
+			return err
+		}
+		defer sln.Close()
 	}
 	e, err := a.openEngine(ctx)
 	if err != nil {
@@ -75,13 +108,33 @@ func (a *app) schedule(ctx context.Context, metricsAddr string) error {
 	}
 	defer e.Close()
 
-	if ln != nil {
+	var m *metrics.Metrics
+	if ln != nil || sln != nil {
 		creds := make([]string, len(a.cfg.Credentials))
 		for i, c := range a.cfg.Credentials {
 			creds[i] = c.Name
 		}
-		m := metrics.New(e.limiter, creds, a.cfg.Regions, 0)
+		m = metrics.New(e.limiter, creds, a.cfg.Regions, 0)
+		// A restart must not look like a stale region to the staleness alert.
+		if last, err := e.store.LastSuccess(ctx, e.runner.Credential); err != nil {
+			a.log.Warn().Err(err).Msg("cannot seed the last success of each region from the database")
+		} else {
+			m.SeedLastSuccess(last)
+		}
 		e.runner.OnCall, e.runner.OnRun = m.ObserveCall, m.ObserveRun
+	}
+	if sln != nil {
+		sctx, stop := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			if err := a.serveUntilDone(sctx, sln, token, m); err != nil {
+				a.log.Error().Err(err).Msg("read API stopped")
+			}
+		}()
+		defer func() { stop(); <-done }()
+	}
+	if ln != nil {
 		srv := &http.Server{Handler: m.Handler(), ReadHeaderTimeout: 10 * time.Second}
 		go func() {
 			if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
@@ -100,11 +153,11 @@ func (a *app) schedule(ctx context.Context, metricsAddr string) error {
 	for i, p := range plan {
 		region := p.Region
 		jobs[i] = schedule.Job{Name: region, Schedule: p.Schedule, Run: func(ctx context.Context) error {
-			// Each job gets its own copy of the runner, so the channels it
-			// keeps for a full batch are not shared by concurrent regions.
-			// The code path is the same as `trendfetch run`'s.
-			r := *e.runner
-			run, err := r.Run(ctx, region)
+			// The code path is the same as `trendfetch run`'s (retention,
+			// then the run); each run sends its own channel remainder (no
+			// Backlog).
+			a.applyRetention(ctx, e.store)
+			run, err := e.runner.Run(ctx, region)
 			var (
 				stop *fetch.StopError
 				held *quota.LeaseHeldError
@@ -134,6 +187,6 @@ func (a *app) schedule(ctx context.Context, metricsAddr string) error {
 		return err
 	}
 	a.log.Info().Strs("regions", a.cfg.Regions).Int("concurrency", a.cfg.Schedule.Concurrency).
-		Dur("grace", a.cfg.Schedule.Grace.Std()).Msg("scheduler starting")
+		Int64("grace_ms", a.cfg.Schedule.Grace.Std().Milliseconds()).Msg("scheduler starting")
 	return s.Run(ctx)
 }

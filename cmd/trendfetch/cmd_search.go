@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/trendfetch/trendfetch/internal/config"
 	"github.com/trendfetch/trendfetch/internal/regions"
 	"github.com/trendfetch/trendfetch/internal/store"
 )
@@ -46,14 +47,16 @@ match exactly; a trailing * matches a prefix (e.g. trail*). No API call is made.
 			if err := a.loadConfig(); err != nil {
 				return err
 			}
-			st, err := store.OpenReadOnly(cmd.Context(), a.cfg.Database)
+			st, err := a.openReadStore(cmd.Context())
 			if err != nil {
 				return err
 			}
-			defer st.Close()
-			hits, err := st.Search(cmd.Context(), store.SearchQuery{Text: text, Region: region, Limit: limit})
-			if err != nil {
-				return err
+			var hits []store.Hit
+			if st != nil {
+				defer st.Close()
+				if hits, err = st.Search(cmd.Context(), store.SearchQuery{Text: text, Region: region, Limit: limit}); err != nil {
+					return err
+				}
 			}
 			if asJSON {
 				enc := json.NewEncoder(a.stdout)
@@ -64,7 +67,7 @@ match exactly; a trailing * matches a prefix (e.g. trail*). No API call is made.
 				return enc.Encode(hits)
 			}
 			if len(hits) == 0 {
-				fmt.Fprintf(a.stdout, "no videos match %q\n", text)
+				fmt.Fprintf(a.stdout, "no videos match %q\n", config.Truncate(text, maxEcho))
 				return nil
 			}
 			for i, h := range hits {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"regexp"
 	"strings"
 	"syscall"
 
@@ -19,11 +20,12 @@ import (
 
 // Exit codes (DESIGN.md §5), listed in `trendfetch --help` and README.md.
 const (
-	exitOK       = 0  // success
-	exitError    = 1  // unexpected error (API failure, disk, database)
-	exitUsage    = 2  // usage or configuration error (bad flag, config, region, key)
-	exitRunning  = 3  // the region is already being run by another process (lease held)
-	exitTempFail = 75 // EX_TEMPFAIL: stopped cleanly on quota denial or fail-closed policy; retry later
+	exitOK       = 0   // success
+	exitError    = 1   // unexpected error (API failure, disk, database)
+	exitUsage    = 2   // usage or configuration error (bad flag, config, region, key)
+	exitRunning  = 3   // the region is already being run by another process (lease held)
+	exitTempFail = 75  // EX_TEMPFAIL: stopped cleanly on quota denial or fail-closed policy; retry later
+	exitSIGHUP   = 129 // 128 + signal number, as shells report it
 	exitSIGINT   = 130
 	exitSIGTERM  = 143
 )
@@ -35,6 +37,7 @@ const exitCodesHelp = `Exit codes:
   3    the region is already being run by another process (its run lease is held); nothing done
   75   stopped cleanly: quota denied or limiter unavailable for a fail-closed call site
        (EX_TEMPFAIL); the run record says why and when to retry
+  129  hung up by SIGHUP (run recorded as interrupted)
   130  interrupted by SIGINT (run recorded as interrupted)
   143  terminated by SIGTERM (run recorded as interrupted)`
 
@@ -54,7 +57,32 @@ func usagef(hint, format string, args ...any) error {
 // signalError is the cancellation cause when a signal stops trendfetch.
 type signalError struct{ sig os.Signal }
 
-func (e *signalError) Error() string { return "interrupted by " + e.sig.String() }
+func (e *signalError) Error() string { return "interrupted by " + signalName(e.sig) }
+
+// signalName is the conventional name of the signals trendfetch handles
+// ("SIGTERM"), else Go's description.
+func signalName(s os.Signal) string {
+	switch s {
+	case syscall.SIGHUP:
+		return "SIGHUP"
+	case syscall.SIGINT:
+		return "SIGINT"
+	case syscall.SIGTERM:
+		return "SIGTERM"
+	}
+	return s.String()
+}
+
+// signalExit is the exit code after signal s: 128 + its number.
+func signalExit(s os.Signal) int {
+	switch s {
+	case syscall.SIGHUP:
+		return exitSIGHUP
+	case syscall.SIGTERM:
+		return exitSIGTERM
+	}
+	return exitSIGINT
+}
 
 // exitCode maps an error to the process exit code; this is the only place
 // that does so.
@@ -74,10 +102,7 @@ func exitCode(ctx context.Context, err error) int {
 		held *quota.LeaseHeldError
 	)
 	if errors.As(context.Cause(ctx), &se) || errors.As(err, &se) {
-		if se.sig == syscall.SIGTERM {
-			return exitSIGTERM
-		}
-		return exitSIGINT
+		return signalExit(se.sig)
 	}
 	switch {
 	// cobra reports an unknown subcommand with a plain error (gh matches it
@@ -95,6 +120,31 @@ func exitCode(ctx context.Context, err error) int {
 	return exitError
 }
 
+// flagValueRE matches pflag's message for a value that does not parse, e.g.
+// `invalid argument "abc" for "-n, --limit" flag: strconv.ParseInt: parsing "abc": invalid syntax`.
+var flagValueRE = regexp.MustCompile(`^invalid argument "(.*)" for "(?:-\w, )?(--[\w-]+)" flag: (?:strconv\.Parse(Int|Uint|Float|Bool)|time: |.*)`)
+
+// flagError rewrites pflag's parse errors to name the flag and the wanted
+// form without Go function names, and truncates long values.
+func flagError(err error) error {
+	m := flagValueRE.FindStringSubmatch(err.Error())
+	if m == nil {
+		return err
+	}
+	want := "a valid value"
+	switch {
+	case m[3] == "Int" || m[3] == "Uint":
+		want = "a whole number"
+	case m[3] == "Float":
+		want = "a number"
+	case m[3] == "Bool":
+		want = "true or false"
+	case strings.Contains(err.Error(), "time: "):
+		want = "a duration such as 30s or 2h"
+	}
+	return fmt.Errorf("%s %q: want %s", m[2], config.Truncate(m[1], 80), want)
+}
+
 // argsAreUsage makes the positional-argument validators of c and its
 // subcommands (cobra.MinimumNArgs, NoArgs, ...) return *usageError, so a
 // wrong number of arguments exits 2 like a bad flag.
@@ -102,6 +152,10 @@ func argsAreUsage(c *cobra.Command) {
 	if validate := c.Args; validate != nil {
 		c.Args = func(cmd *cobra.Command, args []string) error {
 			if err := validate(cmd, args); err != nil {
+				var ue *usageError
+				if errors.As(err, &ue) {
+					return err
+				}
 				return &usageError{err: err, hint: cmd.CommandPath() + " --help"}
 			}
 			return nil

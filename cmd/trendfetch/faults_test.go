@@ -99,7 +99,7 @@ func lastLine(s string) string {
 // fixed is a chart length for checkStore: n for every region.
 func fixed(n int) func(string) int { return func(string) int { return n } }
 
-// chartRow is what the snapshots table holds for one run's chart.
+// chartRow is what the entries table holds for one run's chart capture.
 type chartRow struct {
 	rows, minRank, maxRank int
 }
@@ -126,7 +126,7 @@ func checkStore(t *testing.T, path string, chartLen func(region string) int) []s
 	if err != nil {
 		t.Fatal(err)
 	}
-	rows, err := st.DB().QueryContext(ctx, `SELECT run_id, count(*), min(rank), max(rank) FROM snapshots WHERE kind = 'chart' GROUP BY run_id`)
+	rows, err := st.DB().QueryContext(ctx, `SELECT c.run_id, count(*), min(e.rank), max(e.rank) FROM captures c JOIN entries e ON e.capture_id = c.id WHERE c.kind = 'chart' GROUP BY c.run_id`)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,9 +161,11 @@ func checkStore(t *testing.T, path string, chartLen func(region string) int) []s
 // start (before the database exists, during migrations, between pages), half
 // from the emulator 0-3 ms after it answers a random page, so that the kill
 // lands while the page is decoded or its transaction is open. After each
-// kill the database passes the integrity checks with whole pages only, and
-// the next run succeeds (once the killed run's 1 s lease has expired) and
-// marks the killed run abandoned.
+// kill the database passes the integrity checks with whole pages only, the
+// killed run's record shows the units it reserved (the API's charge, plus at
+// most the call in flight), and the next run succeeds at once (the killed
+// run's 1 h lease is stale: its holder is gone from this host) and marks the
+// killed run abandoned.
 func TestKill9DuringIngest(t *testing.T) {
 	if testing.Short() {
 		t.Skip("kills 20 processes")
@@ -188,15 +190,16 @@ func TestKill9DuringIngest(t *testing.T) {
 	url := emu.StartTest(t)
 	e := newEnv(t)
 	e.vars["YOUTUBE_API_KEY"] = "k"
-	cfg := e.writeConfig("runs:\n  lease_ttl: 1s\n")
+	cfg := e.writeConfig("runs:\n  lease_ttl: 1h\n") // only a takeover frees the region in time
 	args := []string{"--config", cfg, "--api-endpoint", url, "run", "--region", "US"}
 
 	seed := uint64(time.Now().UnixNano())
 	rng := rand.New(rand.NewPCG(seed, 0))
 	t.Logf("seed %d", seed)
-	var killed, finished, noDB, noRecord, stillRunning, leaseWaits int
+	var killed, finished, noDB, noRecord, stillRunning, takeovers int
 	pagesAtKill := map[int]int{}
 	for i := range 20 {
+		unitsBefore := emu.Units("k")
 		p := e.spawn(args...)
 		if i%2 == 0 {
 			time.Sleep(time.Duration(rng.IntN(300)) * time.Millisecond)
@@ -225,6 +228,7 @@ func TestKill9DuringIngest(t *testing.T) {
 			t.Fatalf("kill %d: exit %d, stderr:\n%s", i, code, p.stderr.String())
 		}
 
+		charged := emu.Units("k") - unitsBefore
 		var killedRun *store.Run
 		if _, err := os.Stat(e.dbPath()); err != nil {
 			noDB++
@@ -235,22 +239,24 @@ func TestKill9DuringIngest(t *testing.T) {
 				pagesAtKill[runs[0].Pages]++
 				if killedRun.Outcome == store.OutcomeRunning {
 					stillRunning++
+					// Units are recorded as they are reserved, before the call is sent.
+					if u := killedRun.Units["units"]; u < charged || u > charged+1 {
+						t.Errorf("kill %d: the killed run shows %d units, the API charged %d", i, u, charged)
+					}
 				}
 			} else {
 				noRecord++
+				if charged != 0 {
+					t.Errorf("kill %d: the API charged %d units to a run with no record", i, charged)
+				}
 			}
 		}
 
-		// The next run succeeds once the dead holder's lease has expired.
-		deadline := time.Now().Add(10 * time.Second)
-		var res result
-		for {
-			res = e.runBounded(20*time.Second, args...)
-			if res.code != 3 || time.Now().After(deadline) {
-				break
-			}
-			leaseWaits++
-			time.Sleep(200 * time.Millisecond)
+		// The next run succeeds at once: the dead holder's lease (1 h) is
+		// stale by restic's rule and taken over.
+		res := e.runBounded(20*time.Second, args...)
+		if strings.Contains(res.stderr, "took over the run lease") {
+			takeovers++
 		}
 		if res.code != 0 {
 			t.Fatalf("run after kill %d: exit %d, stderr:\n%s", i, res.code, res.stderr)
@@ -270,8 +276,8 @@ func TestKill9DuringIngest(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("%d killed, %d finished before the kill; %d before the database existed, %d before the run record, %d left marked running; pages stored at the kill: %v; %d waits for an expired lease",
-		killed, finished, noDB, noRecord, stillRunning, pagesAtKill, leaseWaits)
+	t.Logf("%d killed, %d finished before the kill; %d before the database existed, %d before the run record, %d left marked running; pages stored at the kill: %v; %d stale leases taken over",
+		killed, finished, noDB, noRecord, stillRunning, pagesAtKill, takeovers)
 	if killed < 10 {
 		t.Errorf("only %d of 20 runs were killed mid-way", killed)
 	}
@@ -686,21 +692,15 @@ func TestDiskFullAndReadOnlyDatabase(t *testing.T) {
 			dir := mountTmpfs(t, 8<<20)
 			e, db := setup(t, dir)
 			fill(t, dir, leave)
-			cfg := e.writeConfig("runs:\n  lease_ttl: 1s\n")
+			cfg := e.writeConfig("runs:\n  lease_ttl: 1h\n")
 			res := e.runBounded(30*time.Second, "--config", cfg, "--database", db, "--api-endpoint", url, "run", "--region", "GB")
 			assertFails(t, res, "disk is full", "is full: ")
 			os.Remove(filepath.Join(dir, "filler"))
 			assertKept(t, e, db, chart)
-			// With space again, the next run works, once the failed run's
-			// lease (which it could not release on a full disk) expires.
-			deadline := time.Now().Add(10 * time.Second)
-			for {
-				res = e.runBounded(30*time.Second, "--config", cfg, "--database", db, "--api-endpoint", url, "run", "--region", "GB")
-				if res.code != 3 || time.Now().After(deadline) {
-					break
-				}
-				time.Sleep(200 * time.Millisecond)
-			}
+			// With space again, the next run works at once: the failed run's
+			// lease, which it could not release on a full disk, names a
+			// process of this host that is gone, and is taken over.
+			res = e.runBounded(30*time.Second, "--config", cfg, "--database", db, "--api-endpoint", url, "run", "--region", "GB")
 			if res.code != 0 {
 				t.Errorf("run after freeing space: exit %d\n%s", res.code, res.stderr)
 			}
@@ -753,6 +753,14 @@ func TestDiskFullAndReadOnlyDatabase(t *testing.T) {
 		if res.code != 0 || !strings.Contains(res.stdout, "1. ") {
 			t.Errorf("search on a read-only database: exit %d\n%s%s", res.code, res.stdout, res.stderr)
 		}
+		res = e.run("--database", db, "quota", "status")
+		if res.code != 0 || !strings.Contains(res.stdout, "units") {
+			t.Errorf("quota status on a read-only quota database: exit %d\n%s%s", res.code, res.stdout, res.stderr)
+		}
+		res = e.run("--database", db, "lease", "list")
+		if res.code != 0 || !strings.Contains(res.stdout, "no region leases held") {
+			t.Errorf("lease list on a read-only quota database: exit %d\n%s%s", res.code, res.stdout, res.stderr)
+		}
 		restore()
 		assertKept(t, e, db, chart)
 	})
@@ -787,10 +795,11 @@ func TestBadCLIInput(t *testing.T) {
 		config string // written to a file passed with --config
 		args   []string
 		want   string
+		hint   string // in the Try: line, when set
 	}{
-		{name: "bad duration", config: "api:\n  timeout: 30 seconds\n", args: []string{"run", "--region", "US"}, want: `bad duration "30 seconds"`},
+		{name: "bad duration", config: "api:\n  timeout: 30 seconds\n", args: []string{"run", "--region", "US"}, want: `api.timeout: want a duration such as 90s, 30m or 24h (got "30 seconds")`},
 		{name: "negative duration", config: "api:\n  timeout: -5s\n", args: []string{"run", "--region", "US"}, want: "api.timeout = -5s: must be > 0"},
-		{name: "bucket window not a duration", config: "quota:\n  buckets:\n    - {name: units, limit: 5, window: 1day}\n  costs:\n    videos.list: {units: 1}\n", args: []string{"quota", "status"}, want: `bad duration "1day"`},
+		{name: "bucket window not a duration", config: "quota:\n  buckets:\n    - {name: units, limit: 5, window: 1day}\n  costs:\n    videos.list: {units: 1}\n", args: []string{"quota", "status"}, want: `quota.buckets[0].window: want a duration such as 90s, 30m or 24h (got "1day")`},
 		{name: "lease ttl too short", config: "runs:\n  lease_ttl: 10ms\n", args: []string{"run", "--region", "US"}, want: "runs.lease_ttl = 10ms"},
 		{name: "not YAML", config: "api: [unclosed\n", args: []string{"run", "--region", "US"}, want: "not valid YAML"},
 		{name: "YAML but not a mapping", config: "- just\n- a list\n", args: []string{"run", "--region", "US"}, want: "config"},
@@ -803,7 +812,20 @@ func TestBadCLIInput(t *testing.T) {
 		{name: "no query", args: []string{"search"}, want: "arg"},
 		{name: "search limit -1", args: []string{"search", "x", "--limit", "-1"}, want: "--limit -1"},
 		{name: "runs limit -1", args: []string{"runs", "--limit", "-1"}, want: "--limit -1"},
-		{name: "runs limit not a number", args: []string{"runs", "--limit", "ten"}, want: "invalid argument"},
+		{name: "runs limit not a number", args: []string{"runs", "--limit", "ten"}, want: `--limit "ten": want a whole number`},
+		{name: "unknown config key", config: "databse: x\n", args: []string{"runs"}, want: `unknown key databse: did you mean "database"?`},
+		{name: "unknown nested config key", config: "schedule:\n  evry: 1h\n", args: []string{"runs"}, want: `line 2: unknown key schedule.evry: did you mean "every"?`},
+		{name: "unknown call site in costs", config: "quota:\n  costs:\n    search.lst: {search: 1}\n    videos.list: {units: 1}\n", args: []string{"run", "--region", "US"}, want: "quota.costs.search.lst"},
+		{name: "enabled call site without cost", config: "categories: {enabled: true}\nquota:\n  costs:\n    videos.list: {units: 1}\n", args: []string{"run", "--region", "US"}, want: "videoCategories.list has no cost"},
+		{name: "charge unknown method", args: []string{"quota", "charge", "--method", "video.list"}, want: `--method "video.list"`, hint: "videos.list"},
+		{name: "region as argument", args: []string{"run", "US"}, want: "--region US", hint: "trendfetch run --region US"},
+		{name: "key file FIFO", config: "credentials:\n  - {name: p, api_key_env: NONE, api_key_file: FIFO}\ncredential: p\n", args: []string{"run", "--region", "US"}, want: "credentials[p].api_key_file"},
+		{name: "key file /dev/zero", config: "credentials:\n  - {name: p, api_key_env: NONE, api_key_file: /dev/zero}\ncredential: p\n", args: []string{"run", "--region", "US"}, want: "not a regular file"},
+		{name: "key file too large", config: "credentials:\n  - {name: p, api_key_env: NONE, api_key_file: BIGKEY}\ncredential: p\n", args: []string{"run", "--region", "US"}, want: "a secret file holds one line"},
+		{name: "schedule: another credential's key unreadable", config: "credentials:\n  - {name: default}\n  - {name: b, api_key_env: NONE, api_key_file: FIFO}\n", args: []string{"schedule"}, want: "credentials[b].api_key_file"},
+		{name: "metrics port out of range", args: []string{"schedule", "--metrics-addr", "0.0.0.0:99999"}, want: `port "99999"`},
+		{name: "config too large", config: "BIG", args: []string{"runs"}, want: "larger than 1024 KiB"},
+		{name: "no HOME nor XDG", args: []string{"run", "--region", "US"}, want: "set database"},
 		{name: "region bogus in list", args: []string{"run", "--region", "us,zz"}, want: `unsupported region "zz"`},
 		{name: "empty region", args: []string{"run", "--region", ""}, want: "region"},
 		{name: "unknown flag", args: []string{"runs", "--json-pretty"}, want: "unknown flag"},
@@ -824,6 +846,26 @@ func TestBadCLIInput(t *testing.T) {
 			if strings.HasPrefix(tc.name, "TRENDFETCH_REGIONS") {
 				te.vars["TRENDFETCH_REGIONS"] = "US,XX"
 			}
+			if strings.HasPrefix(tc.name, "no HOME") {
+				delete(te.vars, "HOME")
+				delete(te.vars, "XDG_DATA_HOME")
+				delete(te.vars, "XDG_CONFIG_HOME")
+			}
+			switch {
+			case tc.config == "BIG":
+				tc.config = "regions: [US]\n" + strings.Repeat("# padding padding padding padding\n", 40000)
+			case strings.Contains(tc.config, "FIFO"):
+				if !haveFifo {
+					t.Skip("cannot create a FIFO here")
+				}
+				tc.config = strings.ReplaceAll(tc.config, "FIFO", fifo)
+			case strings.Contains(tc.config, "BIGKEY"):
+				big := filepath.Join(e.dir, "bigkey")
+				if err := os.WriteFile(big, bytes.Repeat([]byte("k"), 1<<20), 0o600); err != nil {
+					t.Fatal(err)
+				}
+				tc.config = strings.ReplaceAll(tc.config, "BIGKEY", big)
+			}
 			args := append([]string{"--api-endpoint", url}, tc.args...)
 			if tc.config != "" {
 				args = append([]string{"--config", te.writeConfig(tc.config)}, args...)
@@ -836,6 +878,9 @@ func TestBadCLIInput(t *testing.T) {
 			lines := strings.Split(strings.TrimSpace(res.stderr), "\n")
 			if !strings.HasPrefix(lines[0], "trendfetch: ") || !strings.Contains(lines[0], tc.want) {
 				t.Errorf("stderr first line %q, want it to contain %q", lines[0], tc.want)
+			}
+			if tc.hint != "" && (len(lines) < 2 || !strings.Contains(lines[1], tc.hint)) {
+				t.Errorf("want a Try: line with %q, got:\n%s", tc.hint, res.stderr)
 			}
 			if len(lines) > 2 || (len(lines) == 2 && !strings.HasPrefix(lines[1], "Try: ")) {
 				t.Errorf("want a one-line error (plus at most a Try: hint), got:\n%s", res.stderr)

@@ -274,7 +274,7 @@ func TestBadInputExits2WritingNothing(t *testing.T) {
 		want   string
 	}{
 		{name: "region UK", args: []string{"run", "--region", "UK"}, want: "did you mean GB?"},
-		{name: "unknown config key", config: "databse: /tmp/x.db\n", args: []string{"run", "--region", "US"}, want: "field databse not found"},
+		{name: "unknown config key", config: "databse: /tmp/x.db\n", args: []string{"run", "--region", "US"}, want: `unknown key databse: did you mean "database"?`},
 		{name: "negative limit", config: "quota:\n  buckets:\n    - {name: units, limit: -1, window: 24h}\n  costs:\n    videos.list: {units: 1}\n", args: []string{"run", "--region", "US"}, want: "quota.buckets[0].limit = -1: must be > 0"},
 		{name: "missing API key", noKey: true, args: []string{"run", "--region", "US"}, want: "no API key: set $YOUTUBE_API_KEY"},
 		{name: "unbalanced quote", args: []string{"search", `"wake up`}, want: "unbalanced"},
@@ -331,8 +331,8 @@ func TestHelpVersionAndEmptyStatus(t *testing.T) {
 		t.Errorf("quota status on a fresh machine: exit %d\n%s%s", res.code, res.stdout, res.stderr)
 	}
 	res = e.run("search", "anything")
-	if res.code != 1 || !strings.Contains(res.stderr, "run `trendfetch run` first") {
-		t.Errorf("search without a database: exit %d\n%s", res.code, res.stderr)
+	if res.code != 0 || !strings.Contains(res.stderr, "`trendfetch run` creates it") || !strings.Contains(res.stdout, "no videos match") {
+		t.Errorf("search without a database: exit %d, want 0 with an empty result and a note\n%s%s", res.code, res.stdout, res.stderr)
 	}
 }
 
@@ -396,6 +396,13 @@ func TestSignalsAndLease(t *testing.T) {
 	}
 	if n, _ := st.CountVideos(context.Background()); n != 50 {
 		t.Errorf("%d videos stored, want 50", n)
+	}
+	// The interrupted run's capture is partial, and left out of --every day.
+	if c, es, err := st.CaptureAt(context.Background(), store.CaptureQuery{Region: "US"}); err != nil || c.Complete || len(es) != 50 {
+		t.Errorf("capture of the interrupted run: %+v, %d entries, %v; want partial with 50", c, len(es), err)
+	}
+	if res := e.run("export", "--every", "day"); res.code != 0 || strings.Count(res.stdout, "\n") != 1 {
+		t.Errorf("export --every day after SIGTERM: exit %d, %d lines (want the header only)", res.code, strings.Count(res.stdout, "\n"))
 	}
 
 	emu.SetHook(nil)

@@ -9,21 +9,30 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/mattn/go-isatty"
 	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
 
 	"github.com/trendfetch/trendfetch/internal/config"
+	"github.com/trendfetch/trendfetch/internal/secret"
 )
 
 // Main runs trendfetch with args and returns the process exit code.
-// Signals become context cancellation here; a second signal exits at once.
+// Signals (SIGINT, SIGTERM, SIGHUP) become context cancellation here; a
+// second signal exits at once.
 func Main(args []string, stdout, stderr io.Writer) int {
+	// Every byte trendfetch prints passes the secrets scrubber: whatever
+	// error or log line quotes a key or a Redis password, it leaves masked.
+	secrets := &secret.Set{}
+	stdout, stderr = secrets.Writer(stdout), secrets.Writer(stderr)
+	secrets.Add(os.Getenv("YOUTUBE_API_KEY"))
+	secrets.Add(secret.RedisURLSecrets(os.Getenv("TRENDFETCH_REDIS_URL"))...)
 	ctx, cancel := context.WithCancelCause(context.Background())
 	defer cancel(nil)
 	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer signal.Stop(sigs)
 	go func() {
 		s, ok := <-sigs
@@ -32,19 +41,27 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		}
 		cancel(&signalError{sig: s})
 		s = <-sigs
-		fmt.Fprintf(stderr, "trendfetch: second %s: exiting now\n", s)
-		if s == syscall.SIGTERM {
-			os.Exit(exitSIGTERM)
-		}
-		os.Exit(exitSIGINT)
+		fmt.Fprintf(stderr, "trendfetch: second %s: exiting now\n", signalName(s))
+		os.Exit(signalExit(s))
 	}()
 
-	a := &app{stdout: stdout, stderr: stderr, lookupEnv: os.LookupEnv}
+	a := &app{stdout: stdout, stderr: stderr, lookupEnv: os.LookupEnv, secrets: secrets}
 	root := newRootCmd(a)
 	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)
+	var se *signalError
+	if err != nil && errors.As(context.Cause(ctx), &se) && errors.Is(err, context.Canceled) {
+		err = se // "interrupted by SIGTERM", not "context canceled"
+	}
 	if err != nil {
-		fmt.Fprintf(stderr, "trendfetch: %s\n", oneLine(err))
+		var rf *regionFailures
+		if errors.As(err, &rf) {
+			for _, line := range strings.Split(rf.Error(), "\n") {
+				fmt.Fprintf(stderr, "trendfetch: %s\n", line)
+			}
+		} else {
+			fmt.Fprintf(stderr, "trendfetch: %s\n", config.Truncate(oneLine(err), maxErrorLine))
+		}
 		var ue *usageError
 		if errors.As(err, &ue) && ue.hint != "" {
 			fmt.Fprintf(stderr, "Try: %s\n", ue.hint)
@@ -53,6 +70,13 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	return exitCode(ctx, err)
 }
 
+// maxEcho bounds a user value quoted in output (a 100 KB query, a 50 MB
+// setting); maxErrorLine bounds the final error line.
+const (
+	maxEcho      = 200
+	maxErrorLine = 2000
+)
+
 func oneLine(err error) string { return strings.Join(strings.Fields(err.Error()), " ") }
 
 // app holds what every command shares: output streams, the environment and
@@ -60,8 +84,12 @@ func oneLine(err error) string { return strings.Join(strings.Fields(err.Error())
 type app struct {
 	stdout, stderr io.Writer
 	lookupEnv      func(string) (string, bool)
+	// secrets holds every known secret value; stdout and stderr scrub them.
+	secrets *secret.Set
 
-	configPath   string
+	configPath string
+	// configFile is the absolute path of the config file read ("" = defaults).
+	configFile   string
 	database     string
 	credential   string
 	apiEndpoint  string
@@ -88,8 +116,10 @@ Redis shared by every host); on denial a run stops cleanly and exits 75.
 	root.SetOut(a.stdout)
 	root.SetErr(a.stderr)
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
-		return &usageError{err: err, hint: c.CommandPath() + " --help"}
+		return &usageError{err: flagError(err), hint: c.CommandPath() + " --help"}
 	})
+	root.Version = versionString()
+	root.SetVersionTemplate("{{.Version}}\n")
 	pf := root.PersistentFlags()
 	pf.StringVar(&a.configPath, "config", "", "config file (default $TRENDFETCH_CONFIG or $XDG_CONFIG_HOME/trendfetch/config.yaml)")
 	pf.StringVar(&a.database, "database", "", "SQLite database file (overrides config and $TRENDFETCH_DATABASE)")
@@ -98,7 +128,8 @@ Redis shared by every host); on denial a run stops cleanly and exits 75.
 	pf.StringVar(&a.quotaBackend, "quota-backend", "", "quota backend: sqlite (embedded) or redis")
 	pf.StringVar(&a.logLevel, "log-level", "", "trace, debug, info, warn or error")
 	root.AddCommand(newRunCmd(a), newSearchCmd(a), newRunsCmd(a), newQuotaCmd(a), newVersionCmd(a))
-	root.AddCommand(newScheduleCmd(a), newCrontabCmd(a), newRegionsCmd(a))
+	root.AddCommand(newScheduleCmd(a), newCrontabCmd(a), newRegionsCmd(a), newLeaseCmd(a))
+	root.AddCommand(newChartCmd(a), newVideoCmd(a), newExportCmd(a), newPruneCmd(a), newServeCmd(a))
 	argsAreUsage(root)
 	return root
 }
@@ -106,24 +137,27 @@ Redis shared by every host); on denial a run stops cleanly and exits 75.
 // loadConfig loads defaults -> file -> env -> flags, validates, and builds
 // the logger. No I/O beyond reading the config file and key files.
 func (a *app) loadConfig() error {
-	cfg, err := config.Load(a.configPath)
+	cfg, used, err := config.Load(a.configPath, func(cfg *config.Config) {
+		for _, f := range []struct {
+			v   string
+			dst *string
+		}{
+			{a.database, &cfg.Database},
+			{a.credential, &cfg.Credential},
+			{a.apiEndpoint, &cfg.API.Endpoint},
+			{a.quotaBackend, &cfg.Quota.Backend},
+			{a.logLevel, &cfg.Log.Level},
+		} {
+			if f.v != "" {
+				*f.dst = f.v
+			}
+		}
+	})
 	if err != nil {
 		return &usageError{err: err}
 	}
-	for _, f := range []struct {
-		v   string
-		dst *string
-	}{
-		{a.database, &cfg.Database},
-		{a.credential, &cfg.Credential},
-		{a.apiEndpoint, &cfg.API.Endpoint},
-		{a.quotaBackend, &cfg.Quota.Backend},
-		{a.logLevel, &cfg.Log.Level},
-	} {
-		if f.v != "" {
-			*f.dst = f.v
-		}
-	}
+	a.configFile = used
+	a.registerSecrets(cfg)
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
@@ -135,6 +169,27 @@ func (a *app) loadConfig() error {
 		}
 	}
 	return nil
+}
+
+// registerSecrets adds the API key of every credential that has one
+// readable now and the Redis URL's password to a.secrets. Unreadable keys
+// are skipped here: the command that needs one reports it.
+func (a *app) registerSecrets(cfg *config.Config) {
+	for _, cr := range cfg.Credentials {
+		if k, err := cr.APIKey(a.lookupEnv); err == nil {
+			a.secrets.Add(k)
+		}
+	}
+	a.secrets.Add(secret.RedisURLSecrets(cfg.Quota.Redis.URL)...)
+}
+
+// utcTimestamp stamps every event with the current time in UTC, RFC 3339
+// ("time":"2026-11-23T07:00:00Z"): logs, runs and quota status name one
+// zone, UTC.
+type utcTimestamp struct{}
+
+func (utcTimestamp) Run(e *zerolog.Event, _ zerolog.Level, _ string) {
+	e.Time(zerolog.TimestampFieldName, time.Now().UTC())
 }
 
 // newLogger writes JSON to w, or the console format when w is a terminal
@@ -151,7 +206,7 @@ func newLogger(w io.Writer, lc config.Log) zerolog.Logger {
 		}
 	}
 	if console {
-		w = zerolog.ConsoleWriter{Out: w, TimeFormat: "15:04:05"}
+		w = zerolog.ConsoleWriter{Out: w, TimeFormat: "15:04:05Z07:00", TimeLocation: time.UTC}
 	}
-	return zerolog.New(w).Level(level).With().Timestamp().Logger()
+	return zerolog.New(w).Level(level).Hook(utcTimestamp{})
 }

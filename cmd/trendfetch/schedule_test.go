@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"math"
 	"net/http"
 	"os/exec"
 	"path/filepath"
@@ -125,12 +126,16 @@ func (d *daemon) stop(sig syscall.Signal) int {
 }
 
 // metricsAddr waits for the "serving /metrics" log line and returns its address.
-func (d *daemon) metricsAddr() string {
+func (d *daemon) metricsAddr() string { return d.listenAddr("the metrics listener", "/metrics") }
+
+// listenAddr waits for a log line with an addr whose message contains
+// marker, and returns the address.
+func (d *daemon) listenAddr(what, marker string) string {
 	d.t.Helper()
 	var addr string
-	d.waitFor("the metrics listener", func() bool {
+	d.waitFor(what, func() bool {
 		for _, l := range logLines(d.stderr.String()) {
-			if a, ok := l["addr"].(string); ok && strings.Contains(l["message"].(string), "/metrics") {
+			if a, ok := l["addr"].(string); ok && strings.Contains(l["message"].(string), marker) {
 				addr = a
 				return true
 			}
@@ -229,6 +234,7 @@ func assertNoOverlap(t *testing.T, runs []store.Run) {
 
 func TestScheduleRunsRegionsServesMetricsAndStopsCleanly(t *testing.T) {
 	emu, url, e := sampleEnv(t, "US", "GB")
+	e.vars["TZ"] = "America/New_York" // log times must be UTC whatever the local zone
 	cfg := e.writeConfig(`
 regions: [US, GB]
 schedule:
@@ -375,6 +381,15 @@ schedule:
 			scheduled[l["region"].(string)] = true
 		}
 		stopping = stopping || l["message"] == "stopping: no new runs; waiting for running ones"
+		// JSON conventions (issue 12): durations carry their unit, times are UTC.
+		for k, v := range l {
+			if k == "grace" || k == "retry_after" || k == "timeout" {
+				t.Errorf("log field %q = %v has no unit: want %s_ms", k, v, k)
+			}
+			if ts, ok := v.(string); ok && (strings.HasPrefix(ts, "0001-01-01") || (k == "time" || k == "next_run") && !strings.HasSuffix(ts, "Z")) {
+				t.Errorf("log field %q = %q: want an RFC 3339 UTC time, or no field", k, ts)
+			}
+		}
 	}
 	if !scheduled["US"] || !scheduled["GB"] || !stopping {
 		t.Errorf("log lacks the next run per region (%v) or the stop notice (%v):\n%s", scheduled, stopping, d.stderr.String())
@@ -552,5 +567,30 @@ func TestRegionsListsEveryCodeWithNameAndSchedule(t *testing.T) {
 	res = e.run("regions")
 	if res.code != 0 || !strings.Contains(res.stdout, "United States") || !strings.Contains(res.stdout, "2 of 106 regions configured") {
 		t.Errorf("regions: exit %d\n%s", res.code, res.stdout)
+	}
+}
+
+// TestScheduleSeedsLastSuccessFromTheDatabase: after a restart the
+// staleness gauge shows the last stored success, not 0 (which would fire
+// the README's staleness alert on every deploy).
+func TestScheduleSeedsLastSuccessFromTheDatabase(t *testing.T) {
+	_, url, e := sampleEnv(t, "US")
+	if res := e.run("--api-endpoint", url, "run", "--region", "US"); res.code != 0 {
+		t.Fatalf("run: exit %d\n%s", res.code, res.stderr)
+	}
+	runs := storedRuns(t, e.dbPath())
+	if len(runs) != 1 || runs[0].Outcome != store.OutcomeSuccess {
+		t.Fatalf("runs: %+v", runs)
+	}
+	// No tick before the scrape: the next one is on 1 January.
+	cfg := e.writeConfig("regions: [US]\nschedule:\n  cron: \"0 0 1 1 *\"\n")
+	d := e.start("--config", cfg, "--api-endpoint", url, "schedule", "--metrics-addr", "127.0.0.1:0")
+	mf := scrapeMetrics(t, d.metricsAddr())
+	got := metricValue(mf, "trendfetch_last_success_timestamp_seconds", map[string]string{"region": "US"})
+	if want := float64(runs[0].FinishedAt.UnixNano()) / 1e9; math.Abs(got-want) > 0.001 {
+		t.Errorf("last success = %f after a restart, want the stored run's %f", got, want)
+	}
+	if code := d.stop(syscall.SIGTERM); code != 0 {
+		t.Errorf("exit %d after SIGTERM", code)
 	}
 }

@@ -1,10 +1,16 @@
 package main
 
 import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/trendfetch/trendfetch/internal/fetch/youtubetest"
 	"github.com/trendfetch/trendfetch/internal/quota/redistest"
@@ -101,5 +107,179 @@ func TestSecretsNeverLeak(t *testing.T) {
 		if strings.Contains(k, key) || strings.Contains(val, key) {
 			t.Errorf("API key in Redis key %q or its value", k)
 		}
+	}
+}
+
+// echoServer answers every request as a misbehaving upstream that quotes the
+// request back: status 502 with an HTML body holding the request line, or a
+// googleapi JSON error (400 or 500) whose message echoes the full URL.
+func echoServer(t *testing.T, status int) string {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		line := r.Method + " " + r.RequestURI + " " + r.Proto
+		if status == http.StatusBadGateway {
+			w.Header().Set("Content-Type", "text/html")
+			w.WriteHeader(status)
+			fmt.Fprintf(w, "<html><body>bad gateway for %s</body></html>", line)
+			return
+		}
+		full := "http://" + r.Host + r.RequestURI
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(status)
+		body, _ := json.Marshal(map[string]any{"error": map[string]any{
+			"code": status, "message": "Request " + full + " failed",
+			"errors": []map[string]any{{"reason": "backendError", "domain": "global", "message": "cannot serve " + full}},
+		}})
+		w.Write(body)
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL + "/"
+}
+
+// TestSecretsEchoedByUpstreamAreScrubbed runs against servers that echo the
+// request URL (key included) in their error bodies, with a password-protected
+// Redis and with the embedded backend, for a key from the environment and a
+// second credential's key from a file, at trace level. No key and no Redis
+// password may reach stdout, stderr (logs, retry warnings, the final line),
+// either database, `runs --json` or Redis.
+func TestSecretsEchoedByUpstreamAreScrubbed(t *testing.T) {
+	const (
+		key     = "AIzaSyD-ECHOED-never-leak-0123456789ab"
+		fileKey = "AIzaSyF-FILEKEY-never-leak-9876543210cd"
+		redisPW = "redis-PW-never-leak-42"
+	)
+	srv := redistest.Start(t, "--requirepass", redisPW)
+	e := newEnv(t)
+	e.vars["TRENDFETCH_LOG_LEVEL"] = "trace"
+	e.vars["YOUTUBE_API_KEY"] = key
+	keyFile := filepath.Join(e.dir, "key2")
+	if err := os.WriteFile(keyFile, []byte(fileKey+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg := e.writeConfig("api:\n  retries: 1\n  retry_backoff: 1ms\ncredentials:\n  - name: default\n    api_key_env: YOUTUBE_API_KEY\n  - name: second\n    api_key_env: NOT_SET\n    api_key_file: " + keyFile + "\n")
+	redisURL := "redis://:" + redisPW + "@" + srv.Addr + "/0"
+
+	var outputs []string
+	for _, status := range []int{http.StatusBadGateway, http.StatusBadRequest, http.StatusInternalServerError} {
+		url := echoServer(t, status)
+		for _, backend := range []string{"redis", "sqlite"} {
+			for _, cred := range []string{"default", "second"} {
+				if backend == "redis" {
+					e.vars["TRENDFETCH_REDIS_URL"] = redisURL
+				} else {
+					delete(e.vars, "TRENDFETCH_REDIS_URL")
+				}
+				args := []string{"--config", cfg, "--api-endpoint", url, "--quota-backend", backend, "--credential", cred, "run", "--region", "US"}
+				res := e.run(args...)
+				if res.code != 1 {
+					t.Errorf("%v: exit %d, want 1\n%s", args, res.code, res.stderr)
+				}
+				outputs = append(outputs, strings.Join(args, " ")+"\n"+res.stdout+res.stderr)
+			}
+		}
+	}
+	e.vars["TRENDFETCH_REDIS_URL"] = redisURL
+	for _, args := range [][]string{{"runs", "--json"}, {"runs"}, {"quota", "status", "--json"}} {
+		res := e.run(append([]string{"--config", cfg}, args...)...)
+		outputs = append(outputs, strings.Join(args, " ")+"\n"+res.stdout+res.stderr)
+	}
+	all := strings.Join(outputs, "\n")
+	for _, secret := range []string{key, fileKey, redisPW} {
+		for _, out := range outputs {
+			if strings.Contains(out, secret) {
+				t.Errorf("secret %q in output of: %s", secret, out)
+			}
+		}
+	}
+	for _, want := range []string{"bad gateway for GET", "backendError", "[REDACTED]"} {
+		if !strings.Contains(all, want) {
+			t.Errorf("outputs never say %q: the upstream error is not reported", want)
+		}
+	}
+	files, _ := filepath.Glob(filepath.Join(e.dir, "data", "trendfetch", "*"))
+	if len(files) < 2 {
+		t.Fatalf("expected database files, found %v", files)
+	}
+	for _, f := range files {
+		raw, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, secret := range []string{key, fileKey, redisPW} {
+			if strings.Contains(string(raw), secret) {
+				t.Errorf("secret %q stored in %s", secret, f)
+			}
+		}
+	}
+	auth := []string{"--no-auth-warning", "-a", redisPW}
+	keys := srv.Do(append(auth, "--scan")...)
+	if !strings.Contains(keys, "trendfetch:") {
+		t.Errorf("no trendfetch keys in Redis after the runs: %q", keys)
+	}
+	for _, k := range strings.Fields(keys) {
+		val := srv.Do(append(auth, "--no-raw", "DUMP", k)...)
+		for _, secret := range []string{key, fileKey, redisPW} {
+			if strings.Contains(k, secret) || strings.Contains(val, secret) {
+				t.Errorf("secret %q in Redis key %q or its value", secret, k)
+			}
+		}
+	}
+}
+
+// TestMalformedRedisURLNamesTheProblemWithoutThePassword: a Redis URL that
+// does not parse exits 2 with one line naming the setting, never the password.
+func TestMalformedRedisURLNamesTheProblemWithoutThePassword(t *testing.T) {
+	_, url, e := sampleEnv(t, "US")
+	for _, tc := range []struct{ url, secret string }{
+		{"redis://:PWa/bLEAK@127.0.0.1:6379/0", "bLEAK"},
+		{"redis://:PW#hashLEAK@127.0.0.1:6379/0", "hashLEAK"},
+		{"redis://:PW?askLEAK@127.0.0.1:6379/0", "askLEAK"},
+		{"redis://127.0.0.1:6379/0?password=queryLEAK&bogus=1", "queryLEAK"},
+		{"redis://127.0.0.1:6379/zero?password=dbLEAK", "dbLEAK"},
+	} {
+		e.vars["TRENDFETCH_REDIS_URL"] = tc.url
+		for _, args := range [][]string{{"run", "--region", "US"}, {"quota", "status"}} {
+			res := e.run(append([]string{"--api-endpoint", url}, args...)...)
+			out := res.stdout + res.stderr
+			if res.code != 2 {
+				t.Errorf("%s %v: exit %d, want 2\n%s", tc.url, args, res.code, out)
+			}
+			if strings.Contains(out, tc.secret) {
+				t.Errorf("%s %v: password in output:\n%s", tc.url, args, out)
+			}
+			if !strings.Contains(res.stderr, "TRENDFETCH_REDIS_URL") {
+				t.Errorf("%s %v: the message does not name the setting:\n%s", tc.url, args, res.stderr)
+			}
+		}
+	}
+}
+
+// TestEndlessResponseIsRefused: a server that streams an endless 200 body
+// makes the run fail (exit 1) naming the cap, after the client read at most
+// a few MB per attempt, never the whole stream.
+func TestEndlessResponseIsRefused(t *testing.T) {
+	var sent atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Write([]byte(`{"items":[`))
+		chunk := []byte(strings.Repeat(`{"id":"xxxxxxxxxxx"},`, 3000))
+		for r.Context().Err() == nil && sent.Load() < 1<<30 {
+			n, err := w.Write(chunk)
+			sent.Add(int64(n))
+			if err != nil {
+				return
+			}
+		}
+	}))
+	t.Cleanup(srv.Close)
+	e := newEnv(t)
+	e.vars["YOUTUBE_API_KEY"] = "k"
+	cfg := e.writeConfig("api:\n  retries: 1\n  retry_backoff: 1ms\n")
+	res := e.runBounded(60*time.Second, "--config", cfg, "--api-endpoint", srv.URL+"/", "run", "--region", "US")
+	if res.code != 1 || !strings.Contains(res.stderr, "response body too large") {
+		t.Errorf("exit %d, want 1 naming the cap\n%s", res.code, res.stderr)
+	}
+	if n := sent.Load(); n > 64<<20 {
+		t.Errorf("the server sent %d MB before the client stopped reading", n>>20)
 	}
 }

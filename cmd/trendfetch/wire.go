@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
+	"net/url"
+	"strings"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/rs/zerolog"
@@ -11,9 +13,16 @@ import (
 	"github.com/trendfetch/trendfetch/internal/quota"
 )
 
+// openLimiterReadOnly is openLimiter for the read-only commands (quota
+// status): the embedded backend is opened without creating or migrating
+// anything, and works on read-only media.
+func openLimiterReadOnly(cfg *config.Config, log zerolog.Logger) (*quota.Limiter, error) {
+	return openLimiter(cfg, log, quota.WithSQLiteReadOnly())
+}
+
 // openLimiter builds the quota limiter from cfg: the embedded SQLite backend
 // (quota.sqlite.path) or Redis (TRENDFETCH_REDIS_URL / quota.redis).
-func openLimiter(cfg *config.Config, log zerolog.Logger) (*quota.Limiter, error) {
+func openLimiter(cfg *config.Config, log zerolog.Logger, sqliteOpts ...quota.SQLiteOption) (*quota.Limiter, error) {
 	buckets, costs, err := cfg.Limits()
 	if err != nil {
 		return nil, err
@@ -23,7 +32,7 @@ func openLimiter(cfg *config.Config, log zerolog.Logger) (*quota.Limiter, error)
 	case "redis":
 		backend, err = openRedisBackend(cfg, log)
 	default:
-		backend, err = quota.NewSQLite(cfg.Quota.SQLite.Path)
+		backend, err = quota.NewSQLite(cfg.Quota.SQLite.Path, sqliteOpts...)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("cannot open %s quota backend: %w", cfg.Quota.Backend, err)
@@ -45,9 +54,30 @@ func openRedisBackend(cfg *config.Config, log zerolog.Logger) (quota.Backend, er
 	redis.SetLogger(redisLogger{log})
 	client, err := quota.RedisClientFromURL(cfg.Quota.Redis.URL, cfg.Quota.Redis.Cluster)
 	if err != nil {
-		return nil, err
+		return nil, redisURLError(cfg.Quota.Redis.URL, err)
 	}
 	return quota.NewRedis(client), nil
+}
+
+// redisURLError is the usage error (exit 2) for a Redis URL that
+// RedisClientFromURL refused. It names the setting and the problem, never
+// the URL's password: a URL that does not parse is not quoted at all (its
+// parser error may quote any part of it), and the caller's output is
+// scrubbed of the password as well.
+func redisURLError(raw string, err error) error {
+	const setting = "quota.redis.url (TRENDFETCH_REDIS_URL or quota.redis.url_file)"
+	const hint = "percent-encode / # ? @ : in the password, e.g. redis://:p%2Fw@127.0.0.1:6379/0"
+	if _, perr := url.Parse(raw); perr != nil {
+		return &usageError{
+			err:  fmt.Errorf("%s: not a valid URL (a password holding / # ? or @ must be percent-encoded)", setting),
+			hint: hint,
+		}
+	}
+	msg := err.Error()
+	if _, after, ok := strings.Cut(msg, ": "); ok && strings.HasPrefix(msg, "quota: ") {
+		msg = after
+	}
+	return &usageError{err: fmt.Errorf("%s: %s", setting, msg)}
 }
 
 // redisLogger adapts zerolog to go-redis's internal logging interface.

@@ -61,7 +61,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.addr, "addr", "127.0.0.1:0", "listen `address` (port 0 picks a free port)")
 	fs.StringVar(&o.dataDir, "data", "", "load every trending CSV and XX_category_id.json in `DIR`, one region per CSV")
 	fs.Var(&o.csvFiles, "csv", "load one trending CSV `FILE` (repeatable; region from the file name)")
-	fs.StringVar(&o.date, "date", "", "trending `DATE` to serve from every file (yy.dd.mm or yyyy-mm-dd; default: first in each file)")
+	fs.StringVar(&o.date, "date", "", "trending `DATE` to serve at start from every file (yy.dd.mm or yyyy-mm-dd; default: first in each file); POST /emulator/date with date=DATE changes it while running")
 	fs.Var(&o.categories, "categories", "videoCategories.list answer `FILE` (repeatable; XX_category_id.json is region XX, any other name the default)")
 	fs.StringVar(&o.apiJSON, "api-json", "", "`DIR` of recorded pyyoutube__*.json responses for search.list and channels.list")
 	fs.Var(&o.keys, "key", "accept only this API `KEY` (repeatable; default: any key)")
@@ -184,7 +184,7 @@ func load(srv *youtubetest.Server, o options, log zerolog.Logger) error {
 
 	regions := map[string]string{} // region -> file
 	for _, path := range files {
-		region, videos, date, err := loadFile(path, o.date)
+		region, videos, date, err := loadFile(srv, path, o.date)
 		if err != nil {
 			return err
 		}
@@ -251,27 +251,40 @@ func load(srv *youtubetest.Server, o options, log zerolog.Logger) error {
 	return nil
 }
 
-// loadFile loads one CSV for date ("" = its first date) and returns the date served.
-func loadFile(path, date string) (region string, videos []*youtube.Video, served string, err error) {
-	if _, ok := youtubetest.RegionFromFileName(path); !ok {
+// loadFile loads one CSV: its chart of date ("" = its first date) is served at once, and
+// every date of it is loaded as recorded days (Server.LoadDays), so POST /emulator/date can
+// switch the trending date while the emulator runs. It returns the date served.
+func loadFile(srv *youtubetest.Server, path, date string) (region string, videos []*youtube.Video, served string, err error) {
+	region, ok := youtubetest.RegionFromFileName(path)
+	if !ok {
 		return "", nil, "", fmt.Errorf("cannot load %s: no region in file name; expected yy.dd.mm_XX_videos.csv, XXvideos.csv or XX_youtube_trending_data.csv", path)
 	}
-	if date == "" {
-		f, err := os.Open(path)
-		if err != nil {
-			return "", nil, "", fmt.Errorf("cannot load trending CSV: %w", err)
-		}
-		dates, err := youtubetest.TrendingDates(f)
-		f.Close()
-		if err != nil {
-			return "", nil, "", fmt.Errorf("%s: %w", path, err)
-		}
-		if len(dates) > 0 {
-			date = dates[0]
+	f, err := os.Open(path)
+	if err != nil {
+		return "", nil, "", fmt.Errorf("cannot load trending CSV: %w", err)
+	}
+	defer f.Close()
+	dates, charts, err := youtubetest.LoadCSVCharts(f, region)
+	if err != nil {
+		return "", nil, "", fmt.Errorf("%s: %w", path, err)
+	}
+	served = date
+	if served == "" {
+		served = dates[0]
+	}
+	for _, d := range dates {
+		if d == served || (len(d) > len(served) && strings.HasPrefix(d, served+"T")) {
+			videos = charts[d]
+			break
 		}
 	}
-	region, videos, err = youtubetest.LoadCSVFile(path, date)
-	return region, videos, date, err
+	if videos == nil {
+		return "", nil, "", fmt.Errorf("%s: trending date %q not in file; dates present: %s", path, served, strings.Join(dates, ", "))
+	}
+	if err := srv.LoadDays(region, dates, charts); err != nil {
+		return "", nil, "", fmt.Errorf("%s: %w", path, err)
+	}
+	return region, videos, served, nil
 }
 
 // writeFileAtomic writes data to path via a temporary file and a rename, so a reader never

@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
+	"net/http"
+	neturl "net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -137,6 +140,22 @@ func TestServesDataDir(t *testing.T) {
 	}
 	if _, err := svc.Search.List([]string{"snippet"}).Q("x").Do(); err != nil {
 		t.Errorf("search: %v", err)
+	}
+	// The trending date changes while it runs.
+	first, err := svc.Videos.List([]string{"statistics"}).Chart("mostPopular").RegionCode("US").Do()
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.PostForm(url+youtubetest.ControlPath, neturl.Values{"date": {"17.16.11"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	next, err := svc.Videos.List([]string{"statistics"}).Chart("mostPopular").RegionCode("US").Do()
+	if err != nil || resp.StatusCode != 200 || !strings.Contains(string(body), `"2017-11-16"`) ||
+		(next.Items[0].Id == first.Items[0].Id && next.Items[0].Statistics.ViewCount == first.Items[0].Statistics.ViewCount) {
+		t.Errorf("date control: %d %s; chart unchanged or %v", resp.StatusCode, body, err)
 	}
 	stop()
 	if code := <-done; code != exitOK {

@@ -11,24 +11,26 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"reflect"
 	"sort"
 	"strings"
 	"time"
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/trendfetch/trendfetch/internal/callsite"
+	"github.com/trendfetch/trendfetch/internal/fetch"
 	"github.com/trendfetch/trendfetch/internal/quota"
 	"github.com/trendfetch/trendfetch/internal/regions"
 )
 
 // Policy is what a call site does when the quota backend is unreachable.
-type Policy string
+type Policy = callsite.Policy
 
+// The policies, declared in package callsite.
 const (
-	// FailOpen makes the call unmetered, logs a warning and counts it on the run.
-	FailOpen Policy = "fail-open"
-	// FailClosed stops the run as a denial (exit 75, reason "limiter unavailable").
-	FailClosed Policy = "fail-closed"
+	FailOpen   = callsite.FailOpen
+	FailClosed = callsite.FailClosed
 )
 
 // Config is the whole configuration. The zero value is not useful; start
@@ -54,6 +56,15 @@ type Config struct {
 	Schedule Schedule `yaml:"schedule"`
 	// Runs configures how runs guard their region.
 	Runs Runs `yaml:"runs"`
+	// Stats configures following videos after they left the chart.
+	Stats Stats `yaml:"stats"`
+	// Store configures the database's contents (retention).
+	Store StoreSettings `yaml:"store"`
+	// Serve configures the read API and dashboard (`trendfetch serve`).
+	Serve Serve `yaml:"serve"`
+
+	// derived remembers the values Complete derived from other settings.
+	derived struct{ backend, quotaDB string }
 }
 
 // Runs configures the run lease (DESIGN.md §5: two runs of one region never
@@ -69,9 +80,8 @@ type Runs struct {
 // survive a slow backend (>= 1s); a crashed run must not block a region
 // for more than a day.
 const (
-	minLeaseTTL     = time.Second
-	maxLeaseTTL     = 24 * time.Hour
-	defaultLeaseTTL = 2 * time.Minute
+	minLeaseTTL = time.Second
+	maxLeaseTTL = 24 * time.Hour
 )
 
 // Credential is one Google Cloud project and where its API key comes from.
@@ -116,6 +126,13 @@ type Quota struct {
 	Costs map[string]map[string]int64 `yaml:"costs"`
 	// Policies maps an API method (call site) to its backend-failure policy.
 	Policies map[string]Policy `yaml:"policies"`
+	// Preset names the buckets and costs started from: "classic" (the
+	// default) or "google-2026" (Google's 2026 quota model, see
+	// callsite.Preset). Buckets or costs given in the file override it.
+	Preset string `yaml:"preset"`
+	// Headroom is the percent of each google-2026 limit kept back for
+	// ad-hoc use (0-90; classic already keeps 5%).
+	Headroom int `yaml:"headroom"`
 }
 
 // QuotaSQLite configures the embedded backend.
@@ -176,53 +193,64 @@ func (d Duration) MarshalYAML() (any, error) { return time.Duration(d).String(),
 
 // Default returns the built-in configuration: one credential "default" whose
 // key is in YOUTUBE_API_KEY, region US, the database under the XDG data
-// directory, the embedded quota backend, and DESIGN.md §4's buckets and
-// costs: bucket units (9,500 of Google's 10,000 units per day, leaving
-// headroom for ad-hoc use) with videos.list, channels.list and
-// videoCategories.list at 1 unit and search.list at 100; bucket search
-// (95 calls per day) with search.list at 1. Source for costs: YouTube Data
-// API "determine quota cost" page.
+// directory, the embedded quota backend, and the buckets, costs and
+// policies of the call-site table (package callsite; DESIGN.md §4), the
+// run settings of fetch.DefaultSettings, with Complete applied.
 func Default() *Config {
-	dataDir := DataDir()
+	c := defaults()
+	c.Complete()
+	return c
+}
+
+// defaults is Default before Complete: the base that a file, the
+// environment and flags are applied over before the one Complete step.
+func defaults() *Config {
+	run := fetch.DefaultSettings()
+	database := ""
+	if dataDir := DataDir(); dataDir != "" {
+		database = filepath.Join(dataDir, "trendfetch.db")
+	}
 	return &Config{
-		Database:    filepath.Join(dataDir, "trendfetch.db"),
+		Database:    database,
 		Credential:  "default",
 		Credentials: []Credential{{Name: "default", KeyEnv: "YOUTUBE_API_KEY"}},
 		Regions:     []string{"US"},
-		API:         API{Timeout: Duration(30 * time.Second), PageSize: 50, Retries: 2, RetryBackoff: Duration(time.Second)},
+		API:         API{Timeout: Duration(run.Timeout), PageSize: run.PageSize, Retries: run.Retries, RetryBackoff: Duration(run.RetryBackoff)},
 		Channels:    Refresh{Enabled: false, Refresh: Duration(defaultChannelsRefresh)},
 		Categories:  Refresh{Enabled: false, Refresh: Duration(defaultCategoriesRefresh)},
-		Quota: Quota{
-			Buckets: []BucketConfig{
-				{Name: "units", Limit: 9500, Window: Duration(24 * time.Hour)},
-				{Name: "search", Limit: 95, Window: Duration(24 * time.Hour)},
-			},
-			Costs: map[string]map[string]int64{
-				"videos.list":          {"units": 1},
-				"channels.list":        {"units": 1},
-				"videoCategories.list": {"units": 1},
-				"search.list":          {"units": 100, "search": 1},
-			},
-			Policies: map[string]Policy{
-				"videos.list":          FailOpen,
-				"channels.list":        FailOpen,
-				"videoCategories.list": FailOpen,
-				"search.list":          FailClosed,
-			},
-		},
-		Log:  Log{Level: "info", Format: "auto"},
-		Runs: Runs{LeaseTTL: Duration(defaultLeaseTTL)},
+		Quota:       defaultQuota(),
+		Log:         Log{Level: "info", Format: "auto"},
+		Runs:        Runs{LeaseTTL: Duration(run.LeaseTTL)},
+		Stats:       Stats{TrackFor: Duration(run.StatsTrackFor), Every: Duration(run.StatsEvery)},
 	}
 }
 
-// DataDir is $XDG_DATA_HOME/trendfetch, or ~/.local/share/trendfetch.
+// defaultQuota derives the default buckets, cost table and policies from
+// the call-site table (package callsite).
+func defaultQuota() Quota {
+	q := Quota{Costs: map[string]map[string]int64{}, Policies: map[string]Policy{}}
+	for _, b := range callsite.Buckets() {
+		q.Buckets = append(q.Buckets, BucketConfig{Name: b.Name, Limit: b.Limit, Window: Duration(b.Window)})
+	}
+	for _, site := range callsite.All() {
+		q.Costs[site.Name] = site.Charges
+		q.Policies[site.Name] = site.Policy
+	}
+	return q
+}
+
+// DataDir is $XDG_DATA_HOME/trendfetch, or ~/.local/share/trendfetch, or ""
+// when neither XDG_DATA_HOME nor HOME is set (a bare cron or systemd
+// environment): then the database must be configured, never guessed from
+// the current directory (runs started from different directories would get
+// different quota databases).
 func DataDir() string {
 	if d := os.Getenv("XDG_DATA_HOME"); d != "" {
 		return filepath.Join(d, "trendfetch")
 	}
 	home, err := os.UserHomeDir()
-	if err != nil {
-		return "trendfetch-data"
+	if err != nil || home == "" {
+		return ""
 	}
 	return filepath.Join(home, ".local", "share", "trendfetch")
 }
@@ -240,13 +268,27 @@ func DefaultPath() string {
 	return filepath.Join(home, ".config", "trendfetch", "config.yaml")
 }
 
-// Parse decodes YAML from r over the defaults. Unknown keys are errors (a
-// typo must not silently fall back to a default). It does no other I/O.
+// Parse decodes YAML from r over the defaults and applies Complete. Unknown
+// keys are errors (a typo must not silently fall back to a default). It does
+// no other I/O.
 func Parse(r io.Reader) (*Config, error) {
-	cfg := Default()
-	raw, err := io.ReadAll(r)
+	cfg, err := parse(r)
+	if err != nil {
+		return nil, err
+	}
+	cfg.Complete()
+	return cfg, nil
+}
+
+// parse is Parse without Complete.
+func parse(r io.Reader) (*Config, error) {
+	cfg := defaults()
+	raw, err := io.ReadAll(io.LimitReader(r, MaxConfigBytes+1))
 	if err != nil {
 		return nil, fmt.Errorf("cannot read config: %w", err)
+	}
+	if len(raw) > MaxConfigBytes {
+		return nil, fmt.Errorf("config is larger than %d KiB: a trendfetch config is a few KB; check the file", MaxConfigBytes>>10)
 	}
 	if len(bytes.TrimSpace(raw)) == 0 {
 		return cfg, nil
@@ -278,6 +320,16 @@ func Parse(r io.Reader) (*Config, error) {
 	}
 	defaultPolicies := cfg.Quota.Policies
 	cfg.Quota.Policies = nil
+	var doc yaml.Node
+	if err := yaml.Unmarshal(raw, &doc); err == nil {
+		if err := unknownKey(&doc, reflect.TypeOf(Config{})); err != nil {
+			msg := err.Error()
+			if ke, ok := err.(*KeyError); ok && (ke.Key == "api_key" || ke.Key == "password" || ke.Key == "url") {
+				msg += " (secrets are read only from the environment or a key file: use api_key_env / api_key_file, TRENDFETCH_REDIS_URL / url_file)"
+			}
+			return nil, fmt.Errorf("config: %s", msg)
+		}
+	}
 	dec := yaml.NewDecoder(bytes.NewReader(raw))
 	dec.KnownFields(true)
 	if err := dec.Decode(cfg); err != nil {
@@ -286,6 +338,27 @@ func Parse(r io.Reader) (*Config, error) {
 			msg += " (secrets are read only from the environment or a key file: use api_key_env / api_key_file, TRENDFETCH_REDIS_URL / url_file)"
 		}
 		return nil, fmt.Errorf("config: %s", msg)
+	}
+	if err := cfg.Quota.applyPreset(probe.Quota.Buckets.Kind == 0, probe.Quota.Costs.Kind == 0); err != nil {
+		return nil, err
+	}
+	// Buckets given without costs: the default costs of a method charging a
+	// bucket the file does not declare are dropped (a file written before
+	// the stats bucket existed keeps working; that method is then off, e.g.
+	// stats tracking), rather than failing validation.
+	if probe.Quota.Buckets.Kind != 0 && probe.Quota.Costs.Kind == 0 {
+		declared := map[string]bool{}
+		for _, b := range cfg.Quota.Buckets {
+			declared[b.Name] = true
+		}
+		for m, per := range cfg.Quota.Costs {
+			for b := range per {
+				if !declared[b] {
+					delete(cfg.Quota.Costs, m)
+					break
+				}
+			}
+		}
 	}
 	// Policies given in the file override per method; methods with a cost
 	// but no policy keep their default.
@@ -309,10 +382,13 @@ func oneLine(err error) string {
 }
 
 // Load reads the config file at path (or, when path is "", the file named
-// by TRENDFETCH_CONFIG, or DefaultPath() if it exists, or nothing), then
-// applies environment overrides. A path given explicitly must exist.
-// Errors name the file; the caller runs Validate.
-func Load(path string) (*Config, error) {
+// by TRENDFETCH_CONFIG, or DefaultPath() if it exists, or nothing), applies
+// environment overrides, then override (command-line flags; may be nil),
+// then Complete: defaults are filled in one step, after every source. A path
+// given explicitly must exist. It returns the config and the absolute path
+// of the file it read ("" when it ran on defaults). Errors name the file;
+// the caller runs Validate.
+func Load(path string, override func(*Config)) (*Config, string, error) {
 	explicit := path != ""
 	if !explicit {
 		if p := os.Getenv("TRENDFETCH_CONFIG"); p != "" {
@@ -321,7 +397,8 @@ func Load(path string) (*Config, error) {
 			path = DefaultPath()
 		}
 	}
-	cfg := Default()
+	cfg := defaults()
+	used := ""
 	if path != "" {
 		// Stat before opening: opening a FIFO blocks until a writer comes.
 		fi, err := os.Stat(path)
@@ -329,37 +406,56 @@ func Load(path string) (*Config, error) {
 		if err == nil {
 			switch {
 			case fi.IsDir():
-				return nil, fmt.Errorf("config %s is a directory, want a YAML file", path)
+				return nil, "", fmt.Errorf("config %s is a directory, want a YAML file", path)
 			case !fi.Mode().IsRegular():
-				return nil, fmt.Errorf("config %s is not a regular file (%s), want a YAML file", path, fi.Mode().Type())
+				return nil, "", fmt.Errorf("config %s is not a regular file (%s), want a YAML file", path, fi.Mode().Type())
+			case fi.Size() > MaxConfigBytes:
+				return nil, "", fmt.Errorf("config %s is %d MB, larger than %d KiB: a trendfetch config is a few KB; check the path", path, fi.Size()>>20, MaxConfigBytes>>10)
 			}
 			f, err = os.Open(path)
 		}
 		switch {
 		case err == nil:
-			cfg, err = Parse(f)
+			cfg, err = parse(f)
 			f.Close()
 			if err != nil {
-				return nil, fmt.Errorf("%s: %w", path, err)
+				return nil, "", fmt.Errorf("%s: %w", path, err)
+			}
+			if used, err = filepath.Abs(path); err != nil {
+				return nil, "", fmt.Errorf("config %s: %w", path, err)
 			}
 		case errors.Is(err, os.ErrNotExist) && !explicit:
 			// no config file: defaults
 		default:
-			return nil, fmt.Errorf("cannot open config: %w", err)
+			return nil, "", fmt.Errorf("cannot open config: %w", err)
 		}
 	}
-	if err := cfg.ApplyEnv(os.LookupEnv); err != nil {
-		return nil, err
+	if err := cfg.applyEnv(os.LookupEnv); err != nil {
+		return nil, "", err
 	}
-	return cfg, nil
+	if override != nil {
+		override(cfg)
+	}
+	cfg.Complete()
+	return cfg, used, nil
 }
 
 // ApplyEnv applies environment overrides, looked up with lookup (os.LookupEnv
 // in production): TRENDFETCH_DATABASE, TRENDFETCH_REGIONS (comma-separated),
 // TRENDFETCH_CREDENTIAL, TRENDFETCH_API_ENDPOINT, TRENDFETCH_QUOTA_BACKEND,
 // TRENDFETCH_QUOTA_DB, TRENDFETCH_REDIS_URL (may hold a password; else
-// quota.redis.url_file is read), TRENDFETCH_LOG_LEVEL, TRENDFETCH_LOG_FORMAT.
+// quota.redis.url_file is read), TRENDFETCH_LOG_LEVEL, TRENDFETCH_LOG_FORMAT;
+// then Complete.
 func (c *Config) ApplyEnv(lookup func(string) (string, bool)) error {
+	if err := c.applyEnv(lookup); err != nil {
+		return err
+	}
+	c.Complete()
+	return nil
+}
+
+// applyEnv is ApplyEnv without Complete.
+func (c *Config) applyEnv(lookup func(string) (string, bool)) error {
 	set := func(name string, dst *string) {
 		if v, ok := lookup(name); ok && v != "" {
 			*dst = v
@@ -379,7 +475,7 @@ func (c *Config) ApplyEnv(lookup func(string) (string, bool)) error {
 	if c.Quota.Redis.URL == "" && c.Quota.Redis.URLFile != "" {
 		u, err := readSecretFile(c.Quota.Redis.URLFile)
 		if err != nil {
-			return fmt.Errorf("quota.redis.url_file: %w", err)
+			return invalid("quota.redis.url_file", c.Quota.Redis.URLFile, "%s", err.Error())
 		}
 		c.Quota.Redis.URL = u
 	}
@@ -395,19 +491,57 @@ type ValidationError struct {
 }
 
 func (e *ValidationError) Error() string {
-	return fmt.Sprintf("config: %s = %v: %s", e.Field, e.Value, e.Reason)
+	return fmt.Sprintf("config: %s = %s: %s", e.Field, Truncate(fmt.Sprint(e.Value), 200), e.Reason)
 }
 
 func invalid(field string, value any, format string, args ...any) error {
 	return &ValidationError{Field: field, Value: value, Reason: fmt.Sprintf(format, args...)}
 }
 
-// Validate checks the whole configuration without I/O and normalizes it
-// (region codes upper-cased and de-duplicated, quota backend chosen). It
-// returns the first problem as a *ValidationError or *regions.Error.
+// Complete fills in every default that depends on other settings and
+// normalizes values, in one step before Validate: a credential without a
+// key source reads YOUTUBE_API_KEY, region codes are upper-cased and
+// de-duplicated (when valid; Validate reports invalid ones), api.endpoint
+// ends in "/", the quota backend is redis when Redis is configured and
+// sqlite otherwise, quota.sqlite.path defaults to quota.db beside the
+// database, searches default to one page, and the schedule's defaults are
+// filled (see Schedule). It is idempotent and never fails.
+func (c *Config) Complete() {
+	for i, cr := range c.Credentials {
+		if cr.KeyEnv == "" && cr.KeyFile == "" {
+			c.Credentials[i].KeyEnv = "YOUTUBE_API_KEY"
+		}
+	}
+	if rs, err := regions.ParseList(c.Regions); err == nil {
+		c.Regions = rs
+	}
+	if c.API.Endpoint != "" && !strings.HasSuffix(c.API.Endpoint, "/") {
+		c.API.Endpoint += "/"
+	}
+	// Values derived here are derived again when a later source changed
+	// what they derive from (e.g. Default, then ApplyEnv setting a Redis URL).
+	if c.Quota.Backend == "" || c.Quota.Backend == c.derived.backend {
+		c.Quota.Backend = "sqlite"
+		if c.Quota.Redis.URL != "" || len(c.Quota.Redis.Cluster) > 0 {
+			c.Quota.Backend = "redis"
+		}
+		c.derived.backend = c.Quota.Backend
+	}
+	if (c.Quota.SQLite.Path == "" || c.Quota.SQLite.Path == c.derived.quotaDB) && c.Database != "" {
+		c.Quota.SQLite.Path = filepath.Join(filepath.Dir(c.Database), "quota.db")
+		c.derived.quotaDB = c.Quota.SQLite.Path
+	}
+	c.completeIngest()
+	c.Schedule.complete()
+	c.Serve.complete()
+}
+
+// Validate checks the whole configuration without I/O and without changing
+// it (run Complete first; Load, Parse, ApplyEnv and Default do). It returns
+// the first problem as a *ValidationError or *regions.Error.
 func (c *Config) Validate() error {
 	if c.Database == "" {
-		return invalid("database", `""`, "must be a file path")
+		return invalid("database", `""`, "no data directory: HOME and XDG_DATA_HOME are unset; set database in the config (or --database, TRENDFETCH_DATABASE), or set HOME")
 	}
 	if len(c.Credentials) == 0 {
 		return invalid("credentials", "[]", "at least one credential is needed")
@@ -422,9 +556,6 @@ func (c *Config) Validate() error {
 			return invalid(f, cr.Name, "defined twice")
 		}
 		names[cr.Name] = true
-		if cr.KeyEnv == "" && cr.KeyFile == "" {
-			c.Credentials[i].KeyEnv = "YOUTUBE_API_KEY"
-		}
 	}
 	if !names[c.Credential] {
 		return invalid("credential", c.Credential, "no credential of that name (have %s)", strings.Join(sortedKeys(names), ", "))
@@ -432,16 +563,11 @@ func (c *Config) Validate() error {
 	if len(c.Regions) == 0 {
 		return invalid("regions", "[]", "at least one region is needed")
 	}
-	rs, err := regions.ParseList(c.Regions)
-	if err != nil {
+	if _, err := regions.ParseList(c.Regions); err != nil {
 		return fmt.Errorf("config: regions: %w", err)
 	}
-	c.Regions = rs
 	if c.API.Endpoint != "" && !strings.HasPrefix(c.API.Endpoint, "http://") && !strings.HasPrefix(c.API.Endpoint, "https://") {
 		return invalid("api.endpoint", c.API.Endpoint, "want an http:// or https:// URL")
-	}
-	if c.API.Endpoint != "" && !strings.HasSuffix(c.API.Endpoint, "/") {
-		c.API.Endpoint += "/"
 	}
 	if c.API.Timeout <= 0 {
 		return invalid("api.timeout", time.Duration(c.API.Timeout), "must be > 0")
@@ -453,11 +579,6 @@ func (c *Config) Validate() error {
 		return invalid("api.page_size", c.API.PageSize, "must be 1-50 (the API's maxResults range)")
 	}
 	switch c.Quota.Backend {
-	case "":
-		c.Quota.Backend = "sqlite"
-		if c.Quota.Redis.URL != "" || len(c.Quota.Redis.Cluster) > 0 {
-			c.Quota.Backend = "redis"
-		}
 	case "sqlite":
 	case "redis":
 		if c.Quota.Redis.URL == "" && len(c.Quota.Redis.Cluster) == 0 {
@@ -466,13 +587,19 @@ func (c *Config) Validate() error {
 	default:
 		return invalid("quota.backend", c.Quota.Backend, "want sqlite or redis")
 	}
-	if c.Quota.SQLite.Path == "" {
-		c.Quota.SQLite.Path = filepath.Join(filepath.Dir(c.Database), "quota.db")
-	}
 	if _, _, err := c.Limits(); err != nil {
 		return err
 	}
+	if err := c.validateCallSites(); err != nil {
+		return err
+	}
 	if err := c.validateIngest(); err != nil {
+		return err
+	}
+	if err := c.Stats.validate(); err != nil {
+		return err
+	}
+	if err := c.Store.validate(); err != nil {
 		return err
 	}
 	for m, p := range c.Quota.Policies {
@@ -492,6 +619,9 @@ func (c *Config) Validate() error {
 	case "auto", "json", "console":
 	default:
 		return invalid("log.format", c.Log.Format, "want auto, json or console")
+	}
+	if err := c.Serve.validate(); err != nil {
+		return err
 	}
 	return c.Schedule.validate(c.Regions)
 }
@@ -559,13 +689,13 @@ func (c *Config) Limits() ([]quota.Bucket, quota.Costs, error) {
 }
 
 // Policy returns the backend-failure policy of method: its configured value,
-// else fail-closed for search.list (100 units a call) and fail-open otherwise.
+// else the call site's default (package callsite), else fail-open.
 func (c *Config) Policy(method string) Policy {
 	if p, ok := c.Quota.Policies[method]; ok {
 		return p
 	}
-	if method == "search.list" {
-		return FailClosed
+	if site, ok := callsite.Lookup(method); ok {
+		return site.Policy
 	}
 	return FailOpen
 }
@@ -595,7 +725,7 @@ func (cr Credential) APIKey(lookup func(string) (string, bool)) (string, error) 
 	if cr.KeyFile != "" {
 		k, err := readSecretFile(cr.KeyFile)
 		if err != nil {
-			return "", fmt.Errorf("credential %q: api_key_file: %w", cr.Name, err)
+			return "", invalid(fmt.Sprintf("credentials[%s].api_key_file", cr.Name), cr.KeyFile, "%s", err.Error())
 		}
 		if k != "" {
 			return k, nil
@@ -623,23 +753,41 @@ func (c *Config) SecretFiles() []string {
 	return out
 }
 
-// ExposedToOthers reports whether path exists and can be read or written by
+// ExposedToOthers reports whether path is a regular file that can be read or written by
 // its group or by other users (mode & 0o077 != 0): a secret in it is exposed.
 func ExposedToOthers(path string) bool {
 	fi, err := os.Stat(path)
-	return err == nil && fi.Mode().Perm()&0o077 != 0
+	return err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o077 != 0
 }
 
+// MaxConfigBytes bounds a config file (1 MiB); MaxSecretFileBytes bounds a
+// key or URL file (64 KiB): larger files are refused, not read whole.
+const (
+	MaxConfigBytes     = 1 << 20
+	MaxSecretFileBytes = 64 << 10
+)
+
 // readSecretFile returns the first line of path, trimmed. Errors never
-// include the content.
+// include the content; they say what to do.
 func readSecretFile(path string) (string, error) {
 	// Stat first: reading a FIFO would block until a writer comes.
-	if fi, err := os.Stat(path); err == nil && !fi.Mode().IsRegular() {
-		return "", fmt.Errorf("cannot read %s: not a regular file (%s)", path, fi.Mode().Type())
+	fi, err := os.Stat(path)
+	switch {
+	case err != nil:
+		return "", fmt.Errorf("cannot read it: %w", errors.Unwrap(err))
+	case !fi.Mode().IsRegular():
+		return "", fmt.Errorf("not a regular file (%s): write the secret alone on the first line of a regular file, chmod 600", fi.Mode().Type())
+	case fi.Size() > MaxSecretFileBytes:
+		return "", fmt.Errorf("%d bytes, larger than %d KiB: a secret file holds one line; check the path", fi.Size(), MaxSecretFileBytes>>10)
 	}
-	raw, err := os.ReadFile(path)
+	f, err := os.Open(path)
 	if err != nil {
-		return "", fmt.Errorf("cannot read %s: %w", path, errors.Unwrap(err))
+		return "", fmt.Errorf("cannot read it: %w", errors.Unwrap(err))
+	}
+	defer f.Close()
+	raw, err := io.ReadAll(io.LimitReader(f, MaxSecretFileBytes))
+	if err != nil {
+		return "", fmt.Errorf("cannot read it: %w", errors.Unwrap(err))
 	}
 	line, _, _ := strings.Cut(string(raw), "\n")
 	return strings.TrimSpace(line), nil

@@ -2,6 +2,7 @@ package config
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -25,13 +26,16 @@ func TestDefaultValidates(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(buckets) != 2 || buckets[0].Name != "units" || buckets[0].Limit != 9500 || buckets[0].Window != 24*time.Hour {
+	if len(buckets) != 3 || buckets[0].Name != "units" || buckets[2].Name != "stats" || buckets[2].Limit != 9500 || buckets[0].Limit != 9500 || buckets[0].Window != 24*time.Hour {
 		t.Errorf("buckets = %+v", buckets)
 	}
 	if got := costs["search.list"]; len(got) != 2 || got[0].Bucket != "search" || got[0].Units != 1 || got[1].Bucket != "units" || got[1].Units != 100 {
 		t.Errorf("search.list costs = %+v", got)
 	}
-	if c.Policy("search.list") != FailClosed || c.Policy("videos.list") != FailOpen {
+	if got := costs["videos.batchGetStats"]; len(got) != 1 || got[0].Bucket != "stats" || got[0].Units != 1 {
+		t.Errorf("videos.batchGetStats costs = %+v", got)
+	}
+	if c.Policy("search.list") != FailClosed || c.Policy("videos.list") != FailOpen || c.Policy("videos.batchGetStats") != FailOpen {
 		t.Errorf("default policies wrong: %v", c.Quota.Policies)
 	}
 }
@@ -75,9 +79,16 @@ quota:
 
 func TestParseRejects(t *testing.T) {
 	for _, tc := range []struct{ name, yaml, want string }{
-		{"unknown key", "databse: x", "field databse not found"},
+		{"unknown key", "databse: x", `unknown key databse: did you mean "database"?`},
+		{"unknown nested key", "api:\n  page_sise: 5", `line 2: unknown key api.page_sise: did you mean "page_size"?`},
+		{"unknown key far from any", "quota:\n  zzzzzzzz: 1", "unknown key quota.zzzzzzzz (valid under quota: backend, buckets, costs, headroom, policies, preset, redis, sqlite)"},
 		{"secret in yaml", "credentials:\n  - name: p\n    api_key: AIzaXYZ", "secrets are read only from the environment"},
-		{"bad duration", "api: {timeout: soon}", `bad duration "soon"`},
+		{"bad duration", "api: {timeout: soon}", `api.timeout: want a duration such as 90s, 30m or 24h (got "soon")`},
+		{"bad stagger", "schedule: {stagger: 3}", `schedule.stagger: want a duration`},
+		{"number wanted", "api: {page_size: abc}", `api.page_size: want a whole number (got "abc")`},
+		{"list wanted", "regions: US", "regions: want a list"},
+		{"mapping wanted", "log: [1]", "log: want a mapping"},
+		{"bool wanted", "channels: {enabled: yes please}", "channels.enabled: want true or false"},
 		{"not yaml", "{[", "not valid YAML"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -114,6 +125,11 @@ func TestValidateNamesFieldValueReason(t *testing.T) {
 		{"redis without url", func(c *Config) { c.Quota.Backend = "redis" }, "quota.backend"},
 		{"credential", func(c *Config) { c.Credential = "other" }, "credential"},
 		{"credential name", func(c *Config) { c.Credentials[0].Name = "a b" }, "credentials[0].name"},
+		{"unknown call site", func(c *Config) { c.Quota.Costs["search.lst"] = map[string]int64{"search": 1} }, "quota.costs.search.lst"},
+		{"unknown policy call site", func(c *Config) { c.Quota.Policies["video.list"] = FailOpen }, "quota.policies.video.list"},
+		{"chart without cost", func(c *Config) { delete(c.Quota.Costs, "videos.list") }, "quota.costs"},
+		{"categories without cost", func(c *Config) { c.Categories.Enabled = true; delete(c.Quota.Costs, "videoCategories.list") }, "quota.costs"},
+		{"no data directory", func(c *Config) { c.Database = "" }, "database"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := Default()
@@ -129,6 +145,11 @@ func TestValidateNamesFieldValueReason(t *testing.T) {
 		})
 	}
 	c := Default()
+	c.Quota.Costs["search.lst"] = map[string]int64{"search": 1}
+	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "did you mean search.list?") {
+		t.Errorf("search.lst: err = %v, want a did-you-mean", err)
+	}
+	c = Default()
 	c.Regions = []string{"UK"}
 	var re *regions.Error
 	if err := c.Validate(); !errors.As(err, &re) || !strings.Contains(err.Error(), "did you mean GB?") {
@@ -171,14 +192,62 @@ func TestLoadPaths(t *testing.T) {
 	dir := t.TempDir()
 	t.Setenv("TRENDFETCH_CONFIG", "")
 	t.Setenv("XDG_CONFIG_HOME", dir)
-	if _, err := Load(""); err != nil {
-		t.Fatalf("no config file at the XDG default must mean defaults: %v", err)
+	if _, used, err := Load("", nil); err != nil || used != "" {
+		t.Fatalf("no config file at the XDG default must mean defaults: used %q, %v", used, err)
 	}
-	if _, err := Load(filepath.Join(dir, "missing.yaml")); err == nil {
+	if _, _, err := Load(filepath.Join(dir, "missing.yaml"), nil); err == nil {
 		t.Error("an explicit missing config must be an error")
 	}
-	if _, err := Load(dir); err == nil || !strings.Contains(err.Error(), "is a directory") {
+	if _, _, err := Load(dir, nil); err == nil || !strings.Contains(err.Error(), "is a directory") {
 		t.Errorf("directory config: err = %v", err)
+	}
+	// The default path, when it exists, is the path used.
+	def := filepath.Join(dir, "trendfetch", "config.yaml")
+	if err := os.MkdirAll(filepath.Dir(def), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(def, []byte("database: /tmp/file.db\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, used, err := Load("", nil)
+	if err != nil || used != def {
+		t.Fatalf("Load = %q, %v; want the default path %s", used, err, def)
+	}
+	// Defaults derived from other settings are filled after every source:
+	// a database given by a flag (override) moves quota.db with it.
+	t.Setenv("TRENDFETCH_DATABASE", "/tmp/env/t.db")
+	cfg, _, err := Load("", func(c *Config) { c.Database = "/tmp/flag/t.db" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Quota.SQLite.Path != "/tmp/flag/quota.db" {
+		t.Errorf("quota.sqlite.path = %s, want /tmp/flag/quota.db (beside the final database)", cfg.Quota.SQLite.Path)
+	}
+}
+
+// TestValidateDoesNotChangeTheConfig: Validate only reports; Complete is the
+// one step that fills defaults.
+func TestValidateDoesNotChangeTheConfig(t *testing.T) {
+	c := defaults()
+	c.Regions = []string{"us", "gb", "US"}
+	c.Searches = []Search{{Q: "x"}}
+	before := fmt.Sprintf("%+v", *c)
+	_ = c.Validate()
+	if after := fmt.Sprintf("%+v", *c); after != before {
+		t.Errorf("Validate changed the config:\nbefore %s\nafter  %s", before, after)
+	}
+	c.Complete()
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(c.Regions, ",") != "US,GB" || c.Searches[0].MaxPages != 1 || c.Quota.Backend != "sqlite" || c.Schedule.Concurrency == 0 {
+		t.Errorf("Complete did not fill defaults: regions %v max_pages %d backend %q concurrency %d",
+			c.Regions, c.Searches[0].MaxPages, c.Quota.Backend, c.Schedule.Concurrency)
+	}
+	again := fmt.Sprintf("%+v", *c)
+	c.Complete()
+	if fmt.Sprintf("%+v", *c) != again {
+		t.Error("Complete is not idempotent")
 	}
 }
 
@@ -197,7 +266,7 @@ func TestExampleConfig(t *testing.T) {
 	if err := c.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	if c.Database != "/var/lib/trendfetch/trendfetch.db" || len(c.Quota.Buckets) != 2 || len(c.Quota.Costs) != 4 || len(c.Quota.Policies) != 4 {
+	if c.Database != "/var/lib/trendfetch/trendfetch.db" || len(c.Quota.Buckets) != 3 || len(c.Quota.Costs) != 5 || len(c.Quota.Policies) != 5 || c.Stats.TrackFor.Std() != 168*time.Hour {
 		t.Errorf("example parsed to %+v", c)
 	}
 }
@@ -219,5 +288,24 @@ func TestExposedSecretFiles(t *testing.T) {
 	c.Quota.Redis.URLFile = closed
 	if got := c.SecretFiles(); len(got) != 2 || got[0] != open || got[1] != closed {
 		t.Errorf("SecretFiles = %v", got)
+	}
+}
+
+// TestBucketsWithoutStatsDropStatsCost: a file that lists its buckets
+// without the stats bucket (written before it existed) and no costs still
+// validates; videos.batchGetStats then has no cost (tracking off).
+func TestBucketsWithoutStatsDropStatsCost(t *testing.T) {
+	c, err := Parse(strings.NewReader("quota:\n  buckets:\n    - {name: units, limit: 9500, window: 24h}\n    - {name: search, limit: 4, window: 24h}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := c.Quota.Costs["videos.batchGetStats"]; ok {
+		t.Errorf("costs kept videos.batchGetStats: %v", c.Quota.Costs)
+	}
+	if _, ok := c.Quota.Costs["search.list"]; !ok {
+		t.Errorf("costs lost search.list: %v", c.Quota.Costs)
 	}
 }

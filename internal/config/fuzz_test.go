@@ -20,6 +20,7 @@ func FuzzParse(f *testing.F) {
 		"credentials:\n  - name: a\n  - name: a\n",
 		"{[",
 		"regions: UK",
+		"\"a\\nb\": 1\n", // a key holding a newline: the message must still be one line
 	} {
 		f.Add(seed)
 	}

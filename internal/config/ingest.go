@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/trendfetch/trendfetch/internal/callsite"
 	"github.com/trendfetch/trendfetch/internal/regions"
 )
 
@@ -44,6 +45,19 @@ type Refresh struct {
 
 var searchOrders = map[string]bool{"": true, "date": true, "rating": true, "relevance": true, "title": true, "videoCount": true, "viewCount": true}
 
+// completeIngest fills the searches' defaults (one page) and normalizes
+// their region codes when valid; part of Complete.
+func (c *Config) completeIngest() {
+	for i, s := range c.Searches {
+		if s.MaxPages == 0 {
+			c.Searches[i].MaxPages = 1
+		}
+		if rs, err := regions.ParseList(s.Regions); err == nil {
+			c.Searches[i].Regions = rs
+		}
+	}
+}
+
 // validateIngest checks the chart, searches, channels, categories and retry
 // settings; it is called by Validate.
 func (c *Config) validateIngest() error {
@@ -68,19 +82,15 @@ func (c *Config) validateIngest() error {
 		if s.PublishedAfter < 0 {
 			return invalid(f+".published_after", s.PublishedAfter.Std(), "must not be negative")
 		}
-		if s.MaxPages == 0 {
-			c.Searches[i].MaxPages = 1
-		} else if s.MaxPages < 1 || s.MaxPages > 10 {
+		if s.MaxPages < 1 || s.MaxPages > 10 {
 			return invalid(f+".max_pages", s.MaxPages, "must be 1-10 (each page costs the search.list cost)")
 		}
-		rs, err := regions.ParseList(s.Regions)
-		if err != nil {
+		if _, err := regions.ParseList(s.Regions); err != nil {
 			return fmt.Errorf("config: %s.regions: %w", f, err)
 		}
-		c.Searches[i].Regions = rs
 	}
 	if len(c.Searches) > 0 {
-		if _, ok := c.Quota.Costs["search.list"]; !ok {
+		if _, ok := c.Quota.Costs[callsite.SearchList]; !ok {
 			return invalid("searches", len(c.Searches), "search.list has no cost in quota.costs")
 		}
 	}

@@ -151,16 +151,10 @@ func specReason(err error) string {
 	return msg + ` (want e.g. "7 */2 * * *", "CRON_TZ=Europe/London 30 6 * * *" or "@every 2h")`
 }
 
-// validate checks the schedule against the (already normalized) region
-// list and fills the defaults. Errors are *ValidationError or
-// *regions.Error.
-func (s *Schedule) validate(list []string) error {
-	if s.Every != 0 && s.Cron != "" {
-		return invalid("schedule.every", time.Duration(s.Every), "set either schedule.every or schedule.cron, not both")
-	}
-	if s.Every < 0 || (s.Every > 0 && s.Every.Std() < time.Second) {
-		return invalid("schedule.every", time.Duration(s.Every), "must be at least 1s")
-	}
+// complete fills the schedule's defaults (every, stagger, concurrency,
+// grace, log dir) and normalizes the region codes of schedule.regions when
+// valid; part of Config.Complete.
+func (s *Schedule) complete() {
 	if s.Cron == "" && s.Every == 0 {
 		s.Every = Duration(DefaultEvery)
 	}
@@ -168,8 +162,43 @@ func (s *Schedule) validate(list []string) error {
 		d := Duration(DefaultStagger)
 		s.Stagger = &d
 	}
-	if *s.Stagger < 0 {
-		return invalid("schedule.stagger", time.Duration(*s.Stagger), "must be >= 0")
+	if s.Concurrency == 0 {
+		s.Concurrency = DefaultConcurrency
+	}
+	if s.Grace == 0 {
+		s.Grace = Duration(DefaultGrace)
+	}
+	if s.LogDir == "" {
+		s.LogDir = DefaultLogDir
+	}
+	if len(s.Regions) == 0 {
+		return
+	}
+	norm := make(map[string]string, len(s.Regions))
+	for k, v := range s.Regions {
+		code, err := regions.Parse(k)
+		if err != nil {
+			return // Validate reports it
+		}
+		if _, dup := norm[code]; dup {
+			return // Validate reports it
+		}
+		norm[code] = v
+	}
+	s.Regions = norm
+}
+
+// validate checks the schedule (completed) against the (already
+// normalized) region list. Errors are *ValidationError or *regions.Error.
+func (s *Schedule) validate(list []string) error {
+	if s.Every != 0 && s.Cron != "" {
+		return invalid("schedule.every", time.Duration(s.Every), "set either schedule.every or schedule.cron, not both")
+	}
+	if s.Every < 0 || (s.Every > 0 && s.Every.Std() < time.Second) {
+		return invalid("schedule.every", time.Duration(s.Every), "must be at least 1s")
+	}
+	if s.Stagger == nil || *s.Stagger < 0 {
+		return invalid("schedule.stagger", s.Stagger, "must be >= 0")
 	}
 	if s.Every > 0 && len(list) > 1 {
 		if last := time.Duration(len(list)-1) * s.Stagger.Std(); last >= s.Every.Std() {
@@ -178,27 +207,18 @@ func (s *Schedule) validate(list []string) error {
 				len(list), s.Stagger.Std(), s.Every.Std())
 		}
 	}
-	switch {
-	case s.Concurrency == 0:
-		s.Concurrency = DefaultConcurrency
-	case s.Concurrency < 0 || s.Concurrency > maxConcurrency:
+	if s.Concurrency < 1 || s.Concurrency > maxConcurrency {
 		return invalid("schedule.concurrency", s.Concurrency, "must be 1-%d", maxConcurrency)
 	}
-	switch {
-	case s.Grace == 0:
-		s.Grace = Duration(DefaultGrace)
-	case s.Grace < 0:
+	if s.Grace <= 0 {
 		return invalid("schedule.grace", time.Duration(s.Grace), "must be > 0")
-	}
-	if s.LogDir == "" {
-		s.LogDir = DefaultLogDir
 	}
 	if len(s.Regions) > 0 {
 		configured := map[string]bool{}
 		for _, r := range list {
 			configured[r] = true
 		}
-		norm := make(map[string]string, len(s.Regions))
+		seen := make(map[string]bool, len(s.Regions))
 		keys := make([]string, 0, len(s.Regions))
 		for k := range s.Regions {
 			keys = append(keys, k)
@@ -212,12 +232,11 @@ func (s *Schedule) validate(list []string) error {
 			if !configured[code] {
 				return invalid("schedule.regions."+code, fmt.Sprintf("%q", s.Regions[k]), "region %s is not in regions (%s)", code, strings.Join(list, ", "))
 			}
-			if _, dup := norm[code]; dup {
+			if seen[code] {
 				return invalid("schedule.regions."+code, fmt.Sprintf("%q", s.Regions[k]), "given twice")
 			}
-			norm[code] = s.Regions[k]
+			seen[code] = true
 		}
-		s.Regions = norm
 	}
 	_, err := s.Plan(list)
 	return err

@@ -7,15 +7,24 @@ import (
 	"io"
 	"math/rand/v2"
 	"net"
+	"net/url"
 	"strings"
 	"syscall"
 	"time"
 
+	"github.com/trendfetch/trendfetch/internal/callsite"
+	"github.com/trendfetch/trendfetch/internal/quota"
 	"google.golang.org/api/googleapi"
 )
 
 // maxBackoff caps the exponential backoff between attempts of one call.
 const maxBackoff = 30 * time.Second
+
+// This file is the call-site protocol, in the order a call runs it:
+// reserve (quota, or the call site's policy when the limiter is down) ->
+// send (under the request timeout, counted, key redacted) -> classify (the
+// API's error answers, DESIGN.md §3) -> retry (transient failures, with
+// full-jitter backoff, every attempt reserved again).
 
 // call sends one API call of method through the whole call-site protocol:
 // reserve its cost (or apply the call site's policy when the limiter is
@@ -37,14 +46,14 @@ func call[T any](ctx context.Context, r *Runner, st *runState, method string, se
 		if ctx.Err() != nil {
 			return zero, ctx.Err()
 		}
-		if !retryable(err) || attempt >= r.Retries {
+		if !retryable(err) || attempt >= st.set.Retries {
 			err = r.apiError(ctx, st, method, err)
 			if attempt > 0 {
 				err = fmt.Errorf("%w (after %d attempts)", err, attempt+1)
 			}
 			return zero, err
 		}
-		wait := backoff(r.RetryBackoff, attempt)
+		wait := backoff(st.set.RetryBackoff, attempt)
 		st.log.Warn().Err(err).Str("method", method).Int("attempt", attempt+1).
 			Int64("backoff_ms", wait.Milliseconds()).Msg("transient API failure; retrying")
 		t := time.NewTimer(wait)
@@ -61,11 +70,7 @@ func call[T any](ctx context.Context, r *Runner, st *runState, method string, se
 // OnCall and counts it on the run, and redacts the API key from transport
 // errors (net/url errors quote the request URL).
 func sendOnce[T any](ctx context.Context, r *Runner, st *runState, method string, send func(context.Context) (T, error)) (T, error) {
-	timeout := r.Timeout
-	if timeout <= 0 {
-		timeout = 30 * time.Second
-	}
-	reqCtx, cancel := context.WithTimeout(ctx, timeout)
+	reqCtx, cancel := context.WithTimeout(ctx, st.set.Timeout)
 	defer cancel()
 	start := time.Now()
 	resp, err := send(reqCtx)
@@ -125,4 +130,122 @@ func backoff(base time.Duration, attempt int) time.Duration {
 		ceil = maxBackoff
 	}
 	return time.Duration(rand.Int64N(int64(ceil)) + 1)
+}
+
+// reserve reserves one call of method before it is sent. It returns nil
+// when the call may go ahead (admitted, or unmetered under fail-open), a
+// *StopError on denial or fail-closed, or a configuration error.
+func (r *Runner) reserve(ctx context.Context, st *runState, method string) error {
+	run, log := st.run, st.log
+	if st.limiterDown == nil {
+		d, err := r.Limiter.Reserve(ctx, r.Credential, method)
+		switch {
+		case err == nil && d.Allowed:
+			cs, _ := r.Limiter.Charges(method)
+			for _, c := range cs {
+				run.Units[c.Bucket] += c.Units
+			}
+			// Kept current on the record before the call is sent: a run
+			// killed from here on still shows the units it reserved.
+			if err := r.Store.RecordUsage(context.WithoutCancel(ctx), *run); err != nil {
+				log.Warn().Err(err).Msg("cannot record the run's units so far")
+			}
+			return nil
+		case err == nil:
+			return Denied(run.Region, method, d)
+		case errors.Is(err, quota.ErrUnavailable):
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			st.limiterDown = err
+			log.Warn().Err(err).Msg("quota backend unavailable; applying call site policies for the rest of this run")
+		default:
+			return err
+		}
+	}
+	if r.Policy(method) == callsite.FailClosed {
+		return &StopError{Region: run.Region, Reason: fmt.Sprintf("limiter unavailable (%s is fail-closed)", method)}
+	}
+	run.Unmetered++
+	log.Debug().Str("method", method).Msg("limiter unavailable: call sent unmetered (fail-open)")
+	return nil
+}
+
+// Denied builds the *StopError of a denied reservation of method for
+// region ("" outside a run), with the decision's Retry-After.
+func Denied(region, method string, d quota.Decision) *StopError {
+	reason := fmt.Sprintf("quota denied %s by bucket %q", method, d.DeniedBucket)
+	if d.Exhausted {
+		reason = "quota exhausted upstream (403 quotaExceeded) until " + d.ExhaustedUntil.UTC().Format(time.RFC3339)
+	}
+	base := d.Now
+	if base.IsZero() {
+		base = time.Now()
+	}
+	return &StopError{Region: region, Reason: reason, RetryAfter: d.RetryAfter, RetryAt: base.Add(d.RetryAfter)}
+}
+
+// apiError classifies an error answer of the API (DESIGN.md §3).
+func (r *Runner) apiError(ctx context.Context, st *runState, method string, err error) error {
+	run := st.run
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	var ge *googleapi.Error
+	if !errors.As(err, &ge) {
+		return fmt.Errorf("%s for %s failed: %w", method, run.Region, err)
+	}
+	reason := ""
+	if len(ge.Errors) > 0 {
+		reason = ge.Errors[0].Reason
+	}
+	switch {
+	case (reason == "quotaExceeded" || reason == "dailyLimitExceeded") && googleBucket(method) != "":
+		// The method's own Google bucket (videos.batchGetStats) is spent,
+		// not the project's units: the credential stays usable.
+		return &StopError{Region: run.Region, Reason: fmt.Sprintf("the API answered 403 quotaExceeded for %s: its own daily bucket is spent", method)}
+	case reason == "quotaExceeded" || reason == "dailyLimitExceeded":
+		now := r.now()
+		until := quota.NextPacificMidnight(now)
+		if merr := r.Limiter.MarkExhausted(context.WithoutCancel(ctx), r.Credential, until); merr != nil {
+			st.log.Warn().Err(merr).Msg("cannot mark the credential exhausted in the quota backend")
+		}
+		return &StopError{Region: run.Region, Reason: "the API answered 403 quotaExceeded: the project's daily quota is spent", RetryAfter: until.Sub(now), RetryAt: until}
+	case reason == "keyInvalid" || strings.Contains(ge.Body, "API_KEY_INVALID"):
+		return &CredentialError{Credential: r.Credential, Reason: "keyInvalid"}
+	case reason == "videoChartNotFound":
+		return fmt.Errorf("region %s has no mostPopular chart (the API answered %d videoChartNotFound)", run.Region, ge.Code)
+	}
+	return fmt.Errorf("%s for %s: API answered HTTP %d %s: %s", method, run.Region, ge.Code, reason, ge.Message)
+}
+
+// Redact removes API keys from the URL quoted by a *url.Error; other errors
+// pass unchanged. Secrets must never reach logs or run records.
+func Redact(err error) error {
+	var ue *url.Error
+	if err == nil || !errors.As(err, &ue) {
+		return err
+	}
+	return &url.Error{Op: ue.Op, URL: redactURL(ue.URL), Err: ue.Err}
+}
+
+func redactURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "(url redacted)"
+	}
+	q := u.Query()
+	if q.Has("key") {
+		q.Set("key", "REDACTED")
+		u.RawQuery = q.Encode()
+	}
+	u.User = nil
+	return u.String()
+}
+
+// googleBucket returns the Google quota bucket of method when it has its
+// own (callsite.Site.GoogleBucket), else "".
+func googleBucket(method string) string {
+	site, _ := callsite.Lookup(method)
+	return site.GoogleBucket
 }

@@ -6,6 +6,7 @@ import (
 
 	"google.golang.org/api/youtube/v3"
 
+	"github.com/trendfetch/trendfetch/internal/callsite"
 	"github.com/trendfetch/trendfetch/internal/store"
 )
 
@@ -17,10 +18,7 @@ import (
 // stored (that page is not fetched).
 func (r *Runner) chart(ctx context.Context, st *runState, category string) error {
 	run := st.run
-	pageSize := r.PageSize
-	if pageSize <= 0 {
-		pageSize = 50
-	}
+	pageSize := st.set.PageSize
 	maxPages := (maxChartResults+int(pageSize)-1)/int(pageSize) + 1
 	kind, query, rank := store.KindChart, "", 1
 	if category != "" {
@@ -43,7 +41,7 @@ func (r *Runner) chart(ctx context.Context, st *runState, category string) error
 		if token != "" {
 			req = req.PageToken(token)
 		}
-		resp, err := call(ctx, r, st, MethodVideosList, func(ctx context.Context) (*youtube.VideoListResponse, error) {
+		resp, err := call(ctx, r, st, callsite.VideosList, func(ctx context.Context) (*youtube.VideoListResponse, error) {
 			return req.Context(ctx).Do()
 		})
 		if err != nil {
@@ -65,7 +63,7 @@ func (r *Runner) chart(ctx context.Context, st *runState, category string) error
 		st.log.Debug().Int("page", page+1).Int("videos", len(videos)).Str("category", category).Msg("chart page stored")
 		token = resp.NextPageToken
 		if token == "" || len(resp.Items) == 0 {
-			return nil
+			return r.complete(ctx, st, kind, query)
 		}
 		if seen[token] {
 			return fmt.Errorf("chart of %s: the API returned page token %q twice: stopped", run.Region, token)
@@ -93,5 +91,14 @@ func (r *Runner) save(ctx context.Context, st *runState, kind, query string, fir
 	}
 	st.run.Pages++
 	st.run.Videos += len(videos)
+	return nil
+}
+
+// complete marks the run's capture of (kind, query) complete: its last page
+// is stored. Like save, it does not observe ctx's cancellation.
+func (r *Runner) complete(ctx context.Context, st *runState, kind, query string) error {
+	if err := r.Store.CompleteCapture(context.WithoutCancel(ctx), st.run.ID, st.run.Region, kind, query, r.now()); err != nil {
+		return fmt.Errorf("cannot store the end of the %s %s list: %w", st.run.Region, kind, err)
+	}
 	return nil
 }

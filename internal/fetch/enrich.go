@@ -6,6 +6,7 @@ import (
 
 	"google.golang.org/api/youtube/v3"
 
+	"github.com/trendfetch/trendfetch/internal/callsite"
 	"github.com/trendfetch/trendfetch/internal/store"
 )
 
@@ -16,11 +17,11 @@ func (r *Runner) categories(ctx context.Context, st *runState) error {
 	if err != nil {
 		return err
 	}
-	if !at.IsZero() && r.now().Sub(at) < r.CategoriesRefresh {
+	if !at.IsZero() && r.now().Sub(at) < st.set.CategoriesRefresh {
 		return nil
 	}
 	req := r.Service.VideoCategories.List([]string{"snippet"}).RegionCode(st.run.Region)
-	resp, err := call(ctx, r, st, MethodCategoriesList, func(ctx context.Context) (*youtube.VideoCategoryListResponse, error) {
+	resp, err := call(ctx, r, st, callsite.CategoriesList, func(ctx context.Context) (*youtube.VideoCategoryListResponse, error) {
 		return req.Context(ctx).Do()
 	})
 	if err != nil {
@@ -38,38 +39,30 @@ func (r *Runner) categories(ctx context.Context, st *runState) error {
 
 // channels sends channels.list id= for the channels of this run's videos
 // whose stored data is older than ChannelsRefresh, in full batches of 50.
-// With DeferChannels a remainder of fewer than 50 waits for the next run of
-// this Runner; otherwise it is sent as a last, partial batch.
+// With a Backlog that holds, a remainder of fewer than 50 waits for the next
+// run of the invocation; otherwise it is sent as a last, partial batch.
 func (r *Runner) channels(ctx context.Context, st *runState) error {
-	stale, err := r.Store.StaleChannels(ctx, st.channelOrder, r.now().Add(-r.ChannelsRefresh))
+	stale, err := r.Store.StaleChannels(ctx, st.channelOrder, r.now().Add(-st.set.ChannelsRefresh))
 	if err != nil {
 		return err
 	}
-	if r.pendingSet == nil {
-		r.pendingSet = map[string]bool{}
+	backlog := r.Backlog
+	if backlog == nil {
+		backlog = &Backlog{}
 	}
-	for _, id := range stale {
-		if !r.pendingSet[id] {
-			r.pendingSet[id] = true
-			r.pendingChannels = append(r.pendingChannels, id)
-		}
-	}
-	for len(r.pendingChannels) >= batchSize || (!r.DeferChannels && len(r.pendingChannels) > 0) {
-		n := min(batchSize, len(r.pendingChannels))
-		if err := r.channelBatch(ctx, st, r.pendingChannels[:n]); err != nil {
+	backlog.add(stale)
+	for batch := backlog.next(); batch != nil; batch = backlog.next() {
+		if err := r.channelBatch(ctx, st, batch); err != nil {
 			return err
 		}
-		for _, id := range r.pendingChannels[:n] {
-			delete(r.pendingSet, id)
-		}
-		r.pendingChannels = r.pendingChannels[n:]
+		backlog.done(len(batch))
 	}
 	return nil
 }
 
 func (r *Runner) channelBatch(ctx context.Context, st *runState, ids []string) error {
 	req := r.Service.Channels.List([]string{"snippet", "statistics"}).Id(ids...).MaxResults(batchSize)
-	resp, err := call(ctx, r, st, MethodChannelsList, func(ctx context.Context) (*youtube.ChannelListResponse, error) {
+	resp, err := call(ctx, r, st, callsite.ChannelsList, func(ctx context.Context) (*youtube.ChannelListResponse, error) {
 		return req.Context(ctx).Do()
 	})
 	if err != nil {

@@ -180,9 +180,9 @@ func TestEmulatorMisbehaving(t *testing.T) {
 			emu := youtubetest.New()
 			emu.SetChart("US", synthetic(200))
 			r := newPipeline(t, emu)
-			r.Retries, r.RetryBackoff = retries, time.Millisecond
+			r.Settings.Retries, r.Settings.RetryBackoff = retries, time.Millisecond
 			if tc.timeout > 0 {
-				r.Timeout = tc.timeout
+				r.Settings.Timeout = tc.timeout
 			}
 			tc.setup(emu)
 			start := time.Now()

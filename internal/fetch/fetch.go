@@ -1,36 +1,20 @@
-// Package fetch is the run pipeline: for each API call of a region's run it
-// reserves the call's weighted cost from the quota limiter, applies the call
-// site's fail-open/fail-closed policy when the limiter backend is
-// unreachable, sends the call with the google.golang.org/api/youtube/v3
-// client, and stores each page in one transaction. A denial stops the run
-// cleanly (no sleeping); the run record says why and when to retry.
 package fetch
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"net/url"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/rs/zerolog"
-	"google.golang.org/api/googleapi"
 	"google.golang.org/api/option"
+	htransport "google.golang.org/api/transport/http"
 	"google.golang.org/api/youtube/v3"
 
-	"github.com/trendfetch/trendfetch/internal/config"
+	"github.com/trendfetch/trendfetch/internal/callsite"
 	"github.com/trendfetch/trendfetch/internal/quota"
 	"github.com/trendfetch/trendfetch/internal/store"
-)
-
-// Call site names: the API methods, as keys of the cost table and policies.
-const (
-	MethodVideosList     = "videos.list"
-	MethodSearchList     = "search.list"
-	MethodChannelsList   = "channels.list"
-	MethodCategoriesList = "videoCategories.list"
 )
 
 // batchSize is the most ids one videos.list / channels.list call takes.
@@ -48,6 +32,17 @@ func NewService(ctx context.Context, apiKey, endpoint string) (*youtube.Service,
 	if endpoint != "" {
 		opts = append(opts, option.WithEndpoint(endpoint))
 	}
+	// The library's client (key, user agent), with every response body
+	// capped: a hostile or broken server must not grow memory without bound.
+	client, _, err := htransport.NewClient(ctx, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("cannot create YouTube client: %w", Redact(err))
+	}
+	client.Transport = capBody{base: client.Transport, max: MaxResponseBytes}
+	opts = []option.ClientOption{option.WithHTTPClient(client)}
+	if endpoint != "" {
+		opts = append(opts, option.WithEndpoint(endpoint))
+	}
 	svc, err := youtube.NewService(ctx, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("cannot create YouTube client: %w", Redact(err))
@@ -55,9 +50,10 @@ func NewService(ctx context.Context, apiKey, endpoint string) (*youtube.Service,
 	return svc, nil
 }
 
-// Runner runs one region at a time. All fields are required except Log,
-// Now, Timeout, PageSize, the retry settings, the enrichment settings and
-// the hooks.
+// Runner runs one region at a time. It holds the run's dependencies and
+// Settings and is never changed by Run, so a copy per scheduled job is
+// safe; what a run accumulates lives in that run (runState). Service,
+// Limiter, Store, Credential and Policy are required; the rest is optional.
 type Runner struct {
 	Service *youtube.Service
 	Limiter *quota.Limiter
@@ -65,35 +61,15 @@ type Runner struct {
 	// Credential is the quota scope name (never the key).
 	Credential string
 	// Policy returns a call site's backend-failure policy.
-	Policy func(method string) config.Policy
-	// PageSize is maxResults per page, 1-50 (default 50).
-	PageSize int64
-	// Timeout bounds one API request (default 30 s).
-	Timeout time.Duration
-	// Retries is how many more attempts a transient failure gets (0 = none);
-	// RetryBackoff is the first backoff (doubling, full jitter).
-	Retries      int
-	RetryBackoff time.Duration
-	// ChartCategories lists, per region, videoCategoryId values fetched as
-	// narrowed charts after the whole chart.
-	ChartCategories map[string][]string
-	// Searches returns the search.list queries configured for a region.
-	Searches func(region string) []config.Search
-	// ChannelsRefresh > 0 enables channels.list enrichment of channels whose
-	// stored data is older than it.
-	ChannelsRefresh time.Duration
-	// CategoriesRefresh > 0 enables videoCategories.list for a region whose
-	// stored categories are older than it.
-	CategoriesRefresh time.Duration
-	// DeferChannels keeps a remainder of fewer than 50 stale channels for the
-	// next Run of this Runner instead of sending a partial batch, so a
-	// multi-region invocation sends only full batches where the data allows.
-	// The caller clears it before the last region.
-	DeferChannels bool
-	// LeaseTTL is the run lease's time to live (default 2 min), renewed every
-	// third of it while the run lasts.
-	LeaseTTL time.Duration
-	Log      zerolog.Logger
+	Policy func(method string) callsite.Policy
+	// Settings are the run's tunables; Run applies WithDefaults.
+	Settings Settings
+	// Searches returns the search.list queries of a region (nil: none).
+	Searches func(region string) []Search
+	// Backlog, when set, carries stale channels across the runs of one
+	// invocation (see Backlog).
+	Backlog *Backlog
+	Log     zerolog.Logger
 	// Now is the clock of run records (default time.Now). Quota decisions use
 	// the backend's clock, never this one.
 	Now func() time.Time
@@ -102,17 +78,17 @@ type Runner struct {
 	OnCall func(method string, status int, latency time.Duration)
 	// OnRun, when set, is told of every finished run record.
 	OnRun func(run store.Run)
-
-	// pendingChannels are stale channel ids waiting for a full batch
-	// (DeferChannels); pendingSet de-duplicates them.
-	pendingChannels []string
-	pendingSet      map[string]bool
+	// Scrub, when set, removes secrets from a run's reason before it is
+	// stored (an upstream error body may echo the request URL, key included).
+	Scrub func(string) string
 }
 
 // runState is what one run accumulates.
 type runState struct {
 	run *store.Run
 	log zerolog.Logger
+	// set is the Runner's Settings with defaults applied.
+	set Settings
 	// videos fetched in this run by id: never fetched twice.
 	videos map[string]store.Video
 	// channelOrder lists the channel ids of fetched videos, first seen first.
@@ -123,6 +99,9 @@ type runState struct {
 	// later calls apply their policy at once instead of waiting a timeout
 	// each; the next run tries the backend again.
 	limiterDown error
+	// note is kept as the run's reason when it otherwise has none: a step
+	// that stopped without failing the run (the statistics step).
+	note string
 }
 
 func (st *runState) remember(v store.Video) {
@@ -197,8 +176,9 @@ func (r *Runner) Run(ctx context.Context, region string) (store.Run, error) {
 		Host:       host,
 	}
 	log := r.Log.With().Str("region", region).Str("credential", r.Credential).Logger()
+	set := r.Settings.WithDefaults()
 
-	ctx, release, leaseErr := r.lease(ctx, log, region, fmt.Sprintf("%s pid %d", host, run.PID))
+	ctx, release, leaseErr := r.lease(ctx, log, region, leaseHolder(host, run.PID, time.Now()), set.LeaseTTL)
 	if leaseErr != nil && !errors.Is(leaseErr, quota.ErrUnavailable) {
 		return run, leaseErr
 	}
@@ -216,7 +196,7 @@ func (r *Runner) Run(ctx context.Context, region string) (store.Run, error) {
 	} else if n > 0 {
 		log.Warn().Int("runs", n).Msg("earlier runs of this region were still marked running: marked abandoned")
 	}
-	st := &runState{run: &run, log: log, videos: map[string]store.Video{}, channelSet: map[string]bool{}, calls: map[string]int{},
+	st := &runState{run: &run, log: log, set: set, videos: map[string]store.Video{}, channelSet: map[string]bool{}, calls: map[string]int{},
 		limiterDown: leaseErr}
 
 	runErr := r.ingest(ctx, st)
@@ -224,6 +204,12 @@ func (r *Runner) Run(ctx context.Context, region string) (store.Run, error) {
 	run.FinishedAt = now()
 	run.Calls = st.calls
 	run.Outcome, run.Reason = outcome(ctx, runErr)
+	if run.Reason == "" {
+		run.Reason = st.note
+	}
+	if r.Scrub != nil {
+		run.Reason = r.Scrub(run.Reason)
+	}
 	var stop *StopError
 	if errors.As(runErr, &stop) {
 		run.RetryAfter, run.RetryAt = stop.RetryAfter, stop.RetryAt
@@ -238,8 +224,13 @@ func (r *Runner) Run(ctx context.Context, region string) (store.Run, error) {
 	ev := log.Info()
 	switch run.Outcome {
 	case store.OutcomeDenied:
-		ev = log.Warn().Int64("retry_after_ms", run.RetryAfter.Milliseconds()).Time("retry_at", run.RetryAt)
-	case store.OutcomeFailed, store.OutcomeInterrupted:
+		ev = log.Warn().Int64("retry_after_ms", run.RetryAfter.Milliseconds())
+		if !run.RetryAt.IsZero() {
+			ev = ev.Time("retry_at", run.RetryAt.UTC())
+		}
+	case store.OutcomeInterrupted:
+		ev = log.Warn() // asked for (a signal): not an error
+	case store.OutcomeFailed:
 		ev = log.Error()
 	}
 	ev.Int("pages", run.Pages).Int("videos", run.Videos).Interface("units", run.Units).
@@ -250,7 +241,7 @@ func (r *Runner) Run(ctx context.Context, region string) (store.Run, error) {
 
 // ingest runs the call sites of one region in order.
 func (r *Runner) ingest(ctx context.Context, st *runState) error {
-	if r.CategoriesRefresh > 0 {
+	if st.set.CategoriesRefresh > 0 {
 		if err := r.categories(ctx, st); err != nil {
 			return err
 		}
@@ -258,17 +249,20 @@ func (r *Runner) ingest(ctx context.Context, st *runState) error {
 	if err := r.chart(ctx, st, ""); err != nil {
 		return err
 	}
-	for _, cat := range r.ChartCategories[st.run.Region] {
+	for _, cat := range st.set.ChartCategories[st.run.Region] {
 		if err := r.chart(ctx, st, cat); err != nil {
 			return err
 		}
+	}
+	if err := r.sampleStats(ctx, st); err != nil {
+		return err
 	}
 	if r.Searches != nil {
 		if err := r.searches(ctx, st, r.Searches(st.run.Region)); err != nil {
 			return err
 		}
 	}
-	if r.ChannelsRefresh > 0 {
+	if st.set.ChannelsRefresh > 0 {
 		return r.channels(ctx, st)
 	}
 	return nil
@@ -300,108 +294,6 @@ func outcome(ctx context.Context, err error) (store.Outcome, string) {
 	default:
 		return store.OutcomeFailed, err.Error()
 	}
-}
-
-// reserve reserves one call of method before it is sent. It returns nil
-// when the call may go ahead (admitted, or unmetered under fail-open), a
-// *StopError on denial or fail-closed, or a configuration error.
-func (r *Runner) reserve(ctx context.Context, st *runState, method string) error {
-	run, log := st.run, st.log
-	if st.limiterDown == nil {
-		d, err := r.Limiter.Reserve(ctx, r.Credential, method)
-		switch {
-		case err == nil && d.Allowed:
-			cs, _ := r.Limiter.Charges(method)
-			for _, c := range cs {
-				run.Units[c.Bucket] += c.Units
-			}
-			return nil
-		case err == nil:
-			return Denied(run.Region, method, d)
-		case errors.Is(err, quota.ErrUnavailable):
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
-			st.limiterDown = err
-			log.Warn().Err(err).Msg("quota backend unavailable; applying call site policies for the rest of this run")
-		default:
-			return err
-		}
-	}
-	if r.Policy(method) == config.FailClosed {
-		return &StopError{Region: run.Region, Reason: fmt.Sprintf("limiter unavailable (%s is fail-closed)", method)}
-	}
-	run.Unmetered++
-	log.Debug().Str("method", method).Msg("limiter unavailable: call sent unmetered (fail-open)")
-	return nil
-}
-
-// Denied builds the *StopError of a denied reservation of method for
-// region ("" outside a run), with the decision's Retry-After.
-func Denied(region, method string, d quota.Decision) *StopError {
-	reason := fmt.Sprintf("quota denied %s by bucket %q", method, d.DeniedBucket)
-	if d.Exhausted {
-		reason = "quota exhausted upstream (403 quotaExceeded) until " + d.ExhaustedUntil.UTC().Format(time.RFC3339)
-	}
-	base := d.Now
-	if base.IsZero() {
-		base = time.Now()
-	}
-	return &StopError{Region: region, Reason: reason, RetryAfter: d.RetryAfter, RetryAt: base.Add(d.RetryAfter)}
-}
-
-// apiError classifies an error answer of the API (DESIGN.md §3).
-func (r *Runner) apiError(ctx context.Context, st *runState, method string, err error) error {
-	run := st.run
-	if ctx.Err() != nil {
-		return ctx.Err()
-	}
-	var ge *googleapi.Error
-	if !errors.As(err, &ge) {
-		return fmt.Errorf("%s for %s failed: %w", method, run.Region, err)
-	}
-	reason := ""
-	if len(ge.Errors) > 0 {
-		reason = ge.Errors[0].Reason
-	}
-	switch {
-	case reason == "quotaExceeded" || reason == "dailyLimitExceeded":
-		now := r.now()
-		until := quota.NextPacificMidnight(now)
-		if merr := r.Limiter.MarkExhausted(context.WithoutCancel(ctx), r.Credential, until); merr != nil {
-			st.log.Warn().Err(merr).Msg("cannot mark the credential exhausted in the quota backend")
-		}
-		return &StopError{Region: run.Region, Reason: "the API answered 403 quotaExceeded: the project's daily quota is spent", RetryAfter: until.Sub(now), RetryAt: until}
-	case reason == "keyInvalid" || strings.Contains(ge.Body, "API_KEY_INVALID"):
-		return &CredentialError{Credential: r.Credential, Reason: "keyInvalid"}
-	case reason == "videoChartNotFound":
-		return fmt.Errorf("region %s has no mostPopular chart (the API answered %d videoChartNotFound)", run.Region, ge.Code)
-	}
-	return fmt.Errorf("%s for %s: API answered HTTP %d %s: %s", method, run.Region, ge.Code, reason, ge.Message)
-}
-
-// Redact removes API keys from the URL quoted by a *url.Error; other errors
-// pass unchanged. Secrets must never reach logs or run records.
-func Redact(err error) error {
-	var ue *url.Error
-	if err == nil || !errors.As(err, &ue) {
-		return err
-	}
-	return &url.Error{Op: ue.Op, URL: redactURL(ue.URL), Err: ue.Err}
-}
-
-func redactURL(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return "(url redacted)"
-	}
-	q := u.Query()
-	if q.Has("key") {
-		q.Set("key", "REDACTED")
-		u.RawQuery = q.Encode()
-	}
-	u.User = nil
-	return u.String()
 }
 
 // ConvertVideo maps an API video resource to the stored shape.

@@ -14,6 +14,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/trendfetch/trendfetch/internal/callsite"
 	"github.com/trendfetch/trendfetch/internal/config"
 	"github.com/trendfetch/trendfetch/internal/fetch"
 	"github.com/trendfetch/trendfetch/internal/fetch/youtubetest"
@@ -42,7 +43,7 @@ func newFixture(t *testing.T, backend quota.Backend, buckets []quota.Bucket, pol
 	if buckets == nil {
 		buckets = []quota.Bucket{{Name: "units", Limit: 100, Window: time.Hour}}
 	}
-	lim, err := quota.New(backend, buckets, quota.Costs{fetch.MethodVideosList: {{Bucket: "units", Units: 1}}})
+	lim, err := quota.New(backend, buckets, quota.Costs{callsite.VideosList: {{Bucket: "units", Units: 1}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,7 +128,7 @@ func TestUpstreamErrors(t *testing.T) {
 		if d := stop.RetryAt.Sub(next); d < -time.Second || d > time.Second {
 			t.Errorf("RetryAt = %s, want the next Pacific midnight %s", stop.RetryAt, next)
 		}
-		d, err := f.runner.Limiter.Reserve(context.Background(), "proj-a", fetch.MethodVideosList)
+		d, err := f.runner.Limiter.Reserve(context.Background(), "proj-a", callsite.VideosList)
 		if err != nil || d.Allowed || !d.Exhausted {
 			t.Errorf("after quotaExceeded: decision %+v, %v; want denied as exhausted", d, err)
 		}

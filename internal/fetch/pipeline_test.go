@@ -58,7 +58,7 @@ func newPipeline(t testing.TB, emu *youtubetest.Server) *fetch.Runner {
 	}
 	t.Cleanup(func() { st.Close() })
 	return &fetch.Runner{Service: svc, Limiter: defaultLimiter(t), Store: st, Credential: "proj",
-		Policy: config.Default().Policy, Timeout: 5 * time.Second, Log: zerolog.Nop()}
+		Policy: config.Default().Policy, Settings: fetch.Settings{Timeout: 5 * time.Second}, Log: zerolog.Nop()}
 }
 
 func recorded(t testing.TB, rel string) []byte {
@@ -186,16 +186,17 @@ func setupFullPass(t testing.TB) (*fetch.Runner, *youtubetest.Server, []string, 
 		}
 	}
 	r := newPipeline(t, emu)
-	r.ChannelsRefresh = 24 * time.Hour
-	r.CategoriesRefresh = 7 * 24 * time.Hour
+	r.Settings.ChannelsRefresh = 24 * time.Hour
+	r.Settings.CategoriesRefresh = 7 * 24 * time.Hour
 	return r, emu, regions, len(channels)
 }
 
 // fullPass runs regions as one invocation (as `run --all` does).
 func fullPass(t testing.TB, r *fetch.Runner, regions []string) []store.Run {
 	var runs []store.Run
+	r.Backlog = &fetch.Backlog{}
 	for i, region := range regions {
-		r.DeferChannels = i < len(regions)-1
+		r.Backlog.Hold = i < len(regions)-1
 		run, err := r.Run(context.Background(), region)
 		if err != nil {
 			t.Fatalf("%s: %v", region, err)
@@ -293,8 +294,8 @@ func TestSearchCallSite(t *testing.T) {
 	emu.SetChart("US", chart)
 	emu.AddVideos(hits...)
 	r := newPipeline(t, emu)
-	r.Searches = func(string) []config.Search {
-		return []config.Search{{Q: "python", Order: "viewCount", PublishedAfter: config.Duration(48 * time.Hour), MaxPages: 2}}
+	r.Searches = func(string) []fetch.Search {
+		return []fetch.Search{{Q: "python", Order: "viewCount", PublishedAfter: 48 * time.Hour, MaxPages: 2}}
 	}
 	run, err := r.Run(context.Background(), "US")
 	if err != nil {
@@ -341,7 +342,7 @@ func TestSearchFailsClosedWhenLimiterIsDown(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.Limiter = lim
-	r.Searches = func(string) []config.Search { return []config.Search{{Q: "x", MaxPages: 1}} }
+	r.Searches = func(string) []fetch.Search { return []fetch.Search{{Q: "x", MaxPages: 1}} }
 	b.Close() // every later decision fails: the backend is unavailable
 	run, err := r.Run(context.Background(), "US")
 	var stop *fetch.StopError
@@ -358,7 +359,7 @@ func TestRetriesAreBoundedAndReserved(t *testing.T) {
 		emu := youtubetest.New()
 		emu.SetChart("US", youtubetest.Sample())
 		r := newPipeline(t, emu)
-		r.Retries, r.RetryBackoff = 2, time.Millisecond
+		r.Settings.Retries, r.Settings.RetryBackoff = 2, time.Millisecond
 		emu.FailNext("videos.list", 2, 503)
 		run, err := r.Run(context.Background(), "US")
 		if err != nil {
@@ -373,7 +374,7 @@ func TestRetriesAreBoundedAndReserved(t *testing.T) {
 		emu := youtubetest.New()
 		emu.SetChart("US", youtubetest.Sample())
 		r := newPipeline(t, emu)
-		r.Retries, r.RetryBackoff = 2, time.Millisecond
+		r.Settings.Retries, r.Settings.RetryBackoff = 2, time.Millisecond
 		var page2 bool
 		emu.SetHook(func(w http.ResponseWriter, req *http.Request) bool {
 			if req.URL.Query().Get("pageToken") != "" {
@@ -398,7 +399,7 @@ func TestMalformedJSONRejectsThePage(t *testing.T) {
 	emu := youtubetest.New()
 	emu.SetChart("US", youtubetest.Sample())
 	r := newPipeline(t, emu)
-	r.Retries = 0
+	r.Settings.Retries = 0
 	emu.SetHook(func(w http.ResponseWriter, req *http.Request) bool {
 		if req.URL.Query().Get("pageToken") != "" {
 			w.Header().Set("Content-Type", "application/json")
@@ -465,7 +466,7 @@ func TestCategoryCharts(t *testing.T) {
 	chart := youtubetest.Sample()
 	emu.SetChart("US", chart)
 	r := newPipeline(t, emu)
-	r.ChartCategories = map[string][]string{"US": {"10", "20"}}
+	r.Settings.ChartCategories = map[string][]string{"US": {"10", "20"}}
 	run, err := r.Run(context.Background(), "US")
 	if err != nil {
 		t.Fatal(err)

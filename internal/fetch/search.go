@@ -6,7 +6,7 @@ import (
 
 	"google.golang.org/api/youtube/v3"
 
-	"github.com/trendfetch/trendfetch/internal/config"
+	"github.com/trendfetch/trendfetch/internal/callsite"
 	"github.com/trendfetch/trendfetch/internal/store"
 )
 
@@ -21,7 +21,7 @@ type searchHits struct {
 // fetched in this run with videos.list id= in full batches of 50, and
 // stores each query's hits as a "search" snapshot, separate from chart
 // ranks.
-func (r *Runner) searches(ctx context.Context, st *runState, searches []config.Search) error {
+func (r *Runner) searches(ctx context.Context, st *runState, searches []Search) error {
 	if len(searches) == 0 {
 		return nil
 	}
@@ -46,7 +46,7 @@ func (r *Runner) searches(ctx context.Context, st *runState, searches []config.S
 	for start := 0; start < len(missing); start += batchSize {
 		batch := missing[start:min(start+batchSize, len(missing))]
 		req := r.Service.Videos.List([]string{"snippet", "contentDetails", "statistics"}).Id(batch...).MaxResults(batchSize)
-		resp, err := call(ctx, r, st, MethodVideosList, func(ctx context.Context) (*youtube.VideoListResponse, error) {
+		resp, err := call(ctx, r, st, callsite.VideosList, func(ctx context.Context) (*youtube.VideoListResponse, error) {
 			return req.Context(ctx).Do()
 		})
 		if err != nil {
@@ -71,12 +71,15 @@ func (r *Runner) searches(ctx context.Context, st *runState, searches []config.S
 		if err := r.save(ctx, st, store.KindSearch, h.q, 1, videos); err != nil {
 			return err
 		}
+		if err := r.complete(ctx, st, store.KindSearch, h.q); err != nil {
+			return err
+		}
 	}
 	return nil
 }
 
 // search pages through one query's video ids.
-func (r *Runner) search(ctx context.Context, st *runState, s config.Search) (searchHits, error) {
+func (r *Runner) search(ctx context.Context, st *runState, s Search) (searchHits, error) {
 	hits := searchHits{q: s.Q}
 	seen := map[string]bool{}
 	token := ""
@@ -86,12 +89,12 @@ func (r *Runner) search(ctx context.Context, st *runState, s config.Search) (sea
 			req = req.Order(s.Order)
 		}
 		if s.PublishedAfter > 0 {
-			req = req.PublishedAfter(r.now().Add(-s.PublishedAfter.Std()).UTC().Format(time.RFC3339))
+			req = req.PublishedAfter(r.now().Add(-s.PublishedAfter).UTC().Format(time.RFC3339))
 		}
 		if token != "" {
 			req = req.PageToken(token)
 		}
-		resp, err := call(ctx, r, st, MethodSearchList, func(ctx context.Context) (*youtube.SearchListResponse, error) {
+		resp, err := call(ctx, r, st, callsite.SearchList, func(ctx context.Context) (*youtube.SearchListResponse, error) {
 			return req.Context(ctx).Do()
 		})
 		if err != nil {

@@ -60,7 +60,7 @@ var Outcomes = []store.Outcome{store.OutcomeSuccess, store.OutcomeDenied, store.
 //	trendfetch_quota_exhausted_until_seconds{credential}  gauge, Unix time of an upstream exhaustion marker, 0 if none
 //	trendfetch_runs_total{region,outcome}                 counter
 //	trendfetch_run_duration_seconds{region}               histogram
-//	trendfetch_last_success_timestamp_seconds{region}     gauge, Unix time a run last succeeded (0: never in this process)
+//	trendfetch_last_success_timestamp_seconds{region}     gauge, Unix time a run last succeeded (seeded from the database at start; 0: never)
 //	trendfetch_units_spent_total{credential,bucket}       counter, units reserved by finished runs
 //	trendfetch_unmetered_calls_total{credential}          counter, calls sent fail-open without the limiter
 //	trendfetch_api_calls_total{method,status}             counter, status "0" when no HTTP answer arrived
@@ -113,6 +113,14 @@ func New(quotaReader StatusReader, credentials, regions []string, scrapeTimeout 
 		m.lastSuccess.WithLabelValues(r)
 	}
 	return m
+}
+
+// SeedLastSuccess sets the last success of each region from stored runs
+// (store.LastSuccess); call it at start, before any run is observed.
+func (m *Metrics) SeedLastSuccess(last map[string]time.Time) {
+	for region, at := range last {
+		m.lastSuccess.WithLabelValues(region).Set(float64(at.UnixNano()) / 1e9)
+	}
 }
 
 // Registry returns the registry holding every collector (for tests and for

@@ -12,8 +12,9 @@ import (
 //
 //	trendfetch:{<credential>}:lease:<region>  value = token ("<random id> <holder>"), PX = ttl
 //
-// in the credential's hash tag like every other key of the credential (so
-// Reset, which deletes every key of the credential, frees its leases too).
+// in the credential's hash tag like every other key of the credential.
+// Reset, which deletes the credential's usage, keeps its leases: a lease is
+// not usage, and a running job keeps its region.
 // It is taken with SET NX PX; renewal and unlock compare the value with the
 // token first (GET == token, then PEXPIRE / DEL) in one script each, so a
 // holder never extends or frees a lease that expired and was taken by

@@ -31,7 +31,7 @@ type Charge struct {
 	Units int64
 }
 
-// Costs is the cost table: API method (call site, e.g. "videos.list") to the
+// Costs is the cost table: API method (call site, e.g. callsite.VideosList) to the
 // charges one call of it makes. A method may charge several buckets; the
 // reservation is atomic across them. Defaults follow the YouTube Data API
 // quota cost page (DESIGN.md §3, §4).

@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -291,10 +292,10 @@ func (r *RedisBackend) MarkExhausted(ctx context.Context, credential string, unt
 	return nil
 }
 
-// Reset deletes every key of credential — its bucket logs, its exhaustion
-// marker and its run leases (lease_redis.go) — found with SCAN over the
-// credential's hash-tag pattern on the node that owns its slot. Redis
-// failures wrap ErrUnavailable.
+// Reset deletes the usage keys of credential — its bucket logs and its
+// exhaustion marker — found with SCAN over the credential's hash-tag
+// pattern on the node that owns its slot; its run leases (lease_redis.go)
+// are kept. Redis failures wrap ErrUnavailable.
 func (r *RedisBackend) Reset(ctx context.Context, credential string) error {
 	if err := redisCheckCredential(credential); err != nil {
 		return err
@@ -364,14 +365,26 @@ func redisWindowUS(b Bucket) int64 {
 // one <= Redis TIME and the next one after it, so Redis, not this clock,
 // decides; the table covers a client clock up to a day off either way. Days
 // are 23 or 25 hours long across DST changes.
+//
+// The table is the same for every decision of a Pacific day, so it is
+// computed once per day (time.Date in a location costs about a µs a call)
+// and shared: a decision reads it with one atomic load.
 func redisMidnightTable(now time.Time) []int64 {
-	p := PacificMidnight(now).In(pacific)
-	out := make([]int64, 0, 4)
-	for d := -1; d <= 2; d++ {
-		out = append(out, time.Date(p.Year(), p.Month(), p.Day()+d, 0, 0, 0, 0, pacific).UnixMicro())
+	us := now.UnixMicro()
+	if t := midnightCache.Load(); t != nil && us >= t[1] && us < t[2] {
+		return t[:]
 	}
-	return out
+	p := PacificMidnight(now).In(pacific)
+	var t [4]int64
+	for d := -1; d <= 2; d++ {
+		t[d+1] = time.Date(p.Year(), p.Month(), p.Day()+d, 0, 0, 0, 0, pacific).UnixMicro()
+	}
+	midnightCache.Store(&t)
+	return t[:]
 }
+
+// midnightCache holds the last midnight table (see redisMidnightTable).
+var midnightCache atomic.Pointer[[4]int64]
 
 // --- connection --------------------------------------------------------------
 

@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io/fs"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -47,6 +49,17 @@ type SQLiteOption func(*sqliteOptions)
 type sqliteOptions struct {
 	clock       func() time.Time
 	busyTimeout time.Duration
+	readOnly    bool
+}
+
+// WithSQLiteReadOnly opens an existing quota database for reading only
+// (quota status): nothing is created (no directory, file or schema) and no
+// connection can write; on read-only media, where a WAL database's -shm file
+// cannot be created, the file is opened as immutable. Reserve and the other
+// writes then fail with ErrUnavailable. A missing file or schema is an error
+// wrapping fs.ErrNotExist.
+func WithSQLiteReadOnly() SQLiteOption {
+	return func(o *sqliteOptions) { o.readOnly = true }
 }
 
 // WithClock replaces the local clock (time.Now) used for every decision;
@@ -137,6 +150,9 @@ func NewSQLite(path string, opts ...SQLiteOption) (*SQLiteBackend, error) {
 	if path == "" || strings.ContainsRune(path, '?') || path == ":memory:" {
 		return nil, fmt.Errorf("quota: sqlite path %q: must be a file path without '?': %w", path, ErrUnavailable)
 	}
+	if o.readOnly {
+		return openSQLiteReadOnly(path, o)
+	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("quota: cannot create directory of %s: %w: %w", path, ErrUnavailable, err)
 	}
@@ -179,6 +195,47 @@ func NewSQLite(path string, opts ...SQLiteOption) (*SQLiteBackend, error) {
 		s.stmts[q] = st
 	}
 	return s, nil
+}
+
+// openSQLiteReadOnly is NewSQLite with WithSQLiteReadOnly.
+func openSQLiteReadOnly(path string, o sqliteOptions) (*SQLiteBackend, error) {
+	if _, err := os.Stat(path); err != nil {
+		return nil, fmt.Errorf("quota: cannot open %s: %w: %w", path, ErrUnavailable, err)
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, fmt.Errorf("quota: cannot open %s: %w: %w", path, ErrUnavailable, err)
+	}
+	u := url.URL{Scheme: "file", Path: filepath.ToSlash(abs)}
+	base := u.String() + fmt.Sprintf("?mode=ro&_pragma=busy_timeout(%d)&_pragma=query_only(1)", o.busyTimeout.Milliseconds())
+	var lastErr error
+	for _, dsn := range []string{base, base + "&immutable=1"} {
+		db, err := sql.Open("sqlite", dsn)
+		if err != nil {
+			return nil, fmt.Errorf("quota: cannot open %s: %w: %w", path, ErrUnavailable, err)
+		}
+		db.SetMaxOpenConns(1)
+		var v int
+		if lastErr = db.QueryRow("PRAGMA user_version").Scan(&v); lastErr != nil {
+			db.Close()
+			continue // read-only media: try immutable
+		}
+		if v < sqliteSchemaVersion {
+			db.Close()
+			return nil, fmt.Errorf("quota: %s holds no quota schema: %w: %w", path, ErrUnavailable, fs.ErrNotExist)
+		}
+		s := &SQLiteBackend{db: db, path: path, clock: o.clock, stmts: map[string]*sql.Stmt{}}
+		for _, q := range []string{sqlLast, sqlFirstAfter, sqlFreeing, sqlMarker} {
+			st, err := db.Prepare(q)
+			if err != nil {
+				s.Close()
+				return nil, fmt.Errorf("quota: cannot prepare statements on %s: %w: %w", path, ErrUnavailable, err)
+			}
+			s.stmts[q] = st
+		}
+		return s, nil
+	}
+	return nil, fmt.Errorf("quota: cannot open %s: %w: %w", path, ErrUnavailable, lastErr)
 }
 
 // migrate creates the schema unless user_version says it exists.

@@ -4,8 +4,8 @@
 // Source: the list is the recorded i18nRegions.list response
 // ../shared/data/api_json/yamapi0103__i18nRegions_items_hl-zh-TW_2020.json
 // (106 regions, 2020), the API's own answer to "which regionCode values are
-// supported". Regions added by YouTube later can be allowed per deployment with
-// the config key regions_extra.
+// supported". A region YouTube added later is refused until its code is added
+// to the list in codes below.
 package regions
 
 import (

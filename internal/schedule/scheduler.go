@@ -173,7 +173,7 @@ func (s *Scheduler) runJob(ctx context.Context, j Job) (err error) {
 func (s *Scheduler) Start() {
 	s.cron.Start()
 	for _, e := range s.Entries(time.Now()) {
-		s.log.Info().Str("region", e.Name).Time("next_run", e.Next).Msg("scheduled")
+		s.log.Info().Str("region", e.Name).Time("next_run", e.Next.UTC()).Msg("scheduled")
 	}
 }
 
@@ -206,9 +206,9 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	var err error
 	select {
 	case <-ctx.Done():
-		s.log.Info().Dur("grace", s.opts.Grace).Msg("stopping: no new runs; waiting for running ones")
+		s.log.Info().Int64("grace_ms", s.opts.Grace.Milliseconds()).Msg("stopping: no new runs; waiting for running ones")
 	case err = <-s.fatal:
-		s.log.Error().Err(err).Dur("grace", s.opts.Grace).Msg("stopping on a fatal error")
+		s.log.Error().Err(err).Int64("grace_ms", s.opts.Grace.Milliseconds()).Msg("stopping on a fatal error")
 	}
 	gctx, cancel := context.WithTimeout(context.Background(), s.opts.Grace)
 	defer cancel()

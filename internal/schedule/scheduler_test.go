@@ -133,11 +133,12 @@ func TestStopGivesGraceThenCancels(t *testing.T) {
 	<-started
 	stopped := make(chan error, 1)
 	go func() { stopped <- s.Stop(context.Background()) }()
-	// Stop waits for the running job; let it finish by itself.
+	// Stop waits for the running job; let it finish by itself. A Stop that
+	// returned at once would be seen here well within the wait.
 	select {
 	case err := <-stopped:
 		t.Fatalf("Stop returned (%v) while a job was running and the grace period was open", err)
-	default:
+	case <-time.After(100 * time.Millisecond):
 	}
 	close(release)
 	if err := <-stopped; err != nil {
@@ -179,37 +180,44 @@ func TestStopGivesGraceThenCancels(t *testing.T) {
 }
 
 func TestTicksWaitingForASlotGiveUpOnStop(t *testing.T) {
-	hold := make(chan struct{})
 	var ran atomic.Int32
-	first := make(chan struct{})
-	var once sync.Once
-	mk := func(name string) Job {
-		return Job{Name: name, Schedule: soon(time.Millisecond), Run: func(ctx context.Context) error {
-			ran.Add(1)
-			once.Do(func() { close(first) })
-			select {
-			case <-hold:
-			case <-ctx.Done():
-			}
-			return nil
-		}}
-	}
-	s, err := New([]Job{mk("US"), mk("GB")}, Options{Concurrency: 1, Log: zerolog.Nop()})
+	job := Job{Name: "GB", Schedule: soon(time.Hour), Run: func(context.Context) error {
+		ran.Add(1)
+		return nil
+	}}
+	s, err := New([]Job{job}, Options{Concurrency: 1, Log: zerolog.Nop()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.Start()
-	<-first
-	time.Sleep(10 * time.Millisecond) // the other job's tick is now waiting for the slot
-	stopped := make(chan error, 1)
-	go func() { stopped <- s.Stop(context.Background()) }()
-	time.Sleep(10 * time.Millisecond)
-	close(hold)
-	if err := <-stopped; err != nil {
-		t.Fatal(err)
+	tick := s.wrap(job)
+
+	// 1. A tick waiting for the only slot gives up as soon as a stop begins,
+	// while the slot is still held (it must not wait for the slot first).
+	s.sem <- struct{}{} // another job holds the slot
+	gaveUp := make(chan struct{})
+	go func() { tick.Run(); close(gaveUp) }()
+	select {
+	case <-gaveUp:
+		t.Fatal("the tick returned while waiting for a slot, before any stop")
+	case <-time.After(20 * time.Millisecond):
 	}
-	if n := ran.Load(); n != 1 {
-		t.Errorf("%d jobs ran, want 1: a tick waiting for a slot must not start after Stop", n)
+	s.stopOnce.Do(func() { close(s.stopping) })
+	select {
+	case <-gaveUp:
+	case <-time.After(5 * time.Second):
+		t.Fatal("a tick waiting for a slot did not give up when the stop began")
+	}
+	<-s.sem
+
+	// 2. A tick that finds a free slot and a stop already begun at the same
+	// moment must not start its job: select picks a ready case at random,
+	// so without the check after taking the slot about half of these ticks
+	// would run.
+	for range 200 {
+		tick.Run()
+	}
+	if n := ran.Load(); n != 0 {
+		t.Errorf("%d jobs ran, want 0: a tick must not start after Stop", n)
 	}
 }
 

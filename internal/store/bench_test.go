@@ -158,19 +158,24 @@ func buildFixture(path string, n int) error {
 	}
 	runID, _ := res.LastInsertId()
 	ts := fmtTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	captureID, err := s.captureID(ctx, tx, runID, "US", KindChart, "", ts)
+	if err != nil {
+		return err
+	}
 	const chunk = maxRowsPerStatement
 	page := make([]Video, 0, chunk)
 	var snaps []any
 	for i := 0; i < n; i++ {
 		page = append(page, benchVocab.video(fmt.Sprintf("v%07d", i)))
 		if i%4 == 0 {
-			snaps = append(snaps, runID, "US", KindChart, "", i/4+1, page[len(page)-1].ID, ts)
+			v := &page[len(page)-1]
+			snaps = append(snaps, captureID, i/4+1, v.ID, nullInt(v.Views), nullInt(v.Likes), nullInt(v.Comments))
 		}
 		if len(page) == chunk || i == n-1 {
 			if err := s.upsertVideos(ctx, tx, page, ts); err != nil {
 				return err
 			}
-			if _, err := tx.ExecContext(ctx, insertSnapshotsSQL(len(snaps)/7), snaps...); err != nil {
+			if _, err := tx.ExecContext(ctx, insertEntriesSQL(len(snaps)/6), snaps...); err != nil {
 				return err
 			}
 			page, snaps = page[:0], snaps[:0]
@@ -217,6 +222,9 @@ func copyFile(src, dst string) error {
 }
 
 func TestMain(m *testing.M) {
+	if exportChild() {
+		return
+	}
 	code := m.Run()
 	if benchDir != "" {
 		os.RemoveAll(benchDir)

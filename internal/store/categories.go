@@ -36,7 +36,11 @@ ON CONFLICT (region, id) DO UPDATE SET
 				return err
 			}
 		}
-		return nil
+		// The fetch is recorded even when the answer was empty.
+		_, err = tx.ExecContext(ctx, `
+INSERT INTO category_fetches (region, fetched_at) VALUES (?, ?)
+ON CONFLICT (region) DO UPDATE SET fetched_at = excluded.fetched_at`, region, fmtTime(at))
+		return err
 	})
 	if err != nil {
 		return fmt.Errorf("cannot store categories of %s: %w", region, err)
@@ -65,13 +69,12 @@ func (s *Store) Categories(ctx context.Context, region string) ([]Category, erro
 }
 
 // CategoriesFetchedAt returns when the categories of region were last
-// stored by UpsertCategories (the latest fetched_at), or the zero time if
-// never. The pipeline refreshes them at most weekly. An empty
-// videoCategories.list answer stores nothing, so it leaves this unchanged.
+// stored by UpsertCategories, an empty answer included, or the zero time if
+// never. The pipeline refreshes them at most every categories.refresh.
 func (s *Store) CategoriesFetchedAt(ctx context.Context, region string) (time.Time, error) {
 	var ts sql.NullString
 	if err := s.db.QueryRowContext(ctx,
-		`SELECT max(fetched_at) FROM categories WHERE region = ?`, region).Scan(&ts); err != nil {
+		`SELECT max(fetched_at) FROM category_fetches WHERE region = ?`, region).Scan(&ts); err != nil {
 		return time.Time{}, fmt.Errorf("cannot read categories of %s: %w", region, err)
 	}
 	return parseTime(ts), nil

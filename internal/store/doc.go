@@ -1,5 +1,5 @@
 // Package store is trendfetch's SQLite database: schema migrations, video
-// upserts, chart and search-hit snapshots, channels, run records,
+// upserts, chart, category and search-hit captures with their statistics, channels, run records,
 // categories and FTS5 search (DESIGN.md §5, §6).
 //
 // It uses modernc.org/sqlite (pure Go) in WAL mode with a busy timeout and

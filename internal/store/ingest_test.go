@@ -200,6 +200,11 @@ func TestCategoriesFetchedAt(t *testing.T) {
 	if at, _ := s.CategoriesFetchedAt(ctx, "GB"); !at.IsZero() {
 		t.Errorf("GB: %v", at)
 	}
+	// An empty answer is a fetch too: it is cached like any other.
+	s.UpsertCategories(ctx, "KR", nil, t0)
+	if at, err := s.CategoriesFetchedAt(ctx, "KR"); err != nil || !at.Equal(t0) {
+		t.Errorf("KR after an empty answer = %v, %v; want %v", at, err, t0)
+	}
 }
 
 func TestRunCallsAndAbandon(t *testing.T) {

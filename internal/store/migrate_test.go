@@ -35,7 +35,7 @@ func TestMigrateFresh(t *testing.T) {
 	if len(names) != want || names[0] != "0001_init.sql" {
 		t.Errorf("schema_migrations = %v", names)
 	}
-	for _, tbl := range []string{"videos", "video_stats", "runs", "snapshots", "categories", "videos_fts", "channels", "videos_tri"} {
+	for _, tbl := range []string{"videos", "video_stats", "runs", "captures", "entries", "stats_samples", "categories", "videos_fts", "channels", "videos_tri"} {
 		var n int
 		s.db.QueryRow(`SELECT count(*) FROM sqlite_schema WHERE name = ?`, tbl).Scan(&n)
 		if n != 1 {
@@ -321,5 +321,98 @@ func checkMigratedOnce(t *testing.T, path string) {
 	s.db.QueryRow(`SELECT count(*), count(DISTINCT version) FROM schema_migrations`).Scan(&n, &distinct)
 	if _, want, _ := s.SchemaVersion(context.Background()); n != want || distinct != want {
 		t.Errorf("schema_migrations has %d rows (%d distinct), want %d", n, distinct, want)
+	}
+}
+
+// TestMigrateFromV5 builds a database with the schema of the release before
+// captures (migrations 0001-0005) holding runs, a chart, a category chart
+// and search hits, and opens it with this binary: every run, snapshot and
+// video is kept; snapshots become captures (complete when their run
+// succeeded) and entries without statistics (NULL, never guessed).
+func TestMigrateFromV5(t *testing.T) {
+	ctx := context.Background()
+	all, err := loadMigrations(migrationsFS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "v5.db")
+	s, err := openDB(ctx, path, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := migrate(ctx, s.db, path, all[:5]); err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{
+		`INSERT INTO runs (id, region, started_at, outcome) VALUES (1, 'JP', '2026-01-01T00:00:00.000000Z', 'success'),
+		                                                   (2, 'JP', '2026-01-02T00:00:00.000000Z', 'denied'),
+		                                                   (3, 'US', '2026-01-02T00:00:00.000000Z', 'running')`,
+		`INSERT INTO videos (id, title, first_seen_at) VALUES ('a', '東京タワーの夜景', 'x'), ('b', 'second', 'x'), ('c', 'third', 'x')`,
+		`INSERT INTO video_stats (video_rowid, view_count, last_seen_at) SELECT rowid, 7, 'x' FROM videos`,
+		`INSERT INTO snapshots (run_id, region, kind, query, rank, video_id, captured_at) VALUES
+		    (1, 'JP', 'chart', '', 1, 'a', '2026-01-01T00:00:01.000000Z'), (1, 'JP', 'chart', '', 2, 'b', '2026-01-01T00:00:02.000000Z'),
+		    (1, 'JP', 'category', '10', 1, 'b', '2026-01-01T00:00:03.000000Z'),
+		    (1, 'JP', 'search', 'tower', 1, 'a', '2026-01-01T00:00:04.000000Z'),
+		    (2, 'JP', 'chart', '', 1, 'b', '2026-01-02T00:00:01.000000Z'), (2, 'JP', 'chart', '', 2, 'a', '2026-01-02T00:00:01.000000Z'),
+		    (3, 'US', 'chart', '', 1, 'c', '2026-01-02T00:00:01.000000Z')`,
+	} {
+		if _, err := s.db.Exec(q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.Close()
+	s, err = Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	type cap struct {
+		run                int64
+		region, kind, q, t string
+		complete           bool
+		entries            string
+	}
+	rows, err := s.db.Query(`
+SELECT c.run_id, c.region, c.kind, c.query, c.captured_at, c.complete,
+       group_concat(e.rank || ':' || v.id || ':' || coalesce(e.view_count, 'null') || ':' || coalesce(e.like_count, 'null') || ':' || coalesce(e.comment_count, 'null'), ' ' ORDER BY e.rank)
+FROM captures c JOIN entries e ON e.capture_id = c.id JOIN videos v ON v.rowid = e.video
+GROUP BY c.id ORDER BY c.id`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []cap
+	for rows.Next() {
+		var c cap
+		if err := rows.Scan(&c.run, &c.region, &c.kind, &c.q, &c.t, &c.complete, &c.entries); err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, c)
+	}
+	rows.Close()
+	want := []cap{
+		{1, "JP", "chart", "", "2026-01-01T00:00:01.000000Z", true, "1:a:null:null:null 2:b:null:null:null"},
+		{1, "JP", "category", "10", "2026-01-01T00:00:03.000000Z", true, "1:b:null:null:null"},
+		{1, "JP", "search", "tower", "2026-01-01T00:00:04.000000Z", true, "1:a:null:null:null"},
+		{2, "JP", "chart", "", "2026-01-02T00:00:01.000000Z", false, "1:b:null:null:null 2:a:null:null:null"},
+		{3, "US", "chart", "", "2026-01-02T00:00:01.000000Z", false, "1:c:null:null:null"},
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("captures after migration:\n got %v\nwant %v", got, want)
+	}
+	var n int
+	if err := s.db.QueryRow(`SELECT count(*) FROM sqlite_schema WHERE name = 'snapshots'`).Scan(&n); err != nil || n != 0 {
+		t.Errorf("snapshots still there: %d, %v", n, err)
+	}
+	if nv, err := s.CountVideos(ctx); err != nil || nv != 3 {
+		t.Errorf("videos after migration: %d, %v", nv, err)
+	}
+	if runs, err := s.Runs(ctx, 0); err != nil || len(runs) != 3 {
+		t.Errorf("runs after migration: %d, %v", len(runs), err)
+	}
+	if hits := search(t, s, SearchQuery{Text: "third", Region: "US"}); len(hits) != 1 || hits[0].VideoID != "c" {
+		t.Errorf("region filter after migration: %+v", hits)
+	}
+	if err := s.Check(ctx); err != nil {
+		t.Error(err)
 	}
 }

@@ -25,7 +25,11 @@ type QueryError struct {
 
 // Error returns `invalid search query "TEXT": REASON`.
 func (e *QueryError) Error() string {
-	return fmt.Sprintf("invalid search query %q: %s", e.Query, e.Reason)
+	q := e.Query
+	if len(q) > 200 {
+		q = strings.ToValidUTF8(q[:200], "") + "…"
+	}
+	return fmt.Sprintf("invalid search query %q (%d bytes): %s", q, len(e.Query), e.Reason)
 }
 
 type qterm struct {

@@ -53,13 +53,14 @@ type Run struct {
 	Pages, Videos int
 	// Units is the units reserved per bucket, e.g. {"units": 4}.
 	Units map[string]int64
-	// Calls is the API calls sent per method, e.g. {"videos.list": 4,
-	// "search.list": 1}; every attempt counts, retries included.
+	// Calls is the API calls sent per method, e.g. {videos.list: 4,
+	// search.list: 1}; every attempt counts, retries included.
 	Calls map[string]int
 	// Unmetered counts calls made fail-open without the limiter.
 	Unmetered int
 	Outcome   Outcome
-	// Reason is the error or denial reason; "" on success.
+	// Reason is the error or denial reason; on success "" or a note on a
+	// step that stopped without failing the run (the statistics step).
 	Reason string
 	// RetryAfter and RetryAt are set on a quota denial (zero otherwise);
 	// RetryAfter is stored with millisecond precision.
@@ -147,13 +148,39 @@ func (s *Store) FinishRun(ctx context.Context, r Run) error {
 	if r.RetryAfter > 0 {
 		retryMS = (r.RetryAfter + time.Millisecond - 1).Milliseconds() // round up: never early
 	}
-	err = s.withTx(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `
+	err = s.updateOneRun(ctx, `
 UPDATE runs SET finished_at = ?, outcome = ?, reason = ?, retry_after_ms = ?, retry_at = ?,
                 units = ?, calls = ?, unmetered = ?
 WHERE id = ?`,
-			fmtTime(r.FinishedAt), string(r.Outcome), r.Reason, retryMS, nullTime(r.RetryAt),
-			units, calls, r.Unmetered, r.ID)
+		fmtTime(r.FinishedAt), string(r.Outcome), r.Reason, retryMS, nullTime(r.RetryAt),
+		units, calls, r.Unmetered, r.ID)
+	if err != nil {
+		return fmt.Errorf("cannot finish run %d: %w", r.ID, err)
+	}
+	return nil
+}
+
+// RecordUsage stores r.Units, r.Calls and r.Unmetered on running run r.ID,
+// so a run killed later (SIGKILL, power loss) still shows what it spent. A
+// finished run is left alone. An unknown or finished id wraps ErrNotFound.
+func (s *Store) RecordUsage(ctx context.Context, r Run) error {
+	units, calls, err := marshalUsage(r)
+	if err != nil {
+		return fmt.Errorf("cannot record usage of run %d: %w", r.ID, err)
+	}
+	err = s.updateOneRun(ctx, `UPDATE runs SET units = ?, calls = ?, unmetered = ? WHERE id = ? AND outcome = ?`,
+		units, calls, r.Unmetered, r.ID, string(OutcomeRunning))
+	if err != nil {
+		return fmt.Errorf("cannot record usage of run %d: %w", r.ID, err)
+	}
+	return nil
+}
+
+// updateOneRun runs query, an UPDATE of one runs row, in a transaction;
+// ErrNotFound when it matched no row.
+func (s *Store) updateOneRun(ctx context.Context, query string, args ...any) error {
+	return s.withTx(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, query, args...)
 		if err != nil {
 			return err
 		}
@@ -162,10 +189,6 @@ WHERE id = ?`,
 		}
 		return nil
 	})
-	if err != nil {
-		return fmt.Errorf("cannot finish run %d: %w", r.ID, err)
-	}
-	return nil
 }
 
 // Runs returns the most recent runs, newest first (by id). limit <= 0
@@ -250,4 +273,31 @@ WHERE credential = ? AND region = ? AND outcome = ? AND started_at < ?`,
 		return 0, fmt.Errorf("cannot mark abandoned runs of %s/%s: %w", credential, region, err)
 	}
 	return int(n), nil
+}
+
+// LastSuccess returns, per region, when the latest successful run of
+// credential finished; regions without one are absent. The scheduler seeds
+// trendfetch_last_success_timestamp_seconds from it at start, so a restart
+// does not look like a stale region.
+func (s *Store) LastSuccess(ctx context.Context, credential string) (map[string]time.Time, error) {
+	rows, err := s.db.QueryContext(ctx, `
+SELECT region, max(finished_at) FROM runs
+WHERE credential = ? AND outcome = ? AND finished_at IS NOT NULL
+GROUP BY region`, credential, string(OutcomeSuccess))
+	if err != nil {
+		return nil, fmt.Errorf("cannot read last successful runs: %w", err)
+	}
+	defer rows.Close()
+	out := map[string]time.Time{}
+	for rows.Next() {
+		var region string
+		var at sql.NullString
+		if err := rows.Scan(&region, &at); err != nil {
+			return nil, fmt.Errorf("cannot read last successful runs: %w", err)
+		}
+		if t := parseTime(at); !t.IsZero() {
+			out[region] = t
+		}
+	}
+	return out, rows.Err()
 }

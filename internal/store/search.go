@@ -55,6 +55,64 @@ type Hit struct {
 	Score float64
 	// LastSeen is the latest capture time of the video.
 	LastSeen time.Time
+	// Regions are the regions whose chart (kind chart) the video was in,
+	// by region code, with its best and last rank there; empty when it was
+	// only in search or category captures.
+	Regions []HitRegion
+}
+
+// HitRegion is a search hit's record on one region's chart.
+type HitRegion struct {
+	Region string `json:"region"`
+	// BestRank is its highest chart position (lowest number); LastRank its
+	// position in the latest chart capture of the region it was in, at
+	// LastAt.
+	BestRank int       `json:"best_rank"`
+	LastRank int       `json:"last_rank"`
+	LastAt   time.Time `json:"last_at"`
+}
+
+// hitRegions fills Hit.Regions: one query over the hits' chart entries
+// (entries_video index), newest capture last.
+func (s *Store) hitRegions(ctx context.Context, hits []Hit) error {
+	ids := make([]any, len(hits))
+	byID := make(map[string]int, len(hits))
+	for i := range hits {
+		ids[i] = hits[i].VideoID
+		byID[hits[i].VideoID] = i
+		hits[i].Regions = []HitRegion{}
+	}
+	rows, err := s.db.QueryContext(ctx, `
+SELECT v.id, c.region, e.rank, c.captured_at
+FROM videos v
+JOIN entries e ON e.video = v.rowid
+JOIN captures c ON c.id = e.capture_id
+WHERE v.id IN (`+strings.TrimSuffix(strings.Repeat("?,", len(ids)), ",")+`) AND c.kind = 'chart'
+ORDER BY v.id, c.region, c.captured_at, c.id`, ids...)
+	if err != nil {
+		return fmt.Errorf("cannot read chart ranks of hits: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var (
+			id, region string
+			rank       int
+			ts         sql.NullString
+		)
+		if err := rows.Scan(&id, &region, &rank, &ts); err != nil {
+			return fmt.Errorf("cannot read chart ranks of hits: %w", err)
+		}
+		h := &hits[byID[id]]
+		n := len(h.Regions)
+		if n == 0 || h.Regions[n-1].Region != region {
+			h.Regions = append(h.Regions, HitRegion{Region: region, BestRank: rank})
+			n++
+		}
+		r := &h.Regions[n-1]
+		r.BestRank = min(r.BestRank, rank)
+		r.LastRank, r.LastAt = rank, parseTime(ts)
+	}
+	return rows.Err()
 }
 
 // searchSQL ranks inside a subquery on the FTS table and joins to videos
@@ -75,8 +133,8 @@ FROM (
         FROM videos_fts
         WHERE videos_fts MATCH ?1
           AND (?2 = '' OR EXISTS (
-                SELECT 1 FROM videos rv JOIN snapshots s ON s.video_id = rv.id
-                WHERE rv.rowid = videos_fts.rowid AND s.region = ?2))
+                SELECT 1 FROM entries e JOIN captures cp ON cp.id = e.capture_id
+                WHERE e.video = videos_fts.rowid AND cp.region = ?2))
         ORDER BY rowid DESC
         LIMIT ?3
     )
@@ -101,8 +159,8 @@ FROM (
         FROM videos_tri
         WHERE videos_tri MATCH ?1
           AND (?2 = '' OR EXISTS (
-                SELECT 1 FROM videos rv JOIN snapshots s ON s.video_id = rv.id
-                WHERE rv.rowid = videos_tri.rowid AND s.region = ?2))
+                SELECT 1 FROM entries e JOIN captures cp ON cp.id = e.capture_id
+                WHERE e.video = videos_tri.rowid AND cp.region = ?2))
           AND (?8 = '[]' OR NOT EXISTS (
                 SELECT 1 FROM json_each(?8) g
                 WHERE NOT EXISTS (
@@ -143,6 +201,17 @@ ORDER BY c.score, c.rid DESC`
 // characters is answered by the word index with every term as a prefix
 // ("東京" finds titles with a word starting 東京), which is best effort.
 func (s *Store) Search(ctx context.Context, q SearchQuery) ([]Hit, error) {
+	hits, err := s.search(ctx, q)
+	if err != nil || len(hits) == 0 {
+		return hits, err
+	}
+	if err := s.hitRegions(ctx, hits); err != nil {
+		return nil, err
+	}
+	return hits, nil
+}
+
+func (s *Store) search(ctx context.Context, q SearchQuery) ([]Hit, error) {
 	limit := q.Limit
 	if limit == 0 {
 		limit = DefaultSearchLimit

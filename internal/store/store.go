@@ -57,7 +57,7 @@ const busyTimeout = 10 * time.Second
 //     ("database is locked"). The driver runs it before the other pragmas.
 //   - journal_mode(WAL): readers never block the writer and the writer never
 //     blocks readers; persistent in the file, so a no-op after the first open.
-//   - foreign_keys(1): enforce snapshots -> runs/videos references (SQLite
+//   - foreign_keys(1): enforce captures/entries -> runs/videos references (SQLite
 //     leaves them off per connection by default).
 //   - synchronous(NORMAL): in WAL mode this is durable against application
 //     crashes; a power loss may lose the last commits but never corrupts.

@@ -44,7 +44,7 @@ type ChartEntry struct {
 	Title   string
 }
 
-// Snapshot kinds (snapshots.kind), see SaveSnapshot.
+// Capture kinds (captures.kind), see SaveSnapshot.
 const (
 	// KindChart is a page of videos.list chart=mostPopular; rank = chart
 	// position.
@@ -147,15 +147,6 @@ WHERE excluded.last_seen_at >= video_stats.last_seen_at`)
 	return b.String()
 }
 
-// insertSnapshotsSQL inserts n snapshot rows in one statement, 7
-// parameters each: run_id, region, kind, query, rank, video_id, captured_at.
-func insertSnapshotsSQL(n int) string {
-	var b strings.Builder
-	b.WriteString(`INSERT INTO snapshots (run_id, region, kind, query, rank, video_id, captured_at) VALUES `)
-	b.WriteString(valueRows(n, 7))
-	return b.String()
-}
-
 // valueRows returns n rows of cols "?" placeholders for a multi-row VALUES
 // list: "(?,?),(?,?)" for n=2, cols=2. n and cols must be at least 1.
 func valueRows(n, cols int) string {
@@ -213,21 +204,24 @@ func (s *Store) SavePage(ctx context.Context, runID int64, region string, firstR
 }
 
 // SaveSnapshot stores one page of a chart or of search hits in ONE
-// transaction: it upserts the videos, inserts a snapshot row per video with
-// ranks firstRank .. firstRank+len(videos)-1 (firstRank is 1-based, so page
-// 2 of 50 starts at 51), and adds 1 to runs.pages and len(videos) to
-// runs.videos of runID. at is the capture time (first/last seen,
-// captured_at); zero means now.
+// transaction: it upserts the videos, creates the capture of (runID,
+// region, kind, query) if this is its first page (captured_at = at, not
+// complete: see CompleteCapture), inserts an entry per video with ranks
+// firstRank .. firstRank+len(videos)-1 (firstRank is 1-based, so page 2 of
+// 50 starts at 51) and the video's statistics of this moment (nil ones are
+// stored as NULL), and adds 1 to runs.pages and len(videos) to runs.videos
+// of runID. at is the capture time (first/last seen, captured_at); zero
+// means now. An empty page still creates the capture.
 //
-// kind is KindChart (query must be "") or KindSearch (query is the
-// search.list q; "" is allowed). Ranks are numbered per (run, region, kind,
+// kind is KindChart (query must be ""), KindCategory (query is the
+// videoCategoryId) or KindSearch (query is the search.list q). Ranks are numbered per (run, region, kind,
 // query): the hits of each query of a run start at rank 1, and never mix
 // with the chart (Chart returns only chart ranks, SearchHits one query's).
 //
 // Errors: an unknown kind, a chart with a query, a video without ID or
 // firstRank < 1 is rejected before writing; an unknown runID wraps
 // ErrNotFound; saving the same (run, region, kind, query, rank) twice fails
-// with a constraint error and stores nothing.
+// with a constraint error and stores nothing (the whole page).
 func (s *Store) SaveSnapshot(ctx context.Context, runID int64, region, kind, query string, firstRank int, videos []Video, at time.Time) error {
 	switch {
 	case kind != KindChart && kind != KindSearch && kind != KindCategory:
@@ -259,23 +253,17 @@ func (s *Store) SaveSnapshot(ctx context.Context, runID int64, region, kind, que
 		if n, _ := res.RowsAffected(); n != 1 {
 			return fmt.Errorf("run %d: %w", runID, ErrNotFound)
 		}
+		captureID, err := s.captureID(ctx, tx, runID, region, kind, query, ts)
+		if err != nil {
+			return err
+		}
 		if len(videos) == 0 {
 			return nil
 		}
 		if err := s.upsertVideos(ctx, tx, videos, ts); err != nil {
 			return err
 		}
-		for off := 0; off < len(videos); off += maxRowsPerStatement {
-			chunk := videos[off:min(len(videos), off+maxRowsPerStatement)]
-			args := make([]any, 0, 7*len(chunk))
-			for i := range chunk {
-				args = append(args, runID, region, kind, query, firstRank+off+i, chunk[i].ID, ts)
-			}
-			if err := s.txExec(ctx, tx, insertSnapshotsSQL(len(chunk)), len(chunk), args); err != nil {
-				return fmt.Errorf("insert snapshots: %w", err)
-			}
-		}
-		return nil
+		return s.insertEntries(ctx, tx, captureID, firstRank, videos)
 	})
 	if err != nil {
 		if kind == KindSearch {
@@ -319,10 +307,12 @@ func (s *Store) CategoryChart(ctx context.Context, runID int64, region, category
 
 func (s *Store) snapshot(ctx context.Context, runID int64, region, kind, query string) ([]ChartEntry, error) {
 	rows, err := s.db.QueryContext(ctx, `
-SELECT s.rank, s.video_id, v.title
-FROM snapshots s JOIN videos v ON v.id = s.video_id
-WHERE s.run_id = ? AND s.region = ? AND s.kind = ? AND s.query = ?
-ORDER BY s.rank`, runID, region, kind, query)
+SELECT e.rank, v.id, v.title
+FROM captures c
+JOIN entries e ON e.capture_id = c.id
+JOIN videos v ON v.rowid = e.video
+WHERE c.run_id = ? AND c.region = ? AND c.kind = ? AND c.query = ?
+ORDER BY e.rank`, runID, region, kind, query)
 	if err != nil {
 		return nil, err
 	}

@@ -59,10 +59,10 @@ func readCSV(r io.Reader) (csvFormat, []csvRow, error) {
 		return 0, nil, fmt.Errorf("cannot read trending CSV header: %w", err)
 	}
 	var format csvFormat
-	switch {
-	case equalStrings(header, header2018):
+	switch base := exportBase(header); {
+	case equalStrings(base, header2018):
 		format = format2018
-	case equalStrings(header, header2017):
+	case equalStrings(base, header2017):
 		format = format2017
 	default:
 		return 0, nil, fmt.Errorf("cannot read trending CSV: line 1: unknown header %q; expected the 2018 scraper columns (%s) or the 2017 Kaggle columns (%s)",
@@ -94,6 +94,18 @@ func readCSV(r io.Reader) (csvFormat, []csvRow, error) {
 		rows = append(rows, csvRow{line: line, fields: m})
 	}
 	return format, rows, nil
+}
+
+// exportExtra are the columns `trendfetch export --every capture` appends to
+// either layout; they are read past (row order is rank order).
+var exportExtra = []string{"captured_at", "rank"}
+
+// exportBase returns header without exportExtra at its end.
+func exportBase(header []string) []string {
+	if n := len(header) - len(exportExtra); n > 0 && equalStrings(header[n:], exportExtra) {
+		return header[:n]
+	}
+	return header
 }
 
 func equalStrings(a, b []string) bool {

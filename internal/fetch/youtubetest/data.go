@@ -1,11 +1,9 @@
 package youtubetest
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-	"testing"
 )
 
 // FindDataDir walks up from dir to the directory holding go.mod (the repository root) and
@@ -29,23 +27,4 @@ func FindDataDir(dir string) (string, error) {
 			return "", fmt.Errorf("cannot find data directory: no go.mod above %s: %w", abs, os.ErrNotExist)
 		}
 	}
-}
-
-// DataDir returns the recorded data directory (see FindDataDir) for a test, looking up from
-// the working directory (the package directory under go test). When it is absent the test
-// is skipped, unless the environment has CI=true, where it fails: CI must run against the
-// recorded data.
-func DataDir(tb testing.TB) string {
-	tb.Helper()
-	dir, err := FindDataDir(".")
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			tb.Fatalf("recorded YouTube data is required in CI (CI=true): %v; check out ../shared/data next to the repository", err)
-		}
-		if errors.Is(err, os.ErrNotExist) {
-			tb.Skipf("skipping: recorded YouTube data not available: %v", err)
-		}
-		tb.Fatal(err)
-	}
-	return dir
 }

@@ -16,6 +16,7 @@ import (
 	"google.golang.org/api/googleapi"
 	"google.golang.org/api/youtube/v3"
 
+	"github.com/trendfetch/trendfetch/internal/callsite"
 	"github.com/trendfetch/trendfetch/internal/fetch/youtubetest"
 )
 
@@ -99,7 +100,7 @@ func TestPagingUS2018RealClient(t *testing.T) {
 	if u := srv.Units("k"); u != 4 {
 		t.Errorf("Units(k) = %d, want 4", u)
 	}
-	if c := srv.Calls(youtubetest.MethodVideos); c != 4 {
+	if c := srv.Calls(callsite.VideosList); c != 4 {
 		t.Errorf("Calls = %d, want 4", c)
 	}
 	for _, r := range srv.Requests() {
@@ -253,8 +254,8 @@ func TestErrorBodiesRealClient(t *testing.T) {
 		if !strings.Contains(gerr.Body, `"domain":"youtube.quota"`) || !strings.Contains(gerr.Message, "exceeded your <a href=\"/youtube/v3/getting-started#quota\">quota</a>") {
 			t.Errorf("body %s", gerr.Body)
 		}
-		if srv.Units("k") != 2 || srv.Calls(youtubetest.MethodVideos) != 3 {
-			t.Errorf("units %d calls %d, want 2 and 3", srv.Units("k"), srv.Calls(youtubetest.MethodVideos))
+		if srv.Units("k") != 2 || srv.Calls(callsite.VideosList) != 3 {
+			t.Errorf("units %d calls %d, want 2 and 3", srv.Units("k"), srv.Calls(callsite.VideosList))
 		}
 		// search.list costs 100: it cannot fit either, and another key has its own quota.
 		srv.SetDailyLimit(100)
@@ -324,7 +325,7 @@ func TestErrorBodiesRealClient(t *testing.T) {
 func TestFailNextAndHook(t *testing.T) {
 	srv := youtubetest.New()
 	srv.SetChart("US", youtubetest.Sample())
-	srv.FailNext(youtubetest.MethodVideos, 2, 503)
+	srv.FailNext(callsite.VideosList, 2, 503)
 	srv.FailNext("", 1, 500)
 	svc := start(t, srv, "k")
 	list := func() error {
@@ -410,8 +411,8 @@ func TestConcurrentUnitsExact(t *testing.T) {
 		}
 	}
 	wg.Wait()
-	if ok != 50 || denied != 30 || srv.Units("k") != 50 || srv.Calls(youtubetest.MethodVideos) != 80 {
-		t.Errorf("ok %d denied %d units %d calls %d; want 50 30 50 80", ok, denied, srv.Units("k"), srv.Calls(youtubetest.MethodVideos))
+	if ok != 50 || denied != 30 || srv.Units("k") != 50 || srv.Calls(callsite.VideosList) != 80 {
+		t.Errorf("ok %d denied %d units %d calls %d; want 50 30 50 80", ok, denied, srv.Units("k"), srv.Calls(callsite.VideosList))
 	}
 }
 

@@ -1,0 +1,178 @@
+package main
+
+import (
+	"bufio"
+	"encoding/csv"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strconv"
+	"text/tabwriter"
+	"time"
+
+	"github.com/mattn/go-isatty"
+	"github.com/spf13/cobra"
+
+	"github.com/trendfetch/trendfetch/internal/regions"
+	"github.com/trendfetch/trendfetch/internal/store"
+)
+
+func newChartCmd(a *app) *cobra.Command {
+	var (
+		region, at, kind, query string
+		runID                   int64
+		asJSON, asCSV           bool
+	)
+	cmd := &cobra.Command{
+		Use:   "chart --region R [--at TIME | --run ID]",
+		Short: "Show a stored chart of a region: rank order, with the statistics of that moment",
+		Long: `Show the capture of a region's chart in force at a time (the latest captured at
+or before it; default: the latest), or the one a run fetched, in rank order
+with the views, likes and comments the API gave at that moment. A capture whose
+run stopped before its last page is marked partial. Reads the local database
+only; costs no quota.
+
+--at takes an RFC 3339 time (2026-03-02T08:00:00Z) or a UTC date (2026-03-02,
+meaning the end of that day). --kind category needs --query CATEGORY_ID, --kind
+search needs --query Q (the search.list q of config searches).`,
+		Example: "  trendfetch chart --region US\n  trendfetch chart --region JP --at 2026-03-02 --json\n  trendfetch chart --region US --kind category --query 10 --csv",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if region == "" {
+				return usagef("trendfetch chart --region US", "--region is required")
+			}
+			r, err := regions.Parse(region)
+			if err != nil {
+				return &usageError{err: err, hint: "trendfetch regions list"}
+			}
+			q := store.CaptureQuery{Region: r, Kind: kind, Query: query, RunID: runID}
+			switch kind {
+			case store.KindChart:
+				if query != "" {
+					return usagef("trendfetch chart --region US --kind category --query 10", "--query %q: a chart has no query; use --kind category or search", query)
+				}
+			case store.KindCategory, store.KindSearch:
+				if query == "" {
+					return usagef("trendfetch chart --region US --kind "+kind+" --query ...", "--kind %s needs --query", kind)
+				}
+			default:
+				return usagef("trendfetch chart --region US --kind chart", "--kind %q: must be chart, category or search", kind)
+			}
+			if at != "" && runID != 0 {
+				return usagef("trendfetch chart --region US --run 12", "--at and --run select a capture each: give one")
+			}
+			if runID < 0 {
+				return usagef("trendfetch runs", "--run %d: must be a run id from `trendfetch runs`", runID)
+			}
+			if asJSON && asCSV {
+				return usagef("trendfetch chart --region US --json", "--json and --csv: give one")
+			}
+			if at != "" {
+				if q.At, err = parseAt(at); err != nil {
+					return usagef("trendfetch chart --region US --at 2026-03-02T08:00:00Z", "--at %q: %v", at, err)
+				}
+			}
+			if err := a.loadConfig(); err != nil {
+				return err
+			}
+			st, err := store.OpenReadOnly(cmd.Context(), a.cfg.Database)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			c, entries, err := st.CaptureAt(cmd.Context(), q)
+			if err != nil {
+				return err
+			}
+			switch {
+			case asJSON:
+				enc := json.NewEncoder(a.stdout)
+				enc.SetIndent("", "  ")
+				return enc.Encode(struct {
+					Capture store.Capture `json:"capture"`
+					Entries []store.Entry `json:"entries"`
+				}{c, entries})
+			case asCSV:
+				w := csv.NewWriter(a.stdout)
+				_ = w.Write([]string{"rank", "video_id", "title", "channel_title", "view_count", "like_count", "comment_count"})
+				for _, e := range entries {
+					_ = w.Write([]string{strconv.Itoa(e.Rank), e.VideoID, e.Title, e.ChannelTitle, csvInt(e.Views), csvInt(e.Likes), csvInt(e.Comments)})
+				}
+				w.Flush()
+				return w.Error()
+			}
+			state := "complete"
+			if !c.Complete {
+				state = "PARTIAL: the run stopped before its last page"
+			}
+			what := c.Kind
+			if c.Query != "" {
+				what += " " + strconv.Quote(c.Query)
+			}
+			// One buffered write: the scrubbing stdout costs per Write call.
+			bw := bufio.NewWriterSize(a.stdout, 64<<10)
+			fmt.Fprintf(bw, "%s %s captured %s (run %d, %d videos, %s)\n", c.Region, what,
+				c.CapturedAt.UTC().Format("2006-01-02 15:04 MST"), c.RunID, len(entries), state)
+			tw := tabwriter.NewWriter(bw, 0, 4, 2, ' ', tabwriter.AlignRight)
+			fmt.Fprintln(tw, "RANK\tVIEWS\tLIKES\tCOMMENTS\t\tTITLE — CHANNEL\t")
+			for _, e := range entries {
+				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t\t%s\n", e.Rank, humanInt(e.Views), humanInt(e.Likes), humanInt(e.Comments),
+					e.Title+" — "+e.ChannelTitle)
+			}
+			if err := tw.Flush(); err != nil {
+				return err
+			}
+			return bw.Flush()
+		},
+	}
+	cmd.Flags().StringVar(&region, "region", "", "region code, e.g. US (required)")
+	cmd.Flags().StringVar(&at, "at", "", "the capture in force at this time (RFC 3339 or UTC date); default the latest")
+	cmd.Flags().Int64Var(&runID, "run", 0, "the capture fetched by this run (see trendfetch runs)")
+	cmd.Flags().StringVar(&kind, "kind", store.KindChart, "chart, category (narrowed by --query CATEGORY_ID) or search (--query Q)")
+	cmd.Flags().StringVar(&query, "query", "", "category id or search query of --kind category/search")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the capture and its entries as JSON (null = unknown)")
+	cmd.Flags().BoolVar(&asCSV, "csv", false, "print the entries as CSV (empty = unknown)")
+	return cmd
+}
+
+// parseAt reads --at: RFC 3339, or a date (UTC) meaning the end of that day.
+func parseAt(s string) (time.Time, error) {
+	if t, err := time.Parse(time.RFC3339, s); err == nil {
+		return t.UTC(), nil
+	}
+	if d, err := time.Parse(time.DateOnly, s); err == nil {
+		return d.Add(24*time.Hour - time.Microsecond), nil
+	}
+	return time.Time{}, fmt.Errorf("want an RFC 3339 time (2026-03-02T08:00:00Z) or a date (2026-03-02)")
+}
+
+// csvInt writes a statistic for CSV: empty when unknown.
+func csvInt(p *int64) string {
+	if p == nil {
+		return ""
+	}
+	return strconv.FormatInt(*p, 10)
+}
+
+// humanInt writes a statistic for people: "-" when unknown, else grouped
+// by thousands (1,234,567).
+func humanInt(p *int64) string {
+	if p == nil {
+		return "-"
+	}
+	s := strconv.FormatInt(*p, 10)
+	neg := ""
+	if s[0] == '-' {
+		neg, s = "-", s[1:]
+	}
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return neg + s
+}
+
+// stdoutIsTerminal reports whether the process's stdout is a terminal
+// (a.stdout is wrapped by the secrets scrubber, so it is asked directly).
+func stdoutIsTerminal() bool {
+	return isatty.IsTerminal(os.Stdout.Fd())
+}

@@ -1,0 +1,163 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/trendfetch/trendfetch/internal/quota"
+	"github.com/trendfetch/trendfetch/internal/regions"
+)
+
+func newLeaseCmd(a *app) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "lease",
+		Short: "List and release region run leases",
+		Long: `A run holds its region's lease in the quota backend so that two runs of one
+region never overlap. A lease whose holder is a process of this host that no
+longer exists is taken over by the next run at once; a holder on another
+host keeps the region until its lease expires (runs.lease_ttl) unless it is
+released here.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return usagef("trendfetch lease list", "lease needs a subcommand: list or release")
+		},
+	}
+	cmd.AddCommand(newLeaseListCmd(a), newLeaseReleaseCmd(a))
+	return cmd
+}
+
+// leaseJSON is one lease of `lease list --json`.
+type leaseJSON struct {
+	Credential  string    `json:"credential"`
+	Region      string    `json:"region"`
+	Holder      string    `json:"holder"`
+	ExpiresInMs int64     `json:"expires_in_ms"`
+	ExpiresAt   time.Time `json:"expires_at"`
+}
+
+func newLeaseListCmd(a *app) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "list",
+		Short: "List the held region leases of every configured credential",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := a.loadConfig(); err != nil {
+				return err
+			}
+			var all []quota.LeaseInfo
+			var lim *quota.Limiter
+			if !a.quotaDBMissing() {
+				var err error
+				if lim, err = openLimiterReadOnly(a.cfg, a.log); err != nil {
+					return err
+				}
+				defer lim.Close()
+			}
+			for _, cr := range a.cfg.Credentials {
+				if lim == nil {
+					break
+				}
+				ls, err := lim.Leases(cmd.Context(), cr.Name)
+				if err != nil {
+					return err
+				}
+				all = append(all, ls...)
+			}
+			now := time.Now().UTC()
+			if asJSON {
+				out := []leaseJSON{}
+				for _, l := range all {
+					out = append(out, leaseJSON{Credential: l.Credential, Region: l.Region, Holder: l.Holder,
+						ExpiresInMs: quota.CeilMs(l.Remaining), ExpiresAt: now.Add(l.Remaining).Truncate(time.Millisecond)})
+				}
+				enc := json.NewEncoder(a.stdout)
+				enc.SetIndent("", "  ")
+				return enc.Encode(out)
+			}
+			if len(all) == 0 {
+				fmt.Fprintln(a.stdout, "no region leases held")
+				return nil
+			}
+			tw := tabwriter.NewWriter(a.stdout, 0, 0, 2, ' ', 0)
+			fmt.Fprintln(tw, "CREDENTIAL\tREGION\tHOLDER\tEXPIRES (UTC)")
+			for _, l := range all {
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s (in %s)\n", l.Credential, l.Region, l.Holder,
+					now.Add(l.Remaining).Format("2006-01-02 15:04:05"), l.Remaining.Round(time.Second))
+			}
+			return tw.Flush()
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the leases as JSON")
+	return cmd
+}
+
+func newLeaseReleaseCmd(a *app) *cobra.Command {
+	var (
+		region string
+		yes    bool
+	)
+	cmd := &cobra.Command{
+		Use:   "release --region CODE [--credential NAME] --yes",
+		Short: "Release a region's lease held by a process that is gone",
+		Long: `Release the run lease of a region (of --credential, default the configured
+one) whatever its holder, so the next run starts at once. Use it for a holder
+on another host that is known to be gone; a live holder loses the region at
+its next renewal and stops. --yes confirms.`,
+		Example: "  trendfetch lease release --region US --yes",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if region == "" {
+				return usagef("trendfetch lease release --region US --yes", "lease release needs --region CODE")
+			}
+			code, err := regions.Parse(region)
+			if err != nil {
+				return err
+			}
+			if err := a.loadConfig(); err != nil {
+				return err
+			}
+			cred, err := a.cfg.FindCredential(a.cfg.Credential)
+			if err != nil {
+				return err
+			}
+			lim, err := openLimiter(a.cfg, a.log)
+			if err != nil {
+				return err
+			}
+			defer lim.Close()
+			ls, err := lim.Leases(cmd.Context(), cred.Name)
+			if err != nil {
+				return err
+			}
+			for _, l := range ls {
+				if l.Region != code {
+					continue
+				}
+				if !yes {
+					return usagef(fmt.Sprintf("trendfetch lease release --region %s --credential %s --yes", code, cred.Name),
+						"region %s of credential %q is held by %s: add --yes to release it", code, cred.Name, l.Holder)
+				}
+				ok, err := lim.BreakLease(cmd.Context(), cred.Name, code, l.Holder)
+				if err != nil {
+					return err
+				}
+				if !ok {
+					return fmt.Errorf("region %s of credential %q changed holder meanwhile: run `trendfetch lease list` and try again", code, cred.Name)
+				}
+				a.log.Warn().Str("region", code).Str("credential", cred.Name).Str("holder", l.Holder).Msg("region lease released by hand")
+				fmt.Fprintf(a.stdout, "released region %s of credential %s (held by %s)\n", code, cred.Name, l.Holder)
+				return nil
+			}
+			fmt.Fprintf(a.stdout, "region %s of credential %s: no lease held\n", code, cred.Name)
+			return nil
+		},
+	}
+	cmd.Flags().StringVarP(&region, "region", "r", "", "region code whose lease to release")
+	cmd.Flags().BoolVar(&yes, "yes", false, "confirm the release")
+	return cmd
+}

@@ -1,0 +1,158 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/trendfetch/trendfetch/internal/store"
+)
+
+func newVideoCmd(a *app) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "video ID",
+		Short: "Show a stored video and its history: every capture it was in, every statistics point",
+		Long: `Show a video's stored text and its history, oldest first: every capture it was
+in (region, time, rank, the statistics of that moment) and every statistics
+sample taken after it left the chart (videos.batchGetStats); then per region
+its first and last time on the chart, best rank and days on the chart. Reads
+the local database only; costs no quota. Times are UTC.`,
+		Example: "  trendfetch video dQw4w9WgXcQ\n  trendfetch video dQw4w9WgXcQ --json",
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			id := strings.TrimSpace(args[0])
+			if id == "" {
+				return usagef("trendfetch video dQw4w9WgXcQ", "video id is empty")
+			}
+			if err := a.loadConfig(); err != nil {
+				return err
+			}
+			st, err := store.OpenReadOnly(cmd.Context(), a.cfg.Database)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			h, err := st.History(cmd.Context(), id)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				enc := json.NewEncoder(a.stdout)
+				enc.SetIndent("", "  ")
+				return enc.Encode(h)
+			}
+			// One buffered write: the scrubbing stdout costs per Write call.
+			bw := bufio.NewWriterSize(a.stdout, 64<<10)
+			if err := printHistory(bw, h, stdoutIsTerminal()); err != nil {
+				return err
+			}
+			return bw.Flush()
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the video and its history as JSON (null = unknown)")
+	return cmd
+}
+
+const utcMinute = "2006-01-02 15:04"
+
+// printHistory writes the human form of `trendfetch video`; spark adds a
+// views-over-time sparkline (terminals only).
+func printHistory(w io.Writer, h store.VideoHistory, spark bool) error {
+	v := h.Video
+	fmt.Fprintf(w, "%s\n%s · https://youtu.be/%s", v.Title, v.ChannelTitle, v.ID)
+	if !v.PublishedAt.IsZero() {
+		fmt.Fprintf(w, " · published %s UTC", v.PublishedAt.UTC().Format(utcMinute))
+	}
+	fmt.Fprintln(w)
+	if len(h.Regions) > 0 {
+		fmt.Fprintln(w)
+		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "REGION\tFIRST ON CHART (UTC)\tLAST ON CHART (UTC)\tBEST RANK\tLAST RANK\tDAYS")
+		for _, r := range h.Regions {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\n", r.Region, r.FirstAt.Format(utcMinute), r.LastAt.Format(utcMinute),
+				r.BestRank, r.LastRank, r.Days)
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	if spark {
+		if line := sparkline(h.Points); line != "" {
+			fmt.Fprintf(w, "\nviews %s\n", line)
+		}
+	}
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "TIME (UTC)\tSOURCE\tREGION\tRANK\tVIEWS\tLIKES\tCOMMENTS")
+	// Appearances and stats samples, merged by time (both oldest first).
+	samples := make([]store.StatsPoint, 0, len(h.Points))
+	for _, p := range h.Points {
+		if p.Source == store.SourceStats {
+			samples = append(samples, p)
+		}
+	}
+	ai, si := 0, 0
+	for ai < len(h.Appearances) || si < len(samples) {
+		if si < len(samples) && (ai == len(h.Appearances) || samples[si].At.Before(h.Appearances[ai].CapturedAt)) {
+			p := samples[si]
+			si++
+			fmt.Fprintf(tw, "%s\t%s\t-\t-\t%s\t%s\t%s\n", p.At.Format(utcMinute), p.Source, humanInt(p.Views), humanInt(p.Likes), humanInt(p.Comments))
+			continue
+		}
+		a := h.Appearances[ai]
+		ai++
+		src := a.Kind
+		if a.Query != "" {
+			src += " " + a.Query
+		}
+		if !a.Complete {
+			src += " (partial)"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\n", a.CapturedAt.Format(utcMinute), src, a.Region, a.Rank,
+			humanInt(a.Views), humanInt(a.Likes), humanInt(a.Comments))
+	}
+	return tw.Flush()
+}
+
+// sparkline renders known view counts, oldest first, as block characters
+// scaled between their minimum and maximum; "" with fewer than two.
+func sparkline(points []store.StatsPoint) string {
+	const bars = "▁▂▃▄▅▆▇█"
+	var vals []int64
+	for _, p := range points {
+		if p.Views != nil {
+			vals = append(vals, *p.Views)
+		}
+	}
+	if len(vals) < 2 {
+		return ""
+	}
+	if len(vals) > 60 { // keep one line: sample evenly
+		step := float64(len(vals)-1) / 59
+		picked := make([]int64, 60)
+		for i := range picked {
+			picked[i] = vals[int(float64(i)*step+0.5)]
+		}
+		vals = picked
+	}
+	lo, hi := vals[0], vals[0]
+	for _, v := range vals {
+		lo, hi = min(lo, v), max(hi, v)
+	}
+	runes := []rune(bars)
+	var b strings.Builder
+	for _, v := range vals {
+		i := 0
+		if hi > lo {
+			i = int((v - lo) * int64(len(runes)-1) / (hi - lo))
+		}
+		b.WriteRune(runes[i])
+	}
+	return fmt.Sprintf("%s  %s → %s", b.String(), humanInt(&vals[0]), humanInt(&vals[len(vals)-1]))
+}

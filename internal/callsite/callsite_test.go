@@ -1,0 +1,65 @@
+package callsite_test
+
+import (
+	"sort"
+	"testing"
+
+	"github.com/trendfetch/trendfetch/internal/callsite"
+)
+
+// TestTableIsConsistent checks what every consumer of the table relies on:
+// unique names and paths, sorted order, a known default bucket for every
+// charge, a valid policy and a Google cost of at least 1 unit.
+func TestTableIsConsistent(t *testing.T) {
+	buckets := map[string]bool{}
+	for _, b := range callsite.Buckets() {
+		if b.Limit <= 0 || b.Window <= 0 {
+			t.Errorf("bucket %s: limit %d window %s, want both > 0", b.Name, b.Limit, b.Window)
+		}
+		buckets[b.Name] = true
+	}
+	names, paths := map[string]bool{}, map[string]bool{}
+	all := callsite.All()
+	if !sort.SliceIsSorted(all, func(i, j int) bool { return all[i].Name < all[j].Name }) {
+		t.Error("table not sorted by name")
+	}
+	for _, s := range all {
+		if names[s.Name] || paths[s.Path] {
+			t.Errorf("%s: name or path %s declared twice", s.Name, s.Path)
+		}
+		names[s.Name], paths[s.Path] = true, true
+		if s.Units < 1 {
+			t.Errorf("%s: Google cost %d, want >= 1 (every request costs at least 1 unit)", s.Name, s.Units)
+		}
+		if s.Policy != callsite.FailOpen && s.Policy != callsite.FailClosed {
+			t.Errorf("%s: policy %q", s.Name, s.Policy)
+		}
+		if len(s.Charges) == 0 {
+			t.Errorf("%s: charges no bucket", s.Name)
+		}
+		for b := range s.Charges {
+			if !buckets[b] {
+				t.Errorf("%s: charges unknown bucket %q", s.Name, b)
+			}
+		}
+		if got, ok := callsite.Lookup(s.Name); !ok || got.Path != s.Path {
+			t.Errorf("Lookup(%s) = %+v, %v", s.Name, got, ok)
+		}
+	}
+	if _, ok := callsite.Lookup("video.list"); ok {
+		t.Error("Lookup of an unknown name succeeded")
+	}
+	if len(callsite.Names()) != len(all) {
+		t.Errorf("Names() has %d entries, All() %d", len(callsite.Names()), len(all))
+	}
+}
+
+// TestCopiesAreIndependent: a caller changing a returned Site's charges
+// must not change the table (config defaults are built from it).
+func TestCopiesAreIndependent(t *testing.T) {
+	s, _ := callsite.Lookup(callsite.SearchList)
+	s.Charges[callsite.BucketUnits] = 1
+	if again, _ := callsite.Lookup(callsite.SearchList); again.Charges[callsite.BucketUnits] != 100 {
+		t.Errorf("table changed through a copy: %v", again.Charges)
+	}
+}

@@ -1,0 +1,87 @@
+package fetch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"google.golang.org/api/youtube/v3"
+
+	"github.com/trendfetch/trendfetch/internal/callsite"
+	"github.com/trendfetch/trendfetch/internal/store"
+)
+
+// sampleStats is the statistics step after the chart (Settings.StatsTrackFor
+// > 0): the region's followed videos that are due (store.DueForStats) are
+// sampled with videos.batchGetStats in batches of 50 ids (the last one
+// holds the rest), each batch reserved first (bucket stats by default), and
+// stored as stats samples.
+//
+// The chart is already stored, so this step never fails the run: a denial
+// (or the limiter's fail-closed policy, or another API error) stops only
+// this step and is noted on the run (st.note, kept in the run's reason).
+// Only a cancelled context or a rejected key is returned as an error. The
+// step is skipped when the cost table has no videos.batchGetStats (a config
+// that lists buckets without stats).
+func (r *Runner) sampleStats(ctx context.Context, st *runState) error {
+	if st.set.StatsTrackFor <= 0 {
+		return nil
+	}
+	if _, err := r.Limiter.Charges(callsite.VideosBatchGetStats); err != nil {
+		st.log.Debug().Msg("no quota cost for videos.batchGetStats: statistics step off")
+		return nil
+	}
+	now := r.now()
+	due, err := r.Store.DueForStats(ctx, st.run.Region, st.run.ID, now.Add(-st.set.StatsTrackFor), now.Add(-st.set.StatsEvery))
+	if err != nil {
+		st.note = "statistics step skipped: " + err.Error()
+		st.log.Warn().Err(err).Msg("statistics step skipped")
+		return nil
+	}
+	sampled := 0
+	for start := 0; start < len(due); start += batchSize {
+		batch := due[start:min(start+batchSize, len(due))]
+		req := r.Service.Videos.BatchGetStats().Part("statistics", "contentDetails", "snippet").Id(batch...)
+		resp, err := call(ctx, r, st, callsite.VideosBatchGetStats, func(ctx context.Context) (*youtube.BatchGetStatsResponse, error) {
+			return req.Context(ctx).Do()
+		})
+		if err != nil {
+			var cred *CredentialError
+			if ctx.Err() != nil || errors.As(err, &cred) {
+				return err
+			}
+			st.note = fmt.Sprintf("statistics step stopped after %d of %d due videos: %v", sampled, len(due), err)
+			st.log.Warn().Err(err).Int("sampled", sampled).Int("due", len(due)).Msg("statistics step stopped; the chart is stored")
+			return nil
+		}
+		samples := make([]store.Sample, 0, len(resp.Items))
+		for _, it := range resp.Items {
+			if it == nil || it.Id == "" || it.Statistics == nil {
+				continue
+			}
+			samples = append(samples, ConvertStat(it))
+		}
+		if _, err := r.Store.SaveSamples(context.WithoutCancel(ctx), samples, r.now()); err != nil {
+			return fmt.Errorf("cannot store statistics of %s: %w", st.run.Region, err)
+		}
+		sampled += len(batch)
+	}
+	if len(due) > 0 {
+		st.log.Debug().Int("videos", len(due)).Msg("statistics sampled")
+	}
+	return nil
+}
+
+// ConvertStat maps a videos.batchGetStats item to a store.Sample, like
+// ConvertVideo does for videos.list: the Go client decodes an omitted count
+// (likeCount when ratings are hidden, commentCount when comments are
+// disabled) as 0, indistinguishable from a true 0, so counts are stored as
+// decoded; a sample without statistics has nil counts.
+func ConvertStat(it *youtube.VideoStat) store.Sample {
+	s := store.Sample{VideoID: it.Id}
+	if st := it.Statistics; st != nil {
+		views, likes, comments := st.ViewCount, st.LikeCount, st.CommentCount
+		s.Views, s.Likes, s.Comments = &views, &likes, &comments
+	}
+	return s
+}

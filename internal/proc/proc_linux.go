@@ -1,0 +1,68 @@
+package proc
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// clockTicks is USER_HZ, the unit of /proc/<pid>/stat starttime; 100 on
+// every Linux architecture Go supports (see proc(5)).
+const clockTicks = 100
+
+// inspect reports whether pid exists (kill(pid, 0): ESRCH means no such
+// process; EPERM means it exists under another user) and, from proc(5),
+// when it started: field 22 of /proc/<pid>/stat (clock ticks after boot)
+// plus btime of /proc/stat. ok is false when it cannot tell.
+func inspect(pid int) (exists bool, started time.Time, ok bool) {
+	switch err := syscall.Kill(pid, 0); {
+	case errors.Is(err, syscall.ESRCH):
+		return false, time.Time{}, true
+	case err != nil && !errors.Is(err, syscall.EPERM):
+		return false, time.Time{}, false
+	}
+	raw, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return true, time.Time{}, true // exists; start unknown
+	}
+	// The command name (field 2) may hold spaces and ')': fields start after the last ')'.
+	i := bytes.LastIndexByte(raw, ')')
+	if i < 0 {
+		return true, time.Time{}, true
+	}
+	fields := strings.Fields(string(raw[i+1:]))
+	// fields[0] is field 3 (state); starttime is field 22.
+	if len(fields) < 20 {
+		return true, time.Time{}, true
+	}
+	ticks, err := strconv.ParseInt(fields[19], 10, 64)
+	if err != nil {
+		return true, time.Time{}, true
+	}
+	boot, err := bootTime()
+	if err != nil {
+		return true, time.Time{}, true
+	}
+	return true, boot.Add(time.Duration(ticks) * time.Second / clockTicks), true
+}
+
+func bootTime() (time.Time, error) {
+	raw, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return time.Time{}, err
+	}
+	for _, line := range strings.Split(string(raw), "\n") {
+		if v, ok := strings.CutPrefix(line, "btime "); ok {
+			s, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+			if err != nil {
+				return time.Time{}, err
+			}
+			return time.Unix(s, 0), nil
+		}
+	}
+	return time.Time{}, errors.New("no btime in /proc/stat")
+}

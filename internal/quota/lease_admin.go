@@ -1,0 +1,207 @@
+package quota
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Lease administration: listing held run leases and breaking one whose
+// holder is known to be gone (restic's stale-lock rule, internal/restic/lock.go:
+// a lock whose holder is a process of this host that no longer exists is
+// stale and may be removed; others are removed by the user). Both backends
+// implement LeaseAdmin.
+
+// LeaseInfo is one held (unexpired) run lease.
+type LeaseInfo struct {
+	// Credential and Region name the lease (LeaseName(Credential, Region)).
+	Credential, Region string
+	// Holder is the holder's description, e.g. "host-a pid 123 since 2026-11-23T07:00:00Z".
+	Holder string
+	// Remaining is the time until the lease expires unless renewed (0 if unknown).
+	Remaining time.Duration
+}
+
+// LeaseAdmin lists and breaks run leases.
+type LeaseAdmin interface {
+	// Leases returns the unexpired leases of credential, by region.
+	Leases(ctx context.Context, credential string) ([]LeaseInfo, error)
+	// BreakLease frees lease name only if it is held by holder (the
+	// description, as reported by TryLock or Leases): a lease renewed or
+	// taken by another holder meanwhile is left alone. It reports whether
+	// it freed the lease.
+	BreakLease(ctx context.Context, name, holder string) (bool, error)
+}
+
+var (
+	_ LeaseAdmin = (*SQLiteBackend)(nil)
+	_ LeaseAdmin = (*RedisBackend)(nil)
+)
+
+// Leases returns the held run leases of credential (see LeaseAdmin).
+// Backend failures wrap ErrUnavailable.
+func (l *Limiter) Leases(ctx context.Context, credential string) ([]LeaseInfo, error) {
+	a, ok := l.backend.(LeaseAdmin)
+	if !ok {
+		return nil, fmt.Errorf("quota: backend %s does not support run leases", l.backend.Name())
+	}
+	return a.Leases(ctx, credential)
+}
+
+// BreakLease frees the run lease of (credential, region) if holder still
+// holds it and reports whether it did. Use it only when the holder is known
+// to be gone: a live holder loses its lease at its next renewal and stops.
+// Backend failures wrap ErrUnavailable.
+func (l *Limiter) BreakLease(ctx context.Context, credential, region, holder string) (bool, error) {
+	a, ok := l.backend.(LeaseAdmin)
+	if !ok {
+		return false, fmt.Errorf("quota: backend %s does not support run leases", l.backend.Name())
+	}
+	if holder == "" {
+		return false, errors.New("quota: break lease: empty holder")
+	}
+	return a.BreakLease(ctx, LeaseName(credential, region), holder)
+}
+
+// Leases implements LeaseAdmin with one read-only transaction of table
+// leases (none yet: no leases); it writes nothing, so it works on a backend
+// opened WithSQLiteReadOnly.
+func (s *SQLiteBackend) Leases(ctx context.Context, credential string) ([]LeaseInfo, error) {
+	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true}) // plain BEGIN
+	if err != nil {
+		return nil, sqliteUnavailable("lease list", err)
+	}
+	defer tx.Rollback()
+	nowUS := s.clock().UnixMicro()
+	var n int
+	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'leases'`).Scan(&n); err != nil {
+		return nil, sqliteUnavailable("lease list", err)
+	}
+	if n == 0 {
+		return nil, nil
+	}
+	rows, err := tx.QueryContext(ctx, `SELECT name, holder, expires_us FROM leases WHERE expires_us > ? ORDER BY name`, nowUS)
+	if err != nil {
+		return nil, sqliteUnavailable("lease list", err)
+	}
+	defer rows.Close()
+	var out []LeaseInfo
+	for rows.Next() {
+		var name, holder string
+		var exp int64
+		if err := rows.Scan(&name, &holder, &exp); err != nil {
+			return nil, sqliteUnavailable("lease list", err)
+		}
+		cred, region, err := splitLeaseName(name)
+		if err != nil || cred != credential {
+			continue
+		}
+		out = append(out, LeaseInfo{Credential: cred, Region: region, Holder: holder, Remaining: time.Duration(exp-nowUS) * time.Microsecond})
+	}
+	if err := rows.Err(); err != nil {
+		return nil, sqliteUnavailable("lease list", err)
+	}
+	return out, nil
+}
+
+// BreakLease implements LeaseAdmin: it deletes the row of name if its
+// holder is holder, in one BEGIN IMMEDIATE transaction.
+func (s *SQLiteBackend) BreakLease(ctx context.Context, name, holder string) (bool, error) {
+	tx, _, err := s.leaseTx(ctx)
+	if err != nil {
+		return false, sqliteUnavailable("lease break", err)
+	}
+	defer tx.Rollback()
+	var res sql.Result
+	if res, err = tx.ExecContext(ctx, `DELETE FROM leases WHERE name = ? AND holder = ?`, name, holder); err != nil {
+		return false, sqliteUnavailable("lease break", err)
+	}
+	n, _ := res.RowsAffected()
+	if err := tx.Commit(); err != nil {
+		return false, sqliteUnavailable("lease break", err)
+	}
+	return n == 1, nil
+}
+
+// redisLeaseBreakScript deletes the lease only while its holder
+// description (the value after its first space) is the given one.
+//
+//	KEYS[1] trendfetch:{<credential>}:lease:<region>
+//	ARGV[1] holder description
+//
+// Reply: 1 when deleted, 0 when the key is gone or held by another holder.
+var redisLeaseBreakScript = redis.NewScript(`
+local cur = redis.call('GET', KEYS[1])
+if not cur then return 0 end
+local sp = string.find(cur, ' ', 1, true)
+local holder = cur
+if sp then holder = string.sub(cur, sp + 1) end
+if holder == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0
+`)
+
+// Leases implements LeaseAdmin with SCAN over the credential's lease keys
+// (on the node that owns the credential's slot under Cluster) and one GET
+// and PTTL per lease.
+func (r *RedisBackend) Leases(ctx context.Context, credential string) ([]LeaseInfo, error) {
+	if err := redisCheckCredential(credential); err != nil {
+		return nil, err
+	}
+	var node redis.Cmdable = r.client
+	if cc, ok := r.client.(*redis.ClusterClient); ok {
+		n, err := cc.MasterForKey(ctx, r.stateKey(credential))
+		if err != nil {
+			return nil, redisUnavailable("lease list", credential, err)
+		}
+		node = n
+	}
+	prefix := r.leaseKey(credential, "")
+	var out []LeaseInfo
+	var cursor uint64
+	for {
+		keys, next, err := node.Scan(ctx, cursor, redisGlobEscape(prefix)+"*", 1000).Result()
+		if err != nil {
+			return nil, redisUnavailable("lease list", credential, err)
+		}
+		for _, k := range keys {
+			val, err := node.Get(ctx, k).Result()
+			if errors.Is(err, redis.Nil) {
+				continue // expired meanwhile
+			}
+			if err != nil {
+				return nil, redisUnavailable("lease list", credential, err)
+			}
+			pttl, err := node.PTTL(ctx, k).Result()
+			if err != nil {
+				return nil, redisUnavailable("lease list", credential, err)
+			}
+			out = append(out, LeaseInfo{Credential: credential, Region: strings.TrimPrefix(k, prefix),
+				Holder: leaseHolderOf(val), Remaining: max(pttl, 0)})
+		}
+		if next == 0 {
+			break
+		}
+		cursor = next
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Region < out[j].Region })
+	return out, nil
+}
+
+// BreakLease implements LeaseAdmin with redisLeaseBreakScript.
+func (r *RedisBackend) BreakLease(ctx context.Context, name, holder string) (bool, error) {
+	key, credential, err := r.leaseKeyOf(name)
+	if err != nil {
+		return false, err
+	}
+	n, err := redisLeaseBreakScript.Run(ctx, r.client, []string{key}, holder).Int64()
+	if err != nil {
+		return false, redisUnavailable("lease break", credential, err)
+	}
+	return n == 1, nil
+}

@@ -1,0 +1,71 @@
+package quota
+
+import "time"
+
+// BucketView is the machine shape of a BucketStatus: snake_case keys,
+// windows in seconds, waits in milliseconds rounded up (never early).
+type BucketView struct {
+	Name            string     `json:"name"`
+	Limit           int64      `json:"limit"`
+	WindowSeconds   float64    `json:"window_seconds"`
+	Calendar        bool       `json:"calendar"`
+	Used            int64      `json:"used"`
+	Remaining       int64      `json:"remaining"`
+	Entries         int64      `json:"entries"`
+	Oldest          *time.Time `json:"oldest"` // null when the window is empty
+	RetryAfterOneMs int64      `json:"retry_after_one_ms"`
+	MaxCost         int64      `json:"max_cost"`
+	RetryAfterMaxMs int64      `json:"retry_after_max_ms"`
+	UsedToday       int64      `json:"used_today"`
+}
+
+// StatusView is the machine shape of a Status, shared by `quota status
+// --json` and the read API's GET /v1/quota: snake_case keys, null for
+// unknown values, RFC 3339 UTC times.
+type StatusView struct {
+	Credential string `json:"credential"`
+	Backend    string `json:"backend"`
+	// Preset is the configured quota preset (classic, google-2026), "" when
+	// the caller does not know it.
+	Preset         string       `json:"preset,omitempty"`
+	Reachable      bool         `json:"reachable"`
+	Error          *string      `json:"error"` // null when reachable
+	LatencyMs      float64      `json:"latency_ms"`
+	Now            *time.Time   `json:"now"`               // null when the backend did not answer
+	DayStart       *time.Time   `json:"pacific_day_start"` // the current Pacific quota day's start
+	ExhaustedUntil *time.Time   `json:"exhausted_until"`   // null unless marked exhausted
+	Buckets        []BucketView `json:"buckets"`
+}
+
+// View returns the machine shape of st.
+func (st Status) View() StatusView {
+	out := StatusView{Credential: st.Credential, Backend: st.Backend, Reachable: st.Reachable,
+		LatencyMs: float64(st.Latency.Microseconds()) / 1000, Now: utcOrNil(st.Now), ExhaustedUntil: utcOrNil(st.ExhaustedUntil),
+		Buckets: []BucketView{}}
+	if st.Err != "" {
+		out.Error = &st.Err
+	}
+	if !st.Now.IsZero() {
+		out.DayStart = utcOrNil(PacificMidnight(st.Now))
+	}
+	for _, b := range st.Buckets {
+		out.Buckets = append(out.Buckets, BucketView{Name: b.Name, Limit: b.Limit, WindowSeconds: b.Window.Seconds(),
+			Calendar: b.Calendar, Used: b.Used, Remaining: b.Remaining, Entries: b.Entries, Oldest: utcOrNil(b.Oldest),
+			RetryAfterOneMs: CeilMs(b.RetryAfterOne), MaxCost: b.MaxCost, RetryAfterMaxMs: CeilMs(b.RetryAfterMax),
+			UsedToday: b.UsedToday})
+	}
+	return out
+}
+
+// CeilMs rounds d up to whole milliseconds (a wait reported in ms is never
+// early).
+func CeilMs(d time.Duration) int64 { return int64((d + time.Millisecond - 1) / time.Millisecond) }
+
+// utcOrNil is t in UTC, or nil (JSON null) for the zero time.
+func utcOrNil(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	u := t.UTC()
+	return &u
+}

@@ -1,0 +1,486 @@
+package serve
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+	"gopkg.in/yaml.v3"
+
+	"github.com/trendfetch/trendfetch/internal/config"
+	"github.com/trendfetch/trendfetch/internal/fetch"
+	"github.com/trendfetch/trendfetch/internal/fetch/youtubetest"
+	"github.com/trendfetch/trendfetch/internal/quota"
+	"github.com/trendfetch/trendfetch/internal/quota/redistest"
+	"github.com/trendfetch/trendfetch/internal/store"
+)
+
+// filledStore runs the real pipeline (youtube/v3 client -> emulator ->
+// limiter -> SQLite) twice for US and GB, the second time with the chart
+// reversed so ranks change, and returns the database path and the quota
+// limiter the runs spent from.
+func filledStore(t testing.TB) (string, *quota.Limiter) {
+	t.Helper()
+	ctx := context.Background()
+	emu := youtubetest.New()
+	sample := youtubetest.Sample()
+	emu.SetChart("US", sample)
+	emu.SetChart("GB", sample[:30])
+	url := emu.StartTest(t)
+	svc, err := fetch.NewService(ctx, "k", url+"/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	db := filepath.Join(dir, "tf.db")
+	st, err := store.Open(ctx, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	buckets, costs, err := config.Default().Limits()
+	if err != nil {
+		t.Fatal(err)
+	}
+	qb, err := quota.NewSQLite(filepath.Join(dir, "quota.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lim, err := quota.New(qb, buckets, costs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { lim.Close() })
+	r := &fetch.Runner{Service: svc, Limiter: lim, Store: st, Credential: "proj", Policy: config.Default().Policy,
+		Settings: fetch.Settings{Timeout: 5 * time.Second}, Log: zerolog.Nop()}
+	for _, region := range []string{"US", "GB"} {
+		if _, err := r.Run(ctx, region); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rev := slices.Clone(sample)
+	slices.Reverse(rev)
+	emu.SetChart("US", rev)
+	if _, err := r.Run(ctx, "US"); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return db, lim
+}
+
+type fixture struct {
+	url  string
+	lim  *quota.Limiter
+	clk  *clock
+	opts Options
+}
+
+// clock is a stepped clock for the rate limiter.
+type clock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *clock) Now() time.Time  { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
+func (c *clock) Set(t time.Time) { c.mu.Lock(); c.now = t; c.mu.Unlock() }
+
+// start serves the filled store read-only with a 60/min memory rate limiter
+// on a stepped clock; change opts with edit.
+func start(t *testing.T, db string, lim *quota.Limiter, edit func(*Options)) *fixture {
+	t.Helper()
+	st, err := store.OpenReadOnly(context.Background(), db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	clk := &clock{now: time.Date(2026, 3, 2, 12, 0, 0, 0, time.UTC)}
+	rl, err := NewRateLimiter(quota.NewMemory(quota.WithMemoryClock(clk.Now)), 60, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := Options{
+		Store: st,
+		Quota: func(ctx context.Context) []quota.Status { return []quota.Status{lim.Status(ctx, "proj")} },
+		Regions: func(now time.Time) []Region {
+			next := now.Add(time.Hour).UTC()
+			return []Region{{Region: "US", Name: "United States", Schedule: "every 2h0m0s", NextRun: &next}, {Region: "GB", Name: "United Kingdom", Schedule: "every 2h0m0s +3m0s"}}
+		},
+		Metrics:   http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "# metrics\n") }),
+		RateLimit: RateLimit{Limiter: rl, Limit: 60, Window: time.Minute, Key: "ip"},
+		Log:       zerolog.Nop(),
+	}
+	if edit != nil {
+		edit(&o)
+	}
+	ts := httptest.NewServer(Handler(o))
+	t.Cleanup(ts.Close)
+	return &fixture{url: ts.URL, lim: lim, clk: clk, opts: o}
+}
+
+func get(t *testing.T, url string, hdr ...string) (*http.Response, map[string]any) {
+	t.Helper()
+	req, _ := http.NewRequest("GET", url, nil)
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	var body map[string]any
+	if strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") {
+		if err := json.Unmarshal(raw, &body); err != nil {
+			t.Fatalf("%s: not JSON: %v\n%s", url, err, raw)
+		}
+	}
+	return resp, body
+}
+
+var (
+	sharedOnce sync.Once
+	sharedDB   string
+	sharedLim  *quota.Limiter
+)
+
+// shared fills one store for the read-only tests of this package.
+func shared(t *testing.T) (string, *quota.Limiter) {
+	sharedOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "serve-test")
+		if err != nil {
+			t.Fatal(err)
+		}
+		tb := &onceTB{TB: t, dir: dir}
+		sharedDB, sharedLim = filledStore(tb)
+	})
+	if sharedDB == "" {
+		t.Fatal("filling the shared store failed")
+	}
+	return sharedDB, sharedLim
+}
+
+// onceTB keeps the shared store alive past the test that made it.
+type onceTB struct {
+	testing.TB
+	dir string
+	n   int
+}
+
+func (o *onceTB) TempDir() string {
+	o.n++
+	d := filepath.Join(o.dir, strconv.Itoa(o.n))
+	os.MkdirAll(d, 0o755)
+	return d
+}
+func (o *onceTB) Cleanup(func()) {}
+
+func TestAPIAnswersInTheCLIShapes(t *testing.T) {
+	db, lim := shared(t)
+	f := start(t, db, lim, nil)
+
+	resp, body := get(t, f.url+"/v1/charts/US")
+	if resp.StatusCode != 200 {
+		t.Fatalf("charts/US: %d %v", resp.StatusCode, body)
+	}
+	entries := body["entries"].([]any)
+	capture := body["capture"].(map[string]any)
+	first := entries[0].(map[string]any)
+	sample := youtubetest.Sample()
+	if len(entries) != len(sample) || first["video_id"] != sample[len(sample)-1].Id || capture["complete"] != true {
+		t.Errorf("latest US chart: %d entries, first %v, capture %v; want the reversed sample", len(entries), first["video_id"], capture)
+	}
+	for _, k := range []string{"rank", "video_id", "title", "channel_title", "view_count", "like_count", "comment_count"} {
+		if _, ok := first[k]; !ok {
+			t.Errorf("entry lacks %q: %v", k, first)
+		}
+	}
+	// The capture in force before the latest one: the first US run.
+	capturedAt, _ := time.Parse(time.RFC3339Nano, capture["captured_at"].(string))
+	_, body = get(t, f.url+"/v1/charts/US?at="+capturedAt.Add(-time.Millisecond).Format(time.RFC3339Nano))
+	if e := body["entries"].([]any)[0].(map[string]any); e["video_id"] != sample[0].Id {
+		t.Errorf("US chart before the latest capture starts with %v, want %s", e["video_id"], sample[0].Id)
+	}
+
+	resp, body = get(t, f.url+"/v1/search?q="+strings.Fields(sample[3].Snippet.Title)[0]+"&limit=5")
+	if resp.StatusCode != 200 || len(body["hits"].([]any)) == 0 {
+		t.Errorf("search: %d %v", resp.StatusCode, body)
+	}
+
+	resp, body = get(t, f.url+"/v1/videos/"+sample[0].Id)
+	if resp.StatusCode != 200 || body["video"].(map[string]any)["id"] != sample[0].Id || len(body["appearances"].([]any)) != 3 {
+		t.Errorf("video: %d %v", resp.StatusCode, body)
+	}
+
+	resp, body = get(t, f.url+"/v1/runs?limit=2&region=US")
+	runs := body["runs"].([]any)
+	if resp.StatusCode != 200 || len(runs) != 2 {
+		t.Fatalf("runs: %d %v", resp.StatusCode, body)
+	}
+	run := runs[0].(map[string]any)
+	if run["region"] != "US" || run["outcome"] != "success" || run["reason"] != nil || run["retry_at"] != nil {
+		t.Errorf("run shape: %v", run)
+	}
+
+	_, body = get(t, f.url+"/v1/quota")
+	cred := body["credentials"].([]any)[0].(map[string]any)
+	bucket := cred["buckets"].([]any)[0].(map[string]any)
+	if cred["credential"] != "proj" || bucket["name"] != "units" || bucket["used"].(float64) < 3 {
+		t.Errorf("quota: %v", body)
+	}
+	for _, k := range []string{"exhausted_until", "error"} {
+		if v, ok := cred[k]; !ok || v != nil {
+			t.Errorf("quota %s = %v (present %v), want null", k, v, ok)
+		}
+	}
+
+	_, body = get(t, f.url+"/v1/regions")
+	regs := body["regions"].([]any)
+	if len(regs) != 2 || regs[1].(map[string]any)["next_run"] != nil {
+		t.Errorf("regions: %v (an unknown next run must be null)", body)
+	}
+
+	resp, _ = get(t, f.url+"/healthz")
+	if resp.StatusCode != 200 {
+		t.Errorf("healthz: %d", resp.StatusCode)
+	}
+}
+
+func TestBadRequestsAre400NamingTheParameter(t *testing.T) {
+	db, lim := shared(t)
+	f := start(t, db, lim, nil)
+	for _, tc := range []struct {
+		path, status, code, mentions string
+	}{
+		{"/v1/search?q=%22unbalanced", "400", "bad_query", "unbalanced"},
+		{"/v1/search", "400", "bad_parameter", "q"},
+		{"/v1/search?q=x&limit=0", "400", "bad_parameter", "limit"},
+		{"/v1/runs?limit=100000", "400", "bad_parameter", "limit"},
+		{"/v1/runs?region=XX", "400", "bad_parameter", "region"},
+		{"/v1/charts/US?at=yesterday", "400", "bad_parameter", "at"},
+		{"/v1/charts/US?kind=weekly", "400", "bad_parameter", "kind"},
+		{"/v1/charts/JP", "404", "not_found", ""},
+		{"/v1/videos/nope", "404", "not_found", ""},
+		{"/v1/nothing", "404", "not_found", "openapi"},
+		{"/v1/search?q=" + strings.Repeat("x", MaxQueryBytes), "414", "query_too_long", ""},
+	} {
+		resp, body := get(t, f.url+tc.path)
+		e, _ := body["error"].(map[string]any)
+		if strconv.Itoa(resp.StatusCode) != tc.status || e == nil || e["code"] != tc.code || !strings.Contains(e["message"].(string), tc.mentions) {
+			t.Errorf("%s: %d %v; want %s %s naming %q", tc.path[:min(len(tc.path), 60)], resp.StatusCode, body, tc.status, tc.code, tc.mentions)
+		}
+	}
+}
+
+func TestRateLimitPerClient(t *testing.T) {
+	db, lim := shared(t)
+	f := start(t, db, lim, nil)
+	t0 := f.clk.Now()
+	for i := 1; i <= 60; i++ {
+		resp, _ := get(t, f.url+"/v1/regions")
+		if resp.StatusCode != 200 || resp.Header.Get("RateLimit-Limit") != "60" ||
+			resp.Header.Get("RateLimit-Remaining") != strconv.Itoa(60-i) || resp.Header.Get("RateLimit-Reset") == "" {
+			t.Fatalf("request %d: %d, headers %v", i, resp.StatusCode, resp.Header)
+		}
+	}
+	resp, body := get(t, f.url+"/v1/regions")
+	if resp.StatusCode != 429 || resp.Header.Get("Retry-After") != "60" || body["error"].(map[string]any)["code"] != "rate_limited" {
+		t.Fatalf("61st: %d Retry-After %q %v; want 429 with Retry-After 60", resp.StatusCode, resp.Header.Get("Retry-After"), body)
+	}
+	// One second before Retry-After: still limited; at it: admitted.
+	f.clk.Set(t0.Add(59 * time.Second))
+	if resp, _ := get(t, f.url+"/v1/regions"); resp.StatusCode != 429 || resp.Header.Get("Retry-After") != "1" {
+		t.Errorf("a second early: %d Retry-After %q", resp.StatusCode, resp.Header.Get("Retry-After"))
+	}
+	f.clk.Set(t0.Add(60 * time.Second))
+	if resp, _ := get(t, f.url+"/v1/regions"); resp.StatusCode != 200 {
+		t.Errorf("at now + Retry-After: %d", resp.StatusCode)
+	}
+	// /healthz is not limited.
+	if resp, _ := get(t, f.url+"/healthz"); resp.StatusCode != 200 || resp.Header.Get("RateLimit-Limit") != "" {
+		t.Errorf("healthz: %d %v", resp.StatusCode, resp.Header)
+	}
+}
+
+// TestRateLimitBoundaryBurst is the seed article's boundary burst: a full
+// burst just before and one just after a fixed window's boundary would
+// admit 2x; the sliding-window log admits exactly the limit.
+func TestRateLimitBoundaryBurst(t *testing.T) {
+	db, lim := shared(t)
+	f := start(t, db, lim, nil)
+	boundary := time.Date(2026, 3, 2, 12, 1, 0, 0, time.UTC)
+	ok := 0
+	for _, at := range []time.Time{boundary.Add(-100 * time.Millisecond), boundary.Add(100 * time.Millisecond)} {
+		f.clk.Set(at)
+		for range 60 {
+			if resp, _ := get(t, f.url+"/v1/regions"); resp.StatusCode == 200 {
+				ok++
+			}
+		}
+	}
+	if ok != 60 {
+		t.Errorf("%d requests admitted across the boundary, want exactly 60", ok)
+	}
+}
+
+func TestTokenIsRequiredWhenSet(t *testing.T) {
+	db, lim := shared(t)
+	f := start(t, db, lim, func(o *Options) { o.Token = "s3cret-token-0123456789" })
+	if resp, body := get(t, f.url+"/v1/runs"); resp.StatusCode != 401 || body["error"].(map[string]any)["code"] != "unauthorized" {
+		t.Errorf("no token: %d %v", resp.StatusCode, body)
+	}
+	if resp, _ := get(t, f.url+"/v1/runs", "Authorization", "Bearer wrong"); resp.StatusCode != 401 {
+		t.Errorf("wrong token: %d", resp.StatusCode)
+	}
+	if resp, _ := get(t, f.url+"/v1/runs", "Authorization", "Bearer s3cret-token-0123456789"); resp.StatusCode != 200 {
+		t.Errorf("right token: %d", resp.StatusCode)
+	}
+	if resp, _ := get(t, f.url+"/healthz"); resp.StatusCode != 200 {
+		t.Errorf("healthz needs no token: %d", resp.StatusCode)
+	}
+}
+
+// TestOpenAPIDocumentsEveryRoute: every route is documented and every
+// documented path answers (not 404/405).
+func TestOpenAPIDocumentsEveryRoute(t *testing.T) {
+	db, lim := shared(t)
+	f := start(t, db, lim, func(o *Options) { o.RateLimit = RateLimit{} })
+	resp, err := http.Get(f.url + "/v1/openapi.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	var doc struct {
+		OpenAPI string                    `yaml:"openapi"`
+		Paths   map[string]map[string]any `yaml:"paths"`
+	}
+	if err := yaml.Unmarshal(raw, &doc); err != nil || !strings.HasPrefix(doc.OpenAPI, "3.") {
+		t.Fatalf("openapi.yaml: %v (openapi %q)", err, doc.OpenAPI)
+	}
+	documented := map[string]bool{}
+	for p, ops := range doc.Paths {
+		for m := range ops {
+			documented[strings.ToUpper(m)+" "+p] = true
+		}
+	}
+	for _, r := range Routes() {
+		key := strings.TrimSuffix(r, "{$}")
+		if key == "GET /" {
+			continue // the dashboard page, not part of the API
+		}
+		if !documented[key] {
+			t.Errorf("route %s is not in openapi.yaml", r)
+		}
+	}
+	param := regexp.MustCompile(`\{(\w+)\}`)
+	sample := youtubetest.Sample()
+	for key := range documented {
+		path := strings.TrimPrefix(key, "GET ")
+		path = param.ReplaceAllStringFunc(path, func(p string) string {
+			if p == "{region}" {
+				return "US"
+			}
+			return sample[0].Id
+		})
+		if path == "/v1/search" {
+			path += "?q=video"
+		}
+		resp, err := http.Get(f.url + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode == 404 || resp.StatusCode == 405 {
+			t.Errorf("documented %s answers %d", key, resp.StatusCode)
+		}
+	}
+}
+
+// TestStalledClientIsDisconnected: a client that sends half a request line
+// and stops does not hold a connection past the header timeout.
+func TestStalledClientIsDisconnected(t *testing.T) {
+	db, lim := shared(t)
+	st, err := store.OpenReadOnly(context.Background(), db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	srv := NewServer(Handler(Options{Store: st, Log: zerolog.Nop()}), Timeouts{ReadHeader: 200 * time.Millisecond, Read: time.Second, Write: time.Second, Idle: time.Second})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go srv.Serve(ln)
+	defer srv.Close()
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	io.WriteString(c, "GET /v1/runs HTTP/1.1\r\nHost: x\r\n") // never finished
+	c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	_, err = bufio.NewReader(c).ReadString('\n')
+	if ne, ok := err.(net.Error); ok && ne.Timeout() {
+		t.Fatal("the server still held the stalled connection after 10 s")
+	}
+	// A healthy client is served meanwhile.
+	resp, err := http.Get("http://" + ln.Addr().String() + "/healthz")
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("healthz while a client stalls: %v %v", resp, err)
+	}
+	resp.Body.Close()
+	_ = lim
+}
+
+// TestInstancesShareABudgetThroughRedis: two serve instances whose limiters
+// use the same Redis count one client's requests together.
+func TestInstancesShareABudgetThroughRedis(t *testing.T) {
+	db, lim := shared(t)
+	srv := redistest.Start(t)
+	var urls []string
+	for range 2 {
+		client, err := quota.RedisClientFromURL(srv.URL(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rl, err := NewRateLimiter(quota.NewRedis(client), 10, time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { rl.Close() })
+		f := start(t, db, lim, func(o *Options) { o.RateLimit = RateLimit{Limiter: rl, Limit: 10, Window: time.Minute, Key: "ip"} })
+		urls = append(urls, f.url)
+	}
+	ok, limited := 0, 0
+	for i := range 14 {
+		resp, _ := get(t, urls[i%2]+"/v1/regions")
+		switch resp.StatusCode {
+		case 200:
+			ok++
+		case 429:
+			limited++
+			if ra, _ := strconv.Atoi(resp.Header.Get("Retry-After")); ra < 1 || ra > 60 {
+				t.Errorf("Retry-After %q", resp.Header.Get("Retry-After"))
+			}
+		}
+	}
+	if ok != 10 || limited != 4 {
+		t.Errorf("%d admitted and %d limited across two instances, want 10 and 4 (one budget per client)", ok, limited)
+	}
+}

@@ -1,0 +1,96 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// captureID returns the id of the capture (runID, region, kind, query),
+// creating it (not complete, captured_at = ts) if it does not exist yet.
+func (s *Store) captureID(ctx context.Context, tx *sql.Tx, runID int64, region, kind, query, ts string) (int64, error) {
+	var id int64
+	err := tx.QueryRowContext(ctx,
+		`SELECT id FROM captures WHERE run_id = ? AND region = ? AND kind = ? AND query = ?`,
+		runID, region, kind, query).Scan(&id)
+	if err == nil {
+		return id, nil
+	}
+	if !errors.Is(err, sql.ErrNoRows) {
+		return 0, fmt.Errorf("find capture: %w", err)
+	}
+	res, err := tx.ExecContext(ctx,
+		`INSERT INTO captures (run_id, region, kind, query, captured_at) VALUES (?, ?, ?, ?, ?)`,
+		runID, region, kind, query, ts)
+	if err != nil {
+		return 0, fmt.Errorf("create capture: %w", err)
+	}
+	return res.LastInsertId()
+}
+
+// insertEntriesSQL inserts n entries in one statement, 6 parameters each:
+// capture id, rank, video id (text, resolved to videos.rowid), views,
+// likes, comments.
+func insertEntriesSQL(n int) string {
+	var b strings.Builder
+	b.WriteString(`INSERT INTO entries (capture_id, rank, video, view_count, like_count, comment_count)
+SELECT x.column1, x.column2, v.rowid, x.column4, x.column5, x.column6
+FROM (VALUES `)
+	b.WriteString(valueRows(n, 6))
+	b.WriteString(`) AS x JOIN videos v ON v.id = x.column3`)
+	return b.String()
+}
+
+// insertEntries stores videos as entries of captureID from rank firstRank
+// on, with their statistics. The videos must already be in videos.
+func (s *Store) insertEntries(ctx context.Context, tx *sql.Tx, captureID int64, firstRank int, videos []Video) error {
+	for off := 0; off < len(videos); off += maxRowsPerStatement {
+		chunk := videos[off:min(len(videos), off+maxRowsPerStatement)]
+		args := make([]any, 0, 6*len(chunk))
+		for i := range chunk {
+			v := &chunk[i]
+			args = append(args, captureID, firstRank+off+i, v.ID, nullInt(v.Views), nullInt(v.Likes), nullInt(v.Comments))
+		}
+		if err := s.txExec(ctx, tx, insertEntriesSQL(len(chunk)), len(chunk), args); err != nil {
+			return fmt.Errorf("insert entries: %w", err)
+		}
+	}
+	return nil
+}
+
+// CompleteCapture marks the capture (runID, region, kind, query) complete:
+// every page of the list was fetched and stored. The fetch pipeline calls
+// it after the last page; a run that stops earlier (denial, signal, error)
+// leaves its capture partial. A list that had no page at all (an empty
+// chart) is recorded as a complete, empty capture captured at at (zero
+// means now). Errors: an unknown runID wraps ErrNotFound.
+func (s *Store) CompleteCapture(ctx context.Context, runID int64, region, kind, query string, at time.Time) error {
+	if at.IsZero() {
+		at = time.Now()
+	}
+	err := s.withTx(ctx, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `
+INSERT INTO captures (run_id, region, kind, query, captured_at, complete)
+SELECT id, ?, ?, ?, ?, 1 FROM runs WHERE id = ?
+ON CONFLICT (run_id, region, kind, query) DO UPDATE SET complete = 1`,
+			region, kind, query, fmtTime(at), runID)
+		if err != nil {
+			return err
+		}
+		var n int
+		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM runs WHERE id = ?`, runID).Scan(&n); err != nil {
+			return err
+		}
+		if n == 0 {
+			return fmt.Errorf("run %d: %w", runID, ErrNotFound)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("cannot complete capture (run %d, %s, %s %q): %w", runID, region, kind, query, err)
+	}
+	return nil
+}

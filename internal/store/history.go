@@ -1,0 +1,347 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+)
+
+// Capture is one chart, narrowed category chart or list of search hits
+// fetched by a run (the captures table). JSON keys are snake_case.
+type Capture struct {
+	// ID is the capture's integer id; RunID the run that fetched it.
+	ID    int64 `json:"id"`
+	RunID int64 `json:"run_id"`
+	// Region is an ISO 3166-1 alpha-2 code, e.g. "US".
+	Region string `json:"region"`
+	// Kind is KindChart, KindCategory or KindSearch; Query is "" for a
+	// chart, the videoCategoryId for a category chart, the q of a search.
+	Kind  string `json:"kind"`
+	Query string `json:"query"`
+	// CapturedAt is when its first page was stored (UTC).
+	CapturedAt time.Time `json:"captured_at"`
+	// Complete is false when the run stopped before the list's last page.
+	Complete bool `json:"complete"`
+}
+
+// Entry is one position of a capture with the statistics of that moment.
+type Entry struct {
+	// Rank is 1-based.
+	Rank         int    `json:"rank"`
+	VideoID      string `json:"video_id"`
+	Title        string `json:"title"`
+	ChannelTitle string `json:"channel_title"`
+	// Views, Likes and Comments are nil (JSON null) when the API omitted
+	// them or they are unknown (captures migrated from snapshots).
+	Views    *int64 `json:"view_count"`
+	Likes    *int64 `json:"like_count"`
+	Comments *int64 `json:"comment_count"`
+}
+
+// CaptureQuery selects the capture CaptureAt returns.
+type CaptureQuery struct {
+	// Region is required (e.g. "US").
+	Region string
+	// Kind is KindChart when "", or KindCategory / KindSearch; Query is the
+	// category id or search q those need ("" for a chart).
+	Kind, Query string
+	// RunID, when not 0, selects the capture of that run (At is ignored).
+	RunID int64
+	// At selects the capture in force at that time: the latest captured at
+	// or before it. Zero means the latest.
+	At time.Time
+}
+
+// CaptureAt returns the capture selected by q (partial ones included; see
+// Capture.Complete) and its entries in rank order. Errors: an empty region
+// or an unknown kind; a wrapped ErrNotFound when no capture matches.
+//
+// Cost: one probe of captures_region_at (or of the (run, region, kind,
+// query) key) and one range scan of entries by its primary key.
+func (s *Store) CaptureAt(ctx context.Context, q CaptureQuery) (Capture, []Entry, error) {
+	if q.Kind == "" {
+		q.Kind = KindChart
+	}
+	switch {
+	case q.Region == "":
+		return Capture{}, nil, errors.New("cannot read capture: empty region")
+	case q.Kind != KindChart && q.Kind != KindCategory && q.Kind != KindSearch:
+		return Capture{}, nil, fmt.Errorf("cannot read capture: unknown kind %q", q.Kind)
+	}
+	const cols = `SELECT id, run_id, region, kind, query, captured_at, complete FROM captures `
+	var row *sql.Row
+	if q.RunID != 0 {
+		row = s.db.QueryRowContext(ctx, cols+`WHERE run_id = ? AND region = ? AND kind = ? AND query = ?`,
+			q.RunID, q.Region, q.Kind, q.Query)
+	} else {
+		at := "9999"
+		if !q.At.IsZero() {
+			at = fmtTime(q.At)
+		}
+		row = s.db.QueryRowContext(ctx, cols+`
+WHERE region = ? AND kind = ? AND query = ? AND captured_at <= ?
+ORDER BY captured_at DESC, id DESC LIMIT 1`, q.Region, q.Kind, q.Query, at)
+	}
+	var (
+		c  Capture
+		ts sql.NullString
+	)
+	err := row.Scan(&c.ID, &c.RunID, &c.Region, &c.Kind, &c.Query, &ts, &c.Complete)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Capture{}, nil, fmt.Errorf("no %s capture of %s: %w", q.Kind, q.Region, ErrNotFound)
+	}
+	if err != nil {
+		return Capture{}, nil, fmt.Errorf("cannot read capture: %w", err)
+	}
+	c.CapturedAt = parseTime(ts)
+	entries, err := s.Entries(ctx, c.ID)
+	if err != nil {
+		return Capture{}, nil, err
+	}
+	return c, entries, nil
+}
+
+// Entries returns the entries of capture id in rank order (empty for an
+// unknown id).
+func (s *Store) Entries(ctx context.Context, captureID int64) ([]Entry, error) {
+	rows, err := s.db.QueryContext(ctx, `
+SELECT e.rank, v.id, v.title, v.channel_title, e.view_count, e.like_count, e.comment_count
+FROM entries e JOIN videos v ON v.rowid = e.video
+WHERE e.capture_id = ? ORDER BY e.rank`, captureID)
+	if err != nil {
+		return nil, fmt.Errorf("cannot read entries of capture %d: %w", captureID, err)
+	}
+	defer rows.Close()
+	out := []Entry{}
+	for rows.Next() {
+		var (
+			e          Entry
+			vw, lk, cm sql.NullInt64
+		)
+		if err := rows.Scan(&e.Rank, &e.VideoID, &e.Title, &e.ChannelTitle, &vw, &lk, &cm); err != nil {
+			return nil, fmt.Errorf("cannot read entries of capture %d: %w", captureID, err)
+		}
+		e.Views, e.Likes, e.Comments = intPtr(vw), intPtr(lk), intPtr(cm)
+		out = append(out, e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("cannot read entries of capture %d: %w", captureID, err)
+	}
+	return out, nil
+}
+
+// Statistics point sources (StatsPoint.Source).
+const (
+	// SourceChart: an entry of a chart or category chart capture.
+	SourceChart = "chart"
+	// SourceSearch: an entry of a search capture.
+	SourceSearch = "search"
+	// SourceStats: a stats sample (videos.batchGetStats).
+	SourceStats = "stats"
+)
+
+// Appearance is one capture a video was in.
+type Appearance struct {
+	CaptureID  int64     `json:"capture_id"`
+	RunID      int64     `json:"run_id"`
+	Region     string    `json:"region"`
+	Kind       string    `json:"kind"`
+	Query      string    `json:"query"`
+	CapturedAt time.Time `json:"captured_at"`
+	Rank       int       `json:"rank"`
+	Complete   bool      `json:"complete"`
+	// Views, Likes and Comments are the entry's statistics (nil: unknown).
+	Views    *int64 `json:"view_count"`
+	Likes    *int64 `json:"like_count"`
+	Comments *int64 `json:"comment_count"`
+}
+
+// StatsPoint is the statistics of a video at one time; nil is unknown.
+type StatsPoint struct {
+	At       time.Time `json:"at"`
+	Views    *int64    `json:"view_count"`
+	Likes    *int64    `json:"like_count"`
+	Comments *int64    `json:"comment_count"`
+	// Source is SourceChart, SourceSearch or SourceStats.
+	Source string `json:"source"`
+	// Region is the capture's region; "" for a stats sample.
+	Region string `json:"region"`
+}
+
+// RegionSummary is a video's time on one region's chart (kind chart only;
+// category charts and search hits are not counted).
+type RegionSummary struct {
+	Region string `json:"region"`
+	// FirstAt and LastAt are its first and last chart capture times.
+	FirstAt time.Time `json:"first_at"`
+	LastAt  time.Time `json:"last_at"`
+	// BestRank is its highest position (lowest number); LastRank its
+	// position in the last chart capture it was in.
+	BestRank int `json:"best_rank"`
+	LastRank int `json:"last_rank"`
+	// Days is the number of distinct UTC days with a chart capture it was in.
+	Days int `json:"days"`
+}
+
+// VideoHistory is a stored video with everything recorded about it.
+type VideoHistory struct {
+	Video StoredVideo `json:"video"`
+	// Appearances is every capture the video was in, oldest first.
+	Appearances []Appearance `json:"appearances"`
+	// Points is every statistics point (entries with at least one known
+	// statistic, and stats samples), oldest first.
+	Points []StatsPoint `json:"points"`
+	// Regions summarises chart appearances per region, by region code.
+	Regions []RegionSummary `json:"regions"`
+}
+
+// History returns the video with the given id and its history. Errors: a
+// wrapped ErrNotFound for an unknown id.
+//
+// Cost: the video by its id index, its entries by entries_video, each
+// capture by its primary key, its samples by the stats_samples key.
+func (s *Store) History(ctx context.Context, id string) (VideoHistory, error) {
+	v, err := s.Video(ctx, id)
+	if err != nil {
+		return VideoHistory{}, err
+	}
+	h := VideoHistory{Video: v, Appearances: []Appearance{}, Points: []StatsPoint{}, Regions: []RegionSummary{}}
+	rows, err := s.db.QueryContext(ctx, `
+SELECT c.id, c.run_id, c.region, c.kind, c.query, c.captured_at, c.complete,
+       e.rank, e.view_count, e.like_count, e.comment_count
+FROM videos v
+JOIN entries e ON e.video = v.rowid
+JOIN captures c ON c.id = e.capture_id
+WHERE v.id = ?
+ORDER BY c.captured_at, c.id`, id)
+	if err != nil {
+		return VideoHistory{}, fmt.Errorf("cannot read history of %s: %w", id, err)
+	}
+	defer rows.Close()
+	byRegion := map[string]*RegionSummary{}
+	days := map[string]map[string]bool{}
+	for rows.Next() {
+		var (
+			a          Appearance
+			ts         sql.NullString
+			vw, lk, cm sql.NullInt64
+		)
+		if err := rows.Scan(&a.CaptureID, &a.RunID, &a.Region, &a.Kind, &a.Query, &ts, &a.Complete,
+			&a.Rank, &vw, &lk, &cm); err != nil {
+			return VideoHistory{}, fmt.Errorf("cannot read history of %s: %w", id, err)
+		}
+		a.CapturedAt = parseTime(ts)
+		a.Views, a.Likes, a.Comments = intPtr(vw), intPtr(lk), intPtr(cm)
+		h.Appearances = append(h.Appearances, a)
+		if vw.Valid || lk.Valid || cm.Valid {
+			src := SourceChart
+			if a.Kind == KindSearch {
+				src = SourceSearch
+			}
+			h.Points = append(h.Points, StatsPoint{At: a.CapturedAt, Views: intPtr(vw), Likes: intPtr(lk),
+				Comments: intPtr(cm), Source: src, Region: a.Region})
+		}
+		if a.Kind != KindChart {
+			continue
+		}
+		r := byRegion[a.Region]
+		if r == nil {
+			r = &RegionSummary{Region: a.Region, FirstAt: a.CapturedAt, BestRank: a.Rank}
+			byRegion[a.Region] = r
+			days[a.Region] = map[string]bool{}
+		}
+		r.LastAt, r.LastRank = a.CapturedAt, a.Rank
+		r.BestRank = min(r.BestRank, a.Rank)
+		days[a.Region][a.CapturedAt.Format(time.DateOnly)] = true
+	}
+	if err := rows.Err(); err != nil {
+		return VideoHistory{}, fmt.Errorf("cannot read history of %s: %w", id, err)
+	}
+	rows.Close()
+	for region, r := range byRegion {
+		r.Days = len(days[region])
+		h.Regions = append(h.Regions, *r)
+	}
+	sort.Slice(h.Regions, func(i, j int) bool { return h.Regions[i].Region < h.Regions[j].Region })
+
+	samples, err := s.samples(ctx, id)
+	if err != nil {
+		return VideoHistory{}, err
+	}
+	if len(samples) > 0 {
+		h.Points = append(h.Points, samples...)
+		sort.SliceStable(h.Points, func(i, j int) bool { return h.Points[i].At.Before(h.Points[j].At) })
+	}
+	return h, nil
+}
+
+// samples returns the stats samples of video id, oldest first.
+func (s *Store) samples(ctx context.Context, id string) ([]StatsPoint, error) {
+	rows, err := s.db.QueryContext(ctx, `
+SELECT x.sampled_at, x.view_count, x.like_count, x.comment_count
+FROM videos v JOIN stats_samples x ON x.video = v.rowid
+WHERE v.id = ? ORDER BY x.sampled_at`, id)
+	if err != nil {
+		return nil, fmt.Errorf("cannot read stats samples of %s: %w", id, err)
+	}
+	defer rows.Close()
+	var out []StatsPoint
+	for rows.Next() {
+		var (
+			ts         sql.NullString
+			vw, lk, cm sql.NullInt64
+		)
+		if err := rows.Scan(&ts, &vw, &lk, &cm); err != nil {
+			return nil, fmt.Errorf("cannot read stats samples of %s: %w", id, err)
+		}
+		out = append(out, StatsPoint{At: parseTime(ts), Views: intPtr(vw), Likes: intPtr(lk), Comments: intPtr(cm), Source: SourceStats})
+	}
+	return out, rows.Err()
+}
+
+// MarshalJSON encodes the video with snake_case keys, RFC 3339 UTC times
+// and null for unknown values (unknown publish time, duration, statistics).
+func (v StoredVideo) MarshalJSON() ([]byte, error) {
+	tags := v.Tags
+	if tags == nil {
+		tags = []string{}
+	}
+	return json.Marshal(struct {
+		ID           string     `json:"id"`
+		Title        string     `json:"title"`
+		Description  string     `json:"description"`
+		ChannelID    string     `json:"channel_id"`
+		ChannelTitle string     `json:"channel_title"`
+		CategoryID   string     `json:"category_id"`
+		Tags         []string   `json:"tags"`
+		PublishedAt  *time.Time `json:"published_at"`
+		Duration     *string    `json:"duration"`
+		Views        *int64     `json:"view_count"`
+		Likes        *int64     `json:"like_count"`
+		Comments     *int64     `json:"comment_count"`
+		ThumbnailURL string     `json:"thumbnail_url"`
+		FirstSeen    *time.Time `json:"first_seen_at"`
+		LastSeen     *time.Time `json:"last_seen_at"`
+	}{v.ID, v.Title, v.Description, v.ChannelID, v.ChannelTitle, v.CategoryID, tags,
+		timePtr(v.PublishedAt), strPtr(v.Duration), v.Views, v.Likes, v.Comments, v.ThumbnailURL,
+		timePtr(v.FirstSeen), timePtr(v.LastSeen)})
+}
+
+func timePtr(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	t = t.UTC()
+	return &t
+}
+
+func strPtr(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}

@@ -1,0 +1,103 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestCaptureAtAndHistory stores three days of a chart (the last one
+// partial) and a stats sample, then reads the capture in force at times
+// between them and the history of a video.
+func TestCaptureAtAndHistory(t *testing.T) {
+	ctx := context.Background()
+	s, _ := openTest(t)
+	day := func(d int) time.Time { return time.Date(2026, 3, d, 12, 0, 0, 0, time.UTC) }
+	vs := testVideos("h", 3)
+	var runs []int64
+	for d := 1; d <= 3; d++ {
+		r := startRun(t, s, "JP")
+		runs = append(runs, r)
+		page := []Video{vs[(d-1)%3], vs[d%3], vs[(d+1)%3]}
+		for i := range page {
+			page[i].Views = i64(int64(100*d + i))
+		}
+		if err := s.SavePage(ctx, r, "JP", 1, page, day(d)); err != nil {
+			t.Fatal(err)
+		}
+		if d < 3 {
+			if err := s.CompleteCapture(ctx, r, "JP", KindChart, "", day(d)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if _, err := s.db.Exec(`INSERT INTO stats_samples (video, sampled_at, view_count) SELECT rowid, ?, 999 FROM videos WHERE id = 'h-000'`,
+		fmtTime(day(4))); err != nil {
+		t.Fatal(err)
+	}
+
+	c, es, err := s.CaptureAt(ctx, CaptureQuery{Region: "JP"})
+	if err != nil || c.RunID != runs[2] || c.Complete || len(es) != 3 || es[0].VideoID != "h-002" || *es[0].Views != 300 {
+		t.Errorf("latest: %+v %+v %v", c, es, err)
+	}
+	c, es, err = s.CaptureAt(ctx, CaptureQuery{Region: "JP", At: day(2).Add(time.Hour)})
+	if err != nil || c.RunID != runs[1] || !c.Complete || !c.CapturedAt.Equal(day(2)) || es[2].VideoID != "h-000" || *es[2].Views != 202 || es[2].Likes == nil {
+		t.Errorf("at day 2: %+v %+v %v", c, es, err)
+	}
+	c, _, err = s.CaptureAt(ctx, CaptureQuery{Region: "JP", RunID: runs[0]})
+	if err != nil || !c.CapturedAt.Equal(day(1)) {
+		t.Errorf("run 1: %+v %v", c, err)
+	}
+	for _, q := range []CaptureQuery{{Region: "JP", At: day(1).Add(-time.Second)}, {Region: "US"}, {Region: "JP", Kind: KindSearch, Query: "x"}} {
+		if _, _, err := s.CaptureAt(ctx, q); !errors.Is(err, ErrNotFound) {
+			t.Errorf("%+v: %v", q, err)
+		}
+	}
+
+	h, err := s.History(ctx, "h-000")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ranks, views []string
+	for _, a := range h.Appearances {
+		ranks = append(ranks, a.CapturedAt.Format("02")+":"+strconv.Itoa(a.Rank))
+	}
+	for _, p := range h.Points {
+		views = append(views, p.Source+":"+strconv.Itoa(int(*p.Views)))
+	}
+	if got := strings.Join(ranks, " "); got != "01:1 02:3 03:2" {
+		t.Errorf("appearances: %s", got)
+	}
+	if got := strings.Join(views, " "); got != "chart:100 chart:202 chart:301 stats:999" {
+		t.Errorf("points: %s", got)
+	}
+	if len(h.Regions) != 1 || h.Regions[0] != (RegionSummary{Region: "JP", FirstAt: day(1), LastAt: day(3), BestRank: 1, LastRank: 2, Days: 3}) {
+		t.Errorf("regions: %+v", h.Regions)
+	}
+	b, err := json.Marshal(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"video":{"id":"h-000"`, `"comment_count":null`, `"captured_at":"2026-03-01T12:00:00Z"`, `"best_rank":1`, `"source":"stats"`} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("JSON lacks %s: %s", want, b)
+		}
+	}
+	if _, err := s.History(ctx, "nope"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("unknown video: %v", err)
+	}
+
+	hits, err := s.Search(ctx, SearchQuery{Text: "h"})
+	if err != nil || len(hits) != 3 {
+		t.Fatalf("search: %+v %v", hits, err)
+	}
+	for _, hit := range hits {
+		if hit.VideoID == "h-000" && (len(hit.Regions) != 1 || hit.Regions[0].BestRank != 1 || hit.Regions[0].LastRank != 2 || !hit.Regions[0].LastAt.Equal(day(3))) {
+			t.Errorf("hit regions: %+v", hit.Regions)
+		}
+	}
+}

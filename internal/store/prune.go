@@ -1,0 +1,129 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"time"
+)
+
+// PruneReport is what Prune removed (or, dry run, would remove).
+type PruneReport struct {
+	// Captures and Entries: captures older than the cut-off and their entries.
+	Captures int64 `json:"captures"`
+	Entries  int64 `json:"entries"`
+	// Samples: stats samples older than the cut-off.
+	Samples int64 `json:"samples"`
+	// Videos: videos no capture or sample references any more (their
+	// full-text index rows and latest statistics go with them).
+	Videos int64 `json:"videos"`
+}
+
+// pruneBatch bounds one write transaction of Prune, so that concurrent
+// runs wait at most a few hundred milliseconds for the write lock.
+const pruneBatch = 200
+
+// Prune deletes captures captured before before (with their entries),
+// stats samples taken before it, and then every video that no capture and
+// no sample references any more (with its FTS rows, via the triggers, and
+// its latest statistics). Runs, channels and categories are kept. It works
+// in short transactions (pruneBatch captures or videos each), so running
+// fetches are not blocked; a prune interrupted midway leaves a consistent
+// database and can be run again.
+//
+// With dryRun it writes nothing and returns what it would remove: the same
+// numbers, if nothing is stored meanwhile.
+func (s *Store) Prune(ctx context.Context, before time.Time, dryRun bool) (PruneReport, error) {
+	cut := fmtTime(before)
+	var rep PruneReport
+	if dryRun {
+		err := s.db.QueryRowContext(ctx, `
+SELECT (SELECT count(*) FROM captures WHERE captured_at < ?1),
+       (SELECT count(*) FROM captures c JOIN entries e ON e.capture_id = c.id WHERE c.captured_at < ?1),
+       (SELECT count(*) FROM stats_samples WHERE sampled_at < ?1),
+       (SELECT count(*) FROM videos v
+        WHERE NOT EXISTS (SELECT 1 FROM entries e JOIN captures c ON c.id = e.capture_id
+                          WHERE e.video = v.rowid AND c.captured_at >= ?1)
+          AND NOT EXISTS (SELECT 1 FROM stats_samples x WHERE x.video = v.rowid AND x.sampled_at >= ?1))`,
+			cut).Scan(&rep.Captures, &rep.Entries, &rep.Samples, &rep.Videos)
+		if err != nil {
+			return PruneReport{}, fmt.Errorf("cannot count what to prune: %w", err)
+		}
+		return rep, nil
+	}
+	for {
+		var n, entries int64
+		err := s.withTx(ctx, func(tx *sql.Tx) error {
+			const pick = `SELECT id FROM captures WHERE captured_at < ? ORDER BY captured_at LIMIT ?`
+			res, err := tx.ExecContext(ctx, `DELETE FROM entries WHERE capture_id IN (`+pick+`)`, cut, pruneBatch)
+			if err != nil {
+				return err
+			}
+			entries, _ = res.RowsAffected()
+			res, err = tx.ExecContext(ctx, `DELETE FROM captures WHERE id IN (`+pick+`)`, cut, pruneBatch)
+			if err != nil {
+				return err
+			}
+			n, _ = res.RowsAffected()
+			return nil
+		})
+		if err != nil {
+			return rep, fmt.Errorf("cannot prune captures: %w", err)
+		}
+		rep.Captures += n
+		rep.Entries += entries
+		if n < pruneBatch {
+			break
+		}
+	}
+	err := s.withTx(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `DELETE FROM stats_samples WHERE sampled_at < ?`, cut)
+		if err != nil {
+			return err
+		}
+		rep.Samples, _ = res.RowsAffected()
+		return nil
+	})
+	if err != nil {
+		return rep, fmt.Errorf("cannot prune stats samples: %w", err)
+	}
+	// After the deletions above no capture or sample older than the cut-off
+	// remains, so "referenced by nothing" is the plain test.
+	for {
+		var n int64
+		err := s.withTx(ctx, func(tx *sql.Tx) error {
+			res, err := tx.ExecContext(ctx, `
+DELETE FROM videos WHERE rowid IN (
+    SELECT v.rowid FROM videos v
+    WHERE NOT EXISTS (SELECT 1 FROM entries e WHERE e.video = v.rowid)
+      AND NOT EXISTS (SELECT 1 FROM stats_samples x WHERE x.video = v.rowid)
+    LIMIT ?)`, pruneBatch)
+			if err != nil {
+				return err
+			}
+			n, _ = res.RowsAffected()
+			return nil
+		})
+		if err != nil {
+			return rep, fmt.Errorf("cannot prune videos: %w", err)
+		}
+		rep.Videos += n
+		if n < pruneBatch {
+			break
+		}
+	}
+	return rep, nil
+}
+
+// PruneDue reports whether any capture or stats sample is older than
+// before: a cheap test (no video sweep) before an automatic Prune.
+func (s *Store) PruneDue(ctx context.Context, before time.Time) (bool, error) {
+	var due bool
+	err := s.db.QueryRowContext(ctx, `
+SELECT EXISTS (SELECT 1 FROM captures WHERE captured_at < ?1)
+    OR EXISTS (SELECT 1 FROM stats_samples WHERE sampled_at < ?1)`, fmtTime(before)).Scan(&due)
+	if err != nil {
+		return false, fmt.Errorf("cannot check what to prune: %w", err)
+	}
+	return due, nil
+}

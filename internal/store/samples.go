@@ -1,0 +1,118 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Sample is the statistics of one video fetched outside a chart
+// (videos.batchGetStats). Nil counts are unknown (stored as NULL).
+type Sample struct {
+	VideoID                string
+	Views, Likes, Comments *int64
+}
+
+// DueForStats returns the ids of the videos region's runs follow after they
+// left the chart and that are due for a statistics sample (config stats:
+// track_for and every), oldest chart appearance last:
+//
+//   - on a chart capture (kind chart) of region captured at or after
+//     followedSince (now - track_for);
+//   - not on the chart capture of region fetched by runID (the chart just
+//     fetched already carries their statistics);
+//   - whose newest statistics point (a chart or search entry with a known
+//     view count, in any region, or a stats sample) is older than
+//     sampledBefore (now - every).
+//
+// Cost: the region's chart captures since followedSince (captures_region_at),
+// their entries, and per followed video its entries (entries_video) and
+// samples (stats_samples key).
+func (s *Store) DueForStats(ctx context.Context, region string, runID int64, followedSince, sampledBefore time.Time) ([]string, error) {
+	rows, err := s.db.QueryContext(ctx, `
+WITH followed AS (
+    SELECT e.video, max(c.captured_at) AS last_chart
+    FROM captures c JOIN entries e ON e.capture_id = c.id
+    WHERE c.region = ?1 AND c.kind = 'chart' AND c.query = '' AND c.captured_at >= ?2
+    GROUP BY e.video
+)
+SELECT v.id
+FROM followed f JOIN videos v ON v.rowid = f.video
+WHERE f.video NOT IN (
+        SELECT e.video FROM captures c JOIN entries e ON e.capture_id = c.id
+        WHERE c.run_id = ?3 AND c.region = ?1 AND c.kind = 'chart' AND c.query = '')
+  AND coalesce((SELECT max(c.captured_at) FROM entries e JOIN captures c ON c.id = e.capture_id
+                WHERE e.video = f.video AND e.view_count IS NOT NULL), '') < ?4
+  AND coalesce((SELECT max(x.sampled_at) FROM stats_samples x WHERE x.video = f.video), '') < ?4
+ORDER BY f.last_chart DESC, v.id`, region, fmtTime(followedSince), runID, fmtTime(sampledBefore))
+	if err != nil {
+		return nil, fmt.Errorf("cannot list videos due for statistics in %s: %w", region, err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, fmt.Errorf("cannot list videos due for statistics in %s: %w", region, err)
+		}
+		out = append(out, id)
+	}
+	return out, rows.Err()
+}
+
+// SaveSamples stores samples taken at at (zero means now) in one
+// transaction: a stats_samples row each (a second sample of a video at the
+// same time is ignored). The latest-statistics cache (Video, search's
+// LastSeen) stays that of the latest capture. Samples of videos not stored
+// are skipped. It returns how many samples were stored.
+func (s *Store) SaveSamples(ctx context.Context, samples []Sample, at time.Time) (int, error) {
+	if len(samples) == 0 {
+		return 0, nil
+	}
+	if at.IsZero() {
+		at = time.Now()
+	}
+	ts := fmtTime(at)
+	var stored int64
+	err := s.withTx(ctx, func(tx *sql.Tx) error {
+		for off := 0; off < len(samples); off += maxRowsPerStatement {
+			chunk := samples[off:min(len(samples), off+maxRowsPerStatement)]
+			args := make([]any, 0, 5*len(chunk))
+			for _, x := range chunk {
+				args = append(args, x.VideoID, ts, nullInt(x.Views), nullInt(x.Likes), nullInt(x.Comments))
+			}
+			st, err := s.txStmt(ctx, tx, insertSamplesSQL(len(chunk)), len(chunk))
+			if err != nil {
+				return err
+			}
+			res, err := st.ExecContext(ctx, args...)
+			st.Close()
+			if err != nil {
+				return fmt.Errorf("insert stats samples: %w", err)
+			}
+			n, _ := res.RowsAffected()
+			stored += n
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("cannot save %d stats samples: %w", len(samples), err)
+	}
+	return int(stored), nil
+}
+
+// insertSamplesSQL inserts n samples, 5 parameters each: video id (text),
+// sampled at, views, likes, comments.
+func insertSamplesSQL(n int) string {
+	var b strings.Builder
+	b.WriteString(`INSERT INTO stats_samples (video, sampled_at, view_count, like_count, comment_count)
+SELECT v.rowid, x.column2, x.column3, x.column4, x.column5
+FROM (VALUES `)
+	b.WriteString(valueRows(n, 5))
+	b.WriteString(`) AS x JOIN videos v ON v.id = x.column1
+WHERE true
+ON CONFLICT (video, sampled_at) DO NOTHING`)
+	return b.String()
+}
