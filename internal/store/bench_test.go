@@ -7,10 +7,11 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/trendfetch/trendfetch/internal/store/storetest"
 )
 
 // Benchmark fixture: a database holding benchVideos videos with realistic
@@ -26,60 +27,21 @@ var (
 	benchDir  string
 )
 
-// vocab is a deterministic list of pseudo-words; index 0 is the most common.
-type vocab struct {
-	words []string
-	zipf  *rand.Zipf
-	rng   *rand.Rand
-}
+// benchText draws the fixture's words; video builds one video of them.
+type benchText struct{ *storetest.Vocab }
 
-func newVocab(seed uint64, n int) *vocab {
-	rng := rand.New(rand.NewPCG(seed, 1))
-	syl := []string{"ka", "lo", "mi", "ne", "su", "ta", "ri", "po", "va", "de", "zo", "gu", "fa", "bi", "xe", "ly", "or", "an", "el", "um"}
-	seen := map[string]bool{}
-	words := make([]string, 0, n)
-	for len(words) < n {
-		var b strings.Builder
-		for k := 1 + rng.IntN(4); k >= 0; k-- {
-			b.WriteString(syl[rng.IntN(len(syl))])
-		}
-		if w := b.String(); !seen[w] {
-			seen[w] = true
-			words = append(words, w)
-		}
-	}
-	return &vocab{words: words, rng: rng, zipf: rand.NewZipf(rng, 1.1, 2, uint64(n-1))}
-}
-
-func (v *vocab) word() string { return v.words[v.zipf.Uint64()] }
-
-// text returns words until about n characters.
-func (v *vocab) text(n int) string {
-	var b strings.Builder
-	for b.Len() < n {
-		if b.Len() > 0 {
-			b.WriteByte(' ')
-		}
-		b.WriteString(v.word())
-	}
-	return b.String()
-}
-
-func (v *vocab) video(id string) Video {
-	tags := make([]string, 10)
-	for i := range tags {
-		tags[i] = v.word()
-	}
+func (v benchText) video(id string) Video {
+	tags := v.Tags(10)
 	return Video{
-		ID: id, Title: v.text(60), Description: v.text(500), Tags: tags,
-		ChannelID: "UC" + id, ChannelTitle: v.text(15), CategoryID: "10",
+		ID: id, Title: v.Text(60), Description: v.Text(500), Tags: tags,
+		ChannelID: "UC" + id, ChannelTitle: v.Text(15), CategoryID: "10",
 		PublishedAt: time.Date(2025, 6, 1, 0, 0, 0, 0, time.UTC), Duration: "PT3M30S",
-		Views: i64(v.rng.Int64N(1e7)), Likes: i64(v.rng.Int64N(1e5)), Comments: i64(v.rng.Int64N(1e4)),
+		Views: i64(v.Rng.Int64N(1e7)), Likes: i64(v.Rng.Int64N(1e5)), Comments: i64(v.Rng.Int64N(1e4)),
 		ThumbnailURL: "https://i.ytimg.com/vi/" + id + "/default.jpg",
 	}
 }
 
-var benchVocab = newVocab(42, 30_000)
+var benchVocab = benchText{storetest.NewVocab(42, 30_000)}
 
 // benchDB returns the path of the shared fixture database.
 func benchDB(b *testing.B) string {
@@ -360,11 +322,9 @@ func benchSearch(b *testing.B, queries []SearchQuery) {
 // BenchmarkSearchTwoWords: two mid-frequency words (vocabulary ranks
 // 20-400), varying per op.
 func BenchmarkSearchTwoWords(b *testing.B) {
-	rng := rand.New(rand.NewPCG(7, 7))
 	var qs []SearchQuery
-	for i := 0; i < 64; i++ {
-		w1, w2 := benchVocab.words[20+rng.IntN(380)], benchVocab.words[20+rng.IntN(380)]
-		qs = append(qs, SearchQuery{Text: w1 + " " + w2})
+	for _, t := range benchVocab.TwoWordQueries(7, 64) {
+		qs = append(qs, SearchQuery{Text: t})
 	}
 	benchSearch(b, qs)
 }
@@ -374,7 +334,7 @@ func BenchmarkSearchTwoWords(b *testing.B) {
 func BenchmarkSearchCommonWord(b *testing.B) {
 	var qs []SearchQuery
 	for i := 0; i < 4; i++ {
-		qs = append(qs, SearchQuery{Text: benchVocab.words[i]})
+		qs = append(qs, SearchQuery{Text: benchVocab.Words[i]})
 	}
 	benchSearch(b, qs)
 }
@@ -382,11 +342,9 @@ func BenchmarkSearchCommonWord(b *testing.B) {
 // BenchmarkSearchTwoWordsRegion: as TwoWords, filtered to region US (a
 // quarter of the videos).
 func BenchmarkSearchTwoWordsRegion(b *testing.B) {
-	rng := rand.New(rand.NewPCG(7, 7))
 	var qs []SearchQuery
-	for i := 0; i < 64; i++ {
-		w1, w2 := benchVocab.words[20+rng.IntN(380)], benchVocab.words[20+rng.IntN(380)]
-		qs = append(qs, SearchQuery{Text: w1 + " " + w2, Region: "US"})
+	for _, t := range benchVocab.TwoWordQueries(7, 64) {
+		qs = append(qs, SearchQuery{Text: t, Region: "US"})
 	}
 	benchSearch(b, qs)
 }
@@ -398,7 +356,7 @@ func BenchmarkSearchPiece(b *testing.B) {
 	rng := rand.New(rand.NewPCG(9, 9))
 	var qs []SearchQuery
 	for len(qs) < 64 {
-		w := benchVocab.words[20+rng.IntN(380)]
+		w := benchVocab.Words[20+rng.IntN(380)]
 		if len(w) >= 6 {
 			qs = append(qs, SearchQuery{Text: w[1:5]})
 		}

@@ -211,7 +211,7 @@ func openDSN(ctx context.Context, abs, dataSource string) (*Store, error) {
 	// Connections are cheap but each runs the pragmas; a handful is plenty
 	// (SQLite serialises writers anyway, WAL readers run in parallel).
 	db.SetMaxOpenConns(8)
-	db.SetMaxIdleConns(4)
+	db.SetMaxIdleConns(8)
 	if err := pingRetry(ctx, db); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("cannot open database %s: %w%s", abs, err, spaceHint(filepath.Dir(abs)))

@@ -1,0 +1,78 @@
+// Package storetest generates synthetic video text for the store and serve
+// benchmarks: pseudo-words drawn from a Zipf distribution, so a search
+// benchmark sees posting lists shaped like real titles and descriptions
+// (a few very common words, a long tail of rare ones). It imports nothing
+// of trendfetch, so package store's own tests can use it.
+package storetest
+
+import (
+	"math/rand/v2"
+	"strings"
+)
+
+// Vocab is a deterministic list of pseudo-words and a Zipf sampler over
+// it (exponent 1.1); Words[0] is the most common. Not safe for concurrent
+// use.
+type Vocab struct {
+	// Words are the distinct pseudo-words, most common first.
+	Words []string
+	// Rng is the source of every draw; benchmarks may use it for numbers.
+	Rng  *rand.Rand
+	zipf *rand.Zipf
+}
+
+// NewVocab returns n distinct pseudo-words (2-5 syllables) and a sampler,
+// the same for the same seed.
+func NewVocab(seed uint64, n int) *Vocab {
+	rng := rand.New(rand.NewPCG(seed, 1))
+	syl := []string{"ka", "lo", "mi", "ne", "su", "ta", "ri", "po", "va", "de", "zo", "gu", "fa", "bi", "xe", "ly", "or", "an", "el", "um"}
+	seen := map[string]bool{}
+	words := make([]string, 0, n)
+	for len(words) < n {
+		var b strings.Builder
+		for k := 1 + rng.IntN(4); k >= 0; k-- {
+			b.WriteString(syl[rng.IntN(len(syl))])
+		}
+		if w := b.String(); !seen[w] {
+			seen[w] = true
+			words = append(words, w)
+		}
+	}
+	return &Vocab{Words: words, Rng: rng, zipf: rand.NewZipf(rng, 1.1, 2, uint64(n-1))}
+}
+
+// Word draws one word.
+func (v *Vocab) Word() string { return v.Words[v.zipf.Uint64()] }
+
+// Text draws words separated by spaces until the text is about n bytes.
+func (v *Vocab) Text(n int) string {
+	var b strings.Builder
+	for b.Len() < n {
+		if b.Len() > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString(v.Word())
+	}
+	return b.String()
+}
+
+// Tags draws n words.
+func (v *Vocab) Tags(n int) []string {
+	tags := make([]string, n)
+	for i := range tags {
+		tags[i] = v.Word()
+	}
+	return tags
+}
+
+// TwoWordQueries returns n queries of two mid-frequency words (vocabulary
+// ranks 20-399, the words a person searches for: not stop-word common, not
+// hapaxes), the same for the same seed.
+func (v *Vocab) TwoWordQueries(seed uint64, n int) []string {
+	rng := rand.New(rand.NewPCG(seed, seed))
+	qs := make([]string, n)
+	for i := range qs {
+		qs[i] = v.Words[20+rng.IntN(380)] + " " + v.Words[20+rng.IntN(380)]
+	}
+	return qs
+}
