@@ -45,18 +45,24 @@ func openLimiter(cfg *config.Config, log zerolog.Logger, sqliteOpts ...quota.SQL
 	return lim, nil
 }
 
-// openRedisBackend connects to the Redis (standalone or Cluster) of the
-// config. The connection is lazy: an unreachable Redis surfaces on the first
-// decision, where each call site's policy applies.
+// openRedisBackend connects to the Redis (standalone, Sentinel or Cluster)
+// of the config, with quota.redis.wait_replicas. The connection is lazy: an
+// unreachable Redis surfaces on the first decision, where each call site's
+// policy applies.
 // go-redis's own log lines (pool dial failures) go to our logger at debug
 // level: the limiter already reports backend failures once per run.
 func openRedisBackend(cfg *config.Config, log zerolog.Logger) (quota.Backend, error) {
 	redis.SetLogger(redisLogger{log})
-	client, err := quota.RedisClientFromURL(cfg.Quota.Redis.URL, cfg.Quota.Redis.Cluster)
-	if err != nil {
-		return nil, redisURLError(cfg.Quota.Redis.URL, err)
+	rc := cfg.Quota.Redis
+	var opts []quota.RedisClientOption
+	if rc.Sentinel.Configured() {
+		opts = append(opts, quota.WithRedisSentinel(rc.Sentinel.Master, rc.Sentinel.Addrs))
 	}
-	return quota.NewRedis(client), nil
+	client, err := quota.RedisClientFromURL(rc.URL, rc.Cluster, opts...)
+	if err != nil {
+		return nil, redisURLError(rc.URL, err)
+	}
+	return quota.NewRedis(client, quota.WithRedisWaitReplicas(rc.WaitReplicas, rc.WaitTimeout.Std())), nil
 }
 
 // redisURLError is the usage error (exit 2) for a Redis URL that

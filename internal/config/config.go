@@ -9,10 +9,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"reflect"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -116,7 +118,7 @@ type API struct {
 // Quota configures the shared limiter: backend, buckets, costs, policies.
 type Quota struct {
 	// Backend is "sqlite" (embedded, one host) or "redis" (shared); "" picks
-	// redis when a Redis URL or cluster is configured, else sqlite.
+	// redis when a Redis URL, cluster or sentinel is configured, else sqlite.
 	Backend string      `yaml:"backend"`
 	SQLite  QuotaSQLite `yaml:"sqlite"`
 	Redis   QuotaRedis  `yaml:"redis"`
@@ -148,9 +150,45 @@ type QuotaRedis struct {
 	URLFile string `yaml:"url_file"`
 	// Cluster lists host:port seed addresses of a Redis Cluster (no secrets).
 	Cluster []string `yaml:"cluster"`
+	// Sentinel names a master managed by Redis Sentinel; the URL (optional
+	// here) then gives only user, password, db and TLS, not the host.
+	Sentinel RedisSentinel `yaml:"sentinel"`
+	// WaitReplicas, when > 0, makes an admission count only after WAIT
+	// confirms that this many replicas have it (default 0 = off). When
+	// fewer confirm within WaitTimeout, the call site's fail-open or
+	// fail-closed policy applies as for an unreachable Redis, and the entry
+	// stays counted (see quota.WithRedisWaitReplicas).
+	WaitReplicas int `yaml:"wait_replicas"`
+	// WaitTimeout bounds each WAIT (default quota.DefaultRedisWaitTimeout,
+	// 100ms; 1ms-10s). Used only when WaitReplicas > 0.
+	WaitTimeout Duration `yaml:"wait_timeout"`
 	// URL is filled from TRENDFETCH_REDIS_URL or URLFile; never from YAML.
 	URL string `yaml:"-"`
 }
+
+// RedisSentinel is quota.redis.sentinel: the master's name as the Sentinels
+// know it (`sentinel monitor <master> ...`) and host:port addresses of some
+// of the Sentinels (no secrets).
+type RedisSentinel struct {
+	Master string   `yaml:"master"`
+	Addrs  []string `yaml:"addrs"`
+}
+
+// Configured reports whether a Sentinel master or address is set.
+func (s RedisSentinel) Configured() bool { return s.Master != "" || len(s.Addrs) > 0 }
+
+// Configured reports whether any Redis is configured: a URL, Cluster
+// addresses or Sentinel. The quota backend defaults to redis then.
+func (r QuotaRedis) Configured() bool {
+	return r.URL != "" || len(r.Cluster) > 0 || r.Sentinel.Configured()
+}
+
+// Bounds of quota.redis.wait_timeout: WAIT 0 would block forever; a
+// decision must never wait for long (DESIGN.md §4 "Short timeouts").
+const (
+	minWaitTimeout = time.Millisecond
+	maxWaitTimeout = 10 * time.Second
+)
 
 // BucketConfig is one quota bucket in YAML.
 type BucketConfig struct {
@@ -229,6 +267,7 @@ func defaults() *Config {
 // the call-site table (package callsite).
 func defaultQuota() Quota {
 	q := Quota{Costs: map[string]map[string]int64{}, Policies: map[string]Policy{}}
+	q.Redis.WaitTimeout = Duration(quota.DefaultRedisWaitTimeout)
 	for _, b := range callsite.Buckets() {
 		q.Buckets = append(q.Buckets, BucketConfig{Name: b.Name, Limit: b.Limit, Window: Duration(b.Window)})
 	}
@@ -522,7 +561,7 @@ func (c *Config) Complete() {
 	// what they derive from (e.g. Default, then ApplyEnv setting a Redis URL).
 	if c.Quota.Backend == "" || c.Quota.Backend == c.derived.backend {
 		c.Quota.Backend = "sqlite"
-		if c.Quota.Redis.URL != "" || len(c.Quota.Redis.Cluster) > 0 {
+		if c.Quota.Redis.Configured() {
 			c.Quota.Backend = "redis"
 		}
 		c.derived.backend = c.Quota.Backend
@@ -581,11 +620,14 @@ func (c *Config) Validate() error {
 	switch c.Quota.Backend {
 	case "sqlite":
 	case "redis":
-		if c.Quota.Redis.URL == "" && len(c.Quota.Redis.Cluster) == 0 {
-			return invalid("quota.backend", "redis", "no Redis configured: set TRENDFETCH_REDIS_URL, quota.redis.url_file or quota.redis.cluster")
+		if !c.Quota.Redis.Configured() {
+			return invalid("quota.backend", "redis", "no Redis configured: set TRENDFETCH_REDIS_URL, quota.redis.url_file, quota.redis.cluster or quota.redis.sentinel")
 		}
 	default:
 		return invalid("quota.backend", c.Quota.Backend, "want sqlite or redis")
+	}
+	if err := c.Quota.Redis.validate(c.Quota.Backend); err != nil {
+		return err
 	}
 	if _, _, err := c.Limits(); err != nil {
 		return err
@@ -624,6 +666,57 @@ func (c *Config) Validate() error {
 		return err
 	}
 	return c.Schedule.validate(c.Regions)
+}
+
+// validate checks the Cluster and Sentinel addresses, their combination and
+// the WAIT settings, naming the setting (backend is quota.backend).
+func (r QuotaRedis) validate(backend string) error {
+	for i, a := range r.Cluster {
+		if err := checkHostPort(a); err != nil {
+			return invalid(fmt.Sprintf("quota.redis.cluster[%d]", i), a, "%s", err)
+		}
+	}
+	s := r.Sentinel
+	for i, a := range s.Addrs {
+		if err := checkHostPort(a); err != nil {
+			return invalid(fmt.Sprintf("quota.redis.sentinel.addrs[%d]", i), a, "%s", err)
+		}
+	}
+	switch {
+	case len(s.Addrs) > 0 && s.Master == "":
+		return invalid("quota.redis.sentinel.master", `""`, "required with quota.redis.sentinel.addrs: the master name of `sentinel monitor <name> ...`")
+	case s.Master != "" && len(s.Addrs) == 0:
+		return invalid("quota.redis.sentinel.addrs", "[]", "at least one Sentinel host:port is needed for master %q", s.Master)
+	case s.Configured() && len(r.Cluster) > 0:
+		return invalid("quota.redis.sentinel", s.Master, "cannot be combined with quota.redis.cluster (Cluster fails over by itself): set one of them")
+	}
+	if s.Configured() && strings.HasPrefix(r.URL, "unix:") {
+		return invalid("quota.redis.sentinel", s.Master, "the Redis URL is a unix socket, but with Sentinel the master's address comes from the Sentinels: use redis:// or rediss://")
+	}
+	if r.WaitReplicas < 0 {
+		return invalid("quota.redis.wait_replicas", r.WaitReplicas, "must be >= 0 (0 = do not wait for replicas)")
+	}
+	if r.WaitReplicas > 0 {
+		if backend != "redis" {
+			return invalid("quota.redis.wait_replicas", r.WaitReplicas, "applies to the redis quota backend only, and quota.backend is %s", backend)
+		}
+		if t := r.WaitTimeout.Std(); t < minWaitTimeout || t > maxWaitTimeout {
+			return invalid("quota.redis.wait_timeout", t, "must be between %s and %s", minWaitTimeout, maxWaitTimeout)
+		}
+	}
+	return nil
+}
+
+// checkHostPort accepts "host:port" with a non-empty host and a port 1-65535.
+func checkHostPort(addr string) error {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil || host == "" {
+		return errors.New("want host:port, e.g. 10.0.0.5:26379")
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+		return fmt.Errorf("port %q: want 1-65535", port)
+	}
+	return nil
 }
 
 // Limits converts the buckets and the cost table into the quota package's

@@ -1,6 +1,7 @@
 package quota
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -57,6 +58,9 @@ type RedisBackend struct {
 	// midnights returns the Pacific midnights (Unix µs, ascending) passed to
 	// the scripts; tests replace it to move "midnight" next to Redis TIME.
 	midnights func(now time.Time) []int64
+	// waitReplicas and waitTimeout: see WithRedisWaitReplicas.
+	waitReplicas int
+	waitTimeout  time.Duration
 }
 
 var _ Backend = (*RedisBackend)(nil)
@@ -68,6 +72,37 @@ type RedisOption func(*RedisBackend)
 // Redis between environments). The prefix must not contain '{' or '}'.
 func WithRedisKeyPrefix(prefix string) RedisOption {
 	return func(r *RedisBackend) { r.prefix = prefix }
+}
+
+// DefaultRedisWaitTimeout is how long an admission waits for its replicas
+// when WithRedisWaitReplicas is given a timeout <= 0 (and the default of
+// quota.redis.wait_timeout).
+const DefaultRedisWaitTimeout = 100 * time.Millisecond
+
+// ErrNotReplicated is wrapped (together with ErrUnavailable) by Reserve's
+// error when an admission was recorded on the master but WAIT did not
+// confirm it on enough replicas in time (WithRedisWaitReplicas).
+var ErrNotReplicated = errors.New("admission not confirmed by enough replicas")
+
+// WithRedisWaitReplicas makes every admission count only once n replicas
+// have it. Redis replication is asynchronous: a master that fails right
+// after admitting a call may not have passed the entry on, and the promoted
+// replica would admit that usage again. With n > 0, after the reserve script
+// admits, Reserve runs WAIT n timeout on the same connection (WAIT counts
+// the replicas that acknowledged that connection's writes); when fewer than
+// n confirm within timeout (<= 0 means DefaultRedisWaitTimeout), Reserve
+// returns no decision and an error wrapping ErrUnavailable and
+// ErrNotReplicated, so the call site's fail-open/fail-closed policy
+// applies. The entry stays recorded on the master: counting a call that is
+// not made is the safe side. Denials never wait. An admission then takes a
+// second round trip plus the replicas' acknowledgement. n = 0 (the default)
+// disables the check. WAIT makes lost admissions unlikely, not impossible:
+// Redis may still promote a replica that did not acknowledge (see the
+// README, "Redis persistence and replication").
+func WithRedisWaitReplicas(n int, timeout time.Duration) RedisOption {
+	return func(r *RedisBackend) {
+		r.waitReplicas, r.waitTimeout = max(n, 0), cmp.Or(max(timeout, 0), DefaultRedisWaitTimeout)
+	}
 }
 
 // NewRedis returns a Redis backend using client, which it owns from now on
@@ -178,7 +213,18 @@ func (r *RedisBackend) Reserve(ctx context.Context, credential string, charges [
 	for _, c := range charges {
 		args = append(args, c.Units, c.Limit, redisWindowUS(c.Bucket))
 	}
-	res, err := redisReserveScript.Run(ctx, r.client, keys, args...).Int64Slice()
+	// With wait_replicas, the script and WAIT share one connection.
+	var conn *redis.Conn
+	var runner redis.Scripter = r.client
+	if r.waitReplicas > 0 {
+		var err error
+		if conn, err = r.waitConn(ctx, credential); err != nil {
+			return Decision{}, redisUnavailable("reserve", credential, err)
+		}
+		defer conn.Close()
+		runner = conn
+	}
+	res, err := redisReserveScript.Run(ctx, runner, keys, args...).Int64Slice()
 	if err != nil {
 		return Decision{}, redisUnavailable("reserve", credential, err)
 	}
@@ -201,7 +247,43 @@ func (r *RedisBackend) Reserve(ctx context.Context, credential string, charges [
 	for i, c := range charges {
 		d.Remaining[c.Name] = res[5+i]
 	}
+	if d.Allowed && conn != nil {
+		if err := r.waitReplicated(ctx, conn, credential); err != nil {
+			return Decision{}, err
+		}
+	}
 	return d, nil
+}
+
+// waitConn takes one connection to the master holding credential's keys,
+// for a reserve script followed by WAIT. On Cluster that is the master of
+// the credential's slot (a MOVED during resharding fails the reservation).
+func (r *RedisBackend) waitConn(ctx context.Context, credential string) (*redis.Conn, error) {
+	switch c := r.client.(type) {
+	case *redis.Client:
+		return c.Conn(), nil
+	case *redis.ClusterClient:
+		node, err := c.MasterForKey(ctx, r.stateKey(credential))
+		if err != nil {
+			return nil, err
+		}
+		return node.Conn(), nil
+	}
+	return nil, fmt.Errorf("wait_replicas needs a Client or ClusterClient, not %T", r.client)
+}
+
+// waitReplicated runs WAIT on conn, which has just admitted a call, and
+// returns an error wrapping ErrUnavailable and ErrNotReplicated unless at
+// least r.waitReplicas replicas acknowledged it (WithRedisWaitReplicas).
+func (r *RedisBackend) waitReplicated(ctx context.Context, conn *redis.Conn, credential string) error {
+	got, err := conn.Wait(ctx, r.waitReplicas, r.waitTimeout).Result()
+	if err != nil {
+		return redisUnavailable("reserve", credential, fmt.Errorf("admitted, but WAIT failed (the entry stays): %w", err))
+	}
+	if got < int64(r.waitReplicas) {
+		return redisUnavailable("reserve", credential, fmt.Errorf("%w: admitted, but WAIT confirmed %d of %d replicas within %s (the entry stays)", ErrNotReplicated, got, r.waitReplicas, r.waitTimeout))
+	}
+	return nil
 }
 
 // scriptFrame starts the KEYS and ARGV of the reserve and status scripts for
@@ -395,6 +477,22 @@ type redisClientConfig struct {
 	dial, io   time.Duration
 	maxRetries int
 	tls        *tls.Config
+	// sentinelMaster and sentinelAddrs select a Sentinel-managed master.
+	sentinelMaster string
+	sentinelAddrs  []string
+}
+
+// WithRedisSentinel makes RedisClientFromURL return a failover client
+// (go-redis NewFailoverClient): the master named master is looked up from
+// the Redis Sentinels at addrs ("host:port"), and connections follow it
+// after a failover (+switch-master). User, password, db and TLS still come
+// from the URL, whose host is then ignored except as the TLS server name of
+// a rediss:// URL; the Sentinels themselves are reached without a password.
+// It cannot be combined with Cluster addresses.
+func WithRedisSentinel(master string, addrs []string) RedisClientOption {
+	return func(c *redisClientConfig) {
+		c.sentinelMaster, c.sentinelAddrs = master, slices.Clone(addrs)
+	}
 }
 
 // WithRedisTLSConfig sets the TLS configuration (e.g. RootCAs of a private
@@ -424,22 +522,36 @@ func WithRedisMaxRetries(n int) RedisClientOption {
 	return func(c *redisClientConfig) { c.maxRetries = n }
 }
 
-// RedisClientFromURL builds a go-redis client with short timeouts.
+// RedisClientFromURL builds a go-redis client with short timeouts. It is
+// the one place the Redis clients of trendfetch are built.
 //
 // rawURL is redis://[user:password@]host[:port][/db][?param=value],
 // rediss://... (TLS, server name from the host) or unix:///path/to.sock
 // (go-redis ParseURL syntax; e.g. ?dial_timeout=1s). With clusterAddrs
 // ("host:port" of some Cluster nodes) the result is a *redis.ClusterClient
 // that takes user, password and TLS from rawURL (which may be empty; its
-// host is then ignored, and a db other than 0 is an error). Otherwise rawURL
-// is required and the result is a *redis.Client.
+// host is then ignored, and a db other than 0 is an error). With
+// WithRedisSentinel the result is a failover *redis.Client that takes user,
+// password, db and TLS from rawURL (which may be empty; its host is
+// ignored). Otherwise rawURL is required and the result is a *redis.Client.
+// Sentinel and Cluster together, or Sentinel with a unix:// URL, are errors.
 //
+// Every variant gets the same dial, read/write, pool and retry settings.
 // Errors never contain the password: URLs are redacted (RedactRedisURL).
 // No connection is made here; the first command dials.
 func RedisClientFromURL(rawURL string, clusterAddrs []string, opts ...RedisClientOption) (redis.UniversalClient, error) {
 	cfg := redisClientConfig{dial: DefaultRedisDialTimeout, io: DefaultRedisIOTimeout, maxRetries: DefaultRedisMaxRetries}
 	for _, o := range opts {
 		o(&cfg)
+	}
+	sentinel := cfg.sentinelMaster != "" || len(cfg.sentinelAddrs) > 0
+	switch {
+	case sentinel && len(clusterAddrs) > 0:
+		return nil, errors.New("quota: Redis Sentinel and Redis Cluster addresses cannot be combined")
+	case sentinel && cfg.sentinelMaster == "":
+		return nil, errors.New("quota: Redis Sentinel addresses without a master name")
+	case sentinel && len(cfg.sentinelAddrs) == 0:
+		return nil, fmt.Errorf("quota: Redis Sentinel master %q without Sentinel addresses", cfg.sentinelMaster)
 	}
 	o := &redis.Options{}
 	if rawURL != "" {
@@ -448,8 +560,11 @@ func RedisClientFromURL(rawURL string, clusterAddrs []string, opts ...RedisClien
 		if err != nil {
 			return nil, fmt.Errorf("quota: invalid Redis URL %s: %s", RedactRedisURL(rawURL), redisScrubSecret(err.Error(), rawURL))
 		}
-	} else if len(clusterAddrs) == 0 {
-		return nil, errors.New("quota: no Redis URL and no Redis Cluster addresses")
+		if sentinel && o.Network == "unix" {
+			return nil, fmt.Errorf("quota: Redis URL %s is a unix socket, but with Sentinel the master's address comes from the Sentinels: use redis:// or rediss://", RedactRedisURL(rawURL))
+		}
+	} else if len(clusterAddrs) == 0 && !sentinel {
+		return nil, errors.New("quota: no Redis URL, no Redis Cluster and no Sentinel addresses")
 	}
 	if cfg.tls != nil {
 		t := cfg.tls.Clone()
@@ -492,6 +607,28 @@ func RedisClientFromURL(rawURL string, clusterAddrs []string, opts ...RedisClien
 			MinRetryBackoff:       minBackoff,
 			MaxRetryBackoff:       maxBackoff,
 			MaxRedirects:          3,
+			ContextTimeoutEnabled: true,
+		}), nil
+	}
+	if sentinel {
+		// A failover client dials the master the Sentinels name; a dial
+		// during a failover fails fast, and the retry (after backoff) asks
+		// the Sentinels again.
+		return redis.NewFailoverClient(&redis.FailoverOptions{
+			MasterName:            cfg.sentinelMaster,
+			SentinelAddrs:         cfg.sentinelAddrs,
+			Username:              o.Username,
+			Password:              o.Password,
+			DB:                    o.DB,
+			TLSConfig:             o.TLSConfig,
+			DialTimeout:           o.DialTimeout,
+			DialerRetries:         1,
+			ReadTimeout:           o.ReadTimeout,
+			WriteTimeout:          o.WriteTimeout,
+			PoolTimeout:           o.PoolTimeout,
+			MaxRetries:            o.MaxRetries,
+			MinRetryBackoff:       minBackoff,
+			MaxRetryBackoff:       maxBackoff,
 			ContextTimeoutEnabled: true,
 		}), nil
 	}

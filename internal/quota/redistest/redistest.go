@@ -1,11 +1,13 @@
 // Package redistest starts real redis-server processes for tests and
-// benchmarks: a standalone server on a free loopback port (Start) or a
-// Redis Cluster of several masters (StartCluster). Servers keep no data on
-// disk (--save "" --appendonly no), live in the test's TempDir, are killed by
-// tb.Cleanup, and die with the test binary (Linux: Pdeathsig).
+// benchmarks: a standalone server on a free loopback port (Start), a Redis
+// Cluster of several masters (StartCluster), or a master with replicas
+// watched by redis-sentinel processes (StartSentinel). Servers keep no data
+// on disk (--save "" --appendonly no), live in the test's TempDir, are
+// killed by tb.Cleanup, and die with the test binary (Linux: Pdeathsig).
 //
-// When redis-server is not on PATH the helpers skip the test, except under
-// CI=true where they fail it: CI must always run the Redis tests.
+// When redis-server, redis-cli or redis-sentinel is not on PATH the helpers
+// skip the test, except under CI=true where they fail it: CI must always
+// run the Redis tests (scripts/ensure-redis.sh installs them).
 package redistest
 
 import (
@@ -24,8 +26,13 @@ import (
 	"time"
 )
 
-// missing is the message used when redis-server or redis-cli is not installed.
-const missing = "redis-server not found: install it (apt-get install -y redis-server)"
+// debianPackage names the Debian package that installs each binary the
+// helpers run, for the message when it is missing.
+var debianPackage = map[string]string{
+	"redis-server":   "redis-server",
+	"redis-cli":      "redis-tools",
+	"redis-sentinel": "redis-sentinel",
+}
 
 // startTimeout bounds how long a server may take to answer PING.
 const startTimeout = 10 * time.Second
@@ -43,6 +50,11 @@ type Server struct {
 	Addr string
 	// TLSPort is the TLS port of a server started by StartTLS, else 0.
 	TLSPort int
+
+	// conf is the config file of a redis-sentinel process (StartSentinel).
+	conf string
+	// password is sent by Do (servers of StartSentinel with a password).
+	password string
 
 	mu     sync.Mutex
 	proc   *os.Process
@@ -139,11 +151,21 @@ func (s *Server) Restart() {
 // USAGE), not for the code under test.
 func (s *Server) Do(args ...string) string {
 	s.tb.Helper()
-	out, err := cli(s.tb, append([]string{"-h", "127.0.0.1", "-p", strconv.Itoa(s.Port)}, args...)...)
+	out, err := s.cli(args...)
 	if err != nil {
 		s.tb.Fatalf("redistest: redis-cli %s: %v\n%s", strings.Join(args, " "), err, out)
 	}
 	return strings.TrimSpace(out)
+}
+
+// cli runs redis-cli against s (authenticated when s has a password).
+func (s *Server) cli(args ...string) (string, error) {
+	s.tb.Helper()
+	pre := []string{"-h", "127.0.0.1", "-p", strconv.Itoa(s.Port)}
+	if s.password != "" {
+		pre = append(pre, "-a", s.password, "--no-auth-warning")
+	}
+	return cli(s.tb, append(pre, args...)...)
 }
 
 func (s *Server) start() error {
@@ -156,6 +178,10 @@ func (s *Server) start() error {
 		"--appendonly", "no",
 		"--dir", s.dir,
 		"--protected-mode", "no",
+	}
+	if s.conf != "" {
+		// redis-sentinel: its config file (which it rewrites) comes first.
+		args = []string{s.conf, "--port", strconv.Itoa(s.Port), "--bind", "127.0.0.1", "--dir", s.dir, "--protected-mode", "no"}
 	}
 	args = append(args, s.args...)
 	logf, err := os.OpenFile(filepath.Join(s.dir, fmt.Sprintf("redis-%d.log", s.Port)), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
@@ -178,7 +204,7 @@ func (s *Server) start() error {
 		select {
 		case err := <-exited:
 			_ = logf.Close()
-			return fmt.Errorf("redis-server exited early (%v); see %s", err, logf.Name())
+			return fmt.Errorf("%s exited early (%v); see %s", filepath.Base(s.bin), err, logf.Name())
 		default:
 		}
 		if ping(s.Addr) {
@@ -190,7 +216,7 @@ func (s *Server) start() error {
 	_ = cmd.Process.Kill()
 	<-exited
 	_ = logf.Close()
-	return fmt.Errorf("redis-server on %s did not answer PING within %s", s.Addr, startTimeout)
+	return fmt.Errorf("%s on %s did not answer PING within %s", filepath.Base(s.bin), s.Addr, startTimeout)
 }
 
 // ping reports whether addr answers a raw RESP PING, with +PONG or, on a
@@ -241,6 +267,7 @@ func lookPath(tb testing.TB, name string) string {
 	tb.Helper()
 	p, err := exec.LookPath(name)
 	if err != nil {
+		missing := fmt.Sprintf("%s not found: install it (apt-get install -y %s, or scripts/ensure-redis.sh)", name, debianPackage[name])
 		if os.Getenv("CI") == "true" {
 			tb.Fatal(missing)
 		}

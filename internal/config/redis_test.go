@@ -1,0 +1,112 @@
+package config
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/trendfetch/trendfetch/internal/quota"
+)
+
+// quota.redis.sentinel, wait_replicas and wait_timeout (issue 13).
+
+func TestRedisSentinelAndWaitParse(t *testing.T) {
+	c, err := Parse(strings.NewReader(`
+quota:
+  redis:
+    sentinel:
+      master: mymaster
+      addrs: [10.0.0.1:26379, "redis-sentinel-2.internal:26379", "[::1]:26379"]
+    wait_replicas: 1
+    wait_timeout: 250ms
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	r := c.Quota.Redis
+	if c.Quota.Backend != "redis" {
+		t.Errorf("backend = %q, want redis when only quota.redis.sentinel is set (no URL: no password)", c.Quota.Backend)
+	}
+	if r.Sentinel.Master != "mymaster" || len(r.Sentinel.Addrs) != 3 || r.WaitReplicas != 1 || r.WaitTimeout.Std() != 250*time.Millisecond {
+		t.Errorf("quota.redis = %+v", r)
+	}
+
+	d := Default()
+	if d.Quota.Redis.WaitReplicas != 0 || d.Quota.Redis.WaitTimeout.Std() != quota.DefaultRedisWaitTimeout {
+		t.Errorf("defaults: wait_replicas %d, wait_timeout %s; want 0 and %s", d.Quota.Redis.WaitReplicas, d.Quota.Redis.WaitTimeout.Std(), quota.DefaultRedisWaitTimeout)
+	}
+	// The URL of the environment still gives the password with Sentinel.
+	if err := c.ApplyEnv(func(k string) (string, bool) {
+		return map[string]string{"TRENDFETCH_REDIS_URL": "redis://:pw@ignored:1/2"}[k], k == "TRENDFETCH_REDIS_URL"
+	}); err != nil || c.Quota.Redis.URL == "" || c.Validate() != nil {
+		t.Errorf("sentinel with TRENDFETCH_REDIS_URL: %v %v", err, c.Validate())
+	}
+}
+
+func TestRedisSentinelAndWaitValidate(t *testing.T) {
+	sentinel := func(master string, addrs ...string) func(*Config) {
+		return func(c *Config) { c.Quota.Redis.Sentinel = RedisSentinel{Master: master, Addrs: addrs} }
+	}
+	for _, tc := range []struct {
+		name  string
+		edit  func(*Config)
+		field string
+		want  string
+	}{
+		{"addrs without master", sentinel("", "127.0.0.1:26379"), "quota.redis.sentinel.master", "required with quota.redis.sentinel.addrs"},
+		{"master without addrs", sentinel("mymaster"), "quota.redis.sentinel.addrs", "at least one Sentinel host:port"},
+		{"addr without port", sentinel("m", "127.0.0.1"), "quota.redis.sentinel.addrs[0]", "want host:port"},
+		{"addr without host", sentinel("m", "127.0.0.1:26379", ":26379"), "quota.redis.sentinel.addrs[1]", "want host:port"},
+		{"addr port 0", sentinel("m", "h:0"), "quota.redis.sentinel.addrs[0]", "want 1-65535"},
+		{"addr port name", sentinel("m", "h:redis"), "quota.redis.sentinel.addrs[0]", "want 1-65535"},
+		{"addr is a URL", sentinel("m", "redis://h:26379"), "quota.redis.sentinel.addrs[0]", "want host:port"},
+		{"with cluster", func(c *Config) {
+			sentinel("m", "h:26379")(c)
+			c.Quota.Redis.Cluster = []string{"h:7000"}
+		}, "quota.redis.sentinel", "cannot be combined with quota.redis.cluster"},
+		{"with unix URL", func(c *Config) {
+			sentinel("m", "h:26379")(c)
+			c.Quota.Redis.URL = "unix:///run/redis.sock"
+		}, "quota.redis.sentinel", "unix socket"},
+		{"cluster addr", func(c *Config) { c.Quota.Redis.Cluster = []string{"h:7000", "h7001"} }, "quota.redis.cluster[1]", "want host:port"},
+		{"negative wait", func(c *Config) {
+			c.Quota.Redis.URL = "redis://h:1/0"
+			c.Quota.Redis.WaitReplicas = -1
+		}, "quota.redis.wait_replicas", ">= 0"},
+		{"wait on sqlite", func(c *Config) { c.Quota.Redis.WaitReplicas = 1 }, "quota.redis.wait_replicas", "redis quota backend only"},
+		{"wait timeout 0", func(c *Config) {
+			c.Quota.Redis.URL = "redis://h:1/0"
+			c.Quota.Redis.WaitReplicas = 1
+			c.Quota.Redis.WaitTimeout = 0
+		}, "quota.redis.wait_timeout", "between 1ms and 10s"},
+		{"wait timeout 1m", func(c *Config) {
+			c.Quota.Redis.URL = "redis://h:1/0"
+			c.Quota.Redis.WaitReplicas = 1
+			c.Quota.Redis.WaitTimeout = Duration(time.Minute)
+		}, "quota.redis.wait_timeout", "between 1ms and 10s"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := defaults()
+			tc.edit(c)
+			c.Complete()
+			err := c.Validate()
+			var ve *ValidationError
+			if !errors.As(err, &ve) {
+				t.Fatalf("err = %v, want *ValidationError", err)
+			}
+			if ve.Field != tc.field || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
+				t.Errorf("err = %q, want one line naming %s with %q", err, tc.field, tc.want)
+			}
+		})
+	}
+	// wait_timeout is only checked when waiting is on.
+	c := Default()
+	c.Quota.Redis.WaitTimeout = 0
+	if err := c.Validate(); err != nil {
+		t.Errorf("wait_timeout 0 with wait_replicas 0: %v", err)
+	}
+}

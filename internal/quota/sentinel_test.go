@@ -1,0 +1,450 @@
+package quota
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/trendfetch/trendfetch/internal/quota/redistest"
+)
+
+// Replicated Redis (issue 13, DESIGN.md §4 "Durability"): the Sentinel
+// failover client and quota.redis.wait_replicas, against real redis-server
+// and redis-sentinel processes (internal/quota/redistest).
+
+// sentinelPassword is the password of the servers of the Sentinel tests;
+// the backend gets it from the URL only.
+const sentinelPassword = "sentinel-test-pw"
+
+// newSentinelBackend builds the backend as cmd/trendfetch does for
+// quota.redis.sentinel: the URL gives password and db 2, and its host
+// (which does not exist) is ignored.
+func newSentinelBackend(t *testing.T, g *redistest.Sentinel, opts ...RedisOption) *RedisBackend {
+	t.Helper()
+	c, err := RedisClientFromURL("redis://:"+sentinelPassword+"@ignored.invalid:1/2", nil, WithRedisSentinel(g.Name, g.Addrs()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := NewRedis(c, opts...)
+	t.Cleanup(func() { b.Close() })
+	return b
+}
+
+// outcome is one reservation of a run across a failover.
+type outcome struct {
+	allowed, denied bool
+	err             error
+	at              time.Time // when Reserve returned (local clock)
+	d               Decision
+}
+
+// reserveUntil reserves cost 1 in bucket every few milliseconds until a
+// reservation made after promoted is closed is denied by bucket, or until
+// timeout; it returns every outcome in order. after is called after each
+// reservation with the outcomes so far (to kill, freeze, restart servers).
+func reserveUntil(t *testing.T, b *RedisBackend, cred string, bucket Bucket, promoted <-chan struct{}, timeout time.Duration, after func([]outcome)) []outcome {
+	t.Helper()
+	var out []outcome
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		d, err := b.Reserve(ctx, cred, charge(bucket, 1))
+		cancel()
+		o := outcome{allowed: err == nil && d.Allowed, denied: err == nil && !d.Allowed, err: err, at: time.Now(), d: d}
+		out = append(out, o)
+		if err != nil && !errors.Is(err, ErrUnavailable) {
+			t.Fatalf("reservation %d: %v, want a decision or ErrUnavailable", len(out), err)
+		}
+		if o.denied {
+			select {
+			case <-promoted:
+				return out
+			default:
+				t.Fatalf("reservation %d denied (%q) before the failover; limit %d reached too early", len(out), d.DeniedBucket, bucket.Limit)
+			}
+		}
+		after(out)
+		time.Sleep(3 * time.Millisecond)
+	}
+	t.Fatalf("no denial after the failover within %s (%s)", timeout, summarize(out))
+	return nil
+}
+
+// summarize counts outcomes for failure messages and logs.
+func summarize(out []outcome) string {
+	var a, d, u int
+	for _, o := range out {
+		switch {
+		case o.allowed:
+			a++
+		case o.denied:
+			d++
+		default:
+			u++
+		}
+	}
+	return fmt.Sprintf("%d reservations: %d admitted, %d denied, %d unavailable", len(out), a, d, u)
+}
+
+// usedOn sums the bucket's units on srv (db 2), read with redis-cli from
+// the server itself, not through the backend.
+func usedOn(t *testing.T, srv *redistest.Server, key string) (entries int) {
+	t.Helper()
+	n, err := strconv.Atoi(srv.Do("-n", "2", "ZCARD", key))
+	if err != nil {
+		t.Fatalf("ZCARD %s: %v", key, err)
+	}
+	return n
+}
+
+// TestRedisSentinelFailover: a master, a replica and three Sentinels; the
+// master is killed in the middle of a run of reservations made through the
+// failover client (RedisClientFromURL + WithRedisSentinel). While no master
+// is reachable the reservations fail with ErrUnavailable (the call site's
+// policy applies); after the Sentinels promote the replica they continue on
+// it without any reconnection by the caller, and the run is admitted until
+// the promoted master holds exactly the limit, then denied with a
+// Retry-After. Replication here is asynchronous (wait_replicas 0), so the
+// test does not require every earlier admission to survive; it reports how
+// many did not.
+func TestRedisSentinelFailover(t *testing.T) {
+	t.Parallel()
+	g := redistest.StartSentinel(t, 1, 3, sentinelPassword)
+	b := newSentinelBackend(t, g)
+	cred := fmt.Sprintf("sentinel-failover-%d", time.Now().UnixNano())
+	units := Bucket{Name: "units", Limit: 40, Window: time.Hour}
+	oldMaster := g.Master.Addr
+
+	var killedAt, promotedAt time.Time
+	var promoted *redistest.Server
+	promotedCh := make(chan struct{})
+	var wg sync.WaitGroup
+	out := reserveUntil(t, b, cred, units, promotedCh, 30*time.Second, func(out []outcome) {
+		if killedAt.IsZero() && len(out) == 10 {
+			// Killed while the next reservations are under way.
+			killedAt = time.Now()
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				g.Master.Kill()
+			}()
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				promoted = g.WaitFailover(oldMaster, 20*time.Second)
+				promotedAt = time.Now()
+				close(promotedCh)
+			}()
+		}
+	})
+	wg.Wait()
+	if promoted == nil {
+		t.Fatal("no promoted master")
+	}
+
+	var before, unavailable, after int
+	for _, o := range out {
+		switch {
+		case o.allowed && o.at.Before(killedAt):
+			before++
+		case o.allowed:
+			after++
+		case o.err != nil:
+			unavailable++
+			if o.at.Before(killedAt) {
+				t.Errorf("reservation failed before the master was killed: %v", o.err)
+			}
+		}
+	}
+	if before != 10 || after == 0 {
+		t.Fatalf("admitted %d before the kill (want 10) and %d after the promotion (want > 0); %s", before, after, summarize(out))
+	}
+	last := out[len(out)-1]
+	if !last.denied || last.d.DeniedBucket != units.Name || last.d.RetryAfter <= 0 {
+		t.Fatalf("last reservation %+v, want a denial by %q with a Retry-After", last.d, units.Name)
+	}
+	// The promoted master holds exactly the limit: the limiter decided on
+	// it as on any master once the Sentinels switched.
+	key := b.bucketKey(cred, units.Name)
+	entries := usedOn(t, promoted, key)
+	if entries != int(units.Limit) {
+		t.Fatalf("promoted master %s holds %d entries, want the limit %d", promoted.Addr, entries, units.Limit)
+	}
+	st := mustStatus(t, b, cred, []Bucket{units}, nil)
+	if st.Buckets[0].Used != units.Limit {
+		t.Fatalf("Status through the failover client: used %d, want %d", st.Buckets[0].Used, units.Limit)
+	}
+	// Entries from before the kill that are on the promoted master; the
+	// rest were admitted by the old master and lost with it.
+	carried := entries - after
+	t.Logf("master killed after 10 admissions; promoted %s %.1fs later; %s; %d of the 10 earlier admissions carried over (async replication, wait_replicas 0)",
+		promoted.Addr, promotedAt.Sub(killedAt).Seconds(), summarize(out), carried)
+}
+
+// TestRedisSentinelWaitReplicasNothingLost is the adversarial run of issue
+// 13 with quota.redis.wait_replicas 1: a master, its replica and three
+// Sentinels; 10 admissions; then the replica is cut off (frozen and its link
+// killed with CLIENT KILL TYPE replica), so every further admission is
+// recorded on the master but WAIT confirms it on no replica: Reserve returns
+// ErrUnavailable/ErrNotReplicated (the call site's policy applies) and the
+// entry stays. The master is killed in the middle of these reservations,
+// the replica thawed and promoted, and the old master restarted empty as
+// the new master's replica. Every admission made before the kill is on the
+// promoted master, the run continues, and over the whole run no more calls
+// are admitted than the limit (without WAIT, the admissions of the cut-off
+// phase are lost with the old master and admitted again).
+func TestRedisSentinelWaitReplicasNothingLost(t *testing.T) {
+	t.Parallel()
+	g := redistest.StartSentinel(t, 1, 3, sentinelPassword)
+	b := newSentinelBackend(t, g, WithRedisWaitReplicas(1, 100*time.Millisecond))
+	cred := fmt.Sprintf("sentinel-wait-%d", time.Now().UnixNano())
+	units := Bucket{Name: "units", Limit: 40, Window: time.Hour}
+	master, replica := g.Master, g.Replicas[0]
+	key := b.bucketKey(cred, units.Name)
+
+	var cutAt, killedAt, promotedAt time.Time
+	var lastBeforeCut Decision
+	promotedCh := make(chan struct{})
+	var wg sync.WaitGroup
+	var promoted *redistest.Server
+	out := reserveUntil(t, b, cred, units, promotedCh, 40*time.Second, func(out []outcome) {
+		o := out[len(out)-1]
+		switch {
+		case cutAt.IsZero() && len(out) == 10:
+			if !o.allowed {
+				t.Fatalf("reservation 10 with a healthy replica: %+v %v", o.d, o.err)
+			}
+			lastBeforeCut = o.d
+			replica.Freeze()
+			master.Do("CLIENT", "KILL", "TYPE", "replica")
+			cutAt = time.Now()
+		case !cutAt.IsZero() && killedAt.IsZero() && len(out) == 15:
+			killedAt = time.Now()
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				master.Kill()
+				replica.Thaw()
+				promoted = g.WaitFailover(master.Addr, 20*time.Second)
+				promotedAt = time.Now()
+				// The old master comes back empty and replicates the new
+				// one, as an operator (or, later, the Sentinels) would do.
+				master.Restart()
+				master.Do("REPLICAOF", "127.0.0.1", strconv.Itoa(promoted.Port))
+				close(promotedCh)
+			}()
+		}
+	})
+	wg.Wait()
+	if promoted != replica {
+		t.Fatalf("promoted %v, want the replica %s", promoted, replica.Addr)
+	}
+
+	var admitted, cutOffAdmitted, notReplicated int
+	for _, o := range out {
+		if o.allowed {
+			admitted++
+			if !o.at.Before(cutAt) && o.at.Before(killedAt) {
+				cutOffAdmitted++
+			}
+		}
+		if o.err != nil && !cutAt.IsZero() && o.at.After(cutAt) && o.at.Before(killedAt) {
+			if !errors.Is(o.err, ErrNotReplicated) {
+				t.Errorf("reservation with the replica cut off: %v, want ErrNotReplicated", o.err)
+			}
+			notReplicated++
+		}
+	}
+	if cutOffAdmitted != 0 || notReplicated != 5 {
+		t.Errorf("with the replica cut off: %d admitted, %d not replicated; want 0 and 5 (%s)", cutOffAdmitted, notReplicated, summarize(out))
+	}
+	// Nothing admitted is lost: the 10 admissions before the cut are on the
+	// promoted master (scored by Redis TIME up to the 10th decision's).
+	if n := promoted.Do("-n", "2", "ZCOUNT", key, "-inf", strconv.FormatInt(lastBeforeCut.Now.UnixMicro(), 10)); n != "10" {
+		t.Fatalf("promoted master holds %s of the 10 admissions made before the cut, want all 10", n)
+	}
+	if admitted > int(units.Limit) {
+		t.Errorf("%d calls admitted across the failover, limit %d (%s)", admitted, units.Limit, summarize(out))
+	}
+	if entries := usedOn(t, promoted, key); entries != int(units.Limit) {
+		t.Fatalf("promoted master holds %d entries at the final denial, want %d", entries, units.Limit)
+	}
+	t.Logf("cut off at 10 admissions, killed after 5 unconfirmed, promoted %.1fs after the kill; %s; %d admitted in all (limit %d)",
+		promotedAt.Sub(killedAt).Seconds(), summarize(out), admitted, units.Limit)
+}
+
+// TestRedisWaitReplicas: a master and one replica, no Sentinel. With
+// wait_replicas 1 an admission is confirmed by the replica. With the replica
+// frozen (still connected, acknowledging nothing: WAIT on any connection
+// but the one that wrote would count it) and then stopped, Reserve returns
+// ErrUnavailable and ErrNotReplicated after about wait_timeout, and the
+// entry stays on the master. A denial never waits. wait_replicas 2 with one
+// replica never admits.
+func TestRedisWaitReplicas(t *testing.T) {
+	t.Parallel()
+	master := redistest.Start(t, "--repl-diskless-sync-delay", "0")
+	replica := redistest.Start(t, "--replicaof", "127.0.0.1", strconv.Itoa(master.Port))
+	synced := func() {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for !strings.Contains(replica.Do("INFO", "replication"), "master_link_status:up") {
+			if time.Now().After(deadline) {
+				t.Fatal("replica did not sync")
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	synced()
+	const waitTimeout = 150 * time.Millisecond
+	b := newTestRedis(t, master, WithRedisWaitReplicas(1, waitTimeout))
+	units := Bucket{Name: "units", Limit: 5, Window: time.Hour}
+	cred := suiteCredential(t, b)
+	key := b.bucketKey(cred, units.Name)
+
+	mustAllow(t, b, cred, charge(units, 1))
+	if n := replica.Do("ZCARD", key); n != "1" {
+		t.Fatalf("replica holds %s entries right after a confirmed admission, want 1", n)
+	}
+
+	// wait_replicas 2 with one replica: recorded, not confirmed.
+	two := NewRedis(b.client, WithRedisWaitReplicas(2, waitTimeout))
+	if _, err := two.Reserve(testCtx(t), cred, charge(units, 1)); !errors.Is(err, ErrUnavailable) || !errors.Is(err, ErrNotReplicated) {
+		t.Fatalf("wait_replicas 2 with one replica: %v, want ErrUnavailable and ErrNotReplicated", err)
+	}
+
+	unconfirmed := func(state string) {
+		t.Helper()
+		start := time.Now()
+		d, err := b.Reserve(testCtx(t), cred, charge(units, 1))
+		took := time.Since(start)
+		if !errors.Is(err, ErrUnavailable) || !errors.Is(err, ErrNotReplicated) || d.Allowed {
+			t.Fatalf("replica %s: %+v, %v; want no admission and ErrUnavailable + ErrNotReplicated", state, d, err)
+		}
+		if took < waitTimeout || took > waitTimeout+time.Second {
+			t.Errorf("replica %s: unconfirmed admission took %s, want about wait_timeout %s", state, took, waitTimeout)
+		}
+		t.Logf("replica %s: %v (after %s)", state, err, took.Round(time.Millisecond))
+	}
+	replica.Freeze()
+	unconfirmed("frozen")
+	replica.Thaw()
+	synced()
+	mustAllow(t, b, cred, charge(units, 1))
+	replica.Kill()
+	unconfirmed("stopped")
+	if n := master.Do("ZCARD", key); n != "5" {
+		t.Fatalf("master holds %s entries, want 5: unconfirmed entries stay (over-counting is the safe side)", n)
+	}
+
+	start := time.Now()
+	mustDeny(t, b, cred, charge(units, 1), units.Name)
+	if took := time.Since(start); took >= waitTimeout {
+		t.Errorf("a denial took %s: denials must not wait for replicas", took)
+	}
+}
+
+// TestRedisSentinelClientOptions: the failover client gets the same
+// timeouts, retries and pool settings as the standalone client, and the
+// settings that cannot work together are refused.
+func TestRedisSentinelClientOptions(t *testing.T) {
+	plain, err := RedisClientFromURL("redis://:pw@127.0.0.1:1/2", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer plain.Close()
+	fo, err := RedisClientFromURL("redis://:pw@ignored:1/2", nil, WithRedisSentinel("mymaster", []string{"127.0.0.1:1"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fo.Close()
+	p, f := plain.(*redis.Client).Options(), fo.(*redis.Client).Options()
+	if f.Addr != "FailoverClient" {
+		t.Fatalf("sentinel client is not a failover client (Addr %q)", f.Addr)
+	}
+	type knobs struct {
+		Dial, Read, Write, Pool, MinBackoff, MaxBackoff time.Duration
+		Retries, DialerRetries, DB                      int
+		Password                                        string
+		CtxTimeout                                      bool
+	}
+	k := func(o *redis.Options) knobs {
+		return knobs{o.DialTimeout, o.ReadTimeout, o.WriteTimeout, o.PoolTimeout, o.MinRetryBackoff, o.MaxRetryBackoff, o.MaxRetries, o.DialerRetries, o.DB, o.Password, o.ContextTimeoutEnabled}
+	}
+	if k(p) != k(f) {
+		t.Fatalf("failover client options %+v differ from the standalone client's %+v", k(f), k(p))
+	}
+	for _, tc := range []struct {
+		name, url string
+		cluster   []string
+		opt       RedisClientOption
+	}{
+		{"with cluster", "", []string{"127.0.0.1:7000"}, WithRedisSentinel("m", []string{"127.0.0.1:26379"})},
+		{"addrs without master", "", nil, WithRedisSentinel("", []string{"127.0.0.1:26379"})},
+		{"master without addrs", "", nil, WithRedisSentinel("m", nil)},
+		{"unix socket URL", "unix:///tmp/redis.sock", nil, WithRedisSentinel("m", []string{"127.0.0.1:26379"})},
+	} {
+		if c, err := RedisClientFromURL(tc.url, tc.cluster, tc.opt); err == nil {
+			c.Close()
+			t.Errorf("%s: no error", tc.name)
+		} else {
+			t.Logf("%s: %v", tc.name, err)
+		}
+	}
+	if c, err := RedisClientFromURL("", nil, WithRedisSentinel("m", []string{"127.0.0.1:26379"})); err != nil {
+		t.Errorf("sentinel without a URL (no password): %v", err)
+	} else {
+		c.Close()
+	}
+}
+
+// BenchmarkRedisWaitReplicas measures what wait_replicas 1 adds to an
+// admission: a local master and one replica, one decision without and one
+// with WAIT interleaved in every iteration (so both see the same load),
+// cost 1, limit 2^40 so that every decision admits. Metrics: p50 of each
+// in µs and their ratio.
+//
+//	go test ./internal/quota -run '^$' -bench BenchmarkRedisWaitReplicas -benchtime 3000x -count 3
+func BenchmarkRedisWaitReplicas(b *testing.B) {
+	master := redistest.Start(b, "--repl-diskless-sync-delay", "0")
+	replica := redistest.Start(b, "--replicaof", "127.0.0.1", strconv.Itoa(master.Port))
+	for !strings.Contains(replica.Do("INFO", "replication"), "master_link_status:up") {
+		time.Sleep(20 * time.Millisecond)
+	}
+	plain := newTestRedis(b, master)
+	waiting := NewRedis(plain.client, WithRedisWaitReplicas(1, time.Second))
+	units := Bucket{Name: "units", Limit: 1 << 40, Window: time.Hour}
+	cred := fmt.Sprintf("bench-wait-%d", time.Now().UnixNano())
+	ctx := context.Background()
+	p0, p1 := make([]time.Duration, 0, b.N), make([]time.Duration, 0, b.N)
+	for i := 0; i < b.N; i++ {
+		for _, tc := range []struct {
+			b   *RedisBackend
+			out *[]time.Duration
+		}{{plain, &p0}, {waiting, &p1}} {
+			start := time.Now()
+			d, err := tc.b.Reserve(ctx, cred, charge(units, 1))
+			*tc.out = append(*tc.out, time.Since(start))
+			if err != nil || !d.Allowed {
+				b.Fatalf("reserve: %+v %v", d, err)
+			}
+		}
+	}
+	if b.N == 0 {
+		return
+	}
+	slices.Sort(p0)
+	slices.Sort(p1)
+	m0, m1 := p0[len(p0)/2], p1[len(p1)/2]
+	b.ReportMetric(float64(m0.Microseconds()), "p50-wait0-µs")
+	b.ReportMetric(float64(m1.Microseconds()), "p50-wait1-µs")
+	b.ReportMetric(float64(m1)/float64(m0), "x_wait0")
+	_ = plain.Reset(ctx, cred)
+}
