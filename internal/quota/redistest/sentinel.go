@@ -67,11 +67,7 @@ func StartSentinel(tb testing.TB, replicas, sentinels int, password string) *Sen
 		r.password = password
 		g.Replicas = append(g.Replicas, r)
 	}
-	for _, r := range g.Replicas {
-		waitFor(tb, 10*time.Second, "replica "+r.Addr+" to sync", func() bool {
-			return strings.Contains(r.Do("INFO", "replication"), "master_link_status:up")
-		})
-	}
+	g.Master.WaitReplicasOnline(replicas)
 	quorum := sentinels/2 + 1
 	for i := 0; i < sentinels; i++ {
 		var s *Server
@@ -201,6 +197,17 @@ func (g *Sentinel) masterInfo(s *Server) map[string]string {
 		m[strings.TrimSpace(lines[i])] = strings.TrimSpace(lines[i+1])
 	}
 	return m
+}
+
+// WaitReplicasOnline waits until the master s counts n replicas as online
+// (INFO replication "state=online": synced and acknowledging, so that WAIT
+// counts them; after a diskless sync that takes up to a second), failing
+// the test after 10 s.
+func (s *Server) WaitReplicasOnline(n int) {
+	s.tb.Helper()
+	waitFor(s.tb, 10*time.Second, fmt.Sprintf("%d replicas of %s online", n, s.Addr), func() bool {
+		return strings.Count(s.Do("INFO", "replication"), "state=online") >= n
+	})
 }
 
 // running reports whether the process is up (not killed).
