@@ -39,10 +39,12 @@ captured_at, rank and complete; null for unknown values.
 complete capture of each UTC day; --every capture keeps all captures, partial
 ones included, and adds captured_at and rank columns to the CSV layouts.
 
-Values the API no longer gives are written as the datasets do: dislikes 0
-(gone since 2021-12-13), comments_disabled, ratings_disabled and
-video_error_or_removed False. A statistic the store does not know (charts
-stored before statistics were kept) is an empty CSV field. Times are UTC.
+Values are written as the datasets do: dislikes 0 (gone from the API since
+2021-12-13) and video_error_or_removed False; a like or comment count the
+owner hid (the API omits it; stored as unknown) is 0 with ratings_disabled
+or comments_disabled True. A statistic the store does not know (charts
+stored before statistics were kept) is an empty CSV field; JSON Lines
+writes null for both. Times are UTC.
 Costs no quota.`,
 		Example: "  trendfetch export --layout youtube-new --region US --since 2026-01-01 > us.csv\n  trendfetch export --format jsonl --every capture --output all.jsonl",
 		Args:    cobra.NoArgs,

@@ -1,6 +1,7 @@
 package fetch
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -18,7 +19,8 @@ const MaxResponseBytes = 8 << 20
 var ErrResponseTooLarge = errors.New("response body too large")
 
 // capBody is an http.RoundTripper whose response bodies fail with
-// ErrResponseTooLarge after max bytes.
+// ErrResponseTooLarge after max bytes, and are copied into the buffer of
+// withRawBody when the request's context carries one.
 type capBody struct {
 	base http.RoundTripper
 	max  int64
@@ -35,6 +37,9 @@ func (c capBody) RoundTrip(req *http.Request) (*http.Response, error) {
 		return nil, fmt.Errorf("%w: Content-Length %d exceeds %d MiB", ErrResponseTooLarge, resp.ContentLength, c.max>>20)
 	}
 	resp.Body = &cappedBody{rc: resp.Body, left: c.max}
+	if buf, ok := req.Context().Value(rawBodyKey{}).(*bytes.Buffer); ok {
+		resp.Body = teeBody{Reader: io.TeeReader(resp.Body, buf), Closer: resp.Body}
+	}
 	return resp, nil
 }
 
@@ -61,3 +66,9 @@ func (b *cappedBody) Read(p []byte) (int, error) {
 }
 
 func (b *cappedBody) Close() error { return b.rc.Close() }
+
+// teeBody is a response body read through an io.TeeReader.
+type teeBody struct {
+	io.Reader
+	io.Closer
+}

@@ -1,6 +1,7 @@
 package fetch
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 
@@ -41,18 +42,24 @@ func (r *Runner) chart(ctx context.Context, st *runState, category string) error
 		if token != "" {
 			req = req.PageToken(token)
 		}
+		var raw bytes.Buffer
 		resp, err := call(ctx, r, st, callsite.VideosList, func(ctx context.Context) (*youtube.VideoListResponse, error) {
-			return req.Context(ctx).Do()
+			raw.Reset()
+			return req.Context(withRawBody(ctx, &raw)).Do()
 		})
 		if err != nil {
 			return err
+		}
+		counts, err := givenCounts(raw.Bytes())
+		if err != nil {
+			return fmt.Errorf("page %d of the %s chart: %w", page+1, run.Region, err)
 		}
 		videos := make([]store.Video, 0, len(resp.Items))
 		for _, it := range resp.Items {
 			if it == nil || it.Id == "" {
 				continue
 			}
-			v := ConvertVideo(it)
+			v := videoWithGiven(counts, ConvertVideo(it))
 			st.remember(v)
 			videos = append(videos, v)
 		}

@@ -296,7 +296,9 @@ func outcome(ctx context.Context, err error) (store.Outcome, string) {
 	}
 }
 
-// ConvertVideo maps an API video resource to the stored shape.
+// ConvertVideo maps an API video resource to the stored shape. Counts are
+// as the Go client decoded them (an omitted count reads 0); the call sites
+// set the counts a response did not give to nil (omitted.go).
 func ConvertVideo(v *youtube.Video) store.Video {
 	out := store.Video{ID: v.Id}
 	if s := v.Snippet; s != nil {

@@ -2,10 +2,12 @@ package fetch_test
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -52,12 +54,18 @@ func noon(date string) time.Time {
 	return d.Add(12 * time.Hour)
 }
 
-// statsOf renders the statistics of a CSV row as the store keeps them: the
-// Go client decodes a count the API omitted (ratings or comments disabled)
-// as 0.
+// statsOf renders the statistics of a CSV row as the store keeps them: a
+// count the API omits (ratings_disabled or comments_disabled in the CSV;
+// the emulator then leaves it out of ForceSendFields) is null.
 func statsOf(v *youtube.Video) string {
 	s := v.Statistics
-	return fmt.Sprintf("%d/%d/%d", s.ViewCount, s.LikeCount, s.CommentCount)
+	count := func(field string, n uint64) string {
+		if !slices.Contains(s.ForceSendFields, field) {
+			return "null"
+		}
+		return fmt.Sprint(n)
+	}
+	return count("ViewCount", s.ViewCount) + "/" + count("LikeCount", s.LikeCount) + "/" + count("CommentCount", s.CommentCount)
 }
 
 func ptr(p *int64) string {
@@ -275,7 +283,13 @@ func charts(t *testing.T, st *store.Store) string {
 	t.Helper()
 	var b strings.Builder
 	err := st.Export(context.Background(), store.ExportQuery{}, func(r *store.ExportRow) error {
-		fmt.Fprintf(&b, "%s %d %s %d/%d/%d\n", r.CapturedAt.Format(time.DateOnly), r.Rank, r.VideoID, r.Views.Int64, r.Likes.Int64, r.Comments.Int64)
+		n := func(v sql.NullInt64) string {
+			if !v.Valid {
+				return "null"
+			}
+			return fmt.Sprint(v.Int64)
+		}
+		fmt.Fprintf(&b, "%s %d %s %s/%s/%s\n", r.CapturedAt.Format(time.DateOnly), r.Rank, r.VideoID, n(r.Views), n(r.Likes), n(r.Comments))
 		return nil
 	})
 	if err != nil {

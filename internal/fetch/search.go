@@ -1,6 +1,7 @@
 package fetch
 
 import (
+	"bytes"
 	"context"
 	"time"
 
@@ -46,15 +47,21 @@ func (r *Runner) searches(ctx context.Context, st *runState, searches []Search) 
 	for start := 0; start < len(missing); start += batchSize {
 		batch := missing[start:min(start+batchSize, len(missing))]
 		req := r.Service.Videos.List([]string{"snippet", "contentDetails", "statistics"}).Id(batch...).MaxResults(batchSize)
+		var raw bytes.Buffer
 		resp, err := call(ctx, r, st, callsite.VideosList, func(ctx context.Context) (*youtube.VideoListResponse, error) {
-			return req.Context(ctx).Do()
+			raw.Reset()
+			return req.Context(withRawBody(ctx, &raw)).Do()
 		})
+		if err != nil {
+			return err
+		}
+		counts, err := givenCounts(raw.Bytes())
 		if err != nil {
 			return err
 		}
 		for _, it := range resp.Items {
 			if it != nil && it.Id != "" {
-				st.remember(ConvertVideo(it))
+				st.remember(videoWithGiven(counts, ConvertVideo(it)))
 			}
 		}
 	}

@@ -1,6 +1,7 @@
 package fetch
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -42,8 +43,10 @@ func (r *Runner) sampleStats(ctx context.Context, st *runState) error {
 	for start := 0; start < len(due); start += batchSize {
 		batch := due[start:min(start+batchSize, len(due))]
 		req := r.Service.Videos.BatchGetStats().Part("statistics", "contentDetails", "snippet").Id(batch...)
+		var raw bytes.Buffer
 		resp, err := call(ctx, r, st, callsite.VideosBatchGetStats, func(ctx context.Context) (*youtube.BatchGetStatsResponse, error) {
-			return req.Context(ctx).Do()
+			raw.Reset()
+			return req.Context(withRawBody(ctx, &raw)).Do()
 		})
 		if err != nil {
 			var cred *CredentialError
@@ -54,12 +57,19 @@ func (r *Runner) sampleStats(ctx context.Context, st *runState) error {
 			st.log.Warn().Err(err).Int("sampled", sampled).Int("due", len(due)).Msg("statistics step stopped; the chart is stored")
 			return nil
 		}
+		counts, err := givenCounts(raw.Bytes())
+		if err != nil {
+			st.note = fmt.Sprintf("statistics step stopped after %d of %d due videos: %v", sampled, len(due), err)
+			return nil
+		}
 		samples := make([]store.Sample, 0, len(resp.Items))
 		for _, it := range resp.Items {
 			if it == nil || it.Id == "" || it.Statistics == nil {
 				continue
 			}
-			samples = append(samples, ConvertStat(it))
+			s := ConvertStat(it)
+			clearOmitted(counts, s.VideoID, &s.Views, &s.Likes, &s.Comments)
+			samples = append(samples, s)
 		}
 		if _, err := r.Store.SaveSamples(context.WithoutCancel(ctx), samples, r.now()); err != nil {
 			return fmt.Errorf("cannot store statistics of %s: %w", st.run.Region, err)
@@ -73,10 +83,9 @@ func (r *Runner) sampleStats(ctx context.Context, st *runState) error {
 }
 
 // ConvertStat maps a videos.batchGetStats item to a store.Sample, like
-// ConvertVideo does for videos.list: the Go client decodes an omitted count
-// (likeCount when ratings are hidden, commentCount when comments are
-// disabled) as 0, indistinguishable from a true 0, so counts are stored as
-// decoded; a sample without statistics has nil counts.
+// ConvertVideo does for videos.list; a sample without statistics has nil
+// counts. The Go client decodes an omitted count as 0: the call site sets
+// counts the response did not give to nil afterwards (see omitted.go).
 func ConvertStat(it *youtube.VideoStat) store.Sample {
 	s := store.Sample{VideoID: it.Id}
 	if st := it.Statistics; st != nil {

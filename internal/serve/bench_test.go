@@ -188,6 +188,48 @@ func BenchmarkSearch32Clients(b *testing.B) {
 	parallel32(b, searchURLs(benchServer(b, true))...)
 }
 
+// BenchmarkSearchScaling measures what 32 concurrent clients gain over one,
+// in the same run: each op is a 300 ms phase of one client then a 300 ms
+// phase of 32, alternating, so background load hits both alike. It reports
+// both rates and their ratio x32_vs_1 (run with -benchtime 10x or more).
+func BenchmarkSearchScaling(b *testing.B) {
+	urls := searchURLs(benchServer(b, true))
+	for _, u := range urls {
+		fetchOK(b, u)
+	}
+	const phase = 300 * time.Millisecond
+	var next atomic.Int64
+	rate := func(clients int) (requests int64, took time.Duration) {
+		var n atomic.Int64
+		var wg sync.WaitGroup
+		t0 := time.Now()
+		for range clients {
+			wg.Go(func() {
+				for time.Since(t0) < phase {
+					fetchOK(b, urls[int(next.Add(1))%len(urls)])
+					n.Add(1)
+				}
+			})
+		}
+		wg.Wait()
+		return n.Load(), time.Since(t0)
+	}
+	var n1, n32 int64
+	var d1, d32 time.Duration
+	b.ResetTimer()
+	for range b.N {
+		n, d := rate(1)
+		n1, d1 = n1+n, d1+d
+		n, d = rate(32)
+		n32, d32 = n32+n, d32+d
+	}
+	b.StopTimer()
+	r1, r32 := float64(n1)/d1.Seconds(), float64(n32)/d32.Seconds()
+	b.ReportMetric(r1, "req/s_1")
+	b.ReportMetric(r32, "req/s_32")
+	b.ReportMetric(r32/r1, "x32_vs_1")
+}
+
 func BenchmarkChartsUSOneClient(b *testing.B) {
 	sequential(b, benchServer(b, true)+"/v1/charts/US")
 }

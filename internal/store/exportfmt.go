@@ -55,9 +55,11 @@ var (
 )
 
 // NewExportWriter returns a writer of f to w and writes the CSV header.
-// Values the API no longer gives are written as the datasets do: dislikes
-// 0, comments_disabled, ratings_disabled and video_error_or_removed False;
-// an unknown statistic is an empty CSV field and null in JSON Lines.
+// Values are written as the datasets do: dislikes (gone from the API) 0,
+// video_error_or_removed False; a like or comment count the API omitted
+// (hidden by the owner) 0 with ratings_disabled / comments_disabled True
+// (see hideable); a statistic of a capture stored without statistics an
+// empty CSV field. JSON Lines writes every unknown or omitted count as null.
 // Errors: an unknown format or layout; the header's write error.
 func NewExportWriter(w io.Writer, f ExportFormat) (ExportWriter, error) {
 	switch f.Format {
@@ -129,18 +131,20 @@ func (c *csvWriter) Row(r *ExportRow) error {
 			pub = r.PublishedAt.UTC().Format("2006-01-02T15:04:05.000Z")
 		}
 	}
+	likes, ratingsOff := hideable(r.Views, r.Likes)
+	comments, commentsOff := hideable(r.Views, r.Comments)
 	c.rec = c.rec[:0]
 	if c.daily {
 		c.rec = append(c.rec, r.VideoID, r.Title, pub, r.ChannelID, r.ChannelTitle, r.CategoryID, c.trendingDate,
-			c.tags(r.Tags, false), count(r.Views), count(r.Likes), "0", count(r.Comments), r.ThumbnailURL,
-			"False", "False", desc)
+			c.tags(r.Tags, false), count(r.Views), likes, "0", comments, r.ThumbnailURL,
+			commentsOff, ratingsOff, desc)
 	} else {
 		if strings.Contains(desc, "\n") {
 			desc = strings.ReplaceAll(desc, "\n", `\n`) // the 2017 files escape newlines
 		}
 		c.rec = append(c.rec, r.VideoID, c.trendingDate, r.Title, r.ChannelTitle, r.CategoryID, pub,
-			c.tags(r.Tags, true), count(r.Views), count(r.Likes), "0", count(r.Comments), r.ThumbnailURL,
-			"False", "False", "False", desc)
+			c.tags(r.Tags, true), count(r.Views), likes, "0", comments, r.ThumbnailURL,
+			commentsOff, ratingsOff, "False", desc)
 	}
 	if c.perCapture {
 		c.rec = append(c.rec, c.capturedAt, strconv.Itoa(r.Rank))
@@ -176,6 +180,18 @@ func (c *csvWriter) tags(joined string, quoted bool) string {
 func (c *csvWriter) Flush() error {
 	c.w.Flush()
 	return c.w.Error()
+}
+
+// hideable writes a count the API omits when its owner hides it (likes:
+// ratings disabled; comments: comments disabled) as the datasets do: when
+// the capture's statistics are known (views) but the count is not, "0"
+// and the flag "True". When views are unknown too (a chart stored before
+// statistics were kept), the count is "" and the flag "False".
+func hideable(views, n sql.NullInt64) (value, disabled string) {
+	if views.Valid && !n.Valid {
+		return "0", "True"
+	}
+	return count(n), "False"
 }
 
 // count writes a statistic: "" when unknown.
