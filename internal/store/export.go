@@ -13,6 +13,14 @@ import (
 // 100 MB export budget (Go heap and buffers take the rest).
 const exportCacheKiB = 8 << 10
 
+// ExportVideoCache bounds the videos whose text Export keeps between rows
+// (and a writer may keep rendered): a video stays on a chart for days, so
+// consecutive captures share most of their videos and one read of its text
+// serves all its rows. 4,096 videos of ~1.5 KB is ~6 MB; the cache is
+// emptied when full (captures are read in time order, so it refills with
+// the videos of the moment).
+const ExportVideoCache = 4096
+
 // ExportQuery selects the chart captures (kind chart) Export streams.
 type ExportQuery struct {
 	// Regions keeps only these regions (upper case); empty means all.
@@ -33,7 +41,11 @@ type ExportQuery struct {
 type ExportRow struct {
 	CaptureID int64
 	RunID     int64
-	Region    string
+	// VideoKey identifies the video within one export (its rowid): rows
+	// with the same VideoKey have the same video text, so a writer may
+	// reuse what it rendered (at most ExportVideoCache keys at a time).
+	VideoKey int64
+	Region   string
 	// CapturedAt is the capture time (UTC); Complete its complete flag.
 	CapturedAt time.Time
 	Complete   bool
@@ -66,7 +78,7 @@ func (s *Store) Export(ctx context.Context, q ExportQuery, fn func(*ExportRow) e
 	if err != nil {
 		return err
 	}
-	desc := "v.description"
+	desc := "description"
 	if q.NoDescription {
 		desc = "''"
 	}
@@ -83,51 +95,113 @@ func (s *Store) Export(ctx context.Context, q ExportQuery, fn func(*ExportRow) e
 	}
 	// Back to the default before the connection returns to the pool.
 	defer conn.ExecContext(context.WithoutCancel(ctx), "PRAGMA cache_size = -2000") //nolint:errcheck
-	stmt, err := conn.PrepareContext(ctx, `
-SELECT e.rank, v.id, v.title, `+desc+`, v.channel_id, v.channel_title, v.category_id, v.tags,
-       v.published_at, v.duration, v.thumbnail_url, e.view_count, e.like_count, e.comment_count
-FROM entries e JOIN videos v ON v.rowid = e.video
-WHERE e.capture_id = ? ORDER BY e.rank`)
+	// A capture's entries are read alone (five integers a row); the text
+	// of each video is read once while it stays in the cache.
+	entries, err := conn.PrepareContext(ctx, `
+SELECT rank, video, view_count, like_count, comment_count
+FROM entries WHERE capture_id = ? ORDER BY rank`)
 	if err != nil {
 		return fmt.Errorf("cannot export: %w", err)
 	}
-	defer stmt.Close()
-	var row ExportRow
+	defer entries.Close()
+	video, err := conn.PrepareContext(ctx, `
+SELECT id, title, `+desc+`, channel_id, channel_title, category_id, tags, published_at, duration, thumbnail_url
+FROM videos WHERE rowid = ?`)
+	if err != nil {
+		return fmt.Errorf("cannot export: %w", err)
+	}
+	defer video.Close()
+	x := exporter{entries: entries, video: video, cache: make(map[int64]*exportVideo, ExportVideoCache), fn: fn}
 	for _, c := range caps {
-		row.CaptureID, row.RunID, row.Region, row.CapturedAt, row.Complete = c.ID, c.RunID, c.Region, c.CapturedAt, c.Complete
-		if err := s.exportCapture(ctx, stmt, &row, fn); err != nil {
+		x.row.CaptureID, x.row.RunID, x.row.Region, x.row.CapturedAt, x.row.Complete = c.ID, c.RunID, c.Region, c.CapturedAt, c.Complete
+		if err := x.capture(ctx); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// exportCapture streams the entries of row.CaptureID.
-func (s *Store) exportCapture(ctx context.Context, stmt *sql.Stmt, row *ExportRow, fn func(*ExportRow) error) error {
-	rows, err := stmt.QueryContext(ctx, row.CaptureID)
+// exporter is the state of one Export: its statements, the video cache and
+// the row handed to fn.
+type exporter struct {
+	entries, video *sql.Stmt
+	cache          map[int64]*exportVideo
+	fn             func(*ExportRow) error
+	row            ExportRow
+	keys           []int64
+	stats          [][3]sql.NullInt64
+	ranks          []int
+}
+
+// exportVideo is the text of one video as ExportRow carries it.
+type exportVideo struct {
+	id, title, description, channelID, channelTitle, categoryID, tags, duration, thumbnailURL string
+	publishedAt                                                                               time.Time
+}
+
+// capture streams the entries of x.row.CaptureID. It reads the capture's
+// entries (at most a chart's few hundred) before looking videos up, so only
+// one statement is stepping at a time.
+func (x *exporter) capture(ctx context.Context) error {
+	id := x.row.CaptureID
+	rows, err := x.entries.QueryContext(ctx, id)
 	if err != nil {
-		return fmt.Errorf("cannot export capture %d: %w", row.CaptureID, err)
+		return fmt.Errorf("cannot export capture %d: %w", id, err)
 	}
-	defer rows.Close()
-	var pub, dur sql.NullString
-	lastPub := ""
+	x.keys, x.stats, x.ranks = x.keys[:0], x.stats[:0], x.ranks[:0]
 	for rows.Next() {
-		if err := rows.Scan(&row.Rank, &row.VideoID, &row.Title, &row.Description, &row.ChannelID, &row.ChannelTitle,
-			&row.CategoryID, &row.Tags, &pub, &dur, &row.ThumbnailURL, &row.Views, &row.Likes, &row.Comments); err != nil {
-			return fmt.Errorf("cannot export capture %d: %w", row.CaptureID, err)
+		var (
+			rank int
+			key  int64
+			st   [3]sql.NullInt64
+		)
+		if err := rows.Scan(&rank, &key, &st[0], &st[1], &st[2]); err != nil {
+			rows.Close()
+			return fmt.Errorf("cannot export capture %d: %w", id, err)
 		}
-		if pub.String != lastPub || !pub.Valid {
-			row.PublishedAt, lastPub = parseTime(pub), pub.String
+		x.ranks, x.keys, x.stats = append(x.ranks, rank), append(x.keys, key), append(x.stats, st)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("cannot export capture %d: %w", id, err)
+	}
+	r := &x.row
+	for i, key := range x.keys {
+		v, err := x.videoText(ctx, key)
+		if err != nil {
+			return fmt.Errorf("cannot export capture %d: %w", id, err)
 		}
-		row.Duration = dur.String
-		if err := fn(row); err != nil {
+		r.Rank, r.VideoKey = x.ranks[i], key
+		r.VideoID, r.Title, r.Description, r.ChannelID, r.ChannelTitle = v.id, v.title, v.description, v.channelID, v.channelTitle
+		r.CategoryID, r.Tags, r.PublishedAt, r.Duration, r.ThumbnailURL = v.categoryID, v.tags, v.publishedAt, v.duration, v.thumbnailURL
+		r.Views, r.Likes, r.Comments = x.stats[i][0], x.stats[i][1], x.stats[i][2]
+		if err := x.fn(r); err != nil {
 			return err
 		}
 	}
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("cannot export capture %d: %w", row.CaptureID, err)
+	return ctx.Err()
+}
+
+// videoText returns the text of the video with rowid key, from the cache
+// or read (and cached; a full cache is emptied first).
+func (x *exporter) videoText(ctx context.Context, key int64) (*exportVideo, error) {
+	if v, ok := x.cache[key]; ok {
+		return v, nil
 	}
-	return nil
+	var (
+		v        exportVideo
+		pub, dur sql.NullString
+	)
+	if err := x.video.QueryRowContext(ctx, key).Scan(&v.id, &v.title, &v.description, &v.channelID, &v.channelTitle,
+		&v.categoryID, &v.tags, &pub, &dur, &v.thumbnailURL); err != nil {
+		return nil, fmt.Errorf("video %d: %w", key, err)
+	}
+	v.publishedAt, v.duration = parseTime(pub), dur.String
+	if len(x.cache) >= ExportVideoCache {
+		clear(x.cache)
+	}
+	x.cache[key] = &v
+	return &v, nil
 }
 
 // exportCaptures lists the captures q selects, in export order.

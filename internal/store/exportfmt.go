@@ -210,7 +210,14 @@ type jsonlWriter struct {
 	buf           []byte
 	capture       int64
 	head          []byte // the capture's fields, reused for its rows
+	// videos holds each video's rendered text by ExportRow.VideoKey (at
+	// most ExportVideoCache; emptied when full).
+	videos map[int64]*jsonlVideo
 }
+
+// jsonlVideo is one video's rendered fields: text from "video_id" to
+// "thumbnail_url", description the "description" member ("" without).
+type jsonlVideo struct{ text, description []byte }
 
 func (j *jsonlWriter) Header() error { return nil }
 
@@ -228,9 +235,28 @@ func (j *jsonlWriter) Row(r *ExportRow) error {
 		h = strconv.AppendInt(h, r.RunID, 10)
 		j.head = h
 	}
+	v := j.videos[r.VideoKey]
+	if v == nil || r.VideoKey == 0 {
+		v = j.renderVideo(r)
+	}
 	b := append(j.buf[:0], j.head...)
 	b = append(b, `,"rank":`...)
 	b = strconv.AppendInt(b, int64(r.Rank), 10)
+	b = append(b, v.text...)
+	b = appendCount(append(b, `,"view_count":`...), r.Views)
+	b = appendCount(append(b, `,"like_count":`...), r.Likes)
+	b = appendCount(append(b, `,"comment_count":`...), r.Comments)
+	b = append(b, v.description...)
+	b = append(b, "}\n"...)
+	j.buf = b
+	_, err := j.w.Write(b)
+	return err
+}
+
+// renderVideo renders the video fields of r and caches them under
+// r.VideoKey (0: not cached).
+func (j *jsonlWriter) renderVideo(r *ExportRow) *jsonlVideo {
+	var b []byte
 	b = append(b, `,"video_id":`...)
 	b = appendJSONString(b, r.VideoID)
 	b = append(b, `,"title":`...)
@@ -272,17 +298,17 @@ func (j *jsonlWriter) Row(r *ExportRow) error {
 	}
 	b = append(b, `,"thumbnail_url":`...)
 	b = appendJSONString(b, r.ThumbnailURL)
-	b = appendCount(append(b, `,"view_count":`...), r.Views)
-	b = appendCount(append(b, `,"like_count":`...), r.Likes)
-	b = appendCount(append(b, `,"comment_count":`...), r.Comments)
+	v := &jsonlVideo{text: b}
 	if !j.noDescription {
-		b = append(b, `,"description":`...)
-		b = appendJSONString(b, r.Description)
+		v.description = appendJSONString(append([]byte(nil), `,"description":`...), r.Description)
 	}
-	b = append(b, "}\n"...)
-	j.buf = b
-	_, err := j.w.Write(b)
-	return err
+	if r.VideoKey != 0 {
+		if j.videos == nil || len(j.videos) >= ExportVideoCache {
+			j.videos = make(map[int64]*jsonlVideo, ExportVideoCache)
+		}
+		j.videos[r.VideoKey] = v
+	}
+	return v
 }
 
 func (j *jsonlWriter) Flush() error { return j.w.Flush() }
