@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -191,7 +192,10 @@ func BenchmarkSearch32Clients(b *testing.B) {
 // BenchmarkSearchScaling measures what 32 concurrent clients gain over one,
 // in the same run: each op is a 300 ms phase of one client then a 300 ms
 // phase of 32, alternating, so background load hits both alike. It reports
-// both rates and their ratio x32_vs_1 (run with -benchtime 10x or more).
+// both rates, their ratio x32_vs_1 (run with -benchtime 10x or more), and
+// the CPU the process used in each (cores_1, cores_32: CPU seconds per
+// second, from getrusage): with cores_32 well under GOMAXPROCS the machine,
+// not the server, limited the 32 clients.
 func BenchmarkSearchScaling(b *testing.B) {
 	urls := searchURLs(benchServer(b, true))
 	for _, u := range urls {
@@ -199,9 +203,18 @@ func BenchmarkSearchScaling(b *testing.B) {
 	}
 	const phase = 300 * time.Millisecond
 	var next atomic.Int64
+	var cpu1, cpu32 time.Duration
 	rate := func(clients int) (requests int64, took time.Duration) {
 		var n atomic.Int64
 		var wg sync.WaitGroup
+		c0 := cpuTime()
+		defer func() {
+			if clients == 1 {
+				cpu1 += cpuTime() - c0
+			} else {
+				cpu32 += cpuTime() - c0
+			}
+		}()
 		t0 := time.Now()
 		for range clients {
 			wg.Go(func() {
@@ -228,6 +241,17 @@ func BenchmarkSearchScaling(b *testing.B) {
 	b.ReportMetric(r1, "req/s_1")
 	b.ReportMetric(r32, "req/s_32")
 	b.ReportMetric(r32/r1, "x32_vs_1")
+	b.ReportMetric(cpu1.Seconds()/d1.Seconds(), "cores_1")
+	b.ReportMetric(cpu32.Seconds()/d32.Seconds(), "cores_32")
+}
+
+// cpuTime is the user+system CPU time of this process so far.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 func BenchmarkChartsUSOneClient(b *testing.B) {
