@@ -25,7 +25,7 @@ func TestRedisSentinelWiring(t *testing.T) {
       master: ` + g.Name + `
       addrs: [` + strings.Join(g.Addrs(), ", ") + `]
     wait_replicas: 1
-    wait_timeout: 50ms
+    wait_timeout: 500ms
   policies:
     videos.list: fail-closed
 `)

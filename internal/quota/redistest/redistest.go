@@ -138,10 +138,18 @@ func (s *Server) Restart() {
 	s.Kill()
 	var err error
 	for attempt := 0; attempt < 20; attempt++ {
+		// A process of another test may have taken the port while the
+		// server was down: then its PING would pass for ours.
+		var l net.Listener
+		if l, err = net.Listen("tcp", s.Addr); err != nil {
+			time.Sleep(50 * time.Millisecond) // port still held by the dying process, or taken
+			continue
+		}
+		l.Close()
 		if err = s.start(); err == nil {
 			return
 		}
-		time.Sleep(50 * time.Millisecond) // port still held by the dying process
+		time.Sleep(50 * time.Millisecond)
 	}
 	s.tb.Fatalf("redistest: cannot restart redis-server on %s: %v", s.Addr, err)
 }
@@ -283,10 +291,60 @@ func cli(tb testing.TB, args ...string) (string, error) {
 	return string(out), err
 }
 
-// Cluster is a Redis Cluster of masters on loopback ports, no replicas.
+// Cluster is a Redis Cluster of masters on loopback ports; AddReplica
+// gives a master a replica.
 type Cluster struct {
 	// Nodes are the masters, in creation order.
 	Nodes []*Server
+	// Replicas are the replicas added by AddReplica.
+	Replicas []*Server
+	tb       testing.TB
+}
+
+// startClusterNode starts one cluster-enabled server (free port p with p+10000
+// free for the cluster bus, nodes.conf in its own TempDir directory, no
+// full-sync delay) and registers its Cleanup.
+func startClusterNode(tb testing.TB) *Server {
+	tb.Helper()
+	bin := lookPath(tb, "redis-server")
+	var lastErr error
+	for attempt := 0; attempt < 10; attempt++ {
+		port, err := freePort(true)
+		if err != nil {
+			tb.Fatalf("redistest: %v", err)
+		}
+		dir := filepath.Join(tb.TempDir(), strconv.Itoa(port))
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			tb.Fatal(err)
+		}
+		s := &Server{tb: tb, bin: bin, dir: dir, Port: port, Addr: "127.0.0.1:" + strconv.Itoa(port), args: []string{
+			"--cluster-enabled", "yes",
+			"--cluster-config-file", filepath.Join(dir, "nodes.conf"),
+			"--cluster-node-timeout", "3000",
+			"--repl-diskless-sync-delay", "0",
+		}}
+		if lastErr = s.start(); lastErr == nil {
+			tb.Cleanup(s.Kill)
+			return s
+		}
+	}
+	tb.Fatalf("redistest: cannot start cluster node: %v", lastErr)
+	return nil
+}
+
+// AddReplica starts a cluster node, joins it as a replica of master
+// (`redis-cli --cluster add-node --cluster-slave --cluster-master-id`) and
+// waits until master counts it online (WAIT then counts it). Cleanup kills it.
+func (c *Cluster) AddReplica(master *Server) *Server {
+	c.tb.Helper()
+	r := startClusterNode(c.tb)
+	id := master.Do("CLUSTER", "MYID")
+	if out, err := cli(c.tb, "--cluster", "add-node", r.Addr, master.Addr, "--cluster-slave", "--cluster-master-id", id); err != nil {
+		c.tb.Fatalf("redistest: redis-cli --cluster add-node %s as replica of %s: %v\n%s", r.Addr, master.Addr, err, out)
+	}
+	master.WaitReplicasOnline(1)
+	c.Replicas = append(c.Replicas, r)
+	return r
 }
 
 // Addrs returns the "127.0.0.1:port" address of every master, for
@@ -308,35 +366,10 @@ func StartCluster(tb testing.TB, n int) *Cluster {
 	if n < 3 {
 		tb.Fatalf("redistest: a Redis Cluster needs at least 3 masters, got %d", n)
 	}
-	bin := lookPath(tb, "redis-server")
 	lookPath(tb, "redis-cli")
-	c := &Cluster{}
+	c := &Cluster{tb: tb}
 	for i := 0; i < n; i++ {
-		var s *Server
-		var lastErr error
-		for attempt := 0; attempt < 10 && s == nil; attempt++ {
-			port, err := freePort(true)
-			if err != nil {
-				tb.Fatalf("redistest: %v", err)
-			}
-			dir := filepath.Join(tb.TempDir(), strconv.Itoa(port))
-			if err := os.MkdirAll(dir, 0o755); err != nil {
-				tb.Fatal(err)
-			}
-			cand := &Server{tb: tb, bin: bin, dir: dir, Port: port, Addr: "127.0.0.1:" + strconv.Itoa(port), args: []string{
-				"--cluster-enabled", "yes",
-				"--cluster-config-file", filepath.Join(dir, "nodes.conf"),
-				"--cluster-node-timeout", "3000",
-			}}
-			if lastErr = cand.start(); lastErr == nil {
-				s = cand
-			}
-		}
-		if s == nil {
-			tb.Fatalf("redistest: cannot start cluster node: %v", lastErr)
-		}
-		tb.Cleanup(s.Kill)
-		c.Nodes = append(c.Nodes, s)
+		c.Nodes = append(c.Nodes, startClusterNode(tb))
 	}
 	args := append([]string{"--cluster", "create"}, c.Addrs()...)
 	args = append(args, "--cluster-replicas", "0", "--cluster-yes")

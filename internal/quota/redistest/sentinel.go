@@ -199,15 +199,58 @@ func (g *Sentinel) masterInfo(s *Server) map[string]string {
 	return m
 }
 
-// WaitReplicasOnline waits until the master s counts n replicas as online
-// (INFO replication "state=online": synced and acknowledging, so that WAIT
-// counts them; after a diskless sync that takes up to a second), failing
-// the test after 10 s.
+// WaitReplicasOnline waits until n replicas of the master s are online and
+// have acknowledged a write made on s after that (a probe key set and
+// deleted again), failing the test after 10 s. Only then does WAIT count
+// them: after a diskless full sync a replica shows state=online at once,
+// but the master starts its command stream only on the replica's first
+// acknowledgement, up to a second later.
 func (s *Server) WaitReplicasOnline(n int) {
 	s.tb.Helper()
-	waitFor(s.tb, 10*time.Second, fmt.Sprintf("%d replicas of %s online", n, s.Addr), func() bool {
+	what := fmt.Sprintf("%d replicas of %s online", n, s.Addr)
+	waitFor(s.tb, 10*time.Second, what, func() bool {
 		return strings.Count(s.Do("INFO", "replication"), "state=online") >= n
 	})
+	// A probe key this master owns (on Cluster, one of its slots).
+	for i := 0; ; i++ {
+		key := fmt.Sprintf("redistest:probe:%d", i)
+		if out := s.Do("SET", key, "1"); out == "OK" {
+			s.Do("DEL", key)
+			break
+		}
+		if i > 10000 {
+			s.tb.Fatalf("redistest: no probe key accepted by %s", s.Addr)
+		}
+	}
+	target := replInfo(s.Do("INFO", "replication"), "master_repl_offset")
+	waitFor(s.tb, 10*time.Second, fmt.Sprintf("%s and acknowledging offset %d", what, target), func() bool {
+		acked := 0
+		for _, line := range strings.Split(s.Do("INFO", "replication"), "\n") {
+			if !strings.HasPrefix(line, "slave") || !strings.Contains(line, "state=online") {
+				continue
+			}
+			for _, kv := range strings.Split(strings.TrimSpace(line), ",") {
+				if v, ok := strings.CutPrefix(kv, "offset="); ok {
+					if off, err := strconv.ParseInt(v, 10, 64); err == nil && off >= target {
+						acked++
+					}
+				}
+			}
+		}
+		return acked >= n
+	})
+}
+
+// replInfo returns the integer field name of an INFO replication reply, or -1.
+func replInfo(info, name string) int64 {
+	for _, line := range strings.Split(info, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), name+":"); ok {
+			if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+				return n
+			}
+		}
+	}
+	return -1
 }
 
 // running reports whether the process is up (not killed).
