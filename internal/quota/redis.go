@@ -187,6 +187,8 @@ func redisUnavailable(op, credential string, err error) error {
 // A charge above its bucket's limit is a *CostError returned before any Redis
 // call; a reserved bucket name (ReservedBucketName), a duplicate bucket or a
 // bad credential name is an error too. Redis failures wrap ErrUnavailable.
+// With WithRedisWaitReplicas, an admission is confirmed by WAIT on the same
+// connection (a second round trip) or fails with ErrNotReplicated.
 func (r *RedisBackend) Reserve(ctx context.Context, credential string, charges []BucketCharge) (Decision, error) {
 	if err := redisCheckCredential(credential); err != nil {
 		return Decision{}, err
