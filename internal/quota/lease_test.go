@@ -178,7 +178,9 @@ func leaseSuiteRelease(t *testing.T, b Backend, cred string) {
 func leaseSuiteExpiry(t *testing.T, b Backend, cred string) {
 	lk := b.(Locker)
 	name := LeaseName(cred, "US")
-	ttl := 300 * time.Millisecond
+	// A ttl far above a loaded machine's scheduling delays: the checks at
+	// ttl/3 must see the lease held.
+	ttl := time.Second
 	start := time.Now()
 	if holder, rem := mustTryLock(t, lk, name, "tokA host-a pid 1", ttl, true); holder != "host-a pid 1" || rem != ttl {
 		t.Fatalf("TryLock = holder %q, remaining %v; want own holder and ttl", holder, rem)
@@ -189,7 +191,7 @@ func leaseSuiteExpiry(t *testing.T, b Backend, cred string) {
 	}
 	// Re-taking with the same token extends it.
 	mustTryLock(t, lk, name, "tokA host-a pid 1", ttl, true)
-	for time.Since(start) < 150*time.Millisecond {
+	for time.Since(start) < ttl/3 {
 		time.Sleep(10 * time.Millisecond)
 	}
 	mustTryLock(t, lk, name, "tokB host-b pid 2", ttl, false)

@@ -421,12 +421,14 @@ func TestRedisBoundedEviction(t *testing.T) {
 	b.midnights = func(time.Time) []int64 {
 		return []int64{midnight.Add(-24 * time.Hour).UnixMicro(), midnight.UnixMicro(), midnight.Add(24 * time.Hour).UnixMicro()}
 	}
-	units := Bucket{Name: "units", Limit: 1000, Window: 200 * time.Millisecond}
+	// The window is long enough that the six decisions below stay in it on
+	// a loaded machine, and the 300 entries leave it before they run.
+	units := Bucket{Name: "units", Limit: 1000, Window: time.Second}
 	midnight = time.Now()
 	for range 300 {
 		mustAllow(t, b, "evict", charge(units, 1))
 	}
-	time.Sleep(250 * time.Millisecond)
+	time.Sleep(units.Window + 50*time.Millisecond)
 	midnight = time.Now()
 	key := "trendfetch:{evict}:units"
 	time.Sleep(250 * time.Millisecond)
