@@ -41,7 +41,7 @@ var (
 // built once per process in a temp dir.
 func benchStore(b *testing.B) string {
 	benchOnce.Do(func() {
-		db, _ := filledStore(&onceTB{TB: b, dir: mustTemp(b)})
+		db, _ := filledStore(&onceTB{TB: b, dir: packageTempDir(b, "serve-bench")})
 		st, err := store.Open(context.Background(), db)
 		if err != nil {
 			b.Fatal(err)
@@ -93,14 +93,6 @@ func searchURLs(base string) []string {
 		urls = append(urls, base+"/v1/search?limit=20&q="+url.QueryEscape(q))
 	}
 	return urls
-}
-
-func mustTemp(b *testing.B) string {
-	d, err := os.MkdirTemp("", "serve-bench")
-	if err != nil {
-		b.Fatal(err)
-	}
-	return d
 }
 
 // benchServer serves the bench store; limited adds the 60/min memory limiter

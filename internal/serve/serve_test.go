@@ -162,17 +162,36 @@ var (
 // shared fills one store for the read-only tests of this package.
 func shared(t *testing.T) (string, *quota.Limiter) {
 	sharedOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "serve-test")
-		if err != nil {
-			t.Fatal(err)
-		}
-		tb := &onceTB{TB: t, dir: dir}
+		tb := &onceTB{TB: t, dir: packageTempDir(t, "serve-test")}
 		sharedDB, sharedLim = filledStore(tb)
 	})
 	if sharedDB == "" {
 		t.Fatal("filling the shared store failed")
 	}
 	return sharedDB, sharedLim
+}
+
+// packageDirs are the temporary directories of stores shared by several
+// tests or benchmarks; TestMain removes them when every test has run.
+var packageDirs []string
+
+// packageTempDir makes a temporary directory that lives until the end of
+// the test binary (t.TempDir ends with the test that made it).
+func packageTempDir(tb testing.TB, prefix string) string {
+	d, err := os.MkdirTemp("", prefix)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	packageDirs = append(packageDirs, d)
+	return d
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	for _, d := range packageDirs {
+		os.RemoveAll(d)
+	}
+	os.Exit(code)
 }
 
 // onceTB keeps the shared store alive past the test that made it.
