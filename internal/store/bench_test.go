@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"sort"
 	"sync"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -362,4 +364,73 @@ func BenchmarkSearchPiece(b *testing.B) {
 		}
 	}
 	benchSearch(b, qs)
+}
+
+// BenchmarkSearchReaders compares, in the same run, concurrent searches on
+// a read-only store with and without its memory map (ReadOnlyMmapBytes vs
+// mmap_size 0): 1 and 8 goroutines, 1 s phases interleaved for 3 rounds
+// per op. It reports queries per second, the CPU cores the process used
+// (getrusage) and the 8-vs-1 ratio of each. Without the map, readers queue
+// on the page cache's one mutex (see ReadOnlyMmapBytes).
+func BenchmarkSearchReaders(b *testing.B) {
+	ctx := context.Background()
+	path := benchDB(b)
+	mapped, err := OpenReadOnly(ctx, path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer mapped.Close()
+	plain, err := openDSN(ctx, path, dsn(path, true)+"&_pragma=mmap_size(0)")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer plain.Close()
+	qs := benchVocab.TwoWordQueries(7, 64)
+	type tally struct{ n, d, cpu float64 }
+	var acc [2][2]tally // [mapped, plain][1, 8 goroutines]
+	b.ResetTimer()
+	for range b.N {
+		for round := 0; round < 3; round++ {
+			for si, s := range []*Store{mapped, plain} {
+				for gi, g := range []int{1, 8} {
+					var n atomic.Int64
+					var wg sync.WaitGroup
+					c0, t0 := cpuTime(), time.Now()
+					for w := range g {
+						wg.Go(func() {
+							for i := w; time.Since(t0) < time.Second; i += g {
+								if _, err := s.Search(ctx, SearchQuery{Text: qs[i%len(qs)]}); err != nil {
+									b.Error(err)
+									return
+								}
+								n.Add(1)
+							}
+						})
+					}
+					wg.Wait()
+					t := &acc[si][gi]
+					t.n += float64(n.Load())
+					t.d += time.Since(t0).Seconds()
+					t.cpu += (cpuTime() - c0).Seconds()
+				}
+			}
+		}
+	}
+	b.StopTimer()
+	for si, name := range []string{"mmap", "plain"} {
+		q1, q8 := acc[si][0].n/acc[si][0].d, acc[si][1].n/acc[si][1].d
+		b.ReportMetric(q1, name+"_q/s_1")
+		b.ReportMetric(q8, name+"_q/s_8")
+		b.ReportMetric(q8/q1, name+"_x8_vs_1")
+		b.ReportMetric(acc[si][1].cpu/acc[si][1].d, name+"_cores_8")
+	}
+}
+
+// cpuTime is the user+system CPU time of this process so far.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

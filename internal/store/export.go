@@ -90,11 +90,24 @@ func (s *Store) Export(ctx context.Context, q ExportQuery, fn func(*ExportRow) e
 		return fmt.Errorf("cannot export: %w", err)
 	}
 	defer conn.Close()
+	// No memory map (see ReadOnlyMmapBytes): an export reads the whole
+	// database once, and mapped pages would count in its RSS.
+	var mmap int64
+	if err := conn.QueryRowContext(ctx, "PRAGMA mmap_size").Scan(&mmap); err != nil {
+		return fmt.Errorf("cannot export: %w", err)
+	}
 	if _, err := conn.ExecContext(ctx, fmt.Sprintf("PRAGMA cache_size = -%d", exportCacheKiB)); err != nil {
 		return fmt.Errorf("cannot export: %w", err)
 	}
-	// Back to the default before the connection returns to the pool.
-	defer conn.ExecContext(context.WithoutCancel(ctx), "PRAGMA cache_size = -2000") //nolint:errcheck
+	if _, err := conn.ExecContext(ctx, "PRAGMA mmap_size = 0"); err != nil {
+		return fmt.Errorf("cannot export: %w", err)
+	}
+	// Back to the defaults before the connection returns to the pool.
+	defer func() {
+		bg := context.WithoutCancel(ctx)
+		conn.ExecContext(bg, "PRAGMA cache_size = -2000")                //nolint:errcheck
+		conn.ExecContext(bg, fmt.Sprintf("PRAGMA mmap_size = %d", mmap)) //nolint:errcheck
+	}()
 	// A capture's entries are read alone (five integers a row); the text
 	// of each video is read once while it stays in the cache.
 	entries, err := conn.PrepareContext(ctx, `

@@ -105,3 +105,33 @@ SELECT `+fmt.Sprint(c+1)+`, i, v, `+fmt.Sprint((c+1)*1000000)+` + v, NULL, 0 FRO
 		t.Fatalf("%d JSON lines and %d CSV titles for %d rows", len(lines), strings.Count(csvOut.String(), "title "), rows)
 	}
 }
+
+// TestReadOnlyMmap: read-only connections map the database
+// (ReadOnlyMmapBytes); Export turns the map off on its connection and
+// restores it before the connection returns to the pool.
+func TestReadOnlyMmap(t *testing.T) {
+	s, path := openTest(t)
+	s.Close()
+	ro, err := OpenReadOnly(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ro.Close()
+	ro.db.SetMaxOpenConns(1) // Export's connection is the one checked below
+	mmap := func() (n int64) {
+		t.Helper()
+		if err := ro.db.QueryRow("PRAGMA mmap_size").Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if got := mmap(); got != ReadOnlyMmapBytes {
+		t.Fatalf("read-only mmap_size %d, want %d", got, ReadOnlyMmapBytes)
+	}
+	if err := ro.Export(context.Background(), ExportQuery{}, func(*ExportRow) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if got := mmap(); got != ReadOnlyMmapBytes {
+		t.Fatalf("after Export: mmap_size %d, want %d restored", got, ReadOnlyMmapBytes)
+	}
+}
