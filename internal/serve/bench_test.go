@@ -167,7 +167,8 @@ func parallel32(b *testing.B, urls ...string) {
 	})
 	b.StopTimer()
 	b.ReportMetric(float64(b.N)/time.Since(t0).Seconds(), "req/s")
-	b.ReportMetric(peakRSSMB(), "peak_rss_MB")
+	b.ReportMetric(procStatusMB("VmHWM:"), "peak_rss_MB")
+	b.ReportMetric(procStatusMB("RssAnon:"), "rss_anon_MB")
 }
 
 // BenchmarkSearchOneClient and BenchmarkSearch32Clients: two-word queries
@@ -285,14 +286,17 @@ func BenchmarkRateLimitDecision(b *testing.B) {
 
 func runtimeProcs() int { return runtime.GOMAXPROCS(0) }
 
-// peakRSSMB reads VmHWM from /proc/self/status (0 where unavailable).
-func peakRSSMB() float64 {
+// procStatusMB reads a kB field of /proc/self/status in MB (0 where
+// unavailable): VmHWM is the peak RSS, memory-mapped database pages
+// included (see store.ReadOnlyMmapBytes); RssAnon the process's own memory
+// now.
+func procStatusMB(field string) float64 {
 	raw, err := os.ReadFile(filepath.Join("/proc", "self", "status"))
 	if err != nil {
 		return 0
 	}
 	for _, line := range strings.Split(string(raw), "\n") {
-		if f := strings.Fields(line); len(f) >= 2 && f[0] == "VmHWM:" {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == field {
 			kb, _ := strconv.Atoi(f[1])
 			return float64(kb) / 1024
 		}
