@@ -7,8 +7,10 @@ import (
 	"io"
 	"math/rand/v2"
 	"net"
+	"net/http/httptrace"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -22,9 +24,10 @@ const maxBackoff = 30 * time.Second
 
 // This file is the call-site protocol, in the order a call runs it:
 // reserve (quota, or the call site's policy when the limiter is down) ->
-// send (under the request timeout, counted, key redacted) -> classify (the
-// API's error answers, DESIGN.md §3) -> retry (transient failures, with
-// full-jitter backoff, every attempt reserved again).
+// send (under the request timeout, counted, key redacted) -> refund (only
+// an attempt that provably never left the host, see neverLeft) -> classify
+// (the API's error answers, DESIGN.md §3) -> retry (transient failures,
+// with full-jitter backoff, every attempt reserved again).
 
 // call sends one API call of method through the whole call-site protocol:
 // reserve its cost (or apply the call site's policy when the limiter is
@@ -32,16 +35,22 @@ const maxBackoff = 30 * time.Second
 // failure (5xx, 429, rate limit, timeout, connection reset, truncated body)
 // back off with full jitter and try again, reserving every attempt because
 // Google charges every attempt. After the last attempt, or on a permanent
-// error, it returns the classified error (see apiError).
+// error, it returns the classified error (see apiError). An attempt that
+// provably never left the host (DNS failure, connection refused) has its
+// reservation refunded: Google never saw it.
 func call[T any](ctx context.Context, r *Runner, st *runState, method string, send func(context.Context) (T, error)) (T, error) {
 	var zero T
 	for attempt := 0; ; attempt++ {
-		if err := r.reserve(ctx, st, method); err != nil {
+		res, err := r.reserve(ctx, st, method)
+		if err != nil {
 			return zero, err
 		}
-		resp, err := sendOnce(ctx, r, st, method, send)
+		resp, unsent, err := sendOnce(ctx, r, st, method, send)
 		if err == nil {
 			return resp, nil
+		}
+		if unsent {
+			r.refund(ctx, st, method, res, err)
 		}
 		if ctx.Err() != nil {
 			return zero, ctx.Err()
@@ -68,12 +77,19 @@ func call[T any](ctx context.Context, r *Runner, st *runState, method string, se
 
 // sendOnce runs one attempt under the per-request timeout, reports it to
 // OnCall and counts it on the run, and redacts the API key from transport
-// errors (net/url errors quote the request URL).
-func sendOnce[T any](ctx context.Context, r *Runner, st *runState, method string, send func(context.Context) (T, error)) (T, error) {
+// errors (net/url errors quote the request URL). unsent reports a failed
+// attempt that provably never left the host (neverLeft): no connection was
+// obtained for it (an httptrace.ClientTrace on the request context watches
+// GotConn) and its error is a DNS failure or a failed dial.
+func sendOnce[T any](ctx context.Context, r *Runner, st *runState, method string, send func(context.Context) (T, error)) (resp T, unsent bool, err error) {
 	reqCtx, cancel := context.WithTimeout(ctx, st.set.Timeout)
 	defer cancel()
+	var gotConn atomic.Bool
+	reqCtx = httptrace.WithClientTrace(reqCtx, &httptrace.ClientTrace{
+		GotConn: func(httptrace.GotConnInfo) { gotConn.Store(true) },
+	})
 	start := time.Now()
-	resp, err := send(reqCtx)
+	resp, err = send(reqCtx)
 	st.calls[method]++
 	if r.OnCall != nil {
 		status := 200
@@ -86,7 +102,51 @@ func sendOnce[T any](ctx context.Context, r *Runner, st *runState, method string
 		}
 		r.OnCall(method, status, time.Since(start))
 	}
-	return resp, Redact(err)
+	return resp, neverLeft(err, gotConn.Load()), Redact(err)
+}
+
+// neverLeft reports whether a failed attempt provably never left the host,
+// so that Google cannot have counted it: no connection was obtained for the
+// request (gotConn false: no byte of it can have been written, not even by
+// net/http's own retry of a request first written on a reused connection)
+// and err is one of net/http's errors from before a connection exists, a
+// *net.DNSError (the name did not resolve) or a *net.OpError with Op
+// "dial" (connection refused, network unreachable, no answer to the
+// connect). Everything else may have reached Google: timeouts once
+// connected, resets, TLS failures, a proxy's refusal (Op "proxyconnect")
+// and every answer.
+func neverLeft(err error, gotConn bool) bool {
+	if err == nil || gotConn {
+		return false
+	}
+	var dnsErr *net.DNSError
+	if errors.As(err, &dnsErr) {
+		return true
+	}
+	var opErr *net.OpError
+	return errors.As(err, &opErr) && opErr.Op == "dial"
+}
+
+// refund gives back the reservation of an attempt that never left the host
+// (neverLeft), in the quota backend and on the run record. A refund that
+// fails only leaves the units counted (the safe side) and is logged.
+func (r *Runner) refund(ctx context.Context, st *runState, method string, res quota.Reservation, cause error) {
+	if res.IsZero() {
+		return // sent unmetered (fail-open): nothing was reserved
+	}
+	ctx = context.WithoutCancel(ctx)
+	log := st.log.With().Str("method", method).AnErr("cause", Redact(cause)).Logger()
+	if err := r.Limiter.Refund(ctx, r.Credential, res); err != nil {
+		log.Warn().Err(err).Msg("cannot refund a call that never left the host; its units stay counted")
+		return
+	}
+	for bucket, units := range res.Units() {
+		st.run.Units[bucket] -= units
+	}
+	if err := r.Store.RecordUsage(ctx, *st.run); err != nil {
+		log.Warn().Err(err).Msg("cannot record the run's units so far")
+	}
+	log.Info().Interface("refunded", res.Units()).Msg("the call never left the host; its units were refunded")
 }
 
 // retryable reports whether err is a transient failure worth another
@@ -133,9 +193,10 @@ func backoff(base time.Duration, attempt int) time.Duration {
 }
 
 // reserve reserves one call of method before it is sent. It returns nil
-// when the call may go ahead (admitted, or unmetered under fail-open), a
-// *StopError on denial or fail-closed, or a configuration error.
-func (r *Runner) reserve(ctx context.Context, st *runState, method string) error {
+// when the call may go ahead (admitted, with its Reservation, or unmetered
+// under fail-open, with none), a *StopError on denial or fail-closed, or a
+// configuration error.
+func (r *Runner) reserve(ctx context.Context, st *runState, method string) (quota.Reservation, error) {
 	run, log := st.run, st.log
 	if st.limiterDown == nil {
 		d, err := r.Limiter.Reserve(ctx, r.Credential, method)
@@ -150,31 +211,39 @@ func (r *Runner) reserve(ctx context.Context, st *runState, method string) error
 			if err := r.Store.RecordUsage(context.WithoutCancel(ctx), *run); err != nil {
 				log.Warn().Err(err).Msg("cannot record the run's units so far")
 			}
-			return nil
+			return d.Reservation, nil
 		case err == nil:
-			return Denied(run.Region, method, d)
+			if d.ClockBehind > 0 {
+				log.Warn().Str("bucket", d.DeniedBucket).Dur("clock_behind", d.ClockBehind).Time("retry_at", d.Now.Add(d.RetryAfter)).
+					Msg("the local clock went back: the quota backend admits nothing until it catches up")
+			}
+			return quota.Reservation{}, Denied(run.Region, method, d)
 		case errors.Is(err, quota.ErrUnavailable):
 			if ctx.Err() != nil {
-				return ctx.Err()
+				return quota.Reservation{}, ctx.Err()
 			}
 			st.limiterDown = err
 			log.Warn().Err(err).Msg("quota backend unavailable; applying call site policies for the rest of this run")
 		default:
-			return err
+			return quota.Reservation{}, err
 		}
 	}
 	if r.Policy(method) == callsite.FailClosed {
-		return &StopError{Region: run.Region, Reason: fmt.Sprintf("limiter unavailable (%s is fail-closed)", method)}
+		return quota.Reservation{}, &StopError{Region: run.Region, Reason: fmt.Sprintf("limiter unavailable (%s is fail-closed)", method)}
 	}
 	run.Unmetered++
 	log.Debug().Str("method", method).Msg("limiter unavailable: call sent unmetered (fail-open)")
-	return nil
+	return quota.Reservation{}, nil
 }
 
 // Denied builds the *StopError of a denied reservation of method for
 // region ("" outside a run), with the decision's Retry-After.
 func Denied(region, method string, d quota.Decision) *StopError {
 	reason := fmt.Sprintf("quota denied %s by bucket %q", method, d.DeniedBucket)
+	if d.ClockBehind > 0 {
+		reason = fmt.Sprintf("quota denied %s: the local clock went back by %s (it reads earlier than the newest entry of bucket %q); nothing is admitted until it catches up, or run `trendfetch quota reset` if the earlier clock was wrong",
+			method, roundUp(d.ClockBehind), d.DeniedBucket)
+	}
 	if d.Exhausted {
 		reason = "quota exhausted upstream (403 quotaExceeded) until " + d.ExhaustedUntil.UTC().Format(time.RFC3339)
 	}

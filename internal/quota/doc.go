@@ -25,6 +25,16 @@
 // from Google is fed back with MarkExhausted, which denies the credential
 // (Decision.Exhausted) everywhere until the given time.
 //
+// # Refund
+//
+// An admitted Decision carries a Reservation naming the entries it recorded.
+// When the call provably never left the host (a DNS failure, a refused
+// connection: no byte of the request was written), the call site hands it
+// to Refund, which removes exactly those entries from every bucket they
+// were charged to, atomically; nothing else is ever refunded, because
+// Google counts every request it receives, answered or not. A refund is
+// idempotent, and a no-op for an entry that has already left its window.
+//
 // # Backends
 //
 // Limiter decides through a Backend:
@@ -34,9 +44,39 @@
 //   - NewSQLite: embedded, for single-host cron with zero setup; one
 //     BEGIN IMMEDIATE transaction per decision on a local database file,
 //     the local clock.
+//   - NewMemory: one process only (trendfetch serve's per-client limits);
+//     the local clock.
 //
-// Both pass one behaviour test suite (suite_test.go) and a multi-process
-// over-admission test (procs_test.go). Every backend failure wraps
-// ErrUnavailable so that call sites can apply their fail-open or
-// fail-closed policy; a denial is a Decision, not an error.
+// All pass one behaviour test suite (suite_test.go), and Redis and SQLite
+// a multi-process over-admission test (procs_test.go). Every backend
+// failure wraps ErrUnavailable so that call sites can apply their fail-open
+// or fail-closed policy; a denial is a Decision, not an error.
+//
+// # Clock steps (embedded backends)
+//
+// The SQLite and memory backends stamp entries and decide windows with the
+// local clock (WithClock, WithMemoryClock), so a step of that clock moves
+// every window:
+//
+//   - Forward: every entry looks older by the step. A step of a day (or of
+//     a window) makes the whole log look expired, and a full window is
+//     admitted again at once; calendar buckets likewise see the next
+//     Pacific day. Nothing can detect this locally: a correct clock
+//     (NTP) is the only guard, and Google's own count still answers 403
+//     quotaExceeded (MarkExhausted), which bounds the damage to one day.
+//   - Backward: new entries would look older than the ones before them and
+//     leave the window early, and calendar buckets would count from an
+//     earlier midnight. A step of at most ClockStepTolerance (2 s) is
+//     absorbed: new entries are stamped no earlier than the newest one.
+//     Beyond it, Reserve admits nothing into a bucket whose newest entry is
+//     later than the clock plus the tolerance: it denies with
+//     Decision.ClockBehind (how far the clock is behind that entry) and a
+//     RetryAfter ending when the clock has caught up to within the
+//     tolerance. If the earlier clock was the wrong one (it ran ahead and
+//     was corrected), `trendfetch quota reset` clears the entries instead
+//     of waiting.
+//
+// The Redis backend takes its clock from Redis TIME alone (redis_lua.go):
+// client clocks do not matter, and a Redis server's clock step moves its
+// windows in the same way; a new entry is never scored before the newest.
 package quota

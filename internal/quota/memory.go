@@ -3,6 +3,7 @@ package quota
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 )
@@ -19,11 +20,16 @@ import (
 // credential whose entries have all expired is dropped by a sweep every
 // memorySweepEvery reservations, so memory stays bounded by the active
 // clients. Decisions cost O(entries in the window) of the bucket.
+//
+// The clock is the local clock, with the SQLite backend's rules for clock
+// steps (doc.go, "Clock steps"; ClockStepTolerance). Refund removes a
+// reservation's entries by their ids, in O(entries of the bucket).
 type MemoryBackend struct {
 	mu      sync.Mutex
 	clock   func() time.Time
 	creds   map[string]*memoryCredential
-	reserve int // reservations since the last sweep
+	reserve int   // reservations since the last sweep
+	lastID  int64 // the id of the newest entry recorded (ids start at 1)
 }
 
 // memorySweepEvery is how many reservations pass between sweeps of idle
@@ -39,6 +45,7 @@ type memoryCredential struct {
 type memoryLog struct {
 	ts    []int64 // µs, non-decreasing
 	units []int64
+	ids   []int64 // unique per backend, increasing: the entry's identity for Refund
 }
 
 // MemoryOption configures NewMemory.
@@ -112,15 +119,17 @@ func (l *memoryLog) evict(b Bucket, nowUS int64) {
 	if n > 0 {
 		l.ts = append(l.ts[:0], l.ts[n:]...)
 		l.units = append(l.units[:0], l.units[n:]...)
+		l.ids = append(l.ids[:0], l.ids[n:]...)
 	}
 }
 
 // Reserve implements Backend under one mutex: it admits only if every
 // charge fits its bucket (used + units <= limit) and the credential is not
 // marked exhausted, then records one entry per bucket. Denials write
-// nothing; RetryAfter and DeniedBucket follow the SQLite backend's rules.
-// A charge above its bucket's limit returns a *CostError. It never returns
-// ErrUnavailable.
+// nothing; RetryAfter, DeniedBucket and the refusal while the clock is
+// behind a bucket's newest entry (Decision.ClockBehind) follow the SQLite
+// backend's rules. A charge above its bucket's limit returns a *CostError.
+// It never returns ErrUnavailable.
 func (m *MemoryBackend) Reserve(ctx context.Context, credential string, charges []BucketCharge) (Decision, error) {
 	for _, c := range charges {
 		if c.Units <= 0 {
@@ -159,6 +168,15 @@ func (m *MemoryBackend) Reserve(ctx context.Context, credential string, charges 
 		logs[i] = l
 		used, _, _ := l.window(sqliteCutoffUS(c.Bucket, nowUS))
 		d.Remaining[c.Name] = max(c.Limit-used, 0)
+		if n := len(l.ts); n > 0 {
+			if ra, behind := clockStepWait(l.ts[n-1], nowUS); behind > 0 {
+				d.ClockBehind = max(d.ClockBehind, behind)
+				if denied == "" || ra > deniedRA {
+					denied, deniedRA = c.Name, ra
+				}
+				continue
+			}
+		}
 		if used+c.Units <= c.Limit {
 			continue
 		}
@@ -181,14 +199,45 @@ func (m *MemoryBackend) Reserve(ctx context.Context, credential string, charges 
 		if n := len(l.ts); n > 0 {
 			ts = max(ts, l.ts[n-1]) // never before the newest entry
 		}
+		m.lastID++
 		l.ts = append(l.ts, ts)
 		l.units = append(l.units, c.Units)
+		l.ids = append(l.ids, m.lastID)
 		d.Remaining[c.Name] -= c.Units
 		l.evict(c.Bucket, nowUS)
+		d.Reservation.entries = append(d.Reservation.entries, reservedEntry{bucket: c.Bucket, units: c.Units, at: ts, id: m.lastID})
 	}
 	cr.exhausted = 0
 	d.Allowed = true
 	return d, nil
+}
+
+// Refund implements Backend under the mutex: it removes each entry of r
+// (found by its id) that is still in its bucket's window at the backend
+// clock; entries already gone or out of the window are skipped. It never
+// returns an error.
+func (m *MemoryBackend) Refund(ctx context.Context, credential string, r Reservation) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	cr := m.creds[credential]
+	if cr == nil {
+		return nil
+	}
+	nowUS := m.clock().UnixMicro()
+	for _, e := range r.entries {
+		l := cr.logs[e.bucket.Name]
+		if l == nil || e.id == 0 || e.at <= sqliteCutoffUS(e.bucket, nowUS) {
+			continue
+		}
+		i, found := slices.BinarySearch(l.ids, e.id)
+		if !found {
+			continue
+		}
+		l.ts = slices.Delete(l.ts, i, i+1)
+		l.units = slices.Delete(l.units, i, i+1)
+		l.ids = slices.Delete(l.ids, i, i+1)
+	}
+	return nil
 }
 
 // sweep drops credentials with no entry younger than a day and no marker.

@@ -56,6 +56,74 @@ type Decision struct {
 	RetryAfter time.Duration
 	// Now is the backend clock at the decision (Redis TIME or local clock).
 	Now time.Time
+	// ClockBehind is set on a denial by an embedded backend (SQLite,
+	// memory) whose local clock reads earlier than a charged bucket's newest
+	// entry by more than ClockStepTolerance: the clock was stepped back, and
+	// nothing is admitted until it has caught up (RetryAfter; see doc.go,
+	// "Clock steps"). It is how far behind the newest entry the clock is.
+	ClockBehind time.Duration
+	// Reservation identifies the entries an admitted call recorded, for
+	// Refund; it is the zero Reservation on denial.
+	Reservation Reservation
+}
+
+// Reservation identifies the log entries that one admitted reservation
+// recorded, one per bucket it charged, so that Refund can remove exactly
+// those entries and no others. It is opaque: only the kind of backend that
+// issued it can read it. The zero value (a denial's) refunds nothing.
+type Reservation struct {
+	entries []reservedEntry
+}
+
+// reservedEntry is one bucket's entry of a reservation.
+type reservedEntry struct {
+	bucket Bucket
+	// units is the entry's cost in bucket.
+	units int64
+	// at is the entry's timestamp, Unix µs (the Redis score, SQLite ts_us,
+	// the memory log's ts).
+	at int64
+	// id is the entry's immutable identity where the backend stores one
+	// (SQLite rid, memory id; never 0 there). Redis identifies an entry by
+	// (bucket, at, units): its scores are unique within a bucket.
+	id int64
+}
+
+// IsZero reports whether r identifies no entry (a denial, or the zero value).
+func (r Reservation) IsZero() bool { return len(r.entries) == 0 }
+
+// Units returns the units r charged, per bucket name (nil for the zero value).
+func (r Reservation) Units() map[string]int64 {
+	if r.IsZero() {
+		return nil
+	}
+	out := make(map[string]int64, len(r.entries))
+	for _, e := range r.entries {
+		out[e.bucket.Name] += e.units
+	}
+	return out
+}
+
+// ClockStepTolerance is how far the local clock of an embedded backend
+// (SQLite, memory) may read earlier than the newest entry of a bucket before
+// that backend refuses to admit into the bucket: small steps (NTP slewing,
+// a leap second, two processes reading the clock a few µs apart) are
+// absorbed by stamping the new entry no earlier than the newest one; a
+// larger step back is refused with Decision.ClockBehind (doc.go, "Clock
+// steps"). The Redis backend's clock is Redis TIME and is not checked.
+const ClockStepTolerance = 2 * time.Second
+
+// clockStepWait checks the local clock nowUS against the newest entry of a
+// bucket, stamped newestUS (Unix µs): behind is how far the clock reads
+// earlier than that entry when that exceeds ClockStepTolerance (else 0), and
+// wait is how long until it no longer does, i.e. until admissions into the
+// bucket resume.
+func clockStepWait(newestUS, nowUS int64) (wait, behind time.Duration) {
+	back, tol := newestUS-nowUS, ClockStepTolerance.Microseconds()
+	if back <= tol {
+		return 0, 0
+	}
+	return time.Duration(back-tol) * time.Microsecond, time.Duration(back) * time.Microsecond
 }
 
 // BucketStatus is the read-only state of one bucket.
@@ -112,6 +180,14 @@ type Backend interface {
 	Status(ctx context.Context, credential string, buckets []Bucket, maxCost map[string]int64) (Status, error)
 	// MarkExhausted denies every reservation for credential until until.
 	MarkExhausted(ctx context.Context, credential string, until time.Time) error
+	// Refund removes the entries of reservation r, an admitted Decision's
+	// Reservation for credential, from every bucket it charged, atomically:
+	// all of them or (on error) none. It is only for calls that provably
+	// never left the host (DESIGN.md §4 "Refund"). It is idempotent:
+	// entries already refunded, evicted or reset are skipped, and so is an
+	// entry that is no longer in its bucket's window (a refund after the
+	// window passed changes nothing). Backend failures wrap ErrUnavailable.
+	Refund(ctx context.Context, credential string, r Reservation) error
 	// Reset removes every log entry and the exhaustion marker of
 	// credential; run leases are kept (they are not usage).
 	Reset(ctx context.Context, credential string) error
@@ -264,6 +340,21 @@ func (l *Limiter) Status(ctx context.Context, credential string) Status {
 	}
 	st.Reachable = true
 	return st
+}
+
+// Refund gives back the units of reservation r (Decision.Reservation of an
+// admitted Reserve for credential) in every bucket it charged, atomically.
+// Call it only when the call provably never left the host (DNS failure,
+// connection refused: nothing of the request was written); nothing else is
+// ever refunded, since Google counts every request it receives. The zero
+// Reservation refunds nothing and reaches no backend. Refunding twice, or
+// after the entry left its window, is a no-op. Backend failures wrap
+// ErrUnavailable.
+func (l *Limiter) Refund(ctx context.Context, credential string, r Reservation) error {
+	if r.IsZero() {
+		return nil
+	}
+	return l.backend.Refund(ctx, credential, r)
 }
 
 // MarkExhausted denies every reservation of credential until until, typically

@@ -104,7 +104,11 @@ func (b nopBackend) Status(context.Context, string, []Bucket, map[string]int64) 
 }
 func (nopBackend) MarkExhausted(context.Context, string, time.Time) error { return nil }
 func (nopBackend) Reset(context.Context, string) error                    { return nil }
-func (nopBackend) Close() error                                           { return nil }
+func (b nopBackend) Refund(context.Context, string, Reservation) error {
+	b.t.Fatal("backend reached")
+	return nil
+}
+func (nopBackend) Close() error { return nil }
 
 // defaultBuckets and defaultCosts are the product defaults of DESIGN.md §4.
 var (

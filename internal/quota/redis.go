@@ -230,7 +230,7 @@ func (r *RedisBackend) Reserve(ctx context.Context, credential string, charges [
 	if err != nil {
 		return Decision{}, redisUnavailable("reserve", credential, err)
 	}
-	if len(res) != 5+len(charges) {
+	if len(res) != 5+2*len(charges) {
 		return Decision{}, redisUnavailable("reserve", credential, fmt.Errorf("unexpected reply of %d values", len(res)))
 	}
 	d := Decision{
@@ -245,6 +245,9 @@ func (r *RedisBackend) Reserve(ctx context.Context, credential string, charges [
 	if res[4] > 0 {
 		d.Exhausted = true
 		d.ExhaustedUntil = time.UnixMicro(res[4])
+	}
+	if d.Allowed {
+		d.Reservation = redisReservation(charges, res[5+len(charges):])
 	}
 	for i, c := range charges {
 		d.Remaining[c.Name] = res[5+i]

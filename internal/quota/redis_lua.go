@@ -1,6 +1,11 @@
 package quota
 
-import "github.com/redis/go-redis/v9"
+import (
+	"context"
+	"fmt"
+
+	"github.com/redis/go-redis/v9"
+)
 
 // redisEvictBatch is EVICT_BATCH of the reserve script: the most expired
 // entries one admitted call removes (a test checks both agree).
@@ -18,11 +23,16 @@ const redisEvictBatch = 8
 //	score  = Redis TIME in microseconds when the call was admitted
 //	member = "<cum>:<cost>", cum zero-padded to 16 digits
 //
-// cum is the bucket's running total after this entry: the units ever
-// admitted into the key up to and including this call (a prefix sum). It
-// strictly increases, so members are unique even within one microsecond, and
-// because scores never decrease (a new score is max(TIME, newest score)) the
-// sorted-set order (score, then member bytes) is also cum order.
+// cum is the bucket's running total after this entry: the units admitted
+// into the key up to and including this call (a prefix sum). It strictly
+// increases, so members are unique, and because scores strictly increase (a
+// new score is max(TIME, newest score + 1 µs)) the sorted-set order (score,
+// then member bytes) is also cum order. A score is therefore unique within
+// its bucket, and it is never issued twice while the state hash lives (its
+// newest is a high-water mark that a refund does not lower): (bucket,
+// score, cost) is an entry's identity for Refund. A refund removes the
+// entry and lowers the cum of every later entry by its cost (see
+// redisRefundScript), so the prefix sums stay exact.
 //
 // Key trendfetch:{<credential>}:state is a hash: field "exhausted" holds the
 // upstream exhaustion marker (until, Unix µs) and one field per bucket caches
@@ -30,7 +40,7 @@ const redisEvictBatch = 8
 // little-endian (struct.pack '<dddddd', 48 bytes):
 //
 //	total       cum of the newest entry
-//	newest      score of the newest entry
+//	newest      score of the newest entry ever recorded (a refund keeps it)
 //	split_lo    a window start for which the split below was found
 //	split_cum   every entry with cum <= split_cum has score < split_lo
 //	split_next  score of the first entry after the split (if total > split_cum)
@@ -154,6 +164,8 @@ end
 //	[4] Retry-After µs (0 when allowed)   [5] exhausted until (Unix µs, 0 if not marked)
 //	[5+i] remaining units of bucket i after the decision (on denial: limit - used,
 //	      as nothing was recorded)
+//	[5+n+i] score of the entry recorded in bucket i (Unix µs; 0 on denial): with
+//	      the cost, its identity for Refund
 var redisReserveScript = redis.NewScript(redisLuaPrelude + `
 -- The hot path is inlined and makes four redis.calls (TIME, HMGET, ZADD,
 -- HSET) plus one ZADD per extra bucket: each redis.call costs several times
@@ -240,6 +252,7 @@ if not allowed then
       rem = rem + s[1] -- this bucket would have fitted: limit - used
     end
     reply[5 + i] = rem
+    reply[5 + n + i] = 0
   end
   reply[3], reply[4] = denied, retry
   return reply
@@ -274,7 +287,7 @@ for i = 1, n do
     end
   end
   local score = now
-  if newest > score then score = newest end
+  if newest >= score then score = newest + 1 end -- unique: a refund's handle
   if total == scum then snext = score end -- the new entry is the first after the split
   if oldest > score then oldest = score end
   redis.call('ZADD', key, score, string.format('%016d:%d', total + cost, cost))
@@ -295,6 +308,7 @@ for i = 1, n do
     if ttl > state_ttl then state_ttl = ttl end
   end
   reply[5 + i] = s[10]
+  reply[5 + n + i] = score
 end
 redis.call('HSET', KEYS[1], unpack(hset))
 if state_ttl > 0 then
@@ -418,3 +432,131 @@ local pttl = redis.call('PTTL', KEYS[1])
 if pttl < 0 or ttl > pttl then redis.call('PEXPIRE', KEYS[1], ttl) end
 return till
 `)
+
+// redisRefundScript removes the entries of one reservation (Refund), each
+// from its bucket's log, and keeps the bucket's cache in the state hash
+// exact. An entry is matched by its score and cost (scores are unique within
+// a bucket, see the data layout above); one not found (already refunded,
+// evicted, reset) or no longer in its window at Redis TIME is skipped. Every
+// entry after a removed one gets the member "<cum - cost>:<its cost>" at the
+// same score, so the prefix sums stay exact; the cache's total (and its
+// split, when the removed entry was at or before it) drops by the cost, and
+// its newest stays: a score is never issued twice.
+//
+//	KEYS[1]      state hash         trendfetch:{<credential>}:state
+//	KEYS[1+i]    bucket i's log     trendfetch:{<credential>}:<bucket>, i = 1..n
+//	ARGV[1]      m, the number of Pacific midnights that follow
+//	ARGV[2..m+1] Pacific midnights, Unix µs, ascending
+//	then per bucket i, 4 values: its field in the state hash (the bucket
+//	name), the entry's score (Unix µs), its cost (units), the bucket's
+//	window (µs; 0 = calendar)
+//
+// Reply (array of integers): [1] now (Redis TIME, Unix µs), [1+i] 1 when
+// bucket i's entry was removed, else 0.
+//
+// Cost: O(log n) per bucket plus O(log n) per entry recorded after the
+// removed one (each is rewritten); a refund follows its reservation within
+// one request's dial time, so few.
+var redisRefundScript = redis.NewScript(redisLuaPrelude + `
+local REWRITE_BATCH = 500 -- members per ZREM/ZADD call (unpack's stack limit)
+local n = #KEYS - 1
+local m = tonumber(ARGV[1])
+local t = redis.call('TIME')
+local now = t[1] * 1000000 + t[2]
+local last_mid, next_mid
+for i = 2, m + 1 do
+  local v = tonumber(ARGV[i])
+  if v <= now then last_mid = v elseif next_mid == nil then next_mid = v end
+end
+if last_mid == nil or next_mid == nil then return redis.error_reply(NO_MIDNIGHT) end
+
+local reply = {now}
+for i = 1, n do
+  local p = m + 4 * i - 2
+  local field, score, cost, window = ARGV[p], tonumber(ARGV[p + 1]), tonumber(ARGV[p + 2]), tonumber(ARGV[p + 3])
+  local key = KEYS[i + 1]
+  local lo = now - window + 1
+  if window == 0 then lo = last_mid end
+  local member, cum
+  if score >= lo then
+    for _, e in ipairs(redis.call('ZRANGEBYSCORE', key, fmt(score), fmt(score))) do
+      local c, k = parse(e)
+      if k == cost then member, cum = e, c break end
+    end
+  end
+  reply[i + 1] = 0
+  if member then
+    local ttl = redis.call('PTTL', key)
+    local later = redis.call('ZRANGE', key, redis.call('ZRANK', key, member) + 1, -1, 'WITHSCORES')
+    -- Remove the entry and every later one, then add the later ones back
+    -- with their cum lowered (a new member may equal an old one's).
+    local old, new = {member}, {}
+    for j = 1, #later, 2 do
+      local c, k = parse(later[j])
+      old[#old + 1] = later[j]
+      new[#new + 1] = later[j + 1]
+      new[#new + 1] = string.format('%016d:%d', c - cost, k)
+    end
+    for j = 1, #old, REWRITE_BATCH do
+      redis.call('ZREM', key, unpack(old, j, math.min(j + REWRITE_BATCH - 1, #old)))
+    end
+    for j = 1, #new, 2 * REWRITE_BATCH do
+      redis.call('ZADD', key, unpack(new, j, math.min(j + 2 * REWRITE_BATCH - 1, #new)))
+    end
+    -- The ZREM may have emptied (deleted) the key: the re-added entries
+    -- keep the TTL it had.
+    if #new > 0 and ttl > 0 then redis.call('PEXPIRE', key, ttl) end
+    local c = redis.call('HGET', KEYS[1], field)
+    if c and #c == 48 then
+      local total, newest, slo, scum, snext, oldest = struct.unpack('<dddddd', c)
+      total = total - cost
+      if cum <= scum then
+        scum = scum - cost -- the entry was before the split (a split the
+                           -- reserve script would recompute anyway)
+      elseif cum - cost == scum and #later > 0 then
+        snext = tonumber(later[2]) -- it was the first entry after the split
+      end
+      redis.call('HSET', KEYS[1], field, struct.pack('<dddddd', total, newest, slo, scum, snext, oldest))
+    end
+    reply[i + 1] = 1
+  end
+end
+return reply
+`)
+
+// Refund implements Backend with redisRefundScript: one round trip, atomic
+// across every bucket of r. Entries already refunded, evicted or reset, and
+// entries no longer in their window at Redis TIME, are skipped. A bad
+// credential name is an error; Redis failures wrap ErrUnavailable.
+func (r *RedisBackend) Refund(ctx context.Context, credential string, res Reservation) error {
+	if err := redisCheckCredential(credential); err != nil {
+		return err
+	}
+	if res.IsZero() {
+		return nil
+	}
+	keys, args := r.scriptFrame(credential, len(res.entries), 4)
+	for _, e := range res.entries {
+		keys = append(keys, r.bucketKey(credential, e.bucket.Name))
+		args = append(args, e.bucket.Name, e.at, e.units, redisWindowUS(e.bucket))
+	}
+	out, err := redisRefundScript.Run(ctx, r.client, keys, args...).Int64Slice()
+	if err != nil {
+		return redisUnavailable("refund", credential, err)
+	}
+	if len(out) != 1+len(res.entries) {
+		return redisUnavailable("refund", credential, fmt.Errorf("unexpected reply of %d values", len(out)))
+	}
+	return nil
+}
+
+// redisReservation is the Reservation of an admitted reserve script reply:
+// scores[i] is the score of the entry recorded for charges[i] (reply
+// values [5+n+i]).
+func redisReservation(charges []BucketCharge, scores []int64) Reservation {
+	var res Reservation
+	for i, c := range charges {
+		res.entries = append(res.entries, reservedEntry{bucket: c.Bucket, units: c.Units, at: scores[i]})
+	}
+	return res
+}

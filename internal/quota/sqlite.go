@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math/rand/v2"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -23,7 +24,9 @@ import (
 // Each decision is one BEGIN IMMEDIATE transaction, so decisions of every
 // process and goroutine using the same file are serialized and exact. The
 // clock is the local clock at microsecond precision, read after the write
-// lock is taken. It is safe for concurrent use.
+// lock is taken; while it reads more than ClockStepTolerance earlier than a
+// charged bucket's newest entry, nothing is admitted into that bucket
+// (doc.go, "Clock steps"). It is safe for concurrent use.
 //
 // Storage: table quota_log holds one row per admitted call per bucket with
 // its cost, plus running totals (cum: units, seq: entries) per
@@ -64,9 +67,11 @@ func WithSQLiteReadOnly() SQLiteOption {
 
 // WithClock replaces the local clock (time.Now) used for every decision;
 // tests inject a fake clock to move time without sleeping. The clock is read
-// at microsecond precision; it should not go backwards (if it does, new
-// entries are stamped no earlier than the newest stored entry, which can only
-// make the limiter stricter, never admit more).
+// at microsecond precision; it should not go backwards. If it does by at
+// most ClockStepTolerance, new entries are stamped no earlier than the
+// newest stored entry (stricter, never more admitted); if it does by more,
+// Reserve denies with Decision.ClockBehind until the clock has caught up
+// (doc.go, "Clock steps").
 func WithClock(now func() time.Time) SQLiteOption {
 	return func(o *sqliteOptions) { o.clock = now }
 }
@@ -82,8 +87,12 @@ func WithSQLiteBusyTimeout(d time.Duration) SQLiteOption {
 const DefaultSQLiteBusyTimeout = 10 * time.Second
 
 // sqliteSchemaVersion is stored in PRAGMA user_version once the schema exists,
-// so opening an existing database costs one pragma read, not DDL.
-const sqliteSchemaVersion = 1
+// so opening an existing database costs one pragma read, not DDL. Version 2
+// added quota_log.rid (Refund); a version 1 database is migrated by the
+// first writer that opens it (sqliteMigrateV2), and read-only opens accept
+// either. A binary from before version 2 still reads and writes a version
+// 2 database: its rows get rid 0, which no Reservation names.
+const sqliteSchemaVersion = 2
 
 // sqliteSchema is created idempotently by NewSQLite.
 //
@@ -95,7 +104,12 @@ const sqliteSchemaVersion = 1
 //   - cum:   running total of cost (the sum of cost up to and including this
 //     row since the log was last empty), strictly increasing, hence also the
 //     unique member of the entry;
-//   - seq:   running count of entries, likewise.
+//   - seq:   running count of entries, likewise;
+//   - rid:   a random non-zero 63-bit id, the entry's identity for Refund
+//     (cum and seq shift when an earlier entry is refunded; rid never does).
+//
+// A refund deletes its row and subtracts its cost from cum (and 1 from
+// seq) of every later row of the bucket, so the prefix sums stay exact.
 //
 // quota_exhausted: credential -> until_us marker set by MarkExhausted.
 const sqliteSchema = `
@@ -106,6 +120,7 @@ CREATE TABLE IF NOT EXISTS quota_log (
 	seq        INTEGER NOT NULL,
 	ts_us      INTEGER NOT NULL,
 	cost       INTEGER NOT NULL,
+	rid        INTEGER NOT NULL DEFAULT 0,
 	PRIMARY KEY (credential, bucket, cum)
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS quota_log_window ON quota_log (credential, bucket, ts_us);
@@ -113,7 +128,13 @@ CREATE TABLE IF NOT EXISTS quota_exhausted (
 	credential TEXT    NOT NULL PRIMARY KEY,
 	until_us   INTEGER NOT NULL
 ) WITHOUT ROWID;
-PRAGMA user_version = 1;
+PRAGMA user_version = 2;
+`
+
+// sqliteMigrateV2 turns a version 1 database into version 2.
+const sqliteMigrateV2 = `
+ALTER TABLE quota_log ADD COLUMN rid INTEGER NOT NULL DEFAULT 0;
+PRAGMA user_version = 2;
 `
 
 // Statements, prepared once at open (the pool holds one connection).
@@ -128,15 +149,31 @@ const (
 	// first with cum >= base + need.
 	sqlFreeing = `SELECT ts_us FROM quota_log
 		WHERE credential = ? AND bucket = ? AND cum >= ? ORDER BY cum LIMIT 1`
-	sqlInsert = `INSERT INTO quota_log (credential, bucket, cum, seq, ts_us, cost)
-		VALUES (?, ?, ?, ?, ?, ?)`
+	sqlInsert = `INSERT INTO quota_log (credential, bucket, cum, seq, ts_us, cost, rid)
+		VALUES (?, ?, ?, ?, ?, ?, ?)`
 	sqlEvict  = `DELETE FROM quota_log WHERE credential = ? AND bucket = ? AND ts_us <= ?`
 	sqlMarker = `SELECT until_us FROM quota_exhausted WHERE credential = ?`
 	// A marker only ever moves later; Reset removes it.
 	sqlMark = `INSERT INTO quota_exhausted (credential, until_us) VALUES (?, ?)
 		ON CONFLICT (credential) DO UPDATE SET until_us = max(until_us, excluded.until_us)`
 	sqlDropMarker = `DELETE FROM quota_exhausted WHERE credential = ? AND until_us <= ?`
+
+	// Refund: the entry a Reservation names (found through the window
+	// index), its removal, and the shift of every later entry's running
+	// totals. cum is the primary key, and SQLite checks it row by row
+	// during an UPDATE, so the shift goes through negative values (never
+	// stored otherwise) to stay clear of the rows not yet shifted.
+	sqlRefundFind = `SELECT cum FROM quota_log
+		WHERE credential = ? AND bucket = ? AND ts_us = ? AND rid = ? AND cost = ?`
+	sqlRefundDelete = `DELETE FROM quota_log WHERE credential = ? AND bucket = ? AND cum = ?`
+	sqlRefundShift  = `UPDATE quota_log SET cum = -(cum - ?), seq = seq - 1
+		WHERE credential = ? AND bucket = ? AND cum > ?`
+	sqlRefundRestore = `UPDATE quota_log SET cum = -cum WHERE credential = ? AND bucket = ? AND cum < 0`
 )
+
+// sqliteReadableVersion is the oldest schema version read-only opens accept
+// (their statements do not use rid).
+const sqliteReadableVersion = 1
 
 // NewSQLite opens (creating it and its parent directory, mode 0o700, if
 // needed) the quota database at path and creates the schema if missing.
@@ -186,7 +223,8 @@ func NewSQLite(path string, opts ...SQLiteOption) (*SQLiteBackend, error) {
 		db.Close()
 		return nil, fmt.Errorf("quota: cannot create schema in %s: %w: %w", path, ErrUnavailable, err)
 	}
-	for _, q := range []string{sqlLast, sqlFirstAfter, sqlFreeing, sqlInsert, sqlEvict, sqlMarker, sqlMark, sqlDropMarker} {
+	for _, q := range []string{sqlLast, sqlFirstAfter, sqlFreeing, sqlInsert, sqlEvict, sqlMarker, sqlMark, sqlDropMarker,
+		sqlRefundFind, sqlRefundDelete, sqlRefundShift, sqlRefundRestore} {
 		st, err := db.Prepare(q)
 		if err != nil {
 			s.Close()
@@ -220,7 +258,7 @@ func openSQLiteReadOnly(path string, o sqliteOptions) (*SQLiteBackend, error) {
 			db.Close()
 			continue // read-only media: try immutable
 		}
-		if v < sqliteSchemaVersion {
+		if v < sqliteReadableVersion {
 			db.Close()
 			return nil, fmt.Errorf("quota: %s holds no quota schema: %w: %w", path, ErrUnavailable, fs.ErrNotExist)
 		}
@@ -238,7 +276,8 @@ func openSQLiteReadOnly(path string, o sqliteOptions) (*SQLiteBackend, error) {
 	return nil, fmt.Errorf("quota: cannot open %s: %w: %w", path, ErrUnavailable, lastErr)
 }
 
-// migrate creates the schema unless user_version says it exists.
+// migrate creates the schema, or migrates an older one, unless user_version
+// says it is current.
 func (s *SQLiteBackend) migrate(ctx context.Context) error {
 	var v int
 	if err := s.db.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v); err != nil {
@@ -247,12 +286,23 @@ func (s *SQLiteBackend) migrate(ctx context.Context) error {
 	if v >= sqliteSchemaVersion {
 		return nil
 	}
-	tx, err := s.db.BeginTx(ctx, nil) // BEGIN IMMEDIATE: one process creates it
+	tx, err := s.db.BeginTx(ctx, nil) // BEGIN IMMEDIATE: one process migrates
 	if err != nil {
 		return err
 	}
 	defer tx.Rollback()
-	if _, err := tx.ExecContext(ctx, sqliteSchema); err != nil {
+	// Read again under the write lock: another process may have migrated.
+	if err := tx.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v); err != nil {
+		return err
+	}
+	ddl := sqliteSchema
+	switch {
+	case v >= sqliteSchemaVersion:
+		return nil
+	case v == 1:
+		ddl = sqliteMigrateV2
+	}
+	if _, err := tx.ExecContext(ctx, ddl); err != nil {
 		return err
 	}
 	return tx.Commit()
@@ -387,8 +437,10 @@ func (s *SQLiteBackend) retryAfter(ctx context.Context, tx *sql.Tx, credential s
 // back and writes nothing. On denial RetryAfter is the largest wait among the
 // denying buckets and the exhaustion marker, and DeniedBucket names the bucket
 // with the largest wait (the first in charge order on ties; "" when the
-// exhaustion marker alone decides). A charge above its bucket's limit returns
-// a *CostError. Database failures wrap ErrUnavailable.
+// exhaustion marker alone decides). A bucket whose newest entry is more than
+// ClockStepTolerance after the clock denies until the clock catches up
+// (Decision.ClockBehind). A charge above its bucket's limit returns a
+// *CostError. Database failures wrap ErrUnavailable.
 func (s *SQLiteBackend) Reserve(ctx context.Context, credential string, charges []BucketCharge) (Decision, error) {
 	for _, c := range charges {
 		if c.Units <= 0 {
@@ -433,6 +485,15 @@ func (s *SQLiteBackend) Reserve(ctx context.Context, credential string, charges 
 		}
 		states[i] = st
 		d.Remaining[c.Name] = max(c.Limit-st.used, 0)
+		if st.hasLast {
+			if ra, behind := clockStepWait(st.lastTS, nowUS); behind > 0 {
+				d.ClockBehind = max(d.ClockBehind, behind)
+				if denied == "" || ra > deniedRA {
+					denied, deniedRA = c.Name, ra
+				}
+				continue
+			}
+		}
 		if st.used+c.Units <= c.Limit {
 			continue
 		}
@@ -468,9 +529,11 @@ func (s *SQLiteBackend) Reserve(ctx context.Context, credential string, charges 
 		// Never stamp an entry before the newest one (clock stepped back):
 		// keeps the window a contiguous range of cum; at worst stricter.
 		ts := max(nowUS, st.lastTS)
-		if _, err := insert.ExecContext(ctx, credential, c.Name, st.lastCum+c.Units, st.lastSeq+1, ts, c.Units); err != nil {
+		rid := sqliteNewRID()
+		if _, err := insert.ExecContext(ctx, credential, c.Name, st.lastCum+c.Units, st.lastSeq+1, ts, c.Units, rid); err != nil {
 			return Decision{}, sqliteUnavailable("reserve", err)
 		}
+		d.Reservation.entries = append(d.Reservation.entries, reservedEntry{bucket: c.Bucket, units: c.Units, at: ts, id: rid})
 		d.Remaining[c.Name] = max(c.Limit-st.used-c.Units, 0)
 		// Evict what is out of the window and not from today (UsedToday):
 		// an index range, empty most of the time.
@@ -492,6 +555,68 @@ func (s *SQLiteBackend) Reserve(ctx context.Context, credential string, charges 
 	}
 	d.Allowed = true
 	return d, nil
+}
+
+// sqliteNewRID returns a random non-zero rid: unique across the processes
+// sharing the file without coordination (a collision also needs the same
+// credential, bucket, timestamp and cost to matter).
+func sqliteNewRID() int64 {
+	for {
+		if id := rand.Int64(); id != 0 {
+			return id
+		}
+	}
+}
+
+// Refund implements Backend in one BEGIN IMMEDIATE transaction: each entry
+// of r still stored (matched by bucket, timestamp, cost and rid) and still
+// in its bucket's window at the local clock is deleted, and every later
+// entry of the bucket has its running totals (cum, seq) lowered to match;
+// other entries of r are skipped. Cost: O(log n) plus one row rewrite per
+// entry recorded after the refunded one (a refund follows its reservation
+// within one request's dial time, so few). Database failures wrap
+// ErrUnavailable.
+func (s *SQLiteBackend) Refund(ctx context.Context, credential string, r Reservation) error {
+	tx, err := s.db.BeginTx(ctx, nil) // BEGIN IMMEDIATE (see the DSN)
+	if err != nil {
+		return sqliteUnavailable("refund", err)
+	}
+	defer tx.Rollback()
+	nowUS := s.clock().UnixMicro()
+	var find, del, shift, restore *sql.Stmt
+	for _, p := range []struct {
+		st **sql.Stmt
+		q  string
+	}{{&find, sqlRefundFind}, {&del, sqlRefundDelete}, {&shift, sqlRefundShift}, {&restore, sqlRefundRestore}} {
+		if *p.st, err = s.stmt(ctx, tx, p.q); err != nil {
+			return sqliteUnavailable("refund", err)
+		}
+	}
+	for _, e := range r.entries {
+		if e.id == 0 || e.at <= sqliteCutoffUS(e.bucket, nowUS) {
+			continue // not ours, or out of its window: nothing to give back
+		}
+		var cum int64
+		switch err := find.QueryRowContext(ctx, credential, e.bucket.Name, e.at, e.id, e.units).Scan(&cum); {
+		case errors.Is(err, sql.ErrNoRows):
+			continue // already refunded, evicted or reset
+		case err != nil:
+			return sqliteUnavailable("refund", err)
+		}
+		if _, err := del.ExecContext(ctx, credential, e.bucket.Name, cum); err != nil {
+			return sqliteUnavailable("refund", err)
+		}
+		if _, err := shift.ExecContext(ctx, e.units, credential, e.bucket.Name, cum); err != nil {
+			return sqliteUnavailable("refund", err)
+		}
+		if _, err := restore.ExecContext(ctx, credential, e.bucket.Name); err != nil {
+			return sqliteUnavailable("refund", err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return sqliteUnavailable("refund", err)
+	}
+	return nil
 }
 
 // Status implements Backend with a read-only (deferred) transaction: a

@@ -189,21 +189,8 @@ func TestSQLiteUsedTodayAndEviction(t *testing.T) {
 	}
 }
 
-// A clock stepping back never lets more through than the limit.
-func TestSQLiteClockStepsBack(t *testing.T) {
-	start := time.Date(2026, 5, 4, 12, 0, 0, 0, time.UTC)
-	clock := newFakeClock(start)
-	b := newTestSQLite(t, WithClock(clock.Now))
-	units := Bucket{Name: "units", Limit: 3, Window: time.Minute}
-	mustAllow(t, b, "c", charge(units, 2))
-	clock.Advance(-30 * time.Second)
-	mustAllow(t, b, "c", charge(units, 1)) // stamped at start, not start-30s
-	mustDeny(t, b, "c", charge(units, 1), "units")
-	clock.Set(start.Add(time.Minute - time.Microsecond))
-	mustDeny(t, b, "c", charge(units, 1), "units")
-	clock.Set(start.Add(time.Minute))
-	mustAllow(t, b, "c", charge(units, 3))
-}
+// A clock stepping back never lets more through than the limit: see
+// TestEmbeddedClockStepBack (embedded_test.go).
 
 func TestSQLiteMarkExhaustedOnlyMovesLater(t *testing.T) {
 	start := time.Date(2026, 5, 4, 12, 0, 0, 0, time.UTC)

@@ -40,6 +40,10 @@ func runBackendSuite(t *testing.T, newBackend func(t *testing.T) Backend) {
 		{"StatusReadOnly", suiteStatusReadOnly},
 		{"Calendar", suiteCalendar},
 		{"Credentials", suiteCredentials},
+		{"Refund", suiteRefund},
+		{"RefundExactEntries", suiteRefundExactEntries},
+		{"RefundAfterWindow", suiteRefundAfterWindow},
+		{"RefundConcurrent", suiteRefundConcurrent},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -476,4 +480,148 @@ func suiteCredentials(t *testing.T, b Backend, cred string) {
 	if d := mustReserve(t, b, cred, charge(units, 1)); d.Exhausted {
 		t.Fatalf("marking %q exhausted exhausted %q", other, cred)
 	}
+}
+
+func mustRefund(t *testing.T, b Backend, cred string, r Reservation) {
+	t.Helper()
+	if err := b.Refund(testCtx(t), cred, r); err != nil {
+		t.Fatalf("Refund: %v", err)
+	}
+}
+
+// suiteRefund: a refunded multi-bucket reservation leaves no trace in any
+// bucket it charged; refunding again, or the zero Reservation, changes nothing.
+func suiteRefund(t *testing.T, b Backend, cred string) {
+	units := Bucket{Name: "units", Limit: 9500, Window: time.Hour}
+	search := Bucket{Name: "search", Limit: 1, Window: time.Hour}
+	daily := Bucket{Name: "daily", Limit: 200, Calendar: true}
+	buckets := []Bucket{units, search, daily}
+	empty := mustStatus(t, b, cred, buckets, nil)
+
+	d := mustAllow(t, b, cred, charge(units, 100, search, int64(1), daily, int64(100)))
+	if got := d.Reservation.Units(); got["units"] != 100 || got["search"] != 1 || got["daily"] != 100 || len(got) != 3 {
+		t.Fatalf("Reservation.Units() = %v, want units 100, search 1, daily 100", got)
+	}
+	mustDeny(t, b, cred, charge(units, 100, search, int64(1)), "search")
+	if denied := mustReserve(t, b, cred, charge(search, 1)); !denied.Reservation.IsZero() {
+		t.Fatalf("a denial carries a Reservation %v", denied.Reservation.Units())
+	}
+	mustRefund(t, b, cred, d.Reservation)
+	if got := mustStatus(t, b, cred, buckets, nil); stateOf(got) != stateOf(empty) {
+		t.Fatalf("after the refund:\n got %s\nwant %s (as before the reservation)", stateOf(got), stateOf(empty))
+	}
+	// The capacity is back: the search bucket admits again, exactly once.
+	again := mustAllow(t, b, cred, charge(units, 100, search, int64(1)))
+	mustDeny(t, b, cred, charge(search, 1), "search")
+	before := mustStatus(t, b, cred, buckets, nil)
+	mustRefund(t, b, cred, d.Reservation) // already refunded: must not take "again"
+	mustRefund(t, b, cred, Reservation{})
+	if got := mustStatus(t, b, cred, buckets, nil); stateOf(got) != stateOf(before) {
+		t.Fatalf("a second refund changed the state:\nbefore %s\nafter  %s", stateOf(before), stateOf(got))
+	}
+	if again.Reservation.IsZero() || !(Reservation{}).IsZero() {
+		t.Fatalf("IsZero: admitted %v, zero %v", again.Reservation.IsZero(), (Reservation{}).IsZero())
+	}
+}
+
+// suiteRefundExactEntries: refunding an entry between others removes it and
+// only it: Used, Entries, Oldest, Retry-After and admission stay exact.
+func suiteRefundExactEntries(t *testing.T, b Backend, cred string) {
+	const window = 2 * time.Second
+	units := Bucket{Name: "units", Limit: 10, Window: window}
+	buckets := []Bucket{units}
+	first := mustAllow(t, b, cred, charge(units, 2))
+	time.Sleep(200 * time.Millisecond)
+	mid := mustAllow(t, b, cred, charge(units, 3))
+	last := mustAllow(t, b, cred, charge(units, 4))
+
+	mustRefund(t, b, cred, mid.Reservation)
+	bs := mustStatus(t, b, cred, buckets, map[string]int64{"units": 5}).Buckets[0]
+	if bs.Used != 6 || bs.Entries != 2 || bs.Remaining != 4 {
+		t.Fatalf("after refunding the middle entry: used %d entries %d remaining %d, want 6, 2, 4", bs.Used, bs.Entries, bs.Remaining)
+	}
+	approx(t, "Oldest", bs.Oldest.Sub(first.Now), 0, time.Millisecond)
+	// Exactly the refunded 3 units came back: 4 fit, 5 do not.
+	fill := mustAllow(t, b, cred, charge(units, 4))
+	if fill.Remaining["units"] != 0 {
+		t.Fatalf("Remaining = %d after filling, want 0", fill.Remaining["units"])
+	}
+	// A cost-2 call needs the first entry (2 units) gone: Retry-After is
+	// computed from the entries left, not from the refunded one.
+	d := mustDeny(t, b, cred, charge(units, 2), "units")
+	approx(t, "RetryAfter(2)", d.RetryAfter, first.Now.Add(window).Sub(d.Now), time.Millisecond)
+	// Cost 3 needs "last" gone as well (2 + 4 units), not the refunded entry.
+	d = mustDeny(t, b, cred, charge(units, 3), "units")
+	approx(t, "RetryAfter(3)", d.RetryAfter, last.Now.Add(window).Sub(d.Now), time.Millisecond)
+
+	// Refund the oldest and the newest too: only the fill is left.
+	mustRefund(t, b, cred, first.Reservation)
+	mustRefund(t, b, cred, fill.Reservation)
+	mustRefund(t, b, cred, mid.Reservation)
+	bs = mustStatus(t, b, cred, buckets, nil).Buckets[0]
+	if bs.Used != 4 || bs.Entries != 1 {
+		t.Fatalf("after three refunds: used %d entries %d, want 4 and 1 (the entry of %v)", bs.Used, bs.Entries, last.Now)
+	}
+	approx(t, "Oldest", bs.Oldest.Sub(last.Now), 0, time.Millisecond)
+	if !nearMidnight(bs.Oldest) && bs.UsedToday != 4 {
+		t.Fatalf("UsedToday = %d, want 4", bs.UsedToday)
+	}
+	mustAllow(t, b, cred, charge(units, 6))
+	mustDeny(t, b, cred, charge(units, 1), "units")
+}
+
+// suiteRefundAfterWindow: once an entry has left its window, a refund of it
+// changes nothing (the entry still counts in UsedToday, where it is kept).
+func suiteRefundAfterWindow(t *testing.T, b Backend, cred string) {
+	units := Bucket{Name: "units", Limit: 5, Window: time.Second}
+	d := mustAllow(t, b, cred, charge(units, 5))
+	time.Sleep(time.Second + 50*time.Millisecond)
+	before := mustStatus(t, b, cred, []Bucket{units}, nil)
+	mustRefund(t, b, cred, d.Reservation)
+	after := mustStatus(t, b, cred, []Bucket{units}, nil)
+	if stateOf(after) != stateOf(before) {
+		t.Fatalf("a refund after the window changed the state:\nbefore %s\nafter  %s", stateOf(before), stateOf(after))
+	}
+	if bs := after.Buckets[0]; !nearMidnight(after.Now) && bs.UsedToday != 5 {
+		t.Fatalf("UsedToday = %d, want 5 (the expired entry is not refunded)", bs.UsedToday)
+	}
+	mustAllow(t, b, cred, charge(units, 5))
+}
+
+// suiteRefundConcurrent: 40 goroutines reserve, half of them refund at
+// once, interleaved with the others' reservations; exactly the units of the
+// calls not refunded are counted, and the bucket then admits exactly the rest.
+func suiteRefundConcurrent(t *testing.T, b Backend, cred string) {
+	units := Bucket{Name: "units", Limit: 200, Window: time.Hour}
+	search := Bucket{Name: "search", Limit: 40, Window: time.Hour}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	kept := int64(0)
+	for i := range 40 {
+		wg.Go(func() {
+			cost := int64(1 + i%4)
+			d, err := b.Reserve(testCtx(t), cred, charge(units, cost, search, int64(1)))
+			if err != nil || !d.Allowed {
+				t.Errorf("Reserve %d: %+v, %v", i, d, err)
+				return
+			}
+			if i%2 == 0 {
+				if err := b.Refund(testCtx(t), cred, d.Reservation); err != nil {
+					t.Errorf("Refund %d: %v", i, err)
+				}
+				return
+			}
+			mu.Lock()
+			kept += cost
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	st := mustStatus(t, b, cred, []Bucket{units, search}, nil)
+	if u, s := st.Buckets[0], st.Buckets[1]; u.Used != kept || u.Entries != 20 || s.Used != 20 || s.Entries != 20 {
+		t.Fatalf("after 40 reservations and 20 refunds: units used %d in %d entries, search %d in %d; want %d in 20, 20 in 20",
+			u.Used, u.Entries, s.Used, s.Entries, kept)
+	}
+	mustAllow(t, b, cred, charge(units, 200-kept))
+	mustDeny(t, b, cred, charge(units, 1), "units")
 }
