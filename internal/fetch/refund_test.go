@@ -3,14 +3,20 @@ package fetch_test
 import (
 	"bufio"
 	"context"
+	"errors"
+	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
+	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/trendfetch/trendfetch/internal/fetch"
+	"github.com/trendfetch/trendfetch/internal/fetch/youtubetest"
 	"github.com/trendfetch/trendfetch/internal/quota"
 	"github.com/trendfetch/trendfetch/internal/quota/redistest"
 	"github.com/trendfetch/trendfetch/internal/store"
@@ -153,5 +159,94 @@ func TestNoRefundOnceSent(t *testing.T) {
 				t.Errorf("a sent request was refunded; logs:\n%s", f.logs)
 			}
 		})
+	}
+}
+
+// TestNoRefundAfterTransportRetry: net/http itself sends a GET again on a
+// new connection when a reused one was closed after the request was
+// written; if that new dial is refused, the error is a dial error although
+// the request left the host once. Page 2 is answered that way (the server
+// reads it, stops listening and hangs up), so its first attempt stays
+// counted; the two later attempts are refused before any connection and
+// are refunded.
+func TestNoRefundAfterTransportRetry(t *testing.T) {
+	emu := youtubetest.New()
+	emu.SetChart("US", youtubetest.Sample())
+	emuURL := emu.StartTest(t)
+	var srv *httptest.Server
+	var page2 atomic.Int64
+	srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Query().Get("pageToken") == "" {
+			resp, err := http.Get(emuURL + r.URL.RequestURI())
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			defer resp.Body.Close()
+			w.Header().Set("Content-Type", "application/json")
+			io.Copy(w, resp.Body)
+			return
+		}
+		page2.Add(1)
+		srv.Listener.Close() // the transport's own retry will be refused
+		c, _, err := w.(http.Hijacker).Hijack()
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		c.Close()
+	}))
+	t.Cleanup(srv.Close)
+
+	f := newFixture(t, sqliteBackend(t), nil, nil)
+	run, err := runAgainst(t, f, srv.URL+"/", 5*time.Second)
+	if err == nil || !strings.Contains(err.Error(), "connection refused") || page2.Load() != 1 {
+		t.Fatalf("run: err %v, page 2 requested %d times; want connection refused after 1", err, page2.Load())
+	}
+	if run.Calls["videos.list"] != 4 {
+		t.Errorf("%d videos.list attempts, want 4 (page 1, page 2 three times)", run.Calls["videos.list"])
+	}
+	st := f.runner.Limiter.Status(context.Background(), "proj-a")
+	if st.Buckets[0].Used != 2 || run.Units["units"] != 2 {
+		t.Errorf("quota used %d, run record %d units; want 2 and 2 (page 1 and page 2's first attempt were sent)", st.Buckets[0].Used, run.Units["units"])
+	}
+	if n := strings.Count(f.logs.String(), "its units were refunded"); n != 2 {
+		t.Errorf("%d refunds logged, want 2; logs:\n%s", n, f.logs)
+	}
+}
+
+// TestClockStepBackStopsRun: on the embedded backend, a local clock an hour
+// behind the newest entry stops the run like a denial (exit 75 at the CLI)
+// with a reason that says why and when admissions resume, and a warning in
+// the log; no API call is sent.
+func TestClockStepBackStopsRun(t *testing.T) {
+	now := time.Now()
+	var clockMu sync.Mutex
+	clock := func() time.Time { clockMu.Lock(); defer clockMu.Unlock(); return now }
+	b, err := quota.NewSQLite(filepath.Join(t.TempDir(), "quota.db"), quota.WithClock(clock))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := newFixture(t, b, nil, nil)
+	if d, err := f.runner.Limiter.Reserve(context.Background(), "proj-a", "videos.list"); err != nil || !d.Allowed {
+		t.Fatalf("reserve: %+v %v", d, err)
+	}
+	newest := now
+	clockMu.Lock()
+	now = now.Add(-time.Hour)
+	clockMu.Unlock()
+	run, err := f.runner.Run(context.Background(), "US")
+	var stop *fetch.StopError
+	if !errors.As(err, &stop) || run.Outcome != store.OutcomeDenied || f.emu.TotalCalls() != 0 {
+		t.Fatalf("run with the clock an hour back: outcome %s, err %v, %d API calls; want denied, a StopError, 0 calls", run.Outcome, err, f.emu.TotalCalls())
+	}
+	if !strings.Contains(stop.Reason, "the local clock went back by 1h0m0s") || !strings.Contains(stop.Reason, `bucket "units"`) {
+		t.Errorf("reason %q does not say the clock went back by 1h0m0s in bucket units", stop.Reason)
+	}
+	if want := newest.Add(-quota.ClockStepTolerance); !stop.RetryAt.Equal(want.Truncate(time.Microsecond)) {
+		t.Errorf("RetryAt %s, want %s (the newest entry minus the tolerance)", stop.RetryAt, want)
+	}
+	if !strings.Contains(f.logs.String(), `"clock_behind"`) {
+		t.Errorf("no clock warning logged:\n%s", f.logs)
 	}
 }

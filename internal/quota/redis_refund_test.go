@@ -33,6 +33,41 @@ func redisCache(t *testing.T, c redis.UniversalClient, stateKey, bucket string) 
 	return f(0), f(1), true
 }
 
+// checkCache fails unless bucket's cache field (if present) agrees with its
+// log: total is the newest entry's cum (when the log is not empty), newest
+// is at least its score, every entry up to split_cum is before split_lo,
+// and split_next is the score of the first entry after the split.
+func checkCache(t *testing.T, step int, c redis.UniversalClient, stateKey, bucket string, log []logEntry) {
+	t.Helper()
+	v, err := c.HGet(context.Background(), stateKey, bucket).Result()
+	if err == redis.Nil || len(log) == 0 {
+		return
+	}
+	if err != nil || len(v) != 48 {
+		t.Fatalf("HGET %s %s: %q, %v", stateKey, bucket, v, err)
+	}
+	var f [6]int64
+	for i := range f {
+		f[i] = int64(math.Float64frombits(binary.LittleEndian.Uint64([]byte(v[8*i:]))))
+	}
+	total, newest, slo, scum, snext := f[0], f[1], f[2], f[3], f[4]
+	last := log[len(log)-1]
+	if total != last.cum || newest < last.score {
+		t.Fatalf("step %d, %s: cache total %d newest %d; log's newest entry has cum %d, score %d", step, bucket, total, newest, last.cum, last.score)
+	}
+	for _, e := range log {
+		if e.cum <= scum && e.score >= slo {
+			t.Fatalf("step %d, %s: entry (score %d, cum %d) is not before the split (lo %d, cum %d)", step, bucket, e.score, e.cum, slo, scum)
+		}
+		if e.cum > scum {
+			if total > scum && e.score != snext {
+				t.Fatalf("step %d, %s: split_next %d, but the first entry after the split (cum %d) is scored %d", step, bucket, snext, scum, e.score)
+			}
+			break
+		}
+	}
+}
+
 // checkPrefixSums fails unless each entry's cum is the previous one's plus
 // its cost, and scores strictly increase (they identify refunds).
 func checkPrefixSums(t *testing.T, step int, key string, log []logEntry) {
@@ -131,9 +166,7 @@ func TestRedisRefundAgreesWithLog(t *testing.T) {
 					}
 					noops++
 				}
-				if total, _, ok := redisCache(t, c, b.stateKey(cred), e.bucket.Name); ok && len(after) > 0 && int64(total) != after[len(after)-1].cum {
-					t.Fatalf("step %d, %s: cache total %v, log's %d", step, e.bucket.Name, total, after[len(after)-1].cum)
-				}
+				checkCache(t, step, c, b.stateKey(cred), e.bucket.Name, after)
 				if len(after) > 0 {
 					if ttl := c.PTTL(ctx, key).Val(); ttl <= 0 {
 						t.Fatalf("step %d, %s: PTTL %v after a refund, want the key's TTL kept", step, key, ttl)
@@ -165,6 +198,7 @@ func TestRedisRefundAgreesWithLog(t *testing.T) {
 			key := b.bucketKey(cred, ch.Name)
 			log := readLog(t, c, key)
 			checkPrefixSums(t, step, key, log)
+			checkCache(t, step, c, b.stateKey(cred), ch.Name, log)
 			if got, want := d.Remaining[ch.Name], max(ch.Limit-usedSince(log, lo), 0); got != want {
 				t.Fatalf("step %d, bucket %s (window %v): Remaining %d, log says %d (allowed %v)", step, ch.Name, ch.Window, got, want, d.Allowed)
 			}
@@ -198,5 +232,73 @@ func TestRedisRefundScoreNotReissued(t *testing.T) {
 	mustRefund(t, b, cred, first.Reservation)
 	if bs := mustStatus(t, b, cred, []Bucket{units}, nil).Buckets[0]; bs.Used != 1 {
 		t.Fatalf("Used = %d after refunding the first reservation twice, want 1 (the second)", bs.Used)
+	}
+}
+
+// TestRedisScoresUniqueWhenTimeBehind: when Redis TIME reads earlier than a
+// bucket's newest entry (a promoted replica whose clock is behind), new
+// entries are still scored strictly after it, one µs apart, so each
+// reservation keeps its own identity: refunding one of two such calls
+// twice removes exactly one.
+func TestRedisScoresUniqueWhenTimeBehind(t *testing.T) {
+	srv := redistest.Start(t)
+	b := newTestRedis(t, srv)
+	c := b.Client()
+	ctx := context.Background()
+	units := Bucket{Name: "units", Limit: 10, Window: time.Hour}
+	const cred = "behind"
+	mustAllow(t, b, cred, charge(units, 1))
+	// Move the newest entry 10 s into the future, log and cache alike:
+	// Redis TIME is now 10 s behind it.
+	future := time.Now().Add(10 * time.Second).UnixMicro()
+	key := b.bucketKey(cred, "units")
+	log := readLog(t, c, key)
+	c.ZAdd(ctx, key, redis.Z{Score: float64(future), Member: "0000000000000001:1"})
+	c.HDel(ctx, b.stateKey(cred), "units") // rebuilt from the log
+	if len(log) != 1 {
+		t.Fatalf("log %v, want one entry", log)
+	}
+	x := mustAllow(t, b, cred, charge(units, 1))
+	y := mustAllow(t, b, cred, charge(units, 1))
+	if ax, ay := x.Reservation.entries[0].at, y.Reservation.entries[0].at; ax != future+1 || ay != future+2 {
+		t.Fatalf("scores %d and %d while TIME is behind %d, want %d and %d", ax, ay, future, future+1, future+2)
+	}
+	mustRefund(t, b, cred, x.Reservation)
+	mustRefund(t, b, cred, x.Reservation)
+	if bs := mustStatus(t, b, cred, []Bucket{units}, nil).Buckets[0]; bs.Used != 2 || bs.Entries != 2 {
+		t.Fatalf("after refunding one of two calls twice: used %d entries %d, want 2 and 2", bs.Used, bs.Entries)
+	}
+	checkPrefixSums(t, 0, key, readLog(t, c, key))
+	// An entry is named by its score and its cost: a Reservation with the
+	// right score but another cost refunds nothing.
+	wrong := Reservation{entries: []reservedEntry{{bucket: units, units: 2, at: y.Reservation.entries[0].at}}}
+	mustRefund(t, b, cred, wrong)
+	if bs := mustStatus(t, b, cred, []Bucket{units}, nil).Buckets[0]; bs.Used != 2 {
+		t.Fatalf("a refund naming the wrong cost took an entry: used %d, want 2", bs.Used)
+	}
+}
+
+// TestRedisRefundBeforeSplit: an entry still inside the window its
+// reservation named can sit before the cache's split (found for a shorter
+// window by a later decision); refunding it must move the split down too,
+// or the next decision under-counts.
+func TestRedisRefundBeforeSplit(t *testing.T) {
+	srv := redistest.Start(t)
+	b := newTestRedis(t, srv)
+	c := b.Client()
+	long := Bucket{Name: "units", Limit: 10, Window: time.Hour}
+	short := Bucket{Name: "units", Limit: 10, Window: 100 * time.Millisecond}
+	const cred = "split"
+	a := mustAllow(t, b, cred, charge(long, 1))
+	time.Sleep(150 * time.Millisecond)
+	mustAllow(t, b, cred, charge(short, 2)) // the split is now just before this entry
+	mustRefund(t, b, cred, a.Reservation)   // inside the hour, before the split
+	key := b.bucketKey(cred, "units")
+	checkCache(t, 0, c, b.stateKey(cred), "units", readLog(t, c, key))
+	if d := mustAllow(t, b, cred, charge(short, 3)); d.Remaining["units"] != 5 {
+		t.Fatalf("Remaining %d in the short window after the refund, want 5 (2 + 3 units)", d.Remaining["units"])
+	}
+	if d := mustAllow(t, b, cred, charge(long, 1)); d.Remaining["units"] != 4 {
+		t.Fatalf("Remaining %d in the hour after the refund, want 4 (2 + 3 + 1 units)", d.Remaining["units"])
 	}
 }

@@ -160,9 +160,11 @@ const (
 
 	// Refund: the entry a Reservation names (found through the window
 	// index), its removal, and the shift of every later entry's running
-	// totals. cum is the primary key, and SQLite checks it row by row
-	// during an UPDATE, so the shift goes through negative values (never
-	// stored otherwise) to stay clear of the rows not yet shifted.
+	// totals. cum is the primary key, SQLite checks it row by row during
+	// an UPDATE and promises no order (visited backwards, cum - cost would
+	// collide with the next row), so the shift goes through negative values
+	// (never stored otherwise). Today's SQLite visits the rows in ascending
+	// order, where the plain shift works too: no test can tell them apart.
 	sqlRefundFind = `SELECT cum FROM quota_log
 		WHERE credential = ? AND bucket = ? AND ts_us = ? AND rid = ? AND cost = ?`
 	sqlRefundDelete = `DELETE FROM quota_log WHERE credential = ? AND bucket = ? AND cum = ?`
