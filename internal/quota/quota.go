@@ -165,7 +165,8 @@ type Status struct {
 }
 
 // Backend stores sliding-window logs and decides reservations atomically.
-// Implementations: the embedded SQLite backend (NewSQLite) and Redis.
+// Implementations: Redis (NewRedis), the embedded SQLite backend
+// (NewSQLite) and one process's memory (NewMemory).
 // Every method takes the credential name (never the API key).
 type Backend interface {
 	// Name is "sqlite" or "redis".
