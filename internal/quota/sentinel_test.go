@@ -204,7 +204,7 @@ func TestRedisSentinelFailover(t *testing.T) {
 // phase are lost with the old master and admitted again).
 func TestRedisSentinelWaitReplicasNothingLost(t *testing.T) {
 	g := redistest.StartSentinel(t, 1, 3, sentinelPassword)
-	b := newSentinelBackend(t, g, WithRedisWaitReplicas(1, 300*time.Millisecond))
+	b := newSentinelBackend(t, g, WithRedisWaitReplicas(1, time.Second)) // confirmations arrive on a loaded machine too
 	cred := fmt.Sprintf("sentinel-wait-%d", time.Now().UnixNano())
 	units := Bucket{Name: "units", Limit: 40, Window: time.Hour}
 	master, replica := g.Master, g.Replicas[0]
@@ -300,7 +300,7 @@ func TestRedisWaitReplicas(t *testing.T) {
 	master := redistest.Start(t, "--repl-diskless-sync-delay", "0")
 	replica := redistest.Start(t, "--replicaof", "127.0.0.1", strconv.Itoa(master.Port))
 	master.WaitReplicasOnline(1)
-	const waitTimeout = 400 * time.Millisecond // confirmations must arrive on a loaded machine too
+	const waitTimeout = time.Second // confirmations must arrive on a loaded machine too
 	b := newTestRedis(t, master, WithRedisWaitReplicas(1, waitTimeout))
 	units := Bucket{Name: "units", Limit: 5, Window: time.Hour}
 	cred := suiteCredential(t, b)
