@@ -207,9 +207,9 @@ func leaseSuiteExpiry(t *testing.T, b Backend, cred string) {
 func leaseSuiteRenewal(t *testing.T, b Backend, cred string) {
 	l := leaseLimiter(t, b)
 	lk := b.(Locker)
-	ttl := 500 * time.Millisecond
+	ttl := time.Second // renewals every ttl/3 must not miss a ttl on a loaded machine
 	a := mustAcquire(t, l, cred, "US", ttl, "host-a pid 1")
-	deadline := time.Now().Add(4 * ttl)
+	deadline := time.Now().Add(3 * ttl)
 	for time.Now().Before(deadline) {
 		holder, _ := mustTryLock(t, lk, LeaseName(cred, "US"), "tokB host-b pid 2", ttl, false)
 		if holder != "host-a pid 1" {
