@@ -6,6 +6,7 @@ package config
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -196,6 +197,41 @@ type BucketConfig struct {
 	Limit    int64    `yaml:"limit"`
 	Window   Duration `yaml:"window"`
 	Calendar bool     `yaml:"calendar"`
+	// Algorithm is log (the default: the exact sliding-window log) or
+	// counter (the sliding-window counter: O(slots) memory, approximate;
+	// quota package doc). counter cannot be combined with calendar.
+	Algorithm string `yaml:"algorithm"`
+	// Slots is the number of counters of a counter bucket, each
+	// window/(slots-1) long: 2-3600, default 2 (the seed note's previous and
+	// current window). The window must split into slots-1 whole
+	// microseconds. Only with algorithm: counter.
+	Slots int `yaml:"slots"`
+}
+
+// checkAlgorithm validates the algorithm and slots settings of bucket b, field f
+// (e.g. "quota.buckets[0]"); errors name the setting.
+func (b BucketConfig) checkAlgorithm(f string) error {
+	switch quota.Algorithm(b.Algorithm) {
+	case "", quota.AlgorithmLog:
+		if b.Slots != 0 {
+			return invalid(f+".slots", b.Slots, "applies to algorithm: counter only")
+		}
+		return nil
+	case quota.AlgorithmCounter:
+	default:
+		return invalid(f+".algorithm", Truncate(b.Algorithm, 40), "want log or counter")
+	}
+	if b.Calendar {
+		return invalid(f+".algorithm", b.Algorithm, "cannot be combined with calendar: true (a Pacific day is counted by the log)")
+	}
+	n := cmp.Or(b.Slots, quota.DefaultCounterSlots)
+	if n < quota.MinCounterSlots || n > quota.MaxCounterSlots {
+		return invalid(f+".slots", b.Slots, "want %d-%d counters", quota.MinCounterSlots, quota.MaxCounterSlots)
+	}
+	if w := time.Duration(b.Window); w%time.Microsecond != 0 || w.Microseconds()%int64(n-1) != 0 {
+		return invalid(f+".slots", n, "window %s does not split into %d sub-windows of whole microseconds", w, n-1)
+	}
+	return nil
 }
 
 // Log configures zerolog.
@@ -749,7 +785,11 @@ func (c *Config) Limits() ([]quota.Bucket, quota.Costs, error) {
 		if !b.Calendar && time.Duration(b.Window) < time.Millisecond {
 			return nil, nil, invalid(f+".window", time.Duration(b.Window), "must be at least 1ms")
 		}
-		qb := quota.Bucket{Name: b.Name, Limit: b.Limit, Window: time.Duration(b.Window), Calendar: b.Calendar}
+		if err := b.checkAlgorithm(f); err != nil {
+			return nil, nil, err
+		}
+		qb := quota.Bucket{Name: b.Name, Limit: b.Limit, Window: time.Duration(b.Window), Calendar: b.Calendar,
+			Algorithm: quota.Algorithm(b.Algorithm), Slots: b.Slots}
 		byName[b.Name] = qb
 		buckets = append(buckets, qb)
 	}

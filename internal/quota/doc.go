@@ -25,6 +25,59 @@
 // from Google is fed back with MarkExhausted, which denies the credential
 // (Decision.Exhausted) everywhere until the given time.
 //
+// # Sliding-window counter
+//
+// A bucket with Algorithm AlgorithmCounter (config `algorithm: counter`)
+// keeps Slots fixed counters instead of a log: the seed note's "Sliding
+// Window Counter", generalized. Each counter covers Window/(Slots-1),
+// aligned to the Unix epoch; the rolling count at now is estimated as the
+// sum of the counters wholly inside the window plus the oldest counter
+// weighted by the part of it still inside (the note's "previous x overlap +
+// current" for the default Slots = 2; Slots = 61 on a one-minute window is
+// the seed article's one-second fields summed over the trailing window).
+// Memory is O(Slots) per bucket whatever the limit and the call rate; a
+// decision is atomic like the log's (counter.go).
+//
+// The estimate assumes the oldest counter's units were spread evenly over
+// it. Where they were not, the error is at most that counter's units, so:
+//
+//   - over-admission (units in some window above the limit) and
+//     under-admission (a denial the exact log would have admitted, in units
+//     it still had free) are each at most the units admitted into one
+//     sub-window, hence below the limit: with the whole limit spent at the
+//     very end of one sub-window, up to 2x the limit can be admitted within
+//     one window, whatever Slots (TestCounterBoundaryBurst: 199 for a limit
+//     of 100 with 2, 3, 5 and 61 slots);
+//   - with demand spread evenly (uniform, at any rate) a sub-window holds at
+//     most its share, and both are at most Limit/(Slots-1).
+//
+// Measured (TestCounterAccuracy; limit 600 per minute, simulated clock, 5
+// windows; over- and under-admission in units):
+//
+//	demand                         slots 2   3    5    13   61   (the exact log: 0 over)
+//	uniform, 2x the rate   over       0      0    0    0    0
+//	                       under    301      1    1    1    1   (slots 2: the first window's front-loaded counter)
+//	bursty, bursts <= 150  over     149    154  114   25   10
+//	                       under     54     56   34   60   30
+//	bursty, bursts <= 600  over     178     28   56  168   91
+//	                       under    138    275  220    0    0
+//
+// The seed article's boundary burst (a full burst 1 ms before a window
+// boundary, another 1 ms after) is admitted twice by a fixed window (200
+// for a limit of 100); the counter admits 100 with 2, 3, 5 and 61 slots,
+// like the log.
+//
+// Its Retry-After is the estimate's: the earliest moment the estimate plus
+// the cost fits the limit with nothing else admitted (never early, but a
+// counter's units leave the window up to one sub-window after the calls
+// that made them would have left a log). Status reports the estimate
+// rounded up as Used; Entries and Oldest are unknown to a counter (0 and
+// the zero time), and UsedToday counts the counters that began at or after
+// the last Pacific midnight (a lower bound). A refund takes the units back
+// from the counter they went into, once per Reservation (copies share
+// it). Calendar buckets are always logs: New refuses a counter with
+// Calendar. Switching a bucket between algorithms starts it empty.
+//
 // # Refund
 //
 // An admitted Decision carries a Reservation naming the entries it recorded.

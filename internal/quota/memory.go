@@ -37,8 +37,23 @@ type MemoryBackend struct {
 const memorySweepEvery = 1024
 
 type memoryCredential struct {
-	logs      map[string]*memoryLog // by bucket name
-	exhausted int64                 // µs; 0 = none
+	logs      map[string]*memoryLog     // by bucket name
+	counters  map[string]*memoryCounter // counter buckets, by name
+	exhausted int64                     // µs; 0 = none
+}
+
+// counter returns the counters of b, new ones if there are none yet or if
+// b's number of slots changed (its usage is then forgotten).
+func (cr *memoryCredential) counter(b Bucket) *memoryCounter {
+	mc := cr.counters[b.Name]
+	if !mc.fitsBucket(b) {
+		mc = newMemoryCounter(b)
+		if cr.counters == nil {
+			cr.counters = map[string]*memoryCounter{}
+		}
+		cr.counters[b.Name] = mc
+	}
+	return mc
 }
 
 // memoryLog is one bucket's log, oldest first.
@@ -160,6 +175,21 @@ func (m *MemoryBackend) Reserve(ctx context.Context, credential string, charges 
 	denied, deniedRA := "", time.Duration(0)
 	logs := make([]*memoryLog, len(charges))
 	for i, c := range charges {
+		if c.IsCounter() {
+			mc := cr.counter(c.Bucket)
+			ra, behind := clockStepWait(mc.newest, nowUS)
+			if behind > 0 {
+				d.ClockBehind = max(d.ClockBehind, behind)
+			} else {
+				var w counterWindow
+				w, ra = mc.decide(c.Bucket, c.Units, nowUS)
+				d.Remaining[c.Name] = max(c.Limit-w.used(), 0)
+			}
+			if ra > 0 && (denied == "" || ra > deniedRA) {
+				denied, deniedRA = c.Name, ra
+			}
+			continue
+		}
 		l := cr.logs[c.Name]
 		if l == nil {
 			l = &memoryLog{}
@@ -193,7 +223,16 @@ func (m *MemoryBackend) Reserve(ctx context.Context, credential string, charges 
 	if d.Exhausted || denied != "" {
 		return d, nil
 	}
+	d.Reservation.refunded = newCounterMark(charges)
 	for i, c := range charges {
+		if c.IsCounter() {
+			mc := cr.counters[c.Name]
+			at := max(nowUS, mc.newest)
+			mc.add(c.Bucket, at, c.Units)
+			d.Remaining[c.Name] = max(d.Remaining[c.Name]-c.Units, 0)
+			d.Reservation.entries = append(d.Reservation.entries, reservedEntry{bucket: c.Bucket, units: c.Units, at: at})
+			continue
+		}
 		l := logs[i]
 		ts := nowUS
 		if n := len(l.ts); n > 0 {
@@ -224,7 +263,14 @@ func (m *MemoryBackend) Refund(ctx context.Context, credential string, r Reserva
 		return nil
 	}
 	nowUS := m.clock().UnixMicro()
+	claimed, _ := r.claimRefund()
 	for _, e := range r.entries {
+		if e.bucket.IsCounter() {
+			if mc := cr.counters[e.bucket.Name]; claimed && mc.fitsBucket(e.bucket) {
+				mc.refund(e.bucket, e.at, e.units, nowUS)
+			}
+			continue
+		}
 		l := cr.logs[e.bucket.Name]
 		if l == nil || e.id == 0 || e.at <= sqliteCutoffUS(e.bucket, nowUS) {
 			continue
@@ -254,6 +300,11 @@ func (m *MemoryBackend) sweep(nowUS int64) {
 				break
 			}
 		}
+		for _, mc := range cr.counters {
+			if mc.newest > dayAgo {
+				idle = false
+			}
+		}
 		if idle {
 			delete(m.creds, name)
 		}
@@ -273,6 +324,14 @@ func (m *MemoryBackend) Status(ctx context.Context, credential string, buckets [
 	}
 	midnightUS := PacificMidnight(st.Now).UnixMicro()
 	for _, b := range buckets {
+		if b.IsCounter() {
+			mc := newMemoryCounter(b)
+			if cr != nil && cr.counters[b.Name].fitsBucket(b) {
+				mc = cr.counters[b.Name]
+			}
+			st.Buckets = append(st.Buckets, counterStatus(b, mc.window(b, nowUS), maxCost[b.Name], midnightUS))
+			continue
+		}
 		l := &memoryLog{}
 		if cr != nil && cr.logs[b.Name] != nil {
 			l = cr.logs[b.Name]

@@ -5,13 +5,16 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"sync/atomic"
 	"time"
 )
 
 // Bucket is one quota allocation of a credential: at most Limit units may be
-// admitted in any window of length Window (a sliding-window log). When
-// Calendar is true the window is instead Google's quota day, which starts at
-// midnight America/Los_Angeles (see PacificMidnight), and Window is ignored.
+// admitted in any window of length Window (a sliding-window log, exact), or
+// about that many with Algorithm counter (a sliding-window counter, see
+// doc.go). When Calendar is true the window is instead Google's quota day,
+// which starts at midnight America/Los_Angeles (see PacificMidnight), and
+// Window is ignored.
 type Bucket struct {
 	// Name identifies the bucket in config, keys and status, e.g. "units".
 	Name string
@@ -21,6 +24,14 @@ type Bucket struct {
 	Window time.Duration
 	// Calendar switches the window to the current Pacific quota day.
 	Calendar bool
+	// Algorithm is AlgorithmLog ("" too, the default) or AlgorithmCounter
+	// (not with Calendar).
+	Algorithm Algorithm
+	// Slots is the number of counters of a counter bucket, each
+	// Window/(Slots-1) long (0 = DefaultCounterSlots, the seed note's two);
+	// MinCounterSlots..MaxCounterSlots, and Window must split into Slots-1
+	// whole microseconds. Must be 0 for a log bucket.
+	Slots int
 }
 
 // Charge is the cost of one call in one bucket, in units.
@@ -73,6 +84,9 @@ type Decision struct {
 // issued it can read it. The zero value (a denial's) refunds nothing.
 type Reservation struct {
 	entries []reservedEntry
+	// refunded is shared by the copies of a reservation that charged a
+	// counter bucket (claimRefund); nil otherwise.
+	refunded *atomic.Bool
 }
 
 // reservedEntry is one bucket's entry of a reservation.
@@ -238,7 +252,8 @@ type Limiter struct {
 	maxCost map[string]int64
 }
 
-// New builds a Limiter. It returns an error when a bucket is invalid, when
+// New builds a Limiter. It returns an error when a bucket is invalid (its
+// name, limit, window, or algorithm and slots: see Bucket), when
 // the cost table names an unknown bucket or a non-positive cost, or when a
 // cost exceeds its bucket's limit (a *CostError).
 func New(backend Backend, buckets []Bucket, costs Costs) (*Limiter, error) {
@@ -252,6 +267,9 @@ func New(backend Backend, buckets []Bucket, costs Costs) (*Limiter, error) {
 		}
 		if !b.Calendar && b.Window <= 0 {
 			return nil, fmt.Errorf("quota: bucket %q: window %s must be > 0", b.Name, b.Window)
+		}
+		if err := b.checkAlgorithm(); err != nil {
+			return nil, err
 		}
 		if _, dup := l.buckets[b.Name]; dup {
 			return nil, fmt.Errorf("quota: bucket %q defined twice", b.Name)

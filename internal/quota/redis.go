@@ -427,6 +427,9 @@ func redisCheckBucket(b Bucket, earlier []string) error {
 	if b.Limit <= 0 {
 		return fmt.Errorf("quota: bucket %q: limit %d must be > 0", b.Name, b.Limit)
 	}
+	if b.IsCounter() {
+		return fmt.Errorf("quota: bucket %q: algorithm counter is not supported by the Redis backend yet", b.Name)
+	}
 	if !b.Calendar && b.Window < time.Microsecond {
 		return fmt.Errorf("quota: bucket %q: window %s must be >= 1µs", b.Name, b.Window)
 	}

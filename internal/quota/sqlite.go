@@ -91,8 +91,10 @@ const DefaultSQLiteBusyTimeout = 10 * time.Second
 // added quota_log.rid (Refund); a version 1 database is migrated by the
 // first writer that opens it (sqliteMigrateV2), and read-only opens accept
 // either. A binary from before version 2 still reads and writes a version
-// 2 database: its rows get rid 0, which no Reservation names.
-const sqliteSchemaVersion = 2
+// 2 database: its rows get rid 0, which no Reservation names. Version 3
+// added quota_counter (counter buckets, counter_sqlite.go; sqliteMigrateV3);
+// a read-only open of an older database sees no counters.
+const sqliteSchemaVersion = 3
 
 // sqliteSchema is created idempotently by NewSQLite.
 //
@@ -112,6 +114,8 @@ const sqliteSchemaVersion = 2
 // seq) of every later row of the bucket, so the prefix sums stay exact.
 //
 // quota_exhausted: credential -> until_us marker set by MarkExhausted.
+//
+// quota_counter: the counters of counter buckets (sqliteMigrateV3).
 const sqliteSchema = `
 CREATE TABLE IF NOT EXISTS quota_log (
 	credential TEXT    NOT NULL,
@@ -128,8 +132,7 @@ CREATE TABLE IF NOT EXISTS quota_exhausted (
 	credential TEXT    NOT NULL PRIMARY KEY,
 	until_us   INTEGER NOT NULL
 ) WITHOUT ROWID;
-PRAGMA user_version = 2;
-`
+` + sqliteMigrateV3
 
 // sqliteMigrateV2 turns a version 1 database into version 2.
 const sqliteMigrateV2 = `
@@ -226,7 +229,8 @@ func NewSQLite(path string, opts ...SQLiteOption) (*SQLiteBackend, error) {
 		return nil, fmt.Errorf("quota: cannot create schema in %s: %w: %w", path, ErrUnavailable, err)
 	}
 	for _, q := range []string{sqlLast, sqlFirstAfter, sqlFreeing, sqlInsert, sqlEvict, sqlMarker, sqlMark, sqlDropMarker,
-		sqlRefundFind, sqlRefundDelete, sqlRefundShift, sqlRefundRestore} {
+		sqlRefundFind, sqlRefundDelete, sqlRefundShift, sqlRefundRestore,
+		sqlCounterRead, sqlCounterAdd, sqlCounterPrune, sqlCounterRefund} {
 		st, err := db.Prepare(q)
 		if err != nil {
 			s.Close()
@@ -265,7 +269,11 @@ func openSQLiteReadOnly(path string, o sqliteOptions) (*SQLiteBackend, error) {
 			return nil, fmt.Errorf("quota: %s holds no quota schema: %w: %w", path, ErrUnavailable, fs.ErrNotExist)
 		}
 		s := &SQLiteBackend{db: db, path: path, clock: o.clock, stmts: map[string]*sql.Stmt{}}
-		for _, q := range []string{sqlLast, sqlFirstAfter, sqlFreeing, sqlMarker} {
+		qs := []string{sqlLast, sqlFirstAfter, sqlFreeing, sqlMarker}
+		if v >= 3 {
+			qs = append(qs, sqlCounterRead)
+		}
+		for _, q := range qs {
 			st, err := db.Prepare(q)
 			if err != nil {
 				s.Close()
@@ -302,7 +310,9 @@ func (s *SQLiteBackend) migrate(ctx context.Context) error {
 	case v >= sqliteSchemaVersion:
 		return nil
 	case v == 1:
-		ddl = sqliteMigrateV2
+		ddl = sqliteMigrateV2 + sqliteMigrateV3
+	case v == 2:
+		ddl = sqliteMigrateV3
 	}
 	if _, err := tx.ExecContext(ctx, ddl); err != nil {
 		return err
@@ -479,8 +489,27 @@ func (s *SQLiteBackend) Reserve(ctx context.Context, credential string, charges 
 	}
 
 	states := make([]sqliteLog, len(charges))
+	counters := make([]counterWindow, len(charges))
 	denied, deniedRA := "", time.Duration(0)
 	for i, c := range charges {
+		if c.IsCounter() {
+			w, newest, err := s.counterRead(ctx, tx, credential, c.Bucket, nowUS)
+			if err != nil {
+				return Decision{}, sqliteUnavailable("reserve", err)
+			}
+			counters[i] = w
+			ra, behind := clockStepWait(newest, nowUS)
+			if behind > 0 {
+				d.ClockBehind = max(d.ClockBehind, behind)
+			} else {
+				d.Remaining[c.Name] = max(c.Limit-w.used(), 0)
+				ra = counterRetry(w, c.Bucket, c.Units, nowUS)
+			}
+			if ra > 0 && (denied == "" || ra > deniedRA) {
+				denied, deniedRA = c.Name, ra
+			}
+			continue
+		}
 		st, err := s.readLog(ctx, tx, credential, c.Name, sqliteCutoffUS(c.Bucket, nowUS))
 		if err != nil {
 			return Decision{}, sqliteUnavailable("reserve", err)
@@ -526,7 +555,17 @@ func (s *SQLiteBackend) Reserve(ctx context.Context, credential string, charges 
 		return Decision{}, sqliteUnavailable("reserve", err)
 	}
 	midnightUS := PacificMidnight(d.Now).UnixMicro()
+	d.Reservation.refunded = newCounterMark(charges)
 	for i, c := range charges {
+		if c.IsCounter() {
+			// at is max(clock, latest stamp): see counterRead.
+			if err := s.counterAdd(ctx, tx, credential, c.Bucket, counters[i].now, c.Units); err != nil {
+				return Decision{}, sqliteUnavailable("reserve", err)
+			}
+			d.Reservation.entries = append(d.Reservation.entries, reservedEntry{bucket: c.Bucket, units: c.Units, at: counters[i].now})
+			d.Remaining[c.Name] = max(d.Remaining[c.Name]-c.Units, 0)
+			continue
+		}
 		st := states[i]
 		// Never stamp an entry before the newest one (clock stepped back):
 		// keeps the window a contiguous range of cum; at worst stricter.
@@ -578,7 +617,7 @@ func sqliteNewRID() int64 {
 // entry recorded after the refunded one (a refund follows its reservation
 // within one request's dial time, so few). Database failures wrap
 // ErrUnavailable.
-func (s *SQLiteBackend) Refund(ctx context.Context, credential string, r Reservation) error {
+func (s *SQLiteBackend) Refund(ctx context.Context, credential string, r Reservation) (err error) {
 	tx, err := s.db.BeginTx(ctx, nil) // BEGIN IMMEDIATE (see the DSN)
 	if err != nil {
 		return sqliteUnavailable("refund", err)
@@ -594,7 +633,22 @@ func (s *SQLiteBackend) Refund(ctx context.Context, credential string, r Reserva
 			return sqliteUnavailable("refund", err)
 		}
 	}
+	claimed, release := r.claimRefund()
+	defer func() {
+		if err != nil {
+			release()
+		}
+	}()
 	for _, e := range r.entries {
+		if e.bucket.IsCounter() {
+			if !claimed {
+				continue
+			}
+			if err = s.counterRefund(ctx, tx, credential, e.bucket, e.at, e.units, nowUS); err != nil {
+				return sqliteUnavailable("refund", err)
+			}
+			continue
+		}
 		if e.id == 0 || e.at <= sqliteCutoffUS(e.bucket, nowUS) {
 			continue // not ours, or out of its window: nothing to give back
 		}
@@ -651,6 +705,14 @@ func (s *SQLiteBackend) Status(ctx context.Context, credential string, buckets [
 
 	midnightUS := PacificMidnight(st.Now).UnixMicro()
 	for _, b := range buckets {
+		if b.IsCounter() {
+			w, _, err := s.counterRead(ctx, tx, credential, b, nowUS)
+			if err != nil {
+				return Status{}, sqliteUnavailable("status", err)
+			}
+			st.Buckets = append(st.Buckets, counterStatus(b, w, maxCost[b.Name], midnightUS))
+			continue
+		}
 		ls, err := s.readLog(ctx, tx, credential, b.Name, sqliteCutoffUS(b, nowUS))
 		if err != nil {
 			return Status{}, sqliteUnavailable("status", err)
@@ -715,6 +777,7 @@ func (s *SQLiteBackend) Reset(ctx context.Context, credential string) error {
 	for _, q := range []string{
 		`DELETE FROM quota_log WHERE credential = ?`,
 		`DELETE FROM quota_exhausted WHERE credential = ?`,
+		`DELETE FROM quota_counter WHERE credential = ?`,
 	} {
 		if _, err := tx.ExecContext(ctx, q, credential); err != nil {
 			return sqliteUnavailable("reset", err)

@@ -17,12 +17,37 @@ import (
 // it needs to. Subtests run in parallel and use real time with windows of
 // 1–3 s (about 4 s in total).
 //
+// The suite runs once per algorithm (subtests "log" and "counter"): under
+// "counter", every sliding-window bucket the cases build becomes a counter
+// bucket with DefaultCounterSlots (counterSuite; calendar buckets stay
+// logs), and the cases that check what only the exact log can promise
+// (Entries, Oldest, exact Retry-After, an entry's exact expiry) are left
+// out, replaced by counter cases (logOnly, counterOnly).
+//
 // Call it from a backend's test file, e.g.
 //
 //	func TestSQLiteBackendSuite(t *testing.T) {
 //		runBackendSuite(t, func(t *testing.T) Backend { return newTestSQLite(t) })
 //	}
 func runBackendSuite(t *testing.T, newBackend func(t *testing.T) Backend) {
+	t.Helper()
+	for _, alg := range []Algorithm{AlgorithmLog, AlgorithmCounter} {
+		t.Run(string(alg), func(t *testing.T) {
+			t.Parallel()
+			runBackendSuiteAlgorithm(t, alg, newBackend)
+		})
+	}
+}
+
+// logOnly and counterOnly name the cases that run under one algorithm only.
+var (
+	logOnly = map[string]bool{"RetryAfter": true, "SlidingExpiry": true, "StatusReadOnly": true,
+		"RefundExactEntries": true, "RefundAfterWindow": true}
+	counterOnly = map[string]bool{"CounterRetryAfter": true, "CounterStatus": true, "CounterRefund": true}
+)
+
+// runBackendSuiteAlgorithm runs the suite's cases that apply to alg.
+func runBackendSuiteAlgorithm(t *testing.T, alg Algorithm, newBackend func(t *testing.T) Backend) {
 	t.Helper()
 	cases := []struct {
 		name string
@@ -44,14 +69,65 @@ func runBackendSuite(t *testing.T, newBackend func(t *testing.T) Backend) {
 		{"RefundExactEntries", suiteRefundExactEntries},
 		{"RefundAfterWindow", suiteRefundAfterWindow},
 		{"RefundConcurrent", suiteRefundConcurrent},
+		{"CounterRetryAfter", suiteCounterRetryAfter},
+		{"CounterStatus", suiteCounterStatus},
+		{"CounterRefund", suiteCounterRefund},
 	}
 	for _, c := range cases {
+		if (alg == AlgorithmCounter && logOnly[c.name]) || (alg != AlgorithmCounter && counterOnly[c.name]) {
+			continue
+		}
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			b := newBackend(t)
+			if alg == AlgorithmCounter {
+				b = counterSuite{b, DefaultCounterSlots}
+			}
 			c.run(t, b, suiteCredential(t, b))
 		})
 	}
+}
+
+// counterSuite runs the suite's cases against counter buckets: it hands
+// the real backend every sliding-window bucket as a counter bucket of
+// slots counters (calendar buckets, and buckets whose Algorithm is set,
+// unchanged). It is an adapter of the
+// bucket definitions, not a fake: every decision is the backend's.
+type counterSuite struct {
+	Backend
+	slots int
+}
+
+func (c counterSuite) bucket(b Bucket) Bucket {
+	if !b.Calendar && b.Algorithm == "" {
+		b.Algorithm, b.Slots = AlgorithmCounter, c.slots
+	}
+	return b
+}
+
+func (c counterSuite) Reserve(ctx context.Context, credential string, charges []BucketCharge) (Decision, error) {
+	cs := make([]BucketCharge, len(charges))
+	for i, ch := range charges {
+		cs[i] = BucketCharge{Bucket: c.bucket(ch.Bucket), Units: ch.Units}
+	}
+	return c.Backend.Reserve(ctx, credential, cs)
+}
+
+func (c counterSuite) Status(ctx context.Context, credential string, buckets []Bucket, maxCost map[string]int64) (Status, error) {
+	bs := make([]Bucket, len(buckets))
+	for i, b := range buckets {
+		bs[i] = c.bucket(b)
+	}
+	return c.Backend.Status(ctx, credential, bs, maxCost)
+}
+
+// wantEntries is n, or 0 for the counter buckets of counterSuite (a
+// counter does not count calls).
+func wantEntries(b Backend, n int64) int64 {
+	if _, ok := b.(counterSuite); ok {
+		return 0
+	}
+	return n
 }
 
 // suiteCredential returns a credential name unique to this test and this
@@ -173,11 +249,15 @@ func suiteAdmitsUpToLimit(t *testing.T, b Backend, cred string) {
 	if d.Remaining["units"] != 0 || d.Exhausted {
 		t.Fatalf("denial: Remaining = %v, Exhausted = %v; want 0, false", d.Remaining, d.Exhausted)
 	}
-	if d.RetryAfter > time.Hour {
-		t.Fatalf("RetryAfter = %v, want <= the 1h window", d.RetryAfter)
+	// A counter's units leave with their counter: up to one sub-window later.
+	if cs, ok := b.(counterSuite); ok {
+		units = cs.bucket(units)
+	}
+	if d.RetryAfter > units.Window+units.SubWindow() {
+		t.Fatalf("RetryAfter = %v, want <= the 1h window (+ a counter's sub-window)", d.RetryAfter)
 	}
 	st := mustStatus(t, b, cred, []Bucket{units}, map[string]int64{"units": 1})
-	if bs := st.Buckets[0]; bs.Used != 5 || bs.Remaining != 0 || bs.Entries != 5 {
+	if bs := st.Buckets[0]; bs.Used != 5 || bs.Remaining != 0 || bs.Entries != wantEntries(b, 5) {
 		t.Fatalf("Status = %+v, want used 5, remaining 0, entries 5", bs)
 	}
 }
@@ -203,7 +283,7 @@ func suiteWeightedCosts(t *testing.T, b Backend, cred string) {
 	mustDeny(t, b, cred, charge(units, 1), "units")
 	st := mustStatus(t, b, cred, []Bucket{units}, map[string]int64{"units": 100})
 	// One entry per call, whatever its cost: memory grows with calls, not units.
-	if bs := st.Buckets[0]; bs.Used != 9500 || bs.Entries != 96 {
+	if bs := st.Buckets[0]; bs.Used != 9500 || bs.Entries != wantEntries(b, 96) {
 		t.Fatalf("Status = used %d entries %d, want 9500 and 96", bs.Used, bs.Entries)
 	}
 }
@@ -228,7 +308,7 @@ func suiteAtomicMultiBucket(t *testing.T, b Backend, cred string) {
 	if stateOf(before) != stateOf(after) {
 		t.Fatalf("a denial by search changed the state:\nbefore %s\nafter  %s", stateOf(before), stateOf(after))
 	}
-	if u := after.Buckets[0]; u.Used != 200 || u.Entries != 2 {
+	if u := after.Buckets[0]; u.Used != 200 || u.Entries != wantEntries(b, 2) {
 		t.Fatalf("units after denial: used %d entries %d, want 200 and 2", u.Used, u.Entries)
 	}
 
@@ -240,7 +320,7 @@ func suiteAtomicMultiBucket(t *testing.T, b Backend, cred string) {
 	mustAllow(t, b, cred2, charge(small, 100, search95, int64(1)))
 	mustDeny(t, b, cred2, charge(small, 100, search95, int64(1)), "units")
 	st := mustStatus(t, b, cred2, []Bucket{small, search95}, nil)
-	if s := st.Buckets[1]; s.Used != 1 || s.Entries != 1 {
+	if s := st.Buckets[1]; s.Used != 1 || s.Entries != wantEntries(b, 1) {
 		t.Fatalf("search after a denial by units: used %d entries %d, want 1 and 1", s.Used, s.Entries)
 	}
 	// A cheaper call touching only units still fits.
@@ -620,7 +700,7 @@ func suiteRefundConcurrent(t *testing.T, b Backend, cred string) {
 	}
 	wg.Wait()
 	st := mustStatus(t, b, cred, []Bucket{units, search}, nil)
-	if u, s := st.Buckets[0], st.Buckets[1]; u.Used != kept || u.Entries != 20 || s.Used != 20 || s.Entries != 20 {
+	if u, s := st.Buckets[0], st.Buckets[1]; u.Used != kept || u.Entries != wantEntries(b, 20) || s.Used != 20 || s.Entries != wantEntries(b, 20) {
 		t.Fatalf("after 40 reservations and 20 refunds: units used %d in %d entries, search %d in %d; want %d in 20, 20 in 20",
 			u.Used, u.Entries, s.Used, s.Entries, kept)
 	}

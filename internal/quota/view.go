@@ -3,12 +3,15 @@ package quota
 import "time"
 
 // BucketView is the machine shape of a BucketStatus: snake_case keys,
-// windows in seconds, waits in milliseconds rounded up (never early).
+// windows in seconds, waits in milliseconds rounded up (never early). A
+// counter bucket's used is its estimate and its entries 0 (doc.go).
 type BucketView struct {
 	Name            string     `json:"name"`
 	Limit           int64      `json:"limit"`
 	WindowSeconds   float64    `json:"window_seconds"`
 	Calendar        bool       `json:"calendar"`
+	Algorithm       string     `json:"algorithm"` // "log" or "counter"
+	Slots           *int       `json:"slots"`     // counters of a counter bucket; null for a log
 	Used            int64      `json:"used"`
 	Remaining       int64      `json:"remaining"`
 	Entries         int64      `json:"entries"`
@@ -49,7 +52,12 @@ func (st Status) View() StatusView {
 		out.DayStart = utcOrNil(PacificMidnight(st.Now))
 	}
 	for _, b := range st.Buckets {
-		out.Buckets = append(out.Buckets, BucketView{Name: b.Name, Limit: b.Limit, WindowSeconds: b.Window.Seconds(),
+		alg, slots := string(AlgorithmLog), (*int)(nil)
+		if b.IsCounter() {
+			n := b.CounterSlots()
+			alg, slots = string(AlgorithmCounter), &n
+		}
+		out.Buckets = append(out.Buckets, BucketView{Algorithm: alg, Slots: slots,Name: b.Name, Limit: b.Limit, WindowSeconds: b.Window.Seconds(),
 			Calendar: b.Calendar, Used: b.Used, Remaining: b.Remaining, Entries: b.Entries, Oldest: utcOrNil(b.Oldest),
 			RetryAfterOneMs: CeilMs(b.RetryAfterOne), MaxCost: b.MaxCost, RetryAfterMaxMs: CeilMs(b.RetryAfterMax),
 			UsedToday: b.UsedToday})
