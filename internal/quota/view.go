@@ -57,7 +57,7 @@ func (st Status) View() StatusView {
 			n := b.CounterSlots()
 			alg, slots = string(AlgorithmCounter), &n
 		}
-		out.Buckets = append(out.Buckets, BucketView{Algorithm: alg, Slots: slots,Name: b.Name, Limit: b.Limit, WindowSeconds: b.Window.Seconds(),
+		out.Buckets = append(out.Buckets, BucketView{Algorithm: alg, Slots: slots, Name: b.Name, Limit: b.Limit, WindowSeconds: b.Window.Seconds(),
 			Calendar: b.Calendar, Used: b.Used, Remaining: b.Remaining, Entries: b.Entries, Oldest: utcOrNil(b.Oldest),
 			RetryAfterOneMs: CeilMs(b.RetryAfterOne), MaxCost: b.MaxCost, RetryAfterMaxMs: CeilMs(b.RetryAfterMax),
 			UsedToday: b.UsedToday})
