@@ -198,8 +198,13 @@ func (w counterWindow) retryUS(limit, cost int64) int64 {
 		ok := func(rr int64) bool { return cs.weighted(old, cs.slotUS-1-rr) <= float64(room) }
 		rr := r0
 		if old > 0 {
-			ovMax := int64(float64(room) * float64(cs.slotUS) / float64(old))
-			rr = max(r0, cs.slotUS-1-min(ovMax, cs.slotUS-1))
+			// the largest overlap that fits, floor(room*slotUS/old), at
+			// most slotUS-1 (compared as a double first: no int64 overflow)
+			ovMax := cs.slotUS - 1
+			if f := float64(room) * float64(cs.slotUS) / float64(old); f < float64(ovMax) {
+				ovMax = int64(f)
+			}
+			rr = max(r0, cs.slotUS-1-ovMax)
 		}
 		for rr < cs.slotUS-1 && !ok(rr) {
 			rr++

@@ -41,9 +41,11 @@ const StateKeySuffix = "state"
 
 // ReservedBucketName reports whether name cannot be a bucket's: "state" and
 // "exhausted" (the state hash's key and marker field), "lease" and names
-// starting with "lease:" (run leases, lease.go).
+// starting with "lease:" (run leases, lease.go), and names ending in
+// ":counter" (a counter bucket's hash, redis_counter.go).
 func ReservedBucketName(name string) bool {
-	return name == StateKeySuffix || name == "exhausted" || name == LeaseKeyInfix || strings.HasPrefix(name, LeaseKeyInfix+":")
+	return name == StateKeySuffix || name == "exhausted" || name == LeaseKeyInfix || strings.HasPrefix(name, LeaseKeyInfix+":") ||
+		strings.HasSuffix(name, ":"+CounterKeySuffix)
 }
 
 // RedisBackend is the shared quota Backend on Redis (standalone or Cluster):
@@ -196,7 +198,7 @@ func (r *RedisBackend) Reserve(ctx context.Context, credential string, charges [
 	if len(charges) == 0 {
 		return Decision{}, errors.New("quota: reservation without charges")
 	}
-	keys, args := r.scriptFrame(credential, len(charges), 4)
+	keys, args := r.scriptFrame(credential, len(charges), 5)
 	names := make([]string, 0, len(charges))
 	for _, c := range charges {
 		if err := redisCheckBucket(c.Bucket, names); err != nil {
@@ -208,12 +210,15 @@ func (r *RedisBackend) Reserve(ctx context.Context, credential string, charges [
 		if c.Units > c.Limit {
 			return Decision{}, &CostError{Bucket: c.Name, Units: c.Units, Limit: c.Limit}
 		}
+		if err := c.checkAlgorithm(); err != nil {
+			return Decision{}, err
+		}
 		names = append(names, c.Name)
-		keys = append(keys, r.bucketKey(credential, c.Name))
+		keys = append(keys, r.scriptBucketKey(credential, c.Bucket))
 		args = append(args, c.Name)
 	}
 	for _, c := range charges {
-		args = append(args, c.Units, c.Limit, redisWindowUS(c.Bucket))
+		args = append(args, c.Units, c.Limit, redisWindowUS(c.Bucket), c.CounterSlots())
 	}
 	// With wait_replicas, the script and WAIT share one connection.
 	var conn *redis.Conn
@@ -316,15 +321,18 @@ func (r *RedisBackend) Status(ctx context.Context, credential string, buckets []
 	if err := redisCheckCredential(credential); err != nil {
 		return st, err
 	}
-	keys, args := r.scriptFrame(credential, len(buckets), 3)
+	keys, args := r.scriptFrame(credential, len(buckets), 4)
 	names := make([]string, 0, len(buckets))
 	for _, b := range buckets {
 		if err := redisCheckBucket(b, names); err != nil {
 			return st, err
 		}
+		if err := b.checkAlgorithm(); err != nil {
+			return st, err
+		}
 		names = append(names, b.Name)
-		keys = append(keys, r.bucketKey(credential, b.Name))
-		args = append(args, b.Limit, redisWindowUS(b), maxCost[b.Name])
+		keys = append(keys, r.scriptBucketKey(credential, b))
+		args = append(args, b.Limit, redisWindowUS(b), maxCost[b.Name], b.CounterSlots())
 	}
 	start := time.Now()
 	res, err := redisStatusScript.Run(ctx, r.client, keys, args...).Int64Slice()
@@ -426,9 +434,6 @@ func redisCheckBucket(b Bucket, earlier []string) error {
 	}
 	if b.Limit <= 0 {
 		return fmt.Errorf("quota: bucket %q: limit %d must be > 0", b.Name, b.Limit)
-	}
-	if b.IsCounter() {
-		return fmt.Errorf("quota: bucket %q: algorithm counter is not supported by the Redis backend yet", b.Name)
 	}
 	if !b.Calendar && b.Window < time.Microsecond {
 		return fmt.Errorf("quota: bucket %q: window %s must be >= 1µs", b.Name, b.Window)

@@ -152,10 +152,12 @@ end
 //
 //	KEYS[1]      state hash         trendfetch:{<credential>}:state
 //	KEYS[1+i]    bucket i's log     trendfetch:{<credential>}:<bucket>, i = 1..n
+//	             (a counter bucket's counters: trendfetch:{<credential>}:<bucket>:counter)
 //	ARGV[1]      m, the number of Pacific midnights that follow
 //	ARGV[2..m+1] Pacific midnights, Unix µs, ascending
 //	then the n bucket names (their fields in the state hash), then per bucket
-//	i, 3 values: cost (units > 0), limit (units), window (µs; 0 = calendar)
+//	i, 4 values: cost (units > 0), limit (units), window (µs; 0 = calendar),
+//	slots (a counter bucket's counters, redis_counter.go; 0 = a log)
 //
 // Reply (array of integers):
 //
@@ -165,8 +167,9 @@ end
 //	[5+i] remaining units of bucket i after the decision (on denial: limit - used,
 //	      as nothing was recorded)
 //	[5+n+i] score of the entry recorded in bucket i (Unix µs; 0 on denial): with
-//	      the cost, its identity for Refund
-var redisReserveScript = redis.NewScript(redisLuaPrelude + `
+//	      the cost, its identity for Refund (a counter bucket: now, the moment
+//	      whose counter Refund takes the units back from)
+var redisReserveScript = redis.NewScript(redisLuaPrelude + redisLuaCounter + `
 -- The hot path is inlined and makes four redis.calls (TIME, HMGET, ZADD,
 -- HSET) plus one ZADD per extra bucket: each redis.call costs several times
 -- a whole no-op EVALSHA's server time, which is what the decision
@@ -188,51 +191,64 @@ if ex_until <= now then ex_until = 0 end
 
 -- pass 1: read every bucket (from its cache; the log only when the cache
 -- cannot answer). st[i] = {cost, window, lo, total, newest, split_lo,
--- split_cum, split_next, oldest, remaining, over, rebuilt}
+-- split_cum, split_next, oldest, remaining, over, rebuilt}; a counter
+-- bucket's st[i] = {cost, window, -, -, -, -, -, -, -, remaining, over, -,
+-- {u, span, c, r, slots, limit}} (redis_counter.go)
 local st = {}
 local allowed = (ex_until == 0)
 for i = 1, n do
-  local p = m + n + 3 * i - 1
+  local p = m + n + 4 * i - 2
   local cost, limit, window = tonumber(ARGV[p]), tonumber(ARGV[p + 1]), tonumber(ARGV[p + 2])
+  local slots = tonumber(ARGV[p + 3])
   local key = KEYS[i + 1]
-  local lo = now - window + 1
-  if window == 0 then lo = last_mid end
-  local total, newest, slo, scum, snext, oldest
-  local rebuilt = false
-  local c = cache[i + 1]
-  if c and #c == 48 then
-    total, newest, slo, scum, snext, oldest = struct.unpack('<dddddd', c)
-  else
-    -- no cache: rebuild it from the log, forcing the split search below
-    rebuilt = true
-    total, newest, slo, scum, snext, oldest = 0, 0, INF, 0, 0, INF
-    local last = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
-    if last[1] then
-      total, newest, oldest = parse(last[1]), tonumber(last[2]), 0
-    end
-  end
-  local used = 0
-  if slo <= lo and (total == scum or snext >= lo) then
-    used = total - scum   -- the split still holds: nothing left the window since
-  elseif newest < lo then
-    scum, slo = total, lo -- everything left the window
-  else
-    local first = redis.call('ZRANGEBYSCORE', key, lo, '+inf', 'WITHSCORES', 'LIMIT', 0, 1)
-    if first[1] then
-      local cum, fc = parse(first[1])
-      scum, snext, slo = cum - fc, tonumber(first[2]), lo
-    else
-      scum, slo = total, lo -- the log lost its entries (deleted, evicted): trust it
-    end
-    used = total - scum
-  end
-  local rem = limit - used - cost
-  local over = rem < 0
-  if over then
-    allowed, rem = false, limit - used
+  if slots > 0 then
+    local u, span, c, r = counter_read(key, now, window, slots)
+    local full, w, used = counter_estimate(u, slots, span, r)
+    local over = w > limit - full - cost
+    local rem = limit - used - cost
+    if over then allowed, rem = false, limit - used end
     if rem < 0 then rem = 0 end
+    st[i] = {cost, window, 0, 0, 0, 0, 0, 0, 0, rem, over, false, {u, span, c, r, slots, limit}}
+  else
+    local lo = now - window + 1
+    if window == 0 then lo = last_mid end
+    local total, newest, slo, scum, snext, oldest
+    local rebuilt = false
+    local c = cache[i + 1]
+    if c and #c == 48 then
+      total, newest, slo, scum, snext, oldest = struct.unpack('<dddddd', c)
+    else
+      -- no cache: rebuild it from the log, forcing the split search below
+      rebuilt = true
+      total, newest, slo, scum, snext, oldest = 0, 0, INF, 0, 0, INF
+      local last = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
+      if last[1] then
+        total, newest, oldest = parse(last[1]), tonumber(last[2]), 0
+      end
+    end
+    local used = 0
+    if slo <= lo and (total == scum or snext >= lo) then
+      used = total - scum   -- the split still holds: nothing left the window since
+    elseif newest < lo then
+      scum, slo = total, lo -- everything left the window
+    else
+      local first = redis.call('ZRANGEBYSCORE', key, lo, '+inf', 'WITHSCORES', 'LIMIT', 0, 1)
+      if first[1] then
+        local cum, fc = parse(first[1])
+        scum, snext, slo = cum - fc, tonumber(first[2]), lo
+      else
+        scum, slo = total, lo -- the log lost its entries (deleted, evicted): trust it
+      end
+      used = total - scum
+    end
+    local rem = limit - used - cost
+    local over = rem < 0
+    if over then
+      allowed, rem = false, limit - used
+      if rem < 0 then rem = 0 end
+    end
+    st[i] = {cost, window, lo, total, newest, slo, scum, snext, oldest, rem, over, rebuilt}
   end
-  st[i] = {cost, window, lo, total, newest, slo, scum, snext, oldest, rem, over, rebuilt}
 end
 
 if not allowed then
@@ -244,8 +260,14 @@ if not allowed then
     local s = st[i]
     local rem = s[10]
     if s[11] then
-      local limit = tonumber(ARGV[m + n + 3 * i])
-      local r = retry_us(KEYS[i + 1], s[3], now, s[2], next_mid, s[5], s[4] + s[1] - limit)
+      local r
+      local k = s[13]
+      if k then
+        r = counter_retry(k[1], k[5], k[2], k[4], k[6], s[1])
+      else
+        local limit = tonumber(ARGV[m + n + 4 * i - 1])
+        r = retry_us(KEYS[i + 1], s[3], now, s[2], next_mid, s[5], s[4] + s[1] - limit)
+      end
       if denied == 0 or r > denied_retry then denied, denied_retry = i, r end
       if r > retry then retry = r end
     else
@@ -264,53 +286,61 @@ local hset = {}
 local state_ttl = 0
 for i = 1, n do
   local s = st[i]
-  local cost, window, lo, total, newest, slo, scum, snext, oldest = s[1], s[2], s[3], s[4], s[5], s[6], s[7], s[8], s[9]
-  local key = KEYS[i + 1]
-  -- bounded eviction of entries that matter neither to the window nor to today
-  local cutoff = lo
-  if last_mid < cutoff then cutoff = last_mid end
-  local refresh = s[12] or newest > now or newest < last_mid or
-    math.floor(now / TTL_REFRESH_US) ~= math.floor(newest / TTL_REFRESH_US)
-  if oldest < cutoff then
-    local k = redis.call('ZCOUNT', key, '-inf', '(' .. fmt(cutoff))
-    if k > 0 then
-      local r = k
-      if r > EVICT_BATCH then r = EVICT_BATCH end
-      redis.call('ZREMRANGEBYRANK', key, 0, r - 1)
-      if newest < cutoff then refresh = true end
+  local k = s[13]
+  if k then
+    -- a counter bucket: its current counter (u[n], counter c) grows by cost
+    counter_add(KEYS[i + 1], k[5], k[2], k[3], k[1][k[5]] + s[1], s[2])
+    reply[5 + i] = s[10]
+    reply[5 + n + i] = now
+  else
+    local cost, window, lo, total, newest, slo, scum, snext, oldest = s[1], s[2], s[3], s[4], s[5], s[6], s[7], s[8], s[9]
+    local key = KEYS[i + 1]
+    -- bounded eviction of entries that matter neither to the window nor to today
+    local cutoff = lo
+    if last_mid < cutoff then cutoff = last_mid end
+    local refresh = s[12] or newest > now or newest < last_mid or
+      math.floor(now / TTL_REFRESH_US) ~= math.floor(newest / TTL_REFRESH_US)
+    if oldest < cutoff then
+      local k = redis.call('ZCOUNT', key, '-inf', '(' .. fmt(cutoff))
+      if k > 0 then
+        local r = k
+        if r > EVICT_BATCH then r = EVICT_BATCH end
+        redis.call('ZREMRANGEBYRANK', key, 0, r - 1)
+        if newest < cutoff then refresh = true end
+      end
+      if k <= EVICT_BATCH then
+        -- every entry before cutoff is gone; the first one left is the split's
+        -- next entry when cutoff is the window's start, else at least cutoff
+        oldest = cutoff
+        if cutoff == lo and total > scum then oldest = snext end
+      end
     end
-    if k <= EVICT_BATCH then
-      -- every entry before cutoff is gone; the first one left is the split's
-      -- next entry when cutoff is the window's start, else at least cutoff
-      oldest = cutoff
-      if cutoff == lo and total > scum then oldest = snext end
+    local score = now
+    if newest >= score then score = newest + 1 end -- unique: a refund's handle
+    if total == scum then snext = score end -- the new entry is the first after the split
+    if oldest > score then oldest = score end
+    redis.call('ZADD', key, score, string.format('%016d:%d', total + cost, cost))
+    hset[#hset + 1] = ARGV[m + 1 + i]
+    hset[#hset + 1] = struct.pack('<dddddd', total + cost, score, slo, scum, snext, oldest)
+    -- TTL: the key must outlive its newest entry's window and today (for
+    -- UsedToday). The first write of each TTL_REFRESH_US period and of each
+    -- Pacific day sets it (and any write after eviction, a clock step back or
+    -- a rebuilt cache), so the TTL was set at most TTL_REFRESH_US ago and
+    -- still covers that with TTL_MARGIN_MS - TTL_REFRESH_US to spare; later
+    -- writes skip PEXPIRE. The state hash gets the longest such TTL (and at
+    -- least the marker's); were it to expire first, its caches are rebuilt.
+    if refresh then
+      local keep = window
+      if next_mid - now > keep then keep = next_mid - now end
+      local ttl = math.floor(keep / 1000) + 1 + TTL_MARGIN_MS
+      redis.call('PEXPIRE', key, ttl)
+      if ttl > state_ttl then state_ttl = ttl end
     end
+    reply[5 + i] = s[10]
+    reply[5 + n + i] = score
   end
-  local score = now
-  if newest >= score then score = newest + 1 end -- unique: a refund's handle
-  if total == scum then snext = score end -- the new entry is the first after the split
-  if oldest > score then oldest = score end
-  redis.call('ZADD', key, score, string.format('%016d:%d', total + cost, cost))
-  hset[2 * i - 1] = ARGV[m + 1 + i]
-  hset[2 * i] = struct.pack('<dddddd', total + cost, score, slo, scum, snext, oldest)
-  -- TTL: the key must outlive its newest entry's window and today (for
-  -- UsedToday). The first write of each TTL_REFRESH_US period and of each
-  -- Pacific day sets it (and any write after eviction, a clock step back or
-  -- a rebuilt cache), so the TTL was set at most TTL_REFRESH_US ago and
-  -- still covers that with TTL_MARGIN_MS - TTL_REFRESH_US to spare; later
-  -- writes skip PEXPIRE. The state hash gets the longest such TTL (and at
-  -- least the marker's); were it to expire first, its caches are rebuilt.
-  if refresh then
-    local keep = window
-    if next_mid - now > keep then keep = next_mid - now end
-    local ttl = math.floor(keep / 1000) + 1 + TTL_MARGIN_MS
-    redis.call('PEXPIRE', key, ttl)
-    if ttl > state_ttl then state_ttl = ttl end
-  end
-  reply[5 + i] = s[10]
-  reply[5 + n + i] = score
 end
-redis.call('HSET', KEYS[1], unpack(hset))
+if #hset > 0 then redis.call('HSET', KEYS[1], unpack(hset)) end
 if state_ttl > 0 then
   local ex_ttl = math.floor((ex_until - now) / 1000) + 1
   if ex_ttl > state_ttl then state_ttl = ex_ttl end
@@ -323,15 +353,19 @@ return reply
 // (no admission, no eviction, no PEXPIRE).
 //
 //	KEYS[1]      state hash         trendfetch:{<credential>}:state (only its marker is read)
-//	KEYS[1+i]    bucket i's log, i = 1..n
+//	KEYS[1+i]    bucket i's log, i = 1..n (a counter bucket's counters)
 //	ARGV[1]      m; ARGV[2..m+1] Pacific midnights, Unix µs, ascending
-//	then per bucket i, 3 values: limit (units), window (µs; 0 = calendar), max cost (units; 0 = none)
+//	then per bucket i, 4 values: limit (units), window (µs; 0 = calendar), max cost
+//	(units; 0 = none), slots (a counter bucket's counters; 0 = a log)
 //
 // Reply (array of integers): [1] now (Unix µs), [2] exhausted until (Unix µs, 0 if
 // not marked), then per bucket 6 values: used, entries in window, oldest entry in
 // window (Unix µs, 0 if none), Retry-After µs for cost 1, Retry-After µs for the max
-// cost (0 = fits now), units since the last Pacific midnight.
-var redisStatusScript = redis.NewScript(redisLuaPrelude + `
+// cost (0 = fits now), units since the last Pacific midnight. A counter bucket's
+// used is its estimate rounded up, its entries and oldest 0, its Retry-After
+// figures the estimate's, and its units since midnight those of the counters
+// that began at or after it (counterStatus).
+var redisStatusScript = redis.NewScript(redisLuaPrelude + redisLuaCounter + `
 local function clock_us()
   local t = redis.call('TIME')
   return tonumber(t[1]) * 1000000 + tonumber(t[2])
@@ -388,26 +422,43 @@ end
 local reply = {now, ex_until}
 for i = 1, n do
   local limit, window, maxcost = tonumber(ARGV[p]), tonumber(ARGV[p + 1]), tonumber(ARGV[p + 2])
-  p = p + 3
+  local slots = tonumber(ARGV[p + 3])
+  p = p + 4
   local key = KEYS[i + 1]
-  local lo = lower(now, window, last_mid)
-  local total, base, newest = state(key, lo)
-  local used = total - base
-  local entries, oldest = 0, 0
-  if used > 0 then
-    entries = redis.call('ZCOUNT', key, fmt(lo), '+inf')
-    local first = redis.call('ZRANGEBYSCORE', key, fmt(lo), '+inf', 'WITHSCORES', 'LIMIT', 0, 1)
-    oldest = tonumber(first[2])
+  if slots > 0 then
+    local u, span, c, r = counter_read(key, now, window, slots)
+    local full, w, used = counter_estimate(u, slots, span, r)
+    local r1, rmax, today = 0, 0, 0
+    if w > limit - full - 1 then r1 = counter_retry(u, slots, span, r, limit, 1) end
+    if maxcost > 0 and maxcost <= limit and w > limit - full - maxcost then
+      rmax = counter_retry(u, slots, span, r, limit, maxcost)
+    end
+    for j = 1, slots do
+      if (c - slots + j) * span >= last_mid then today = today + u[j] end
+    end
+    local k = #reply
+    reply[k + 1], reply[k + 2], reply[k + 3] = used, 0, 0
+    reply[k + 4], reply[k + 5], reply[k + 6] = r1, rmax, today
+  else
+    local lo = lower(now, window, last_mid)
+    local total, base, newest = state(key, lo)
+    local used = total - base
+    local entries, oldest = 0, 0
+    if used > 0 then
+      entries = redis.call('ZCOUNT', key, fmt(lo), '+inf')
+      local first = redis.call('ZRANGEBYSCORE', key, fmt(lo), '+inf', 'WITHSCORES', 'LIMIT', 0, 1)
+      oldest = tonumber(first[2])
+    end
+    local r1, rmax = 0, 0
+    if used + 1 > limit then r1 = retry_us(key, lo, now, window, next_mid, newest, total + 1 - limit) end
+    if maxcost > 0 and used + maxcost > limit then
+      rmax = retry_us(key, lo, now, window, next_mid, newest, total + maxcost - limit)
+    end
+    local ttotal, tbase = state(key, last_mid)
+    local k = #reply
+    reply[k + 1], reply[k + 2], reply[k + 3] = used, entries, oldest
+    reply[k + 4], reply[k + 5], reply[k + 6] = r1, rmax, ttotal - tbase
   end
-  local r1, rmax = 0, 0
-  if used + 1 > limit then r1 = retry_us(key, lo, now, window, next_mid, newest, total + 1 - limit) end
-  if maxcost > 0 and used + maxcost > limit then
-    rmax = retry_us(key, lo, now, window, next_mid, newest, total + maxcost - limit)
-  end
-  local ttotal, tbase = state(key, last_mid)
-  local k = #reply
-  reply[k + 1], reply[k + 2], reply[k + 3] = used, entries, oldest
-  reply[k + 4], reply[k + 5], reply[k + 6] = r1, rmax, ttotal - tbase
 end
 return reply
 `)
@@ -447,9 +498,11 @@ return till
 //	KEYS[1+i]    bucket i's log     trendfetch:{<credential>}:<bucket>, i = 1..n
 //	ARGV[1]      m, the number of Pacific midnights that follow
 //	ARGV[2..m+1] Pacific midnights, Unix µs, ascending
-//	then per bucket i, 4 values: its field in the state hash (the bucket
+//	then per bucket i, 5 values: its field in the state hash (the bucket
 //	name), the entry's score (Unix µs), its cost (units), the bucket's
-//	window (µs; 0 = calendar)
+//	window (µs; 0 = calendar), its slots (0 = a log; a counter bucket's
+//	KEYS[1+i] is its counters, and the units go back to the counter
+//	holding score, if it is still kept and score still in the window)
 //
 // Reply (array of integers): [1] now (Redis TIME, Unix µs), [1+i] 1 when
 // bucket i's entry was removed, else 0.
@@ -457,7 +510,7 @@ return till
 // Cost: O(log n) per bucket plus O(log n) per entry recorded after the
 // removed one (each is rewritten); a refund follows its reservation within
 // one request's dial time, so few.
-var redisRefundScript = redis.NewScript(redisLuaPrelude + `
+var redisRefundScript = redis.NewScript(redisLuaPrelude + redisLuaCounter + `
 local REWRITE_BATCH = 500 -- members per ZREM/ZADD call (unpack's stack limit)
 local n = #KEYS - 1
 local m = tonumber(ARGV[1])
@@ -472,53 +525,74 @@ if last_mid == nil or next_mid == nil then return redis.error_reply(NO_MIDNIGHT)
 
 local reply = {now}
 for i = 1, n do
-  local p = m + 4 * i - 2
+  local p = m + 5 * i - 3
   local field, score, cost, window = ARGV[p], tonumber(ARGV[p + 1]), tonumber(ARGV[p + 2]), tonumber(ARGV[p + 3])
+  local slots = tonumber(ARGV[p + 4])
   local key = KEYS[i + 1]
-  local lo = now - window + 1
-  if window == 0 then lo = last_mid end
-  local member, cum
-  if score >= lo then
-    for _, e in ipairs(redis.call('ZRANGEBYSCORE', key, fmt(score), fmt(score))) do
-      local c, k = parse(e)
-      if k == cost then member, cum = e, c break end
-    end
-  end
-  reply[i + 1] = 0
-  if member then
-    local ttl = redis.call('PTTL', key)
-    local later = redis.call('ZRANGE', key, redis.call('ZRANK', key, member) + 1, -1, 'WITHSCORES')
-    -- Remove the entry and every later one, then add the later ones back
-    -- with their cum lowered (a new member may equal an old one's).
-    local old, new = {member}, {}
-    for j = 1, #later, 2 do
-      local c, k = parse(later[j])
-      old[#old + 1] = later[j]
-      new[#new + 1] = later[j + 1]
-      new[#new + 1] = string.format('%016d:%d', c - cost, k)
-    end
-    for j = 1, #old, REWRITE_BATCH do
-      redis.call('ZREM', key, unpack(old, j, math.min(j + REWRITE_BATCH - 1, #old)))
-    end
-    for j = 1, #new, 2 * REWRITE_BATCH do
-      redis.call('ZADD', key, unpack(new, j, math.min(j + 2 * REWRITE_BATCH - 1, #new)))
-    end
-    -- The ZREM may have emptied (deleted) the key: the re-added entries
-    -- keep the TTL it had.
-    if #new > 0 and ttl > 0 then redis.call('PEXPIRE', key, ttl) end
-    local c = redis.call('HGET', KEYS[1], field)
-    if c and #c == 48 then
-      local total, newest, slo, scum, snext, oldest = struct.unpack('<dddddd', c)
-      total = total - cost
-      if cum <= scum then
-        scum = scum - cost -- the entry was before the split (a split the
-                           -- reserve script would recompute anyway)
-      elseif cum - cost == scum and #later > 0 then
-        snext = tonumber(later[2]) -- it was the first entry after the split
+  if slots > 0 then
+    -- a counter bucket: the units go back to the counter of score, if it
+    -- is still kept and score still in the window
+    reply[i + 1] = 0
+    if score > now - window then
+      local span = window / (slots - 1)
+      local j = math.floor(score / span)
+      local v = redis.call('HGET', key, j % slots)
+      if v and #v == 16 then
+        local sj, su = struct.unpack('<dd', v)
+        if sj == j then
+          su = su - cost
+          if su < 0 then su = 0 end
+          redis.call('HSET', key, j % slots, struct.pack('<dd', sj, su))
+          reply[i + 1] = 1
+        end
       end
-      redis.call('HSET', KEYS[1], field, struct.pack('<dddddd', total, newest, slo, scum, snext, oldest))
     end
-    reply[i + 1] = 1
+  else
+    local lo = now - window + 1
+    if window == 0 then lo = last_mid end
+    local member, cum
+    if score >= lo then
+      for _, e in ipairs(redis.call('ZRANGEBYSCORE', key, fmt(score), fmt(score))) do
+        local c, k = parse(e)
+        if k == cost then member, cum = e, c break end
+      end
+    end
+    reply[i + 1] = 0
+    if member then
+      local ttl = redis.call('PTTL', key)
+      local later = redis.call('ZRANGE', key, redis.call('ZRANK', key, member) + 1, -1, 'WITHSCORES')
+      -- Remove the entry and every later one, then add the later ones back
+      -- with their cum lowered (a new member may equal an old one's).
+      local old, new = {member}, {}
+      for j = 1, #later, 2 do
+        local c, k = parse(later[j])
+        old[#old + 1] = later[j]
+        new[#new + 1] = later[j + 1]
+        new[#new + 1] = string.format('%016d:%d', c - cost, k)
+      end
+      for j = 1, #old, REWRITE_BATCH do
+        redis.call('ZREM', key, unpack(old, j, math.min(j + REWRITE_BATCH - 1, #old)))
+      end
+      for j = 1, #new, 2 * REWRITE_BATCH do
+        redis.call('ZADD', key, unpack(new, j, math.min(j + 2 * REWRITE_BATCH - 1, #new)))
+      end
+      -- The ZREM may have emptied (deleted) the key: the re-added entries
+      -- keep the TTL it had.
+      if #new > 0 and ttl > 0 then redis.call('PEXPIRE', key, ttl) end
+      local c = redis.call('HGET', KEYS[1], field)
+      if c and #c == 48 then
+        local total, newest, slo, scum, snext, oldest = struct.unpack('<dddddd', c)
+        total = total - cost
+        if cum <= scum then
+          scum = scum - cost -- the entry was before the split (a split the
+                             -- reserve script would recompute anyway)
+        elseif cum - cost == scum and #later > 0 then
+          snext = tonumber(later[2]) -- it was the first entry after the split
+        end
+        redis.call('HSET', KEYS[1], field, struct.pack('<dddddd', total, newest, slo, scum, snext, oldest))
+      end
+      reply[i + 1] = 1
+    end
   end
 end
 return reply
@@ -535,13 +609,18 @@ func (r *RedisBackend) Refund(ctx context.Context, credential string, res Reserv
 	if res.IsZero() {
 		return nil
 	}
-	keys, args := r.scriptFrame(credential, len(res.entries), 4)
+	claimed, release := res.claimRefund()
+	if !claimed {
+		return nil // a counter's units were given back already (claimRefund)
+	}
+	keys, args := r.scriptFrame(credential, len(res.entries), 5)
 	for _, e := range res.entries {
-		keys = append(keys, r.bucketKey(credential, e.bucket.Name))
-		args = append(args, e.bucket.Name, e.at, e.units, redisWindowUS(e.bucket))
+		keys = append(keys, r.scriptBucketKey(credential, e.bucket))
+		args = append(args, e.bucket.Name, e.at, e.units, redisWindowUS(e.bucket), e.bucket.CounterSlots())
 	}
 	out, err := redisRefundScript.Run(ctx, r.client, keys, args...).Int64Slice()
 	if err != nil {
+		release()
 		return redisUnavailable("refund", credential, err)
 	}
 	if len(out) != 1+len(res.entries) {
@@ -554,7 +633,7 @@ func (r *RedisBackend) Refund(ctx context.Context, credential string, res Reserv
 // scores[i] is the score of the entry recorded for charges[i] (reply
 // values [5+n+i]).
 func redisReservation(charges []BucketCharge, scores []int64) Reservation {
-	var res Reservation
+	res := Reservation{refunded: newCounterMark(charges)}
 	for i, c := range charges {
 		res.entries = append(res.entries, reservedEntry{bucket: c.Bucket, units: c.Units, at: scores[i]})
 	}

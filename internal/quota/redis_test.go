@@ -70,7 +70,7 @@ func TestRedisProcessesNoOverAdmission(t *testing.T) {
 func TestRedisBackendSuite(t *testing.T) {
 	srv := redistest.Start(t)
 	b := newTestRedis(t, srv)
-	runBackendSuiteAlgorithm(t, AlgorithmLog, func(t *testing.T) Backend { return b }) // counter: not yet on Redis
+	runBackendSuite(t, func(t *testing.T) Backend { return b })
 }
 
 // TestRedisCluster runs on one three-master Redis Cluster (the keys of a
@@ -82,7 +82,7 @@ func TestRedisCluster(t *testing.T) {
 	cl := redistest.StartCluster(t, 3)
 	b := newTestRedisCluster(t, cl)
 	t.Run("Suite", func(t *testing.T) {
-		runBackendSuiteAlgorithm(t, AlgorithmLog, func(t *testing.T) Backend { return b }) // counter: not yet on Redis
+		runBackendSuite(t, func(t *testing.T) Backend { return b })
 	})
 	t.Run("TwoBuckets", func(t *testing.T) {
 		testRedisClusterTwoBuckets(t, b)
