@@ -33,9 +33,9 @@ func TestRedisCounterMemoryUsage(t *testing.T) {
 	for _, slots := range []int{2, 8, 61} {
 		var sizes []int64
 		for _, limit := range []int64{100, 10_000, 1_000_000} {
-			// Sub-windows of 10 ms: one cost-1 call in each of slots
-			// consecutive sub-windows writes every counter of the ring,
-			// then calls of limit/20 saturate the bucket.
+			// Sub-windows of 10 ms: cost-1 calls every 5 ms write every
+			// counter of the ring, then calls of limit/20 saturate the
+			// bucket.
 			sub := 10 * time.Millisecond
 			bk := Bucket{Name: "b", Limit: limit, Window: time.Duration(slots-1) * sub, Algorithm: AlgorithmCounter, Slots: slots}
 			cred := fmt.Sprintf("mem-%d-%d", slots, limit)
@@ -47,16 +47,23 @@ func TestRedisCounterMemoryUsage(t *testing.T) {
 				}
 				return d.Allowed
 			}
-			next := time.Now().Truncate(sub)
-			for range slots {
-				next = next.Add(sub)
-				time.Sleep(time.Until(next.Add(sub / 2)))
+			fields := func() int64 {
+				n, err := b.Client().HLen(ctx, key).Result()
+				if err != nil {
+					t.Fatal(err)
+				}
+				return n
+			}
+			for deadline := time.Now().Add(10 * time.Second); fields() < int64(slots); time.Sleep(sub / 2) {
+				if time.Now().After(deadline) {
+					t.Fatalf("slots %d limit %d: %d counters written in 10 s, want %d", slots, limit, fields(), slots)
+				}
 				reserve(1)
 			}
 			for reserve(max(limit/20, 1)) {
 			}
-			if n, _ := b.Client().HLen(ctx, key).Result(); n != int64(slots) {
-				t.Fatalf("slots %d limit %d: %d counters written, want %d", slots, limit, n, slots)
+			if n := fields(); n != int64(slots) {
+				t.Fatalf("slots %d limit %d: %d counters, want %d", slots, limit, n, slots)
 			}
 			sizes = append(sizes, memoryUsage(t, srv, key))
 		}
