@@ -50,8 +50,8 @@ quota:
 		{"unknown algorithm", func(b *BucketConfig) { b.Algorithm = "gcra" }, "quota.buckets[1].algorithm", "want log or counter"},
 		{"counter with calendar", func(b *BucketConfig) { b.Algorithm, b.Calendar = "counter", true }, "quota.buckets[1].algorithm", "calendar"},
 		{"slots on a log", func(b *BucketConfig) { b.Slots = 4 }, "quota.buckets[1].slots", "counter only"},
-		{"one slot", func(b *BucketConfig) { b.Algorithm, b.Slots = "counter", 1 }, "quota.buckets[1].slots", "2-3600"},
-		{"too many slots", func(b *BucketConfig) { b.Algorithm, b.Slots = "counter", 3601 }, "quota.buckets[1].slots", "2-3600"},
+		{"one slot", func(b *BucketConfig) { b.Algorithm, b.Slots = "counter", 1 }, "quota.buckets[1].slots", "2-3601"},
+		{"too many slots", func(b *BucketConfig) { b.Algorithm, b.Slots = "counter", 3602 }, "quota.buckets[1].slots", "2-3601"},
 		{"indivisible window", func(b *BucketConfig) { b.Algorithm, b.Slots = "counter", 8 }, "quota.buckets[1].slots", "does not split into 7"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

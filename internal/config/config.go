@@ -202,7 +202,7 @@ type BucketConfig struct {
 	// quota package doc). counter cannot be combined with calendar.
 	Algorithm string `yaml:"algorithm"`
 	// Slots is the number of counters of a counter bucket, each
-	// window/(slots-1) long: 2-3600, default 2 (the seed note's previous and
+	// window/(slots-1) long: 2-3601, default 2 (the seed note's previous and
 	// current window). The window must split into slots-1 whole
 	// microseconds. Only with algorithm: counter.
 	Slots int `yaml:"slots"`

@@ -29,11 +29,11 @@ const (
 	// current), each a whole window long.
 	DefaultCounterSlots = 2
 	// MinCounterSlots and MaxCounterSlots bound Bucket.Slots (counters per
-	// bucket); 3600 gives 1-second sub-windows to a one-hour window, the
-	// seed article's "1-second hash fields summed over the trailing
-	// window".
+	// bucket, one more than the sub-windows of a window): 3601 gives a
+	// one-hour window 1-second sub-windows, the seed article's "1-second
+	// hash fields summed over the trailing window" (61 a one-minute one).
 	MinCounterSlots = 2
-	MaxCounterSlots = 3600
+	MaxCounterSlots = 3601
 )
 
 // IsCounter reports whether b uses AlgorithmCounter.

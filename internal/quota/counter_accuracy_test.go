@@ -2,6 +2,7 @@ package quota
 
 import (
 	"context"
+	"fmt"
 	"math/rand/v2"
 	"sort"
 	"testing"
@@ -51,7 +52,15 @@ func memorySim(clock func() time.Time) Backend { return NewMemory(WithMemoryCloc
 //     (limit - units in the window ending then) beyond the denied cost - 1:
 //     under-admission (0 if every denial was one the exact log makes too);
 //   - maxSlot: the most units admitted into one sub-window of slotUS µs.
-func accuracy(admitted, denied []simReq, limit, windowUS, slotUS int64) (over, under, maxSlot int64) {
+//
+// With slots > 0 it also checks, decision by decision, the bound doc.go
+// states for a counter of slots counters of slotUS µs: at an admission, the
+// units in the window exceed the limit by at most old*(1-ov/slotUS), the
+// oldest counter's units times the part of it already out of the window;
+// at a denial, the exact rule's free units minus the cost are below
+// old*ov/slotUS, that counter's weighted share. It returns the first
+// violation as bad.
+func accuracy(admitted, denied []simReq, limit, windowUS, slotUS int64, slots int) (over, under, maxSlot int64, bad string) {
 	inWindow := func(t int64) (sum int64) {
 		i := sort.Search(len(admitted), func(i int) bool { return admitted[i].t > t-windowUS })
 		for ; i < len(admitted) && admitted[i].t <= t; i++ {
@@ -59,20 +68,44 @@ func accuracy(admitted, denied []simReq, limit, windowUS, slotUS int64) (over, u
 		}
 		return sum
 	}
-	for _, a := range admitted {
-		over = max(over, inWindow(a.t)-limit)
+	slotOf := func(t int64) int64 { return (simStart.UnixMicro() + t) / slotUS }
+	// oldest returns, at t, the units admitted before t into the oldest
+	// counter (c-slots+1) and its overlap with the window, in µs.
+	oldest := func(t int64) (old, ov int64) {
+		c := slotOf(t)
+		for _, a := range admitted {
+			if a.t < t && slotOf(a.t) == c-int64(slots)+1 {
+				old += a.cost
+			}
+		}
+		return old, slotUS - 1 - (simStart.UnixMicro()+t)%slotUS
 	}
-	for _, d := range denied {
-		if free := limit - inWindow(d.t); free >= d.cost {
-			under = max(under, free-(d.cost-1))
+	for _, a := range admitted {
+		excess := inWindow(a.t) - limit
+		over = max(over, excess)
+		if slots > 0 && excess > 0 && bad == "" {
+			if old, ov := oldest(a.t); float64(excess) > float64(old)*float64(slotUS-ov)/float64(slotUS) {
+				bad = fmt.Sprintf("admission at %d µs: %d units over the limit, more than the oldest counter's %d units x %d/%d out of the window", a.t, excess, old, slotUS-ov, slotUS)
+			}
 		}
 	}
-	slots := map[int64]int64{}
-	for _, a := range admitted {
-		slots[(simStart.UnixMicro()+a.t)/slotUS] += a.cost
-		maxSlot = max(maxSlot, slots[(simStart.UnixMicro()+a.t)/slotUS])
+	for _, d := range denied {
+		free := limit - inWindow(d.t)
+		if free >= d.cost {
+			under = max(under, free-(d.cost-1))
+		}
+		if slots > 0 && bad == "" {
+			if old, ov := oldest(d.t); float64(free-d.cost) >= float64(old)*float64(ov)/float64(slotUS) {
+				bad = fmt.Sprintf("denial at %d µs with %d units free for a cost of %d: not below the oldest counter's share %d x %d/%d", d.t, free, d.cost, old, ov, slotUS)
+			}
+		}
 	}
-	return over, under, maxSlot
+	slotSums := map[int64]int64{}
+	for _, a := range admitted {
+		slotSums[slotOf(a.t)] += a.cost
+		maxSlot = max(maxSlot, slotSums[slotOf(a.t)])
+	}
+	return over, under, maxSlot, bad
 }
 
 // uniformDemand: one cost-1 request every gap µs for n requests.
@@ -108,7 +141,10 @@ func burstyDemand(rng *rand.Rand, bursts int, maxBurst, span int64) []simReq {
 // TestCounterAccuracy measures the counter's over- and under-admission
 // against the exact rule on uniform and bursty demand, for 2 to 61 slots,
 // and asserts the documented bounds (doc.go, "Sliding-window counter"):
-//   - always: over- and under-admission are at most the units of one
+//   - decision by decision: over-admission at most the oldest counter's
+//     units times the part of it out of the window, under-admission below
+//     its weighted share (accuracy);
+//   - hence always: over- and under-admission are at most the units of one
 //     sub-window (maxSlot), so at most the limit;
 //   - uniform demand at twice the limit's rate: over-admission at most
 //     limit/(slots-1) (one sub-window's share), under-admission likewise;
@@ -138,14 +174,17 @@ func TestCounterAccuracy(t *testing.T) {
 	for _, dm := range demands {
 		logB := Bucket{Name: "b", Limit: limit, Window: window}
 		adm, den := simulate(t, memorySim, logB, dm.reqs)
-		if over, _, _ := accuracy(adm, den, limit, wUS, wUS); over != 0 {
+		if over, _, _, _ := accuracy(adm, den, limit, wUS, wUS, 0); over != 0 {
 			t.Errorf("%s: the exact log over-admitted by %d", dm.name, over)
 		}
 		logTotal := len(adm)
 		for _, slots := range []int{2, 3, 5, 13, 61} {
 			b := Bucket{Name: "b", Limit: limit, Window: window, Algorithm: AlgorithmCounter, Slots: slots}
 			adm, den := simulate(t, memorySim, b, dm.reqs)
-			over, under, maxSlot := accuracy(adm, den, limit, wUS, b.SubWindow().Microseconds())
+			over, under, maxSlot, bad := accuracy(adm, den, limit, wUS, b.SubWindow().Microseconds(), slots)
+			if bad != "" {
+				t.Errorf("%s, slots %d: %s", dm.name, slots, bad)
+			}
 			t.Logf("%-12s slots %2d: admitted %5d (log %5d), over-admission %3d units (%.1f%% of the limit), under-admission %3d, max units in one sub-window %3d",
 				dm.name, slots, len(adm), logTotal, over, 100*float64(over)/limit, under, maxSlot)
 			if over > maxSlot || under > maxSlot {

@@ -65,9 +65,10 @@ func (mc *memoryCounter) refund(b Bucket, at, units, nowUS int64) {
 
 // decide is the read half of a counter bucket's reservation in the memory
 // backend: the window at the decision's moment (the clock, or the newest
-// stamp if the clock reads up to ClockStepTolerance earlier), and the
-// Retry-After of cost (0 if it fits).
-func (mc *memoryCounter) decide(b Bucket, cost, nowUS int64) (counterWindow, time.Duration) {
+// stamp if the clock reads up to ClockStepTolerance earlier), whether cost
+// fits, and if not its Retry-After (counterDecide).
+func (mc *memoryCounter) decide(b Bucket, cost, nowUS int64) (counterWindow, bool, time.Duration) {
 	w := mc.window(b, max(nowUS, mc.newest))
-	return w, counterRetry(w, b, cost, nowUS)
+	fits, ra := counterDecide(w, b, cost, nowUS)
+	return w, fits, ra
 }

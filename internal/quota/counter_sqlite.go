@@ -131,12 +131,12 @@ func (s *SQLiteBackend) counterRefund(ctx context.Context, tx *sql.Tx, credentia
 	return err
 }
 
-// counterRetry is the Retry-After of cost in counter bucket b whose window
-// w was read at w.now >= nowUS (the latest stamp, when the clock reads a
-// little earlier): 0 when it fits.
-func counterRetry(w counterWindow, b Bucket, cost, nowUS int64) time.Duration {
+// counterDecide decides cost in counter bucket b from its window w, read
+// at w.now >= nowUS (the latest stamp, when the clock reads a little
+// earlier): whether it fits, and if not, the Retry-After (at least 1 µs).
+func counterDecide(w counterWindow, b Bucket, cost, nowUS int64) (fits bool, retryAfter time.Duration) {
 	if w.fits(b.Limit, cost) {
-		return 0
+		return true, 0
 	}
-	return time.Duration(w.retryUS(b.Limit, cost)+w.now-nowUS) * time.Microsecond
+	return false, time.Duration(max(w.retryUS(b.Limit, cost)+w.now-nowUS, 1)) * time.Microsecond
 }

@@ -178,14 +178,15 @@ func (m *MemoryBackend) Reserve(ctx context.Context, credential string, charges 
 		if c.IsCounter() {
 			mc := cr.counter(c.Bucket)
 			ra, behind := clockStepWait(mc.newest, nowUS)
+			fits := false
 			if behind > 0 {
 				d.ClockBehind = max(d.ClockBehind, behind)
 			} else {
 				var w counterWindow
-				w, ra = mc.decide(c.Bucket, c.Units, nowUS)
+				w, fits, ra = mc.decide(c.Bucket, c.Units, nowUS)
 				d.Remaining[c.Name] = max(c.Limit-w.used(), 0)
 			}
-			if ra > 0 && (denied == "" || ra > deniedRA) {
+			if !fits && (denied == "" || ra > deniedRA) {
 				denied, deniedRA = c.Name, ra
 			}
 			continue

@@ -499,13 +499,14 @@ func (s *SQLiteBackend) Reserve(ctx context.Context, credential string, charges 
 			}
 			counters[i] = w
 			ra, behind := clockStepWait(newest, nowUS)
+			fits := false
 			if behind > 0 {
 				d.ClockBehind = max(d.ClockBehind, behind)
 			} else {
 				d.Remaining[c.Name] = max(c.Limit-w.used(), 0)
-				ra = counterRetry(w, c.Bucket, c.Units, nowUS)
+				fits, ra = counterDecide(w, c.Bucket, c.Units, nowUS)
 			}
-			if ra > 0 && (denied == "" || ra > deniedRA) {
+			if !fits && (denied == "" || ra > deniedRA) {
 				denied, deniedRA = c.Name, ra
 			}
 			continue
