@@ -57,7 +57,10 @@ const busyTimeout = 10 * time.Second
 // with cores. Mapped pages are the OS page cache: they count in RSS
 // (RssFile) but are shared and reclaimable. Export turns it off on its
 // connection to keep its peak RSS bounded. A 32-bit process that cannot
-// map that much falls back to plain reads.
+// map that much falls back to plain reads. A mapped file must not shrink
+// under its readers (SQLite's documented mmap hazard: a manual VACUUM while
+// serve runs can SIGBUS it); trendfetch never truncates it (no VACUUM, no
+// auto_vacuum).
 const ReadOnlyMmapBytes = 1 << 30
 
 // dsn builds the modernc.org/sqlite data source name for path.
