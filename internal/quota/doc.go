@@ -108,9 +108,10 @@
 //     the local clock.
 //
 // All pass one behaviour test suite (suite_test.go), and Redis and SQLite
-// a multi-process over-admission test (procs_test.go). Every backend
-// failure wraps ErrUnavailable so that call sites can apply their fail-open
-// or fail-closed policy; a denial is a Decision, not an error.
+// a multi-process over-admission test (procs_test.go), with both
+// algorithms. Every backend failure wraps ErrUnavailable so that call
+// sites can apply their fail-open or fail-closed policy; a denial is a
+// Decision, not an error.
 //
 // # Clock steps (embedded backends)
 //

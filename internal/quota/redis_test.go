@@ -67,6 +67,15 @@ func TestRedisProcessesNoOverAdmission(t *testing.T) {
 	runOverAdmission(t, "redis:"+srv.URL(), 8, 9500)
 }
 
+// TestRedisProcessesCounter: the same with a counter bucket (procBucket).
+func TestRedisProcessesCounter(t *testing.T) {
+	redistest.SkipIfShort(t, "multi-process test")
+	srv := redistest.Start(t)
+	mix := defaultProcMix
+	mix.slots = 2
+	runOverAdmissionMix(t, "redis:"+srv.URL(), 8, 9500, mix)
+}
+
 func TestRedisBackendSuite(t *testing.T) {
 	srv := redistest.Start(t)
 	b := newTestRedis(t, srv)
