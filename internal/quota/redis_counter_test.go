@@ -33,9 +33,10 @@ func TestRedisCounterMemoryUsage(t *testing.T) {
 	for _, slots := range []int{2, 8, 61} {
 		var sizes []int64
 		for _, limit := range []int64{100, 10_000, 1_000_000} {
-			// Sub-windows of 10 ms: cost-1 calls every 5 ms write every
-			// counter of the ring, then calls of limit/20 saturate the
-			// bucket.
+			// Sub-windows of 10 ms: a cost-1 call every 10 ms (at most
+			// slots+1 per window, below every limit here, so all are
+			// admitted) writes every counter of the ring, then calls of
+			// limit/20 saturate the bucket.
 			sub := 10 * time.Millisecond
 			bk := Bucket{Name: "b", Limit: limit, Window: time.Duration(slots-1) * sub, Algorithm: AlgorithmCounter, Slots: slots}
 			cred := fmt.Sprintf("mem-%d-%d", slots, limit)
@@ -54,7 +55,7 @@ func TestRedisCounterMemoryUsage(t *testing.T) {
 				}
 				return n
 			}
-			for deadline := time.Now().Add(10 * time.Second); fields() < int64(slots); time.Sleep(sub / 2) {
+			for deadline := time.Now().Add(10 * time.Second); fields() < int64(slots); time.Sleep(sub) {
 				if time.Now().After(deadline) {
 					t.Fatalf("slots %d limit %d: %d counters written in 10 s, want %d", slots, limit, fields(), slots)
 				}
