@@ -63,7 +63,9 @@ type Decision struct {
 	// ExhaustedUntil is the end of the exhaustion marker when Exhausted.
 	ExhaustedUntil time.Time
 	// RetryAfter is, on denial, the earliest wait after which the same
-	// reservation can succeed (never early; microsecond precision).
+	// reservation can succeed (never early; microsecond precision). For a
+	// counter bucket it is the estimate's: when the estimate plus the cost
+	// first fits (doc.go, "Sliding-window counter").
 	RetryAfter time.Duration
 	// Now is the backend clock at the decision (Redis TIME or local clock).
 	Now time.Time
@@ -143,13 +145,16 @@ func clockStepWait(newestUS, nowUS int64) (wait, behind time.Duration) {
 // BucketStatus is the read-only state of one bucket.
 type BucketStatus struct {
 	Bucket
-	// Used is the sum of units of entries in the current window.
+	// Used is the sum of units of entries in the current window (a counter
+	// bucket: its estimate, rounded up to whole units).
 	Used int64
 	// Remaining is Limit - Used, never below 0.
 	Remaining int64
-	// Entries is the number of log entries (admitted calls) in the window.
+	// Entries is the number of log entries (admitted calls) in the window
+	// (0 for a counter bucket, which does not count calls).
 	Entries int64
-	// Oldest is the timestamp of the oldest entry in the window (zero if none).
+	// Oldest is the timestamp of the oldest entry in the window (zero if
+	// none, and always for a counter bucket).
 	Oldest time.Time
 	// RetryAfterOne is the wait until a cost-1 call fits (0 if it fits now).
 	RetryAfterOne time.Duration
@@ -157,7 +162,9 @@ type BucketStatus struct {
 	MaxCost int64
 	// RetryAfterMax is the wait until a MaxCost call fits (0 if it fits now).
 	RetryAfterMax time.Duration
-	// UsedToday is the sum of units recorded since the last Pacific midnight.
+	// UsedToday is the sum of units recorded since the last Pacific midnight
+	// (a counter bucket: those of its counters that began at or after it, a
+	// lower bound).
 	UsedToday int64
 }
 
