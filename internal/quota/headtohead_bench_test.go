@@ -47,7 +47,8 @@ var noopScript = redis.NewScript(`return 1`)
 // µs: noop (EVALSHA of `return 1`), seed1/seed100 (the seed article's
 // script, cost 100 = 100 ZADDs, a fresh key every 50 calls), gcra1/gcra100
 // (go-redis/redis_rate), tf1/tf100 (trendfetch, one bucket), tf2b
-// (trendfetch, cost 100 + 1 in two buckets); and the ratios the targets
+// (trendfetch, cost 100 + 1 in two buckets), tfc2/tfc61 (trendfetch, a
+// counter bucket of 2 and 61 slots, cost 1); and the ratios the targets
 // are stated in (>= 1 means trendfetch is at least as fast):
 //
 //	tf1_vs_seed1     seed1 / tf1     target >= 1.0
@@ -73,6 +74,8 @@ func BenchmarkHeadToHead(b *testing.B) {
 	}
 	big := Bucket{Name: "units", Limit: 1 << 30, Window: time.Hour}
 	search := Bucket{Name: "search", Limit: 1 << 30, Window: 24 * time.Hour}
+	counter2 := Bucket{Name: "units", Limit: 1 << 30, Window: time.Hour, Algorithm: AlgorithmCounter}
+	counter61 := Bucket{Name: "units", Limit: 1 << 30, Window: time.Hour, Algorithm: AlgorithmCounter, Slots: 61}
 	window := time.Hour.Microseconds()
 
 	seq := 0
@@ -134,6 +137,18 @@ func BenchmarkHeadToHead(b *testing.B) {
 			d, err := rb.Reserve(ctx, "bench-h2h-2b", charge(big, 100, search, int64(1)))
 			if err != nil || !d.Allowed {
 				b.Fatalf("tf2b: %+v %v", d, err)
+			}
+		}},
+		{"tfc2", func() {
+			d, err := rb.Reserve(ctx, "bench-h2h-c2", charge(counter2, 1))
+			if err != nil || !d.Allowed {
+				b.Fatalf("tfc2: %+v %v", d, err)
+			}
+		}},
+		{"tfc61", func() {
+			d, err := rb.Reserve(ctx, "bench-h2h-c61", charge(counter61, 1))
+			if err != nil || !d.Allowed {
+				b.Fatalf("tfc61: %+v %v", d, err)
 			}
 		}},
 	}
