@@ -122,6 +122,23 @@ local NO_MIDNIGHT = 'ERR trendfetch: the Pacific midnight table does not cover R
 
 local function fmt(x) return string.format('%d', x) end
 
+-- clock_us(): Redis TIME in Unix µs (the only clock a decision reads)
+local function clock_us()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000000 + tonumber(t[2])
+end
+
+-- midnights(first, count, now): last Pacific midnight <= now, first one > now
+-- (nil when the table does not cover now; the caller answers NO_MIDNIGHT)
+local function midnights(first, count, now)
+  local last, nxt = nil, nil
+  for i = first, first + count - 1 do
+    local m = tonumber(ARGV[i])
+    if m <= now then last = m elseif nxt == nil then nxt = m end
+  end
+  return last, nxt
+end
+
 -- member "<cum, 16 digits>:<cost>" -> cum, cost
 local function parse(m)
   return tonumber(string.sub(m, 1, 16)), tonumber(string.sub(m, 18))
@@ -176,13 +193,8 @@ var redisReserveScript = redis.NewScript(redisLuaPrelude + redisLuaCounter + `
 -- benchmarks measure.
 local n = #KEYS - 1
 local m = tonumber(ARGV[1])
-local t = redis.call('TIME')
-local now = t[1] * 1000000 + t[2]
-local last_mid, next_mid
-for i = 2, m + 1 do
-  local v = tonumber(ARGV[i])
-  if v <= now then last_mid = v elseif next_mid == nil then next_mid = v end
-end
+local now = clock_us()
+local last_mid, next_mid = midnights(2, m, now)
 if last_mid == nil or next_mid == nil then return redis.error_reply(NO_MIDNIGHT) end
 
 local cache = redis.call('HMGET', KEYS[1], 'exhausted', unpack(ARGV, m + 2, m + 1 + n))
@@ -366,22 +378,6 @@ return reply
 // figures the estimate's, and its units since midnight those of the counters
 // that began at or after it (counterStatus).
 var redisStatusScript = redis.NewScript(redisLuaPrelude + redisLuaCounter + `
-local function clock_us()
-  local t = redis.call('TIME')
-  return tonumber(t[1]) * 1000000 + tonumber(t[2])
-end
-
--- midnights(first, count, now): last Pacific midnight <= now, first one > now
--- (nil when the table does not cover now; the caller answers NO_MIDNIGHT)
-local function midnights(first, count, now)
-  local last, nxt = nil, nil
-  for i = first, first + count - 1 do
-    local m = tonumber(ARGV[i])
-    if m <= now then last = m elseif nxt == nil then nxt = m end
-  end
-  return last, nxt
-end
-
 -- state(key, lo) -> total, base, newest score, oldest score (both nil if empty);
 -- used = total - base. When the oldest entry is inside the window (the steady
 -- state: eviction keeps up) it is the first one, and no range query is needed.
@@ -514,13 +510,8 @@ var redisRefundScript = redis.NewScript(redisLuaPrelude + redisLuaCounter + `
 local REWRITE_BATCH = 500 -- members per ZREM/ZADD call (unpack's stack limit)
 local n = #KEYS - 1
 local m = tonumber(ARGV[1])
-local t = redis.call('TIME')
-local now = t[1] * 1000000 + t[2]
-local last_mid, next_mid
-for i = 2, m + 1 do
-  local v = tonumber(ARGV[i])
-  if v <= now then last_mid = v elseif next_mid == nil then next_mid = v end
-end
+local now = clock_us()
+local last_mid, next_mid = midnights(2, m, now)
 if last_mid == nil or next_mid == nil then return redis.error_reply(NO_MIDNIGHT) end
 
 local reply = {now}
