@@ -26,7 +26,12 @@ const (
 	// DefaultRedisIOTimeout bounds each socket read and write.
 	DefaultRedisIOTimeout = 300 * time.Millisecond
 	// DefaultRedisMaxRetries is the number of retries of a failed command
-	// (go-redis semantics: 0 means its default of 3, -1 disables).
+	// (go-redis semantics: 0 means its default of 3, -1 disables). go-redis
+	// also retries after a read timeout, when the command may have run:
+	// a reserve script whose reply was late can then be charged twice
+	// (over-counting by one call's cost, the safe side; seen under heavy
+	// load with eight processes at once). A longer read_timeout in the URL
+	// (?read_timeout=2s) makes that rarer.
 	DefaultRedisMaxRetries = 1
 )
 
