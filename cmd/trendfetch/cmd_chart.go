@@ -72,10 +72,7 @@ search needs --query Q (the search.list q of config searches).`,
 					return usagef("trendfetch chart --region US --at 2026-03-02T08:00:00Z", "--at %q: %v", at, err)
 				}
 			}
-			if err := a.loadConfig(); err != nil {
-				return err
-			}
-			st, err := store.OpenReadOnly(cmd.Context(), a.cfg.Database)
+			st, err := a.loadReadStore(cmd.Context())
 			if err != nil {
 				return err
 			}

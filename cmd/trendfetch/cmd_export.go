@@ -81,10 +81,7 @@ Costs no quota.`,
 					return usagef("trendfetch export --until 2026-01-31", "--until %q: %v", until, err)
 				}
 			}
-			if err := a.loadConfig(); err != nil {
-				return err
-			}
-			st, err := store.OpenReadOnly(cmd.Context(), a.cfg.Database)
+			st, err := a.loadReadStore(cmd.Context())
 			if err != nil {
 				return err
 			}

@@ -119,6 +119,16 @@ func formatUnits(units map[string]int64, unmetered int) string {
 	return strings.Join(parts, " ")
 }
 
+// loadReadStore loads the configuration and opens its database read-only,
+// for the commands that read history (chart, video, export): a missing
+// database is a *store.NoDatabaseError saying to run `trendfetch run`.
+func (a *app) loadReadStore(ctx context.Context) (*store.Store, error) {
+	if err := a.loadConfig(); err != nil {
+		return nil, err
+	}
+	return store.OpenReadOnly(ctx, a.cfg.Database)
+}
+
 // openReadStore opens the database for a read-only command. A database that
 // does not exist yet is not an error: it returns nil and notes on stderr
 // that nothing was recorded, and the command prints an empty result.

@@ -30,10 +30,7 @@ the local database only; costs no quota. Times are UTC.`,
 			if id == "" {
 				return usagef("trendfetch video dQw4w9WgXcQ", "video id is empty")
 			}
-			if err := a.loadConfig(); err != nil {
-				return err
-			}
-			st, err := store.OpenReadOnly(cmd.Context(), a.cfg.Database)
+			st, err := a.loadReadStore(cmd.Context())
 			if err != nil {
 				return err
 			}

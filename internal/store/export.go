@@ -141,9 +141,14 @@ type exporter struct {
 	cache          map[int64]*exportVideo
 	fn             func(*ExportRow) error
 	row            ExportRow
-	keys           []int64
-	stats          [][3]sql.NullInt64
-	ranks          []int
+	rows           []exportEntry // the current capture's entries
+}
+
+// exportEntry is one entries row: rank, video rowid and statistics.
+type exportEntry struct {
+	rank                   int
+	key                    int64
+	views, likes, comments sql.NullInt64
 }
 
 // exportVideo is the text of one video as ExportRow carries it.
@@ -161,33 +166,29 @@ func (x *exporter) capture(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("cannot export capture %d: %w", id, err)
 	}
-	x.keys, x.stats, x.ranks = x.keys[:0], x.stats[:0], x.ranks[:0]
+	x.rows = x.rows[:0]
 	for rows.Next() {
-		var (
-			rank int
-			key  int64
-			st   [3]sql.NullInt64
-		)
-		if err := rows.Scan(&rank, &key, &st[0], &st[1], &st[2]); err != nil {
+		var e exportEntry
+		if err := rows.Scan(&e.rank, &e.key, &e.views, &e.likes, &e.comments); err != nil {
 			rows.Close()
 			return fmt.Errorf("cannot export capture %d: %w", id, err)
 		}
-		x.ranks, x.keys, x.stats = append(x.ranks, rank), append(x.keys, key), append(x.stats, st)
+		x.rows = append(x.rows, e)
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
 		return fmt.Errorf("cannot export capture %d: %w", id, err)
 	}
 	r := &x.row
-	for i, key := range x.keys {
-		v, err := x.videoText(ctx, key)
+	for _, e := range x.rows {
+		v, err := x.videoText(ctx, e.key)
 		if err != nil {
 			return fmt.Errorf("cannot export capture %d: %w", id, err)
 		}
-		r.Rank, r.VideoKey = x.ranks[i], key
+		r.Rank, r.VideoKey = e.rank, e.key
 		r.VideoID, r.Title, r.Description, r.ChannelID, r.ChannelTitle = v.id, v.title, v.description, v.channelID, v.channelTitle
 		r.CategoryID, r.Tags, r.PublishedAt, r.Duration, r.ThumbnailURL = v.categoryID, v.tags, v.publishedAt, v.duration, v.thumbnailURL
-		r.Views, r.Likes, r.Comments = x.stats[i][0], x.stats[i][1], x.stats[i][2]
+		r.Views, r.Likes, r.Comments = e.views, e.likes, e.comments
 		if err := x.fn(r); err != nil {
 			return err
 		}
