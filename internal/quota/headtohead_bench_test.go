@@ -39,6 +39,24 @@ return 1`)
 // noopScript is the floor: one EVALSHA doing nothing.
 var noopScript = redis.NewScript(`return 1`)
 
+// layoutScript is the floor of trendfetch's data layout: the four
+// redis.calls redisReserveScript makes to admit a call charging one log
+// bucket (TIME, HMGET of the state hash, ZADD of the entry, HSET of the
+// bucket's 48-byte cache), run with the same KEYS and ARGV and replying as
+// many integers, with none of the decision's logic. Its gap to the seed
+// design is what the layout costs, its gap to tf1 what the logic costs.
+var layoutScript = redis.NewScript(`
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local m = tonumber(ARGV[1])
+local name = ARGV[m + 2]
+local cache = redis.call('HMGET', KEYS[1], 'exhausted', name)
+local total = 0
+if cache[2] then total = struct.unpack('<dddddd', cache[2]) end
+redis.call('ZADD', KEYS[2], now, string.format('%016d:%d', total + 1, 1))
+redis.call('HSET', KEYS[1], name, struct.pack('<dddddd', total + 1, now, 0, 0, 0, now))
+return {1, now, 0, 0, 0, 1, now}`)
+
 // BenchmarkHeadToHead compares trendfetch's Redis limiter with the designs
 // a user would otherwise pick, in the same process and run, over one
 // connection to a local redis-server (issue 13): every iteration runs each
@@ -48,15 +66,20 @@ var noopScript = redis.NewScript(`return 1`)
 // script, cost 100 = 100 ZADDs, a fresh key every 50 calls), gcra1/gcra100
 // (go-redis/redis_rate), tf1/tf100 (trendfetch, one bucket), tf2b
 // (trendfetch, cost 100 + 1 in two buckets), tfc2/tfc61 (trendfetch, a
-// counter bucket of 2 and 61 slots, cost 1); and the ratios the targets
-// are stated in (>= 1 means trendfetch is at least as fast):
+// counter bucket of 2 and 61 slots, cost 1), layout (layoutScript: the
+// redis.calls of tf1 without its logic), tfscript (tf1's reserve script
+// run with prebuilt KEYS and ARGV: tf1 - tfscript is Reserve's Go code);
+// and the ratios the targets are stated in (>= 1 means trendfetch is at
+// least as fast):
 //
 //	tf1_vs_seed1     seed1 / tf1     target >= 1.0
 //	tf100_vs_gcra100 gcra100 / tf100 target >= 1.0
 //	tf2b_vs_seed1    seed1 / tf2b    target >= 0.9
+//	layout_vs_seed1  seed1 / layout  (the most tf1 could reach with this layout)
 //
 // A second pass with SLOWLOG recording every command reports the
-// server-side p50 of each script (srv_*_µs): target srv_tf1 <= srv_seed1.
+// server-side p50 of each script (srv_*_µs, whole µs: SLOWLOG's unit):
+// target srv_tf1 <= srv_seed1.
 //
 //	go test ./internal/quota -run '^$' -bench HeadToHead -benchtime 6000x
 func BenchmarkHeadToHead(b *testing.B) {
@@ -67,7 +90,7 @@ func BenchmarkHeadToHead(b *testing.B) {
 	ctx := context.Background()
 	gcra := redis_rate.NewLimiter(c)
 	gcraLimit := redis_rate.Limit{Rate: 1 << 30, Burst: 1 << 30, Period: time.Second}
-	for _, s := range []*redis.Script{seedScript, noopScript} {
+	for _, s := range []*redis.Script{seedScript, noopScript, layoutScript} {
 		if err := s.Load(ctx, c).Err(); err != nil {
 			b.Fatal(err)
 		}
@@ -77,6 +100,10 @@ func BenchmarkHeadToHead(b *testing.B) {
 	counter2 := Bucket{Name: "units", Limit: 1 << 30, Window: time.Hour, Algorithm: AlgorithmCounter}
 	counter61 := Bucket{Name: "units", Limit: 1 << 30, Window: time.Hour, Algorithm: AlgorithmCounter, Slots: 61}
 	window := time.Hour.Microseconds()
+	layoutKeys, layoutArgs := rb.scriptFrame("bench-h2h-layout", 1, 5)
+	layoutKeys = append(layoutKeys, rb.bucketKey("bench-h2h-layout", big.Name))
+	layoutArgs = append(layoutArgs, big.Name, 1, big.Limit, window, 0)
+	scriptKeys := []string{rb.stateKey("bench-h2h-script"), rb.bucketKey("bench-h2h-script", big.Name)}
 
 	seq := 0
 	seedKey := func(cost int) []string {
@@ -119,6 +146,16 @@ func BenchmarkHeadToHead(b *testing.B) {
 			r, err := gcra.AllowN(ctx, "gcra100", gcraLimit, 100)
 			if err != nil || r.Allowed != 100 {
 				b.Fatalf("gcra100: %+v %v", r, err)
+			}
+		}},
+		{"layout", func() {
+			if n, err := layoutScript.Run(ctx, c, layoutKeys, layoutArgs...).Int64Slice(); err != nil || n[0] != 1 {
+				b.Fatalf("layout: %v %v", n, err)
+			}
+		}},
+		{"tfscript", func() {
+			if n, err := redisReserveScript.Run(ctx, c, scriptKeys, layoutArgs...).Int64Slice(); err != nil || n[0] != 1 {
+				b.Fatalf("tfscript: %v %v", n, err)
 			}
 		}},
 		{"tf1", func() {
@@ -181,18 +218,19 @@ func BenchmarkHeadToHead(b *testing.B) {
 	b.ReportMetric(p50["seed1"]/p50["tf1"], "tf1_vs_seed1")
 	b.ReportMetric(p50["gcra100"]/p50["tf100"], "tf100_vs_gcra100")
 	b.ReportMetric(p50["seed1"]/p50["tf2b"], "tf2b_vs_seed1")
+	b.ReportMetric(p50["seed1"]/p50["layout"], "layout_vs_seed1")
 
 	// Server time: SLOWLOG records every command for a pass of 1,000
 	// iterations; EVALSHA entries are grouped by script.
 	must(c.ConfigSet(ctx, "slowlog-max-len", "100000").Err())
 	must(c.ConfigSet(ctx, "slowlog-log-slower-than", "0").Err())
 	must(c.Do(ctx, "SLOWLOG", "RESET").Err())
-	shaName := map[string]string{seedScript.Hash(): "seed", noopScript.Hash(): "noop"}
+	shaName := map[string]string{seedScript.Hash(): "seed", noopScript.Hash(): "noop", layoutScript.Hash(): "layout"}
 	const serverPass = 1000
 	for i := 0; i < serverPass; i++ {
 		seq = b.N + i
 		for _, k := range order {
-			if name := decisions[k].name; name == "seed1" || name == "tf1" || name == "noop" || name == "gcra1" {
+			if name := decisions[k].name; name == "seed1" || name == "tf1" || name == "noop" || name == "gcra1" || name == "layout" {
 				decisions[k].run()
 			}
 		}
@@ -218,7 +256,7 @@ func BenchmarkHeadToHead(b *testing.B) {
 		}
 		server[name] = append(server[name], l.Duration)
 	}
-	for _, name := range []string{"noop", "seed1", "gcra1", "tf1"} {
+	for _, name := range []string{"noop", "seed1", "gcra1", "layout", "tf1"} {
 		ds := server[name]
 		if len(ds) == 0 {
 			b.Fatalf("SLOWLOG has no entries of %s", name)

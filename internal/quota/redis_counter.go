@@ -51,79 +51,91 @@ func (r *RedisBackend) scriptBucketKey(credential string, b Bucket) string {
 }
 
 // redisLuaCounter holds the counter helpers of the scripts (see above).
+// They are built by counter_lib() only when a script meets a counter
+// bucket: every "local function" statement creates a closure each time a
+// script runs (~0.05 µs plus Lua GC), and a decision about log buckets
+// alone should not pay for six.
 const redisLuaCounter = `
--- counter_read(key, now, window, n): the counters of a counter bucket at
--- now. Returns u (u[1] the oldest, counter c-n+1, .. u[n] the current one,
--- counter c), span (µs), c and r (now's offset into counter c).
-local function counter_read(key, now, window, n)
-  local span = window / (n - 1)
-  local c = math.floor(now / span)
-  local r = now - c * span
-  if r < 0 then c, r = c - 1, r + span elseif r >= span then c, r = c + 1, r - span end
-  local fields = {}
-  for p = 0, n - 1 do fields[p + 1] = p end
-  local vals = redis.call('HMGET', key, unpack(fields))
-  local u = {}
-  for i = 1, n do
-    local j = c - n + i
-    u[i] = 0
-    local v = vals[(j % n) + 1]
-    if v and #v == 16 then
-      local sj, su = struct.unpack('<dd', v)
-      if sj == j then u[i] = su end
-    end
-  end
-  return u, span, c, r
-end
+-- counter_lib() -> C with the counter helpers C.read, C.estimate, C.retry
+-- and C.add (below)
+local function counter_lib()
+  local C = {}
 
--- counter_sum(u, from, n): u[from] + .. + u[n]
-local function counter_sum(u, from, n)
-  local s = 0
-  for i = from, n do s = s + u[i] end
-  return s
-end
-
--- counter_weighted(old, ov, span): the oldest counter's share, old*ov/span
--- (the same doubles as counterSpec.weighted)
-local function counter_weighted(old, ov, span) return old * ov / span end
-
--- counter_retry(u, n, span, r, limit, cost): µs after now until a call of
--- cost fits the estimate (counterWindow.retryUS; only called on denial)
-local function counter_retry(u, n, span, r, limit, cost)
-  for k = 0, n - 1 do
-    local old = u[k + 1]
-    local room = limit - counter_sum(u, k + 2, n) - cost
-    if room >= 0 then
-      local r0 = 0
-      if k == 0 then r0 = r end
-      local rr = r0
-      if old > 0 then
-        local ovmax = span - 1
-        local f = room * span / old
-        if f < ovmax then ovmax = math.floor(f) end
-        rr = span - 1 - ovmax
-        if rr < r0 then rr = r0 end
+  -- C.read(key, now, window, n): the counters of a counter bucket at now.
+  -- Returns u (u[1] the oldest, counter c-n+1, .. u[n] the current one,
+  -- counter c), span (µs), c and r (now's offset into counter c).
+  function C.read(key, now, window, n)
+    local span = window / (n - 1)
+    local c = math.floor(now / span)
+    local r = now - c * span
+    if r < 0 then c, r = c - 1, r + span elseif r >= span then c, r = c + 1, r - span end
+    local fields = {}
+    for p = 0, n - 1 do fields[p + 1] = p end
+    local vals = redis.call('HMGET', key, unpack(fields))
+    local u = {}
+    for i = 1, n do
+      local j = c - n + i
+      u[i] = 0
+      local v = vals[(j % n) + 1]
+      if v and #v == 16 then
+        local sj, su = struct.unpack('<dd', v)
+        if sj == j then u[i] = su end
       end
-      while rr < span - 1 and counter_weighted(old, span - 1 - rr, span) > room do rr = rr + 1 end
-      while rr > r0 and counter_weighted(old, span - rr, span) <= room do rr = rr - 1 end
-      return k * span + rr - r
     end
+    return u, span, c, r
   end
-  return n * span
-end
 
--- counter_estimate(u, n, span, r): full (the counters wholly inside), the
--- oldest one's weighted share, and the estimate rounded up
-local function counter_estimate(u, n, span, r)
-  local full = counter_sum(u, 2, n)
-  local w = counter_weighted(u[1], span - 1 - r, span)
-  return full, w, full + math.ceil(w)
-end
+  -- sum(u, from, n): u[from] + .. + u[n]
+  local function sum(u, from, n)
+    local s = 0
+    for i = from, n do s = s + u[i] end
+    return s
+  end
 
--- counter_add(key, n, span, c, units, window): sets counter c to units (its
--- new total) and keeps the key window + span + TTL_MARGIN_MS past now
-local function counter_add(key, n, span, c, units, window)
-  redis.call('HSET', key, c % n, struct.pack('<dd', c, units))
-  redis.call('PEXPIRE', key, math.floor((window + span) / 1000) + 1 + TTL_MARGIN_MS)
+  -- weighted(old, ov, span): the oldest counter's share, old*ov/span
+  -- (the same doubles as counterSpec.weighted)
+  local function weighted(old, ov, span) return old * ov / span end
+
+  -- C.retry(u, n, span, r, limit, cost): µs after now until a call of
+  -- cost fits the estimate (counterWindow.retryUS; only called on denial)
+  function C.retry(u, n, span, r, limit, cost)
+    for k = 0, n - 1 do
+      local old = u[k + 1]
+      local room = limit - sum(u, k + 2, n) - cost
+      if room >= 0 then
+        local r0 = 0
+        if k == 0 then r0 = r end
+        local rr = r0
+        if old > 0 then
+          local ovmax = span - 1
+          local f = room * span / old
+          if f < ovmax then ovmax = math.floor(f) end
+          rr = span - 1 - ovmax
+          if rr < r0 then rr = r0 end
+        end
+        while rr < span - 1 and weighted(old, span - 1 - rr, span) > room do rr = rr + 1 end
+        while rr > r0 and weighted(old, span - rr, span) <= room do rr = rr - 1 end
+        return k * span + rr - r
+      end
+    end
+    return n * span
+  end
+
+  -- C.estimate(u, n, span, r): full (the counters wholly inside), the
+  -- oldest one's weighted share, and the estimate rounded up
+  function C.estimate(u, n, span, r)
+    local full = sum(u, 2, n)
+    local w = weighted(u[1], span - 1 - r, span)
+    return full, w, full + math.ceil(w)
+  end
+
+  -- C.add(key, n, span, c, units, window): sets counter c to units (its
+  -- new total) and keeps the key window + span + TTL_MARGIN_MS past now
+  function C.add(key, n, span, c, units, window)
+    redis.call('HSET', key, c % n, struct.pack('<dd', c, units))
+    redis.call('PEXPIRE', key, math.floor((window + span) / 1000) + 1 + TTL_MARGIN_MS)
+  end
+
+  return C
 end
 `
