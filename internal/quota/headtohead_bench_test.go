@@ -48,8 +48,7 @@ var noopScript = redis.NewScript(`return 1`)
 var layoutScript = redis.NewScript(`
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-local m = tonumber(ARGV[1])
-local name = ARGV[m + 2]
+local name = ARGV[2]
 local cache = redis.call('HMGET', KEYS[1], 'exhausted', name)
 local total = 0
 if cache[2] then total = struct.unpack('<dddddd', cache[2]) end
@@ -100,9 +99,9 @@ func BenchmarkHeadToHead(b *testing.B) {
 	counter2 := Bucket{Name: "units", Limit: 1 << 30, Window: time.Hour, Algorithm: AlgorithmCounter}
 	counter61 := Bucket{Name: "units", Limit: 1 << 30, Window: time.Hour, Algorithm: AlgorithmCounter, Slots: 61}
 	window := time.Hour.Microseconds()
-	layoutKeys, layoutArgs := rb.scriptFrame("bench-h2h-layout", 1, 5)
+	layoutKeys, layoutArgs := rb.scriptFrame("bench-h2h-layout", 1, 2)
 	layoutKeys = append(layoutKeys, rb.bucketKey("bench-h2h-layout", big.Name))
-	layoutArgs = append(layoutArgs, big.Name, 1, big.Limit, window, 0)
+	layoutArgs = append(layoutArgs, big.Name, redisPack(1, big.Limit, window, 0))
 	scriptKeys := []string{rb.stateKey("bench-h2h-script"), rb.bucketKey("bench-h2h-script", big.Name)}
 
 	seq := 0

@@ -128,19 +128,21 @@ local function clock_us()
   return tonumber(t[1]) * 1000000 + tonumber(t[2])
 end
 
--- midnights(first, count, now): last Pacific midnight <= now, first one > now
--- (nil when the table does not cover now; the caller answers NO_MIDNIGHT).
--- The table's second and third entries bracket the client's own day, the
--- usual answer, so they are tried first (a tonumber of 16 digits costs
--- ~0.1 µs).
-local function midnights(first, count, now)
+-- midnights(now): last Pacific midnight <= now, first one > now, from the
+-- table in ARGV[1] (Unix µs, ascending, packed doubles: redisPack); nil
+-- when the table does not cover now (the caller answers NO_MIDNIGHT). Its
+-- second and third entries bracket the client's own day, the usual answer,
+-- so they are tried first.
+local function midnights(now)
+  local t = ARGV[1]
+  local count = #t / 8
   if count >= 3 then
-    local last, nxt = tonumber(ARGV[first + 1]), tonumber(ARGV[first + 2])
+    local last, nxt = struct.unpack('<dd', t, 9)
     if last <= now and now < nxt then return last, nxt end
   end
   local last, nxt = nil, nil
-  for i = first, first + count - 1 do
-    local m = tonumber(ARGV[i])
+  for i = 0, count - 1 do
+    local m = struct.unpack('<d', t, 1 + 8 * i)
     if m <= now then last = m elseif nxt == nil then nxt = m end
   end
   return last, nxt
@@ -177,11 +179,11 @@ end
 //	KEYS[1]      state hash         trendfetch:{<credential>}:state
 //	KEYS[1+i]    bucket i's log     trendfetch:{<credential>}:<bucket>, i = 1..n
 //	             (a counter bucket's counters: trendfetch:{<credential>}:<bucket>:counter)
-//	ARGV[1]      m, the number of Pacific midnights that follow
-//	ARGV[2..m+1] Pacific midnights, Unix µs, ascending
-//	then the n bucket names (their fields in the state hash), then per bucket
-//	i, 4 values: cost (units > 0), limit (units), window (µs; 0 = calendar),
-//	slots (a counter bucket's counters, redis_counter.go; 0 = a log)
+//	ARGV[1]      Pacific midnights, Unix µs, ascending (packed, redisPack)
+//	ARGV[1+i]    bucket i's name (its field in the state hash)
+//	ARGV[1+n+i]  bucket i's cost (units > 0), limit (units), window (µs; 0 =
+//	             calendar) and slots (a counter bucket's counters,
+//	             redis_counter.go; 0 = a log), packed (redisPack)
 //
 // Reply (array of integers):
 //
@@ -199,11 +201,10 @@ var redisReserveScript = redis.NewScript(redisLuaPrelude + redisLuaCounter + `
 -- a whole no-op EVALSHA's server time, which is what the decision
 -- benchmarks measure.
 local n = #KEYS - 1
-local m = tonumber(ARGV[1])
-local NAMES = m + 2      -- ARGV index of bucket 1's name; bucket i's is NAMES + i - 1
-local PARAMS = m + n + 2 -- ARGV index of bucket 1's cost; bucket i's 4 values start at PARAMS + 4(i - 1)
+local NAMES = 2      -- ARGV index of bucket 1's name; bucket i's is NAMES + i - 1
+local PARAMS = n + 2 -- ARGV index of bucket 1's packed values; bucket i's is PARAMS + i - 1
 local now = clock_us()
-local last_mid, next_mid = midnights(2, m, now)
+local last_mid, next_mid = midnights(now)
 if last_mid == nil or next_mid == nil then return redis.error_reply(NO_MIDNIGHT) end
 
 local cache = redis.call('HMGET', KEYS[1], 'exhausted', unpack(ARGV, NAMES, NAMES + n - 1))
@@ -219,10 +220,8 @@ local bk = {}
 local C -- counter helpers, built at the first counter bucket
 local allowed = (ex_until == 0)
 for i = 1, n do
-  local p = PARAMS + 4 * (i - 1)
-  local b = {key = KEYS[i + 1], cost = tonumber(ARGV[p]), limit = tonumber(ARGV[p + 1]), window = tonumber(ARGV[p + 2])}
-  local slots = tonumber(ARGV[p + 3])
-  local cost, limit = b.cost, b.limit
+  local cost, limit, window, slots = struct.unpack('<dddd', ARGV[PARAMS + i - 1])
+  local b = {key = KEYS[i + 1], cost = cost, limit = limit, window = window}
   local used
   if slots > 0 then
     C = C or counter_lib()
@@ -371,9 +370,10 @@ return reply
 //
 //	KEYS[1]      state hash         trendfetch:{<credential>}:state (only its marker is read)
 //	KEYS[1+i]    bucket i's log, i = 1..n (a counter bucket's counters)
-//	ARGV[1]      m; ARGV[2..m+1] Pacific midnights, Unix µs, ascending
-//	then per bucket i, 4 values: limit (units), window (µs; 0 = calendar), max cost
-//	(units; 0 = none), slots (a counter bucket's counters; 0 = a log)
+//	ARGV[1]      Pacific midnights, Unix µs, ascending (packed, redisPack)
+//	ARGV[1+i]    bucket i's limit (units), window (µs; 0 = calendar), max
+//	             cost (units; 0 = none) and slots (a counter bucket's
+//	             counters; 0 = a log), packed (redisPack)
 //
 // Reply (array of integers): [1] now (Unix µs), [2] exhausted until (Unix µs, 0 if
 // not marked), then per bucket 6 values: used, entries in window, oldest entry in
@@ -408,11 +408,9 @@ local function lower(now, window, last_mid)
 end
 
 local n = #KEYS - 1
-local m = tonumber(ARGV[1])
 local now = clock_us()
-local last_mid, next_mid = midnights(2, m, now)
+local last_mid, next_mid = midnights(now)
 if last_mid == nil or next_mid == nil then return redis.error_reply(NO_MIDNIGHT) end
-local p = m + 2
 
 local ex_until = 0
 local ex = redis.call('HGET', KEYS[1], 'exhausted')
@@ -423,9 +421,7 @@ end
 local reply = {now, ex_until}
 local C -- counter helpers, built at the first counter bucket
 for i = 1, n do
-  local limit, window, maxcost = tonumber(ARGV[p]), tonumber(ARGV[p + 1]), tonumber(ARGV[p + 2])
-  local slots = tonumber(ARGV[p + 3])
-  p = p + 4
+  local limit, window, maxcost, slots = struct.unpack('<dddd', ARGV[1 + i])
   local key = KEYS[i + 1]
   if slots > 0 then
     C = C or counter_lib()
@@ -499,13 +495,13 @@ return till
 //
 //	KEYS[1]      state hash         trendfetch:{<credential>}:state
 //	KEYS[1+i]    bucket i's log     trendfetch:{<credential>}:<bucket>, i = 1..n
-//	ARGV[1]      m, the number of Pacific midnights that follow
-//	ARGV[2..m+1] Pacific midnights, Unix µs, ascending
-//	then per bucket i, 5 values: its field in the state hash (the bucket
-//	name), the entry's score (Unix µs), its cost (units), the bucket's
-//	window (µs; 0 = calendar), its slots (0 = a log; a counter bucket's
-//	KEYS[1+i] is its counters, and the units go back to the counter
-//	holding score, if it is still kept and score still in the window)
+//	ARGV[1]      Pacific midnights, Unix µs, ascending (packed, redisPack)
+//	ARGV[2i]     bucket i's field in the state hash (the bucket name)
+//	ARGV[2i+1]   the entry's score (Unix µs), its cost (units), the
+//	             bucket's window (µs; 0 = calendar) and slots (0 = a log;
+//	             a counter bucket's KEYS[1+i] is its counters, and the units
+//	             go back to the counter holding score, if it is still kept
+//	             and score still in the window), packed (redisPack)
 //
 // Reply (array of integers): [1] now (Redis TIME, Unix µs), [1+i] 1 when
 // bucket i's entry was removed, else 0.
@@ -516,16 +512,14 @@ return till
 var redisRefundScript = redis.NewScript(redisLuaPrelude + redisLuaCounter + `
 local REWRITE_BATCH = 500 -- members per ZREM/ZADD call (unpack's stack limit)
 local n = #KEYS - 1
-local m = tonumber(ARGV[1])
 local now = clock_us()
-local last_mid, next_mid = midnights(2, m, now)
+local last_mid, next_mid = midnights(now)
 if last_mid == nil or next_mid == nil then return redis.error_reply(NO_MIDNIGHT) end
 
 local reply = {now}
 for i = 1, n do
-  local p = m + 5 * i - 3
-  local field, score, cost, window = ARGV[p], tonumber(ARGV[p + 1]), tonumber(ARGV[p + 2]), tonumber(ARGV[p + 3])
-  local slots = tonumber(ARGV[p + 4])
+  local field = ARGV[2 * i]
+  local score, cost, window, slots = struct.unpack('<dddd', ARGV[2 * i + 1])
   local key = KEYS[i + 1]
   if slots > 0 then
     -- a counter bucket: the units go back to the counter of score, if it
@@ -611,10 +605,10 @@ func (r *RedisBackend) Refund(ctx context.Context, credential string, res Reserv
 	if !claimed {
 		return nil // a counter's units were given back already (claimRefund)
 	}
-	keys, args := r.scriptFrame(credential, len(res.entries), 5)
+	keys, args := r.scriptFrame(credential, len(res.entries), 2)
 	for _, e := range res.entries {
 		keys = append(keys, r.scriptBucketKey(credential, e.bucket))
-		args = append(args, e.bucket.Name, e.at, e.units, redisWindowUS(e.bucket), e.bucket.CounterSlots())
+		args = append(args, e.bucket.Name, redisPack(e.at, e.units, redisWindowUS(e.bucket), int64(e.bucket.CounterSlots())))
 	}
 	out, err := redisRefundScript.Run(ctx, r.client, keys, args...).Int64Slice()
 	if err != nil {
