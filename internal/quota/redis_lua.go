@@ -220,28 +220,32 @@ local bk = {}
 local C -- counter helpers, built at the first counter bucket
 local allowed = (ex_until == 0)
 for i = 1, n do
+  local key = KEYS[i + 1]
   local cost, limit, window, slots = struct.unpack('<dddd', ARGV[PARAMS + i - 1])
-  local b = {key = KEYS[i + 1], cost = cost, limit = limit, window = window}
-  local used
+  -- each bucket's table is built by one constructor, sized once (adding
+  -- fields later would rehash it)
+  local b, used, over
   if slots > 0 then
     C = C or counter_lib()
-    b.slots = slots
-    b.u, b.span, b.c, b.r = C.read(b.key, now, b.window, slots)
+    local u, span, c, r = C.read(key, now, window, slots)
     local full, w
-    full, w, used = C.estimate(b.u, slots, b.span, b.r)
-    b.over = w > limit - full - cost
+    full, w, used = C.estimate(u, slots, span, r)
+    over = w > limit - full - cost
+    b = {key = key, cost = cost, limit = limit, window = window, over = over, remaining = 0,
+      slots = slots, u = u, span = span, c = c, r = r}
   else
-    local lo = now - b.window + 1
-    if b.window == 0 then lo = last_mid end
+    local lo = now - window + 1
+    if window == 0 then lo = last_mid end
     local total, newest, slo, scum, snext, oldest
+    local rebuilt = false
     local c = cache[i + 1]
     if c and #c == 48 then
       total, newest, slo, scum, snext, oldest = struct.unpack('<dddddd', c)
     else
       -- no cache: rebuild it from the log, forcing the split search below
-      b.rebuilt = true
+      rebuilt = true
       total, newest, slo, scum, snext, oldest = 0, 0, INF, 0, 0, INF
-      local last = redis.call('ZRANGE', b.key, -1, -1, 'WITHSCORES')
+      local last = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
       if last[1] then
         total, newest, oldest = parse(last[1]), tonumber(last[2]), 0
       end
@@ -251,7 +255,7 @@ for i = 1, n do
     elseif newest < lo then
       scum, slo = total, lo -- everything left the window
     else
-      local first = redis.call('ZRANGEBYSCORE', b.key, lo, '+inf', 'WITHSCORES', 'LIMIT', 0, 1)
+      local first = redis.call('ZRANGEBYSCORE', key, lo, '+inf', 'WITHSCORES', 'LIMIT', 0, 1)
       if first[1] then
         local cum, fc = parse(first[1])
         scum, snext, slo = cum - fc, tonumber(first[2]), lo
@@ -260,12 +264,15 @@ for i = 1, n do
       end
     end
     used = total - scum
-    b.over = used + cost > limit
-    b.lo, b.total, b.newest, b.split_lo, b.split_cum, b.split_next, b.oldest = lo, total, newest, slo, scum, snext, oldest
+    over = used + cost > limit
+    b = {key = key, cost = cost, limit = limit, window = window, over = over, remaining = 0,
+      lo = lo, total = total, newest = newest, split_lo = slo, split_cum = scum,
+      split_next = snext, oldest = oldest, rebuilt = rebuilt}
   end
-  b.remaining = limit - used - cost
-  if b.over then allowed, b.remaining = false, limit - used end
-  if b.remaining < 0 then b.remaining = 0 end
+  local rem = limit - used - cost
+  if over then allowed, rem = false, limit - used end
+  if rem < 0 then rem = 0 end
+  b.remaining = rem
   bk[i] = b
 end
 
