@@ -67,6 +67,9 @@ type RedisBackend struct {
 	// midnights returns the Pacific midnights (Unix µs, ascending) passed to
 	// the scripts; tests replace it to move "midnight" next to Redis TIME.
 	midnights func(now time.Time) []int64
+	// packedMidnights caches the last midnight table and its packed ARGV
+	// (scriptFrame): the table changes once a day.
+	packedMidnights atomic.Pointer[packedMidnights]
 	// waitReplicas and waitTimeout: see WithRedisWaitReplicas.
 	waitReplicas int
 	waitTimeout  time.Duration
@@ -206,10 +209,14 @@ func (r *RedisBackend) Reserve(ctx context.Context, credential string, charges [
 		return Decision{}, errors.New("quota: reservation without charges")
 	}
 	keys, args := r.scriptFrame(credential, len(charges), 2)
-	names := make([]string, 0, len(charges))
-	for _, c := range charges {
-		if err := redisCheckBucket(c.Bucket, names); err != nil {
+	for i, c := range charges {
+		if err := redisCheckBucket(c.Bucket); err != nil {
 			return Decision{}, err
+		}
+		for _, e := range charges[:i] {
+			if e.Name == c.Name {
+				return Decision{}, redisDuplicateBucket(c.Name)
+			}
 		}
 		if c.Units <= 0 {
 			return Decision{}, fmt.Errorf("quota: charge of %d units in bucket %q; must be > 0", c.Units, c.Name)
@@ -220,7 +227,6 @@ func (r *RedisBackend) Reserve(ctx context.Context, credential string, charges [
 		if err := c.checkAlgorithm(); err != nil {
 			return Decision{}, err
 		}
-		names = append(names, c.Name)
 		keys = append(keys, r.scriptBucketKey(credential, c.Bucket))
 		args = append(args, c.Name)
 	}
@@ -311,23 +317,36 @@ func (r *RedisBackend) scriptFrame(credential string, n, perBucket int) (keys []
 	keys = make([]string, 1, 1+n)
 	keys[0] = r.stateKey(credential)
 	args = make([]any, 0, 1+perBucket*n)
-	args = append(args, redisPack(r.midnights(time.Now())...))
+	mids := r.midnights(time.Now())
+	p := r.packedMidnights.Load()
+	if p == nil || !slices.Equal(p.table, mids) {
+		p = &packedMidnights{table: slices.Clone(mids), arg: redisPack(mids...)}
+		r.packedMidnights.Store(p)
+	}
+	args = append(args, p.arg)
 	return keys, args
 }
 
-// redisPack encodes the integers vs for a script's ARGV as one string of
-// little-endian doubles, 8 bytes each, that Lua reads with
+// packedMidnights is a midnight table and its ARGV[1] (redisPack, boxed
+// once).
+type packedMidnights struct {
+	table []int64
+	arg   any
+}
+
+// redisPack encodes the integers vs for a script's ARGV as little-endian
+// doubles, 8 bytes each, that Lua reads with
 // struct.unpack('<d...'): one ARGV and one unpack instead of a decimal
 // string and a tonumber per value, the largest share of a decision's
 // server time after its redis.calls (issue 13). Every value the scripts
 // take (Unix µs, units, µs windows, slots) is below 2^53, where a double
 // is exact, as Lua's own numbers are.
-func redisPack(vs ...int64) string {
+func redisPack(vs ...int64) []byte {
 	b := make([]byte, 0, 8*len(vs))
 	for _, v := range vs {
 		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(float64(v)))
 	}
-	return string(b)
+	return b
 }
 
 // Status reads every bucket of credential with redisStatusScript, which writes
@@ -340,15 +359,18 @@ func (r *RedisBackend) Status(ctx context.Context, credential string, buckets []
 		return st, err
 	}
 	keys, args := r.scriptFrame(credential, len(buckets), 1)
-	names := make([]string, 0, len(buckets))
-	for _, b := range buckets {
-		if err := redisCheckBucket(b, names); err != nil {
+	for i, b := range buckets {
+		if err := redisCheckBucket(b); err != nil {
 			return st, err
+		}
+		for _, e := range buckets[:i] {
+			if e.Name == b.Name {
+				return st, redisDuplicateBucket(b.Name)
+			}
 		}
 		if err := b.checkAlgorithm(); err != nil {
 			return st, err
 		}
-		names = append(names, b.Name)
 		keys = append(keys, r.scriptBucketKey(credential, b))
 		args = append(args, redisPack(b.Limit, redisWindowUS(b), maxCost[b.Name], int64(b.CounterSlots())))
 	}
@@ -444,9 +466,9 @@ func (r *RedisBackend) Reset(ctx context.Context, credential string) error {
 }
 
 // redisCheckBucket rejects a bucket the Redis key layout cannot hold: a
-// reserved name (ReservedBucketName), a name already in earlier, or an
-// invalid limit/window.
-func redisCheckBucket(b Bucket, earlier []string) error {
+// reserved name (ReservedBucketName) or an invalid limit/window. Callers
+// refuse a bucket named twice with redisDuplicateBucket.
+func redisCheckBucket(b Bucket) error {
 	if b.Name == "" || ReservedBucketName(b.Name) {
 		return fmt.Errorf("quota: bucket name %q is empty or reserved by the Redis key layout", b.Name)
 	}
@@ -456,12 +478,12 @@ func redisCheckBucket(b Bucket, earlier []string) error {
 	if !b.Calendar && b.Window < time.Microsecond {
 		return fmt.Errorf("quota: bucket %q: window %s must be >= 1µs", b.Name, b.Window)
 	}
-	for _, n := range earlier {
-		if n == b.Name {
-			return fmt.Errorf("quota: bucket %q appears twice", b.Name)
-		}
-	}
 	return nil
+}
+
+// redisDuplicateBucket is the error for a bucket named twice in one call.
+func redisDuplicateBucket(name string) error {
+	return fmt.Errorf("quota: bucket %q appears twice", name)
 }
 
 // redisWindowUS is the bucket's window in µs as passed to the scripts; 0 means calendar mode.
