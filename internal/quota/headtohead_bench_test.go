@@ -39,22 +39,28 @@ return 1`)
 // noopScript is the floor: one EVALSHA doing nothing.
 var noopScript = redis.NewScript(`return 1`)
 
-// layoutScript is the floor of trendfetch's data layout: the four
-// redis.calls redisReserveScript makes to admit a call charging one log
-// bucket (TIME, HMGET of the state hash, ZADD of the entry, HSET of the
-// bucket's 48-byte cache), run with the same KEYS and ARGV and replying as
-// many integers, with none of the decision's logic. Its gap to the seed
-// design is what the layout costs, its gap to tf1 what the logic costs.
+// layoutScript is the floor of trendfetch's data layout: the redis.calls
+// redisReserveScript makes to admit a call charging n log buckets (TIME,
+// HMGET of the state hash, one ZADD per bucket, one HSET of the buckets'
+// 48-byte caches), run with the same KEYS and ARGV and replying as many
+// integers, with none of the decision's logic. Its gap to the seed design
+// is what the layout costs, its gap to tf1 what the logic costs.
 var layoutScript = redis.NewScript(`
+local n = #KEYS - 1
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-local name = ARGV[2]
-local cache = redis.call('HMGET', KEYS[1], 'exhausted', name)
-local total = 0
-if cache[2] then total = struct.unpack('<dddddd', cache[2]) end
-redis.call('ZADD', KEYS[2], now, string.format('%016d:%d', total + 1, 1))
-redis.call('HSET', KEYS[1], name, struct.pack('<dddddd', total + 1, now, 0, 0, 0, now))
-return {1, now, 0, 0, 0, 1, now}`)
+local cache = redis.call('HMGET', KEYS[1], 'exhausted', unpack(ARGV, 2, n + 1))
+local reply, hset = {1, now, 0, 0, 0}, {}
+for i = 1, n do
+  local total = 0
+  if cache[i + 1] then total = struct.unpack('<dddddd', cache[i + 1]) end
+  redis.call('ZADD', KEYS[i + 1], now, string.format('%016d:%d', total + 1, 1))
+  hset[2 * i - 1] = ARGV[i + 1]
+  hset[2 * i] = struct.pack('<dddddd', total + 1, now, 0, 0, 0, now)
+  reply[5 + i], reply[5 + n + i] = 1, now
+end
+redis.call('HSET', KEYS[1], unpack(hset))
+return reply`)
 
 // BenchmarkHeadToHead compares trendfetch's Redis limiter with the designs
 // a user would otherwise pick, in the same process and run, over one
@@ -65,8 +71,8 @@ return {1, now, 0, 0, 0, 1, now}`)
 // script, cost 100 = 100 ZADDs, a fresh key every 50 calls), gcra1/gcra100
 // (go-redis/redis_rate), tf1/tf100 (trendfetch, one bucket), tf2b
 // (trendfetch, cost 100 + 1 in two buckets), tfc2/tfc61 (trendfetch, a
-// counter bucket of 2 and 61 slots, cost 1), layout (layoutScript: the
-// redis.calls of tf1 without its logic), tfscript (tf1's reserve script
+// counter bucket of 2 and 61 slots, cost 1), layout and layout2b
+// (layoutScript: the redis.calls of tf1 and tf2b without their logic), tfscript (tf1's reserve script
 // run with prebuilt KEYS and ARGV: tf1 - tfscript is Reserve's Go code);
 // and the ratios the targets are stated in (>= 1 means trendfetch is at
 // least as fast):
@@ -74,7 +80,8 @@ return {1, now, 0, 0, 0, 1, now}`)
 //	tf1_vs_seed1     seed1 / tf1     target >= 1.0
 //	tf100_vs_gcra100 gcra100 / tf100 target >= 1.0
 //	tf2b_vs_seed1    seed1 / tf2b    target >= 0.9
-//	layout_vs_seed1  seed1 / layout  (the most tf1 could reach with this layout)
+//	layout_vs_seed1   seed1 / layout   (the most tf1 could reach with this layout)
+//	layout2b_vs_seed1 seed1 / layout2b (the same for two buckets)
 //
 // A second pass with SLOWLOG recording every command reports the
 // server-side p50 of each script (srv_*_µs, whole µs: SLOWLOG's unit):
@@ -102,6 +109,9 @@ func BenchmarkHeadToHead(b *testing.B) {
 	layoutKeys, layoutArgs := rb.scriptFrame("bench-h2h-layout", 1, 2)
 	layoutKeys = append(layoutKeys, rb.bucketKey("bench-h2h-layout", big.Name))
 	layoutArgs = append(layoutArgs, big.Name, redisPack(1, big.Limit, window, 0))
+	layout2Keys, layout2Args := rb.scriptFrame("bench-h2h-layout2b", 2, 2)
+	layout2Keys = append(layout2Keys, rb.bucketKey("bench-h2h-layout2b", big.Name), rb.bucketKey("bench-h2h-layout2b", search.Name))
+	layout2Args = append(layout2Args, big.Name, search.Name, redisPack(100, big.Limit, window, 0), redisPack(1, search.Limit, search.Window.Microseconds(), 0))
 	scriptKeys := []string{rb.stateKey("bench-h2h-script"), rb.bucketKey("bench-h2h-script", big.Name)}
 
 	seq := 0
@@ -150,6 +160,11 @@ func BenchmarkHeadToHead(b *testing.B) {
 		{"layout", func() {
 			if n, err := layoutScript.Run(ctx, c, layoutKeys, layoutArgs...).Int64Slice(); err != nil || n[0] != 1 {
 				b.Fatalf("layout: %v %v", n, err)
+			}
+		}},
+		{"layout2b", func() {
+			if n, err := layoutScript.Run(ctx, c, layout2Keys, layout2Args...).Int64Slice(); err != nil || n[0] != 1 {
+				b.Fatalf("layout2b: %v %v", n, err)
 			}
 		}},
 		{"tfscript", func() {
@@ -218,6 +233,7 @@ func BenchmarkHeadToHead(b *testing.B) {
 	b.ReportMetric(p50["gcra100"]/p50["tf100"], "tf100_vs_gcra100")
 	b.ReportMetric(p50["seed1"]/p50["tf2b"], "tf2b_vs_seed1")
 	b.ReportMetric(p50["seed1"]/p50["layout"], "layout_vs_seed1")
+	b.ReportMetric(p50["seed1"]/p50["layout2b"], "layout2b_vs_seed1")
 
 	// Server time: SLOWLOG records every command for a pass of 1,000
 	// iterations; EVALSHA entries are grouped by script.
