@@ -236,16 +236,21 @@ func BenchmarkHeadToHead(b *testing.B) {
 	b.ReportMetric(p50["seed1"]/p50["layout2b"], "layout2b_vs_seed1")
 
 	// Server time: SLOWLOG records every command for a pass of 1,000
-	// iterations; EVALSHA entries are grouped by script.
+	// iterations; EVALSHA entries are told apart by their first key.
 	must(c.ConfigSet(ctx, "slowlog-max-len", "100000").Err())
 	must(c.ConfigSet(ctx, "slowlog-log-slower-than", "0").Err())
 	must(c.Do(ctx, "SLOWLOG", "RESET").Err())
-	shaName := map[string]string{seedScript.Hash(): "seed", noopScript.Hash(): "noop", layoutScript.Hash(): "layout"}
+	byKey := map[string]string{
+		"noop": "noop", "seed:1": "seed1", "rate:gcra1": "gcra1",
+		layoutKeys[0]: "layout", layout2Keys[0]: "layout2b",
+		rb.stateKey("bench-h2h-1"): "tf1", rb.stateKey("bench-h2h-2b"): "tf2b",
+	}
+	measured := []string{"noop", "seed1", "gcra1", "layout", "layout2b", "tf1", "tf2b"}
 	const serverPass = 1000
 	for i := 0; i < serverPass; i++ {
 		seq = b.N + i
 		for _, k := range order {
-			if name := decisions[k].name; name == "seed1" || name == "tf1" || name == "noop" || name == "gcra1" || name == "layout" {
+			if slices.Contains(measured, decisions[k].name) {
 				decisions[k].run()
 			}
 		}
@@ -255,23 +260,13 @@ func BenchmarkHeadToHead(b *testing.B) {
 	must(c.ConfigSet(ctx, "slowlog-log-slower-than", "10000").Err())
 	server := map[string][]time.Duration{}
 	for _, l := range logs {
-		if len(l.Args) < 2 || !strings.EqualFold(l.Args[0], "evalsha") {
-			continue
-		}
-		name, ok := shaName[l.Args[1]]
-		if !ok {
-			// redis_rate's script takes one key "rate:<key>"; the rest are
-			// trendfetch's reserve script.
-			name = "tf1"
-			if len(l.Args) > 3 && strings.HasPrefix(l.Args[3], "rate:") {
-				name = "gcra1"
+		if len(l.Args) > 3 && strings.EqualFold(l.Args[0], "evalsha") {
+			if name, ok := byKey[l.Args[3]]; ok {
+				server[name] = append(server[name], l.Duration)
 			}
-		} else if name == "seed" {
-			name = "seed1"
 		}
-		server[name] = append(server[name], l.Duration)
 	}
-	for _, name := range []string{"noop", "seed1", "gcra1", "layout", "tf1"} {
+	for _, name := range measured {
 		ds := server[name]
 		if len(ds) == 0 {
 			b.Fatalf("SLOWLOG has no entries of %s", name)
