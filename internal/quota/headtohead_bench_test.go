@@ -71,15 +71,15 @@ return reply`)
 // script, cost 100 = 100 ZADDs, a fresh key every 50 calls), gcra1/gcra100
 // (go-redis/redis_rate), tf1/tf100 (trendfetch, one bucket), tf2b
 // (trendfetch, cost 100 + 1 in two buckets), tfc2/tfc61 (trendfetch, a
-// counter bucket of 2 and 61 slots, cost 1), layout and layout2b
-// (layoutScript: the redis.calls of tf1 and tf2b without their logic), tfscript (tf1's reserve script
-// run with prebuilt KEYS and ARGV: tf1 - tfscript is Reserve's Go code);
-// and the ratios the targets are stated in (>= 1 means trendfetch is at
-// least as fast):
+// counter bucket of 2 and 61 slots, cost 1), layout/layout2b (layoutScript:
+// the redis.calls of tf1 and tf2b without their logic), tfscript and
+// tfscript2b (the reserve script of tf1 and tf2b run with prebuilt KEYS
+// and ARGV: tf1 - tfscript is Reserve's Go code); and the ratios the
+// targets are stated in (>= 1 means trendfetch is at least as fast):
 //
-//	tf1_vs_seed1     seed1 / tf1     target >= 1.0
-//	tf100_vs_gcra100 gcra100 / tf100 target >= 1.0
-//	tf2b_vs_seed1    seed1 / tf2b    target >= 0.9
+//	tf1_vs_seed1      seed1 / tf1      target >= 1.0
+//	tf100_vs_gcra100  gcra100 / tf100  target >= 1.0
+//	tf2b_vs_seed1     seed1 / tf2b     target >= 0.9
 //	layout_vs_seed1   seed1 / layout   (the most tf1 could reach with this layout)
 //	layout2b_vs_seed1 seed1 / layout2b (the same for two buckets)
 //
@@ -112,6 +112,7 @@ func BenchmarkHeadToHead(b *testing.B) {
 	layout2Keys, layout2Args := rb.scriptFrame("bench-h2h-layout2b", 2, 2)
 	layout2Keys = append(layout2Keys, rb.bucketKey("bench-h2h-layout2b", big.Name), rb.bucketKey("bench-h2h-layout2b", search.Name))
 	layout2Args = append(layout2Args, big.Name, search.Name, redisPack(100, big.Limit, window, 0), redisPack(1, search.Limit, search.Window.Microseconds(), 0))
+	script2Keys := []string{rb.stateKey("bench-h2h-script2b"), rb.bucketKey("bench-h2h-script2b", big.Name), rb.bucketKey("bench-h2h-script2b", search.Name)}
 	scriptKeys := []string{rb.stateKey("bench-h2h-script"), rb.bucketKey("bench-h2h-script", big.Name)}
 
 	seq := 0
@@ -170,6 +171,11 @@ func BenchmarkHeadToHead(b *testing.B) {
 		{"tfscript", func() {
 			if n, err := redisReserveScript.Run(ctx, c, scriptKeys, layoutArgs...).Int64Slice(); err != nil || n[0] != 1 {
 				b.Fatalf("tfscript: %v %v", n, err)
+			}
+		}},
+		{"tfscript2b", func() {
+			if n, err := redisReserveScript.Run(ctx, c, script2Keys, layout2Args...).Int64Slice(); err != nil || n[0] != 1 {
+				b.Fatalf("tfscript2b: %v %v", n, err)
 			}
 		}},
 		{"tf1", func() {
