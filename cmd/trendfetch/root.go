@@ -29,6 +29,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	stdout, stderr = secrets.Writer(stdout), secrets.Writer(stderr)
 	secrets.Add(os.Getenv("YOUTUBE_API_KEY"))
 	secrets.Add(secret.RedisURLSecrets(os.Getenv("TRENDFETCH_REDIS_URL"))...)
+	secrets.Add(os.Getenv("TRENDFETCH_REDIS_SENTINEL_PASSWORD"))
 	ctx, cancel := context.WithCancelCause(context.Background())
 	defer cancel(nil)
 	sigs := make(chan os.Signal, 2)
@@ -172,7 +173,8 @@ func (a *app) loadConfig() error {
 }
 
 // registerSecrets adds the API key of every credential that has one
-// readable now and the Redis URL's password to a.secrets. Unreadable keys
+// readable now, the Redis URL's password and the Sentinels' password to
+// a.secrets. Unreadable keys
 // are skipped here: the command that needs one reports it.
 func (a *app) registerSecrets(cfg *config.Config) {
 	for _, cr := range cfg.Credentials {
@@ -181,6 +183,7 @@ func (a *app) registerSecrets(cfg *config.Config) {
 		}
 	}
 	a.secrets.Add(secret.RedisURLSecrets(cfg.Quota.Redis.URL)...)
+	a.secrets.Add(cfg.Quota.Redis.Sentinel.Password)
 }
 
 // utcTimestamp stamps every event with the current time in UTC, RFC 3339

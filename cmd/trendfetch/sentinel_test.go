@@ -2,6 +2,8 @@ package main
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -51,6 +53,52 @@ func TestRedisSentinelWiring(t *testing.T) {
 	if n := g.Master.Do("-n", "3", "ZCARD", "trendfetch:{default}:units"); n != "3" {
 		t.Errorf("master holds %s units entries, want 3: the unconfirmed one stays", n)
 	}
+}
+
+// TestRedisSentinelPassword: Sentinels with a password of their own are
+// reached with TRENDFETCH_REDIS_SENTINEL_PASSWORD or
+// quota.redis.sentinel.password_file; without it, or with a wrong one,
+// quota status reports the backend unreachable (exit 1), naming the
+// Sentinels' answer, and no output quotes either password.
+func TestRedisSentinelPassword(t *testing.T) {
+	const pw, sentinelPW = "master-pw-1", "sentinel-pw-2"
+	g := redistest.StartSentinelAuth(t, 0, 1, pw, sentinelPW)
+	e := newEnv(t)
+	e.vars["TRENDFETCH_REDIS_URL"] = "redis://:" + pw + "@ignored.invalid:1/3"
+	sentinelYAML := "quota:\n  redis:\n    sentinel:\n      master: " + g.Name + "\n      addrs: [" + strings.Join(g.Addrs(), ", ") + "]\n"
+	cfg := e.writeConfig(sentinelYAML)
+	status := func(what string, wantCode int) result {
+		t.Helper()
+		res := e.run("--config", cfg, "quota", "status", "--json")
+		if res.code != wantCode {
+			t.Fatalf("%s: exit %d, want %d\n%s%s", what, res.code, wantCode, res.stdout, res.stderr)
+		}
+		for _, secret := range []string{pw, sentinelPW, "wrong-" + sentinelPW} {
+			if strings.Contains(res.stdout+res.stderr, secret) {
+				t.Fatalf("%s: output quotes a password\n%s%s", what, res.stdout, res.stderr)
+			}
+		}
+		return res
+	}
+	if res := status("no Sentinel password", 1); !strings.Contains(res.stderr, "NOAUTH") {
+		t.Errorf("no Sentinel password: stderr does not name the Sentinels' NOAUTH\n%s", res.stderr)
+	}
+	e.vars["TRENDFETCH_REDIS_SENTINEL_PASSWORD"] = "wrong-" + sentinelPW
+	if res := status("wrong Sentinel password", 1); !strings.Contains(res.stderr, "WRONGPASS") {
+		t.Errorf("wrong Sentinel password: stderr does not name the Sentinels' WRONGPASS\n%s", res.stderr)
+	}
+	e.vars["TRENDFETCH_REDIS_SENTINEL_PASSWORD"] = sentinelPW
+	var st statusOut
+	if res := status("TRENDFETCH_REDIS_SENTINEL_PASSWORD", 0); json.Unmarshal([]byte(res.stdout), &st) != nil || st.Backend != "redis" {
+		t.Fatalf("status with the Sentinels' password: %+v\n%s", st, res.stdout)
+	}
+	delete(e.vars, "TRENDFETCH_REDIS_SENTINEL_PASSWORD")
+	pwFile := filepath.Join(e.dir, "sentinel-password")
+	if err := os.WriteFile(pwFile, []byte(sentinelPW+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg = e.writeConfig(sentinelYAML + "      password_file: " + pwFile + "\n")
+	status("password_file", 0)
 }
 
 // TestRedisSentinelConfigErrors: a bad quota.redis.sentinel or wait setting

@@ -55,8 +55,11 @@ func openRedisBackend(cfg *config.Config, log zerolog.Logger) (quota.Backend, er
 	redis.SetLogger(redisLogger{log})
 	rc := cfg.Quota.Redis
 	var opts []quota.RedisClientOption
-	if rc.Sentinel.Configured() {
-		opts = append(opts, quota.WithRedisSentinel(rc.Sentinel.Master, rc.Sentinel.Addrs))
+	if s := rc.Sentinel; s.Configured() {
+		opts = append(opts, quota.WithRedisSentinel(s.Master, s.Addrs))
+		if s.Username != "" || s.Password != "" {
+			opts = append(opts, quota.WithRedisSentinelAuth(s.Username, s.Password))
+		}
 	}
 	client, err := quota.RedisClientFromURL(rc.URL, rc.Cluster, opts...)
 	if err != nil {

@@ -168,11 +168,20 @@ type QuotaRedis struct {
 }
 
 // RedisSentinel is quota.redis.sentinel: the master's name as the Sentinels
-// know it (`sentinel monitor <master> ...`) and host:port addresses of some
-// of the Sentinels (no secrets).
+// know it (`sentinel monitor <master> ...`), host:port addresses of some of
+// the Sentinels, and how to authenticate to them when they require it (their
+// own requirepass or ACL user; the master's password comes from the URL).
 type RedisSentinel struct {
 	Master string   `yaml:"master"`
 	Addrs  []string `yaml:"addrs"`
+	// Username is the Sentinels' ACL user ("" = the default user).
+	Username string `yaml:"username"`
+	// PasswordFile is a file holding the Sentinels' password, read when
+	// TRENDFETCH_REDIS_SENTINEL_PASSWORD is not set.
+	PasswordFile string `yaml:"password_file"`
+	// Password is filled from TRENDFETCH_REDIS_SENTINEL_PASSWORD or
+	// PasswordFile; never from YAML.
+	Password string `yaml:"-"`
 }
 
 // Configured reports whether a Sentinel master or address is set.
@@ -400,7 +409,7 @@ func parse(r io.Reader) (*Config, error) {
 		if err := unknownKey(&doc, reflect.TypeOf(Config{})); err != nil {
 			msg := err.Error()
 			if ke, ok := err.(*KeyError); ok && (ke.Key == "api_key" || ke.Key == "password" || ke.Key == "url") {
-				msg += " (secrets are read only from the environment or a key file: use api_key_env / api_key_file, TRENDFETCH_REDIS_URL / url_file)"
+				msg += secretsHint
 			}
 			return nil, fmt.Errorf("config: %s", msg)
 		}
@@ -410,7 +419,7 @@ func parse(r io.Reader) (*Config, error) {
 	if err := dec.Decode(cfg); err != nil {
 		msg := oneLine(err)
 		if strings.Contains(msg, "api_key not found") || strings.Contains(msg, "field password not found") || strings.Contains(msg, "field url not found") {
-			msg += " (secrets are read only from the environment or a key file: use api_key_env / api_key_file, TRENDFETCH_REDIS_URL / url_file)"
+			msg += secretsHint
 		}
 		return nil, fmt.Errorf("config: %s", msg)
 	}
@@ -515,12 +524,16 @@ func Load(path string, override func(*Config)) (*Config, string, error) {
 	return cfg, used, nil
 }
 
+// secretsHint ends the error for a secret written into the YAML file.
+const secretsHint = " (secrets are read only from the environment or a key file: use api_key_env / api_key_file, TRENDFETCH_REDIS_URL / url_file, TRENDFETCH_REDIS_SENTINEL_PASSWORD / sentinel.password_file)"
+
 // ApplyEnv applies environment overrides, looked up with lookup (os.LookupEnv
 // in production): TRENDFETCH_DATABASE, TRENDFETCH_REGIONS (comma-separated),
 // TRENDFETCH_CREDENTIAL, TRENDFETCH_API_ENDPOINT, TRENDFETCH_QUOTA_BACKEND,
 // TRENDFETCH_QUOTA_DB, TRENDFETCH_REDIS_URL (may hold a password; else
-// quota.redis.url_file is read), TRENDFETCH_LOG_LEVEL, TRENDFETCH_LOG_FORMAT;
-// then Complete.
+// quota.redis.url_file is read), TRENDFETCH_REDIS_SENTINEL_PASSWORD (else
+// quota.redis.sentinel.password_file is read), TRENDFETCH_LOG_LEVEL,
+// TRENDFETCH_LOG_FORMAT; then Complete.
 func (c *Config) ApplyEnv(lookup func(string) (string, bool)) error {
 	if err := c.applyEnv(lookup); err != nil {
 		return err
@@ -542,6 +555,7 @@ func (c *Config) applyEnv(lookup func(string) (string, bool)) error {
 	set("TRENDFETCH_QUOTA_BACKEND", &c.Quota.Backend)
 	set("TRENDFETCH_QUOTA_DB", &c.Quota.SQLite.Path)
 	set("TRENDFETCH_REDIS_URL", &c.Quota.Redis.URL)
+	set("TRENDFETCH_REDIS_SENTINEL_PASSWORD", &c.Quota.Redis.Sentinel.Password)
 	set("TRENDFETCH_LOG_LEVEL", &c.Log.Level)
 	set("TRENDFETCH_LOG_FORMAT", &c.Log.Format)
 	if v, ok := lookup("TRENDFETCH_REGIONS"); ok && v != "" {
@@ -553,6 +567,13 @@ func (c *Config) applyEnv(lookup func(string) (string, bool)) error {
 			return invalid("quota.redis.url_file", c.Quota.Redis.URLFile, "%s", err.Error())
 		}
 		c.Quota.Redis.URL = u
+	}
+	if s := &c.Quota.Redis.Sentinel; s.Password == "" && s.PasswordFile != "" {
+		pw, err := readSecretFile(s.PasswordFile)
+		if err != nil {
+			return invalid("quota.redis.sentinel.password_file", s.PasswordFile, "%s", err.Error())
+		}
+		s.Password = pw
 	}
 	return nil
 }
@@ -723,6 +744,12 @@ func (r QuotaRedis) validate(backend string) error {
 		return invalid("quota.redis.sentinel.master", `""`, "required with quota.redis.sentinel.addrs: the master name of `sentinel monitor <name> ...`")
 	case s.Master != "" && len(s.Addrs) == 0:
 		return invalid("quota.redis.sentinel.addrs", "[]", "at least one Sentinel host:port is needed for master %q", s.Master)
+	case !s.Configured() && s.Username != "":
+		return invalid("quota.redis.sentinel.username", s.Username, "needs quota.redis.sentinel.master and addrs: it authenticates to the Sentinels")
+	case !s.Configured() && s.PasswordFile != "":
+		return invalid("quota.redis.sentinel.password_file", s.PasswordFile, "needs quota.redis.sentinel.master and addrs: it authenticates to the Sentinels")
+	case !s.Configured() && s.Password != "":
+		return invalid("TRENDFETCH_REDIS_SENTINEL_PASSWORD", "(set)", "needs quota.redis.sentinel.master and addrs: it authenticates to the Sentinels; unset it")
 	case s.Configured() && len(r.Cluster) > 0:
 		return invalid("quota.redis.sentinel", s.Master, "cannot be combined with quota.redis.cluster (Cluster fails over by itself): set one of them")
 	}
@@ -872,7 +899,7 @@ func (cr Credential) APIKey(lookup func(string) (string, bool)) (string, error) 
 }
 
 // SecretFiles returns the files of c that hold secrets: every credential's
-// api_key_file and quota.redis.url_file.
+// api_key_file, quota.redis.url_file and quota.redis.sentinel.password_file.
 func (c *Config) SecretFiles() []string {
 	var out []string
 	for _, cr := range c.Credentials {
@@ -882,6 +909,9 @@ func (c *Config) SecretFiles() []string {
 	}
 	if c.Quota.Redis.URLFile != "" {
 		out = append(out, c.Quota.Redis.URLFile)
+	}
+	if c.Quota.Redis.Sentinel.PasswordFile != "" {
+		out = append(out, c.Quota.Redis.Sentinel.PasswordFile)
 	}
 	return out
 }

@@ -2,6 +2,9 @@ package config
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -47,6 +50,43 @@ quota:
 	}
 }
 
+// TestRedisSentinelPassword: the Sentinels' password comes from
+// TRENDFETCH_REDIS_SENTINEL_PASSWORD, else from sentinel.password_file
+// (trimmed), never from YAML; the file counts as a secret file, and a
+// missing one is a one-line error naming the setting.
+func TestRedisSentinelPassword(t *testing.T) {
+	pwFile := filepath.Join(t.TempDir(), "sentinel-pw")
+	if err := os.WriteFile(pwFile, []byte("from-the-file\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	yaml := "quota:\n  redis:\n    sentinel:\n      master: m\n      addrs: [127.0.0.1:26379]\n      username: ops\n      password_file: " + pwFile + "\n"
+	env := func(vars map[string]string) func(string) (string, bool) {
+		return func(k string) (string, bool) { v, ok := vars[k]; return v, ok }
+	}
+	c, err := Parse(strings.NewReader(yaml))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.ApplyEnv(env(nil)); err != nil || c.Quota.Redis.Sentinel.Password != "from-the-file" || c.Quota.Redis.Sentinel.Username != "ops" || c.Validate() != nil {
+		t.Fatalf("password_file: %v %+v %v", err, c.Quota.Redis.Sentinel, c.Validate())
+	}
+	if !slices.Contains(c.SecretFiles(), pwFile) {
+		t.Errorf("SecretFiles() = %v, want the password file", c.SecretFiles())
+	}
+	c, _ = Parse(strings.NewReader(yaml))
+	if err := c.ApplyEnv(env(map[string]string{"TRENDFETCH_REDIS_SENTINEL_PASSWORD": "from-env"})); err != nil || c.Quota.Redis.Sentinel.Password != "from-env" {
+		t.Fatalf("env over file: %v %+v", err, c.Quota.Redis.Sentinel)
+	}
+	c, _ = Parse(strings.NewReader(strings.Replace(yaml, pwFile, pwFile+".missing", 1)))
+	if err := c.ApplyEnv(env(nil)); err == nil || !strings.Contains(err.Error(), "quota.redis.sentinel.password_file") || strings.Contains(err.Error(), "\n") {
+		t.Fatalf("missing password file: %v", err)
+	}
+	_, err = Parse(strings.NewReader("quota:\n  redis:\n    sentinel:\n      master: m\n      addrs: [127.0.0.1:26379]\n      password: in-yaml\n"))
+	if err == nil || !strings.Contains(err.Error(), "TRENDFETCH_REDIS_SENTINEL_PASSWORD") || strings.Contains(err.Error(), "in-yaml") {
+		t.Fatalf("password in YAML: %v", err)
+	}
+}
+
 func TestRedisSentinelAndWaitValidate(t *testing.T) {
 	sentinel := func(master string, addrs ...string) func(*Config) {
 		return func(c *Config) { c.Quota.Redis.Sentinel = RedisSentinel{Master: master, Addrs: addrs} }
@@ -72,6 +112,9 @@ func TestRedisSentinelAndWaitValidate(t *testing.T) {
 			sentinel("m", "h:26379")(c)
 			c.Quota.Redis.URL = "unix:///run/redis.sock"
 		}, "quota.redis.sentinel", "unix socket"},
+		{"sentinel username alone", func(c *Config) { c.Quota.Redis.Sentinel.Username = "ops" }, "quota.redis.sentinel.username", "needs quota.redis.sentinel.master"},
+		{"sentinel password file alone", func(c *Config) { c.Quota.Redis.Sentinel.PasswordFile = "/etc/pw" }, "quota.redis.sentinel.password_file", "needs quota.redis.sentinel.master"},
+		{"sentinel password alone", func(c *Config) { c.Quota.Redis.Sentinel.Password = "s3cret-pw" }, "TRENDFETCH_REDIS_SENTINEL_PASSWORD", "unset it"},
 		{"cluster addr", func(c *Config) { c.Quota.Redis.Cluster = []string{"h:7000", "h7001"} }, "quota.redis.cluster[1]", "want host:port"},
 		{"negative wait", func(c *Config) {
 			c.Quota.Redis.URL = "redis://h:1/0"

@@ -530,9 +530,11 @@ type redisClientConfig struct {
 	dial, io   time.Duration
 	maxRetries int
 	tls        *tls.Config
-	// sentinelMaster and sentinelAddrs select a Sentinel-managed master.
-	sentinelMaster string
-	sentinelAddrs  []string
+	// sentinelMaster and sentinelAddrs select a Sentinel-managed master;
+	// sentinelUser and sentinelPassword authenticate to the Sentinels.
+	sentinelMaster                 string
+	sentinelAddrs                  []string
+	sentinelUser, sentinelPassword string
 }
 
 // WithRedisSentinel makes RedisClientFromURL return a failover client
@@ -540,12 +542,22 @@ type redisClientConfig struct {
 // the Redis Sentinels at addrs ("host:port"), and connections follow it
 // after a failover (+switch-master). User, password, db and TLS still come
 // from the URL, whose host is then ignored except as the TLS server name of
-// a rediss:// URL; the Sentinels themselves are reached without a password.
-// It cannot be combined with Cluster addresses.
+// a rediss:// URL; the Sentinels themselves are reached without a password
+// unless WithRedisSentinelAuth gives one. It cannot be combined with
+// Cluster addresses.
 func WithRedisSentinel(master string, addrs []string) RedisClientOption {
 	return func(c *redisClientConfig) {
 		c.sentinelMaster, c.sentinelAddrs = master, slices.Clone(addrs)
 	}
+}
+
+// WithRedisSentinelAuth authenticates RedisClientFromURL's connections to
+// the Sentinels of WithRedisSentinel (Sentinel's own requirepass or ACL
+// user, which may differ from the master's): username may be "" (the
+// default user). It is an error without WithRedisSentinel. The password is
+// never part of an error RedisClientFromURL returns.
+func WithRedisSentinelAuth(username, password string) RedisClientOption {
+	return func(c *redisClientConfig) { c.sentinelUser, c.sentinelPassword = username, password }
 }
 
 // WithRedisTLSConfig sets the TLS configuration (e.g. RootCAs of a private
@@ -605,6 +617,8 @@ func RedisClientFromURL(rawURL string, clusterAddrs []string, opts ...RedisClien
 		return nil, errors.New("quota: Redis Sentinel addresses without a master name")
 	case sentinel && len(cfg.sentinelAddrs) == 0:
 		return nil, fmt.Errorf("quota: Redis Sentinel master %q without Sentinel addresses", cfg.sentinelMaster)
+	case !sentinel && (cfg.sentinelUser != "" || cfg.sentinelPassword != ""):
+		return nil, errors.New("quota: a Sentinel username or password without Sentinel addresses")
 	}
 	o := &redis.Options{}
 	if rawURL != "" {
@@ -670,6 +684,8 @@ func RedisClientFromURL(rawURL string, clusterAddrs []string, opts ...RedisClien
 		return redis.NewFailoverClient(&redis.FailoverOptions{
 			MasterName:            cfg.sentinelMaster,
 			SentinelAddrs:         cfg.sentinelAddrs,
+			SentinelUsername:      cfg.sentinelUser,
+			SentinelPassword:      cfg.sentinelPassword,
 			Username:              o.Username,
 			Password:              o.Password,
 			DB:                    o.DB,

@@ -451,6 +451,7 @@ func TestRedisSentinelClientOptions(t *testing.T) {
 		{"addrs without master", "", nil, WithRedisSentinel("", []string{"127.0.0.1:26379"})},
 		{"master without addrs", "", nil, WithRedisSentinel("m", nil)},
 		{"unix socket URL", "unix:///tmp/redis.sock", nil, WithRedisSentinel("m", []string{"127.0.0.1:26379"})},
+		{"sentinel password without sentinel", "redis://127.0.0.1:1/0", nil, WithRedisSentinelAuth("", "pw")},
 	} {
 		if c, err := RedisClientFromURL(tc.url, tc.cluster, tc.opt); err == nil {
 			c.Close()
@@ -463,6 +464,51 @@ func TestRedisSentinelClientOptions(t *testing.T) {
 		t.Errorf("sentinel without a URL (no password): %v", err)
 	} else {
 		c.Close()
+	}
+}
+
+// TestRedisSentinelAuth: Sentinels that require a password of their own
+// (requirepass in sentinel.conf, distinct from the master's) are reached
+// with WithRedisSentinelAuth; without it, or with a wrong one, no master is
+// found and Reserve fails with ErrUnavailable, its error quoting neither
+// password.
+func TestRedisSentinelAuth(t *testing.T) {
+	const sentinelPW = "only-the-sentinels-know"
+	g := redistest.StartSentinelAuth(t, 0, 1, sentinelPassword, sentinelPW)
+	units := Bucket{Name: "units", Limit: 10, Window: time.Hour}
+	reserve := func(opts ...RedisClientOption) (Decision, error) {
+		c, err := RedisClientFromURL("redis://:"+sentinelPassword+"@ignored.invalid:1/2", nil,
+			append([]RedisClientOption{WithRedisSentinel(g.Name, g.Addrs()), WithRedisDialTimeout(time.Second)}, opts...)...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := NewRedis(c)
+		defer b.Close()
+		return b.Reserve(testCtx(t), "sentinel-auth", charge(units, 1))
+	}
+	for _, tc := range []struct {
+		name string
+		opts []RedisClientOption
+	}{
+		{"no sentinel password", nil},
+		{"wrong sentinel password", []RedisClientOption{WithRedisSentinelAuth("", "wrong-"+sentinelPW)}},
+		{"the master's password", []RedisClientOption{WithRedisSentinelAuth("", sentinelPassword)}},
+	} {
+		d, err := reserve(tc.opts...)
+		if !errors.Is(err, ErrUnavailable) || d.Allowed {
+			t.Fatalf("%s: %+v %v, want ErrUnavailable", tc.name, d, err)
+		}
+		if strings.Contains(err.Error(), sentinelPW) || strings.Contains(err.Error(), sentinelPassword) {
+			t.Fatalf("%s: the error quotes a password: %v", tc.name, err)
+		}
+		t.Logf("%s: %v", tc.name, err)
+	}
+	d, err := reserve(WithRedisSentinelAuth("", sentinelPW))
+	if err != nil || !d.Allowed {
+		t.Fatalf("with the Sentinels' password: %+v %v", d, err)
+	}
+	if n := g.Master.Do("-n", "2", "ZCARD", "trendfetch:{sentinel-auth}:units"); n != "1" {
+		t.Fatalf("the master holds %s entries, want 1", n)
 	}
 }
 

@@ -44,9 +44,18 @@ type Sentinel struct {
 // fails it under CI=true.
 //
 // With a password, every server requires it (requirepass, masterauth) and
-// the Sentinels use it (auth-pass); the Sentinels themselves need none.
-// Server.Do authenticates with it.
+// the Sentinels use it (auth-pass); the Sentinels themselves need none
+// (StartSentinelAuth). Server.Do authenticates with it.
 func StartSentinel(tb testing.TB, replicas, sentinels int, password string) *Sentinel {
+	tb.Helper()
+	return StartSentinelAuth(tb, replicas, sentinels, password, "")
+}
+
+// StartSentinelAuth is StartSentinel with Sentinels that require
+// sentinelPassword from their clients and from each other (requirepass in
+// sentinel.conf, Redis >= 5.0.1); "" requires none. Server.Do on a
+// Sentinel authenticates with it.
+func StartSentinelAuth(tb testing.TB, replicas, sentinels int, password, sentinelPassword string) *Sentinel {
 	tb.Helper()
 	if sentinels < 1 {
 		tb.Fatalf("redistest: StartSentinel needs at least one Sentinel, got %d", sentinels)
@@ -90,10 +99,13 @@ func StartSentinel(tb testing.TB, replicas, sentinels int, password string) *Sen
 			if password != "" {
 				text += fmt.Sprintf("sentinel auth-pass %s %s\n", g.Name, password)
 			}
+			if sentinelPassword != "" {
+				text += fmt.Sprintf("requirepass %s\n", sentinelPassword)
+			}
 			if err := os.WriteFile(conf, []byte(text), 0o644); err != nil {
 				tb.Fatal(err)
 			}
-			cand := &Server{tb: tb, bin: sbin, dir: dir, conf: conf, Port: port, Addr: "127.0.0.1:" + strconv.Itoa(port)}
+			cand := &Server{tb: tb, bin: sbin, dir: dir, conf: conf, Port: port, Addr: "127.0.0.1:" + strconv.Itoa(port), password: sentinelPassword}
 			if lastErr = cand.start(); lastErr == nil {
 				s = cand
 			}
@@ -134,7 +146,7 @@ func (g *Sentinel) MasterAddr() string {
 		if !s.running() {
 			continue
 		}
-		out, err := cli(g.tb, "-h", "127.0.0.1", "-p", strconv.Itoa(s.Port), "SENTINEL", "GET-MASTER-ADDR-BY-NAME", g.Name)
+		out, err := s.cli("SENTINEL", "GET-MASTER-ADDR-BY-NAME", g.Name)
 		if f := strings.Fields(out); err == nil && len(f) == 2 {
 			return f[0] + ":" + f[1]
 		}
@@ -164,7 +176,7 @@ func (g *Sentinel) WaitFailover(old string, timeout time.Duration) *Server {
 			if !s.running() {
 				continue
 			}
-			out, err := cli(g.tb, "-h", "127.0.0.1", "-p", strconv.Itoa(s.Port), "SENTINEL", "GET-MASTER-ADDR-BY-NAME", g.Name)
+			out, err := s.cli("SENTINEL", "GET-MASTER-ADDR-BY-NAME", g.Name)
 			f := strings.Fields(out)
 			if err != nil || len(f) != 2 {
 				return false
@@ -187,7 +199,7 @@ func (g *Sentinel) WaitFailover(old string, timeout time.Duration) *Server {
 
 // masterInfo returns SENTINEL MASTER <name> as a field map, or nil.
 func (g *Sentinel) masterInfo(s *Server) map[string]string {
-	out, err := cli(g.tb, "-h", "127.0.0.1", "-p", strconv.Itoa(s.Port), "SENTINEL", "MASTER", g.Name)
+	out, err := s.cli("SENTINEL", "MASTER", g.Name)
 	if err != nil {
 		return nil
 	}
