@@ -139,5 +139,8 @@
 //
 // The Redis backend takes its clock from Redis TIME alone (redis_lua.go):
 // client clocks do not matter, and a Redis server's clock step moves its
-// windows in the same way; a new entry is never scored before the newest.
+// windows in the same way. A step back over-counts instead of denying: a
+// log entry is never scored before the newest and entries from "the
+// future" stay inside the window; a counter from the future counts as the
+// current one (redis_counter.go) until TIME passes it.
 package quota

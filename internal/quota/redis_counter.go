@@ -63,7 +63,14 @@ local function counter_lib()
 
   -- C.read(key, now, window, n): the counters of a counter bucket at now.
   -- Returns u (u[1] the oldest, counter c-n+1, .. u[n] the current one,
-  -- counter c), span (µs), c and r (now's offset into counter c).
+  -- counter c), span (µs), c, r (now's offset into counter c) and own,
+  -- the units C.add must keep in counter c's field. A counter from the
+  -- future (j > c: Redis TIME stepped back since it was written, e.g. a
+  -- failover to a host whose clock is behind) counts in u[n], as if
+  -- admitted now: over-counting is the safe side, and its units stay
+  -- counted until the clock passes it (the embedded backends refuse to
+  -- admit instead; see ClockStepTolerance). One in counter c's own field
+  -- is taken over by counter c (own), so C.add never drops its units.
   function C.read(key, now, window, n)
     local span = window / (n - 1)
     local c = math.floor(now / span)
@@ -73,16 +80,22 @@ local function counter_lib()
     for p = 0, n - 1 do fields[p + 1] = p end
     local vals = redis.call('HMGET', key, unpack(fields))
     local u = {}
-    for i = 1, n do
-      local j = c - n + i
-      u[i] = 0
-      local v = vals[(j % n) + 1]
+    for i = 1, n do u[i] = 0 end
+    local own = 0
+    for p = 0, n - 1 do
+      local v = vals[p + 1]
       if v and #v == 16 then
         local sj, su = struct.unpack('<dd', v)
-        if sj == j then u[i] = su end
+        if sj > c then
+          u[n] = u[n] + su
+          if p == c % n then own = own + su end
+        elseif sj > c - n then
+          u[sj - c + n] = u[sj - c + n] + su
+          if sj == c then own = own + su end
+        end
       end
     end
-    return u, span, c, r
+    return u, span, c, r, own
   end
 
   -- sum(u, from, n): u[from] + .. + u[n]
@@ -130,7 +143,8 @@ local function counter_lib()
   end
 
   -- C.add(key, n, span, c, units, window): sets counter c to units (its
-  -- new total) and keeps the key window + span + TTL_MARGIN_MS past now
+  -- new total: C.read's own plus the cost) and keeps the key window + span
+  -- + TTL_MARGIN_MS past now
   function C.add(key, n, span, c, units, window)
     redis.call('HSET', key, c % n, struct.pack('<dd', c, units))
     redis.call('PEXPIRE', key, math.floor((window + span) / 1000) + 1 + TTL_MARGIN_MS)

@@ -2,7 +2,9 @@ package quota
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"strconv"
 	"testing"
@@ -153,6 +155,58 @@ func TestRedisCounterAgreesWithMemory(t *testing.T) {
 		mst, _ := m.Status(ctx, cred, []Bucket{bk}, map[string]int64{"b": 3})
 		if r, g := st.Buckets[0], mst.Buckets[0]; r.Used != g.Used || r.RetryAfterOne != g.RetryAfterOne || r.RetryAfterMax != g.RetryAfterMax || r.UsedToday != g.UsedToday {
 			t.Fatalf("slots %d: Status: Redis %+v, memory %+v", slots, r, g)
+		}
+	}
+}
+
+// TestRedisCounterClockStepBack: counters written "in the future", as after
+// Redis TIME stepped back (simulated by moving every stored counter of a
+// bucket 5 or 11 counters ahead; 11 puts it in the field of the current
+// counter, which the next admission overwrites), still count: the bucket
+// admits only what is left of its limit, and quota status counts them as
+// used. Were they ignored (or dropped by the overwrite), the bucket would
+// admit its whole limit again.
+func TestRedisCounterClockStepBack(t *testing.T) {
+	srv := redistest.Start(t)
+	b := newTestRedis(t, srv)
+	ctx := context.Background()
+	// 11 counters of 100 s: the test ends long before the clock reaches a
+	// moved counter or leaves the current one.
+	bk := Bucket{Name: "c", Limit: 5, Window: 1000 * time.Second, Algorithm: AlgorithmCounter, Slots: 11}
+	for _, step := range []int64{5, 11} {
+		cred := fmt.Sprintf("counter-step-%d", step)
+		for i := 0; i < 3; i++ {
+			if d := mustReserve(t, b, cred, charge(bk, 1)); !d.Allowed {
+				t.Fatalf("step %d: call %d denied: %+v", step, i+1, d)
+			}
+		}
+		key := b.counterKey(cred, bk.Name)
+		fields, err := b.Client().HGetAll(ctx, key).Result()
+		if err != nil || len(fields) == 0 {
+			t.Fatalf("counters of %s: %v %v", key, fields, err)
+		}
+		moved := map[string]any{}
+		for _, v := range fields {
+			j := int64(math.Float64frombits(binary.LittleEndian.Uint64([]byte(v[:8]))))
+			units := int64(math.Float64frombits(binary.LittleEndian.Uint64([]byte(v[8:]))))
+			moved[strconv.FormatInt((j+step)%int64(bk.Slots), 10)] = redisPack(j+step, units)
+		}
+		if err := b.Client().Del(ctx, key).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Client().HSet(ctx, key, moved).Err(); err != nil {
+			t.Fatal(err)
+		}
+		var got []bool
+		for i := 0; i < 3; i++ {
+			got = append(got, mustReserve(t, b, cred, charge(bk, 1)).Allowed)
+		}
+		if fmt.Sprint(got) != "[true true false]" {
+			t.Fatalf("step %d: after the step back admitted %v, want [true true false] (3 of 5 units still counted)", step, got)
+		}
+		st, err := b.Status(ctx, cred, []Bucket{bk}, nil)
+		if err != nil || st.Buckets[0].Used != 5 {
+			t.Fatalf("step %d: status after the step back: %+v %v, want used 5", step, st.Buckets, err)
 		}
 	}
 }

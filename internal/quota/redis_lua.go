@@ -226,7 +226,7 @@ end
 
 -- pass 1: read every bucket (from its cache; the log only when the cache
 -- cannot answer) and decide. A counter bucket's read is kept in counters[i]
--- (u, span, c, r, slots from C.read; used, the estimate; over, it denies).
+-- (u, span, c, r, own, slots from C.read; used, the estimate; over, it denies).
 local C        -- counter helpers, built at the first counter bucket
 local counters -- built at the first counter bucket
 local rebuilt  -- rebuilt[i]: bucket i's cache was rebuilt from its log
@@ -236,10 +236,10 @@ for i = 1, n do
   local cost, limit, window, slots = struct.unpack('<dddd', ARGV[PARAMS + i - 1])
   if slots > 0 then
     C, counters = C or counter_lib(), counters or {}
-    local u, span, c, r = C.read(key, now, window, slots)
+    local u, span, c, r, own = C.read(key, now, window, slots)
     local full, w, used = C.estimate(u, slots, span, r)
     local over = w > limit - full - cost
-    counters[i] = {u = u, span = span, c = c, r = r, slots = slots, used = used, over = over}
+    counters[i] = {u = u, span = span, c = c, r = r, own = own, slots = slots, used = used, over = over}
     if over then allowed = false end
   else
     local lo = now - window + 1
@@ -315,9 +315,9 @@ local state_ttl = 0
 for i = 1, n do
   local k = counters and counters[i]
   if k then
-    -- a counter bucket: its current counter (u[slots], counter c) grows by cost
+    -- a counter bucket: its current counter (counter c) grows by cost
     local cost, limit, window = struct.unpack('<ddd', ARGV[PARAMS + i - 1])
-    C.add(KEYS[i + 1], k.slots, k.span, k.c, k.u[k.slots] + cost, window)
+    C.add(KEYS[i + 1], k.slots, k.span, k.c, k.own + cost, window)
     local left = limit - k.used - cost
     if left < 0 then left = 0 end
     reply[5 + i] = left
