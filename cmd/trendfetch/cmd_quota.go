@@ -102,7 +102,7 @@ func printStatus(a *app, st quota.Status) {
 		if b.Calendar {
 			window = "Pacific day"
 		}
-		if b.Algorithm == quota.AlgorithmCounter {
+		if b.IsCounter() {
 			// USED is the sliding-window counter's estimate (quota doc).
 			window += fmt.Sprintf(" counter(%d)", b.CounterSlots())
 		}

@@ -8,7 +8,8 @@ import (
 
 // TestQuotaStatusNamesCounterBuckets: `quota status` marks a sliding-window
 // counter bucket (its USED is the estimate) with its number of counters,
-// and --json says algorithm and slots (null slots for a log).
+// and --json says algorithm and slots (null slots for a log) and null
+// entries for the counter, which does not count calls.
 func TestQuotaStatusNamesCounterBuckets(t *testing.T) {
 	e := newEnv(t)
 	cfg := e.writeConfig("quota:\n  buckets:\n    - {name: units, limit: 100, window: 1h}\n    - {name: search, limit: 10, window: 1m, algorithm: counter, slots: 61}\n  costs:\n    videos.list: {units: 1}\n    search.list: {search: 1}\n")
@@ -34,6 +35,7 @@ func TestQuotaStatusNamesCounterBuckets(t *testing.T) {
 			Name      string `json:"name"`
 			Algorithm string `json:"algorithm"`
 			Slots     *int   `json:"slots"`
+			Entries   *int64 `json:"entries"`
 		} `json:"buckets"`
 	}
 	if err := json.Unmarshal([]byte(res.stdout), &out); err != nil || len(out.Buckets) != 2 {
@@ -41,8 +43,8 @@ func TestQuotaStatusNamesCounterBuckets(t *testing.T) {
 	}
 	for _, b := range out.Buckets {
 		if (b.Name == "search") != (b.Algorithm == "counter") || (b.Slots != nil) != (b.Name == "search") ||
-			(b.Slots != nil && *b.Slots != 61) {
-			t.Errorf("bucket %s: algorithm %q slots %v", b.Name, b.Algorithm, b.Slots)
+			(b.Slots != nil && *b.Slots != 61) || (b.Entries == nil) != (b.Name == "search") {
+			t.Errorf("bucket %s: algorithm %q slots %v entries %v", b.Name, b.Algorithm, b.Slots, b.Entries)
 		}
 	}
 }

@@ -6,7 +6,6 @@ package config
 
 import (
 	"bytes"
-	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -215,32 +214,6 @@ type BucketConfig struct {
 	// current window). The window must split into slots-1 whole
 	// microseconds. Only with algorithm: counter.
 	Slots int `yaml:"slots"`
-}
-
-// checkAlgorithm validates the algorithm and slots settings of bucket b, field f
-// (e.g. "quota.buckets[0]"); errors name the setting.
-func (b BucketConfig) checkAlgorithm(f string) error {
-	switch quota.Algorithm(b.Algorithm) {
-	case "", quota.AlgorithmLog:
-		if b.Slots != 0 {
-			return invalid(f+".slots", b.Slots, "applies to algorithm: counter only")
-		}
-		return nil
-	case quota.AlgorithmCounter:
-	default:
-		return invalid(f+".algorithm", Truncate(b.Algorithm, 40), "want log or counter")
-	}
-	if b.Calendar {
-		return invalid(f+".algorithm", b.Algorithm, "cannot be combined with calendar: true (a Pacific day is counted by the log)")
-	}
-	n := cmp.Or(b.Slots, quota.DefaultCounterSlots)
-	if n < quota.MinCounterSlots || n > quota.MaxCounterSlots {
-		return invalid(f+".slots", b.Slots, "want %d-%d counters", quota.MinCounterSlots, quota.MaxCounterSlots)
-	}
-	if w := time.Duration(b.Window); w%time.Microsecond != 0 || w.Microseconds()%int64(n-1) != 0 {
-		return invalid(f+".slots", n, "window %s does not split into %d sub-windows of whole microseconds", w, n-1)
-	}
-	return nil
 }
 
 // Log configures zerolog.
@@ -812,11 +785,12 @@ func (c *Config) Limits() ([]quota.Bucket, quota.Costs, error) {
 		if !b.Calendar && time.Duration(b.Window) < time.Millisecond {
 			return nil, nil, invalid(f+".window", time.Duration(b.Window), "must be at least 1ms")
 		}
-		if err := b.checkAlgorithm(f); err != nil {
-			return nil, nil, err
-		}
 		qb := quota.Bucket{Name: b.Name, Limit: b.Limit, Window: time.Duration(b.Window), Calendar: b.Calendar,
 			Algorithm: quota.Algorithm(b.Algorithm), Slots: b.Slots}
+		var ae *quota.AlgorithmError
+		if err := qb.CheckAlgorithm(); errors.As(err, &ae) {
+			return nil, nil, invalid(f+"."+ae.Setting, ae.Value, "%s", ae.Reason)
+		}
 		byName[b.Name] = qb
 		buckets = append(buckets, qb)
 	}

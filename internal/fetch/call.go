@@ -140,13 +140,14 @@ func (r *Runner) refund(ctx context.Context, st *runState, method string, res qu
 		log.Warn().Err(err).Msg("cannot refund a call that never left the host; its units stay counted")
 		return
 	}
-	for bucket, units := range res.Units() {
+	refunded := res.Units()
+	for bucket, units := range refunded {
 		st.run.Units[bucket] -= units
 	}
 	if err := r.Store.RecordUsage(ctx, *st.run); err != nil {
 		log.Warn().Err(err).Msg("cannot record the run's units so far")
 	}
-	log.Info().Interface("refunded", res.Units()).Msg("the call never left the host; its units were refunded")
+	log.Info().Interface("refunded", refunded).Msg("the call never left the host; its units were refunded")
 }
 
 // retryable reports whether err is a transient failure worth another

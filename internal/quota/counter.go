@@ -61,32 +61,48 @@ func (b Bucket) SubWindow() time.Duration {
 	return b.Window / time.Duration(n-1)
 }
 
-// checkAlgorithm reports a bucket whose algorithm settings are invalid: an
+// CheckAlgorithm reports a bucket whose algorithm settings are invalid: an
 // unknown algorithm, Slots on a log bucket, Slots outside
 // MinCounterSlots..MaxCounterSlots, a counter on a calendar bucket, or a
-// window that Slots-1 sub-windows cannot split into whole microseconds.
-func (b Bucket) checkAlgorithm() error {
+// window that Slots-1 sub-windows cannot split into whole microseconds. The
+// error is an *AlgorithmError naming the setting; nil when valid.
+func (b Bucket) CheckAlgorithm() error {
+	bad := func(setting string, value any, format string, args ...any) error {
+		return &AlgorithmError{Bucket: b.Name, Setting: setting, Value: value, Reason: fmt.Sprintf(format, args...)}
+	}
 	switch b.Algorithm {
 	case "", AlgorithmLog:
 		if b.Slots != 0 {
-			return fmt.Errorf("quota: bucket %q: slots %d applies to algorithm counter only", b.Name, b.Slots)
+			return bad("slots", b.Slots, "applies to algorithm: counter only")
 		}
 		return nil
 	case AlgorithmCounter:
 	default:
-		return fmt.Errorf("quota: bucket %q: algorithm %q: want log or counter", b.Name, b.Algorithm)
+		return bad("algorithm", b.Algorithm, "want log or counter")
 	}
 	if b.Calendar {
-		return fmt.Errorf("quota: bucket %q: algorithm counter cannot be combined with calendar (a Pacific day is counted by the log)", b.Name)
+		return bad("algorithm", b.Algorithm, "cannot be combined with calendar: true (a Pacific day is counted by the log)")
 	}
 	n := b.CounterSlots()
 	if n < MinCounterSlots || n > MaxCounterSlots {
-		return fmt.Errorf("quota: bucket %q: slots %d: want %d-%d", b.Name, n, MinCounterSlots, MaxCounterSlots)
+		return bad("slots", n, "want %d-%d counters", MinCounterSlots, MaxCounterSlots)
 	}
 	if us := b.Window.Microseconds(); b.Window%time.Microsecond != 0 || us%int64(n-1) != 0 || us/int64(n-1) < 1 {
-		return fmt.Errorf("quota: bucket %q: slots %d: window %s does not split into %d sub-windows of whole microseconds", b.Name, n, b.Window, n-1)
+		return bad("slots", n, "window %s does not split into %d sub-windows of whole microseconds", b.Window, n-1)
 	}
 	return nil
+}
+
+// AlgorithmError is Bucket.CheckAlgorithm's error: Setting ("algorithm" or
+// "slots") of bucket Bucket has Value, which is invalid for Reason.
+type AlgorithmError struct {
+	Bucket, Setting string
+	Value           any
+	Reason          string
+}
+
+func (e *AlgorithmError) Error() string {
+	return fmt.Sprintf("quota: bucket %q: %s %v: %s", e.Bucket, e.Setting, e.Value, e.Reason)
 }
 
 // counterSpec is the geometry of a counter bucket: n counters, each slotUS
@@ -219,7 +235,7 @@ func (w counterWindow) retryUS(limit, cost int64) int64 {
 	return int64(n) * cs.slotUS
 }
 
-// counterTodayUS is the units of the counters w holds that start at or
+// usedSince is the units of the counters w holds that start at or
 // after midnightUS: UsedToday of a counter bucket, a lower bound (the
 // counter straddling midnight and older ones are not counted).
 func (w counterWindow) usedSince(midnightUS int64) (used int64) {
@@ -230,6 +246,16 @@ func (w counterWindow) usedSince(midnightUS int64) (used int64) {
 		}
 	}
 	return used
+}
+
+// counterDecide decides cost in counter bucket b from its window w, read
+// at w.now >= nowUS (the latest stamp, when the clock reads a little
+// earlier): whether it fits, and if not, the Retry-After (at least 1 µs).
+func counterDecide(w counterWindow, b Bucket, cost, nowUS int64) (fits bool, retryAfter time.Duration) {
+	if w.fits(b.Limit, cost) {
+		return true, 0
+	}
+	return false, time.Duration(max(w.retryUS(b.Limit, cost)+w.now-nowUS, 1)) * time.Microsecond
 }
 
 // claimRefund marks r refunded when it charged a counter bucket and

@@ -3,7 +3,6 @@ package quota
 import (
 	"context"
 	"database/sql"
-	"time"
 )
 
 // The SQLite backend's counter buckets (schema version 3): table
@@ -50,61 +49,73 @@ CREATE TABLE IF NOT EXISTS quota_counter (
 PRAGMA user_version = 3;
 `
 
-// counterRead returns counter bucket b's window at max(nowUS, the latest
-// stamp recorded in it) and that latest stamp (0 if none). A read-only
-// database older than version 3 has no counters: an empty window.
-func (s *SQLiteBackend) counterRead(ctx context.Context, tx *sql.Tx, credential string, b Bucket, nowUS int64) (counterWindow, int64, error) {
+// sqliteCounters is what counterRead found of a counter bucket: its window
+// at max(now, newest), newest (the latest stamp recorded in it, 0 if none)
+// and stale (rows of another configuration are left, for counterAdd to
+// delete).
+type sqliteCounters struct {
+	w      counterWindow
+	newest int64
+	stale  bool
+}
+
+// counterRead reads counter bucket b at nowUS (see sqliteCounters). A
+// read-only database older than version 3 has no counters: an empty
+// window.
+func (s *SQLiteBackend) counterRead(ctx context.Context, tx *sql.Tx, credential string, b Bucket, nowUS int64) (sqliteCounters, error) {
 	cs := counterSpecOf(b)
-	w := counterWindow{cs: cs, now: nowUS, u: make([]int64, cs.n)}
+	out := sqliteCounters{w: counterWindow{cs: cs, now: nowUS, u: make([]int64, cs.n)}}
 	if _, ok := s.stmts[sqlCounterRead]; !ok {
-		return w, 0, nil
+		return out, nil
 	}
 	st, err := s.stmt(ctx, tx, sqlCounterRead)
 	if err != nil {
-		return w, 0, err
+		return out, err
 	}
 	rows, err := st.QueryContext(ctx, credential, b.Name)
 	if err != nil {
-		return w, 0, err
+		return out, err
 	}
 	defer rows.Close()
 	n := int64(cs.n)
 	type row struct{ slot, units int64 }
 	var kept []row
-	var newest int64
 	for rows.Next() {
 		var pos, slot, span, units, ts int64
 		if err := rows.Scan(&pos, &slot, &span, &units, &ts); err != nil {
-			return w, 0, err
+			return out, err
 		}
 		if span != cs.slotUS || pos >= n || slot%n != pos {
-			continue // another configuration's row
+			out.stale = true // another configuration's row
+			continue
 		}
-		newest = max(newest, ts)
+		out.newest = max(out.newest, ts)
 		kept = append(kept, row{slot, units})
 	}
 	if err := rows.Err(); err != nil {
-		return w, 0, err
+		return out, err
 	}
-	w.now = max(nowUS, newest)
+	w := &out.w
+	w.now = max(nowUS, out.newest)
 	c, _ := cs.slot(w.now)
 	for _, r := range kept {
 		if i := r.slot - (c - n + 1); i >= 0 && i < n {
 			w.u[i] = r.units
 		}
 	}
-	return w, newest, nil
+	return out, nil
 }
 
-// counterAdd records units stamped at in counter bucket b.
-func (s *SQLiteBackend) counterAdd(ctx context.Context, tx *sql.Tx, credential string, b Bucket, at, units int64) error {
+// counterAdd records units stamped at in counter bucket b, and deletes the
+// rows of another configuration when counterRead found some (stale).
+func (s *SQLiteBackend) counterAdd(ctx context.Context, tx *sql.Tx, credential string, b Bucket, at, units int64, stale bool) error {
 	cs := counterSpecOf(b)
 	j, _ := cs.slot(at)
 	add, err := s.stmt(ctx, tx, sqlCounterAdd)
 	if err != nil {
 		return err
 	}
-	if _, err := add.ExecContext(ctx, credential, b.Name, j%int64(cs.n), j, cs.slotUS, units, at); err != nil {
+	if _, err := add.ExecContext(ctx, credential, b.Name, j%int64(cs.n), j, cs.slotUS, units, at); err != nil || !stale {
 		return err
 	}
 	prune, err := s.stmt(ctx, tx, sqlCounterPrune)
@@ -129,14 +140,4 @@ func (s *SQLiteBackend) counterRefund(ctx context.Context, tx *sql.Tx, credentia
 	}
 	_, err = refund.ExecContext(ctx, units, credential, b.Name, j%int64(cs.n), j, cs.slotUS)
 	return err
-}
-
-// counterDecide decides cost in counter bucket b from its window w, read
-// at w.now >= nowUS (the latest stamp, when the clock reads a little
-// earlier): whether it fits, and if not, the Retry-After (at least 1 µs).
-func counterDecide(w counterWindow, b Bucket, cost, nowUS int64) (fits bool, retryAfter time.Duration) {
-	if w.fits(b.Limit, cost) {
-		return true, 0
-	}
-	return false, time.Duration(max(w.retryUS(b.Limit, cost)+w.now-nowUS, 1)) * time.Microsecond
 }

@@ -11,12 +11,17 @@ import (
 // injected clock: clock steps (doc.go, "Clock steps") and refunds of
 // entries stamped in the same microsecond.
 
-// embeddedBackends returns a fresh SQLite and a fresh memory backend, both
-// reading clock.
-func embeddedBackends(t *testing.T, clock *fakeClock) map[string]Backend {
-	return map[string]Backend{
-		"sqlite": newTestSQLite(t, WithClock(clock.Now)),
-		"memory": NewMemory(WithMemoryClock(clock.Now)),
+// eachEmbedded runs test as a subtest on a fresh SQLite and a fresh memory
+// backend, each reading its own fake clock set to start.
+func eachEmbedded(t *testing.T, start time.Time, test func(t *testing.T, clock *fakeClock, b Backend)) {
+	for name, open := range map[string]func(*testing.T, *fakeClock) Backend{
+		"sqlite": func(t *testing.T, c *fakeClock) Backend { return newTestSQLite(t, WithClock(c.Now)) },
+		"memory": func(_ *testing.T, c *fakeClock) Backend { return NewMemory(WithMemoryClock(c.Now)) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			clock := newFakeClock(start)
+			test(t, clock, open(t, clock))
+		})
 	}
 }
 
@@ -27,50 +32,46 @@ func embeddedBackends(t *testing.T, clock *fakeClock) map[string]Backend {
 // meanwhile.
 func TestEmbeddedClockStepBack(t *testing.T) {
 	start := time.Date(2026, 5, 4, 12, 0, 0, 0, time.UTC)
-	for _, name := range []string{"sqlite", "memory"} {
-		t.Run(name, func(t *testing.T) {
-			clock := newFakeClock(start)
-			b := embeddedBackends(t, clock)[name]
-			units := Bucket{Name: "units", Limit: 3, Window: time.Minute}
-			other := Bucket{Name: "other", Limit: 100, Window: time.Minute}
-			mustAllow(t, b, "c", charge(units, 1))
+	eachEmbedded(t, start, func(t *testing.T, clock *fakeClock, b Backend) {
+		units := Bucket{Name: "units", Limit: 3, Window: time.Minute}
+		other := Bucket{Name: "other", Limit: 100, Window: time.Minute}
+		mustAllow(t, b, "c", charge(units, 1))
 
-			// Within the tolerance: admitted, stamped at the newest entry.
-			clock.Set(start.Add(-ClockStepTolerance))
-			d := mustAllow(t, b, "c", charge(units, 1))
-			if at := d.Reservation.entries[0].at; at != start.UnixMicro() || d.ClockBehind != 0 {
-				t.Fatalf("within the tolerance: stamped %v, ClockBehind %v; want %v and 0", time.UnixMicro(at).UTC(), d.ClockBehind, start)
-			}
+		// Within the tolerance: admitted, stamped at the newest entry.
+		clock.Set(start.Add(-ClockStepTolerance))
+		d := mustAllow(t, b, "c", charge(units, 1))
+		if at := d.Reservation.entries[0].at; at != start.UnixMicro() || d.ClockBehind != 0 {
+			t.Fatalf("within the tolerance: stamped %v, ClockBehind %v; want %v and 0", time.UnixMicro(at).UTC(), d.ClockBehind, start)
+		}
 
-			// An hour back: refused, with how far and until when.
-			clock.Set(start.Add(-time.Hour))
-			before := mustStatus(t, b, "c", []Bucket{units}, nil)
-			d = mustDeny(t, b, "c", charge(units, 1, other, int64(1)), "units")
-			if d.ClockBehind != time.Hour || d.RetryAfter != time.Hour-ClockStepTolerance {
-				t.Fatalf("an hour back: ClockBehind %v, RetryAfter %v; want 1h and %v", d.ClockBehind, d.RetryAfter, time.Hour-ClockStepTolerance)
-			}
-			if after := mustStatus(t, b, "c", []Bucket{units}, nil); stateOf(after) != stateOf(before) {
-				t.Fatalf("a refused reservation wrote:\nbefore %s\nafter  %s", stateOf(before), stateOf(after))
-			}
-			// A bucket without entries is not held back by the clock.
-			mustAllow(t, b, "c", charge(other, 1))
-			// One µs short of the tolerance: still refused; then admitted.
-			clock.Set(start.Add(-ClockStepTolerance - time.Microsecond))
-			if d := mustDeny(t, b, "c", charge(units, 1), "units"); d.ClockBehind != ClockStepTolerance+time.Microsecond || d.RetryAfter != time.Microsecond {
-				t.Fatalf("1µs past the tolerance: ClockBehind %v, RetryAfter %v", d.ClockBehind, d.RetryAfter)
-			}
-			clock.Set(start.Add(-ClockStepTolerance))
-			mustAllow(t, b, "c", charge(units, 1)) // the third unit
-			mustDeny(t, b, "c", charge(units, 1), "units")
-			// The window still ends a minute after the entries' stamps.
-			clock.Set(start.Add(time.Minute - time.Microsecond))
-			if d := mustDeny(t, b, "c", charge(units, 1), "units"); d.ClockBehind != 0 {
-				t.Fatalf("full, clock fine: ClockBehind %v, want 0", d.ClockBehind)
-			}
-			clock.Set(start.Add(time.Minute))
-			mustAllow(t, b, "c", charge(units, 3))
-		})
-	}
+		// An hour back: refused, with how far and until when.
+		clock.Set(start.Add(-time.Hour))
+		before := mustStatus(t, b, "c", []Bucket{units}, nil)
+		d = mustDeny(t, b, "c", charge(units, 1, other, int64(1)), "units")
+		if d.ClockBehind != time.Hour || d.RetryAfter != time.Hour-ClockStepTolerance {
+			t.Fatalf("an hour back: ClockBehind %v, RetryAfter %v; want 1h and %v", d.ClockBehind, d.RetryAfter, time.Hour-ClockStepTolerance)
+		}
+		if after := mustStatus(t, b, "c", []Bucket{units}, nil); stateOf(after) != stateOf(before) {
+			t.Fatalf("a refused reservation wrote:\nbefore %s\nafter  %s", stateOf(before), stateOf(after))
+		}
+		// A bucket without entries is not held back by the clock.
+		mustAllow(t, b, "c", charge(other, 1))
+		// One µs short of the tolerance: still refused; then admitted.
+		clock.Set(start.Add(-ClockStepTolerance - time.Microsecond))
+		if d := mustDeny(t, b, "c", charge(units, 1), "units"); d.ClockBehind != ClockStepTolerance+time.Microsecond || d.RetryAfter != time.Microsecond {
+			t.Fatalf("1µs past the tolerance: ClockBehind %v, RetryAfter %v", d.ClockBehind, d.RetryAfter)
+		}
+		clock.Set(start.Add(-ClockStepTolerance))
+		mustAllow(t, b, "c", charge(units, 1)) // the third unit
+		mustDeny(t, b, "c", charge(units, 1), "units")
+		// The window still ends a minute after the entries' stamps.
+		clock.Set(start.Add(time.Minute - time.Microsecond))
+		if d := mustDeny(t, b, "c", charge(units, 1), "units"); d.ClockBehind != 0 {
+			t.Fatalf("full, clock fine: ClockBehind %v, want 0", d.ClockBehind)
+		}
+		clock.Set(start.Add(time.Minute))
+		mustAllow(t, b, "c", charge(units, 3))
+	})
 }
 
 // TestEmbeddedClockStepForward documents the other direction: a step
@@ -78,17 +79,13 @@ func TestEmbeddedClockStepBack(t *testing.T) {
 // admitted again (the local clock decides; doc.go, "Clock steps").
 func TestEmbeddedClockStepForward(t *testing.T) {
 	start := time.Date(2026, 5, 4, 12, 0, 0, 0, time.UTC)
-	for _, name := range []string{"sqlite", "memory"} {
-		t.Run(name, func(t *testing.T) {
-			clock := newFakeClock(start)
-			b := embeddedBackends(t, clock)[name]
-			units := Bucket{Name: "units", Limit: 3, Window: 24 * time.Hour}
-			mustAllow(t, b, "c", charge(units, 3))
-			mustDeny(t, b, "c", charge(units, 1), "units")
-			clock.Advance(24 * time.Hour)
-			mustAllow(t, b, "c", charge(units, 3))
-		})
-	}
+	eachEmbedded(t, start, func(t *testing.T, clock *fakeClock, b Backend) {
+		units := Bucket{Name: "units", Limit: 3, Window: 24 * time.Hour}
+		mustAllow(t, b, "c", charge(units, 3))
+		mustDeny(t, b, "c", charge(units, 1), "units")
+		clock.Advance(24 * time.Hour)
+		mustAllow(t, b, "c", charge(units, 3))
+	})
 }
 
 // TestEmbeddedRefundSameMicrosecond: with a clock that does not move, two
@@ -96,28 +93,24 @@ func TestEmbeddedClockStepForward(t *testing.T) {
 // own, and refunding it again takes neither the other nor a newer twin.
 func TestEmbeddedRefundSameMicrosecond(t *testing.T) {
 	start := time.Date(2026, 5, 4, 12, 0, 0, 0, time.UTC)
-	for _, name := range []string{"sqlite", "memory"} {
-		t.Run(name, func(t *testing.T) {
-			clock := newFakeClock(start)
-			b := embeddedBackends(t, clock)[name]
-			units := Bucket{Name: "units", Limit: 10, Window: time.Hour}
-			used := func() int64 { return mustStatus(t, b, "c", []Bucket{units}, nil).Buckets[0].Used }
-			a := mustAllow(t, b, "c", charge(units, 2))
-			mustAllow(t, b, "c", charge(units, 2))
-			mustRefund(t, b, "c", a.Reservation)
-			mustRefund(t, b, "c", a.Reservation)
-			if u := used(); u != 2 {
-				t.Fatalf("used %d after refunding one of two twins twice, want 2", u)
-			}
-			mustAllow(t, b, "c", charge(units, 2)) // a new twin, same µs, same cost
-			mustRefund(t, b, "c", a.Reservation)
-			if u := used(); u != 4 {
-				t.Fatalf("used %d after a third refund of the first, want 4", u)
-			}
-			mustAllow(t, b, "c", charge(units, 6))
-			mustDeny(t, b, "c", charge(units, 1), "units")
-		})
-	}
+	eachEmbedded(t, start, func(t *testing.T, clock *fakeClock, b Backend) {
+		units := Bucket{Name: "units", Limit: 10, Window: time.Hour}
+		used := func() int64 { return mustStatus(t, b, "c", []Bucket{units}, nil).Buckets[0].Used }
+		a := mustAllow(t, b, "c", charge(units, 2))
+		mustAllow(t, b, "c", charge(units, 2))
+		mustRefund(t, b, "c", a.Reservation)
+		mustRefund(t, b, "c", a.Reservation)
+		if u := used(); u != 2 {
+			t.Fatalf("used %d after refunding one of two twins twice, want 2", u)
+		}
+		mustAllow(t, b, "c", charge(units, 2)) // a new twin, same µs, same cost
+		mustRefund(t, b, "c", a.Reservation)
+		if u := used(); u != 4 {
+			t.Fatalf("used %d after a third refund of the first, want 4", u)
+		}
+		mustAllow(t, b, "c", charge(units, 6))
+		mustDeny(t, b, "c", charge(units, 1), "units")
+	})
 }
 
 // TestSQLiteMigratesV1: a quota database written by a version 1 binary

@@ -129,6 +129,22 @@ func BenchmarkHeadToHead(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+	// script runs s (which replies an array whose first value is 1 when it
+	// admits); reserve runs trendfetch's Reserve.
+	script := func(name string, s *redis.Script, keys []string, args []any) func() {
+		return func() {
+			if n, err := s.Run(ctx, c, keys, args...).Int64Slice(); err != nil || n[0] != 1 {
+				b.Fatalf("%s: %v %v", name, n, err)
+			}
+		}
+	}
+	reserve := func(name, cred string, ch []BucketCharge) func() {
+		return func() {
+			if d, err := rb.Reserve(ctx, cred, ch); err != nil || !d.Allowed {
+				b.Fatalf("%s: %+v %v", name, d, err)
+			}
+		}
+	}
 	decisions := []struct {
 		name string
 		run  func()
@@ -158,56 +174,15 @@ func BenchmarkHeadToHead(b *testing.B) {
 				b.Fatalf("gcra100: %+v %v", r, err)
 			}
 		}},
-		{"layout", func() {
-			if n, err := layoutScript.Run(ctx, c, layoutKeys, layoutArgs...).Int64Slice(); err != nil || n[0] != 1 {
-				b.Fatalf("layout: %v %v", n, err)
-			}
-		}},
-		{"layout2b", func() {
-			if n, err := layoutScript.Run(ctx, c, layout2Keys, layout2Args...).Int64Slice(); err != nil || n[0] != 1 {
-				b.Fatalf("layout2b: %v %v", n, err)
-			}
-		}},
-		{"tfscript", func() {
-			if n, err := redisReserveScript.Run(ctx, c, scriptKeys, layoutArgs...).Int64Slice(); err != nil || n[0] != 1 {
-				b.Fatalf("tfscript: %v %v", n, err)
-			}
-		}},
-		{"tfscript2b", func() {
-			if n, err := redisReserveScript.Run(ctx, c, script2Keys, layout2Args...).Int64Slice(); err != nil || n[0] != 1 {
-				b.Fatalf("tfscript2b: %v %v", n, err)
-			}
-		}},
-		{"tf1", func() {
-			d, err := rb.Reserve(ctx, "bench-h2h-1", charge(big, 1))
-			if err != nil || !d.Allowed {
-				b.Fatalf("tf1: %+v %v", d, err)
-			}
-		}},
-		{"tf100", func() {
-			d, err := rb.Reserve(ctx, "bench-h2h-100", charge(big, 100))
-			if err != nil || !d.Allowed {
-				b.Fatalf("tf100: %+v %v", d, err)
-			}
-		}},
-		{"tf2b", func() {
-			d, err := rb.Reserve(ctx, "bench-h2h-2b", charge(big, 100, search, int64(1)))
-			if err != nil || !d.Allowed {
-				b.Fatalf("tf2b: %+v %v", d, err)
-			}
-		}},
-		{"tfc2", func() {
-			d, err := rb.Reserve(ctx, "bench-h2h-c2", charge(counter2, 1))
-			if err != nil || !d.Allowed {
-				b.Fatalf("tfc2: %+v %v", d, err)
-			}
-		}},
-		{"tfc61", func() {
-			d, err := rb.Reserve(ctx, "bench-h2h-c61", charge(counter61, 1))
-			if err != nil || !d.Allowed {
-				b.Fatalf("tfc61: %+v %v", d, err)
-			}
-		}},
+		{"layout", script("layout", layoutScript, layoutKeys, layoutArgs)},
+		{"layout2b", script("layout2b", layoutScript, layout2Keys, layout2Args)},
+		{"tfscript", script("tfscript", redisReserveScript, scriptKeys, layoutArgs)},
+		{"tfscript2b", script("tfscript2b", redisReserveScript, script2Keys, layout2Args)},
+		{"tf1", reserve("tf1", "bench-h2h-1", charge(big, 1))},
+		{"tf100", reserve("tf100", "bench-h2h-100", charge(big, 100))},
+		{"tf2b", reserve("tf2b", "bench-h2h-2b", charge(big, 100, search, int64(1)))},
+		{"tfc2", reserve("tfc2", "bench-h2h-c2", charge(counter2, 1))},
+		{"tfc61", reserve("tfc61", "bench-h2h-c61", charge(counter61, 1))},
 	}
 	// Warm every path (script caches, connection).
 	for _, d := range decisions {

@@ -275,7 +275,7 @@ func New(backend Backend, buckets []Bucket, costs Costs) (*Limiter, error) {
 		if !b.Calendar && b.Window <= 0 {
 			return nil, fmt.Errorf("quota: bucket %q: window %s must be > 0", b.Name, b.Window)
 		}
-		if err := b.checkAlgorithm(); err != nil {
+		if err := b.CheckAlgorithm(); err != nil {
 			return nil, err
 		}
 		if _, dup := l.buckets[b.Name]; dup {

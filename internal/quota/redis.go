@@ -224,7 +224,7 @@ func (r *RedisBackend) Reserve(ctx context.Context, credential string, charges [
 		if c.Units > c.Limit {
 			return Decision{}, &CostError{Bucket: c.Name, Units: c.Units, Limit: c.Limit}
 		}
-		if err := c.checkAlgorithm(); err != nil {
+		if err := c.CheckAlgorithm(); err != nil {
 			return Decision{}, err
 		}
 		keys = append(keys, r.scriptBucketKey(credential, c.Bucket))
@@ -368,7 +368,7 @@ func (r *RedisBackend) Status(ctx context.Context, credential string, buckets []
 				return st, redisDuplicateBucket(b.Name)
 			}
 		}
-		if err := b.checkAlgorithm(); err != nil {
+		if err := b.CheckAlgorithm(); err != nil {
 			return st, err
 		}
 		keys = append(keys, r.scriptBucketKey(credential, b))
@@ -655,55 +655,43 @@ func RedisClientFromURL(rawURL string, clusterAddrs []string, opts ...RedisClien
 	if o.PoolTimeout == 0 {
 		o.PoolTimeout = o.DialTimeout + o.ReadTimeout
 	}
-	minBackoff, maxBackoff := 8*time.Millisecond, 64*time.Millisecond
-	if len(clusterAddrs) > 0 {
+	// What every kind of client shares: one dial attempt per command (a
+	// dead Redis fails fast), short retry backoffs, context deadlines.
+	u := &redis.UniversalOptions{
+		Username:              o.Username,
+		Password:              o.Password,
+		DB:                    o.DB,
+		TLSConfig:             o.TLSConfig,
+		DialTimeout:           o.DialTimeout,
+		DialerRetries:         1,
+		ReadTimeout:           o.ReadTimeout,
+		WriteTimeout:          o.WriteTimeout,
+		PoolTimeout:           o.PoolTimeout,
+		MaxRetries:            o.MaxRetries,
+		MinRetryBackoff:       8 * time.Millisecond,
+		MaxRetryBackoff:       64 * time.Millisecond,
+		ContextTimeoutEnabled: true,
+	}
+	switch {
+	case len(clusterAddrs) > 0:
 		if o.DB != 0 {
 			return nil, fmt.Errorf("quota: Redis URL %s selects db %d, but Redis Cluster has only db 0", RedactRedisURL(rawURL), o.DB)
 		}
-		return redis.NewClusterClient(&redis.ClusterOptions{
-			Addrs:                 clusterAddrs,
-			Username:              o.Username,
-			Password:              o.Password,
-			TLSConfig:             o.TLSConfig,
-			DialTimeout:           o.DialTimeout,
-			DialerRetries:         1,
-			ReadTimeout:           o.ReadTimeout,
-			WriteTimeout:          o.WriteTimeout,
-			PoolTimeout:           o.PoolTimeout,
-			MaxRetries:            o.MaxRetries,
-			MinRetryBackoff:       minBackoff,
-			MaxRetryBackoff:       maxBackoff,
-			MaxRedirects:          3,
-			ContextTimeoutEnabled: true,
-		}), nil
-	}
-	if sentinel {
+		u.Addrs, u.MaxRedirects = clusterAddrs, 3
+		return redis.NewClusterClient(u.Cluster()), nil
+	case sentinel:
 		// A failover client dials the master the Sentinels name; a dial
 		// during a failover fails fast, and the retry (after backoff) asks
 		// the Sentinels again.
-		return redis.NewFailoverClient(&redis.FailoverOptions{
-			MasterName:            cfg.sentinelMaster,
-			SentinelAddrs:         cfg.sentinelAddrs,
-			SentinelUsername:      cfg.sentinelUser,
-			SentinelPassword:      cfg.sentinelPassword,
-			Username:              o.Username,
-			Password:              o.Password,
-			DB:                    o.DB,
-			TLSConfig:             o.TLSConfig,
-			DialTimeout:           o.DialTimeout,
-			DialerRetries:         1,
-			ReadTimeout:           o.ReadTimeout,
-			WriteTimeout:          o.WriteTimeout,
-			PoolTimeout:           o.PoolTimeout,
-			MaxRetries:            o.MaxRetries,
-			MinRetryBackoff:       minBackoff,
-			MaxRetryBackoff:       maxBackoff,
-			ContextTimeoutEnabled: true,
-		}), nil
+		u.MasterName, u.Addrs = cfg.sentinelMaster, cfg.sentinelAddrs
+		u.SentinelUsername, u.SentinelPassword = cfg.sentinelUser, cfg.sentinelPassword
+		return redis.NewFailoverClient(u.Failover()), nil
 	}
-	o.DialerRetries = 1 // one dial attempt per command: a dead Redis fails fast
-	o.MinRetryBackoff, o.MaxRetryBackoff = minBackoff, maxBackoff
-	o.ContextTimeoutEnabled = true
+	// A single server keeps every option of its URL (network, query
+	// settings) plus the shared ones.
+	o.DialerRetries = u.DialerRetries
+	o.MinRetryBackoff, o.MaxRetryBackoff = u.MinRetryBackoff, u.MaxRetryBackoff
+	o.ContextTimeoutEnabled = u.ContextTimeoutEnabled
 	return redis.NewClient(o), nil
 }
 

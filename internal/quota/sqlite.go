@@ -489,16 +489,17 @@ func (s *SQLiteBackend) Reserve(ctx context.Context, credential string, charges 
 	}
 
 	states := make([]sqliteLog, len(charges))
-	counters := make([]counterWindow, len(charges))
+	counters := make([]sqliteCounters, len(charges))
 	denied, deniedRA := "", time.Duration(0)
 	for i, c := range charges {
 		if c.IsCounter() {
-			w, newest, err := s.counterRead(ctx, tx, credential, c.Bucket, nowUS)
+			cr, err := s.counterRead(ctx, tx, credential, c.Bucket, nowUS)
 			if err != nil {
 				return Decision{}, sqliteUnavailable("reserve", err)
 			}
-			counters[i] = w
-			ra, behind := clockStepWait(newest, nowUS)
+			counters[i] = cr
+			w := cr.w
+			ra, behind := clockStepWait(cr.newest, nowUS)
 			fits := false
 			if behind > 0 {
 				d.ClockBehind = max(d.ClockBehind, behind)
@@ -560,10 +561,11 @@ func (s *SQLiteBackend) Reserve(ctx context.Context, credential string, charges 
 	for i, c := range charges {
 		if c.IsCounter() {
 			// at is max(clock, latest stamp): see counterRead.
-			if err := s.counterAdd(ctx, tx, credential, c.Bucket, counters[i].now, c.Units); err != nil {
+			cr := counters[i]
+			if err := s.counterAdd(ctx, tx, credential, c.Bucket, cr.w.now, c.Units, cr.stale); err != nil {
 				return Decision{}, sqliteUnavailable("reserve", err)
 			}
-			d.Reservation.entries = append(d.Reservation.entries, reservedEntry{bucket: c.Bucket, units: c.Units, at: counters[i].now})
+			d.Reservation.entries = append(d.Reservation.entries, reservedEntry{bucket: c.Bucket, units: c.Units, at: cr.w.now})
 			d.Remaining[c.Name] = max(d.Remaining[c.Name]-c.Units, 0)
 			continue
 		}
@@ -707,11 +709,11 @@ func (s *SQLiteBackend) Status(ctx context.Context, credential string, buckets [
 	midnightUS := PacificMidnight(st.Now).UnixMicro()
 	for _, b := range buckets {
 		if b.IsCounter() {
-			w, _, err := s.counterRead(ctx, tx, credential, b, nowUS)
+			cr, err := s.counterRead(ctx, tx, credential, b, nowUS)
 			if err != nil {
 				return Status{}, sqliteUnavailable("status", err)
 			}
-			st.Buckets = append(st.Buckets, counterStatus(b, w, maxCost[b.Name], midnightUS))
+			st.Buckets = append(st.Buckets, counterStatus(b, cr.w, maxCost[b.Name], midnightUS))
 			continue
 		}
 		ls, err := s.readLog(ctx, tx, credential, b.Name, sqliteCutoffUS(b, nowUS))

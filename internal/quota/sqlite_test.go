@@ -3,6 +3,7 @@ package quota
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sync"
@@ -395,4 +396,31 @@ func BenchmarkSQLiteReserve(b *testing.B) {
 			}
 		}
 	})
+}
+
+// TestSQLiteCounterPrunesOtherConfiguration: the rows a counter bucket
+// left under another configuration (another sub-window length here) count
+// as 0 and are deleted by the next admission, so quota_counter holds at
+// most the current configuration's ring.
+func TestSQLiteCounterPrunesOtherConfiguration(t *testing.T) {
+	s := newTestSQLite(t)
+	before := Bucket{Name: "c", Limit: 10, Window: 7 * time.Hour, Algorithm: AlgorithmCounter, Slots: 8}
+	after := Bucket{Name: "c", Limit: 10, Window: time.Minute, Algorithm: AlgorithmCounter}
+	rows := func() (n int, spans string) {
+		t.Helper()
+		if err := s.db.QueryRow(`SELECT count(*), group_concat(span) FROM quota_counter WHERE credential = 'p' AND bucket = 'c'`).Scan(&n, &spans); err != nil {
+			t.Fatal(err)
+		}
+		return n, spans
+	}
+	mustAllow(t, s, "p", charge(before, 3))
+	if n, _ := rows(); n != 1 {
+		t.Fatalf("%d rows after one admission, want 1", n)
+	}
+	if d := mustAllow(t, s, "p", charge(after, 1)); d.Remaining["c"] != 9 {
+		t.Fatalf("Remaining %d under the new configuration, want 9 (the old row counts 0)", d.Remaining["c"])
+	}
+	if n, spans := rows(); n != 1 || spans != fmt.Sprint(after.SubWindow().Microseconds()) {
+		t.Fatalf("%d rows of spans %s after an admission under the new configuration, want only its own", n, spans)
+	}
 }

@@ -225,9 +225,11 @@ func openDSN(ctx context.Context, abs, dataSource string) (*Store, error) {
 		return nil, fmt.Errorf("cannot open database %s: %w", abs, err)
 	}
 	// Connections are cheap but each runs the pragmas; a handful is plenty
-	// (SQLite serialises writers anyway, WAL readers run in parallel).
-	db.SetMaxOpenConns(8)
-	db.SetMaxIdleConns(8)
+	// (SQLite serialises writers anyway, WAL readers run in parallel). All
+	// stay open when idle: a reopened connection starts with a cold cache.
+	const conns = 8
+	db.SetMaxOpenConns(conns)
+	db.SetMaxIdleConns(conns)
 	if err := pingRetry(ctx, db); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("cannot open database %s: %w%s", abs, err, spaceHint(filepath.Dir(abs)))
