@@ -80,8 +80,11 @@ const redisEvictBatch = 8
 // units-since-midnight (UsedToday) stays exact.
 //
 // A call is admitted when used + cost <= limit in every bucket it charges;
-// then (and only then) every bucket gets ZADD (+ PEXPIRE now and then) and
-// the state hash its new caches. A denial writes nothing. Retry-After for a
+// then every bucket keeps its ZADD, gets eviction and PEXPIRE now and then,
+// and the state hash its new caches. A denial leaves every key as it was:
+// a log bucket that fit before a later bucket denied has its entry removed
+// again by the same script (ZADD then ZREM: replicas and the AOF get both,
+// no client sees either), and nothing else is written. Retry-After for a
 // denied bucket: the call fits once the entries up to the first one whose
 // cum >= need = total + cost - limit have left the window; that entry is
 // found by binary search over ranks (ZRANGE i i, one O(log n) probe per
@@ -196,12 +199,19 @@ end
 //	      the cost, its identity for Refund (a counter bucket: now, the moment
 //	      whose counter Refund takes the units back from)
 var redisReserveScript = redis.NewScript(redisLuaPrelude + redisLuaCounter + `
--- The hot path makes four redis.calls (TIME, HMGET, ZADD, HSET) plus one
--- ZADD per extra bucket, and builds no table per log bucket: pass 1 leaves
--- a log bucket's state in its cache string (got[1 + i], rewritten only when
--- the split moved or the cache was rebuilt) and pass 2 reads it back with
--- log_state. A table per bucket cost ~0.8 µs of server time per bucket
--- (BenchmarkHeadToHead), about what a redis.call costs.
+-- One pass reads, decides and, while every bucket so far fits, records:
+-- the hot path makes four redis.calls (TIME, HMGET, ZADD, HSET) plus one
+-- ZADD per extra bucket and builds no table per log bucket (a table per
+-- bucket cost ~0.8 µs of server time, about what a redis.call costs; a
+-- second pass that decoded every bucket again cost ~1.5 µs for two:
+-- BenchmarkHeadToHead). When a bucket denies after earlier log buckets
+-- recorded their entries, undo removes those entries again (ZREM of the
+-- exact member) before the script returns, so no client ever sees them;
+-- what stays is only what an admission does for housekeeping (expired
+-- entries evicted, a TTL refreshed). Counter buckets are written after the
+-- pass, once the call is admitted. A log bucket's state before the call
+-- stays in its cache string got[1 + i] (re-packed when its split moved or
+-- it was rebuilt), which log_state decodes for undo and the denial reply.
 local n = #KEYS - 1
 local NAMES = 2      -- ARGV index of bucket 1's name; bucket i's is NAMES + i - 1
 local PARAMS = n + 2 -- ARGV index of bucket 1's packed values; bucket i's is PARAMS + i - 1
@@ -215,7 +225,7 @@ local ex_until = tonumber(got[1]) or 0
 if ex_until <= now then ex_until = 0 end
 
 -- log_state(i) -> key, cost, limit, window, lo, total, newest, split_lo,
--- split_cum, split_next, oldest of log bucket i after pass 1 (lo: the
+-- split_cum, split_next, oldest of log bucket i before this call (lo: the
 -- first µs of its window)
 local function log_state(i)
   local cost, limit, window = struct.unpack('<ddd', ARGV[PARAMS + i - 1])
@@ -224,35 +234,55 @@ local function log_state(i)
   return KEYS[i + 1], cost, limit, window, lo, struct.unpack('<dddddd', got[i + 1])
 end
 
--- pass 1: read every bucket (from its cache; the log only when the cache
--- cannot answer) and decide. A counter bucket's read is kept in counters[i]
--- (u, span, c, r, own, slots from C.read; used, the estimate; over, it denies).
+-- A counter bucket's read is kept in counters[i] (u, span, c, r, own,
+-- slots from C.read; used, the estimate; over, it denies).
 local C        -- counter helpers, built at the first counter bucket
 local counters -- built at the first counter bucket
-local rebuilt  -- rebuilt[i]: bucket i's cache was rebuilt from its log
+
+-- undo(m): remove the entries log buckets 1..m recorded in this pass
+local function undo(m)
+  for i = 1, m do
+    if not (counters and counters[i]) then
+      local key, cost, _, _, _, total = log_state(i)
+      redis.call('ZREM', key, string.format('%016d:%d', total + cost, cost))
+    end
+  end
+end
+
 local allowed = (ex_until == 0)
+local reply = {1, now, 0, 0, 0}
+local hset = {}
+local later -- key, entries to evict, TTL ms (0: none) per log bucket that needs either
+local state_ttl = 0
 for i = 1, n do
   local key = KEYS[i + 1]
   local cost, limit, window, slots = struct.unpack('<dddd', ARGV[PARAMS + i - 1])
+  local fits
   if slots > 0 then
     C, counters = C or counter_lib(), counters or {}
     local u, span, c, r, own = C.read(key, now, window, slots)
     local full, w, used = C.estimate(u, slots, span, r)
-    local over = w > limit - full - cost
-    counters[i] = {u = u, span = span, c = c, r = r, own = own, slots = slots, used = used, over = over}
-    if over then allowed = false end
+    fits = not (w > limit - full - cost)
+    counters[i] = {u = u, span = span, c = c, r = r, own = own, slots = slots, used = used, over = not fits}
+    if fits then
+      local left = limit - used - cost
+      if left < 0 then left = 0 end
+      reply[5 + i], reply[5 + n + i] = left, now
+    end
   else
+    -- read the bucket (from its cache; the log only when the cache cannot
+    -- answer) and decide
     local lo = now - window + 1
     if window == 0 then lo = last_mid end
     local total, newest, slo, scum, snext, oldest
-    local moved = false -- the cache must be rewritten for pass 2
+    local moved = false   -- got[1 + i] must be re-packed
+    local rebuilt = false -- the cache was rebuilt from the log
     local c = got[i + 1]
     if c and #c == 48 then
       total, newest, slo, scum, snext, oldest = struct.unpack('<dddddd', c)
     else
       -- no cache: rebuild it from the log, forcing the split search below
-      rebuilt, moved = rebuilt or {}, true
-      rebuilt[i] = true
+      rebuilt, moved = true, true
       total, newest, slo, scum, snext, oldest = 0, 0, INF, 0, 0, INF
       local last = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
       if last[1] then
@@ -274,16 +304,71 @@ for i = 1, n do
       moved = true
     end
     if moved then got[i + 1] = struct.pack('<dddddd', total, newest, slo, scum, snext, oldest) end
-    if total - scum + cost > limit then allowed = false end
+    fits = total - scum + cost <= limit
+    if fits and allowed then
+      -- record the entry and its cache; bounded eviction of entries that
+      -- matter neither to the window nor to today, and (now and then) a
+      -- TTL, are housekeeping left for after the decision (later)
+      local cutoff = lo
+      if last_mid < cutoff then cutoff = last_mid end
+      local refresh = rebuilt or newest > now or newest < last_mid or
+        math.floor(now / TTL_REFRESH_US) ~= math.floor(newest / TTL_REFRESH_US)
+      local evict = 0
+      if oldest < cutoff then
+        local expired = redis.call('ZCOUNT', key, '-inf', '(' .. fmt(cutoff))
+        if expired > 0 then
+          evict = math.min(expired, EVICT_BATCH)
+          if newest < cutoff then refresh = true end
+        end
+        if expired <= EVICT_BATCH then
+          -- every entry before cutoff will be gone; the first one left is the
+          -- split's next entry when cutoff is the window's start, else at
+          -- least cutoff
+          oldest = cutoff
+          if cutoff == lo and total > scum then oldest = snext end
+        end
+      end
+      local score = now
+      if newest >= score then score = newest + 1 end -- unique: a refund's handle
+      if total == scum then snext = score end -- the new entry is the first after the split
+      if oldest > score then oldest = score end
+      redis.call('ZADD', key, score, string.format('%016d:%d', total + cost, cost))
+      hset[#hset + 1] = ARGV[NAMES + i - 1]
+      hset[#hset + 1] = struct.pack('<dddddd', total + cost, score, slo, scum, snext, oldest)
+      -- TTL: the key must outlive its newest entry's window and today (for
+      -- UsedToday). The first write of each TTL_REFRESH_US period and of each
+      -- Pacific day sets it (and any write after eviction, a clock step back or
+      -- a rebuilt cache), so the TTL was set at most TTL_REFRESH_US ago and
+      -- still covers that with TTL_MARGIN_MS - TTL_REFRESH_US to spare; later
+      -- writes skip PEXPIRE. The state hash gets the longest such TTL (and at
+      -- least the marker's); were it to expire first, its caches are rebuilt.
+      local ttl = 0
+      if refresh then
+        local keep = window
+        if next_mid - now > keep then keep = next_mid - now end
+        ttl = math.floor(keep / 1000) + 1 + TTL_MARGIN_MS
+        if ttl > state_ttl then state_ttl = ttl end
+      end
+      if evict > 0 or ttl > 0 then
+        later = later or {}
+        later[#later + 1], later[#later + 2], later[#later + 3] = key, evict, ttl
+      end
+      reply[5 + i] = limit - (total - scum) - cost -- >= 0: it fits
+      reply[5 + n + i] = score
+    end
+  end
+  if not fits and allowed then
+    undo(i - 1)
+    allowed = false
   end
 end
 
 if not allowed then
-  -- nothing is recorded; Retry-After is the largest wait of the buckets
-  -- that deny; every bucket reports limit - used (at least 0)
+  -- Retry-After is the largest wait of the buckets that deny; every
+  -- bucket reports limit - used (at least 0)
   local retry, denied, denied_retry = 0, 0, 0
   if ex_until > 0 then retry = ex_until - now end
-  local reply = {0, now, 0, 0, ex_until}
+  reply = {0, now, 0, 0, ex_until}
   for i = 1, n do
     local left, r -- limit - used; Retry-After µs when bucket i denies
     local k = counters and counters[i]
@@ -308,63 +393,19 @@ if not allowed then
   return reply
 end
 
--- pass 2: record one entry in every bucket and its new cache
-local reply = {1, now, 0, 0, 0}
-local hset = {}
-local state_ttl = 0
-for i = 1, n do
-  local k = counters and counters[i]
-  if k then
-    -- a counter bucket: its current counter (counter c) grows by cost
-    local cost, limit, window = struct.unpack('<ddd', ARGV[PARAMS + i - 1])
+-- admitted: the housekeeping of the log buckets, then the counter
+-- buckets' current counters grow by their cost
+if later then
+  for j = 1, #later, 3 do
+    local key, evict, ttl = later[j], later[j + 1], later[j + 2]
+    if evict > 0 then redis.call('ZREMRANGEBYRANK', key, 0, evict - 1) end
+    if ttl > 0 then redis.call('PEXPIRE', key, ttl) end
+  end
+end
+if counters then
+  for i, k in pairs(counters) do
+    local cost, _, window = struct.unpack('<ddd', ARGV[PARAMS + i - 1])
     C.add(KEYS[i + 1], k.slots, k.span, k.c, k.own + cost, window)
-    local left = limit - k.used - cost
-    if left < 0 then left = 0 end
-    reply[5 + i] = left
-    reply[5 + n + i] = now
-  else
-    local key, cost, limit, window, lo, total, newest, slo, scum, snext, oldest = log_state(i)
-    -- bounded eviction of entries that matter neither to the window nor to today
-    local cutoff = lo
-    if last_mid < cutoff then cutoff = last_mid end
-    local refresh = (rebuilt and rebuilt[i]) or newest > now or newest < last_mid or
-      math.floor(now / TTL_REFRESH_US) ~= math.floor(newest / TTL_REFRESH_US)
-    if oldest < cutoff then
-      local expired = redis.call('ZCOUNT', key, '-inf', '(' .. fmt(cutoff))
-      if expired > 0 then
-        redis.call('ZREMRANGEBYRANK', key, 0, math.min(expired, EVICT_BATCH) - 1)
-        if newest < cutoff then refresh = true end
-      end
-      if expired <= EVICT_BATCH then
-        -- every entry before cutoff is gone; the first one left is the split's
-        -- next entry when cutoff is the window's start, else at least cutoff
-        oldest = cutoff
-        if cutoff == lo and total > scum then oldest = snext end
-      end
-    end
-    local score = now
-    if newest >= score then score = newest + 1 end -- unique: a refund's handle
-    if total == scum then snext = score end -- the new entry is the first after the split
-    if oldest > score then oldest = score end
-    redis.call('ZADD', key, score, string.format('%016d:%d', total + cost, cost))
-    hset[#hset + 1] = ARGV[NAMES + i - 1]
-    hset[#hset + 1] = struct.pack('<dddddd', total + cost, score, slo, scum, snext, oldest)
-    -- TTL: the key must outlive its newest entry's window and today (for
-    -- UsedToday). The first write of each TTL_REFRESH_US period and of each
-    -- Pacific day sets it (and any write after eviction, a clock step back or
-    -- a rebuilt cache), so the TTL was set at most TTL_REFRESH_US ago and
-    -- still covers that with TTL_MARGIN_MS - TTL_REFRESH_US to spare; later
-    -- writes skip PEXPIRE. The state hash gets the longest such TTL (and at
-    -- least the marker's); were it to expire first, its caches are rebuilt.
-    if refresh then
-      local keep = window
-      if next_mid - now > keep then keep = next_mid - now end
-      local ttl = math.floor(keep / 1000) + 1 + TTL_MARGIN_MS
-      redis.call('PEXPIRE', key, ttl)
-      if ttl > state_ttl then state_ttl = ttl end
-    end
-    reply[5 + i] = limit - (total - scum) - cost -- >= 0: it fits
-    reply[5 + n + i] = score
   end
 end
 if #hset > 0 then redis.call('HSET', KEYS[1], unpack(hset)) end
