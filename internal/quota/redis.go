@@ -28,12 +28,11 @@ const (
 	// DefaultRedisIOTimeout bounds each socket read and write.
 	DefaultRedisIOTimeout = 300 * time.Millisecond
 	// DefaultRedisMaxRetries is the number of retries of a failed command
-	// (go-redis semantics: 0 means its default of 3, -1 disables). go-redis
-	// also retries after a read timeout, when the command may have run:
-	// a reserve script whose reply was late can then be charged twice
-	// (over-counting by one call's cost, the safe side; seen under heavy
-	// load with eight processes at once). A longer read_timeout in the URL
-	// (?read_timeout=2s) makes that rarer.
+	// (go-redis semantics: 0 means its default of 3, -1 disables). It does
+	// not apply to the reserve and refund scripts: a command whose reply
+	// was lost may have run, and those must not run twice
+	// (redisOnceScript). A reserve whose reply is late is ErrUnavailable
+	// (the call site's policy decides) and counted once when it ran.
 	DefaultRedisMaxRetries = 1
 )
 
@@ -235,7 +234,7 @@ func (r *RedisBackend) Reserve(ctx context.Context, credential string, charges [
 	}
 	// With wait_replicas, the script and WAIT share one connection.
 	var conn *redis.Conn
-	var runner redis.Scripter = r.client
+	var runner redisProcessor = r.client
 	if r.waitReplicas > 0 {
 		var err error
 		if conn, err = r.waitConn(ctx, credential); err != nil {
@@ -244,7 +243,7 @@ func (r *RedisBackend) Reserve(ctx context.Context, credential string, charges [
 		defer conn.Close()
 		runner = conn
 	}
-	res, err := redisReserveScript.Run(ctx, runner, keys, args...).Int64Slice()
+	res, err := redisReserveScript.RunOnce(ctx, runner, keys, args...).Int64Slice()
 	if err != nil {
 		return Decision{}, redisUnavailable("reserve", credential, err)
 	}
@@ -580,9 +579,8 @@ func WithRedisIOTimeout(d time.Duration) RedisClientOption {
 }
 
 // WithRedisMaxRetries sets how often a failed command is retried (default
-// DefaultRedisMaxRetries; -1 disables). A retried reservation whose first
-// attempt ran but whose reply was lost is recorded twice: retries can
-// under-admit (spend units twice), never over-admit.
+// DefaultRedisMaxRetries; -1 disables). Reserve and Refund are never
+// retried after their command may have run (redisOnceScript).
 func WithRedisMaxRetries(n int) RedisClientOption {
 	return func(c *redisClientConfig) { c.maxRetries = n }
 }

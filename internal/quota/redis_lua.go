@@ -2,7 +2,10 @@ package quota
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -177,6 +180,90 @@ local function retry_us(key, lo, now, window, next_mid, newest, need)
 end
 `
 
+// redisOnceScript is a script that must not run twice for one call: the
+// reserve (it would charge twice) and the refund (a counter bucket would be
+// given its units back twice). RunOnce runs it like Script.Run (EVALSHA,
+// then EVAL on NOSCRIPT) but as commands go-redis never sends a second time
+// (redisOnceCmd), because a command whose reply was lost (read timeout,
+// connection reset) may have run; it is sent again, once and after
+// redisResendPause, only when the error proves it did not run
+// (redisDidNotRun).
+type redisOnceScript struct {
+	*redis.Script
+	src string
+}
+
+// redisResendPause is how long RunOnce waits before sending a command that
+// did not run again (time for a failover client to find the new master).
+const redisResendPause = 25 * time.Millisecond
+
+func newRedisOnceScript(src string) redisOnceScript {
+	return redisOnceScript{Script: redis.NewScript(src), src: src}
+}
+
+// RunOnce runs s on c (the backend's client or, with wait_replicas, one
+// connection); the reply or go-redis's error is in the returned command.
+func (s redisOnceScript) RunOnce(ctx context.Context, c redisProcessor, keys []string, args ...any) *redis.Cmd {
+	var cmd redisOnceCmd
+	for attempt := 0; ; attempt++ {
+		cmd = redisOnce(ctx, "evalsha", s.Hash(), keys, args)
+		err := c.Process(ctx, cmd)
+		if redis.HasErrorPrefix(err, "NOSCRIPT") {
+			cmd = redisOnce(ctx, "eval", s.src, keys, args)
+			err = c.Process(ctx, cmd)
+		}
+		if err == nil || attempt == 1 || !redisDidNotRun(err) {
+			return cmd.Cmd
+		}
+		select {
+		case <-ctx.Done():
+			return cmd.Cmd
+		case <-time.After(redisResendPause):
+		}
+	}
+}
+
+// redisProcessor runs one command: a redis.UniversalClient or a *redis.Conn.
+type redisProcessor interface {
+	Process(ctx context.Context, cmd redis.Cmder) error
+}
+
+// redisOnceCmd is a command go-redis must not retry (Cmder.NoRetry): it
+// fails with the first attempt's error instead of being sent again.
+type redisOnceCmd struct{ *redis.Cmd }
+
+// NoRetry implements redis.Cmder: always true.
+func (redisOnceCmd) NoRetry() bool { return true }
+
+// redisOnce builds "<name> <script> <numkeys> keys... args..." (EVALSHA
+// or EVAL) as a redisOnceCmd.
+func redisOnce(ctx context.Context, name, script string, keys []string, args []any) redisOnceCmd {
+	a := make([]any, 0, 3+len(keys)+len(args))
+	a = append(a, name, script, len(keys))
+	for _, k := range keys {
+		a = append(a, k)
+	}
+	return redisOnceCmd{redis.NewCmd(ctx, append(a, args...)...)}
+}
+
+// redisDidNotRun reports whether err proves that a command never ran: the
+// connection could not be made, or Redis refused it before running it (a
+// replica after failover: READONLY; a server loading its data: LOADING; a
+// replica without its master: MASTERDOWN). A script that fails at its
+// first write on a replica has written nothing.
+func redisDidNotRun(err error) bool {
+	var op *net.OpError
+	if errors.As(err, &op) && op.Op == "dial" {
+		return true
+	}
+	for _, p := range []string{"READONLY", "LOADING", "MASTERDOWN"} {
+		if redis.HasErrorPrefix(err, p) {
+			return true
+		}
+	}
+	return false
+}
+
 // redisReserveScript decides one reservation across every bucket a call charges.
 //
 //	KEYS[1]      state hash         trendfetch:{<credential>}:state
@@ -198,7 +285,7 @@ end
 //	[5+n+i] score of the entry recorded in bucket i (Unix µs; 0 on denial): with
 //	      the cost, its identity for Refund (a counter bucket: now, the moment
 //	      whose counter Refund takes the units back from)
-var redisReserveScript = redis.NewScript(redisLuaPrelude + redisLuaCounter + `
+var redisReserveScript = newRedisOnceScript(redisLuaPrelude + redisLuaCounter + `
 -- One pass reads, decides and, while every bucket so far fits, records:
 -- the hot path makes four redis.calls (TIME, HMGET, ZADD, HSET) plus one
 -- ZADD per extra bucket and builds no table per log bucket (a table per
@@ -561,7 +648,7 @@ return till
 // Cost: O(log n) per bucket plus O(log n) per entry recorded after the
 // removed one (each is rewritten); a refund follows its reservation within
 // one request's dial time, so few.
-var redisRefundScript = redis.NewScript(redisLuaPrelude + redisLuaCounter + `
+var redisRefundScript = newRedisOnceScript(redisLuaPrelude + redisLuaCounter + `
 local REWRITE_BATCH = 500 -- members per ZREM/ZADD call (unpack's stack limit)
 local n = #KEYS - 1
 local now = clock_us()
@@ -662,7 +749,7 @@ func (r *RedisBackend) Refund(ctx context.Context, credential string, res Reserv
 		keys = append(keys, r.scriptBucketKey(credential, e.bucket))
 		args = append(args, e.bucket.Name, redisPack(e.at, e.units, redisWindowUS(e.bucket), int64(e.bucket.CounterSlots())))
 	}
-	out, err := redisRefundScript.Run(ctx, r.client, keys, args...).Int64Slice()
+	out, err := redisRefundScript.RunOnce(ctx, r.client, keys, args...).Int64Slice()
 	if err != nil {
 		release()
 		return redisUnavailable("refund", credential, err)

@@ -201,7 +201,8 @@ func TestRedisKilledAndRestarted(t *testing.T) {
 
 // TestRedisFrozenTimeout: a Redis that keeps the connection but answers
 // nothing (SIGSTOP: hung host, network partition) is a read timeout well
-// under a second, wrapped in ErrUnavailable.
+// under a second, wrapped in ErrUnavailable, and the reservation whose
+// reply was lost is counted once when Redis resumes, not once per attempt.
 func TestRedisFrozenTimeout(t *testing.T) {
 	srv := redistest.Start(t)
 	b := newTestRedis(t, srv)
@@ -216,11 +217,76 @@ func TestRedisFrozenTimeout(t *testing.T) {
 		t.Fatalf("Reserve against a frozen Redis: %v after %v, want ErrUnavailable in < 1s", err, took)
 	}
 	t.Logf("frozen Redis: %v after %v", err, took)
-	// Whatever the lost reply did, the service continues once Redis is back,
-	// and the retried call never over-admits: at most 3 units recorded.
-	d := mustAllow(t, b, "stall", charge(units, 1))
-	if used := 100 - d.Remaining["units"]; used < 2 || used > 4 {
-		t.Fatalf("used %d after a timed-out and a successful call, want 2..4", used)
+	// The timed-out script was sent, so it runs once Redis resumes: it is
+	// counted once, never twice (go-redis must not resend a reserve).
+	used := func() int64 { return mustStatus(t, b, "stall", []Bucket{units}, nil).Buckets[0].Used }
+	for deadline := time.Now().Add(2 * time.Second); used() < 2 && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
+	time.Sleep(300 * time.Millisecond) // a resent copy would have run by now
+	if u := used(); u != 2 {
+		t.Fatalf("used %d after one admitted and one timed-out call, want 2 (the timed-out one counted once)", u)
+	}
+	if d := mustAllow(t, b, "stall", charge(units, 1)); d.Remaining["units"] != 97 {
+		t.Fatalf("Remaining after Redis resumed = %d, want 97", d.Remaining["units"])
+	}
+}
+
+// TestRedisSlowReplyChargedOnce: a reserve whose reply comes after the read
+// timeout because Redis was busy (here DEBUG SLEEP from another client) has
+// run; it must not run a second time on another connection (go-redis
+// retries a command after a read timeout unless it is NoRetry). The caller
+// gets ErrUnavailable and one reservation is counted.
+func TestRedisSlowReplyChargedOnce(t *testing.T) {
+	srv := redistest.Start(t, "--enable-debug-command", "yes")
+	b := newTestRedis(t, srv)
+	units := Bucket{Name: "units", Limit: 100, Window: time.Hour}
+	mustAllow(t, b, "slow", charge(units, 1))
+
+	blocker := redis.NewClient(&redis.Options{Addr: srv.Addr, ReadTimeout: 5 * time.Second})
+	t.Cleanup(func() { blocker.Close() })
+	slept := make(chan error, 1)
+	go func() { slept <- blocker.Do(context.Background(), "DEBUG", "SLEEP", "0.5").Err() }()
+	time.Sleep(50 * time.Millisecond) // Redis is asleep now
+	_, err := b.Reserve(context.Background(), "slow", charge(units, 1))
+	if !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("Reserve while Redis sleeps past the read timeout: err = %v, want ErrUnavailable", err)
+	}
+	if err := <-slept; err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(100 * time.Millisecond) // a resent copy would have run by now
+	st := mustStatus(t, b, "slow", []Bucket{units}, nil)
+	if u := st.Buckets[0]; u.Used != 2 || u.Entries != 2 {
+		t.Fatalf("after one admitted and one slow call: used %d in %d entries, want 2 in 2 (the slow one once)", u.Used, u.Entries)
+	}
+}
+
+// TestRedisResendsWhatDidNotRun: a replica refuses the reserve script at
+// its first write (READONLY), which proves it did not run, so Reserve sends
+// it once more (a failover client may have found the new master by then);
+// a reply lost after the script was sent is never resent (see
+// TestRedisSlowReplyChargedOnce).
+func TestRedisResendsWhatDidNotRun(t *testing.T) {
+	master := redistest.Start(t)
+	replica := redistest.Start(t, "--replicaof", "127.0.0.1", strconv.Itoa(master.Port))
+	b := newTestRedis(t, replica)
+	units := Bucket{Name: "units", Limit: 100, Window: time.Hour}
+	_, err := b.Reserve(context.Background(), "ro", charge(units, 1))
+	if !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "READONLY") {
+		t.Fatalf("Reserve on a replica: err = %v, want ErrUnavailable naming READONLY", err)
+	}
+	// Each run of the script reaches its ZADD, which the replica rejects.
+	c := redis.NewClient(&redis.Options{Addr: replica.Addr})
+	defer c.Close()
+	info, err := c.Info(context.Background(), "commandstats").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, zadd, _ := strings.Cut(info, "cmdstat_zadd:")
+	zadd, _, _ = strings.Cut(zadd, "\n")
+	if !strings.HasPrefix(zadd, "calls=0,") || !strings.Contains(zadd, ",rejected_calls=2,") {
+		t.Fatalf("ZADD stats %q, want 0 calls and 2 rejected (the script run twice, writing nothing)", zadd)
 	}
 }
 
