@@ -3,8 +3,10 @@ package quota
 import (
 	"context"
 	"crypto/tls"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"testing"
@@ -345,6 +347,54 @@ func TestRedisKeysAndExpiry(t *testing.T) {
 	}
 	if _, err := b.Reserve(testCtx(t), "x", charge(units, 1, units, int64(1))); err == nil {
 		t.Fatal("Reserve accepted the same bucket twice")
+	}
+}
+
+// TestRedisTTLRefreshPeriod: a log's TTL is set by the first admission of
+// each refresh period (TTL_REFRESH_US, 120 s) and left alone by the others
+// in it, so a key whose newest entry is from an earlier period gets its
+// TTL back even when an operator (or anything else) shortened it.
+func TestRedisTTLRefreshPeriod(t *testing.T) {
+	srv := redistest.Start(t)
+	b := newTestRedis(t, srv)
+	c := b.Client()
+	units := Bucket{Name: "units", Limit: 1000, Window: time.Hour}
+	logKey, stateKey := b.bucketKey("ttl", "units"), b.stateKey("ttl")
+	pttl := func() int64 {
+		ms, err := strconv.ParseInt(srv.Do("PTTL", logKey), 10, 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ms
+	}
+	const period = 120 * time.Second
+	first := mustAllow(t, b, "ttl", charge(units, 1))
+	if ms := pttl(); ms < time.Hour.Milliseconds() {
+		t.Fatalf("PTTL after the first admission = %d ms, want at least the window", ms)
+	}
+	srv.Do("PEXPIRE", logKey, "60000")
+	second := mustAllow(t, b, "ttl", charge(units, 1))
+	if first.Now.UnixMicro()/period.Microseconds() == second.Now.UnixMicro()/period.Microseconds() {
+		if ms := pttl(); ms > 60000 {
+			t.Fatalf("PTTL after a second admission in the same period = %d ms, want it left at <= 60000", ms)
+		}
+	}
+	// Move the cache's newest entry one period back, as if the last
+	// admission had been 121 s ago.
+	v, err := c.HGet(context.Background(), stateKey, "units").Result()
+	if err != nil || len(v) != 48 {
+		t.Fatalf("HGET %s units: %q, %v", stateKey, v, err)
+	}
+	raw := []byte(v)
+	newest := math.Float64frombits(binary.LittleEndian.Uint64(raw[8:]))
+	binary.LittleEndian.PutUint64(raw[8:], math.Float64bits(newest-float64((period+time.Second).Microseconds())))
+	if err := c.HSet(context.Background(), stateKey, "units", raw).Err(); err != nil {
+		t.Fatal(err)
+	}
+	srv.Do("PEXPIRE", logKey, "60000")
+	mustAllow(t, b, "ttl", charge(units, 1))
+	if ms := pttl(); ms < time.Hour.Milliseconds() {
+		t.Fatalf("PTTL after the first admission of a new period = %d ms, want it renewed to at least the window", ms)
 	}
 }
 
