@@ -290,8 +290,7 @@ var redisReserveScript = newRedisOnceScript(redisLuaPrelude + redisLuaCounter + 
 -- the hot path makes four redis.calls (TIME, HMGET, ZADD, HSET) plus one
 -- ZADD per extra bucket and builds no table per log bucket (a table per
 -- bucket cost ~0.8 µs of server time, about what a redis.call costs; a
--- second pass that decoded every bucket again cost ~1.5 µs for two:
--- BenchmarkHeadToHead). When a bucket denies after earlier log buckets
+-- second pass that decoded every bucket again cost ~0.5 µs for two). When a bucket denies after earlier log buckets
 -- recorded their entries, undo removes those entries again (ZREM of the
 -- exact member) before the script returns, so no client ever sees them;
 -- what stays is only what an admission does for housekeeping (expired
