@@ -21,28 +21,6 @@ import (
 // another. Expiry is Redis's own (server clock); a crashed holder's key
 // disappears ttl after its last renewal.
 
-// LeaseKeyInfix separates the credential tag from the region in lease keys:
-// trendfetch:{<credential>}:lease:<region>. No bucket may be named
-// "lease:<region>".
-const LeaseKeyInfix = "lease"
-
-// leaseKey is the run lease of (credential, region): trendfetch:{<credential>}:lease:<region>.
-func (r *RedisBackend) leaseKey(credential, region string) string {
-	return r.credTag(credential) + ":" + LeaseKeyInfix + ":" + region
-}
-
-// leaseKeyOf returns the key of a lease name built by LeaseName.
-func (r *RedisBackend) leaseKeyOf(name string) (key, credential string, err error) {
-	credential, region, err := splitLeaseName(name)
-	if err != nil {
-		return "", "", err
-	}
-	if err := redisCheckCredential(credential); err != nil {
-		return "", "", err
-	}
-	return r.leaseKey(credential, region), credential, nil
-}
-
 // redisLeaseLockScript takes the lease if free (SET NX PX) or extends it if
 // already held with the token; otherwise it reports the holder.
 //

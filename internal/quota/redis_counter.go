@@ -31,25 +31,6 @@ package quota
 // the same doubles, so the Redis backend decides as the embedded ones
 // (TestRedisCounterAgreesWithMemory).
 
-// CounterKeySuffix ends the key of a counter bucket's hash:
-// trendfetch:{<credential>}:<bucket>:counter. ReservedBucketName refuses
-// bucket names ending in ":counter", which could collide with it.
-const CounterKeySuffix = "counter"
-
-// counterKey is the hash of a counter bucket: trendfetch:{<credential>}:<bucket>:counter.
-func (r *RedisBackend) counterKey(credential, bucket string) string {
-	return r.bucketKey(credential, bucket) + ":" + CounterKeySuffix
-}
-
-// scriptBucketKey is the key of bucket b in the scripts' KEYS: its log or,
-// for a counter bucket, its counters.
-func (r *RedisBackend) scriptBucketKey(credential string, b Bucket) string {
-	if b.IsCounter() {
-		return r.counterKey(credential, b.Name)
-	}
-	return r.bucketKey(credential, b.Name)
-}
-
 // redisLuaCounter holds the counter helpers of the scripts (see above).
 // They are built by counter_lib() only when a script meets a counter
 // bucket: every "local function" statement creates a closure each time a

@@ -2,9 +2,13 @@ package quota
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"net"
+	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -15,8 +19,12 @@ import (
 const redisEvictBatch = 8
 
 // The Redis backend's Lua scripts. Each is declared once here, with the
-// KEYS, ARGV and reply it takes, and run with go-redis Script.Run: EVALSHA,
-// falling back to EVAL on NOSCRIPT (restart, failover, SCRIPT FLUSH).
+// KEYS, ARGV and reply it takes, right above the method that builds its
+// arguments, runs it and decodes its reply (Reserve, Status,
+// MarkExhausted, Refund; the lease scripts are in lease_redis.go). They run
+// as EVALSHA, falling back to EVAL on NOSCRIPT (restart, failover, SCRIPT
+// FLUSH): Script.Run, or redisOnceScript.RunOnce for the two that must
+// not run twice for one call.
 //
 // # Data layout (one credential)
 //
@@ -179,6 +187,81 @@ local function retry_us(key, lo, now, window, next_mid, newest, need)
   return r
 end
 `
+
+// scriptFrame starts the KEYS and ARGV of the reserve, status and refund
+// scripts for n buckets taking perBucket ARGV values each: KEYS[1] is the
+// credential's state hash, ARGV[1] the Pacific midnights (Unix µs, packed
+// by redisPack); the caller appends the buckets.
+func (r *RedisBackend) scriptFrame(credential string, n, perBucket int) (keys []string, args []any) {
+	keys = make([]string, 1, 1+n)
+	keys[0] = r.stateKey(credential)
+	args = make([]any, 0, 1+perBucket*n)
+	mids := r.midnights(time.Now())
+	p := r.packedMidnights.Load()
+	if p == nil || !slices.Equal(p.table, mids) {
+		p = &packedMidnights{table: slices.Clone(mids), arg: redisPack(mids...)}
+		r.packedMidnights.Store(p)
+	}
+	args = append(args, p.arg)
+	return keys, args
+}
+
+// packedMidnights is a midnight table and its ARGV[1] (redisPack, boxed
+// once).
+type packedMidnights struct {
+	table []int64
+	arg   any
+}
+
+// redisPack encodes the integers vs for a script's ARGV as little-endian
+// doubles, 8 bytes each, that Lua reads with
+// struct.unpack('<d...'): one ARGV and one unpack instead of a decimal
+// string and a tonumber per value, the largest share of a decision's
+// server time after its redis.calls (issue 13). Every value the scripts
+// take (Unix µs, units, µs windows, slots) is below 2^53, where a double
+// is exact, as Lua's own numbers are.
+func redisPack(vs ...int64) []byte {
+	b := make([]byte, 0, 8*len(vs))
+	for _, v := range vs {
+		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(float64(v)))
+	}
+	return b
+}
+
+// redisWindowUS is the bucket's window in µs as passed to the scripts; 0 means calendar mode.
+func redisWindowUS(b Bucket) int64 {
+	if b.Calendar {
+		return 0
+	}
+	return b.Window.Microseconds()
+}
+
+// redisMidnightTable returns the Pacific midnights (America/Los_Angeles,
+// embedded tzdata) that start the day before now's Pacific date, that date,
+// and the two days after, as Unix µs, ascending. The scripts pick the last
+// one <= Redis TIME and the next one after it, so Redis, not this clock,
+// decides; the table covers a client clock up to a day off either way. Days
+// are 23 or 25 hours long across DST changes.
+//
+// The table is the same for every decision of a Pacific day, so it is
+// computed once per day (time.Date in a location costs about a µs a call)
+// and shared: a decision reads it with one atomic load.
+func redisMidnightTable(now time.Time) []int64 {
+	us := now.UnixMicro()
+	if t := midnightCache.Load(); t != nil && us >= t[1] && us < t[2] {
+		return t[:]
+	}
+	p := PacificMidnight(now).In(pacific)
+	var t [4]int64
+	for d := -1; d <= 2; d++ {
+		t[d+1] = time.Date(p.Year(), p.Month(), p.Day()+d, 0, 0, 0, 0, pacific).UnixMicro()
+	}
+	midnightCache.Store(&t)
+	return t[:]
+}
+
+// midnightCache holds the last midnight table (see redisMidnightTable).
+var midnightCache atomic.Pointer[[4]int64]
 
 // redisOnceScript is a script that must not run twice for one call: the
 // reserve (it would charge twice) and the refund (a counter bucket would be
@@ -506,6 +589,91 @@ end
 return reply
 `)
 
+// Reserve admits the call only if every charge fits its bucket, recording one
+// entry per bucket, or none (see Backend). It runs redisReserveScript: one round
+// trip, O(log n) in the bucket's entries, independent of the cost weight.
+// A charge above its bucket's limit is a *CostError returned before any Redis
+// call; a reserved bucket name (ReservedBucketName), a duplicate bucket or a
+// bad credential name is an error too. Redis failures wrap ErrUnavailable.
+// With WithRedisWaitReplicas, an admission is confirmed by WAIT on the same
+// connection (a second round trip) or fails with ErrNotReplicated.
+func (r *RedisBackend) Reserve(ctx context.Context, credential string, charges []BucketCharge) (Decision, error) {
+	if err := redisCheckCredential(credential); err != nil {
+		return Decision{}, err
+	}
+	if len(charges) == 0 {
+		return Decision{}, errors.New("quota: reservation without charges")
+	}
+	keys, args := r.scriptFrame(credential, len(charges), 2)
+	for i, c := range charges {
+		if err := redisCheckBucket(c.Bucket); err != nil {
+			return Decision{}, err
+		}
+		for _, e := range charges[:i] {
+			if e.Name == c.Name {
+				return Decision{}, redisDuplicateBucket(c.Name)
+			}
+		}
+		if c.Units <= 0 {
+			return Decision{}, fmt.Errorf("quota: charge of %d units in bucket %q; must be > 0", c.Units, c.Name)
+		}
+		if c.Units > c.Limit {
+			return Decision{}, &CostError{Bucket: c.Name, Units: c.Units, Limit: c.Limit}
+		}
+		if err := c.CheckAlgorithm(); err != nil {
+			return Decision{}, err
+		}
+		keys = append(keys, r.scriptBucketKey(credential, c.Bucket))
+		args = append(args, c.Name)
+	}
+	for _, c := range charges {
+		args = append(args, redisPack(c.Units, c.Limit, redisWindowUS(c.Bucket), int64(c.CounterSlots())))
+	}
+	// With wait_replicas, the script and WAIT share one connection.
+	var conn *redis.Conn
+	var runner redisProcessor = r.client
+	if r.waitReplicas > 0 {
+		var err error
+		if conn, err = r.waitConn(ctx, credential); err != nil {
+			return Decision{}, redisUnavailable("reserve", credential, err)
+		}
+		defer conn.Close()
+		runner = conn
+	}
+	res, err := redisReserveScript.RunOnce(ctx, runner, keys, args...).Int64Slice()
+	if err != nil {
+		return Decision{}, redisUnavailable("reserve", credential, err)
+	}
+	if len(res) != 5+2*len(charges) {
+		return Decision{}, redisUnavailable("reserve", credential, fmt.Errorf("unexpected reply of %d values", len(res)))
+	}
+	d := Decision{
+		Allowed:    res[0] == 1,
+		Now:        time.UnixMicro(res[1]),
+		RetryAfter: time.Duration(res[3]) * time.Microsecond,
+		Remaining:  make(map[string]int64, len(charges)),
+	}
+	if res[2] > 0 {
+		d.DeniedBucket = charges[res[2]-1].Name
+	}
+	if res[4] > 0 {
+		d.Exhausted = true
+		d.ExhaustedUntil = time.UnixMicro(res[4])
+	}
+	if d.Allowed {
+		d.Reservation = redisReservation(charges, res[5+len(charges):])
+	}
+	for i, c := range charges {
+		d.Remaining[c.Name] = res[5+i]
+	}
+	if d.Allowed && conn != nil {
+		if err := r.waitReplicated(ctx, conn, credential); err != nil {
+			return Decision{}, err
+		}
+	}
+	return d, nil
+}
+
 // redisStatusScript reads every bucket of a credential without writing anything
 // (no admission, no eviction, no PEXPIRE).
 //
@@ -603,6 +771,68 @@ end
 return reply
 `)
 
+// Status reads every bucket of credential with redisStatusScript, which writes
+// nothing (no admission, eviction or PEXPIRE). Now is Redis TIME; UsedToday
+// counts units since the last Pacific midnight; Retry-After figures assume
+// no other reservation happens meanwhile. Redis failures wrap ErrUnavailable.
+func (r *RedisBackend) Status(ctx context.Context, credential string, buckets []Bucket, maxCost map[string]int64) (Status, error) {
+	st := Status{Credential: credential, Backend: r.Name()}
+	if err := redisCheckCredential(credential); err != nil {
+		return st, err
+	}
+	keys, args := r.scriptFrame(credential, len(buckets), 1)
+	for i, b := range buckets {
+		if err := redisCheckBucket(b); err != nil {
+			return st, err
+		}
+		for _, e := range buckets[:i] {
+			if e.Name == b.Name {
+				return st, redisDuplicateBucket(b.Name)
+			}
+		}
+		if err := b.CheckAlgorithm(); err != nil {
+			return st, err
+		}
+		keys = append(keys, r.scriptBucketKey(credential, b))
+		args = append(args, redisPack(b.Limit, redisWindowUS(b), maxCost[b.Name], int64(b.CounterSlots())))
+	}
+	start := time.Now()
+	res, err := redisStatusScript.Run(ctx, r.client, keys, args...).Int64Slice()
+	st.Latency = time.Since(start)
+	if err != nil {
+		st.Err = err.Error()
+		return st, redisUnavailable("status", credential, err)
+	}
+	if len(res) != 2+6*len(buckets) {
+		err := fmt.Errorf("unexpected reply of %d values", len(res))
+		st.Err = err.Error()
+		return st, redisUnavailable("status", credential, err)
+	}
+	st.Reachable = true
+	st.Now = time.UnixMicro(res[0])
+	if res[1] > 0 {
+		st.ExhaustedUntil = time.UnixMicro(res[1])
+	}
+	for i, b := range buckets {
+		v := res[2+6*i : 8+6*i]
+		bs := BucketStatus{
+			Bucket:        b,
+			Used:          v[0],
+			Remaining:     max(b.Limit-v[0], 0),
+			Entries:       v[1],
+			RetryAfterOne: time.Duration(v[3]) * time.Microsecond,
+			MaxCost:       maxCost[b.Name],
+			RetryAfterMax: time.Duration(v[4]) * time.Microsecond,
+			UsedToday:     v[5],
+		}
+		if v[2] > 0 {
+			bs.Oldest = time.UnixMicro(v[2])
+		}
+		st.Buckets = append(st.Buckets, bs)
+	}
+	return st, nil
+}
+
 // redisMarkScript sets the exhaustion marker (field "exhausted" of the state
 // hash), never shortening an existing one, and makes the hash live at least
 // until then.
@@ -623,6 +853,22 @@ local pttl = redis.call('PTTL', KEYS[1])
 if pttl < 0 or ttl > pttl then redis.call('PEXPIRE', KEYS[1], ttl) end
 return till
 `)
+
+// MarkExhausted sets the credential's exhaustion marker until until (field
+// "exhausted" of the state hash, which lives at least that long); every
+// Reserve is denied with Exhausted and a Retry-After up to until meanwhile.
+// A marker is never shortened by a later call with an earlier until, and an
+// until already past marks nothing. Redis failures wrap ErrUnavailable.
+func (r *RedisBackend) MarkExhausted(ctx context.Context, credential string, until time.Time) error {
+	if err := redisCheckCredential(credential); err != nil {
+		return err
+	}
+	err := redisMarkScript.Run(ctx, r.client, []string{r.stateKey(credential)}, until.UnixMicro()).Err()
+	if err != nil {
+		return redisUnavailable("mark exhausted", credential, err)
+	}
+	return nil
+}
 
 // redisRefundScript removes the entries of one reservation (Refund), each
 // from its bucket's log, and keeps the bucket's cache in the state hash
