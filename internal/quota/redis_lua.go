@@ -162,6 +162,14 @@ local function midnights(now)
   return last, nxt
 end
 
+-- window_start(now, window, last_mid): the first µs of a bucket's window
+-- at now: now - window + 1 (sliding), or the last Pacific midnight
+-- (window 0: calendar mode)
+local function window_start(now, window, last_mid)
+  if window == 0 then return last_mid end
+  return now - window + 1
+end
+
 -- member "<cum, 16 digits>:<cost>" -> cum, cost
 local function parse(m)
   return tonumber(string.sub(m, 1, 16)), tonumber(string.sub(m, 18))
@@ -398,8 +406,7 @@ if ex_until <= now then ex_until = 0 end
 -- first µs of its window)
 local function log_state(i)
   local cost, limit, window = struct.unpack('<ddd', ARGV[PARAMS + i - 1])
-  local lo = now - window + 1
-  if window == 0 then lo = last_mid end
+  local lo = window_start(now, window, last_mid)
   return KEYS[i + 1], cost, limit, window, lo, struct.unpack('<dddddd', got[i + 1])
 end
 
@@ -444,8 +451,7 @@ for i = 1, n do
   else
     -- read the bucket (from its cache; the log only when the cache cannot
     -- answer) and decide
-    local lo = now - window + 1
-    if window == 0 then lo = last_mid end
+    local lo = window_start(now, window, last_mid)
     local total, newest, slo, scum, snext, oldest
     local moved = false   -- got[1 + i] must be re-packed
     local rebuilt = false -- the cache was rebuilt from the log
@@ -710,12 +716,6 @@ local function state(key, lo)
   return total, cum - cost, newest, oldest
 end
 
--- lower(now, window, last_mid): first µs inside the window
-local function lower(now, window, last_mid)
-  if window == 0 then return last_mid end
-  return now - window + 1
-end
-
 local n = #KEYS - 1
 local now = clock_us()
 local last_mid, next_mid = midnights(now)
@@ -748,7 +748,7 @@ for i = 1, n do
     reply[k + 1], reply[k + 2], reply[k + 3] = used, 0, 0
     reply[k + 4], reply[k + 5], reply[k + 6] = r1, rmax, today
   else
-    local lo = lower(now, window, last_mid)
+    local lo = window_start(now, window, last_mid)
     local total, base, newest = state(key, lo)
     local used = total - base
     local entries, oldest = 0, 0
@@ -927,8 +927,7 @@ for i = 1, n do
       end
     end
   else
-    local lo = now - window + 1
-    if window == 0 then lo = last_mid end
+    local lo = window_start(now, window, last_mid)
     local member, cum
     if score >= lo then
       for _, e in ipairs(redis.call('ZRANGEBYSCORE', key, fmt(score), fmt(score))) do
