@@ -338,16 +338,18 @@ func redisOnce(ctx context.Context, name, script string, keys []string, args []a
 }
 
 // redisDidNotRun reports whether err proves that a command never ran: the
-// connection could not be made, or Redis refused it before running it (a
-// replica after failover: READONLY; a server loading its data: LOADING; a
-// replica without its master: MASTERDOWN). A script that fails at its
-// first write on a replica has written nothing.
+// connection could not be made or was refused (maxclients), or Redis
+// refused the command, or the script's first write, before anything was
+// written: READONLY (a replica, e.g. the old master after a failover),
+// LOADING (loading its data), MASTERDOWN (a replica without its master),
+// CLUSTERDOWN and TRYAGAIN (Cluster), NOREPLICAS (min-replicas-to-write).
+// The same replies go-redis retries other commands on.
 func redisDidNotRun(err error) bool {
 	var op *net.OpError
 	if errors.As(err, &op) && op.Op == "dial" {
 		return true
 	}
-	for _, p := range []string{"READONLY", "LOADING", "MASTERDOWN"} {
+	for _, p := range []string{"READONLY", "LOADING", "MASTERDOWN", "CLUSTERDOWN", "TRYAGAIN", "NOREPLICAS", "ERR max number of clients reached"} {
 		if redis.HasErrorPrefix(err, p) {
 			return true
 		}
