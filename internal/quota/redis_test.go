@@ -264,6 +264,39 @@ func TestRedisSlowReplyChargedOnce(t *testing.T) {
 	}
 }
 
+// TestRedisSlowRefundAppliedOnce: a refund whose reply comes after the
+// read timeout ran; sent again, it would give a counter bucket the units
+// back twice, taking another call's units with them. Two admitted calls,
+// one refunded while Redis sleeps: one call's units stay counted.
+func TestRedisSlowRefundAppliedOnce(t *testing.T) {
+	srv := redistest.Start(t, "--enable-debug-command", "yes")
+	b := newTestRedis(t, srv)
+	units := Bucket{Name: "units", Limit: 100, Window: time.Hour, Algorithm: AlgorithmCounter}
+	// Load the refund script first: a late EVALSHA of an unknown script
+	// would run nothing (NOSCRIPT).
+	if err := b.Refund(context.Background(), "warm", mustAllow(t, b, "warm", charge(units, 1)).Reservation); err != nil {
+		t.Fatal(err)
+	}
+	mustAllow(t, b, "slowrefund", charge(units, 5))
+	d := mustAllow(t, b, "slowrefund", charge(units, 5))
+
+	blocker := redis.NewClient(&redis.Options{Addr: srv.Addr, ReadTimeout: 5 * time.Second})
+	t.Cleanup(func() { blocker.Close() })
+	slept := make(chan error, 1)
+	go func() { slept <- blocker.Do(context.Background(), "DEBUG", "SLEEP", "0.5").Err() }()
+	time.Sleep(50 * time.Millisecond) // Redis is asleep now
+	if err := b.Refund(context.Background(), "slowrefund", d.Reservation); !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("Refund while Redis sleeps past the read timeout: err = %v, want ErrUnavailable", err)
+	}
+	if err := <-slept; err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(100 * time.Millisecond) // a resent copy would have run by now
+	if u := mustStatus(t, b, "slowrefund", []Bucket{units}, nil).Buckets[0]; u.Used != 5 {
+		t.Fatalf("after two calls of 5 and one slow refund: used %d, want 5 (the refund applied once)", u.Used)
+	}
+}
+
 // TestRedisResendsWhatDidNotRun: a replica refuses the reserve script at
 // its first write (READONLY), which proves it did not run, so Reserve sends
 // it once more (a failover client may have found the new master by then);
