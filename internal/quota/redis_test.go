@@ -234,6 +234,26 @@ func TestRedisFrozenTimeout(t *testing.T) {
 	}
 }
 
+// sleepRedis makes srv (started with --enable-debug-command yes) sleep for
+// d with DEBUG SLEEP from a client of its own and returns once srv has
+// stopped answering (a PING with a 20 ms read timeout times out); the
+// channel gets DEBUG SLEEP's result when srv wakes up.
+func sleepRedis(t *testing.T, srv *redistest.Server, d time.Duration) <-chan error {
+	t.Helper()
+	blocker := redis.NewClient(&redis.Options{Addr: srv.Addr, ReadTimeout: 5 * time.Second})
+	probe := redis.NewClient(&redis.Options{Addr: srv.Addr, ReadTimeout: 20 * time.Millisecond, MaxRetries: -1})
+	t.Cleanup(func() { blocker.Close(); probe.Close() })
+	slept := make(chan error, 1)
+	go func() { slept <- blocker.Do(context.Background(), "DEBUG", "SLEEP", d.Seconds()).Err() }()
+	for deadline := time.Now().Add(d / 2); probe.Ping(context.Background()).Err() == nil; {
+		if time.Now().After(deadline) {
+			t.Fatal("Redis still answers PING after DEBUG SLEEP")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	return slept
+}
+
 // TestRedisSlowReplyChargedOnce: a reserve whose reply comes after the read
 // timeout because Redis was busy (here DEBUG SLEEP from another client) has
 // run; it must not run a second time on another connection (go-redis
@@ -245,11 +265,7 @@ func TestRedisSlowReplyChargedOnce(t *testing.T) {
 	units := Bucket{Name: "units", Limit: 100, Window: time.Hour}
 	mustAllow(t, b, "slow", charge(units, 1))
 
-	blocker := redis.NewClient(&redis.Options{Addr: srv.Addr, ReadTimeout: 5 * time.Second})
-	t.Cleanup(func() { blocker.Close() })
-	slept := make(chan error, 1)
-	go func() { slept <- blocker.Do(context.Background(), "DEBUG", "SLEEP", "0.5").Err() }()
-	time.Sleep(50 * time.Millisecond) // Redis is asleep now
+	slept := sleepRedis(t, srv, 500*time.Millisecond)
 	_, err := b.Reserve(context.Background(), "slow", charge(units, 1))
 	if !errors.Is(err, ErrUnavailable) {
 		t.Fatalf("Reserve while Redis sleeps past the read timeout: err = %v, want ErrUnavailable", err)
@@ -280,11 +296,7 @@ func TestRedisSlowRefundAppliedOnce(t *testing.T) {
 	mustAllow(t, b, "slowrefund", charge(units, 5))
 	d := mustAllow(t, b, "slowrefund", charge(units, 5))
 
-	blocker := redis.NewClient(&redis.Options{Addr: srv.Addr, ReadTimeout: 5 * time.Second})
-	t.Cleanup(func() { blocker.Close() })
-	slept := make(chan error, 1)
-	go func() { slept <- blocker.Do(context.Background(), "DEBUG", "SLEEP", "0.5").Err() }()
-	time.Sleep(50 * time.Millisecond) // Redis is asleep now
+	slept := sleepRedis(t, srv, 500*time.Millisecond)
 	if err := b.Refund(context.Background(), "slowrefund", d.Reservation); !errors.Is(err, ErrUnavailable) {
 		t.Fatalf("Refund while Redis sleeps past the read timeout: err = %v, want ErrUnavailable", err)
 	}
