@@ -120,6 +120,10 @@ return reply`)
 //	exact_vs_seed1    seed1 / exact    (the most an exact decision could reach)
 //	exact2b_vs_seed1  seed1 / exact2b  (the same for two buckets)
 //
+// and the gap to that floor in µs: checks1/checks2b (tfscript - exact:
+// the script's checks for what a decision needs now and then) and
+// go1/go2b (tf - tfscript: Reserve's Go code).
+//
 // A second pass with SLOWLOG recording every command reports the
 // server-side p50 of each script (srv_*_µs, whole µs: SLOWLOG's unit):
 // target srv_tf1 <= srv_seed1.
@@ -258,6 +262,12 @@ func BenchmarkHeadToHead(b *testing.B) {
 	b.ReportMetric(p50["seed1"]/p50["layout2b"], "layout2b_vs_seed1")
 	b.ReportMetric(p50["seed1"]/p50["exact"], "exact_vs_seed1")
 	b.ReportMetric(p50["seed1"]/p50["exact2b"], "exact2b_vs_seed1")
+	// Where tf1 and tf2b spend beyond the exact floor: the reserve script's
+	// checks for what a decision needs now and then, and Reserve's Go code.
+	b.ReportMetric(p50["tfscript"]-p50["exact"], "checks1_µs")
+	b.ReportMetric(p50["tfscript2b"]-p50["exact2b"], "checks2b_µs")
+	b.ReportMetric(p50["tf1"]-p50["tfscript"], "go1_µs")
+	b.ReportMetric(p50["tf2b"]-p50["tfscript2b"], "go2b_µs")
 
 	// Server time: SLOWLOG records every command for a pass of 1,000
 	// iterations; EVALSHA entries are told apart by their first key.
