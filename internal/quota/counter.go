@@ -101,6 +101,7 @@ type AlgorithmError struct {
 	Reason          string
 }
 
+// Error implements error: quota: bucket "<name>": <setting> <value>: <reason>.
 func (e *AlgorithmError) Error() string {
 	return fmt.Sprintf("quota: bucket %q: %s %v: %s", e.Bucket, e.Setting, e.Value, e.Reason)
 }

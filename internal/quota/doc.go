@@ -80,9 +80,9 @@
 // that made them would have left a log). Status reports the estimate
 // rounded up as Used; Entries and Oldest are unknown to a counter (0 and
 // the zero time; null in the JSON view), and UsedToday counts the counters
-// that began at or after the last Pacific midnight (a lower bound). A refund takes the units back
-// from the counter they went into, once per Reservation (copies share
-// it). Calendar buckets are always logs: New refuses a counter with
+// that began at or after the last Pacific midnight (a lower bound). A
+// refund takes the units back from the counter they went into, once per
+// Reservation (copies share it). Calendar buckets are always logs: New refuses a counter with
 // Calendar. Switching a bucket between algorithms starts it empty.
 //
 // # Refund

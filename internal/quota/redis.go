@@ -229,7 +229,8 @@ func redisUnavailable(op, credential string, err error) error {
 	return fmt.Errorf("%w: redis %s for credential %q: %w", ErrUnavailable, op, credential, err)
 }
 
-// --- decisions (the scripts and the methods that run them: redis_lua.go) ---
+// --- decisions: the scripts and the methods that run them are in
+// redis_lua.go; what they share with the rest of the backend follows ---
 
 // waitConn takes one connection to the master holding credential's keys,
 // for a reserve script followed by WAIT. On Cluster that is the master of
@@ -300,10 +301,11 @@ func (r *RedisBackend) Reset(ctx context.Context, credential string) error {
 	}
 }
 
-// redisCheckBucket rejects a bucket the Redis key layout cannot hold: a
-// reserved name (ReservedBucketName) or an invalid limit/window. Callers
-// refuse a bucket named twice with redisDuplicateBucket.
-func redisCheckBucket(b Bucket) error {
+// redisCheckBucket rejects bucket i of a call, b, when the Redis key layout
+// cannot hold it (a reserved name, ReservedBucketName), its limit, window
+// or algorithm settings are invalid (Bucket.CheckAlgorithm), or an earlier
+// bucket of the call has its name (name(j), j < i).
+func redisCheckBucket(b Bucket, i int, name func(j int) string) error {
 	if b.Name == "" || ReservedBucketName(b.Name) {
 		return fmt.Errorf("quota: bucket name %q is empty or reserved by the Redis key layout", b.Name)
 	}
@@ -313,12 +315,12 @@ func redisCheckBucket(b Bucket) error {
 	if !b.Calendar && b.Window < time.Microsecond {
 		return fmt.Errorf("quota: bucket %q: window %s must be >= 1µs", b.Name, b.Window)
 	}
-	return nil
-}
-
-// redisDuplicateBucket is the error for a bucket named twice in one call.
-func redisDuplicateBucket(name string) error {
-	return fmt.Errorf("quota: bucket %q appears twice", name)
+	for j := range i {
+		if name(j) == b.Name {
+			return fmt.Errorf("quota: bucket %q appears twice", b.Name)
+		}
+	}
+	return b.CheckAlgorithm()
 }
 
 // --- connection --------------------------------------------------------------

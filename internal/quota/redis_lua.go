@@ -383,9 +383,10 @@ var redisReserveScript = newRedisOnceScript(redisLuaPrelude + redisLuaCounter + 
 -- the hot path makes four redis.calls (TIME, HMGET, ZADD, HSET) plus one
 -- ZADD per extra bucket and builds no table per log bucket (a table per
 -- bucket cost ~0.8 µs of server time, about what a redis.call costs; a
--- second pass that decoded every bucket again cost ~0.5 µs for two). When a bucket denies after earlier log buckets
--- recorded their entries, undo removes those entries again (ZREM of the
--- exact member) before the script returns, so no client ever sees them;
+-- second pass that decoded every bucket again cost ~0.5 µs for two). When
+-- a bucket denies after earlier log buckets recorded their entries, undo
+-- removes those entries again (ZREM of the exact member) before the script
+-- returns, so no client ever sees them;
 -- what stays is only what an admission does for housekeeping (expired
 -- entries evicted, a TTL refreshed). Counter buckets are written after the
 -- pass, once the call is admitted. A log bucket's state before the call
@@ -429,15 +430,13 @@ end
 
 local allowed = (ex_until == 0)
 local reply = {1, now, 0, 0, 0}
-local hset, nh = {}, 0 -- HSET arguments of the state hash, and their number
+local hset = {} -- HSET arguments of the state hash
 local period_start = now - now % TTL_REFRESH_US -- the TTL refresh period now is in
--- the loop's library functions as locals (one lookup less per use)
-local call, sunpack, spack, sformat = redis.call, struct.unpack, struct.pack, string.format
 local later -- key, entries to evict, TTL ms (0: none) per log bucket that needs either
 local state_ttl = 0
 for i = 1, n do
   local key = KEYS[i + 1]
-  local cost, limit, window, slots = sunpack('<dddd', ARGV[PARAMS + i - 1])
+  local cost, limit, window, slots = struct.unpack('<dddd', ARGV[PARAMS + i - 1])
   local fits
   if slots > 0 then
     C, counters = C or counter_lib(), counters or {}
@@ -459,12 +458,12 @@ for i = 1, n do
     local rebuilt = false -- the cache was rebuilt from the log
     local c = got[i + 1]
     if c and #c == 48 then
-      total, newest, slo, scum, snext, oldest = sunpack('<dddddd', c)
+      total, newest, slo, scum, snext, oldest = struct.unpack('<dddddd', c)
     else
       -- no cache: rebuild it from the log, forcing the split search below
       rebuilt, moved = true, true
       total, newest, slo, scum, snext, oldest = 0, 0, INF, 0, 0, INF
-      local last = call('ZRANGE', key, -1, -1, 'WITHSCORES')
+      local last = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
       if last[1] then
         total, newest, oldest = parse(last[1]), tonumber(last[2]), 0
       end
@@ -474,7 +473,7 @@ for i = 1, n do
     elseif newest < lo then
       scum, slo, moved = total, lo, true -- everything left the window
     else
-      local first = call('ZRANGEBYSCORE', key, lo, '+inf', 'WITHSCORES', 'LIMIT', 0, 1)
+      local first = redis.call('ZRANGEBYSCORE', key, lo, '+inf', 'WITHSCORES', 'LIMIT', 0, 1)
       if first[1] then
         local cum, fc = parse(first[1])
         scum, snext, slo = cum - fc, tonumber(first[2]), lo
@@ -483,7 +482,7 @@ for i = 1, n do
       end
       moved = true
     end
-    if moved then got[i + 1] = spack('<dddddd', total, newest, slo, scum, snext, oldest) end
+    if moved then got[i + 1] = struct.pack('<dddddd', total, newest, slo, scum, snext, oldest) end
     fits = total - scum + cost <= limit
     if fits and allowed then
       -- record the entry and its cache; bounded eviction of entries that
@@ -511,10 +510,9 @@ for i = 1, n do
       if newest >= score then score = newest + 1 end -- unique: a refund's handle
       if total == scum then snext = score end -- the new entry is the first after the split
       if oldest > score then oldest = score end
-      call('ZADD', key, score, sformat('%016d:%d', total + cost, cost))
-      hset[nh + 1] = ARGV[NAMES + i - 1]
-      hset[nh + 2] = spack('<dddddd', total + cost, score, slo, scum, snext, oldest)
-      nh = nh + 2
+      redis.call('ZADD', key, score, string.format('%016d:%d', total + cost, cost))
+      hset[#hset + 1] = ARGV[NAMES + i - 1]
+      hset[#hset + 1] = struct.pack('<dddddd', total + cost, score, slo, scum, snext, oldest)
       -- TTL: the key must outlive its newest entry's window and today (for
       -- UsedToday). The first write of each TTL_REFRESH_US period and of each
       -- Pacific day sets it (and any write after eviction, a clock step back or
@@ -553,7 +551,7 @@ if not allowed then
     local left, r -- limit - used; Retry-After µs when bucket i denies
     local k = counters and counters[i]
     if k then
-      local cost, limit = sunpack('<dd', ARGV[PARAMS + i - 1])
+      local cost, limit = struct.unpack('<dd', ARGV[PARAMS + i - 1])
       left = limit - k.used
       if k.over then r = C.retry(k.u, k.slots, k.span, k.r, limit, cost) end
     else
@@ -584,11 +582,11 @@ if later then
 end
 if counters then
   for i, k in pairs(counters) do
-    local cost, _, window = sunpack('<ddd', ARGV[PARAMS + i - 1])
+    local cost, _, window = struct.unpack('<ddd', ARGV[PARAMS + i - 1])
     C.add(KEYS[i + 1], k.slots, k.span, k.c, k.own + cost, window)
   end
 end
-if nh > 0 then call('HSET', KEYS[1], unpack(hset)) end
+if #hset > 0 then redis.call('HSET', KEYS[1], unpack(hset)) end
 if state_ttl > 0 then
   local ex_ttl = math.floor((ex_until - now) / 1000) + 1
   if ex_ttl > state_ttl then state_ttl = ex_ttl end
@@ -614,22 +612,14 @@ func (r *RedisBackend) Reserve(ctx context.Context, credential string, charges [
 	}
 	keys, args := r.scriptFrame(credential, len(charges), 2)
 	for i, c := range charges {
-		if err := redisCheckBucket(c.Bucket); err != nil {
+		if err := redisCheckBucket(c.Bucket, i, func(j int) string { return charges[j].Name }); err != nil {
 			return Decision{}, err
-		}
-		for _, e := range charges[:i] {
-			if e.Name == c.Name {
-				return Decision{}, redisDuplicateBucket(c.Name)
-			}
 		}
 		if c.Units <= 0 {
 			return Decision{}, fmt.Errorf("quota: charge of %d units in bucket %q; must be > 0", c.Units, c.Name)
 		}
 		if c.Units > c.Limit {
 			return Decision{}, &CostError{Bucket: c.Name, Units: c.Units, Limit: c.Limit}
-		}
-		if err := c.CheckAlgorithm(); err != nil {
-			return Decision{}, err
 		}
 		keys = append(keys, r.scriptBucketKey(credential, c.Bucket))
 		args = append(args, c.Name)
@@ -784,15 +774,7 @@ func (r *RedisBackend) Status(ctx context.Context, credential string, buckets []
 	}
 	keys, args := r.scriptFrame(credential, len(buckets), 1)
 	for i, b := range buckets {
-		if err := redisCheckBucket(b); err != nil {
-			return st, err
-		}
-		for _, e := range buckets[:i] {
-			if e.Name == b.Name {
-				return st, redisDuplicateBucket(b.Name)
-			}
-		}
-		if err := b.CheckAlgorithm(); err != nil {
+		if err := redisCheckBucket(b, i, func(j int) string { return buckets[j].Name }); err != nil {
 			return st, err
 		}
 		keys = append(keys, r.scriptBucketKey(credential, b))
