@@ -27,11 +27,16 @@ const (
 			units = CASE WHEN slot = excluded.slot AND span = excluded.span
 				THEN units + excluded.units ELSE excluded.units END,
 			slot = excluded.slot, span = excluded.span, ts_us = max(ts_us, excluded.ts_us)`
-	// Rows of another configuration (more slots, another span) go.
-	sqlCounterPrune = `DELETE FROM quota_counter
-		WHERE credential = ? AND bucket = ? AND (pos >= ? OR span <> ?)`
+	// Every counter of a bucket goes (its form is converted: switch.go).
+	sqlCounterDrop   = `DELETE FROM quota_counter WHERE credential = ? AND bucket = ?`
 	sqlCounterRefund = `UPDATE quota_counter SET units = max(units - ?, 0)
 		WHERE credential = ? AND bucket = ? AND pos = ? AND slot = ? AND span = ?`
+	// A log bucket's entries from ts_us >= ?4 on, summed per counter of ?1
+	// µs (j, units, latest stamp): a log converted into counters.
+	sqlLogByCounter = `SELECT ts_us / ?1 AS j, sum(cost), max(ts_us) FROM quota_log
+		WHERE credential = ?2 AND bucket = ?3 AND ts_us >= ?4 GROUP BY j`
+	// Every entry of a bucket goes (its log is converted into counters).
+	sqlLogDrop = `DELETE FROM quota_log WHERE credential = ? AND bucket = ?`
 )
 
 // sqliteMigrateV3 adds quota_counter to a version 2 database.
@@ -50,50 +55,51 @@ PRAGMA user_version = 3;
 `
 
 // sqliteCounters is what counterRead found of a counter bucket: its window
-// at max(now, newest), newest (the latest stamp recorded in it, 0 if none)
-// and stale (rows of another configuration are left, for counterAdd to
-// delete).
+// at max(now, newest) with any old form of the bucket folded in (switch.go),
+// newest (the latest stamp recorded in its own counters, 0 if none) and
+// convert (an old form is stored: counters of another geometry or log
+// entries, which counterAdd replaces by the window's counters).
 type sqliteCounters struct {
-	w      counterWindow
-	newest int64
-	stale  bool
+	w       counterWindow
+	newest  int64
+	convert bool
 }
 
 // counterRead reads counter bucket b at nowUS (see sqliteCounters). A
-// read-only database older than version 3 has no counters: an empty
-// window.
+// read-only database older than version 3 has no counters: only its log
+// entries of b, if any, are folded in.
 func (s *SQLiteBackend) counterRead(ctx context.Context, tx *sql.Tx, credential string, b Bucket, nowUS int64) (sqliteCounters, error) {
 	cs := counterSpecOf(b)
 	out := sqliteCounters{w: counterWindow{cs: cs, now: nowUS, u: make([]int64, cs.n)}}
-	if _, ok := s.stmts[sqlCounterRead]; !ok {
-		return out, nil
-	}
-	st, err := s.stmt(ctx, tx, sqlCounterRead)
-	if err != nil {
-		return out, err
-	}
-	rows, err := st.QueryContext(ctx, credential, b.Name)
-	if err != nil {
-		return out, err
-	}
-	defer rows.Close()
 	n := int64(cs.n)
 	type row struct{ slot, units int64 }
 	var kept []row
-	for rows.Next() {
-		var pos, slot, span, units, ts int64
-		if err := rows.Scan(&pos, &slot, &span, &units, &ts); err != nil {
+	var old []oldCounter
+	if _, ok := s.stmts[sqlCounterRead]; ok {
+		st, err := s.stmt(ctx, tx, sqlCounterRead)
+		if err != nil {
 			return out, err
 		}
-		if span != cs.slotUS || pos >= n || slot%n != pos {
-			out.stale = true // another configuration's row
-			continue
+		rows, err := st.QueryContext(ctx, credential, b.Name)
+		if err != nil {
+			return out, err
 		}
-		out.newest = max(out.newest, ts)
-		kept = append(kept, row{slot, units})
-	}
-	if err := rows.Err(); err != nil {
-		return out, err
+		defer rows.Close()
+		for rows.Next() {
+			var pos, slot, span, units, ts int64
+			if err := rows.Scan(&pos, &slot, &span, &units, &ts); err != nil {
+				return out, err
+			}
+			if span != cs.slotUS || pos >= n || slot%n != pos {
+				old = append(old, oldCounter{slot: slot, span: span, units: units}) // another geometry's
+				continue
+			}
+			out.newest = max(out.newest, ts)
+			kept = append(kept, row{slot, units})
+		}
+		if err := rows.Err(); err != nil {
+			return out, err
+		}
 	}
 	w := &out.w
 	w.now = max(nowUS, out.newest)
@@ -103,26 +109,71 @@ func (s *SQLiteBackend) counterRead(ctx context.Context, tx *sql.Tx, credential 
 			w.u[i] = r.units
 		}
 	}
+	logChunks, err := s.logChunks(ctx, tx, credential, b.Name, cs.slotUS, (c-n+1)*cs.slotUS)
+	if err != nil {
+		return out, err
+	}
+	w.fold(counterChunks(old, w.now))
+	w.fold(logChunks)
+	out.convert = len(old) > 0 || len(logChunks) > 0
 	return out, nil
 }
 
-// counterAdd records units stamped at in counter bucket b, and deletes the
-// rows of another configuration when counterRead found some (stale).
-func (s *SQLiteBackend) counterAdd(ctx context.Context, tx *sql.Tx, credential string, b Bucket, at, units int64, stale bool) error {
+// logChunks returns the log entries of bucket stamped at or after fromUS,
+// one chunk per counter of spanUS µs (its units at its latest stamp).
+func (s *SQLiteBackend) logChunks(ctx context.Context, tx *sql.Tx, credential, bucket string, spanUS, fromUS int64) ([]usageChunk, error) {
+	st, err := s.stmt(ctx, tx, sqlLogByCounter)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := st.QueryContext(ctx, spanUS, credential, bucket, max(fromUS, 0))
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []usageChunk
+	for rows.Next() {
+		var j, units, at int64
+		if err := rows.Scan(&j, &units, &at); err != nil {
+			return nil, err
+		}
+		out = append(out, usageChunk{at: at, units: units})
+	}
+	return out, rows.Err()
+}
+
+// counterAdd records units stamped at in counter bucket b. When counterRead
+// found an old form (cr.convert), it is replaced first: the bucket's rows
+// and log entries are deleted and cr's window written as its counters.
+func (s *SQLiteBackend) counterAdd(ctx context.Context, tx *sql.Tx, credential string, b Bucket, cr sqliteCounters, at, units int64) error {
 	cs := counterSpecOf(b)
-	j, _ := cs.slot(at)
 	add, err := s.stmt(ctx, tx, sqlCounterAdd)
 	if err != nil {
 		return err
 	}
-	if _, err := add.ExecContext(ctx, credential, b.Name, j%int64(cs.n), j, cs.slotUS, units, at); err != nil || !stale {
-		return err
+	if cr.convert {
+		for _, q := range []string{sqlCounterDrop, sqlLogDrop} {
+			drop, err := s.stmt(ctx, tx, q)
+			if err != nil {
+				return err
+			}
+			if _, err := drop.ExecContext(ctx, credential, b.Name); err != nil {
+				return err
+			}
+		}
+		c, _ := cs.slot(cr.w.now)
+		for i, u := range cr.w.u {
+			j := c - int64(cs.n) + 1 + int64(i)
+			if u == 0 || j < 0 {
+				continue
+			}
+			if _, err := add.ExecContext(ctx, credential, b.Name, j%int64(cs.n), j, cs.slotUS, u, min((j+1)*cs.slotUS-1, cr.w.now)); err != nil {
+				return err
+			}
+		}
 	}
-	prune, err := s.stmt(ctx, tx, sqlCounterPrune)
-	if err != nil {
-		return err
-	}
-	_, err = prune.ExecContext(ctx, credential, b.Name, cs.n, cs.slotUS)
+	j, _ := cs.slot(at)
+	_, err = add.ExecContext(ctx, credential, b.Name, j%int64(cs.n), j, cs.slotUS, units, at)
 	return err
 }
 
@@ -139,5 +190,64 @@ func (s *SQLiteBackend) counterRefund(ctx context.Context, tx *sql.Tx, credentia
 		return err
 	}
 	_, err = refund.ExecContext(ctx, units, credential, b.Name, j%int64(cs.n), j, cs.slotUS)
+	return err
+}
+
+// oldCounters returns every counter row of bucket (a log bucket's are an
+// old form; switch.go); none on a read-only database older than version 3.
+func (s *SQLiteBackend) oldCounters(ctx context.Context, tx *sql.Tx, credential, bucket string) ([]oldCounter, error) {
+	if _, ok := s.stmts[sqlCounterRead]; !ok {
+		return nil, nil
+	}
+	st, err := s.stmt(ctx, tx, sqlCounterRead)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := st.QueryContext(ctx, credential, bucket)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []oldCounter
+	for rows.Next() {
+		var pos, ts int64
+		var c oldCounter
+		if err := rows.Scan(&pos, &c.slot, &c.span, &c.units, &ts); err != nil {
+			return nil, err
+		}
+		out = append(out, c)
+	}
+	return out, rows.Err()
+}
+
+// convertCounters turns the counters of log bucket b, if it had that form
+// (switch.go), into entries appended to its log (rid 0: no Reservation
+// names them) and deletes them: one read of an empty range when there are
+// none.
+func (s *SQLiteBackend) convertCounters(ctx context.Context, tx *sql.Tx, credential string, b Bucket, nowUS int64) error {
+	old, err := s.oldCounters(ctx, tx, credential, b.Name)
+	if err != nil || len(old) == 0 {
+		return err
+	}
+	st, err := s.readLog(ctx, tx, credential, b.Name, sqliteCutoffUS(b, nowUS))
+	if err != nil {
+		return err
+	}
+	insert, err := s.stmt(ctx, tx, sqlInsert)
+	if err != nil {
+		return err
+	}
+	cum, seq := st.lastCum, st.lastSeq
+	for _, ch := range restamp(counterChunks(old, nowUS), st.lastTS, false) {
+		cum, seq = cum+ch.units, seq+1
+		if _, err := insert.ExecContext(ctx, credential, b.Name, cum, seq, ch.at, ch.units, 0); err != nil {
+			return err
+		}
+	}
+	drop, err := s.stmt(ctx, tx, sqlCounterDrop)
+	if err != nil {
+		return err
+	}
+	_, err = drop.ExecContext(ctx, credential, b.Name)
 	return err
 }

@@ -230,7 +230,7 @@ func NewSQLite(path string, opts ...SQLiteOption) (*SQLiteBackend, error) {
 	}
 	for _, q := range []string{sqlLast, sqlFirstAfter, sqlFreeing, sqlInsert, sqlEvict, sqlMarker, sqlMark, sqlDropMarker,
 		sqlRefundFind, sqlRefundDelete, sqlRefundShift, sqlRefundRestore,
-		sqlCounterRead, sqlCounterAdd, sqlCounterPrune, sqlCounterRefund} {
+		sqlCounterRead, sqlCounterAdd, sqlCounterDrop, sqlCounterRefund, sqlLogByCounter, sqlLogDrop} {
 		st, err := db.Prepare(q)
 		if err != nil {
 			s.Close()
@@ -269,7 +269,7 @@ func openSQLiteReadOnly(path string, o sqliteOptions) (*SQLiteBackend, error) {
 			return nil, fmt.Errorf("quota: %s holds no quota schema: %w: %w", path, ErrUnavailable, fs.ErrNotExist)
 		}
 		s := &SQLiteBackend{db: db, path: path, clock: o.clock, stmts: map[string]*sql.Stmt{}}
-		qs := []string{sqlLast, sqlFirstAfter, sqlFreeing, sqlMarker}
+		qs := []string{sqlLast, sqlFirstAfter, sqlFreeing, sqlMarker, sqlLogByCounter}
 		if v >= 3 {
 			qs = append(qs, sqlCounterRead)
 		}
@@ -423,7 +423,14 @@ func (s *SQLiteBackend) sumAfter(ctx context.Context, tx *sql.Tx, credential, bu
 // stops counting at exactly ts + window (the same boundary admission uses).
 // Calendar: everything of the day expires at the next Pacific midnight.
 func (s *SQLiteBackend) retryAfter(ctx context.Context, tx *sql.Tx, credential string, b Bucket, st sqliteLog, units, nowUS int64) (time.Duration, error) {
-	need := st.used + units - b.Limit
+	return s.retryAfterPlus(ctx, tx, credential, b, st, 0, units, nowUS)
+}
+
+// retryAfterPlus is retryAfter when extra units count in the window after
+// the log's newest entry (chunks not yet written, Status: appendedLog) and
+// leaving log entries alone can free what the call needs.
+func (s *SQLiteBackend) retryAfterPlus(ctx context.Context, tx *sql.Tx, credential string, b Bucket, st sqliteLog, extra, units, nowUS int64) (time.Duration, error) {
+	need := st.used + extra + units - b.Limit
 	if need <= 0 || units > b.Limit {
 		return 0, nil
 	}
@@ -512,6 +519,9 @@ func (s *SQLiteBackend) Reserve(ctx context.Context, credential string, charges 
 			}
 			continue
 		}
+		if err := s.convertCounters(ctx, tx, credential, c.Bucket, nowUS); err != nil {
+			return Decision{}, sqliteUnavailable("reserve", err)
+		}
 		st, err := s.readLog(ctx, tx, credential, c.Name, sqliteCutoffUS(c.Bucket, nowUS))
 		if err != nil {
 			return Decision{}, sqliteUnavailable("reserve", err)
@@ -562,7 +572,7 @@ func (s *SQLiteBackend) Reserve(ctx context.Context, credential string, charges 
 		if c.IsCounter() {
 			// at is max(clock, latest stamp): see counterRead.
 			cr := counters[i]
-			if err := s.counterAdd(ctx, tx, credential, c.Bucket, cr.w.now, c.Units, cr.stale); err != nil {
+			if err := s.counterAdd(ctx, tx, credential, c.Bucket, cr, cr.w.now, c.Units); err != nil {
 				return Decision{}, sqliteUnavailable("reserve", err)
 			}
 			d.Reservation.entries = append(d.Reservation.entries, reservedEntry{bucket: c.Bucket, units: c.Units, at: cr.w.now})
@@ -716,23 +726,40 @@ func (s *SQLiteBackend) Status(ctx context.Context, credential string, buckets [
 			st.Buckets = append(st.Buckets, counterStatus(b, cr.w, maxCost[b.Name], midnightUS))
 			continue
 		}
-		ls, err := s.readLog(ctx, tx, credential, b.Name, sqliteCutoffUS(b, nowUS))
+		cutoff := sqliteCutoffUS(b, nowUS)
+		ls, err := s.readLog(ctx, tx, credential, b.Name, cutoff)
 		if err != nil {
 			return Status{}, sqliteUnavailable("status", err)
 		}
-		bs := BucketStatus{Bucket: b, Used: ls.used, Remaining: max(b.Limit-ls.used, 0), Entries: ls.entries, MaxCost: max(maxCost[b.Name], 1)}
-		if ls.oldestUS != 0 {
-			bs.Oldest = time.UnixMicro(ls.oldestUS)
-		}
-		if bs.RetryAfterOne, err = s.retryAfter(ctx, tx, credential, b, ls, 1, nowUS); err != nil {
+		// The bucket's counters, if it had that form, as Reserve would
+		// append them to the log (switch.go).
+		old, err := s.oldCounters(ctx, tx, credential, b.Name)
+		if err != nil {
 			return Status{}, sqliteUnavailable("status", err)
 		}
-		if bs.RetryAfterMax, err = s.retryAfter(ctx, tx, credential, b, ls, bs.MaxCost, nowUS); err != nil {
+		a := appendedLog{b: b, nowUS: nowUS, cutoff: cutoff, logUsed: ls.used, logEntries: ls.entries, logOldest: ls.oldestUS,
+			chunks: restamp(counterChunks(old, nowUS), ls.lastTS, false)}
+		used, entries, oldest := a.figures()
+		bs := BucketStatus{Bucket: b, Used: used, Remaining: max(b.Limit-used, 0), Entries: entries, MaxCost: max(maxCost[b.Name], 1)}
+		if oldest != 0 {
+			bs.Oldest = time.UnixMicro(oldest)
+		}
+		retry := func(units int64) (time.Duration, error) {
+			if d, ok := a.chunkRetry(units); ok {
+				return d, nil
+			}
+			return s.retryAfterPlus(ctx, tx, credential, b, ls, used-ls.used, units, nowUS)
+		}
+		if bs.RetryAfterOne, err = retry(1); err != nil {
+			return Status{}, sqliteUnavailable("status", err)
+		}
+		if bs.RetryAfterMax, err = retry(bs.MaxCost); err != nil {
 			return Status{}, sqliteUnavailable("status", err)
 		}
 		if bs.UsedToday, _, _, _, err = s.sumAfter(ctx, tx, credential, b.Name, midnightUS-1, ls); err != nil {
 			return Status{}, sqliteUnavailable("status", err)
 		}
+		bs.UsedToday += a.since(midnightUS)
 		st.Buckets = append(st.Buckets, bs)
 	}
 	if err := tx.Commit(); err != nil {

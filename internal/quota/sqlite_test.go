@@ -398,11 +398,11 @@ func BenchmarkSQLiteReserve(b *testing.B) {
 	})
 }
 
-// TestSQLiteCounterPrunesOtherConfiguration: the rows a counter bucket
-// left under another configuration (another sub-window length here) count
-// as 0 and are deleted by the next admission, so quota_counter holds at
-// most the current configuration's ring.
-func TestSQLiteCounterPrunesOtherConfiguration(t *testing.T) {
+// TestSQLiteCounterReplacesOtherConfiguration: the rows a counter bucket
+// left under another configuration (another sub-window length here) are
+// carried into the new one (switch.go) and deleted by the next admission,
+// so quota_counter holds at most the current configuration's ring.
+func TestSQLiteCounterReplacesOtherConfiguration(t *testing.T) {
 	s := newTestSQLite(t)
 	before := Bucket{Name: "c", Limit: 10, Window: 7 * time.Hour, Algorithm: AlgorithmCounter, Slots: 8}
 	after := Bucket{Name: "c", Limit: 10, Window: time.Minute, Algorithm: AlgorithmCounter}
@@ -417,8 +417,8 @@ func TestSQLiteCounterPrunesOtherConfiguration(t *testing.T) {
 	if n, _ := rows(); n != 1 {
 		t.Fatalf("%d rows after one admission, want 1", n)
 	}
-	if d := mustAllow(t, s, "p", charge(after, 1)); d.Remaining["c"] != 9 {
-		t.Fatalf("Remaining %d under the new configuration, want 9 (the old row counts 0)", d.Remaining["c"])
+	if d := mustAllow(t, s, "p", charge(after, 1)); d.Remaining["c"] != 6 {
+		t.Fatalf("Remaining %d under the new configuration, want 6 (the old row's 3 units carried over)", d.Remaining["c"])
 	}
 	if n, spans := rows(); n != 1 || spans != fmt.Sprint(after.SubWindow().Microseconds()) {
 		t.Fatalf("%d rows of spans %s after an admission under the new configuration, want only its own", n, spans)
