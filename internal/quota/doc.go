@@ -36,14 +36,14 @@
 // current" for the default Slots = 2; Slots = 61 on a one-minute window is
 // the seed article's one-second fields summed over the trailing window).
 // Memory is O(Slots) per bucket whatever the limit and the call rate (on
-// Redis a hash of Slots 16-byte fields: MEMORY USAGE 136 bytes for 2 slots,
-// 280 for 8, 1,368 for 61, at limits of 100, 10^4 and 10^6 alike, where a
-// saturated log takes 3 KB at 100 calls, 118 KB at 10^3 and 1.3 MB at
-// 10^4; TestRedisCounterMemoryUsage). A decision is atomic like the log's,
-// across log and counter buckets alike, in the same script or transaction
-// (counter.go, redis_counter.go, counter_sqlite.go, counter_memory.go), and
-// every backend computes the same estimate in the same doubles
-// (TestCounterBackendsAgree, TestRedisCounterAgreesWithMemory).
+// Redis a hash of Slots 16-byte fields and its geometry: MEMORY USAGE 168
+// bytes for 2 slots, 280 for 8, 1,368 for 61, at limits of 100, 10^4 and
+// 10^6 alike, where a saturated log takes 3 KB at 100 calls, 118 KB at
+// 10^3 and 1.3 MB at 10^4; TestRedisCounterMemoryUsage). A decision is
+// atomic like the log's, across log and counter buckets alike, in the same
+// script or transaction (counter.go, redis_counter.go, counter_sqlite.go,
+// counter_memory.go), and every backend computes the same estimate in the
+// same doubles (TestCounterBackendsAgree, TestRedisCounterAgreesWithMemory).
 //
 // The estimate assumes the oldest counter's units were spread evenly over
 // it. Where they were not, the error is at most that counter's units, so:
@@ -83,7 +83,10 @@
 // that began at or after the last Pacific midnight (a lower bound). A
 // refund takes the units back from the counter they went into, once per
 // Reservation (copies share it). Calendar buckets are always logs: New refuses a counter with
-// Calendar. Switching a bucket between algorithms starts it empty.
+// Calendar. Switching a bucket between algorithms, or a counter's slots
+// or window, carries its usage over (switch.go): the log's entries go to
+// the counters of their moments; a counter's units count as admitted at the
+// end of their counter.
 //
 // # Refund
 //

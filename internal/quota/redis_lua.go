@@ -95,15 +95,17 @@ const redisEvictBatch = 8
 // and the state hash its new caches. A denial leaves every key as it was:
 // a log bucket that fit before a later bucket denied has its entry removed
 // again by the same script (ZADD then ZREM: replicas and the AOF get both,
-// no client sees either), and nothing else is written. Retry-After for a
-// denied bucket: the call fits once the entries up to the first one whose
-// cum >= need = total + cost - limit have left the window; that entry is
-// found by binary search over ranks (ZRANGE i i, one O(log n) probe per
-// step, only on denial: O(log² n)); it leaves the window at score + window,
-// so RetryAfter = score + window - now µs (never early: an entry with score
-// s is outside the window from now = s + window on). In calendar mode
-// everything leaves at the next Pacific midnight. The decision reports the
-// largest Retry-After among the denying buckets.
+// no client sees either), and nothing else is written, except the one-time
+// conversion of a bucket whose algorithm or counter geometry changed
+// (switch.go; it moves usage from one form to the other, adding none).
+// Retry-After for a denied bucket: the call fits once the entries up to the
+// first one whose cum >= need = total + cost - limit have left the window;
+// that entry is found by binary search over ranks (ZRANGE i i, one O(log n)
+// probe per step, only on denial: O(log² n)); it leaves the window at score
+// + window, so RetryAfter = score + window - now µs (never early: an entry
+// with score s is outside the window from now = s + window on). In calendar
+// mode everything leaves at the next Pacific midnight. The decision reports
+// the largest Retry-After among the denying buckets.
 //
 // # Clock
 //
@@ -131,6 +133,8 @@ local TTL_MARGIN_MS = 300000   -- keys live this long past the last moment an en
 local TTL_REFRESH_US = 120000000 -- PEXPIRE once per period of this length (see reserve)
 
 local INF = 4503599627370496  -- 2^52 µs (year 2112): "no such moment yet"
+
+local COUNTER_SUFFIX = ':counter' -- a counter bucket's key: its log's key and this (CounterKeySuffix)
 
 local NO_MIDNIGHT = 'ERR trendfetch: the Pacific midnight table does not cover Redis TIME (client clock off by a day or more?)'
 
@@ -440,7 +444,13 @@ for i = 1, n do
   local fits
   if slots > 0 then
     C, counters = C or counter_lib(), counters or {}
-    local u, span, c, r, own = C.read(key, now, window, slots)
+    -- a field in the state hash is a log's cache: the bucket was a log
+    -- since the counters' last admission (switch.go)
+    local log_key
+    if got[i + 1] then log_key = string.sub(key, 1, -#COUNTER_SUFFIX - 1) end
+    local u, span, c, r, own, convert = C.read(key, now, window, slots, log_key)
+    if convert then C.convert(key, log_key, u, span, c, slots, window) end
+    if got[i + 1] then redis.call('HDEL', KEYS[1], ARGV[NAMES + i - 1]) end
     local full, w, used = C.estimate(u, slots, span, r)
     fits = not (w > limit - full - cost)
     counters[i] = {u = u, span = span, c = c, r = r, own = own, slots = slots, used = used, over = not fits}
@@ -460,7 +470,18 @@ for i = 1, n do
     if c and #c == 48 then
       total, newest, slo, scum, snext, oldest = struct.unpack('<dddddd', c)
     else
-      -- no cache: rebuild it from the log, forcing the split search below
+      -- no cache: rebuild it from the log, forcing the split search below,
+      -- once the bucket's counters, if it had that form, are appended to
+      -- the log (switch.go); its field then says so until the cache is
+      -- written (a counter decision looks at the log when the field is set)
+      C = C or counter_lib()
+      local keep = window
+      if next_mid - now > keep then keep = next_mid - now end
+      keep = math.floor(keep / 1000) + 1 + TTL_MARGIN_MS
+      if C.to_log(key, key .. COUNTER_SUFFIX, now, keep) then
+        redis.call('HSET', KEYS[1], ARGV[NAMES + i - 1], 'log')
+        if redis.call('PTTL', KEYS[1]) < keep then redis.call('PEXPIRE', KEYS[1], keep) end
+      end
       rebuilt, moved = true, true
       total, newest, slo, scum, snext, oldest = 0, 0, INF, 0, 0, INF
       local last = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
@@ -726,7 +747,8 @@ for i = 1, n do
   local key = KEYS[i + 1]
   if slots > 0 then
     C = C or counter_lib()
-    local u, span, c, r = C.read(key, now, window, slots)
+    -- with the bucket's old form folded in, as the reserve script would
+    local u, span, c, r = C.read(key, now, window, slots, string.sub(key, 1, -#COUNTER_SUFFIX - 1))
     local full, w, used = C.estimate(u, slots, span, r)
     local r1, rmax, today = 0, 0, 0
     if w > limit - full - 1 then r1 = C.retry(u, slots, span, r, limit, 1) end
@@ -749,15 +771,41 @@ for i = 1, n do
       local first = redis.call('ZRANGEBYSCORE', key, fmt(lo), '+inf', 'WITHSCORES', 'LIMIT', 0, 1)
       oldest = tonumber(first[2])
     end
-    local r1, rmax = 0, 0
-    if used + 1 > limit then r1 = retry_us(key, lo, now, window, next_mid, newest, total + 1 - limit) end
-    if maxcost > 0 and used + maxcost > limit then
-      rmax = retry_us(key, lo, now, window, next_mid, newest, total + maxcost - limit)
-    end
     local ttotal, tbase = state(key, last_mid)
+    local today = ttotal - tbase
+    -- the bucket's counters, if it had that form, appended to the log
+    -- after its newest entry, as the reserve script would (switch.go)
+    C = C or counter_lib()
+    local chunks, after = C.chunks(key .. COUNTER_SUFFIX, now), newest or 0
+    for _, ch in ipairs(chunks) do
+      if ch[1] <= after then ch[1] = after + 1 end
+      after = ch[1]
+      if ch[1] >= lo then
+        used, entries = used + ch[2], entries + 1
+        if oldest == 0 then oldest = ch[1] end
+      end
+      if ch[1] >= last_mid then today = today + ch[2] end
+    end
+    -- retry(need): Retry-After µs until the units up to cum need have left
+    -- (need > total: some of the chunks must leave too)
+    local function retry(need)
+      if need <= total then return retry_us(key, lo, now, window, next_mid, newest, need) end
+      if window == 0 then return next_mid - now end
+      local cum = total
+      for _, ch in ipairs(chunks) do
+        if ch[1] >= lo then
+          cum = cum + ch[2]
+          if cum >= need then return ch[1] + window - now end
+        end
+      end
+      return math.max(after + window - now, 1) -- need is above every unit counted
+    end
+    local r1, rmax = 0, 0
+    if used + 1 > limit then r1 = retry(base + used + 1 - limit) end
+    if maxcost > 0 and used + maxcost > limit then rmax = retry(base + used + maxcost - limit) end
     local k = #reply
     reply[k + 1], reply[k + 2], reply[k + 3] = used, entries, oldest
-    reply[k + 4], reply[k + 5], reply[k + 6] = r1, rmax, ttotal - tbase
+    reply[k + 4], reply[k + 5], reply[k + 6] = r1, rmax, today
   end
 end
 return reply

@@ -98,6 +98,9 @@ func TestRedisCluster(t *testing.T) {
 	t.Run("TwoBuckets", func(t *testing.T) {
 		testRedisClusterTwoBuckets(t, b)
 	})
+	t.Run("SwitchForm", func(t *testing.T) {
+		runSwitchSuite(t, b) // the scripts reach a bucket's other key of the same slot
+	})
 	t.Run("ProcessesNoOverAdmission", func(t *testing.T) {
 		runOverAdmission(t, "rediscluster:"+strings.Join(cl.Addrs(), ","), 8, 9500)
 	})

@@ -3,6 +3,8 @@ package quota
 import (
 	"testing"
 	"time"
+
+	"github.com/trendfetch/trendfetch/internal/quota/redistest"
 )
 
 // runSwitchSuite checks what switch.go promises the persistent backends:
@@ -69,4 +71,9 @@ func runSwitchSuite(t *testing.T, b Backend) {
 func TestSQLiteSwitchForm(t *testing.T) {
 	t.Parallel()
 	runSwitchSuite(t, newTestSQLite(t))
+}
+
+func TestRedisSwitchForm(t *testing.T) {
+	t.Parallel()
+	runSwitchSuite(t, newTestRedis(t, redistest.Start(t)))
 }
