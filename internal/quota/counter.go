@@ -262,8 +262,9 @@ func counterDecide(w counterWindow, b Bucket, cost, nowUS int64) (fits bool, ret
 // claimRefund marks r refunded when it charged a counter bucket and
 // reports whether this call may give its units back: a counter cannot tell
 // one call's units from another's, so the Reservation (every copy of it
-// shares the mark) remembers the refund. A Refund that fails must call
-// release. Reservations of log buckets only are always claimable: their
+// shares the mark) remembers the refund. A Refund that fails without
+// having changed anything must call release (one that may have applied
+// must not). Reservations of log buckets only are always claimable: their
 // entries are found by identity.
 func (r Reservation) claimRefund() (ok bool, release func()) {
 	if r.refunded == nil {

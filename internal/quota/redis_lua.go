@@ -1011,7 +1011,9 @@ return reply
 // Refund implements Backend with redisRefundScript: one round trip, atomic
 // across every bucket of r. Entries already refunded, evicted or reset, and
 // entries no longer in their window at Redis TIME, are skipped. A bad
-// credential name is an error; Redis failures wrap ErrUnavailable.
+// credential name is an error; Redis failures wrap ErrUnavailable. After a
+// failure that may have reached Redis (a lost reply), r's counter buckets
+// are not refunded again by a later call: their units may already be back.
 func (r *RedisBackend) Refund(ctx context.Context, credential string, res Reservation) error {
 	if err := redisCheckCredential(credential); err != nil {
 		return err
@@ -1030,7 +1032,9 @@ func (r *RedisBackend) Refund(ctx context.Context, credential string, res Reserv
 	}
 	out, err := redisRefundScript.RunOnce(ctx, r.client, keys, args...).Int64Slice()
 	if err != nil {
-		release()
+		if redisDidNotRun(err) {
+			release() // it may be tried again; one that may have run may not
+		}
 		return redisUnavailable("refund", credential, err)
 	}
 	if len(out) != 1+len(res.entries) {

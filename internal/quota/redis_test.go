@@ -310,6 +310,14 @@ func TestRedisSlowRefundAppliedOnce(t *testing.T) {
 	if u := mustStatus(t, b, "slowrefund", []Bucket{units}, nil).Buckets[0]; u.Used != 5 {
 		t.Fatalf("after two calls of 5 and one slow refund: used %d, want 5 (the refund applied once)", u.Used)
 	}
+	// The failed Refund may have run, so the Reservation stays claimed: a
+	// caller that tries again gives nothing back twice.
+	if err := b.Refund(context.Background(), "slowrefund", d.Reservation); err != nil {
+		t.Fatal(err)
+	}
+	if u := mustStatus(t, b, "slowrefund", []Bucket{units}, nil).Buckets[0]; u.Used != 5 {
+		t.Fatalf("after a second Refund of the slow one: used %d, want 5 (applied once)", u.Used)
+	}
 }
 
 // TestRedisResendsWhatDidNotRun: a replica refuses the reserve script at
@@ -443,6 +451,30 @@ func TestRedisTTLRefreshPeriod(t *testing.T) {
 	mustAllow(t, b, "ttl", charge(units, 1))
 	if ms := pttl(); ms < time.Hour.Milliseconds() {
 		t.Fatalf("PTTL after the first admission of a new period = %d ms, want it renewed to at least the window", ms)
+	}
+}
+
+// TestRedisRefundAfterDialFailure: a Refund that provably never reached
+// Redis (connection refused) leaves the Reservation unclaimed, so a later
+// Refund of it still gives a counter bucket its units back (one whose reply
+// was lost must not: TestRedisSlowRefundAppliedOnce).
+func TestRedisRefundAfterDialFailure(t *testing.T) {
+	b := newTestRedis(t, redistest.Start(t))
+	c, err := RedisClientFromURL("redis://127.0.0.1:1/0", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	down := NewRedis(c)
+	defer down.Close()
+	units := Bucket{Name: "units", Limit: 100, Window: 24 * time.Hour, Algorithm: AlgorithmCounter}
+	mustAllow(t, b, "dial", charge(units, 5))
+	d := mustAllow(t, b, "dial", charge(units, 5))
+	if err := down.Refund(context.Background(), "dial", d.Reservation); !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("Refund against a closed port: err = %v, want ErrUnavailable", err)
+	}
+	mustRefund(t, b, "dial", d.Reservation)
+	if u := mustStatus(t, b, "dial", []Bucket{units}, nil).Buckets[0]; u.Used != 5 {
+		t.Fatalf("after two calls of 5, a refused Refund and a Refund: used %d, want 5", u.Used)
 	}
 }
 
