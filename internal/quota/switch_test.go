@@ -73,7 +73,27 @@ func TestSQLiteSwitchForm(t *testing.T) {
 	runSwitchSuite(t, newTestSQLite(t))
 }
 
+// TestRedisSwitchForm also checks that every key the conversions wrote
+// expires (the server is this test's own).
 func TestRedisSwitchForm(t *testing.T) {
 	t.Parallel()
-	runSwitchSuite(t, newTestRedis(t, redistest.Start(t)))
+	b := newTestRedis(t, redistest.Start(t))
+	runSwitchSuite(t, b)
+	// A credential whose only bucket was a counter has no state hash
+	// until its conversion to a log writes one.
+	log := Bucket{Name: "only", Limit: 10, Window: time.Hour}
+	counter := log
+	counter.Algorithm = AlgorithmCounter
+	mustAllow(t, b, "counter-only", charge(counter, 10))
+	mustDeny(t, b, "counter-only", charge(log, 1), log.Name)
+	ctx := testCtx(t)
+	keys, err := b.Client().Keys(ctx, "*").Result()
+	if err != nil || len(keys) == 0 {
+		t.Fatalf("KEYS *: %v %v", keys, err)
+	}
+	for _, k := range keys {
+		if ttl, err := b.Client().PTTL(ctx, k).Result(); err != nil || ttl <= 0 {
+			t.Errorf("key %s: PTTL %v %v, want a TTL", k, ttl, err)
+		}
+	}
 }
