@@ -62,7 +62,10 @@ const redisEvictBatch = 8
 // hash expired first), the cache can only over-count: a missing cache is
 // rebuilt from the log, and a cache whose log lost entries counts units no
 // longer there until they would have left the window. Every writer must run
-// this script (a mixed fleet with an older layout would under-count).
+// this script (a mixed fleet with an older layout would under-count). A
+// bucket's field holds "log" instead when its counters were just converted
+// into its log (switch.go, redis_counter.go) and no admission has written
+// the cache yet; a decision rebuilds it from the log.
 //
 // # Algorithm (exact weighted sliding-window log, O(log n) per decision)
 //
