@@ -59,10 +59,11 @@ local function counter_lib()
   -- C.read(key, now, window, n, log_key): the counters of a counter
   -- bucket at now. Returns u (u[1] the oldest, counter c-n+1, .. u[n] the
   -- current one, counter c), span (µs), c, r (now's offset into counter
-  -- c), own, the units C.add must keep in counter c's field, and convert,
+  -- c), own, the units C.add must keep in counter c's field, convert,
   -- true when the bucket's old form was folded into u (switch.go: counters
   -- of another geometry in key, entries of the log log_key; nil: none to
-  -- look at), which C.convert must then write. A counter from the future
+  -- look at), which C.convert must then write, and has_g, whether key
+  -- records its geometry (field g). A counter from the future
   -- (j > c: Redis TIME stepped back since it was written, e.g. a failover
   -- to a host whose clock is behind) counts in u[n], as if admitted now:
   -- over-counting is the safe side, and its units stay counted until the
@@ -100,7 +101,7 @@ local function counter_lib()
     end
     if log_key and from_log(u, log_key, c, n, span) then convert = true end
     if convert then own = u[n] end
-    return u, span, c, r, own, convert
+    return u, span, c, r, own, convert, vals[1] ~= false
   end
 
   -- C.convert(key, log_key, u, span, c, n, window): replaces the bucket's
@@ -247,11 +248,16 @@ local function counter_lib()
     return full, w, full + math.ceil(w)
   end
 
-  -- C.add(key, n, span, c, units, window): sets counter c to units (its
-  -- new total: C.read's own plus the cost), records the geometry (field
-  -- g: span, n) and keeps the key window + span + TTL_MARGIN_MS past now
-  function C.add(key, n, span, c, units, window)
-    redis.call('HSET', key, c % n, struct.pack('<dd', c, units), 'g', struct.pack('<dd', span, n))
+  -- C.add(key, n, span, c, units, window, has_g): sets counter c to units
+  -- (its new total: C.read's own plus the cost), records the geometry
+  -- (field g: span, n) unless the key has it, and keeps the key window +
+  -- span + TTL_MARGIN_MS past now
+  function C.add(key, n, span, c, units, window, has_g)
+    if has_g then
+      redis.call('HSET', key, c % n, struct.pack('<dd', c, units))
+    else
+      redis.call('HSET', key, c % n, struct.pack('<dd', c, units), 'g', struct.pack('<dd', span, n))
+    end
     redis.call('PEXPIRE', key, math.floor((window + span) / 1000) + 1 + TTL_MARGIN_MS)
   end
 

@@ -421,7 +421,7 @@ local function log_state(i)
 end
 
 -- A counter bucket's read is kept in counters[i] (u, span, c, r, own,
--- slots from C.read; used, the estimate; over, it denies).
+-- slots, has_g from C.read; used, the estimate; over, it denies).
 local C        -- counter helpers, built at the first counter bucket
 local counters -- built at the first counter bucket
 
@@ -451,12 +451,13 @@ for i = 1, n do
     -- since the counters' last admission (switch.go)
     local log_key
     if got[i + 1] then log_key = string.sub(key, 1, -#COUNTER_SUFFIX - 1) end
-    local u, span, c, r, own, convert = C.read(key, now, window, slots, log_key)
+    local u, span, c, r, own, convert, has_g = C.read(key, now, window, slots, log_key)
     if convert then C.convert(key, log_key, u, span, c, slots, window) end
     if got[i + 1] then redis.call('HDEL', KEYS[1], ARGV[NAMES + i - 1]) end
     local full, w, used = C.estimate(u, slots, span, r)
     fits = not (w > limit - full - cost)
-    counters[i] = {u = u, span = span, c = c, r = r, own = own, slots = slots, used = used, over = not fits}
+    counters[i] = {u = u, span = span, c = c, r = r, own = own, slots = slots, used = used, over = not fits,
+      has_g = has_g or convert}
     if fits then
       local left = limit - used - cost
       if left < 0 then left = 0 end
@@ -607,7 +608,7 @@ end
 if counters then
   for i, k in pairs(counters) do
     local cost, _, window = struct.unpack('<ddd', ARGV[PARAMS + i - 1])
-    C.add(KEYS[i + 1], k.slots, k.span, k.c, k.own + cost, window)
+    C.add(KEYS[i + 1], k.slots, k.span, k.c, k.own + cost, window, k.has_g)
   end
 end
 if #hset > 0 then redis.call('HSET', KEYS[1], unpack(hset)) end
