@@ -1,6 +1,7 @@
 package quota
 
 import (
+	"cmp"
 	"slices"
 	"time"
 )
@@ -43,7 +44,8 @@ type oldCounter struct{ slot, span, units int64 }
 
 // counterChunks returns the chunks of old counters at nowUS (Unix µs): each
 // counter with units, stamped at min(its last µs, nowUS), ascending by at
-// (counters stamped alike merged).
+// (several may share one: the current counter and any from the future all
+// end at nowUS).
 func counterChunks(counters []oldCounter, nowUS int64) []usageChunk {
 	var out []usageChunk
 	for _, c := range counters {
@@ -51,13 +53,8 @@ func counterChunks(counters []oldCounter, nowUS int64) []usageChunk {
 			out = append(out, usageChunk{at: min((c.slot+1)*c.span-1, nowUS), units: c.units})
 		}
 	}
-	slices.SortFunc(out, func(a, b usageChunk) int { return int(min(max(a.at-b.at, -1), 1)) })
-	return slices.CompactFunc(out, func(a, b usageChunk) bool {
-		if a.at == b.at {
-			b.units += a.units // b is the element kept
-		}
-		return a.at == b.at
-	})
+	slices.SortStableFunc(out, func(a, b usageChunk) int { return cmp.Compare(a.at, b.at) })
+	return out
 }
 
 // fold adds chunks to w's counters: each one's units to the counter that

@@ -97,3 +97,37 @@ func TestRedisSwitchForm(t *testing.T) {
 		}
 	}
 }
+
+// TestCounterChunksKeepEveryUnit: counters that end at or after now (the
+// current one, and any from the future after a clock step back) are all
+// stamped now, and none of their units is lost; older ones keep their own
+// last µs, in order.
+func TestCounterChunksKeepEveryUnit(t *testing.T) {
+	const span, now = 100, 1050 // now is in counter 10
+	got := counterChunks([]oldCounter{
+		{slot: 12, span: span, units: 4}, // from the future
+		{slot: 10, span: span, units: 3}, // the current counter
+		{slot: 8, span: span, units: 2},
+		{slot: 9, span: span, units: 0},     // empty: no chunk
+		{slot: 7, span: 2 * span, units: 1}, // another geometry: ends at 1599, after now
+	}, now)
+	var sum int64
+	for i, ch := range got {
+		sum += ch.units
+		if i > 0 && ch.at < got[i-1].at {
+			t.Fatalf("chunks %v: not ascending", got)
+		}
+	}
+	if sum != 10 || len(got) != 4 || got[0] != (usageChunk{at: 899, units: 2}) || got[3].at != now {
+		t.Fatalf("chunks %v: want 4 chunks of 10 units, the first {899 2}, the last at now", got)
+	}
+	r := restamp(got, 1000, true)
+	for i := 1; i < len(r); i++ {
+		if r[i].at <= r[i-1].at {
+			t.Fatalf("restamp(unique) %v: stamps not strictly ascending", r)
+		}
+	}
+	if r[0].at != 1001 {
+		t.Fatalf("restamp(unique) %v: first stamp %d, want 1001 (after the log's newest, 1000)", r, r[0].at)
+	}
+}
