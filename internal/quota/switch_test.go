@@ -131,3 +131,45 @@ func TestCounterChunksKeepEveryUnit(t *testing.T) {
 		t.Fatalf("restamp(unique) %v: first stamp %d, want 1001 (after the log's newest, 1000)", r, r[0].at)
 	}
 }
+
+// TestSQLiteSwitchTiming pins when carried-over units leave, on a fake
+// clock: a counter's units, once its bucket is a log, count until the end
+// of their counter + window (Retry-After says so, and they are gone one µs
+// later); a log's entries, once its bucket is a counter, sit in the
+// counter of their moment.
+func TestSQLiteSwitchTiming(t *testing.T) {
+	start := time.Date(2026, 5, 4, 12, 0, 30, 0, time.UTC) // 30 s into a minute
+	clock := newFakeClock(start)
+	b := newTestSQLite(t, WithClock(clock.Now))
+	counter := Bucket{Name: "t", Limit: 10, Window: 10 * time.Minute, Algorithm: AlgorithmCounter, Slots: 11} // 1-minute counters
+	log := Bucket{Name: "t", Limit: 10, Window: 10 * time.Minute}
+	mustAllow(t, b, "c", charge(counter, 10))
+
+	// counter -> log, 5 minutes later: the 10 units are stamped at the
+	// counter's last µs, 12:00:59.999999, and leave at 12:10:59.999999.
+	clock.Advance(5 * time.Minute)
+	end := start.Add(30*time.Second - time.Microsecond)
+	d := mustDeny(t, b, "c", charge(log, 1), log.Name)
+	if want := end.Add(log.Window).Sub(clock.Now()); d.RetryAfter != want {
+		t.Fatalf("counter -> log: RetryAfter %v, want %v (the counter's end + window)", d.RetryAfter, want)
+	}
+	clock.Set(end.Add(log.Window).Add(-time.Microsecond))
+	mustDeny(t, b, "c", charge(log, 1), log.Name)
+	clock.Set(end.Add(log.Window))
+	if d := mustAllow(t, b, "c", charge(log, 4)); d.Remaining[log.Name] != 6 {
+		t.Fatalf("counter -> log, after the carried units left: Remaining %d, want 6", d.Remaining[log.Name])
+	}
+
+	// log -> counter: the 4 units, admitted at 12:10:59.999999, are in
+	// the counter of 12:10; 9 minutes later it is the oldest of the window,
+	// weighted by what is left of it (less than 1/60 after 59 s: 1 unit,
+	// rounded up), and a minute later gone.
+	clock.Advance(9*time.Minute + 59*time.Second)
+	if bs := mustStatus(t, b, "c", []Bucket{counter}, nil).Buckets[0]; bs.Used != 1 {
+		t.Fatalf("log -> counter, in the oldest counter: used %d, want 1 (4 units weighted by under 1/60, rounded up)", bs.Used)
+	}
+	clock.Advance(time.Minute)
+	if bs := mustStatus(t, b, "c", []Bucket{counter}, nil).Buckets[0]; bs.Used != 0 {
+		t.Fatalf("log -> counter, a window later: used %d, want 0", bs.Used)
+	}
+}
