@@ -71,7 +71,7 @@ func (w *counterWindow) fold(chunks []usageChunk) {
 }
 
 // appendedLog is the window of a log followed by chunks appended after its
-// newest entry (what converting a counter bucket's old counters into a log
+// newest entry (what converting a log bucket's old counters into its log
 // leaves, seen without writing it; Status).
 type appendedLog struct {
 	b      Bucket
