@@ -174,8 +174,8 @@ func (a *app) loadConfig() error {
 
 // registerSecrets adds the API key of every credential that has one
 // readable now, the Redis URL's password and the Sentinels' password to
-// a.secrets. Unreadable keys
-// are skipped here: the command that needs one reports it.
+// a.secrets. Unreadable keys are skipped here: the command that needs one
+// reports it.
 func (a *app) registerSecrets(cfg *config.Config) {
 	for _, cr := range cfg.Credentials {
 		if k, err := cr.APIKey(a.lookupEnv); err == nil {

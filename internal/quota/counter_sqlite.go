@@ -71,35 +71,20 @@ type sqliteCounters struct {
 func (s *SQLiteBackend) counterRead(ctx context.Context, tx *sql.Tx, credential string, b Bucket, nowUS int64) (sqliteCounters, error) {
 	cs := counterSpecOf(b)
 	out := sqliteCounters{w: counterWindow{cs: cs, now: nowUS, u: make([]int64, cs.n)}}
+	rows, err := s.counterRows(ctx, tx, credential, b.Name)
+	if err != nil {
+		return out, err
+	}
 	n := int64(cs.n)
-	type row struct{ slot, units int64 }
-	var kept []row
+	var kept []sqliteCounterRow
 	var old []oldCounter
-	if _, ok := s.stmts[sqlCounterRead]; ok {
-		st, err := s.stmt(ctx, tx, sqlCounterRead)
-		if err != nil {
-			return out, err
+	for _, r := range rows {
+		if r.span != cs.slotUS || r.pos >= n || r.slot%n != r.pos {
+			old = append(old, r.oldCounter) // another geometry's
+			continue
 		}
-		rows, err := st.QueryContext(ctx, credential, b.Name)
-		if err != nil {
-			return out, err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			var pos, slot, span, units, ts int64
-			if err := rows.Scan(&pos, &slot, &span, &units, &ts); err != nil {
-				return out, err
-			}
-			if span != cs.slotUS || pos >= n || slot%n != pos {
-				old = append(old, oldCounter{slot: slot, span: span, units: units}) // another geometry's
-				continue
-			}
-			out.newest = max(out.newest, ts)
-			kept = append(kept, row{slot, units})
-		}
-		if err := rows.Err(); err != nil {
-			return out, err
-		}
+		out.newest = max(out.newest, r.ts)
+		kept = append(kept, r)
 	}
 	w := &out.w
 	w.now = max(nowUS, out.newest)
@@ -193,9 +178,16 @@ func (s *SQLiteBackend) counterRefund(ctx context.Context, tx *sql.Tx, credentia
 	return err
 }
 
-// oldCounters returns every counter row of bucket (a log bucket's are an
-// old form; switch.go); none on a read-only database older than version 3.
-func (s *SQLiteBackend) oldCounters(ctx context.Context, tx *sql.Tx, credential, bucket string) ([]oldCounter, error) {
+// sqliteCounterRow is one row of quota_counter: a counter (oldCounter)
+// at ring position pos, ts its latest stamp (Unix µs).
+type sqliteCounterRow struct {
+	oldCounter
+	pos, ts int64
+}
+
+// counterRows returns every quota_counter row of bucket, whatever its
+// geometry; none on a read-only database older than version 3.
+func (s *SQLiteBackend) counterRows(ctx context.Context, tx *sql.Tx, credential, bucket string) ([]sqliteCounterRow, error) {
 	if _, ok := s.stmts[sqlCounterRead]; !ok {
 		return nil, nil
 	}
@@ -208,16 +200,26 @@ func (s *SQLiteBackend) oldCounters(ctx context.Context, tx *sql.Tx, credential,
 		return nil, err
 	}
 	defer rows.Close()
-	var out []oldCounter
+	var out []sqliteCounterRow
 	for rows.Next() {
-		var pos, ts int64
-		var c oldCounter
-		if err := rows.Scan(&pos, &c.slot, &c.span, &c.units, &ts); err != nil {
+		var r sqliteCounterRow
+		if err := rows.Scan(&r.pos, &r.slot, &r.span, &r.units, &r.ts); err != nil {
 			return nil, err
 		}
-		out = append(out, c)
+		out = append(out, r)
 	}
 	return out, rows.Err()
+}
+
+// oldCounters returns the counters of log bucket bucket: its old form
+// (switch.go), if it had one.
+func (s *SQLiteBackend) oldCounters(ctx context.Context, tx *sql.Tx, credential, bucket string) ([]oldCounter, error) {
+	rows, err := s.counterRows(ctx, tx, credential, bucket)
+	out := make([]oldCounter, len(rows))
+	for i, r := range rows {
+		out[i] = r.oldCounter
+	}
+	return out, err
 }
 
 // convertCounters turns the counters of log bucket b, if it had that form
@@ -238,7 +240,7 @@ func (s *SQLiteBackend) convertCounters(ctx context.Context, tx *sql.Tx, credent
 		return err
 	}
 	cum, seq := st.lastCum, st.lastSeq
-	for _, ch := range restamp(counterChunks(old, nowUS), st.lastTS, false) {
+	for _, ch := range restamp(counterChunks(old, nowUS), st.lastTS) {
 		cum, seq = cum+ch.units, seq+1
 		if _, err := insert.ExecContext(ctx, credential, b.Name, cum, seq, ch.at, ch.units, 0); err != nil {
 			return err

@@ -59,7 +59,7 @@ func TestRedisCounterMemoryUsage(t *testing.T) {
 			}
 			for deadline := time.Now().Add(10 * time.Second); fields() < int64(slots)+1; time.Sleep(sub) {
 				if time.Now().After(deadline) {
-					t.Fatalf("slots %d limit %d: %d counters written in 10 s, want %d", slots, limit, fields(), slots)
+					t.Fatalf("slots %d limit %d: %d fields written in 10 s, want %d counters and g", slots, limit, fields(), slots)
 				}
 				reserve(1)
 			}

@@ -738,7 +738,7 @@ func (s *SQLiteBackend) Status(ctx context.Context, credential string, buckets [
 			return Status{}, sqliteUnavailable("status", err)
 		}
 		a := appendedLog{b: b, nowUS: nowUS, cutoff: cutoff, logUsed: ls.used, logEntries: ls.entries, logOldest: ls.oldestUS,
-			chunks: restamp(counterChunks(old, nowUS), ls.lastTS, false)}
+			chunks: restamp(counterChunks(old, nowUS), ls.lastTS)}
 		used, entries, oldest := a.figures()
 		bs := BucketStatus{Bucket: b, Used: used, Remaining: max(b.Limit-used, 0), Entries: entries, MaxCost: max(maxCost[b.Name], 1)}
 		if oldest != 0 {

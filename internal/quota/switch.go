@@ -83,17 +83,11 @@ type appendedLog struct {
 }
 
 // restamp returns chunks stamped no earlier than newest (Unix µs; 0 for an
-// empty log) and, when unique, strictly after it and each other (a Redis
-// log's scores are unique).
-func restamp(chunks []usageChunk, newest int64, unique bool) []usageChunk {
+// empty log), so that appended to a log they keep its stamps in order.
+func restamp(chunks []usageChunk, newest int64) []usageChunk {
 	out := slices.Clone(chunks)
-	prev := newest
 	for i := range out {
-		if unique && out[i].at <= prev {
-			out[i].at = prev + 1
-		}
-		out[i].at = max(out[i].at, prev)
-		prev = out[i].at
+		out[i].at = max(out[i].at, newest)
 	}
 	return out
 }
