@@ -236,6 +236,9 @@ func TestMalformedRedisURLNamesTheProblemWithoutThePassword(t *testing.T) {
 		{"redis://:PW?askLEAK@127.0.0.1:6379/0", "askLEAK"},
 		{"redis://127.0.0.1:6379/0?password=queryLEAK&bogus=1", "queryLEAK"},
 		{"redis://127.0.0.1:6379/zero?password=dbLEAK", "dbLEAK"},
+		{"redis:/:oneSlashLEAK@127.0.0.1:6379", "oneSlashLEAK"},
+		{"rediss:/:Sh0rt@127.0.0.1:6379", "Sh0rt"},
+		{"onlyThePasswordLEAK", "onlyThePasswordLEAK"},
 	} {
 		e.vars["TRENDFETCH_REDIS_URL"] = tc.url
 		for _, args := range [][]string{{"run", "--region", "US"}, {"quota", "status"}} {
@@ -250,6 +253,79 @@ func TestMalformedRedisURLNamesTheProblemWithoutThePassword(t *testing.T) {
 			if !strings.Contains(res.stderr, "TRENDFETCH_REDIS_URL") {
 				t.Errorf("%s %v: the message does not name the setting:\n%s", tc.url, args, res.stderr)
 			}
+		}
+	}
+}
+
+// TestRedisURLFileHoldingOnlyThePassword: a url_file whose content is no
+// URL (the password alone, or a URL with a single slash) exits 2 naming the
+// setting and what is wrong, and never prints the content.
+func TestRedisURLFileHoldingOnlyThePassword(t *testing.T) {
+	_, url, e := sampleEnv(t, "US")
+	for _, content := range []string{"fileOnlyPasswordLEAK", "redis:/:fileSlashLEAK@127.0.0.1:6379/0"} {
+		f := filepath.Join(e.dir, "redis-url")
+		if err := os.WriteFile(f, []byte(content+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		cfg := e.writeConfig("quota:\n  redis:\n    url_file: " + f + "\n")
+		for _, args := range [][]string{{"run", "--region", "US"}, {"quota", "status"}} {
+			res := e.run(append([]string{"--config", cfg, "--api-endpoint", url}, args...)...)
+			out := res.stdout + res.stderr
+			if res.code != 2 || !strings.Contains(res.stderr, "quota.redis.url_file") {
+				t.Errorf("%q %v: exit %d, want 2 naming quota.redis.url_file\n%s", content, args, res.code, out)
+			}
+			if strings.Contains(out, "LEAK") {
+				t.Errorf("%q %v: the file's content in the output:\n%s", content, args, out)
+			}
+		}
+	}
+}
+
+// TestKeyFragmentsEchoedByUpstreamAreScrubbed: an upstream error that
+// echoes the API key minus its last characters, or from its middle on,
+// leaks no run of 8 or more of the key's characters to stderr, the run's
+// stored reason or `runs`.
+func TestKeyFragmentsEchoedByUpstreamAreScrubbed(t *testing.T) {
+	const key = "AIzaSyD-FRAGMENTS-never-leak-0123456789"
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		k := r.URL.Query().Get("key")
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusInternalServerError)
+		body, _ := json.Marshal(map[string]any{"error": map[string]any{
+			"code": 500, "message": "backend failed for key " + k[:len(k)-3] + "... (tail " + k[15:] + ")",
+			"errors": []map[string]any{{"reason": "backendError", "domain": "global", "message": "key prefix " + k[:12]}},
+		}})
+		w.Write(body)
+	}))
+	t.Cleanup(srv.Close)
+	e := newEnv(t)
+	e.vars["YOUTUBE_API_KEY"] = key
+	cfg := e.writeConfig("api:\n  retries: 1\n  retry_backoff: 1ms\n")
+	res := e.run("--config", cfg, "--api-endpoint", srv.URL+"/", "--log-level", "trace", "run", "--region", "US")
+	if res.code != 1 || !strings.Contains(res.stderr, "backendError") {
+		t.Fatalf("exit %d, want 1 reporting the upstream error\n%s", res.code, res.stderr)
+	}
+	runs := e.run("--config", cfg, "runs", "--json")
+	human := e.run("--config", cfg, "runs")
+	for what, out := range map[string]string{"run": res.stdout + res.stderr, "runs --json": runs.stdout, "runs": human.stdout} {
+		for i := 0; i+8 <= len(key); i++ {
+			if strings.Contains(out, key[i:i+8]) {
+				t.Errorf("%s: the key's fragment %q in the output:\n%s", what, key[i:i+8], out)
+				break
+			}
+		}
+	}
+	if !strings.Contains(runs.stdout, "[REDACTED]") {
+		t.Errorf("the stored reason does not show where the key was masked:\n%s", runs.stdout)
+	}
+	files, _ := filepath.Glob(filepath.Join(e.dir, "data", "trendfetch", "*"))
+	for _, f := range files {
+		raw, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(string(raw), key[:12]) || strings.Contains(string(raw), key[15:]) {
+			t.Errorf("a fragment of the key is stored in %s", f)
 		}
 	}
 }

@@ -698,9 +698,14 @@ func (c *Config) Validate() error {
 	return c.Schedule.validate(c.Regions)
 }
 
-// validate checks the Cluster and Sentinel addresses, their combination and
-// the WAIT settings, naming the setting (backend is quota.backend).
+// validate checks the URL (for the redis backend, without quoting it), the
+// Cluster and Sentinel addresses, their combination and the WAIT settings, naming the setting (backend is quota.backend).
 func (r QuotaRedis) validate(backend string) error {
+	if backend == "redis" {
+		if err := validateRedisURL(r.URL); err != nil {
+			return err
+		}
+	}
 	for i, a := range r.Cluster {
 		if err := checkHostPort(a); err != nil {
 			return invalid(fmt.Sprintf("quota.redis.cluster[%d]", i), a, "%s", err)

@@ -153,3 +153,40 @@ func TestRedisSentinelAndWaitValidate(t *testing.T) {
 		t.Errorf("wait_timeout 0 with wait_replicas 0: %v", err)
 	}
 }
+
+// TestRedisURLProblemsNameThePartNeverTheURL: Validate rejects each Redis URL
+// go-redis would reject, naming the wrong part, and the message holds no
+// byte run of the URL that could be its password ("LEAK" marks them).
+func TestRedisURLProblemsNameThePartNeverTheURL(t *testing.T) {
+	for raw, part := range map[string]string{
+		"redis:/:oneLEAK@127.0.0.1:6379":                   "must be followed by //",
+		"LEAKonlyThePassword":                              "no redis:// scheme",
+		"pass:LEAK":                                        "scheme is not redis",
+		"redis://:p/wLEAK@127.0.0.1:6379/0":                "port is not a number",
+		"redis://:p%zzLEAK@127.0.0.1:6379/0":               "a % is not followed",
+		"redis://:LEAK@127.0.0.1:6379/zero":                "database",
+		"redis://:LEAK@127.0.0.1:6379/0/1":                 "path must be a database number",
+		"redis://:LEAK@127.0.0.1:6379/0?dial_timeout=LEAK": "query option dial_timeout is not a valid duration",
+		"redis://127.0.0.1:6379/0?password=LEAK":           "query option is not one go-redis knows",
+		"unix://:LEAK@":                                    "socket's path",
+	} {
+		c := Default()
+		c.Quota.Redis.URL = raw
+		c.Complete()
+		err := c.Validate()
+		var ve *ValidationError
+		if !errors.As(err, &ve) || !strings.Contains(err.Error(), part) {
+			t.Errorf("%q: Validate() = %v, want a ValidationError saying %q", raw, err, part)
+			continue
+		}
+		if strings.Contains(err.Error(), "LEAK") {
+			t.Errorf("%q: the message quotes the URL: %v", raw, err)
+		}
+	}
+	c := Default()
+	c.Quota.Redis.URL = "redis://:ok-LEAK@127.0.0.1:6379/0?dial_timeout=1s"
+	c.Complete()
+	if err := c.Validate(); err != nil {
+		t.Errorf("a good URL: %v", err)
+	}
+}

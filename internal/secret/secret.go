@@ -22,12 +22,24 @@ const Mask = "[REDACTED]"
 // as "k") would mask ordinary text and protect nothing.
 const minLen = 4
 
+// FragmentLen is the length in bytes of the shortest fragment of a secret
+// that is scrubbed: any run of FragmentLen or more bytes of a secret (of
+// one of its encoded forms) is masked wherever it appears, so an upstream
+// body that echoes a key minus its last characters, or a parser error that
+// quotes a password with a neighbouring ':' or '@', leaks nothing. Values
+// shorter than FragmentLen are masked only whole.
+const FragmentLen = 8
+
 // Set is a concurrency-safe set of secret values. The zero value is empty
 // and ready to use; a nil *Set scrubs nothing.
 type Set struct {
-	mu       sync.RWMutex
-	values   []string // longest first, so a value never hides a longer one
-	replacer *strings.Replacer
+	mu     sync.RWMutex
+	values []string // every registered form, longest first
+	// frags holds every FragmentLen-byte window of the forms at least
+	// FragmentLen long, as little-endian words; short replaces the shorter
+	// forms whole.
+	frags map[uint64]struct{}
+	short *strings.Replacer
 }
 
 // Add registers values and their encoded forms (URL query and path escaping,
@@ -54,25 +66,76 @@ func (s *Set) Add(values ...string) {
 		}
 	}
 	sort.Slice(s.values, func(i, k int) bool { return len(s.values[i]) > len(s.values[k]) })
-	pairs := make([]string, 0, 2*len(s.values))
+	frags := make(map[uint64]struct{}, len(s.frags))
+	var pairs []string
 	for _, v := range s.values {
-		pairs = append(pairs, v, Mask)
+		if len(v) < FragmentLen {
+			pairs = append(pairs, v, Mask)
+			continue
+		}
+		for i := 0; i+FragmentLen <= len(v); i++ {
+			frags[word(v[i:])] = struct{}{}
+		}
 	}
-	s.replacer = strings.NewReplacer(pairs...)
+	s.frags, s.short = frags, nil
+	if len(pairs) > 0 {
+		s.short = strings.NewReplacer(pairs...)
+	}
 }
 
-// String returns text with every registered value replaced by Mask.
+// word is the first FragmentLen bytes of b as a little-endian word.
+func word(b string) uint64 {
+	_ = b[FragmentLen-1]
+	return uint64(b[0]) | uint64(b[1])<<8 | uint64(b[2])<<16 | uint64(b[3])<<24 |
+		uint64(b[4])<<32 | uint64(b[5])<<40 | uint64(b[6])<<48 | uint64(b[7])<<56
+}
+
+// String returns text with every registered value, and every fragment of
+// FragmentLen or more bytes of one, replaced by Mask (one Mask per
+// contiguous run of secret bytes).
 func (s *Set) String(text string) string {
 	if s == nil {
 		return text
 	}
 	s.mu.RLock()
-	r := s.replacer
+	frags, short := s.frags, s.short
 	s.mu.RUnlock()
-	if r == nil {
+	if len(frags) > 0 && len(text) >= FragmentLen {
+		text = maskFragments(text, frags)
+	}
+	if short != nil {
+		text = short.Replace(text)
+	}
+	return text
+}
+
+// maskFragments replaces each maximal run of text covered by windows found
+// in frags with Mask; text without such a window is returned as is.
+func maskFragments(text string, frags map[uint64]struct{}) string {
+	var b strings.Builder
+	last := 0            // text[:last] is written to b
+	start, end := -1, -1 // the covered run being extended: text[start:end]
+	for i := 0; i+FragmentLen <= len(text); i++ {
+		if _, ok := frags[word(text[i:])]; !ok {
+			continue
+		}
+		if i > end { // not touching the current run: flush it, start another
+			if start >= 0 {
+				b.WriteString(text[last:start])
+				b.WriteString(Mask)
+				last = end
+			}
+			start = i
+		}
+		end = i + FragmentLen
+	}
+	if start < 0 {
 		return text
 	}
-	return r.Replace(text)
+	b.WriteString(text[last:start])
+	b.WriteString(Mask)
+	b.WriteString(text[end:])
+	return b.String()
 }
 
 // Error returns err with a scrubbed message; errors.Is and errors.As still
@@ -110,15 +173,18 @@ func (w *writer) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// RedisURLSecrets returns the password parts of a Redis URL, even of one
-// that does not parse: the userinfo password (after the first ':' that
-// follows "//", up to the last '@', so a password holding '/', '#' or '?' is
-// caught whole) and the value of a "password" query parameter.
+// RedisURLSecrets returns the secret parts of a Redis URL, even of one that
+// does not parse: the userinfo password (after the first ':' that follows
+// the scheme and its slashes, however many, up to the last '@', so a
+// password holding '/', '#' or '?' is caught whole) and the value of a
+// "password" query parameter. Content that has neither and is not a
+// well-formed redis://, rediss:// or unix: URL (a file holding only the
+// password) is returned whole: it may be nothing but a password.
 func RedisURLSecrets(raw string) []string {
 	var out []string
 	rest := raw
-	if _, after, ok := strings.Cut(rest, "//"); ok {
-		rest = after
+	if i := strings.Index(rest, ":"); i > 0 && !strings.ContainsAny(rest[:i], "@/?#") {
+		rest = strings.TrimLeft(rest[i+1:], "/") // drop "scheme:" and its slashes
 	}
 	if at := strings.LastIndex(rest, "@"); at >= 0 {
 		userinfo := rest[:at]
@@ -137,5 +203,24 @@ func RedisURLSecrets(raw string) []string {
 			}
 		}
 	}
+	if len(out) == 0 && !wellFormedRedisURL(raw) {
+		out = append(out, raw)
+	}
 	return out
+}
+
+// wellFormedRedisURL reports whether raw parses as a URL whose scheme is
+// redis:// or rediss:// (with both slashes) or unix:.
+func wellFormedRedisURL(raw string) bool {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return false
+	}
+	switch u.Scheme {
+	case "redis", "rediss":
+		return strings.HasPrefix(raw[len(u.Scheme):], "://")
+	case "unix":
+		return true
+	}
+	return false
 }

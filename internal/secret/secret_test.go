@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"testing"
 )
 
@@ -77,5 +78,64 @@ func TestRedisURLSecrets(t *testing.T) {
 	}
 	if got := RedisURLSecrets("redis://127.0.0.1:6379/0"); len(got) != 0 {
 		t.Errorf("no password, got %q", got)
+	}
+}
+
+// TestFragmentsOfASecretAreScrubbed: an upstream body that echoes a key
+// minus its last characters (or from its middle on), or a parser error that
+// quotes a password between other characters, is masked: any run of
+// FragmentLen or more bytes of a secret. Shorter runs and ordinary text
+// stay, and adjacent fragments become one Mask.
+func TestFragmentsOfASecretAreScrubbed(t *testing.T) {
+	const key = "AIzaSyD-FRAGMENT-0123456789abcdefghijk"
+	var s Set
+	s.Add(key, "pw12")
+	for _, tc := range []struct{ in, want string }{
+		{"key=" + key[:len(key)-3] + "&x=1", "key=" + Mask + "&x=1"},
+		{"bad key ..." + key[10:] + "!", "bad key ..." + Mask + "!"},
+		{`"` + key[5:5+FragmentLen] + `"`, `"` + Mask + `"`},
+		{key[:FragmentLen-1] + " and " + key[20:20+FragmentLen-1], key[:FragmentLen-1] + " and " + key[20:20+FragmentLen-1]},
+		{"a " + key[:12] + " b " + key[12:30] + " c", "a " + Mask + " b " + Mask + " c"},
+		{key[:12] + key[12:], Mask},
+		{"pw12 and pw123", Mask + " and " + Mask + "3"},
+		{"nothing secret here at all", "nothing secret here at all"},
+	} {
+		if got := s.String(tc.in); got != tc.want {
+			t.Errorf("String(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+	// An encoded form is fragmented too: a key with '/' quoted escaped.
+	var e Set
+	e.Add("p/w-SECRET-value")
+	if got := e.String("url=p%2Fw-SECRET-val..."); strings.Contains(got, "SECRET") {
+		t.Errorf("escaped fragment left: %q", got)
+	}
+}
+
+// TestRedisURLSecretsOfMalformedURLs: a URL with one slash after the scheme
+// yields its password as go-redis quotes it (":PW@host" minus the colon),
+// and content that is no Redis URL at all (a URL file holding only the
+// password) is a secret whole.
+func TestRedisURLSecretsOfMalformedURLs(t *testing.T) {
+	for raw, want := range map[string]string{
+		"redis:/:ShortPW@127.0.0.1:6379": "ShortPW",
+		"rediss:/user:pw2x@host:6380":    "pw2x",
+		"JustThePassword":                "JustThePassword",
+		"redis//:pw@host":                "pw",
+		"redis:/host:6379":               "redis:/host:6379",
+		"http://:HttpPW@host:6379":       "HttpPW",
+		"redis://:ok@127.0.0.1:6379/0":   "ok",
+	} {
+		got := RedisURLSecrets(raw)
+		found := false
+		for _, v := range got {
+			found = found || v == want
+		}
+		if !found {
+			t.Errorf("RedisURLSecrets(%q) = %q, want %q among them", raw, got, want)
+		}
+	}
+	if got := RedisURLSecrets("redis://:ok@127.0.0.1:6379/0"); len(got) != 2 {
+		t.Errorf("a well-formed URL is not secret whole, only its password: %q", got)
 	}
 }
