@@ -15,6 +15,7 @@ import (
 
 	"github.com/trendfetch/trendfetch/internal/regions"
 	"github.com/trendfetch/trendfetch/internal/store"
+	"github.com/trendfetch/trendfetch/internal/termtext"
 )
 
 func newChartCmd(a *app) *cobra.Command {
@@ -104,7 +105,7 @@ search needs --query Q (the search.list q of config searches).`,
 			}
 			what := c.Kind
 			if c.Query != "" {
-				what += " " + strconv.Quote(c.Query)
+				what += " " + termtext.Safe(strconv.Quote(c.Query))
 			}
 			// One buffered write: the scrubbing stdout costs per Write call.
 			bw := bufio.NewWriterSize(a.stdout, 64<<10)
@@ -114,7 +115,7 @@ search needs --query Q (the search.list q of config searches).`,
 			fmt.Fprintln(tw, "RANK\tVIEWS\tLIKES\tCOMMENTS\t\tTITLE — CHANNEL\t")
 			for _, e := range entries {
 				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t\t%s\n", e.Rank, humanInt(e.Views), humanInt(e.Likes), humanInt(e.Comments),
-					e.Title+" — "+e.ChannelTitle)
+					termtext.Safe(e.Title+" — "+e.ChannelTitle))
 			}
 			if err := tw.Flush(); err != nil {
 				return err

@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/trendfetch/trendfetch/internal/store"
+	"github.com/trendfetch/trendfetch/internal/termtext"
 )
 
 func newRunsCmd(a *app) *cobra.Command {
@@ -79,8 +80,8 @@ func newRunsCmd(a *app) *cobra.Command {
 const maxReasonWidth = 72
 
 // shortReason is a run's reason for the table: URLs (an API error quoting
-// its request) replaced by their host and path, at most maxReasonWidth
-// characters.
+// its request) replaced by their host and path, control characters made
+// visible, at most maxReasonWidth characters (termtext.Clip).
 func shortReason(reason string) string {
 	reason = urlRE.ReplaceAllStringFunc(reason, func(raw string) string {
 		u, err := url.Parse(strings.Trim(raw, `"'`))
@@ -89,11 +90,7 @@ func shortReason(reason string) string {
 		}
 		return u.Host + u.Path
 	})
-	reason = strings.Join(strings.Fields(reason), " ")
-	if r := []rune(reason); len(r) > maxReasonWidth {
-		return string(r[:maxReasonWidth-1]) + "…"
-	}
-	return reason
+	return termtext.Clip(strings.Join(strings.Fields(reason), " "), maxReasonWidth)
 }
 
 var urlRE = regexp.MustCompile(`"?https?://[^\s"]+"?`)

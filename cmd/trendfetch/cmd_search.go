@@ -10,6 +10,7 @@ import (
 	"github.com/trendfetch/trendfetch/internal/config"
 	"github.com/trendfetch/trendfetch/internal/regions"
 	"github.com/trendfetch/trendfetch/internal/store"
+	"github.com/trendfetch/trendfetch/internal/termtext"
 )
 
 // maxSearchLimit bounds --limit (the store bounds the work per query too).
@@ -71,9 +72,9 @@ match exactly; a trailing * matches a prefix (e.g. trail*). No API call is made.
 				return nil
 			}
 			for i, h := range hits {
-				fmt.Fprintf(a.stdout, "%2d. %s — %s  https://youtu.be/%s\n", i+1, h.Title, h.ChannelTitle, h.VideoID)
+				fmt.Fprintf(a.stdout, "%2d. %s — %s  https://youtu.be/%s\n", i+1, termtext.Safe(h.Title), termtext.Safe(h.ChannelTitle), termtext.Safe(h.VideoID))
 				if snip := strings.Join(strings.Fields(h.Snippet), " "); snip != "" && snip != h.Title {
-					fmt.Fprintf(a.stdout, "    %s\n", snip)
+					fmt.Fprintf(a.stdout, "    %s\n", termtext.Safe(snip))
 				}
 			}
 			return nil

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/trendfetch/trendfetch/internal/store"
+	"github.com/trendfetch/trendfetch/internal/termtext"
 )
 
 func newVideoCmd(a *app) *cobra.Command {
@@ -62,7 +63,7 @@ const utcMinute = "2006-01-02 15:04"
 // views-over-time sparkline (terminals only).
 func printHistory(w io.Writer, h store.VideoHistory, spark bool) error {
 	v := h.Video
-	fmt.Fprintf(w, "%s\n%s · https://youtu.be/%s", v.Title, v.ChannelTitle, v.ID)
+	fmt.Fprintf(w, "%s\n%s · https://youtu.be/%s", termtext.Safe(v.Title), termtext.Safe(v.ChannelTitle), termtext.Safe(v.ID))
 	if !v.PublishedAt.IsZero() {
 		fmt.Fprintf(w, " · published %s UTC", v.PublishedAt.UTC().Format(utcMinute))
 	}
@@ -111,7 +112,7 @@ func printHistory(w io.Writer, h store.VideoHistory, spark bool) error {
 		if !a.Complete {
 			src += " (partial)"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\n", a.CapturedAt.Format(utcMinute), src, a.Region, a.Rank,
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\n", a.CapturedAt.Format(utcMinute), termtext.Safe(src), a.Region, a.Rank,
 			humanInt(a.Views), humanInt(a.Likes), humanInt(a.Comments))
 	}
 	return tw.Flush()

@@ -1,0 +1,120 @@
+// Package termtext makes text from outside (video titles, channel names,
+// upstream error messages) safe to print on a terminal for people: control
+// characters and bidirectional overrides become visible escapes, so a title
+// can neither drive the terminal (set its title, clear the screen, plant a
+// link) nor forge rows with \r or \n, nor reorder what follows it.
+//
+// Use Safe for a value printed whole and Clip for a bounded column. Machine
+// output (--json, --csv, export) must stay exact and never passes here.
+package termtext
+
+import (
+	"fmt"
+	"strings"
+	"unicode/utf8"
+)
+
+// Ellipsis marks text cut by Clip.
+const Ellipsis = "…"
+
+// escape returns the visible escape of r when r must not reach a terminal
+// as is: C0 controls and DEL as \xHH (\t, \n, \r by name), C1 controls and
+// the bidirectional marks, embeddings, overrides and isolates (U+061C,
+// U+200E-200F, U+202A-202E, U+2066-2069) and the line and paragraph
+// separators (U+2028-2029) as \uHHHH; ok is false for every other rune.
+func escape(r rune) (esc string, ok bool) {
+	switch {
+	case r == '\t':
+		return `\t`, true
+	case r == '\n':
+		return `\n`, true
+	case r == '\r':
+		return `\r`, true
+	case r < 0x20 || r == 0x7f:
+		return fmt.Sprintf(`\x%02x`, r), true
+	case r >= 0x80 && r <= 0x9f,
+		r == 0x061c,
+		r == 0x200e || r == 0x200f,
+		r >= 0x2028 && r <= 0x202e,
+		r >= 0x2066 && r <= 0x2069:
+		return fmt.Sprintf(`\u%04x`, r), true
+	}
+	return "", false
+}
+
+// needsWork reports whether s has a rune to escape or invalid UTF-8.
+func needsWork(s string) bool {
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c >= 0x20 && c < 0x7f {
+			i++
+			continue
+		}
+		r, n := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && n == 1 {
+			return true
+		}
+		if _, ok := escape(r); ok {
+			return true
+		}
+		i += n
+	}
+	return false
+}
+
+// Safe returns s with every control character, bidirectional control and
+// line separator replaced by its visible escape (ESC is `\x1b`, U+202E is
+// `\u202e`) and each byte of invalid UTF-8 by `\xHH`. Printable text,
+// including every script and emoji, is kept. Safe never shortens s.
+func Safe(s string) string {
+	if !needsWork(s) {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s) + 8)
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		switch esc, ok := escape(r); {
+		case r == utf8.RuneError && n == 1:
+			fmt.Fprintf(&b, `\x%02x`, s[i])
+		case ok:
+			b.WriteString(esc)
+		default:
+			b.WriteString(s[i : i+n])
+		}
+		i += n
+	}
+	return b.String()
+}
+
+// Clip is Safe(s) cut to at most width runes (width >= 1), the cut marked
+// with Ellipsis, which counts in width. An escape counts as its visible
+// length and is never cut in half: it is kept whole or dropped whole.
+func Clip(s string, width int) string {
+	if width < 1 {
+		return ""
+	}
+	var b strings.Builder
+	used := 0
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		piece := s[i : i+n]
+		if esc, ok := escape(r); ok {
+			piece = esc
+		} else if r == utf8.RuneError && n == 1 {
+			piece = fmt.Sprintf(`\x%02x`, s[i])
+		}
+		w := utf8.RuneCountInString(piece)
+		rest := s[i+n:]
+		// The piece fits if it leaves room for the ellipsis, or if it
+		// ends s exactly at width.
+		if used+w > width-1 && !(rest == "" && used+w <= width) {
+			b.WriteString(Ellipsis)
+			return b.String()
+		}
+		b.WriteString(piece)
+		used += w
+		i += n
+	}
+	return b.String()
+}
