@@ -5,11 +5,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/url"
+	"regexp"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
+	"github.com/trendfetch/trendfetch/internal/config"
 	"github.com/trendfetch/trendfetch/internal/store"
 	"github.com/trendfetch/trendfetch/internal/termtext"
 )
@@ -17,19 +20,33 @@ import (
 func newVideoCmd(a *app) *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
-		Use:   "video ID",
+		Use:   "video ID|URL",
 		Short: "Show a stored video and its history: every capture it was in, every statistics point",
 		Long: `Show a video's stored text and its history, oldest first: every capture it was
 in (region, time, rank, the statistics of that moment) and every statistics
 sample taken after it left the chart (videos.batchGetStats); then per region
 its first and last time on the chart, best rank and days on the chart. Reads
-the local database only; costs no quota. Times are UTC.`,
-		Example: "  trendfetch video dQw4w9WgXcQ\n  trendfetch video dQw4w9WgXcQ --json",
-		Args:    cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			id := strings.TrimSpace(args[0])
-			if id == "" {
-				return usagef("trendfetch video dQw4w9WgXcQ", "video id is empty")
+the local database only; costs no quota. Times are UTC.
+
+The video is its 11-character id (ids that start with - work as typed) or a
+pasted link: youtube.com/watch?v=ID (www., m., music.; &t= and other
+parameters ignored), youtu.be/ID, youtube.com/shorts/ID, /live/ID, /embed/ID.`,
+		Example: "  trendfetch video dQw4w9WgXcQ\n  trendfetch video -2RVw2_QyxQ --json\n  trendfetch video 'https://www.youtube.com/watch?v=dQw4w9WgXcQ&t=42s'",
+		// Flags are parsed in RunE (videoArgs): an id may start with '-'
+		// (about one in 64), which cobra would take for flags.
+		DisableFlagParsing: true,
+		Args:               cobra.ArbitraryArgs,
+		RunE: func(cmd *cobra.Command, raw []string) error {
+			args, help, err := videoArgs(cmd, raw)
+			if err != nil || help {
+				return err
+			}
+			if len(args) != 1 {
+				return usagef("trendfetch video dQw4w9WgXcQ", "video takes one video id or URL (got %d arguments)", len(args))
+			}
+			id, err := parseVideoID(args[0])
+			if err != nil {
+				return usagef("trendfetch video dQw4w9WgXcQ", "%v", err)
 			}
 			st, err := a.loadReadStore(cmd.Context())
 			if err != nil {
@@ -55,6 +72,90 @@ the local database only; costs no quota. Times are UTC.`,
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the video and its history as JSON (null = unknown)")
 	return cmd
+}
+
+// videoIDRE is the form of a YouTube video id: 11 characters of the
+// URL-safe base64 alphabet.
+var videoIDRE = regexp.MustCompile(`^[A-Za-z0-9_-]{11}$`)
+
+// videoArgs parses the flags of `video` from raw (its arguments, flag
+// parsing being disabled) and returns the positional arguments. An
+// argument that is a video id starting with '-' (and not "--" + a flag's
+// name) is positional, wherever it stands. help reports --help (usage
+// printed).
+func videoArgs(cmd *cobra.Command, raw []string) (args []string, help bool, err error) {
+	cmd.InheritedFlags() // merges the global flags into cmd.Flags()
+	fs := cmd.Flags()
+	var flags, ids []string
+	for i, a := range raw {
+		if a == "--" {
+			ids = append(ids, raw[i+1:]...)
+			break
+		}
+		if strings.HasPrefix(a, "-") && videoIDRE.MatchString(a) && !(strings.HasPrefix(a, "--") && fs.Lookup(a[2:]) != nil) {
+			ids = append(ids, a)
+			continue
+		}
+		flags = append(flags, a)
+	}
+	if err := fs.Parse(flags); err != nil {
+		return nil, false, cmd.FlagErrorFunc()(cmd, err)
+	}
+	if help, _ := fs.GetBool("help"); help {
+		return nil, true, cmd.Help()
+	}
+	return append(fs.Args(), ids...), false, nil
+}
+
+// parseVideoID returns the video id of s: an id as typed, or the id in a
+// pasted YouTube link (watch?v=, youtu.be/, /shorts/, /live/, /embed/, /v/;
+// any host of youtube.com, youtube-nocookie.com or youtu.be; with or
+// without a scheme; other parameters ignored).
+func parseVideoID(s string) (string, error) {
+	s = strings.TrimSpace(s)
+	if videoIDRE.MatchString(s) {
+		return s, nil
+	}
+	bad := func(why string) error {
+		return fmt.Errorf("%q is not a video: %s; give its 11-character id (A-Z a-z 0-9 _ -) or a link such as https://www.youtube.com/watch?v=ID, youtu.be/ID, youtube.com/shorts/ID", config.Truncate(s, 80), why)
+	}
+	if s == "" {
+		return "", bad("empty")
+	}
+	if !strings.ContainsAny(s, "/.") {
+		return "", bad("not an 11-character id")
+	}
+	raw := s
+	if !strings.Contains(raw, "://") {
+		raw = "https://" + raw
+	}
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" {
+		return "", bad("not a URL")
+	}
+	host := strings.ToLower(u.Hostname())
+	path := strings.Split(strings.Trim(u.Path, "/"), "/")
+	var id string
+	switch {
+	case host == "youtu.be" || host == "www.youtu.be":
+		id = path[0]
+	case host == "youtube.com" || strings.HasSuffix(host, ".youtube.com") ||
+		host == "youtube-nocookie.com" || strings.HasSuffix(host, ".youtube-nocookie.com"):
+		switch {
+		case path[0] == "watch":
+			id = u.Query().Get("v")
+		case len(path) >= 2 && (path[0] == "shorts" || path[0] == "live" || path[0] == "embed" || path[0] == "v"):
+			id = path[1]
+		default:
+			return "", bad("a YouTube link that names no video (want /watch?v=ID, /shorts/ID, /live/ID or /embed/ID)")
+		}
+	default:
+		return "", bad("not a YouTube link")
+	}
+	if !videoIDRE.MatchString(id) {
+		return "", bad("the link's video id is not 11 characters of A-Z a-z 0-9 _ -")
+	}
+	return id, nil
 }
 
 const utcMinute = "2006-01-02 15:04"
