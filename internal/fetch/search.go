@@ -3,6 +3,7 @@ package fetch
 import (
 	"bytes"
 	"context"
+	"maps"
 	"time"
 
 	"google.golang.org/api/youtube/v3"
@@ -11,17 +12,23 @@ import (
 	"github.com/trendfetch/trendfetch/internal/store"
 )
 
-// searchHits is one query's hits in rank order.
+// searchHits is one query's hits in rank order, and the units its
+// search.list pages cost per bucket.
 type searchHits struct {
-	q   string
-	ids []string
+	q     string
+	ids   []string
+	units map[string]int64
 }
 
 // searches runs the region's search.list queries (type=video&regionCode=..,
 // up to MaxPages pages of 50 each), then fetches every hit not already
 // fetched in this run with videos.list id= in full batches of 50, and
 // stores each query's hits as a "search" snapshot, separate from chart
-// ranks.
+// ranks: every query that was sent is stored, each hit at its rank in the
+// search results, also when videos.list returned none of them (an empty
+// capture records that the search found nothing storable). Hits that
+// videos.list did not return (deleted or private since they were indexed)
+// leave a gap in the ranks and a warning naming the units the query cost.
 func (r *Runner) searches(ctx context.Context, st *runState, searches []Search) error {
 	if len(searches) == 0 {
 		return nil
@@ -29,10 +36,11 @@ func (r *Runner) searches(ctx context.Context, st *runState, searches []Search) 
 	var all []searchHits
 	for _, s := range searches {
 		hits, err := r.search(ctx, st, s)
+		all = append(all, hits) // on error too: its first pages may have cost units
 		if err != nil {
+			warnUnstored(st, all)
 			return err
 		}
-		all = append(all, hits)
 	}
 	var missing []string
 	want := map[string]bool{}
@@ -53,10 +61,12 @@ func (r *Runner) searches(ctx context.Context, st *runState, searches []Search) 
 			return req.Context(withRawBody(ctx, &raw)).Do()
 		})
 		if err != nil {
+			warnUnstored(st, all)
 			return err
 		}
 		counts, err := givenCounts(raw.Bytes())
 		if err != nil {
+			warnUnstored(st, all)
 			return err
 		}
 		for _, it := range resp.Items {
@@ -66,28 +76,71 @@ func (r *Runner) searches(ctx context.Context, st *runState, searches []Search) 
 		}
 	}
 	for _, h := range all {
-		videos := make([]store.Video, 0, len(h.ids))
-		for _, id := range h.ids {
-			if v, ok := st.videos[id]; ok { // absent: deleted or private since it was indexed
-				videos = append(videos, v)
-			}
-		}
-		if len(videos) == 0 {
-			continue
-		}
-		if err := r.save(ctx, st, store.KindSearch, h.q, 1, videos); err != nil {
-			return err
-		}
-		if err := r.complete(ctx, st, store.KindSearch, h.q); err != nil {
+		if err := r.saveHits(ctx, st, h); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
+// warnUnstored logs, for each query in all that cost units, that its hits
+// are not stored because the run stopped before they were fetched.
+func warnUnstored(st *runState, all []searchHits) {
+	for _, h := range all {
+		if len(h.units) > 0 {
+			st.log.Warn().Str("q", h.q).Int("hits", len(h.ids)).Interface("units", h.units).
+				Msg("search spent quota but its hits are not stored: the run stopped before they were fetched")
+		}
+	}
+}
+
+// saveHits stores one query's hits as its search capture: each run of
+// consecutive hits that videos.list returned is saved at its ranks (rank i
+// = the i-th hit), and a query with no storable hit is saved as an empty
+// capture. Missing hits are logged as a warning with the query's units.
+func (r *Runner) saveHits(ctx context.Context, st *runState, h searchHits) error {
+	var missing []string
+	saved := false
+	for i := 0; i < len(h.ids); {
+		if _, ok := st.videos[h.ids[i]]; !ok { // deleted or private since it was indexed
+			missing = append(missing, h.ids[i])
+			i++
+			continue
+		}
+		first := i
+		var videos []store.Video
+		for ; i < len(h.ids); i++ {
+			v, ok := st.videos[h.ids[i]]
+			if !ok {
+				break
+			}
+			videos = append(videos, v)
+		}
+		if err := r.save(ctx, st, store.KindSearch, h.q, first+1, videos); err != nil {
+			return err
+		}
+		saved = true
+	}
+	if !saved {
+		if err := r.save(ctx, st, store.KindSearch, h.q, 1, nil); err != nil {
+			return err
+		}
+	}
+	switch {
+	case len(h.ids) == 0:
+		st.log.Info().Str("q", h.q).Interface("units", h.units).Msg("search found no videos; stored an empty capture")
+	case len(missing) > 0:
+		st.log.Warn().Str("q", h.q).Int("hits", len(h.ids)).Int("stored", len(h.ids)-len(missing)).
+			Strs("missing", missing[:min(len(missing), 10)]).Interface("units", h.units).
+			Msg("videos.list did not return some search hits (deleted or private since indexed): stored the others at their ranks")
+	}
+	return r.complete(ctx, st, store.KindSearch, h.q)
+}
+
 // search pages through one query's video ids.
 func (r *Runner) search(ctx context.Context, st *runState, s Search) (searchHits, error) {
 	hits := searchHits{q: s.Q}
+	before := maps.Clone(st.run.Units)
 	seen := map[string]bool{}
 	token := ""
 	for page := 0; page < max(s.MaxPages, 1); page++ {
@@ -105,6 +158,7 @@ func (r *Runner) search(ctx context.Context, st *runState, s Search) (searchHits
 			return req.Context(ctx).Do()
 		})
 		if err != nil {
+			hits.units = spentSince(before, st.run.Units)
 			return hits, err
 		}
 		for _, it := range resp.Items {
@@ -119,6 +173,19 @@ func (r *Runner) search(ctx context.Context, st *runState, s Search) (searchHits
 		}
 		token = resp.NextPageToken
 	}
-	st.log.Debug().Str("q", s.Q).Int("hits", len(hits.ids)).Msg("search done")
+	hits.units = spentSince(before, st.run.Units)
+	st.log.Debug().Str("q", s.Q).Int("hits", len(hits.ids)).Interface("units", hits.units).Msg("search done")
 	return hits, nil
+}
+
+// spentSince returns the units per bucket added to now since before (both
+// a run's Units); buckets without a change are left out.
+func spentSince(before, now map[string]int64) map[string]int64 {
+	out := map[string]int64{}
+	for b, u := range now {
+		if d := u - before[b]; d != 0 {
+			out[b] = d
+		}
+	}
+	return out
 }

@@ -41,6 +41,11 @@ func (s *Server) SetCategories(region string, raw []byte) error {
 // The query (q, type, regionCode, maxResults, ...) is not interpreted: every search returns
 // these pages. Each request costs the search.list cost (100 units by default). An error
 // changes nothing.
+//
+// Every video the pages find is also served by videos.list id= (as Google serves a video
+// it finds), built from its search result: id and snippet (title, description, channel,
+// publishedAt, thumbnails), without statistics or contentDetails, which a search result
+// does not carry. A video of a chart or of AddVideos with the same id takes precedence.
 func (s *Server) SetSearchPages(raw ...[]byte) error {
 	pages := make([]*youtube.SearchListResponse, 0, len(raw))
 	for i, b := range raw {
@@ -61,10 +66,33 @@ func (s *Server) SetSearchPages(raw ...[]byte) error {
 			return fmt.Errorf("cannot set search page %d: page %d has no nextPageToken", i+1, i)
 		}
 	}
+	found := map[string]*youtube.Video{}
+	for _, p := range pages {
+		for _, it := range p.Items {
+			if it != nil && it.Id != nil && it.Id.VideoId != "" && found[it.Id.VideoId] == nil {
+				found[it.Id.VideoId] = videoOfSearchResult(it)
+			}
+		}
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.search = pages
+	s.search, s.searchVideos = pages, found
 	return nil
+}
+
+// videoOfSearchResult is the youtube#video that videos.list serves for a video a search
+// result found: its id and the snippet fields the two resources share.
+func videoOfSearchResult(it *youtube.SearchResult) *youtube.Video {
+	v := &youtube.Video{Kind: "youtube#video", Id: it.Id.VideoId}
+	if sn := it.Snippet; sn != nil {
+		v.Snippet = &youtube.VideoSnippet{
+			PublishedAt: sn.PublishedAt, ChannelId: sn.ChannelId, Title: sn.Title, Description: sn.Description,
+			Thumbnails: sn.Thumbnails, ChannelTitle: sn.ChannelTitle, LiveBroadcastContent: sn.LiveBroadcastContent,
+		}
+	}
+	b, _ := json.Marshal(v)
+	v.Etag = etagOf(b)
+	return v
 }
 
 // SetChannels adds the channels of raw, a recorded youtube#channelListResponse such as

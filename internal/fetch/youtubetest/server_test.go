@@ -472,6 +472,14 @@ func TestRecordedCategoriesSearchChannels(t *testing.T) {
 		t.Errorf("units %d, want 204 (search.list costs 100)", srv.Units("k"))
 	}
 
+	// The videos a search finds are served by videos.list id=, built from
+	// their search results (snippet; no statistics).
+	found, err := svc.Videos.List([]string{"snippet", "statistics"}).Id("gQ_1zX-F_No", "not-a-hit00").Do()
+	if err != nil || len(found.Items) != 1 || found.Items[0].Id != "gQ_1zX-F_No" || found.Items[0].Kind != "youtube#video" ||
+		found.Items[0].Snippet == nil || found.Items[0].Snippet.ChannelTitle != "Jamie O'Brien" || found.Items[0].Statistics != nil {
+		t.Errorf("videos.list id= of a search hit: %v %+v", err, found)
+	}
+
 	ch, err := svc.Channels.List([]string{"statistics"}).Id("UC_x5XG1OV2P6uZZ5FSM9Ttw", "UCunknown").Do()
 	if err != nil {
 		t.Fatal(err)

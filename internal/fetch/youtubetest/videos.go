@@ -109,6 +109,8 @@ func (s *Server) serveVideoIDs(w http.ResponseWriter, r *http.Request, ids []str
 	for _, id := range ids {
 		if v, ok := s.byID[id]; ok {
 			resp.Items = append(resp.Items, serveVideo(v, parts))
+		} else if v, ok := s.searchVideos[id]; ok {
+			resp.Items = append(resp.Items, serveVideo(v, parts))
 		}
 	}
 	s.mu.Unlock()
