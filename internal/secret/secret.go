@@ -38,8 +38,31 @@ type Set struct {
 	// frags holds every FragmentLen-byte window of the forms at least
 	// FragmentLen long, as little-endian words; short replaces the shorter
 	// forms whole.
-	frags map[uint64]struct{}
+	frags *fragments
 	short *strings.Replacer
+}
+
+// fragments is the set of secret windows, with a bitset of their first two
+// bytes that rules out most positions of a text before a map lookup.
+type fragments struct {
+	words map[uint64]struct{}
+	heads [1 << 16 / 64]uint64
+}
+
+func (f *fragments) add(w uint64) {
+	f.words[w] = struct{}{}
+	h := uint16(w)
+	f.heads[h/64] |= 1 << (h % 64)
+}
+
+// has reports whether the FragmentLen bytes at the start of b are a window.
+func (f *fragments) has(b string) bool {
+	h := uint16(b[0]) | uint16(b[1])<<8
+	if f.heads[h/64]&(1<<(h%64)) == 0 {
+		return false
+	}
+	_, ok := f.words[word(b)]
+	return ok
 }
 
 // Add registers values and their encoded forms (URL query and path escaping,
@@ -66,7 +89,7 @@ func (s *Set) Add(values ...string) {
 		}
 	}
 	sort.Slice(s.values, func(i, k int) bool { return len(s.values[i]) > len(s.values[k]) })
-	frags := make(map[uint64]struct{}, len(s.frags))
+	frags := &fragments{words: map[uint64]struct{}{}}
 	var pairs []string
 	for _, v := range s.values {
 		if len(v) < FragmentLen {
@@ -74,8 +97,11 @@ func (s *Set) Add(values ...string) {
 			continue
 		}
 		for i := 0; i+FragmentLen <= len(v); i++ {
-			frags[word(v[i:])] = struct{}{}
+			frags.add(word(v[i:]))
 		}
+	}
+	if len(frags.words) == 0 {
+		frags = nil
 	}
 	s.frags, s.short = frags, nil
 	if len(pairs) > 0 {
@@ -100,7 +126,7 @@ func (s *Set) String(text string) string {
 	s.mu.RLock()
 	frags, short := s.frags, s.short
 	s.mu.RUnlock()
-	if len(frags) > 0 && len(text) >= FragmentLen {
+	if frags != nil && len(text) >= FragmentLen {
 		text = maskFragments(text, frags)
 	}
 	if short != nil {
@@ -111,12 +137,12 @@ func (s *Set) String(text string) string {
 
 // maskFragments replaces each maximal run of text covered by windows found
 // in frags with Mask; text without such a window is returned as is.
-func maskFragments(text string, frags map[uint64]struct{}) string {
+func maskFragments(text string, frags *fragments) string {
 	var b strings.Builder
 	last := 0            // text[:last] is written to b
 	start, end := -1, -1 // the covered run being extended: text[start:end]
 	for i := 0; i+FragmentLen <= len(text); i++ {
-		if _, ok := frags[word(text[i:])]; !ok {
+		if !frags.has(text[i:]) {
 			continue
 		}
 		if i > end { // not touching the current run: flush it, start another

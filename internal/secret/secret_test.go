@@ -139,3 +139,17 @@ func TestRedisURLSecretsOfMalformedURLs(t *testing.T) {
 		t.Errorf("a well-formed URL is not secret whole, only its password: %q", got)
 	}
 }
+
+// BenchmarkString scrubs 64 KiB of chart-like text (no secret in it) with
+// two API keys and a Redis password registered: the cost every Write to
+// stdout and stderr pays.
+func BenchmarkString(b *testing.B) {
+	var s Set
+	s.Add("AIzaSyD-bench-key-0123456789abcdefghijk", "AIzaSyF-other-key-9876543210zyxwvutsrqp", "redis-pass-word-42")
+	line := "    1  5,000,000  200,000  20,000    Sample video 1 (synthetic) — Sample Channel 1\n"
+	text := strings.Repeat(line, 64<<10/len(line))
+	b.SetBytes(int64(len(text)))
+	for b.Loop() {
+		s.String(text)
+	}
+}
