@@ -105,7 +105,7 @@ search needs --query Q (the search.list q of config searches).`,
 			}
 			what := c.Kind
 			if c.Query != "" {
-				what += " " + termtext.Safe(strconv.Quote(c.Query))
+				what += " " + strconv.Quote(c.Query)
 			}
 			// One buffered write: the scrubbing stdout costs per Write call.
 			bw := bufio.NewWriterSize(a.stdout, 64<<10)
