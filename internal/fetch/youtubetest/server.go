@@ -97,23 +97,24 @@ type Server struct {
 	byID       map[string]*youtube.Video
 	categories map[string]*youtube.VideoCategoryListResponse // region ("" = default)
 	search     []*youtube.SearchListResponse
-	// searchVideos are the videos the search pages find, by id (SetSearchPages).
-	searchVideos map[string]*youtube.Video
-	channels     []*youtube.Channel
-	keys         map[string]bool // nil = any key (or none) is accepted
-	limit        int64           // 0 = no limit
-	costs        map[string]int64
-	units        map[string]int64
-	calls        map[string]int
-	total        int
-	faults       []fault
-	hook         func(http.ResponseWriter, *http.Request) bool
-	requests     []Request
+	channels   []*youtube.Channel
+	keys       map[string]bool // nil = any key (or none) is accepted
+	limit      int64           // 0 = no limit
+	costs      map[string]int64
+	units      map[string]int64
+	calls      map[string]int
+	total      int
+	faults     []fault
+	hook       func(http.ResponseWriter, *http.Request) bool
+	requests   []Request
 	// days are the recorded trending days and the date served (days.go).
 	days days
 	// bucketUnits counts units of methods with their own Google bucket
 	// (callsite.Site.GoogleBucket): bucket -> key -> units.
 	bucketUnits map[string]map[string]int64
+
+	// searchVideos are the videos the search pages find, by id (SetSearchPages).
+	searchVideos map[string]*youtube.Video
 }
 
 // New returns an empty Server: no charts (every region answers videoChartNotFound), no
