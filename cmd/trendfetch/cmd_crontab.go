@@ -15,7 +15,7 @@ import (
 
 func newCrontabCmd(a *app) *cobra.Command {
 	var (
-		every, stagger time.Duration
+		every, stagger config.Duration
 		logDir         string
 	)
 	cmd := &cobra.Command{
@@ -39,19 +39,18 @@ schedule' would.`,
 			}
 			sc := a.cfg.Schedule
 			if cmd.Flags().Changed("every") {
-				if every < time.Minute {
-					return usagef("trendfetch crontab --every 2h", "--every %s: cron's resolution is one minute", every)
+				if every.Std() < time.Minute {
+					return usagef("trendfetch crontab --every 2h", "--every %s: cron's resolution is one minute", every.Std())
 				}
-				sc.Every, sc.Cron = config.Duration(every), ""
+				sc.Every, sc.Cron = every, ""
 			} else if sc.Cron != "" {
 				return usagef("trendfetch crontab --every 2h", "schedule.cron %q cannot be staggered into crontab lines: pass --every", sc.Cron)
 			}
 			if cmd.Flags().Changed("stagger") {
 				if stagger < 0 {
-					return usagef("trendfetch crontab --stagger 3m", "--stagger %s: must be >= 0", stagger)
+					return usagef("trendfetch crontab --stagger 3m", "--stagger %s: must be >= 0", stagger.Std())
 				}
-				d := config.Duration(stagger)
-				sc.Stagger = &d
+				sc.Stagger = &stagger
 			}
 			if cmd.Flags().Changed("log-dir") {
 				sc.LogDir = logDir
@@ -59,8 +58,8 @@ schedule' would.`,
 			return a.printCrontab(sc)
 		},
 	}
-	cmd.Flags().DurationVar(&every, "every", 0, "interval between runs of a region (default: schedule.every, 2h)")
-	cmd.Flags().DurationVar(&stagger, "stagger", 0, "offset between consecutive regions (default: schedule.stagger, 3m)")
+	cmd.Flags().Var(&every, "every", "interval between runs of a region (default: schedule.every, 2h)")
+	cmd.Flags().Var(&stagger, "stagger", "offset between consecutive regions (default: schedule.stagger, 3m)")
 	cmd.Flags().StringVar(&logDir, "log-dir", "", "directory of the per-region log files (default: schedule.log_dir, /var/log/trendfetch)")
 	return cmd
 }

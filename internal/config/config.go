@@ -224,29 +224,6 @@ type Log struct {
 	Format string `yaml:"format"`
 }
 
-// Duration is a time.Duration written in YAML as "24h", "90s", "500ms".
-type Duration time.Duration
-
-// UnmarshalYAML parses a Go duration string.
-func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
-	var s string
-	if err := n.Decode(&s); err != nil {
-		return err
-	}
-	v, err := time.ParseDuration(s)
-	if err != nil {
-		return fmt.Errorf("line %d: bad duration %q (want e.g. 24h, 90s)", n.Line, s)
-	}
-	*d = Duration(v)
-	return nil
-}
-
-// Std returns d as a time.Duration.
-func (d Duration) Std() time.Duration { return time.Duration(d) }
-
-// MarshalYAML writes the duration as a Go duration string.
-func (d Duration) MarshalYAML() (any, error) { return time.Duration(d).String(), nil }
-
 // Default returns the built-in configuration: one credential "default" whose
 // key is in YOUTUBE_API_KEY, region US, the database under the XDG data
 // directory, the embedded quota backend, and the buckets, costs and
