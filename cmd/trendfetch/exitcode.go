@@ -133,7 +133,7 @@ func exitCode(ctx context.Context, err error) int {
 	case errors.As(err, &ue), errors.As(err, &ve), errors.As(err, &re), errors.As(err, &qe),
 		errors.As(err, &ce), errors.As(err, &cost), errors.Is(err, config.ErrNoAPIKey), errors.Is(err, errPlan):
 		return exitUsage
-	case errors.As(err, &stop):
+	case errors.As(err, &stop), errors.Is(err, errWouldNotFit):
 		return exitTempFail
 	case errors.As(err, &held):
 		return exitRunning

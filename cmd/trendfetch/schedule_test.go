@@ -476,7 +476,7 @@ schedule:
 	}
 	lines := map[string]string{}
 	for _, l := range strings.Split(strings.TrimSpace(res.stdout), "\n") {
-		if strings.HasPrefix(l, "#") || strings.HasPrefix(l, "CRON_TZ=") {
+		if strings.HasPrefix(l, "#") || strings.HasPrefix(l, "CRON_TZ=") || strings.HasPrefix(l, "TRENDFETCH_LOG_FORMAT=") {
 			continue
 		}
 		f := strings.Fields(l)
@@ -484,11 +484,11 @@ schedule:
 			t.Fatalf("short line %q", l)
 		}
 		cmd := strings.Join(f[5:], " ")
-		want := binary + " --config " + cfg + " run --region "
+		want := binary + " --config " + cfg + " --database " + e.dbPath() + " run --region "
 		if !strings.HasPrefix(cmd, want) || !strings.HasSuffix(cmd, " 2>&1") {
 			t.Errorf("command %q, want it to start with %q", cmd, want)
 		}
-		region := f[10]
+		region := f[12]
 		if !strings.Contains(cmd, ">>/var/log/tf/"+region+".log") {
 			t.Errorf("line %q does not append to /var/log/tf/%s.log", l, region)
 		}

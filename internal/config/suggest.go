@@ -158,7 +158,7 @@ func shapeMismatch(n *yaml.Node, t reflect.Type) (want string, ok bool) {
 	}
 	if t == reflect.TypeFor[Duration]() {
 		_, err := ParseDuration(n.Value)
-		return fmt.Sprintf("a duration such as 90s, 30m, 24h or 90d (got %q)", Truncate(n.Value, 40)), err == nil
+		return fmt.Sprintf("a duration such as 90s, 30m or 24h (got %q)", Truncate(n.Value, 40)), err == nil
 	}
 	if custom {
 		return "", true // its own UnmarshalYAML names the value
