@@ -340,3 +340,99 @@ func TestScheduleAndServeNotifySystemd(t *testing.T) {
 		})
 	}
 }
+
+// TestJSONLogsArePureJSON: with JSON logs, a denied run, a failed lookup and
+// a configuration error each end in one JSON event with the exit code (and
+// hint), never a plain "trendfetch: ..." line.
+func TestJSONLogsArePureJSON(t *testing.T) {
+	_, url, e := sampleEnv(t, "US")
+	tiny := e.writeConfig("quota:\n  buckets:\n    - {name: units, limit: 1, window: 1h}\n  costs:\n    videos.list: {units: 1}\n")
+	e.run("--config", tiny, "--api-endpoint", url, "run", "--region", "US")
+	uk := filepath.Join(e.dir, "uk.yaml")
+	if err := os.WriteFile(uk, []byte("regions: [UK]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args []string
+		code int
+		hint string
+	}{
+		{[]string{"--config", tiny, "--api-endpoint", url, "run", "--region", "US"}, 75, ""},
+		{[]string{"video", "nope"}, exitNotFound, ""},
+		{[]string{"--config", uk, "run", "--all"}, 2, ""},
+		{[]string{"chart", "--region", "XX"}, 2, "trendfetch regions"},
+	} {
+		res := e.run(tc.args...)
+		if res.code != tc.code {
+			t.Errorf("%v: exit %d, want %d\n%s", tc.args, res.code, tc.code, res.rawStderr)
+		}
+		lines := strings.Split(strings.TrimSpace(res.rawStderr), "\n")
+		for _, l := range lines {
+			if !json.Valid([]byte(l)) {
+				t.Errorf("%v: a line that is not JSON: %q", tc.args, l)
+			}
+		}
+		var last struct {
+			Message  string `json:"message"`
+			ExitCode int    `json:"exit_code"`
+			Hint     string `json:"hint"`
+		}
+		json.Unmarshal([]byte(lines[len(lines)-1]), &last)
+		if last.Message != "trendfetch exits" || last.ExitCode != tc.code || last.Hint != tc.hint {
+			t.Errorf("%v: last event %+v, want trendfetch exits with exit_code %d, hint %q", tc.args, last, tc.code, tc.hint)
+		}
+	}
+}
+
+// TestConsoleLogsHonourNO_COLOR: the console log format has colours unless
+// NO_COLOR is set.
+func TestConsoleLogsHonourNO_COLOR(t *testing.T) {
+	_, url, e := sampleEnv(t, "US")
+	e.vars["TRENDFETCH_LOG_FORMAT"] = "console"
+	if res := e.run("--api-endpoint", url, "run", "--region", "US"); res.code != 0 || !strings.Contains(res.stderr, "\x1b[") {
+		t.Fatalf("console logs without NO_COLOR: exit %d, want colours\n%q", res.code, res.stderr)
+	}
+	e.vars["NO_COLOR"] = "1"
+	if res := e.run("--api-endpoint", url, "run", "--region", "US"); res.code != 0 || strings.Contains(res.stderr, "\x1b[") || !strings.Contains(res.stderr, "run finished") {
+		t.Errorf("NO_COLOR=1: exit %d, want console logs without escapes\n%q", res.code, res.stderr)
+	}
+}
+
+// TestCompletionAndVersion: completion scripts for bash, zsh and fish;
+// --version and version --json name the Go version and the pinned modules.
+func TestCompletionAndVersion(t *testing.T) {
+	e := newEnv(t)
+	for shell, want := range map[string]string{"bash": "# bash completion V2 for trendfetch", "zsh": "#compdef trendfetch", "fish": "# fish completion for trendfetch"} {
+		if res := e.run("completion", shell); res.code != 0 || !strings.Contains(res.stdout, want) {
+			t.Errorf("completion %s: exit %d, no %q", shell, res.code, want)
+		}
+	}
+	res := e.run("--version")
+	if res.code != 0 || !strings.Contains(res.stdout, runtime.Version()) || !strings.Contains(res.stdout, "google.golang.org/api v0.309.0") {
+		t.Errorf("--version: exit %d\n%s", res.code, res.stdout)
+	}
+	var v versionInfo
+	if err := json.Unmarshal([]byte(e.run("version", "--json").stdout), &v); err != nil || v.GoVersion != runtime.Version() || v.Modules["google.golang.org/api"] != "v0.309.0" || v.Modules["modernc.org/sqlite"] == "" {
+		t.Errorf("version --json: %+v %v", v, err)
+	}
+}
+
+// TestDurationsWithDays: 90d/1d work in the config, in flags and in
+// crontab --every; prune --older-than 1m is refused as ambiguous.
+func TestDurationsWithDays(t *testing.T) {
+	e := newEnv(t)
+	cfg := e.writeConfig("store:\n  retention: 90d\nstats:\n  track_for: 7d\nregions: [US, GB]\n")
+	if res := e.run("--config", cfg, "crontab", "--every", "1d", "--stagger", "5m"); res.code != 0 || !strings.Contains(res.stdout, "\n5 0 * * *") {
+		t.Errorf("crontab --every 1d: exit %d\n%s%s", res.code, res.stdout, res.stderr)
+	}
+	if res := e.run("--config", cfg, "plan"); res.code != 0 {
+		t.Errorf("plan with 90d and 7d: exit %d\n%s", res.code, res.stderr)
+	}
+	res := e.run("prune", "--older-than", "1m")
+	if res.code != 2 || !strings.Contains(res.stderr, "minutes, not months") || !strings.Contains(res.stderr, "Try: trendfetch prune --older-than 90d") {
+		t.Errorf("prune --older-than 1m: exit %d, want 2 with a hint\n%s", res.code, res.stderr)
+	}
+	if res := e.run("crontab", "--every", "2 days"); res.code != 2 || !strings.Contains(res.stderr, "90d") {
+		t.Errorf("crontab --every '2 days': exit %d\n%s", res.code, res.stderr)
+	}
+}
