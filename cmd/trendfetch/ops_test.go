@@ -18,6 +18,8 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+
+	"github.com/trendfetch/trendfetch/internal/config"
 )
 
 // TestQuotaCheck: `quota check` answers whether N calls fit now (exit 0),
@@ -434,5 +436,24 @@ func TestDurationsWithDays(t *testing.T) {
 	}
 	if res := e.run("crontab", "--every", "2 days"); res.code != 2 || !strings.Contains(res.stderr, "90d") {
 		t.Errorf("crontab --every '2 days': exit %d\n%s", res.code, res.stderr)
+	}
+}
+
+// TestShippedUnitUsesCredentialsAndNotify: configs/trendfetch.service takes
+// the key from a systemd credential that trendfetch reads, not from the
+// environment, and is Type=notify with a watchdog.
+func TestShippedUnitUsesCredentialsAndNotify(t *testing.T) {
+	raw, err := os.ReadFile("../../configs/trendfetch.service")
+	if err != nil {
+		t.Fatal(err)
+	}
+	unit := string(raw)
+	for _, want := range []string{"\nType=notify\n", "\nWatchdogSec=", "\nLoadCredential=" + config.KeyCredentialPrefix + "default:", "AF_UNIX"} {
+		if !strings.Contains(unit, want) {
+			t.Errorf("configs/trendfetch.service lacks %q", strings.TrimSpace(want))
+		}
+	}
+	if strings.Contains(unit, "\nEnvironmentFile=") {
+		t.Errorf("configs/trendfetch.service still reads secrets from an EnvironmentFile")
 	}
 }
