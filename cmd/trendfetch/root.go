@@ -80,7 +80,7 @@ func (a *app) reportError(err error, code int) {
 		hint = ue.hint
 	}
 	if a.jsonLogs() {
-		log := a.errorLogger()
+		log := a.errorLogger().Level(zerolog.TraceLevel) // printed whatever log.level
 		for _, line := range lines {
 			ev := log.Error()
 			switch code {

@@ -11,6 +11,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -35,6 +36,10 @@ func Send(state string) error {
 	return err
 }
 
+// readyOnce makes Ready notify once per process: systemd watches the
+// process, not its parts.
+var readyOnce sync.Once
+
 // WatchdogInterval is how often systemd expects WATCHDOG=1: half of
 // $WATCHDOG_USEC (sd_watchdog_enabled(3)), or 0 when no watchdog is asked
 // for this process ($WATCHDOG_PID names another one).
@@ -53,9 +58,13 @@ func WatchdogInterval() time.Duration {
 // for, pings it every WatchdogInterval. When ctx is done (a stop began) or
 // the returned stop is called, it sends STOPPING=1 once and stops pinging.
 // Failures to notify are logged at debug level (systemd then times the
-// start out and says so).
+// start out and says so). The service is one process: only the first call
+// notifies (schedule --serve starts the scheduler and the read API), later
+// ones return a stop that does nothing.
 func Ready(ctx context.Context, log zerolog.Logger) (stop func()) {
-	if os.Getenv("NOTIFY_SOCKET") == "" {
+	first := false
+	readyOnce.Do(func() { first = true })
+	if !first || os.Getenv("NOTIFY_SOCKET") == "" {
 		return func() {}
 	}
 	send := func(state string) {
