@@ -10,7 +10,13 @@ LDFLAGS  := -s -w -X main.version=$(VERSION)
 
 all: build
 
+# The first build downloads the modules and compiles them (modernc.org/sqlite
+# is a large package): it says so, since it prints nothing else for minutes.
 build:
+	@[ -n "$$($(GO) list -m -f '{{.Dir}}' modernc.org/sqlite 2>/dev/null)" ] || \
+		echo "==> downloading Go modules (first build only)"
+	@$(GO) mod download
+	@echo "==> compiling bin/trendfetch and bin/ytemulator (the first build compiles every dependency: 2-6 minutes on 2 cores; later builds take seconds)"
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/trendfetch ./cmd/trendfetch
 	$(GO) build -trimpath -o $(BIN)/ytemulator ./cmd/ytemulator
 

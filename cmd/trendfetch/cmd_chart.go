@@ -44,7 +44,7 @@ search needs --query Q (the search.list q of config searches).`,
 			}
 			r, err := regions.Parse(region)
 			if err != nil {
-				return &usageError{err: err, hint: "trendfetch regions list"}
+				return &usageError{err: err, hint: "trendfetch regions"}
 			}
 			q := store.CaptureQuery{Region: r, Kind: kind, Query: query, RunID: runID}
 			switch kind {

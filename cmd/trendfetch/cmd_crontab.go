@@ -15,11 +15,11 @@ import (
 
 func newCrontabCmd(a *app) *cobra.Command {
 	var (
-		every, stagger time.Duration
-		logDir         string
+		every, stagger config.Duration
+		logDir, format string
 	)
 	cmd := &cobra.Command{
-		Use:   "crontab [--every 2h] [--stagger 3m] [--log-dir DIR]",
+		Use:   "crontab [--every 2h] [--stagger 3m] [--log-dir DIR] [--format cron|systemd]",
 		Short: "Print ready-to-paste crontab lines for the configured regions",
 		Long: `Print one crontab line per configured region, staggered so that runs never
 start together: region i runs i x stagger after each tick of --every. Each
@@ -30,7 +30,18 @@ A region with its own cron spec in schedule.regions keeps that spec.
 
 --every must divide an hour (1m-30m) or a day (1h-12h), or be 24h; the
 stagger must be whole minutes. The lines fire exactly when 'trendfetch
-schedule' would.`,
+schedule' would.
+
+Settings in force that cron would not inherit (the database from
+$TRENDFETCH_DATABASE or $XDG_DATA_HOME, the config from $TRENDFETCH_CONFIG,
+other TRENDFETCH_* variables) are written as flags or NAME=value lines;
+secrets in the environment are never printed: a comment says where to put
+them instead.
+
+--format systemd prints, per region, a trendfetch-REGION.service (Type=oneshot,
+the API key from the systemd credential youtube-api-key-<credential>) and a
+trendfetch-REGION.timer (OnCalendar= with the stagger, Persistent=true), ready
+to install in /etc/systemd/system.`,
 		Example: "  trendfetch --config /etc/trendfetch/trendfetch.yaml crontab\n  trendfetch crontab --every 1h --stagger 5m | crontab -",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -39,28 +50,34 @@ schedule' would.`,
 			}
 			sc := a.cfg.Schedule
 			if cmd.Flags().Changed("every") {
-				if every < time.Minute {
-					return usagef("trendfetch crontab --every 2h", "--every %s: cron's resolution is one minute", every)
+				if every.Std() < time.Minute {
+					return usagef("trendfetch crontab --every 2h", "--every %s: cron's resolution is one minute", every.Std())
 				}
-				sc.Every, sc.Cron = config.Duration(every), ""
+				sc.Every, sc.Cron = every, ""
 			} else if sc.Cron != "" {
 				return usagef("trendfetch crontab --every 2h", "schedule.cron %q cannot be staggered into crontab lines: pass --every", sc.Cron)
 			}
 			if cmd.Flags().Changed("stagger") {
 				if stagger < 0 {
-					return usagef("trendfetch crontab --stagger 3m", "--stagger %s: must be >= 0", stagger)
+					return usagef("trendfetch crontab --stagger 3m", "--stagger %s: must be >= 0", stagger.Std())
 				}
-				d := config.Duration(stagger)
-				sc.Stagger = &d
+				sc.Stagger = &stagger
 			}
 			if cmd.Flags().Changed("log-dir") {
 				sc.LogDir = logDir
 			}
-			return a.printCrontab(sc)
+			switch format {
+			case "cron":
+				return a.printCrontab(sc)
+			case "systemd":
+				return a.printSystemd(sc)
+			}
+			return usagef("trendfetch crontab --format systemd", "--format %q: want cron or systemd", config.Truncate(format, 40))
 		},
 	}
-	cmd.Flags().DurationVar(&every, "every", 0, "interval between runs of a region (default: schedule.every, 2h)")
-	cmd.Flags().DurationVar(&stagger, "stagger", 0, "offset between consecutive regions (default: schedule.stagger, 3m)")
+	cmd.Flags().Var(&every, "every", "interval between runs of a region (default: schedule.every, 2h)")
+	cmd.Flags().Var(&stagger, "stagger", "offset between consecutive regions (default: schedule.stagger, 3m)")
+	cmd.Flags().StringVar(&format, "format", "cron", "cron (crontab lines) or systemd (a .service and a .timer per region)")
 	cmd.Flags().StringVar(&logDir, "log-dir", "", "directory of the per-region log files (default: schedule.log_dir, /var/log/trendfetch)")
 	return cmd
 }
@@ -72,24 +89,9 @@ func (a *app) printCrontab(sc config.Schedule) error {
 	if n := len(a.cfg.Regions); n > 1 && time.Duration(n-1)*step >= every {
 		return usagef("trendfetch crontab --stagger 1m", "%d regions x stagger %s reach the next tick (every %s): regions would collide", n, step, every)
 	}
-	bin, err := os.Executable()
+	inv, err := a.invocation()
 	if err != nil {
-		return fmt.Errorf("cannot find this binary's path: %w", err)
-	}
-	if bin, err = filepath.Abs(bin); err != nil {
 		return err
-	}
-	cmdPrefix := []string{bin}
-	if a.configFile != "" {
-		cmdPrefix = append(cmdPrefix, "--config", a.configFile)
-	}
-	for _, f := range []struct{ name, v string }{
-		{"--database", a.database}, {"--credential", a.credential}, {"--api-endpoint", a.apiEndpoint},
-		{"--quota-backend", a.quotaBackend}, {"--log-level", a.logLevel},
-	} {
-		if f.v != "" {
-			cmdPrefix = append(cmdPrefix, f.name, f.v)
-		}
 	}
 	logDir := sc.LogDir
 	if logDir == "" {
@@ -104,7 +106,13 @@ func (a *app) printCrontab(sc config.Schedule) error {
 	b.WriteString("# Install with `crontab -e` as the user owning the database (or pipe into `crontab -`).\n")
 	fmt.Fprintf(&b, "# Create the log directory first: mkdir -p %s\n", shellQuote(logDir))
 	b.WriteString("# cron has no login environment: give the API key with api_key_file in the config.\n")
-	b.WriteString("# Exit codes: 0 ok, 75 quota denied (the next tick resumes), 3 region already running, 1 error, 2 configuration error.\n")
+	for _, w := range inv.warnings {
+		fmt.Fprintf(&b, "# %s\n", w)
+	}
+	fmt.Fprintf(&b, "# Exit codes: %s.\n", exitCodesShort())
+	for _, kv := range inv.env {
+		fmt.Fprintf(&b, "%s\n", kv)
+	}
 	if sc.Timezone != "" {
 		b.WriteString("# The schedule's time zone (cronie honours CRON_TZ; elsewhere set the system zone):\n")
 		fmt.Fprintf(&b, "CRON_TZ=%s\n", sc.Timezone)
@@ -123,7 +131,7 @@ func (a *app) printCrontab(sc config.Schedule) error {
 		} else if fields, err = schedule.CrontabFields(every, p.Offset); err != nil {
 			return usagef("trendfetch crontab --every 2h --stagger 3m", "region %s: %v", p.Region, err)
 		}
-		args := append(append([]string(nil), cmdPrefix...), "run", "--region", p.Region)
+		args := append(append([]string(nil), inv.args...), "run", "--region", p.Region)
 		for i := range args {
 			args[i] = shellQuote(args[i])
 		}
@@ -134,6 +142,160 @@ func (a *app) printCrontab(sc config.Schedule) error {
 	}
 	_, err = fmt.Fprint(a.stdout, b.String())
 	return err
+}
+
+// invocation is how a job started outside this shell runs trendfetch with
+// the settings in force here: the binary's absolute path and flags (args),
+// NAME=value settings that have no flag (env), and comments about secrets
+// the environment holds here that the job will not have (warnings).
+type invocation struct {
+	args, env, warnings []string
+}
+
+// invocation builds the command that reproduces this process's settings for
+// cron or systemd, which inherit none of its environment.
+func (a *app) invocation() (invocation, error) {
+	var inv invocation
+	bin, err := os.Executable()
+	if err != nil {
+		return inv, fmt.Errorf("cannot find this binary's path: %w", err)
+	}
+	if bin, err = filepath.Abs(bin); err != nil {
+		return inv, err
+	}
+	inv.args = []string{bin}
+	if a.configFile != "" {
+		inv.args = append(inv.args, "--config", a.configFile)
+	}
+	fromEnv := func(name string) bool { v, ok := a.lookupEnv(name); return ok && v != "" }
+	// The database from a flag, $TRENDFETCH_DATABASE or the default under
+	// $XDG_DATA_HOME or $HOME: always explicit.
+	if a.database != "" || fromEnv("TRENDFETCH_DATABASE") || a.cfg.Database == config.Default().Database {
+		db, err := filepath.Abs(a.cfg.Database)
+		if err != nil {
+			return inv, err
+		}
+		inv.args = append(inv.args, "--database", db)
+	}
+	for _, f := range []struct{ flag, env, value, set string }{
+		{"--credential", "TRENDFETCH_CREDENTIAL", a.cfg.Credential, a.credential},
+		{"--api-endpoint", "TRENDFETCH_API_ENDPOINT", a.cfg.API.Endpoint, a.apiEndpoint},
+		{"--quota-backend", "TRENDFETCH_QUOTA_BACKEND", a.cfg.Quota.Backend, a.quotaBackend},
+		{"--log-level", "TRENDFETCH_LOG_LEVEL", a.cfg.Log.Level, a.logLevel},
+	} {
+		if f.set != "" || fromEnv(f.env) {
+			inv.args = append(inv.args, f.flag, f.value)
+		}
+	}
+	// Settings without a flag.
+	for _, name := range []string{"TRENDFETCH_QUOTA_DB", "TRENDFETCH_LOG_FORMAT"} {
+		if v, ok := a.lookupEnv(name); ok && v != "" {
+			inv.env = append(inv.env, name+"="+v)
+		}
+	}
+	var secrets []string
+	for _, cr := range a.cfg.Credentials {
+		if cr.KeyEnv != "" && fromEnv(cr.KeyEnv) {
+			secrets = append(secrets, "$"+cr.KeyEnv+" is set here, but the job will not have it: use api_key_file (or api_key_credential under systemd)")
+		}
+	}
+	if fromEnv("TRENDFETCH_REDIS_URL") {
+		secrets = append(secrets, "$TRENDFETCH_REDIS_URL is set here, but the job will not have it: use quota.redis.url_file")
+	}
+	if fromEnv("TRENDFETCH_REDIS_SENTINEL_PASSWORD") {
+		secrets = append(secrets, "$TRENDFETCH_REDIS_SENTINEL_PASSWORD is set here, but the job will not have it: use quota.redis.sentinel.password_file")
+	}
+	for _, s := range secrets {
+		inv.warnings = append(inv.warnings, "WARNING: "+s)
+	}
+	return inv, nil
+}
+
+// exitCodesShort is the exit-code table in one line: "0 success, 1 ...".
+func exitCodesShort() string {
+	short := map[int]string{exitOK: "ok", exitError: "error", exitUsage: "configuration error", exitRunning: "region already running",
+		exitNotFound: "not found", exitTempFail: "quota denied (the next tick resumes)"}
+	var parts []string
+	for _, c := range exitCodes {
+		if s, ok := short[c.code]; ok {
+			parts = append(parts, fmt.Sprintf("%d %s", c.code, s))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+// printSystemd writes, per configured region, a oneshot .service running
+// the region and a .timer firing it at the region's staggered ticks.
+func (a *app) printSystemd(sc config.Schedule) error {
+	every := sc.Every.Std()
+	inv, err := a.invocation()
+	if err != nil {
+		return err
+	}
+	plan, err := sc.Plan(a.cfg.Regions)
+	if err != nil {
+		return err
+	}
+	cred := a.cfg.Credential
+	credName := config.KeyCredentialPrefix + cred
+	for _, cr := range a.cfg.Credentials {
+		if cr.Name == cred && cr.KeyCredential != "" {
+			credName = cr.KeyCredential
+		}
+	}
+	tz := ""
+	if sc.Timezone != "" {
+		tz = " " + sc.Timezone
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "# trendfetch: regions %s, every %s, staggered by %s (generated by `trendfetch crontab --format systemd`).\n", strings.Join(a.cfg.Regions, " "), every, sc.StaggerStep())
+	b.WriteString("# Save each unit under /etc/systemd/system/, put the API key in /etc/trendfetch/youtube-api-key (chmod 600),\n")
+	b.WriteString("# then: systemctl daemon-reload && systemctl enable --now trendfetch-REGION.timer\n")
+	for _, w := range inv.warnings {
+		fmt.Fprintf(&b, "# %s\n", w)
+	}
+	for _, p := range plan {
+		if p.Explicit {
+			return usagef("trendfetch crontab --format systemd --help", "schedule.regions.%s %q: a cron spec is not converted to OnCalendar; write its timer by hand", p.Region, p.Spec)
+		}
+		cal, err := schedule.OnCalendar(every, p.Offset)
+		if err != nil {
+			return usagef("trendfetch crontab --format systemd --every 2h --stagger 3m", "region %s: %v", p.Region, err)
+		}
+		args := append(append([]string(nil), inv.args...), "run", "--region", p.Region)
+		for i := range args {
+			args[i] = systemdQuote(args[i])
+		}
+		fmt.Fprintf(&b, "\n# ---- trendfetch-%s.service ----\n", p.Region)
+		fmt.Fprintf(&b, "[Unit]\nDescription=trendfetch: ingest the trending chart of %s\nWants=network-online.target\nAfter=network-online.target\n\n", p.Region)
+		b.WriteString("[Service]\nType=oneshot\nUser=trendfetch\nGroup=trendfetch\n")
+		for _, kv := range inv.env {
+			fmt.Fprintf(&b, "Environment=%s\n", systemdQuote(kv))
+		}
+		fmt.Fprintf(&b, "LoadCredential=%s:/etc/trendfetch/youtube-api-key\n", credName)
+		fmt.Fprintf(&b, "ExecStart=%s\n", strings.Join(args, " "))
+		b.WriteString("# 75: quota denied, 3: region already running: not failures; the next tick resumes.\nSuccessExitStatus=75 3\n")
+		b.WriteString("NoNewPrivileges=yes\nProtectSystem=strict\nProtectHome=read-only\nPrivateTmp=yes\n")
+		if a.cfg.Database != "" {
+			fmt.Fprintf(&b, "ReadWritePaths=%s\n", systemdQuote(filepath.Dir(a.cfg.Database)))
+		}
+		fmt.Fprintf(&b, "\n# ---- trendfetch-%s.timer ----\n", p.Region)
+		fmt.Fprintf(&b, "[Unit]\nDescription=trendfetch: run %s %s\n\n", p.Region, p.Spec)
+		fmt.Fprintf(&b, "[Timer]\nOnCalendar=%s%s\n# Persistent: a tick missed while the host was down runs at boot.\nPersistent=true\n# The stagger is minutes: fire within a second of the tick.\nAccuracySec=1s\n\n", cal, tz)
+		b.WriteString("[Install]\nWantedBy=timers.target\n")
+	}
+	_, err = fmt.Fprint(a.stdout, b.String())
+	return err
+}
+
+// systemdQuote quotes s for a systemd unit's command line when it holds
+// anything but safe characters; "%" is escaped as "%%" (a specifier).
+func systemdQuote(s string) string {
+	s = strings.ReplaceAll(s, "%", "%%")
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./:=,+@") == "" {
+		return s
+	}
+	return `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(s) + `"`
 }
 
 // shellQuote quotes s for sh when it holds anything but safe characters.

@@ -68,7 +68,7 @@ Costs no quota.`,
 			}
 			rs, err := regions.ParseList(regionList)
 			if err != nil {
-				return &usageError{err: err, hint: "trendfetch regions list"}
+				return &usageError{err: err, hint: "trendfetch regions"}
 			}
 			q.Regions = rs
 			if since != "" {

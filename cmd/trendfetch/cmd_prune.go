@@ -4,12 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/trendfetch/trendfetch/internal/config"
 	"github.com/trendfetch/trendfetch/internal/store"
 )
 
@@ -33,7 +32,7 @@ rows. Runs, channels and categories are kept. Reports what it removed; with
 			var age time.Duration
 			if olderThan != "" {
 				var err error
-				if age, err = parseAge(olderThan); err != nil {
+				if age, err = config.ParseAge(olderThan); err != nil {
 					return usagef("trendfetch prune --older-than 90d", "--older-than %q: %v", olderThan, err)
 				}
 			}
@@ -85,22 +84,6 @@ rows. Runs, channels and categories are kept. Reports what it removed; with
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "report what would be removed, remove nothing")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the report as JSON")
 	return cmd
-}
-
-// parseAge reads a positive duration: Go syntax or whole days ("90d").
-func parseAge(s string) (time.Duration, error) {
-	if d, ok := strings.CutSuffix(s, "d"); ok {
-		n, err := strconv.Atoi(d)
-		if err != nil || n <= 0 {
-			return 0, fmt.Errorf("want a positive number of days, e.g. 90d")
-		}
-		return time.Duration(n) * 24 * time.Hour, nil
-	}
-	v, err := time.ParseDuration(s)
-	if err != nil || v <= 0 {
-		return 0, fmt.Errorf("want a positive duration such as 2160h or 90d")
-	}
-	return v, nil
 }
 
 // applyRetention prunes by store.retention before a run (see Prune); a

@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
+	"runtime"
 	"strings"
 	"time"
 
@@ -10,6 +12,7 @@ import (
 
 	"github.com/trendfetch/trendfetch/internal/config"
 	"github.com/trendfetch/trendfetch/internal/fetch"
+	"github.com/trendfetch/trendfetch/internal/metrics"
 	"github.com/trendfetch/trendfetch/internal/quota"
 	"github.com/trendfetch/trendfetch/internal/regions"
 	"github.com/trendfetch/trendfetch/internal/store"
@@ -19,6 +22,7 @@ func newRunCmd(a *app) *cobra.Command {
 	var (
 		regionFlags []string
 		all         bool
+		textfileDir string
 	)
 	cmd := &cobra.Command{
 		Use:   "run (--region CODE ... | --all)",
@@ -56,9 +60,13 @@ and trendfetch exits 75; the next cron tick resumes.
 					return err
 				}
 			}
+			if cmd.Flags().Changed("metrics-textfile") {
+				a.cfg.Runs.MetricsTextfile = textfileDir
+			}
 			return a.runRegions(cmd.Context(), list)
 		},
 	}
+	cmd.Flags().StringVar(&textfileDir, "metrics-textfile", "", "write each region's metrics to DIR/trendfetch_REGION.prom for node_exporter's textfile collector (default: runs.metrics_textfile)")
 	cmd.Flags().StringSliceVarP(&regionFlags, "region", "r", nil, "region code (regionCode), repeatable or comma-separated, e.g. US,GB")
 	cmd.Flags().BoolVar(&all, "all", false, "every region in the config's regions list")
 	return cmd
@@ -166,7 +174,7 @@ func (a *app) runRegions(ctx context.Context, list []string) error {
 	r.Backlog = &fetch.Backlog{}
 	for i, region := range list {
 		r.Backlog.Hold = i < len(list)-1
-		_, err := r.Run(ctx, region)
+		_, err := a.runOne(ctx, e, r, region)
 		var (
 			stop *fetch.StopError
 			ce   *fetch.CredentialError
@@ -186,6 +194,62 @@ func (a *app) runRegions(ctx context.Context, list []string) error {
 		failed = append(failed, err) // including a held lease (exit 3 when alone)
 	}
 	return joinFailures(failed)
+}
+
+// runOne runs region with r under the run deadline (runs.timeout) and,
+// with runs.metrics_textfile set, writes the region's metrics textfile
+// after the run (a failure to write is logged; it never fails the run).
+func (a *app) runOne(ctx context.Context, e *engine, r fetch.Runner, region string) (store.Run, error) {
+	ctx, cancel := a.runDeadline(ctx, region)
+	defer cancel()
+	dir := a.cfg.Runs.MetricsTextfile
+	if dir == "" {
+		return r.Run(ctx, region)
+	}
+	path := metrics.TextfileName(dir, region)
+	m := metrics.New(e.limiter, credentialNames(a.cfg), []string{region}, 0)
+	a.instrumentMetrics(m, e.store)
+	if err := m.CarryCounters(path); err != nil {
+		a.log.Warn().Err(err).Msg("metrics textfile: earlier counters not carried over")
+	}
+	r.OnCall, r.OnRun = m.ObserveCall, m.ObserveRun
+	run, err := r.Run(ctx, region)
+	if werr := m.WriteTextfile(path, region); werr != nil {
+		a.log.Warn().Err(werr).Str("file", path).Msg("cannot write the metrics textfile")
+	}
+	return run, err
+}
+
+// instrumentMetrics adds what every /metrics and textfile shows: build info
+// (the version `trendfetch --version` prints), counter series at 0 from the
+// start, and each region's last success read from the database.
+func (a *app) instrumentMetrics(m *metrics.Metrics, st *store.Store) {
+	m.SetBuildInfo(version, runtime.Version())
+	var buckets []string
+	for _, b := range a.cfg.Quota.Buckets {
+		buckets = append(buckets, b.Name)
+	}
+	m.ZeroSeries(credentialNames(a.cfg), buckets, sortedCostKeys(a.cfg.Quota.Costs))
+	cred := a.cfg.Credential
+	m.ReadLastSuccess(func(ctx context.Context) (map[string]time.Time, error) { return st.LastSuccess(ctx, cred) })
+}
+
+// runDeadline is ctx with the run deadline of runs.timeout (none when 0).
+func (a *app) runDeadline(ctx context.Context, region string) (context.Context, context.CancelFunc) {
+	d := a.cfg.Runs.Timeout.Std()
+	if d <= 0 {
+		return context.WithCancel(ctx)
+	}
+	return context.WithTimeoutCause(ctx, d, fmt.Errorf("run of %s exceeded runs.timeout %s", region, d))
+}
+
+// credentialNames returns the configured credentials' names.
+func credentialNames(cfg *config.Config) []string {
+	out := make([]string, len(cfg.Credentials))
+	for i, c := range cfg.Credentials {
+		out[i] = c.Name
+	}
+	return out
 }
 
 // joinFailures joins the failures of several regions. When they are not

@@ -16,6 +16,7 @@ import (
 	"github.com/trendfetch/trendfetch/internal/metrics"
 	"github.com/trendfetch/trendfetch/internal/quota"
 	"github.com/trendfetch/trendfetch/internal/schedule"
+	"github.com/trendfetch/trendfetch/internal/sdnotify"
 )
 
 func newScheduleCmd(a *app) *cobra.Command {
@@ -110,17 +111,8 @@ func (a *app) schedule(ctx context.Context, metricsAddr, serveAddr string) error
 
 	var m *metrics.Metrics
 	if ln != nil || sln != nil {
-		creds := make([]string, len(a.cfg.Credentials))
-		for i, c := range a.cfg.Credentials {
-			creds[i] = c.Name
-		}
-		m = metrics.New(e.limiter, creds, a.cfg.Regions, 0)
-		// A restart must not look like a stale region to the staleness alert.
-		if last, err := e.store.LastSuccess(ctx, e.runner.Credential); err != nil {
-			a.log.Warn().Err(err).Msg("cannot seed the last success of each region from the database")
-		} else {
-			m.SeedLastSuccess(last)
-		}
+		m = metrics.New(e.limiter, credentialNames(a.cfg), a.cfg.Regions, 0)
+		a.instrumentMetrics(m, e.store)
 		e.runner.OnCall, e.runner.OnRun = m.ObserveCall, m.ObserveRun
 	}
 	if sln != nil {
@@ -157,6 +149,8 @@ func (a *app) schedule(ctx context.Context, metricsAddr, serveAddr string) error
 			// then the run); each run sends its own channel remainder (no
 			// Backlog).
 			a.applyRetention(ctx, e.store)
+			ctx, cancel := a.runDeadline(ctx, region)
+			defer cancel()
 			run, err := e.runner.Run(ctx, region)
 			var (
 				stop *fetch.StopError
@@ -188,5 +182,6 @@ func (a *app) schedule(ctx context.Context, metricsAddr, serveAddr string) error
 	}
 	a.log.Info().Strs("regions", a.cfg.Regions).Int("concurrency", a.cfg.Schedule.Concurrency).
 		Int64("grace_ms", a.cfg.Schedule.Grace.Std().Milliseconds()).Msg("scheduler starting")
+	defer sdnotify.Ready(ctx, a.log)() // Type=notify: ready, watchdog, stopping
 	return s.Run(ctx)
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/trendfetch/trendfetch/internal/metrics"
 	"github.com/trendfetch/trendfetch/internal/quota"
 	"github.com/trendfetch/trendfetch/internal/regions"
+	"github.com/trendfetch/trendfetch/internal/sdnotify"
 	"github.com/trendfetch/trendfetch/internal/serve"
 	"github.com/trendfetch/trendfetch/internal/store"
 )
@@ -132,6 +133,7 @@ func (a *app) serveUntilDone(ctx context.Context, ln net.Listener, token string,
 			reader = lim
 		}
 		m = metrics.New(reader, creds, a.cfg.Regions, 0)
+		a.instrumentMetrics(m, st) // build info, zero series, last success from the database (cmd_run.go)
 	}
 	rate, err := a.serveRateLimit(lim)
 	if err != nil {
@@ -170,6 +172,7 @@ func (a *app) serveUntilDone(ctx context.Context, ln net.Listener, token string,
 	srv := serve.NewServer(h, serve.DefaultTimeouts)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
+	defer sdnotify.Ready(ctx, a.log)() // systemd Type=notify: ready, watchdog, stopping (internal/sdnotify)
 	a.log.Info().Str("addr", ln.Addr().String()).Bool("token", token != "").Int64("rate_limit", rate.Limit).
 		Msg("serving the read API and dashboard")
 	select {

@@ -3,8 +3,12 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -81,4 +85,91 @@ func TestLogsAndTablesFollowTheConventions(t *testing.T) {
 	if !strings.Contains(js.stdout, strings.Repeat("very/long/path/", 30)) {
 		t.Errorf("runs --json lost the full reason:\n%.500s", js.stdout)
 	}
+}
+
+// TestHintsNameCommandsThatExist: every "Try: trendfetch ..." hint in the
+// sources names a real command whose flags and arguments parse (a hint
+// built from a value gets a placeholder for it).
+func TestHintsNameCommandsThatExist(t *testing.T) {
+	files, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hintRE := regexp.MustCompile(`(?:usagef\(|hint:\s*|hint :?= )"(trendfetch [^"]*)"`)
+	n := 0
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		src, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range hintRE.FindAllStringSubmatch(string(src), -1) {
+			n++
+			hint := strings.ReplaceAll(m[1], "%s", "x")
+			if strings.HasSuffix(hint, " ") {
+				hint += "x" // the value appended at run time
+			}
+			root := newRootCmd(&app{stdout: io.Discard, stderr: io.Discard, lookupEnv: os.LookupEnv})
+			cmd, rest, err := root.Find(strings.Fields(hint)[1:])
+			if err != nil || cmd == root {
+				t.Errorf("%s: hint %q names no command", f, m[1])
+				continue
+			}
+			cmd.InitDefaultHelpFlag()
+			if err := cmd.ParseFlags(rest); err != nil {
+				t.Errorf("%s: hint %q: %v", f, m[1], err)
+				continue
+			}
+			if err := cmd.ValidateArgs(cmd.Flags().Args()); err != nil {
+				t.Errorf("%s: hint %q: %v", f, m[1], err)
+			}
+		}
+	}
+	if n < 20 {
+		t.Errorf("found %d hints, expected dozens: is the pattern stale?", n)
+	}
+}
+
+// TestExitCodesREADMETableIsTheTable: the README's exit-code table lists
+// exactly the codes and meanings of exitCodes (the one table; --help is
+// rendered from it).
+func TestExitCodesREADMETableIsTheTable(t *testing.T) {
+	raw, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, _ := strings.Cut(string(raw), "## Exit codes\n")
+	section, _, _ = strings.Cut(section, "\n## ")
+	var rows []string
+	for _, line := range strings.Split(section, "\n") {
+		if strings.HasPrefix(line, "| ") && !strings.HasPrefix(line, "| code") {
+			rows = append(rows, line)
+		}
+	}
+	if len(rows) != len(exitCodes) {
+		t.Fatalf("README lists %d exit codes, the table has %d:\n%s", len(rows), len(exitCodes), strings.Join(rows, "\n"))
+	}
+	for i, c := range exitCodes {
+		if want := fmt.Sprintf("| %d | %s |", c.code, c.meaning); rows[i] != want {
+			t.Errorf("README row %q, want %q", rows[i], want)
+		}
+	}
+	help := e2eHelp(t)
+	for _, c := range exitCodes {
+		if !strings.Contains(help, fmt.Sprintf("  %-4d %s", c.code, c.meaning)) {
+			t.Errorf("--help lacks exit code %d", c.code)
+		}
+	}
+}
+
+// e2eHelp is `trendfetch --help` as printed.
+func e2eHelp(t *testing.T) string {
+	t.Helper()
+	res := newEnv(t).run("--help")
+	if res.code != 0 {
+		t.Fatalf("--help: exit %d", res.code)
+	}
+	return res.stdout
 }

@@ -18,28 +18,46 @@ import (
 	"github.com/trendfetch/trendfetch/internal/store"
 )
 
-// Exit codes (DESIGN.md §5), listed in `trendfetch --help` and README.md.
+// Exit codes (DESIGN.md §5). exitCodes is the one table: `--help`, the
+// README's table (checked by a test) and crontab's header come from it.
 const (
 	exitOK       = 0   // success
 	exitError    = 1   // unexpected error (API failure, disk, database)
 	exitUsage    = 2   // usage or configuration error (bad flag, config, region, key)
 	exitRunning  = 3   // the region is already being run by another process (lease held)
+	exitNotFound = 4   // a lookup found nothing (video, chart --at)
 	exitTempFail = 75  // EX_TEMPFAIL: stopped cleanly on quota denial or fail-closed policy; retry later
 	exitSIGHUP   = 129 // 128 + signal number, as shells report it
 	exitSIGINT   = 130
 	exitSIGTERM  = 143
 )
 
-const exitCodesHelp = `Exit codes:
-  0    success
-  1    unexpected error (API failure, database or disk error); what was stored is kept
-  2    usage or configuration error (bad flag, config, region, query, missing or rejected API key)
-  3    the region is already being run by another process (its run lease is held); nothing done
-  75   stopped cleanly: quota denied or limiter unavailable for a fail-closed call site
-       (EX_TEMPFAIL); the run record says why and when to retry
-  129  hung up by SIGHUP (run recorded as interrupted)
-  130  interrupted by SIGINT (run recorded as interrupted)
-  143  terminated by SIGTERM (run recorded as interrupted)`
+// exitCodes lists every exit code with its meaning, in order.
+var exitCodes = []struct {
+	code    int
+	meaning string
+}{
+	{exitOK, "success"},
+	{exitError, "unexpected error (API failure, database or disk error); what was stored is kept"},
+	{exitUsage, "usage or configuration error (bad flag, config, region, query, duration, missing or rejected API key); a plan that does not fit"},
+	{exitRunning, "the region is already being run by another process (its run lease is held); nothing done"},
+	{exitNotFound, "not found: the video, capture or run asked for is not in the database"},
+	{exitTempFail, "stopped cleanly: quota denied or limiter unavailable for a fail-closed call site (EX_TEMPFAIL); the run record says why and when to retry"},
+	{exitSIGHUP, "hung up by SIGHUP (run recorded as interrupted)"},
+	{exitSIGINT, "interrupted by SIGINT (run recorded as interrupted)"},
+	{exitSIGTERM, "terminated by SIGTERM (run recorded as interrupted)"},
+}
+
+// exitCodesHelp is the "Exit codes:" section of --help, rendered from
+// exitCodes.
+var exitCodesHelp = func() string {
+	var b strings.Builder
+	b.WriteString("Exit codes:")
+	for _, c := range exitCodes {
+		fmt.Fprintf(&b, "\n  %-4d %s", c.code, c.meaning)
+	}
+	return b.String()
+}()
 
 // usageError is a mistake in how trendfetch was invoked: exit 2, with a hint.
 type usageError struct {
@@ -107,12 +125,15 @@ func exitCode(ctx context.Context, err error) int {
 	switch {
 	// cobra reports an unknown subcommand with a plain error (gh matches it
 	// the same way: internal/ghcmd/cmd.go).
-	case strings.HasPrefix(err.Error(), "unknown command "):
+	// The same for a required flag left out (`quota charge` without --method).
+	case strings.HasPrefix(err.Error(), "unknown command "), strings.HasPrefix(err.Error(), "required flag(s) "):
 		return exitUsage
+	case errors.Is(err, store.ErrNotFound):
+		return exitNotFound
 	case errors.As(err, &ue), errors.As(err, &ve), errors.As(err, &re), errors.As(err, &qe),
-		errors.As(err, &ce), errors.As(err, &cost), errors.Is(err, config.ErrNoAPIKey):
+		errors.As(err, &ce), errors.As(err, &cost), errors.Is(err, config.ErrNoAPIKey), errors.Is(err, errPlan):
 		return exitUsage
-	case errors.As(err, &stop):
+	case errors.As(err, &stop), errors.Is(err, errWouldNotFit):
 		return exitTempFail
 	case errors.As(err, &held):
 		return exitRunning
@@ -139,8 +160,8 @@ func flagError(err error) error {
 		want = "a number"
 	case m[3] == "Bool":
 		want = "true or false"
-	case strings.Contains(err.Error(), "time: "):
-		want = "a duration such as 30s or 2h"
+	case strings.Contains(err.Error(), "time: "), strings.Contains(err.Error(), "want a duration"):
+		want = "a duration such as 30s, 2h or 90d"
 	}
 	return fmt.Errorf("%s %q: want %s", m[2], config.Truncate(m[1], 80), want)
 }

@@ -79,7 +79,7 @@ func (e *env) runBounded(limit time.Duration, args ...string) result {
 	e.t.Helper()
 	p := e.spawn(args...)
 	code := p.wait(e.t, limit)
-	return result{code: code, stderr: p.stderr.String()}
+	return result{code: code, stderr: humanErrors(p.stderr.String()), rawStderr: p.stderr.String()}
 }
 
 // assertNoPanic fails when stderr shows a Go panic or a goroutine dump.

@@ -147,7 +147,7 @@ quota:
 			t.Errorf("%v: exit %d, stderr %q; want 2 and a message", args, res.code, res.stderr)
 		}
 	}
-	if res := e.run("chart", "--region", "GB"); res.code != 1 || !strings.Contains(res.stderr, "no chart capture of GB") {
+	if res := e.run("chart", "--region", "GB"); res.code != exitNotFound || !strings.Contains(res.stderr, "no chart capture of GB") {
 		t.Errorf("chart of a region never fetched: exit %d, %q", res.code, res.stderr)
 	}
 }

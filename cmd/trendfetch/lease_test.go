@@ -130,7 +130,7 @@ func TestSIGHUPInterruptsLikeSIGTERM(t *testing.T) {
 				t.Fatalf("after %s: exit %d, want %d\n%s", sig.name, code, sig.code, p.stderr.String())
 			}
 			want := "interrupted by " + sig.name
-			if got := lastLine(p.stderr.String()); got != "trendfetch: "+want {
+			if got := lastLine(humanErrors(p.stderr.String())); got != "trendfetch: "+want {
 				t.Errorf("last line %q, want %q", got, "trendfetch: "+want)
 			}
 			if strings.Contains(p.stderr.String(), `"level":"error"`) {

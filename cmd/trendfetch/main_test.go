@@ -82,6 +82,33 @@ func (e *env) dbPath() string { return filepath.Join(e.dir, "data", "trendfetch"
 type result struct {
 	code           int
 	stdout, stderr string
+	// rawStderr is stderr as written; stderr renders the final JSON error
+	// event as people read it (see humanErrors).
+	rawStderr string
+}
+
+// humanErrors renders each final error event of a JSON log ("trendfetch
+// exits") as the lines the console format prints ("trendfetch: ..." and
+// "Try: ..."), so that assertions about the error read the same in both
+// formats; TestJSONLogsArePureJSON checks the raw form.
+func humanErrors(stderr string) string {
+	var b strings.Builder
+	for _, line := range strings.SplitAfter(stderr, "\n") {
+		var ev struct {
+			Message string `json:"message"`
+			Error   string `json:"error"`
+			Hint    string `json:"hint"`
+		}
+		if strings.HasPrefix(line, "{") && json.Unmarshal([]byte(line), &ev) == nil && ev.Message == "trendfetch exits" {
+			b.WriteString("trendfetch: " + ev.Error + "\n")
+			if ev.Hint != "" {
+				b.WriteString("Try: " + ev.Hint + "\n")
+			}
+			continue
+		}
+		b.WriteString(line)
+	}
+	return b.String()
 }
 
 func (e *env) run(args ...string) result {
@@ -100,7 +127,7 @@ func (e *env) run(args ...string) result {
 	} else if err != nil {
 		e.t.Fatalf("running trendfetch %v: %v", args, err)
 	}
-	return result{code: code, stdout: stdout.String(), stderr: stderr.String()}
+	return result{code: code, stdout: stdout.String(), stderr: humanErrors(stderr.String()), rawStderr: stderr.String()}
 }
 
 func (e *env) writeConfig(yaml string) string {

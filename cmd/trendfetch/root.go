@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -26,6 +27,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	// Every byte trendfetch prints passes the secrets scrubber: whatever
 	// error or log line quotes a key or a Redis password, it leaves masked.
 	secrets := &secret.Set{}
+	tty := isTerminal(stderr)
 	stdout, stderr = secrets.Writer(stdout), secrets.Writer(stderr)
 	secrets.Add(os.Getenv("YOUTUBE_API_KEY"))
 	secrets.Add(secret.RedisURLSecrets(os.Getenv("TRENDFETCH_REDIS_URL"))...)
@@ -46,7 +48,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		os.Exit(signalExit(s))
 	}()
 
-	a := &app{stdout: stdout, stderr: stderr, lookupEnv: os.LookupEnv, secrets: secrets}
+	a := &app{stdout: stdout, stderr: stderr, lookupEnv: os.LookupEnv, secrets: secrets, stderrTTY: tty}
 	root := newRootCmd(a)
 	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)
@@ -54,21 +56,74 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	if err != nil && errors.As(context.Cause(ctx), &se) && errors.Is(err, context.Canceled) {
 		err = se // "interrupted by SIGTERM", not "context canceled"
 	}
+	code := exitCode(ctx, err)
 	if err != nil {
-		var rf *regionFailures
-		if errors.As(err, &rf) {
-			for _, line := range strings.Split(rf.Error(), "\n") {
-				fmt.Fprintf(stderr, "trendfetch: %s\n", line)
-			}
-		} else {
-			fmt.Fprintf(stderr, "trendfetch: %s\n", config.Truncate(oneLine(err), maxErrorLine))
-		}
-		var ue *usageError
-		if errors.As(err, &ue) && ue.hint != "" {
-			fmt.Fprintf(stderr, "Try: %s\n", ue.hint)
-		}
+		a.reportError(err, code)
 	}
-	return exitCode(ctx, err)
+	return code
+}
+
+// reportError prints the error that ends the process, once, to stderr: a
+// JSON event when logs are JSON (so a log file holds JSON only), else
+// "trendfetch: ..." lines and a "Try: ..." hint for people.
+func (a *app) reportError(err error, code int) {
+	var lines []string
+	var rf *regionFailures
+	if errors.As(err, &rf) {
+		lines = strings.Split(rf.Error(), "\n")
+	} else {
+		lines = []string{config.Truncate(oneLine(err), maxErrorLine)}
+	}
+	hint := ""
+	var ue *usageError
+	if errors.As(err, &ue) {
+		hint = ue.hint
+	}
+	if a.jsonLogs() {
+		log := a.errorLogger().Level(zerolog.TraceLevel) // printed whatever log.level
+		for _, line := range lines {
+			ev := log.Error()
+			switch code {
+			case exitRunning, exitTempFail, exitSIGHUP, exitSIGINT, exitSIGTERM:
+				ev = log.Warn() // expected stops, not faults
+			}
+			if hint != "" {
+				ev = ev.Str("hint", hint)
+			}
+			ev.Str("error", line).Int("exit_code", code).Msg("trendfetch exits")
+		}
+		return
+	}
+	for _, line := range lines {
+		fmt.Fprintf(a.stderr, "trendfetch: %s\n", line)
+	}
+	if hint != "" {
+		fmt.Fprintf(a.stderr, "Try: %s\n", hint)
+	}
+}
+
+// jsonLogs reports whether logs are JSON: log.format (or, before the
+// config loaded, TRENDFETCH_LOG_FORMAT) is json, or auto with stderr not a
+// terminal.
+func (a *app) jsonLogs() bool {
+	env, _ := a.lookupEnv("TRENDFETCH_LOG_FORMAT")
+	format := cmp.Or(a.logFormat, env, "auto")
+	switch format {
+	case "json":
+		return true
+	case "console":
+		return false
+	}
+	return !a.stderrTTY
+}
+
+// errorLogger is the process's logger, or a JSON logger at info level when
+// the config did not load (a configuration error is logged as JSON too).
+func (a *app) errorLogger() zerolog.Logger {
+	if a.cfg != nil {
+		return a.log
+	}
+	return newLogger(a.stderr, config.Log{Level: "info", Format: "json"}, false)
 }
 
 // maxEcho bounds a user value quoted in output (a 100 KB query, a 50 MB
@@ -85,6 +140,10 @@ func oneLine(err error) string { return strings.Join(strings.Fields(err.Error())
 type app struct {
 	stdout, stderr io.Writer
 	lookupEnv      func(string) (string, bool)
+	// logFormat is log.format once the config is read ("" before).
+	logFormat string
+	// stderrTTY reports that stderr is a terminal (log.format auto: console).
+	stderrTTY bool
 	// secrets holds every known secret value; stdout and stderr scrub them.
 	secrets *secret.Set
 
@@ -128,8 +187,10 @@ Redis shared by every host); on denial a run stops cleanly and exits 75.
 	pf.StringVar(&a.apiEndpoint, "api-endpoint", "", "YouTube Data API base URL, e.g. an emulator's http://127.0.0.1:8080/")
 	pf.StringVar(&a.quotaBackend, "quota-backend", "", "quota backend: sqlite (embedded) or redis")
 	pf.StringVar(&a.logLevel, "log-level", "", "trace, debug, info, warn or error")
-	root.AddCommand(newRunCmd(a), newSearchCmd(a), newRunsCmd(a), newQuotaCmd(a), newVersionCmd(a))
-	root.AddCommand(newScheduleCmd(a), newCrontabCmd(a), newRegionsCmd(a), newLeaseCmd(a))
+	quotaCmd := newQuotaCmd(a)
+	quotaCmd.AddCommand(newQuotaCheckCmd(a))
+	root.AddCommand(newRunCmd(a), newSearchCmd(a), newRunsCmd(a), quotaCmd, newVersionCmd(a))
+	root.AddCommand(newScheduleCmd(a), newCrontabCmd(a), newRegionsCmd(a), newLeaseCmd(a), newPlanCmd(a))
 	root.AddCommand(newChartCmd(a), newVideoCmd(a), newExportCmd(a), newPruneCmd(a), newServeCmd(a))
 	argsAreUsage(root)
 	return root
@@ -158,12 +219,13 @@ func (a *app) loadConfig() error {
 		return &usageError{err: err}
 	}
 	a.configFile = used
+	a.logFormat = cfg.Log.Format
 	a.registerSecrets(cfg)
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
 	a.cfg = cfg
-	a.log = newLogger(a.stderr, cfg.Log)
+	a.log = newLogger(a.stderr, cfg.Log, a.stderrTTY)
 	for _, f := range cfg.SecretFiles() {
 		if config.ExposedToOthers(f) {
 			a.log.Warn().Str("file", f).Msg("secret file is readable by other users: chmod 600 it")
@@ -195,21 +257,23 @@ func (utcTimestamp) Run(e *zerolog.Event, _ zerolog.Level, _ string) {
 	e.Time(zerolog.TimestampFieldName, time.Now().UTC())
 }
 
-// newLogger writes JSON to w, or the console format when w is a terminal
-// (log.format auto) or when asked.
-func newLogger(w io.Writer, lc config.Log) zerolog.Logger {
+// newLogger writes JSON to w, or the console format when asked
+// (log.format console, or auto with stderr a terminal: tty). The console
+// format has no colours when NO_COLOR is set (no-color.org).
+func newLogger(w io.Writer, lc config.Log, tty bool) zerolog.Logger {
 	level, err := zerolog.ParseLevel(lc.Level)
 	if err != nil {
 		level = zerolog.InfoLevel
 	}
-	console := lc.Format == "console"
-	if lc.Format == "auto" {
-		if f, ok := w.(*os.File); ok && isatty.IsTerminal(f.Fd()) {
-			console = true
-		}
-	}
-	if console {
-		w = zerolog.ConsoleWriter{Out: w, TimeFormat: "15:04:05Z07:00", TimeLocation: time.UTC}
+	if lc.Format == "console" || (lc.Format == "auto" && tty) {
+		noColor := os.Getenv("NO_COLOR") != ""
+		w = zerolog.ConsoleWriter{Out: w, TimeFormat: "15:04:05Z07:00", TimeLocation: time.UTC, NoColor: noColor}
 	}
 	return zerolog.New(w).Level(level).Hook(utcTimestamp{})
+}
+
+// isTerminal reports whether w is a terminal.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && isatty.IsTerminal(f.Fd())
 }

@@ -476,7 +476,7 @@ schedule:
 	}
 	lines := map[string]string{}
 	for _, l := range strings.Split(strings.TrimSpace(res.stdout), "\n") {
-		if strings.HasPrefix(l, "#") || strings.HasPrefix(l, "CRON_TZ=") {
+		if strings.HasPrefix(l, "#") || strings.HasPrefix(l, "CRON_TZ=") || strings.HasPrefix(l, "TRENDFETCH_LOG_FORMAT=") {
 			continue
 		}
 		f := strings.Fields(l)
@@ -484,11 +484,11 @@ schedule:
 			t.Fatalf("short line %q", l)
 		}
 		cmd := strings.Join(f[5:], " ")
-		want := binary + " --config " + cfg + " run --region "
+		want := binary + " --config " + cfg + " --database " + e.dbPath() + " run --region "
 		if !strings.HasPrefix(cmd, want) || !strings.HasSuffix(cmd, " 2>&1") {
 			t.Errorf("command %q, want it to start with %q", cmd, want)
 		}
-		region := f[10]
+		region := f[12]
 		if !strings.Contains(cmd, ">>/var/log/tf/"+region+".log") {
 			t.Errorf("line %q does not append to /var/log/tf/%s.log", l, region)
 		}
@@ -592,5 +592,44 @@ func TestScheduleSeedsLastSuccessFromTheDatabase(t *testing.T) {
 	}
 	if code := d.stop(syscall.SIGTERM); code != 0 {
 		t.Errorf("exit %d after SIGTERM", code)
+	}
+}
+
+// TestScheduleLogsSkippedTicksAndEndsAStuckRun: a region stuck on a hanging
+// API holds the only run slot; every tick of the other region that waits or
+// is skipped is logged with the region holding the slot, and runs.timeout
+// ends the stuck run (recorded failed), freeing the slot.
+func TestScheduleLogsSkippedTicksAndEndsAStuckRun(t *testing.T) {
+	emu, url, e := sampleEnv(t, "US", "JP")
+	emu.SetHook(func(w http.ResponseWriter, r *http.Request) bool {
+		if r.URL.Query().Get("regionCode") != "JP" {
+			return false
+		}
+		<-r.Context().Done() // an API that never answers JP
+		return true
+	})
+	cfg := e.writeConfig("regions: [JP, US]\nschedule:\n  every: 1s\n  stagger: 0s\nruns:\n  timeout: 3s\napi:\n  retries: 0\n")
+	d := e.start("--config", cfg, "--api-endpoint", url, "schedule")
+	skipped := func() bool {
+		for _, l := range logLines(d.stderr.String()) {
+			held, _ := l["held_by"].([]any)
+			if l["region"] == "US" && strings.HasPrefix(l["message"].(string), "tick skipped") && len(held) == 1 && held[0] == "JP" {
+				return true
+			}
+		}
+		return false
+	}
+	d.waitFor("a skipped US tick naming JP", skipped)
+	d.waitFor("the stuck JP run ended by runs.timeout, then a US run", func() bool {
+		runs := storedRuns(t, e.dbPath())
+		return countRuns(runs, "JP", store.OutcomeFailed) >= 1 && countRuns(runs, "US", store.OutcomeSuccess) >= 1
+	})
+	if code := d.stop(syscall.SIGTERM); code != 0 {
+		t.Fatalf("exit %d after SIGTERM\n%s", code, d.stderr.String())
+	}
+	for _, r := range storedRuns(t, e.dbPath()) {
+		if r.Region == "JP" && r.Outcome == store.OutcomeFailed && !strings.Contains(r.Reason, "deadline") {
+			t.Errorf("JP run failed with %q, want the deadline named", r.Reason)
+		}
 	}
 }

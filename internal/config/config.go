@@ -6,6 +6,7 @@ package config
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -76,7 +77,19 @@ type Runs struct {
 	// while a run lasts. It bounds how long a run killed without cleanup
 	// (SIGKILL, OOM, power loss) blocks its region (default 2m, 1s-24h).
 	LeaseTTL Duration `yaml:"lease_ttl"`
+	// Timeout is a run's deadline (default 15m; 0 = none): a region stuck in
+	// API timeouts stops, is recorded as failed, and frees its slot.
+	Timeout Duration `yaml:"timeout"`
+	// MetricsTextfile is a directory (node_exporter's textfile collector's)
+	// where `trendfetch run` writes each region's metrics after its run
+	// ("" = off; --metrics-textfile overrides).
+	MetricsTextfile string `yaml:"metrics_textfile"`
 }
+
+// DefaultRunTimeout is runs.timeout's default: a full run (categories, four
+// chart pages, statistics, searches, channels) takes seconds; 15 minutes
+// leaves room for every retry of every call.
+const DefaultRunTimeout = 15 * time.Minute
 
 // Bounds of runs.lease_ttl: renewals every third of it must be cheap and
 // survive a slow backend (>= 1s); a crashed run must not block a region
@@ -96,6 +109,34 @@ type Credential struct {
 	KeyEnv string `yaml:"api_key_env"`
 	// KeyFile is a file whose first line is the API key; used when KeyEnv is unset or empty.
 	KeyFile string `yaml:"api_key_file"`
+	// KeyCredential is the systemd credential holding the key
+	// (LoadCredential=NAME:PATH in the unit), read from
+	// $CREDENTIALS_DIRECTORY/NAME when neither KeyEnv nor KeyFile gives one
+	// (default youtube-api-key-<name>, e.g. youtube-api-key-default).
+	KeyCredential string `yaml:"api_key_credential"`
+}
+
+// Systemd credentials (LoadCredential=NAME:PATH) read from
+// $CREDENTIALS_DIRECTORY when the environment and the files give nothing.
+const (
+	// KeyCredentialPrefix + a credential's name is its key's default.
+	KeyCredentialPrefix = "youtube-api-key-"
+	// RedisURLCredential holds the Redis URL (like TRENDFETCH_REDIS_URL).
+	RedisURLCredential = "redis-url"
+	// SentinelPasswordCredential holds the Sentinels' password.
+	SentinelPasswordCredential = "redis-sentinel-password"
+)
+
+// systemdCredential returns the path of the systemd credential name when
+// the service has a $CREDENTIALS_DIRECTORY holding it.
+func systemdCredential(lookup func(string) (string, bool), name string) (string, bool) {
+	dir, ok := lookup("CREDENTIALS_DIRECTORY")
+	if !ok || dir == "" || name == "" || strings.ContainsAny(name, "/\x00") {
+		return "", false
+	}
+	path := filepath.Join(dir, name)
+	_, err := os.Stat(path)
+	return path, err == nil
 }
 
 // API configures the YouTube Data API client.
@@ -224,29 +265,6 @@ type Log struct {
 	Format string `yaml:"format"`
 }
 
-// Duration is a time.Duration written in YAML as "24h", "90s", "500ms".
-type Duration time.Duration
-
-// UnmarshalYAML parses a Go duration string.
-func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
-	var s string
-	if err := n.Decode(&s); err != nil {
-		return err
-	}
-	v, err := time.ParseDuration(s)
-	if err != nil {
-		return fmt.Errorf("line %d: bad duration %q (want e.g. 24h, 90s)", n.Line, s)
-	}
-	*d = Duration(v)
-	return nil
-}
-
-// Std returns d as a time.Duration.
-func (d Duration) Std() time.Duration { return time.Duration(d) }
-
-// MarshalYAML writes the duration as a Go duration string.
-func (d Duration) MarshalYAML() (any, error) { return time.Duration(d).String(), nil }
-
 // Default returns the built-in configuration: one credential "default" whose
 // key is in YOUTUBE_API_KEY, region US, the database under the XDG data
 // directory, the embedded quota backend, and the buckets, costs and
@@ -276,7 +294,7 @@ func defaults() *Config {
 		Categories:  Refresh{Enabled: false, Refresh: Duration(defaultCategoriesRefresh)},
 		Quota:       defaultQuota(),
 		Log:         Log{Level: "info", Format: "auto"},
-		Runs:        Runs{LeaseTTL: Duration(run.LeaseTTL)},
+		Runs:        Runs{LeaseTTL: Duration(run.LeaseTTL), Timeout: Duration(DefaultRunTimeout)},
 		Stats:       Stats{TrackFor: Duration(run.StatsTrackFor), Every: Duration(run.StatsEvery)},
 	}
 }
@@ -541,6 +559,20 @@ func (c *Config) applyEnv(lookup func(string) (string, bool)) error {
 		}
 		c.Quota.Redis.URL = u
 	}
+	if path, ok := systemdCredential(lookup, RedisURLCredential); ok && c.Quota.Redis.URL == "" {
+		u, err := readSecretFile(path)
+		if err != nil {
+			return invalid("systemd credential "+RedisURLCredential, path, "%s", err.Error())
+		}
+		c.Quota.Redis.URL = u
+	}
+	if path, ok := systemdCredential(lookup, SentinelPasswordCredential); ok && c.Quota.Redis.Sentinel.Password == "" && c.Quota.Redis.Sentinel.PasswordFile == "" {
+		pw, err := readSecretFile(path)
+		if err != nil {
+			return invalid("systemd credential "+SentinelPasswordCredential, path, "%s", err.Error())
+		}
+		c.Quota.Redis.Sentinel.Password = pw
+	}
 	if s := &c.Quota.Redis.Sentinel; s.Password == "" && s.PasswordFile != "" {
 		pw, err := readSecretFile(s.PasswordFile)
 		if err != nil {
@@ -640,6 +672,9 @@ func (c *Config) Validate() error {
 	}
 	if c.API.Timeout <= 0 {
 		return invalid("api.timeout", time.Duration(c.API.Timeout), "must be > 0")
+	}
+	if c.Runs.Timeout < 0 {
+		return invalid("runs.timeout", c.Runs.Timeout.Std(), "must be 0 (no deadline) or positive, e.g. 15m")
 	}
 	if ttl := c.Runs.LeaseTTL.Std(); ttl < minLeaseTTL || ttl > maxLeaseTTL {
 		return invalid("runs.lease_ttl", ttl, "must be between %s and %s", minLeaseTTL, maxLeaseTTL)
@@ -870,10 +905,21 @@ func (cr Credential) APIKey(lookup func(string) (string, bool)) (string, error) 
 			return k, nil
 		}
 	}
+	name := cmp.Or(cr.KeyCredential, KeyCredentialPrefix+cr.Name)
+	if path, ok := systemdCredential(lookup, name); ok {
+		k, err := readSecretFile(path)
+		if err != nil {
+			return "", invalid(fmt.Sprintf("credentials[%s].api_key_credential", cr.Name), path, "%s", err.Error())
+		}
+		if k != "" {
+			return k, nil
+		}
+	}
 	where := "$" + cr.KeyEnv
 	if cr.KeyFile != "" {
 		where += " or " + cr.KeyFile
 	}
+	where += " or the systemd credential " + name
 	return "", fmt.Errorf("credential %q: %w: set %s", cr.Name, ErrNoAPIKey, where)
 }
 

@@ -6,7 +6,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"time"
 	"unicode"
 
 	"gopkg.in/yaml.v3"
@@ -158,7 +157,7 @@ func shapeMismatch(n *yaml.Node, t reflect.Type) (want string, ok bool) {
 		return "a single value", false
 	}
 	if t == reflect.TypeFor[Duration]() {
-		_, err := time.ParseDuration(n.Value)
+		_, err := ParseDuration(n.Value)
 		return fmt.Sprintf("a duration such as 90s, 30m or 24h (got %q)", Truncate(n.Value, 40)), err == nil
 	}
 	if custom {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	dto "github.com/prometheus/client_model/go"
 
 	"github.com/trendfetch/trendfetch/internal/quota"
 	"github.com/trendfetch/trendfetch/internal/store"
@@ -30,7 +31,8 @@ type StatusReader interface {
 
 // Metrics holds the collectors. Its methods are safe for concurrent use.
 type Metrics struct {
-	reg *prometheus.Registry
+	reg           *prometheus.Registry
+	scrapeTimeout time.Duration
 
 	runs        *prometheus.CounterVec
 	runDuration *prometheus.HistogramVec
@@ -57,17 +59,22 @@ var Outcomes = []store.Outcome{store.OutcomeSuccess, store.OutcomeDenied, store.
 //	trendfetch_quota_window_seconds{credential,bucket}    gauge, 0 for a calendar (Pacific day) bucket
 //	trendfetch_quota_used_today_units{credential,bucket}  gauge, since the last Pacific midnight
 //	trendfetch_quota_backend_up{credential,backend}       gauge, 1 when the limiter answered
-//	trendfetch_quota_exhausted_until_seconds{credential}  gauge, Unix time of an upstream exhaustion marker, 0 if none
+//	trendfetch_quota_exhausted_until_timestamp_seconds{credential}  gauge, Unix time of an upstream exhaustion marker, 0 if none
 //	trendfetch_runs_total{region,outcome}                 counter
 //	trendfetch_run_duration_seconds{region}               histogram
-//	trendfetch_last_success_timestamp_seconds{region}     gauge, Unix time a run last succeeded (seeded from the database at start; 0: never)
+//	trendfetch_last_success_timestamp_seconds{region}     gauge, Unix time a run last succeeded (read from the database with ReadLastSuccess; 0: never)
 //	trendfetch_units_spent_total{credential,bucket}       counter, units reserved by finished runs
 //	trendfetch_unmetered_calls_total{credential}          counter, calls sent fail-open without the limiter
 //	trendfetch_api_calls_total{method,status}             counter, status "0" when no HTTP answer arrived
 //	trendfetch_api_call_duration_seconds{method}          histogram
+//	trendfetch_build_info{version,goversion}              gauge, 1 (SetBuildInfo)
 func New(quotaReader StatusReader, credentials, regions []string, scrapeTimeout time.Duration) *Metrics {
+	if scrapeTimeout <= 0 {
+		scrapeTimeout = 5 * time.Second
+	}
 	m := &Metrics{
-		reg: prometheus.NewRegistry(),
+		reg:           prometheus.NewRegistry(),
+		scrapeTimeout: scrapeTimeout,
 		runs: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: Namespace, Name: "runs_total",
 			Help: "Finished region runs by outcome (success, denied, failed, interrupted).",
@@ -79,7 +86,7 @@ func New(quotaReader StatusReader, credentials, regions []string, scrapeTimeout 
 		}, []string{"region"}),
 		lastSuccess: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Namespace: Namespace, Name: "last_success_timestamp_seconds",
-			Help: "Unix time at which a run of the region last finished successfully (0: not since this process started).",
+			Help: "Unix time at which a run of the region last finished successfully (0: never).",
 		}, []string{"region"}),
 		units: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: Namespace, Name: "units_spent_total",
@@ -101,9 +108,6 @@ func New(quotaReader StatusReader, credentials, regions []string, scrapeTimeout 
 	}
 	m.reg.MustRegister(m.runs, m.runDuration, m.lastSuccess, m.units, m.unmetered, m.calls, m.callLatency)
 	if quotaReader != nil {
-		if scrapeTimeout <= 0 {
-			scrapeTimeout = 5 * time.Second
-		}
 		m.reg.MustRegister(&quotaCollector{reader: quotaReader, credentials: credentials, timeout: scrapeTimeout})
 	}
 	for _, r := range regions {
@@ -111,16 +115,81 @@ func New(quotaReader StatusReader, credentials, regions []string, scrapeTimeout 
 			m.runs.WithLabelValues(r, string(o))
 		}
 		m.lastSuccess.WithLabelValues(r)
+		m.runDuration.WithLabelValues(r)
 	}
 	return m
 }
 
-// SeedLastSuccess sets the last success of each region from stored runs
-// (store.LastSuccess); call it at start, before any run is observed.
-func (m *Metrics) SeedLastSuccess(last map[string]time.Time) {
-	for region, at := range last {
-		m.lastSuccess.WithLabelValues(region).Set(float64(at.UnixNano()) / 1e9)
+// SetBuildInfo registers trendfetch_build_info{version,goversion} = 1.
+// Call it once.
+func (m *Metrics) SetBuildInfo(version, goVersion string) {
+	g := prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: Namespace, Name: "build_info",
+		Help: "Always 1; the labels name the trendfetch version and the Go version that built it.",
+	}, []string{"version", "goversion"})
+	g.WithLabelValues(version, goVersion).Set(1)
+	m.reg.MustRegister(g)
+}
+
+// ZeroSeries creates, at 0, the counter series whose labels are known before
+// any event: units spent and unmetered calls per credential (and bucket),
+// API calls per method with status 200, so that rates and alerts see a 0
+// from the first scrape.
+func (m *Metrics) ZeroSeries(credentials, buckets, methods []string) {
+	for _, c := range credentials {
+		m.unmetered.WithLabelValues(c)
+		for _, b := range buckets {
+			m.units.WithLabelValues(c, b)
+		}
 	}
+	for _, meth := range methods {
+		m.calls.WithLabelValues(meth, "200")
+		m.callLatency.WithLabelValues(meth)
+	}
+}
+
+// ReadLastSuccess makes trendfetch_last_success_timestamp_seconds come from
+// read (store.LastSuccess: each region's last successful run, whichever
+// process ran it) at every scrape, bounded by the scrape timeout; a region
+// that never succeeded reads 0. Runs observed by ObserveRun still count
+// when read fails or lags. Call it once, before serving.
+func (m *Metrics) ReadLastSuccess(read func(ctx context.Context) (map[string]time.Time, error)) {
+	m.reg.Unregister(m.lastSuccess)
+	m.reg.MustRegister(&lastSuccessCollector{own: m.lastSuccess, read: read, timeout: m.scrapeTimeout})
+}
+
+// lastSuccessCollector reports the later of the database's and this
+// process's last success per region.
+type lastSuccessCollector struct {
+	own     *prometheus.GaugeVec
+	read    func(ctx context.Context) (map[string]time.Time, error)
+	timeout time.Duration
+}
+
+func (c *lastSuccessCollector) Describe(ch chan<- *prometheus.Desc) { c.own.Describe(ch) }
+
+func (c *lastSuccessCollector) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
+	last, err := c.read(ctx)
+	cancel()
+	if err == nil {
+		for region, at := range last {
+			g := c.own.WithLabelValues(region)
+			if v := float64(at.UnixNano()) / 1e9; v > gaugeValue(g) {
+				g.Set(v)
+			}
+		}
+	}
+	c.own.Collect(ch)
+}
+
+// gaugeValue reads a gauge's current value.
+func gaugeValue(g prometheus.Gauge) float64 {
+	var pb dto.Metric
+	if g.Write(&pb) != nil || pb.Gauge == nil {
+		return 0
+	}
+	return pb.Gauge.GetValue()
 }
 
 // Registry returns the registry holding every collector (for tests and for
@@ -186,7 +255,7 @@ var (
 	descWindow   = prometheus.NewDesc(Namespace+"_quota_window_seconds", "The bucket's sliding window in seconds (0 for a calendar bucket: the Pacific day).", labelsCB, nil)
 	descToday    = prometheus.NewDesc(Namespace+"_quota_used_today_units", "Quota units recorded in the bucket since the last Pacific midnight (Google's quota day).", labelsCB, nil)
 	descUp       = prometheus.NewDesc(Namespace+"_quota_backend_up", "1 when the quota backend answered the status query at this scrape, else 0.", []string{"credential", "backend"}, nil)
-	descExhaust  = prometheus.NewDesc(Namespace+"_quota_exhausted_until_seconds", "Unix time until which the credential is marked exhausted after a 403 quotaExceeded (0: not marked).", []string{"credential"}, nil)
+	descExhaust  = prometheus.NewDesc(Namespace+"_quota_exhausted_until_timestamp_seconds", "Unix time until which the credential is marked exhausted after a 403 quotaExceeded (0: not marked).", []string{"credential"}, nil)
 	quotaMetrics = []*prometheus.Desc{descUsed, descRemain, descLimit, descWindow, descToday, descUp, descExhaust}
 )
 

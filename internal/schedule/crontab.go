@@ -48,3 +48,25 @@ func CrontabFields(every, offset time.Duration) (string, error) {
 	}
 	return "", fmt.Errorf("interval %s cannot be written as a crontab line: use minutes dividing an hour (1m-30m), hours dividing a day (1h-12h) or 24h", every)
 }
+
+// OnCalendar returns the systemd calendar event (systemd.time(7)) of the
+// same ticks as CrontabFields(every, offset), in the same forms: for
+// example OnCalendar(2h, 3m) = "*-*-* 00/2:03:00" and OnCalendar(15m, 5m) =
+// "*-*-* *:05/15:00". Errors are CrontabFields's.
+func OnCalendar(every, offset time.Duration) (string, error) {
+	if _, err := CrontabFields(every, offset); err != nil {
+		return "", err
+	}
+	min := int(offset % time.Hour / time.Minute)
+	if every < time.Hour {
+		return fmt.Sprintf("*-*-* *:%02d/%d:00", min, int(every/time.Minute)), nil
+	}
+	n, start := int(every/time.Hour), int(offset/time.Hour)
+	switch n {
+	case 1:
+		return fmt.Sprintf("*-*-* *:%02d:00", min), nil
+	case 24:
+		return fmt.Sprintf("*-*-* %02d:%02d:00", start, min), nil
+	}
+	return fmt.Sprintf("*-*-* %02d/%d:%02d:00", start, n, min), nil
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
+	"slices"
 	"sync"
 	"time"
 
@@ -35,14 +36,14 @@ type Job struct {
 // Options configure a Scheduler. The zero value is usable.
 type Options struct {
 	// Concurrency is how many jobs may run at once across entries (default
-	// 1). A tick that finds no free slot waits for one; meanwhile further
-	// ticks of that entry are skipped (SkipIfStillRunning).
+	// 1). A tick that finds no free slot waits for one (logged with the
+	// regions holding the slots); meanwhile further ticks of that entry are
+	// skipped, each logged at warn level with the same.
 	Concurrency int
 	// Grace is how long running jobs may finish once a stop begins before
 	// their contexts are cancelled (default DefaultGrace; < 0 means none).
 	Grace time.Duration
-	// Log receives the scheduler's lines; cron's own "skip" notices are
-	// logged at debug level, recovered panics at error level.
+	// Log receives the scheduler's lines; recovered panics at error level.
 	Log zerolog.Logger
 	// Fatal, when set, reports whether a job's error must stop the whole
 	// scheduler (e.g. a rejected API key): Run then stops gracefully and
@@ -73,11 +74,18 @@ type Scheduler struct {
 
 	jobCtx     context.Context
 	cancelJobs context.CancelCauseFunc
+
+	mu sync.Mutex
+	// active holds the entries with a tick in progress (waiting or running);
+	// running those holding a concurrency slot, in the order they took it.
+	active  map[string]bool
+	running []string
 }
 
 // New builds a Scheduler for jobs. Each job is wrapped, outermost first, in
-// cron.Recover, cron.SkipIfStillRunning (per entry) and a panic guard of
-// its own (see runJob). It returns an error when a job has no
+// cron.Recover, a guard that skips (and logs) a tick while the entry's
+// previous one is still waiting or running, and a panic guard of its own
+// (see runJob). It returns an error when a job has no
 // name, no schedule or no Run function, or when two jobs share a name.
 func New(jobs []Job, opts Options) (*Scheduler, error) {
 	if opts.Concurrency <= 0 {
@@ -101,7 +109,8 @@ func New(jobs []Job, opts Options) (*Scheduler, error) {
 	}
 	l := cronLogger{opts.Log}
 	s := &Scheduler{
-		cron:     cron.New(cron.WithChain(cron.Recover(l), cron.SkipIfStillRunning(l)), cron.WithLogger(l)),
+		cron:     cron.New(cron.WithChain(cron.Recover(l)), cron.WithLogger(l)),
+		active:   map[string]bool{},
 		jobs:     jobs,
 		opts:     opts,
 		sem:      make(chan struct{}, opts.Concurrency),
@@ -126,17 +135,50 @@ func (s *Scheduler) Entries(now time.Time) []Entry {
 	return out
 }
 
-// wrap turns j into the cron job: wait for a concurrency slot (giving up
-// when a stop begins), run with the job context, report fatal errors.
-// cron.Recover and cron.SkipIfStillRunning wrap the result (see New).
+// wrap turns j into the cron job: skip the tick when the entry's previous
+// tick is still in progress, wait for a concurrency slot (giving up when a
+// stop begins), run with the job context, report fatal errors. Skipped and
+// waiting ticks are logged with the regions holding the slots (held_by).
 func (s *Scheduler) wrap(j Job) cron.Job {
 	return cron.FuncJob(func() {
+		s.mu.Lock()
+		if s.active[j.Name] {
+			held := append([]string(nil), s.running...)
+			s.mu.Unlock()
+			s.log.Warn().Str("region", j.Name).Strs("held_by", held).Msg("tick skipped: the region's previous tick is still waiting or running")
+			return
+		}
+		s.active[j.Name] = true
+		s.mu.Unlock()
+		defer func() {
+			s.mu.Lock()
+			delete(s.active, j.Name)
+			s.mu.Unlock()
+		}()
 		select {
 		case <-s.stopping:
 			return
 		case s.sem <- struct{}{}:
+		default:
+			s.mu.Lock()
+			held := append([]string(nil), s.running...)
+			s.mu.Unlock()
+			s.log.Info().Str("region", j.Name).Strs("held_by", held).Msg("tick waits for a run slot")
+			select {
+			case <-s.stopping:
+				return
+			case s.sem <- struct{}{}:
+			}
 		}
-		defer func() { <-s.sem }()
+		s.mu.Lock()
+		s.running = append(s.running, j.Name)
+		s.mu.Unlock()
+		defer func() {
+			s.mu.Lock()
+			s.running = slices.DeleteFunc(s.running, func(n string) bool { return n == j.Name })
+			s.mu.Unlock()
+			<-s.sem
+		}()
 		select {
 		case <-s.stopping: // the stop began while this tick waited for a slot
 			return
@@ -154,10 +196,8 @@ func (s *Scheduler) wrap(j Job) cron.Job {
 	})
 }
 
-// runJob runs j, turning a panic into an error logged at error level.
-// cron.Recover alone is not enough: in robfig/cron v3.0.1
-// SkipIfStillRunning puts its token back without defer, so a panic that
-// crossed it would make every later tick of the entry a "skip" forever.
+// runJob runs j, turning a panic into an error logged at error level, so
+// that the guards of wrap are always released.
 func (s *Scheduler) runJob(ctx context.Context, j Job) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
@@ -218,8 +258,8 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	return err
 }
 
-// cronLogger adapts zerolog to cron.Logger: Info (e.g. "skip") at debug
-// level, Error (recovered panics) at error level.
+// cronLogger adapts zerolog to cron.Logger: Info at debug level, Error
+// (recovered panics) at error level.
 type cronLogger struct{ log zerolog.Logger }
 
 func (l cronLogger) Info(msg string, kv ...any) {

@@ -1,0 +1,120 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/trendfetch/trendfetch/internal/plan"
+)
+
+// errPlan is the error of a plan that does not fit (exit 2: a configuration
+// to fix); the table above it says which bucket.
+var errPlan = errors.New("the configuration does not fit its quota")
+
+func newPlanCmd(a *app) *cobra.Command {
+	var (
+		asJSON, strict bool
+		runsPerDay     int
+	)
+	cmd := &cobra.Command{
+		Use:   "plan [--json] [--runs-per-day N] [--strict]",
+		Short: "Estimate the quota units a Pacific day of this configuration spends, per bucket",
+		Long: `Estimate, from the configuration in force (regions, schedule or
+--runs-per-day, chart pages and category charts, searches and their max_pages,
+stats.track_for/every, channels and categories refresh), the calls a Pacific
+day (Google's quota day) sends and the units each bucket is charged: the least,
+the expected and the most (every page full, every followed video due, the whole
+chart new every day). Each bucket is compared with its limit, and with Google's
+2026 allocations (10,000 units, search.list 100 calls, videos.batchGetStats
+10,000 units). Nothing is sent, reserved or opened.
+
+Exit 0 when the expected use fits every bucket (a warning line when the most
+does not), 2 when it does not; with --strict also 2 when the most does not.`,
+		Example: "  trendfetch plan\n  trendfetch --config /etc/trendfetch/trendfetch.yaml plan --strict\n  trendfetch plan --runs-per-day 24 --json",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if runsPerDay < 0 || runsPerDay > 86400 {
+				return usagef("trendfetch plan --runs-per-day 12", "--runs-per-day %d: want 1-86400 (0: from the schedule)", runsPerDay)
+			}
+			if err := a.loadConfig(); err != nil {
+				return err
+			}
+			p, err := plan.Compute(a.cfg, plan.Options{RunsPerDay: runsPerDay})
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				enc := json.NewEncoder(a.stdout)
+				enc.SetIndent("", "  ")
+				if err := enc.Encode(p); err != nil {
+					return err
+				}
+			} else {
+				printPlan(a, p)
+			}
+			switch {
+			case !p.Fits():
+				return errPlan
+			case !p.MostFits() && strict:
+				return fmt.Errorf("%w at its most (--strict)", errPlan)
+			case !p.MostFits():
+				a.log.Warn().Msg("the most this configuration can spend does not fit a bucket: see plan")
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the plan as JSON")
+	cmd.Flags().BoolVar(&strict, "strict", false, "exit 2 also when the most does not fit (for deploy gates)")
+	cmd.Flags().IntVar(&runsPerDay, "runs-per-day", 0, "runs of each region a day, instead of the schedule's")
+	return cmd
+}
+
+// printPlan writes the plan for people: the regions' runs, then one line a
+// bucket with its verdict and the schedule that dominates it.
+func printPlan(a *app, p *plan.Plan) {
+	fmt.Fprintf(a.stdout, "Plan of one Pacific day, %s (%gh, from %s UTC):\n", p.Day, p.Hours, p.Start.Format("2006-01-02 15:04"))
+	runs := map[string][]string{}
+	var order []string
+	for _, r := range p.Regions {
+		key := fmt.Sprintf("%s: %d runs", r.Schedule, r.Runs)
+		if runs[key] == nil {
+			order = append(order, key)
+		}
+		runs[key] = append(runs[key], r.Region)
+	}
+	for _, k := range order {
+		fmt.Fprintf(a.stdout, "  %s %s\n", strings.Join(runs[k], " "), k)
+	}
+	tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "BUCKET\tLEAST\tEXPECTED\tMOST\tLIMIT\tVERDICT\tDOMINATED BY")
+	for _, b := range p.Buckets {
+		name := b.Name
+		if b.Scope != "config" {
+			name = "google:" + b.Name
+		}
+		dom := "-"
+		if b.Dominant.Units > 0 {
+			dom = fmt.Sprintf("%s %s: %s of %s units", strings.Join(b.Dominant.Regions, " "), b.Dominant.Schedule, thousands(b.Dominant.Units), thousands(b.Limit))
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", name, thousands(b.Units.Least), thousands(b.Units.Expected),
+			thousands(b.Units.Most), thousands(b.Limit), b.Verdict, dom)
+	}
+	tw.Flush()
+}
+
+// thousands writes n with commas: 9500 -> "9,500".
+func thousands(n int64) string {
+	s := fmt.Sprint(n)
+	if n < 0 {
+		return "-" + thousands(-n)
+	}
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
+}

@@ -1,0 +1,143 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/trendfetch/trendfetch/internal/fetch/youtubetest"
+	"github.com/trendfetch/trendfetch/internal/plan"
+)
+
+// planOf runs `trendfetch plan --json` with args and decodes it.
+func planOf(t *testing.T, e *env, args ...string) (plan.Plan, result) {
+	t.Helper()
+	res := e.run(append(args, "plan", "--json")...)
+	var p plan.Plan
+	if err := json.Unmarshal([]byte(res.stdout), &p); err != nil {
+		t.Fatalf("plan --json (exit %d): %v\n%s\n%s", res.code, err, res.stdout, res.stderr)
+	}
+	return p, res
+}
+
+func bucketOf(t *testing.T, p plan.Plan, scope, name string) plan.Bucket {
+	t.Helper()
+	for _, b := range p.Buckets {
+		if b.Scope == scope && b.Name == name {
+			return b
+		}
+	}
+	t.Fatalf("no %s bucket %q in the plan: %+v", scope, name, p.Buckets)
+	return plan.Bucket{}
+}
+
+// TestPlanVerdictsAndExitCodes: a plan that fits exits 0, one whose most
+// does not fit warns (and exits 2 with --strict), one whose expected use
+// does not fit exits 2; each bucket line names its dominating schedule.
+func TestPlanVerdictsAndExitCodes(t *testing.T) {
+	e := newEnv(t)
+	fits := e.writeConfig("regions: [US, JP, KR]\nschedule:\n  every: 2h\n  regions:\n    JP: \"0 * * * *\"\n    KR: \"0 * * * *\"\n")
+	res := e.run("--config", fits, "plan")
+	if res.code != 0 {
+		t.Fatalf("plan exit %d, want 0\n%s%s", res.code, res.stdout, res.stderr)
+	}
+	// JP KR run every hour (24 runs x 4 pages), US every 2h (12 x 4).
+	if !strings.Contains(res.stdout, "JP KR 0 * * * *: 192 of 9,500 units") {
+		t.Errorf("no dominating setting on the units line:\n%s", res.stdout)
+	}
+	p, _ := planOf(t, e, "--config", fits)
+	if u := bucketOf(t, p, "config", "units").Units; u.Least != 12+48 || u.Most != 48+192 {
+		t.Errorf("units %+v, want least 60 (a page a run), most 240 (4 pages a run)", u)
+	}
+	if g := bucketOf(t, p, "google-2026", "units"); g.Limit != 10_000 {
+		t.Errorf("google units limit %d, want 10,000", g.Limit)
+	}
+
+	// Stats limited to 100 a day: expected (56) fits, the most (124) does not.
+	tight := e.writeConfig("quota:\n  buckets:\n    - {name: units, limit: 9500, window: 24h}\n    - {name: stats, limit: 100, window: 1d}\n")
+	res = e.run("--config", tight, "plan")
+	if res.code != 0 || !strings.Contains(res.stdout, plan.MostExceeds) || !strings.Contains(res.stderr, `"level":"warn"`) {
+		t.Errorf("most over the limit: exit %d, want 0 with a warning\n%s%s", res.code, res.stdout, res.stderr)
+	}
+	if res = e.run("--config", tight, "plan", "--strict"); res.code != 2 {
+		t.Errorf("--strict with the most over the limit: exit %d, want 2\n%s", res.code, res.stderr)
+	}
+
+	// Ten search pages an hour in two regions: 480 search.list calls a day.
+	over := e.writeConfig("regions: [JP, KR]\nschedule:\n  every: 1h\nsearches:\n  - {q: music, max_pages: 10}\n")
+	res = e.run("--config", over, "plan")
+	if res.code != 2 || !strings.Contains(res.stdout, plan.DoesNotFit) || !strings.Contains(res.stdout, "JP KR every 1h: 480 of 95 units") {
+		t.Errorf("search over its bucket: exit %d, want 2 naming JP KR every 1h\n%s%s", res.code, res.stdout, res.stderr)
+	}
+	if res = e.run("--config", over, "plan", "--runs-per-day", "1"); res.code != 0 {
+		t.Errorf("--runs-per-day 1: exit %d, want 0 (20 search pages fit)\n%s%s", res.code, res.stdout, res.stderr)
+	}
+}
+
+// TestPlanBracketsAReplayedDay replays a day of runs (recorded US charts,
+// a new trending date every other run, searches, channels, categories and
+// the statistics step) against the emulator: the units every bucket
+// recorded lie within the plan's [least, most] for that many runs.
+func TestPlanBracketsAReplayedDay(t *testing.T) {
+	data := youtubetest.DataDir(t)
+	emu := youtubetest.New()
+	_, dates, err := emu.LoadDaysFile(filepath.Join(data, "kaggle_youtube_new_2017", "USvideos.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	read := func(p string) []byte {
+		b, err := os.ReadFile(filepath.Join(data, p))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	if err := emu.SetCategories("", read("rsrishav_trending_2020/US_category_id.json")); err != nil {
+		t.Fatal(err)
+	}
+	if err := emu.SetChannels(read("api_json/pyyoutube__channels_info_multiple.json")); err != nil {
+		t.Fatal(err)
+	}
+	if err := emu.SetSearchPages(read("api_json/pyyoutube__search_search_by_keywords_p1.json"), read("api_json/pyyoutube__search_search_by_keywords_p2.json")); err != nil {
+		t.Fatal(err)
+	}
+	url := emu.StartTest(t)
+	e := newEnv(t)
+	e.vars["YOUTUBE_API_KEY"] = "k"
+	cfg := e.writeConfig("regions: [US]\nsearches:\n  - {q: python, max_pages: 2}\nchannels:\n  enabled: true\n  refresh: 1d\ncategories:\n  enabled: true\n  refresh: 7d\nstats:\n  every: 0s\n")
+	const runs = 8
+	for i := 0; i < runs; i++ {
+		if err := emu.SetDate(dates[i/2]); err != nil {
+			t.Fatal(err)
+		}
+		if res := e.run("--config", cfg, "--api-endpoint", url, "run", "--region", "US"); res.code != 0 {
+			t.Fatalf("run %d: exit %d\n%s", i, res.code, res.stderr)
+		}
+	}
+	res := e.run("--config", cfg, "runs", "--json", "--limit", "100")
+	var recorded []struct {
+		Units map[string]int64 `json:"units"`
+	}
+	if err := json.Unmarshal([]byte(res.stdout), &recorded); err != nil || len(recorded) != runs {
+		t.Fatalf("runs --json: %v, %d runs\n%s", err, len(recorded), res.stdout)
+	}
+	spent := map[string]int64{}
+	for _, r := range recorded {
+		for b, u := range r.Units {
+			spent[b] += u
+		}
+	}
+	p, _ := planOf(t, e, "--config", cfg, "--runs-per-day", "8")
+	for _, name := range []string{"units", "search", "stats"} {
+		b := bucketOf(t, p, "config", name)
+		if got := spent[name]; got < b.Units.Least || got > b.Units.Most {
+			t.Errorf("bucket %s: the day's runs spent %d units, outside the plan's [%d, %d]", name, got, b.Units.Least, b.Units.Most)
+		}
+		t.Logf("bucket %s: spent %d, plan least %d expected %d most %d", name, spent[name], b.Units.Least, b.Units.Expected, b.Units.Most)
+	}
+	if spent["stats"] == 0 || spent["search"] == 0 {
+		t.Errorf("the replay exercised no statistics or search step: %v", spent)
+	}
+}

@@ -1,0 +1,299 @@
+// Package plan estimates the quota a configuration spends in one Pacific
+// day (Google's quota day), before it is deployed: per call site the calls
+// a day (least, expected, most), then per bucket the units, compared with
+// each configured bucket's limit and with Google's 2026 allocations
+// (callsite.PresetGoogle2026). Costs and buckets come only from the
+// configuration and package callsite. Start with Compute.
+package plan
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"time"
+	_ "time/tzdata" // Google's quota day is America/Los_Angeles on any host
+
+	"github.com/trendfetch/trendfetch/internal/callsite"
+	"github.com/trendfetch/trendfetch/internal/config"
+)
+
+// Assumptions the estimate rests on, beyond the configuration.
+const (
+	// ChartMax is the most videos chart=mostPopular returns (DESIGN.md §3).
+	ChartMax = 200
+	// IDsPerCall is the most ids one videos.list, channels.list or
+	// videos.batchGetStats call takes, and the page size of search.list.
+	IDsPerCall = 50
+	// TurnoverExpected and TurnoverMost are the share of a chart replaced
+	// per day: measured 21-75% (new videos a day: US 43, GB 25, CA 137, FR
+	// 150) in the recorded 2017 Kaggle dataset; most is the whole chart.
+	TurnoverExpected = 0.5
+	TurnoverMost     = 1.0
+)
+
+// Options change what Compute assumes.
+type Options struct {
+	// RunsPerDay, when > 0, replaces every region's schedule: each region
+	// runs this many times a day.
+	RunsPerDay int
+	// Day is any time in the Pacific day to plan (default: tomorrow's, a
+	// whole day from its midnight); a DST change makes it 23 or 25 hours.
+	Day time.Time
+}
+
+// Range is a quantity per day: the least, the expected and the most.
+type Range struct {
+	Least    int64 `json:"least"`
+	Expected int64 `json:"expected"`
+	Most     int64 `json:"most"`
+}
+
+func (r Range) add(o Range) Range {
+	return Range{r.Least + o.Least, r.Expected + o.Expected, r.Most + o.Most}
+}
+
+func (r Range) times(n int64) Range { return Range{r.Least * n, r.Expected * n, r.Most * n} }
+
+// Verdicts of a bucket.
+const (
+	// Fits: even the most fits the limit.
+	Fits = "fits"
+	// MostExceeds: the expected use fits, the most does not (a warning).
+	MostExceeds = "most exceeds"
+	// DoesNotFit: the expected use exceeds the limit (a configuration to fix).
+	DoesNotFit = "does not fit"
+)
+
+// Bucket is one bucket's day.
+type Bucket struct {
+	// Name is the bucket's name.
+	Name string `json:"name"`
+	// Scope is "config" (a configured bucket) or "google-2026" (Google's
+	// allocation, callsite.PresetGoogle2026).
+	Scope string `json:"scope"`
+	// Limit is what the bucket admits in the planned day: its limit, scaled
+	// to the day for a sliding window other than the day.
+	Limit int64 `json:"limit"`
+	// Units are the units charged to the bucket in the day.
+	Units Range `json:"units"`
+	// Verdict is Fits, MostExceeds or DoesNotFit.
+	Verdict string `json:"verdict"`
+	// Dominant is the schedule group spending most of the expected units.
+	Dominant Group `json:"dominant"`
+}
+
+// Group is the regions sharing a schedule and what they charge a bucket.
+type Group struct {
+	// Regions are the region codes of the group, in config order.
+	Regions []string `json:"regions"`
+	// Schedule is the group's schedule ("every 2h", a cron spec, "12 runs a day").
+	Schedule string `json:"schedule"`
+	// Units are the expected units the group charges the bucket.
+	Units int64 `json:"units"`
+}
+
+// Site is one call site's calls in the day, all regions together.
+type Site struct {
+	Method string `json:"method"`
+	Calls  Range  `json:"calls"`
+}
+
+// Region is one region's runs in the day.
+type Region struct {
+	Region   string `json:"region"`
+	Schedule string `json:"schedule"`
+	Runs     int64  `json:"runs"`
+}
+
+// Plan is the estimate of one Pacific day.
+type Plan struct {
+	// Day is the Pacific date planned (YYYY-MM-DD); Hours its length (23-25).
+	Day     string    `json:"day"`
+	Hours   float64   `json:"hours"`
+	Regions []Region  `json:"regions"`
+	Sites   []Site    `json:"call_sites"`
+	Buckets []Bucket  `json:"buckets"`
+	Start   time.Time `json:"start"`
+}
+
+// Fits reports whether the expected use fits every bucket.
+func (p *Plan) Fits() bool {
+	return !slices.ContainsFunc(p.Buckets, func(b Bucket) bool { return b.Verdict == DoesNotFit })
+}
+
+// MostFits reports whether even the most fits every bucket.
+func (p *Plan) MostFits() bool {
+	return !slices.ContainsFunc(p.Buckets, func(b Bucket) bool { return b.Verdict != Fits })
+}
+
+// Compute plans cfg (completed and validated) for one Pacific day.
+func Compute(cfg *config.Config, opts Options) (*Plan, error) {
+	pt, err := time.LoadLocation("America/Los_Angeles")
+	if err != nil {
+		return nil, err
+	}
+	day := opts.Day
+	if day.IsZero() {
+		day = time.Now().AddDate(0, 0, 1)
+	}
+	d := day.In(pt)
+	start := time.Date(d.Year(), d.Month(), d.Day(), 0, 0, 0, 0, pt)
+	end := time.Date(d.Year(), d.Month(), d.Day()+1, 0, 0, 0, 0, pt)
+	length := end.Sub(start)
+	sched, err := cfg.Schedule.Plan(cfg.Regions)
+	if err != nil {
+		return nil, err
+	}
+	p := &Plan{Day: start.Format(time.DateOnly), Hours: length.Hours(), Start: start.UTC()}
+	perRegion := map[string]map[string]Range{} // region -> method -> calls
+	group := map[string]string{}               // region -> schedule group
+	for _, rp := range sched {
+		runs, desc := int64(opts.RunsPerDay), fmt.Sprintf("%d runs a day", opts.RunsPerDay)
+		if runs <= 0 {
+			runs, desc = 0, rp.Spec
+			if !rp.Explicit {
+				desc, _, _ = strings.Cut(rp.Spec, " +") // the group, not the offset
+				desc = strings.ReplaceAll(strings.ReplaceAll(desc, "m0s", "m"), "h0m", "h")
+			}
+			for t := rp.Schedule.Next(start.Add(-time.Nanosecond)); t.Before(end); t = rp.Schedule.Next(t) {
+				runs++
+			}
+		}
+		p.Regions = append(p.Regions, Region{Region: rp.Region, Schedule: desc, Runs: runs})
+		group[rp.Region] = desc
+		perRegion[rp.Region] = regionCalls(cfg, rp.Region, runs, length)
+	}
+	total := map[string]Range{}
+	for _, calls := range perRegion {
+		for m, r := range calls {
+			total[m] = total[m].add(r)
+		}
+	}
+	for _, m := range sortedKeys(total) {
+		p.Sites = append(p.Sites, Site{Method: m, Calls: total[m]})
+	}
+	for _, b := range cfg.Quota.Buckets {
+		limit := b.Limit
+		if !b.Calendar && b.Window.Std() != length {
+			limit = int64(math.Floor(float64(b.Limit) * float64(length) / float64(b.Window.Std())))
+		}
+		p.Buckets = append(p.Buckets, bucketDay(b.Name, "config", limit, cfg.Quota.Costs, perRegion, group, cfg.Regions))
+	}
+	gBuckets, gCharges, _ := callsite.Preset(callsite.PresetGoogle2026)
+	for _, b := range gBuckets {
+		p.Buckets = append(p.Buckets, bucketDay(b.Name, callsite.PresetGoogle2026, b.Limit, gCharges, perRegion, group, cfg.Regions))
+	}
+	return p, nil
+}
+
+// bucketDay sums the units charged to bucket name by costs and finds the
+// schedule group spending most of them.
+func bucketDay(name, scope string, limit int64, costs map[string]map[string]int64, perRegion map[string]map[string]Range, group map[string]string, order []string) Bucket {
+	b := Bucket{Name: name, Scope: scope, Limit: limit}
+	byGroup := map[string]int64{}
+	for region, calls := range perRegion {
+		for m, r := range calls {
+			u := r.times(costs[m][name])
+			b.Units = b.Units.add(u)
+			byGroup[group[region]] += u.Expected
+		}
+	}
+	switch {
+	case b.Units.Expected > limit:
+		b.Verdict = DoesNotFit
+	case b.Units.Most > limit:
+		b.Verdict = MostExceeds
+	default:
+		b.Verdict = Fits
+	}
+	var top string
+	for _, g := range sortedKeys(byGroup) {
+		if top == "" || byGroup[g] > byGroup[top] {
+			top = g
+		}
+	}
+	b.Dominant = Group{Schedule: top, Units: byGroup[top]}
+	for _, r := range order {
+		if group[r] == top {
+			b.Dominant.Regions = append(b.Dominant.Regions, r)
+		}
+	}
+	return b
+}
+
+// regionCalls is what runs runs of region send in a day of length, per
+// call site: the chart and category charts, the statistics step, the
+// searches and the details of their hits, channels and categories. Each
+// follows the order and the rules of fetch.Runner.Run.
+func regionCalls(cfg *config.Config, region string, runs int64, length time.Duration) map[string]Range {
+	out := map[string]Range{}
+	add := func(m string, r Range) { out[m] = out[m].add(r) }
+	has := func(m string) bool { _, ok := cfg.Quota.Costs[m]; return ok }
+	if runs == 0 {
+		return out
+	}
+	pages := ceilDiv(ChartMax, cfg.API.PageSize)
+	// Every chart sends at least one page; a full chart (the usual) sends them all.
+	charts := int64(1 + len(cfg.Chart.Categories[region]))
+	add(callsite.VideosList, Range{1, pages, pages}.times(charts*runs))
+
+	// Searches: up to max_pages pages each, then videos.list for the hits
+	// not already fetched in the run (least: none new).
+	var searchPages int64
+	for _, s := range cfg.SearchesFor(region) {
+		searchPages += int64(max(s.MaxPages, 1))
+		add(callsite.SearchList, Range{1, int64(max(s.MaxPages, 1)), int64(max(s.MaxPages, 1))}.times(runs))
+	}
+	if searchPages > 0 {
+		add(callsite.VideosList, Range{0, searchPages, searchPages}.times(runs))
+	}
+
+	// Statistics: videos that left the chart within track_for, each sampled
+	// at most once per stats.every and per run.
+	if tf := cfg.Stats.TrackFor.Std(); tf > 0 && has(callsite.VideosBatchGetStats) {
+		interval := length / time.Duration(runs)
+		perDay := float64(runs)
+		if every := cfg.Stats.Every.Std(); every > interval {
+			perDay = float64(runs) / math.Ceil(float64(every)/float64(interval))
+		}
+		days := tf.Hours() / 24
+		// slack: the last batch of a run may be short (most: one per run).
+		calls := func(turnover float64, slack int64) int64 {
+			followed := ChartMax * turnover * days
+			return min(ceilF(followed*perDay/IDsPerCall)+slack, runs*ceilF(followed/IDsPerCall))
+		}
+		add(callsite.VideosBatchGetStats, Range{0, calls(TurnoverExpected, 0), calls(TurnoverMost, runs)})
+	}
+
+	// Channels: the channels of fetched videos whose data is older than
+	// channels.refresh: new ones (turnover) and each known one once per refresh.
+	if cfg.Channels.Enabled {
+		refresh := cfg.Channels.Refresh.Std()
+		seen := float64(ChartMax + searchPages*IDsPerCall)
+		calls := func(turnover float64) int64 {
+			stale := ChartMax*turnover + seen*float64(length)/float64(max(refresh, length))
+			return min(ceilF(stale/IDsPerCall)+1, runs*ceilF(seen/IDsPerCall))
+		}
+		add(callsite.ChannelsList, Range{0, calls(TurnoverExpected), calls(TurnoverMost)})
+	}
+	if cfg.Categories.Enabled {
+		due := float64(length) / float64(cfg.Categories.Refresh.Std())
+		add(callsite.CategoriesList, Range{0, min(runs, ceilF(due)), min(runs, ceilF(due))})
+	}
+	return out
+}
+
+func ceilDiv(a, b int64) int64 { return (a + b - 1) / b }
+
+func ceilF(f float64) int64 { return int64(math.Ceil(f - 1e-9)) }
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.SortFunc(out, cmp.Compare)
+	return out
+}
