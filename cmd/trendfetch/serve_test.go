@@ -1,11 +1,13 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -313,5 +315,77 @@ func TestRunsRegionInTheCLIAsInTheAPI(t *testing.T) {
 	}
 	if res := e.run("runs", "--region", "XX"); res.code != 2 {
 		t.Errorf("runs --region XX: exit %d, want 2\n%s", res.code, res.stderr)
+	}
+}
+
+// TestServeGuardsTheProcess (issues 21.2-21.4): the binary checks Host
+// (DNS rebinding gets 421), sends the security headers, caps connections
+// per address (serve.max_conns_per_ip), and its /healthz has the shared
+// shape.
+func TestServeGuardsTheProcess(t *testing.T) {
+	_, url, e := sampleEnv(t, "US")
+	if res := e.run("--api-endpoint", url, "run", "--region", "US"); res.code != 0 {
+		t.Fatalf("run: exit %d\n%s", res.code, res.stderr)
+	}
+	d := e.start("--config", e.writeConfig("serve:\n  max_conns_per_ip: 2\n  hosts: [trends.example.org]\n"), "serve", "--addr", "127.0.0.1:0")
+	addr := d.serveAddr()
+	base := "http://" + addr
+	for host, want := range map[string]int{"attacker.example": 421, "trends.example.org": 200, "localhost": 200} {
+		req, _ := http.NewRequest("GET", base+"/v1/regions", nil)
+		req.Host = host
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Errorf("Host %s: %d, want %d", host, resp.StatusCode, want)
+		}
+		if csp := resp.Header.Get("Content-Security-Policy"); !strings.Contains(csp, "default-src 'self'") || resp.Header.Get("X-Content-Type-Options") != "nosniff" {
+			t.Errorf("Host %s: headers %v", host, resp.Header)
+		}
+	}
+	if code, body := getJSON(t, base+"/healthz"); code != 200 || body["status"] != "ok" || body["error"] != nil || len(body) != 2 {
+		t.Errorf("/healthz: %d %v", code, body)
+	}
+	http.DefaultClient.CloseIdleConnections()
+	// Two connections that the server counts (it may still count the
+	// client's closed ones for a moment: retry until served).
+	alive := func() net.Conn {
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			c, err := net.Dial("tcp", addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			io.WriteString(c, "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+			c.SetReadDeadline(time.Now().Add(5 * time.Second))
+			resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+			if err == nil && resp.StatusCode == 200 {
+				resp.Body.Close()
+				return c
+			}
+			c.Close()
+			if time.Now().After(deadline) {
+				t.Fatalf("no connection served: %v %v", resp, err)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	a, b := alive(), alive()
+	defer a.Close()
+	defer b.Close()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if resp, err := http.ReadResponse(bufio.NewReader(c), nil); err != nil || resp.StatusCode != 503 {
+		t.Errorf("3rd connection with max_conns_per_ip 2: %v %v, want 503", resp, err)
+	}
+	if code := d.stop(syscall.SIGTERM); code != 0 {
+		t.Errorf("exit %d after SIGTERM; stderr:\n%s", code, d.stderr.String())
 	}
 }

@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"math"
 	"net"
 	"strings"
 	"time"
@@ -105,6 +106,9 @@ func (s *Serve) validate() error {
 	}
 	if s.RateLimit.Limit > 0 && s.RateLimit.Window.Std() < time.Second {
 		return invalid("serve.rate_limit.window", s.RateLimit.Window.Std(), "must be at least 1s")
+	}
+	if s.RateLimit.Limit > math.MaxInt32 || float64(s.RateLimit.Limit)*float64(s.RateLimit.Window.Std().Milliseconds()) > 1<<53 {
+		return invalid("serve.rate_limit.limit", s.RateLimit.Limit, "too large for the window %s: at most %d, and limit x window under 2^53 ms", s.RateLimit.Window.Std(), math.MaxInt32)
 	}
 	switch s.RateLimit.Key {
 	case "ip", "token":

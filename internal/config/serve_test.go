@@ -34,6 +34,7 @@ func TestServeSettings(t *testing.T) {
 		{"serve: {timeout: 0s}", ""},
 		{"serve: {timeout: 100us}", "serve.timeout"},
 		{"serve: {max_conns: -1}", "serve.max_conns"},
+		{"serve: {rate_limit: {limit: 3000000000}}", "serve.rate_limit.limit"},
 		{"serve: {max_conns: 10, max_conns_per_ip: 11}", "serve.max_conns_per_ip"},
 	} {
 		_, err := parse(tc.yaml)
