@@ -8,11 +8,11 @@ import (
 	"os"
 	"strconv"
 	"text/tabwriter"
-	"time"
 
 	"github.com/mattn/go-isatty"
 	"github.com/spf13/cobra"
 
+	"github.com/trendfetch/trendfetch/internal/config"
 	"github.com/trendfetch/trendfetch/internal/regions"
 	"github.com/trendfetch/trendfetch/internal/store"
 	"github.com/trendfetch/trendfetch/internal/termtext"
@@ -69,7 +69,7 @@ search needs --query Q (the search.list q of config searches).`,
 				return usagef("trendfetch chart --region US --json", "--json and --csv: give one")
 			}
 			if at != "" {
-				if q.At, err = parseAt(at); err != nil {
+				if q.At, err = config.ParseAt(at); err != nil {
 					return usagef("trendfetch chart --region US --at 2026-03-02T08:00:00Z", "--at %q: %v", at, err)
 				}
 			}
@@ -131,17 +131,6 @@ search needs --query Q (the search.list q of config searches).`,
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the capture and its entries as JSON (null = unknown)")
 	cmd.Flags().BoolVar(&asCSV, "csv", false, "print the entries as CSV (empty = unknown)")
 	return cmd
-}
-
-// parseAt reads --at: RFC 3339, or a date (UTC) meaning the end of that day.
-func parseAt(s string) (time.Time, error) {
-	if t, err := time.Parse(time.RFC3339, s); err == nil {
-		return t.UTC(), nil
-	}
-	if d, err := time.Parse(time.DateOnly, s); err == nil {
-		return d.Add(24*time.Hour - time.Microsecond), nil
-	}
-	return time.Time{}, fmt.Errorf("want an RFC 3339 time (2026-03-02T08:00:00Z) or a date (2026-03-02)")
 }
 
 // csvInt writes a statistic for CSV: empty when unknown.

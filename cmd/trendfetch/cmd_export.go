@@ -10,6 +10,7 @@ import (
 	"github.com/mattn/go-isatty"
 	"github.com/spf13/cobra"
 
+	"github.com/trendfetch/trendfetch/internal/config"
 	"github.com/trendfetch/trendfetch/internal/regions"
 	"github.com/trendfetch/trendfetch/internal/store"
 )
@@ -77,7 +78,7 @@ Costs no quota.`,
 				}
 			}
 			if until != "" {
-				if q.Until, err = parseAt(until); err != nil {
+				if q.Until, err = config.ParseAt(until); err != nil {
 					return usagef("trendfetch export --until 2026-01-31", "--until %q: %v", until, err)
 				}
 			}

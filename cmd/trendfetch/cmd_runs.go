@@ -14,6 +14,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/trendfetch/trendfetch/internal/regions"
+	"github.com/trendfetch/trendfetch/internal/serve"
 	"github.com/trendfetch/trendfetch/internal/store"
 	"github.com/trendfetch/trendfetch/internal/termtext"
 )
@@ -21,6 +23,7 @@ import (
 func newRunsCmd(a *app) *cobra.Command {
 	var (
 		limit  int
+		region string
 		asJSON bool
 	)
 	cmd := &cobra.Command{
@@ -30,6 +33,13 @@ func newRunsCmd(a *app) *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if limit < 1 {
 				return usagef("trendfetch runs --limit 20", "--limit %d: must be at least 1", limit)
+			}
+			if region != "" {
+				r, err := regions.Parse(region)
+				if err != nil {
+					return &usageError{err: err, hint: "trendfetch regions list"}
+				}
+				region = r
 			}
 			if err := a.loadConfig(); err != nil {
 				return err
@@ -41,7 +51,7 @@ func newRunsCmd(a *app) *cobra.Command {
 			var runs []store.Run
 			if st != nil {
 				defer st.Close()
-				if runs, err = st.Runs(cmd.Context(), limit); err != nil {
+				if runs, err = serve.RecentRuns(cmd.Context(), st, region, limit); err != nil {
 					return err
 				}
 			}
@@ -72,6 +82,7 @@ func newRunsCmd(a *app) *cobra.Command {
 		},
 	}
 	cmd.Flags().IntVarP(&limit, "limit", "n", 20, "most runs to show, newest first")
+	cmd.Flags().StringVar(&region, "region", "", "only runs of this region (e.g. US), as GET /v1/runs?region=")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print runs as JSON")
 	return cmd
 }

@@ -13,9 +13,6 @@ import (
 	"github.com/trendfetch/trendfetch/internal/termtext"
 )
 
-// maxSearchLimit bounds --limit (the store bounds the work per query too).
-const maxSearchLimit = 1000
-
 func newSearchCmd(a *app) *cobra.Command {
 	var (
 		region string
@@ -31,8 +28,8 @@ match exactly; a trailing * matches a prefix (e.g. trail*). No API call is made.
 		Example: "  trendfetch search \"bruno mars\"\n  trendfetch search 'official \"music video\"' --region US --limit 5 --json",
 		Args:    cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if limit < 1 || limit > maxSearchLimit {
-				return usagef("trendfetch search QUERY --limit 20", "--limit %d: must be between 1 and %d", limit, maxSearchLimit)
+			if limit < 1 || limit > store.MaxSearchLimit {
+				return usagef("trendfetch search QUERY --limit 20", "--limit %d: must be between 1 and %d", limit, store.MaxSearchLimit)
 			}
 			text := strings.Join(args, " ")
 			if _, err := store.ParseQuery(text); err != nil {
@@ -81,7 +78,7 @@ match exactly; a trailing * matches a prefix (e.g. trail*). No API call is made.
 		},
 	}
 	cmd.Flags().StringVar(&region, "region", "", "only videos seen in this region's charts")
-	cmd.Flags().IntVarP(&limit, "limit", "n", 20, fmt.Sprintf("most results to show (1-%d)", maxSearchLimit))
+	cmd.Flags().IntVarP(&limit, "limit", "n", store.DefaultSearchLimit, fmt.Sprintf("most results to show (1-%d)", store.MaxSearchLimit))
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print results as JSON")
 	return cmd
 }

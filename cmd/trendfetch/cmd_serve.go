@@ -7,6 +7,7 @@ import (
 	"net"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
 
 	"github.com/trendfetch/trendfetch/internal/config"
@@ -35,8 +36,12 @@ Nothing served spends YouTube API quota or writes the database.
 It listens on loopback by default (serve.addr, 127.0.0.1:8080). A non-loopback
 address requires --token-file (clients send Authorization: Bearer <token>; the
 dashboard takes it as /#token=...). /v1/ is rate-limited per client
-(serve.rate_limit, default 60 requests a minute per IP address): in memory, or
-in the configured Redis so several instances share one budget per client.
+(serve.rate_limit, default 60 requests a minute per IP address or IPv6 /64,
+sliding-window counter): in memory, or in the configured Redis so several
+instances share one budget per client. Each request has a deadline
+(serve.timeout, 5s: 503 after it), connections are capped (serve.max_conns,
+serve.max_conns_per_ip) and the Host header must be a loopback name, an IP
+address or one of serve.hosts (421 otherwise). quota.db is only read.
 SIGTERM or SIGINT stops it gracefully (exit 0).`,
 		Example: "  trendfetch serve\n  trendfetch serve --addr 0.0.0.0:8080 --token-file /etc/trendfetch/api-token",
 		Args:    cobra.NoArgs,
@@ -82,7 +87,7 @@ func (a *app) listenServe() (net.Listener, string, error) {
 		}
 		a.secrets.Add(token)
 	}
-	if !isLoopback(host) && token == "" {
+	if !config.IsLoopbackHost(host) && token == "" {
 		return nil, "", usagef("trendfetch serve --addr "+sc.Addr+" --token-file FILE",
 			"--addr %s is not a loopback address: give --token-file (serve.token_file) so that only clients with the token can read", sc.Addr)
 	}
@@ -90,16 +95,7 @@ func (a *app) listenServe() (net.Listener, string, error) {
 	if err != nil {
 		return nil, "", usagef("trendfetch serve --addr 127.0.0.1:8080", "--addr %s: cannot listen: %v", sc.Addr, err)
 	}
-	return ln, token, nil
-}
-
-// isLoopback reports whether host names only the loopback interface.
-func isLoopback(host string) bool {
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
+	return serve.LimitListener(ln, sc.MaxConns, sc.MaxConnsPerIP), token, nil
 }
 
 // serveUntilDone serves the API and dashboard on ln until ctx is done, then
@@ -118,7 +114,8 @@ func (a *app) serveUntilDone(ctx context.Context, ln net.Listener, token string,
 	defer st.Close()
 	var lim *quota.Limiter
 	if !a.quotaDBMissing() {
-		if lim, err = openLimiter(a.cfg, a.log); err != nil {
+		// Read-only: serve may run as a user who cannot write quota.db.
+		if lim, err = openLimiterReadOnly(a.cfg, a.log); err != nil {
 			return err
 		}
 		defer lim.Close()
@@ -135,7 +132,7 @@ func (a *app) serveUntilDone(ctx context.Context, ln net.Listener, token string,
 		m = metrics.New(reader, creds, a.cfg.Regions, 0)
 		a.instrumentMetrics(m, st) // build info, zero series, last success from the database (cmd_run.go)
 	}
-	rate, err := a.serveRateLimit(lim)
+	rate, err := a.serveRateLimit()
 	if err != nil {
 		return err
 	}
@@ -167,13 +164,16 @@ func (a *app) serveUntilDone(ctx context.Context, ln net.Listener, token string,
 		Metrics:   m.Handler(),
 		Token:     token,
 		RateLimit: rate,
+		Timeout:   a.cfg.Serve.Timeout.Std(),
+		Hosts:     a.cfg.Serve.Hosts,
 		Log:       a.log,
 	})
-	srv := serve.NewServer(h, serve.DefaultTimeouts)
+	srv := serve.NewServer(h, serve.DefaultTimeouts, a.cfg.Serve.Timeout.Std(), a.log)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	defer sdnotify.Ready(ctx, a.log)() // systemd Type=notify: ready, watchdog, stopping (internal/sdnotify)
 	a.log.Info().Str("addr", ln.Addr().String()).Bool("token", token != "").Int64("rate_limit", rate.Limit).
+		Str("rate_limit_algorithm", a.cfg.Serve.RateLimit.Algorithm).Dur("timeout", a.cfg.Serve.Timeout.Std()).
 		Msg("serving the read API and dashboard")
 	select {
 	case err := <-errc:
@@ -190,26 +190,40 @@ func (a *app) serveUntilDone(ctx context.Context, ln net.Listener, token string,
 	return nil
 }
 
-// serveRateLimit builds the per-client limiter of serve.rate_limit: in the
-// configured Redis when the quota backend is Redis (instances share one
-// budget per client), else in memory.
-func (a *app) serveRateLimit(lim *quota.Limiter) (serve.RateLimit, error) {
+// serveRateLimit builds the per-client limiter of serve.rate_limit: the
+// sliding-window counter (default) or log, in the configured Redis when the
+// quota backend is Redis (instances share one budget per client), else in
+// memory.
+func (a *app) serveRateLimit() (serve.RateLimit, error) {
 	rl := a.cfg.Serve.RateLimit
 	if rl.Limit < 0 {
 		return serve.RateLimit{}, nil
 	}
-	var backend quota.Backend = quota.NewMemory()
-	if a.cfg.Quota.Backend == "redis" {
-		b, err := openRedisBackend(a.cfg, a.log)
-		if err != nil {
-			return serve.RateLimit{}, err
+	window := rl.Window.Std()
+	var l serve.Limiter
+	var err error
+	switch redisBacked := a.cfg.Quota.Backend == "redis"; {
+	case rl.Algorithm == "log" && redisBacked:
+		var b quota.Backend
+		if b, err = openRedisBackend(a.cfg, a.log); err == nil {
+			if l, err = serve.NewLog(b, rl.Limit, window); err != nil {
+				b.Close()
+			}
 		}
-		backend = b
+	case rl.Algorithm == "log":
+		l, err = serve.NewLog(quota.NewMemory(), rl.Limit, window)
+	case redisBacked:
+		var c redis.UniversalClient
+		if c, err = openRedisClient(a.cfg, a.log); err == nil {
+			if l, err = serve.NewRedisCounter(c, rl.Limit, window); err != nil {
+				c.Close()
+			}
+		}
+	default:
+		l, err = serve.NewCounter(rl.Limit, window, nil)
 	}
-	l, err := serve.NewRateLimiter(backend, rl.Limit, rl.Window.Std())
 	if err != nil {
-		backend.Close()
-		return serve.RateLimit{}, err
+		return serve.RateLimit{}, fmt.Errorf("serve.rate_limit: %w", err)
 	}
-	return serve.RateLimit{Limiter: l, Limit: rl.Limit, Window: rl.Window.Std(), Key: rl.Key}, nil
+	return serve.RateLimit{Limiter: l, Limit: rl.Limit, Window: window, Key: rl.Key}, nil
 }

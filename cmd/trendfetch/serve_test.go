@@ -1,12 +1,27 @@
 package main
 
 import (
+	"bufio"
+	"bytes"
+	"context"
 	"encoding/json"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
+	"time"
+
+	"github.com/trendfetch/trendfetch/internal/store"
+	"github.com/trendfetch/trendfetch/internal/store/storetest"
 )
 
 // serveAddr waits for the "serving the read API" log line and returns its address.
@@ -82,5 +97,295 @@ func TestScheduleServesTheAPIWithItsMetrics(t *testing.T) {
 	}
 	if code := d.stop(syscall.SIGTERM); code != 0 {
 		t.Errorf("exit %d after SIGTERM, want 0; stderr:\n%s", code, d.stderr.String())
+	}
+}
+
+// heavyStore fills the database of e with videos many words of whose text
+// start with every letter, so that heavyQuery makes SQLite work for long
+// (seconds at 3,000 videos with the FTS5 index of this branch): a slow
+// store call whatever the index does with it.
+func heavyStore(t *testing.T, e *env, videos int) {
+	t.Helper()
+	ctx := context.Background()
+	st, err := store.Open(ctx, e.dbPath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	runID, err := st.StartRun(ctx, store.Run{Credential: "default", Region: "US"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	vocab := storetest.NewVocab(42, 30_000)
+	for first := 0; first < videos; first += 50 {
+		page := make([]store.Video, 0, 50)
+		for i := first; i < first+50 && i < videos; i++ {
+			page = append(page, store.Video{ID: fmt.Sprintf("heavy%06d", i), Title: vocab.Text(60),
+				Description: vocab.Text(500), ChannelTitle: "Channel " + strconv.Itoa(i%100), Tags: vocab.Tags(10)})
+		}
+		if err := st.SavePage(ctx, runID, "US", first+1, page, time.Time{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// heavyQuery ORs a prefix of every letter at the largest limit.
+func heavyQuery() string {
+	var terms []string
+	for c := 'a'; c <= 'z'; c++ {
+		terms = append(terms, string(c)+"*")
+	}
+	return "/v1/search?limit=" + strconv.Itoa(store.MaxSearchLimit) + "&q=" + url.QueryEscape(strings.Join(terms, " OR "))
+}
+
+// cpuSeconds is the user+system CPU time of process pid so far (Linux).
+func cpuSeconds(t *testing.T, pid int) float64 {
+	t.Helper()
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := strings.Fields(string(raw[strings.LastIndexByte(string(raw), ')')+2:]))
+	utime, _ := strconv.ParseFloat(f[11], 64)
+	stime, _ := strconv.ParseFloat(f[12], 64)
+	return (utime + stime) / 100 // USER_HZ
+}
+
+// TestServeBoundsHeavyRequests (issue 21.1): while 8 of the heaviest
+// searches run, /healthz answers within a second (heavy requests cannot
+// take every database connection); when their clients go away, the server
+// stops working on them (its CPU time stops growing); and a request past
+// serve.timeout is answered 503 with a JSON error.
+func TestServeBoundsHeavyRequests(t *testing.T) {
+	e := newEnv(t)
+	heavyStore(t, e, 3000)
+	d := e.start("--config", e.writeConfig("serve:\n  timeout: 60s\n"), "serve", "--addr", "127.0.0.1:0")
+	base := "http://" + d.serveAddr()
+
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			req, _ := http.NewRequestWithContext(ctx, "GET", base+heavyQuery(), nil)
+			if resp, err := http.DefaultClient.Do(req); err == nil {
+				resp.Body.Close()
+			}
+		})
+	}
+	time.Sleep(500 * time.Millisecond) // let them start
+	t0 := time.Now()
+	client := &http.Client{Timeout: 10 * time.Second}
+	resp, err := client.Get(base + "/healthz")
+	took := time.Since(t0)
+	if err != nil {
+		cancel()
+		t.Fatalf("/healthz while 8 heavy searches run: %v", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 || took > time.Second {
+		t.Errorf("/healthz while 8 heavy searches run: %d after %s, want 200 within 1s", resp.StatusCode, took)
+	}
+
+	// The clients go away: the server's CPU time must stop growing.
+	cancel()
+	wg.Wait()
+	time.Sleep(300 * time.Millisecond)
+	pid := d.cmd.Process.Pid
+	c0 := cpuSeconds(t, pid)
+	time.Sleep(1500 * time.Millisecond)
+	if used := cpuSeconds(t, pid) - c0; used > 0.15 {
+		t.Errorf("the server used %.2f s of CPU in the 1.5 s after its clients went away: their queries were not cancelled", used)
+	}
+	d.stop(syscall.SIGTERM)
+
+	// serve.timeout: every request past it is cancelled and answered 503.
+	d = e.start("--config", e.writeConfig("serve:\n  timeout: 1ms\n"), "serve", "--addr", "127.0.0.1:0")
+	base = "http://" + d.serveAddr()
+	code, body := getJSON(t, base+heavyQuery())
+	if e, _ := body["error"].(map[string]any); code != 503 || e["code"] != "timeout" || !strings.Contains(e["message"].(string), "serve.timeout") {
+		t.Errorf("heavy search past serve.timeout: %d %v, want 503 timeout naming serve.timeout", code, body)
+	}
+}
+
+// startAs is env.start for another user (root only).
+func (e *env) startAs(uid, gid uint32, args ...string) *daemon {
+	e.t.Helper()
+	d := &daemon{t: e.t, cmd: exec.Command(binary, args...), stderr: &lockedBuffer{}, done: make(chan struct{})}
+	for k, v := range e.vars {
+		d.cmd.Env = append(d.cmd.Env, k+"="+v)
+	}
+	d.cmd.Stderr = d.stderr
+	d.cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uid, Gid: gid}}
+	if err := d.cmd.Start(); err != nil {
+		e.t.Fatal(err)
+	}
+	go func() {
+		d.cmd.Wait()
+		d.code = d.cmd.ProcessState.ExitCode()
+		close(d.done)
+	}()
+	e.t.Cleanup(func() {
+		select {
+		case <-d.done:
+		default:
+			d.cmd.Process.Kill()
+			<-d.done
+		}
+	})
+	return d
+}
+
+// TestServeAsAServiceUser (issue 21.5): serve runs as a user who cannot
+// write quota.db (nobody; quota.db in a directory only root may write, the
+// database directory group-writable for nobody as the README advises, every
+// file the writer's), answers data and quota from them, and /healthz reads
+// the data.
+func TestServeAsAServiceUser(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Skip("needs root to run serve as nobody")
+	}
+	const nobody, nogroup = 65534, 65534
+	_, url, e := sampleEnv(t, "US")
+	if res := e.run("--api-endpoint", url, "run", "--region", "US"); res.code != 0 {
+		t.Fatalf("run: exit %d\n%s", res.code, res.stderr)
+	}
+	dataDir := filepath.Dir(e.dbPath())
+	quotaDir := filepath.Join(e.dir, "quota")
+	quotaDB := filepath.Join(quotaDir, "quota.db")
+	if err := os.Mkdir(quotaDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(filepath.Join(dataDir, "quota.db"), quotaDB); err != nil {
+		t.Fatal(err)
+	}
+	// The path to the binary and the databases is traversable.
+	for _, p := range []string{filepath.Dir(binary), e.dir, filepath.Dir(e.dir), filepath.Join(e.dir, "data")} {
+		if err := os.Chmod(p, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Chown(dataDir, 0, nogroup); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(dataDir, 0o775); err != nil {
+		t.Fatal(err)
+	}
+	cfg := e.writeConfig(fmt.Sprintf("database: %s\nquota:\n  sqlite:\n    path: %s\n", e.dbPath(), quotaDB))
+	if err := os.Chmod(cfg, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	before, _ := os.ReadFile(quotaDB)
+	e.vars["HOME"] = dataDir
+	d := e.startAs(nobody, nogroup, "--config", cfg, "serve", "--addr", "127.0.0.1:0")
+	base := "http://" + d.serveAddr()
+	for _, path := range []string{"/healthz", "/v1/charts/US", "/v1/runs"} {
+		if code, body := getJSON(t, base+path); code != 200 {
+			t.Errorf("GET %s as nobody: %d %v", path, code, body)
+		}
+	}
+	code, body := getJSON(t, base+"/v1/quota")
+	creds, _ := body["credentials"].([]any)
+	if code != 200 || len(creds) != 1 || creds[0].(map[string]any)["reachable"] != true {
+		t.Errorf("GET /v1/quota as nobody: %d %v", code, body)
+	}
+	if after, _ := os.ReadFile(quotaDB); !bytes.Equal(before, after) {
+		t.Error("serve changed quota.db")
+	}
+	if code := d.stop(syscall.SIGTERM); code != 0 {
+		t.Errorf("exit %d after SIGTERM; stderr:\n%s", code, d.stderr.String())
+	}
+}
+
+// TestRunsRegionInTheCLIAsInTheAPI (issue 21.16): `runs --region` keeps
+// the runs of that region, as /v1/runs?region= does.
+func TestRunsRegionInTheCLIAsInTheAPI(t *testing.T) {
+	_, url, e := sampleEnv(t, "US", "GB")
+	for _, r := range []string{"US", "GB", "US"} {
+		if res := e.run("--api-endpoint", url, "run", "--region", r); res.code != 0 {
+			t.Fatalf("run %s: exit %d\n%s", r, res.code, res.stderr)
+		}
+	}
+	res := e.run("runs", "--region", "gb", "--json")
+	var runs []map[string]any
+	if err := json.Unmarshal([]byte(res.stdout), &runs); err != nil || res.code != 0 {
+		t.Fatalf("runs --region gb: exit %d %v\n%s%s", res.code, err, res.stdout, res.stderr)
+	}
+	if len(runs) != 1 || runs[0]["region"] != "GB" {
+		t.Errorf("runs --region gb: %v, want the one GB run", runs)
+	}
+	if res := e.run("runs", "--region", "XX"); res.code != 2 {
+		t.Errorf("runs --region XX: exit %d, want 2\n%s", res.code, res.stderr)
+	}
+}
+
+// TestServeGuardsTheProcess (issues 21.2-21.4): the binary checks Host
+// (DNS rebinding gets 421), sends the security headers, caps connections
+// per address (serve.max_conns_per_ip), and its /healthz has the shared
+// shape.
+func TestServeGuardsTheProcess(t *testing.T) {
+	_, url, e := sampleEnv(t, "US")
+	if res := e.run("--api-endpoint", url, "run", "--region", "US"); res.code != 0 {
+		t.Fatalf("run: exit %d\n%s", res.code, res.stderr)
+	}
+	d := e.start("--config", e.writeConfig("serve:\n  max_conns_per_ip: 2\n  hosts: [trends.example.org]\n"), "serve", "--addr", "127.0.0.1:0")
+	addr := d.serveAddr()
+	base := "http://" + addr
+	for host, want := range map[string]int{"attacker.example": 421, "trends.example.org": 200, "localhost": 200} {
+		req, _ := http.NewRequest("GET", base+"/v1/regions", nil)
+		req.Host = host
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Errorf("Host %s: %d, want %d", host, resp.StatusCode, want)
+		}
+		if csp := resp.Header.Get("Content-Security-Policy"); !strings.Contains(csp, "default-src 'self'") || resp.Header.Get("X-Content-Type-Options") != "nosniff" {
+			t.Errorf("Host %s: headers %v", host, resp.Header)
+		}
+	}
+	if code, body := getJSON(t, base+"/healthz"); code != 200 || body["status"] != "ok" || body["error"] != nil || len(body) != 2 {
+		t.Errorf("/healthz: %d %v", code, body)
+	}
+	http.DefaultClient.CloseIdleConnections()
+	// Two connections that the server counts (it may still count the
+	// client's closed ones for a moment: retry until served).
+	alive := func() net.Conn {
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			c, err := net.Dial("tcp", addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			io.WriteString(c, "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+			c.SetReadDeadline(time.Now().Add(5 * time.Second))
+			resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+			if err == nil && resp.StatusCode == 200 {
+				resp.Body.Close()
+				return c
+			}
+			c.Close()
+			if time.Now().After(deadline) {
+				t.Fatalf("no connection served: %v %v", resp, err)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	a, b := alive(), alive()
+	defer a.Close()
+	defer b.Close()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if resp, err := http.ReadResponse(bufio.NewReader(c), nil); err != nil || resp.StatusCode != 503 {
+		t.Errorf("3rd connection with max_conns_per_ip 2: %v %v, want 503", resp, err)
+	}
+	if code := d.stop(syscall.SIGTERM); code != 0 {
+		t.Errorf("exit %d after SIGTERM; stderr:\n%s", code, d.stderr.String())
 	}
 }

@@ -52,6 +52,17 @@ func openLimiter(cfg *config.Config, log zerolog.Logger, sqliteOpts ...quota.SQL
 // go-redis's own log lines (pool dial failures) go to our logger at debug
 // level: the limiter already reports backend failures once per run.
 func openRedisBackend(cfg *config.Config, log zerolog.Logger) (quota.Backend, error) {
+	client, err := openRedisClient(cfg, log)
+	if err != nil {
+		return nil, err
+	}
+	rc := cfg.Quota.Redis
+	return quota.NewRedis(client, quota.WithRedisWaitReplicas(rc.WaitReplicas, rc.WaitTimeout.Std())), nil
+}
+
+// openRedisClient connects to the configured Redis (quota.redis: URL,
+// Sentinel or Cluster); a bad URL is a usage error.
+func openRedisClient(cfg *config.Config, log zerolog.Logger) (redis.UniversalClient, error) {
 	redis.SetLogger(redisLogger{log})
 	rc := cfg.Quota.Redis
 	var opts []quota.RedisClientOption
@@ -65,7 +76,7 @@ func openRedisBackend(cfg *config.Config, log zerolog.Logger) (quota.Backend, er
 	if err != nil {
 		return nil, redisURLError(rc.URL, err)
 	}
-	return quota.NewRedis(client, quota.WithRedisWaitReplicas(rc.WaitReplicas, rc.WaitTimeout.Std())), nil
+	return client, nil
 }
 
 // redisURLError is the usage error (exit 2) for a Redis URL that

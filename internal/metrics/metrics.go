@@ -18,6 +18,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/trendfetch/trendfetch/internal/quota"
+	"github.com/trendfetch/trendfetch/internal/serve"
 	"github.com/trendfetch/trendfetch/internal/store"
 )
 
@@ -226,14 +227,14 @@ func (m *Metrics) ObserveRun(run store.Run) {
 }
 
 // Handler serves GET /metrics (Prometheus text format, or OpenMetrics when
-// asked) and GET /healthz (200 "ok" while the process serves); other paths
+// asked) and GET /healthz (200 {"status":"ok","error":null} while the
+// process serves: serve.Health); other paths
 // are 404.
 func (m *Metrics) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg}))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		w.Write([]byte("ok\n"))
+		serve.WriteHealth(w, nil) // the same shape as serve's /healthz
 	})
 	return mux
 }

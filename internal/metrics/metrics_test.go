@@ -177,7 +177,7 @@ func TestScrapeMatchesLimiterAndRuns(t *testing.T) {
 	}
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	if resp.StatusCode != 200 || string(body) != "ok\n" {
+	if resp.StatusCode != 200 || string(body) != `{"status":"ok","error":null}`+"\n" {
 		t.Errorf("/healthz: %s %q", resp.Status, body)
 	}
 	if resp, err := http.Get(srv.URL + "/nope"); err != nil || resp.StatusCode != 404 {

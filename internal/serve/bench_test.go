@@ -106,7 +106,7 @@ func benchServer(b *testing.B, limited bool) string {
 	b.Cleanup(func() { st.Close() })
 	o := Options{Store: st, Log: zerolog.Nop()}
 	if limited {
-		rl, err := NewRateLimiter(quota.NewMemory(), 1<<40, time.Minute)
+		rl, err := NewLog(quota.NewMemory(), 1<<40, time.Minute)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -270,17 +270,24 @@ func BenchmarkRegionsWithAndWithoutRateLimit(b *testing.B) {
 	}
 }
 
-// BenchmarkRateLimitDecision is the memory limiter's decision alone, for a
-// client at 60 requests a minute.
+// BenchmarkRateLimitDecision is a memory limiter's decision alone (counter
+// and log), for 250 clients at 60 requests a minute.
 func BenchmarkRateLimitDecision(b *testing.B) {
-	rl, err := NewRateLimiter(quota.NewMemory(), 60, time.Minute)
+	counter, err := NewCounter(60, time.Minute, nil)
 	if err != nil {
 		b.Fatal(err)
 	}
-	ctx := context.Background()
-	b.ResetTimer()
-	for i := range b.N {
-		rl.Reserve(ctx, "serve-ip-10.0."+strconv.Itoa(i%250)+".1", RateMethod)
+	log, err := NewLog(quota.NewMemory(), 60, time.Minute)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for name, rl := range map[string]Limiter{"counter": counter, "log": log} {
+		b.Run(name, func(b *testing.B) {
+			ctx := context.Background()
+			for i := range b.N {
+				rl.Allow(ctx, "serve-ip-10.0."+strconv.Itoa(i%250)+".1")
+			}
+		})
 	}
 }
 

@@ -67,6 +67,10 @@ func TestDashboardInABrowser(t *testing.T) {
 		return s
 	}
 	quotaText, runsText, chartsText := text("#quota"), text("#runs"), text("#charts")
+	if _, err := chromedp.Run(ctx, chromedp.AttributeValue(chromedp.CSS(`#attribution a[href="https://www.youtube.com/t/terms"]`), "href")); err != nil {
+		t.Fatalf("no link to YouTube's Terms of Service: %v", err)
+	}
+	footer, chartsAll := text("#attribution"), text("body")
 	if err := chromedp.Do(ctx,
 		chromedp.SendKeys(chromedp.CSS("#q"), "synthetic"),
 		chromedp.Click(chromedp.CSS("#search-form button")),
@@ -99,6 +103,12 @@ func TestDashboardInABrowser(t *testing.T) {
 	if !strings.Contains(chartsText, last) || !strings.Contains(chartsText, "▲59") || !strings.Contains(chartsText, "United Kingdom") {
 		t.Errorf("charts section lacks %q with ▲59 or GB:\n%.2000s", last, chartsText)
 	}
+	if !strings.Contains(footer, "YouTube") || !strings.Contains(footer, "computed by trendfetch") {
+		t.Errorf("attribution footer:\n%s", footer)
+	}
+	if !strings.Contains(chartsAll, "rank change") || !strings.Contains(chartsText, "captured ") || !strings.Contains(chartsText, "(computed by trendfetch)") {
+		t.Errorf("charts do not label rank changes as computed or lack capture times:\n%.600s", chartsText)
+	}
 	if !strings.Contains(searchText, "(synthetic)") {
 		t.Errorf("search result:\n%s", searchText)
 	}
@@ -114,4 +124,52 @@ func TestDashboardInABrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("screenshot: %s (%d bytes)", path, len(shot))
+}
+
+// TestDashboardSaysWhenRateLimited: the dashboard spends one request per
+// refresh, and when the API answers 429 it says so in a visible notice
+// with the retry time instead of dropping data silently.
+func TestDashboardSaysWhenRateLimited(t *testing.T) {
+	chrome := browserPath(t)
+	db, lim := shared(t)
+	clk := &clock{now: time.Date(2026, 3, 2, 12, 0, 0, 0, time.UTC)}
+	rl, err := NewCounter(2, time.Minute, clk.Now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := start(t, db, lim, func(o *Options) { o.RateLimit = RateLimit{Limiter: rl, Limit: 2, Window: time.Minute, Key: "ip"} })
+
+	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(chrome),
+		chromedp.Flag("headless", true), chromedp.NoSandbox, chromedp.Flag("disable-gpu", true),
+		chromedp.Flag("disable-dev-shm-usage", true))
+	actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
+	defer cancelA()
+	ctx, cancel := chromedp.NewContext(actx)
+	defer cancel()
+	ctx, cancelT := context.WithTimeout(ctx, 90*time.Second)
+	defer cancelT()
+	// Load (request 1 of 2), one search (2 of 2), a second search: 429.
+	if err := chromedp.Do(ctx,
+		chromedp.Navigate(f.url+"/"),
+		chromedp.WaitReady(chromedp.CSS(`body[data-loaded="true"]`)),
+		chromedp.WaitReady(chromedp.CSS(`#charts tr.entry`)),
+		chromedp.SendKeys(chromedp.CSS("#q"), "synthetic"),
+		chromedp.Click(chromedp.CSS("#search-form button")),
+		chromedp.WaitReady(chromedp.CSS("#search li.hit")),
+		chromedp.Click(chromedp.CSS("#search-form button")),
+		chromedp.WaitVisible(chromedp.CSS("#notice")),
+	); err != nil {
+		t.Fatal(err)
+	}
+	notice, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("#notice")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	hidden, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`document.getElementById("notice").hidden`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if hidden || !strings.Contains(notice, "Rate limited") || !strings.Contains(notice, "next try is in") {
+		t.Errorf("notice when rate limited (hidden %v): %q", hidden, notice)
+	}
 }

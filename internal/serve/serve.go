@@ -2,16 +2,15 @@
 // serve`, `trendfetch schedule --serve`; DESIGN.md §8): JSON under /v1/ in
 // the same snake_case shapes as the CLI's --json, an OpenAPI 3 description
 // at /v1/openapi.yaml, /healthz, /metrics and the dashboard at /. Nothing it
-// serves spends upstream quota or writes the store: searches run on the
-// local FTS5 index, and the store is opened read-only.
+// serves spends upstream quota or writes the store.
 //
-// Clients of /v1/ are rate-limited per client (IP address or bearer token)
-// by the project's own sliding-window limiter: the in-memory backend for one
-// instance, or Redis so several instances share one budget per client. Over
-// the limit a request gets 429 with a Retry-After in whole seconds rounded
-// up (exact from the log, never early); every /v1/ response carries
-// RateLimit-Limit, RateLimit-Remaining and RateLimit-Reset (IETF
-// draft-ietf-httpapi-ratelimit-headers).
+// Start at Handler (routes and what guards them: Host check, security
+// headers, bearer token, per-client rate limit, a deadline per request,
+// bounded concurrent heavy queries) and NewServer/LimitListener (timeouts
+// and connection caps). Rate limiters are in ratelimit.go: the
+// sliding-window counter (memory or Redis, ratelimit.lua) by default, or
+// the exact sliding-window log of internal/quota. What serve bounds and the
+// headers it sends are listed in the README ("What serve bounds").
 package serve
 
 import (
@@ -26,6 +25,7 @@ import (
 	"math"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -38,22 +38,32 @@ import (
 	"github.com/trendfetch/trendfetch/internal/store"
 )
 
-// Limits of request parameters.
+// Limits of request parameters. Search limits are the store's
+// (store.DefaultSearchLimit, store.MaxSearchLimit), as in the CLI.
 const (
-	// DefaultLimit is the number of items of a list when limit is not given.
+	// DefaultLimit is the number of runs listed when limit is not given.
 	DefaultLimit = 20
-	// MaxLimit is the largest accepted limit parameter.
+	// MaxLimit is the largest accepted limit of /v1/runs.
 	MaxLimit = 200
 	// MaxQueryBytes bounds the raw query string of a request.
 	MaxQueryBytes = 2048
+	// DashboardRuns and DashboardEntries are the runs and chart entries
+	// per region in /v1/dashboard.
+	DashboardRuns    = 10
+	DashboardEntries = 20
 )
 
-// RateMethod is the call site name under which the limiter counts API
-// requests; RateBucket is its bucket.
-const (
-	RateMethod = "serve.request"
-	RateBucket = "requests"
-)
+// DefaultTimeout is a request's deadline when Options.Timeout is 0.
+const DefaultTimeout = config.DefaultServeTimeout
+
+// SecurityHeaders are sent with every response: the dashboard is
+// self-contained (no inline script or style, no framing), answers are never
+// MIME-sniffed and no page leaks its URL to another site.
+var SecurityHeaders = map[string]string{
+	"Content-Security-Policy": "default-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'",
+	"X-Content-Type-Options":  "nosniff",
+	"Referrer-Policy":         "no-referrer",
+}
 
 // Region is one configured region as GET /v1/regions shows it.
 type Region struct {
@@ -68,23 +78,17 @@ type Region struct {
 
 // RateLimit configures per-client rate limiting of /v1/.
 type RateLimit struct {
-	// Limiter counts RateMethod in a bucket RateBucket (see NewRateLimiter).
-	Limiter *quota.Limiter
-	// Limit is the bucket's limit (for the RateLimit-Limit header).
-	Limit int64
-	// Window is the bucket's window (an upper bound for RateLimit-Reset).
+	// Limiter decides per client (NewCounter, NewRedisCounter, NewLog); nil
+	// means no limit.
+	Limiter Limiter
+	// Limit is the requests per Window (for the RateLimit-Limit header and
+	// messages).
+	Limit  int64
 	Window time.Duration
-	// Key is "ip" (the connection's address; proxies' headers are not
-	// trusted) or "token" (the bearer token, hashed: never stored).
+	// Key is "ip" (the connection's address, IPv6 by /64; proxies' headers
+	// are not trusted) or "token" (the bearer token, hashed: never stored).
+	// Failed tokens always count against the address.
 	Key string
-}
-
-// NewRateLimiter returns a limiter of limit requests per client per window
-// over backend (quota.NewMemory() for one instance, the Redis backend for
-// several).
-func NewRateLimiter(backend quota.Backend, limit int64, window time.Duration) (*quota.Limiter, error) {
-	return quota.New(backend, []quota.Bucket{{Name: RateBucket, Limit: limit, Window: window}},
-		quota.Costs{RateMethod: {{Bucket: RateBucket, Units: 1}}})
 }
 
 // Options are what the server reads from. Store is required; the rest may
@@ -99,10 +103,17 @@ type Options struct {
 	// Metrics serves /metrics (Prometheus); nil answers 404.
 	Metrics http.Handler
 	// Token, when set, is required as "Authorization: Bearer <token>" on
-	// every route but /healthz and / (compared in constant time).
+	// every route but /healthz and the dashboard's files (compared in
+	// constant time; the scheme is case-insensitive).
 	Token string
 	// RateLimit limits /v1/ per client; a nil Limiter means no limit.
 	RateLimit RateLimit
+	// Timeout is each request's deadline (0: DefaultTimeout); its database
+	// work is cancelled then and the answer is 503.
+	Timeout time.Duration
+	// Hosts are the Host names accepted besides loopback names and IP
+	// addresses (serve.hosts); others get 421.
+	Hosts []string
 	// Now is the clock of next-run times (default time.Now).
 	Now func() time.Time
 	Log zerolog.Logger
@@ -110,13 +121,19 @@ type Options struct {
 
 type server struct {
 	o Options
+	// heavy holds a slot per running heavy request (search, chart, video,
+	// dashboard): half the store's connections, so that heavy requests can
+	// never take every connection and /healthz and light requests still
+	// get one.
+	heavy chan struct{}
 }
 
-//go:embed openapi.yaml dashboard.html
+//go:embed openapi.yaml dashboard.html dashboard.js dashboard.css
 var assets embed.FS
 
 // Routes lists every route the server answers, as net/http ServeMux
-// patterns; openapi.yaml documents each (a test checks both ways).
+// patterns; openapi.yaml documents each but the dashboard's files (a test
+// checks both ways).
 func Routes() []string {
 	var out []string
 	for _, r := range (&server{}).routes() {
@@ -125,25 +142,43 @@ func Routes() []string {
 	return out
 }
 
+// access says what guards a route.
+type access int
+
+const (
+	// public: no token, no rate limit (health and the dashboard's files,
+	// which hold no data).
+	public access = iota
+	// private: the token when one is set.
+	private
+	// api: the token and the per-client rate limit.
+	api
+)
+
 type route struct {
 	pattern string
 	handler http.HandlerFunc
+	access  access
+	// heavy routes take a slot of server.heavy.
+	heavy bool
 }
 
-// routes is the route table: the top-level routes, then those under /v1/
-// (rate-limited).
+// routes is the route table.
 func (s *server) routes() []route {
 	return []route{
-		{"GET /healthz", s.healthz},
-		{"GET /metrics", s.metrics},
-		{"GET /{$}", s.asset("dashboard.html", "text/html; charset=utf-8")},
-		{"GET /v1/openapi.yaml", s.asset("openapi.yaml", "application/yaml")},
-		{"GET /v1/search", s.search},
-		{"GET /v1/charts/{region}", s.chart},
-		{"GET /v1/videos/{id}", s.video},
-		{"GET /v1/runs", s.runs},
-		{"GET /v1/quota", s.quota},
-		{"GET /v1/regions", s.regions},
+		{"GET /healthz", s.healthz, public, false},
+		{"GET /{$}", s.asset("dashboard.html", "text/html; charset=utf-8"), public, false},
+		{"GET /dashboard.js", s.asset("dashboard.js", "text/javascript; charset=utf-8"), public, false},
+		{"GET /dashboard.css", s.asset("dashboard.css", "text/css; charset=utf-8"), public, false},
+		{"GET /metrics", s.metrics, private, false},
+		{"GET /v1/openapi.yaml", s.openapi, api, false},
+		{"GET /v1/dashboard", s.dashboard, api, true},
+		{"GET /v1/search", s.search, api, true},
+		{"GET /v1/charts/{region}", s.chart, api, true},
+		{"GET /v1/videos/{id}", s.video, api, true},
+		{"GET /v1/runs", s.runs, api, false},
+		{"GET /v1/quota", s.quota, api, false},
+		{"GET /v1/regions", s.regions, api, false},
 	}
 }
 
@@ -152,89 +187,151 @@ func Handler(o Options) http.Handler {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	s := &server{o: o}
-	mux := http.NewServeMux()
-	v1 := http.NewServeMux()
-	for _, r := range s.routes() {
-		if strings.HasPrefix(r.pattern, "GET /v1/") {
-			v1.HandleFunc(r.pattern, r.handler)
-		} else {
-			mux.HandleFunc(r.pattern, r.handler)
-		}
+	if o.Timeout <= 0 {
+		o.Timeout = DefaultTimeout
 	}
-	v1.HandleFunc("/v1/", func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, http.StatusNotFound, "not_found", "no such endpoint: "+r.URL.Path+" (see /v1/openapi.yaml)")
+	slots := 1
+	if o.Store != nil {
+		slots = max(1, o.Store.DB().Stats().MaxOpenConnections/2)
+	}
+	s := &server{o: o, heavy: make(chan struct{}, slots)}
+	mux := http.NewServeMux()
+	methods := map[string][]string{}
+	var paths []string
+	for _, r := range s.routes() {
+		mux.Handle(r.pattern, s.guard(r))
+		method, path, _ := strings.Cut(r.pattern, " ")
+		if methods[path] == nil {
+			paths = append(paths, path)
+		}
+		methods[path] = append(methods[path], method)
+	}
+	// Other methods on a known path: 405 with Allow.
+	for _, path := range paths {
+		allow := strings.Join(append(methods[path], "HEAD"), ", ")
+		mux.HandleFunc(path, func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Allow", allow)
+			writeError(w, http.StatusMethodNotAllowed, "method_not_allowed", "this path answers "+allow)
+		})
+	}
+	mux.Handle("/v1/", s.guard(route{handler: func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusNotFound, "not_found", "no such endpoint (see /v1/openapi.yaml)")
+	}, access: api}))
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusNotFound, "not_found", "no such page (the API is under /v1/, see /v1/openapi.yaml)")
 	})
-	mux.Handle("/v1/", s.rateLimited(v1))
-	return s.guard(mux)
+	return s.outer(mux)
 }
 
-// guard applies the bearer token and the query size bound to every route
-// but /healthz and the dashboard's page (which holds no data; it calls the
-// API with the token given in its URL fragment, #token=...).
-func (s *server) guard(next http.Handler) http.Handler {
+// outer applies what every request gets: the security headers, the Host
+// check, the query size bound and the deadline.
+func (s *server) outer(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != "/healthz" && r.URL.Path != "/" && s.o.Token != "" {
-			got := strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
-			if subtle.ConstantTimeCompare([]byte(got), []byte(s.o.Token)) != 1 {
-				w.Header().Set("WWW-Authenticate", `Bearer realm="trendfetch"`)
-				writeError(w, http.StatusUnauthorized, "unauthorized", "send Authorization: Bearer <token> (the token in --token-file)")
-				return
-			}
+		for k, v := range SecurityHeaders {
+			w.Header().Set(k, v)
+		}
+		if !s.hostAllowed(r.Host) {
+			writeError(w, http.StatusMisdirectedRequest, "unknown_host",
+				"this server does not answer for that Host name: add it to serve.hosts, or use 127.0.0.1 or localhost")
+			return
 		}
 		if len(r.URL.RawQuery) > MaxQueryBytes {
 			writeError(w, http.StatusRequestURITooLong, "query_too_long", fmt.Sprintf("the query string is longer than %d bytes", MaxQueryBytes))
 			return
 		}
-		next.ServeHTTP(w, r)
+		ctx, cancel := context.WithTimeout(r.Context(), s.o.Timeout)
+		defer cancel()
+		next.ServeHTTP(w, r.WithContext(ctx))
 	})
 }
 
-// clientKey names the client for the limiter: "ip-<address>" or
-// "token-<first 16 hex digits of its SHA-256>" (a secret never becomes a key).
-func (s *server) clientKey(r *http.Request) string {
-	if s.o.RateLimit.Key == "token" {
-		if tok := strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer "); tok != "" {
-			sum := sha256.Sum256([]byte(tok))
-			return "serve-token-" + hex.EncodeToString(sum[:8])
-		}
+// hostAllowed reports whether the Host header names this server: empty
+// (HTTP/1.0), an IP address, a loopback name or one of Options.Hosts.
+// Any other name may be a DNS rebinding attack from a web page.
+func (s *server) hostAllowed(hostport string) bool {
+	host := hostport
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		host = h
 	}
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		host = r.RemoteAddr
-	}
-	return "serve-ip-" + host
+	host = strings.ToLower(strings.TrimSuffix(strings.Trim(host, "[]"), "."))
+	return host == "" || net.ParseIP(host) != nil || config.IsLoopbackHost(host) || slices.Contains(s.o.Hosts, host)
 }
 
-// rateLimited reserves one request of the client before next runs.
-func (s *server) rateLimited(next http.Handler) http.Handler {
+// bearer returns the token of an "Authorization: Bearer <token>" header;
+// the scheme is case-insensitive (RFC 7235).
+func bearer(r *http.Request) (string, bool) {
+	scheme, tok, ok := strings.Cut(strings.TrimSpace(r.Header.Get("Authorization")), " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return "", false
+	}
+	tok = strings.TrimSpace(tok)
+	return tok, tok != ""
+}
+
+// guard applies a route's access (token, rate limit) and heavy slot.
+func (s *server) guard(rt route) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		tokenKey := ""
+		if rt.access != public && s.o.Token != "" {
+			tok, _ := bearer(r)
+			if subtle.ConstantTimeCompare([]byte(tok), []byte(s.o.Token)) != 1 {
+				// A wrong token costs the address a request, so that
+				// guessing is rate-limited too.
+				if !s.admit(w, r, clientKey(r.RemoteAddr, "")) {
+					return
+				}
+				w.Header().Set("WWW-Authenticate", `Bearer realm="trendfetch"`)
+				writeError(w, http.StatusUnauthorized, "unauthorized", "send Authorization: Bearer <token> (the token in serve.token_file)")
+				return
+			}
+			authenticated(r)
+			if s.o.RateLimit.Key == "token" {
+				sum := sha256.Sum256([]byte(tok))
+				tokenKey = hex.EncodeToString(sum[:8])
+			}
+		}
+		if rt.access == api && !s.admit(w, r, clientKey(r.RemoteAddr, tokenKey)) {
+			return
+		}
+		if rt.heavy {
+			select {
+			case s.heavy <- struct{}{}:
+				defer func() { <-s.heavy }()
+			case <-r.Context().Done():
+				s.fail(w, r, r.Context().Err())
+				return
+			}
+		}
+		rt.handler(w, r)
+	})
+}
+
+// admit counts one request of client; over the limit it answers 429 and
+// returns false. A limiter that cannot decide lets the request through
+// (logged): a down backend must not take the read API down.
+func (s *server) admit(w http.ResponseWriter, r *http.Request, client string) bool {
 	rl := s.o.RateLimit
 	if rl.Limiter == nil {
-		return next
+		return true
 	}
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		d, err := rl.Limiter.Reserve(r.Context(), s.clientKey(r), RateMethod)
-		if err != nil {
-			// A down limiter backend must not take the read API down:
-			// fail open, logged.
-			s.o.Log.Warn().Err(err).Msg("rate limiter unavailable: request served unmetered")
-			next.ServeHTTP(w, r)
-			return
-		}
-		h := w.Header()
-		h.Set("RateLimit-Limit", strconv.FormatInt(rl.Limit, 10))
-		h.Set("RateLimit-Remaining", strconv.FormatInt(d.Remaining[RateBucket], 10))
-		if !d.Allowed {
-			secs := ceilSeconds(d.RetryAfter)
-			h.Set("RateLimit-Reset", strconv.FormatInt(secs, 10))
-			h.Set("Retry-After", strconv.FormatInt(secs, 10))
-			writeError(w, http.StatusTooManyRequests, "rate_limited",
-				fmt.Sprintf("more than %d requests in %s from this client; retry after %d s", rl.Limit, rl.Window, secs))
-			return
-		}
-		h.Set("RateLimit-Reset", strconv.FormatInt(ceilSeconds(rl.Window), 10))
-		next.ServeHTTP(w, r)
-	})
+	d, err := rl.Limiter.Allow(r.Context(), client)
+	if err != nil {
+		s.o.Log.Warn().Err(err).Msg("rate limiter unavailable: request served unmetered")
+		return true
+	}
+	h := w.Header()
+	h.Set("RateLimit-Limit", strconv.FormatInt(rl.Limit, 10))
+	h.Set("RateLimit-Remaining", strconv.FormatInt(d.Remaining, 10))
+	if !d.Allowed {
+		secs := ceilSeconds(d.RetryAfter)
+		h.Set("RateLimit-Reset", strconv.FormatInt(secs, 10))
+		h.Set("Retry-After", strconv.FormatInt(secs, 10))
+		writeError(w, http.StatusTooManyRequests, "rate_limited",
+			fmt.Sprintf("more than %d requests in %s from this client; retry after %d s", rl.Limit, rl.Window, secs))
+		return false
+	}
+	h.Set("RateLimit-Reset", strconv.FormatInt(ceilSeconds(rl.Window), 10))
+	return true
 }
 
 // ceilSeconds rounds d up to whole seconds (never early).
@@ -242,12 +339,31 @@ func ceilSeconds(d time.Duration) int64 {
 	return int64(math.Ceil(d.Seconds()))
 }
 
-func (s *server) healthz(w http.ResponseWriter, r *http.Request) {
-	if err := s.o.Store.DB().PingContext(r.Context()); err != nil {
-		writeError(w, http.StatusServiceUnavailable, "store_unavailable", err.Error())
+// Health is the body of /healthz, here and on the scheduler's
+// --metrics-addr: Status "ok" (200) or "unavailable" (503) with Error.
+type Health struct {
+	Status string    `json:"status"`
+	Error  *APIError `json:"error"`
+}
+
+// WriteHealth answers /healthz: 200 {"status":"ok","error":null} when err
+// is nil, else 503 with the error under code "unavailable".
+func WriteHealth(w http.ResponseWriter, err error) {
+	if err != nil {
+		writeJSON(w, http.StatusServiceUnavailable, Health{Status: "unavailable", Error: &APIError{Code: "unavailable", Message: err.Error()}})
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	writeJSON(w, http.StatusOK, Health{Status: "ok"})
+}
+
+// healthz reads the newest run: a real query on the data, so that a
+// database the server cannot read is reported here too.
+func (s *server) healthz(w http.ResponseWriter, r *http.Request) {
+	_, err := s.o.Store.Runs(r.Context(), 1)
+	if err != nil && r.Context().Err() == nil {
+		s.o.Log.Error().Err(err).Msg("health check: the database cannot be read")
+	}
+	WriteHealth(w, err)
 }
 
 func (s *server) metrics(w http.ResponseWriter, r *http.Request) {
@@ -256,6 +372,26 @@ func (s *server) metrics(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.o.Metrics.ServeHTTP(w, r)
+}
+
+// openAPI is openapi.yaml with the limits declared in Go filled in.
+var openAPI = func() []byte {
+	b, err := assets.ReadFile("openapi.yaml")
+	if err != nil {
+		panic(err) // embedded: cannot happen
+	}
+	n := strconv.Itoa
+	return []byte(strings.NewReplacer(
+		"${MAX_SEARCH_LIMIT}", n(store.MaxSearchLimit), "${DEFAULT_SEARCH_LIMIT}", n(store.DefaultSearchLimit),
+		"${MAX_LIMIT}", n(MaxLimit), "${DEFAULT_LIMIT}", n(DefaultLimit),
+		"${DASHBOARD_RUNS}", n(DashboardRuns), "${DASHBOARD_ENTRIES}", n(DashboardEntries),
+	).Replace(string(b)))
+}()
+
+func (s *server) openapi(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "application/yaml")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.Write(openAPI)
 }
 
 func (s *server) asset(name, contentType string) http.HandlerFunc {
@@ -271,15 +407,15 @@ func (s *server) asset(name, contentType string) http.HandlerFunc {
 	}
 }
 
-// limitParam reads the limit parameter: DefaultLimit when absent, 1..MaxLimit.
-func limitParam(r *http.Request) (int, error) {
+// limitParam reads the limit parameter: def when absent, else 1..maxLimit.
+func limitParam(r *http.Request, def, maxLimit int) (int, error) {
 	v := r.URL.Query().Get("limit")
 	if v == "" {
-		return DefaultLimit, nil
+		return def, nil
 	}
 	n, err := strconv.Atoi(v)
-	if err != nil || n < 1 || n > MaxLimit {
-		return 0, &paramError{"limit", fmt.Sprintf("limit=%q: want a whole number 1-%d", clip(v), MaxLimit)}
+	if err != nil || n < 1 || n > maxLimit {
+		return 0, &paramError{"limit", fmt.Sprintf("limit=%q: want a whole number 1-%d", clip(v), maxLimit)}
 	}
 	return n, nil
 }
@@ -308,22 +444,22 @@ func (s *server) search(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	text := strings.TrimSpace(q.Get("q"))
 	if text == "" {
-		s.fail(w, &paramError{"q", "q is required: the search text"})
+		s.fail(w, r, &paramError{"q", "q is required: the search text"})
 		return
 	}
-	limit, err := limitParam(r)
+	limit, err := limitParam(r, store.DefaultSearchLimit, store.MaxSearchLimit)
 	if err != nil {
-		s.fail(w, err)
+		s.fail(w, r, err)
 		return
 	}
 	region, err := regionParam(q.Get("region"))
 	if err != nil {
-		s.fail(w, err)
+		s.fail(w, r, err)
 		return
 	}
 	hits, err := s.o.Store.Search(r.Context(), store.SearchQuery{Text: text, Region: region, Limit: limit})
 	if err != nil {
-		s.fail(w, err)
+		s.fail(w, r, err)
 		return
 	}
 	if hits == nil {
@@ -335,7 +471,7 @@ func (s *server) search(w http.ResponseWriter, r *http.Request) {
 func (s *server) chart(w http.ResponseWriter, r *http.Request) {
 	region, err := regionParam(r.PathValue("region"))
 	if err != nil {
-		s.fail(w, err)
+		s.fail(w, r, err)
 		return
 	}
 	q := r.URL.Query()
@@ -343,20 +479,20 @@ func (s *server) chart(w http.ResponseWriter, r *http.Request) {
 	switch cq.Kind {
 	case "", store.KindChart, store.KindCategory, store.KindSearch:
 	default:
-		s.fail(w, &paramError{"kind", fmt.Sprintf("kind=%q: want chart, category or search", clip(cq.Kind))})
+		s.fail(w, r, &paramError{"kind", fmt.Sprintf("kind=%q: want chart, category or search", clip(cq.Kind))})
 		return
 	}
 	if at := q.Get("at"); at != "" {
-		t, err := time.Parse(time.RFC3339, at)
+		t, err := config.ParseAt(at)
 		if err != nil {
-			s.fail(w, &paramError{"at", fmt.Sprintf("at=%q: want an RFC 3339 time, e.g. 2026-03-02T08:00:00Z", clip(at))})
+			s.fail(w, r, &paramError{"at", fmt.Sprintf("at=%q: %v", clip(at), err)})
 			return
 		}
 		cq.At = t
 	}
 	c, entries, err := s.o.Store.CaptureAt(r.Context(), cq)
 	if err != nil {
-		s.fail(w, err)
+		s.fail(w, r, err)
 		return
 	}
 	if entries == nil {
@@ -368,91 +504,122 @@ func (s *server) chart(w http.ResponseWriter, r *http.Request) {
 func (s *server) video(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	if id == "" || len(id) > 64 {
-		s.fail(w, &paramError{"id", "id: want a video id"})
+		s.fail(w, r, &paramError{"id", "id: want a video id"})
 		return
 	}
 	h, err := s.o.Store.History(r.Context(), id)
 	if err != nil {
-		s.fail(w, err)
+		s.fail(w, r, err)
 		return
 	}
 	writeJSON(w, http.StatusOK, h)
 }
 
 func (s *server) runs(w http.ResponseWriter, r *http.Request) {
-	limit, err := limitParam(r)
+	limit, err := limitParam(r, DefaultLimit, MaxLimit)
 	if err != nil {
-		s.fail(w, err)
+		s.fail(w, r, err)
 		return
 	}
 	region, err := regionParam(r.URL.Query().Get("region"))
 	if err != nil {
-		s.fail(w, err)
+		s.fail(w, r, err)
 		return
 	}
-	// Region filtering reads a bounded window of recent runs.
-	fetch := limit
-	if region != "" {
-		fetch = MaxLimit * 10
-	}
-	all, err := s.o.Store.Runs(r.Context(), fetch)
+	out, err := RecentRuns(r.Context(), s.o.Store, region, limit)
 	if err != nil {
-		s.fail(w, err)
+		s.fail(w, r, err)
 		return
-	}
-	out := make([]store.Run, 0, min(limit, len(all)))
-	for _, run := range all {
-		if region == "" || run.Region == region {
-			out = append(out, run)
-			if len(out) == limit {
-				break
-			}
-		}
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"runs": out})
 }
 
-func (s *server) quota(w http.ResponseWriter, r *http.Request) {
+// RecentRuns returns the limit newest runs of region ("" = every region),
+// newest first, never nil. It serves /v1/runs and `trendfetch runs
+// --region`.
+func RecentRuns(ctx context.Context, st *store.Store, region string, limit int) ([]store.Run, error) {
+	out := []store.Run{}
+	for window := limit; ; window *= 4 {
+		all, err := st.Runs(ctx, window)
+		if err != nil {
+			return nil, err
+		}
+		out = out[:0]
+		for _, run := range all {
+			if region == "" || run.Region == region {
+				out = append(out, run)
+				if len(out) == limit {
+					return out, nil
+				}
+			}
+		}
+		if len(all) < window {
+			return out, nil
+		}
+	}
+}
+
+func (s *server) credentials(ctx context.Context) []quota.StatusView {
 	views := []quota.StatusView{}
 	if s.o.Quota != nil {
-		for _, st := range s.o.Quota(r.Context()) {
+		for _, st := range s.o.Quota(ctx) {
 			views = append(views, st.View())
 		}
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"credentials": views})
+	return views
 }
 
-func (s *server) regions(w http.ResponseWriter, r *http.Request) {
+func (s *server) quota(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]any{"credentials": s.credentials(r.Context())})
+}
+
+func (s *server) configuredRegions() []Region {
 	out := []Region{}
 	if s.o.Regions != nil {
 		out = append(out, s.o.Regions(s.o.Now())...)
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"regions": out})
+	return out
+}
+
+func (s *server) regions(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]any{"regions": s.configuredRegions()})
 }
 
 // fail answers err: 400 for a bad parameter or search syntax, 404 for
-// nothing found, 500 otherwise (logged; the message is generic).
-func (s *server) fail(w http.ResponseWriter, err error) {
+// nothing found, 503 when the request's deadline passed, nothing when the
+// client went away, 500 otherwise (logged; the message is generic).
+func (s *server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	var pe *paramError
 	var qe *store.QueryError
-	switch {
+	switch ctxErr := r.Context().Err(); {
+	case errors.Is(ctxErr, context.DeadlineExceeded):
+		s.o.Log.Warn().Str("path", r.URL.Path).Dur("timeout", s.o.Timeout).Msg("request cancelled at its deadline")
+		writeError(w, http.StatusServiceUnavailable, "timeout",
+			fmt.Sprintf("the request took longer than serve.timeout (%s) and was cancelled: ask for less (a smaller limit, longer words), or retry later", s.o.Timeout))
+	case ctxErr != nil:
+		// the client went away: its work is cancelled, nobody to answer
 	case errors.As(err, &pe):
 		writeError(w, http.StatusBadRequest, "bad_parameter", pe.msg)
 	case errors.As(err, &qe):
 		writeError(w, http.StatusBadRequest, "bad_query", "q: "+qe.Error())
 	case errors.Is(err, store.ErrNotFound):
 		writeError(w, http.StatusNotFound, "not_found", err.Error())
-	case errors.Is(err, context.Canceled):
-		// the client went away
 	default:
-		s.o.Log.Error().Err(err).Msg("request failed")
+		s.o.Log.Error().Err(err).Str("path", r.URL.Path).Msg("request failed")
 		writeError(w, http.StatusInternalServerError, "internal", "internal error (logged by the server)")
 	}
 }
 
+// APIError is the body of every error answer: {"error": {"code",
+// "message"}}.
+type APIError struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
 // writeError writes {"error": {"code", "message"}}.
 func writeError(w http.ResponseWriter, status int, code, msg string) {
-	writeJSON(w, status, map[string]any{"error": map[string]string{"code": code, "message": msg}})
+	writeJSON(w, status, map[string]any{"error": APIError{Code: code, Message: msg}})
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
@@ -461,30 +628,4 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)
 	enc.Encode(v)
-}
-
-// Timeouts bound what a client can hold (DESIGN.md §8): a stalled client
-// never keeps a connection for long.
-type Timeouts struct {
-	ReadHeader, Read, Write, Idle time.Duration
-}
-
-// DefaultTimeouts: 5 s to send the headers, 10 s for the whole request,
-// 30 s to write the answer, 60 s idle between keep-alive requests.
-var DefaultTimeouts = Timeouts{ReadHeader: 5 * time.Second, Read: 10 * time.Second, Write: 30 * time.Second, Idle: 60 * time.Second}
-
-// MaxHeaderBytes bounds a request's headers.
-const MaxHeaderBytes = 16 << 10
-
-// NewServer returns an http.Server for h with the timeouts t and
-// MaxHeaderBytes.
-func NewServer(h http.Handler, t Timeouts) *http.Server {
-	return &http.Server{
-		Handler:           h,
-		ReadHeaderTimeout: t.ReadHeader,
-		ReadTimeout:       t.Read,
-		WriteTimeout:      t.Write,
-		IdleTimeout:       t.Idle,
-		MaxHeaderBytes:    MaxHeaderBytes,
-	}
 }

@@ -18,8 +18,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/rs/zerolog"
-	"gopkg.in/yaml.v3"
 
 	"github.com/trendfetch/trendfetch/internal/config"
 	"github.com/trendfetch/trendfetch/internal/fetch"
@@ -100,8 +100,14 @@ func (c *clock) Now() time.Time  { c.mu.Lock(); defer c.mu.Unlock(); return c.no
 func (c *clock) Set(t time.Time) { c.mu.Lock(); c.now = t; c.mu.Unlock() }
 
 // start serves the filled store read-only with a 60/min memory rate limiter
-// on a stepped clock; change opts with edit.
+// (the sliding-window counter) on a stepped clock; change opts with edit.
 func start(t *testing.T, db string, lim *quota.Limiter, edit func(*Options)) *fixture {
+	t.Helper()
+	return startWith(t, db, lim, "counter", edit)
+}
+
+// startWith is start with the rate limit algorithm "counter" or "log".
+func startWith(t *testing.T, db string, lim *quota.Limiter, algorithm string, edit func(*Options)) *fixture {
 	t.Helper()
 	st, err := store.OpenReadOnly(context.Background(), db)
 	if err != nil {
@@ -109,7 +115,12 @@ func start(t *testing.T, db string, lim *quota.Limiter, edit func(*Options)) *fi
 	}
 	t.Cleanup(func() { st.Close() })
 	clk := &clock{now: time.Date(2026, 3, 2, 12, 0, 0, 0, time.UTC)}
-	rl, err := NewRateLimiter(quota.NewMemory(quota.WithMemoryClock(clk.Now)), 60, time.Minute)
+	var rl Limiter
+	if algorithm == "log" {
+		rl, err = NewLog(quota.NewMemory(quota.WithMemoryClock(clk.Now)), 60, time.Minute)
+	} else {
+		rl, err = NewCounter(60, time.Minute, clk.Now)
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -306,9 +317,22 @@ func TestBadRequestsAre400NamingTheParameter(t *testing.T) {
 	}
 }
 
+// TestRateLimitPerClient: 60 requests a minute, then 429 with a Retry-After
+// that is exact for the log and the counter's own answer for the counter
+// (the previous window's 60 requests still weigh 60 at the next window's
+// start: one more second), never early.
 func TestRateLimitPerClient(t *testing.T) {
+	for _, tc := range []struct {
+		algorithm  string
+		retryAfter int
+	}{{"log", 60}, {"counter", 61}} {
+		t.Run(tc.algorithm, func(t *testing.T) { testRateLimitPerClient(t, tc.algorithm, tc.retryAfter) })
+	}
+}
+
+func testRateLimitPerClient(t *testing.T, algorithm string, retryAfter int) {
 	db, lim := shared(t)
-	f := start(t, db, lim, nil)
+	f := startWith(t, db, lim, algorithm, nil)
 	t0 := f.clk.Now()
 	for i := 1; i <= 60; i++ {
 		resp, _ := get(t, f.url+"/v1/regions")
@@ -318,15 +342,15 @@ func TestRateLimitPerClient(t *testing.T) {
 		}
 	}
 	resp, body := get(t, f.url+"/v1/regions")
-	if resp.StatusCode != 429 || resp.Header.Get("Retry-After") != "60" || body["error"].(map[string]any)["code"] != "rate_limited" {
-		t.Fatalf("61st: %d Retry-After %q %v; want 429 with Retry-After 60", resp.StatusCode, resp.Header.Get("Retry-After"), body)
+	if resp.StatusCode != 429 || resp.Header.Get("Retry-After") != strconv.Itoa(retryAfter) || body["error"].(map[string]any)["code"] != "rate_limited" {
+		t.Fatalf("61st: %d Retry-After %q %v; want 429 with Retry-After %d", resp.StatusCode, resp.Header.Get("Retry-After"), body, retryAfter)
 	}
 	// One second before Retry-After: still limited; at it: admitted.
-	f.clk.Set(t0.Add(59 * time.Second))
+	f.clk.Set(t0.Add(time.Duration(retryAfter-1) * time.Second))
 	if resp, _ := get(t, f.url+"/v1/regions"); resp.StatusCode != 429 || resp.Header.Get("Retry-After") != "1" {
 		t.Errorf("a second early: %d Retry-After %q", resp.StatusCode, resp.Header.Get("Retry-After"))
 	}
-	f.clk.Set(t0.Add(60 * time.Second))
+	f.clk.Set(t0.Add(time.Duration(retryAfter) * time.Second))
 	if resp, _ := get(t, f.url+"/v1/regions"); resp.StatusCode != 200 {
 		t.Errorf("at now + Retry-After: %d", resp.StatusCode)
 	}
@@ -338,10 +362,16 @@ func TestRateLimitPerClient(t *testing.T) {
 
 // TestRateLimitBoundaryBurst is the seed article's boundary burst: a full
 // burst just before and one just after a fixed window's boundary would
-// admit 2x; the sliding-window log admits exactly the limit.
+// admit 2x; the sliding-window log and counter admit exactly the limit.
 func TestRateLimitBoundaryBurst(t *testing.T) {
+	for _, algorithm := range []string{"log", "counter"} {
+		t.Run(algorithm, func(t *testing.T) { testRateLimitBoundaryBurst(t, algorithm) })
+	}
+}
+
+func testRateLimitBoundaryBurst(t *testing.T, algorithm string) {
 	db, lim := shared(t)
-	f := start(t, db, lim, nil)
+	f := startWith(t, db, lim, algorithm, nil)
 	boundary := time.Date(2026, 3, 2, 12, 1, 0, 0, time.UTC)
 	ok := 0
 	for _, at := range []time.Time{boundary.Add(-100 * time.Millisecond), boundary.Add(100 * time.Millisecond)} {
@@ -374,8 +404,10 @@ func TestTokenIsRequiredWhenSet(t *testing.T) {
 	}
 }
 
-// TestOpenAPIDocumentsEveryRoute: every route is documented and every
-// documented path answers (not 404/405).
+// TestOpenAPIDocumentsEveryRoute: the served openapi.yaml is a valid
+// OpenAPI 3 document for a parser we did not write (kin-openapi), every
+// route but the dashboard's files is documented, and every documented path
+// answers (not 404/405).
 func TestOpenAPIDocumentsEveryRoute(t *testing.T) {
 	db, lim := shared(t)
 	f := start(t, db, lim, func(o *Options) { o.RateLimit = RateLimit{} })
@@ -385,23 +417,24 @@ func TestOpenAPIDocumentsEveryRoute(t *testing.T) {
 	}
 	raw, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	var doc struct {
-		OpenAPI string                    `yaml:"openapi"`
-		Paths   map[string]map[string]any `yaml:"paths"`
+	loader := openapi3.NewLoader()
+	doc, err := loader.LoadFromData(raw)
+	if err != nil {
+		t.Fatalf("openapi.yaml does not parse: %v", err)
 	}
-	if err := yaml.Unmarshal(raw, &doc); err != nil || !strings.HasPrefix(doc.OpenAPI, "3.") {
-		t.Fatalf("openapi.yaml: %v (openapi %q)", err, doc.OpenAPI)
+	if err := doc.Validate(loader.Context); err != nil {
+		t.Fatalf("openapi.yaml is not valid OpenAPI 3: %v", err)
 	}
 	documented := map[string]bool{}
-	for p, ops := range doc.Paths {
-		for m := range ops {
+	for p, item := range doc.Paths.Map() {
+		for m := range item.Operations() {
 			documented[strings.ToUpper(m)+" "+p] = true
 		}
 	}
 	for _, r := range Routes() {
 		key := strings.TrimSuffix(r, "{$}")
-		if key == "GET /" {
-			continue // the dashboard page, not part of the API
+		if key == "GET /" || strings.HasPrefix(key, "GET /dashboard.") {
+			continue // the dashboard's files, not part of the API
 		}
 		if !documented[key] {
 			t.Errorf("route %s is not in openapi.yaml", r)
@@ -440,7 +473,7 @@ func TestStalledClientIsDisconnected(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	srv := NewServer(Handler(Options{Store: st, Log: zerolog.Nop()}), Timeouts{ReadHeader: 200 * time.Millisecond, Read: time.Second, Write: time.Second, Idle: time.Second})
+	srv := NewServer(Handler(Options{Store: st, Log: zerolog.Nop()}), Timeouts{ReadHeader: 200 * time.Millisecond, Read: time.Second, Write: time.Second, Idle: time.Second}, time.Second, zerolog.Nop())
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -467,8 +500,8 @@ func TestStalledClientIsDisconnected(t *testing.T) {
 	_ = lim
 }
 
-// TestInstancesShareABudgetThroughRedis: two serve instances whose limiters
-// use the same Redis count one client's requests together.
+// TestInstancesShareABudgetThroughRedis: two serve instances whose
+// counters use the same Redis count one client's requests together.
 func TestInstancesShareABudgetThroughRedis(t *testing.T) {
 	db, lim := shared(t)
 	srv := redistest.Start(t)
@@ -478,7 +511,7 @@ func TestInstancesShareABudgetThroughRedis(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		rl, err := NewRateLimiter(quota.NewRedis(client), 10, time.Minute)
+		rl, err := NewRedisCounter(client, 10, time.Minute)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,0 +1,92 @@
+package serve
+
+import (
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/trendfetch/trendfetch/internal/quota"
+	"github.com/trendfetch/trendfetch/internal/store"
+)
+
+// Dashboard is GET /v1/dashboard: everything the dashboard shows on one
+// refresh, in one request (one unit of the client's rate limit).
+type Dashboard struct {
+	// GeneratedAt is when the answer was read (UTC).
+	GeneratedAt time.Time          `json:"generated_at"`
+	Credentials []quota.StatusView `json:"credentials"`
+	Runs        []store.Run        `json:"runs"`
+	Regions     []DashboardRegion  `json:"regions"`
+}
+
+// DashboardRegion is a configured region with the top DashboardEntries of
+// its latest chart capture; Chart is null when none is stored.
+type DashboardRegion struct {
+	Region
+	Chart *DashboardChart `json:"chart"`
+}
+
+// DashboardChart is a chart capture with rank changes against the capture
+// before it. PreviousCapturedAt is null when there is none.
+type DashboardChart struct {
+	Capture            store.Capture    `json:"capture"`
+	PreviousCapturedAt *time.Time       `json:"previous_captured_at"`
+	Entries            []DashboardEntry `json:"entries"`
+}
+
+// DashboardEntry is a chart entry with values computed by trendfetch:
+// PreviousRank is its rank in the previous capture (null: not in it, or no
+// previous capture), RankChange is PreviousRank - Rank (positive: moved up;
+// null when PreviousRank is).
+type DashboardEntry struct {
+	store.Entry
+	PreviousRank *int `json:"previous_rank"`
+	RankChange   *int `json:"rank_change"`
+}
+
+func (s *server) dashboard(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	runs, err := RecentRuns(ctx, s.o.Store, "", DashboardRuns)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	d := Dashboard{GeneratedAt: s.o.Now().UTC(), Credentials: s.credentials(ctx), Runs: runs, Regions: []DashboardRegion{}}
+	for _, reg := range s.configuredRegions() {
+		dr := DashboardRegion{Region: reg}
+		c, entries, err := s.o.Store.CaptureAt(ctx, store.CaptureQuery{Region: reg.Region})
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+		case err != nil:
+			s.fail(w, r, err)
+			return
+		default:
+			chart := &DashboardChart{Capture: c, Entries: []DashboardEntry{}}
+			prev := map[string]int{}
+			pc, pe, err := s.o.Store.CaptureAt(ctx, store.CaptureQuery{Region: reg.Region, At: c.CapturedAt.Add(-time.Microsecond)})
+			switch {
+			case errors.Is(err, store.ErrNotFound):
+			case err != nil:
+				s.fail(w, r, err)
+				return
+			default:
+				at := pc.CapturedAt
+				chart.PreviousCapturedAt = &at
+				for _, e := range pe {
+					prev[e.VideoID] = e.Rank
+				}
+			}
+			for _, e := range entries[:min(len(entries), DashboardEntries)] {
+				de := DashboardEntry{Entry: e}
+				if was, ok := prev[e.VideoID]; ok {
+					change := was - e.Rank
+					de.PreviousRank, de.RankChange = &was, &change
+				}
+				chart.Entries = append(chart.Entries, de)
+			}
+			dr.Chart = chart
+		}
+		d.Regions = append(d.Regions, dr)
+	}
+	writeJSON(w, http.StatusOK, d)
+}

@@ -1,0 +1,161 @@
+// trendfetch dashboard: one GET /v1/dashboard per refresh (one request of
+// the client's rate limit); search and video pages on demand. Served as
+// /dashboard.js: the Content-Security-Policy allows no inline script.
+"use strict";
+const $ = (id) => document.getElementById(id);
+const esc = (s) => String(s ?? "").replace(/[&<>"']/g, (c) => ({"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;"}[c]));
+const num = (n) => n == null ? "–" : Number(n).toLocaleString("en-US");
+const utc = (t) => t ? t.replace("T", " ").replace(/(\.\d+)?Z$/, " UTC") : "–";
+const secs = (ms) => ms <= 0 ? "now" : ms < 120000 ? Math.ceil(ms / 1000) + " s" : ms < 7200000 ? Math.ceil(ms / 60000) + " min" : (ms / 3600000).toFixed(1) + " h";
+const REFRESH_MS = 60000;
+
+// With a token, open the dashboard as /#token=... (the fragment never
+// reaches the server or its logs).
+const token = new URLSearchParams(location.hash.slice(1)).get("token");
+
+// RateLimited is thrown for a 429; retryAfter is in seconds.
+class RateLimited extends Error {
+  constructor(message, retryAfter) { super(message); this.retryAfter = retryAfter; }
+}
+
+async function api(path) {
+  const headers = {"Accept": "application/json"};
+  if (token) headers["Authorization"] = "Bearer " + token;
+  const r = await fetch(path, {headers});
+  const body = await r.json().catch(() => ({}));
+  if (r.status === 429) {
+    const ra = Number(r.headers.get("Retry-After")) || 60;
+    limited(ra);
+    throw new RateLimited(body.error ? body.error.message : "rate limited", ra);
+  }
+  if (!r.ok) throw new Error(body.error ? body.error.message : r.status + " " + r.statusText);
+  return body;
+}
+
+// limited shows that the API refused this client for now, and when it
+// will try again.
+let retryTimer = null;
+function limited(retryAfter) {
+  const at = new Date(Date.now() + retryAfter * 1000).toISOString().slice(11, 19);
+  $("notice").textContent = `Rate limited: this client sent more requests than the API allows. ` +
+    `The figures below are from the last successful refresh; the next try is in ${retryAfter} s (${at} UTC).`;
+  $("notice").hidden = false;
+  clearTimeout(retryTimer);
+  retryTimer = setTimeout(refresh, retryAfter * 1000);
+}
+
+function renderQuota(credentials) {
+  $("quota").innerHTML = credentials.map((c) => {
+    const rows = c.buckets.map((b) => {
+      const full = b.remaining <= 0;
+      return `<tr class="bucket"><td>${esc(b.name)}</td>
+        <td><meter min="0" max="${Number(b.limit) || 1}" value="${Number(b.used) || 0}" high="${0.9 * (Number(b.limit) || 1)}"></meter></td>
+        <td class="num">${num(b.used)} / ${num(b.limit)}</td>
+        <td class="num">${num(b.remaining)} left</td>
+        <td>${full ? '<span class="bad">exhausted</span> · ' : ""}1 unit in ${secs(b.retry_after_one_ms)}</td>
+        <td class="num">${num(b.used_today)} today (PT)</td></tr>`;
+    }).join("");
+    const ex = c.exhausted_until ? ` · <span class="bad">exhausted upstream until ${utc(c.exhausted_until)}</span>` : "";
+    const down = c.reachable ? "" : ` · <span class="bad">backend unreachable: ${esc(c.error)}</span>`;
+    return `<div class="credential"><b>${esc(c.credential)}</b> <span class="muted">backend ${esc(c.backend)}</span>${ex}${down}
+      <table>${rows}</table></div>`;
+  }).join("") || '<span class="muted">no credentials</span>';
+}
+
+function renderRuns(runs) {
+  if (!runs.length) { $("runs").innerHTML = '<span class="muted">no runs yet</span>'; return; }
+  $("runs").innerHTML = `<table><tr><th>ID</th><th>Region</th><th>Started (UTC)</th><th class="num">Videos</th><th>Units</th><th>Outcome</th><th>Reason</th></tr>` +
+    runs.map((r) => `<tr class="run"><td>${r.id}</td><td>${esc(r.region)}</td><td>${utc(r.started_at)}</td>
+      <td class="num">${r.videos}</td><td>${esc(Object.entries(r.units).map(([k, v]) => k + "=" + v).join(" "))}</td>
+      <td class="${r.outcome === "success" ? "" : "bad"}">${esc(r.outcome)}</td><td class="muted">${esc((r.reason || "").slice(0, 80))}</td></tr>`).join("") + "</table>";
+}
+
+function renderCharts(regions) {
+  $("charts").innerHTML = regions.map((reg) => {
+    let html = `<h3>${esc(reg.region)} <span class="muted">${esc(reg.name)} · next run ${utc(reg.next_run)}</span></h3>`;
+    const c = reg.chart;
+    if (!c) return html + '<div class="muted">no chart captured yet</div>';
+    const vs = c.previous_captured_at ? ` · rank changes (computed by trendfetch) against the capture of ${utc(c.previous_captured_at)}` : "";
+    html += `<div class="muted">captured ${utc(c.capture.captured_at)} (run ${c.capture.run_id}${c.capture.complete ? "" : ", PARTIAL"})${vs}; views as of that capture</div>
+      <table><tr><th class="num">#</th><th title="computed by trendfetch"></th><th>Title</th><th>Channel</th><th class="num">Views</th></tr>` +
+      c.entries.map((e) => {
+        const move = !c.previous_captured_at ? "" : e.previous_rank == null ? '<span class="up">new</span>' :
+          e.rank_change > 0 ? `<span class="up">▲${e.rank_change}</span>` : e.rank_change < 0 ? `<span class="down">▼${-e.rank_change}</span>` : "";
+        return `<tr class="entry"><td class="num">${e.rank}</td><td>${move}</td>
+          <td><a data-video="${esc(e.video_id)}">${esc(e.title)}</a></td><td>${esc(e.channel_title)}</td><td class="num">${num(e.view_count)}</td></tr>`;
+      }).join("") + "</table>";
+    return html;
+  }).join("") || '<span class="muted">no regions configured</span>';
+}
+
+async function search(q) {
+  try {
+    const {hits} = await api("/v1/search?limit=20&q=" + encodeURIComponent(q));
+    $("search").innerHTML = hits.length ? "<ol>" + hits.map((h) =>
+      `<li class="hit"><a data-video="${esc(h.video_id)}">${esc(h.title)}</a> <span class="muted">— ${esc(h.channel_title)}${
+        h.regions.length ? " · " + h.regions.map((r) => esc(r.region) + " best #" + r.best_rank + " (computed by trendfetch; last #" + r.last_rank + " at " + utc(r.last_at) + ")").join(", ") : ""}</span></li>`).join("") + "</ol>"
+      : `<span class="muted">no videos match “${esc(q)}”</span>`;
+  } catch (e) {
+    $("search").innerHTML = `<span class="bad">${esc(e.message)}</span>`;
+  }
+}
+
+// sparkline draws views over time as an SVG polyline.
+function sparkline(points) {
+  const pts = points.filter((p) => p.view_count != null);
+  if (pts.length < 2) return '<span class="muted">not enough statistics points for a chart</span>';
+  const W = 600, H = 160, pad = 30;
+  const xs = pts.map((p) => Date.parse(p.at)), ys = pts.map((p) => p.view_count);
+  const x0 = Math.min(...xs), x1 = Math.max(...xs), y0 = Math.min(...ys), y1 = Math.max(...ys);
+  const sx = (x) => pad + (x1 === x0 ? 0 : (x - x0) / (x1 - x0) * (W - 2 * pad));
+  const sy = (y) => H - pad - (y1 === y0 ? 0 : (y - y0) / (y1 - y0) * (H - 2 * pad));
+  const line = pts.map((p, i) => sx(xs[i]).toFixed(1) + "," + sy(ys[i]).toFixed(1)).join(" ");
+  return `<svg id="views-chart" width="${W}" height="${H}" viewBox="0 0 ${W} ${H}" role="img" aria-label="views over time, each point at its capture time">
+    <polyline fill="none" stroke="#3a7" stroke-width="2" points="${line}"/>
+    <text x="${pad}" y="14" font-size="11">${num(y1)} views</text>
+    <text x="${pad}" y="${H - 8}" font-size="11">${utc(pts[0].at)}</text>
+    <text x="${W - pad}" y="${H - 8}" font-size="11" text-anchor="end">${utc(pts[pts.length - 1].at)}</text></svg>`;
+}
+
+async function showVideo(id) {
+  try {
+    const h = await api("/v1/videos/" + encodeURIComponent(id));
+    $("video-title").hidden = false;
+    $("video-title").textContent = h.video.title;
+    $("video").innerHTML = `<div class="muted">${esc(h.video.channel_title)} · ${num(h.video.view_count)} views as of ${utc(h.video.last_seen_at)}</div>` +
+      sparkline(h.points) +
+      "<table><tr><th>Region</th><th>First (UTC)</th><th>Last (UTC)</th><th class=num>Best rank*</th><th class=num>Days on chart*</th></tr>" +
+      h.regions.map((r) => `<tr><td>${esc(r.region)}</td><td>${utc(r.first_at)}</td><td>${utc(r.last_at)}</td><td class="num">#${r.best_rank}</td><td class="num">${r.days}</td></tr>`).join("") +
+      '</table><div class="muted computed">* computed by trendfetch from the captures between First and Last.</div>';
+    $("video-title").scrollIntoView();
+  } catch (e) {
+    $("video").innerHTML = `<span class="bad">${esc(e.message)}</span>`;
+  }
+}
+
+document.addEventListener("click", (ev) => {
+  const a = ev.target.closest("a[data-video]");
+  if (a) { ev.preventDefault(); showVideo(a.dataset.video); }
+});
+$("search-form").addEventListener("submit", (ev) => { ev.preventDefault(); const q = $("q").value.trim(); if (q) search(q); });
+
+async function refresh() {
+  clearTimeout(retryTimer);
+  try {
+    const d = await api("/v1/dashboard");
+    $("notice").hidden = true;
+    $("now").textContent = "updated " + utc(d.generated_at.replace(/\.\d+Z$/, "Z")) + " · times in UTC";
+    renderQuota(d.credentials);
+    renderRuns(d.runs);
+    renderCharts(d.regions);
+    retryTimer = setTimeout(refresh, REFRESH_MS);
+  } catch (e) {
+    if (!(e instanceof RateLimited)) {
+      $("notice").textContent = "Cannot refresh: " + e.message;
+      $("notice").hidden = false;
+      retryTimer = setTimeout(refresh, REFRESH_MS);
+    }
+  }
+  document.body.dataset.loaded = "true";
+}
+refresh();

@@ -1,0 +1,161 @@
+package serve
+
+import (
+	"context"
+	"fmt"
+	"log"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/rs/zerolog"
+	"golang.org/x/net/netutil"
+)
+
+// Timeouts bound what a client can hold (DESIGN.md §8): a stalled client
+// never keeps a connection for long.
+type Timeouts struct {
+	// ReadHeader is the time to send a request's headers, Read the whole
+	// request, Write the answer (counted from the end of the headers), Idle
+	// between keep-alive requests of a connection that sent the right
+	// token (or of any connection when no token is set), IdleAnonymous of
+	// one that did not.
+	ReadHeader, Read, Write, Idle, IdleAnonymous time.Duration
+}
+
+// DefaultTimeouts: 5 s to send the headers, 10 s for the whole request,
+// 30 s to write the answer, 60 s idle between keep-alive requests, 5 s for
+// connections without the token. Read and Write must exceed the request
+// deadline (Options.Timeout): NewServer raises them when needed.
+var DefaultTimeouts = Timeouts{ReadHeader: 5 * time.Second, Read: 10 * time.Second, Write: 30 * time.Second,
+	Idle: 60 * time.Second, IdleAnonymous: 5 * time.Second}
+
+// MaxHeaderBytes bounds a request's headers.
+const MaxHeaderBytes = 16 << 10
+
+// NewServer returns an http.Server for h with the timeouts t (Read and
+// Write at least ReadHeader + requestTimeout), MaxHeaderBytes, and its
+// error log (e.g. "http: Accept error") written to l as JSON warnings.
+// Serve it on a LimitListener: connections that did not authenticate are
+// then closed after t.IdleAnonymous idle.
+func NewServer(h http.Handler, t Timeouts, requestTimeout time.Duration, l zerolog.Logger) *http.Server {
+	floor := t.ReadHeader + requestTimeout + time.Second
+	return &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: t.ReadHeader,
+		ReadTimeout:       max(t.Read, floor),
+		WriteTimeout:      max(t.Write, floor),
+		IdleTimeout:       t.Idle,
+		MaxHeaderBytes:    MaxHeaderBytes,
+		ErrorLog:          log.New(errorLog{l}, "", 0),
+		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
+			return context.WithValue(ctx, connKey{}, c)
+		},
+		ConnState: func(c net.Conn, state http.ConnState) {
+			if lc, ok := c.(*limitedConn); ok && state == http.StateIdle && !lc.authenticated.Load() {
+				lc.idleAnonymous.Store(int64(t.IdleAnonymous))
+			}
+		},
+	}
+}
+
+// errorLog writes net/http's error log lines as zerolog warnings, so that
+// the log stays JSON.
+type errorLog struct{ l zerolog.Logger }
+
+func (e errorLog) Write(p []byte) (int, error) {
+	e.l.Warn().Str("source", "net/http").Msg(strings.TrimSpace(string(p)))
+	return len(p), nil
+}
+
+type connKey struct{}
+
+// authenticated marks the connection of r as having sent the right token:
+// it keeps the long idle timeout.
+func authenticated(r *http.Request) {
+	if c, ok := r.Context().Value(connKey{}).(*limitedConn); ok {
+		c.authenticated.Store(true)
+	}
+}
+
+// LimitListener caps ln's open connections: at most total at once (more
+// wait in the kernel's backlog, golang.org/x/net/netutil) and perIP per
+// client address (an IPv6 client by its /64); a connection over perIP is
+// answered 503 and closed.
+func LimitListener(ln net.Listener, total, perIP int) net.Listener {
+	return &limitListener{Listener: netutil.LimitListener(ln, total), perIP: perIP, open: map[string]int{}}
+}
+
+type limitListener struct {
+	net.Listener
+	perIP int
+
+	mu   sync.Mutex
+	open map[string]int
+}
+
+// tooManyConns is the whole answer to a connection over the per-address cap.
+var tooManyConns = func() string {
+	body := `{"error":{"code":"too_many_connections","message":"too many open connections from this address (serve.max_conns_per_ip): reuse fewer connections"}}` + "\n"
+	return fmt.Sprintf("HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s", len(body), body)
+}()
+
+func (l *limitListener) Accept() (net.Conn, error) {
+	for {
+		c, err := l.Listener.Accept()
+		if err != nil {
+			return nil, err
+		}
+		key := clientKey(c.RemoteAddr().String(), "")
+		l.mu.Lock()
+		n := l.open[key]
+		if n < l.perIP {
+			l.open[key] = n + 1
+		}
+		l.mu.Unlock()
+		if n >= l.perIP {
+			c.SetWriteDeadline(time.Now().Add(time.Second))
+			c.Write([]byte(tooManyConns))
+			c.Close()
+			continue
+		}
+		return &limitedConn{Conn: c, release: func() { l.release(key) }}, nil
+	}
+}
+
+func (l *limitListener) release(key string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.open[key]--; l.open[key] <= 0 {
+		delete(l.open, key)
+	}
+}
+
+// limitedConn is a connection counted by a limitListener.
+type limitedConn struct {
+	net.Conn
+	release       func()
+	once          sync.Once
+	authenticated atomic.Bool
+	// idleAnonymous, when not 0, shortens the next read deadline (the
+	// server's idle wait, set right after the StateIdle hook) to it.
+	idleAnonymous atomic.Int64
+}
+
+func (c *limitedConn) SetReadDeadline(t time.Time) error {
+	if d := time.Duration(c.idleAnonymous.Swap(0)); d > 0 {
+		if limit := time.Now().Add(d); t.IsZero() || t.After(limit) {
+			t = limit
+		}
+	}
+	return c.Conn.SetReadDeadline(t)
+}
+
+func (c *limitedConn) Close() error {
+	err := c.Conn.Close()
+	c.once.Do(c.release)
+	return err
+}

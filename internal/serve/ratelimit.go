@@ -1,0 +1,240 @@
+package serve
+
+import (
+	"context"
+	_ "embed"
+	"fmt"
+	"math"
+	"net"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/trendfetch/trendfetch/internal/quota"
+)
+
+// Limiter decides, per client, whether a request of the read API is
+// admitted (RateLimit.Limiter). NewCounter, NewRedisCounter and NewLog
+// build one.
+type Limiter interface {
+	// Allow counts one request of the client named key if it is admitted.
+	// An error means the backend could not decide (the server then serves
+	// the request unmetered, logged).
+	Allow(ctx context.Context, key string) (Decision, error)
+	// Close releases the limiter's backend.
+	Close() error
+}
+
+// Decision is a Limiter's answer for one request.
+type Decision struct {
+	// Allowed is true when the request was admitted and counted.
+	Allowed bool
+	// Remaining is how many more requests fit now (0 when denied).
+	Remaining int64
+	// RetryAfter is, when denied, the wait after which one request fits
+	// again if the client sends nothing meanwhile (rounded up to a
+	// millisecond, never early).
+	RetryAfter time.Duration
+}
+
+// RateMethod is the call site name under which the log limiter (NewLog)
+// counts API requests; RateBucket is its bucket.
+const (
+	RateMethod = "serve.request"
+	RateBucket = "requests"
+)
+
+// NewLog returns the exact sliding-window log limiter (serve.rate_limit
+// algorithm "log") of limit requests per client per window over backend:
+// quota.NewMemory() for one instance, the Redis backend for several.
+func NewLog(backend quota.Backend, limit int64, window time.Duration) (Limiter, error) {
+	l, err := quota.New(backend, []quota.Bucket{{Name: RateBucket, Limit: limit, Window: window}},
+		quota.Costs{RateMethod: {{Bucket: RateBucket, Units: 1}}})
+	if err != nil {
+		return nil, err
+	}
+	return logLimiter{l}, nil
+}
+
+type logLimiter struct{ l *quota.Limiter }
+
+func (g logLimiter) Allow(ctx context.Context, key string) (Decision, error) {
+	d, err := g.l.Reserve(ctx, key, RateMethod)
+	if err != nil {
+		return Decision{}, err
+	}
+	return Decision{Allowed: d.Allowed, Remaining: d.Remaining[RateBucket], RetryAfter: d.RetryAfter}, nil
+}
+
+func (g logLimiter) Close() error { return g.l.Close() }
+
+// counterState is one client's sliding-window counter: the index of its
+// current window (unix milliseconds / window), the requests admitted in
+// the window before it and in it. 16 bytes.
+type counterState struct {
+	win       int64
+	prev, cur int32
+}
+
+// counterDecide is the sliding-window counter (serve.rate_limit algorithm
+// "counter", DESIGN.md §4): the estimate of the requests in the sliding
+// window ending at nowMS is prev x (the part of the previous fixed window
+// still inside it) + cur; a request is admitted when the estimate plus one
+// is at most limit. It returns the state after the decision (unchanged on a
+// denial). ratelimit.lua is the same arithmetic on Redis; both compute in
+// integers (exact below 2^53: limit x window in ms).
+func counterDecide(st counterState, nowMS, windowMS, limit int64) (counterState, Decision) {
+	idx := nowMS / windowMS
+	elapsed := nowMS - idx*windowMS
+	var prev, cur int64
+	switch st.win {
+	case idx:
+		prev, cur = int64(st.prev), int64(st.cur)
+	case idx - 1:
+		prev = int64(st.cur)
+	}
+	room := limit*windowMS - prev*(windowMS-elapsed) - cur*windowMS
+	if room < windowMS {
+		var retry int64
+		if cur+1 <= limit {
+			retry = ceilDiv((windowMS-elapsed)*prev-(limit-cur-1)*windowMS, prev)
+		} else {
+			retry = (windowMS - elapsed) + ceilDiv((cur-limit+1)*windowMS, cur)
+		}
+		return st, Decision{RetryAfter: time.Duration(retry) * time.Millisecond}
+	}
+	return counterState{win: idx, prev: int32(prev), cur: int32(cur + 1)},
+		Decision{Allowed: true, Remaining: (room - windowMS) / windowMS}
+}
+
+// ceilDiv is a/b rounded up, for a >= 0 and b > 0.
+func ceilDiv(a, b int64) int64 { return (a + b - 1) / b }
+
+// checkCounter validates a counter's limit and window.
+func checkCounter(limit int64, window time.Duration) error {
+	if limit < 1 || limit > math.MaxInt32 {
+		return fmt.Errorf("rate limit %d: want 1 to %d requests per window", limit, math.MaxInt32)
+	}
+	if window < time.Millisecond || limit*window.Milliseconds() > 1<<53 {
+		return fmt.Errorf("rate limit window %s: want at least 1ms, and limit x window under 2^53 ms", window)
+	}
+	return nil
+}
+
+// memoryCounter keeps the counters of one instance. A client's state is
+// dropped once it no longer counts (two windows after its current one
+// began): the map is swept at the first decision of each window.
+type memoryCounter struct {
+	limit, windowMS int64
+	now             func() time.Time
+
+	mu      sync.Mutex
+	clients map[string]counterState
+	swept   int64 // window index of the last sweep
+}
+
+// NewCounter returns the in-memory sliding-window counter of limit requests
+// per client per window; now is its clock (nil: time.Now).
+func NewCounter(limit int64, window time.Duration, now func() time.Time) (Limiter, error) {
+	if err := checkCounter(limit, window); err != nil {
+		return nil, err
+	}
+	if now == nil {
+		now = time.Now
+	}
+	return &memoryCounter{limit: limit, windowMS: window.Milliseconds(), now: now, clients: map[string]counterState{}}, nil
+}
+
+func (m *memoryCounter) Allow(_ context.Context, key string) (Decision, error) {
+	nowMS := m.now().UnixMilli()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if idx := nowMS / m.windowMS; idx > m.swept {
+		for k, st := range m.clients {
+			if st.win < idx-1 {
+				delete(m.clients, k)
+			}
+		}
+		m.swept = idx
+	}
+	st, d := counterDecide(m.clients[key], nowMS, m.windowMS, m.limit)
+	if d.Allowed {
+		m.clients[key] = st
+	}
+	return d, nil
+}
+
+// Len is the number of clients whose state is kept.
+func (m *memoryCounter) Len() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.clients)
+}
+
+func (m *memoryCounter) Close() error { return nil }
+
+//go:embed ratelimit.lua
+var counterLua string
+
+// counterScript is ratelimit.lua, run by EVALSHA (EVAL after NOSCRIPT).
+var counterScript = redis.NewScript(counterLua)
+
+// redisCounter keeps the counters in Redis, so that several instances
+// share one budget per client: one hash per client (counterKey), with a TTL.
+type redisCounter struct {
+	client   redis.UniversalClient
+	limit    int64
+	windowMS int64
+}
+
+// NewRedisCounter returns the sliding-window counter of limit requests per
+// client per window in Redis (ratelimit.lua: one script call per decision,
+// the server's clock). Close closes client.
+func NewRedisCounter(client redis.UniversalClient, limit int64, window time.Duration) (Limiter, error) {
+	if err := checkCounter(limit, window); err != nil {
+		return nil, err
+	}
+	return &redisCounter{client: client, limit: limit, windowMS: window.Milliseconds()}, nil
+}
+
+// counterKey is the Redis key of a client's counter; the client name is the
+// hash tag (Redis Cluster) and holds no secret (see clientKey).
+func counterKey(client string) string { return "trendfetch:serve:{" + client + "}" }
+
+func (r *redisCounter) Allow(ctx context.Context, key string) (Decision, error) {
+	res, err := counterScript.Run(ctx, r.client, []string{counterKey(key)}, r.limit, r.windowMS).Int64Slice()
+	if err != nil {
+		return Decision{}, fmt.Errorf("rate limiter: %w", err)
+	}
+	if len(res) != 3 {
+		return Decision{}, fmt.Errorf("rate limiter: script replied %v", res)
+	}
+	// {allowed, remaining, retry_after_ms}
+	return Decision{Allowed: res[0] == 1, Remaining: res[1], RetryAfter: time.Duration(res[2]) * time.Millisecond}, nil
+}
+
+func (r *redisCounter) Close() error { return r.client.Close() }
+
+// clientKey names a client for the limiter: "serve-token-<first 16 hex
+// digits of the token's SHA-256>" when limiting by token and a valid token
+// was sent (a secret never becomes a key), else "serve-ip-<address>", an
+// IPv6 address by its /64 (one host usually has a whole /64).
+func clientKey(remoteAddr, tokenHash string) string {
+	if tokenHash != "" {
+		return "serve-token-" + tokenHash
+	}
+	host, _, err := net.SplitHostPort(remoteAddr)
+	if err != nil {
+		host = remoteAddr
+	}
+	ip := net.ParseIP(host)
+	if ip == nil {
+		return "serve-ip-" + strings.ToLower(host)
+	}
+	if v4 := ip.To4(); v4 != nil {
+		return "serve-ip-" + v4.String()
+	}
+	return "serve-ip-" + ip.Mask(net.CIDRMask(64, 128)).String() + "/64"
+}
