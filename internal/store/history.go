@@ -197,6 +197,48 @@ type VideoHistory struct {
 	Points []StatsPoint `json:"points"`
 	// Regions summarises chart appearances per region, by region code.
 	Regions []RegionSummary `json:"regions"`
+	// Titles is the video's title from each change on, oldest first: the
+	// first captured title, then each different one (text as captured).
+	Titles []TitleChange `json:"titles"`
+}
+
+// TitleChange is a title a video had from At (the first capture that
+// showed it, UTC) until the next change.
+type TitleChange struct {
+	At    time.Time `json:"at"`
+	Title string    `json:"title"`
+}
+
+// titles returns the title changes of video id (see VideoHistory.Titles):
+// its superseded text versions and the current one, in version order.
+func (s *Store) titles(ctx context.Context, id string) ([]TitleChange, error) {
+	rows, err := s.db.QueryContext(ctx, `
+SELECT t.version, t.title, coalesce(t.since, v.first_seen_at)
+FROM videos v JOIN video_texts t ON t.video = v.rowid WHERE v.id = ?1
+UNION ALL
+SELECT v.text_version, v.title, coalesce(v.text_since, v.first_seen_at) FROM videos v WHERE v.id = ?1
+ORDER BY 1`, id)
+	if err != nil {
+		return nil, fmt.Errorf("cannot read titles of %s: %w", id, err)
+	}
+	defer rows.Close()
+	out := []TitleChange{}
+	for rows.Next() {
+		var (
+			version int64
+			c       TitleChange
+			ts      sql.NullString
+		)
+		if err := rows.Scan(&version, &c.Title, &ts); err != nil {
+			return nil, fmt.Errorf("cannot read titles of %s: %w", id, err)
+		}
+		if n := len(out); n > 0 && out[n-1].Title == c.Title {
+			continue // another field changed
+		}
+		c.At = parseTime(ts)
+		out = append(out, c)
+	}
+	return out, rows.Err()
 }
 
 // History returns the video with the given id and its history. Errors: a
@@ -268,6 +310,9 @@ ORDER BY c.captured_at, c.id`, id)
 	}
 	sort.Slice(h.Regions, func(i, j int) bool { return h.Regions[i].Region < h.Regions[j].Region })
 
+	if h.Titles, err = s.titles(ctx, id); err != nil {
+		return VideoHistory{}, err
+	}
 	samples, err := s.samples(ctx, id)
 	if err != nil {
 		return VideoHistory{}, err
