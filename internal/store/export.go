@@ -257,9 +257,9 @@ func (x *exporter) videoText(ctx context.Context, k textKey) (*exportVideo, erro
 	return &v, nil
 }
 
-// exportCaptures lists the captures q selects, in export order, in tx:
-// id, run_id, region, captured_at, complete.
-func (s *Store) exportCaptures(ctx context.Context, tx *sql.Tx, q ExportQuery) (*sql.Rows, error) {
+// exportWhere is the WHERE clause (and its arguments) of the chart
+// captures q selects.
+func exportWhere(q ExportQuery) (string, []any) {
 	where := []string{"kind = 'chart'"}
 	var args []any
 	if len(q.Regions) > 0 {
@@ -276,12 +276,22 @@ func (s *Store) exportCaptures(ctx context.Context, tx *sql.Tx, q ExportQuery) (
 		where = append(where, "captured_at <= ?")
 		args = append(args, fmtTime(q.Until))
 	}
-	query := `SELECT id, run_id, region, captured_at, complete FROM captures WHERE ` + strings.Join(where, " AND ")
+	if q.EveryDay {
+		where = append(where, "complete = 1")
+	}
+	return strings.Join(where, " AND "), args
+}
+
+// exportCaptures lists the captures q selects, in export order, in tx:
+// id, run_id, region, captured_at, complete.
+func (s *Store) exportCaptures(ctx context.Context, tx *sql.Tx, q ExportQuery) (*sql.Rows, error) {
+	where, args := exportWhere(q)
+	query := `SELECT id, run_id, region, captured_at, complete FROM captures WHERE ` + where
 	if q.EveryDay {
 		// The last complete capture of each region and UTC day.
 		query = `SELECT id, run_id, region, captured_at, complete FROM (
     SELECT *, row_number() OVER (PARTITION BY region, substr(captured_at, 1, 10) ORDER BY captured_at DESC, id DESC) AS n
-    FROM captures WHERE complete = 1 AND ` + strings.Join(where, " AND ") + `
+    FROM captures WHERE ` + where + `
 ) WHERE n = 1`
 	}
 	rows, err := tx.QueryContext(ctx, query+` ORDER BY captured_at, id`, args...)
@@ -289,4 +299,25 @@ func (s *Store) exportCaptures(ctx context.Context, tx *sql.Tx, q ExportQuery) (
 		return nil, fmt.Errorf("cannot list captures to export: %w", err)
 	}
 	return rows, nil
+}
+
+// ExportRegions returns the regions of the captures q selects, sorted:
+// what an Export of q would write (Export reads its own snapshot; a run
+// may add a region in between).
+func (s *Store) ExportRegions(ctx context.Context, q ExportQuery) ([]string, error) {
+	where, args := exportWhere(q)
+	rows, err := s.db.QueryContext(ctx, `SELECT DISTINCT region FROM captures WHERE `+where+` ORDER BY region`, args...)
+	if err != nil {
+		return nil, fmt.Errorf("cannot list regions to export: %w", err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var r string
+		if err := rows.Scan(&r); err != nil {
+			return nil, fmt.Errorf("cannot list regions to export: %w", err)
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
 }

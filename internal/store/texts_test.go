@@ -79,6 +79,12 @@ func TestTextAsCaptured(t *testing.T) {
 	if w := "2026-03-01 First title,2026-03-02 Second title,2026-03-05 First title"; strings.Join(titles, ",") != w {
 		t.Errorf("title changes %q, want %q", strings.Join(titles, ","), w)
 	}
+	for d, want := range map[int]string{1: "First title", 2: "Second title", 4: "Second title", 5: "First title"} {
+		_, es, err := s.CaptureAt(ctx, CaptureQuery{Region: "US", At: day(d)})
+		if err != nil || len(es) != 2 || es[0].Title != want {
+			t.Errorf("chart of day %d: %+v, %v; want %q first", d, es, err, want)
+		}
+	}
 	ftsIntegrity(t, s)
 }
 

@@ -1,0 +1,177 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/csv"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/trendfetch/trendfetch/internal/fetch/youtubetest"
+	"github.com/trendfetch/trendfetch/internal/store"
+)
+
+// fillStore writes captures of 200 videos (1 KB descriptions) in regions
+// to e's database through the store, one capture per region and hour.
+func fillStore(t *testing.T, e *env, captures int, regions ...string) {
+	t.Helper()
+	ctx := context.Background()
+	st, err := store.Open(ctx, e.dbPath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	desc := strings.Repeat("A long description line.\r\n", 40)
+	for c := 0; c < captures; c++ {
+		for _, region := range regions {
+			run, err := st.StartRun(ctx, store.Run{Region: region})
+			if err != nil {
+				t.Fatal(err)
+			}
+			vs := make([]store.Video, 200)
+			for i := range vs {
+				views := int64(1000*c + i)
+				vs[i] = store.Video{ID: fmt.Sprintf("%s%09d", region[:1], i), Title: fmt.Sprintf("Video %d", i), Description: desc, Views: &views}
+			}
+			at := time.Date(2026, 11, 1, c, 0, 0, 0, time.UTC)
+			if err := st.SavePage(ctx, run, region, 1, vs, at); err != nil {
+				t.Fatal(err)
+			}
+			if err := st.CompleteCapture(ctx, run, region, store.KindChart, "", at); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
+
+// csvRecords parses a whole CSV.
+func csvRecords(t *testing.T, s string) [][]string {
+	t.Helper()
+	recs, err := csv.NewReader(strings.NewReader(s)).ReadAll()
+	if err != nil {
+		t.Fatalf("%v\n%.300s", err, s)
+	}
+	return recs
+}
+
+// dirNames lists the names in dir, sorted.
+func dirNames(t *testing.T, dir string) []string {
+	t.Helper()
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, e := range ents {
+		out = append(out, e.Name())
+	}
+	return out
+}
+
+// TestExportOutputs (issue 23 item 5, issue 21 items 7 and 8): one file
+// per region under the datasets' names; several regions in one CSV only
+// with a region column; --layout with jsonl refused; --output replaced
+// whole, never left partial; --spreadsheet-safe.
+func TestExportOutputs(t *testing.T) {
+	_, url, e := sampleEnv(t, "US", "GB")
+	for _, r := range []string{"US", "GB"} {
+		if res := e.run("--api-endpoint", url, "run", "--region", r); res.code != 0 {
+			t.Fatalf("run %s: exit %d\n%s", r, res.code, res.stderr)
+		}
+	}
+	res := e.run("export")
+	if res.code != 2 || res.stdout != "" || !strings.Contains(res.stderr, "cannot write 2 regions (GB,US) to one CSV") ||
+		!strings.Contains(res.stderr, "Try: trendfetch export --output DIR/") {
+		t.Errorf("multi-region CSV to stdout: exit %d\n%s%s", res.code, res.stdout, res.stderr)
+	}
+	res = e.run("export", "--region-column", "--layout", "trending-daily")
+	recs := csvRecords(t, res.stdout)
+	if res.code != 0 || len(recs) != 1+2*youtubetest.SampleSize || recs[0][len(recs[0])-1] != "region" ||
+		recs[1][len(recs[1])-1] != "US" && recs[1][len(recs[1])-1] != "GB" {
+		t.Errorf("--region-column: exit %d, %d records\n%s", res.code, len(recs), res.stderr)
+	}
+	for _, c := range []struct {
+		layout string
+		want   []string
+	}{
+		{"youtube-new", []string{"GBvideos.csv", "USvideos.csv"}},
+		{"trending-daily", []string{"GB_youtube_trending_data.csv", "US_youtube_trending_data.csv"}},
+	} {
+		dir := filepath.Join(e.dir, c.layout) + "/"
+		if res := e.run("export", "--layout", c.layout, "--output", dir); res.code != 0 {
+			t.Fatalf("--output DIR: exit %d\n%s", res.code, res.stderr)
+		}
+		if got := dirNames(t, dir); !slices.Equal(got, c.want) {
+			t.Errorf("--layout %s --output DIR/: %v, want %v", c.layout, got, c.want)
+		}
+		b, err := os.ReadFile(filepath.Join(dir, c.want[1]))
+		if n := len(csvRecords(t, string(b))); err != nil || n != 1+youtubetest.SampleSize {
+			t.Errorf("%s: %d records, %v", c.want[1], n, err)
+		}
+	}
+	for _, args := range [][]string{
+		{"export", "--format", "jsonl", "--layout", "youtube-new"},
+		{"export", "--format", "jsonl", "--spreadsheet-safe"},
+	} {
+		if res := e.run(args...); res.code != 2 || !strings.Contains(res.stderr, "only for --format csv") && !strings.Contains(res.stderr, "are for --format csv") {
+			t.Errorf("%v: exit %d %q", args, res.code, res.stderr)
+		}
+	}
+	if res := e.run("export", "--format", "jsonl"); res.code != 0 || strings.Count(res.stdout, "\n") != 2*youtubetest.SampleSize {
+		t.Errorf("jsonl of two regions: exit %d\n%s", res.code, res.stderr)
+	}
+
+	// --output FILE: an old file is replaced as a whole; no temporary file stays.
+	out := filepath.Join(e.dir, "out", "us.csv")
+	os.MkdirAll(filepath.Dir(out), 0o755)
+	os.WriteFile(out, []byte("old\n"), 0o644)
+	if res := e.run("export", "--region", "US", "--output", out); res.code != 0 {
+		t.Fatalf("--output FILE: exit %d\n%s", res.code, res.stderr)
+	}
+	if b, _ := os.ReadFile(out); len(csvRecords(t, string(b))) != 1+youtubetest.SampleSize || strings.HasPrefix(string(b), "old") {
+		t.Errorf("--output FILE not replaced:\n%.200s", b)
+	}
+	if got := dirNames(t, filepath.Dir(out)); !slices.Equal(got, []string{"us.csv"}) {
+		t.Errorf("files next to the output: %v", got)
+	}
+	if res := e.run("export", "--region", "US", "--output", filepath.Join(e.dir, "missing", "dir", "x.csv")); res.code != 2 || !strings.Contains(res.stderr, "--output") {
+		t.Errorf("--output into a missing directory: exit %d %q", res.code, res.stderr)
+	}
+}
+
+// TestExportToClosedPipe: `trendfetch export | head -1` ends quietly with
+// exit 0 when the reader goes away (EPIPE), not killed by SIGPIPE.
+func TestExportToClosedPipe(t *testing.T) {
+	e := newEnv(t)
+	fillStore(t, e, 30, "US") // 6,000 rows, ~6 MB: far more than a pipe holds
+	cmd := exec.Command(binary, "export", "--every", "capture")
+	for k, v := range e.vars {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	pipe, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	line, err := bufio.NewReader(pipe).ReadString('\n')
+	if err != nil || !strings.HasPrefix(line, "video_id,") {
+		t.Fatalf("first line %q, %v", line, err)
+	}
+	pipe.Close() // as head does after its lines
+	err = cmd.Wait()
+	var ee *exec.ExitError
+	if errors.As(err, &ee) || err != nil || stderr.Len() != 0 {
+		t.Errorf("export into a closed pipe: %v (exit %d), stderr %q; want exit 0, quiet", err, cmd.ProcessState.ExitCode(), stderr.String())
+	}
+}
