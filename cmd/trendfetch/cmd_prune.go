@@ -15,8 +15,8 @@ import (
 
 func newPruneCmd(a *app) *cobra.Command {
 	var (
-		olderThan      string
-		dryRun, asJSON bool
+		olderThan              string
+		dryRun, asJSON, vacuum bool
 	)
 	cmd := &cobra.Command{
 		Use:   "prune [--older-than DURATION] [--dry-run]",
@@ -26,8 +26,12 @@ samples older than --older-than (default: the config's store.retention), then
 every video no capture or sample references any more, with its full-text index
 rows. Runs, channels and categories are kept. Reports what it removed; with
 --dry-run only what it would remove. DURATION is a Go duration (2160h) or days
-(90d). With store.retention set, every trendfetch run prunes the same way.`,
-		Example: "  trendfetch prune --older-than 90d --dry-run\n  trendfetch prune --older-than 2160h --json",
+(90d). With store.retention set, every trendfetch run prunes the same way.
+
+SQLite keeps the pages it frees for reuse, so the file does not shrink:
+--vacuum then rebuilds it and gives the space back (it needs free disk space
+about the size of the database, and runs wait for it).`,
+		Example: "  trendfetch prune --older-than 90d --dry-run\n  trendfetch prune --older-than 2160h --json\n  trendfetch prune --older-than 90d --vacuum",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			var age time.Duration
@@ -63,27 +67,45 @@ rows. Runs, channels and categories are kept. Reports what it removed; with
 			if err != nil {
 				return err
 			}
+			var sizes *[2]int64 // file bytes before and after --vacuum
+			if vacuum && !dryRun {
+				b, af, err := st.Vacuum(cmd.Context())
+				if err != nil {
+					return err
+				}
+				sizes = &[2]int64{b, af}
+			}
 			if asJSON {
+				var vb, va *int64
+				if sizes != nil {
+					vb, va = &sizes[0], &sizes[1]
+				}
 				enc := json.NewEncoder(a.stdout)
 				enc.SetIndent("", "  ")
 				return enc.Encode(struct {
 					Before time.Time `json:"before"`
 					DryRun bool      `json:"dry_run"`
 					store.PruneReport
-				}{before.UTC(), dryRun, rep})
+					BytesBefore *int64 `json:"file_bytes_before_vacuum"`
+					BytesAfter  *int64 `json:"file_bytes_after_vacuum"`
+				}{before.UTC(), dryRun, rep, vb, va})
 			}
 			verb := "removed"
 			if dryRun {
 				verb = "would remove"
 			}
-			fmt.Fprintf(a.stdout, "%s %d captures (%d entries), %d stats samples, %d videos older than %s UTC\n",
-				verb, rep.Captures, rep.Entries, rep.Samples, rep.Videos, before.UTC().Format("2006-01-02 15:04"))
+			fmt.Fprintf(a.stdout, "%s %d captures (%d entries), %d stats samples, %d text versions, %d videos older than %s UTC\n",
+				verb, rep.Captures, rep.Entries, rep.Samples, rep.Texts, rep.Videos, before.UTC().Format("2006-01-02 15:04"))
+			if sizes != nil {
+				fmt.Fprintf(a.stdout, "vacuum: database file %d -> %d bytes\n", sizes[0], sizes[1])
+			}
 			return nil
 		},
 	}
 	cmd.Flags().StringVar(&olderThan, "older-than", "", "age of what to delete: a Go duration (2160h) or days (90d); default store.retention")
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "report what would be removed, remove nothing")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the report as JSON")
+	cmd.Flags().BoolVar(&vacuum, "vacuum", false, "then rebuild the database file to give the freed space back to the disk")
 	return cmd
 }
 

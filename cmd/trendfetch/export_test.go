@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/csv"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -173,5 +174,38 @@ func TestExportToClosedPipe(t *testing.T) {
 	var ee *exec.ExitError
 	if errors.As(err, &ee) || err != nil || stderr.Len() != 0 {
 		t.Errorf("export into a closed pipe: %v (exit %d), stderr %q; want exit 0, quiet", err, cmd.ProcessState.ExitCode(), stderr.String())
+	}
+}
+
+// TestPruneVacuum (issue 23 item 5): prune frees pages inside the file;
+// --vacuum gives them back to the disk.
+func TestPruneVacuum(t *testing.T) {
+	e := newEnv(t)
+	fillStore(t, e, 10, "US", "GB")
+	size := func() int64 {
+		fi, err := os.Stat(e.dbPath())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fi.Size()
+	}
+	full := size()
+	res := e.run("prune", "--older-than", "1ns")
+	if res.code != 0 || !strings.Contains(res.stdout, "removed 20 captures (4000 entries)") {
+		t.Fatalf("prune: exit %d\n%s%s", res.code, res.stdout, res.stderr)
+	}
+	if got := size(); got < full {
+		t.Fatalf("the file shrank without --vacuum (%d -> %d): this test shows nothing", full, got)
+	}
+	res = e.run("prune", "--older-than", "1ns", "--vacuum", "--json")
+	var rep struct {
+		Before *int64 `json:"file_bytes_before_vacuum"`
+		After  *int64 `json:"file_bytes_after_vacuum"`
+	}
+	if err := json.Unmarshal([]byte(res.stdout), &rep); err != nil || res.code != 0 || rep.Before == nil || rep.After == nil {
+		t.Fatalf("prune --vacuum --json: exit %d %v\n%s%s", res.code, err, res.stdout, res.stderr)
+	}
+	if got := size(); got > full/2 || *rep.After > *rep.Before/2 {
+		t.Errorf("after --vacuum: file %d bytes (was %d), report %d -> %d", got, full, *rep.Before, *rep.After)
 	}
 }

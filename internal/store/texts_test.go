@@ -85,6 +85,18 @@ func TestTextAsCaptured(t *testing.T) {
 			t.Errorf("chart of day %d: %+v, %v; want %q first", d, es, err, want)
 		}
 	}
+	// Pruning days 1-2 removes the two versions only they referred to.
+	dry, err := s.Prune(ctx, day(3), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := s.Prune(ctx, day(3), false)
+	if err != nil || rep.Texts != 2 || dry.Texts != 2 || rep.Captures != 2 {
+		t.Errorf("prune of days 1-2: %+v (dry run %+v), %v; want 2 text versions", rep, dry, err)
+	}
+	if got, want := exportTitles(t, s), want.String()[strings.Index(want.String(), "2026-03-03"):]; got != want {
+		t.Errorf("export after prune:\n got %s\nwant %s", got, want)
+	}
 	ftsIntegrity(t, s)
 }
 
