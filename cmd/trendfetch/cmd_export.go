@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -22,7 +23,7 @@ import (
 func newExportCmd(a *app) *cobra.Command {
 	var (
 		format, layout, every, since, until, output string
-		regionList                                  []string
+		regionList, partition                       []string
 		noDescription, regionColumn, safe           bool
 	)
 	cmd := &cobra.Command{
@@ -79,15 +80,20 @@ Costs no quota.`,
 				if layout != store.LayoutYoutubeNew && layout != store.LayoutTrendingDaily {
 					return usagef("trendfetch export --format csv --layout youtube-new", "--layout %q: must be youtube-new or trending-daily", layout)
 				}
-			case "jsonl":
+			case "jsonl", "parquet":
 				if cmd.Flags().Changed("layout") {
-					return usagef("trendfetch export --format jsonl", "--layout %q: only for --format csv (JSON Lines has its own fields)", layout)
+					return usagef("trendfetch export --format "+format, "--layout %q: only for --format csv (%s has its own columns)", layout, format)
 				}
 				if safe || regionColumn {
-					return usagef("trendfetch export --format jsonl", "--spreadsheet-safe and --region-column are for --format csv (JSON Lines always has region)")
+					return usagef("trendfetch export --format "+format, "--spreadsheet-safe and --region-column are for --format csv (%s always has region)", format)
 				}
 			default:
-				return usagef("trendfetch export --format csv", "--format %q: must be csv or jsonl", format)
+				return usagef("trendfetch export --format csv", "--format %q: must be csv, jsonl or parquet", format)
+			}
+			for _, p := range partition {
+				if p != "region" && p != "date" || strings.Count(","+strings.Join(partition, ",")+",", ","+p+",") > 1 {
+					return usagef("trendfetch export --format parquet --partition region,date --output DIR/", "--partition %q: must be region, date or region,date", strings.Join(partition, ","))
+				}
 			}
 			switch every {
 			case "day":
@@ -117,6 +123,9 @@ Costs no quota.`,
 					dir = output
 				}
 			}
+			if len(partition) > 0 && dir == "" {
+				return usagef("trendfetch export --format parquet --partition region,date --output DIR/", "--partition needs --output DIR/ (a directory)")
+			}
 			st, err := a.loadReadStore(cmd.Context())
 			if err != nil {
 				return err
@@ -135,7 +144,7 @@ Costs no quota.`,
 						"cannot write %d regions (%s) to one CSV without a region column", len(rs), strings.Join(rs, ","))
 				}
 			}
-			x := &exportSinks{format: f, dir: dir, stdout: a.stdout, sinks: map[string]*exportSink{}}
+			x := &exportSinks{format: f, dir: dir, partition: partition, stdout: a.stdout, sinks: map[string]*exportSink{}}
 			if dir == "" && output != "" && output != "-" {
 				x.file = output
 			}
@@ -159,7 +168,7 @@ Costs no quota.`,
 					first = r.Region
 				}
 				progress.add()
-				w, err := x.writer(r.Region)
+				w, err := x.writer(r.Region, r.CapturedAt)
 				if err != nil {
 					return err
 				}
@@ -180,7 +189,8 @@ Costs no quota.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&format, "format", "csv", "csv or jsonl")
+	f.StringVar(&format, "format", "csv", "csv, jsonl or parquet")
+	f.StringSliceVar(&partition, "partition", nil, "with --output DIR/: hive-style directories by region and/or UTC date (region=US/date=2026-11-24/part-0.parquet)")
 	f.StringVar(&layout, "layout", store.LayoutYoutubeNew, "CSV columns: youtube-new (Kaggle 2017) or trending-daily (2018 scraper / 2020)")
 	f.StringSliceVar(&regionList, "region", nil, "only these regions (repeatable or comma-separated; default all)")
 	f.StringVar(&since, "since", "", "captures at or after this time (RFC 3339 or UTC date)")
@@ -194,62 +204,95 @@ Costs no quota.`,
 }
 
 // exportSinks holds the outputs of one export: standard output, one file,
-// or one file per region in a directory. Files are written under a
-// temporary name in their directory and renamed by commit, all at the end.
+// one file per region in a directory, or hive-style partitions. Files are
+// written under a temporary name in their directory and renamed by commit,
+// all at the end.
 type exportSinks struct {
-	format store.ExportFormat
-	dir    string // one file per region, or ""
-	file   string // one file, or "" (standard output)
-	stdout io.Writer
-	sinks  map[string]*exportSink // by region ("" unless dir)
+	format    store.ExportFormat
+	dir       string   // one file per region or partition, or ""
+	partition []string // "region", "date"
+	file      string   // one file, or "" (standard output)
+	stdout    io.Writer
+	sinks     map[string]*exportSink // by path ("" for standard output)
+	day       string                 // the UTC day of the last row (date partitions)
 }
 
 // exportSink is one output: its temporary file (nil for standard output),
-// buffer and writer.
+// buffer and writer; w is nil once the sink is flushed and closed.
 type exportSink struct {
 	tmp  *os.File
 	path string
+	day  string
 	bw   *bufio.Writer
 	w    store.ExportWriter
 }
 
 // datasetFile is the file name of region's rows in a dataset layout
 // (../shared/data/PROVENANCE.md): USvideos.csv (youtube-new),
-// US_youtube_trending_data.csv (trending-daily); US.jsonl for JSON Lines.
+// US_youtube_trending_data.csv (trending-daily); US.jsonl, US.parquet.
 func datasetFile(f store.ExportFormat, region string) string {
 	switch {
-	case f.Format == "jsonl":
-		return region + ".jsonl"
+	case f.Format != "csv":
+		return region + "." + f.Format
 	case f.Layout == store.LayoutTrendingDaily:
 		return region + "_youtube_trending_data.csv"
 	}
 	return region + "videos.csv"
 }
 
-// writer returns the writer of region's rows, opening its output first.
-func (x *exportSinks) writer(region string) (store.ExportWriter, error) {
-	key := ""
-	if x.dir != "" {
-		key = region
+// path returns the output file of a row of region captured at (UTC) day.
+func (x *exportSinks) path(region, day string) string {
+	switch {
+	case len(x.partition) > 0:
+		parts := []string{x.dir}
+		for _, p := range x.partition {
+			if p == "region" {
+				parts = append(parts, "region="+region)
+			} else {
+				parts = append(parts, "date="+day)
+			}
+		}
+		return filepath.Join(append(parts, "part-0."+x.format.Format)...)
+	case x.dir != "":
+		return filepath.Join(x.dir, datasetFile(x.format, region))
 	}
-	if s := x.sinks[key]; s != nil {
+	return x.file
+}
+
+// writer returns the writer of a row of region captured at at, opening its
+// output first. With date partitions, the outputs of earlier days are
+// finished first (rows come in time order), so at most one day's files
+// are open.
+func (x *exportSinks) writer(region string, at time.Time) (store.ExportWriter, error) {
+	day := at.UTC().Format(time.DateOnly)
+	if slices.Contains(x.partition, "date") && day != x.day {
+		for _, s := range x.sinks {
+			if s.w != nil && s.day != day {
+				if err := s.finish(); err != nil {
+					return nil, err
+				}
+			}
+		}
+		x.day = day
+	}
+	path := x.path(region, day)
+	if s := x.sinks[path]; s != nil {
 		return s.w, nil
 	}
-	s := &exportSink{}
+	s := &exportSink{path: path, day: day}
 	out := x.stdout
-	switch {
-	case x.dir != "":
-		s.path = filepath.Join(x.dir, datasetFile(x.format, region))
-	case x.file != "":
-		s.path = x.file
-	}
-	if s.path != "" {
-		tmp, err := os.CreateTemp(filepath.Dir(s.path), "."+filepath.Base(s.path)+".*.tmp")
+	if path != "" {
+		if x.dir != "" {
+			if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+				return nil, err
+			}
+		}
+		tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
 		if err != nil {
-			return nil, usagef("trendfetch export --output FILE", "--output %s: %v", s.path, err)
+			return nil, usagef("trendfetch export --output FILE", "--output %s: %v", path, err)
 		}
 		s.tmp, out = tmp, tmp
-		x.sinks[key] = s // abort removes it from here on
+		x.sinks[path] = s // abort removes it from here on
 		if err := tmp.Chmod(0o644); err != nil {
 			return nil, err
 		}
@@ -260,27 +303,36 @@ func (x *exportSinks) writer(region string) (store.ExportWriter, error) {
 		return nil, err
 	}
 	s.w = w
-	x.sinks[key] = s
+	x.sinks[path] = s
 	return w, nil
 }
 
-// commit flushes every output and renames the files into place. With no
+// finish flushes s and closes its file (renamed later by commit).
+func (s *exportSink) finish() error {
+	if err := s.w.Flush(); err != nil {
+		return err
+	}
+	if err := s.bw.Flush(); err != nil {
+		return err
+	}
+	s.w = nil
+	if s.tmp != nil {
+		return s.tmp.Close()
+	}
+	return nil
+}
+
+// commit finishes every output and renames the files into place. With no
 // row at all, standard output or the one file still gets its header.
 func (x *exportSinks) commit() error {
 	if len(x.sinks) == 0 && x.dir == "" {
-		if _, err := x.writer(""); err != nil {
+		if _, err := x.writer("", time.Time{}); err != nil {
 			return err
 		}
 	}
 	for _, s := range x.sinks {
-		if err := s.w.Flush(); err != nil {
-			return err
-		}
-		if err := s.bw.Flush(); err != nil {
-			return err
-		}
-		if s.tmp != nil {
-			if err := s.tmp.Close(); err != nil {
+		if s.w != nil {
+			if err := s.finish(); err != nil {
 				return err
 			}
 		}

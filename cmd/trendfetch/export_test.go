@@ -17,6 +17,7 @@ import (
 
 	"github.com/trendfetch/trendfetch/internal/fetch/youtubetest"
 	"github.com/trendfetch/trendfetch/internal/store"
+	"github.com/trendfetch/trendfetch/internal/store/storetest"
 )
 
 // fillStore writes captures of 200 videos (1 KB descriptions) in regions
@@ -207,5 +208,54 @@ func TestPruneVacuum(t *testing.T) {
 	}
 	if got := size(); got > full/2 || *rep.After > *rep.Before/2 {
 		t.Errorf("after --vacuum: file %d bytes (was %d), report %d -> %d", got, full, *rep.Before, *rep.After)
+	}
+}
+
+// TestExportParquetPartitions (issue 23 item 4): --format parquet
+// --partition region,date writes hive-style directories that DuckDB reads
+// as one table with region and date columns.
+func TestExportParquetPartitions(t *testing.T) {
+	e := newEnv(t)
+	fillStore(t, e, 30, "US", "GB") // 30 hourly captures: 2026-11-01 00:00 .. 2026-11-02 05:00
+	dir := filepath.Join(e.dir, "pq") + "/"
+	if res := e.run("export", "--format", "parquet", "--every", "capture", "--partition", "region,date", "--output", dir); res.code != 0 {
+		t.Fatalf("export --partition: exit %d\n%s", res.code, res.stderr)
+	}
+	var files []string
+	filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			rel, _ := filepath.Rel(dir, p)
+			files = append(files, rel)
+		}
+		return nil
+	})
+	want := []string{"region=GB/date=2026-11-01/part-0.parquet", "region=GB/date=2026-11-02/part-0.parquet",
+		"region=US/date=2026-11-01/part-0.parquet", "region=US/date=2026-11-02/part-0.parquet"}
+	if !slices.Equal(files, want) {
+		t.Fatalf("files %v, want %v", files, want)
+	}
+	got := storetest.DuckDB(t, "SELECT region, CAST(date AS VARCHAR), count(*), sum(view_count), count(DISTINCT captured_at) FROM read_parquet('"+dir+
+		"**/*.parquet', hive_partitioning = true) GROUP BY ALL ORDER BY ALL")
+	// Capture c (hour c) has views 1000c + rank-1: 200 rows sum to 200,000c + 19,900.
+	sum := func(from, to int) int {
+		n := 0
+		for c := from; c < to; c++ {
+			n += 200000*c + 19900
+		}
+		return n
+	}
+	exp := fmt.Sprintf("[\"GB\",\"2026-11-01\",\"4800\",\"%d\",\"24\"]\n[\"GB\",\"2026-11-02\",\"1200\",\"%d\",\"6\"]\n"+
+		"[\"US\",\"2026-11-01\",\"4800\",\"%d\",\"24\"]\n[\"US\",\"2026-11-02\",\"1200\",\"%d\",\"6\"]\n", sum(0, 24), sum(24, 30), sum(0, 24), sum(24, 30))
+	if got != exp {
+		t.Errorf("DuckDB over the partitions:\n%s\nwant\n%s", got, exp)
+	}
+	for _, args := range [][]string{
+		{"export", "--format", "parquet", "--partition", "region"},
+		{"export", "--format", "parquet", "--partition", "week", "--output", dir},
+		{"export", "--format", "parquet", "--layout", "youtube-new"},
+	} {
+		if res := e.run(args...); res.code != 2 || res.stderr == "" {
+			t.Errorf("%v: exit %d %q", args, res.code, res.stderr)
+		}
 	}
 }

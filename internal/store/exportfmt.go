@@ -21,7 +21,7 @@ type ExportWriter interface {
 
 // ExportFormat selects an ExportWriter.
 type ExportFormat struct {
-	// Format is "csv" or "jsonl".
+	// Format is "csv", "jsonl" or "parquet" (ParquetRow).
 	Format string
 	// Layout (csv) is LayoutYoutubeNew or LayoutTrendingDaily.
 	Layout string
@@ -77,6 +77,8 @@ func NewExportWriter(w io.Writer, f ExportFormat) (ExportWriter, error) {
 			bw = bufio.NewWriterSize(w, 64<<10)
 		}
 		return &jsonlWriter{w: bw, noDescription: f.NoDescription}, nil
+	case "parquet":
+		return newParquetWriter(w, f.NoDescription), nil
 	case "csv":
 		if f.Layout != LayoutYoutubeNew && f.Layout != LayoutTrendingDaily {
 			return nil, fmt.Errorf("unknown export layout %q: want %s or %s", f.Layout, LayoutYoutubeNew, LayoutTrendingDaily)
@@ -84,7 +86,7 @@ func NewExportWriter(w io.Writer, f ExportFormat) (ExportWriter, error) {
 		c := &csvWriter{w: csv.NewWriter(w), daily: f.Layout == LayoutTrendingDaily, f: f, capture: -1}
 		return c, c.Header()
 	}
-	return nil, fmt.Errorf("unknown export format %q: want csv or jsonl", f.Format)
+	return nil, fmt.Errorf("unknown export format %q: want csv, jsonl or parquet", f.Format)
 }
 
 // csvWriter writes a dataset layout with encoding/csv.
