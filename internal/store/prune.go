@@ -14,8 +14,12 @@ type PruneReport struct {
 	Entries  int64 `json:"entries"`
 	// Samples: stats samples older than the cut-off.
 	Samples int64 `json:"samples"`
-	// Texts: superseded text versions no remaining entry refers to.
+	// Texts: superseded text versions no remaining entry refers to (with a
+	// text cut-off, see ApplyPolicy: none captured since it).
 	Texts int64 `json:"texts"`
+	// TextsCleared: videos whose text was removed, their id kept
+	// (ApplyPolicy: not captured since the text cut-off).
+	TextsCleared int64 `json:"texts_cleared"`
 	// Videos: videos no capture or sample references any more (their
 	// full-text index rows, text versions and latest statistics go with
 	// them).
@@ -97,19 +101,6 @@ SELECT (SELECT count(*) FROM captures WHERE captured_at < ?1),
 	if err != nil {
 		return rep, fmt.Errorf("cannot prune stats samples: %w", err)
 	}
-	err = s.withTx(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `
-DELETE FROM video_texts WHERE NOT EXISTS (
-    SELECT 1 FROM entries e WHERE e.video = video_texts.video AND e.text = video_texts.version)`)
-		if err != nil {
-			return err
-		}
-		rep.Texts, _ = res.RowsAffected()
-		return nil
-	})
-	if err != nil {
-		return rep, fmt.Errorf("cannot prune text versions: %w", err)
-	}
 	// After the deletions above no capture or sample older than the cut-off
 	// remains, so "referenced by nothing" is the plain test.
 	for {
@@ -134,6 +125,20 @@ DELETE FROM videos WHERE rowid IN (
 		if n < pruneBatch {
 			break
 		}
+	}
+	// Versions of deleted videos went with them (ON DELETE CASCADE).
+	err = s.withTx(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `
+DELETE FROM video_texts WHERE NOT EXISTS (
+    SELECT 1 FROM entries e WHERE e.video = video_texts.video AND e.text = video_texts.version)`)
+		if err != nil {
+			return err
+		}
+		rep.Texts, _ = res.RowsAffected()
+		return nil
+	})
+	if err != nil {
+		return rep, fmt.Errorf("cannot prune text versions: %w", err)
 	}
 	return rep, nil
 }

@@ -154,4 +154,12 @@ func TestMigrateTextVersions(t *testing.T) {
 	if err := s.Check(ctx); err != nil {
 		t.Error(err)
 	}
+	// It held captures before store.policy existed: never pruned by the new default.
+	if legacy, err := s.LegacyData(ctx); err != nil || !legacy {
+		t.Errorf("LegacyData of a database with older captures: %v, %v", legacy, err)
+	}
+	fresh, _ := openTest(t)
+	if legacy, err := fresh.LegacyData(ctx); err != nil || legacy {
+		t.Errorf("LegacyData of a new database: %v, %v", legacy, err)
+	}
 }
