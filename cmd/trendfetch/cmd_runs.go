@@ -43,6 +43,7 @@ func newRunsCmd(a *app) *cobra.Command {
 				if runs, err = st.Runs(cmd.Context(), limit); err != nil {
 					return err
 				}
+				a.policyNotice(cmd.Context(), st)
 			}
 			if asJSON {
 				if runs == nil {

@@ -259,3 +259,89 @@ func TestExportParquetPartitions(t *testing.T) {
 		}
 	}
 }
+
+// TestStorePolicyRuns (issue 23 item 2): a new database follows youtube
+// (prune --dry-run --as-of 31 days on shows everything going, 29 days
+// nothing); a database that held data before store.policy existed is kept,
+// and each run warns once what to choose; keep logs once; amended at 31
+// days removes text only; a bad store.policy is a config error.
+func TestStorePolicyRuns(t *testing.T) {
+	type report struct {
+		Policy       string `json:"policy"`
+		Captures     int64  `json:"captures"`
+		Samples      int64  `json:"samples"`
+		TextsCleared int64  `json:"texts_cleared"`
+		Videos       int64  `json:"videos"`
+	}
+	_, url, e := sampleEnv(t, "US")
+	if res := e.run("--api-endpoint", url, "run", "--region", "US"); res.code != 0 {
+		t.Fatalf("run: exit %d\n%s", res.code, res.stderr)
+	}
+	dry := func(args ...string) report {
+		t.Helper()
+		res := e.run(append([]string{"prune", "--dry-run", "--json"}, args...)...)
+		var r report
+		if err := json.Unmarshal([]byte(res.stdout), &r); err != nil || res.code != 0 {
+			t.Fatalf("prune --dry-run %v: exit %d %v\n%s%s", args, res.code, err, res.stdout, res.stderr)
+		}
+		return r
+	}
+	day := func(d int) string { return time.Now().AddDate(0, 0, d).UTC().Format(time.RFC3339) }
+	if r := dry("--as-of", day(29)); r.Policy != "youtube" || r.Captures != 0 || r.Videos != 0 {
+		t.Errorf("new database at +29 days: %+v", r)
+	}
+	if r := dry("--as-of", day(31)); r.Policy != "youtube" || r.Captures != 1 || r.Videos != youtubetest.SampleSize {
+		t.Errorf("new database at +31 days: %+v", r)
+	}
+	if r := dry("--as-of", day(31), "--policy", "amended"); r.Captures != 0 || r.TextsCleared != youtubetest.SampleSize {
+		t.Errorf("amended at +31 days: %+v", r)
+	}
+	if r := dry("--as-of", time.Now().AddDate(0, 37, 0).UTC().Format(time.RFC3339), "--policy", "amended"); r.Captures != 1 {
+		t.Errorf("amended at +37 months: %+v", r)
+	}
+	res := e.run("--config", e.writeConfig("store:\n  policy: keep\n"), "--api-endpoint", url, "run", "--region", "US")
+	if res.code != 0 || strings.Count(res.stderr, "store.policy keep: nothing is deleted") != 1 {
+		t.Errorf("run with keep: exit %d\n%s", res.code, res.stderr)
+	}
+	if res := e.run("--config", e.writeConfig("store:\n  policy: forever\n"), "runs"); res.code != 2 || !strings.Contains(res.stderr, "store.policy") {
+		t.Errorf("bad store.policy: exit %d %q", res.code, res.stderr)
+	}
+
+	// An older database: it held data (40 days old) when store.policy came.
+	old := newEnv(t)
+	old.vars["YOUTUBE_API_KEY"] = "k"
+	fillStore(t, old, 1, "US")
+	st, err := store.Open(context.Background(), old.dbPath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	aged := time.Now().AddDate(0, 0, -40).UTC().Format("2006-01-02T15:04:05.000000Z")
+	for _, q := range []string{`UPDATE captures SET captured_at = ?`, `UPDATE video_stats SET last_seen_at = ?`, `UPDATE videos SET first_seen_at = ?`,
+		`INSERT OR REPLACE INTO store_meta (key, value) VALUES ('legacy_data', '1')`} {
+		args := []any{aged}
+		if strings.Contains(q, "store_meta") {
+			args = nil
+		}
+		if _, err := st.DB().Exec(q, args...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st.Close()
+	res = old.run("--api-endpoint", url, "run", "--region", "US")
+	if res.code != 0 || strings.Count(res.stderr, "store.policy is not set and this database holds data older than 30 days: kept") != 1 {
+		t.Errorf("run on an older database without store.policy: exit %d\n%s", res.code, res.stderr)
+	}
+	if res := old.run("runs"); res.code != 0 || !strings.Contains(res.stderr, "note: store.policy is not set") {
+		t.Errorf("runs on an older database without store.policy: exit %d %q", res.code, res.stderr)
+	}
+	if res := e.run("runs"); res.code != 0 || strings.Contains(res.stderr, "store.policy") {
+		t.Errorf("runs on a new database: exit %d %q", res.code, res.stderr)
+	}
+	res = old.run("export", "--every", "capture")
+	if n := len(csvRecords(t, res.stdout)) - 1; res.code != 0 || n != 200+youtubetest.SampleSize {
+		t.Errorf("older database after a run: %d rows, want its 200 old ones kept and %d new", n, youtubetest.SampleSize)
+	}
+	if r := dry("--policy", "youtube"); r.Captures != 0 {
+		t.Errorf("dry run of the new env changed: %+v", r)
+	}
+}
