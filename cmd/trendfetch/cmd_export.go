@@ -2,9 +2,15 @@ package main
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
 	"time"
 
 	"github.com/mattn/go-isatty"
@@ -18,14 +24,17 @@ import (
 func newExportCmd(a *app) *cobra.Command {
 	var (
 		format, layout, every, since, until, output string
-		regionList                                  []string
-		noDescription                               bool
+		regionList, partition                       []string
+		noDescription, regionColumn, safe           bool
 	)
 	cmd := &cobra.Command{
 		Use:   "export",
 		Short: "Stream the stored charts in the public trending datasets' layouts or as JSON Lines",
 		Long: `Stream every stored chart capture (kind chart), oldest first, in rank order,
-with the statistics of its moment. Memory stays constant whatever the size.
+with the statistics of its moment and the video text of its moment (title,
+description, tags, channel title, category, thumbnail as captured). It reads
+one snapshot of the database: runs or a prune meanwhile change nothing in it.
+Memory stays constant whatever the size.
 
 --format csv writes one of the public datasets' layouts:
   --layout youtube-new     the Kaggle "youtube-new" 2017 columns (trending_date as
@@ -34,7 +43,14 @@ with the statistics of its moment. Memory stays constant whatever the size.
   --layout trending-daily  the 2018 scraper / 2020 "updated daily" columns
                            (ISO trending_date, tags a|b or [None])
 --format jsonl writes every field, one JSON object a line, with region,
-captured_at, rank and complete; null for unknown values.
+captured_at, rank and complete; null for unknown values (no --layout).
+
+The datasets are one file per region: --output DIR/ writes one file per
+region under the dataset's names (USvideos.csv, US_youtube_trending_data.csv;
+US.jsonl). A CSV of several regions in one file (or on standard output) is
+refused unless --region-column adds the region to each row. --output FILE is
+written to a temporary file and renamed when complete: a failed export leaves
+no partial file.
 
 --every day (the datasets' one row per video per day) keeps each region's last
 complete capture of each UTC day; --every capture keeps all captures, partial
@@ -45,10 +61,19 @@ Values are written as the datasets do: dislikes 0 (gone from the API since
 owner hid (the API omits it; stored as unknown) is 0 with ratings_disabled
 or comments_disabled True. A statistic the store does not know (charts
 stored before statistics were kept) is an empty CSV field; JSON Lines
-writes null for both. Times are UTC.
+writes null for both. Descriptions keep their line breaks as the API gave
+them (CRLF stays CRLF). Times are UTC.
+
+Titles, descriptions and tags are written as the creators typed them, like
+the public datasets do. A spreadsheet runs a cell starting with =, +, -, @,
+tab or CR as a formula (OWASP "CSV Injection"): a title can then fetch URLs or
+run commands on the analyst's machine. --spreadsheet-safe prefixes such cells
+with ' so they stay text (the file then differs from the datasets' bytes).
 Costs no quota.`,
-		Example: "  trendfetch export --layout youtube-new --region US --since 2026-01-01 > us.csv\n  trendfetch export --format jsonl --every capture --output all.jsonl",
-		Args:    cobra.NoArgs,
+		Example: "  trendfetch export --layout youtube-new --region US --since 2026-01-01 > us.csv\n" +
+			"  trendfetch export --layout trending-daily --output datasets/\n" +
+			"  trendfetch export --format jsonl --every capture --output all.jsonl",
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			q := store.ExportQuery{NoDescription: noDescription}
 			switch format {
@@ -56,9 +81,20 @@ Costs no quota.`,
 				if layout != store.LayoutYoutubeNew && layout != store.LayoutTrendingDaily {
 					return usagef("trendfetch export --format csv --layout youtube-new", "--layout %q: must be youtube-new or trending-daily", layout)
 				}
-			case "jsonl":
+			case "jsonl", "parquet":
+				if cmd.Flags().Changed("layout") {
+					return usagef("trendfetch export --format "+format, "--layout %q: only for --format csv (%s has its own columns)", layout, format)
+				}
+				if safe || regionColumn {
+					return usagef("trendfetch export --format "+format, "--spreadsheet-safe and --region-column are for --format csv (%s always has region)", format)
+				}
 			default:
-				return usagef("trendfetch export --format csv", "--format %q: must be csv or jsonl", format)
+				return usagef("trendfetch export --format csv", "--format %q: must be csv, jsonl or parquet", format)
+			}
+			for _, p := range partition {
+				if p != "region" && p != "date" || strings.Count(","+strings.Join(partition, ",")+",", ","+p+",") > 1 {
+					return usagef("trendfetch export --format parquet --partition region,date --output DIR/", "--partition %q: must be region, date or region,date", strings.Join(partition, ","))
+				}
 			}
 			switch every {
 			case "day":
@@ -82,59 +118,245 @@ Costs no quota.`,
 					return usagef("trendfetch export --until 2026-01-31", "--until %q: %v", until, err)
 				}
 			}
+			dir := ""
+			if output != "" && output != "-" {
+				if fi, err := os.Stat(output); (err == nil && fi.IsDir()) || strings.HasSuffix(output, "/") || strings.HasSuffix(output, string(os.PathSeparator)) {
+					dir = output
+				}
+			}
+			if len(partition) > 0 && dir == "" {
+				return usagef("trendfetch export --format parquet --partition region,date --output DIR/", "--partition needs --output DIR/ (a directory)")
+			}
 			st, err := a.loadReadStore(cmd.Context())
 			if err != nil {
 				return err
 			}
 			defer st.Close()
-
-			out := a.stdout
-			var file *os.File
-			if output != "" && output != "-" {
-				if file, err = os.Create(output); err != nil {
-					return usagef("trendfetch export --output FILE", "--output %s: %v", output, err)
+			f := store.ExportFormat{Format: format, Layout: layout, PerCapture: every == "capture",
+				NoDescription: noDescription, RegionColumn: regionColumn, SpreadsheetSafe: safe}
+			oneRegion := format == "csv" && dir == "" && !regionColumn
+			if oneRegion {
+				rs, err := st.ExportRegions(cmd.Context(), q)
+				if err != nil {
+					return err
 				}
-				defer file.Close()
-				out = file
+				if len(rs) > 1 {
+					return usagef("trendfetch export --output DIR/ (one file per region) or --region-column",
+						"cannot write %d regions (%s) to one CSV without a region column", len(rs), strings.Join(rs, ","))
+				}
 			}
-			bw := bufio.NewWriterSize(out, 256<<10)
-			w, err := store.NewExportWriter(bw, store.ExportFormat{Format: format, Layout: layout, PerCapture: every == "capture", NoDescription: noDescription})
-			if err != nil {
-				return &usageError{err: err, hint: "trendfetch export --help"}
+			x := &exportSinks{format: f, dir: dir, partition: partition, stdout: a.stdout, sinks: map[string]*exportSink{}}
+			if dir == "" && output != "" && output != "-" {
+				x.file = output
+			}
+			if dir != "" {
+				if err := os.MkdirAll(dir, 0o755); err != nil {
+					return usagef("trendfetch export --output DIR/", "--output %s: %v", dir, err)
+				}
+			}
+			if x.file == "" && dir == "" {
+				// Standard output: a reader that stops early (export | head)
+				// ends the export quietly (EPIPE below), not by SIGPIPE.
+				signal.Ignore(syscall.SIGPIPE)
 			}
 			progress := newProgress(a.stderr, isatty.IsTerminal(os.Stderr.Fd()))
+			first := ""
 			err = st.Export(cmd.Context(), q, func(r *store.ExportRow) error {
+				if oneRegion && r.Region != first {
+					if first != "" { // a region stored since ExportRegions
+						return fmt.Errorf("cannot write a second region (%s after %s) to one CSV; use --output DIR/ or --region-column", r.Region, first)
+					}
+					first = r.Region
+				}
 				progress.add()
+				w, err := x.writer(r.Region, r.CapturedAt)
+				if err != nil {
+					return err
+				}
 				return w.Row(r)
 			})
 			progress.done()
+			if err == nil {
+				err = x.commit()
+			}
 			if err != nil {
-				return err
-			}
-			if err := w.Flush(); err != nil {
-				return fmt.Errorf("cannot write export: %w", err)
-			}
-			if err := bw.Flush(); err != nil {
-				return fmt.Errorf("cannot write export: %w", err)
-			}
-			if file != nil {
-				if err := file.Close(); err != nil {
-					return fmt.Errorf("cannot write export: %w", err)
+				x.abort()
+				if x.file == "" && x.dir == "" && errors.Is(err, syscall.EPIPE) {
+					return nil // the reader has what it wanted
 				}
+				return err
 			}
 			return nil
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&format, "format", "csv", "csv or jsonl")
+	f.StringVar(&format, "format", "csv", "csv, jsonl or parquet")
+	f.StringSliceVar(&partition, "partition", nil, "with --output DIR/: hive-style directories by region and/or UTC date (region=US/date=2026-11-24/part-0.parquet)")
 	f.StringVar(&layout, "layout", store.LayoutYoutubeNew, "CSV columns: youtube-new (Kaggle 2017) or trending-daily (2018 scraper / 2020)")
 	f.StringSliceVar(&regionList, "region", nil, "only these regions (repeatable or comma-separated; default all)")
 	f.StringVar(&since, "since", "", "captures at or after this time (RFC 3339 or UTC date)")
 	f.StringVar(&until, "until", "", "captures at or before this time (RFC 3339, or a UTC date: through its end)")
 	f.StringVar(&every, "every", "day", "day (last complete capture per region and UTC day) or capture (all, with captured_at and rank)")
-	f.StringVar(&output, "output", "", "write to FILE instead of standard output")
+	f.StringVar(&output, "output", "", "write to FILE (replaced when complete), or one file per region into DIR/, instead of standard output")
 	f.BoolVar(&noDescription, "no-description", false, "leave descriptions empty (smaller, faster)")
+	f.BoolVar(&regionColumn, "region-column", false, "CSV: add a region column (needed to put several regions in one file)")
+	f.BoolVar(&safe, "spreadsheet-safe", false, "CSV: prefix cells starting with = + - @ tab or CR with ' (OWASP CSV injection; see --help)")
 	return cmd
+}
+
+// exportSinks holds the outputs of one export: standard output, one file,
+// one file per region in a directory, or hive-style partitions. Files are
+// written under a temporary name in their directory and renamed by commit,
+// all at the end.
+type exportSinks struct {
+	format    store.ExportFormat
+	dir       string   // one file per region or partition, or ""
+	partition []string // "region", "date"
+	file      string   // one file, or "" (standard output)
+	stdout    io.Writer
+	sinks     map[string]*exportSink // by path ("" for standard output)
+	day       string                 // the UTC day of the last row (date partitions)
+}
+
+// exportSink is one output: its temporary file (nil for standard output),
+// buffer and writer; w is nil once the sink is flushed and closed.
+type exportSink struct {
+	tmp  *os.File
+	path string
+	day  string
+	bw   *bufio.Writer
+	w    store.ExportWriter
+}
+
+// datasetFile is the file name of region's rows in a dataset layout
+// (../shared/data/PROVENANCE.md): USvideos.csv (youtube-new),
+// US_youtube_trending_data.csv (trending-daily); US.jsonl, US.parquet.
+func datasetFile(f store.ExportFormat, region string) string {
+	switch {
+	case f.Format != "csv":
+		return region + "." + f.Format
+	case f.Layout == store.LayoutTrendingDaily:
+		return region + "_youtube_trending_data.csv"
+	}
+	return region + "videos.csv"
+}
+
+// path returns the output file of a row of region captured at (UTC) day.
+func (x *exportSinks) path(region, day string) string {
+	switch {
+	case len(x.partition) > 0:
+		parts := []string{x.dir}
+		for _, p := range x.partition {
+			if p == "region" {
+				parts = append(parts, "region="+region)
+			} else {
+				parts = append(parts, "date="+day)
+			}
+		}
+		return filepath.Join(append(parts, "part-0."+x.format.Format)...)
+	case x.dir != "":
+		return filepath.Join(x.dir, datasetFile(x.format, region))
+	}
+	return x.file
+}
+
+// writer returns the writer of a row of region captured at at, opening its
+// output first. With date partitions, the outputs of earlier days are
+// finished first (rows come in time order), so at most one day's files
+// are open.
+func (x *exportSinks) writer(region string, at time.Time) (store.ExportWriter, error) {
+	day := at.UTC().Format(time.DateOnly)
+	if slices.Contains(x.partition, "date") && day != x.day {
+		for _, s := range x.sinks {
+			if s.w != nil && s.day != day {
+				if err := s.finish(); err != nil {
+					return nil, err
+				}
+			}
+		}
+		x.day = day
+	}
+	path := x.path(region, day)
+	if s := x.sinks[path]; s != nil {
+		return s.w, nil
+	}
+	s := &exportSink{path: path, day: day}
+	out := x.stdout
+	if path != "" {
+		if x.dir != "" {
+			if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+				return nil, err
+			}
+		}
+		tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
+		if err != nil {
+			return nil, usagef("trendfetch export --output FILE", "--output %s: %v", path, err)
+		}
+		s.tmp, out = tmp, tmp
+		x.sinks[path] = s // abort removes it from here on
+		if err := tmp.Chmod(0o644); err != nil {
+			return nil, err
+		}
+	}
+	s.bw = bufio.NewWriterSize(out, 256<<10)
+	w, err := store.NewExportWriter(s.bw, x.format)
+	if err != nil {
+		return nil, err
+	}
+	s.w = w
+	x.sinks[path] = s
+	return w, nil
+}
+
+// finish flushes s and closes its file (renamed later by commit).
+func (s *exportSink) finish() error {
+	if err := s.w.Flush(); err != nil {
+		return err
+	}
+	if err := s.bw.Flush(); err != nil {
+		return err
+	}
+	s.w = nil
+	if s.tmp != nil {
+		return s.tmp.Close()
+	}
+	return nil
+}
+
+// commit finishes every output and renames the files into place. With no
+// row at all, standard output or the one file still gets its header.
+func (x *exportSinks) commit() error {
+	if len(x.sinks) == 0 && x.dir == "" {
+		if _, err := x.writer("", time.Time{}); err != nil {
+			return err
+		}
+	}
+	for _, s := range x.sinks {
+		if s.w != nil {
+			if err := s.finish(); err != nil {
+				return err
+			}
+		}
+	}
+	for _, s := range x.sinks {
+		if s.tmp != nil {
+			if err := os.Rename(s.tmp.Name(), s.path); err != nil {
+				return err
+			}
+			s.tmp = nil
+		}
+	}
+	return nil
+}
+
+// abort removes the temporary files not renamed yet.
+func (x *exportSinks) abort() {
+	for _, s := range x.sinks {
+		if s.tmp != nil {
+			s.tmp.Close()
+			os.Remove(s.tmp.Name())
+		}
+	}
 }
 
 // parseSince reads --since: RFC 3339, or a date (UTC) meaning its start.

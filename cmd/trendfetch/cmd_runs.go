@@ -54,6 +54,7 @@ func newRunsCmd(a *app) *cobra.Command {
 				if runs, err = serve.RecentRuns(cmd.Context(), st, region, limit); err != nil {
 					return err
 				}
+				a.policyNotice(cmd.Context(), st)
 			}
 			if asJSON {
 				if runs == nil {

@@ -24,7 +24,8 @@ func newVideoCmd(a *app) *cobra.Command {
 		Short: "Show a stored video and its history: every capture it was in, every statistics point",
 		Long: `Show a video's stored text and its history, oldest first: every capture it was
 in (region, time, rank, the statistics of that moment) and every statistics
-sample taken after it left the chart (videos.batchGetStats); then per region
+sample taken after it left the chart (videos.batchGetStats); its title
+changes with the time each was first captured; then per region
 its first and last time on the chart, best rank and days on the chart. Reads
 the local database only; costs no quota. Times are UTC.
 
@@ -169,6 +170,17 @@ func printHistory(w io.Writer, h store.VideoHistory, spark bool) error {
 		fmt.Fprintf(w, " · published %s UTC", v.PublishedAt.UTC().Format(utcMinute))
 	}
 	fmt.Fprintln(w)
+	if len(h.Titles) > 1 { // title changes, as captured
+		fmt.Fprintln(w)
+		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "TITLE SINCE (UTC)\tTITLE")
+		for _, c := range h.Titles {
+			fmt.Fprintf(tw, "%s\t%s\n", c.At.Format(utcMinute), c.Title)
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
 	if len(h.Regions) > 0 {
 		fmt.Fprintln(w)
 		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)

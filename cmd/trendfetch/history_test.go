@@ -116,7 +116,7 @@ quota:
 	}
 
 	res = e.run("prune", "--older-than", "1h", "--dry-run")
-	if res.code != 0 || !strings.HasPrefix(res.stdout, "would remove 0 captures (0 entries), 0 stats samples, 0 videos older than ") {
+	if res.code != 0 || !strings.HasPrefix(res.stdout, "would remove 0 captures (0 entries), 0 stats samples, 0 text versions, 0 videos' text, 0 videos (older than ") {
 		t.Errorf("prune --dry-run: exit %d\n%s%s", res.code, res.stdout, res.stderr)
 	}
 	res = e.run("prune", "--older-than", "1ns", "--json")
@@ -126,8 +126,10 @@ quota:
 	}
 
 	for _, args := range [][]string{
-		{"prune"},
 		{"prune", "--older-than", "0"},
+		{"prune", "--policy", "forever"},
+		{"prune", "--as-of", "next week"},
+		{"prune", "--older-than", "1h", "--as-of", "2026-01-01"},
 		{"prune", "--older-than", "-5d"},
 		{"export", "--format", "xml"},
 		{"export", "--layout", "kaggle"},

@@ -23,18 +23,3 @@ func (s Stats) validate() error {
 	}
 	return nil
 }
-
-// StoreSettings configures the database's contents.
-type StoreSettings struct {
-	// Retention > 0 makes every `trendfetch run` (and `trendfetch prune`
-	// without --older-than) delete captures and stats samples older than it,
-	// and the videos nothing references any more (default 0: keep everything).
-	Retention Duration `yaml:"retention"`
-}
-
-func (s StoreSettings) validate() error {
-	if s.Retention < 0 {
-		return invalid("store.retention", s.Retention.Std(), "must be 0 (keep everything) or positive, e.g. 2160h")
-	}
-	return nil
-}

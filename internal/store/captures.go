@@ -32,12 +32,13 @@ func (s *Store) captureID(ctx context.Context, tx *sql.Tx, runID int64, region, 
 }
 
 // insertEntriesSQL inserts n entries in one statement, 6 parameters each:
-// capture id, rank, video id (text, resolved to videos.rowid), views,
-// likes, comments.
+// capture id, rank, video id (text, resolved to videos.rowid and its
+// current text version, which the page's upsert just set), views, likes,
+// comments.
 func insertEntriesSQL(n int) string {
 	var b strings.Builder
-	b.WriteString(`INSERT INTO entries (capture_id, rank, video, view_count, like_count, comment_count)
-SELECT x.column1, x.column2, v.rowid, x.column4, x.column5, x.column6
+	b.WriteString(`INSERT INTO entries (capture_id, rank, video, text, view_count, like_count, comment_count)
+SELECT x.column1, x.column2, v.rowid, v.text_version, x.column4, x.column5, x.column6
 FROM (VALUES `)
 	b.WriteString(valueRows(n, 6))
 	b.WriteString(`) AS x JOIN videos v ON v.id = x.column3`)

@@ -41,9 +41,9 @@ type ExportQuery struct {
 type ExportRow struct {
 	CaptureID int64
 	RunID     int64
-	// VideoKey identifies the video within one export (its rowid): rows
-	// with the same VideoKey have the same video text, so a writer may
-	// reuse what it rendered (at most ExportVideoCache keys at a time).
+	// VideoKey identifies a video's text version within one export (> 0):
+	// rows with the same VideoKey have the same video and text, so a writer
+	// may reuse what it rendered (at most ExportVideoCache keys at a time).
 	VideoKey int64
 	Region   string
 	// CapturedAt is the capture time (UTC); Complete its complete flag.
@@ -69,22 +69,22 @@ type ExportRow struct {
 }
 
 // Export streams the chart entries selected by q to fn in capture order
-// (captured_at, then id) and rank order within a capture, with constant
-// memory: one capture's entries are read at a time, row by row (only the
-// selected captures' headers are listed first, ~100 bytes each). fn's error stops the
-// export and is returned as is; so is ctx's.
+// (captured_at, then id) and rank order within a capture, each with the
+// video text of its capture (the text version the entry refers to) and the
+// statistics of that moment.
+//
+// It reads ONE snapshot: everything is read in one read transaction, so a
+// prune or run writing meanwhile changes nothing it sees (WAL keeps the
+// snapshot's pages until it ends). Memory stays constant: captures are
+// streamed, and one capture's entries (a few hundred) are read at a time.
+// fn's error stops the export and is returned as is; so is ctx's.
 func (s *Store) Export(ctx context.Context, q ExportQuery, fn func(*ExportRow) error) error {
-	caps, err := s.exportCaptures(ctx, q)
-	if err != nil {
-		return err
-	}
-	desc := "description"
+	desc := "CASE WHEN ?2 = v.text_version THEN v.description ELSE t.description END"
 	if q.NoDescription {
 		desc = "''"
 	}
 	// One connection with a larger page cache (exportCacheKiB; with the
-	// default 2 MB the random video lookups re-read pages), and one
-	// prepared statement for every capture.
+	// default 2 MB the random video lookups re-read pages).
 	conn, err := s.db.Conn(ctx)
 	if err != nil {
 		return fmt.Errorf("cannot export: %w", err)
@@ -108,58 +108,95 @@ func (s *Store) Export(ctx context.Context, q ExportQuery, fn func(*ExportRow) e
 		conn.ExecContext(bg, "PRAGMA cache_size = -2000")                //nolint:errcheck
 		conn.ExecContext(bg, fmt.Sprintf("PRAGMA mmap_size = %d", mmap)) //nolint:errcheck
 	}()
-	// A capture's entries are read alone (five integers a row); the text
-	// of each video is read once while it stays in the cache.
-	entries, err := conn.PrepareContext(ctx, `
-SELECT rank, video, view_count, like_count, comment_count
+	// ReadOnly: a deferred BEGIN (the driver's _txlock=immediate would
+	// take the write lock); the snapshot starts at the first read.
+	tx, err := conn.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return fmt.Errorf("cannot export: %w", err)
+	}
+	defer tx.Rollback() //nolint:errcheck // read only
+	// A capture's entries are read alone (six integers a row); the text
+	// of each (video, version) is read once while it stays in the cache.
+	entries, err := tx.PrepareContext(ctx, `
+SELECT rank, video, text, view_count, like_count, comment_count
 FROM entries WHERE capture_id = ? ORDER BY rank`)
 	if err != nil {
 		return fmt.Errorf("cannot export: %w", err)
 	}
 	defer entries.Close()
-	video, err := conn.PrepareContext(ctx, `
-SELECT id, title, `+desc+`, channel_id, channel_title, category_id, tags, published_at, duration, thumbnail_url
-FROM videos WHERE rowid = ?`)
+	// The current version is in videos, older ones in video_texts; a
+	// version whose text was removed (store.policy) reads as empty text.
+	video, err := tx.PrepareContext(ctx, `
+SELECT v.id,
+       coalesce(CASE WHEN ?2 = v.text_version THEN v.title ELSE t.title END, ''),
+       coalesce(`+desc+`, ''),
+       v.channel_id,
+       coalesce(CASE WHEN ?2 = v.text_version THEN v.channel_title ELSE t.channel_title END, ''),
+       coalesce(CASE WHEN ?2 = v.text_version THEN v.category_id ELSE t.category_id END, ''),
+       coalesce(CASE WHEN ?2 = v.text_version THEN v.tags ELSE t.tags END, ''),
+       v.published_at, v.duration,
+       coalesce(CASE WHEN ?2 = v.text_version THEN v.thumbnail_url ELSE t.thumbnail_url END, '')
+FROM videos v LEFT JOIN video_texts t ON t.video = v.rowid AND t.version = ?2
+WHERE v.rowid = ?1`)
 	if err != nil {
 		return fmt.Errorf("cannot export: %w", err)
 	}
 	defer video.Close()
-	x := exporter{entries: entries, video: video, cache: make(map[int64]*exportVideo, ExportVideoCache), fn: fn}
-	for _, c := range caps {
-		x.row.CaptureID, x.row.RunID, x.row.Region, x.row.CapturedAt, x.row.Complete = c.ID, c.RunID, c.Region, c.CapturedAt, c.Complete
+	caps, err := s.exportCaptures(ctx, tx, q)
+	if err != nil {
+		return err
+	}
+	defer caps.Close()
+	x := exporter{entries: entries, video: video, cache: make(map[textKey]*exportVideo, ExportVideoCache), fn: fn}
+	for caps.Next() {
+		var ts sql.NullString
+		r := &x.row
+		if err := caps.Scan(&r.CaptureID, &r.RunID, &r.Region, &ts, &r.Complete); err != nil {
+			return fmt.Errorf("cannot list captures to export: %w", err)
+		}
+		r.CapturedAt = parseTime(ts)
 		if err := x.capture(ctx); err != nil {
 			return err
 		}
 	}
+	if err := caps.Err(); err != nil {
+		return fmt.Errorf("cannot list captures to export: %w", err)
+	}
 	return nil
 }
 
-// exporter is the state of one Export: its statements, the video cache and
+// exporter is the state of one Export: its statements, the text cache and
 // the row handed to fn.
 type exporter struct {
 	entries, video *sql.Stmt
-	cache          map[int64]*exportVideo
+	cache          map[textKey]*exportVideo
+	keys           int64 // the last ExportRow.VideoKey given out
 	fn             func(*ExportRow) error
 	row            ExportRow
 	rows           []exportEntry // the current capture's entries
 }
 
-// exportEntry is one entries row: rank, video rowid and statistics.
+// textKey is one text version of one video.
+type textKey struct{ video, version int64 }
+
+// exportEntry is one entries row: rank, text version and statistics.
 type exportEntry struct {
 	rank                   int
-	key                    int64
+	text                   textKey
 	views, likes, comments sql.NullInt64
 }
 
-// exportVideo is the text of one video as ExportRow carries it.
+// exportVideo is the text of one video version as ExportRow carries it,
+// with the VideoKey it was given.
 type exportVideo struct {
+	key                                                                                       int64
 	id, title, description, channelID, channelTitle, categoryID, tags, duration, thumbnailURL string
 	publishedAt                                                                               time.Time
 }
 
 // capture streams the entries of x.row.CaptureID. It reads the capture's
-// entries (at most a chart's few hundred) before looking videos up, so only
-// one statement is stepping at a time.
+// entries (at most a chart's few hundred) before looking texts up, so only
+// one statement is stepping at a time besides the captures list.
 func (x *exporter) capture(ctx context.Context) error {
 	id := x.row.CaptureID
 	rows, err := x.entries.QueryContext(ctx, id)
@@ -169,7 +206,7 @@ func (x *exporter) capture(ctx context.Context) error {
 	x.rows = x.rows[:0]
 	for rows.Next() {
 		var e exportEntry
-		if err := rows.Scan(&e.rank, &e.key, &e.views, &e.likes, &e.comments); err != nil {
+		if err := rows.Scan(&e.rank, &e.text.video, &e.text.version, &e.views, &e.likes, &e.comments); err != nil {
 			rows.Close()
 			return fmt.Errorf("cannot export capture %d: %w", id, err)
 		}
@@ -181,11 +218,11 @@ func (x *exporter) capture(ctx context.Context) error {
 	}
 	r := &x.row
 	for _, e := range x.rows {
-		v, err := x.videoText(ctx, e.key)
+		v, err := x.videoText(ctx, e.text)
 		if err != nil {
 			return fmt.Errorf("cannot export capture %d: %w", id, err)
 		}
-		r.Rank, r.VideoKey = e.rank, e.key
+		r.Rank, r.VideoKey = e.rank, v.key
 		r.VideoID, r.Title, r.Description, r.ChannelID, r.ChannelTitle = v.id, v.title, v.description, v.channelID, v.channelTitle
 		r.CategoryID, r.Tags, r.PublishedAt, r.Duration, r.ThumbnailURL = v.categoryID, v.tags, v.publishedAt, v.duration, v.thumbnailURL
 		r.Views, r.Likes, r.Comments = e.views, e.likes, e.comments
@@ -196,30 +233,33 @@ func (x *exporter) capture(ctx context.Context) error {
 	return ctx.Err()
 }
 
-// videoText returns the text of the video with rowid key, from the cache
-// or read (and cached; a full cache is emptied first).
-func (x *exporter) videoText(ctx context.Context, key int64) (*exportVideo, error) {
-	if v, ok := x.cache[key]; ok {
+// videoText returns text version k, from the cache or read (and cached
+// under a new VideoKey; a full cache is emptied first).
+func (x *exporter) videoText(ctx context.Context, k textKey) (*exportVideo, error) {
+	if v, ok := x.cache[k]; ok {
 		return v, nil
 	}
 	var (
 		v        exportVideo
 		pub, dur sql.NullString
 	)
-	if err := x.video.QueryRowContext(ctx, key).Scan(&v.id, &v.title, &v.description, &v.channelID, &v.channelTitle,
+	if err := x.video.QueryRowContext(ctx, k.video, k.version).Scan(&v.id, &v.title, &v.description, &v.channelID, &v.channelTitle,
 		&v.categoryID, &v.tags, &pub, &dur, &v.thumbnailURL); err != nil {
-		return nil, fmt.Errorf("video %d: %w", key, err)
+		return nil, fmt.Errorf("video %d: %w", k.video, err)
 	}
 	v.publishedAt, v.duration = parseTime(pub), dur.String
 	if len(x.cache) >= ExportVideoCache {
 		clear(x.cache)
 	}
-	x.cache[key] = &v
+	x.keys++
+	v.key = x.keys
+	x.cache[k] = &v
 	return &v, nil
 }
 
-// exportCaptures lists the captures q selects, in export order.
-func (s *Store) exportCaptures(ctx context.Context, q ExportQuery) ([]Capture, error) {
+// exportWhere is the WHERE clause (and its arguments) of the chart
+// captures q selects.
+func exportWhere(q ExportQuery) (string, []any) {
 	where := []string{"kind = 'chart'"}
 	var args []any
 	if len(q.Regions) > 0 {
@@ -236,30 +276,48 @@ func (s *Store) exportCaptures(ctx context.Context, q ExportQuery) ([]Capture, e
 		where = append(where, "captured_at <= ?")
 		args = append(args, fmtTime(q.Until))
 	}
-	query := `SELECT id, run_id, region, kind, query, captured_at, complete FROM captures WHERE ` + strings.Join(where, " AND ")
+	if q.EveryDay {
+		where = append(where, "complete = 1")
+	}
+	return strings.Join(where, " AND "), args
+}
+
+// exportCaptures lists the captures q selects, in export order, in tx:
+// id, run_id, region, captured_at, complete.
+func (s *Store) exportCaptures(ctx context.Context, tx *sql.Tx, q ExportQuery) (*sql.Rows, error) {
+	where, args := exportWhere(q)
+	query := `SELECT id, run_id, region, captured_at, complete FROM captures WHERE ` + where
 	if q.EveryDay {
 		// The last complete capture of each region and UTC day.
-		query = `SELECT id, run_id, region, kind, query, captured_at, complete FROM (
+		query = `SELECT id, run_id, region, captured_at, complete FROM (
     SELECT *, row_number() OVER (PARTITION BY region, substr(captured_at, 1, 10) ORDER BY captured_at DESC, id DESC) AS n
-    FROM captures WHERE complete = 1 AND ` + strings.Join(where, " AND ") + `
+    FROM captures WHERE ` + where + `
 ) WHERE n = 1`
 	}
-	rows, err := s.db.QueryContext(ctx, query+` ORDER BY captured_at, id`, args...)
+	rows, err := tx.QueryContext(ctx, query+` ORDER BY captured_at, id`, args...)
 	if err != nil {
 		return nil, fmt.Errorf("cannot list captures to export: %w", err)
 	}
+	return rows, nil
+}
+
+// ExportRegions returns the regions of the captures q selects, sorted:
+// what an Export of q would write (Export reads its own snapshot; a run
+// may add a region in between).
+func (s *Store) ExportRegions(ctx context.Context, q ExportQuery) ([]string, error) {
+	where, args := exportWhere(q)
+	rows, err := s.db.QueryContext(ctx, `SELECT DISTINCT region FROM captures WHERE `+where+` ORDER BY region`, args...)
+	if err != nil {
+		return nil, fmt.Errorf("cannot list regions to export: %w", err)
+	}
 	defer rows.Close()
-	var out []Capture
+	var out []string
 	for rows.Next() {
-		var (
-			c  Capture
-			ts sql.NullString
-		)
-		if err := rows.Scan(&c.ID, &c.RunID, &c.Region, &c.Kind, &c.Query, &ts, &c.Complete); err != nil {
-			return nil, fmt.Errorf("cannot list captures to export: %w", err)
+		var r string
+		if err := rows.Scan(&r); err != nil {
+			return nil, fmt.Errorf("cannot list regions to export: %w", err)
 		}
-		c.CapturedAt = parseTime(ts)
-		out = append(out, c)
+		out = append(out, r)
 	}
 	return out, rows.Err()
 }

@@ -21,7 +21,7 @@ type ExportWriter interface {
 
 // ExportFormat selects an ExportWriter.
 type ExportFormat struct {
-	// Format is "csv" or "jsonl".
+	// Format is "csv", "jsonl" or "parquet" (ParquetRow).
 	Format string
 	// Layout (csv) is LayoutYoutubeNew or LayoutTrendingDaily.
 	Layout string
@@ -29,6 +29,14 @@ type ExportFormat struct {
 	PerCapture bool
 	// NoDescription leaves descriptions out (empty CSV field, no JSON key).
 	NoDescription bool
+	// RegionColumn (csv) appends a region column, so that several regions
+	// can share one file (the public datasets have one file per region).
+	RegionColumn bool
+	// SpreadsheetSafe (csv) prefixes every cell that starts with =, +, -,
+	// @, tab or carriage return with ' so that a spreadsheet does not run
+	// it as a formula (OWASP "CSV Injection"). Off by default: the public
+	// datasets write such cells as they are.
+	SpreadsheetSafe bool
 }
 
 // CSV layouts of ExportFormat.Layout.
@@ -69,23 +77,24 @@ func NewExportWriter(w io.Writer, f ExportFormat) (ExportWriter, error) {
 			bw = bufio.NewWriterSize(w, 64<<10)
 		}
 		return &jsonlWriter{w: bw, noDescription: f.NoDescription}, nil
+	case "parquet":
+		return newParquetWriter(w, f.NoDescription), nil
 	case "csv":
 		if f.Layout != LayoutYoutubeNew && f.Layout != LayoutTrendingDaily {
 			return nil, fmt.Errorf("unknown export layout %q: want %s or %s", f.Layout, LayoutYoutubeNew, LayoutTrendingDaily)
 		}
-		c := newCSVWriter(w, f.Layout, f.PerCapture, f.NoDescription)
+		c := &csvWriter{w: csv.NewWriter(w), daily: f.Layout == LayoutTrendingDaily, f: f, capture: -1}
 		return c, c.Header()
 	}
-	return nil, fmt.Errorf("unknown export format %q: want csv or jsonl", f.Format)
+	return nil, fmt.Errorf("unknown export format %q: want csv, jsonl or parquet", f.Format)
 }
 
 // csvWriter writes a dataset layout with encoding/csv.
 type csvWriter struct {
-	w             *csv.Writer
-	daily         bool // trending-daily, else youtube-new
-	perCapture    bool
-	noDescription bool
-	rec           []string
+	w     *csv.Writer
+	daily bool // trending-daily, else youtube-new
+	f     ExportFormat
+	rec   []string
 	// per-capture strings, recomputed when the capture changes
 	capture      int64
 	trendingDate string
@@ -93,17 +102,17 @@ type csvWriter struct {
 	tagsB        strings.Builder
 }
 
-func newCSVWriter(w io.Writer, layout string, perCapture, noDescription bool) *csvWriter {
-	return &csvWriter{w: csv.NewWriter(w), daily: layout == LayoutTrendingDaily, perCapture: perCapture, noDescription: noDescription, capture: -1}
-}
-
 func (c *csvWriter) Header() error {
 	h := layoutYoutubeNew
 	if c.daily {
 		h = layoutTrendingDaily
 	}
-	if c.perCapture {
-		h = append(append([]string(nil), h...), "captured_at", "rank")
+	h = append([]string(nil), h...)
+	if c.f.PerCapture {
+		h = append(h, "captured_at", "rank")
+	}
+	if c.f.RegionColumn {
+		h = append(h, "region")
 	}
 	return c.w.Write(h)
 }
@@ -120,7 +129,7 @@ func (c *csvWriter) Row(r *ExportRow) error {
 		c.capturedAt = day.Format(time.RFC3339Nano)
 	}
 	desc := r.Description
-	if c.noDescription {
+	if c.f.NoDescription {
 		desc = ""
 	}
 	pub := ""
@@ -146,8 +155,18 @@ func (c *csvWriter) Row(r *ExportRow) error {
 			c.tags(r.Tags, true), count(r.Views), likes, "0", comments, r.ThumbnailURL,
 			commentsOff, ratingsOff, "False", desc)
 	}
-	if c.perCapture {
+	if c.f.PerCapture {
 		c.rec = append(c.rec, c.capturedAt, strconv.Itoa(r.Rank))
+	}
+	if c.f.RegionColumn {
+		c.rec = append(c.rec, r.Region)
+	}
+	if c.f.SpreadsheetSafe {
+		for i, v := range c.rec {
+			if v != "" && strings.IndexByte("=+-@\t\r", v[0]) >= 0 {
+				c.rec[i] = "'" + v
+			}
+		}
 	}
 	return c.w.Write(c.rec)
 }

@@ -72,17 +72,24 @@ func (s *Store) CaptureAt(ctx context.Context, q CaptureQuery) (Capture, []Entry
 	case q.Kind != KindChart && q.Kind != KindCategory && q.Kind != KindSearch:
 		return Capture{}, nil, fmt.Errorf("cannot read capture: unknown kind %q", q.Kind)
 	}
+	// One read transaction: the capture and its entries come from one
+	// snapshot, whatever a prune or a run writes in between.
+	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return Capture{}, nil, fmt.Errorf("cannot read capture: %w", err)
+	}
+	defer tx.Rollback() //nolint:errcheck // read only
 	const cols = `SELECT id, run_id, region, kind, query, captured_at, complete FROM captures `
 	var row *sql.Row
 	if q.RunID != 0 {
-		row = s.db.QueryRowContext(ctx, cols+`WHERE run_id = ? AND region = ? AND kind = ? AND query = ?`,
+		row = tx.QueryRowContext(ctx, cols+`WHERE run_id = ? AND region = ? AND kind = ? AND query = ?`,
 			q.RunID, q.Region, q.Kind, q.Query)
 	} else {
 		at := "9999"
 		if !q.At.IsZero() {
 			at = fmtTime(q.At)
 		}
-		row = s.db.QueryRowContext(ctx, cols+`
+		row = tx.QueryRowContext(ctx, cols+`
 WHERE region = ? AND kind = ? AND query = ? AND captured_at <= ?
 ORDER BY captured_at DESC, id DESC LIMIT 1`, q.Region, q.Kind, q.Query, at)
 	}
@@ -90,7 +97,7 @@ ORDER BY captured_at DESC, id DESC LIMIT 1`, q.Region, q.Kind, q.Query, at)
 		c  Capture
 		ts sql.NullString
 	)
-	err := row.Scan(&c.ID, &c.RunID, &c.Region, &c.Kind, &c.Query, &ts, &c.Complete)
+	err = row.Scan(&c.ID, &c.RunID, &c.Region, &c.Kind, &c.Query, &ts, &c.Complete)
 	if errors.Is(err, sql.ErrNoRows) {
 		return Capture{}, nil, fmt.Errorf("no %s capture of %s: %w", q.Kind, q.Region, ErrNotFound)
 	}
@@ -98,7 +105,7 @@ ORDER BY captured_at DESC, id DESC LIMIT 1`, q.Region, q.Kind, q.Query, at)
 		return Capture{}, nil, fmt.Errorf("cannot read capture: %w", err)
 	}
 	c.CapturedAt = parseTime(ts)
-	entries, err := s.Entries(ctx, c.ID)
+	entries, err := entries(ctx, tx, c.ID)
 	if err != nil {
 		return Capture{}, nil, err
 	}
@@ -106,11 +113,24 @@ ORDER BY captured_at DESC, id DESC LIMIT 1`, q.Region, q.Kind, q.Query, at)
 }
 
 // Entries returns the entries of capture id in rank order (empty for an
-// unknown id).
+// unknown id), each with the title and channel title it was captured with.
 func (s *Store) Entries(ctx context.Context, captureID int64) ([]Entry, error) {
-	rows, err := s.db.QueryContext(ctx, `
-SELECT e.rank, v.id, v.title, v.channel_title, e.view_count, e.like_count, e.comment_count
+	return entries(ctx, s.db, captureID)
+}
+
+// rowsQuerier is a *sql.DB or *sql.Tx.
+type rowsQuerier interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}
+
+func entries(ctx context.Context, db rowsQuerier, captureID int64) ([]Entry, error) {
+	rows, err := db.QueryContext(ctx, `
+SELECT e.rank, v.id,
+       coalesce(CASE WHEN e.text = v.text_version THEN v.title ELSE t.title END, ''),
+       coalesce(CASE WHEN e.text = v.text_version THEN v.channel_title ELSE t.channel_title END, ''),
+       e.view_count, e.like_count, e.comment_count
 FROM entries e JOIN videos v ON v.rowid = e.video
+LEFT JOIN video_texts t ON t.video = e.video AND t.version = e.text
 WHERE e.capture_id = ? ORDER BY e.rank`, captureID)
 	if err != nil {
 		return nil, fmt.Errorf("cannot read entries of capture %d: %w", captureID, err)
@@ -197,6 +217,48 @@ type VideoHistory struct {
 	Points []StatsPoint `json:"points"`
 	// Regions summarises chart appearances per region, by region code.
 	Regions []RegionSummary `json:"regions"`
+	// Titles is the video's title from each change on, oldest first: the
+	// first captured title, then each different one (text as captured).
+	Titles []TitleChange `json:"titles"`
+}
+
+// TitleChange is a title a video had from At (the first capture that
+// showed it, UTC) until the next change.
+type TitleChange struct {
+	At    time.Time `json:"at"`
+	Title string    `json:"title"`
+}
+
+// titles returns the title changes of video id (see VideoHistory.Titles):
+// its superseded text versions and the current one, in version order.
+func (s *Store) titles(ctx context.Context, id string) ([]TitleChange, error) {
+	rows, err := s.db.QueryContext(ctx, `
+SELECT t.version, t.title, coalesce(t.since, v.first_seen_at)
+FROM videos v JOIN video_texts t ON t.video = v.rowid WHERE v.id = ?1
+UNION ALL
+SELECT v.text_version, v.title, coalesce(v.text_since, v.first_seen_at) FROM videos v WHERE v.id = ?1
+ORDER BY 1`, id)
+	if err != nil {
+		return nil, fmt.Errorf("cannot read titles of %s: %w", id, err)
+	}
+	defer rows.Close()
+	out := []TitleChange{}
+	for rows.Next() {
+		var (
+			version int64
+			c       TitleChange
+			ts      sql.NullString
+		)
+		if err := rows.Scan(&version, &c.Title, &ts); err != nil {
+			return nil, fmt.Errorf("cannot read titles of %s: %w", id, err)
+		}
+		if n := len(out); n > 0 && out[n-1].Title == c.Title {
+			continue // another field changed
+		}
+		c.At = parseTime(ts)
+		out = append(out, c)
+	}
+	return out, rows.Err()
 }
 
 // History returns the video with the given id and its history. Errors: a
@@ -268,6 +330,9 @@ ORDER BY c.captured_at, c.id`, id)
 	}
 	sort.Slice(h.Regions, func(i, j int) bool { return h.Regions[i].Region < h.Regions[j].Region })
 
+	if h.Titles, err = s.titles(ctx, id); err != nil {
+		return VideoHistory{}, err
+	}
 	samples, err := s.samples(ctx, id)
 	if err != nil {
 		return VideoHistory{}, err

@@ -358,13 +358,15 @@ func BenchmarkHistorySavePage(b *testing.B) {
 
 // BenchmarkHistoryExport exports the whole fixture (every capture) to
 // /dev/null in a child process (this test binary, see exportChild) so its
-// peak RSS is the export's alone: youtube-new CSV with full text, and JSON
-// Lines without descriptions. Metrics: rows/s and peak-RSS-MB.
+// peak RSS is the export's alone: youtube-new CSV with full text, JSON
+// Lines without descriptions, and Parquet with full text. Metrics: rows/s,
+// peak-RSS-MB and file-MB (the bytes written).
 func BenchmarkHistoryExport(b *testing.B) {
 	path := historyDB(b)
 	for _, f := range []struct{ name, format, layout, noDesc string }{
 		{"youtube-new", "csv", LayoutYoutubeNew, ""},
 		{"jsonl-no-description", "jsonl", "", "1"},
+		{"parquet", "parquet", "", ""},
 	} {
 		b.Run(f.name, func(b *testing.B) {
 			for i := 0; i < b.N; i++ {
@@ -375,13 +377,14 @@ func BenchmarkHistoryExport(b *testing.B) {
 				if err != nil {
 					b.Fatalf("export child: %v\n%s", err, out)
 				}
-				var rows, hwm int64
+				var rows, hwm, size int64
 				var secs float64
-				if _, err := fmt.Sscanf(strings.TrimSpace(string(out)), "rows=%d secs=%g hwm_kb=%d", &rows, &secs, &hwm); err != nil {
+				if _, err := fmt.Sscanf(strings.TrimSpace(string(out)), "rows=%d secs=%g hwm_kb=%d bytes=%d", &rows, &secs, &hwm, &size); err != nil {
 					b.Fatalf("export child output %q: %v", out, err)
 				}
 				b.ReportMetric(float64(rows)/secs, "rows/s")
 				b.ReportMetric(float64(hwm)/1024, "peak-RSS-MB")
+				b.ReportMetric(float64(size)/(1<<20), "file-MB")
 			}
 		})
 	}
@@ -407,7 +410,8 @@ func exportChild() bool {
 		fmt.Println(err)
 		os.Exit(1)
 	}
-	bw := bufio.NewWriterSize(io.Writer(devnull), 256<<10)
+	cw := &countingWriter{w: devnull}
+	bw := bufio.NewWriterSize(cw, 256<<10)
 	w, err := NewExportWriter(bw, ExportFormat{Format: os.Getenv("TF_EXPORT_FORMAT"), Layout: os.Getenv("TF_EXPORT_LAYOUT"),
 		PerCapture: true, NoDescription: os.Getenv("TF_EXPORT_NODESC") != ""})
 	if err != nil {
@@ -431,8 +435,20 @@ func exportChild() bool {
 		os.Exit(1)
 	}
 	secs := time.Since(start).Seconds()
-	fmt.Printf("rows=%d secs=%g hwm_kb=%d\n", rows, secs, peakRSSKB())
+	fmt.Printf("rows=%d secs=%g hwm_kb=%d bytes=%d\n", rows, secs, peakRSSKB(), cw.n)
 	return true
+}
+
+// countingWriter counts the bytes written through it.
+type countingWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
 }
 
 // peakRSSKB reads VmHWM from /proc/self/status (Linux); 0 elsewhere.

@@ -23,8 +23,9 @@ type Video struct {
 	ChannelID    string
 	ChannelTitle string
 	CategoryID   string
-	// Tags are stored joined with '\n' (a tag's own newlines become spaces)
-	// and indexed for search.
+	// Tags are stored as given, joined with '\n', and indexed for search.
+	// A tag holding a line break comes back split there (none of the
+	// recorded data's tags does).
 	Tags []string
 	// PublishedAt is the zero time when unknown.
 	PublishedAt time.Time
@@ -61,14 +62,9 @@ func joinTags(tags []string) string {
 	if len(tags) == 0 {
 		return ""
 	}
-	clean := make([]string, 0, len(tags))
-	for _, t := range tags {
-		t = strings.TrimSpace(strings.NewReplacer("\r", " ", "\n", " ").Replace(t))
-		if t != "" {
-			clean = append(clean, t)
-		}
-	}
-	return strings.Join(clean, "\n")
+	// Tags are kept as the API gave them (spaces, empty tags: exports must
+	// reproduce them); only the separator cannot occur inside a tag.
+	return strings.Join(tags, "\n")
 }
 
 func splitTags(s string) []string {
@@ -87,7 +83,12 @@ func splitTags(s string) []string {
 // differs, so re-storing known videos dirties no videos page, and the
 // guarded FTS trigger re-indexes only changed text. A capture older than
 // the stored statistics (excluded.first_seen_at carries the capture time)
-// does not overwrite newer text.
+// does not overwrite newer text. Changed text becomes a new version (see
+// textChanged); the entries stored next refer to it.
+//
+// Known limit: a capture older than the video's newest stored one (two
+// regions' runs storing out of order across an edit) refers to the newer
+// version, as it does not overwrite it.
 //
 // One multi-row statement rather than 50 single-row ones matters for FTS5:
 // every write statement inside a transaction opens a statement savepoint,
@@ -111,7 +112,9 @@ ON CONFLICT (id) DO UPDATE SET
     tags          = excluded.tags,
     published_at  = coalesce(excluded.published_at, videos.published_at),
     duration      = coalesce(excluded.duration, videos.duration),
-    thumbnail_url = excluded.thumbnail_url
+    thumbnail_url = excluded.thumbnail_url,
+    text_version  = videos.text_version + (` + textChanged + `),
+    text_since    = CASE WHEN ` + textChanged + ` THEN excluded.first_seen_at ELSE videos.text_since END
 WHERE (videos.title IS NOT excluded.title
     OR videos.description IS NOT excluded.description
     OR videos.channel_id IS NOT excluded.channel_id
@@ -125,6 +128,17 @@ WHERE (videos.title IS NOT excluded.title
       coalesce((SELECT last_seen_at FROM video_stats WHERE video_rowid = videos.rowid), '')`)
 	return b.String()
 }
+
+// textChanged is true in upsertVideosSQL's DO UPDATE when the captured
+// text differs from the current version: then the version number goes up
+// and the trigger videos_texts_au (migration 0008) keeps the old version in
+// video_texts, so entries stored before keep the text they saw.
+const textChanged = `(videos.title IS NOT excluded.title
+    OR videos.description IS NOT excluded.description
+    OR videos.channel_title IS NOT excluded.channel_title
+    OR videos.category_id IS NOT excluded.category_id
+    OR videos.tags IS NOT excluded.tags
+    OR videos.thumbnail_url IS NOT excluded.thumbnail_url)`
 
 // upsertStatsSQL stores the statistics of n videos (already in videos) in
 // one statement, 5 parameters each: id, views, likes, comments, captured

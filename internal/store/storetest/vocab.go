@@ -1,8 +1,9 @@
 // Package storetest generates synthetic video text for the store and serve
 // benchmarks: pseudo-words drawn from a Zipf distribution, so a search
 // benchmark sees posting lists shaped like real titles and descriptions
-// (a few very common words, a long tail of rare ones). It imports nothing
-// of trendfetch, so package store's own tests can use it.
+// (a few very common words, a long tail of rare ones); and DuckDB, the
+// reader the Parquet export tests use. It imports nothing of trendfetch,
+// so package store's own tests can use it.
 package storetest
 
 import (
