@@ -15,6 +15,7 @@ import (
 	"github.com/trendfetch/trendfetch/internal/fetch"
 	"github.com/trendfetch/trendfetch/internal/quota"
 	"github.com/trendfetch/trendfetch/internal/regions"
+	"github.com/trendfetch/trendfetch/internal/sqlitedb"
 	"github.com/trendfetch/trendfetch/internal/store"
 )
 
@@ -100,6 +101,7 @@ func exitCode(ctx context.Context, err error) int {
 		stop *fetch.StopError
 		cost *quota.CostError
 		held *quota.LeaseHeldError
+		dbe  *sqlitedb.PathError
 	)
 	if errors.As(context.Cause(ctx), &se) || errors.As(err, &se) {
 		return signalExit(se.sig)
@@ -110,7 +112,7 @@ func exitCode(ctx context.Context, err error) int {
 	case strings.HasPrefix(err.Error(), "unknown command "):
 		return exitUsage
 	case errors.As(err, &ue), errors.As(err, &ve), errors.As(err, &re), errors.As(err, &qe),
-		errors.As(err, &ce), errors.As(err, &cost), errors.Is(err, config.ErrNoAPIKey):
+		errors.As(err, &ce), errors.As(err, &cost), errors.As(err, &dbe), errors.Is(err, config.ErrNoAPIKey):
 		return exitUsage
 	case errors.As(err, &stop):
 		return exitTempFail

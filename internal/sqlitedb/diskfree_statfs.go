@@ -1,6 +1,6 @@
 //go:build linux || darwin || freebsd
 
-package store
+package sqlitedb
 
 import "syscall"
 
