@@ -229,3 +229,23 @@ func copyExec(src, dst string) error {
 	}
 	return os.WriteFile(dst, b, 0o755)
 }
+
+// TestDatabaseNotARegularFile: --database /dev/null (or a directory) is
+// refused with one line and exit 2, by read and write commands alike, and
+// nothing is created beside it (it used to create /dev/null-journal).
+func TestDatabaseNotARegularFile(t *testing.T) {
+	e := newEnv(t)
+	e.vars["YOUTUBE_API_KEY"] = "k"
+	_, journalErr := os.Stat("/dev/null-journal")
+	for _, db := range []string{os.DevNull, e.dir} {
+		for _, args := range [][]string{{"runs"}, {"search", "cats"}, {"chart", "--region", "US"}, {"run", "--region", "US", "--api-endpoint", "http://127.0.0.1:1"}} {
+			res := e.run(append([]string{"--database", db}, args...)...)
+			if res.code != 2 || !strings.Contains(res.stderr, "not a regular file") || strings.Count(strings.TrimSpace(res.stderr), "\n") != 0 {
+				t.Errorf("--database %s %v: exit %d, want 2 and one line:\n%s", db, args, res.code, res.stderr)
+			}
+		}
+	}
+	if _, err := os.Stat("/dev/null-journal"); err == nil && journalErr != nil {
+		t.Error("created /dev/null-journal")
+	}
+}

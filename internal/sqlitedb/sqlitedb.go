@@ -156,9 +156,10 @@ func dsn(abs string, o Options) string {
 // writer (a service user) needs the WAL index: if this user cannot write
 // it, it is read as-is while it exists (SQLite's readonly_shm mode, which
 // stays correct while writers write); if it does not exist and cannot be
-// created, Open refuses with a *PathError saying what to change. It never
-// opens the file as immutable, which would return wrong data or
-// "database disk image is malformed" once a writer writes.
+// created, Open refuses with a *PathError saying what to change. It opens
+// the file as immutable only on a read-only filesystem (without a -wal),
+// where no writer can come: anywhere else that returned wrong data or
+// "database disk image is malformed" once a writer wrote.
 //
 // Errors: *PathError for an empty path, a path that is not a regular file
 // or a reader without the permissions it needs; *NoDatabaseError (read-only)
@@ -214,13 +215,20 @@ func openReadOnly(ctx context.Context, path, abs string, o Options, migs []migra
 	if err != nil && cannotOpen(err) {
 		_, walErr := os.Stat(abs + "-wal")
 		_, shmErr := os.Stat(abs + "-shm")
-		if walErr != nil || shmErr != nil {
+		switch {
+		case errors.Is(walErr, fs.ErrNotExist) && readOnlyFS(filepath.Dir(abs)):
+			// Read-only media: no process can write the file and no WAL
+			// holds pending commits, so treating it as immutable (no
+			// locks, no -shm) is exact. Anywhere else a writer may come.
+			db, v, err = openVersion(ctx, dsn(abs, o)+"&immutable=1")
+		case walErr != nil || shmErr != nil:
 			return nil, readerNeeds(path, abs)
-		}
-		// The WAL and its index exist, written by a writer we cannot
-		// write as: read the index without writing it.
-		if db, v, err = openVersion(ctx, dsn(abs, o)+"&readonly_shm=1"); err != nil && cannotOpen(err) {
-			return nil, readerNeeds(path, abs)
+		default:
+			// The WAL and its index exist, written by a writer we cannot
+			// write as: read the index without writing it.
+			if db, v, err = openVersion(ctx, dsn(abs, o)+"&readonly_shm=1"); err != nil && cannotOpen(err) {
+				return nil, readerNeeds(path, abs)
+			}
 		}
 	}
 	if err != nil {

@@ -212,3 +212,44 @@ func TestSearchTrigram(t *testing.T) {
 	}
 	ftsIntegrity(t, s)
 }
+
+// TestSearchCancel: a search whose context ends while it runs stops (the
+// driver interrupts SQLite) and returns the context's error, in a fraction
+// of the time the whole search takes; the store keeps working. The query
+// is the heaviest shape (OR of phrases and short prefixes, limit 1000)
+// over 3,000 videos that all match.
+func TestSearchCancel(t *testing.T) {
+	ctx := context.Background()
+	s, _ := openTest(t)
+	if _, err := s.db.Exec(`WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c WHERE i < 3000)
+INSERT INTO videos (id, title, tags, description, first_seen_at)
+SELECT printf('v%06d', i), 'alpha beta ' || (i % 97) || ' gamma ' || (i % 13), 'alpha', 'alpha delta ' || (i % 7) || ' alpha', 'x' FROM c`); err != nil {
+		t.Fatal(err)
+	}
+	q := SearchQuery{Text: `"alpha beta" OR "beta alpha" OR "alpha delta" OR al* OR be* OR ga* OR de*`, Limit: MaxSearchLimit}
+	var whole time.Duration
+	for range 2 { // the second one with a warm cache
+		t0 := time.Now()
+		if hits := search(t, s, q); len(hits) != MaxSearchLimit {
+			t.Fatalf("%d hits", len(hits))
+		}
+		whole = time.Since(t0)
+	}
+	deadline := whole / 10
+	c, cancel := context.WithTimeout(ctx, deadline)
+	defer cancel()
+	t0 := time.Now()
+	_, err := s.Search(c, q)
+	took := time.Since(t0)
+	t.Logf("whole search %v, cancelled after %v: returned after %v", whole, deadline, took)
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("search past its deadline: %v, want context.DeadlineExceeded", err)
+	}
+	// Relative, not a benchmark: the cancelled search must not run to its end.
+	if took > whole*3/4 {
+		t.Errorf("cancelled after %v, the search returned after %v; a whole search takes %v", deadline, took, whole)
+	}
+	if hits := search(t, s, q); len(hits) != MaxSearchLimit {
+		t.Errorf("after a cancelled search: %d hits", len(hits))
+	}
+}
