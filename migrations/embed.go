@@ -1,5 +1,6 @@
 // Package migrations holds trendfetch's SQLite schema as numbered SQL files
-// and exports them as an embed.FS for internal/store, which applies them.
+// and exports them as an embed.FS for internal/store (internal/sqlitedb
+// validates and applies them).
 //
 // Files are named NNNN_name.sql (four digits, lower-case snake_case name),
 // numbered contiguously from 0001. Each file is applied, together with its

@@ -22,16 +22,17 @@ func newChartCmd(a *app) *cobra.Command {
 	var (
 		region, at, kind, query string
 		runID                   int64
-		asJSON, asCSV           bool
+		asJSON, asCSV, partial  bool
 	)
 	cmd := &cobra.Command{
-		Use:   "chart --region R [--at TIME | --run ID]",
+		Use:   "chart --region R [--at TIME | --run ID] [--partial]",
 		Short: "Show a stored chart of a region: rank order, with the statistics of that moment",
-		Long: `Show the capture of a region's chart in force at a time (the latest captured at
-or before it; default: the latest), or the one a run fetched, in rank order
-with the views, likes and comments the API gave at that moment. A capture whose
-run stopped before its last page is marked partial. Reads the local database
-only; costs no quota.
+		Long: `Show the complete capture of a region's chart in force at a time (the latest
+captured at or before it; default: the latest), or the one a run fetched, in
+rank order with the views, likes and comments the API gave at that moment.
+--partial also considers partial captures (a run still fetching the chart, or
+stopped before its last page); they are marked partial. Reads the local
+database only, in one snapshot; costs no quota.
 
 --at takes an RFC 3339 time (2026-03-02T08:00:00Z) or a UTC date (2026-03-02,
 meaning the end of that day). --kind category needs --query CATEGORY_ID, --kind
@@ -46,7 +47,7 @@ search needs --query Q (the search.list q of config searches).`,
 			if err != nil {
 				return &usageError{err: err, hint: "trendfetch regions"}
 			}
-			q := store.CaptureQuery{Region: r, Kind: kind, Query: query, RunID: runID}
+			q := store.CaptureQuery{Region: r, Kind: kind, Query: query, RunID: runID, Partial: partial}
 			switch kind {
 			case store.KindChart:
 				if query != "" {
@@ -126,6 +127,7 @@ search needs --query Q (the search.list q of config searches).`,
 	cmd.Flags().StringVar(&region, "region", "", "region code, e.g. US (required)")
 	cmd.Flags().StringVar(&at, "at", "", "the capture in force at this time (RFC 3339 or UTC date); default the latest")
 	cmd.Flags().Int64Var(&runID, "run", 0, "the capture fetched by this run (see trendfetch runs)")
+	cmd.Flags().BoolVar(&partial, "partial", false, "also consider partial captures (a run in progress or stopped mid-chart); default complete ones only")
 	cmd.Flags().StringVar(&kind, "kind", store.KindChart, "chart, category (narrowed by --query CATEGORY_ID) or search (--query Q)")
 	cmd.Flags().StringVar(&query, "query", "", "category id or search query of --kind category/search")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the capture and its entries as JSON (null = unknown)")

@@ -24,7 +24,10 @@ func newSearchCmd(a *app) *cobra.Command {
 		Short: "Full-text search over everything ingested (local, costs no quota)",
 		Long: `Search titles, tags, channel titles and descriptions of every ingested video,
 ranked with bm25 (title weighted highest). Words are ANDed; "quoted phrases"
-match exactly; a trailing * matches a prefix (e.g. trail*). No API call is made.`,
+match exactly; a trailing * matches a prefix (e.g. trail*); a OR b matches
+either; a leading - excludes a word or phrase (e.g. lofi -live). Japanese,
+Chinese, Korean and Thai match as substrings of titles and channel titles.
+No API call is made.`,
 		Example: "  trendfetch search \"bruno mars\"\n  trendfetch search 'official \"music video\"' --region US --limit 5 --json",
 		Args:    cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {

@@ -15,6 +15,7 @@ import (
 	"github.com/trendfetch/trendfetch/internal/fetch"
 	"github.com/trendfetch/trendfetch/internal/quota"
 	"github.com/trendfetch/trendfetch/internal/regions"
+	"github.com/trendfetch/trendfetch/internal/sqlitedb"
 	"github.com/trendfetch/trendfetch/internal/store"
 )
 
@@ -118,6 +119,7 @@ func exitCode(ctx context.Context, err error) int {
 		stop *fetch.StopError
 		cost *quota.CostError
 		held *quota.LeaseHeldError
+		dbe  *sqlitedb.PathError
 	)
 	if errors.As(context.Cause(ctx), &se) || errors.As(err, &se) {
 		return signalExit(se.sig)
@@ -131,7 +133,7 @@ func exitCode(ctx context.Context, err error) int {
 	case errors.Is(err, store.ErrNotFound):
 		return exitNotFound
 	case errors.As(err, &ue), errors.As(err, &ve), errors.As(err, &re), errors.As(err, &qe),
-		errors.As(err, &ce), errors.As(err, &cost), errors.Is(err, config.ErrNoAPIKey), errors.Is(err, errPlan):
+		errors.As(err, &ce), errors.As(err, &cost), errors.As(err, &dbe), errors.Is(err, config.ErrNoAPIKey), errors.Is(err, errPlan):
 		return exitUsage
 	case errors.As(err, &stop), errors.Is(err, errWouldNotFit):
 		return exitTempFail

@@ -36,10 +36,13 @@ quota:
 	if res := e.run("--config", denied, "--api-endpoint", url, "run", "--region", "US"); res.code != 75 {
 		t.Fatalf("denied run: exit %d\n%s", res.code, res.stderr)
 	}
+	if res := e.run("chart", "--region", "us", "--json"); res.code == 0 || !strings.Contains(res.stderr, "no complete chart capture of US") {
+		t.Errorf("chart with only a partial capture: exit %d\n%s%s", res.code, res.stdout, res.stderr)
+	}
 	var partial chartOut
-	res := e.run("chart", "--region", "us", "--json")
+	res := e.run("chart", "--region", "us", "--partial", "--json")
 	if res.code != 0 {
-		t.Fatalf("chart exit %d: %s", res.code, res.stderr)
+		t.Fatalf("chart --partial exit %d: %s", res.code, res.stderr)
 	}
 	if err := json.Unmarshal([]byte(res.stdout), &partial); err != nil {
 		t.Fatalf("chart --json: %v\n%s", err, res.stdout)
@@ -149,7 +152,7 @@ quota:
 			t.Errorf("%v: exit %d, stderr %q; want 2 and a message", args, res.code, res.stderr)
 		}
 	}
-	if res := e.run("chart", "--region", "GB"); res.code != exitNotFound || !strings.Contains(res.stderr, "no chart capture of GB") {
+	if res := e.run("chart", "--region", "GB"); res.code != exitNotFound || !strings.Contains(res.stderr, "no complete chart capture of GB") {
 		t.Errorf("chart of a region never fetched: exit %d, %q", res.code, res.stderr)
 	}
 }

@@ -475,7 +475,7 @@ func (s *server) chart(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	q := r.URL.Query()
-	cq := store.CaptureQuery{Region: region, Kind: q.Get("kind"), Query: q.Get("query")}
+	cq := store.CaptureQuery{Region: region, Kind: q.Get("kind"), Query: q.Get("query"), Partial: q.Get("partial") == "true"}
 	switch cq.Kind {
 	case "", store.KindChart, store.KindCategory, store.KindSearch:
 	default:

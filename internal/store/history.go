@@ -54,14 +54,23 @@ type CaptureQuery struct {
 	// At selects the capture in force at that time: the latest captured at
 	// or before it. Zero means the latest.
 	At time.Time
+	// Partial makes At (or the latest) consider partial captures too: a
+	// run still fetching the list or stopped before its last page. By
+	// default only complete captures are shown, so a chart in progress is
+	// never served as the latest. A capture selected by RunID is returned
+	// whatever its state.
+	Partial bool
 }
 
-// CaptureAt returns the capture selected by q (partial ones included; see
-// Capture.Complete) and its entries in rank order. Errors: an empty region
-// or an unknown kind; a wrapped ErrNotFound when no capture matches.
+// CaptureAt returns the capture selected by q and its entries in rank
+// order, read in one read transaction (one snapshot: a prune or a run
+// committing in between cannot pair a capture with other entries).
+// Errors: an empty region or an unknown kind; a wrapped ErrNotFound when
+// no capture matches.
 //
 // Cost: one probe of captures_region_at (or of the (run, region, kind,
-// query) key) and one range scan of entries by its primary key.
+// query) key), stepping back over partial captures unless q.Partial, and
+// one range scan of entries by its primary key.
 func (s *Store) CaptureAt(ctx context.Context, q CaptureQuery) (Capture, []Entry, error) {
 	if q.Kind == "" {
 		q.Kind = KindChart
@@ -90,8 +99,8 @@ func (s *Store) CaptureAt(ctx context.Context, q CaptureQuery) (Capture, []Entry
 			at = fmtTime(q.At)
 		}
 		row = tx.QueryRowContext(ctx, cols+`
-WHERE region = ? AND kind = ? AND query = ? AND captured_at <= ?
-ORDER BY captured_at DESC, id DESC LIMIT 1`, q.Region, q.Kind, q.Query, at)
+WHERE region = ? AND kind = ? AND query = ? AND captured_at <= ? AND (complete OR ?)
+ORDER BY captured_at DESC, id DESC LIMIT 1`, q.Region, q.Kind, q.Query, at, q.Partial)
 	}
 	var (
 		c  Capture
@@ -99,7 +108,11 @@ ORDER BY captured_at DESC, id DESC LIMIT 1`, q.Region, q.Kind, q.Query, at)
 	)
 	err = row.Scan(&c.ID, &c.RunID, &c.Region, &c.Kind, &c.Query, &ts, &c.Complete)
 	if errors.Is(err, sql.ErrNoRows) {
-		return Capture{}, nil, fmt.Errorf("no %s capture of %s: %w", q.Kind, q.Region, ErrNotFound)
+		what := "complete "
+		if q.Partial || q.RunID != 0 {
+			what = ""
+		}
+		return Capture{}, nil, fmt.Errorf("no %s%s capture of %s: %w", what, q.Kind, q.Region, ErrNotFound)
 	}
 	if err != nil {
 		return Capture{}, nil, fmt.Errorf("cannot read capture: %w", err)

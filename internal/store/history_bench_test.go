@@ -15,6 +15,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/trendfetch/trendfetch/internal/sqlitedb"
 )
 
 // History benchmark fixture (issue 11): 200,000 videos with full text
@@ -50,13 +52,13 @@ func histEntries() int {
 func historyDB(b *testing.B) string {
 	b.Helper()
 	histOnce.Do(func() {
-		migs, err := loadMigrations(migrationsFS)
+		migs, err := sqlitedb.Migrations(migrationsFS)
 		if err != nil {
 			histErr = err
 			return
 		}
 		n := histEntries()
-		histPath = filepath.Join(os.TempDir(), fmt.Sprintf("trendfetch-history-bench-%d-v%d.db", n, len(migs)))
+		histPath = filepath.Join(os.TempDir(), fmt.Sprintf("trendfetch-history-bench-%d-v%d.db", n, migs))
 		if _, err := os.Stat(histPath); err == nil {
 			return
 		}
@@ -194,7 +196,7 @@ func BenchmarkHistoryBytesPerEntry(b *testing.B) {
 // index) the way runs stored them and returns its bytes per row.
 func snapshotBytesPerRow(b *testing.B, n int) float64 {
 	b.Helper()
-	db, err := sql.Open("sqlite", dsn(filepath.Join(b.TempDir(), "snap.db"), false))
+	db, err := sqlitedb.Open(context.Background(), filepath.Join(b.TempDir(), "snap.db"), sqlitedb.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}

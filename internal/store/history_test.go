@@ -40,9 +40,17 @@ func TestCaptureAtAndHistory(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	c, es, err := s.CaptureAt(ctx, CaptureQuery{Region: "JP"})
+	c, es, err := s.CaptureAt(ctx, CaptureQuery{Region: "JP", Partial: true})
 	if err != nil || c.RunID != runs[2] || c.Complete || len(es) != 3 || es[0].VideoID != "h-002" || *es[0].Views != 300 {
-		t.Errorf("latest: %+v %+v %v", c, es, err)
+		t.Errorf("latest, partial ones included: %+v %+v %v", c, es, err)
+	}
+	c, _, err = s.CaptureAt(ctx, CaptureQuery{Region: "JP"})
+	if err != nil || c.RunID != runs[1] || !c.Complete {
+		t.Errorf("latest complete: %+v %v", c, err)
+	}
+	c, _, err = s.CaptureAt(ctx, CaptureQuery{Region: "JP", RunID: runs[2]})
+	if err != nil || c.RunID != runs[2] || c.Complete {
+		t.Errorf("a partial capture by its run: %+v %v", c, err)
 	}
 	c, es, err = s.CaptureAt(ctx, CaptureQuery{Region: "JP", At: day(2).Add(time.Hour)})
 	if err != nil || c.RunID != runs[1] || !c.Complete || !c.CapturedAt.Equal(day(2)) || es[2].VideoID != "h-000" || *es[2].Views != 202 || es[2].Likes == nil {
@@ -98,6 +106,91 @@ func TestCaptureAtAndHistory(t *testing.T) {
 	for _, hit := range hits {
 		if hit.VideoID == "h-000" && (len(hit.Regions) != 1 || hit.Regions[0].BestRank != 1 || hit.Regions[0].LastRank != 2 || !hit.Regions[0].LastAt.Equal(day(3))) {
 			t.Errorf("hit regions: %+v", hit.Regions)
+		}
+	}
+}
+
+// TestCaptureAtInProgress: while a run is storing a chart page by page, the
+// latest chart stays the last complete one; Partial shows the one in
+// progress.
+func TestCaptureAtInProgress(t *testing.T) {
+	ctx := context.Background()
+	s, _ := openTest(t)
+	at := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	done := startRun(t, s, "US")
+	if err := s.SavePage(ctx, done, "US", 1, testVideos("a", 4), at); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CompleteCapture(ctx, done, "US", KindChart, "", at); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.CaptureAt(ctx, CaptureQuery{Region: "JP"}); !errors.Is(err, ErrNotFound) || !strings.Contains(err.Error(), "complete") {
+		t.Errorf("no capture: %v", err)
+	}
+	running := startRun(t, s, "US")
+	if err := s.SavePage(ctx, running, "US", 1, testVideos("b", 2), at.Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	c, es, err := s.CaptureAt(ctx, CaptureQuery{Region: "US"})
+	if err != nil || c.RunID != done || !c.Complete || len(es) != 4 {
+		t.Errorf("latest while a run is storing pages: %+v, %d entries, %v", c, len(es), err)
+	}
+	c, es, err = s.CaptureAt(ctx, CaptureQuery{Region: "US", Partial: true})
+	if err != nil || c.RunID != running || c.Complete || len(es) != 2 {
+		t.Errorf("latest with partial: %+v, %d entries, %v", c, len(es), err)
+	}
+	c, _, err = s.CaptureAt(ctx, CaptureQuery{Region: "US", At: at.Add(2 * time.Hour)})
+	if err != nil || c.RunID != done {
+		t.Errorf("at a time after the partial capture: %+v %v", c, err)
+	}
+}
+
+// TestCaptureAtOneSnapshot: a writer replaces the latest complete capture
+// over and over (stores a new one, deletes the old one) while a reader
+// reads the latest: the capture and its entries come from one snapshot, so
+// the reader never sees a capture without its entries.
+func TestCaptureAtOneSnapshot(t *testing.T) {
+	ctx := context.Background()
+	w, path := openTest(t)
+	r, err := OpenReadOnly(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	at := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	vs := testVideos("s", 20)
+	store := func(i int) {
+		run := startRun(t, w, "US")
+		if err := w.SavePage(ctx, run, "US", 1, vs, at.Add(time.Duration(i)*time.Second)); err != nil {
+			t.Error(err)
+		}
+		if err := w.CompleteCapture(ctx, run, "US", KindChart, "", at); err != nil {
+			t.Error(err)
+		}
+	}
+	store(0)
+	stop := make(chan struct{})
+	writer := make(chan struct{})
+	go func() {
+		defer close(writer)
+		for i := 1; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			store(i)
+			if _, err := w.db.Exec(`DELETE FROM captures WHERE id < (SELECT max(id) FROM captures)`); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	}()
+	defer func() { close(stop); <-writer }()
+	for range 300 {
+		c, es, err := r.CaptureAt(ctx, CaptureQuery{Region: "US"})
+		if err != nil || len(es) != len(vs) {
+			t.Fatalf("capture %d: %d entries, %v", c.ID, len(es), err)
 		}
 	}
 }

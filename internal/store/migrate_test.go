@@ -2,8 +2,10 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +14,8 @@ import (
 	"testing"
 	"testing/fstest"
 	"time"
+
+	"github.com/trendfetch/trendfetch/internal/sqlitedb"
 )
 
 func TestMigrateFresh(t *testing.T) {
@@ -95,23 +99,13 @@ func TestMigrateUpgrade(t *testing.T) {
 	// A database at version 1 with a video gets 0002 (FTS) applied and the
 	// existing video indexed by its 'rebuild'.
 	ctx := context.Background()
-	all, err := loadMigrations(migrationsFS)
-	if err != nil {
-		t.Fatal(err)
-	}
 	path := filepath.Join(t.TempDir(), "old.db")
-	s, err := openDB(ctx, path, false)
-	if err != nil {
+	db := openAtVersion(t, path, 1)
+	if _, err := db.Exec(`INSERT INTO videos (id, title, first_seen_at) VALUES ('old', 'ancient okapi', 'x')`); err != nil {
 		t.Fatal(err)
 	}
-	if err := migrate(ctx, s.db, path, all[:1]); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.db.Exec(`INSERT INTO videos (id, title, first_seen_at) VALUES ('old', 'ancient okapi', 'x')`); err != nil {
-		t.Fatal(err)
-	}
-	s.Close()
-	s, err = Open(ctx, path)
+	db.Close()
+	s, err := Open(ctx, path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,29 +119,19 @@ func TestMigrateFromV2(t *testing.T) {
 	// A released v2 database with a chart keeps it through 0003's rebuild
 	// of snapshots, and its videos become findable by substring (0004).
 	ctx := context.Background()
-	all, err := loadMigrations(migrationsFS)
-	if err != nil {
-		t.Fatal(err)
-	}
 	path := filepath.Join(t.TempDir(), "v2.db")
-	s, err := openDB(ctx, path, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := migrate(ctx, s.db, path, all[:2]); err != nil {
-		t.Fatal(err)
-	}
+	db := openAtVersion(t, path, 2)
 	for _, q := range []string{
 		`INSERT INTO runs (id, region, started_at, units) VALUES (1, 'JP', 'x', '{"units":1}')`,
 		`INSERT INTO videos (id, title, first_seen_at) VALUES ('a', '東京タワーの夜景', 'x'), ('b', 'second', 'x')`,
 		`INSERT INTO snapshots (run_id, region, kind, rank, video_id, captured_at) VALUES (1, 'JP', 'chart', 1, 'a', 'x'), (1, 'JP', 'chart', 2, 'b', 'x')`,
 	} {
-		if _, err := s.db.Exec(q); err != nil {
+		if _, err := db.Exec(q); err != nil {
 			t.Fatal(err)
 		}
 	}
-	s.Close()
-	s, err = Open(ctx, path)
+	db.Close()
+	s, err := Open(ctx, path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -165,54 +149,6 @@ func TestMigrateFromV2(t *testing.T) {
 	}
 	if err := s.Check(ctx); err != nil {
 		t.Error(err)
-	}
-}
-
-func TestLoadMigrationsValidation(t *testing.T) {
-	file := func(s string) *fstest.MapFile { return &fstest.MapFile{Data: []byte(s)} }
-	tests := map[string]fstest.MapFS{
-		"gap":      {"0001_a.sql": file("SELECT 1"), "0003_c.sql": file("SELECT 1")},
-		"not one":  {"0002_b.sql": file("SELECT 1")},
-		"bad name": {"0001_a.sql": file("SELECT 1"), "2_b.sql": file("SELECT 1")},
-		"upper":    {"0001_Init.sql": file("SELECT 1")},
-		"other":    {"0001_a.sql": file("SELECT 1"), "README.md": file("x")},
-		"empty":    {"0001_a.sql": file("")},
-		"none":     {},
-		"dup":      {"0001_a.sql": file("SELECT 1"), "0001_b.sql": file("SELECT 1")},
-	}
-	for name, fsys := range tests {
-		if _, err := loadMigrations(fsys); err == nil {
-			t.Errorf("%s: accepted", name)
-		}
-	}
-	migs, err := loadMigrations(fstest.MapFS{"0002_b.sql": file("B"), "0001_a.sql": file("A")})
-	if err != nil || len(migs) != 2 || migs[0].sql != "A" || migs[1].name != "0002_b.sql" {
-		t.Errorf("valid set: %+v, %v", migs, err)
-	}
-}
-
-func TestMigrationFailureRollsBack(t *testing.T) {
-	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "f.db")
-	s, err := openDB(ctx, path, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	migs := []migration{
-		{version: 1, name: "0001_a.sql", sql: "CREATE TABLE a (x)"},
-		{version: 2, name: "0002_b.sql", sql: "CREATE TABLE b (x); SELECT * FROM nosuchtable"},
-	}
-	if err := migrate(ctx, s.db, path, migs); err == nil {
-		t.Fatal("broken migration succeeded")
-	}
-	if v, _ := schemaVersion(ctx, s.db); v != 1 {
-		t.Errorf("version = %d, want 1", v)
-	}
-	var n int
-	s.db.QueryRow(`SELECT count(*) FROM sqlite_schema WHERE name = 'b'`).Scan(&n)
-	if n != 0 {
-		t.Error("half-applied migration left table b")
 	}
 }
 
@@ -331,18 +267,8 @@ func checkMigratedOnce(t *testing.T, path string) {
 // succeeded) and entries without statistics (NULL, never guessed).
 func TestMigrateFromV5(t *testing.T) {
 	ctx := context.Background()
-	all, err := loadMigrations(migrationsFS)
-	if err != nil {
-		t.Fatal(err)
-	}
 	path := filepath.Join(t.TempDir(), "v5.db")
-	s, err := openDB(ctx, path, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := migrate(ctx, s.db, path, all[:5]); err != nil {
-		t.Fatal(err)
-	}
+	db := openAtVersion(t, path, 5)
 	for _, q := range []string{
 		`INSERT INTO runs (id, region, started_at, outcome) VALUES (1, 'JP', '2026-01-01T00:00:00.000000Z', 'success'),
 		                                                   (2, 'JP', '2026-01-02T00:00:00.000000Z', 'denied'),
@@ -356,12 +282,12 @@ func TestMigrateFromV5(t *testing.T) {
 		    (2, 'JP', 'chart', '', 1, 'b', '2026-01-02T00:00:01.000000Z'), (2, 'JP', 'chart', '', 2, 'a', '2026-01-02T00:00:01.000000Z'),
 		    (3, 'US', 'chart', '', 1, 'c', '2026-01-02T00:00:01.000000Z')`,
 	} {
-		if _, err := s.db.Exec(q); err != nil {
+		if _, err := db.Exec(q); err != nil {
 			t.Fatal(err)
 		}
 	}
-	s.Close()
-	s, err = Open(ctx, path)
+	db.Close()
+	s, err := Open(ctx, path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -415,4 +341,27 @@ GROUP BY c.id ORDER BY c.id`)
 	if err := s.Check(ctx); err != nil {
 		t.Error(err)
 	}
+}
+
+// openAtVersion creates a database at path with only the first n embedded
+// migrations applied, as an older release left it.
+func openAtVersion(t *testing.T, path string, n int) *sql.DB {
+	t.Helper()
+	entries, err := fs.ReadDir(migrationsFS, ".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := fstest.MapFS{}
+	for _, e := range entries[:n] {
+		b, err := fs.ReadFile(migrationsFS, e.Name())
+		if err != nil {
+			t.Fatal(err)
+		}
+		old[e.Name()] = &fstest.MapFile{Data: b}
+	}
+	db, err := sqlitedb.Open(context.Background(), path, sqlitedb.Options{Migrations: old})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return db
 }

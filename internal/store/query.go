@@ -36,6 +36,14 @@ type qterm struct {
 	text   string
 	prefix bool
 	or     bool // the bare keyword OR (resolved later)
+	not    bool // written -word or -"phrase": excluded
+}
+
+// terms is parsed search text: AND-ed groups of OR-ed terms, minus the
+// excluded terms (a match with any of them is dropped).
+type terms struct {
+	and [][]qterm
+	not []qterm
 }
 
 // ParseQuery translates user search text into an FTS5 MATCH expression,
@@ -47,32 +55,35 @@ type qterm struct {
 //	"lofi hip hop"    exact phrase
 //	beat*  "hip ho"*  prefix: last word starts with ...
 //	cats OR dogs      either; OR binds adjacent terms: a b OR c = a AND (b OR c)
+//	cats -dogs        exclusion: a leading - drops videos that match the word
+//	                  (or -"phrase", -prefix*); a - inside a word is literal
 //
 // Every word and phrase becomes a quoted FTS5 string, so FTS5 operators and
 // column filters in user text are just text. Words without any letter or
 // digit are dropped (the tokenizer would ignore them anyway); an OR at the
-// start, at the end or next to another OR is an ordinary word.
+// start, at the end or next to another OR or an exclusion is an ordinary
+// word.
 //
 // It returns a *QueryError for empty text, an unbalanced double quote, no
-// searchable words, more than MaxQueryBytes bytes or MaxQueryTerms terms.
-// It never panics.
+// searchable words, only exclusions, more than MaxQueryBytes bytes or
+// MaxQueryTerms terms. It never panics.
 func ParseQuery(text string) (string, error) {
-	groups, err := parseTerms(text)
+	t, err := parseTerms(text)
 	if err != nil {
 		return "", err
 	}
-	return renderMatch(groups, false), nil
+	return renderMatch(t, false), nil
 }
 
-// parseTerms splits search text into AND-ed groups of OR-ed terms (see
-// ParseQuery for the syntax and errors).
-func parseTerms(text string) ([][]qterm, error) {
+// parseTerms splits search text into AND-ed groups of OR-ed terms and
+// exclusions (see ParseQuery for the syntax and errors).
+func parseTerms(text string) (terms, error) {
 	qerr := func(reason string) error { return &QueryError{Query: text, Reason: reason} }
 	if len(text) > MaxQueryBytes {
-		return nil, qerr(fmt.Sprintf("longer than %d bytes", MaxQueryBytes))
+		return terms{}, qerr(fmt.Sprintf("longer than %d bytes", MaxQueryBytes))
 	}
 	if strings.TrimSpace(text) == "" {
-		return nil, qerr("empty query")
+		return terms{}, qerr("empty query")
 	}
 	clean := strings.Map(func(r rune) rune {
 		if r == utf8.RuneError || unicode.IsControl(r) {
@@ -81,10 +92,15 @@ func parseTerms(text string) ([][]qterm, error) {
 		return r
 	}, strings.ToValidUTF8(text, " "))
 
-	// Scan into words, phrases and OR keywords.
-	var terms []qterm
+	// Scan into words, phrases and OR keywords; a - before a word or
+	// phrase excludes it.
+	var all []qterm
 	rs := []rune(clean)
 	for i := 0; i < len(rs); {
+		not := rs[i] == '-' && i+1 < len(rs) && !unicode.IsSpace(rs[i+1]) && rs[i+1] != '-'
+		if not {
+			i++
+		}
 		switch r := rs[i]; {
 		case unicode.IsSpace(r):
 			i++
@@ -94,15 +110,15 @@ func parseTerms(text string) ([][]qterm, error) {
 				j++
 			}
 			if j == len(rs) {
-				return nil, qerr("unbalanced double quote")
+				return terms{}, qerr("unbalanced double quote")
 			}
-			t := qterm{text: string(rs[i+1 : j])}
+			t := qterm{text: string(rs[i+1 : j]), not: not}
 			j++
 			for j < len(rs) && rs[j] == '*' {
 				t.prefix = true
 				j++
 			}
-			terms = append(terms, t)
+			all = append(all, t)
 			i = j
 		default:
 			j := i
@@ -110,31 +126,35 @@ func parseTerms(text string) ([][]qterm, error) {
 				j++
 			}
 			w := string(rs[i:j])
-			t := qterm{text: strings.TrimRight(w, "*")}
+			t := qterm{text: strings.TrimRight(w, "*"), not: not}
 			t.prefix = len(t.text) < len(w)
-			t.or = w == "OR"
-			terms = append(terms, t)
+			t.or = w == "OR" && !not
+			all = append(all, t)
 			i = j
 		}
 	}
 
 	// Drop terms the tokenizer would find no token in.
-	kept := terms[:0]
-	for _, t := range terms {
+	kept := all[:0]
+	for _, t := range all {
 		if t.or || searchable(t.text) {
 			kept = append(kept, t)
 		}
 	}
-	terms = kept
+	all = kept
 
-	// Resolve OR: an operator only between two non-OR terms.
+	// Resolve OR: an operator only between two included terms.
 	var groups [][]qterm
+	var not []qterm
 	joinNext := false
-	for i, t := range terms {
+	plain := func(i int) bool { return i >= 0 && i < len(all) && !all[i].or && !all[i].not }
+	for i, t := range all {
+		if t.not {
+			not = append(not, t)
+			continue
+		}
 		if t.or {
-			prevTerm := i > 0 && !terms[i-1].or && len(groups) > 0
-			nextTerm := i+1 < len(terms) && !terms[i+1].or
-			if prevTerm && nextTerm {
+			if plain(i-1) && plain(i+1) && len(groups) > 0 {
 				joinNext = true
 				continue
 			}
@@ -147,47 +167,65 @@ func parseTerms(text string) ([][]qterm, error) {
 			groups = append(groups, []qterm{t})
 		}
 	}
-	n := 0
+	n := len(not)
 	for _, g := range groups {
 		n += len(g)
 	}
 	switch {
 	case n == 0:
-		return nil, qerr("no searchable words")
+		return terms{}, qerr("no searchable words")
+	case len(groups) == 0:
+		return terms{}, qerr("only exclusions (-word): add a word to search for")
 	case n > MaxQueryTerms:
-		return nil, qerr(fmt.Sprintf("more than %d terms", MaxQueryTerms))
+		return terms{}, qerr(fmt.Sprintf("more than %d terms", MaxQueryTerms))
 	}
-	return groups, nil
+	return terms{and: groups, not: not}, nil
 }
 
-// renderMatch writes groups as an FTS5 expression (for either index):
-// every term a quoted string, groups joined with AND, terms of a group with
-// OR. allPrefix makes every term a prefix query.
-func renderMatch(groups [][]qterm, allPrefix bool) string {
+// renderMatch writes t as an FTS5 expression (for either index): every
+// term a quoted string, groups joined with AND, terms of a group with OR,
+// then NOT each exclusion. allPrefix makes every included term a prefix
+// query.
+func renderMatch(t terms, allPrefix bool) string {
 	var b strings.Builder
-	for gi, g := range groups {
+	if len(t.not) > 0 {
+		b.WriteByte('(')
+	}
+	for gi, g := range t.and {
 		if gi > 0 {
 			b.WriteString(" AND ")
 		}
 		if len(g) > 1 {
 			b.WriteByte('(')
 		}
-		for ti, t := range g {
+		for ti, q := range g {
 			if ti > 0 {
 				b.WriteString(" OR ")
 			}
-			b.WriteByte('"')
-			b.WriteString(strings.ReplaceAll(t.text, `"`, `""`))
-			b.WriteByte('"')
-			if t.prefix || allPrefix {
-				b.WriteString(" *")
-			}
+			writeTerm(&b, q, allPrefix)
 		}
 		if len(g) > 1 {
 			b.WriteByte(')')
 		}
 	}
+	if len(t.not) > 0 {
+		b.WriteByte(')')
+	}
+	for _, q := range t.not {
+		b.WriteString(" NOT ")
+		writeTerm(&b, q, false)
+	}
 	return b.String()
+}
+
+// writeTerm writes one term as a quoted FTS5 string, " *" after a prefix.
+func writeTerm(b *strings.Builder, q qterm, prefix bool) {
+	b.WriteByte('"')
+	b.WriteString(strings.ReplaceAll(q.text, `"`, `""`))
+	b.WriteByte('"')
+	if q.prefix || prefix {
+		b.WriteString(" *")
+	}
 }
 
 // searchable reports whether s holds a character the unicode61 tokenizer

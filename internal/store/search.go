@@ -115,84 +115,111 @@ ORDER BY v.id, c.region, c.captured_at, c.id`, ids...)
 	return rows.Err()
 }
 
-// searchSQL ranks inside a subquery on the FTS table and joins to videos
-// only for the winners (DESIGN §6: joining first is 2-4x slower above ~40k
-// matches). The innermost query walks matches newest first (ORDER BY rowid
-// DESC, consumed by FTS5) and stops after ?3 candidates; bm25 is computed
-// for those only. snippet() runs once per returned hit, via a rowid lookup.
+// searchSQL builds the ranked search statement on the FTS5 table fts
+// (videos_fts or videos_tri), with snippets of up to tokens tokens.
+//
+// It ranks inside a subquery on the FTS table and joins to videos only
+// for the winners (DESIGN §6: joining first is 2-4x slower above ~40k
+// matches). The work is bounded twice:
+//
+//   - candidates: bm25 is computed only for matches at or above the rowid
+//     of the ?3-th newest match (the scalar subquery, which walks matches
+//     newest first without scoring them); a query matching fewer is
+//     ranked exactly;
+//   - snippets: ORDER BY rank (bm25 with the weights migration 0008 set as
+//     the table's rank function) lets FTS5 sort inside the MATCH query, so
+//     snippet() runs in that same query, only for the ?4 rows returned;
+//     nothing re-runs the MATCH per hit.
 //
 // ?1 MATCH expression, ?2 region (” = all), ?3 candidate cap, ?4 limit,
-// ?5/?6 highlight markers, ?7 ellipsis.
-const searchSQL = `
-SELECT v.id, v.title, v.channel_title, st.last_seen_at, c.score,
-       (SELECT snippet(videos_fts, -1, ?5, ?6, ?7, 16)
-          FROM videos_fts WHERE videos_fts MATCH ?1 AND videos_fts.rowid = c.rid)
+// ?5/?6 highlight markers, ?7 ellipsis; ?8 a JSON array of groups of
+// short terms (see trigramQuery), each needing a term that occurs in the
+// title or channel title, and ?9 a JSON array of excluded terms none of
+// which may occur there, both checked by substring ('[]' skips either).
+func searchSQL(fts string, tokens int) string {
+	cond := searchCond(fts)
+	return `
+SELECT v.id, v.title, v.channel_title, st.last_seen_at, f.score, f.snip
 FROM (
-    SELECT rid, score FROM (
-        SELECT rowid AS rid, bm25(videos_fts, 10.0, 2.0, 3.0, 1.0) AS score
-        FROM videos_fts
-        WHERE videos_fts MATCH ?1
-          AND (?2 = '' OR EXISTS (
-                SELECT 1 FROM entries e JOIN captures cp ON cp.id = e.capture_id
-                WHERE e.video = videos_fts.rowid AND cp.region = ?2))
-        ORDER BY rowid DESC
-        LIMIT ?3
-    )
-    ORDER BY score, rid DESC
+    SELECT rowid AS rid, rank AS score, snippet(` + fts + `, -1, ?5, ?6, ?7, ` + fmt.Sprint(tokens) + `) AS snip
+    FROM ` + fts + `
+    WHERE ` + fts + ` MATCH ?1
+      AND rowid >= coalesce((
+            SELECT rowid FROM ` + fts + `
+            WHERE ` + fts + ` MATCH ?1` + cond + `
+            ORDER BY rowid DESC LIMIT 1 OFFSET ?3 - 1), 0)` + cond + `
+    ORDER BY rank
     LIMIT ?4
-) c
-JOIN videos v ON v.rowid = c.rid
-LEFT JOIN video_stats st ON st.video_rowid = c.rid
-ORDER BY c.score, c.rid DESC`
+) f
+JOIN videos v ON v.rowid = f.rid
+LEFT JOIN video_stats st ON st.video_rowid = f.rid
+ORDER BY f.score, f.rid DESC`
+}
 
-// searchTrigramSQL is searchSQL on the trigram index videos_tri, plus ?8:
-// a JSON array of groups of short terms (see trigramQuery), each needing a
-// term that occurs in the title or channel title; checked only on FTS
-// matches, before the candidate cap. '[]' skips it.
-const searchTrigramSQL = `
-SELECT v.id, v.title, v.channel_title, st.last_seen_at, c.score,
-       (SELECT snippet(videos_tri, -1, ?5, ?6, ?7, 24)
-          FROM videos_tri WHERE videos_tri MATCH ?1 AND videos_tri.rowid = c.rid)
+// searchCond is the WHERE conditions on fts's rows shared by the search
+// statements: ?2, ?8 and ?9 of searchSQL.
+func searchCond(fts string) string {
+	text := `lower(` + fts + `.title || char(10) || ` + fts + `.channel_title)`
+	return `
+      AND (?2 = '' OR EXISTS (
+            SELECT 1 FROM entries e JOIN captures cp ON cp.id = e.capture_id
+            WHERE e.video = ` + fts + `.rowid AND cp.region = ?2))
+      AND (?8 = '[]' OR NOT EXISTS (
+            SELECT 1 FROM json_each(?8) g
+            WHERE NOT EXISTS (
+                SELECT 1 FROM json_each(g.value) t WHERE instr(` + text + `, lower(t.value)) > 0)))
+      AND (?9 = '[]' OR NOT EXISTS (
+            SELECT 1 FROM json_each(?9) t WHERE instr(` + text + `, lower(t.value)) > 0))`
+}
+
+// The ranked search statements of the word index and of the trigram index.
+var (
+	wordSQL    = searchSQL("videos_fts", 16)
+	trigramSQL = searchSQL("videos_tri", 24)
+)
+
+// fillSQL is the trigram fill-up of a word search (see Search): matches
+// newest first, without ranking them (nothing to sort: the walk stops once
+// ?4 rows passed the conditions), so its cost is bounded by the limit
+// when matches are many. Arguments as searchSQL (?3 is only checked to be
+// positive; ?9 is not needed, see ?10), plus ?10: the
+// word-index expression of the query's exclusions (” = none), checked per
+// row so that a fill-up hit never has an excluded word anywhere.
+var fillSQL = `
+SELECT v.id, v.title, v.channel_title, st.last_seen_at, f.score, f.snip
 FROM (
-    SELECT rid, score FROM (
-        SELECT rowid AS rid, bm25(videos_tri, 10.0, 3.0) AS score
-        FROM videos_tri
-        WHERE videos_tri MATCH ?1
-          AND (?2 = '' OR EXISTS (
-                SELECT 1 FROM entries e JOIN captures cp ON cp.id = e.capture_id
-                WHERE e.video = videos_tri.rowid AND cp.region = ?2))
-          AND (?8 = '[]' OR NOT EXISTS (
-                SELECT 1 FROM json_each(?8) g
-                WHERE NOT EXISTS (
-                    SELECT 1 FROM json_each(g.value) t
-                    WHERE instr(lower(videos_tri.title || char(10) || videos_tri.channel_title),
-                                lower(t.value)) > 0)))
-        ORDER BY rowid DESC
-        LIMIT ?3
-    )
-    ORDER BY score, rid DESC
+    SELECT rowid AS rid, rank AS score, snippet(videos_tri, -1, ?5, ?6, ?7, 24) AS snip
+    FROM videos_tri
+    WHERE videos_tri MATCH ?1 AND ?3 > 0` + searchCond("videos_tri") + `
+      AND (?10 = '' OR NOT EXISTS (
+            SELECT 1 FROM videos_fts x WHERE videos_fts MATCH ?10 AND x.rowid = videos_tri.rowid))
+    ORDER BY rowid DESC
     LIMIT ?4
-) c
-JOIN videos v ON v.rowid = c.rid
-LEFT JOIN video_stats st ON st.video_rowid = c.rid
-ORDER BY c.score, c.rid DESC`
+) f
+JOIN videos v ON v.rowid = f.rid
+LEFT JOIN video_stats st ON st.video_rowid = f.rid
+ORDER BY f.rid DESC`
 
 // Search runs a full-text query and returns hits best first (see Hit.Score
-// and SearchCandidates for how the work is bounded). Errors: *QueryError
-// for bad text or limit (including FTS5 syntax errors, which ParseQuery
-// should already prevent); other errors are database failures.
+// and SearchCandidates for how the work is bounded). It stops when ctx is
+// cancelled (modernc.org/sqlite interrupts the statement) and returns
+// ctx's error. Errors: *QueryError for bad text or limit (including FTS5
+// syntax errors, which ParseQuery should already prevent); other errors
+// are database failures.
 //
 // Two indexes can answer, chosen per query:
 //
 //   - the word index (unicode61: title, tags, channel title, description),
-//     by default: whole words, case and diacritics folded, "word*" prefixes;
+//     by default: whole words, case and diacritics folded, "word*" prefixes
+//     (prefixes of 1-3 characters from its prefix indexes);
 //   - the trigram index (title and channel title only): every term matches
 //     as a substring (case and diacritics folded). It answers when a term
 //     contains Han, Hiragana, Katakana, Hangul, Thai, Lao, Khmer or Myanmar
 //     characters, which the word index cannot split into words; and to fill
 //     up the results when the word index finds fewer than the limit (parts
 //     of words, e.g. inflections: "путин" also finds "Путина"). Fill-up hits
-//     come after the word index's hits, so Score ascends within each part.
+//     come after the word index's hits, newest first, unranked (their Score
+//     is still their bm25).
 //
 // The trigram index can only look up terms of TrigramMinChars (3) or more
 // characters. In a trigram query, an AND-ed term (or OR group) with a
@@ -200,6 +227,11 @@ ORDER BY c.score, c.rid DESC`
 // the candidates the longer terms found; a query with no term of 3 or more
 // characters is answered by the word index with every term as a prefix
 // ("東京" finds titles with a word starting 東京), which is best effort.
+//
+// Exclusions (-word) are part of the word index's MATCH; fill-up hits are
+// checked against them in the word index too. A query the trigram index
+// answers checks them by substring on the title and channel title (the
+// columns it has).
 func (s *Store) Search(ctx context.Context, q SearchQuery) ([]Hit, error) {
 	hits, err := s.search(ctx, q)
 	if err != nil || len(hits) == 0 {
@@ -219,26 +251,33 @@ func (s *Store) search(ctx context.Context, q SearchQuery) ([]Hit, error) {
 	if limit < 0 || limit > MaxSearchLimit {
 		return nil, &QueryError{Query: q.Text, Reason: fmt.Sprintf("limit %d not in 1..%d", q.Limit, MaxSearchLimit)}
 	}
-	groups, err := parseTerms(q.Text)
+	t, err := parseTerms(q.Text)
 	if err != nil {
 		return nil, err
 	}
-	tri, triOK := planTrigram(groups)
-	if needsTrigram(groups) {
-		if triOK {
-			return s.runSearch(ctx, q.Text, searchTrigramSQL,
-				tri.match, q.Region, SearchCandidates, limit, HighlightStart, HighlightEnd, SnippetEllipsis, tri.filter)
-		}
-		return s.runSearch(ctx, q.Text, searchSQL,
-			renderMatch(groups, true), q.Region, SearchCandidates, limit, HighlightStart, HighlightEnd, SnippetEllipsis)
+	run := func(query, match, filter, exclude string, more ...any) ([]Hit, error) {
+		args := []any{match, q.Region, SearchCandidates, limit, HighlightStart, HighlightEnd, SnippetEllipsis, filter, exclude}
+		return s.runSearch(ctx, q.Text, query, append(args, more...)...)
 	}
-	hits, err := s.runSearch(ctx, q.Text, searchSQL,
-		renderMatch(groups, false), q.Region, SearchCandidates, limit, HighlightStart, HighlightEnd, SnippetEllipsis)
+	tri, triOK := planTrigram(t)
+	if needsTrigram(t) {
+		if triOK {
+			return run(trigramSQL, tri.match, tri.filter, tri.exclude)
+		}
+		// Exclusions the word index cannot split out of a token are
+		// checked by substring, like the trigram index's short terms.
+		words, unsegmented := splitUnsegmented(t)
+		return run(wordSQL, renderMatch(words, true), "[]", unsegmented)
+	}
+	hits, err := run(wordSQL, renderMatch(t, false), "[]", "[]")
 	if err != nil || len(hits) >= limit || !triOK {
 		return hits, err
 	}
-	more, err := s.runSearch(ctx, q.Text, searchTrigramSQL,
-		tri.match, q.Region, SearchCandidates, limit, HighlightStart, HighlightEnd, SnippetEllipsis, tri.filter)
+	var not string
+	if len(t.not) > 0 {
+		not = renderMatch(terms{and: [][]qterm{t.not}}, false)
+	}
+	more, err := run(fillSQL, tri.match, tri.filter, "[]", not)
 	if err != nil {
 		return nil, err
 	}

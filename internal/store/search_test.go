@@ -81,13 +81,35 @@ func TestSearch(t *testing.T) {
 	if got := hitIDs(search(t, s, SearchQuery{Text: `new-zealand`})); len(got) != 1 || got[0] != "tag" {
 		t.Errorf("hyphen: %v", got)
 	}
+	// Exclusions: a word, a prefix, a phrase; the region filter still applies.
+	for q, want := range map[string]string{
+		`kakapo -parrot`:                      "de tag",
+		`kakapo -parr*`:                       "de tag",
+		`kakapo -"parrot documentary"`:        "de desc tag",
+		`kakapo -deutsch -new-zealand`:        "desc title",
+		`bird* -birds`:                        "tag",
+		`kakapo OR papagei -parrot`:           "de tag",
+		`kakapo -parrot OR papagei`:           "",
+		`kakapo -week`:                        "de desc title",
+		`kakapo -week -"the kakapo" -tonight`: "de",
+		`kakapo -kākāpō`:                      "",
+	} {
+		got := hitIDs(search(t, s, SearchQuery{Text: q}))
+		sort.Strings(got)
+		if strings.Join(got, " ") != want {
+			t.Errorf("%q: %v, want %s", q, got, want)
+		}
+	}
+	if got := hitIDs(search(t, s, SearchQuery{Text: "kakapo -parrot", Region: "US"})); len(got) != 1 || got[0] != "tag" {
+		t.Errorf("exclusion in region US: %v", got)
+	}
 	// FTS5 syntax in user text is literal.
-	for _, q := range []string{`3:45`, `title:pasta`, `e.g.`, `NEAR(pasta done)`, `pasta AND`, `-pasta`, `pasta NOT`} {
+	for _, q := range []string{`3:45`, `title:pasta`, `e.g.`, `NEAR(pasta done)`, `pasta AND`, `pasta NOT`, `pasta - done`} {
 		if _, err := s.Search(ctx, SearchQuery{Text: q}); err != nil {
 			t.Errorf("%q: %v", q, err)
 		}
 	}
-	for _, q := range []string{"", "   ", `"unbalanced`, `a "b`, `- : .`} {
+	for _, q := range []string{"", "   ", `"unbalanced`, `a "b`, `- : .`, `-pasta`, `-"a b" -c`} {
 		_, err := s.Search(ctx, SearchQuery{Text: q})
 		var qe *QueryError
 		if !errors.As(err, &qe) {
@@ -132,6 +154,7 @@ func TestSearchTrigram(t *testing.T) {
 	ru := []Video{
 		{ID: "putin", Title: "Путина спросили о пенсиях", ChannelTitle: "Новости"},
 		{ID: "putin2", Title: "Путин и Ёлка", ChannelTitle: "Новости", Description: "Путин"},
+		{ID: "putin3", Title: "Путина видели", ChannelTitle: "Новости", Description: "о пенсиях"},
 	}
 	if err := s.SavePage(ctx, startRun(t, s, "JP"), "JP", 1, jp, at); err != nil {
 		t.Fatal(err)
@@ -155,10 +178,15 @@ func TestSearchTrigram(t *testing.T) {
 		{q: "방탄소년단", want: []string{"bts"}},                          // particle 이 attached
 		{q: "ハロウィン", region: "RU", want: nil},
 		{q: "ハロウィン", region: "JP", want: []string{"halloween"}},
-		{q: "путин", want: []string{"putin2", "putin"}}, // word hit, then fill-up
+		{q: "путин", want: []string{"putin2", "putin3", "putin"}}, // word hit, then fill-up newest first
 		{q: "ёлка", want: []string{"putin2"}},
 		{q: "пенси", want: []string{"putin"}}, // no word hit: trigram only
 		{q: "утин", region: "JP", want: nil},
+		{q: "チャンネル -夜景", want: []string{"halloween"}},   // long exclusion: in the MATCH
+		{q: "チャンネル -東京", want: []string{"halloween"}},   // short exclusion: substring filter
+		{q: "東京 -タワー", want: []string{"tokyo2"}},        // word-index prefix path
+		{q: "путин -пенсиях", want: []string{"putin2"}}, // fill-up honours it
+		{q: "пенси -спросили", want: nil},               // trigram only
 	}
 	for _, tc := range tests {
 		hits := search(t, s, SearchQuery{Text: tc.q, Region: tc.region})
@@ -183,4 +211,45 @@ func TestSearchTrigram(t *testing.T) {
 		t.Errorf("fill-up exceeds limit: %v", hitIDs(hits))
 	}
 	ftsIntegrity(t, s)
+}
+
+// TestSearchCancel: a search whose context ends while it runs stops (the
+// driver interrupts SQLite) and returns the context's error, in a fraction
+// of the time the whole search takes; the store keeps working. The query
+// is the heaviest shape (OR of phrases and short prefixes, limit 1000)
+// over 3,000 videos that all match.
+func TestSearchCancel(t *testing.T) {
+	ctx := context.Background()
+	s, _ := openTest(t)
+	if _, err := s.db.Exec(`WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c WHERE i < 3000)
+INSERT INTO videos (id, title, tags, description, first_seen_at)
+SELECT printf('v%06d', i), 'alpha beta ' || (i % 97) || ' gamma ' || (i % 13), 'alpha', 'alpha delta ' || (i % 7) || ' alpha', 'x' FROM c`); err != nil {
+		t.Fatal(err)
+	}
+	q := SearchQuery{Text: `"alpha beta" OR "beta alpha" OR "alpha delta" OR al* OR be* OR ga* OR de*`, Limit: MaxSearchLimit}
+	var whole time.Duration
+	for range 2 { // the second one with a warm cache
+		t0 := time.Now()
+		if hits := search(t, s, q); len(hits) != MaxSearchLimit {
+			t.Fatalf("%d hits", len(hits))
+		}
+		whole = time.Since(t0)
+	}
+	deadline := whole / 10
+	c, cancel := context.WithTimeout(ctx, deadline)
+	defer cancel()
+	t0 := time.Now()
+	_, err := s.Search(c, q)
+	took := time.Since(t0)
+	t.Logf("whole search %v, cancelled after %v: returned after %v", whole, deadline, took)
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("search past its deadline: %v, want context.DeadlineExceeded", err)
+	}
+	// Relative, not a benchmark: the cancelled search must not run to its end.
+	if took > whole*3/4 {
+		t.Errorf("cancelled after %v, the search returned after %v; a whole search takes %v", deadline, took, whole)
+	}
+	if hits := search(t, s, q); len(hits) != MaxSearchLimit {
+		t.Errorf("after a cancelled search: %d hits", len(hits))
+	}
 }

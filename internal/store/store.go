@@ -3,18 +3,12 @@ package store
 import (
 	"context"
 	"database/sql"
-	"errors"
-	"fmt"
 	"io/fs"
-	"net/url"
-	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"sync"
-	"time"
 
-	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
+	"github.com/trendfetch/trendfetch/internal/sqlitedb"
+	"github.com/trendfetch/trendfetch/migrations"
 )
 
 // Store is a handle on one trendfetch SQLite database. It is safe for
@@ -31,22 +25,11 @@ type Store struct {
 
 // NoDatabaseError is returned by OpenReadOnly when there is no database file
 // (or no trendfetch schema in it) at Path. It wraps fs.ErrNotExist.
-type NoDatabaseError struct {
-	Path string
-}
+type NoDatabaseError = sqlitedb.NoDatabaseError
 
-// Error says where the database was expected and what to run.
-func (e *NoDatabaseError) Error() string {
-	return fmt.Sprintf("no database at %s; run `trendfetch run` first", e.Path)
-}
-
-// Unwrap returns fs.ErrNotExist, so errors.Is(err, fs.ErrNotExist) holds.
-func (e *NoDatabaseError) Unwrap() error { return fs.ErrNotExist }
-
-// busyTimeout is how long a connection waits for another writer's lock
-// before giving up with SQLITE_BUSY. Writes are short (one chart page), so
-// 10 s is generous even with many cron processes starting at the same minute.
-const busyTimeout = 10 * time.Second
+// SchemaVersionError reports a database whose schema version does not match
+// this binary (see sqlitedb.SchemaVersionError).
+type SchemaVersionError = sqlitedb.SchemaVersionError
 
 // ReadOnlyMmapBytes is the mmap_size of read-only connections (OpenReadOnly:
 // serve and the read commands), 1 GiB. modernc.org/sqlite is built with
@@ -63,208 +46,54 @@ const busyTimeout = 10 * time.Second
 // auto_vacuum).
 const ReadOnlyMmapBytes = 1 << 30
 
-// dsn builds the modernc.org/sqlite data source name for path.
-//
-// The path is given as a file: URI so that '?', '#' and '%' in it are
-// escaped rather than parsed. Pragmas run on every new connection:
-//
-//   - busy_timeout(10000): wait up to 10 s for a lock held by another
-//     connection or process instead of failing at once with SQLITE_BUSY
-//     ("database is locked"). The driver runs it before the other pragmas.
-//   - journal_mode(WAL): readers never block the writer and the writer never
-//     blocks readers; persistent in the file, so a no-op after the first open.
-//   - foreign_keys(1): enforce captures/entries -> runs/videos references (SQLite
-//     leaves them off per connection by default).
-//   - synchronous(NORMAL): in WAL mode this is durable against application
-//     crashes; a power loss may lose the last commits but never corrupts.
-//
-// _txlock=immediate makes database/sql's BeginTx issue BEGIN IMMEDIATE, which
-// takes the write lock up front (waiting via busy_timeout). A deferred
-// transaction that reads and then writes can fail with SQLITE_BUSY on the
-// lock upgrade without the busy handler being able to help; immediate ones
-// cannot. Reads outside transactions are unaffected.
-//
-// Read-only handles add query_only(1) so that no statement can write.
-func dsn(path string, readOnly bool) string {
-	p := filepath.ToSlash(path)
-	if !strings.HasPrefix(p, "/") {
-		p = "/" + p // Windows drive paths: file:///C:/...
-	}
-	u := url.URL{Scheme: "file", Path: p}
-	q := []string{
-		"_pragma=busy_timeout(" + fmt.Sprint(busyTimeout.Milliseconds()) + ")",
-		"_pragma=foreign_keys(1)",
-		"_pragma=synchronous(NORMAL)",
-		"_txlock=immediate",
-	}
-	if readOnly {
-		q = append(q, "_pragma=query_only(1)", "_pragma=mmap_size("+strconv.Itoa(ReadOnlyMmapBytes)+")")
-	} else {
-		q = append(q, "_pragma=journal_mode(WAL)")
-	}
-	return u.String() + "?" + strings.Join(q, "&")
-}
+// migrationsFS is the embedded schema; a variable so tests can substitute one.
+var migrationsFS fs.FS = migrations.FS
 
 // Open opens the database at path for reading and writing, creating its
 // parent directory (mode 0700) and the file if needed, and applies pending
-// migrations (each in its own BEGIN IMMEDIATE transaction, so concurrent
-// processes opening a fresh file both succeed). When the schema is current
-// this costs one version read.
+// migrations (sqlitedb.Open: each in its own BEGIN IMMEDIATE transaction,
+// so concurrent processes opening a fresh file both succeed). When the
+// schema is current this costs one version read.
 //
-// It returns a *SchemaVersionError if the database was written by a newer
-// trendfetch (its schema version is higher than this binary knows).
+// Errors: *sqlitedb.PathError when path is not a regular file (e.g.
+// /dev/null); *SchemaVersionError if the database was written by a newer
+// trendfetch.
 func Open(ctx context.Context, path string) (*Store, error) {
-	if path == "" {
-		return nil, errors.New("cannot open database: empty path")
-	}
-	abs, err := filepath.Abs(path)
-	if err != nil {
-		return nil, fmt.Errorf("cannot open database %s: %w", path, err)
-	}
-	if err := os.MkdirAll(filepath.Dir(abs), 0o700); err != nil {
-		return nil, fmt.Errorf("cannot create database directory: %w", err)
-	}
-	s, err := openDB(ctx, abs, false)
-	if err != nil {
-		return nil, err
-	}
-	migs, err := loadMigrations(migrationsFS)
-	if err != nil {
-		s.db.Close()
-		return nil, err
-	}
-	if err := migrate(ctx, s.db, abs, migs); err != nil {
-		s.db.Close()
-		return nil, err
-	}
-	return s, nil
+	return open(ctx, path, sqlitedb.Options{Migrations: migrationsFS})
 }
 
-// OpenReadOnly opens an existing database for the read-only commands
-// (search, runs): it never creates a file or directory and does no
-// migration work beyond one version read. Every connection has
-// query_only(1), so write methods fail.
+// OpenReadOnly opens an existing database for the read-only commands and
+// serve: it never creates or writes a file or directory and does no
+// migration work beyond one version read; write methods fail. A reader
+// that is not the writer sees correct data while writers write, or is
+// refused at once (sqlitedb.Open says when and why).
 //
 // Errors: *NoDatabaseError (wrapping fs.ErrNotExist) when path does not
 // exist or holds no trendfetch schema; *SchemaVersionError when the schema
 // is older (run any write command, e.g. `trendfetch run`, to migrate) or
-// newer than this binary.
+// newer than this binary; *sqlitedb.PathError when path is not a regular
+// file or this user cannot read it as a WAL database.
 func OpenReadOnly(ctx context.Context, path string) (*Store, error) {
-	if path == "" {
-		return nil, errors.New("cannot open database: empty path")
-	}
-	abs, err := filepath.Abs(path)
-	if err != nil {
-		return nil, fmt.Errorf("cannot open database %s: %w", path, err)
-	}
-	fi, err := os.Stat(abs)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, &NoDatabaseError{Path: path}
-	}
-	if err != nil {
-		return nil, fmt.Errorf("cannot open database: %w", err)
-	}
-	if fi.IsDir() {
-		return nil, fmt.Errorf("cannot open database %s: is a directory", path)
-	}
-	s, v, err := openReadOnly(ctx, abs, dsn(abs, true))
-	if err != nil && cannotOpen(err) {
-		// Read-only media: a WAL database needs its -shm file, which cannot
-		// be created there. Nothing can write to such a file either, so
-		// SQLite may treat it as immutable (no locks, no -shm).
-		s, v, err = openReadOnly(ctx, abs, dsn(abs, true)+"&immutable=1")
-	}
+	return open(ctx, path, sqlitedb.Options{ReadOnly: true, Migrations: migrationsFS, MmapBytes: ReadOnlyMmapBytes})
+}
+
+func open(ctx context.Context, path string, o sqlitedb.Options) (*Store, error) {
+	db, err := sqlitedb.Open(ctx, path, o)
 	if err != nil {
 		return nil, err
 	}
-	migs, err := loadMigrations(migrationsFS)
-	if err != nil {
-		s.db.Close()
-		return nil, err
-	}
-	switch want := len(migs); {
-	case v == 0:
-		s.db.Close()
-		return nil, &NoDatabaseError{Path: path}
-	case v != want:
-		s.db.Close()
-		return nil, &SchemaVersionError{Path: path, Have: v, Want: want}
-	}
-	return s, nil
+	abs, _ := filepath.Abs(path) // sqlitedb.Open succeeded with it
+	return &Store{db: db, path: abs, readOnly: o.ReadOnly}, nil
 }
 
-// openReadOnly opens abs with dataSource and reads its schema version.
-func openReadOnly(ctx context.Context, abs, dataSource string) (*Store, int, error) {
-	s, err := openDSN(ctx, abs, dataSource)
-	if err != nil {
-		return nil, 0, err
+// SchemaVersion returns the database's schema version (the highest applied
+// migration number) and the version this binary knows.
+func (s *Store) SchemaVersion(ctx context.Context) (have, want int, err error) {
+	if want, err = sqlitedb.Migrations(migrationsFS); err != nil {
+		return 0, 0, err
 	}
-	s.readOnly = true
-	v, err := schemaVersion(ctx, s.db)
-	if err != nil {
-		s.db.Close()
-		return nil, 0, fmt.Errorf("cannot read schema version of %s: %w", abs, err)
-	}
-	return s, v, nil
-}
-
-// cannotOpen reports SQLite's "unable to open database file" and read-only
-// errors, which on a database that exists mean read-only media.
-func cannotOpen(err error) bool {
-	msg := err.Error()
-	return strings.Contains(msg, "unable to open database file") || strings.Contains(msg, "readonly") || strings.Contains(msg, "read-only")
-}
-
-func openDB(ctx context.Context, abs string, readOnly bool) (*Store, error) {
-	return openDSN(ctx, abs, dsn(abs, readOnly))
-}
-
-func openDSN(ctx context.Context, abs, dataSource string) (*Store, error) {
-	db, err := sql.Open("sqlite", dataSource)
-	if err != nil {
-		return nil, fmt.Errorf("cannot open database %s: %w", abs, err)
-	}
-	// Connections are cheap but each runs the pragmas; a handful is plenty
-	// (SQLite serialises writers anyway, WAL readers run in parallel). All
-	// stay open when idle: a reopened connection starts with a cold cache.
-	const conns = 8
-	db.SetMaxOpenConns(conns)
-	db.SetMaxIdleConns(conns)
-	if err := pingRetry(ctx, db); err != nil {
-		db.Close()
-		return nil, fmt.Errorf("cannot open database %s: %w%s", abs, err, spaceHint(filepath.Dir(abs)))
-	}
-	return &Store{db: db, path: abs}, nil
-}
-
-// pingRetry opens the first connection. Switching a fresh file to WAL needs
-// an exclusive lock and may report SQLITE_BUSY without consulting the busy
-// handler when another process is doing the same thing, so retry briefly.
-func pingRetry(ctx context.Context, db *sql.DB) error {
-	deadline := time.Now().Add(busyTimeout)
-	delay := 5 * time.Millisecond
-	for {
-		err := db.PingContext(ctx)
-		if err == nil || !isBusy(err) || time.Now().After(deadline) {
-			return err
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(delay):
-		}
-		if delay < 200*time.Millisecond {
-			delay *= 2
-		}
-	}
-}
-
-func isBusy(err error) bool {
-	if err == nil {
-		return false
-	}
-	msg := err.Error()
-	return strings.Contains(msg, "SQLITE_BUSY") || strings.Contains(msg, "database is locked")
+	have, err = sqlitedb.Version(ctx, s.db)
+	return have, want, err
 }
 
 // Close closes the database. In WAL mode the last connection to close

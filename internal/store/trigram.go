@@ -19,19 +19,45 @@ var unsegmentedScripts = []*unicode.RangeTable{
 	unicode.Thai, unicode.Lao, unicode.Khmer, unicode.Myanmar,
 }
 
-// needsTrigram reports whether a term of groups contains a character of an
-// unsegmented script.
-func needsTrigram(groups [][]qterm) bool {
-	for _, g := range groups {
+// needsTrigram reports whether an included term of q contains a character
+// of an unsegmented script.
+func needsTrigram(q terms) bool {
+	for _, g := range q.and {
 		for _, t := range g {
-			for _, r := range t.text {
-				if r >= 0x0E00 && unicode.In(r, unsegmentedScripts...) { // U+0E00 Thai is the lowest
-					return true
-				}
+			if unsegmented(t.text) {
+				return true
 			}
 		}
 	}
 	return false
+}
+
+// unsegmented reports whether s contains a character of an unsegmented
+// script.
+func unsegmented(s string) bool {
+	for _, r := range s {
+		if r >= 0x0E00 && unicode.In(r, unsegmentedScripts...) { // U+0E00 Thai is the lowest
+			return true
+		}
+	}
+	return false
+}
+
+// splitUnsegmented moves q's exclusions with unsegmented characters into
+// a JSON array of substrings, for the word index to check them by
+// substring.
+func splitUnsegmented(q terms) (terms, string) {
+	out := terms{and: q.and}
+	subs := []string{}
+	for _, t := range q.not {
+		if unsegmented(t.text) {
+			subs = append(subs, t.text)
+		} else {
+			out.not = append(out.not, t)
+		}
+	}
+	b, _ := json.Marshal(subs) // []string cannot fail
+	return out, string(b)
 }
 
 // trigramQuery is a query against videos_tri: match is the FTS5
@@ -39,20 +65,26 @@ func needsTrigram(groups [][]qterm) bool {
 // characters (each a quoted string, i.e. a phrase of its trigrams, which
 // matches wherever it occurs as a substring); filter is the JSON array of
 // the other groups, e.g. [["ab","東京"]], each of which must have a term
-// that is a substring of the title or channel title (SQLite lower(): only
-// ASCII letters are case folded, which suits the short CJK words this is
-// for).
+// that is a substring of the title or channel title; exclude the JSON array
+// of the exclusions, none of which may be (SQLite lower(): only ASCII
+// letters are case folded, which suits the short CJK words this is for).
+// Exclusions stay out of match: bm25 would count the rows of each excluded
+// phrase over the whole index, and common trigrams make that slow.
 type trigramQuery struct {
-	match, filter string
+	match, filter, exclude string
 }
 
-// planTrigram builds the trigramQuery for groups. ok is false when no group
+// planTrigram builds the trigramQuery for q. ok is false when no group
 // has only terms of TrigramMinChars or more characters: the index cannot
 // answer such a query.
-func planTrigram(groups [][]qterm) (q trigramQuery, ok bool) {
-	var long [][]qterm
+func planTrigram(q terms) (tq trigramQuery, ok bool) {
+	var long terms
 	filter := [][]string{}
-	for _, g := range groups {
+	exclude := []string{}
+	for _, t := range q.not {
+		exclude = append(exclude, t.text)
+	}
+	for _, g := range q.and {
 		short := false
 		for _, t := range g {
 			if utf8.RuneCountInString(t.text) < TrigramMinChars {
@@ -74,12 +106,12 @@ func planTrigram(groups [][]qterm) (q trigramQuery, ok bool) {
 			exact[i] = t
 			exact[i].prefix = false
 		}
-		long = append(long, exact)
+		long.and = append(long.and, exact)
 	}
-	if len(long) == 0 {
+	if len(long.and) == 0 {
 		return trigramQuery{}, false
 	}
-	match := renderMatch(long, false)
 	f, _ := json.Marshal(filter) // []string values cannot fail
-	return trigramQuery{match: match, filter: string(f)}, true
+	x, _ := json.Marshal(exclude)
+	return trigramQuery{match: renderMatch(long, false), filter: string(f), exclude: string(x)}, true
 }

@@ -131,7 +131,7 @@ WHERE (videos.title IS NOT excluded.title
 
 // textChanged is true in upsertVideosSQL's DO UPDATE when the captured
 // text differs from the current version: then the version number goes up
-// and the trigger videos_texts_au (migration 0008) keeps the old version in
+// and the trigger videos_texts_au (migration 0009_text_versions) keeps the old version in
 // video_texts, so entries stored before keep the text they saw.
 const textChanged = `(videos.title IS NOT excluded.title
     OR videos.description IS NOT excluded.description

@@ -1,4 +1,4 @@
-package store
+package sqlitedb
 
 import (
 	"context"
@@ -9,17 +9,12 @@ import (
 	"sort"
 	"strconv"
 	"time"
-
-	"github.com/trendfetch/trendfetch/migrations"
 )
 
-// migrationsFS is the embedded schema; a variable so tests can substitute one.
-var migrationsFS fs.FS = migrations.FS
-
 // SchemaVersionError reports a database whose schema version does not match
-// this binary: Have > Want means it was written by a newer trendfetch (never
-// migrated down; upgrade the binary), Have < Want on a read-only open means a
-// write command must run first to migrate it.
+// the migrations given to Open: Have > Want means it was written by a newer
+// trendfetch (never migrated down; upgrade the binary); Have < Want on a
+// read-only open means a command that writes it must run first.
 type SchemaVersionError struct {
 	Path       string
 	Have, Want int
@@ -44,8 +39,9 @@ type migration struct {
 
 var migrationName = regexp.MustCompile(`^(\d{4})_([a-z0-9_]+)\.sql$`)
 
-// loadMigrations reads and validates the *.sql files at the root of fsys:
-// names NNNN_name.sql, numbered contiguously from 0001, non-empty.
+// loadMigrations reads and validates the files at the root of fsys: every
+// one named NNNN_name.sql (lower-case snake_case), non-empty, numbered
+// contiguously from 0001.
 func loadMigrations(fsys fs.FS) ([]migration, error) {
 	entries, err := fs.ReadDir(fsys, ".")
 	if err != nil {
@@ -82,20 +78,29 @@ func loadMigrations(fsys fs.FS) ([]migration, error) {
 	return migs, nil
 }
 
+// Migrations returns the number of migrations in fsys (the schema version
+// a database migrated with them has), after validating them as Open does.
+func Migrations(fsys fs.FS) (int, error) {
+	migs, err := loadMigrations(fsys)
+	return len(migs), err
+}
+
+// createSchemaMigrations is the bookkeeping table: one row per applied
+// migration, written in the migration's own transaction.
 const createSchemaMigrations = `CREATE TABLE IF NOT EXISTS schema_migrations (
     version    INTEGER PRIMARY KEY,
     name       TEXT NOT NULL,
     applied_at TEXT NOT NULL
 )`
 
-// querier is satisfied by *sql.DB and *sql.Tx.
-type querier interface {
+// Querier is satisfied by *sql.DB, *sql.Conn and *sql.Tx.
+type Querier interface {
 	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
 }
 
-// schemaVersion returns the highest applied migration, 0 for a database
-// without schema_migrations.
-func schemaVersion(ctx context.Context, q querier) (int, error) {
+// Version returns the schema version of a database: the highest applied
+// migration, 0 when it has no schema_migrations table (a new file).
+func Version(ctx context.Context, q Querier) (int, error) {
 	var n int
 	err := q.QueryRowContext(ctx,
 		`SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = 'schema_migrations'`).Scan(&n)
@@ -115,22 +120,22 @@ func schemaVersion(ctx context.Context, q querier) (int, error) {
 // process applying the same migration simply finds it done.
 func migrate(ctx context.Context, db *sql.DB, path string, migs []migration) error {
 	want := len(migs)
-	v, err := schemaVersion(ctx, db)
+	v, err := Version(ctx, db)
 	if err != nil {
-		return fmt.Errorf("cannot read schema version: %w", err)
+		return fmt.Errorf("cannot read schema version of %s: %w", path, err)
 	}
 	if v > want {
 		return &SchemaVersionError{Path: path, Have: v, Want: want}
 	}
 	for _, m := range migs[v:] {
-		if err := applyMigration(ctx, db, path, m, want); err != nil {
+		if err := apply(ctx, db, path, m, want); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func applyMigration(ctx context.Context, db *sql.DB, path string, m migration, want int) error {
+func apply(ctx context.Context, db *sql.DB, path string, m migration, want int) error {
 	tx, err := db.BeginTx(ctx, nil) // BEGIN IMMEDIATE: takes the write lock now
 	if err != nil {
 		return fmt.Errorf("cannot begin migration %s: %w", m.name, err)
@@ -139,17 +144,15 @@ func applyMigration(ctx context.Context, db *sql.DB, path string, m migration, w
 	if _, err := tx.ExecContext(ctx, createSchemaMigrations); err != nil {
 		return fmt.Errorf("cannot create schema_migrations: %w", err)
 	}
-	v, err := schemaVersion(ctx, tx)
-	if err != nil {
-		return fmt.Errorf("cannot read schema version: %w", err)
-	}
-	if v > want {
+	v, err := Version(ctx, tx)
+	switch {
+	case err != nil:
+		return fmt.Errorf("cannot read schema version of %s: %w", path, err)
+	case v > want:
 		return &SchemaVersionError{Path: path, Have: v, Want: want}
-	}
-	if v >= m.version {
+	case v >= m.version:
 		return nil // another process applied it while we waited for the lock
-	}
-	if v != m.version-1 {
+	case v != m.version-1:
 		return fmt.Errorf("cannot apply migration %s: database is at version %d", m.name, v)
 	}
 	if _, err := tx.ExecContext(ctx, m.sql); err != nil {
@@ -157,22 +160,11 @@ func applyMigration(ctx context.Context, db *sql.DB, path string, m migration, w
 	}
 	if _, err := tx.ExecContext(ctx,
 		`INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)`,
-		m.version, m.name, fmtTime(time.Now())); err != nil {
+		m.version, m.name, time.Now().UTC().Format("2006-01-02T15:04:05.000000Z")); err != nil {
 		return fmt.Errorf("cannot record migration %s: %w", m.name, err)
 	}
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("cannot commit migration %s: %w", m.name, err)
 	}
 	return nil
-}
-
-// SchemaVersion returns the database's schema version (the highest applied
-// migration number) and the version this binary knows.
-func (s *Store) SchemaVersion(ctx context.Context) (have, want int, err error) {
-	migs, err := loadMigrations(migrationsFS)
-	if err != nil {
-		return 0, 0, err
-	}
-	have, err = schemaVersion(ctx, s.db)
-	return have, len(migs), err
 }

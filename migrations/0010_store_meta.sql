@@ -1,4 +1,4 @@
--- 0009_store_meta: facts about the database itself, key -> value.
+-- 0010_store_meta: facts about the database itself, key -> value.
 --
 -- legacy_data = '1' marks a database that already held captures or
 -- statistics samples when store.policy was introduced (issue 23): with
