@@ -142,7 +142,7 @@ its next renewal and stops. --yes confirms.`,
 					return usagef(fmt.Sprintf("trendfetch lease release --region %s --credential %s --yes", code, cred.Name),
 						"region %s of credential %q is held by %s: add --yes to release it", code, cred.Name, l.Holder)
 				}
-				ok, err := lim.BreakLease(cmd.Context(), cred.Name, code, l.Holder)
+				ok, err := lim.BreakLease(cmd.Context(), l)
 				if err != nil {
 					return err
 				}

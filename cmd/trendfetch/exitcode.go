@@ -33,7 +33,8 @@ const (
 const exitCodesHelp = `Exit codes:
   0    success
   1    unexpected error (API failure, database or disk error); what was stored is kept
-  2    usage or configuration error (bad flag, config, region, query, missing or rejected API key)
+  2    usage or configuration error (bad flag, config, region, query, missing or rejected API key,
+       a Redis user without the permissions trendfetch needs)
   3    the region is already being run by another process (its run lease is held); nothing done
   75   stopped cleanly: quota denied or limiter unavailable for a fail-closed call site
        (EX_TEMPFAIL); the run record says why and when to retry
@@ -99,6 +100,7 @@ func exitCode(ctx context.Context, err error) int {
 		ce   *fetch.CredentialError
 		stop *fetch.StopError
 		cost *quota.CostError
+		acl  *quota.AccessError
 		held *quota.LeaseHeldError
 	)
 	if errors.As(context.Cause(ctx), &se) || errors.As(err, &se) {
@@ -110,7 +112,7 @@ func exitCode(ctx context.Context, err error) int {
 	case strings.HasPrefix(err.Error(), "unknown command "):
 		return exitUsage
 	case errors.As(err, &ue), errors.As(err, &ve), errors.As(err, &re), errors.As(err, &qe),
-		errors.As(err, &ce), errors.As(err, &cost), errors.Is(err, config.ErrNoAPIKey):
+		errors.As(err, &ce), errors.As(err, &cost), errors.As(err, &acl), errors.Is(err, config.ErrNoAPIKey):
 		return exitUsage
 	case errors.As(err, &stop):
 		return exitTempFail

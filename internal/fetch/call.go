@@ -219,7 +219,7 @@ func (r *Runner) reserve(ctx context.Context, st *runState, method string) (quot
 					Msg("the local clock went back: the quota backend admits nothing until it catches up")
 			}
 			return quota.Reservation{}, Denied(run.Region, method, d)
-		case errors.Is(err, quota.ErrUnavailable):
+		case errors.Is(err, quota.ErrUnavailable), errors.Is(err, quota.ErrOutOfMemory):
 			if ctx.Err() != nil {
 				return quota.Reservation{}, ctx.Err()
 			}
@@ -228,6 +228,10 @@ func (r *Runner) reserve(ctx context.Context, st *runState, method string) (quot
 		default:
 			return quota.Reservation{}, err
 		}
+	}
+	if errors.Is(st.limiterDown, quota.ErrOutOfMemory) {
+		// Every call site fails closed: nothing can be recorded.
+		return quota.Reservation{}, &StopError{Region: run.Region, Reason: fmt.Sprintf("quota backend out of memory: it cannot record %s (Redis maxmemory reached under noeviction); failing closed", method)}
 	}
 	if r.Policy(method) == callsite.FailClosed {
 		return quota.Reservation{}, &StopError{Region: run.Region, Reason: fmt.Sprintf("limiter unavailable (%s is fail-closed)", method)}

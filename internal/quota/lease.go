@@ -6,8 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"os"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -107,22 +105,13 @@ func leaseTTLMillis(ttl time.Duration) int64 {
 	return int64(ms)
 }
 
-// DefaultLeaseHolder describes this process for lease holders:
-// "<hostname> pid <pid>" (no secrets).
-func DefaultLeaseHolder() string {
-	host, err := os.Hostname()
-	if err != nil || host == "" {
-		host = "unknown-host"
-	}
-	return host + " pid " + strconv.Itoa(os.Getpid())
-}
-
 // LeaseHeldError is returned by AcquireLease when another holder has the
 // lease (use errors.As). It is not a backend failure: the backend answered.
 type LeaseHeldError struct {
 	// Credential and Region name the lease.
 	Credential, Region string
-	// Holder describes the current holder, e.g. "host-a pid 123".
+	// Holder describes the current holder, e.g. "host-a pid 123 since
+	// 2026-11-23T07:00:00Z".
 	Holder string
 	// Remaining is the time until the holder's lease expires unless renewed
 	// (0 if unknown).
@@ -154,6 +143,8 @@ type Lease struct {
 	name, token               string
 	credential, region, owner string
 	ttl, every                time.Duration
+	// tookOver describes the stale holder this lease replaced ("" if none).
+	tookOver string
 
 	stopCtx context.Context // cancelled by Release: stops the renewal, even mid-call
 	stop    context.CancelFunc
@@ -169,8 +160,10 @@ type Lease struct {
 
 // AcquireLease takes the run lease of (credential, region) for ttl and renews
 // it every ttl/3 in the background until Release. holder describes this run
-// for others (e.g. "host-a pid 123"; "" means DefaultLeaseHolder()) and must
-// not contain secrets.
+// for others; "" (what runs use) means this process: host, pid, boot id,
+// PID namespace and now (lease_holder.go). It must not contain secrets. A
+// lease held by a stale holder (staleHolder: a process of this host that is
+// gone) is taken over at once (Lease.TookOver says from whom).
 //
 // Errors: *LeaseHeldError when another holder has an unexpired lease; an
 // error wrapping ErrUnavailable when the backend cannot be reached (nothing
@@ -202,7 +195,7 @@ func acquireLease(ctx context.Context, locker Locker, credential, region string,
 		return nil, fmt.Errorf("quota: lease: region %q must be non-empty without ':'", region)
 	}
 	if holder == "" {
-		holder = DefaultLeaseHolder()
+		holder = thisHolder(time.Now())
 	}
 	var id [16]byte
 	if _, err := rand.Read(id[:]); err != nil {
@@ -222,11 +215,17 @@ func acquireLease(ctx context.Context, locker Locker, credential, region string,
 	}
 	start := time.Now()
 	ok, other, remaining, err := locker.TryLock(ctx, lease.name, lease.token, ttl)
+	if admin, isAdmin := locker.(LeaseAdmin); err == nil && !ok && isAdmin && staleHolder(other) {
+		if broke, berr := admin.BreakLease(ctx, lease.name, other); berr == nil && broke {
+			lease.tookOver = describeHolder(other)
+		}
+		ok, other, remaining, err = locker.TryLock(ctx, lease.name, lease.token, ttl)
+	}
 	if err != nil {
 		return nil, err
 	}
 	if !ok {
-		return nil, &LeaseHeldError{Credential: credential, Region: region, Holder: other, Remaining: remaining}
+		return nil, &LeaseHeldError{Credential: credential, Region: region, Holder: describeHolder(other), Remaining: remaining}
 	}
 	lease.stopCtx, lease.stop = context.WithCancel(context.Background())
 	go lease.renew(start)
@@ -302,7 +301,11 @@ func (l *Lease) Credential() string { return l.credential }
 func (l *Lease) Region() string { return l.region }
 
 // Holder returns this holder's description, as others see it.
-func (l *Lease) Holder() string { return l.owner }
+func (l *Lease) Holder() string { return describeHolder(l.owner) }
+
+// TookOver describes the stale holder (a process of this host that is gone)
+// whose lease AcquireLease broke and took, or "" when the lease was free.
+func (l *Lease) TookOver() string { return l.tookOver }
 
 // TTL returns the lease's time to live; it is renewed every TTL/3.
 func (l *Lease) TTL() time.Duration { return l.ttl }

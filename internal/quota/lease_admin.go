@@ -24,6 +24,9 @@ type LeaseInfo struct {
 	Credential, Region string
 	// Holder is the holder's description, e.g. "host-a pid 123 since 2026-11-23T07:00:00Z".
 	Holder string
+	// stored is the holder as the lease stores it (lease_holder.go), which
+	// BreakLease matches.
+	stored string
 	// Remaining is the time until the lease expires unless renewed (0 if unknown).
 	Remaining time.Duration
 }
@@ -54,19 +57,19 @@ func (l *Limiter) Leases(ctx context.Context, credential string) ([]LeaseInfo, e
 	return a.Leases(ctx, credential)
 }
 
-// BreakLease frees the run lease of (credential, region) if holder still
+// BreakLease frees the run lease li (from Leases) if its holder still
 // holds it and reports whether it did. Use it only when the holder is known
 // to be gone: a live holder loses its lease at its next renewal and stops.
 // Backend failures wrap ErrUnavailable.
-func (l *Limiter) BreakLease(ctx context.Context, credential, region, holder string) (bool, error) {
+func (l *Limiter) BreakLease(ctx context.Context, li LeaseInfo) (bool, error) {
 	a, ok := l.backend.(LeaseAdmin)
 	if !ok {
 		return false, fmt.Errorf("quota: backend %s does not support run leases", l.backend.Name())
 	}
-	if holder == "" {
+	if li.stored == "" {
 		return false, errors.New("quota: break lease: empty holder")
 	}
-	return a.BreakLease(ctx, LeaseName(credential, region), holder)
+	return a.BreakLease(ctx, LeaseName(li.Credential, li.Region), li.stored)
 }
 
 // Leases implements LeaseAdmin with one read-only transaction of table
@@ -102,7 +105,8 @@ func (s *SQLiteBackend) Leases(ctx context.Context, credential string) ([]LeaseI
 		if err != nil || cred != credential {
 			continue
 		}
-		out = append(out, LeaseInfo{Credential: cred, Region: region, Holder: holder, Remaining: time.Duration(exp-nowUS) * time.Microsecond})
+		out = append(out, LeaseInfo{Credential: cred, Region: region, Holder: describeHolder(holder), stored: holder,
+			Remaining: time.Duration(exp-nowUS) * time.Microsecond})
 	}
 	if err := rows.Err(); err != nil {
 		return nil, sqliteUnavailable("lease list", err)
@@ -157,7 +161,7 @@ func (r *RedisBackend) Leases(ctx context.Context, credential string) ([]LeaseIn
 	if cc, ok := r.client.(*redis.ClusterClient); ok {
 		n, err := cc.MasterForKey(ctx, r.stateKey(credential))
 		if err != nil {
-			return nil, redisUnavailable("lease list", credential, err)
+			return nil, r.fail("lease list", credential, err)
 		}
 		node = n
 	}
@@ -167,7 +171,7 @@ func (r *RedisBackend) Leases(ctx context.Context, credential string) ([]LeaseIn
 	for {
 		keys, next, err := node.Scan(ctx, cursor, redisGlobEscape(prefix)+"*", 1000).Result()
 		if err != nil {
-			return nil, redisUnavailable("lease list", credential, err)
+			return nil, r.fail("lease list", credential, err)
 		}
 		for _, k := range keys {
 			val, err := node.Get(ctx, k).Result()
@@ -175,14 +179,14 @@ func (r *RedisBackend) Leases(ctx context.Context, credential string) ([]LeaseIn
 				continue // expired meanwhile
 			}
 			if err != nil {
-				return nil, redisUnavailable("lease list", credential, err)
+				return nil, r.fail("lease list", credential, err)
 			}
 			pttl, err := node.PTTL(ctx, k).Result()
 			if err != nil {
-				return nil, redisUnavailable("lease list", credential, err)
+				return nil, r.fail("lease list", credential, err)
 			}
 			out = append(out, LeaseInfo{Credential: credential, Region: strings.TrimPrefix(k, prefix),
-				Holder: leaseHolderOf(val), Remaining: max(pttl, 0)})
+				Holder: describeHolder(leaseHolderOf(val)), stored: leaseHolderOf(val), Remaining: max(pttl, 0)})
 		}
 		if next == 0 {
 			break
@@ -201,7 +205,7 @@ func (r *RedisBackend) BreakLease(ctx context.Context, name, holder string) (boo
 	}
 	n, err := redisLeaseBreakScript.Run(ctx, r.client, []string{key}, holder).Int64()
 	if err != nil {
-		return false, redisUnavailable("lease break", credential, err)
+		return false, r.fail("lease break", credential, err)
 	}
 	return n == 1, nil
 }

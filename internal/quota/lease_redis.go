@@ -80,13 +80,13 @@ func (r *RedisBackend) TryLock(ctx context.Context, name, token string, ttl time
 	ms := leaseTTLMillis(ttl)
 	res, err := redisLeaseLockScript.Run(ctx, r.client, []string{key}, token, ms).Slice()
 	if err != nil {
-		return false, "", 0, redisUnavailable("lease lock", credential, err)
+		return false, "", 0, r.fail("lease lock", credential, err)
 	}
 	if len(res) == 1 && res[0] == int64(1) {
 		return true, leaseHolderOf(token), time.Duration(ms) * time.Millisecond, nil
 	}
 	if len(res) != 3 || res[0] != int64(0) {
-		return false, "", 0, redisUnavailable("lease lock", credential, fmt.Errorf("unexpected reply %v", res))
+		return false, "", 0, r.fail("lease lock", credential, fmt.Errorf("unexpected reply %v", res))
 	}
 	cur, _ := res[1].(string)
 	pttl, _ := res[2].(int64)
@@ -105,7 +105,7 @@ func (r *RedisBackend) Renew(ctx context.Context, name, token string, ttl time.D
 	}
 	n, err := redisLeaseRenewScript.Run(ctx, r.client, []string{key}, token, leaseTTLMillis(ttl)).Int64()
 	if err != nil {
-		return false, redisUnavailable("lease renew", credential, err)
+		return false, r.fail("lease renew", credential, err)
 	}
 	return n == 1, nil
 }
@@ -121,7 +121,7 @@ func (r *RedisBackend) Unlock(ctx context.Context, name, token string) error {
 		return err
 	}
 	if err := redisLeaseUnlockScript.Run(ctx, r.client, []string{key}, token).Err(); err != nil {
-		return redisUnavailable("lease unlock", credential, err)
+		return r.fail("lease unlock", credential, err)
 	}
 	return nil
 }

@@ -70,6 +70,8 @@ type RedisBackend struct {
 	// waitReplicas and waitTimeout: see WithRedisWaitReplicas.
 	waitReplicas int
 	waitTimeout  time.Duration
+	// user is the ACL user of client, for *AccessError.
+	user string
 }
 
 var _ Backend = (*RedisBackend)(nil)
@@ -119,7 +121,7 @@ func WithRedisWaitReplicas(n int, timeout time.Duration) RedisOption {
 // timeouts; any redis.UniversalClient (Client, ClusterClient, FailoverClient)
 // works, a Ring does not (the credential's keys must live on one node).
 func NewRedis(client redis.UniversalClient, opts ...RedisOption) *RedisBackend {
-	r := &RedisBackend{client: client, prefix: DefaultRedisKeyPrefix, midnights: redisMidnightTable}
+	r := &RedisBackend{client: client, prefix: DefaultRedisKeyPrefix, midnights: redisMidnightTable, user: redisUser(client)}
 	for _, o := range opts {
 		o(r)
 	}
@@ -224,9 +226,84 @@ func redisCheckCredential(credential string) error {
 	return nil
 }
 
-// redisUnavailable wraps a Redis failure in ErrUnavailable, keeping the cause.
-func redisUnavailable(op, credential string, err error) error {
+// fail classifies a Redis failure of op for credential (DESIGN.md §4,
+// "Backend errors are not all unreachable"):
+//   - NOPERM, NOAUTH, WRONGPASS: an *AccessError, a configuration error;
+//   - OOM (maxmemory reached under noeviction): wraps ErrOutOfMemory, so
+//     every call site fails closed;
+//   - a connection that cannot be made or answered in time, and the replies
+//     of a server that is failing over or loading (redisDidNotRun): wraps
+//     ErrUnavailable, where the call site's fail-open/closed policy applies;
+//   - any other reply of the server: a plain error (the call stops).
+func (r *RedisBackend) fail(op, credential string, err error) error {
+	var reply redis.Error
+	isReply := errors.As(err, &reply)
+	msg := err.Error()
+	switch {
+	case isReply && (redis.HasErrorPrefix(err, "NOPERM") || redis.HasErrorPrefix(err, "NOAUTH") || redis.HasErrorPrefix(err, "WRONGPASS")):
+		return &AccessError{User: r.user, Command: redisQuoted(msg), Reply: msg}
+	case isReply && strings.Contains(msg, "OOM command not allowed"):
+		return fmt.Errorf("%w: redis %s for credential %q: %w", ErrOutOfMemory, op, credential, err)
+	case isReply && !redisDidNotRun(err) && !redis.HasErrorPrefix(err, "BUSY"):
+		return fmt.Errorf("quota: redis %s for credential %q: %w", op, credential, err)
+	}
 	return fmt.Errorf("%w: redis %s for credential %q: %w", ErrUnavailable, op, credential, err)
+}
+
+// redisQuoted returns the command a NOPERM reply names ("... to run the
+// 'evalsha' command"), or "".
+func redisQuoted(msg string) string {
+	_, after, ok := strings.Cut(msg, "'")
+	if !ok {
+		return ""
+	}
+	cmd, _, ok := strings.Cut(after, "'")
+	if !ok {
+		return ""
+	}
+	return cmd
+}
+
+// ErrOutOfMemory is wrapped by the error of a backend that refused to
+// record anything because it is out of memory (Redis "OOM command not
+// allowed" under maxmemory with the noeviction policy). Call sites fail
+// closed on it whatever their policy: sending unmetered calls until
+// someone frees memory would spend the quota blind.
+var ErrOutOfMemory = errors.New("quota backend out of memory")
+
+// AccessError reports that Redis refused trendfetch's user (NOPERM, NOAUTH,
+// WRONGPASS): a configuration error (exit 2), never a reason to send calls
+// unmetered. It names the user and the refused command, never the password.
+type AccessError struct {
+	// User is the Redis ACL user ("default" when the URL names none).
+	User string
+	// Command is the refused command, lower case, when Redis named one.
+	Command string
+	// Reply is Redis's error reply.
+	Reply string
+}
+
+// Error implements error: one line naming the user and what to grant.
+func (e *AccessError) Error() string {
+	switch {
+	case strings.HasPrefix(e.Reply, "NOPERM") && e.Command != "":
+		return fmt.Sprintf("quota.redis: Redis user %q may not run %s (%s): grant it with ACL SETUSER %s +%s", e.User, strings.ToUpper(e.Command), e.Reply, e.User, e.Command)
+	case strings.HasPrefix(e.Reply, "NOPERM"):
+		return fmt.Sprintf("quota.redis: Redis user %q may not use trendfetch's keys (%s): grant it with ACL SETUSER %s ~%s:*", e.User, e.Reply, e.User, DefaultRedisKeyPrefix)
+	}
+	return fmt.Sprintf("quota.redis: Redis refused user %q (%s): check the user and password of quota.redis.url", e.User, e.Reply)
+}
+
+// redisUser is the ACL user client authenticates as ("default" when none).
+func redisUser(client redis.UniversalClient) string {
+	var u string
+	switch c := client.(type) {
+	case *redis.Client:
+		u = c.Options().Username
+	case *redis.ClusterClient:
+		u = c.Options().Username
+	}
+	return cmp.Or(u, "default")
 }
 
 // --- decisions: the scripts and the methods that run them are in
@@ -255,10 +332,10 @@ func (r *RedisBackend) waitConn(ctx context.Context, credential string) (*redis.
 func (r *RedisBackend) waitReplicated(ctx context.Context, conn *redis.Conn, credential string) error {
 	got, err := conn.Wait(ctx, r.waitReplicas, r.waitTimeout).Result()
 	if err != nil {
-		return redisUnavailable("reserve", credential, fmt.Errorf("admitted, but WAIT failed (the entry stays): %w", err))
+		return r.fail("reserve", credential, fmt.Errorf("admitted, but WAIT failed (the entry stays): %w", err))
 	}
 	if got < int64(r.waitReplicas) {
-		return redisUnavailable("reserve", credential, fmt.Errorf("%w: admitted, but WAIT confirmed %d of %d replicas within %s (the entry stays)", ErrNotReplicated, got, r.waitReplicas, r.waitTimeout))
+		return r.fail("reserve", credential, fmt.Errorf("%w: admitted, but WAIT confirmed %d of %d replicas within %s (the entry stays)", ErrNotReplicated, got, r.waitReplicas, r.waitTimeout))
 	}
 	return nil
 }
@@ -275,7 +352,7 @@ func (r *RedisBackend) Reset(ctx context.Context, credential string) error {
 	if cc, ok := r.client.(*redis.ClusterClient); ok {
 		n, err := cc.MasterForKey(ctx, r.stateKey(credential))
 		if err != nil {
-			return redisUnavailable("reset", credential, err)
+			return r.fail("reset", credential, err)
 		}
 		node = n
 	}
@@ -283,7 +360,7 @@ func (r *RedisBackend) Reset(ctx context.Context, credential string) error {
 	for {
 		keys, next, err := node.Scan(ctx, cursor, r.credPattern(credential), 1000).Result()
 		if err != nil {
-			return redisUnavailable("reset", credential, err)
+			return r.fail("reset", credential, err)
 		}
 		// Run leases are not usage: a running job keeps its region.
 		keys = slices.DeleteFunc(keys, func(k string) bool {
@@ -291,7 +368,7 @@ func (r *RedisBackend) Reset(ctx context.Context, credential string) error {
 		})
 		if len(keys) > 0 {
 			if err := node.Del(ctx, keys...).Err(); err != nil {
-				return redisUnavailable("reset", credential, err)
+				return r.fail("reset", credential, err)
 			}
 		}
 		if next == 0 {

@@ -658,17 +658,17 @@ func (r *RedisBackend) Reserve(ctx context.Context, credential string, charges [
 	if r.waitReplicas > 0 {
 		var err error
 		if conn, err = r.waitConn(ctx, credential); err != nil {
-			return Decision{}, redisUnavailable("reserve", credential, err)
+			return Decision{}, r.fail("reserve", credential, err)
 		}
 		defer conn.Close()
 		runner = conn
 	}
 	res, err := redisReserveScript.RunOnce(ctx, runner, keys, args...).Int64Slice()
 	if err != nil {
-		return Decision{}, redisUnavailable("reserve", credential, err)
+		return Decision{}, r.fail("reserve", credential, err)
 	}
 	if len(res) != 5+2*len(charges) {
-		return Decision{}, redisUnavailable("reserve", credential, fmt.Errorf("unexpected reply of %d values", len(res)))
+		return Decision{}, r.fail("reserve", credential, fmt.Errorf("unexpected reply of %d values", len(res)))
 	}
 	d := Decision{
 		Allowed:    res[0] == 1,
@@ -837,12 +837,12 @@ func (r *RedisBackend) Status(ctx context.Context, credential string, buckets []
 	st.Latency = time.Since(start)
 	if err != nil {
 		st.Err = err.Error()
-		return st, redisUnavailable("status", credential, err)
+		return st, r.fail("status", credential, err)
 	}
 	if len(res) != 2+6*len(buckets) {
 		err := fmt.Errorf("unexpected reply of %d values", len(res))
 		st.Err = err.Error()
-		return st, redisUnavailable("status", credential, err)
+		return st, r.fail("status", credential, err)
 	}
 	st.Reachable = true
 	st.Now = time.UnixMicro(res[0])
@@ -901,7 +901,7 @@ func (r *RedisBackend) MarkExhausted(ctx context.Context, credential string, unt
 	}
 	err := redisMarkScript.Run(ctx, r.client, []string{r.stateKey(credential)}, until.UnixMicro()).Err()
 	if err != nil {
-		return redisUnavailable("mark exhausted", credential, err)
+		return r.fail("mark exhausted", credential, err)
 	}
 	return nil
 }
@@ -1039,10 +1039,10 @@ func (r *RedisBackend) Refund(ctx context.Context, credential string, res Reserv
 		if redisDidNotRun(err) {
 			release() // it may be tried again; one that may have run may not
 		}
-		return redisUnavailable("refund", credential, err)
+		return r.fail("refund", credential, err)
 	}
 	if len(out) != 1+len(res.entries) {
-		return redisUnavailable("refund", credential, fmt.Errorf("unexpected reply of %d values", len(out)))
+		return r.fail("refund", credential, fmt.Errorf("unexpected reply of %d values", len(out)))
 	}
 	return nil
 }
