@@ -205,15 +205,10 @@ type BucketConfig struct {
 	Limit    int64    `yaml:"limit"`
 	Window   Duration `yaml:"window"`
 	Calendar bool     `yaml:"calendar"`
-	// Algorithm is log (the default: the exact sliding-window log) or
-	// counter (the sliding-window counter: O(slots) memory, approximate;
-	// quota package doc). counter cannot be combined with calendar.
+	// Algorithm may only be log (the default): quota buckets are exact
+	// sliding-window logs. counter is refused with a pointer to
+	// serve.rate_limit, where the approximate counter belongs.
 	Algorithm string `yaml:"algorithm"`
-	// Slots is the number of counters of a counter bucket, each
-	// window/(slots-1) long: 2-3601, default 2 (the seed note's previous and
-	// current window). The window must split into slots-1 whole
-	// microseconds. Only with algorithm: counter.
-	Slots int `yaml:"slots"`
 }
 
 // Log configures zerolog.
@@ -785,12 +780,14 @@ func (c *Config) Limits() ([]quota.Bucket, quota.Costs, error) {
 		if !b.Calendar && time.Duration(b.Window) < time.Millisecond {
 			return nil, nil, invalid(f+".window", time.Duration(b.Window), "must be at least 1ms")
 		}
-		qb := quota.Bucket{Name: b.Name, Limit: b.Limit, Window: time.Duration(b.Window), Calendar: b.Calendar,
-			Algorithm: quota.Algorithm(b.Algorithm), Slots: b.Slots}
-		var ae *quota.AlgorithmError
-		if err := qb.CheckAlgorithm(); errors.As(err, &ae) {
-			return nil, nil, invalid(f+"."+ae.Setting, ae.Value, "%s", ae.Reason)
+		switch b.Algorithm {
+		case "", "log":
+		case "counter":
+			return nil, nil, invalid(f+".algorithm", b.Algorithm, "quota buckets are exact sliding-window logs; the approximate counter is for serve.rate_limit")
+		default:
+			return nil, nil, invalid(f+".algorithm", b.Algorithm, "want log (quota buckets are exact sliding-window logs)")
 		}
+		qb := quota.Bucket{Name: b.Name, Limit: b.Limit, Window: time.Duration(b.Window), Calendar: b.Calendar}
 		byName[b.Name] = qb
 		buckets = append(buckets, qb)
 	}

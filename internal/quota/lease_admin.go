@@ -133,23 +133,6 @@ func (s *SQLiteBackend) BreakLease(ctx context.Context, name, holder string) (bo
 	return n == 1, nil
 }
 
-// redisLeaseBreakScript deletes the lease only while its holder
-// description (the value after its first space) is the given one.
-//
-//	KEYS[1] trendfetch:{<credential>}:lease:<region>
-//	ARGV[1] holder description
-//
-// Reply: 1 when deleted, 0 when the key is gone or held by another holder.
-var redisLeaseBreakScript = redis.NewScript(`
-local cur = redis.call('GET', KEYS[1])
-if not cur then return 0 end
-local sp = string.find(cur, ' ', 1, true)
-local holder = cur
-if sp then holder = string.sub(cur, sp + 1) end
-if holder == ARGV[1] then return redis.call('DEL', KEYS[1]) end
-return 0
-`)
-
 // Leases implements LeaseAdmin with SCAN over the credential's lease keys
 // (on the node that owns the credential's slot under Cluster) and one GET
 // and PTTL per lease.
@@ -197,13 +180,13 @@ func (r *RedisBackend) Leases(ctx context.Context, credential string) ([]LeaseIn
 	return out, nil
 }
 
-// BreakLease implements LeaseAdmin with redisLeaseBreakScript.
+// BreakLease implements LeaseAdmin with lua/lease.lua.
 func (r *RedisBackend) BreakLease(ctx context.Context, name, holder string) (bool, error) {
 	key, credential, err := r.leaseKeyOf(name)
 	if err != nil {
 		return false, err
 	}
-	n, err := redisLeaseBreakScript.Run(ctx, r.client, []string{key}, holder).Int64()
+	n, err := redisLeaseScript.Run(ctx, r.client, []string{key}, "break", holder).Int64()
 	if err != nil {
 		return false, r.fail("lease break", credential, err)
 	}

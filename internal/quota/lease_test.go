@@ -487,6 +487,9 @@ func TestLeaseHeldErrorMessage(t *testing.T) {
 // prints "HELD <holder>" and runs until killed (exit 3 if the lease is lost).
 const envLeaseTTL = "QUOTA_TEST_LEASE_TTL_MS"
 
+// envLeaseHolder is the helper's holder description ("": this process).
+const envLeaseHolder = "QUOTA_TEST_LEASE_HOLDER"
+
 func TestLeaseHelperProcess(t *testing.T) {
 	if os.Getenv(envHelper) != "lease" {
 		return
@@ -512,7 +515,7 @@ func leaseChild(stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	lease, err := l.AcquireLease(context.Background(), os.Getenv(envCredential), "US", time.Duration(ms)*time.Millisecond, "")
+	lease, err := l.AcquireLease(context.Background(), os.Getenv(envCredential), "US", time.Duration(ms)*time.Millisecond, os.Getenv(envLeaseHolder))
 	if err != nil {
 		return err
 	}
@@ -522,9 +525,11 @@ func leaseChild(stdout io.Writer) error {
 }
 
 // runLeaseCrash: a child process holds the lease (renewing it past several
-// ttls), is killed with SIGKILL, and the parent acquires only once the
-// child's last renewal has expired, within ttl of the kill.
-func runLeaseCrash(t *testing.T, backendSpec string) {
+// ttls) and is killed with SIGKILL. As a holder of another host (foreign),
+// the parent acquires only once the child's last renewal has expired,
+// within ttl of the kill; as this host's process, the parent takes the
+// lease over at once (the stale rule, lease_holder.go).
+func runLeaseCrash(t *testing.T, backendSpec string, foreign bool) {
 	t.Helper()
 	b, err := openProcBackend(backendSpec)
 	if err != nil {
@@ -544,6 +549,9 @@ func runLeaseCrash(t *testing.T, backendSpec string) {
 		envCredential+"="+cred,
 		envLeaseTTL+"="+strconv.Itoa(int(ttl/time.Millisecond)),
 	)
+	if foreign {
+		cmd.Env = append(cmd.Env, envLeaseHolder+"=other-host pid 1")
+	}
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.StdoutPipe()
@@ -565,7 +573,7 @@ func runLeaseCrash(t *testing.T, backendSpec string) {
 		t.Fatalf("helper: %q, %v; stderr:\n%s", line, err, stderr.String())
 	}
 	childHolder := strings.TrimSpace(strings.TrimPrefix(line, "HELD "))
-	if !strings.HasSuffix(childHolder, " pid "+strconv.Itoa(cmd.Process.Pid)) {
+	if !foreign && !strings.Contains(childHolder, " pid "+strconv.Itoa(cmd.Process.Pid)+" since ") {
 		t.Fatalf("child holder %q does not name its pid %d", childHolder, cmd.Process.Pid)
 	}
 
@@ -581,6 +589,17 @@ func runLeaseCrash(t *testing.T, backendSpec string) {
 	}
 	cmd.Wait()
 	killed := time.Now()
+	if !foreign {
+		lease, err := l.AcquireLease(ctx, cred, "US", ttl, "parent")
+		if err != nil {
+			t.Fatalf("after killing this host's holder: %v; want its lease taken over at once", err)
+		}
+		if lease.TookOver() != childHolder {
+			t.Fatalf("took over %q, want %q", lease.TookOver(), childHolder)
+		}
+		lease.Release(ctx)
+		return
+	}
 	_, err = l.AcquireLease(ctx, cred, "US", ttl, "parent")
 	held := mustBeHeld(t, err, cred, "US", childHolder, ttl)
 	expires := killed.Add(held.Remaining)
@@ -611,11 +630,15 @@ func runLeaseCrash(t *testing.T, backendSpec string) {
 func TestSQLiteLeaseCrashedHolder(t *testing.T) {
 	redistest.SkipIfShort(t, "multi-process test")
 	t.Parallel()
-	runLeaseCrash(t, "sqlite:"+filepath.Join(t.TempDir(), "quota.db"))
+	for _, foreign := range []bool{true, false} {
+		runLeaseCrash(t, "sqlite:"+filepath.Join(t.TempDir(), "quota.db"), foreign)
+	}
 }
 
 func TestRedisLeaseCrashedHolder(t *testing.T) {
 	redistest.SkipIfShort(t, "multi-process test")
 	srv := redistest.Start(t)
-	runLeaseCrash(t, "redis:"+srv.URL())
+	for _, foreign := range []bool{true, false} {
+		runLeaseCrash(t, "redis:"+srv.URL(), foreign)
+	}
 }

@@ -5,16 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"sort"
-	"sync/atomic"
 	"time"
 )
 
 // Bucket is one quota allocation of a credential: at most Limit units may be
-// admitted in any window of length Window (a sliding-window log, exact), or
-// about that many with Algorithm counter (a sliding-window counter, see
-// doc.go). When Calendar is true the window is instead Google's quota day,
-// which starts at midnight America/Los_Angeles (see PacificMidnight), and
-// Window is ignored.
+// admitted in any window of length Window (a sliding-window log, exact).
+// When Calendar is true the window is instead Google's quota day, which
+// starts at midnight America/Los_Angeles (see PacificMidnight), and Window
+// is ignored.
 type Bucket struct {
 	// Name identifies the bucket in config, keys and status, e.g. "units".
 	Name string
@@ -24,14 +22,6 @@ type Bucket struct {
 	Window time.Duration
 	// Calendar switches the window to the current Pacific quota day.
 	Calendar bool
-	// Algorithm is AlgorithmLog ("" too, the default) or AlgorithmCounter
-	// (not with Calendar).
-	Algorithm Algorithm
-	// Slots is the number of counters of a counter bucket, each
-	// Window/(Slots-1) long (0 = DefaultCounterSlots, the seed note's two);
-	// MinCounterSlots..MaxCounterSlots, and Window must split into Slots-1
-	// whole microseconds. Must be 0 for a log bucket.
-	Slots int
 }
 
 // Charge is the cost of one call in one bucket, in units.
@@ -63,9 +53,7 @@ type Decision struct {
 	// ExhaustedUntil is the end of the exhaustion marker when Exhausted.
 	ExhaustedUntil time.Time
 	// RetryAfter is, on denial, the earliest wait after which the same
-	// reservation can succeed (never early; microsecond precision). For a
-	// counter bucket it is the estimate's: when the estimate plus the cost
-	// first fits (doc.go, "Sliding-window counter").
+	// reservation can succeed (never early; microsecond precision).
 	RetryAfter time.Duration
 	// Now is the backend clock at the decision (Redis TIME or local clock).
 	Now time.Time
@@ -86,9 +74,6 @@ type Decision struct {
 // issued it can read it. The zero value (a denial's) refunds nothing.
 type Reservation struct {
 	entries []reservedEntry
-	// refunded is shared by the copies of a reservation that charged a
-	// counter bucket (claimRefund); nil otherwise.
-	refunded *atomic.Bool
 }
 
 // reservedEntry is one bucket's entry of a reservation.
@@ -145,16 +130,14 @@ func clockStepWait(newestUS, nowUS int64) (wait, behind time.Duration) {
 // BucketStatus is the read-only state of one bucket.
 type BucketStatus struct {
 	Bucket
-	// Used is the sum of units of entries in the current window (a counter
-	// bucket: its estimate, rounded up to whole units).
+	// Used is the sum of units of entries in the current window.
 	Used int64
 	// Remaining is Limit - Used, never below 0.
 	Remaining int64
-	// Entries is the number of log entries (admitted calls) in the window
-	// (0 for a counter bucket, which does not count calls).
+	// Entries is the number of log entries (admitted calls) in the window.
 	Entries int64
 	// Oldest is the timestamp of the oldest entry in the window (zero if
-	// none, and always for a counter bucket).
+	// none).
 	Oldest time.Time
 	// RetryAfterOne is the wait until a cost-1 call fits (0 if it fits now).
 	RetryAfterOne time.Duration
@@ -162,9 +145,7 @@ type BucketStatus struct {
 	MaxCost int64
 	// RetryAfterMax is the wait until a MaxCost call fits (0 if it fits now).
 	RetryAfterMax time.Duration
-	// UsedToday is the sum of units recorded since the last Pacific midnight
-	// (a counter bucket: those of its counters that began at or after it, a
-	// lower bound).
+	// UsedToday is the sum of units recorded since the last Pacific midnight.
 	UsedToday int64
 }
 
@@ -260,7 +241,7 @@ type Limiter struct {
 }
 
 // New builds a Limiter. It returns an error when a bucket is invalid (its
-// name, limit, window, or algorithm and slots: see Bucket), when
+// name, limit or window: see Bucket), when
 // the cost table names an unknown bucket or a non-positive cost, or when a
 // cost exceeds its bucket's limit (a *CostError).
 func New(backend Backend, buckets []Bucket, costs Costs) (*Limiter, error) {
@@ -274,9 +255,6 @@ func New(backend Backend, buckets []Bucket, costs Costs) (*Limiter, error) {
 		}
 		if !b.Calendar && b.Window <= 0 {
 			return nil, fmt.Errorf("quota: bucket %q: window %s must be > 0", b.Name, b.Window)
-		}
-		if err := b.CheckAlgorithm(); err != nil {
-			return nil, err
 		}
 		if _, dup := l.buckets[b.Name]; dup {
 			return nil, fmt.Errorf("quota: bucket %q defined twice", b.Name)

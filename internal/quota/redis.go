@@ -45,11 +45,9 @@ const StateKeySuffix = "state"
 
 // ReservedBucketName reports whether name cannot be a bucket's: "state" and
 // "exhausted" (the state hash's key and marker field), "lease" and names
-// starting with "lease:" (run leases, lease.go), and names ending in
-// ":counter" (a counter bucket's hash, redis_counter.go).
+// starting with "lease:" (run leases, lease.go).
 func ReservedBucketName(name string) bool {
-	return name == StateKeySuffix || name == "exhausted" || name == LeaseKeyInfix || strings.HasPrefix(name, LeaseKeyInfix+":") ||
-		strings.HasSuffix(name, ":"+CounterKeySuffix)
+	return name == StateKeySuffix || name == "exhausted" || name == LeaseKeyInfix || strings.HasPrefix(name, LeaseKeyInfix+":")
 }
 
 // RedisBackend is the shared quota Backend on Redis (standalone or Cluster):
@@ -154,25 +152,6 @@ func (r *RedisBackend) bucketKey(credential, bucket string) string {
 // stateKey is the credential's state hash: trendfetch:{<credential>}:state.
 func (r *RedisBackend) stateKey(credential string) string {
 	return r.credTag(credential) + ":" + StateKeySuffix
-}
-
-// CounterKeySuffix ends the key of a counter bucket's hash:
-// trendfetch:{<credential>}:<bucket>:counter. ReservedBucketName refuses
-// bucket names ending in ":counter", which could collide with it.
-const CounterKeySuffix = "counter"
-
-// counterKey is the hash of a counter bucket: trendfetch:{<credential>}:<bucket>:counter.
-func (r *RedisBackend) counterKey(credential, bucket string) string {
-	return r.bucketKey(credential, bucket) + ":" + CounterKeySuffix
-}
-
-// scriptBucketKey is the key of bucket b in the scripts' KEYS: its log or,
-// for a counter bucket, its counters.
-func (r *RedisBackend) scriptBucketKey(credential string, b Bucket) string {
-	if b.IsCounter() {
-		return r.counterKey(credential, b.Name)
-	}
-	return r.bucketKey(credential, b.Name)
 }
 
 // LeaseKeyInfix separates the credential tag from the region in lease keys:
@@ -291,7 +270,7 @@ func (e *AccessError) Error() string {
 	case strings.HasPrefix(e.Reply, "NOPERM"):
 		return fmt.Sprintf("quota.redis: Redis user %q may not use trendfetch's keys (%s): grant it with ACL SETUSER %s ~%s:*", e.User, e.Reply, e.User, DefaultRedisKeyPrefix)
 	}
-	return fmt.Sprintf("quota.redis: Redis refused user %q (%s): check the user and password of quota.redis.url", e.User, e.Reply)
+	return fmt.Sprintf("quota.redis: Redis refused user %q (%s): check the users and passwords of quota.redis (url, sentinel)", e.User, e.Reply)
 }
 
 // redisUser is the ACL user client authenticates as ("default" when none).
@@ -379,9 +358,8 @@ func (r *RedisBackend) Reset(ctx context.Context, credential string) error {
 }
 
 // redisCheckBucket rejects bucket i of a call, b, when the Redis key layout
-// cannot hold it (a reserved name, ReservedBucketName), its limit, window
-// or algorithm settings are invalid (Bucket.CheckAlgorithm), or an earlier
-// bucket of the call has its name (name(j), j < i).
+// cannot hold it (a reserved name, ReservedBucketName), its limit or window
+// is invalid, or an earlier bucket of the call has its name (name(j), j < i).
 func redisCheckBucket(b Bucket, i int, name func(j int) string) error {
 	if b.Name == "" || ReservedBucketName(b.Name) {
 		return fmt.Errorf("quota: bucket name %q is empty or reserved by the Redis key layout", b.Name)
@@ -397,7 +375,7 @@ func redisCheckBucket(b Bucket, i int, name func(j int) string) error {
 			return fmt.Errorf("quota: bucket %q appears twice", b.Name)
 		}
 	}
-	return b.CheckAlgorithm()
+	return nil
 }
 
 // --- connection --------------------------------------------------------------

@@ -495,8 +495,9 @@ func TestRedisSentinelAuth(t *testing.T) {
 		{"the master's password", []RedisClientOption{WithRedisSentinelAuth("", sentinelPassword)}},
 	} {
 		d, err := reserve(tc.opts...)
-		if !errors.Is(err, ErrUnavailable) || d.Allowed {
-			t.Fatalf("%s: %+v %v, want ErrUnavailable", tc.name, d, err)
+		var access *AccessError
+		if !errors.As(err, &access) || d.Allowed {
+			t.Fatalf("%s: %+v %v, want an *AccessError (a configuration error)", tc.name, d, err)
 		}
 		if strings.Contains(err.Error(), sentinelPW) || strings.Contains(err.Error(), sentinelPassword) {
 			t.Fatalf("%s: the error quotes a password: %v", tc.name, err)

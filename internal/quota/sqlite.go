@@ -37,9 +37,10 @@ import (
 // before the last Pacific midnight (entries of the current Pacific day are
 // kept so that UsedToday stays exact for short sliding windows).
 type SQLiteBackend struct {
-	db    *sql.DB
-	path  string
-	clock func() time.Time
+	db       *sql.DB
+	path     string
+	clock    func() time.Time
+	readOnly bool
 
 	// stmts holds the statements below, prepared once at open; tx.StmtContext
 	// binds them to a transaction's connection.
@@ -92,9 +93,9 @@ const DefaultSQLiteBusyTimeout = 10 * time.Second
 // first writer that opens it (sqliteMigrateV2), and read-only opens accept
 // either. A binary from before version 2 still reads and writes a version
 // 2 database: its rows get rid 0, which no Reservation names. Version 3
-// added quota_counter (counter buckets, counter_sqlite.go; sqliteMigrateV3);
-// a read-only open of an older database sees no counters.
-const sqliteSchemaVersion = 3
+// had a table of sliding-window counters, which quota buckets no longer
+// use: version 4 drops it (sqliteMigrateV4).
+const sqliteSchemaVersion = 4
 
 // sqliteSchema is created idempotently by NewSQLite.
 //
@@ -114,8 +115,6 @@ const sqliteSchemaVersion = 3
 // seq) of every later row of the bucket, so the prefix sums stay exact.
 //
 // quota_exhausted: credential -> until_us marker set by MarkExhausted.
-//
-// quota_counter: the counters of counter buckets (sqliteMigrateV3).
 const sqliteSchema = `
 CREATE TABLE IF NOT EXISTS quota_log (
 	credential TEXT    NOT NULL,
@@ -132,12 +131,19 @@ CREATE TABLE IF NOT EXISTS quota_exhausted (
 	credential TEXT    NOT NULL PRIMARY KEY,
 	until_us   INTEGER NOT NULL
 ) WITHOUT ROWID;
-` + sqliteMigrateV3
+` + sqliteMigrateV4
 
 // sqliteMigrateV2 turns a version 1 database into version 2.
 const sqliteMigrateV2 = `
 ALTER TABLE quota_log ADD COLUMN rid INTEGER NOT NULL DEFAULT 0;
 PRAGMA user_version = 2;
+`
+
+// sqliteMigrateV4 drops the counters of versions 3 (quota buckets are
+// sliding-window logs only).
+const sqliteMigrateV4 = `
+DROP TABLE IF EXISTS quota_counter;
+PRAGMA user_version = 4;
 `
 
 // Statements, prepared once at open (the pool holds one connection).
@@ -161,19 +167,10 @@ const (
 		ON CONFLICT (credential) DO UPDATE SET until_us = max(until_us, excluded.until_us)`
 	sqlDropMarker = `DELETE FROM quota_exhausted WHERE credential = ? AND until_us <= ?`
 
-	// Refund: the entry a Reservation names (found through the window
-	// index), its removal, and the shift of every later entry's running
-	// totals. cum is the primary key, SQLite checks it row by row during
-	// an UPDATE and promises no order (visited backwards, cum - cost would
-	// collide with the next row), so the shift goes through negative values
-	// (never stored otherwise). Today's SQLite visits the rows in ascending
-	// order, where the plain shift works too: no test can tell them apart.
-	sqlRefundFind = `SELECT cum FROM quota_log
-		WHERE credential = ? AND bucket = ? AND ts_us = ? AND rid = ? AND cost = ?`
-	sqlRefundDelete = `DELETE FROM quota_log WHERE credential = ? AND bucket = ? AND cum = ?`
-	sqlRefundShift  = `UPDATE quota_log SET cum = -(cum - ?), seq = seq - 1
-		WHERE credential = ? AND bucket = ? AND cum > ?`
-	sqlRefundRestore = `UPDATE quota_log SET cum = -cum WHERE credential = ? AND bucket = ? AND cum < 0`
+	// Refund: the entry a Reservation names, only while it is the newest
+	// of its bucket (no later running total counts it).
+	sqlRefund = `DELETE FROM quota_log WHERE credential = ?1 AND bucket = ?2 AND ts_us = ?3 AND rid = ?4 AND cost = ?5
+		AND cum = (SELECT max(cum) FROM quota_log WHERE credential = ?1 AND bucket = ?2)`
 )
 
 // sqliteReadableVersion is the oldest schema version read-only opens accept
@@ -229,8 +226,7 @@ func NewSQLite(path string, opts ...SQLiteOption) (*SQLiteBackend, error) {
 		return nil, fmt.Errorf("quota: cannot create schema in %s: %w: %w", path, ErrUnavailable, err)
 	}
 	for _, q := range []string{sqlLast, sqlFirstAfter, sqlFreeing, sqlInsert, sqlEvict, sqlMarker, sqlMark, sqlDropMarker,
-		sqlRefundFind, sqlRefundDelete, sqlRefundShift, sqlRefundRestore,
-		sqlCounterRead, sqlCounterAdd, sqlCounterDrop, sqlCounterRefund, sqlLogByCounter, sqlLogDrop} {
+		sqlRefund} {
 		st, err := db.Prepare(q)
 		if err != nil {
 			s.Close()
@@ -268,12 +264,8 @@ func openSQLiteReadOnly(path string, o sqliteOptions) (*SQLiteBackend, error) {
 			db.Close()
 			return nil, fmt.Errorf("quota: %s holds no quota schema: %w: %w", path, ErrUnavailable, fs.ErrNotExist)
 		}
-		s := &SQLiteBackend{db: db, path: path, clock: o.clock, stmts: map[string]*sql.Stmt{}}
-		qs := []string{sqlLast, sqlFirstAfter, sqlFreeing, sqlMarker, sqlLogByCounter}
-		if v >= 3 {
-			qs = append(qs, sqlCounterRead)
-		}
-		for _, q := range qs {
+		s := &SQLiteBackend{db: db, path: path, clock: o.clock, stmts: map[string]*sql.Stmt{}, readOnly: true}
+		for _, q := range []string{sqlLast, sqlFirstAfter, sqlFreeing, sqlMarker} {
 			st, err := db.Prepare(q)
 			if err != nil {
 				s.Close()
@@ -310,9 +302,9 @@ func (s *SQLiteBackend) migrate(ctx context.Context) error {
 	case v >= sqliteSchemaVersion:
 		return nil
 	case v == 1:
-		ddl = sqliteMigrateV2 + sqliteMigrateV3
-	case v == 2:
-		ddl = sqliteMigrateV3
+		ddl = sqliteMigrateV2 + sqliteMigrateV4
+	case v >= 2:
+		ddl = sqliteMigrateV4
 	}
 	if _, err := tx.ExecContext(ctx, ddl); err != nil {
 		return err
@@ -334,140 +326,70 @@ func (s *SQLiteBackend) Close() error {
 	return s.db.Close()
 }
 
-// stmt returns the prepared statement query bound to tx. (The error result
-// keeps call sites uniform; preparation itself happened at open.)
-func (s *SQLiteBackend) stmt(ctx context.Context, tx *sql.Tx, query string) (*sql.Stmt, error) {
-	st, ok := s.stmts[query]
-	if !ok {
-		return nil, fmt.Errorf("statement not prepared: %s", query)
-	}
-	return tx.StmtContext(ctx, st), nil
+// stmt returns the prepared statement query bound to tx (prepared at open;
+// a read-only open prepares only the reads: see errSQLiteReadOnly).
+func (s *SQLiteBackend) stmt(ctx context.Context, tx *sql.Tx, query string) *sql.Stmt {
+	return tx.StmtContext(ctx, s.stmts[query])
 }
+
+// errSQLiteReadOnly is why Reserve and Refund fail on a backend opened
+// WithSQLiteReadOnly.
+var errSQLiteReadOnly = errors.New("the quota database is open read-only")
 
 func sqliteUnavailable(op string, err error) error {
 	return fmt.Errorf("quota: sqlite %s: %w: %w", op, ErrUnavailable, err)
 }
 
-// sqliteWindowUS is the window length in microseconds, rounded up (never early).
-func sqliteWindowUS(d time.Duration) int64 {
-	us := d / time.Microsecond
-	if d%time.Microsecond != 0 {
-		us++
-	}
-	return int64(us)
-}
-
-// sqliteCutoffUS returns c such that an entry counts in b's window at nowUS iff
-// ts_us > c. Sliding: entries expire exactly window after their timestamp.
-// Calendar: entries before the last Pacific midnight are out.
-func sqliteCutoffUS(b Bucket, nowUS int64) int64 {
-	if b.Calendar {
-		return PacificMidnight(time.UnixMicro(nowUS)).UnixMicro() - 1
-	}
-	return nowUS - sqliteWindowUS(b.Window)
-}
-
 // sqliteLog is what one bucket's log looks like at a moment.
 type sqliteLog struct {
-	hasLast                  bool
-	lastCum, lastSeq, lastTS int64
-	// Window figures: the entries with ts_us > cutoff.
-	used, entries int64
-	oldestUS      int64 // 0 when the window is empty
-	base          int64 // cum just before the first entry in the window
+	lastCum, lastSeq int64 // the newest entry's running totals (0: empty)
+	base             int64 // cum just before the first entry in the window
+	logWindow
 }
 
-// readLog reads the newest entry and the window [cutoff, now] of one bucket.
-func (s *SQLiteBackend) readLog(ctx context.Context, tx *sql.Tx, credential, bucket string, cutoff int64) (sqliteLog, error) {
+// readLog reads the newest entry and the window (stamps > cutoff) of one bucket.
+func (s *SQLiteBackend) readLog(ctx context.Context, tx *sql.Tx, credential string, b Bucket, cutoff int64) (sqliteLog, error) {
 	var st sqliteLog
-	last, err := s.stmt(ctx, tx, sqlLast)
-	if err != nil {
-		return st, err
+	st.freeing = func(need int64) (ts int64, err error) {
+		err = s.stmt(ctx, tx, sqlFreeing).QueryRowContext(ctx, credential, b.Name, st.base+need).Scan(&ts)
+		return ts, err
 	}
-	switch err := last.QueryRowContext(ctx, credential, bucket).Scan(&st.lastCum, &st.lastSeq, &st.lastTS); {
+	switch err := s.stmt(ctx, tx, sqlLast).QueryRowContext(ctx, credential, b.Name).Scan(&st.lastCum, &st.lastSeq, &st.newest); {
 	case errors.Is(err, sql.ErrNoRows):
 		return st, nil
 	case err != nil:
 		return st, err
 	}
-	st.hasLast = true
-	used, entries, oldest, base, err := s.sumAfter(ctx, tx, credential, bucket, cutoff, st)
-	if err != nil {
+	st.base = st.lastCum
+	if st.newest <= cutoff {
+		return st, nil
+	}
+	var cum, cost, seq int64
+	if err := s.stmt(ctx, tx, sqlFirstAfter).QueryRowContext(ctx, credential, b.Name, cutoff).Scan(&cum, &cost, &seq, &st.oldest); err != nil {
 		return st, err
 	}
-	st.used, st.entries, st.oldestUS, st.base = used, entries, oldest, base
+	st.base = cum - cost
+	st.used, st.entries = st.lastCum-st.base, st.lastSeq-seq+1
 	return st, nil
 }
 
-// sumAfter returns the units and entries with ts_us > cutoff, the oldest
-// such timestamp and the cum just before it, given the newest entry in st.
-func (s *SQLiteBackend) sumAfter(ctx context.Context, tx *sql.Tx, credential, bucket string, cutoff int64, st sqliteLog) (used, entries, oldest, base int64, err error) {
-	if !st.hasLast || st.lastTS <= cutoff {
-		return 0, 0, 0, st.lastCum, nil
-	}
-	first, err := s.stmt(ctx, tx, sqlFirstAfter)
-	if err != nil {
-		return 0, 0, 0, 0, err
-	}
-	var cum, cost, seq, ts int64
-	if err := first.QueryRowContext(ctx, credential, bucket, cutoff).Scan(&cum, &cost, &seq, &ts); err != nil {
-		return 0, 0, 0, 0, err
-	}
-	base = cum - cost
-	return st.lastCum - base, st.lastSeq - seq + 1, ts, base, nil
-}
-
-// retryAfter returns how long after nowUS a call of units fits in b, given
-// the window state st (0 when it fits now). Sliding: walk the oldest entries
-// until enough units are freed; the entry that frees the last needed unit
-// stops counting at exactly ts + window (the same boundary admission uses).
-// Calendar: everything of the day expires at the next Pacific midnight.
-func (s *SQLiteBackend) retryAfter(ctx context.Context, tx *sql.Tx, credential string, b Bucket, st sqliteLog, units, nowUS int64) (time.Duration, error) {
-	return s.retryAfterPlus(ctx, tx, credential, b, st, 0, units, nowUS)
-}
-
-// retryAfterPlus is retryAfter when extra units count in the window after
-// the log's newest entry (chunks not yet written, Status: appendedLog) and
-// leaving log entries alone can free what the call needs.
-func (s *SQLiteBackend) retryAfterPlus(ctx context.Context, tx *sql.Tx, credential string, b Bucket, st sqliteLog, extra, units, nowUS int64) (time.Duration, error) {
-	need := st.used + extra + units - b.Limit
-	if need <= 0 || units > b.Limit {
+// marker reads the credential's exhaustion marker (Unix µs; 0: none).
+func (s *SQLiteBackend) marker(ctx context.Context, tx *sql.Tx, credential string) (untilUS int64, err error) {
+	err = s.stmt(ctx, tx, sqlMarker).QueryRowContext(ctx, credential).Scan(&untilUS)
+	if errors.Is(err, sql.ErrNoRows) {
 		return 0, nil
 	}
-	if b.Calendar {
-		now := time.UnixMicro(nowUS)
-		return time.Duration(NextPacificMidnight(now).UnixMicro()-nowUS) * time.Microsecond, nil
-	}
-	freeing, err := s.stmt(ctx, tx, sqlFreeing)
-	if err != nil {
-		return 0, err
-	}
-	var ts int64
-	if err := freeing.QueryRowContext(ctx, credential, b.Name, st.base+need).Scan(&ts); err != nil {
-		return 0, err
-	}
-	return time.Duration(ts+sqliteWindowUS(b.Window)-nowUS) * time.Microsecond, nil
+	return untilUS, err
 }
 
 // Reserve implements Backend in one BEGIN IMMEDIATE transaction: it reads
-// each charged bucket's window, admits only if every charge fits
-// (used + units <= limit) and the credential is not marked exhausted, and then
-// records one entry per bucket and evicts expired entries. A denial rolls
-// back and writes nothing. On denial RetryAfter is the largest wait among the
-// denying buckets and the exhaustion marker, and DeniedBucket names the bucket
-// with the largest wait (the first in charge order on ties; "" when the
-// exhaustion marker alone decides). A bucket whose newest entry is more than
-// ClockStepTolerance after the clock denies until the clock catches up
-// (Decision.ClockBehind). A charge above its bucket's limit returns a
-// *CostError. Database failures wrap ErrUnavailable.
+// each charged bucket's window, decides (decide), and when admitted records
+// one entry per bucket and evicts entries that matter neither to the window
+// nor to today. A denial rolls back and writes nothing. Database failures
+// wrap ErrUnavailable.
 func (s *SQLiteBackend) Reserve(ctx context.Context, credential string, charges []BucketCharge) (Decision, error) {
-	for _, c := range charges {
-		if c.Units <= 0 {
-			return Decision{}, fmt.Errorf("quota: charge of %d units in bucket %q: must be > 0", c.Units, c.Name)
-		}
-		if c.Units > c.Limit {
-			return Decision{}, &CostError{Bucket: c.Name, Units: c.Units, Limit: c.Limit}
-		}
+	if s.readOnly {
+		return Decision{}, sqliteUnavailable("reserve", errSQLiteReadOnly)
 	}
 	tx, err := s.db.BeginTx(ctx, nil) // BEGIN IMMEDIATE (see the DSN)
 	if err != nil {
@@ -477,137 +399,47 @@ func (s *SQLiteBackend) Reserve(ctx context.Context, credential string, charges 
 	// Read the clock only once the write lock is held, so timestamps follow
 	// commit order across processes.
 	nowUS := s.clock().UnixMicro()
-	d := Decision{Now: time.UnixMicro(nowUS), Remaining: make(map[string]int64, len(charges))}
-
-	marker, err := s.stmt(ctx, tx, sqlMarker)
+	untilUS, err := s.marker(ctx, tx, credential)
 	if err != nil {
 		return Decision{}, sqliteUnavailable("reserve", err)
 	}
-	var untilUS int64
-	switch err := marker.QueryRowContext(ctx, credential).Scan(&untilUS); {
-	case errors.Is(err, sql.ErrNoRows):
-	case err != nil:
+	logs := make([]sqliteLog, len(charges))
+	windows := make([]logWindow, len(charges))
+	for i, c := range charges {
+		if logs[i], err = s.readLog(ctx, tx, credential, c.Bucket, windowCutoffUS(c.Bucket, nowUS)); err != nil {
+			return Decision{}, sqliteUnavailable("reserve", err)
+		}
+		windows[i] = logs[i].logWindow
+	}
+	d, err := decide(charges, windows, nowUS, untilUS)
+	if err != nil {
 		return Decision{}, sqliteUnavailable("reserve", err)
 	}
-	if untilUS > nowUS {
-		d.Exhausted = true
-		d.ExhaustedUntil = time.UnixMicro(untilUS)
-		d.RetryAfter = time.Duration(untilUS-nowUS) * time.Microsecond
-	}
-
-	states := make([]sqliteLog, len(charges))
-	counters := make([]sqliteCounters, len(charges))
-	denied, deniedRA := "", time.Duration(0)
-	for i, c := range charges {
-		if c.IsCounter() {
-			cr, err := s.counterRead(ctx, tx, credential, c.Bucket, nowUS)
-			if err != nil {
-				return Decision{}, sqliteUnavailable("reserve", err)
-			}
-			counters[i] = cr
-			w := cr.w
-			ra, behind := clockStepWait(cr.newest, nowUS)
-			fits := false
-			if behind > 0 {
-				d.ClockBehind = max(d.ClockBehind, behind)
-			} else {
-				d.Remaining[c.Name] = max(c.Limit-w.used(), 0)
-				fits, ra = counterDecide(w, c.Bucket, c.Units, nowUS)
-			}
-			if !fits && (denied == "" || ra > deniedRA) {
-				denied, deniedRA = c.Name, ra
-			}
-			continue
-		}
-		if err := s.convertCounters(ctx, tx, credential, c.Bucket, nowUS); err != nil {
-			return Decision{}, sqliteUnavailable("reserve", err)
-		}
-		st, err := s.readLog(ctx, tx, credential, c.Name, sqliteCutoffUS(c.Bucket, nowUS))
-		if err != nil {
-			return Decision{}, sqliteUnavailable("reserve", err)
-		}
-		states[i] = st
-		d.Remaining[c.Name] = max(c.Limit-st.used, 0)
-		if st.hasLast {
-			if ra, behind := clockStepWait(st.lastTS, nowUS); behind > 0 {
-				d.ClockBehind = max(d.ClockBehind, behind)
-				if denied == "" || ra > deniedRA {
-					denied, deniedRA = c.Name, ra
-				}
-				continue
-			}
-		}
-		if st.used+c.Units <= c.Limit {
-			continue
-		}
-		ra, err := s.retryAfter(ctx, tx, credential, c.Bucket, st, c.Units, nowUS)
-		if err != nil {
-			return Decision{}, sqliteUnavailable("reserve", err)
-		}
-		if denied == "" || ra > deniedRA {
-			denied, deniedRA = c.Name, ra
-		}
-	}
-	if denied != "" {
-		d.RetryAfter = max(d.RetryAfter, deniedRA)
-		if !d.Exhausted {
-			d.DeniedBucket = denied
-		}
-	}
-	if d.Exhausted || denied != "" {
+	if !d.Allowed {
 		return d, nil // the deferred rollback: a denial writes nothing
 	}
-
-	insert, err := s.stmt(ctx, tx, sqlInsert)
-	if err != nil {
-		return Decision{}, sqliteUnavailable("reserve", err)
-	}
-	evict, err := s.stmt(ctx, tx, sqlEvict)
-	if err != nil {
-		return Decision{}, sqliteUnavailable("reserve", err)
-	}
-	midnightUS := PacificMidnight(d.Now).UnixMicro()
-	d.Reservation.refunded = newCounterMark(charges)
 	for i, c := range charges {
-		if c.IsCounter() {
-			// at is max(clock, latest stamp): see counterRead.
-			cr := counters[i]
-			if err := s.counterAdd(ctx, tx, credential, c.Bucket, cr, cr.w.now, c.Units); err != nil {
-				return Decision{}, sqliteUnavailable("reserve", err)
-			}
-			d.Reservation.entries = append(d.Reservation.entries, reservedEntry{bucket: c.Bucket, units: c.Units, at: cr.w.now})
-			d.Remaining[c.Name] = max(d.Remaining[c.Name]-c.Units, 0)
-			continue
-		}
-		st := states[i]
+		st := logs[i]
 		// Never stamp an entry before the newest one (clock stepped back):
 		// keeps the window a contiguous range of cum; at worst stricter.
-		ts := max(nowUS, st.lastTS)
+		ts := max(nowUS, st.newest)
 		rid := sqliteNewRID()
-		if _, err := insert.ExecContext(ctx, credential, c.Name, st.lastCum+c.Units, st.lastSeq+1, ts, c.Units, rid); err != nil {
+		if _, err := s.stmt(ctx, tx, sqlInsert).ExecContext(ctx, credential, c.Name, st.lastCum+c.Units, st.lastSeq+1, ts, c.Units, rid); err != nil {
 			return Decision{}, sqliteUnavailable("reserve", err)
 		}
 		d.Reservation.entries = append(d.Reservation.entries, reservedEntry{bucket: c.Bucket, units: c.Units, at: ts, id: rid})
-		d.Remaining[c.Name] = max(c.Limit-st.used-c.Units, 0)
-		// Evict what is out of the window and not from today (UsedToday):
-		// an index range, empty most of the time.
-		if _, err := evict.ExecContext(ctx, credential, c.Name, min(sqliteCutoffUS(c.Bucket, nowUS), midnightUS-1)); err != nil {
+		if _, err := s.stmt(ctx, tx, sqlEvict).ExecContext(ctx, credential, c.Name, evictCutoffUS(c.Bucket, nowUS)); err != nil {
 			return Decision{}, sqliteUnavailable("reserve", err)
 		}
 	}
 	if untilUS != 0 {
-		drop, err := s.stmt(ctx, tx, sqlDropMarker)
-		if err != nil {
-			return Decision{}, sqliteUnavailable("reserve", err)
-		}
-		if _, err := drop.ExecContext(ctx, credential, nowUS); err != nil {
+		if _, err := s.stmt(ctx, tx, sqlDropMarker).ExecContext(ctx, credential, nowUS); err != nil {
 			return Decision{}, sqliteUnavailable("reserve", err)
 		}
 	}
 	if err := tx.Commit(); err != nil {
 		return Decision{}, sqliteUnavailable("reserve", err)
 	}
-	d.Allowed = true
 	return d, nil
 }
 
@@ -623,62 +455,20 @@ func sqliteNewRID() int64 {
 }
 
 // Refund implements Backend in one BEGIN IMMEDIATE transaction: each entry
-// of r still stored (matched by bucket, timestamp, cost and rid) and still
-// in its bucket's window at the local clock is deleted, and every later
-// entry of the bucket has its running totals (cum, seq) lowered to match;
-// other entries of r are skipped. Cost: O(log n) plus one row rewrite per
-// entry recorded after the refunded one (a refund follows its reservation
-// within one request's dial time, so few). Database failures wrap
-// ErrUnavailable.
-func (s *SQLiteBackend) Refund(ctx context.Context, credential string, r Reservation) (err error) {
+// of r (matched by bucket, stamp, cost and rid) is deleted while it is
+// still the newest of its bucket; others stay, counted. Database failures
+// wrap ErrUnavailable.
+func (s *SQLiteBackend) Refund(ctx context.Context, credential string, r Reservation) error {
+	if s.readOnly {
+		return sqliteUnavailable("refund", errSQLiteReadOnly)
+	}
 	tx, err := s.db.BeginTx(ctx, nil) // BEGIN IMMEDIATE (see the DSN)
 	if err != nil {
 		return sqliteUnavailable("refund", err)
 	}
 	defer tx.Rollback()
-	nowUS := s.clock().UnixMicro()
-	var find, del, shift, restore *sql.Stmt
-	for _, p := range []struct {
-		st **sql.Stmt
-		q  string
-	}{{&find, sqlRefundFind}, {&del, sqlRefundDelete}, {&shift, sqlRefundShift}, {&restore, sqlRefundRestore}} {
-		if *p.st, err = s.stmt(ctx, tx, p.q); err != nil {
-			return sqliteUnavailable("refund", err)
-		}
-	}
-	claimed, release := r.claimRefund()
-	defer func() {
-		if err != nil {
-			release()
-		}
-	}()
 	for _, e := range r.entries {
-		if e.bucket.IsCounter() {
-			if !claimed {
-				continue
-			}
-			if err = s.counterRefund(ctx, tx, credential, e.bucket, e.at, e.units, nowUS); err != nil {
-				return sqliteUnavailable("refund", err)
-			}
-			continue
-		}
-		if e.id == 0 || e.at <= sqliteCutoffUS(e.bucket, nowUS) {
-			continue // not ours, or out of its window: nothing to give back
-		}
-		var cum int64
-		switch err := find.QueryRowContext(ctx, credential, e.bucket.Name, e.at, e.id, e.units).Scan(&cum); {
-		case errors.Is(err, sql.ErrNoRows):
-			continue // already refunded, evicted or reset
-		case err != nil:
-			return sqliteUnavailable("refund", err)
-		}
-		if _, err := del.ExecContext(ctx, credential, e.bucket.Name, cum); err != nil {
-			return sqliteUnavailable("refund", err)
-		}
-		if _, err := shift.ExecContext(ctx, e.units, credential, e.bucket.Name, cum); err != nil {
-			return sqliteUnavailable("refund", err)
-		}
-		if _, err := restore.ExecContext(ctx, credential, e.bucket.Name); err != nil {
+		if _, err := s.stmt(ctx, tx, sqlRefund).ExecContext(ctx, credential, e.bucket.Name, e.at, e.id, e.units); err != nil {
 			return sqliteUnavailable("refund", err)
 		}
 	}
@@ -689,10 +479,8 @@ func (s *SQLiteBackend) Refund(ctx context.Context, credential string, r Reserva
 }
 
 // Status implements Backend with a read-only (deferred) transaction: a
-// consistent snapshot that neither admits nor evicts. RetryAfterOne and
-// RetryAfterMax are computed exactly like Reserve's RetryAfter; UsedToday
-// sums the stored entries since PacificMidnight(Now). maxCost missing or <= 0
-// for a bucket counts as 1. Database failures wrap ErrUnavailable.
+// consistent snapshot that neither admits nor evicts. Database failures
+// wrap ErrUnavailable.
 func (s *SQLiteBackend) Status(ctx context.Context, credential string, buckets []Bucket, maxCost map[string]int64) (Status, error) {
 	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true}) // plain BEGIN
 	if err != nil {
@@ -701,65 +489,27 @@ func (s *SQLiteBackend) Status(ctx context.Context, credential string, buckets [
 	defer tx.Rollback()
 	nowUS := s.clock().UnixMicro()
 	st := Status{Credential: credential, Backend: s.Name(), Now: time.UnixMicro(nowUS)}
-
-	marker, err := s.stmt(ctx, tx, sqlMarker)
+	untilUS, err := s.marker(ctx, tx, credential)
 	if err != nil {
-		return Status{}, sqliteUnavailable("status", err)
-	}
-	var untilUS int64
-	switch err := marker.QueryRowContext(ctx, credential).Scan(&untilUS); {
-	case errors.Is(err, sql.ErrNoRows):
-	case err != nil:
 		return Status{}, sqliteUnavailable("status", err)
 	}
 	if untilUS > nowUS {
 		st.ExhaustedUntil = time.UnixMicro(untilUS)
 	}
-
 	midnightUS := PacificMidnight(st.Now).UnixMicro()
 	for _, b := range buckets {
-		if b.IsCounter() {
-			cr, err := s.counterRead(ctx, tx, credential, b, nowUS)
-			if err != nil {
-				return Status{}, sqliteUnavailable("status", err)
-			}
-			st.Buckets = append(st.Buckets, counterStatus(b, cr.w, maxCost[b.Name], midnightUS))
-			continue
-		}
-		cutoff := sqliteCutoffUS(b, nowUS)
-		ls, err := s.readLog(ctx, tx, credential, b.Name, cutoff)
+		ls, err := s.readLog(ctx, tx, credential, b, windowCutoffUS(b, nowUS))
 		if err != nil {
 			return Status{}, sqliteUnavailable("status", err)
 		}
-		// The bucket's counters, if it had that form, as Reserve would
-		// append them to the log (switch.go).
-		old, err := s.oldCounters(ctx, tx, credential, b.Name)
+		today, err := s.readLog(ctx, tx, credential, b, midnightUS-1)
 		if err != nil {
 			return Status{}, sqliteUnavailable("status", err)
 		}
-		a := appendedLog{b: b, nowUS: nowUS, cutoff: cutoff, logUsed: ls.used, logEntries: ls.entries, logOldest: ls.oldestUS,
-			chunks: restamp(counterChunks(old, nowUS), ls.lastTS)}
-		used, entries, oldest := a.figures()
-		bs := BucketStatus{Bucket: b, Used: used, Remaining: max(b.Limit-used, 0), Entries: entries, MaxCost: max(maxCost[b.Name], 1)}
-		if oldest != 0 {
-			bs.Oldest = time.UnixMicro(oldest)
-		}
-		retry := func(units int64) (time.Duration, error) {
-			if d, ok := a.chunkRetry(units); ok {
-				return d, nil
-			}
-			return s.retryAfterPlus(ctx, tx, credential, b, ls, used-ls.used, units, nowUS)
-		}
-		if bs.RetryAfterOne, err = retry(1); err != nil {
+		bs, err := bucketStatus(b, ls.logWindow, maxCost[b.Name], today.used, nowUS)
+		if err != nil {
 			return Status{}, sqliteUnavailable("status", err)
 		}
-		if bs.RetryAfterMax, err = retry(bs.MaxCost); err != nil {
-			return Status{}, sqliteUnavailable("status", err)
-		}
-		if bs.UsedToday, _, _, _, err = s.sumAfter(ctx, tx, credential, b.Name, midnightUS-1, ls); err != nil {
-			return Status{}, sqliteUnavailable("status", err)
-		}
-		bs.UsedToday += a.since(midnightUS)
 		st.Buckets = append(st.Buckets, bs)
 	}
 	if err := tx.Commit(); err != nil {
@@ -783,11 +533,7 @@ func (s *SQLiteBackend) MarkExhausted(ctx context.Context, credential string, un
 	if until.Sub(time.UnixMicro(untilUS)) > 0 {
 		untilUS++
 	}
-	mark, err := s.stmt(ctx, tx, sqlMark)
-	if err != nil {
-		return sqliteUnavailable("mark exhausted", err)
-	}
-	if _, err := mark.ExecContext(ctx, credential, untilUS); err != nil {
+	if _, err := s.stmt(ctx, tx, sqlMark).ExecContext(ctx, credential, untilUS); err != nil {
 		return sqliteUnavailable("mark exhausted", err)
 	}
 	if err := tx.Commit(); err != nil {
@@ -807,7 +553,6 @@ func (s *SQLiteBackend) Reset(ctx context.Context, credential string) error {
 	for _, q := range []string{
 		`DELETE FROM quota_log WHERE credential = ?`,
 		`DELETE FROM quota_exhausted WHERE credential = ?`,
-		`DELETE FROM quota_counter WHERE credential = ?`,
 	} {
 		if _, err := tx.ExecContext(ctx, q, credential); err != nil {
 			return sqliteUnavailable("reset", err)

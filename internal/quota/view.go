@@ -3,20 +3,16 @@ package quota
 import "time"
 
 // BucketView is the machine shape of a BucketStatus: snake_case keys,
-// windows in seconds, waits in milliseconds rounded up (never early). A
-// counter bucket's used is its estimate and its entries null: it does not
-// count calls (doc.go).
+// windows in seconds, waits in milliseconds rounded up (never early).
 type BucketView struct {
 	Name            string     `json:"name"`
 	Limit           int64      `json:"limit"`
 	WindowSeconds   float64    `json:"window_seconds"`
 	Calendar        bool       `json:"calendar"`
-	Algorithm       string     `json:"algorithm"` // "log" or "counter"
-	Slots           *int       `json:"slots"`     // counters of a counter bucket; null for a log
 	Used            int64      `json:"used"`
 	Remaining       int64      `json:"remaining"`
-	Entries         *int64     `json:"entries"` // null for a counter bucket
-	Oldest          *time.Time `json:"oldest"`  // null when the window is empty
+	Entries         int64      `json:"entries"`
+	Oldest          *time.Time `json:"oldest"` // null when the window is empty
 	RetryAfterOneMs int64      `json:"retry_after_one_ms"`
 	MaxCost         int64      `json:"max_cost"`
 	RetryAfterMaxMs int64      `json:"retry_after_max_ms"`
@@ -53,13 +49,8 @@ func (st Status) View() StatusView {
 		out.DayStart = utcOrNil(PacificMidnight(st.Now))
 	}
 	for _, b := range st.Buckets {
-		alg, slots, entries := string(AlgorithmLog), (*int)(nil), &b.Entries
-		if b.IsCounter() {
-			n := b.CounterSlots()
-			alg, slots, entries = string(AlgorithmCounter), &n, nil
-		}
-		out.Buckets = append(out.Buckets, BucketView{Algorithm: alg, Slots: slots, Name: b.Name, Limit: b.Limit, WindowSeconds: b.Window.Seconds(),
-			Calendar: b.Calendar, Used: b.Used, Remaining: b.Remaining, Entries: entries, Oldest: utcOrNil(b.Oldest),
+		out.Buckets = append(out.Buckets, BucketView{Name: b.Name, Limit: b.Limit, WindowSeconds: b.Window.Seconds(),
+			Calendar: b.Calendar, Used: b.Used, Remaining: b.Remaining, Entries: b.Entries, Oldest: utcOrNil(b.Oldest),
 			RetryAfterOneMs: CeilMs(b.RetryAfterOne), MaxCost: b.MaxCost, RetryAfterMaxMs: CeilMs(b.RetryAfterMax),
 			UsedToday: b.UsedToday})
 	}
