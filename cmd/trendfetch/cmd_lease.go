@@ -73,7 +73,7 @@ func newLeaseListCmd(a *app) *cobra.Command {
 				out := []leaseJSON{}
 				for _, l := range all {
 					out = append(out, leaseJSON{Credential: l.Credential, Region: l.Region, Holder: l.Holder,
-						ExpiresInMs: quota.CeilMs(l.Remaining), ExpiresAt: now.Add(l.Remaining).Truncate(time.Millisecond)})
+						ExpiresInMs: (l.Remaining + time.Millisecond - 1).Milliseconds(), ExpiresAt: now.Add(l.Remaining).Truncate(time.Millisecond)})
 				}
 				enc := json.NewEncoder(a.stdout)
 				enc.SetIndent("", "  ")

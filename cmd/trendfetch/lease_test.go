@@ -175,7 +175,7 @@ func TestLeaseHoldersByRule(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer b.Close()
-		ok, _, _, err := b.TryLock(context.Background(), quota.LeaseName("default", "US"), "planted "+holder, time.Hour)
+		ok, _, _, err := b.TryLock(context.Background(), "default:US", "planted "+holder, time.Hour) // credential default, region US
 		if err != nil || !ok {
 			t.Fatalf("planting %q: %v %v", holder, ok, err)
 		}

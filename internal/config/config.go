@@ -751,34 +751,20 @@ func checkHostPort(addr string) error {
 }
 
 // Limits converts the buckets and the cost table into the quota package's
-// types, validating them: every bucket named once with limit > 0 and window
-// > 0 (unless calendar), every cost > 0, naming a known bucket, and no larger
-// than that bucket's limit.
+// types. The buckets and costs themselves are checked by quota.New (their
+// one home), whose *quota.SettingError and *quota.CostError become a
+// *ValidationError naming the quota.* setting; what is left here is what
+// only the file can get wrong: a name's characters, the algorithm, a
+// window under 1ms, a method charging nothing.
 func (c *Config) Limits() ([]quota.Bucket, quota.Costs, error) {
 	if len(c.Quota.Buckets) == 0 {
 		return nil, nil, invalid("quota.buckets", "[]", "at least one bucket is needed")
 	}
-	byName := map[string]quota.Bucket{}
 	buckets := make([]quota.Bucket, 0, len(c.Quota.Buckets))
 	for i, b := range c.Quota.Buckets {
 		f := fmt.Sprintf("quota.buckets[%d]", i)
 		if !validName(b.Name) {
 			return nil, nil, invalid(f+".name", fmt.Sprintf("%q", b.Name), "want 1-64 characters of A-Z a-z 0-9 . _ -")
-		}
-		if _, dup := byName[b.Name]; dup {
-			return nil, nil, invalid(f+".name", b.Name, "defined twice")
-		}
-		if quota.ReservedBucketName(b.Name) {
-			return nil, nil, invalid(f+".name", b.Name, "reserved for the limiter's own keys")
-		}
-		if b.Limit <= 0 {
-			return nil, nil, invalid(f+".limit", b.Limit, "must be > 0 units")
-		}
-		if !b.Calendar && b.Window <= 0 {
-			return nil, nil, invalid(f+".window", time.Duration(b.Window), "must be > 0 (or set calendar: true)")
-		}
-		if !b.Calendar && time.Duration(b.Window) < time.Millisecond {
-			return nil, nil, invalid(f+".window", time.Duration(b.Window), "must be at least 1ms")
 		}
 		switch b.Algorithm {
 		case "", "log":
@@ -787,9 +773,10 @@ func (c *Config) Limits() ([]quota.Bucket, quota.Costs, error) {
 		default:
 			return nil, nil, invalid(f+".algorithm", b.Algorithm, "want log (quota buckets are exact sliding-window logs)")
 		}
-		qb := quota.Bucket{Name: b.Name, Limit: b.Limit, Window: time.Duration(b.Window), Calendar: b.Calendar}
-		byName[b.Name] = qb
-		buckets = append(buckets, qb)
+		if !b.Calendar && time.Duration(b.Window) < time.Millisecond {
+			return nil, nil, invalid(f+".window", time.Duration(b.Window), "must be at least 1ms (or set calendar: true)")
+		}
+		buckets = append(buckets, quota.Bucket{Name: b.Name, Limit: b.Limit, Window: time.Duration(b.Window), Calendar: b.Calendar})
 	}
 	if len(c.Quota.Costs) == 0 {
 		return nil, nil, invalid("quota.costs", "{}", "at least one method cost is needed")
@@ -801,20 +788,19 @@ func (c *Config) Limits() ([]quota.Bucket, quota.Costs, error) {
 			return nil, nil, invalid("quota.costs."+m, "{}", "charges no bucket")
 		}
 		for _, bn := range sortedKeys(per) {
-			units := per[bn]
-			f := "quota.costs." + m + "." + bn
-			b, ok := byName[bn]
-			if !ok {
-				return nil, nil, invalid(f, units, "no bucket named %q in quota.buckets", bn)
-			}
-			if units <= 0 {
-				return nil, nil, invalid(f, units, "must be > 0 units")
-			}
-			if units > b.Limit {
-				return nil, nil, invalid(f, units, "exceeds bucket %q limit %d: such a call could never be admitted", bn, b.Limit)
-			}
-			costs[m] = append(costs[m], quota.Charge{Bucket: bn, Units: units})
+			costs[m] = append(costs[m], quota.Charge{Bucket: bn, Units: per[bn]})
 		}
+	}
+	var se *quota.SettingError
+	var ce *quota.CostError
+	switch _, err := quota.New(nil, buckets, costs); {
+	case errors.As(err, &se):
+		return nil, nil, invalid("quota."+se.Setting, se.Value, "%s", se.Reason)
+	case errors.As(err, &ce):
+		return nil, nil, invalid("quota.costs."+ce.Method+"."+ce.Bucket, ce.Units,
+			"exceeds bucket %q limit %d: such a call could never be admitted", ce.Bucket, ce.Limit)
+	case err != nil:
+		return nil, nil, invalid("quota", "", "%s", err)
 	}
 	return buckets, costs, nil
 }

@@ -36,7 +36,7 @@ func windowUS(d time.Duration) int64 {
 // next Pacific midnight for a calendar bucket.
 func windowCutoffUS(b Bucket, nowUS int64) int64 {
 	if b.Calendar {
-		return PacificMidnight(time.UnixMicro(nowUS)).UnixMicro() - 1
+		return pacificMidnight(time.UnixMicro(nowUS)).UnixMicro() - 1
 	}
 	return nowUS - windowUS(b.Window)
 }
@@ -44,7 +44,7 @@ func windowCutoffUS(b Bucket, nowUS int64) int64 {
 // evictCutoffUS is the stamp at or before which b's entries matter neither
 // to its window nor to today's units (UsedToday).
 func evictCutoffUS(b Bucket, nowUS int64) int64 {
-	return min(windowCutoffUS(b, nowUS), PacificMidnight(time.UnixMicro(nowUS)).UnixMicro()-1)
+	return min(windowCutoffUS(b, nowUS), pacificMidnight(time.UnixMicro(nowUS)).UnixMicro()-1)
 }
 
 // retryAfter is how long after nowUS a call of units fits b (0 when it fits
@@ -74,7 +74,7 @@ func (w logWindow) retryAfter(b Bucket, units, nowUS int64) (time.Duration, erro
 // with the largest wait (the first on ties; "" when the marker alone
 // decides). Remaining is after the call when it is admitted. The caller
 // records the entries (stamped no earlier than newest) and the Reservation.
-func decide(charges []BucketCharge, logs []logWindow, nowUS, exhaustedUS int64) (Decision, error) {
+func decide(charges []bucketCharge, logs []logWindow, nowUS, exhaustedUS int64) (Decision, error) {
 	d := Decision{Now: time.UnixMicro(nowUS), Remaining: make(map[string]int64, len(charges))}
 	if exhaustedUS > nowUS {
 		d.Exhausted, d.ExhaustedUntil = true, time.UnixMicro(exhaustedUS)

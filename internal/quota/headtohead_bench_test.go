@@ -103,7 +103,7 @@ func BenchmarkHeadToHead(b *testing.B) {
 			}
 		}
 	}
-	reserve := func(name, cred string, ch []BucketCharge) func() {
+	reserve := func(name, cred string, ch []bucketCharge) func() {
 		return func() {
 			if d, err := rb.Reserve(ctx, cred, ch); err != nil || !d.Allowed {
 				b.Fatalf("%s: %+v %v", name, d, err)

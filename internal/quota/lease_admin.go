@@ -12,15 +12,15 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// Lease administration: listing held run leases and breaking one whose
+// runLease administration: listing held run leases and breaking one whose
 // holder is known to be gone (restic's stale-lock rule, internal/restic/lock.go:
 // a lock whose holder is a process of this host that no longer exists is
 // stale and may be removed; others are removed by the user). Both backends
-// implement LeaseAdmin.
+// implement leaseAdmin.
 
 // LeaseInfo is one held (unexpired) run lease.
 type LeaseInfo struct {
-	// Credential and Region name the lease (LeaseName(Credential, Region)).
+	// Credential and Region name the lease (leaseName(Credential, Region)).
 	Credential, Region string
 	// Holder is the holder's description, e.g. "host-a pid 123 since 2026-11-23T07:00:00Z".
 	Holder string
@@ -31,8 +31,8 @@ type LeaseInfo struct {
 	Remaining time.Duration
 }
 
-// LeaseAdmin lists and breaks run leases.
-type LeaseAdmin interface {
+// leaseAdmin lists and breaks run leases.
+type leaseAdmin interface {
 	// Leases returns the unexpired leases of credential, by region.
 	Leases(ctx context.Context, credential string) ([]LeaseInfo, error)
 	// BreakLease frees lease name only if it is held by holder (the
@@ -43,14 +43,14 @@ type LeaseAdmin interface {
 }
 
 var (
-	_ LeaseAdmin = (*SQLiteBackend)(nil)
-	_ LeaseAdmin = (*RedisBackend)(nil)
+	_ leaseAdmin = (*sqliteBackend)(nil)
+	_ leaseAdmin = (*redisBackend)(nil)
 )
 
-// Leases returns the held run leases of credential (see LeaseAdmin).
+// Leases returns the held run leases of credential (see leaseAdmin).
 // Backend failures wrap ErrUnavailable.
 func (l *Limiter) Leases(ctx context.Context, credential string) ([]LeaseInfo, error) {
-	a, ok := l.backend.(LeaseAdmin)
+	a, ok := l.backend.(leaseAdmin)
 	if !ok {
 		return nil, fmt.Errorf("quota: backend %s does not support run leases", l.backend.Name())
 	}
@@ -62,20 +62,20 @@ func (l *Limiter) Leases(ctx context.Context, credential string) ([]LeaseInfo, e
 // to be gone: a live holder loses its lease at its next renewal and stops.
 // Backend failures wrap ErrUnavailable.
 func (l *Limiter) BreakLease(ctx context.Context, li LeaseInfo) (bool, error) {
-	a, ok := l.backend.(LeaseAdmin)
+	a, ok := l.backend.(leaseAdmin)
 	if !ok {
 		return false, fmt.Errorf("quota: backend %s does not support run leases", l.backend.Name())
 	}
 	if li.stored == "" {
 		return false, errors.New("quota: break lease: empty holder")
 	}
-	return a.BreakLease(ctx, LeaseName(li.Credential, li.Region), li.stored)
+	return a.BreakLease(ctx, leaseName(li.Credential, li.Region), li.stored)
 }
 
-// Leases implements LeaseAdmin with one read-only transaction of table
+// Leases implements leaseAdmin with one read-only transaction of table
 // leases (none yet: no leases); it writes nothing, so it works on a backend
 // opened WithSQLiteReadOnly.
-func (s *SQLiteBackend) Leases(ctx context.Context, credential string) ([]LeaseInfo, error) {
+func (s *sqliteBackend) Leases(ctx context.Context, credential string) ([]LeaseInfo, error) {
 	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true}) // plain BEGIN
 	if err != nil {
 		return nil, sqliteUnavailable("lease list", err)
@@ -114,9 +114,9 @@ func (s *SQLiteBackend) Leases(ctx context.Context, credential string) ([]LeaseI
 	return out, nil
 }
 
-// BreakLease implements LeaseAdmin: it deletes the row of name if its
+// BreakLease implements leaseAdmin: it deletes the row of name if its
 // holder is holder, in one BEGIN IMMEDIATE transaction.
-func (s *SQLiteBackend) BreakLease(ctx context.Context, name, holder string) (bool, error) {
+func (s *sqliteBackend) BreakLease(ctx context.Context, name, holder string) (bool, error) {
 	tx, _, err := s.leaseTx(ctx)
 	if err != nil {
 		return false, sqliteUnavailable("lease break", err)
@@ -133,10 +133,10 @@ func (s *SQLiteBackend) BreakLease(ctx context.Context, name, holder string) (bo
 	return n == 1, nil
 }
 
-// Leases implements LeaseAdmin with SCAN over the credential's lease keys
+// Leases implements leaseAdmin with SCAN over the credential's lease keys
 // (on the node that owns the credential's slot under Cluster) and one GET
 // and PTTL per lease.
-func (r *RedisBackend) Leases(ctx context.Context, credential string) ([]LeaseInfo, error) {
+func (r *redisBackend) Leases(ctx context.Context, credential string) ([]LeaseInfo, error) {
 	if err := redisCheckCredential(credential); err != nil {
 		return nil, err
 	}
@@ -180,8 +180,8 @@ func (r *RedisBackend) Leases(ctx context.Context, credential string) ([]LeaseIn
 	return out, nil
 }
 
-// BreakLease implements LeaseAdmin with lua/lease.lua.
-func (r *RedisBackend) BreakLease(ctx context.Context, name, holder string) (bool, error) {
+// BreakLease implements leaseAdmin with lua/lease.lua.
+func (r *redisBackend) BreakLease(ctx context.Context, name, holder string) (bool, error) {
 	key, credential, err := r.leaseKeyOf(name)
 	if err != nil {
 		return false, err

@@ -65,8 +65,8 @@ func TestStaleHolderRule(t *testing.T) {
 			t.Run(tc.name+"/"+name, func(t *testing.T) {
 				b := open(t)
 				raw, _ := json.Marshal(tc.h)
-				locker := b.(Locker)
-				if ok, _, _, err := locker.TryLock(testCtx(t), LeaseName("c", "US"), "planted "+string(raw), time.Hour); err != nil || !ok {
+				locker := b.(leaseLocker)
+				if ok, _, _, err := locker.TryLock(testCtx(t), leaseName("c", "US"), "planted "+string(raw), time.Hour); err != nil || !ok {
 					t.Fatalf("planting: %v %v", ok, err)
 				}
 				l, err := leaseLimiter(t, b).AcquireLease(testCtx(t), "c", "US", time.Minute, "")

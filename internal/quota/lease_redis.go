@@ -26,10 +26,10 @@ var luaLease string
 
 var redisLeaseScript = redis.NewScript(luaLease)
 
-// TryLock implements Locker with lua/lease.lua. name must be
-// LeaseName(credential, region) with a valid credential name. Redis
+// TryLock implements leaseLocker with lua/lease.lua. name must be
+// leaseName(credential, region) with a valid credential name. Redis
 // failures wrap ErrUnavailable.
-func (r *RedisBackend) TryLock(ctx context.Context, name, token string, ttl time.Duration) (bool, string, time.Duration, error) {
+func (r *redisBackend) TryLock(ctx context.Context, name, token string, ttl time.Duration) (bool, string, time.Duration, error) {
 	if err := checkLockArgs(name, token, ttl, true); err != nil {
 		return false, "", 0, err
 	}
@@ -53,9 +53,9 @@ func (r *RedisBackend) TryLock(ctx context.Context, name, token string, ttl time
 	return false, leaseHolderOf(cur), time.Duration(max(pttl, 0)) * time.Millisecond, nil
 }
 
-// Renew implements Locker with lua/lease.lua. Redis failures wrap
+// Renew implements leaseLocker with lua/lease.lua. Redis failures wrap
 // ErrUnavailable.
-func (r *RedisBackend) Renew(ctx context.Context, name, token string, ttl time.Duration) (bool, error) {
+func (r *redisBackend) Renew(ctx context.Context, name, token string, ttl time.Duration) (bool, error) {
 	if err := checkLockArgs(name, token, ttl, true); err != nil {
 		return false, err
 	}
@@ -70,9 +70,9 @@ func (r *RedisBackend) Renew(ctx context.Context, name, token string, ttl time.D
 	return n == 1, nil
 }
 
-// Unlock implements Locker with lua/lease.lua. Redis failures wrap
+// Unlock implements leaseLocker with lua/lease.lua. Redis failures wrap
 // ErrUnavailable.
-func (r *RedisBackend) Unlock(ctx context.Context, name, token string) error {
+func (r *redisBackend) Unlock(ctx context.Context, name, token string) error {
 	if err := checkLockArgs(name, token, 0, false); err != nil {
 		return err
 	}

@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// MemoryBackend is a Backend held in process memory: the same
+// memoryBackend is a Backend held in process memory: the same
 // sliding-window log as the SQLite and Redis backends (one entry per
 // admitted call with its units, microsecond timestamps from the local
 // clock), for one process only. `trendfetch serve` uses it to rate-limit
@@ -23,7 +23,7 @@ import (
 // The clock is the local clock, with the SQLite backend's rules for clock
 // steps (doc.go, "Clock steps"; ClockStepTolerance); the decision is
 // decide's, like SQLite's.
-type MemoryBackend struct {
+type memoryBackend struct {
 	mu      sync.Mutex
 	clock   func() time.Time
 	creds   map[string]*memoryCredential
@@ -47,18 +47,18 @@ type memoryLog struct {
 	ids   []int64 // unique per backend, increasing: the entry's identity for Refund
 }
 
-// MemoryOption configures NewMemory.
-type MemoryOption func(*MemoryBackend)
+// memoryOption configures NewMemory.
+type memoryOption func(*memoryBackend)
 
 // WithMemoryClock makes the backend read time from now instead of
 // time.Now (tests step it to check Retry-After exactly).
-func WithMemoryClock(now func() time.Time) MemoryOption {
-	return func(m *MemoryBackend) { m.clock = now }
+func WithMemoryClock(now func() time.Time) memoryOption {
+	return func(m *memoryBackend) { m.clock = now }
 }
 
 // NewMemory returns an empty in-memory backend.
-func NewMemory(opts ...MemoryOption) *MemoryBackend {
-	m := &MemoryBackend{clock: time.Now, creds: map[string]*memoryCredential{}}
+func NewMemory(opts ...memoryOption) *memoryBackend {
+	m := &memoryBackend{clock: time.Now, creds: map[string]*memoryCredential{}}
 	for _, o := range opts {
 		o(m)
 	}
@@ -66,10 +66,10 @@ func NewMemory(opts ...MemoryOption) *MemoryBackend {
 }
 
 // Name implements Backend.
-func (m *MemoryBackend) Name() string { return "memory" }
+func (m *memoryBackend) Name() string { return "memory" }
 
 // Close implements Backend; it frees nothing (the garbage collector does).
-func (m *MemoryBackend) Close() error { return nil }
+func (m *memoryBackend) Close() error { return nil }
 
 // window is l's window at cutoff (entries with a stamp > cutoff), for decide.
 func (l *memoryLog) window(cutoff int64) logWindow {
@@ -115,7 +115,7 @@ func (l *memoryLog) evict(b Bucket, nowUS int64) {
 
 // Reserve implements Backend under one mutex with decide, then records one
 // entry per bucket. Denials write nothing. It never returns an error.
-func (m *MemoryBackend) Reserve(ctx context.Context, credential string, charges []BucketCharge) (Decision, error) {
+func (m *memoryBackend) Reserve(ctx context.Context, credential string, charges []bucketCharge) (Decision, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	nowUS := m.clock().UnixMicro()
@@ -158,7 +158,7 @@ func (m *MemoryBackend) Reserve(ctx context.Context, credential string, charges 
 // Refund implements Backend under the mutex: it removes each entry of r
 // that is still the newest of its bucket; others stay, counted. It never
 // returns an error.
-func (m *MemoryBackend) Refund(ctx context.Context, credential string, r Reservation) error {
+func (m *memoryBackend) Refund(ctx context.Context, credential string, r Reservation) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	cr := m.creds[credential]
@@ -175,7 +175,7 @@ func (m *MemoryBackend) Refund(ctx context.Context, credential string, r Reserva
 }
 
 // sweep drops credentials with no entry younger than a day and no marker.
-func (m *MemoryBackend) sweep(nowUS int64) {
+func (m *memoryBackend) sweep(nowUS int64) {
 	dayAgo := nowUS - (25 * time.Hour).Microseconds()
 	for name, cr := range m.creds {
 		if cr.exhausted > nowUS {
@@ -196,7 +196,7 @@ func (m *MemoryBackend) sweep(nowUS int64) {
 
 // Status implements Backend: it reads the buckets without admitting or
 // evicting anything. It never returns an error.
-func (m *MemoryBackend) Status(ctx context.Context, credential string, buckets []Bucket, maxCost map[string]int64) (Status, error) {
+func (m *memoryBackend) Status(ctx context.Context, credential string, buckets []Bucket, maxCost map[string]int64) (Status, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	nowUS := m.clock().UnixMicro()
@@ -205,7 +205,7 @@ func (m *MemoryBackend) Status(ctx context.Context, credential string, buckets [
 	if cr != nil && cr.exhausted > nowUS {
 		st.ExhaustedUntil = time.UnixMicro(cr.exhausted)
 	}
-	midnightUS := PacificMidnight(st.Now).UnixMicro()
+	midnightUS := pacificMidnight(st.Now).UnixMicro()
 	for _, b := range buckets {
 		l := &memoryLog{}
 		if cr != nil && cr.logs[b.Name] != nil {
@@ -222,7 +222,7 @@ func (m *MemoryBackend) Status(ctx context.Context, credential string, buckets [
 
 // MarkExhausted implements Backend: reservations of credential are denied
 // until until (rounded up to the microsecond); a marker only moves later.
-func (m *MemoryBackend) MarkExhausted(ctx context.Context, credential string, until time.Time) error {
+func (m *memoryBackend) MarkExhausted(ctx context.Context, credential string, until time.Time) error {
 	untilUS := until.UnixMicro()
 	if until.Sub(time.UnixMicro(untilUS)) > 0 {
 		untilUS++
@@ -240,11 +240,11 @@ func (m *MemoryBackend) MarkExhausted(ctx context.Context, credential string, un
 
 // Reset implements Backend: it forgets every entry and the exhaustion
 // marker of credential.
-func (m *MemoryBackend) Reset(ctx context.Context, credential string) error {
+func (m *memoryBackend) Reset(ctx context.Context, credential string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	delete(m.creds, credential)
 	return nil
 }
 
-var _ Backend = (*MemoryBackend)(nil)
+var _ Backend = (*memoryBackend)(nil)

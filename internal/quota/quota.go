@@ -5,13 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 )
 
 // Bucket is one quota allocation of a credential: at most Limit units may be
 // admitted in any window of length Window (a sliding-window log, exact).
 // When Calendar is true the window is instead Google's quota day, which
-// starts at midnight America/Los_Angeles (see PacificMidnight), and Window
+// starts at midnight America/Los_Angeles (see pacificMidnight), and Window
 // is ignored.
 type Bucket struct {
 	// Name identifies the bucket in config, keys and status, e.g. "units".
@@ -177,7 +178,7 @@ type Backend interface {
 	// every bucket records one entry with its units or none does. The caller
 	// has already checked that no charge exceeds its bucket's limit. Backend
 	// failures are returned wrapped in ErrUnavailable.
-	Reserve(ctx context.Context, credential string, charges []BucketCharge) (Decision, error)
+	Reserve(ctx context.Context, credential string, charges []bucketCharge) (Decision, error)
 	// Status reads the buckets without admitting, evicting or extending anything.
 	// maxCost gives, per bucket name, the largest configured cost.
 	Status(ctx context.Context, credential string, buckets []Bucket, maxCost map[string]int64) (Status, error)
@@ -198,8 +199,8 @@ type Backend interface {
 	Close() error
 }
 
-// BucketCharge is a charge joined with its bucket definition, as passed to a Backend.
-type BucketCharge struct {
+// bucketCharge is a charge joined with its bucket definition, as passed to a Backend.
+type bucketCharge struct {
 	Bucket
 	// Units is the cost of the call in this bucket.
 	Units int64
@@ -209,8 +210,8 @@ type BucketCharge struct {
 // apply their fail-open/fail-closed policy when errors.Is(err, ErrUnavailable).
 var ErrUnavailable = errors.New("quota backend unavailable")
 
-// ErrUnknownMethod is returned by Reserve for a method missing from the cost table.
-var ErrUnknownMethod = errors.New("method not in the quota cost table")
+// errUnknownMethod is returned by Reserve for a method missing from the cost table.
+var errUnknownMethod = errors.New("method not in the quota cost table")
 
 // CostError reports a charge larger than its bucket's limit: such a call can
 // never be admitted, so it is a configuration error, never a throttle.
@@ -240,24 +241,37 @@ type Limiter struct {
 	maxCost map[string]int64
 }
 
-// New builds a Limiter. It returns an error when a bucket is invalid (its
-// name, limit or window: see Bucket), when
+// SettingError is a bucket or cost New refuses. Setting names it within the
+// quota settings, e.g. "buckets[1].limit" or "costs.search.list.units".
+type SettingError struct {
+	Setting string
+	Value   any
+	Reason  string
+}
+
+// Error implements error: "quota: <setting> = <value>: <reason>".
+func (e *SettingError) Error() string {
+	return fmt.Sprintf("quota: %s = %v: %s", e.Setting, e.Value, e.Reason)
+}
+
+// New builds a Limiter: the one place buckets and costs are checked
+// (backends trust them). It returns a *SettingError when a bucket is
+// invalid (its name, limit or window: see Bucket), when
 // the cost table names an unknown bucket or a non-positive cost, or when a
 // cost exceeds its bucket's limit (a *CostError).
 func New(backend Backend, buckets []Bucket, costs Costs) (*Limiter, error) {
 	l := &Limiter{backend: backend, buckets: map[string]Bucket{}, costs: costs, maxCost: map[string]int64{}}
-	for _, b := range buckets {
-		if b.Name == "" {
-			return nil, errors.New("quota: bucket with empty name")
-		}
-		if b.Limit <= 0 {
-			return nil, fmt.Errorf("quota: bucket %q: limit %d must be > 0", b.Name, b.Limit)
-		}
-		if !b.Calendar && b.Window <= 0 {
-			return nil, fmt.Errorf("quota: bucket %q: window %s must be > 0", b.Name, b.Window)
-		}
-		if _, dup := l.buckets[b.Name]; dup {
-			return nil, fmt.Errorf("quota: bucket %q defined twice", b.Name)
+	for i, b := range buckets {
+		at := func(field string) string { return fmt.Sprintf("buckets[%d].%s", i, field) }
+		switch _, dup := l.buckets[b.Name]; {
+		case b.Name == "" || reservedBucketName(b.Name) || strings.ContainsAny(b.Name, "{}"):
+			return nil, &SettingError{Setting: at("name"), Value: fmt.Sprintf("%q", b.Name), Reason: "empty, or reserved by the limiter's keys"}
+		case dup:
+			return nil, &SettingError{Setting: at("name"), Value: b.Name, Reason: "defined twice"}
+		case b.Limit <= 0:
+			return nil, &SettingError{Setting: at("limit"), Value: b.Limit, Reason: "must be > 0 units"}
+		case !b.Calendar && b.Window < time.Microsecond:
+			return nil, &SettingError{Setting: at("window"), Value: b.Window, Reason: "must be at least 1µs (or set calendar: true)"}
 		}
 		l.buckets[b.Name] = b
 		l.order = append(l.order, b.Name)
@@ -271,16 +285,16 @@ func New(backend Backend, buckets []Bucket, costs Costs) (*Limiter, error) {
 		seen := map[string]bool{}
 		for _, c := range costs[m] {
 			b, ok := l.buckets[c.Bucket]
-			if !ok {
-				return nil, fmt.Errorf("quota: cost of %s names unknown bucket %q", m, c.Bucket)
-			}
-			if seen[c.Bucket] {
-				return nil, fmt.Errorf("quota: cost of %s charges bucket %q twice", m, c.Bucket)
+			at := "costs." + m + "." + c.Bucket
+			switch {
+			case !ok:
+				return nil, &SettingError{Setting: at, Value: c.Units, Reason: fmt.Sprintf("no bucket named %q", c.Bucket)}
+			case seen[c.Bucket]:
+				return nil, &SettingError{Setting: at, Value: c.Units, Reason: "charged twice"}
+			case c.Units <= 0:
+				return nil, &SettingError{Setting: at, Value: c.Units, Reason: "must be > 0 units"}
 			}
 			seen[c.Bucket] = true
-			if c.Units <= 0 {
-				return nil, fmt.Errorf("quota: cost of %s in bucket %q is %d; must be > 0", m, c.Bucket, c.Units)
-			}
 			if c.Units > b.Limit {
 				return nil, &CostError{Method: m, Bucket: c.Bucket, Units: c.Units, Limit: b.Limit}
 			}
@@ -304,17 +318,17 @@ func (l *Limiter) Buckets() []Bucket {
 	return out
 }
 
-// Charges returns the charges of one call of method, or ErrUnknownMethod.
+// Charges returns the charges of one call of method, or errUnknownMethod.
 func (l *Limiter) Charges(method string) ([]Charge, error) {
 	cs, ok := l.costs[method]
 	if !ok || len(cs) == 0 {
-		return nil, fmt.Errorf("%w: %q", ErrUnknownMethod, method)
+		return nil, fmt.Errorf("%w: %q", errUnknownMethod, method)
 	}
 	return cs, nil
 }
 
 // Reserve reserves one call of method for credential. It returns
-// ErrUnknownMethod for a method missing from the cost table, and an error
+// errUnknownMethod for a method missing from the cost table, and an error
 // wrapping ErrUnavailable when the backend cannot decide; a denial is not an
 // error (Decision.Allowed is false).
 func (l *Limiter) Reserve(ctx context.Context, credential, method string) (Decision, error) {
@@ -322,9 +336,9 @@ func (l *Limiter) Reserve(ctx context.Context, credential, method string) (Decis
 	if err != nil {
 		return Decision{}, err
 	}
-	charges := make([]BucketCharge, len(cs))
+	charges := make([]bucketCharge, len(cs))
 	for i, c := range cs {
-		charges[i] = BucketCharge{Bucket: l.buckets[c.Bucket], Units: c.Units}
+		charges[i] = bucketCharge{Bucket: l.buckets[c.Bucket], Units: c.Units}
 	}
 	return l.backend.Reserve(ctx, credential, charges)
 }
@@ -388,11 +402,11 @@ func mustLoad(name string) *time.Location {
 	return loc
 }
 
-// PacificMidnight returns the start of the Google quota day containing t:
+// pacificMidnight returns the start of the Google quota day containing t:
 // the last midnight America/Los_Angeles at or before t. Days are 23 or 25
 // hours long at DST changes (source: YouTube Data API quota docs, "daily
 // quotas reset at midnight Pacific Time").
-func PacificMidnight(t time.Time) time.Time {
+func pacificMidnight(t time.Time) time.Time {
 	p := t.In(pacific)
 	return time.Date(p.Year(), p.Month(), p.Day(), 0, 0, 0, 0, pacific)
 }

@@ -81,7 +81,7 @@ func BenchmarkRedis(b *testing.B) {
 		b.ReportMetric(float64(floors[b.N/2])/float64(decisions[b.N/2]), "x_floor_p50")
 		return decisionNs
 	}
-	reserve := func(b *testing.B, cred string, cs []BucketCharge, allowed bool) func() {
+	reserve := func(b *testing.B, cred string, cs []bucketCharge, allowed bool) func() {
 		return func() {
 			d, err := rb.Reserve(ctx, cred, cs)
 			if err != nil || d.Allowed != allowed {

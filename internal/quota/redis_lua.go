@@ -42,7 +42,7 @@ var luaMark string
 // scriptFrame starts the KEYS and ARGV of the reserve and status scripts:
 // KEYS[1] is the credential's state hash, ARGV[1] the Pacific midnights
 // (Unix µs, packed by redisPack); the caller appends the buckets.
-func (r *RedisBackend) scriptFrame(credential string) (keys []string, args []any) {
+func (r *redisBackend) scriptFrame(credential string) (keys []string, args []any) {
 	keys = make([]string, 1, 3)
 	keys[0] = r.stateKey(credential)
 	args = make([]any, 0, 3)
@@ -101,7 +101,7 @@ func redisMidnightTable(now time.Time) []int64 {
 	if t := midnightCache.Load(); t != nil && us >= t[1] && us < t[2] {
 		return t[:]
 	}
-	p := PacificMidnight(now).In(pacific)
+	p := pacificMidnight(now).In(pacific)
 	var t [4]int64
 	for d := -1; d <= 2; d++ {
 		t[d+1] = time.Date(p.Year(), p.Month(), p.Day()+d, 0, 0, 0, 0, pacific).UnixMicro()
@@ -203,12 +203,11 @@ var redisReserveScript = newRedisOnceScript(luaLib + luaReserve)
 
 // Reserve admits the call only if every charge fits its bucket, recording one
 // entry per bucket, or none (see Backend), with lua/reserve.lua: one round
-// trip, O(log n) in the bucket's entries, whatever the cost. A reserved
-// bucket name (ReservedBucketName), a duplicate bucket or a bad credential
-// name is an error. Redis failures: see RedisBackend.fail. With
+// trip, O(log n) in the bucket's entries, whatever the cost. The charges
+// are New's (checked there); a bad credential name is an error. Redis failures: see redisBackend.fail. With
 // WithRedisWaitReplicas, an admission is confirmed by WAIT on the same
-// connection (a second round trip) or fails with ErrNotReplicated.
-func (r *RedisBackend) Reserve(ctx context.Context, credential string, charges []BucketCharge) (Decision, error) {
+// connection (a second round trip) or fails with errNotReplicated.
+func (r *redisBackend) Reserve(ctx context.Context, credential string, charges []bucketCharge) (Decision, error) {
 	if err := redisCheckCredential(credential); err != nil {
 		return Decision{}, err
 	}
@@ -216,10 +215,7 @@ func (r *RedisBackend) Reserve(ctx context.Context, credential string, charges [
 		return Decision{}, errors.New("quota: reservation without charges")
 	}
 	keys, args := r.scriptFrame(credential)
-	for i, c := range charges {
-		if err := redisCheckBucket(c.Bucket, i, func(j int) string { return charges[j].Name }); err != nil {
-			return Decision{}, err
-		}
+	for _, c := range charges {
 		keys = append(keys, r.bucketKey(credential, c.Name))
 		args = append(args, redisPack(c.Units, c.Limit, redisWindowUS(c.Bucket)))
 	}
@@ -274,16 +270,13 @@ var redisStatusScript = redis.NewScript(luaLib + luaStatus)
 // nothing (no admission, eviction or PEXPIRE). Now is Redis TIME; UsedToday
 // counts units since the last Pacific midnight; Retry-After figures assume
 // no other reservation happens meanwhile.
-func (r *RedisBackend) Status(ctx context.Context, credential string, buckets []Bucket, maxCost map[string]int64) (Status, error) {
+func (r *redisBackend) Status(ctx context.Context, credential string, buckets []Bucket, maxCost map[string]int64) (Status, error) {
 	st := Status{Credential: credential, Backend: r.Name()}
 	if err := redisCheckCredential(credential); err != nil {
 		return st, err
 	}
 	keys, args := r.scriptFrame(credential)
-	for i, b := range buckets {
-		if err := redisCheckBucket(b, i, func(j int) string { return buckets[j].Name }); err != nil {
-			return st, err
-		}
+	for _, b := range buckets {
 		keys = append(keys, r.bucketKey(credential, b.Name))
 		args = append(args, redisPack(b.Limit, redisWindowUS(b), max(maxCost[b.Name], 1)))
 	}
@@ -318,7 +311,7 @@ var redisMarkScript = redis.NewScript(luaMark)
 // lua/mark.lua; every Reserve is denied with Exhausted and a Retry-After up
 // to until meanwhile. A marker is never shortened by a later call with an
 // earlier until, and an until already past marks nothing.
-func (r *RedisBackend) MarkExhausted(ctx context.Context, credential string, until time.Time) error {
+func (r *redisBackend) MarkExhausted(ctx context.Context, credential string, until time.Time) error {
 	if err := redisCheckCredential(credential); err != nil {
 		return err
 	}
@@ -335,7 +328,7 @@ var redisRefundScript = newRedisOnceScript(luaLib + luaRefund)
 // the newest of its log; otherwise (another admission came after it, or it
 // was refunded, evicted or reset) it stays, counted. A bad credential name
 // is an error.
-func (r *RedisBackend) Refund(ctx context.Context, credential string, res Reservation) error {
+func (r *redisBackend) Refund(ctx context.Context, credential string, res Reservation) error {
 	if err := redisCheckCredential(credential); err != nil {
 		return err
 	}

@@ -16,7 +16,7 @@ import (
 	_ "modernc.org/sqlite" // registers the pure-Go "sqlite" database/sql driver
 )
 
-// SQLiteBackend is the embedded Backend: the sliding-window logs of every
+// sqliteBackend is the embedded Backend: the sliding-window logs of every
 // credential live in one SQLite database file on the local host (the quota
 // DB, separate from the video store), so single-host cron works with zero
 // setup (DESIGN.md §4 "Embedded backend").
@@ -36,7 +36,7 @@ import (
 // entries. Admissions evict entries that are both out of the window and from
 // before the last Pacific midnight (entries of the current Pacific day are
 // kept so that UsedToday stays exact for short sliding windows).
-type SQLiteBackend struct {
+type sqliteBackend struct {
 	db       *sql.DB
 	path     string
 	clock    func() time.Time
@@ -47,8 +47,8 @@ type SQLiteBackend struct {
 	stmts map[string]*sql.Stmt
 }
 
-// SQLiteOption configures NewSQLite.
-type SQLiteOption func(*sqliteOptions)
+// sqliteOption configures NewSQLite.
+type sqliteOption func(*sqliteOptions)
 
 type sqliteOptions struct {
 	clock       func() time.Time
@@ -62,7 +62,7 @@ type sqliteOptions struct {
 // cannot be created, the file is opened as immutable. Reserve and the other
 // writes then fail with ErrUnavailable. A missing file or schema is an error
 // wrapping fs.ErrNotExist.
-func WithSQLiteReadOnly() SQLiteOption {
+func WithSQLiteReadOnly() sqliteOption {
 	return func(o *sqliteOptions) { o.readOnly = true }
 }
 
@@ -73,19 +73,12 @@ func WithSQLiteReadOnly() SQLiteOption {
 // newest stored entry (stricter, never more admitted); if it does by more,
 // Reserve denies with Decision.ClockBehind until the clock has caught up
 // (doc.go, "Clock steps").
-func WithClock(now func() time.Time) SQLiteOption {
+func WithClock(now func() time.Time) sqliteOption {
 	return func(o *sqliteOptions) { o.clock = now }
 }
 
-// WithSQLiteBusyTimeout sets how long a decision waits for another process holding
-// the database write lock before it fails with ErrUnavailable (default 10 s).
-// It is rounded down to whole milliseconds.
-func WithSQLiteBusyTimeout(d time.Duration) SQLiteOption {
-	return func(o *sqliteOptions) { o.busyTimeout = d }
-}
-
-// DefaultSQLiteBusyTimeout is the default of WithSQLiteBusyTimeout.
-const DefaultSQLiteBusyTimeout = 10 * time.Second
+// defaultSQLiteBusyTimeout is the default of withSQLiteBusyTimeout.
+const defaultSQLiteBusyTimeout = 10 * time.Second
 
 // sqliteSchemaVersion is stored in PRAGMA user_version once the schema exists,
 // so opening an existing database costs one pragma read, not DDL. Version 2
@@ -181,8 +174,8 @@ const sqliteReadableVersion = 1
 // needed) the quota database at path and creates the schema if missing.
 // path is a file path, not a URI; it must not contain '?'. Errors wrap
 // ErrUnavailable.
-func NewSQLite(path string, opts ...SQLiteOption) (*SQLiteBackend, error) {
-	o := sqliteOptions{clock: time.Now, busyTimeout: DefaultSQLiteBusyTimeout}
+func NewSQLite(path string, opts ...sqliteOption) (*sqliteBackend, error) {
+	o := sqliteOptions{clock: time.Now, busyTimeout: defaultSQLiteBusyTimeout}
 	for _, opt := range opts {
 		opt(&o)
 	}
@@ -220,7 +213,7 @@ func NewSQLite(path string, opts ...SQLiteOption) (*SQLiteBackend, error) {
 	db.SetMaxIdleConns(1)
 	db.SetConnMaxLifetime(0)
 	db.SetConnMaxIdleTime(0)
-	s := &SQLiteBackend{db: db, path: path, clock: o.clock, stmts: map[string]*sql.Stmt{}}
+	s := &sqliteBackend{db: db, path: path, clock: o.clock, stmts: map[string]*sql.Stmt{}}
 	if err := s.migrate(context.Background()); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("quota: cannot create schema in %s: %w: %w", path, ErrUnavailable, err)
@@ -238,7 +231,7 @@ func NewSQLite(path string, opts ...SQLiteOption) (*SQLiteBackend, error) {
 }
 
 // openSQLiteReadOnly is NewSQLite with WithSQLiteReadOnly.
-func openSQLiteReadOnly(path string, o sqliteOptions) (*SQLiteBackend, error) {
+func openSQLiteReadOnly(path string, o sqliteOptions) (*sqliteBackend, error) {
 	if _, err := os.Stat(path); err != nil {
 		return nil, fmt.Errorf("quota: cannot open %s: %w: %w", path, ErrUnavailable, err)
 	}
@@ -264,7 +257,7 @@ func openSQLiteReadOnly(path string, o sqliteOptions) (*SQLiteBackend, error) {
 			db.Close()
 			return nil, fmt.Errorf("quota: %s holds no quota schema: %w: %w", path, ErrUnavailable, fs.ErrNotExist)
 		}
-		s := &SQLiteBackend{db: db, path: path, clock: o.clock, stmts: map[string]*sql.Stmt{}, readOnly: true}
+		s := &sqliteBackend{db: db, path: path, clock: o.clock, stmts: map[string]*sql.Stmt{}, readOnly: true}
 		for _, q := range []string{sqlLast, sqlFirstAfter, sqlFreeing, sqlMarker} {
 			st, err := db.Prepare(q)
 			if err != nil {
@@ -280,7 +273,7 @@ func openSQLiteReadOnly(path string, o sqliteOptions) (*SQLiteBackend, error) {
 
 // migrate creates the schema, or migrates an older one, unless user_version
 // says it is current.
-func (s *SQLiteBackend) migrate(ctx context.Context) error {
+func (s *sqliteBackend) migrate(ctx context.Context) error {
 	var v int
 	if err := s.db.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v); err != nil {
 		return err
@@ -313,13 +306,13 @@ func (s *SQLiteBackend) migrate(ctx context.Context) error {
 }
 
 // Path returns the database file path.
-func (s *SQLiteBackend) Path() string { return s.path }
+func (s *sqliteBackend) Path() string { return s.path }
 
 // Name returns "sqlite".
-func (s *SQLiteBackend) Name() string { return "sqlite" }
+func (s *sqliteBackend) Name() string { return "sqlite" }
 
 // Close closes the database. The backend must not be used afterwards.
-func (s *SQLiteBackend) Close() error {
+func (s *sqliteBackend) Close() error {
 	for _, st := range s.stmts {
 		st.Close()
 	}
@@ -328,7 +321,7 @@ func (s *SQLiteBackend) Close() error {
 
 // stmt returns the prepared statement query bound to tx (prepared at open;
 // a read-only open prepares only the reads: see errSQLiteReadOnly).
-func (s *SQLiteBackend) stmt(ctx context.Context, tx *sql.Tx, query string) *sql.Stmt {
+func (s *sqliteBackend) stmt(ctx context.Context, tx *sql.Tx, query string) *sql.Stmt {
 	return tx.StmtContext(ctx, s.stmts[query])
 }
 
@@ -348,7 +341,7 @@ type sqliteLog struct {
 }
 
 // readLog reads the newest entry and the window (stamps > cutoff) of one bucket.
-func (s *SQLiteBackend) readLog(ctx context.Context, tx *sql.Tx, credential string, b Bucket, cutoff int64) (sqliteLog, error) {
+func (s *sqliteBackend) readLog(ctx context.Context, tx *sql.Tx, credential string, b Bucket, cutoff int64) (sqliteLog, error) {
 	var st sqliteLog
 	st.freeing = func(need int64) (ts int64, err error) {
 		err = s.stmt(ctx, tx, sqlFreeing).QueryRowContext(ctx, credential, b.Name, st.base+need).Scan(&ts)
@@ -374,7 +367,7 @@ func (s *SQLiteBackend) readLog(ctx context.Context, tx *sql.Tx, credential stri
 }
 
 // marker reads the credential's exhaustion marker (Unix µs; 0: none).
-func (s *SQLiteBackend) marker(ctx context.Context, tx *sql.Tx, credential string) (untilUS int64, err error) {
+func (s *sqliteBackend) marker(ctx context.Context, tx *sql.Tx, credential string) (untilUS int64, err error) {
 	err = s.stmt(ctx, tx, sqlMarker).QueryRowContext(ctx, credential).Scan(&untilUS)
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, nil
@@ -387,7 +380,7 @@ func (s *SQLiteBackend) marker(ctx context.Context, tx *sql.Tx, credential strin
 // one entry per bucket and evicts entries that matter neither to the window
 // nor to today. A denial rolls back and writes nothing. Database failures
 // wrap ErrUnavailable.
-func (s *SQLiteBackend) Reserve(ctx context.Context, credential string, charges []BucketCharge) (Decision, error) {
+func (s *sqliteBackend) Reserve(ctx context.Context, credential string, charges []bucketCharge) (Decision, error) {
 	if s.readOnly {
 		return Decision{}, sqliteUnavailable("reserve", errSQLiteReadOnly)
 	}
@@ -458,7 +451,7 @@ func sqliteNewRID() int64 {
 // of r (matched by bucket, stamp, cost and rid) is deleted while it is
 // still the newest of its bucket; others stay, counted. Database failures
 // wrap ErrUnavailable.
-func (s *SQLiteBackend) Refund(ctx context.Context, credential string, r Reservation) error {
+func (s *sqliteBackend) Refund(ctx context.Context, credential string, r Reservation) error {
 	if s.readOnly {
 		return sqliteUnavailable("refund", errSQLiteReadOnly)
 	}
@@ -481,7 +474,7 @@ func (s *SQLiteBackend) Refund(ctx context.Context, credential string, r Reserva
 // Status implements Backend with a read-only (deferred) transaction: a
 // consistent snapshot that neither admits nor evicts. Database failures
 // wrap ErrUnavailable.
-func (s *SQLiteBackend) Status(ctx context.Context, credential string, buckets []Bucket, maxCost map[string]int64) (Status, error) {
+func (s *sqliteBackend) Status(ctx context.Context, credential string, buckets []Bucket, maxCost map[string]int64) (Status, error) {
 	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true}) // plain BEGIN
 	if err != nil {
 		return Status{}, sqliteUnavailable("status", err)
@@ -496,7 +489,7 @@ func (s *SQLiteBackend) Status(ctx context.Context, credential string, buckets [
 	if untilUS > nowUS {
 		st.ExhaustedUntil = time.UnixMicro(untilUS)
 	}
-	midnightUS := PacificMidnight(st.Now).UnixMicro()
+	midnightUS := pacificMidnight(st.Now).UnixMicro()
 	for _, b := range buckets {
 		ls, err := s.readLog(ctx, tx, credential, b, windowCutoffUS(b, nowUS))
 		if err != nil {
@@ -522,7 +515,7 @@ func (s *SQLiteBackend) Status(ctx context.Context, credential string, buckets [
 // denied (Decision.Exhausted) until until, at microsecond precision. A marker
 // only moves later: marking an earlier time than the current marker keeps the
 // current one (Reset clears it). Database failures wrap ErrUnavailable.
-func (s *SQLiteBackend) MarkExhausted(ctx context.Context, credential string, until time.Time) error {
+func (s *sqliteBackend) MarkExhausted(ctx context.Context, credential string, until time.Time) error {
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return sqliteUnavailable("mark exhausted", err)
@@ -544,7 +537,7 @@ func (s *SQLiteBackend) MarkExhausted(ctx context.Context, credential string, un
 
 // Reset implements Backend: it deletes every log entry and the exhaustion
 // marker of credential. Database failures wrap ErrUnavailable.
-func (s *SQLiteBackend) Reset(ctx context.Context, credential string) error {
+func (s *sqliteBackend) Reset(ctx context.Context, credential string) error {
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return sqliteUnavailable("reset", err)
@@ -564,4 +557,4 @@ func (s *SQLiteBackend) Reset(ctx context.Context, credential string) error {
 	return nil
 }
 
-var _ Backend = (*SQLiteBackend)(nil)
+var _ Backend = (*sqliteBackend)(nil)

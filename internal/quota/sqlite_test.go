@@ -12,7 +12,7 @@ import (
 
 // newTestSQLite opens a fresh quota database in a temporary directory and
 // closes it on cleanup.
-func newTestSQLite(t testing.TB, opts ...SQLiteOption) *SQLiteBackend {
+func newTestSQLite(t testing.TB, opts ...sqliteOption) *sqliteBackend {
 	t.Helper()
 	b, err := NewSQLite(filepath.Join(t.TempDir(), "quota", "quota.db"), opts...)
 	if err != nil {
@@ -65,7 +65,7 @@ func TestSQLiteBackendSuiteShared(t *testing.T) {
 }
 
 // rows counts the stored log entries of credential (all buckets).
-func (s *SQLiteBackend) rows(t *testing.T, credential string) int64 {
+func (s *sqliteBackend) rows(t *testing.T, credential string) int64 {
 	t.Helper()
 	var n int64
 	if err := s.db.QueryRow(`SELECT count(*) FROM quota_log WHERE credential = ?`, credential).Scan(&n); err != nil {

@@ -76,15 +76,15 @@ func testCtx(t *testing.T) context.Context {
 }
 
 // charge builds the charges of one call: pairs of bucket and units.
-func charge(b Bucket, units int64, more ...any) []BucketCharge {
-	cs := []BucketCharge{{Bucket: b, Units: units}}
+func charge(b Bucket, units int64, more ...any) []bucketCharge {
+	cs := []bucketCharge{{Bucket: b, Units: units}}
 	for i := 0; i+1 < len(more); i += 2 {
-		cs = append(cs, BucketCharge{Bucket: more[i].(Bucket), Units: more[i+1].(int64)})
+		cs = append(cs, bucketCharge{Bucket: more[i].(Bucket), Units: more[i+1].(int64)})
 	}
 	return cs
 }
 
-func mustReserve(t *testing.T, b Backend, cred string, cs []BucketCharge) Decision {
+func mustReserve(t *testing.T, b Backend, cred string, cs []bucketCharge) Decision {
 	t.Helper()
 	d, err := b.Reserve(testCtx(t), cred, cs)
 	if err != nil {
@@ -93,7 +93,7 @@ func mustReserve(t *testing.T, b Backend, cred string, cs []BucketCharge) Decisi
 	return d
 }
 
-func mustAllow(t *testing.T, b Backend, cred string, cs []BucketCharge) Decision {
+func mustAllow(t *testing.T, b Backend, cred string, cs []bucketCharge) Decision {
 	t.Helper()
 	d := mustReserve(t, b, cred, cs)
 	if !d.Allowed {
@@ -102,7 +102,7 @@ func mustAllow(t *testing.T, b Backend, cred string, cs []BucketCharge) Decision
 	return d
 }
 
-func mustDeny(t *testing.T, b Backend, cred string, cs []BucketCharge, bucket string) Decision {
+func mustDeny(t *testing.T, b Backend, cred string, cs []bucketCharge, bucket string) Decision {
 	t.Helper()
 	d := mustReserve(t, b, cred, cs)
 	if d.Allowed {
@@ -154,7 +154,7 @@ func approx(t *testing.T, what string, got, want, tol time.Duration) {
 // nearMidnight reports whether now is so close to a Pacific midnight that
 // "today" figures may legitimately change during a test.
 func nearMidnight(now time.Time) bool {
-	return NextPacificMidnight(now).Sub(now) < time.Minute || now.Sub(PacificMidnight(now)) < time.Minute
+	return NextPacificMidnight(now).Sub(now) < time.Minute || now.Sub(pacificMidnight(now)) < time.Minute
 }
 
 func suiteAdmitsUpToLimit(t *testing.T, b Backend, cred string) {

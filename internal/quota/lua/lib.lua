@@ -12,11 +12,16 @@ local t = redis.call('TIME')
 local now = t[1] * 1000000 + t[2]
 
 -- last_mid, next_mid: the Pacific midnights around now, from ARGV[1]
--- (packed doubles, Unix µs, ascending, computed by Go with tzdata).
-local last_mid, next_mid
-for j = 1, #ARGV[1] - 15, 8 do
-  local a, b = struct.unpack('<dd', ARGV[1], j)
-  if a <= now and now < b then last_mid, next_mid = a, b end
+-- (packed doubles, Unix µs, ascending, computed by Go with tzdata; its
+-- second and third bracket the client's day, tried first).
+local last_mid, next_mid = 0, 0
+if #ARGV[1] >= 24 then last_mid, next_mid = struct.unpack('<dd', ARGV[1], 9) end
+if not (last_mid <= now and now < next_mid) then
+  last_mid = nil
+  for j = 1, #ARGV[1] - 15, 8 do
+    local a, b = struct.unpack('<dd', ARGV[1], j)
+    if a <= now and now < b then last_mid, next_mid = a, b end
+  end
 end
 if not last_mid then
   return redis.error_reply('ERR trendfetch: the Pacific midnight table does not cover Redis TIME (client clock off by a day or more?)')

@@ -11,7 +11,12 @@
 -- Reply: {allowed 1/0, now (Unix µs), denying bucket 1..n (0: none),
 -- Retry-After µs, marker until (Unix µs; 0: none), then units left in each
 -- bucket, then the score recorded in each bucket (0 on denial)}.
-local TTL_MARGIN_MS = 300000  -- a log outlives the last moment it matters by this
+-- Housekeeping runs at a log's first admission of each PERIOD_US: it
+-- evicts the entries that matter neither to the window nor to today, and
+-- sets the TTL to outlive the window (or today) by TTL_MARGIN_MS, which
+-- covers the later admissions of the period (margin > period).
+local PERIOD_US = 120000000
+local TTL_MARGIN_MS = 300000
 
 local n = #KEYS - 1
 local exhausted = tonumber(redis.call('HGET', KEYS[1], 'exhausted')) or 0
@@ -44,8 +49,10 @@ for i = 1, n do
   local cost, window, lo, total, newest = unpack(b[i])
   local score = math.max(now, newest + 1)
   redis.call('ZADD', key, score, string.format('%016d:%d', total + cost, cost))
-  redis.call('ZREMRANGEBYSCORE', key, '-inf', '(' .. string.format('%d', math.min(lo, last_mid)))
-  redis.call('PEXPIRE', key, math.floor(math.max(window, next_mid - now) / 1000) + 1 + TTL_MARGIN_MS)
+  if newest == 0 or math.floor(newest / PERIOD_US) ~= math.floor(now / PERIOD_US) then
+    redis.call('ZREMRANGEBYSCORE', key, '-inf', '(' .. string.format('%d', math.min(lo, last_mid)))
+    redis.call('PEXPIRE', key, math.floor(math.max(window, next_mid - now) / 1000) + 1 + TTL_MARGIN_MS)
+  end
   reply[5 + i] = reply[5 + i] - cost
   reply[5 + n + i] = score
 end
