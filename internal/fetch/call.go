@@ -136,18 +136,23 @@ func (r *Runner) refund(ctx context.Context, st *runState, method string, res qu
 	}
 	ctx = context.WithoutCancel(ctx)
 	log := st.log.With().Str("method", method).AnErr("cause", Redact(cause)).Logger()
-	if err := r.Limiter.Refund(ctx, r.Credential, res); err != nil {
+	refunded, err := r.Limiter.Refund(ctx, r.Credential, res)
+	switch {
+	case err != nil:
 		log.Warn().Err(err).Msg("cannot refund a call that never left the host; its units stay counted")
 		return
+	case !refunded:
+		log.Info().Msg("a call that never left the host stays counted: a later reservation came first")
+		return
 	}
-	refunded := res.Units()
-	for bucket, units := range refunded {
-		st.run.Units[bucket] -= units
+	units := res.Units()
+	for bucket, u := range units {
+		st.run.Units[bucket] -= u
 	}
 	if err := r.Store.RecordUsage(ctx, *st.run); err != nil {
 		log.Warn().Err(err).Msg("cannot record the run's units so far")
 	}
-	log.Info().Interface("refunded", refunded).Msg("the call never left the host; its units were refunded")
+	log.Info().Interface("refunded", units).Msg("the call never left the host; its units were refunded")
 }
 
 // retryable reports whether err is a transient failure worth another

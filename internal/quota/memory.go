@@ -155,23 +155,27 @@ func (m *memoryBackend) Reserve(ctx context.Context, credential string, charges 
 	return d, nil
 }
 
-// Refund implements Backend under the mutex: it removes each entry of r
-// that is still the newest of its bucket; others stay, counted. It never
+// Refund implements Backend under the mutex: it removes the entries of r
+// when each is still the newest of its bucket (else none). It never
 // returns an error.
-func (m *memoryBackend) Refund(ctx context.Context, credential string, r Reservation) error {
+func (m *memoryBackend) Refund(ctx context.Context, credential string, r Reservation) (bool, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	cr := m.creds[credential]
-	if cr == nil {
-		return nil
+	if cr == nil || r.IsZero() {
+		return false, nil
 	}
 	for _, e := range r.entries {
-		if l := cr.logs[e.bucket.Name]; l != nil && len(l.ids) > 0 && l.ids[len(l.ids)-1] == e.id {
-			n := len(l.ids) - 1
-			l.ts, l.units, l.ids = l.ts[:n], l.units[:n], l.ids[:n]
+		if l := cr.logs[e.bucket.Name]; l == nil || len(l.ids) == 0 || l.ids[len(l.ids)-1] != e.id {
+			return false, nil
 		}
 	}
-	return nil
+	for _, e := range r.entries {
+		l := cr.logs[e.bucket.Name]
+		n := len(l.ids) - 1
+		l.ts, l.units, l.ids = l.ts[:n], l.units[:n], l.ids[:n]
+	}
+	return true, nil
 }
 
 // sweep drops credentials with no entry younger than a day and no marker.

@@ -107,12 +107,11 @@ func (r Reservation) Units() map[string]int64 {
 }
 
 // ClockStepTolerance is how far the local clock of an embedded backend
-// (SQLite, memory) may read earlier than the newest entry of a bucket before
-// that backend refuses to admit into the bucket: small steps (NTP slewing,
-// a leap second, two processes reading the clock a few µs apart) are
-// absorbed by stamping the new entry no earlier than the newest one; a
-// larger step back is refused with Decision.ClockBehind (doc.go, "Clock
-// steps"). The Redis backend's clock is Redis TIME and is not checked.
+// (SQLite, memory) may read earlier than the newest entry of a bucket: a
+// smaller step back is absorbed (the new entry is stamped no earlier than
+// the newest), a larger one denies with Decision.ClockBehind until the
+// clock has caught up (docs/quota.md, "Clock steps"). Redis decides on
+// Redis TIME and is not checked.
 const ClockStepTolerance = 2 * time.Second
 
 // clockStepWait checks the local clock nowUS against the newest entry of a
@@ -185,13 +184,12 @@ type Backend interface {
 	// MarkExhausted denies every reservation for credential until until.
 	MarkExhausted(ctx context.Context, credential string, until time.Time) error
 	// Refund removes the entries of reservation r, an admitted Decision's
-	// Reservation for credential, from every bucket it charged, atomically:
-	// all of them or (on error) none. It is only for calls that provably
-	// never left the host (DESIGN.md §4 "Refund"). It is idempotent:
-	// entries already refunded, evicted or reset are skipped, and so is an
-	// entry that is no longer in its bucket's window (a refund after the
-	// window passed changes nothing). Backend failures wrap ErrUnavailable.
-	Refund(ctx context.Context, credential string, r Reservation) error
+	// Reservation for credential, when each is still the newest of its
+	// bucket, else none (they stay counted, the safe side). It is only for
+	// calls that provably never left the host (DESIGN.md §4 "Refund"), and
+	// idempotent; refunded reports whether the entries were removed.
+	// Backend failures wrap ErrUnavailable.
+	Refund(ctx context.Context, credential string, r Reservation) (refunded bool, err error)
 	// Reset removes every log entry and the exhaustion marker of
 	// credential; run leases are kept (they are not usage).
 	Reset(ctx context.Context, credential string) error
@@ -206,8 +204,10 @@ type bucketCharge struct {
 	Units int64
 }
 
-// ErrUnavailable wraps every failure to reach or use the backend; call sites
-// apply their fail-open/fail-closed policy when errors.Is(err, ErrUnavailable).
+// ErrUnavailable wraps a failure to reach the backend or to get its answer
+// in time; call sites apply their fail-open/fail-closed policy when
+// errors.Is(err, ErrUnavailable). (Out of memory: ErrOutOfMemory; refused
+// permissions: *AccessError.)
 var ErrUnavailable = errors.New("quota backend unavailable")
 
 // errUnknownMethod is returned by Reserve for a method missing from the cost table.
@@ -216,8 +216,7 @@ var errUnknownMethod = errors.New("method not in the quota cost table")
 // CostError reports a charge larger than its bucket's limit: such a call can
 // never be admitted, so it is a configuration error, never a throttle.
 type CostError struct {
-	// Method is the API method of the cost table entry ("" when a Backend
-	// was handed such a charge directly).
+	// Method is the API method of the cost table entry.
 	Method string
 	// Bucket is the bucket whose limit the charge exceeds.
 	Bucket string
@@ -361,16 +360,17 @@ func (l *Limiter) Status(ctx context.Context, credential string) Status {
 }
 
 // Refund gives back the units of reservation r (Decision.Reservation of an
-// admitted Reserve for credential) in every bucket it charged, atomically.
+// admitted Reserve for credential) in every bucket it charged, when its
+// entries are still the newest there (else nothing: they stay counted).
 // Call it only when the call provably never left the host (DNS failure,
 // connection refused: nothing of the request was written); nothing else is
 // ever refunded, since Google counts every request it receives. The zero
-// Reservation refunds nothing and reaches no backend. Refunding twice, or
-// after the entry left its window, is a no-op. Backend failures wrap
-// ErrUnavailable.
-func (l *Limiter) Refund(ctx context.Context, credential string, r Reservation) error {
+// Reservation refunds nothing and reaches no backend; refunding twice is a
+// no-op. refunded reports whether the units were given back. Backend
+// failures wrap ErrUnavailable.
+func (l *Limiter) Refund(ctx context.Context, credential string, r Reservation) (refunded bool, err error) {
 	if r.IsZero() {
-		return nil
+		return false, nil
 	}
 	return l.backend.Refund(ctx, credential, r)
 }

@@ -104,9 +104,9 @@ func (b nopBackend) Status(context.Context, string, []Bucket, map[string]int64) 
 }
 func (nopBackend) MarkExhausted(context.Context, string, time.Time) error { return nil }
 func (nopBackend) Reset(context.Context, string) error                    { return nil }
-func (b nopBackend) Refund(context.Context, string, Reservation) error {
+func (b nopBackend) Refund(context.Context, string, Reservation) (bool, error) {
 	b.t.Fatal("backend reached")
-	return nil
+	return false, nil
 }
 func (nopBackend) Close() error { return nil }
 

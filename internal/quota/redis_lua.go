@@ -323,25 +323,25 @@ func (r *redisBackend) MarkExhausted(ctx context.Context, credential string, unt
 
 var redisRefundScript = newRedisOnceScript(luaLib + luaRefund)
 
-// Refund implements Backend with lua/refund.lua: one round trip, atomic
-// across every bucket of res. An entry is removed only while it is still
-// the newest of its log; otherwise (another admission came after it, or it
-// was refunded, evicted or reset) it stays, counted. A bad credential name
-// is an error.
-func (r *redisBackend) Refund(ctx context.Context, credential string, res Reservation) error {
+// Refund implements Backend with lua/refund.lua: one round trip. The
+// entries are removed only while each is still the newest of its log;
+// otherwise (another admission came after one, or it was refunded, evicted
+// or reset) they all stay, counted. A bad credential name is an error.
+func (r *redisBackend) Refund(ctx context.Context, credential string, res Reservation) (bool, error) {
 	if err := redisCheckCredential(credential); err != nil {
-		return err
+		return false, err
 	}
 	if res.IsZero() {
-		return nil
+		return false, nil
 	}
 	keys, args := make([]string, 0, len(res.entries)), []any{redisPack(r.midnights(time.Now())...)}
 	for _, e := range res.entries {
 		keys = append(keys, r.bucketKey(credential, e.bucket.Name))
 		args = append(args, redisPack(e.at, e.units))
 	}
-	if err := redisRefundScript.RunOnce(ctx, r.client, keys, args...).Err(); err != nil {
-		return r.fail("refund", credential, err)
+	n, err := redisRefundScript.RunOnce(ctx, r.client, keys, args...).Int64()
+	if err != nil {
+		return false, r.fail("refund", credential, err)
 	}
-	return nil
+	return n == 1, nil
 }

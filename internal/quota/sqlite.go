@@ -16,26 +16,12 @@ import (
 	_ "modernc.org/sqlite" // registers the pure-Go "sqlite" database/sql driver
 )
 
-// sqliteBackend is the embedded Backend: the sliding-window logs of every
-// credential live in one SQLite database file on the local host (the quota
-// DB, separate from the video store), so single-host cron works with zero
-// setup (DESIGN.md §4 "Embedded backend").
-//
-// Each decision is one BEGIN IMMEDIATE transaction, so decisions of every
-// process and goroutine using the same file are serialized and exact. The
-// clock is the local clock at microsecond precision, read after the write
-// lock is taken; while it reads more than ClockStepTolerance earlier than a
-// charged bucket's newest entry, nothing is admitted into that bucket
-// (doc.go, "Clock steps"). It is safe for concurrent use.
-//
-// Storage: table quota_log holds one row per admitted call per bucket with
-// its cost, plus running totals (cum: units, seq: entries) per
-// (credential, bucket), so Used, Entries and Retry-After are index lookups,
-// O(log n) whatever the number of entries in the window. A denial rolls its
-// transaction back: it writes nothing, not even the eviction of expired
-// entries. Admissions evict entries that are both out of the window and from
-// before the last Pacific midnight (entries of the current Pacific day are
-// kept so that UsedToday stays exact for short sliding windows).
+// sqliteBackend is the embedded Backend (DESIGN.md §4 "Embedded backend"):
+// every credential's logs in one SQLite file on the local host, one BEGIN
+// IMMEDIATE transaction per decision (exact across processes), the local
+// clock read under the write lock (docs/quota.md, "Clock steps"), decide's
+// arithmetic. Used, Entries and Retry-After are index lookups on running
+// totals, O(log n). It is safe for concurrent use.
 type sqliteBackend struct {
 	db       *sql.DB
 	path     string
@@ -57,57 +43,31 @@ type sqliteOptions struct {
 }
 
 // WithSQLiteReadOnly opens an existing quota database for reading only
-// (quota status): nothing is created (no directory, file or schema) and no
-// connection can write; on read-only media, where a WAL database's -shm file
-// cannot be created, the file is opened as immutable. Reserve and the other
-// writes then fail with ErrUnavailable. A missing file or schema is an error
-// wrapping fs.ErrNotExist.
+// (quota status; read-only media too): nothing is created, and writes fail
+// with ErrUnavailable.
 func WithSQLiteReadOnly() sqliteOption {
 	return func(o *sqliteOptions) { o.readOnly = true }
 }
 
-// WithClock replaces the local clock (time.Now) used for every decision;
-// tests inject a fake clock to move time without sleeping. The clock is read
-// at microsecond precision; it should not go backwards. If it does by at
-// most ClockStepTolerance, new entries are stamped no earlier than the
-// newest stored entry (stricter, never more admitted); if it does by more,
-// Reserve denies with Decision.ClockBehind until the clock has caught up
-// (doc.go, "Clock steps").
+// WithClock replaces the local clock (time.Now) of every decision (tests);
+// see ClockStepTolerance for a clock that goes back.
 func WithClock(now func() time.Time) sqliteOption {
 	return func(o *sqliteOptions) { o.clock = now }
 }
 
-// defaultSQLiteBusyTimeout is the default of withSQLiteBusyTimeout.
+// defaultSQLiteBusyTimeout is how long a decision waits for another
+// process's write lock before it fails with ErrUnavailable.
 const defaultSQLiteBusyTimeout = 10 * time.Second
 
-// sqliteSchemaVersion is stored in PRAGMA user_version once the schema exists,
-// so opening an existing database costs one pragma read, not DDL. Version 2
-// added quota_log.rid (Refund); a version 1 database is migrated by the
-// first writer that opens it (sqliteMigrateV2), and read-only opens accept
-// either. A binary from before version 2 still reads and writes a version
-// 2 database: its rows get rid 0, which no Reservation names. Version 3
-// had a table of sliding-window counters, which quota buckets no longer
-// use: version 4 drops it (sqliteMigrateV4).
+// sqliteSchemaVersion is PRAGMA user_version of the current schema: version
+// 2 added quota_log.rid, version 4 dropped version 3's counters.
 const sqliteSchemaVersion = 4
 
-// sqliteSchema is created idempotently by NewSQLite.
-//
-// quota_log: one row per admitted call per bucket. For each (credential,
-// bucket), rows are ordered by cum, and ts_us never decreases along that
-// order, so the rows in a window are a contiguous range:
-//   - ts_us: local clock in microseconds since the Unix epoch;
-//   - cost:  units of the call in this bucket (>= 1);
-//   - cum:   running total of cost (the sum of cost up to and including this
-//     row since the log was last empty), strictly increasing, hence also the
-//     unique member of the entry;
-//   - seq:   running count of entries, likewise;
-//   - rid:   a random non-zero 63-bit id, the entry's identity for Refund
-//     (cum and seq shift when an earlier entry is refunded; rid never does).
-//
-// A refund deletes its row and subtracts its cost from cum (and 1 from
-// seq) of every later row of the bucket, so the prefix sums stay exact.
-//
-// quota_exhausted: credential -> until_us marker set by MarkExhausted.
+// sqliteSchema: quota_log holds one row per admitted call per bucket: ts_us
+// (local clock, µs, never decreasing along cum), cost, cum and seq (running
+// totals of cost and entries: the rows of a window are a contiguous range)
+// and rid (a random id, the entry's identity for Refund). quota_exhausted
+// holds MarkExhausted's marker per credential.
 const sqliteSchema = `
 CREATE TABLE IF NOT EXISTS quota_log (
 	credential TEXT    NOT NULL,
@@ -166,127 +126,117 @@ const (
 		AND cum = (SELECT max(cum) FROM quota_log WHERE credential = ?1 AND bucket = ?2)`
 )
 
-// sqliteReadableVersion is the oldest schema version read-only opens accept
-// (their statements do not use rid).
+// sqliteReadableVersion is the oldest schema read-only opens accept.
 const sqliteReadableVersion = 1
 
 // NewSQLite opens (creating it and its parent directory, mode 0o700, if
-// needed) the quota database at path and creates the schema if missing.
-// path is a file path, not a URI; it must not contain '?'. Errors wrap
-// ErrUnavailable.
+// needed) the quota database at path and creates or migrates the schema.
+// path is a file path, not a URI; it must not contain '?'. With
+// WithSQLiteReadOnly nothing is created and a missing file or schema is an
+// error wrapping fs.ErrNotExist. Errors wrap ErrUnavailable.
 func NewSQLite(path string, opts ...sqliteOption) (*sqliteBackend, error) {
 	o := sqliteOptions{clock: time.Now, busyTimeout: defaultSQLiteBusyTimeout}
 	for _, opt := range opts {
 		opt(&o)
 	}
+	fail := func(what string, err error) (*sqliteBackend, error) {
+		return nil, fmt.Errorf("quota: %s %s: %w: %w", what, path, ErrUnavailable, err)
+	}
 	if path == "" || strings.ContainsRune(path, '?') || path == ":memory:" {
-		return nil, fmt.Errorf("quota: sqlite path %q: must be a file path without '?': %w", path, ErrUnavailable)
+		return fail("sqlite path", errors.New("must be a file path without '?'"))
 	}
-	if o.readOnly {
-		return openSQLiteReadOnly(path, o)
-	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return nil, fmt.Errorf("quota: cannot create directory of %s: %w: %w", path, ErrUnavailable, err)
-	}
-	// The pragmas are in the DSN so that every connection the pool opens gets them:
-	//   - _txlock=immediate: BeginTx (not read-only) issues BEGIN IMMEDIATE, taking
-	//     the write lock before reading, so two processes never both read the
-	//     old log and both admit; a read-then-upgrade transaction could also fail
-	//     with SQLITE_BUSY without waiting.
-	//   - busy_timeout: wait (instead of failing with "database is locked") while
-	//     another process holds the write lock; applied first by the driver.
-	//   - journal_mode(WAL): readers (quota status) never block writers and vice versa.
-	//   - synchronous(NORMAL): with WAL, a commit does not fsync; the database
-	//     stays consistent, a power loss may forget the last admissions (the
-	//     limiter then errs towards admitting a few calls Google also counts).
-	dsn := path + "?_txlock=immediate" +
-		fmt.Sprintf("&_pragma=busy_timeout(%d)", o.busyTimeout.Milliseconds()) +
-		"&_pragma=journal_mode(WAL)" +
-		"&_pragma=synchronous(NORMAL)"
-	db, err := sql.Open("sqlite", dsn)
+	db, err := openSQLite(path, o.busyTimeout, o.readOnly)
 	if err != nil {
-		return nil, fmt.Errorf("quota: cannot open %s: %w: %w", path, ErrUnavailable, err)
+		return fail("cannot open", err)
 	}
-	// One connection: goroutines of this process queue in database/sql instead
-	// of contending for the file lock; other processes wait in busy_timeout.
-	db.SetMaxOpenConns(1)
-	db.SetMaxIdleConns(1)
-	db.SetConnMaxLifetime(0)
-	db.SetConnMaxIdleTime(0)
-	s := &sqliteBackend{db: db, path: path, clock: o.clock, stmts: map[string]*sql.Stmt{}}
-	if err := s.migrate(context.Background()); err != nil {
+	s := &sqliteBackend{db: db, path: path, clock: o.clock, stmts: map[string]*sql.Stmt{}, readOnly: o.readOnly}
+	var v int
+	if err := db.QueryRow("PRAGMA user_version").Scan(&v); err != nil {
 		db.Close()
-		return nil, fmt.Errorf("quota: cannot create schema in %s: %w: %w", path, ErrUnavailable, err)
+		return fail("cannot open", err)
 	}
-	for _, q := range []string{sqlLast, sqlFirstAfter, sqlFreeing, sqlInsert, sqlEvict, sqlMarker, sqlMark, sqlDropMarker,
-		sqlRefund} {
+	queries := []string{sqlLast, sqlFirstAfter, sqlFreeing, sqlMarker}
+	switch {
+	case o.readOnly && v < sqliteReadableVersion:
+		db.Close()
+		return fail("no quota schema in", fs.ErrNotExist)
+	case !o.readOnly:
+		if err := s.migrate(context.Background()); err != nil {
+			db.Close()
+			return fail("cannot create schema in", err)
+		}
+		queries = append(queries, sqlInsert, sqlEvict, sqlMark, sqlDropMarker, sqlRefund)
+	}
+	for _, q := range queries {
 		st, err := db.Prepare(q)
 		if err != nil {
 			s.Close()
-			return nil, fmt.Errorf("quota: cannot prepare statements on %s: %w: %w", path, ErrUnavailable, err)
+			return fail("cannot prepare statements on", err)
 		}
 		s.stmts[q] = st
 	}
 	return s, nil
 }
 
-// openSQLiteReadOnly is NewSQLite with WithSQLiteReadOnly.
-func openSQLiteReadOnly(path string, o sqliteOptions) (*sqliteBackend, error) {
+// openSQLite opens the database file at path with one connection (this
+// process's goroutines queue in database/sql; other processes wait in
+// busy_timeout). Read-write, the pragmas are in the DSN so that every
+// connection gets them: _txlock=immediate (BeginTx takes the write lock
+// before reading, so two processes never both read the old log and both
+// admit), busy_timeout, WAL (readers never block writers), synchronous
+// NORMAL (a power loss may forget the last admissions, which Google also
+// counts). Read-only, nothing is created, and on read-only media (no -shm
+// file possible) the file is opened immutable.
+func openSQLite(path string, busy time.Duration, readOnly bool) (*sql.DB, error) {
+	if !readOnly {
+		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+			return nil, err
+		}
+		db, err := sql.Open("sqlite", path+"?_txlock=immediate"+
+			fmt.Sprintf("&_pragma=busy_timeout(%d)", busy.Milliseconds())+"&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)")
+		if err == nil {
+			db.SetMaxOpenConns(1)
+		}
+		return db, err
+	}
 	if _, err := os.Stat(path); err != nil {
-		return nil, fmt.Errorf("quota: cannot open %s: %w: %w", path, ErrUnavailable, err)
+		return nil, err
 	}
 	abs, err := filepath.Abs(path)
 	if err != nil {
-		return nil, fmt.Errorf("quota: cannot open %s: %w: %w", path, ErrUnavailable, err)
+		return nil, err
 	}
 	u := url.URL{Scheme: "file", Path: filepath.ToSlash(abs)}
-	base := u.String() + fmt.Sprintf("?mode=ro&_pragma=busy_timeout(%d)&_pragma=query_only(1)", o.busyTimeout.Milliseconds())
-	var lastErr error
+	base := u.String() + fmt.Sprintf("?mode=ro&_pragma=busy_timeout(%d)&_pragma=query_only(1)", busy.Milliseconds())
 	for _, dsn := range []string{base, base + "&immutable=1"} {
 		db, err := sql.Open("sqlite", dsn)
 		if err != nil {
-			return nil, fmt.Errorf("quota: cannot open %s: %w: %w", path, ErrUnavailable, err)
+			return nil, err
 		}
 		db.SetMaxOpenConns(1)
-		var v int
-		if lastErr = db.QueryRow("PRAGMA user_version").Scan(&v); lastErr != nil {
-			db.Close()
-			continue // read-only media: try immutable
-		}
-		if v < sqliteReadableVersion {
-			db.Close()
-			return nil, fmt.Errorf("quota: %s holds no quota schema: %w: %w", path, ErrUnavailable, fs.ErrNotExist)
-		}
-		s := &sqliteBackend{db: db, path: path, clock: o.clock, stmts: map[string]*sql.Stmt{}, readOnly: true}
-		for _, q := range []string{sqlLast, sqlFirstAfter, sqlFreeing, sqlMarker} {
-			st, err := db.Prepare(q)
-			if err != nil {
-				s.Close()
-				return nil, fmt.Errorf("quota: cannot prepare statements on %s: %w: %w", path, ErrUnavailable, err)
+		if err = db.Ping(); err == nil {
+			var v int
+			if err = db.QueryRow("PRAGMA user_version").Scan(&v); err == nil {
+				return db, nil
 			}
-			s.stmts[q] = st
 		}
-		return s, nil
+		db.Close()
+		if dsn != base {
+			return nil, err
+		}
 	}
-	return nil, fmt.Errorf("quota: cannot open %s: %w: %w", path, ErrUnavailable, lastErr)
+	return nil, errors.New("unreachable")
 }
 
 // migrate creates the schema, or migrates an older one, unless user_version
 // says it is current.
 func (s *sqliteBackend) migrate(ctx context.Context) error {
-	var v int
-	if err := s.db.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v); err != nil {
-		return err
-	}
-	if v >= sqliteSchemaVersion {
-		return nil
-	}
 	tx, err := s.db.BeginTx(ctx, nil) // BEGIN IMMEDIATE: one process migrates
 	if err != nil {
 		return err
 	}
 	defer tx.Rollback()
-	// Read again under the write lock: another process may have migrated.
+	var v int
 	if err := tx.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v); err != nil {
 		return err
 	}
@@ -447,28 +397,32 @@ func sqliteNewRID() int64 {
 	}
 }
 
-// Refund implements Backend in one BEGIN IMMEDIATE transaction: each entry
-// of r (matched by bucket, stamp, cost and rid) is deleted while it is
-// still the newest of its bucket; others stay, counted. Database failures
+// Refund implements Backend in one BEGIN IMMEDIATE transaction: the
+// entries of r (matched by bucket, stamp, cost and rid) are deleted when
+// each is still the newest of its bucket, else none. Database failures
 // wrap ErrUnavailable.
-func (s *sqliteBackend) Refund(ctx context.Context, credential string, r Reservation) error {
+func (s *sqliteBackend) Refund(ctx context.Context, credential string, r Reservation) (bool, error) {
 	if s.readOnly {
-		return sqliteUnavailable("refund", errSQLiteReadOnly)
+		return false, sqliteUnavailable("refund", errSQLiteReadOnly)
 	}
 	tx, err := s.db.BeginTx(ctx, nil) // BEGIN IMMEDIATE (see the DSN)
 	if err != nil {
-		return sqliteUnavailable("refund", err)
+		return false, sqliteUnavailable("refund", err)
 	}
 	defer tx.Rollback()
 	for _, e := range r.entries {
-		if _, err := s.stmt(ctx, tx, sqlRefund).ExecContext(ctx, credential, e.bucket.Name, e.at, e.id, e.units); err != nil {
-			return sqliteUnavailable("refund", err)
+		res, err := s.stmt(ctx, tx, sqlRefund).ExecContext(ctx, credential, e.bucket.Name, e.at, e.id, e.units)
+		if err != nil {
+			return false, sqliteUnavailable("refund", err)
+		}
+		if n, _ := res.RowsAffected(); n != 1 {
+			return false, nil // not the newest: the deferred rollback keeps every entry
 		}
 	}
 	if err := tx.Commit(); err != nil {
-		return sqliteUnavailable("refund", err)
+		return false, sqliteUnavailable("refund", err)
 	}
-	return nil
+	return !r.IsZero(), nil
 }
 
 // Status implements Backend with a read-only (deferred) transaction: a

@@ -485,7 +485,7 @@ func suiteCredentials(t *testing.T, b Backend, cred string) {
 
 func mustRefund(t *testing.T, b Backend, cred string, r Reservation) {
 	t.Helper()
-	if err := b.Refund(testCtx(t), cred, r); err != nil {
+	if _, err := b.Refund(testCtx(t), cred, r); err != nil {
 		t.Fatalf("Refund: %v", err)
 	}
 }
@@ -538,8 +538,14 @@ func suiteRefundNewestOnly(t *testing.T, b Backend, cred string) {
 	mid := mustAllow(t, b, cred, charge(units, 3))
 	last := mustAllow(t, b, cred, charge(units, 4))
 
-	mustRefund(t, b, cred, mid.Reservation) // not the newest: stays
-	mustRefund(t, b, cred, last.Reservation)
+	for _, r := range []struct {
+		d    Decision
+		want bool
+	}{{mid, false}, {last, true}, {last, false}} { // mid is not the newest: it stays
+		if got, err := b.Refund(testCtx(t), cred, r.d.Reservation); err != nil || got != r.want {
+			t.Fatalf("Refund = %v, %v; want %v", got, err, r.want)
+		}
+	}
 	bs := mustStatus(t, b, cred, buckets, map[string]int64{"units": 5}).Buckets[0]
 	if bs.Used != 5 || bs.Entries != 2 || bs.Remaining != 5 {
 		t.Fatalf("after refunding the newest entry: used %d entries %d remaining %d, want 5, 2, 5", bs.Used, bs.Entries, bs.Remaining)
@@ -560,6 +566,16 @@ func suiteRefundNewestOnly(t *testing.T, b Backend, cred string) {
 		if bs := mustStatus(t, b, cred, buckets, nil).Buckets[0]; bs.UsedToday != 10 {
 			t.Fatalf("UsedToday = %d, want 10", bs.UsedToday)
 		}
+	}
+
+	// All or none: a reservation still the newest in one of its buckets but
+	// not in the other keeps both entries.
+	x, y := Bucket{Name: "x", Limit: 10, Window: time.Hour}, Bucket{Name: "y", Limit: 10, Window: time.Hour}
+	both := mustAllow(t, b, cred, charge(x, 2, y, int64(3)))
+	mustAllow(t, b, cred, charge(y, 1))
+	mustRefund(t, b, cred, both.Reservation)
+	if st := mustStatus(t, b, cred, []Bucket{x, y}, nil); st.Buckets[0].Used != 2 || st.Buckets[1].Used != 4 {
+		t.Fatalf("after a refund newest in x only: used x %d y %d, want 2 and 4 (nothing refunded)", st.Buckets[0].Used, st.Buckets[1].Used)
 	}
 }
 
@@ -584,7 +600,7 @@ func suiteRefundConcurrent(t *testing.T, b Backend, cred string) {
 				return
 			}
 			if i%2 == 0 {
-				if err := b.Refund(testCtx(t), cred, d.Reservation); err != nil {
+				if _, err := b.Refund(testCtx(t), cred, d.Reservation); err != nil {
 					t.Errorf("Refund %d: %v", i, err)
 				}
 				return

@@ -11,6 +11,7 @@
 -- Reply: {allowed 1/0, now (Unix µs), denying bucket 1..n (0: none),
 -- Retry-After µs, marker until (Unix µs; 0: none), then units left in each
 -- bucket, then the score recorded in each bucket (0 on denial)}.
+--
 -- Housekeeping runs at a log's first admission of each PERIOD_US: it
 -- evicts the entries that matter neither to the window nor to today, and
 -- sets the TTL to outlive the window (or today) by TTL_MARGIN_MS, which
