@@ -73,7 +73,7 @@ func newLeaseListCmd(a *app) *cobra.Command {
 				out := []leaseJSON{}
 				for _, l := range all {
 					out = append(out, leaseJSON{Credential: l.Credential, Region: l.Region, Holder: l.Holder,
-						ExpiresInMs: quota.CeilMs(l.Remaining), ExpiresAt: now.Add(l.Remaining).Truncate(time.Millisecond)})
+						ExpiresInMs: (l.Remaining + time.Millisecond - 1).Milliseconds(), ExpiresAt: now.Add(l.Remaining).Truncate(time.Millisecond)})
 				}
 				enc := json.NewEncoder(a.stdout)
 				enc.SetIndent("", "  ")
@@ -142,7 +142,7 @@ its next renewal and stops. --yes confirms.`,
 					return usagef(fmt.Sprintf("trendfetch lease release --region %s --credential %s --yes", code, cred.Name),
 						"region %s of credential %q is held by %s: add --yes to release it", code, cred.Name, l.Holder)
 				}
-				ok, err := lim.BreakLease(cmd.Context(), cred.Name, code, l.Holder)
+				ok, err := lim.BreakLease(cmd.Context(), l)
 				if err != nil {
 					return err
 				}

@@ -102,10 +102,6 @@ func printStatus(a *app, st quota.Status) {
 		if b.Calendar {
 			window = "Pacific day"
 		}
-		if b.IsCounter() {
-			// USED is the sliding-window counter's estimate (quota doc).
-			window += fmt.Sprintf(" counter(%d)", b.CounterSlots())
-		}
 		fmt.Fprintf(tw, "%s\t%s\t%d/%d\t%d\t%s\t%d\t%s\t%s\n", b.Name, bar(b.Used, b.Limit, 20), b.Used, b.Limit,
 			b.Remaining, window, b.UsedToday, wait(b.RetryAfterOne), fmt.Sprintf("%s (%d)", wait(b.RetryAfterMax), b.MaxCost))
 	}

@@ -40,7 +40,7 @@ var exitCodes = []struct {
 }{
 	{exitOK, "success"},
 	{exitError, "unexpected error (API failure, database or disk error); what was stored is kept"},
-	{exitUsage, "usage or configuration error (bad flag, config, region, query, duration, missing or rejected API key); a plan that does not fit"},
+	{exitUsage, "usage or configuration error (bad flag, config, region, query, duration, missing or rejected API key, a Redis user without the permissions trendfetch needs); a plan that does not fit"},
 	{exitRunning, "the region is already being run by another process (its run lease is held); nothing done"},
 	{exitNotFound, "not found: the video, capture or run asked for is not in the database"},
 	{exitTempFail, "stopped cleanly: quota denied or limiter unavailable for a fail-closed call site (EX_TEMPFAIL); the run record says why and when to retry"},
@@ -118,6 +118,7 @@ func exitCode(ctx context.Context, err error) int {
 		ce   *fetch.CredentialError
 		stop *fetch.StopError
 		cost *quota.CostError
+		acl  *quota.AccessError
 		held *quota.LeaseHeldError
 		dbe  *sqlitedb.PathError
 	)
@@ -133,7 +134,7 @@ func exitCode(ctx context.Context, err error) int {
 	case errors.Is(err, store.ErrNotFound):
 		return exitNotFound
 	case errors.As(err, &ue), errors.As(err, &ve), errors.As(err, &re), errors.As(err, &qe),
-		errors.As(err, &ce), errors.As(err, &cost), errors.As(err, &dbe), errors.Is(err, config.ErrNoAPIKey), errors.Is(err, errPlan):
+		errors.As(err, &ce), errors.As(err, &cost), errors.As(err, &acl), errors.As(err, &dbe), errors.Is(err, config.ErrNoAPIKey), errors.Is(err, errPlan):
 		return exitUsage
 	case errors.As(err, &stop), errors.Is(err, errWouldNotFit):
 		return exitTempFail

@@ -509,7 +509,7 @@ func TestRedisFaultsDuringRuns(t *testing.T) {
 		if res.code != 0 || !strings.Contains(res.stderr, "quota backend unavailable") {
 			t.Fatalf("exit %d, want 0 with a warning\n%s", res.code, res.stderr)
 		}
-		if r.Outcome != store.OutcomeSuccess || r.Videos != 200 || r.Unmetered != 2 || r.Units["units"] != 2 {
+		if r.Outcome != store.OutcomeSuccessUnmetered || r.Videos != 200 || r.Unmetered != 2 || r.Units["units"] != 2 {
 			t.Errorf("run %+v: want success, pages 1-2 metered, 3-4 unmetered", r)
 		}
 	})

@@ -160,6 +160,14 @@ func TestLeaseHoldersByRule(t *testing.T) {
 	}
 	host, _ := os.Hostname()
 	now := time.Now().UTC().Format(time.RFC3339)
+	// holder is a lease holder as trendfetch stores it (quota's
+	// lease_holder.go): this boot and PID namespace; desc is how it is shown.
+	holder := func(host string, pid int, since string) (stored, desc string) {
+		ns, _ := os.Readlink("/proc/self/ns/pid")
+		boot, _ := os.ReadFile("/proc/sys/kernel/random/boot_id")
+		stored = fmt.Sprintf(`{"host":%q,"pid":%d,"boot_id":%q,"pid_ns":%q,"since":%q}`, host, pid, strings.TrimSpace(string(boot)), ns, since)
+		return stored, fmt.Sprintf("%s pid %d since %s", host, pid, since)
+	}
 	plant := func(holder string) {
 		t.Helper()
 		b, err := quota.NewSQLite(filepath.Join(e.dir, "data", "trendfetch", "quota.db"))
@@ -167,15 +175,15 @@ func TestLeaseHoldersByRule(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer b.Close()
-		ok, _, _, err := b.TryLock(context.Background(), quota.LeaseName("default", "US"), "planted "+holder, time.Hour)
+		ok, _, _, err := b.TryLock(context.Background(), "default:US", "planted "+holder, time.Hour) // credential default, region US
 		if err != nil || !ok {
 			t.Fatalf("planting %q: %v %v", holder, ok, err)
 		}
 	}
 
 	// Another host: held until released by hand.
-	other := "other-host pid 1 since " + now
-	plant(other)
+	stored, other := holder("other-host", 1, now)
+	plant(stored)
 	if res := e.run(args...); res.code != 3 || !strings.Contains(res.stderr, other) {
 		t.Errorf("run under another host's lease: exit %d, want 3 naming %q\n%s", res.code, other, res.stderr)
 	}
@@ -198,7 +206,7 @@ func TestLeaseHoldersByRule(t *testing.T) {
 	}
 
 	// This host, a live process that took the lease after it started: held.
-	live := fmt.Sprintf("%s pid %d since %s", host, os.Getpid(), now)
+	live, _ := holder(host, os.Getpid(), now)
 	plant(live)
 	if res := e.run(args...); res.code != 3 {
 		t.Errorf("run under a live holder of this host: exit %d, want 3\n%s", res.code, res.stderr)
@@ -207,13 +215,15 @@ func TestLeaseHoldersByRule(t *testing.T) {
 
 	// This host, the pid now belongs to a process started after the lease
 	// was taken: the holder is gone.
-	plant(fmt.Sprintf("%s pid %d since 2001-01-01T00:00:00Z", host, os.Getpid()))
+	reused, _ := holder(host, os.Getpid(), "2001-01-01T00:00:00Z")
+	plant(reused)
 	if res := e.run(args...); res.code != 0 || !strings.Contains(res.stderr, "took over") {
 		t.Errorf("run under a reused pid's lease: exit %d, want 0 with a takeover\n%s", res.code, res.stderr)
 	}
 
 	// This host, no such process.
-	plant(fmt.Sprintf("%s pid %d since %s", host, 1<<22+7, now))
+	gone, _ := holder(host, 1<<22+7, now)
+	plant(gone)
 	if res := e.run(args...); res.code != 0 || !strings.Contains(res.stderr, "took over") {
 		t.Errorf("run under a dead pid's lease: exit %d, want 0 with a takeover\n%s", res.code, res.stderr)
 	}

@@ -481,8 +481,8 @@ func TestRedisBackendDownPolicies(t *testing.T) {
 	if runs[0].Outcome != store.OutcomeDenied || !strings.Contains(runs[0].Reason, "limiter unavailable") {
 		t.Errorf("fail-closed run recorded as %+v", runs[0])
 	}
-	if runs[1].Outcome != store.OutcomeSuccess || runs[1].Unmetered != 2 {
-		t.Errorf("fail-open run recorded as %+v, want success with 2 unmetered calls", runs[1])
+	if runs[1].Outcome != store.OutcomeSuccessUnmetered || runs[1].Unmetered != 2 {
+		t.Errorf("fail-open run recorded as %+v, want success_unmetered with 2 unmetered calls", runs[1])
 	}
 }
 

@@ -17,12 +17,17 @@ import (
 // status): the embedded backend is opened without creating or migrating
 // anything, and works on read-only media.
 func openLimiterReadOnly(cfg *config.Config, log zerolog.Logger) (*quota.Limiter, error) {
-	return openLimiter(cfg, log, quota.WithSQLiteReadOnly())
+	return openLimiterMode(cfg, log, true)
 }
 
 // openLimiter builds the quota limiter from cfg: the embedded SQLite backend
 // (quota.sqlite.path) or Redis (TRENDFETCH_REDIS_URL / quota.redis).
-func openLimiter(cfg *config.Config, log zerolog.Logger, sqliteOpts ...quota.SQLiteOption) (*quota.Limiter, error) {
+func openLimiter(cfg *config.Config, log zerolog.Logger) (*quota.Limiter, error) {
+	return openLimiterMode(cfg, log, false)
+}
+
+// openLimiterMode is openLimiter, or openLimiterReadOnly when readOnly.
+func openLimiterMode(cfg *config.Config, log zerolog.Logger, readOnly bool) (*quota.Limiter, error) {
 	buckets, costs, err := cfg.Limits()
 	if err != nil {
 		return nil, err
@@ -32,7 +37,11 @@ func openLimiter(cfg *config.Config, log zerolog.Logger, sqliteOpts ...quota.SQL
 	case "redis":
 		backend, err = openRedisBackend(cfg, log)
 	default:
-		backend, err = quota.NewSQLite(cfg.Quota.SQLite.Path, sqliteOpts...)
+		if readOnly {
+			backend, err = quota.NewSQLite(cfg.Quota.SQLite.Path, quota.WithSQLiteReadOnly())
+		} else {
+			backend, err = quota.NewSQLite(cfg.Quota.SQLite.Path)
+		}
 	}
 	if err != nil {
 		return nil, fmt.Errorf("cannot open %s quota backend: %w", cfg.Quota.Backend, err)

@@ -246,15 +246,10 @@ type BucketConfig struct {
 	Limit    int64    `yaml:"limit"`
 	Window   Duration `yaml:"window"`
 	Calendar bool     `yaml:"calendar"`
-	// Algorithm is log (the default: the exact sliding-window log) or
-	// counter (the sliding-window counter: O(slots) memory, approximate;
-	// quota package doc). counter cannot be combined with calendar.
+	// Algorithm may only be log (the default): quota buckets are exact
+	// sliding-window logs. counter is refused with a pointer to
+	// serve.rate_limit, where the approximate counter belongs.
 	Algorithm string `yaml:"algorithm"`
-	// Slots is the number of counters of a counter bucket, each
-	// window/(slots-1) long: 2-3601, default 2 (the seed note's previous and
-	// current window). The window must split into slots-1 whole
-	// microseconds. Only with algorithm: counter.
-	Slots int `yaml:"slots"`
 }
 
 // Log configures zerolog.
@@ -796,43 +791,32 @@ func checkHostPort(addr string) error {
 }
 
 // Limits converts the buckets and the cost table into the quota package's
-// types, validating them: every bucket named once with limit > 0 and window
-// > 0 (unless calendar), every cost > 0, naming a known bucket, and no larger
-// than that bucket's limit.
+// types. The buckets and costs themselves are checked by quota.New (their
+// one home), whose *quota.SettingError and *quota.CostError become a
+// *ValidationError naming the quota.* setting; what is left here is what
+// only the file can get wrong: a name's characters, the algorithm, a
+// window under 1ms, a method charging nothing.
 func (c *Config) Limits() ([]quota.Bucket, quota.Costs, error) {
 	if len(c.Quota.Buckets) == 0 {
 		return nil, nil, invalid("quota.buckets", "[]", "at least one bucket is needed")
 	}
-	byName := map[string]quota.Bucket{}
 	buckets := make([]quota.Bucket, 0, len(c.Quota.Buckets))
 	for i, b := range c.Quota.Buckets {
 		f := fmt.Sprintf("quota.buckets[%d]", i)
 		if !validName(b.Name) {
 			return nil, nil, invalid(f+".name", fmt.Sprintf("%q", b.Name), "want 1-64 characters of A-Z a-z 0-9 . _ -")
 		}
-		if _, dup := byName[b.Name]; dup {
-			return nil, nil, invalid(f+".name", b.Name, "defined twice")
-		}
-		if quota.ReservedBucketName(b.Name) {
-			return nil, nil, invalid(f+".name", b.Name, "reserved for the limiter's own keys")
-		}
-		if b.Limit <= 0 {
-			return nil, nil, invalid(f+".limit", b.Limit, "must be > 0 units")
-		}
-		if !b.Calendar && b.Window <= 0 {
-			return nil, nil, invalid(f+".window", time.Duration(b.Window), "must be > 0 (or set calendar: true)")
+		switch b.Algorithm {
+		case "", "log":
+		case "counter":
+			return nil, nil, invalid(f+".algorithm", b.Algorithm, "quota buckets are exact sliding-window logs; the approximate counter is for serve.rate_limit")
+		default:
+			return nil, nil, invalid(f+".algorithm", b.Algorithm, "want log (quota buckets are exact sliding-window logs)")
 		}
 		if !b.Calendar && time.Duration(b.Window) < time.Millisecond {
-			return nil, nil, invalid(f+".window", time.Duration(b.Window), "must be at least 1ms")
+			return nil, nil, invalid(f+".window", time.Duration(b.Window), "must be at least 1ms (or set calendar: true)")
 		}
-		qb := quota.Bucket{Name: b.Name, Limit: b.Limit, Window: time.Duration(b.Window), Calendar: b.Calendar,
-			Algorithm: quota.Algorithm(b.Algorithm), Slots: b.Slots}
-		var ae *quota.AlgorithmError
-		if err := qb.CheckAlgorithm(); errors.As(err, &ae) {
-			return nil, nil, invalid(f+"."+ae.Setting, ae.Value, "%s", ae.Reason)
-		}
-		byName[b.Name] = qb
-		buckets = append(buckets, qb)
+		buckets = append(buckets, quota.Bucket{Name: b.Name, Limit: b.Limit, Window: time.Duration(b.Window), Calendar: b.Calendar})
 	}
 	if len(c.Quota.Costs) == 0 {
 		return nil, nil, invalid("quota.costs", "{}", "at least one method cost is needed")
@@ -844,20 +828,19 @@ func (c *Config) Limits() ([]quota.Bucket, quota.Costs, error) {
 			return nil, nil, invalid("quota.costs."+m, "{}", "charges no bucket")
 		}
 		for _, bn := range sortedKeys(per) {
-			units := per[bn]
-			f := "quota.costs." + m + "." + bn
-			b, ok := byName[bn]
-			if !ok {
-				return nil, nil, invalid(f, units, "no bucket named %q in quota.buckets", bn)
-			}
-			if units <= 0 {
-				return nil, nil, invalid(f, units, "must be > 0 units")
-			}
-			if units > b.Limit {
-				return nil, nil, invalid(f, units, "exceeds bucket %q limit %d: such a call could never be admitted", bn, b.Limit)
-			}
-			costs[m] = append(costs[m], quota.Charge{Bucket: bn, Units: units})
+			costs[m] = append(costs[m], quota.Charge{Bucket: bn, Units: per[bn]})
 		}
+	}
+	var se *quota.SettingError
+	var ce *quota.CostError
+	switch _, err := quota.New(nil, buckets, costs); {
+	case errors.As(err, &se):
+		return nil, nil, invalid("quota."+se.Setting, se.Value, "%s", se.Reason)
+	case errors.As(err, &ce):
+		return nil, nil, invalid("quota.costs."+ce.Method+"."+ce.Bucket, ce.Units,
+			"exceeds bucket %q limit %d: such a call could never be admitted", ce.Bucket, ce.Limit)
+	case err != nil:
+		return nil, nil, invalid("quota", "", "%s", err)
 	}
 	return buckets, costs, nil
 }

@@ -136,18 +136,23 @@ func (r *Runner) refund(ctx context.Context, st *runState, method string, res qu
 	}
 	ctx = context.WithoutCancel(ctx)
 	log := st.log.With().Str("method", method).AnErr("cause", Redact(cause)).Logger()
-	if err := r.Limiter.Refund(ctx, r.Credential, res); err != nil {
+	refunded, err := r.Limiter.Refund(ctx, r.Credential, res)
+	switch {
+	case err != nil:
 		log.Warn().Err(err).Msg("cannot refund a call that never left the host; its units stay counted")
 		return
+	case !refunded:
+		log.Info().Msg("a call that never left the host stays counted: a later reservation came first")
+		return
 	}
-	refunded := res.Units()
-	for bucket, units := range refunded {
-		st.run.Units[bucket] -= units
+	units := res.Units()
+	for bucket, u := range units {
+		st.run.Units[bucket] -= u
 	}
 	if err := r.Store.RecordUsage(ctx, *st.run); err != nil {
 		log.Warn().Err(err).Msg("cannot record the run's units so far")
 	}
-	log.Info().Interface("refunded", refunded).Msg("the call never left the host; its units were refunded")
+	log.Info().Interface("refunded", units).Msg("the call never left the host; its units were refunded")
 }
 
 // retryable reports whether err is a transient failure worth another
@@ -219,7 +224,7 @@ func (r *Runner) reserve(ctx context.Context, st *runState, method string) (quot
 					Msg("the local clock went back: the quota backend admits nothing until it catches up")
 			}
 			return quota.Reservation{}, Denied(run.Region, method, d)
-		case errors.Is(err, quota.ErrUnavailable):
+		case errors.Is(err, quota.ErrUnavailable), errors.Is(err, quota.ErrOutOfMemory):
 			if ctx.Err() != nil {
 				return quota.Reservation{}, ctx.Err()
 			}
@@ -228,6 +233,10 @@ func (r *Runner) reserve(ctx context.Context, st *runState, method string) (quot
 		default:
 			return quota.Reservation{}, err
 		}
+	}
+	if errors.Is(st.limiterDown, quota.ErrOutOfMemory) {
+		// Every call site fails closed: nothing can be recorded.
+		return quota.Reservation{}, &StopError{Region: run.Region, Reason: fmt.Sprintf("quota backend out of memory: it cannot record %s (Redis maxmemory reached under noeviction); failing closed", method)}
 	}
 	if r.Policy(method) == callsite.FailClosed {
 		return quota.Reservation{}, &StopError{Region: run.Region, Reason: fmt.Sprintf("limiter unavailable (%s is fail-closed)", method)}

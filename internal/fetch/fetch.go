@@ -178,8 +178,8 @@ func (r *Runner) Run(ctx context.Context, region string) (store.Run, error) {
 	log := r.Log.With().Str("region", region).Str("credential", r.Credential).Logger()
 	set := r.Settings.WithDefaults()
 
-	ctx, release, leaseErr := r.lease(ctx, log, region, leaseHolder(host, run.PID, time.Now()), set.LeaseTTL)
-	if leaseErr != nil && !errors.Is(leaseErr, quota.ErrUnavailable) {
+	ctx, release, leaseErr := r.lease(ctx, log, region, set.LeaseTTL)
+	if leaseErr != nil && !errors.Is(leaseErr, quota.ErrUnavailable) && !errors.Is(leaseErr, quota.ErrOutOfMemory) {
 		return run, leaseErr
 	}
 	defer release()
@@ -204,6 +204,10 @@ func (r *Runner) Run(ctx context.Context, region string) (store.Run, error) {
 	run.FinishedAt = now()
 	run.Calls = st.calls
 	run.Outcome, run.Reason = outcome(ctx, runErr)
+	if run.Outcome == store.OutcomeSuccess && run.Unmetered > 0 {
+		run.Outcome = store.OutcomeSuccessUnmetered
+		run.Reason = fmt.Sprintf("%d calls sent unmetered (quota backend unavailable, fail-open): %v", run.Unmetered, st.limiterDown)
+	}
 	if run.Reason == "" {
 		run.Reason = st.note
 	}

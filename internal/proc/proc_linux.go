@@ -14,9 +14,31 @@ import (
 // every Linux architecture Go supports (see proc(5)).
 const clockTicks = 100
 
+// BootID returns this boot's id (/proc/sys/kernel/random/boot_id), "" when
+// unknown: a pid of another boot means nothing now.
+func BootID() string {
+	raw, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(raw))
+}
+
+// PIDNamespace returns the PID namespace of this process, e.g.
+// "pid:[4026531836]" (readlink /proc/self/ns/pid), "" when unknown: a pid
+// of another namespace (another container) means nothing here.
+func PIDNamespace() string {
+	ns, err := os.Readlink("/proc/self/ns/pid")
+	if err != nil {
+		return ""
+	}
+	return ns
+}
+
 // inspect reports whether pid exists (kill(pid, 0): ESRCH means no such
-// process; EPERM means it exists under another user) and, from proc(5),
-// when it started: field 22 of /proc/<pid>/stat (clock ticks after boot)
+// process; EPERM means it exists under another user; state Z or X in
+// /proc/<pid>/stat means it exited and is only not reaped yet) and, from
+// proc(5), when it started: field 22 of /proc/<pid>/stat (clock ticks after boot)
 // plus btime of /proc/stat. ok is false when it cannot tell.
 func inspect(pid int) (exists bool, started time.Time, ok bool) {
 	switch err := syscall.Kill(pid, 0); {
@@ -36,6 +58,9 @@ func inspect(pid int) (exists bool, started time.Time, ok bool) {
 	}
 	fields := strings.Fields(string(raw[i+1:]))
 	// fields[0] is field 3 (state); starttime is field 22.
+	if len(fields) > 0 && (fields[0] == "Z" || fields[0] == "X") {
+		return false, time.Time{}, true // a zombie (or dead): exited, only not reaped yet
+	}
 	if len(fields) < 20 {
 		return true, time.Time{}, true
 	}

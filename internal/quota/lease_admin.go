@@ -12,24 +12,27 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// Lease administration: listing held run leases and breaking one whose
+// runLease administration: listing held run leases and breaking one whose
 // holder is known to be gone (restic's stale-lock rule, internal/restic/lock.go:
 // a lock whose holder is a process of this host that no longer exists is
 // stale and may be removed; others are removed by the user). Both backends
-// implement LeaseAdmin.
+// implement leaseAdmin.
 
 // LeaseInfo is one held (unexpired) run lease.
 type LeaseInfo struct {
-	// Credential and Region name the lease (LeaseName(Credential, Region)).
+	// Credential and Region name the lease (leaseName(Credential, Region)).
 	Credential, Region string
 	// Holder is the holder's description, e.g. "host-a pid 123 since 2026-11-23T07:00:00Z".
 	Holder string
+	// stored is the holder as the lease stores it (lease_holder.go), which
+	// BreakLease matches.
+	stored string
 	// Remaining is the time until the lease expires unless renewed (0 if unknown).
 	Remaining time.Duration
 }
 
-// LeaseAdmin lists and breaks run leases.
-type LeaseAdmin interface {
+// leaseAdmin lists and breaks run leases.
+type leaseAdmin interface {
 	// Leases returns the unexpired leases of credential, by region.
 	Leases(ctx context.Context, credential string) ([]LeaseInfo, error)
 	// BreakLease frees lease name only if it is held by holder (the
@@ -40,39 +43,39 @@ type LeaseAdmin interface {
 }
 
 var (
-	_ LeaseAdmin = (*SQLiteBackend)(nil)
-	_ LeaseAdmin = (*RedisBackend)(nil)
+	_ leaseAdmin = (*sqliteBackend)(nil)
+	_ leaseAdmin = (*redisBackend)(nil)
 )
 
-// Leases returns the held run leases of credential (see LeaseAdmin).
+// Leases returns the held run leases of credential (see leaseAdmin).
 // Backend failures wrap ErrUnavailable.
 func (l *Limiter) Leases(ctx context.Context, credential string) ([]LeaseInfo, error) {
-	a, ok := l.backend.(LeaseAdmin)
+	a, ok := l.backend.(leaseAdmin)
 	if !ok {
 		return nil, fmt.Errorf("quota: backend %s does not support run leases", l.backend.Name())
 	}
 	return a.Leases(ctx, credential)
 }
 
-// BreakLease frees the run lease of (credential, region) if holder still
+// BreakLease frees the run lease li (from Leases) if its holder still
 // holds it and reports whether it did. Use it only when the holder is known
 // to be gone: a live holder loses its lease at its next renewal and stops.
 // Backend failures wrap ErrUnavailable.
-func (l *Limiter) BreakLease(ctx context.Context, credential, region, holder string) (bool, error) {
-	a, ok := l.backend.(LeaseAdmin)
+func (l *Limiter) BreakLease(ctx context.Context, li LeaseInfo) (bool, error) {
+	a, ok := l.backend.(leaseAdmin)
 	if !ok {
 		return false, fmt.Errorf("quota: backend %s does not support run leases", l.backend.Name())
 	}
-	if holder == "" {
+	if li.stored == "" {
 		return false, errors.New("quota: break lease: empty holder")
 	}
-	return a.BreakLease(ctx, LeaseName(credential, region), holder)
+	return a.BreakLease(ctx, leaseName(li.Credential, li.Region), li.stored)
 }
 
-// Leases implements LeaseAdmin with one read-only transaction of table
+// Leases implements leaseAdmin with one read-only transaction of table
 // leases (none yet: no leases); it writes nothing, so it works on a backend
 // opened WithSQLiteReadOnly.
-func (s *SQLiteBackend) Leases(ctx context.Context, credential string) ([]LeaseInfo, error) {
+func (s *sqliteBackend) Leases(ctx context.Context, credential string) ([]LeaseInfo, error) {
 	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true}) // plain BEGIN
 	if err != nil {
 		return nil, sqliteUnavailable("lease list", err)
@@ -102,7 +105,8 @@ func (s *SQLiteBackend) Leases(ctx context.Context, credential string) ([]LeaseI
 		if err != nil || cred != credential {
 			continue
 		}
-		out = append(out, LeaseInfo{Credential: cred, Region: region, Holder: holder, Remaining: time.Duration(exp-nowUS) * time.Microsecond})
+		out = append(out, LeaseInfo{Credential: cred, Region: region, Holder: describeHolder(holder), stored: holder,
+			Remaining: time.Duration(exp-nowUS) * time.Microsecond})
 	}
 	if err := rows.Err(); err != nil {
 		return nil, sqliteUnavailable("lease list", err)
@@ -110,9 +114,9 @@ func (s *SQLiteBackend) Leases(ctx context.Context, credential string) ([]LeaseI
 	return out, nil
 }
 
-// BreakLease implements LeaseAdmin: it deletes the row of name if its
+// BreakLease implements leaseAdmin: it deletes the row of name if its
 // holder is holder, in one BEGIN IMMEDIATE transaction.
-func (s *SQLiteBackend) BreakLease(ctx context.Context, name, holder string) (bool, error) {
+func (s *sqliteBackend) BreakLease(ctx context.Context, name, holder string) (bool, error) {
 	tx, _, err := s.leaseTx(ctx)
 	if err != nil {
 		return false, sqliteUnavailable("lease break", err)
@@ -129,27 +133,10 @@ func (s *SQLiteBackend) BreakLease(ctx context.Context, name, holder string) (bo
 	return n == 1, nil
 }
 
-// redisLeaseBreakScript deletes the lease only while its holder
-// description (the value after its first space) is the given one.
-//
-//	KEYS[1] trendfetch:{<credential>}:lease:<region>
-//	ARGV[1] holder description
-//
-// Reply: 1 when deleted, 0 when the key is gone or held by another holder.
-var redisLeaseBreakScript = redis.NewScript(`
-local cur = redis.call('GET', KEYS[1])
-if not cur then return 0 end
-local sp = string.find(cur, ' ', 1, true)
-local holder = cur
-if sp then holder = string.sub(cur, sp + 1) end
-if holder == ARGV[1] then return redis.call('DEL', KEYS[1]) end
-return 0
-`)
-
-// Leases implements LeaseAdmin with SCAN over the credential's lease keys
+// Leases implements leaseAdmin with SCAN over the credential's lease keys
 // (on the node that owns the credential's slot under Cluster) and one GET
 // and PTTL per lease.
-func (r *RedisBackend) Leases(ctx context.Context, credential string) ([]LeaseInfo, error) {
+func (r *redisBackend) Leases(ctx context.Context, credential string) ([]LeaseInfo, error) {
 	if err := redisCheckCredential(credential); err != nil {
 		return nil, err
 	}
@@ -157,7 +144,7 @@ func (r *RedisBackend) Leases(ctx context.Context, credential string) ([]LeaseIn
 	if cc, ok := r.client.(*redis.ClusterClient); ok {
 		n, err := cc.MasterForKey(ctx, r.stateKey(credential))
 		if err != nil {
-			return nil, redisUnavailable("lease list", credential, err)
+			return nil, r.fail("lease list", credential, err)
 		}
 		node = n
 	}
@@ -167,7 +154,7 @@ func (r *RedisBackend) Leases(ctx context.Context, credential string) ([]LeaseIn
 	for {
 		keys, next, err := node.Scan(ctx, cursor, redisGlobEscape(prefix)+"*", 1000).Result()
 		if err != nil {
-			return nil, redisUnavailable("lease list", credential, err)
+			return nil, r.fail("lease list", credential, err)
 		}
 		for _, k := range keys {
 			val, err := node.Get(ctx, k).Result()
@@ -175,14 +162,14 @@ func (r *RedisBackend) Leases(ctx context.Context, credential string) ([]LeaseIn
 				continue // expired meanwhile
 			}
 			if err != nil {
-				return nil, redisUnavailable("lease list", credential, err)
+				return nil, r.fail("lease list", credential, err)
 			}
 			pttl, err := node.PTTL(ctx, k).Result()
 			if err != nil {
-				return nil, redisUnavailable("lease list", credential, err)
+				return nil, r.fail("lease list", credential, err)
 			}
 			out = append(out, LeaseInfo{Credential: credential, Region: strings.TrimPrefix(k, prefix),
-				Holder: leaseHolderOf(val), Remaining: max(pttl, 0)})
+				Holder: describeHolder(leaseHolderOf(val)), stored: leaseHolderOf(val), Remaining: max(pttl, 0)})
 		}
 		if next == 0 {
 			break
@@ -193,15 +180,15 @@ func (r *RedisBackend) Leases(ctx context.Context, credential string) ([]LeaseIn
 	return out, nil
 }
 
-// BreakLease implements LeaseAdmin with redisLeaseBreakScript.
-func (r *RedisBackend) BreakLease(ctx context.Context, name, holder string) (bool, error) {
+// BreakLease implements leaseAdmin with lua/lease.lua.
+func (r *redisBackend) BreakLease(ctx context.Context, name, holder string) (bool, error) {
 	key, credential, err := r.leaseKeyOf(name)
 	if err != nil {
 		return false, err
 	}
-	n, err := redisLeaseBreakScript.Run(ctx, r.client, []string{key}, holder).Int64()
+	n, err := redisLeaseScript.Run(ctx, r.client, []string{key}, "break", holder).Int64()
 	if err != nil {
-		return false, redisUnavailable("lease break", credential, err)
+		return false, r.fail("lease break", credential, err)
 	}
 	return n == 1, nil
 }

@@ -15,7 +15,7 @@ import (
 // first use (CREATE TABLE IF NOT EXISTS, in the same transaction), so quota
 // databases created before leases existed work unchanged.
 //
-// leases: name = LeaseName(credential, region); token = the holder's token;
+// leases: name = leaseName(credential, region); token = the holder's token;
 // holder = its description (for people reading the table); expires_us = Unix
 // µs at which the lease stops counting (free when expires_us <= now). Rows of
 // released leases are deleted; rows of crashed holders stay until taken.
@@ -28,7 +28,7 @@ const sqliteLeaseSchema = `CREATE TABLE IF NOT EXISTS leases (
 
 // leaseTx begins a BEGIN IMMEDIATE transaction with the leases table present
 // and reads the clock once the write lock is held.
-func (s *SQLiteBackend) leaseTx(ctx context.Context) (*sql.Tx, int64, error) {
+func (s *sqliteBackend) leaseTx(ctx context.Context) (*sql.Tx, int64, error) {
 	tx, err := s.db.BeginTx(ctx, nil) // BEGIN IMMEDIATE (see the DSN)
 	if err != nil {
 		return nil, 0, err
@@ -40,10 +40,10 @@ func (s *SQLiteBackend) leaseTx(ctx context.Context) (*sql.Tx, int64, error) {
 	return tx, s.clock().UnixMicro(), nil
 }
 
-// TryLock implements Locker: in one transaction it takes the lease when it
+// TryLock implements leaseLocker: in one transaction it takes the lease when it
 // has no row, its row expired (expires_us <= now) or its row holds token,
 // setting expires_us = now + ttl. Database failures wrap ErrUnavailable.
-func (s *SQLiteBackend) TryLock(ctx context.Context, name, token string, ttl time.Duration) (bool, string, time.Duration, error) {
+func (s *sqliteBackend) TryLock(ctx context.Context, name, token string, ttl time.Duration) (bool, string, time.Duration, error) {
 	if err := checkLockArgs(name, token, ttl, true); err != nil {
 		return false, "", 0, err
 	}
@@ -75,9 +75,9 @@ func (s *SQLiteBackend) TryLock(ctx context.Context, name, token string, ttl tim
 	return true, holder, time.Duration(leaseTTLMillis(ttl)) * time.Millisecond, nil
 }
 
-// Renew implements Locker: it sets expires_us = now + ttl only if the row
+// Renew implements leaseLocker: it sets expires_us = now + ttl only if the row
 // holds token and has not expired. Database failures wrap ErrUnavailable.
-func (s *SQLiteBackend) Renew(ctx context.Context, name, token string, ttl time.Duration) (bool, error) {
+func (s *sqliteBackend) Renew(ctx context.Context, name, token string, ttl time.Duration) (bool, error) {
 	if err := checkLockArgs(name, token, ttl, true); err != nil {
 		return false, err
 	}
@@ -101,9 +101,9 @@ func (s *SQLiteBackend) Renew(ctx context.Context, name, token string, ttl time.
 	return n == 1, nil
 }
 
-// Unlock implements Locker: it deletes the row only if it holds token.
+// Unlock implements leaseLocker: it deletes the row only if it holds token.
 // Database failures wrap ErrUnavailable.
-func (s *SQLiteBackend) Unlock(ctx context.Context, name, token string) error {
+func (s *sqliteBackend) Unlock(ctx context.Context, name, token string) error {
 	if err := checkLockArgs(name, token, 0, false); err != nil {
 		return err
 	}

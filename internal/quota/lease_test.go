@@ -32,7 +32,7 @@ func leaseLimiter(t testing.TB, b Backend) *Limiter {
 	return l
 }
 
-// runLeaseSuite is the lease behaviour every Locker backend must pass.
+// runLeaseSuite is the lease behaviour every leaseLocker backend must pass.
 // newBackend is called once per subtest and may return a shared backend:
 // each subtest uses its own credential. Subtests run in parallel with real
 // time and ttls of 300 ms to 600 ms.
@@ -61,7 +61,7 @@ func runLeaseSuite(t *testing.T, newBackend func(t *testing.T) Backend) {
 	}
 }
 
-func mustAcquire(t *testing.T, l *Limiter, cred, region string, ttl time.Duration, holder string) *Lease {
+func mustAcquire(t *testing.T, l *Limiter, cred, region string, ttl time.Duration, holder string) *runLease {
 	t.Helper()
 	lease, err := l.AcquireLease(testCtx(t), cred, region, ttl, holder)
 	if err != nil {
@@ -89,7 +89,7 @@ func mustBeHeld(t *testing.T, err error, cred, region, holder string, ttl time.D
 	return held
 }
 
-func mustTryLock(t *testing.T, lk Locker, name, token string, ttl time.Duration, want bool) (string, time.Duration) {
+func mustTryLock(t *testing.T, lk leaseLocker, name, token string, ttl time.Duration, want bool) (string, time.Duration) {
 	t.Helper()
 	ok, holder, remaining, err := lk.TryLock(testCtx(t), name, token, ttl)
 	if err != nil {
@@ -101,7 +101,7 @@ func mustTryLock(t *testing.T, lk Locker, name, token string, ttl time.Duration,
 	return holder, remaining
 }
 
-func notLost(t *testing.T, lease *Lease) {
+func notLost(t *testing.T, lease *runLease) {
 	t.Helper()
 	select {
 	case <-lease.Lost():
@@ -113,15 +113,15 @@ func notLost(t *testing.T, lease *Lease) {
 	}
 }
 
-func waitLost(t *testing.T, lease *Lease, within time.Duration) {
+func waitLost(t *testing.T, lease *runLease, within time.Duration) {
 	t.Helper()
 	select {
 	case <-lease.Lost():
 	case <-time.After(within):
 		t.Fatalf("Lost() not closed within %v", within)
 	}
-	if !errors.Is(lease.Err(), ErrLeaseLost) {
-		t.Fatalf("Err() = %v, want ErrLeaseLost", lease.Err())
+	if !errors.Is(lease.Err(), errLeaseLost) {
+		t.Fatalf("Err() = %v, want errLeaseLost", lease.Err())
 	}
 }
 
@@ -146,8 +146,8 @@ func leaseSuiteHeld(t *testing.T, b Backend, cred string) {
 	_, err = l.AcquireLease(testCtx(t), cred, "GB", ttl, "")
 	mustBeHeld(t, err, cred, "GB", "host-b pid 456", ttl)
 	d := mustAcquire(t, l, cred, "JP", ttl, "")
-	if want := DefaultLeaseHolder(); d.Holder() != want || !strings.Contains(want, " pid "+strconv.Itoa(os.Getpid())) {
-		t.Errorf("default holder = %q, want %q with this pid", d.Holder(), want)
+	if host, _ := os.Hostname(); !strings.HasPrefix(d.Holder(), host+" pid "+strconv.Itoa(os.Getpid())+" since ") {
+		t.Errorf("default holder = %q, want this host and pid", d.Holder())
 	}
 	notLost(t, a)
 }
@@ -176,8 +176,8 @@ func leaseSuiteRelease(t *testing.T, b Backend, cred string) {
 
 // Without renewal a lease expires after its ttl, and only then.
 func leaseSuiteExpiry(t *testing.T, b Backend, cred string) {
-	lk := b.(Locker)
-	name := LeaseName(cred, "US")
+	lk := b.(leaseLocker)
+	name := leaseName(cred, "US")
 	// A ttl far above a loaded machine's scheduling delays: the checks at
 	// ttl/3 must see the lease held.
 	ttl := time.Second
@@ -206,12 +206,12 @@ func leaseSuiteExpiry(t *testing.T, b Backend, cred string) {
 // Background renewal keeps a lease alive over several ttls.
 func leaseSuiteRenewal(t *testing.T, b Backend, cred string) {
 	l := leaseLimiter(t, b)
-	lk := b.(Locker)
+	lk := b.(leaseLocker)
 	ttl := time.Second // renewals every ttl/3 must not miss a ttl on a loaded machine
 	a := mustAcquire(t, l, cred, "US", ttl, "host-a pid 1")
 	deadline := time.Now().Add(3 * ttl)
 	for time.Now().Before(deadline) {
-		holder, _ := mustTryLock(t, lk, LeaseName(cred, "US"), "tokB host-b pid 2", ttl, false)
+		holder, _ := mustTryLock(t, lk, leaseName(cred, "US"), "tokB host-b pid 2", ttl, false)
 		if holder != "host-a pid 1" {
 			t.Fatalf("holder = %q", holder)
 		}
@@ -221,15 +221,15 @@ func leaseSuiteRenewal(t *testing.T, b Backend, cred string) {
 	if err := a.Release(testCtx(t)); err != nil {
 		t.Fatal(err)
 	}
-	mustTryLock(t, lk, LeaseName(cred, "US"), "tokB host-b pid 2", ttl, true)
+	mustTryLock(t, lk, leaseName(cred, "US"), "tokB host-b pid 2", ttl, true)
 	notLost(t, a)
 }
 
 // Renew succeeds only for the holder of an unexpired lease.
 func leaseSuiteRenewNonHolder(t *testing.T, b Backend, cred string) {
-	lk := b.(Locker)
+	lk := b.(leaseLocker)
 	ctx := testCtx(t)
-	name := LeaseName(cred, "US")
+	name := leaseName(cred, "US")
 	ttl := 300 * time.Millisecond
 	if ok, err := lk.Renew(ctx, name, "tokA host-a", ttl); err != nil || ok {
 		t.Fatalf("Renew of a lease never taken = %v, %v; want false", ok, err)
@@ -249,9 +249,9 @@ func leaseSuiteRenewNonHolder(t *testing.T, b Backend, cred string) {
 
 // Unlock by a non-holder leaves the lease alone.
 func leaseSuiteUnlockNonHolder(t *testing.T, b Backend, cred string) {
-	lk := b.(Locker)
+	lk := b.(leaseLocker)
 	ctx := testCtx(t)
-	name := LeaseName(cred, "US")
+	name := leaseName(cred, "US")
 	ttl := time.Minute
 	if err := lk.Unlock(ctx, name, "tokA host-a"); err != nil {
 		t.Fatalf("Unlock of a lease never taken: %v", err)
@@ -271,7 +271,7 @@ func leaseSuiteUnlockNonHolder(t *testing.T, b Backend, cred string) {
 // taken by another holder meanwhile is lost at the next renewal; its
 // Release leaves the new holder's lease alone.
 func leaseSuiteLostStolen(t *testing.T, b Backend, cred string) {
-	lk := b.(Locker)
+	lk := b.(leaseLocker)
 	ttl := 300 * time.Millisecond
 	a, err := acquireLease(testCtx(t), lk, cred, "US", ttl, 700*time.Millisecond, "host-a pid 1") // renews too late
 	if err != nil {
@@ -279,13 +279,13 @@ func leaseSuiteLostStolen(t *testing.T, b Backend, cred string) {
 	}
 	defer a.Release(context.Background())
 	time.Sleep(ttl + 50*time.Millisecond)
-	mustTryLock(t, lk, LeaseName(cred, "US"), "tokB host-b pid 2", time.Minute, true)
+	mustTryLock(t, lk, leaseName(cred, "US"), "tokB host-b pid 2", time.Minute, true)
 	notLost(t, a)
 	waitLost(t, a, 2*time.Second)
 	if err := a.Release(testCtx(t)); err != nil {
 		t.Fatalf("Release of a lost lease: %v", err)
 	}
-	holder, _ := mustTryLock(t, lk, LeaseName(cred, "US"), "tokC host-c", time.Minute, false)
+	holder, _ := mustTryLock(t, lk, leaseName(cred, "US"), "tokC host-c", time.Minute, false)
 	if holder != "host-b pid 2" {
 		t.Fatalf("after the lost lease's Release the holder is %q, want host-b pid 2", holder)
 	}
@@ -296,7 +296,7 @@ func leaseSuiteLostStolen(t *testing.T, b Backend, cred string) {
 // renewal (every ttl/3 with AcquireLease).
 func leaseSuiteLostTaken(t *testing.T, b Backend, cred string) {
 	l := leaseLimiter(t, b)
-	lk := b.(Locker)
+	lk := b.(leaseLocker)
 	ttl := 600 * time.Millisecond
 	a := mustAcquire(t, l, cred, "US", ttl, "host-a pid 1")
 	if err := lk.Unlock(testCtx(t), a.name, a.token); err != nil {
@@ -312,7 +312,7 @@ func leaseSuiteLostTaken(t *testing.T, b Backend, cred string) {
 
 func leaseSuiteBadArgs(t *testing.T, b Backend, cred string) {
 	l := leaseLimiter(t, b)
-	lk := b.(Locker)
+	lk := b.(leaseLocker)
 	ctx := testCtx(t)
 	for _, c := range []struct {
 		cred, region string
@@ -325,10 +325,10 @@ func leaseSuiteBadArgs(t *testing.T, b Backend, cred string) {
 			t.Errorf("AcquireLease(%q, %q, %v) = %v, want an argument error", c.cred, c.region, c.ttl, err)
 		}
 	}
-	if _, _, _, err := lk.TryLock(ctx, LeaseName(cred, "US"), "", time.Second); err == nil {
+	if _, _, _, err := lk.TryLock(ctx, leaseName(cred, "US"), "", time.Second); err == nil {
 		t.Error("TryLock with an empty token: no error")
 	}
-	if _, _, _, err := lk.TryLock(ctx, LeaseName(cred, "US"), "tok", 0); err == nil {
+	if _, _, _, err := lk.TryLock(ctx, leaseName(cred, "US"), "tok", 0); err == nil {
 		t.Error("TryLock with ttl 0: no error")
 	}
 }
@@ -378,7 +378,7 @@ func TestRedisLeaseKey(t *testing.T) {
 		t.Fatalf("EXISTS after Reset = %s: a reset of usage must not free a running job's lease", got)
 	}
 	// A bad credential name is refused before Redis.
-	if _, _, _, err := b.TryLock(testCtx(t), LeaseName("a}b", "US"), "t", time.Second); err == nil || errors.Is(err, ErrUnavailable) {
+	if _, _, _, err := b.TryLock(testCtx(t), leaseName("a}b", "US"), "t", time.Second); err == nil || errors.Is(err, ErrUnavailable) {
 		t.Fatalf("TryLock with credential a}b = %v, want a name error", err)
 	}
 	if _, _, _, err := b.TryLock(testCtx(t), "nocolon", "t", time.Second); err == nil {
@@ -424,10 +424,10 @@ func TestSQLiteLeaseUnavailable(t *testing.T) {
 	if !errors.Is(err, ErrUnavailable) {
 		t.Fatalf("AcquireLease on a closed backend = %v, want ErrUnavailable", err)
 	}
-	if _, err := b.Renew(context.Background(), LeaseName("c", "US"), "t", time.Second); !errors.Is(err, ErrUnavailable) {
+	if _, err := b.Renew(context.Background(), leaseName("c", "US"), "t", time.Second); !errors.Is(err, ErrUnavailable) {
 		t.Fatalf("Renew on a closed backend = %v, want ErrUnavailable", err)
 	}
-	if err := b.Unlock(context.Background(), LeaseName("c", "US"), "t"); !errors.Is(err, ErrUnavailable) {
+	if err := b.Unlock(context.Background(), leaseName("c", "US"), "t"); !errors.Is(err, ErrUnavailable) {
 		t.Fatalf("Unlock on a closed backend = %v, want ErrUnavailable", err)
 	}
 }
@@ -437,7 +437,7 @@ func TestSQLiteLeaseUnavailable(t *testing.T) {
 func TestSQLiteLeaseClock(t *testing.T) {
 	clock := newFakeClock(time.Date(2026, 3, 8, 1, 59, 0, 0, time.UTC))
 	b := newTestSQLite(t, WithClock(clock.Now))
-	name := LeaseName("c", "US")
+	name := leaseName("c", "US")
 	mustTryLock(t, b, name, "a host-a", 2*time.Minute, true)
 	clock.Advance(2*time.Minute - time.Microsecond)
 	if _, rem := mustTryLock(t, b, name, "b host-b", time.Minute, false); rem != time.Microsecond {
@@ -487,6 +487,9 @@ func TestLeaseHeldErrorMessage(t *testing.T) {
 // prints "HELD <holder>" and runs until killed (exit 3 if the lease is lost).
 const envLeaseTTL = "QUOTA_TEST_LEASE_TTL_MS"
 
+// envLeaseHolder is the helper's holder description ("": this process).
+const envLeaseHolder = "QUOTA_TEST_LEASE_HOLDER"
+
 func TestLeaseHelperProcess(t *testing.T) {
 	if os.Getenv(envHelper) != "lease" {
 		return
@@ -512,7 +515,7 @@ func leaseChild(stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	lease, err := l.AcquireLease(context.Background(), os.Getenv(envCredential), "US", time.Duration(ms)*time.Millisecond, "")
+	lease, err := l.AcquireLease(context.Background(), os.Getenv(envCredential), "US", time.Duration(ms)*time.Millisecond, os.Getenv(envLeaseHolder))
 	if err != nil {
 		return err
 	}
@@ -522,9 +525,11 @@ func leaseChild(stdout io.Writer) error {
 }
 
 // runLeaseCrash: a child process holds the lease (renewing it past several
-// ttls), is killed with SIGKILL, and the parent acquires only once the
-// child's last renewal has expired, within ttl of the kill.
-func runLeaseCrash(t *testing.T, backendSpec string) {
+// ttls) and is killed with SIGKILL. As a holder of another host (foreign),
+// the parent acquires only once the child's last renewal has expired,
+// within ttl of the kill; as this host's process, the parent takes the
+// lease over at once (the stale rule, lease_holder.go).
+func runLeaseCrash(t *testing.T, backendSpec string, foreign bool) {
 	t.Helper()
 	b, err := openProcBackend(backendSpec)
 	if err != nil {
@@ -544,6 +549,9 @@ func runLeaseCrash(t *testing.T, backendSpec string) {
 		envCredential+"="+cred,
 		envLeaseTTL+"="+strconv.Itoa(int(ttl/time.Millisecond)),
 	)
+	if foreign {
+		cmd.Env = append(cmd.Env, envLeaseHolder+"=other-host pid 1")
+	}
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.StdoutPipe()
@@ -565,7 +573,7 @@ func runLeaseCrash(t *testing.T, backendSpec string) {
 		t.Fatalf("helper: %q, %v; stderr:\n%s", line, err, stderr.String())
 	}
 	childHolder := strings.TrimSpace(strings.TrimPrefix(line, "HELD "))
-	if !strings.HasSuffix(childHolder, " pid "+strconv.Itoa(cmd.Process.Pid)) {
+	if !foreign && !strings.Contains(childHolder, " pid "+strconv.Itoa(cmd.Process.Pid)+" since ") {
 		t.Fatalf("child holder %q does not name its pid %d", childHolder, cmd.Process.Pid)
 	}
 
@@ -581,11 +589,22 @@ func runLeaseCrash(t *testing.T, backendSpec string) {
 	}
 	cmd.Wait()
 	killed := time.Now()
+	if !foreign {
+		lease, err := l.AcquireLease(ctx, cred, "US", ttl, "parent")
+		if err != nil {
+			t.Fatalf("after killing this host's holder: %v; want its lease taken over at once", err)
+		}
+		if lease.TookOver() != childHolder {
+			t.Fatalf("took over %q, want %q", lease.TookOver(), childHolder)
+		}
+		lease.Release(ctx)
+		return
+	}
 	_, err = l.AcquireLease(ctx, cred, "US", ttl, "parent")
 	held := mustBeHeld(t, err, cred, "US", childHolder, ttl)
 	expires := killed.Add(held.Remaining)
 
-	var lease *Lease
+	var lease *runLease
 	for lease == nil {
 		if time.Since(killed) > ttl+time.Second {
 			t.Fatalf("the killed child's lease still held %v after the kill (ttl %v)", time.Since(killed), ttl)
@@ -611,11 +630,15 @@ func runLeaseCrash(t *testing.T, backendSpec string) {
 func TestSQLiteLeaseCrashedHolder(t *testing.T) {
 	redistest.SkipIfShort(t, "multi-process test")
 	t.Parallel()
-	runLeaseCrash(t, "sqlite:"+filepath.Join(t.TempDir(), "quota.db"))
+	for _, foreign := range []bool{true, false} {
+		runLeaseCrash(t, "sqlite:"+filepath.Join(t.TempDir(), "quota.db"), foreign)
+	}
 }
 
 func TestRedisLeaseCrashedHolder(t *testing.T) {
 	redistest.SkipIfShort(t, "multi-process test")
 	srv := redistest.Start(t)
-	runLeaseCrash(t, "redis:"+srv.URL())
+	for _, foreign := range []bool{true, false} {
+		runLeaseCrash(t, "redis:"+srv.URL(), foreign)
+	}
 }

@@ -3,12 +3,11 @@ package quota
 import (
 	"context"
 	"fmt"
-	"slices"
 	"sync"
 	"time"
 )
 
-// MemoryBackend is a Backend held in process memory: the same
+// memoryBackend is a Backend held in process memory: the same
 // sliding-window log as the SQLite and Redis backends (one entry per
 // admitted call with its units, microsecond timestamps from the local
 // clock), for one process only. `trendfetch serve` uses it to rate-limit
@@ -22,9 +21,9 @@ import (
 // clients. Decisions cost O(entries in the window) of the bucket.
 //
 // The clock is the local clock, with the SQLite backend's rules for clock
-// steps (doc.go, "Clock steps"; ClockStepTolerance). Refund removes a
-// reservation's entries by their ids, in O(entries of the bucket).
-type MemoryBackend struct {
+// steps (doc.go, "Clock steps"; ClockStepTolerance); the decision is
+// decide's, like SQLite's.
+type memoryBackend struct {
 	mu      sync.Mutex
 	clock   func() time.Time
 	creds   map[string]*memoryCredential
@@ -37,23 +36,8 @@ type MemoryBackend struct {
 const memorySweepEvery = 1024
 
 type memoryCredential struct {
-	logs      map[string]*memoryLog     // by bucket name
-	counters  map[string]*memoryCounter // counter buckets, by name
-	exhausted int64                     // µs; 0 = none
-}
-
-// counter returns the counters of b, new ones if there are none yet or if
-// b's number of slots changed (its usage is then forgotten).
-func (cr *memoryCredential) counter(b Bucket) *memoryCounter {
-	mc := cr.counters[b.Name]
-	if !mc.fitsBucket(b) {
-		mc = newMemoryCounter(b)
-		if cr.counters == nil {
-			cr.counters = map[string]*memoryCounter{}
-		}
-		cr.counters[b.Name] = mc
-	}
-	return mc
+	logs      map[string]*memoryLog // by bucket name
+	exhausted int64                 // µs; 0 = none
 }
 
 // memoryLog is one bucket's log, oldest first.
@@ -63,18 +47,18 @@ type memoryLog struct {
 	ids   []int64 // unique per backend, increasing: the entry's identity for Refund
 }
 
-// MemoryOption configures NewMemory.
-type MemoryOption func(*MemoryBackend)
+// memoryOption configures NewMemory.
+type memoryOption func(*memoryBackend)
 
 // WithMemoryClock makes the backend read time from now instead of
 // time.Now (tests step it to check Retry-After exactly).
-func WithMemoryClock(now func() time.Time) MemoryOption {
-	return func(m *MemoryBackend) { m.clock = now }
+func WithMemoryClock(now func() time.Time) memoryOption {
+	return func(m *memoryBackend) { m.clock = now }
 }
 
 // NewMemory returns an empty in-memory backend.
-func NewMemory(opts ...MemoryOption) *MemoryBackend {
-	m := &MemoryBackend{clock: time.Now, creds: map[string]*memoryCredential{}}
+func NewMemory(opts ...memoryOption) *memoryBackend {
+	m := &memoryBackend{clock: time.Now, creds: map[string]*memoryCredential{}}
 	for _, o := range opts {
 		o(m)
 	}
@@ -82,51 +66,42 @@ func NewMemory(opts ...MemoryOption) *MemoryBackend {
 }
 
 // Name implements Backend.
-func (m *MemoryBackend) Name() string { return "memory" }
+func (m *memoryBackend) Name() string { return "memory" }
 
 // Close implements Backend; it frees nothing (the garbage collector does).
-func (m *MemoryBackend) Close() error { return nil }
+func (m *memoryBackend) Close() error { return nil }
 
-// window returns the units and entries of l with ts > cutoff, and the
-// index of the first such entry.
-func (l *memoryLog) window(cutoff int64) (used, entries int64, first int) {
-	first = len(l.ts)
+// window is l's window at cutoff (entries with a stamp > cutoff), for decide.
+func (l *memoryLog) window(cutoff int64) logWindow {
+	w := logWindow{}
+	first := len(l.ts)
 	for i := len(l.ts) - 1; i >= 0 && l.ts[i] > cutoff; i-- {
-		used += l.units[i]
-		entries++
+		w.used += l.units[i]
+		w.entries++
 		first = i
 	}
-	return used, entries, first
-}
-
-// retryAfter returns how long after nowUS a call of units fits in b (0 when
-// it fits now), with the rule of the other backends: the entry that frees
-// the last needed unit stops counting at exactly ts + window; a calendar
-// bucket frees everything at the next Pacific midnight.
-func (l *memoryLog) retryAfter(b Bucket, units, nowUS int64) time.Duration {
-	cutoff := sqliteCutoffUS(b, nowUS)
-	used, _, first := l.window(cutoff)
-	need := used + units - b.Limit
-	if need <= 0 || units > b.Limit {
-		return 0
+	if first < len(l.ts) {
+		w.oldest = l.ts[first]
 	}
-	if b.Calendar {
-		return time.Duration(NextPacificMidnight(time.UnixMicro(nowUS)).UnixMicro()-nowUS) * time.Microsecond
+	if n := len(l.ts); n > 0 {
+		w.newest = l.ts[n-1]
 	}
-	freed := int64(0)
-	for i := first; i < len(l.ts); i++ {
-		freed += l.units[i]
-		if freed >= need {
-			return time.Duration(l.ts[i]+sqliteWindowUS(b.Window)-nowUS) * time.Microsecond
+	w.freeing = func(need int64) (int64, error) {
+		freed := int64(0)
+		for i := first; i < len(l.ts); i++ {
+			if freed += l.units[i]; freed >= need {
+				return l.ts[i], nil
+			}
 		}
+		return 0, fmt.Errorf("the window holds fewer than %d units", need)
 	}
-	return 0 // unreachable: the window holds used >= need units
+	return w
 }
 
 // evict drops entries out of b's window that are also before the current
 // Pacific day (kept for UsedToday).
 func (l *memoryLog) evict(b Bucket, nowUS int64) {
-	cutoff := min(sqliteCutoffUS(b, nowUS), PacificMidnight(time.UnixMicro(nowUS)).UnixMicro()-1)
+	cutoff := evictCutoffUS(b, nowUS)
 	n := 0
 	for n < len(l.ts) && l.ts[n] <= cutoff {
 		n++
@@ -138,22 +113,9 @@ func (l *memoryLog) evict(b Bucket, nowUS int64) {
 	}
 }
 
-// Reserve implements Backend under one mutex: it admits only if every
-// charge fits its bucket (used + units <= limit) and the credential is not
-// marked exhausted, then records one entry per bucket. Denials write
-// nothing; RetryAfter, DeniedBucket and the refusal while the clock is
-// behind a bucket's newest entry (Decision.ClockBehind) follow the SQLite
-// backend's rules. A charge above its bucket's limit returns a *CostError.
-// It never returns ErrUnavailable.
-func (m *MemoryBackend) Reserve(ctx context.Context, credential string, charges []BucketCharge) (Decision, error) {
-	for _, c := range charges {
-		if c.Units <= 0 {
-			return Decision{}, fmt.Errorf("quota: charge of %d units in bucket %q: must be > 0", c.Units, c.Name)
-		}
-		if c.Units > c.Limit {
-			return Decision{}, &CostError{Bucket: c.Name, Units: c.Units, Limit: c.Limit}
-		}
-	}
+// Reserve implements Backend under one mutex with decide, then records one
+// entry per bucket. Denials write nothing. It never returns an error.
+func (m *memoryBackend) Reserve(ctx context.Context, credential string, charges []bucketCharge) (Decision, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	nowUS := m.clock().UnixMicro()
@@ -161,134 +123,63 @@ func (m *MemoryBackend) Reserve(ctx context.Context, credential string, charges 
 		m.reserve = 0
 		m.sweep(nowUS)
 	}
-	d := Decision{Now: time.UnixMicro(nowUS), Remaining: make(map[string]int64, len(charges))}
 	cr := m.creds[credential]
 	if cr == nil {
 		cr = &memoryCredential{logs: map[string]*memoryLog{}}
 		m.creds[credential] = cr
 	}
-	if cr.exhausted > nowUS {
-		d.Exhausted = true
-		d.ExhaustedUntil = time.UnixMicro(cr.exhausted)
-		d.RetryAfter = time.Duration(cr.exhausted-nowUS) * time.Microsecond
-	}
-	denied, deniedRA := "", time.Duration(0)
 	logs := make([]*memoryLog, len(charges))
+	windows := make([]logWindow, len(charges))
 	for i, c := range charges {
-		if c.IsCounter() {
-			mc := cr.counter(c.Bucket)
-			ra, behind := clockStepWait(mc.newest, nowUS)
-			fits := false
-			if behind > 0 {
-				d.ClockBehind = max(d.ClockBehind, behind)
-			} else {
-				var w counterWindow
-				w, fits, ra = mc.decide(c.Bucket, c.Units, nowUS)
-				d.Remaining[c.Name] = max(c.Limit-w.used(), 0)
-			}
-			if !fits && (denied == "" || ra > deniedRA) {
-				denied, deniedRA = c.Name, ra
-			}
-			continue
+		if logs[i] = cr.logs[c.Name]; logs[i] == nil {
+			logs[i] = &memoryLog{}
+			cr.logs[c.Name] = logs[i]
 		}
-		l := cr.logs[c.Name]
-		if l == nil {
-			l = &memoryLog{}
-			cr.logs[c.Name] = l
-		}
-		logs[i] = l
-		used, _, _ := l.window(sqliteCutoffUS(c.Bucket, nowUS))
-		d.Remaining[c.Name] = max(c.Limit-used, 0)
-		if n := len(l.ts); n > 0 {
-			if ra, behind := clockStepWait(l.ts[n-1], nowUS); behind > 0 {
-				d.ClockBehind = max(d.ClockBehind, behind)
-				if denied == "" || ra > deniedRA {
-					denied, deniedRA = c.Name, ra
-				}
-				continue
-			}
-		}
-		if used+c.Units <= c.Limit {
-			continue
-		}
-		if ra := l.retryAfter(c.Bucket, c.Units, nowUS); denied == "" || ra > deniedRA {
-			denied, deniedRA = c.Name, ra
-		}
+		windows[i] = logs[i].window(windowCutoffUS(c.Bucket, nowUS))
 	}
-	if denied != "" {
-		d.RetryAfter = max(d.RetryAfter, deniedRA)
-		if !d.Exhausted {
-			d.DeniedBucket = denied
-		}
+	d, err := decide(charges, windows, nowUS, cr.exhausted)
+	if err != nil || !d.Allowed {
+		return d, err
 	}
-	if d.Exhausted || denied != "" {
-		return d, nil
-	}
-	d.Reservation.refunded = newCounterMark(charges)
 	for i, c := range charges {
-		if c.IsCounter() {
-			mc := cr.counters[c.Name]
-			at := max(nowUS, mc.newest)
-			mc.add(c.Bucket, at, c.Units)
-			d.Remaining[c.Name] = max(d.Remaining[c.Name]-c.Units, 0)
-			d.Reservation.entries = append(d.Reservation.entries, reservedEntry{bucket: c.Bucket, units: c.Units, at: at})
-			continue
-		}
 		l := logs[i]
-		ts := nowUS
-		if n := len(l.ts); n > 0 {
-			ts = max(ts, l.ts[n-1]) // never before the newest entry
-		}
+		ts := max(nowUS, windows[i].newest) // never before the newest entry
 		m.lastID++
 		l.ts = append(l.ts, ts)
 		l.units = append(l.units, c.Units)
 		l.ids = append(l.ids, m.lastID)
-		d.Remaining[c.Name] -= c.Units
 		l.evict(c.Bucket, nowUS)
 		d.Reservation.entries = append(d.Reservation.entries, reservedEntry{bucket: c.Bucket, units: c.Units, at: ts, id: m.lastID})
 	}
 	cr.exhausted = 0
-	d.Allowed = true
 	return d, nil
 }
 
-// Refund implements Backend under the mutex: it removes each entry of r
-// (found by its id) that is still in its bucket's window at the backend
-// clock; entries already gone or out of the window are skipped. It never
+// Refund implements Backend under the mutex: it removes the entries of r
+// when each is still the newest of its bucket (else none). It never
 // returns an error.
-func (m *MemoryBackend) Refund(ctx context.Context, credential string, r Reservation) error {
+func (m *memoryBackend) Refund(ctx context.Context, credential string, r Reservation) (bool, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	cr := m.creds[credential]
-	if cr == nil {
-		return nil
+	if cr == nil || r.IsZero() {
+		return false, nil
 	}
-	nowUS := m.clock().UnixMicro()
-	claimed, _ := r.claimRefund()
 	for _, e := range r.entries {
-		if e.bucket.IsCounter() {
-			if mc := cr.counters[e.bucket.Name]; claimed && mc.fitsBucket(e.bucket) {
-				mc.refund(e.bucket, e.at, e.units, nowUS)
-			}
-			continue
+		if l := cr.logs[e.bucket.Name]; l == nil || len(l.ids) == 0 || l.ids[len(l.ids)-1] != e.id {
+			return false, nil
 		}
-		l := cr.logs[e.bucket.Name]
-		if l == nil || e.id == 0 || e.at <= sqliteCutoffUS(e.bucket, nowUS) {
-			continue
-		}
-		i, found := slices.BinarySearch(l.ids, e.id)
-		if !found {
-			continue
-		}
-		l.ts = slices.Delete(l.ts, i, i+1)
-		l.units = slices.Delete(l.units, i, i+1)
-		l.ids = slices.Delete(l.ids, i, i+1)
 	}
-	return nil
+	for _, e := range r.entries {
+		l := cr.logs[e.bucket.Name]
+		n := len(l.ids) - 1
+		l.ts, l.units, l.ids = l.ts[:n], l.units[:n], l.ids[:n]
+	}
+	return true, nil
 }
 
 // sweep drops credentials with no entry younger than a day and no marker.
-func (m *MemoryBackend) sweep(nowUS int64) {
+func (m *memoryBackend) sweep(nowUS int64) {
 	dayAgo := nowUS - (25 * time.Hour).Microseconds()
 	for name, cr := range m.creds {
 		if cr.exhausted > nowUS {
@@ -301,11 +192,6 @@ func (m *MemoryBackend) sweep(nowUS int64) {
 				break
 			}
 		}
-		for _, mc := range cr.counters {
-			if mc.newest > dayAgo {
-				idle = false
-			}
-		}
 		if idle {
 			delete(m.creds, name)
 		}
@@ -314,7 +200,7 @@ func (m *MemoryBackend) sweep(nowUS int64) {
 
 // Status implements Backend: it reads the buckets without admitting or
 // evicting anything. It never returns an error.
-func (m *MemoryBackend) Status(ctx context.Context, credential string, buckets []Bucket, maxCost map[string]int64) (Status, error) {
+func (m *memoryBackend) Status(ctx context.Context, credential string, buckets []Bucket, maxCost map[string]int64) (Status, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	nowUS := m.clock().UnixMicro()
@@ -323,28 +209,16 @@ func (m *MemoryBackend) Status(ctx context.Context, credential string, buckets [
 	if cr != nil && cr.exhausted > nowUS {
 		st.ExhaustedUntil = time.UnixMicro(cr.exhausted)
 	}
-	midnightUS := PacificMidnight(st.Now).UnixMicro()
+	midnightUS := pacificMidnight(st.Now).UnixMicro()
 	for _, b := range buckets {
-		if b.IsCounter() {
-			mc := newMemoryCounter(b)
-			if cr != nil && cr.counters[b.Name].fitsBucket(b) {
-				mc = cr.counters[b.Name]
-			}
-			st.Buckets = append(st.Buckets, counterStatus(b, mc.window(b, nowUS), maxCost[b.Name], midnightUS))
-			continue
-		}
 		l := &memoryLog{}
 		if cr != nil && cr.logs[b.Name] != nil {
 			l = cr.logs[b.Name]
 		}
-		used, entries, first := l.window(sqliteCutoffUS(b, nowUS))
-		bs := BucketStatus{Bucket: b, Used: used, Remaining: max(b.Limit-used, 0), Entries: entries, MaxCost: max(maxCost[b.Name], 1)}
-		if first < len(l.ts) {
-			bs.Oldest = time.UnixMicro(l.ts[first])
+		bs, err := bucketStatus(b, l.window(windowCutoffUS(b, nowUS)), maxCost[b.Name], l.window(midnightUS-1).used, nowUS)
+		if err != nil {
+			return st, err
 		}
-		bs.RetryAfterOne = l.retryAfter(b, 1, nowUS)
-		bs.RetryAfterMax = l.retryAfter(b, bs.MaxCost, nowUS)
-		bs.UsedToday, _, _ = l.window(midnightUS - 1)
 		st.Buckets = append(st.Buckets, bs)
 	}
 	return st, nil
@@ -352,7 +226,7 @@ func (m *MemoryBackend) Status(ctx context.Context, credential string, buckets [
 
 // MarkExhausted implements Backend: reservations of credential are denied
 // until until (rounded up to the microsecond); a marker only moves later.
-func (m *MemoryBackend) MarkExhausted(ctx context.Context, credential string, until time.Time) error {
+func (m *memoryBackend) MarkExhausted(ctx context.Context, credential string, until time.Time) error {
 	untilUS := until.UnixMicro()
 	if until.Sub(time.UnixMicro(untilUS)) > 0 {
 		untilUS++
@@ -370,11 +244,11 @@ func (m *MemoryBackend) MarkExhausted(ctx context.Context, credential string, un
 
 // Reset implements Backend: it forgets every entry and the exhaustion
 // marker of credential.
-func (m *MemoryBackend) Reset(ctx context.Context, credential string) error {
+func (m *memoryBackend) Reset(ctx context.Context, credential string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	delete(m.creds, credential)
 	return nil
 }
 
-var _ Backend = (*MemoryBackend)(nil)
+var _ Backend = (*memoryBackend)(nil)

@@ -16,7 +16,7 @@ func TestMemoryRetryAfterIsExact(t *testing.T) {
 	now := time.Date(2026, 3, 2, 12, 0, 0, 0, time.UTC)
 	m := NewMemory(WithMemoryClock(func() time.Time { return now }))
 	b := Bucket{Name: "requests", Limit: 3, Window: time.Minute}
-	cs := []BucketCharge{{Bucket: b, Units: 1}}
+	cs := []bucketCharge{{Bucket: b, Units: 1}}
 	ctx := context.Background()
 	for i := range 3 {
 		if d, err := m.Reserve(ctx, "ip-1", cs); err != nil || !d.Allowed {
@@ -48,7 +48,7 @@ func TestMemoryRetryAfterIsExact(t *testing.T) {
 func TestMemorySweepDropsIdleCredentials(t *testing.T) {
 	now := time.Date(2026, 3, 2, 12, 0, 0, 0, time.UTC)
 	m := NewMemory(WithMemoryClock(func() time.Time { return now }))
-	cs := []BucketCharge{{Bucket: Bucket{Name: "requests", Limit: 60, Window: time.Minute}, Units: 1}}
+	cs := []bucketCharge{{Bucket: Bucket{Name: "requests", Limit: 60, Window: time.Minute}, Units: 1}}
 	for i := range memorySweepEvery {
 		m.Reserve(context.Background(), "client-"+string(rune('a'+i%26))+time.Duration(i).String(), cs)
 	}

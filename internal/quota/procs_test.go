@@ -30,7 +30,6 @@ import (
 //	QUOTA_TEST_HEAVY_PCT=<0..100>      share of cost-100 calls, the rest cost 1
 //	QUOTA_TEST_SEED=<n>
 //	QUOTA_TEST_PAUSE_US=<n>            random pause of 0..n µs between calls (0: none)
-//	QUOTA_TEST_SLOTS=<n>               0: the bucket is a log; else a counter of n slots (procBucket)
 //
 // The child opens the backend, prints "READY", waits for a line on stdin,
 // then reserves until a cost-1 call is denied (a denied cost-100 call just
@@ -44,20 +43,12 @@ const (
 	envHeavyPct   = "QUOTA_TEST_HEAVY_PCT"
 	envSeed       = "QUOTA_TEST_SEED"
 	envPause      = "QUOTA_TEST_PAUSE_US"
-	envSlots      = "QUOTA_TEST_SLOTS"
 
 	procWindow = time.Hour
 )
 
-// procBucket is the bucket "units" of the multi-process tests: a log with
-// window procWindow, or (slots > 0) a counter of slots counters over 24 h,
-// whose counters are long enough that a run stays in one of them (the
-// estimate is then its exact sum) unless it crosses a multiple of
-// 24h/(slots-1) since the epoch.
-func procBucket(limit int64, slots int) Bucket {
-	if slots > 0 {
-		return Bucket{Name: "units", Limit: limit, Window: 24 * time.Hour, Algorithm: AlgorithmCounter, Slots: slots}
-	}
+// procBucket is the bucket "units" of the multi-process tests.
+func procBucket(limit int64) Bucket {
 	return Bucket{Name: "units", Limit: limit, Window: procWindow}
 }
 
@@ -124,17 +115,13 @@ func overAdmissionChild(stdin io.Reader, stdout io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", envPause, err)
 	}
-	slots, err := strconv.Atoi(os.Getenv(envSlots))
-	if err != nil {
-		return fmt.Errorf("%s: %w", envSlots, err)
-	}
 	cred := os.Getenv(envCredential)
 	b, err := openProcBackend(os.Getenv(envBackend))
 	if err != nil {
 		return err
 	}
 	defer b.Close()
-	units := procBucket(limit, slots)
+	units := procBucket(limit)
 	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
 
 	fmt.Fprintln(stdout, "READY")
@@ -156,7 +143,7 @@ func overAdmissionChild(stdin io.Reader, stdout io.Writer) error {
 			cost = 100
 		}
 		retryCheap = false
-		d, err := b.Reserve(ctx, cred, []BucketCharge{{Bucket: units, Units: cost}})
+		d, err := b.Reserve(ctx, cred, []bucketCharge{{Bucket: units, Units: cost}})
 		if err != nil {
 			return fmt.Errorf("after %d units: %w", admitted, err)
 		}
@@ -191,7 +178,6 @@ func runOverAdmission(t *testing.T, backendSpec string, procs int, limit int64) 
 type procMix struct {
 	heavyPct int // share of cost-100 calls, in percent; the rest cost 1
 	pauseUS  int // random pause of 0..pauseUS µs between calls
-	slots    int // 0: a log bucket; else a counter bucket of slots counters (procBucket)
 }
 
 var defaultProcMix = procMix{heavyPct: 10, pauseUS: 500}
@@ -224,7 +210,6 @@ func runOverAdmissionMix(t *testing.T, backendSpec string, procs int, limit int6
 			envHeavyPct+"="+strconv.Itoa(mix.heavyPct),
 			envSeed+"="+strconv.FormatInt(time.Now().UnixNano()+int64(i), 10),
 			envPause+"="+strconv.Itoa(mix.pauseUS),
-			envSlots+"="+strconv.Itoa(mix.slots),
 		)
 		c.cmd.Stderr = &c.stderr
 		if c.stdin, err = c.cmd.StdinPipe(); err != nil {
@@ -302,12 +287,9 @@ func runOverAdmissionMix(t *testing.T, backendSpec string, procs int, limit int6
 	if total != limit {
 		t.Fatalf("processes were admitted %d units in total, want exactly the limit %d", total, limit)
 	}
-	st, err := b.Status(context.Background(), cred, []Bucket{procBucket(limit, mix.slots)}, nil)
+	st, err := b.Status(context.Background(), cred, []Bucket{procBucket(limit)}, nil)
 	if err != nil {
 		t.Fatal(err)
-	}
-	if mix.slots > 0 {
-		calls = 0 // a counter does not count calls
 	}
 	if bs := st.Buckets[0]; bs.Used != limit || bs.Entries != calls || bs.Remaining != 0 {
 		t.Fatalf("Status = used %d, entries %d, remaining %d; want %d, %d, 0", bs.Used, bs.Entries, bs.Remaining, limit, calls)
@@ -320,17 +302,6 @@ func TestSQLiteProcessesNoOverAdmission(t *testing.T) {
 		t.Skip("multi-process test")
 	}
 	runOverAdmission(t, "sqlite:"+filepath.Join(t.TempDir(), "quota.db"), 8, 9500)
-}
-
-// The same with a counter bucket: its decisions are as atomic across
-// processes as the log's (within one counter the estimate is exact).
-func TestSQLiteProcessesCounter(t *testing.T) {
-	if testing.Short() {
-		t.Skip("multi-process test")
-	}
-	mix := defaultProcMix
-	mix.slots = 2
-	runOverAdmissionMix(t, "sqlite:"+filepath.Join(t.TempDir(), "quota.db"), 8, 9500, mix)
 }
 
 // A smaller run, mostly cost-1 calls.

@@ -5,16 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"sort"
-	"sync/atomic"
+	"strings"
 	"time"
 )
 
 // Bucket is one quota allocation of a credential: at most Limit units may be
-// admitted in any window of length Window (a sliding-window log, exact), or
-// about that many with Algorithm counter (a sliding-window counter, see
-// doc.go). When Calendar is true the window is instead Google's quota day,
-// which starts at midnight America/Los_Angeles (see PacificMidnight), and
-// Window is ignored.
+// admitted in any window of length Window (a sliding-window log, exact).
+// When Calendar is true the window is instead Google's quota day, which
+// starts at midnight America/Los_Angeles (see pacificMidnight), and Window
+// is ignored.
 type Bucket struct {
 	// Name identifies the bucket in config, keys and status, e.g. "units".
 	Name string
@@ -24,14 +23,6 @@ type Bucket struct {
 	Window time.Duration
 	// Calendar switches the window to the current Pacific quota day.
 	Calendar bool
-	// Algorithm is AlgorithmLog ("" too, the default) or AlgorithmCounter
-	// (not with Calendar).
-	Algorithm Algorithm
-	// Slots is the number of counters of a counter bucket, each
-	// Window/(Slots-1) long (0 = DefaultCounterSlots, the seed note's two);
-	// MinCounterSlots..MaxCounterSlots, and Window must split into Slots-1
-	// whole microseconds. Must be 0 for a log bucket.
-	Slots int
 }
 
 // Charge is the cost of one call in one bucket, in units.
@@ -63,9 +54,7 @@ type Decision struct {
 	// ExhaustedUntil is the end of the exhaustion marker when Exhausted.
 	ExhaustedUntil time.Time
 	// RetryAfter is, on denial, the earliest wait after which the same
-	// reservation can succeed (never early; microsecond precision). For a
-	// counter bucket it is the estimate's: when the estimate plus the cost
-	// first fits (doc.go, "Sliding-window counter").
+	// reservation can succeed (never early; microsecond precision).
 	RetryAfter time.Duration
 	// Now is the backend clock at the decision (Redis TIME or local clock).
 	Now time.Time
@@ -86,9 +75,6 @@ type Decision struct {
 // issued it can read it. The zero value (a denial's) refunds nothing.
 type Reservation struct {
 	entries []reservedEntry
-	// refunded is shared by the copies of a reservation that charged a
-	// counter bucket (claimRefund); nil otherwise.
-	refunded *atomic.Bool
 }
 
 // reservedEntry is one bucket's entry of a reservation.
@@ -121,12 +107,11 @@ func (r Reservation) Units() map[string]int64 {
 }
 
 // ClockStepTolerance is how far the local clock of an embedded backend
-// (SQLite, memory) may read earlier than the newest entry of a bucket before
-// that backend refuses to admit into the bucket: small steps (NTP slewing,
-// a leap second, two processes reading the clock a few µs apart) are
-// absorbed by stamping the new entry no earlier than the newest one; a
-// larger step back is refused with Decision.ClockBehind (doc.go, "Clock
-// steps"). The Redis backend's clock is Redis TIME and is not checked.
+// (SQLite, memory) may read earlier than the newest entry of a bucket: a
+// smaller step back is absorbed (the new entry is stamped no earlier than
+// the newest), a larger one denies with Decision.ClockBehind until the
+// clock has caught up (docs/quota.md, "Clock steps"). Redis decides on
+// Redis TIME and is not checked.
 const ClockStepTolerance = 2 * time.Second
 
 // clockStepWait checks the local clock nowUS against the newest entry of a
@@ -145,16 +130,14 @@ func clockStepWait(newestUS, nowUS int64) (wait, behind time.Duration) {
 // BucketStatus is the read-only state of one bucket.
 type BucketStatus struct {
 	Bucket
-	// Used is the sum of units of entries in the current window (a counter
-	// bucket: its estimate, rounded up to whole units).
+	// Used is the sum of units of entries in the current window.
 	Used int64
 	// Remaining is Limit - Used, never below 0.
 	Remaining int64
-	// Entries is the number of log entries (admitted calls) in the window
-	// (0 for a counter bucket, which does not count calls).
+	// Entries is the number of log entries (admitted calls) in the window.
 	Entries int64
 	// Oldest is the timestamp of the oldest entry in the window (zero if
-	// none, and always for a counter bucket).
+	// none).
 	Oldest time.Time
 	// RetryAfterOne is the wait until a cost-1 call fits (0 if it fits now).
 	RetryAfterOne time.Duration
@@ -162,9 +145,7 @@ type BucketStatus struct {
 	MaxCost int64
 	// RetryAfterMax is the wait until a MaxCost call fits (0 if it fits now).
 	RetryAfterMax time.Duration
-	// UsedToday is the sum of units recorded since the last Pacific midnight
-	// (a counter bucket: those of its counters that began at or after it, a
-	// lower bound).
+	// UsedToday is the sum of units recorded since the last Pacific midnight.
 	UsedToday int64
 }
 
@@ -196,20 +177,19 @@ type Backend interface {
 	// every bucket records one entry with its units or none does. The caller
 	// has already checked that no charge exceeds its bucket's limit. Backend
 	// failures are returned wrapped in ErrUnavailable.
-	Reserve(ctx context.Context, credential string, charges []BucketCharge) (Decision, error)
+	Reserve(ctx context.Context, credential string, charges []bucketCharge) (Decision, error)
 	// Status reads the buckets without admitting, evicting or extending anything.
 	// maxCost gives, per bucket name, the largest configured cost.
 	Status(ctx context.Context, credential string, buckets []Bucket, maxCost map[string]int64) (Status, error)
 	// MarkExhausted denies every reservation for credential until until.
 	MarkExhausted(ctx context.Context, credential string, until time.Time) error
 	// Refund removes the entries of reservation r, an admitted Decision's
-	// Reservation for credential, from every bucket it charged, atomically:
-	// all of them or (on error) none. It is only for calls that provably
-	// never left the host (DESIGN.md §4 "Refund"). It is idempotent:
-	// entries already refunded, evicted or reset are skipped, and so is an
-	// entry that is no longer in its bucket's window (a refund after the
-	// window passed changes nothing). Backend failures wrap ErrUnavailable.
-	Refund(ctx context.Context, credential string, r Reservation) error
+	// Reservation for credential, when each is still the newest of its
+	// bucket, else none (they stay counted, the safe side). It is only for
+	// calls that provably never left the host (DESIGN.md §4 "Refund"), and
+	// idempotent; refunded reports whether the entries were removed.
+	// Backend failures wrap ErrUnavailable.
+	Refund(ctx context.Context, credential string, r Reservation) (refunded bool, err error)
 	// Reset removes every log entry and the exhaustion marker of
 	// credential; run leases are kept (they are not usage).
 	Reset(ctx context.Context, credential string) error
@@ -217,25 +197,26 @@ type Backend interface {
 	Close() error
 }
 
-// BucketCharge is a charge joined with its bucket definition, as passed to a Backend.
-type BucketCharge struct {
+// bucketCharge is a charge joined with its bucket definition, as passed to a Backend.
+type bucketCharge struct {
 	Bucket
 	// Units is the cost of the call in this bucket.
 	Units int64
 }
 
-// ErrUnavailable wraps every failure to reach or use the backend; call sites
-// apply their fail-open/fail-closed policy when errors.Is(err, ErrUnavailable).
+// ErrUnavailable wraps a failure to reach the backend or to get its answer
+// in time; call sites apply their fail-open/fail-closed policy when
+// errors.Is(err, ErrUnavailable). (Out of memory: ErrOutOfMemory; refused
+// permissions: *AccessError.)
 var ErrUnavailable = errors.New("quota backend unavailable")
 
-// ErrUnknownMethod is returned by Reserve for a method missing from the cost table.
-var ErrUnknownMethod = errors.New("method not in the quota cost table")
+// errUnknownMethod is returned by Reserve for a method missing from the cost table.
+var errUnknownMethod = errors.New("method not in the quota cost table")
 
 // CostError reports a charge larger than its bucket's limit: such a call can
 // never be admitted, so it is a configuration error, never a throttle.
 type CostError struct {
-	// Method is the API method of the cost table entry ("" when a Backend
-	// was handed such a charge directly).
+	// Method is the API method of the cost table entry.
 	Method string
 	// Bucket is the bucket whose limit the charge exceeds.
 	Bucket string
@@ -259,27 +240,37 @@ type Limiter struct {
 	maxCost map[string]int64
 }
 
-// New builds a Limiter. It returns an error when a bucket is invalid (its
-// name, limit, window, or algorithm and slots: see Bucket), when
+// SettingError is a bucket or cost New refuses. Setting names it within the
+// quota settings, e.g. "buckets[1].limit" or "costs.search.list.units".
+type SettingError struct {
+	Setting string
+	Value   any
+	Reason  string
+}
+
+// Error implements error: "quota: <setting> = <value>: <reason>".
+func (e *SettingError) Error() string {
+	return fmt.Sprintf("quota: %s = %v: %s", e.Setting, e.Value, e.Reason)
+}
+
+// New builds a Limiter: the one place buckets and costs are checked
+// (backends trust them). It returns a *SettingError when a bucket is
+// invalid (its name, limit or window: see Bucket), when
 // the cost table names an unknown bucket or a non-positive cost, or when a
 // cost exceeds its bucket's limit (a *CostError).
 func New(backend Backend, buckets []Bucket, costs Costs) (*Limiter, error) {
 	l := &Limiter{backend: backend, buckets: map[string]Bucket{}, costs: costs, maxCost: map[string]int64{}}
-	for _, b := range buckets {
-		if b.Name == "" {
-			return nil, errors.New("quota: bucket with empty name")
-		}
-		if b.Limit <= 0 {
-			return nil, fmt.Errorf("quota: bucket %q: limit %d must be > 0", b.Name, b.Limit)
-		}
-		if !b.Calendar && b.Window <= 0 {
-			return nil, fmt.Errorf("quota: bucket %q: window %s must be > 0", b.Name, b.Window)
-		}
-		if err := b.CheckAlgorithm(); err != nil {
-			return nil, err
-		}
-		if _, dup := l.buckets[b.Name]; dup {
-			return nil, fmt.Errorf("quota: bucket %q defined twice", b.Name)
+	for i, b := range buckets {
+		at := func(field string) string { return fmt.Sprintf("buckets[%d].%s", i, field) }
+		switch _, dup := l.buckets[b.Name]; {
+		case b.Name == "" || reservedBucketName(b.Name) || strings.ContainsAny(b.Name, "{}"):
+			return nil, &SettingError{Setting: at("name"), Value: fmt.Sprintf("%q", b.Name), Reason: "empty, or reserved by the limiter's keys"}
+		case dup:
+			return nil, &SettingError{Setting: at("name"), Value: b.Name, Reason: "defined twice"}
+		case b.Limit <= 0:
+			return nil, &SettingError{Setting: at("limit"), Value: b.Limit, Reason: "must be > 0 units"}
+		case !b.Calendar && b.Window < time.Microsecond:
+			return nil, &SettingError{Setting: at("window"), Value: b.Window, Reason: "must be at least 1µs (or set calendar: true)"}
 		}
 		l.buckets[b.Name] = b
 		l.order = append(l.order, b.Name)
@@ -293,16 +284,16 @@ func New(backend Backend, buckets []Bucket, costs Costs) (*Limiter, error) {
 		seen := map[string]bool{}
 		for _, c := range costs[m] {
 			b, ok := l.buckets[c.Bucket]
-			if !ok {
-				return nil, fmt.Errorf("quota: cost of %s names unknown bucket %q", m, c.Bucket)
-			}
-			if seen[c.Bucket] {
-				return nil, fmt.Errorf("quota: cost of %s charges bucket %q twice", m, c.Bucket)
+			at := "costs." + m + "." + c.Bucket
+			switch {
+			case !ok:
+				return nil, &SettingError{Setting: at, Value: c.Units, Reason: fmt.Sprintf("no bucket named %q", c.Bucket)}
+			case seen[c.Bucket]:
+				return nil, &SettingError{Setting: at, Value: c.Units, Reason: "charged twice"}
+			case c.Units <= 0:
+				return nil, &SettingError{Setting: at, Value: c.Units, Reason: "must be > 0 units"}
 			}
 			seen[c.Bucket] = true
-			if c.Units <= 0 {
-				return nil, fmt.Errorf("quota: cost of %s in bucket %q is %d; must be > 0", m, c.Bucket, c.Units)
-			}
 			if c.Units > b.Limit {
 				return nil, &CostError{Method: m, Bucket: c.Bucket, Units: c.Units, Limit: b.Limit}
 			}
@@ -326,17 +317,17 @@ func (l *Limiter) Buckets() []Bucket {
 	return out
 }
 
-// Charges returns the charges of one call of method, or ErrUnknownMethod.
+// Charges returns the charges of one call of method, or errUnknownMethod.
 func (l *Limiter) Charges(method string) ([]Charge, error) {
 	cs, ok := l.costs[method]
 	if !ok || len(cs) == 0 {
-		return nil, fmt.Errorf("%w: %q", ErrUnknownMethod, method)
+		return nil, fmt.Errorf("%w: %q", errUnknownMethod, method)
 	}
 	return cs, nil
 }
 
 // Reserve reserves one call of method for credential. It returns
-// ErrUnknownMethod for a method missing from the cost table, and an error
+// errUnknownMethod for a method missing from the cost table, and an error
 // wrapping ErrUnavailable when the backend cannot decide; a denial is not an
 // error (Decision.Allowed is false).
 func (l *Limiter) Reserve(ctx context.Context, credential, method string) (Decision, error) {
@@ -344,9 +335,9 @@ func (l *Limiter) Reserve(ctx context.Context, credential, method string) (Decis
 	if err != nil {
 		return Decision{}, err
 	}
-	charges := make([]BucketCharge, len(cs))
+	charges := make([]bucketCharge, len(cs))
 	for i, c := range cs {
-		charges[i] = BucketCharge{Bucket: l.buckets[c.Bucket], Units: c.Units}
+		charges[i] = bucketCharge{Bucket: l.buckets[c.Bucket], Units: c.Units}
 	}
 	return l.backend.Reserve(ctx, credential, charges)
 }
@@ -369,16 +360,17 @@ func (l *Limiter) Status(ctx context.Context, credential string) Status {
 }
 
 // Refund gives back the units of reservation r (Decision.Reservation of an
-// admitted Reserve for credential) in every bucket it charged, atomically.
+// admitted Reserve for credential) in every bucket it charged, when its
+// entries are still the newest there (else nothing: they stay counted).
 // Call it only when the call provably never left the host (DNS failure,
 // connection refused: nothing of the request was written); nothing else is
 // ever refunded, since Google counts every request it receives. The zero
-// Reservation refunds nothing and reaches no backend. Refunding twice, or
-// after the entry left its window, is a no-op. Backend failures wrap
-// ErrUnavailable.
-func (l *Limiter) Refund(ctx context.Context, credential string, r Reservation) error {
+// Reservation refunds nothing and reaches no backend; refunding twice is a
+// no-op. refunded reports whether the units were given back. Backend
+// failures wrap ErrUnavailable.
+func (l *Limiter) Refund(ctx context.Context, credential string, r Reservation) (refunded bool, err error) {
 	if r.IsZero() {
-		return nil
+		return false, nil
 	}
 	return l.backend.Refund(ctx, credential, r)
 }
@@ -410,11 +402,11 @@ func mustLoad(name string) *time.Location {
 	return loc
 }
 
-// PacificMidnight returns the start of the Google quota day containing t:
+// pacificMidnight returns the start of the Google quota day containing t:
 // the last midnight America/Los_Angeles at or before t. Days are 23 or 25
 // hours long at DST changes (source: YouTube Data API quota docs, "daily
 // quotas reset at midnight Pacific Time").
-func PacificMidnight(t time.Time) time.Time {
+func pacificMidnight(t time.Time) time.Time {
 	p := t.In(pacific)
 	return time.Date(p.Year(), p.Month(), p.Day(), 0, 0, 0, 0, pacific)
 }

@@ -70,9 +70,9 @@ func TestPacificMidnight(t *testing.T) {
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			start, end := PacificMidnight(tc.t), NextPacificMidnight(tc.t)
+			start, end := pacificMidnight(tc.t), NextPacificMidnight(tc.t)
 			if !start.Equal(tc.start) {
-				t.Errorf("PacificMidnight(%v) = %v, want %v", tc.t, start.UTC(), tc.start)
+				t.Errorf("pacificMidnight(%v) = %v, want %v", tc.t, start.UTC(), tc.start)
 			}
 			if !end.Equal(tc.end) {
 				t.Errorf("NextPacificMidnight(%v) = %v, want %v", tc.t, end.UTC(), tc.end)
@@ -83,8 +83,8 @@ func TestPacificMidnight(t *testing.T) {
 			if !NextPacificMidnight(start.Add(-time.Nanosecond)).Equal(start) {
 				t.Errorf("NextPacificMidnight just before %v is not it", start)
 			}
-			if !PacificMidnight(end.Add(-time.Nanosecond)).Equal(start) {
-				t.Errorf("PacificMidnight just before the next midnight is not %v", start)
+			if !pacificMidnight(end.Add(-time.Nanosecond)).Equal(start) {
+				t.Errorf("pacificMidnight just before the next midnight is not %v", start)
 			}
 		})
 	}
@@ -94,7 +94,7 @@ func TestPacificMidnight(t *testing.T) {
 type nopBackend struct{ t *testing.T }
 
 func (nopBackend) Name() string { return "nop" }
-func (b nopBackend) Reserve(context.Context, string, []BucketCharge) (Decision, error) {
+func (b nopBackend) Reserve(context.Context, string, []bucketCharge) (Decision, error) {
 	b.t.Fatal("backend reached")
 	return Decision{}, nil
 }
@@ -104,9 +104,9 @@ func (b nopBackend) Status(context.Context, string, []Bucket, map[string]int64) 
 }
 func (nopBackend) MarkExhausted(context.Context, string, time.Time) error { return nil }
 func (nopBackend) Reset(context.Context, string) error                    { return nil }
-func (b nopBackend) Refund(context.Context, string, Reservation) error {
+func (b nopBackend) Refund(context.Context, string, Reservation) (bool, error) {
 	b.t.Fatal("backend reached")
-	return nil
+	return false, nil
 }
 func (nopBackend) Close() error { return nil }
 
@@ -132,11 +132,12 @@ func TestNewValidation(t *testing.T) {
 		costs   Costs
 		want    string // substring of the error
 	}{
-		{"unknown bucket", defaultBuckets, Costs{"videos.list": {{Bucket: "unit", Units: 1}}}, `unknown bucket "unit"`},
-		{"zero limit", []Bucket{{Name: "units", Limit: 0, Window: hour}}, nil, "limit 0 must be > 0"},
-		{"negative limit", []Bucket{{Name: "units", Limit: -1, Window: hour}}, nil, "limit -1 must be > 0"},
-		{"zero window", []Bucket{{Name: "units", Limit: 1}}, nil, "window 0s must be > 0"},
-		{"empty name", []Bucket{{Limit: 1, Window: hour}}, nil, "empty name"},
+		{"unknown bucket", defaultBuckets, Costs{"videos.list": {{Bucket: "unit", Units: 1}}}, `costs.videos.list.unit = 1: no bucket named "unit"`},
+		{"zero limit", []Bucket{{Name: "units", Limit: 0, Window: hour}}, nil, "buckets[0].limit = 0: must be > 0"},
+		{"negative limit", []Bucket{{Name: "units", Limit: -1, Window: hour}}, nil, "buckets[0].limit = -1: must be > 0"},
+		{"zero window", []Bucket{{Name: "units", Limit: 1}}, nil, "buckets[0].window = 0s: must be at least 1µs"},
+		{"empty name", []Bucket{{Limit: 1, Window: hour}}, nil, `buckets[0].name = "": empty`},
+		{"reserved name", []Bucket{{Name: "state", Limit: 1, Window: hour}}, nil, "reserved"},
 		{"duplicate bucket", []Bucket{{Name: "u", Limit: 1, Window: hour}, {Name: "u", Limit: 2, Window: hour}}, nil, "defined twice"},
 		{"zero cost", defaultBuckets, Costs{"videos.list": {{Bucket: "units", Units: 0}}}, "must be > 0"},
 		{"bucket charged twice", defaultBuckets, Costs{"x": {{Bucket: "units", Units: 1}, {Bucket: "units", Units: 1}}}, "twice"},
@@ -187,8 +188,8 @@ func TestLimiter(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	if _, err := l.Reserve(ctx, "proj", "playlists.list"); !errors.Is(err, ErrUnknownMethod) {
-		t.Fatalf("Reserve(unknown method) = %v, want ErrUnknownMethod", err)
+	if _, err := l.Reserve(ctx, "proj", "playlists.list"); !errors.Is(err, errUnknownMethod) {
+		t.Fatalf("Reserve(unknown method) = %v, want errUnknownMethod", err)
 	}
 	d, err := l.Reserve(ctx, "proj", "search.list")
 	if err != nil || !d.Allowed {

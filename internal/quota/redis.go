@@ -21,44 +21,42 @@ import (
 // call site, so failures surface fast and the call site's fail-open/closed
 // policy applies (DESIGN.md §4 "Backend failure").
 const (
-	// DefaultRedisDialTimeout bounds establishing one connection.
-	DefaultRedisDialTimeout = 300 * time.Millisecond
-	// DefaultRedisIOTimeout bounds each socket read and write.
-	DefaultRedisIOTimeout = 300 * time.Millisecond
-	// DefaultRedisMaxRetries is the number of retries of a failed command
+	// defaultRedisDialTimeout bounds establishing one connection.
+	defaultRedisDialTimeout = 300 * time.Millisecond
+	// defaultRedisIOTimeout bounds each socket read and write.
+	defaultRedisIOTimeout = 300 * time.Millisecond
+	// defaultRedisMaxRetries is the number of retries of a failed command
 	// (go-redis semantics: 0 means its default of 3, -1 disables). It does
 	// not apply to the reserve and refund scripts: a command whose reply
 	// was lost may have run, and those must not run twice
 	// (redisOnceScript). A reserve whose reply is late is ErrUnavailable
 	// (the call site's policy decides) and counted once when it ran.
-	DefaultRedisMaxRetries = 1
+	defaultRedisMaxRetries = 1
 )
 
-// DefaultRedisKeyPrefix is the first component of every key the Redis
+// defaultRedisKeyPrefix is the first component of every key the Redis
 // backend writes: trendfetch:{<credential>}:<bucket>.
-const DefaultRedisKeyPrefix = "trendfetch"
+const defaultRedisKeyPrefix = "trendfetch"
 
-// StateKeySuffix is the key suffix of a credential's state hash
+// stateKeySuffix is the key suffix of a credential's state hash
 // (trendfetch:{<credential>}:state): the upstream exhaustion marker (field
 // "exhausted") and one cache field per bucket (redis_lua.go).
-const StateKeySuffix = "state"
+const stateKeySuffix = "state"
 
-// ReservedBucketName reports whether name cannot be a bucket's: "state" and
+// reservedBucketName reports whether name cannot be a bucket's: "state" and
 // "exhausted" (the state hash's key and marker field), "lease" and names
-// starting with "lease:" (run leases, lease.go), and names ending in
-// ":counter" (a counter bucket's hash, redis_counter.go).
-func ReservedBucketName(name string) bool {
-	return name == StateKeySuffix || name == "exhausted" || name == LeaseKeyInfix || strings.HasPrefix(name, LeaseKeyInfix+":") ||
-		strings.HasSuffix(name, ":"+CounterKeySuffix)
+// starting with "lease:" (run leases, lease.go).
+func reservedBucketName(name string) bool {
+	return name == stateKeySuffix || name == "exhausted" || name == leaseKeyInfix || strings.HasPrefix(name, leaseKeyInfix+":")
 }
 
-// RedisBackend is the shared quota Backend on Redis (standalone or Cluster):
+// redisBackend is the shared quota Backend on Redis (standalone or Cluster):
 // an exact weighted sliding-window log per bucket, decided by one Lua script
 // per reservation with the Redis server's TIME as the only clock. The
 // algorithm and key layout are documented in redis_lua.go; DESIGN.md §4 is
 // the contract. It is safe for concurrent use by many goroutines, processes
 // and hosts.
-type RedisBackend struct {
+type redisBackend struct {
 	client redis.UniversalClient
 	prefix string
 	// midnights returns the Pacific midnights (Unix µs, ascending) passed to
@@ -70,28 +68,24 @@ type RedisBackend struct {
 	// waitReplicas and waitTimeout: see WithRedisWaitReplicas.
 	waitReplicas int
 	waitTimeout  time.Duration
+	// user is the ACL user of client, for *AccessError.
+	user string
 }
 
-var _ Backend = (*RedisBackend)(nil)
+var _ Backend = (*redisBackend)(nil)
 
-// RedisOption configures NewRedis.
-type RedisOption func(*RedisBackend)
-
-// WithRedisKeyPrefix replaces the key prefix "trendfetch" (e.g. to share one
-// Redis between environments). The prefix must not contain '{' or '}'.
-func WithRedisKeyPrefix(prefix string) RedisOption {
-	return func(r *RedisBackend) { r.prefix = prefix }
-}
+// redisOption configures NewRedis.
+type redisOption func(*redisBackend)
 
 // DefaultRedisWaitTimeout is how long an admission waits for its replicas
 // when WithRedisWaitReplicas is given a timeout <= 0 (and the default of
 // quota.redis.wait_timeout).
 const DefaultRedisWaitTimeout = 100 * time.Millisecond
 
-// ErrNotReplicated is wrapped (together with ErrUnavailable) by Reserve's
+// errNotReplicated is wrapped (together with ErrUnavailable) by Reserve's
 // error when an admission was recorded on the master but WAIT did not
 // confirm it on enough replicas in time (WithRedisWaitReplicas).
-var ErrNotReplicated = errors.New("admission not confirmed by enough replicas")
+var errNotReplicated = errors.New("admission not confirmed by enough replicas")
 
 // WithRedisWaitReplicas makes every admission count only once n replicas
 // have it. Redis replication is asynchronous: a master that fails right
@@ -101,15 +95,15 @@ var ErrNotReplicated = errors.New("admission not confirmed by enough replicas")
 // the replicas that acknowledged that connection's writes); when fewer than
 // n confirm within timeout (<= 0 means DefaultRedisWaitTimeout), Reserve
 // returns no decision and an error wrapping ErrUnavailable and
-// ErrNotReplicated, so the call site's fail-open/fail-closed policy
+// errNotReplicated, so the call site's fail-open/fail-closed policy
 // applies. The entry stays recorded on the master: counting a call that is
 // not made is the safe side. Denials never wait. An admission then takes a
 // second round trip plus the replicas' acknowledgement. n = 0 (the default)
 // disables the check. WAIT makes lost admissions unlikely, not impossible:
 // Redis may still promote a replica that did not acknowledge (see the
 // README, "Redis persistence and replication").
-func WithRedisWaitReplicas(n int, timeout time.Duration) RedisOption {
-	return func(r *RedisBackend) {
+func WithRedisWaitReplicas(n int, timeout time.Duration) redisOption {
+	return func(r *redisBackend) {
 		r.waitReplicas, r.waitTimeout = max(n, 0), cmp.Or(max(timeout, 0), DefaultRedisWaitTimeout)
 	}
 }
@@ -118,8 +112,8 @@ func WithRedisWaitReplicas(n int, timeout time.Duration) RedisOption {
 // (Close closes it). Build the client with RedisClientFromURL to get short
 // timeouts; any redis.UniversalClient (Client, ClusterClient, FailoverClient)
 // works, a Ring does not (the credential's keys must live on one node).
-func NewRedis(client redis.UniversalClient, opts ...RedisOption) *RedisBackend {
-	r := &RedisBackend{client: client, prefix: DefaultRedisKeyPrefix, midnights: redisMidnightTable}
+func NewRedis(client redis.UniversalClient, opts ...redisOption) *redisBackend {
+	r := &redisBackend{client: client, prefix: defaultRedisKeyPrefix, midnights: redisMidnightTable, user: redisUser(client)}
 	for _, o := range opts {
 		o(r)
 	}
@@ -127,64 +121,45 @@ func NewRedis(client redis.UniversalClient, opts ...RedisOption) *RedisBackend {
 }
 
 // Name returns "redis".
-func (r *RedisBackend) Name() string { return "redis" }
+func (r *redisBackend) Name() string { return "redis" }
 
 // Client returns the underlying go-redis client (for health checks and tests).
-func (r *RedisBackend) Client() redis.UniversalClient { return r.client }
+func (r *redisBackend) Client() redis.UniversalClient { return r.client }
 
 // Close closes the Redis client.
-func (r *RedisBackend) Close() error { return r.client.Close() }
+func (r *redisBackend) Close() error { return r.client.Close() }
 
 // --- keys: every key of the Redis backend is built here ---------------------
 
 // credTag is the key component shared by every key of a credential:
 // "<prefix>:{<credential>}". The braces make <credential> the Redis Cluster
 // hash tag, so a multi-bucket script touches a single slot (no CROSSSLOT).
-func (r *RedisBackend) credTag(credential string) string {
+func (r *redisBackend) credTag(credential string) string {
 	return r.prefix + ":{" + credential + "}"
 }
 
 // bucketKey is the sorted-set log of one bucket: trendfetch:{<credential>}:<bucket>.
-func (r *RedisBackend) bucketKey(credential, bucket string) string {
+func (r *redisBackend) bucketKey(credential, bucket string) string {
 	return r.credTag(credential) + ":" + bucket
 }
 
 // stateKey is the credential's state hash: trendfetch:{<credential>}:state.
-func (r *RedisBackend) stateKey(credential string) string {
-	return r.credTag(credential) + ":" + StateKeySuffix
+func (r *redisBackend) stateKey(credential string) string {
+	return r.credTag(credential) + ":" + stateKeySuffix
 }
 
-// CounterKeySuffix ends the key of a counter bucket's hash:
-// trendfetch:{<credential>}:<bucket>:counter. ReservedBucketName refuses
-// bucket names ending in ":counter", which could collide with it.
-const CounterKeySuffix = "counter"
-
-// counterKey is the hash of a counter bucket: trendfetch:{<credential>}:<bucket>:counter.
-func (r *RedisBackend) counterKey(credential, bucket string) string {
-	return r.bucketKey(credential, bucket) + ":" + CounterKeySuffix
-}
-
-// scriptBucketKey is the key of bucket b in the scripts' KEYS: its log or,
-// for a counter bucket, its counters.
-func (r *RedisBackend) scriptBucketKey(credential string, b Bucket) string {
-	if b.IsCounter() {
-		return r.counterKey(credential, b.Name)
-	}
-	return r.bucketKey(credential, b.Name)
-}
-
-// LeaseKeyInfix separates the credential tag from the region in lease keys:
+// leaseKeyInfix separates the credential tag from the region in lease keys:
 // trendfetch:{<credential>}:lease:<region>. No bucket may be named
 // "lease:<region>".
-const LeaseKeyInfix = "lease"
+const leaseKeyInfix = "lease"
 
 // leaseKey is the run lease of (credential, region): trendfetch:{<credential>}:lease:<region>.
-func (r *RedisBackend) leaseKey(credential, region string) string {
-	return r.credTag(credential) + ":" + LeaseKeyInfix + ":" + region
+func (r *redisBackend) leaseKey(credential, region string) string {
+	return r.credTag(credential) + ":" + leaseKeyInfix + ":" + region
 }
 
-// leaseKeyOf returns the key of a lease name built by LeaseName.
-func (r *RedisBackend) leaseKeyOf(name string) (key, credential string, err error) {
+// leaseKeyOf returns the key of a lease name built by leaseName.
+func (r *redisBackend) leaseKeyOf(name string) (key, credential string, err error) {
 	credential, region, err := splitLeaseName(name)
 	if err != nil {
 		return "", "", err
@@ -196,7 +171,7 @@ func (r *RedisBackend) leaseKeyOf(name string) (key, credential string, err erro
 }
 
 // credPattern matches every key of credential for SCAN (glob chars escaped).
-func (r *RedisBackend) credPattern(credential string) string {
+func (r *redisBackend) credPattern(credential string) string {
 	return redisGlobEscape(r.credTag(credential)) + ":*"
 }
 
@@ -224,9 +199,84 @@ func redisCheckCredential(credential string) error {
 	return nil
 }
 
-// redisUnavailable wraps a Redis failure in ErrUnavailable, keeping the cause.
-func redisUnavailable(op, credential string, err error) error {
+// fail classifies a Redis failure of op for credential (DESIGN.md §4,
+// "Backend errors are not all unreachable"):
+//   - NOPERM, NOAUTH, WRONGPASS: an *AccessError, a configuration error;
+//   - OOM (maxmemory reached under noeviction): wraps ErrOutOfMemory, so
+//     every call site fails closed;
+//   - a connection that cannot be made or answered in time, and the replies
+//     of a server that is failing over or loading (redisDidNotRun): wraps
+//     ErrUnavailable, where the call site's fail-open/closed policy applies;
+//   - any other reply of the server: a plain error (the call stops).
+func (r *redisBackend) fail(op, credential string, err error) error {
+	var reply redis.Error
+	isReply := errors.As(err, &reply)
+	msg := err.Error()
+	switch {
+	case isReply && (redis.HasErrorPrefix(err, "NOPERM") || redis.HasErrorPrefix(err, "NOAUTH") || redis.HasErrorPrefix(err, "WRONGPASS")):
+		return &AccessError{User: r.user, Command: redisQuoted(msg), Reply: msg}
+	case isReply && strings.Contains(msg, "OOM command not allowed"):
+		return fmt.Errorf("%w: redis %s for credential %q: %w", ErrOutOfMemory, op, credential, err)
+	case isReply && !redisDidNotRun(err) && !redis.HasErrorPrefix(err, "BUSY"):
+		return fmt.Errorf("quota: redis %s for credential %q: %w", op, credential, err)
+	}
 	return fmt.Errorf("%w: redis %s for credential %q: %w", ErrUnavailable, op, credential, err)
+}
+
+// redisQuoted returns the command a NOPERM reply names ("... to run the
+// 'evalsha' command"), or "".
+func redisQuoted(msg string) string {
+	_, after, ok := strings.Cut(msg, "'")
+	if !ok {
+		return ""
+	}
+	cmd, _, ok := strings.Cut(after, "'")
+	if !ok {
+		return ""
+	}
+	return cmd
+}
+
+// ErrOutOfMemory is wrapped by the error of a backend that refused to
+// record anything because it is out of memory (Redis "OOM command not
+// allowed" under maxmemory with the noeviction policy). Call sites fail
+// closed on it whatever their policy: sending unmetered calls until
+// someone frees memory would spend the quota blind.
+var ErrOutOfMemory = errors.New("quota backend out of memory")
+
+// AccessError reports that Redis refused trendfetch's user (NOPERM, NOAUTH,
+// WRONGPASS): a configuration error (exit 2), never a reason to send calls
+// unmetered. It names the user and the refused command, never the password.
+type AccessError struct {
+	// User is the Redis ACL user ("default" when the URL names none).
+	User string
+	// Command is the refused command, lower case, when Redis named one.
+	Command string
+	// Reply is Redis's error reply.
+	Reply string
+}
+
+// Error implements error: one line naming the user and what to grant.
+func (e *AccessError) Error() string {
+	switch {
+	case strings.HasPrefix(e.Reply, "NOPERM") && e.Command != "":
+		return fmt.Sprintf("quota.redis: Redis user %q may not run %s (%s): grant it with ACL SETUSER %s +%s", e.User, strings.ToUpper(e.Command), e.Reply, e.User, e.Command)
+	case strings.HasPrefix(e.Reply, "NOPERM"):
+		return fmt.Sprintf("quota.redis: Redis user %q may not use trendfetch's keys (%s): grant it with ACL SETUSER %s ~%s:*", e.User, e.Reply, e.User, defaultRedisKeyPrefix)
+	}
+	return fmt.Sprintf("quota.redis: Redis refused user %q (%s): check the users and passwords of quota.redis (url, sentinel)", e.User, e.Reply)
+}
+
+// redisUser is the ACL user client authenticates as ("default" when none).
+func redisUser(client redis.UniversalClient) string {
+	var u string
+	switch c := client.(type) {
+	case *redis.Client:
+		u = c.Options().Username
+	case *redis.ClusterClient:
+		u = c.Options().Username
+	}
+	return cmp.Or(u, "default")
 }
 
 // --- decisions: the scripts and the methods that run them are in
@@ -235,7 +285,7 @@ func redisUnavailable(op, credential string, err error) error {
 // waitConn takes one connection to the master holding credential's keys,
 // for a reserve script followed by WAIT. On Cluster that is the master of
 // the credential's slot (a MOVED during resharding fails the reservation).
-func (r *RedisBackend) waitConn(ctx context.Context, credential string) (*redis.Conn, error) {
+func (r *redisBackend) waitConn(ctx context.Context, credential string) (*redis.Conn, error) {
 	switch c := r.client.(type) {
 	case *redis.Client:
 		return c.Conn(), nil
@@ -250,15 +300,15 @@ func (r *RedisBackend) waitConn(ctx context.Context, credential string) (*redis.
 }
 
 // waitReplicated runs WAIT on conn, which has just admitted a call, and
-// returns an error wrapping ErrUnavailable and ErrNotReplicated unless at
+// returns an error wrapping ErrUnavailable and errNotReplicated unless at
 // least r.waitReplicas replicas acknowledged it (WithRedisWaitReplicas).
-func (r *RedisBackend) waitReplicated(ctx context.Context, conn *redis.Conn, credential string) error {
+func (r *redisBackend) waitReplicated(ctx context.Context, conn *redis.Conn, credential string) error {
 	got, err := conn.Wait(ctx, r.waitReplicas, r.waitTimeout).Result()
 	if err != nil {
-		return redisUnavailable("reserve", credential, fmt.Errorf("admitted, but WAIT failed (the entry stays): %w", err))
+		return r.fail("reserve", credential, fmt.Errorf("admitted, but WAIT failed (the entry stays): %w", err))
 	}
 	if got < int64(r.waitReplicas) {
-		return redisUnavailable("reserve", credential, fmt.Errorf("%w: admitted, but WAIT confirmed %d of %d replicas within %s (the entry stays)", ErrNotReplicated, got, r.waitReplicas, r.waitTimeout))
+		return r.fail("reserve", credential, fmt.Errorf("%w: admitted, but WAIT confirmed %d of %d replicas within %s (the entry stays)", errNotReplicated, got, r.waitReplicas, r.waitTimeout))
 	}
 	return nil
 }
@@ -267,7 +317,7 @@ func (r *RedisBackend) waitReplicated(ctx context.Context, conn *redis.Conn, cre
 // exhaustion marker — found with SCAN over the credential's hash-tag
 // pattern on the node that owns its slot; its run leases (lease_redis.go)
 // are kept. Redis failures wrap ErrUnavailable.
-func (r *RedisBackend) Reset(ctx context.Context, credential string) error {
+func (r *redisBackend) Reset(ctx context.Context, credential string) error {
 	if err := redisCheckCredential(credential); err != nil {
 		return err
 	}
@@ -275,7 +325,7 @@ func (r *RedisBackend) Reset(ctx context.Context, credential string) error {
 	if cc, ok := r.client.(*redis.ClusterClient); ok {
 		n, err := cc.MasterForKey(ctx, r.stateKey(credential))
 		if err != nil {
-			return redisUnavailable("reset", credential, err)
+			return r.fail("reset", credential, err)
 		}
 		node = n
 	}
@@ -283,7 +333,7 @@ func (r *RedisBackend) Reset(ctx context.Context, credential string) error {
 	for {
 		keys, next, err := node.Scan(ctx, cursor, r.credPattern(credential), 1000).Result()
 		if err != nil {
-			return redisUnavailable("reset", credential, err)
+			return r.fail("reset", credential, err)
 		}
 		// Run leases are not usage: a running job keeps its region.
 		keys = slices.DeleteFunc(keys, func(k string) bool {
@@ -291,7 +341,7 @@ func (r *RedisBackend) Reset(ctx context.Context, credential string) error {
 		})
 		if len(keys) > 0 {
 			if err := node.Del(ctx, keys...).Err(); err != nil {
-				return redisUnavailable("reset", credential, err)
+				return r.fail("reset", credential, err)
 			}
 		}
 		if next == 0 {
@@ -299,28 +349,6 @@ func (r *RedisBackend) Reset(ctx context.Context, credential string) error {
 		}
 		cursor = next
 	}
-}
-
-// redisCheckBucket rejects bucket i of a call, b, when the Redis key layout
-// cannot hold it (a reserved name, ReservedBucketName), its limit, window
-// or algorithm settings are invalid (Bucket.CheckAlgorithm), or an earlier
-// bucket of the call has its name (name(j), j < i).
-func redisCheckBucket(b Bucket, i int, name func(j int) string) error {
-	if b.Name == "" || ReservedBucketName(b.Name) {
-		return fmt.Errorf("quota: bucket name %q is empty or reserved by the Redis key layout", b.Name)
-	}
-	if b.Limit <= 0 {
-		return fmt.Errorf("quota: bucket %q: limit %d must be > 0", b.Name, b.Limit)
-	}
-	if !b.Calendar && b.Window < time.Microsecond {
-		return fmt.Errorf("quota: bucket %q: window %s must be >= 1µs", b.Name, b.Window)
-	}
-	for j := range i {
-		if name(j) == b.Name {
-			return fmt.Errorf("quota: bucket %q appears twice", b.Name)
-		}
-	}
-	return b.CheckAlgorithm()
 }
 
 // --- connection --------------------------------------------------------------
@@ -362,30 +390,23 @@ func WithRedisSentinelAuth(username, password string) RedisClientOption {
 	return func(c *redisClientConfig) { c.sentinelUser, c.sentinelPassword = username, password }
 }
 
-// WithRedisTLSConfig sets the TLS configuration (e.g. RootCAs of a private
+// withRedisTLSConfig sets the TLS configuration (e.g. RootCAs of a private
 // CA, client certificates). It enables TLS even for a redis:// URL; with a
 // rediss:// URL and no ServerName, the URL's host is used as ServerName.
-func WithRedisTLSConfig(cfg *tls.Config) RedisClientOption {
+func withRedisTLSConfig(cfg *tls.Config) RedisClientOption {
 	return func(c *redisClientConfig) { c.tls = cfg }
 }
 
-// WithRedisDialTimeout sets the connection timeout (default DefaultRedisDialTimeout).
+// withRedisDialTimeout sets the connection timeout (default defaultRedisDialTimeout).
 // A dial_timeout query parameter in the URL wins.
-func WithRedisDialTimeout(d time.Duration) RedisClientOption {
+func withRedisDialTimeout(d time.Duration) RedisClientOption {
 	return func(c *redisClientConfig) { c.dial = d }
 }
 
 // WithRedisIOTimeout sets the read and write timeouts (default
-// DefaultRedisIOTimeout). read_timeout/write_timeout URL parameters win.
+// defaultRedisIOTimeout). read_timeout/write_timeout URL parameters win.
 func WithRedisIOTimeout(d time.Duration) RedisClientOption {
 	return func(c *redisClientConfig) { c.io = d }
-}
-
-// WithRedisMaxRetries sets how often a failed command is retried (default
-// DefaultRedisMaxRetries; -1 disables). Reserve and Refund are never
-// retried after their command may have run (redisOnceScript).
-func WithRedisMaxRetries(n int) RedisClientOption {
-	return func(c *redisClientConfig) { c.maxRetries = n }
 }
 
 // RedisClientFromURL builds a go-redis client with short timeouts. It is
@@ -403,10 +424,10 @@ func WithRedisMaxRetries(n int) RedisClientOption {
 // Sentinel and Cluster together, or Sentinel with a unix:// URL, are errors.
 //
 // Every variant gets the same dial, read/write, pool and retry settings.
-// Errors never contain the password: URLs are redacted (RedactRedisURL).
+// Errors never contain the password: URLs are redacted (redactRedisURL).
 // No connection is made here; the first command dials.
 func RedisClientFromURL(rawURL string, clusterAddrs []string, opts ...RedisClientOption) (redis.UniversalClient, error) {
-	cfg := redisClientConfig{dial: DefaultRedisDialTimeout, io: DefaultRedisIOTimeout, maxRetries: DefaultRedisMaxRetries}
+	cfg := redisClientConfig{dial: defaultRedisDialTimeout, io: defaultRedisIOTimeout, maxRetries: defaultRedisMaxRetries}
 	for _, o := range opts {
 		o(&cfg)
 	}
@@ -426,10 +447,10 @@ func RedisClientFromURL(rawURL string, clusterAddrs []string, opts ...RedisClien
 		var err error
 		o, err = redis.ParseURL(rawURL)
 		if err != nil {
-			return nil, fmt.Errorf("quota: invalid Redis URL %s: %s", RedactRedisURL(rawURL), redisScrubSecret(err.Error(), rawURL))
+			return nil, fmt.Errorf("quota: invalid Redis URL %s: %s", redactRedisURL(rawURL), redisScrubSecret(err.Error(), rawURL))
 		}
 		if sentinel && o.Network == "unix" {
-			return nil, fmt.Errorf("quota: Redis URL %s is a unix socket, but with Sentinel the master's address comes from the Sentinels: use redis:// or rediss://", RedactRedisURL(rawURL))
+			return nil, fmt.Errorf("quota: Redis URL %s is a unix socket, but with Sentinel the master's address comes from the Sentinels: use redis:// or rediss://", redactRedisURL(rawURL))
 		}
 	} else if len(clusterAddrs) == 0 && !sentinel {
 		return nil, errors.New("quota: no Redis URL, no Redis Cluster and no Sentinel addresses")
@@ -476,7 +497,7 @@ func RedisClientFromURL(rawURL string, clusterAddrs []string, opts ...RedisClien
 	switch {
 	case len(clusterAddrs) > 0:
 		if o.DB != 0 {
-			return nil, fmt.Errorf("quota: Redis URL %s selects db %d, but Redis Cluster has only db 0", RedactRedisURL(rawURL), o.DB)
+			return nil, fmt.Errorf("quota: Redis URL %s selects db %d, but Redis Cluster has only db 0", redactRedisURL(rawURL), o.DB)
 		}
 		u.Addrs, u.MaxRedirects = clusterAddrs, 3
 		return redis.NewClusterClient(u.Cluster()), nil
@@ -498,9 +519,9 @@ func RedisClientFromURL(rawURL string, clusterAddrs []string, opts ...RedisClien
 
 var redisUserinfoRE = regexp.MustCompile(`(//[^/@]*?:)[^/@]*@`)
 
-// RedactRedisURL returns rawURL with its password replaced by "xxxxx", for
+// redactRedisURL returns rawURL with its password replaced by "xxxxx", for
 // logs and errors; an unparsable URL has its userinfo password masked too.
-func RedactRedisURL(rawURL string) string {
+func redactRedisURL(rawURL string) string {
 	if u, err := url.Parse(rawURL); err == nil {
 		return u.Redacted()
 	}
@@ -509,7 +530,7 @@ func RedactRedisURL(rawURL string) string {
 
 // redisScrubSecret removes the password of rawURL (and the raw URL itself) from msg.
 func redisScrubSecret(msg, rawURL string) string {
-	msg = strings.ReplaceAll(msg, rawURL, RedactRedisURL(rawURL))
+	msg = strings.ReplaceAll(msg, rawURL, redactRedisURL(rawURL))
 	if m := redisUserinfoRE.FindStringSubmatchIndex(rawURL); m != nil {
 		pw := rawURL[m[3] : m[1]-1]
 		if pw != "" {

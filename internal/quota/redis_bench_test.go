@@ -81,7 +81,7 @@ func BenchmarkRedis(b *testing.B) {
 		b.ReportMetric(float64(floors[b.N/2])/float64(decisions[b.N/2]), "x_floor_p50")
 		return decisionNs
 	}
-	reserve := func(b *testing.B, cred string, cs []BucketCharge, allowed bool) func() {
+	reserve := func(b *testing.B, cred string, cs []bucketCharge, allowed bool) func() {
 		return func() {
 			d, err := rb.Reserve(ctx, cred, cs)
 			if err != nil || d.Allowed != allowed {
@@ -150,11 +150,10 @@ for j = 1, 9000 do
 end
 collectgarbage('collect')
 return redis.call('ZCARD', KEYS[1])`)
-		// Refill every 100 decisions (each evicts only redisEvictBatch
-		// entries, so more than 8,000 expired ones are always there).
+		// Refill before every decision (each evicts every expired entry).
 		i := 0
 		setup := func() {
-			if i%100 == 0 {
+			if true {
 				b.StopTimer()
 				defer b.StartTimer()
 				if n, err := fill.Run(ctx, c, []string{key, rb.stateKey(cred)}, time.Now().Add(-time.Second).UnixMicro()).Int64(); err != nil || n != 9000 {
@@ -171,8 +170,8 @@ return redis.call('ZCARD', KEYS[1])`)
 				b.Fatalf("Reserve: %+v, %v", d, err)
 			}
 		})
-		if n, want := c.ZCard(ctx, key).Val(), int64(9000-(redisEvictBatch-1)*((b.N-1)%100+1)); n != want {
-			b.Fatalf("ZCARD = %d, want %d (bounded eviction)", n, want)
+		if n := c.ZCard(ctx, key).Val(); n != 1 {
+			b.Fatalf("ZCARD = %d, want 1 (every expired entry evicted)", n)
 		}
 		if cost1Ns > 0 {
 			b.ReportMetric(ns/cost1Ns, "x_cost1")

@@ -27,7 +27,7 @@ const sentinelPassword = "sentinel-test-pw"
 // newSentinelBackend builds the backend as cmd/trendfetch does for
 // quota.redis.sentinel: the URL gives password and db 2, and its host
 // (which does not exist) is ignored.
-func newSentinelBackend(t *testing.T, g *redistest.Sentinel, opts ...RedisOption) *RedisBackend {
+func newSentinelBackend(t *testing.T, g *redistest.Sentinel, opts ...redisOption) *redisBackend {
 	t.Helper()
 	c, err := RedisClientFromURL("redis://:"+sentinelPassword+"@ignored.invalid:1/2", nil, WithRedisSentinel(g.Name, g.Addrs()))
 	if err != nil {
@@ -52,7 +52,7 @@ type outcome struct {
 // on the test goroutine (to kill, freeze or restart servers). A denial
 // before killed() reports true fails the test: the limit is reached only
 // after the failover.
-func reserveUntil(t *testing.T, b *RedisBackend, cred string, bucket Bucket, killed func() bool, timeout time.Duration, after func([]outcome)) []outcome {
+func reserveUntil(t *testing.T, b *redisBackend, cred string, bucket Bucket, killed func() bool, timeout time.Duration, after func([]outcome)) []outcome {
 	t.Helper()
 	var out []outcome
 	deadline := time.Now().Add(timeout)
@@ -195,7 +195,7 @@ func TestRedisSentinelFailover(t *testing.T) {
 // Sentinels; 10 admissions; then the replica is cut off (frozen and its link
 // killed with CLIENT KILL TYPE replica), so every further admission is
 // recorded on the master but WAIT confirms it on no replica: Reserve returns
-// ErrUnavailable/ErrNotReplicated (the call site's policy applies) and the
+// ErrUnavailable/errNotReplicated (the call site's policy applies) and the
 // entry stays. The master is killed in the middle of these reservations,
 // the replica thawed and promoted, and the old master restarted empty as
 // the new master's replica. Every admission made before the kill is on the
@@ -264,8 +264,8 @@ func TestRedisSentinelWaitReplicasNothingLost(t *testing.T) {
 			}
 		}
 		if o.err != nil && !cutAt.IsZero() && o.at.After(cutAt) && o.at.Before(killedAt) {
-			if !errors.Is(o.err, ErrNotReplicated) {
-				t.Errorf("reservation with the replica cut off: %v, want ErrNotReplicated", o.err)
+			if !errors.Is(o.err, errNotReplicated) {
+				t.Errorf("reservation with the replica cut off: %v, want errNotReplicated", o.err)
 			}
 			notReplicated++
 		}
@@ -292,7 +292,7 @@ func TestRedisSentinelWaitReplicasNothingLost(t *testing.T) {
 // wait_replicas 1 an admission is confirmed by the replica. With the replica
 // frozen (still connected, acknowledging nothing: WAIT on any connection
 // but the one that wrote would count it) and then stopped, Reserve returns
-// ErrUnavailable and ErrNotReplicated after about wait_timeout, and the
+// ErrUnavailable and errNotReplicated after about wait_timeout, and the
 // entry stays on the master. A denial never waits. wait_replicas 2 with one
 // replica never admits.
 func TestRedisWaitReplicas(t *testing.T) {
@@ -313,8 +313,8 @@ func TestRedisWaitReplicas(t *testing.T) {
 
 	// wait_replicas 2 with one replica: recorded, not confirmed.
 	two := NewRedis(b.client, WithRedisWaitReplicas(2, waitTimeout))
-	if _, err := two.Reserve(testCtx(t), cred, charge(units, 1)); !errors.Is(err, ErrUnavailable) || !errors.Is(err, ErrNotReplicated) {
-		t.Fatalf("wait_replicas 2 with one replica: %v, want ErrUnavailable and ErrNotReplicated", err)
+	if _, err := two.Reserve(testCtx(t), cred, charge(units, 1)); !errors.Is(err, ErrUnavailable) || !errors.Is(err, errNotReplicated) {
+		t.Fatalf("wait_replicas 2 with one replica: %v, want ErrUnavailable and errNotReplicated", err)
 	}
 
 	unconfirmed := func(state string) {
@@ -322,8 +322,8 @@ func TestRedisWaitReplicas(t *testing.T) {
 		start := time.Now()
 		d, err := b.Reserve(testCtx(t), cred, charge(units, 1))
 		took := time.Since(start)
-		if !errors.Is(err, ErrUnavailable) || !errors.Is(err, ErrNotReplicated) || d.Allowed {
-			t.Fatalf("replica %s: %+v, %v; want no admission and ErrUnavailable + ErrNotReplicated", state, d, err)
+		if !errors.Is(err, ErrUnavailable) || !errors.Is(err, errNotReplicated) || d.Allowed {
+			t.Fatalf("replica %s: %+v, %v; want no admission and ErrUnavailable + errNotReplicated", state, d, err)
 		}
 		if took < waitTimeout || took > waitTimeout+2*time.Second {
 			t.Errorf("replica %s: unconfirmed admission took %s, want about wait_timeout %s", state, took, waitTimeout)
@@ -406,8 +406,8 @@ func TestRedisClusterWaitReplicas(t *testing.T) {
 		t.Fatalf("replica holds %d entries of %s (%v), want 3", n, onIt, err)
 	}
 	_, err := w.Reserve(ctx, elsewhere, charge(units, 1))
-	if !errors.Is(err, ErrUnavailable) || !errors.Is(err, ErrNotReplicated) {
-		t.Fatalf("credential on a master without replica: %v, want ErrUnavailable and ErrNotReplicated", err)
+	if !errors.Is(err, ErrUnavailable) || !errors.Is(err, errNotReplicated) {
+		t.Fatalf("credential on a master without replica: %v, want ErrUnavailable and errNotReplicated", err)
 	}
 	t.Cleanup(func() { _ = b.Reset(context.Background(), onIt); _ = b.Reset(context.Background(), elsewhere) })
 }
@@ -478,7 +478,7 @@ func TestRedisSentinelAuth(t *testing.T) {
 	units := Bucket{Name: "units", Limit: 10, Window: time.Hour}
 	reserve := func(opts ...RedisClientOption) (Decision, error) {
 		c, err := RedisClientFromURL("redis://:"+sentinelPassword+"@ignored.invalid:1/2", nil,
-			append([]RedisClientOption{WithRedisSentinel(g.Name, g.Addrs()), WithRedisDialTimeout(time.Second)}, opts...)...)
+			append([]RedisClientOption{WithRedisSentinel(g.Name, g.Addrs()), withRedisDialTimeout(time.Second)}, opts...)...)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -495,8 +495,9 @@ func TestRedisSentinelAuth(t *testing.T) {
 		{"the master's password", []RedisClientOption{WithRedisSentinelAuth("", sentinelPassword)}},
 	} {
 		d, err := reserve(tc.opts...)
-		if !errors.Is(err, ErrUnavailable) || d.Allowed {
-			t.Fatalf("%s: %+v %v, want ErrUnavailable", tc.name, d, err)
+		var access *AccessError
+		if !errors.As(err, &access) || d.Allowed {
+			t.Fatalf("%s: %+v %v, want an *AccessError (a configuration error)", tc.name, d, err)
 		}
 		if strings.Contains(err.Error(), sentinelPW) || strings.Contains(err.Error(), sentinelPassword) {
 			t.Fatalf("%s: the error quotes a password: %v", tc.name, err)
@@ -531,7 +532,7 @@ func BenchmarkRedisWaitReplicas(b *testing.B) {
 	p0, p1 := make([]time.Duration, 0, b.N), make([]time.Duration, 0, b.N)
 	for i := 0; i < b.N; i++ {
 		for _, tc := range []struct {
-			b   *RedisBackend
+			b   *redisBackend
 			out *[]time.Duration
 		}{{plain, &p0}, {waiting, &p1}} {
 			start := time.Now()

@@ -16,38 +16,25 @@ import (
 	_ "modernc.org/sqlite" // registers the pure-Go "sqlite" database/sql driver
 )
 
-// SQLiteBackend is the embedded Backend: the sliding-window logs of every
-// credential live in one SQLite database file on the local host (the quota
-// DB, separate from the video store), so single-host cron works with zero
-// setup (DESIGN.md §4 "Embedded backend").
-//
-// Each decision is one BEGIN IMMEDIATE transaction, so decisions of every
-// process and goroutine using the same file are serialized and exact. The
-// clock is the local clock at microsecond precision, read after the write
-// lock is taken; while it reads more than ClockStepTolerance earlier than a
-// charged bucket's newest entry, nothing is admitted into that bucket
-// (doc.go, "Clock steps"). It is safe for concurrent use.
-//
-// Storage: table quota_log holds one row per admitted call per bucket with
-// its cost, plus running totals (cum: units, seq: entries) per
-// (credential, bucket), so Used, Entries and Retry-After are index lookups,
-// O(log n) whatever the number of entries in the window. A denial rolls its
-// transaction back: it writes nothing, not even the eviction of expired
-// entries. Admissions evict entries that are both out of the window and from
-// before the last Pacific midnight (entries of the current Pacific day are
-// kept so that UsedToday stays exact for short sliding windows).
-type SQLiteBackend struct {
-	db    *sql.DB
-	path  string
-	clock func() time.Time
+// sqliteBackend is the embedded Backend (DESIGN.md §4 "Embedded backend"):
+// every credential's logs in one SQLite file on the local host, one BEGIN
+// IMMEDIATE transaction per decision (exact across processes), the local
+// clock read under the write lock (docs/quota.md, "Clock steps"), decide's
+// arithmetic. Used, Entries and Retry-After are index lookups on running
+// totals, O(log n). It is safe for concurrent use.
+type sqliteBackend struct {
+	db       *sql.DB
+	path     string
+	clock    func() time.Time
+	readOnly bool
 
 	// stmts holds the statements below, prepared once at open; tx.StmtContext
 	// binds them to a transaction's connection.
 	stmts map[string]*sql.Stmt
 }
 
-// SQLiteOption configures NewSQLite.
-type SQLiteOption func(*sqliteOptions)
+// sqliteOption configures NewSQLite.
+type sqliteOption func(*sqliteOptions)
 
 type sqliteOptions struct {
 	clock       func() time.Time
@@ -56,66 +43,31 @@ type sqliteOptions struct {
 }
 
 // WithSQLiteReadOnly opens an existing quota database for reading only
-// (quota status): nothing is created (no directory, file or schema) and no
-// connection can write; on read-only media, where a WAL database's -shm file
-// cannot be created, the file is opened as immutable. Reserve and the other
-// writes then fail with ErrUnavailable. A missing file or schema is an error
-// wrapping fs.ErrNotExist.
-func WithSQLiteReadOnly() SQLiteOption {
+// (quota status; read-only media too): nothing is created, and writes fail
+// with ErrUnavailable.
+func WithSQLiteReadOnly() sqliteOption {
 	return func(o *sqliteOptions) { o.readOnly = true }
 }
 
-// WithClock replaces the local clock (time.Now) used for every decision;
-// tests inject a fake clock to move time without sleeping. The clock is read
-// at microsecond precision; it should not go backwards. If it does by at
-// most ClockStepTolerance, new entries are stamped no earlier than the
-// newest stored entry (stricter, never more admitted); if it does by more,
-// Reserve denies with Decision.ClockBehind until the clock has caught up
-// (doc.go, "Clock steps").
-func WithClock(now func() time.Time) SQLiteOption {
+// WithClock replaces the local clock (time.Now) of every decision (tests);
+// see ClockStepTolerance for a clock that goes back.
+func WithClock(now func() time.Time) sqliteOption {
 	return func(o *sqliteOptions) { o.clock = now }
 }
 
-// WithSQLiteBusyTimeout sets how long a decision waits for another process holding
-// the database write lock before it fails with ErrUnavailable (default 10 s).
-// It is rounded down to whole milliseconds.
-func WithSQLiteBusyTimeout(d time.Duration) SQLiteOption {
-	return func(o *sqliteOptions) { o.busyTimeout = d }
-}
+// defaultSQLiteBusyTimeout is how long a decision waits for another
+// process's write lock before it fails with ErrUnavailable.
+const defaultSQLiteBusyTimeout = 10 * time.Second
 
-// DefaultSQLiteBusyTimeout is the default of WithSQLiteBusyTimeout.
-const DefaultSQLiteBusyTimeout = 10 * time.Second
+// sqliteSchemaVersion is PRAGMA user_version of the current schema: version
+// 2 added quota_log.rid, version 4 dropped version 3's counters.
+const sqliteSchemaVersion = 4
 
-// sqliteSchemaVersion is stored in PRAGMA user_version once the schema exists,
-// so opening an existing database costs one pragma read, not DDL. Version 2
-// added quota_log.rid (Refund); a version 1 database is migrated by the
-// first writer that opens it (sqliteMigrateV2), and read-only opens accept
-// either. A binary from before version 2 still reads and writes a version
-// 2 database: its rows get rid 0, which no Reservation names. Version 3
-// added quota_counter (counter buckets, counter_sqlite.go; sqliteMigrateV3);
-// a read-only open of an older database sees no counters.
-const sqliteSchemaVersion = 3
-
-// sqliteSchema is created idempotently by NewSQLite.
-//
-// quota_log: one row per admitted call per bucket. For each (credential,
-// bucket), rows are ordered by cum, and ts_us never decreases along that
-// order, so the rows in a window are a contiguous range:
-//   - ts_us: local clock in microseconds since the Unix epoch;
-//   - cost:  units of the call in this bucket (>= 1);
-//   - cum:   running total of cost (the sum of cost up to and including this
-//     row since the log was last empty), strictly increasing, hence also the
-//     unique member of the entry;
-//   - seq:   running count of entries, likewise;
-//   - rid:   a random non-zero 63-bit id, the entry's identity for Refund
-//     (cum and seq shift when an earlier entry is refunded; rid never does).
-//
-// A refund deletes its row and subtracts its cost from cum (and 1 from
-// seq) of every later row of the bucket, so the prefix sums stay exact.
-//
-// quota_exhausted: credential -> until_us marker set by MarkExhausted.
-//
-// quota_counter: the counters of counter buckets (sqliteMigrateV3).
+// sqliteSchema: quota_log holds one row per admitted call per bucket: ts_us
+// (local clock, µs, never decreasing along cum), cost, cum and seq (running
+// totals of cost and entries: the rows of a window are a contiguous range)
+// and rid (a random id, the entry's identity for Refund). quota_exhausted
+// holds MarkExhausted's marker per credential.
 const sqliteSchema = `
 CREATE TABLE IF NOT EXISTS quota_log (
 	credential TEXT    NOT NULL,
@@ -132,12 +84,19 @@ CREATE TABLE IF NOT EXISTS quota_exhausted (
 	credential TEXT    NOT NULL PRIMARY KEY,
 	until_us   INTEGER NOT NULL
 ) WITHOUT ROWID;
-` + sqliteMigrateV3
+` + sqliteMigrateV4
 
 // sqliteMigrateV2 turns a version 1 database into version 2.
 const sqliteMigrateV2 = `
 ALTER TABLE quota_log ADD COLUMN rid INTEGER NOT NULL DEFAULT 0;
 PRAGMA user_version = 2;
+`
+
+// sqliteMigrateV4 drops the counters of versions 3 (quota buckets are
+// sliding-window logs only).
+const sqliteMigrateV4 = `
+DROP TABLE IF EXISTS quota_counter;
+PRAGMA user_version = 4;
 `
 
 // Statements, prepared once at open (the pool holds one connection).
@@ -161,147 +120,123 @@ const (
 		ON CONFLICT (credential) DO UPDATE SET until_us = max(until_us, excluded.until_us)`
 	sqlDropMarker = `DELETE FROM quota_exhausted WHERE credential = ? AND until_us <= ?`
 
-	// Refund: the entry a Reservation names (found through the window
-	// index), its removal, and the shift of every later entry's running
-	// totals. cum is the primary key, SQLite checks it row by row during
-	// an UPDATE and promises no order (visited backwards, cum - cost would
-	// collide with the next row), so the shift goes through negative values
-	// (never stored otherwise). Today's SQLite visits the rows in ascending
-	// order, where the plain shift works too: no test can tell them apart.
-	sqlRefundFind = `SELECT cum FROM quota_log
-		WHERE credential = ? AND bucket = ? AND ts_us = ? AND rid = ? AND cost = ?`
-	sqlRefundDelete = `DELETE FROM quota_log WHERE credential = ? AND bucket = ? AND cum = ?`
-	sqlRefundShift  = `UPDATE quota_log SET cum = -(cum - ?), seq = seq - 1
-		WHERE credential = ? AND bucket = ? AND cum > ?`
-	sqlRefundRestore = `UPDATE quota_log SET cum = -cum WHERE credential = ? AND bucket = ? AND cum < 0`
+	// Refund: the entry a Reservation names, only while it is the newest
+	// of its bucket (no later running total counts it).
+	sqlRefund = `DELETE FROM quota_log WHERE credential = ?1 AND bucket = ?2 AND ts_us = ?3 AND rid = ?4 AND cost = ?5
+		AND cum = (SELECT max(cum) FROM quota_log WHERE credential = ?1 AND bucket = ?2)`
 )
 
-// sqliteReadableVersion is the oldest schema version read-only opens accept
-// (their statements do not use rid).
+// sqliteReadableVersion is the oldest schema read-only opens accept.
 const sqliteReadableVersion = 1
 
 // NewSQLite opens (creating it and its parent directory, mode 0o700, if
-// needed) the quota database at path and creates the schema if missing.
-// path is a file path, not a URI; it must not contain '?'. Errors wrap
-// ErrUnavailable.
-func NewSQLite(path string, opts ...SQLiteOption) (*SQLiteBackend, error) {
-	o := sqliteOptions{clock: time.Now, busyTimeout: DefaultSQLiteBusyTimeout}
+// needed) the quota database at path and creates or migrates the schema.
+// path is a file path, not a URI; it must not contain '?'. With
+// WithSQLiteReadOnly nothing is created and a missing file or schema is an
+// error wrapping fs.ErrNotExist. Errors wrap ErrUnavailable.
+func NewSQLite(path string, opts ...sqliteOption) (*sqliteBackend, error) {
+	o := sqliteOptions{clock: time.Now, busyTimeout: defaultSQLiteBusyTimeout}
 	for _, opt := range opts {
 		opt(&o)
 	}
+	fail := func(what string, err error) (*sqliteBackend, error) {
+		return nil, fmt.Errorf("quota: %s %s: %w: %w", what, path, ErrUnavailable, err)
+	}
 	if path == "" || strings.ContainsRune(path, '?') || path == ":memory:" {
-		return nil, fmt.Errorf("quota: sqlite path %q: must be a file path without '?': %w", path, ErrUnavailable)
+		return fail("sqlite path", errors.New("must be a file path without '?'"))
 	}
-	if o.readOnly {
-		return openSQLiteReadOnly(path, o)
-	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return nil, fmt.Errorf("quota: cannot create directory of %s: %w: %w", path, ErrUnavailable, err)
-	}
-	// The pragmas are in the DSN so that every connection the pool opens gets them:
-	//   - _txlock=immediate: BeginTx (not read-only) issues BEGIN IMMEDIATE, taking
-	//     the write lock before reading, so two processes never both read the
-	//     old log and both admit; a read-then-upgrade transaction could also fail
-	//     with SQLITE_BUSY without waiting.
-	//   - busy_timeout: wait (instead of failing with "database is locked") while
-	//     another process holds the write lock; applied first by the driver.
-	//   - journal_mode(WAL): readers (quota status) never block writers and vice versa.
-	//   - synchronous(NORMAL): with WAL, a commit does not fsync; the database
-	//     stays consistent, a power loss may forget the last admissions (the
-	//     limiter then errs towards admitting a few calls Google also counts).
-	dsn := path + "?_txlock=immediate" +
-		fmt.Sprintf("&_pragma=busy_timeout(%d)", o.busyTimeout.Milliseconds()) +
-		"&_pragma=journal_mode(WAL)" +
-		"&_pragma=synchronous(NORMAL)"
-	db, err := sql.Open("sqlite", dsn)
+	db, err := openSQLite(path, o.busyTimeout, o.readOnly)
 	if err != nil {
-		return nil, fmt.Errorf("quota: cannot open %s: %w: %w", path, ErrUnavailable, err)
+		return fail("cannot open", err)
 	}
-	// One connection: goroutines of this process queue in database/sql instead
-	// of contending for the file lock; other processes wait in busy_timeout.
-	db.SetMaxOpenConns(1)
-	db.SetMaxIdleConns(1)
-	db.SetConnMaxLifetime(0)
-	db.SetConnMaxIdleTime(0)
-	s := &SQLiteBackend{db: db, path: path, clock: o.clock, stmts: map[string]*sql.Stmt{}}
-	if err := s.migrate(context.Background()); err != nil {
+	s := &sqliteBackend{db: db, path: path, clock: o.clock, stmts: map[string]*sql.Stmt{}, readOnly: o.readOnly}
+	var v int
+	if err := db.QueryRow("PRAGMA user_version").Scan(&v); err != nil {
 		db.Close()
-		return nil, fmt.Errorf("quota: cannot create schema in %s: %w: %w", path, ErrUnavailable, err)
+		return fail("cannot open", err)
 	}
-	for _, q := range []string{sqlLast, sqlFirstAfter, sqlFreeing, sqlInsert, sqlEvict, sqlMarker, sqlMark, sqlDropMarker,
-		sqlRefundFind, sqlRefundDelete, sqlRefundShift, sqlRefundRestore,
-		sqlCounterRead, sqlCounterAdd, sqlCounterDrop, sqlCounterRefund, sqlLogByCounter, sqlLogDrop} {
+	queries := []string{sqlLast, sqlFirstAfter, sqlFreeing, sqlMarker}
+	switch {
+	case o.readOnly && v < sqliteReadableVersion:
+		db.Close()
+		return fail("no quota schema in", fs.ErrNotExist)
+	case !o.readOnly:
+		if err := s.migrate(context.Background()); err != nil {
+			db.Close()
+			return fail("cannot create schema in", err)
+		}
+		queries = append(queries, sqlInsert, sqlEvict, sqlMark, sqlDropMarker, sqlRefund)
+	}
+	for _, q := range queries {
 		st, err := db.Prepare(q)
 		if err != nil {
 			s.Close()
-			return nil, fmt.Errorf("quota: cannot prepare statements on %s: %w: %w", path, ErrUnavailable, err)
+			return fail("cannot prepare statements on", err)
 		}
 		s.stmts[q] = st
 	}
 	return s, nil
 }
 
-// openSQLiteReadOnly is NewSQLite with WithSQLiteReadOnly.
-func openSQLiteReadOnly(path string, o sqliteOptions) (*SQLiteBackend, error) {
+// openSQLite opens the database file at path with one connection (this
+// process's goroutines queue in database/sql; other processes wait in
+// busy_timeout). Read-write, the pragmas are in the DSN so that every
+// connection gets them: _txlock=immediate (BeginTx takes the write lock
+// before reading, so two processes never both read the old log and both
+// admit), busy_timeout, WAL (readers never block writers), synchronous
+// NORMAL (a power loss may forget the last admissions, which Google also
+// counts). Read-only, nothing is created, and on read-only media (no -shm
+// file possible) the file is opened immutable.
+func openSQLite(path string, busy time.Duration, readOnly bool) (*sql.DB, error) {
+	if !readOnly {
+		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+			return nil, err
+		}
+		db, err := sql.Open("sqlite", path+"?_txlock=immediate"+
+			fmt.Sprintf("&_pragma=busy_timeout(%d)", busy.Milliseconds())+"&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)")
+		if err == nil {
+			db.SetMaxOpenConns(1)
+		}
+		return db, err
+	}
 	if _, err := os.Stat(path); err != nil {
-		return nil, fmt.Errorf("quota: cannot open %s: %w: %w", path, ErrUnavailable, err)
+		return nil, err
 	}
 	abs, err := filepath.Abs(path)
 	if err != nil {
-		return nil, fmt.Errorf("quota: cannot open %s: %w: %w", path, ErrUnavailable, err)
+		return nil, err
 	}
 	u := url.URL{Scheme: "file", Path: filepath.ToSlash(abs)}
-	base := u.String() + fmt.Sprintf("?mode=ro&_pragma=busy_timeout(%d)&_pragma=query_only(1)", o.busyTimeout.Milliseconds())
-	var lastErr error
+	base := u.String() + fmt.Sprintf("?mode=ro&_pragma=busy_timeout(%d)&_pragma=query_only(1)", busy.Milliseconds())
 	for _, dsn := range []string{base, base + "&immutable=1"} {
 		db, err := sql.Open("sqlite", dsn)
 		if err != nil {
-			return nil, fmt.Errorf("quota: cannot open %s: %w: %w", path, ErrUnavailable, err)
+			return nil, err
 		}
 		db.SetMaxOpenConns(1)
-		var v int
-		if lastErr = db.QueryRow("PRAGMA user_version").Scan(&v); lastErr != nil {
-			db.Close()
-			continue // read-only media: try immutable
-		}
-		if v < sqliteReadableVersion {
-			db.Close()
-			return nil, fmt.Errorf("quota: %s holds no quota schema: %w: %w", path, ErrUnavailable, fs.ErrNotExist)
-		}
-		s := &SQLiteBackend{db: db, path: path, clock: o.clock, stmts: map[string]*sql.Stmt{}}
-		qs := []string{sqlLast, sqlFirstAfter, sqlFreeing, sqlMarker, sqlLogByCounter}
-		if v >= 3 {
-			qs = append(qs, sqlCounterRead)
-		}
-		for _, q := range qs {
-			st, err := db.Prepare(q)
-			if err != nil {
-				s.Close()
-				return nil, fmt.Errorf("quota: cannot prepare statements on %s: %w: %w", path, ErrUnavailable, err)
+		if err = db.Ping(); err == nil {
+			var v int
+			if err = db.QueryRow("PRAGMA user_version").Scan(&v); err == nil {
+				return db, nil
 			}
-			s.stmts[q] = st
 		}
-		return s, nil
+		db.Close()
+		if dsn != base {
+			return nil, err
+		}
 	}
-	return nil, fmt.Errorf("quota: cannot open %s: %w: %w", path, ErrUnavailable, lastErr)
+	return nil, errors.New("unreachable")
 }
 
 // migrate creates the schema, or migrates an older one, unless user_version
 // says it is current.
-func (s *SQLiteBackend) migrate(ctx context.Context) error {
-	var v int
-	if err := s.db.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v); err != nil {
-		return err
-	}
-	if v >= sqliteSchemaVersion {
-		return nil
-	}
+func (s *sqliteBackend) migrate(ctx context.Context) error {
 	tx, err := s.db.BeginTx(ctx, nil) // BEGIN IMMEDIATE: one process migrates
 	if err != nil {
 		return err
 	}
 	defer tx.Rollback()
-	// Read again under the write lock: another process may have migrated.
+	var v int
 	if err := tx.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v); err != nil {
 		return err
 	}
@@ -310,9 +245,9 @@ func (s *SQLiteBackend) migrate(ctx context.Context) error {
 	case v >= sqliteSchemaVersion:
 		return nil
 	case v == 1:
-		ddl = sqliteMigrateV2 + sqliteMigrateV3
-	case v == 2:
-		ddl = sqliteMigrateV3
+		ddl = sqliteMigrateV2 + sqliteMigrateV4
+	case v >= 2:
+		ddl = sqliteMigrateV4
 	}
 	if _, err := tx.ExecContext(ctx, ddl); err != nil {
 		return err
@@ -321,153 +256,83 @@ func (s *SQLiteBackend) migrate(ctx context.Context) error {
 }
 
 // Path returns the database file path.
-func (s *SQLiteBackend) Path() string { return s.path }
+func (s *sqliteBackend) Path() string { return s.path }
 
 // Name returns "sqlite".
-func (s *SQLiteBackend) Name() string { return "sqlite" }
+func (s *sqliteBackend) Name() string { return "sqlite" }
 
 // Close closes the database. The backend must not be used afterwards.
-func (s *SQLiteBackend) Close() error {
+func (s *sqliteBackend) Close() error {
 	for _, st := range s.stmts {
 		st.Close()
 	}
 	return s.db.Close()
 }
 
-// stmt returns the prepared statement query bound to tx. (The error result
-// keeps call sites uniform; preparation itself happened at open.)
-func (s *SQLiteBackend) stmt(ctx context.Context, tx *sql.Tx, query string) (*sql.Stmt, error) {
-	st, ok := s.stmts[query]
-	if !ok {
-		return nil, fmt.Errorf("statement not prepared: %s", query)
-	}
-	return tx.StmtContext(ctx, st), nil
+// stmt returns the prepared statement query bound to tx (prepared at open;
+// a read-only open prepares only the reads: see errSQLiteReadOnly).
+func (s *sqliteBackend) stmt(ctx context.Context, tx *sql.Tx, query string) *sql.Stmt {
+	return tx.StmtContext(ctx, s.stmts[query])
 }
+
+// errSQLiteReadOnly is why Reserve and Refund fail on a backend opened
+// WithSQLiteReadOnly.
+var errSQLiteReadOnly = errors.New("the quota database is open read-only")
 
 func sqliteUnavailable(op string, err error) error {
 	return fmt.Errorf("quota: sqlite %s: %w: %w", op, ErrUnavailable, err)
 }
 
-// sqliteWindowUS is the window length in microseconds, rounded up (never early).
-func sqliteWindowUS(d time.Duration) int64 {
-	us := d / time.Microsecond
-	if d%time.Microsecond != 0 {
-		us++
-	}
-	return int64(us)
-}
-
-// sqliteCutoffUS returns c such that an entry counts in b's window at nowUS iff
-// ts_us > c. Sliding: entries expire exactly window after their timestamp.
-// Calendar: entries before the last Pacific midnight are out.
-func sqliteCutoffUS(b Bucket, nowUS int64) int64 {
-	if b.Calendar {
-		return PacificMidnight(time.UnixMicro(nowUS)).UnixMicro() - 1
-	}
-	return nowUS - sqliteWindowUS(b.Window)
-}
-
 // sqliteLog is what one bucket's log looks like at a moment.
 type sqliteLog struct {
-	hasLast                  bool
-	lastCum, lastSeq, lastTS int64
-	// Window figures: the entries with ts_us > cutoff.
-	used, entries int64
-	oldestUS      int64 // 0 when the window is empty
-	base          int64 // cum just before the first entry in the window
+	lastCum, lastSeq int64 // the newest entry's running totals (0: empty)
+	base             int64 // cum just before the first entry in the window
+	logWindow
 }
 
-// readLog reads the newest entry and the window [cutoff, now] of one bucket.
-func (s *SQLiteBackend) readLog(ctx context.Context, tx *sql.Tx, credential, bucket string, cutoff int64) (sqliteLog, error) {
+// readLog reads the newest entry and the window (stamps > cutoff) of one bucket.
+func (s *sqliteBackend) readLog(ctx context.Context, tx *sql.Tx, credential string, b Bucket, cutoff int64) (sqliteLog, error) {
 	var st sqliteLog
-	last, err := s.stmt(ctx, tx, sqlLast)
-	if err != nil {
-		return st, err
+	st.freeing = func(need int64) (ts int64, err error) {
+		err = s.stmt(ctx, tx, sqlFreeing).QueryRowContext(ctx, credential, b.Name, st.base+need).Scan(&ts)
+		return ts, err
 	}
-	switch err := last.QueryRowContext(ctx, credential, bucket).Scan(&st.lastCum, &st.lastSeq, &st.lastTS); {
+	switch err := s.stmt(ctx, tx, sqlLast).QueryRowContext(ctx, credential, b.Name).Scan(&st.lastCum, &st.lastSeq, &st.newest); {
 	case errors.Is(err, sql.ErrNoRows):
 		return st, nil
 	case err != nil:
 		return st, err
 	}
-	st.hasLast = true
-	used, entries, oldest, base, err := s.sumAfter(ctx, tx, credential, bucket, cutoff, st)
-	if err != nil {
+	st.base = st.lastCum
+	if st.newest <= cutoff {
+		return st, nil
+	}
+	var cum, cost, seq int64
+	if err := s.stmt(ctx, tx, sqlFirstAfter).QueryRowContext(ctx, credential, b.Name, cutoff).Scan(&cum, &cost, &seq, &st.oldest); err != nil {
 		return st, err
 	}
-	st.used, st.entries, st.oldestUS, st.base = used, entries, oldest, base
+	st.base = cum - cost
+	st.used, st.entries = st.lastCum-st.base, st.lastSeq-seq+1
 	return st, nil
 }
 
-// sumAfter returns the units and entries with ts_us > cutoff, the oldest
-// such timestamp and the cum just before it, given the newest entry in st.
-func (s *SQLiteBackend) sumAfter(ctx context.Context, tx *sql.Tx, credential, bucket string, cutoff int64, st sqliteLog) (used, entries, oldest, base int64, err error) {
-	if !st.hasLast || st.lastTS <= cutoff {
-		return 0, 0, 0, st.lastCum, nil
-	}
-	first, err := s.stmt(ctx, tx, sqlFirstAfter)
-	if err != nil {
-		return 0, 0, 0, 0, err
-	}
-	var cum, cost, seq, ts int64
-	if err := first.QueryRowContext(ctx, credential, bucket, cutoff).Scan(&cum, &cost, &seq, &ts); err != nil {
-		return 0, 0, 0, 0, err
-	}
-	base = cum - cost
-	return st.lastCum - base, st.lastSeq - seq + 1, ts, base, nil
-}
-
-// retryAfter returns how long after nowUS a call of units fits in b, given
-// the window state st (0 when it fits now). Sliding: walk the oldest entries
-// until enough units are freed; the entry that frees the last needed unit
-// stops counting at exactly ts + window (the same boundary admission uses).
-// Calendar: everything of the day expires at the next Pacific midnight.
-func (s *SQLiteBackend) retryAfter(ctx context.Context, tx *sql.Tx, credential string, b Bucket, st sqliteLog, units, nowUS int64) (time.Duration, error) {
-	return s.retryAfterPlus(ctx, tx, credential, b, st, 0, units, nowUS)
-}
-
-// retryAfterPlus is retryAfter when extra units count in the window after
-// the log's newest entry (chunks not yet written, Status: appendedLog) and
-// leaving log entries alone can free what the call needs.
-func (s *SQLiteBackend) retryAfterPlus(ctx context.Context, tx *sql.Tx, credential string, b Bucket, st sqliteLog, extra, units, nowUS int64) (time.Duration, error) {
-	need := st.used + extra + units - b.Limit
-	if need <= 0 || units > b.Limit {
+// marker reads the credential's exhaustion marker (Unix µs; 0: none).
+func (s *sqliteBackend) marker(ctx context.Context, tx *sql.Tx, credential string) (untilUS int64, err error) {
+	err = s.stmt(ctx, tx, sqlMarker).QueryRowContext(ctx, credential).Scan(&untilUS)
+	if errors.Is(err, sql.ErrNoRows) {
 		return 0, nil
 	}
-	if b.Calendar {
-		now := time.UnixMicro(nowUS)
-		return time.Duration(NextPacificMidnight(now).UnixMicro()-nowUS) * time.Microsecond, nil
-	}
-	freeing, err := s.stmt(ctx, tx, sqlFreeing)
-	if err != nil {
-		return 0, err
-	}
-	var ts int64
-	if err := freeing.QueryRowContext(ctx, credential, b.Name, st.base+need).Scan(&ts); err != nil {
-		return 0, err
-	}
-	return time.Duration(ts+sqliteWindowUS(b.Window)-nowUS) * time.Microsecond, nil
+	return untilUS, err
 }
 
 // Reserve implements Backend in one BEGIN IMMEDIATE transaction: it reads
-// each charged bucket's window, admits only if every charge fits
-// (used + units <= limit) and the credential is not marked exhausted, and then
-// records one entry per bucket and evicts expired entries. A denial rolls
-// back and writes nothing. On denial RetryAfter is the largest wait among the
-// denying buckets and the exhaustion marker, and DeniedBucket names the bucket
-// with the largest wait (the first in charge order on ties; "" when the
-// exhaustion marker alone decides). A bucket whose newest entry is more than
-// ClockStepTolerance after the clock denies until the clock catches up
-// (Decision.ClockBehind). A charge above its bucket's limit returns a
-// *CostError. Database failures wrap ErrUnavailable.
-func (s *SQLiteBackend) Reserve(ctx context.Context, credential string, charges []BucketCharge) (Decision, error) {
-	for _, c := range charges {
-		if c.Units <= 0 {
-			return Decision{}, fmt.Errorf("quota: charge of %d units in bucket %q: must be > 0", c.Units, c.Name)
-		}
-		if c.Units > c.Limit {
-			return Decision{}, &CostError{Bucket: c.Name, Units: c.Units, Limit: c.Limit}
-		}
+// each charged bucket's window, decides (decide), and when admitted records
+// one entry per bucket and evicts entries that matter neither to the window
+// nor to today. A denial rolls back and writes nothing. Database failures
+// wrap ErrUnavailable.
+func (s *sqliteBackend) Reserve(ctx context.Context, credential string, charges []bucketCharge) (Decision, error) {
+	if s.readOnly {
+		return Decision{}, sqliteUnavailable("reserve", errSQLiteReadOnly)
 	}
 	tx, err := s.db.BeginTx(ctx, nil) // BEGIN IMMEDIATE (see the DSN)
 	if err != nil {
@@ -477,137 +342,47 @@ func (s *SQLiteBackend) Reserve(ctx context.Context, credential string, charges 
 	// Read the clock only once the write lock is held, so timestamps follow
 	// commit order across processes.
 	nowUS := s.clock().UnixMicro()
-	d := Decision{Now: time.UnixMicro(nowUS), Remaining: make(map[string]int64, len(charges))}
-
-	marker, err := s.stmt(ctx, tx, sqlMarker)
+	untilUS, err := s.marker(ctx, tx, credential)
 	if err != nil {
 		return Decision{}, sqliteUnavailable("reserve", err)
 	}
-	var untilUS int64
-	switch err := marker.QueryRowContext(ctx, credential).Scan(&untilUS); {
-	case errors.Is(err, sql.ErrNoRows):
-	case err != nil:
+	logs := make([]sqliteLog, len(charges))
+	windows := make([]logWindow, len(charges))
+	for i, c := range charges {
+		if logs[i], err = s.readLog(ctx, tx, credential, c.Bucket, windowCutoffUS(c.Bucket, nowUS)); err != nil {
+			return Decision{}, sqliteUnavailable("reserve", err)
+		}
+		windows[i] = logs[i].logWindow
+	}
+	d, err := decide(charges, windows, nowUS, untilUS)
+	if err != nil {
 		return Decision{}, sqliteUnavailable("reserve", err)
 	}
-	if untilUS > nowUS {
-		d.Exhausted = true
-		d.ExhaustedUntil = time.UnixMicro(untilUS)
-		d.RetryAfter = time.Duration(untilUS-nowUS) * time.Microsecond
-	}
-
-	states := make([]sqliteLog, len(charges))
-	counters := make([]sqliteCounters, len(charges))
-	denied, deniedRA := "", time.Duration(0)
-	for i, c := range charges {
-		if c.IsCounter() {
-			cr, err := s.counterRead(ctx, tx, credential, c.Bucket, nowUS)
-			if err != nil {
-				return Decision{}, sqliteUnavailable("reserve", err)
-			}
-			counters[i] = cr
-			w := cr.w
-			ra, behind := clockStepWait(cr.newest, nowUS)
-			fits := false
-			if behind > 0 {
-				d.ClockBehind = max(d.ClockBehind, behind)
-			} else {
-				d.Remaining[c.Name] = max(c.Limit-w.used(), 0)
-				fits, ra = counterDecide(w, c.Bucket, c.Units, nowUS)
-			}
-			if !fits && (denied == "" || ra > deniedRA) {
-				denied, deniedRA = c.Name, ra
-			}
-			continue
-		}
-		if err := s.convertCounters(ctx, tx, credential, c.Bucket, nowUS); err != nil {
-			return Decision{}, sqliteUnavailable("reserve", err)
-		}
-		st, err := s.readLog(ctx, tx, credential, c.Name, sqliteCutoffUS(c.Bucket, nowUS))
-		if err != nil {
-			return Decision{}, sqliteUnavailable("reserve", err)
-		}
-		states[i] = st
-		d.Remaining[c.Name] = max(c.Limit-st.used, 0)
-		if st.hasLast {
-			if ra, behind := clockStepWait(st.lastTS, nowUS); behind > 0 {
-				d.ClockBehind = max(d.ClockBehind, behind)
-				if denied == "" || ra > deniedRA {
-					denied, deniedRA = c.Name, ra
-				}
-				continue
-			}
-		}
-		if st.used+c.Units <= c.Limit {
-			continue
-		}
-		ra, err := s.retryAfter(ctx, tx, credential, c.Bucket, st, c.Units, nowUS)
-		if err != nil {
-			return Decision{}, sqliteUnavailable("reserve", err)
-		}
-		if denied == "" || ra > deniedRA {
-			denied, deniedRA = c.Name, ra
-		}
-	}
-	if denied != "" {
-		d.RetryAfter = max(d.RetryAfter, deniedRA)
-		if !d.Exhausted {
-			d.DeniedBucket = denied
-		}
-	}
-	if d.Exhausted || denied != "" {
+	if !d.Allowed {
 		return d, nil // the deferred rollback: a denial writes nothing
 	}
-
-	insert, err := s.stmt(ctx, tx, sqlInsert)
-	if err != nil {
-		return Decision{}, sqliteUnavailable("reserve", err)
-	}
-	evict, err := s.stmt(ctx, tx, sqlEvict)
-	if err != nil {
-		return Decision{}, sqliteUnavailable("reserve", err)
-	}
-	midnightUS := PacificMidnight(d.Now).UnixMicro()
-	d.Reservation.refunded = newCounterMark(charges)
 	for i, c := range charges {
-		if c.IsCounter() {
-			// at is max(clock, latest stamp): see counterRead.
-			cr := counters[i]
-			if err := s.counterAdd(ctx, tx, credential, c.Bucket, cr, cr.w.now, c.Units); err != nil {
-				return Decision{}, sqliteUnavailable("reserve", err)
-			}
-			d.Reservation.entries = append(d.Reservation.entries, reservedEntry{bucket: c.Bucket, units: c.Units, at: cr.w.now})
-			d.Remaining[c.Name] = max(d.Remaining[c.Name]-c.Units, 0)
-			continue
-		}
-		st := states[i]
+		st := logs[i]
 		// Never stamp an entry before the newest one (clock stepped back):
 		// keeps the window a contiguous range of cum; at worst stricter.
-		ts := max(nowUS, st.lastTS)
+		ts := max(nowUS, st.newest)
 		rid := sqliteNewRID()
-		if _, err := insert.ExecContext(ctx, credential, c.Name, st.lastCum+c.Units, st.lastSeq+1, ts, c.Units, rid); err != nil {
+		if _, err := s.stmt(ctx, tx, sqlInsert).ExecContext(ctx, credential, c.Name, st.lastCum+c.Units, st.lastSeq+1, ts, c.Units, rid); err != nil {
 			return Decision{}, sqliteUnavailable("reserve", err)
 		}
 		d.Reservation.entries = append(d.Reservation.entries, reservedEntry{bucket: c.Bucket, units: c.Units, at: ts, id: rid})
-		d.Remaining[c.Name] = max(c.Limit-st.used-c.Units, 0)
-		// Evict what is out of the window and not from today (UsedToday):
-		// an index range, empty most of the time.
-		if _, err := evict.ExecContext(ctx, credential, c.Name, min(sqliteCutoffUS(c.Bucket, nowUS), midnightUS-1)); err != nil {
+		if _, err := s.stmt(ctx, tx, sqlEvict).ExecContext(ctx, credential, c.Name, evictCutoffUS(c.Bucket, nowUS)); err != nil {
 			return Decision{}, sqliteUnavailable("reserve", err)
 		}
 	}
 	if untilUS != 0 {
-		drop, err := s.stmt(ctx, tx, sqlDropMarker)
-		if err != nil {
-			return Decision{}, sqliteUnavailable("reserve", err)
-		}
-		if _, err := drop.ExecContext(ctx, credential, nowUS); err != nil {
+		if _, err := s.stmt(ctx, tx, sqlDropMarker).ExecContext(ctx, credential, nowUS); err != nil {
 			return Decision{}, sqliteUnavailable("reserve", err)
 		}
 	}
 	if err := tx.Commit(); err != nil {
 		return Decision{}, sqliteUnavailable("reserve", err)
 	}
-	d.Allowed = true
 	return d, nil
 }
 
@@ -622,78 +397,38 @@ func sqliteNewRID() int64 {
 	}
 }
 
-// Refund implements Backend in one BEGIN IMMEDIATE transaction: each entry
-// of r still stored (matched by bucket, timestamp, cost and rid) and still
-// in its bucket's window at the local clock is deleted, and every later
-// entry of the bucket has its running totals (cum, seq) lowered to match;
-// other entries of r are skipped. Cost: O(log n) plus one row rewrite per
-// entry recorded after the refunded one (a refund follows its reservation
-// within one request's dial time, so few). Database failures wrap
-// ErrUnavailable.
-func (s *SQLiteBackend) Refund(ctx context.Context, credential string, r Reservation) (err error) {
+// Refund implements Backend in one BEGIN IMMEDIATE transaction: the
+// entries of r (matched by bucket, stamp, cost and rid) are deleted when
+// each is still the newest of its bucket, else none. Database failures
+// wrap ErrUnavailable.
+func (s *sqliteBackend) Refund(ctx context.Context, credential string, r Reservation) (bool, error) {
+	if s.readOnly {
+		return false, sqliteUnavailable("refund", errSQLiteReadOnly)
+	}
 	tx, err := s.db.BeginTx(ctx, nil) // BEGIN IMMEDIATE (see the DSN)
 	if err != nil {
-		return sqliteUnavailable("refund", err)
+		return false, sqliteUnavailable("refund", err)
 	}
 	defer tx.Rollback()
-	nowUS := s.clock().UnixMicro()
-	var find, del, shift, restore *sql.Stmt
-	for _, p := range []struct {
-		st **sql.Stmt
-		q  string
-	}{{&find, sqlRefundFind}, {&del, sqlRefundDelete}, {&shift, sqlRefundShift}, {&restore, sqlRefundRestore}} {
-		if *p.st, err = s.stmt(ctx, tx, p.q); err != nil {
-			return sqliteUnavailable("refund", err)
-		}
-	}
-	claimed, release := r.claimRefund()
-	defer func() {
-		if err != nil {
-			release()
-		}
-	}()
 	for _, e := range r.entries {
-		if e.bucket.IsCounter() {
-			if !claimed {
-				continue
-			}
-			if err = s.counterRefund(ctx, tx, credential, e.bucket, e.at, e.units, nowUS); err != nil {
-				return sqliteUnavailable("refund", err)
-			}
-			continue
+		res, err := s.stmt(ctx, tx, sqlRefund).ExecContext(ctx, credential, e.bucket.Name, e.at, e.id, e.units)
+		if err != nil {
+			return false, sqliteUnavailable("refund", err)
 		}
-		if e.id == 0 || e.at <= sqliteCutoffUS(e.bucket, nowUS) {
-			continue // not ours, or out of its window: nothing to give back
-		}
-		var cum int64
-		switch err := find.QueryRowContext(ctx, credential, e.bucket.Name, e.at, e.id, e.units).Scan(&cum); {
-		case errors.Is(err, sql.ErrNoRows):
-			continue // already refunded, evicted or reset
-		case err != nil:
-			return sqliteUnavailable("refund", err)
-		}
-		if _, err := del.ExecContext(ctx, credential, e.bucket.Name, cum); err != nil {
-			return sqliteUnavailable("refund", err)
-		}
-		if _, err := shift.ExecContext(ctx, e.units, credential, e.bucket.Name, cum); err != nil {
-			return sqliteUnavailable("refund", err)
-		}
-		if _, err := restore.ExecContext(ctx, credential, e.bucket.Name); err != nil {
-			return sqliteUnavailable("refund", err)
+		if n, _ := res.RowsAffected(); n != 1 {
+			return false, nil // not the newest: the deferred rollback keeps every entry
 		}
 	}
 	if err := tx.Commit(); err != nil {
-		return sqliteUnavailable("refund", err)
+		return false, sqliteUnavailable("refund", err)
 	}
-	return nil
+	return !r.IsZero(), nil
 }
 
 // Status implements Backend with a read-only (deferred) transaction: a
-// consistent snapshot that neither admits nor evicts. RetryAfterOne and
-// RetryAfterMax are computed exactly like Reserve's RetryAfter; UsedToday
-// sums the stored entries since PacificMidnight(Now). maxCost missing or <= 0
-// for a bucket counts as 1. Database failures wrap ErrUnavailable.
-func (s *SQLiteBackend) Status(ctx context.Context, credential string, buckets []Bucket, maxCost map[string]int64) (Status, error) {
+// consistent snapshot that neither admits nor evicts. Database failures
+// wrap ErrUnavailable.
+func (s *sqliteBackend) Status(ctx context.Context, credential string, buckets []Bucket, maxCost map[string]int64) (Status, error) {
 	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true}) // plain BEGIN
 	if err != nil {
 		return Status{}, sqliteUnavailable("status", err)
@@ -701,65 +436,27 @@ func (s *SQLiteBackend) Status(ctx context.Context, credential string, buckets [
 	defer tx.Rollback()
 	nowUS := s.clock().UnixMicro()
 	st := Status{Credential: credential, Backend: s.Name(), Now: time.UnixMicro(nowUS)}
-
-	marker, err := s.stmt(ctx, tx, sqlMarker)
+	untilUS, err := s.marker(ctx, tx, credential)
 	if err != nil {
-		return Status{}, sqliteUnavailable("status", err)
-	}
-	var untilUS int64
-	switch err := marker.QueryRowContext(ctx, credential).Scan(&untilUS); {
-	case errors.Is(err, sql.ErrNoRows):
-	case err != nil:
 		return Status{}, sqliteUnavailable("status", err)
 	}
 	if untilUS > nowUS {
 		st.ExhaustedUntil = time.UnixMicro(untilUS)
 	}
-
-	midnightUS := PacificMidnight(st.Now).UnixMicro()
+	midnightUS := pacificMidnight(st.Now).UnixMicro()
 	for _, b := range buckets {
-		if b.IsCounter() {
-			cr, err := s.counterRead(ctx, tx, credential, b, nowUS)
-			if err != nil {
-				return Status{}, sqliteUnavailable("status", err)
-			}
-			st.Buckets = append(st.Buckets, counterStatus(b, cr.w, maxCost[b.Name], midnightUS))
-			continue
-		}
-		cutoff := sqliteCutoffUS(b, nowUS)
-		ls, err := s.readLog(ctx, tx, credential, b.Name, cutoff)
+		ls, err := s.readLog(ctx, tx, credential, b, windowCutoffUS(b, nowUS))
 		if err != nil {
 			return Status{}, sqliteUnavailable("status", err)
 		}
-		// The bucket's counters, if it had that form, as Reserve would
-		// append them to the log (switch.go).
-		old, err := s.oldCounters(ctx, tx, credential, b.Name)
+		today, err := s.readLog(ctx, tx, credential, b, midnightUS-1)
 		if err != nil {
 			return Status{}, sqliteUnavailable("status", err)
 		}
-		a := appendedLog{b: b, nowUS: nowUS, cutoff: cutoff, logUsed: ls.used, logEntries: ls.entries, logOldest: ls.oldestUS,
-			chunks: restamp(counterChunks(old, nowUS), ls.lastTS)}
-		used, entries, oldest := a.figures()
-		bs := BucketStatus{Bucket: b, Used: used, Remaining: max(b.Limit-used, 0), Entries: entries, MaxCost: max(maxCost[b.Name], 1)}
-		if oldest != 0 {
-			bs.Oldest = time.UnixMicro(oldest)
-		}
-		retry := func(units int64) (time.Duration, error) {
-			if d, ok := a.chunkRetry(units); ok {
-				return d, nil
-			}
-			return s.retryAfterPlus(ctx, tx, credential, b, ls, used-ls.used, units, nowUS)
-		}
-		if bs.RetryAfterOne, err = retry(1); err != nil {
+		bs, err := bucketStatus(b, ls.logWindow, maxCost[b.Name], today.used, nowUS)
+		if err != nil {
 			return Status{}, sqliteUnavailable("status", err)
 		}
-		if bs.RetryAfterMax, err = retry(bs.MaxCost); err != nil {
-			return Status{}, sqliteUnavailable("status", err)
-		}
-		if bs.UsedToday, _, _, _, err = s.sumAfter(ctx, tx, credential, b.Name, midnightUS-1, ls); err != nil {
-			return Status{}, sqliteUnavailable("status", err)
-		}
-		bs.UsedToday += a.since(midnightUS)
 		st.Buckets = append(st.Buckets, bs)
 	}
 	if err := tx.Commit(); err != nil {
@@ -772,7 +469,7 @@ func (s *SQLiteBackend) Status(ctx context.Context, credential string, buckets [
 // denied (Decision.Exhausted) until until, at microsecond precision. A marker
 // only moves later: marking an earlier time than the current marker keeps the
 // current one (Reset clears it). Database failures wrap ErrUnavailable.
-func (s *SQLiteBackend) MarkExhausted(ctx context.Context, credential string, until time.Time) error {
+func (s *sqliteBackend) MarkExhausted(ctx context.Context, credential string, until time.Time) error {
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return sqliteUnavailable("mark exhausted", err)
@@ -783,11 +480,7 @@ func (s *SQLiteBackend) MarkExhausted(ctx context.Context, credential string, un
 	if until.Sub(time.UnixMicro(untilUS)) > 0 {
 		untilUS++
 	}
-	mark, err := s.stmt(ctx, tx, sqlMark)
-	if err != nil {
-		return sqliteUnavailable("mark exhausted", err)
-	}
-	if _, err := mark.ExecContext(ctx, credential, untilUS); err != nil {
+	if _, err := s.stmt(ctx, tx, sqlMark).ExecContext(ctx, credential, untilUS); err != nil {
 		return sqliteUnavailable("mark exhausted", err)
 	}
 	if err := tx.Commit(); err != nil {
@@ -798,7 +491,7 @@ func (s *SQLiteBackend) MarkExhausted(ctx context.Context, credential string, un
 
 // Reset implements Backend: it deletes every log entry and the exhaustion
 // marker of credential. Database failures wrap ErrUnavailable.
-func (s *SQLiteBackend) Reset(ctx context.Context, credential string) error {
+func (s *sqliteBackend) Reset(ctx context.Context, credential string) error {
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return sqliteUnavailable("reset", err)
@@ -807,7 +500,6 @@ func (s *SQLiteBackend) Reset(ctx context.Context, credential string) error {
 	for _, q := range []string{
 		`DELETE FROM quota_log WHERE credential = ?`,
 		`DELETE FROM quota_exhausted WHERE credential = ?`,
-		`DELETE FROM quota_counter WHERE credential = ?`,
 	} {
 		if _, err := tx.ExecContext(ctx, q, credential); err != nil {
 			return sqliteUnavailable("reset", err)
@@ -819,4 +511,4 @@ func (s *SQLiteBackend) Reset(ctx context.Context, credential string) error {
 	return nil
 }
 
-var _ Backend = (*SQLiteBackend)(nil)
+var _ Backend = (*sqliteBackend)(nil)

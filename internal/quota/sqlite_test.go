@@ -3,7 +3,6 @@ package quota
 import (
 	"context"
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"sync"
@@ -13,7 +12,7 @@ import (
 
 // newTestSQLite opens a fresh quota database in a temporary directory and
 // closes it on cleanup.
-func newTestSQLite(t testing.TB, opts ...SQLiteOption) *SQLiteBackend {
+func newTestSQLite(t testing.TB, opts ...sqliteOption) *sqliteBackend {
 	t.Helper()
 	b, err := NewSQLite(filepath.Join(t.TempDir(), "quota", "quota.db"), opts...)
 	if err != nil {
@@ -66,7 +65,7 @@ func TestSQLiteBackendSuiteShared(t *testing.T) {
 }
 
 // rows counts the stored log entries of credential (all buckets).
-func (s *SQLiteBackend) rows(t *testing.T, credential string) int64 {
+func (s *sqliteBackend) rows(t *testing.T, credential string) int64 {
 	t.Helper()
 	var n int64
 	if err := s.db.QueryRow(`SELECT count(*) FROM quota_log WHERE credential = ?`, credential).Scan(&n); err != nil {
@@ -224,18 +223,6 @@ func TestSQLiteMarkExhaustedOnlyMovesLater(t *testing.T) {
 	}
 	clock.Advance(time.Second)
 	mustDeny(t, b, "c", charge(units, 1), "units")
-}
-
-func TestSQLiteChargeAboveLimit(t *testing.T) {
-	b := newTestSQLite(t)
-	_, err := b.Reserve(context.Background(), "c", charge(Bucket{Name: "search", Limit: 95, Window: time.Hour}, 100))
-	var ce *CostError
-	if !errors.As(err, &ce) || ce.Units != 100 || ce.Limit != 95 {
-		t.Fatalf("Reserve(100 > 95) = %v, want *CostError", err)
-	}
-	if errors.Is(err, ErrUnavailable) {
-		t.Fatalf("a cost error must not look like an outage: %v", err)
-	}
 }
 
 func TestSQLiteUnavailable(t *testing.T) {
@@ -396,31 +383,4 @@ func BenchmarkSQLiteReserve(b *testing.B) {
 			}
 		}
 	})
-}
-
-// TestSQLiteCounterReplacesOtherConfiguration: the rows a counter bucket
-// left under another configuration (another sub-window length here) are
-// carried into the new one (switch.go) and deleted by the next admission,
-// so quota_counter holds at most the current configuration's ring.
-func TestSQLiteCounterReplacesOtherConfiguration(t *testing.T) {
-	s := newTestSQLite(t)
-	before := Bucket{Name: "c", Limit: 10, Window: 7 * time.Hour, Algorithm: AlgorithmCounter, Slots: 8}
-	after := Bucket{Name: "c", Limit: 10, Window: time.Minute, Algorithm: AlgorithmCounter}
-	rows := func() (n int, spans string) {
-		t.Helper()
-		if err := s.db.QueryRow(`SELECT count(*), group_concat(span) FROM quota_counter WHERE credential = 'p' AND bucket = 'c'`).Scan(&n, &spans); err != nil {
-			t.Fatal(err)
-		}
-		return n, spans
-	}
-	mustAllow(t, s, "p", charge(before, 3))
-	if n, _ := rows(); n != 1 {
-		t.Fatalf("%d rows after one admission, want 1", n)
-	}
-	if d := mustAllow(t, s, "p", charge(after, 1)); d.Remaining["c"] != 6 {
-		t.Fatalf("Remaining %d under the new configuration, want 6 (the old row's 3 units carried over)", d.Remaining["c"])
-	}
-	if n, spans := rows(); n != 1 || spans != fmt.Sprint(after.SubWindow().Microseconds()) {
-		t.Fatalf("%d rows of spans %s after an admission under the new configuration, want only its own", n, spans)
-	}
 }

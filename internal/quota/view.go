@@ -2,21 +2,17 @@ package quota
 
 import "time"
 
-// BucketView is the machine shape of a BucketStatus: snake_case keys,
-// windows in seconds, waits in milliseconds rounded up (never early). A
-// counter bucket's used is its estimate and its entries null: it does not
-// count calls (doc.go).
-type BucketView struct {
+// bucketView is the machine shape of a BucketStatus: snake_case keys,
+// windows in seconds, waits in milliseconds rounded up (never early).
+type bucketView struct {
 	Name            string     `json:"name"`
 	Limit           int64      `json:"limit"`
 	WindowSeconds   float64    `json:"window_seconds"`
 	Calendar        bool       `json:"calendar"`
-	Algorithm       string     `json:"algorithm"` // "log" or "counter"
-	Slots           *int       `json:"slots"`     // counters of a counter bucket; null for a log
 	Used            int64      `json:"used"`
 	Remaining       int64      `json:"remaining"`
-	Entries         *int64     `json:"entries"` // null for a counter bucket
-	Oldest          *time.Time `json:"oldest"`  // null when the window is empty
+	Entries         int64      `json:"entries"`
+	Oldest          *time.Time `json:"oldest"` // null when the window is empty
 	RetryAfterOneMs int64      `json:"retry_after_one_ms"`
 	MaxCost         int64      `json:"max_cost"`
 	RetryAfterMaxMs int64      `json:"retry_after_max_ms"`
@@ -38,37 +34,32 @@ type StatusView struct {
 	Now            *time.Time   `json:"now"`               // null when the backend did not answer
 	DayStart       *time.Time   `json:"pacific_day_start"` // the current Pacific quota day's start
 	ExhaustedUntil *time.Time   `json:"exhausted_until"`   // null unless marked exhausted
-	Buckets        []BucketView `json:"buckets"`
+	Buckets        []bucketView `json:"buckets"`
 }
 
 // View returns the machine shape of st.
 func (st Status) View() StatusView {
 	out := StatusView{Credential: st.Credential, Backend: st.Backend, Reachable: st.Reachable,
 		LatencyMs: float64(st.Latency.Microseconds()) / 1000, Now: utcOrNil(st.Now), ExhaustedUntil: utcOrNil(st.ExhaustedUntil),
-		Buckets: []BucketView{}}
+		Buckets: []bucketView{}}
 	if st.Err != "" {
 		out.Error = &st.Err
 	}
 	if !st.Now.IsZero() {
-		out.DayStart = utcOrNil(PacificMidnight(st.Now))
+		out.DayStart = utcOrNil(pacificMidnight(st.Now))
 	}
 	for _, b := range st.Buckets {
-		alg, slots, entries := string(AlgorithmLog), (*int)(nil), &b.Entries
-		if b.IsCounter() {
-			n := b.CounterSlots()
-			alg, slots, entries = string(AlgorithmCounter), &n, nil
-		}
-		out.Buckets = append(out.Buckets, BucketView{Algorithm: alg, Slots: slots, Name: b.Name, Limit: b.Limit, WindowSeconds: b.Window.Seconds(),
-			Calendar: b.Calendar, Used: b.Used, Remaining: b.Remaining, Entries: entries, Oldest: utcOrNil(b.Oldest),
-			RetryAfterOneMs: CeilMs(b.RetryAfterOne), MaxCost: b.MaxCost, RetryAfterMaxMs: CeilMs(b.RetryAfterMax),
+		out.Buckets = append(out.Buckets, bucketView{Name: b.Name, Limit: b.Limit, WindowSeconds: b.Window.Seconds(),
+			Calendar: b.Calendar, Used: b.Used, Remaining: b.Remaining, Entries: b.Entries, Oldest: utcOrNil(b.Oldest),
+			RetryAfterOneMs: ceilMs(b.RetryAfterOne), MaxCost: b.MaxCost, RetryAfterMaxMs: ceilMs(b.RetryAfterMax),
 			UsedToday: b.UsedToday})
 	}
 	return out
 }
 
-// CeilMs rounds d up to whole milliseconds (a wait reported in ms is never
+// ceilMs rounds d up to whole milliseconds (a wait reported in ms is never
 // early).
-func CeilMs(d time.Duration) int64 { return int64((d + time.Millisecond - 1) / time.Millisecond) }
+func ceilMs(d time.Duration) int64 { return int64((d + time.Millisecond - 1) / time.Millisecond) }
 
 // utcOrNil is t in UTC, or nil (JSON null) for the zero time.
 func utcOrNil(t time.Time) *time.Time {

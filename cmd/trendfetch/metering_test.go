@@ -1,0 +1,117 @@
+package main
+
+import (
+	"context"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/trendfetch/trendfetch/internal/fetch/youtubetest"
+	"github.com/trendfetch/trendfetch/internal/quota/redistest"
+	"github.com/trendfetch/trendfetch/internal/store"
+)
+
+// meteringEnv is a US chart on the emulator and an env whose quota backend
+// is the Redis at redisURL.
+func meteringEnv(t *testing.T, redisURL string) (*youtubetest.Server, string, *env) {
+	t.Helper()
+	emu := youtubetest.New()
+	emu.SetChart("US", usChart(t))
+	url := emu.StartTest(t)
+	e := newEnv(t)
+	e.vars["YOUTUBE_API_KEY"] = "k"
+	e.vars["TRENDFETCH_REDIS_URL"] = redisURL
+	return emu, url, e
+}
+
+// TestRedisAccessErrorsAreConfiguration: a Redis ACL user that may not run
+// EVALSHA/EVAL, and a wrong password, are configuration errors: exit 2 with
+// one line naming the user (and the refused command), never the password,
+// and not one call is sent unmetered.
+func TestRedisAccessErrorsAreConfiguration(t *testing.T) {
+	const password = "Sup3rS3cretPW"
+	srv := redistest.Start(t)
+	srv.Do("ACL", "SETUSER", "tfrun", "on", ">"+password, "~*", "&*", "+@all", "-evalsha", "-eval")
+	for _, tc := range []struct {
+		name, url, want string
+	}{
+		{"no EVALSHA", "redis://tfrun:" + password + "@" + srv.Addr + "/0", `Redis user "tfrun" may not run EVALSHA`},
+		{"wrong password", "redis://tfrun:wrong" + password + "@" + srv.Addr + "/0", `Redis refused user "tfrun"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			emu, url, e := meteringEnv(t, tc.url)
+			res := e.run("--api-endpoint", url, "run", "--region", "US")
+			if res.code != 2 || !strings.Contains(res.stderr, tc.want) {
+				t.Fatalf("exit %d, want 2 naming the user: %q\n%s", res.code, tc.want, res.stderr)
+			}
+			if strings.Contains(res.stderr+res.stdout, password) {
+				t.Errorf("the password reached the output:\n%s", res.stderr)
+			}
+			if n := emu.TotalCalls(); n != 0 {
+				t.Errorf("%d API calls sent; want none (no unmetered calls)", n)
+			}
+			runs := newestRuns(t, e)
+			for _, r := range runs {
+				if r.Outcome == store.OutcomeSuccess || r.Unmetered > 0 {
+					t.Errorf("run recorded as %+v", r)
+				}
+			}
+		})
+	}
+}
+
+// TestRedisOutOfMemoryFailsClosed: a Redis at maxmemory under noeviction
+// refuses every write; every call site, fail-open ones included, fails
+// closed (exit 75) with a reason that says so, and no call is sent.
+func TestRedisOutOfMemoryFailsClosed(t *testing.T) {
+	srv := redistest.Start(t, "--maxmemory", "100kb", "--maxmemory-policy", "noeviction")
+	emu, url, e := meteringEnv(t, srv.URL())
+	res := e.run("--api-endpoint", url, "run", "--region", "US")
+	if res.code != 75 || !strings.Contains(res.stderr, "out of memory") {
+		t.Fatalf("exit %d, want 75 with 'out of memory'\n%s", res.code, res.stderr)
+	}
+	if n := emu.TotalCalls(); n != 0 {
+		t.Errorf("%d API calls sent unmetered; want none", n)
+	}
+	runs := newestRuns(t, e)
+	if len(runs) != 1 || runs[0].Outcome != store.OutcomeDenied || !strings.Contains(runs[0].Reason, "out of memory") || runs[0].Unmetered != 0 {
+		t.Fatalf("runs %+v: want one denied run whose reason says out of memory", runs)
+	}
+}
+
+// TestUnmeteredRunIsNotPlainSuccess: a run whose calls went out fail-open
+// (Redis down) is reported as success_unmetered by `runs` and `runs
+// --json`, never as plain success.
+func TestUnmeteredRunIsNotPlainSuccess(t *testing.T) {
+	srv := redistest.Start(t)
+	_, url, e := meteringEnv(t, srv.URL())
+	srv.Kill()
+	res := e.run("--api-endpoint", url, "run", "--region", "US")
+	if res.code != 0 {
+		t.Fatalf("fail-open run: exit %d\n%s", res.code, res.stderr)
+	}
+	runs := newestRuns(t, e)
+	if len(runs) != 1 || runs[0].Outcome != store.OutcomeSuccessUnmetered || runs[0].Unmetered != 4 || !strings.Contains(runs[0].Reason, "unmetered") {
+		t.Fatalf("runs %+v: want one success_unmetered run with 4 unmetered calls", runs)
+	}
+	for _, args := range [][]string{{"runs"}, {"runs", "--json"}} {
+		out := e.run(args...)
+		if out.code != 0 || !strings.Contains(out.stdout, "success_unmetered") {
+			t.Errorf("%v: exit %d, want success_unmetered in\n%s", args, out.code, out.stdout)
+		}
+	}
+}
+
+// newestRuns returns the runs recorded in e's store, newest first (none
+// when the store was never created).
+func newestRuns(t *testing.T, e *env) []store.Run {
+	t.Helper()
+	if _, err := os.Stat(e.dbPath()); err != nil {
+		return nil
+	}
+	runs, err := openStore(t, e.dbPath()).Runs(context.Background(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return runs
+}

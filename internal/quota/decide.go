@@ -1,0 +1,130 @@
+package quota
+
+import (
+	"fmt"
+	"time"
+)
+
+// The decision of the embedded backends (SQLite and memory): their storage
+// differs, the arithmetic is this one. (Redis decides the same way in
+// lua/reserve.lua, next to its data.)
+
+// logWindow is what a decision needs to know of one bucket's log at now.
+type logWindow struct {
+	// used and entries are the units and entries of the window (stamps >
+	// windowCutoffUS); oldest is the oldest such stamp (Unix µs, 0: none).
+	used, entries, oldest int64
+	// newest is the newest entry's stamp (Unix µs; 0: the log is empty).
+	newest int64
+	// freeing returns the stamp of the window's entry at which the units
+	// from the window's start first reach need (0 < need <= used): once
+	// it leaves, need units have.
+	freeing func(need int64) (int64, error)
+}
+
+// windowUS is a window length in µs, rounded up (never early).
+func windowUS(d time.Duration) int64 {
+	us := d / time.Microsecond
+	if d%time.Microsecond != 0 {
+		us++
+	}
+	return int64(us)
+}
+
+// windowCutoffUS returns c such that an entry counts in b's window at nowUS
+// iff its stamp > c: it expires exactly window after its stamp, or at the
+// next Pacific midnight for a calendar bucket.
+func windowCutoffUS(b Bucket, nowUS int64) int64 {
+	if b.Calendar {
+		return pacificMidnight(time.UnixMicro(nowUS)).UnixMicro() - 1
+	}
+	return nowUS - windowUS(b.Window)
+}
+
+// evictCutoffUS is the stamp at or before which b's entries matter neither
+// to its window nor to today's units (UsedToday).
+func evictCutoffUS(b Bucket, nowUS int64) int64 {
+	return min(windowCutoffUS(b, nowUS), pacificMidnight(time.UnixMicro(nowUS)).UnixMicro()-1)
+}
+
+// retryAfter is how long after nowUS a call of units fits b (0 when it fits
+// now): until the entry that frees the last needed unit has left the
+// window, or the next Pacific midnight for a calendar bucket.
+func (w logWindow) retryAfter(b Bucket, units, nowUS int64) (time.Duration, error) {
+	need := w.used + units - b.Limit
+	if need <= 0 || units > b.Limit {
+		return 0, nil
+	}
+	if b.Calendar {
+		return time.Duration(NextPacificMidnight(time.UnixMicro(nowUS)).UnixMicro()-nowUS) * time.Microsecond, nil
+	}
+	ts, err := w.freeing(need)
+	if err != nil {
+		return 0, err
+	}
+	return time.Duration(ts+windowUS(b.Window)-nowUS) * time.Microsecond, nil
+}
+
+// decide admits a call of charges when every charge fits its bucket's
+// window (used + units <= limit) and the credential is not marked
+// exhausted until after nowUS (exhaustedUS). A bucket whose newest entry is
+// more than ClockStepTolerance after the clock denies until the clock has
+// caught up (Decision.ClockBehind). On denial RetryAfter is the largest wait
+// among the denying buckets and the marker, and DeniedBucket the bucket
+// with the largest wait (the first on ties; "" when the marker alone
+// decides). Remaining is after the call when it is admitted. The caller
+// records the entries (stamped no earlier than newest) and the Reservation.
+func decide(charges []bucketCharge, logs []logWindow, nowUS, exhaustedUS int64) (Decision, error) {
+	d := Decision{Now: time.UnixMicro(nowUS), Remaining: make(map[string]int64, len(charges))}
+	if exhaustedUS > nowUS {
+		d.Exhausted, d.ExhaustedUntil = true, time.UnixMicro(exhaustedUS)
+		d.RetryAfter = time.Duration(exhaustedUS-nowUS) * time.Microsecond
+	}
+	denied, deniedRA := "", time.Duration(0)
+	for i, c := range charges {
+		w := logs[i]
+		d.Remaining[c.Name] = max(c.Limit-w.used, 0)
+		ra, behind := clockStepWait(w.newest, nowUS)
+		if behind > 0 {
+			d.ClockBehind = max(d.ClockBehind, behind)
+		} else if w.used+c.Units <= c.Limit {
+			continue
+		} else if r, err := w.retryAfter(c.Bucket, c.Units, nowUS); err != nil {
+			return Decision{}, fmt.Errorf("retry-after of bucket %q: %w", c.Name, err)
+		} else {
+			ra = r
+		}
+		if denied == "" || ra > deniedRA {
+			denied, deniedRA = c.Name, ra
+		}
+	}
+	if denied != "" {
+		d.RetryAfter = max(d.RetryAfter, deniedRA)
+		if !d.Exhausted {
+			d.DeniedBucket = denied
+		}
+	}
+	d.Allowed = !d.Exhausted && denied == ""
+	if d.Allowed {
+		for _, c := range charges {
+			d.Remaining[c.Name] -= c.Units
+		}
+	}
+	return d, nil
+}
+
+// bucketStatus is b's status from its window at nowUS, the largest cost of
+// a method in it and its units since the last Pacific midnight.
+func bucketStatus(b Bucket, w logWindow, maxCost, usedToday, nowUS int64) (BucketStatus, error) {
+	bs := BucketStatus{Bucket: b, Used: w.used, Remaining: max(b.Limit-w.used, 0), Entries: w.entries,
+		MaxCost: max(maxCost, 1), UsedToday: usedToday}
+	if w.oldest != 0 {
+		bs.Oldest = time.UnixMicro(w.oldest)
+	}
+	var err error
+	if bs.RetryAfterOne, err = w.retryAfter(b, 1, nowUS); err != nil {
+		return bs, err
+	}
+	bs.RetryAfterMax, err = w.retryAfter(b, bs.MaxCost, nowUS)
+	return bs, err
+}

@@ -1,0 +1,82 @@
+package quota
+
+import (
+	"cmp"
+	"encoding/json"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/trendfetch/trendfetch/internal/proc"
+)
+
+// The holder of a run lease and the rule that makes it stale, in one place
+// (restic's rule, internal/restic/lock.go: a lock whose holder is a process
+// of this host that no longer exists is stale and taken over at once;
+// other holders expire with their TTL or are released by hand).
+//
+// A lease stores its holder as the JSON of leaseHolder after the token's
+// random id, and the stale rule reads those fields; nothing parses prose.
+// A pid names a process only within one boot of one PID namespace, so the
+// holder records both: a holder from another host, another boot or another
+// PID namespace (another container with the same hostname) is never stale
+// here, whatever this host's pid table says.
+
+// leaseHolder identifies the process that holds a run lease.
+type leaseHolder struct {
+	Host string `json:"host"`
+	PID  int    `json:"pid"`
+	// BootID is /proc/sys/kernel/random/boot_id ("" when unknown).
+	BootID string `json:"boot_id,omitempty"`
+	// PIDNS is the holder's PID namespace, readlink /proc/self/ns/pid
+	// ("" when unknown).
+	PIDNS string `json:"pid_ns,omitempty"`
+	// Since is when the lease was asked for (whole seconds, UTC).
+	Since time.Time `json:"since"`
+}
+
+// thisHolder returns the stored holder description of this process asking
+// for a lease at since.
+func thisHolder(since time.Time) string {
+	host, _ := os.Hostname()
+	h := leaseHolder{Host: cmp.Or(host, "unknown-host"), PID: os.Getpid(), BootID: proc.BootID(), PIDNS: proc.PIDNamespace(),
+		Since: since.UTC().Truncate(time.Second)}
+	b, _ := json.Marshal(h) // cannot fail: strings, an int and a time
+	return string(b)
+}
+
+// parseHolder decodes a stored holder description; ok is false for one not
+// written by thisHolder (a test's, an older release's).
+func parseHolder(desc string) (h leaseHolder, ok bool) {
+	if json.Unmarshal([]byte(desc), &h) != nil || h.Host == "" || h.PID <= 0 {
+		return leaseHolder{}, false
+	}
+	return h, true
+}
+
+// describeHolder is a stored holder description for people, e.g.
+// "host-a pid 123 since 2026-11-23T07:00:00Z" (other descriptions as they are).
+func describeHolder(desc string) string {
+	h, ok := parseHolder(desc)
+	if !ok {
+		return desc
+	}
+	return fmt.Sprintf("%s pid %d since %s", h.Host, h.PID, h.Since.UTC().Format(time.RFC3339))
+}
+
+// staleHolder is the stale rule: desc names a process of this host, this
+// boot and this PID namespace, not this process, that is gone (no such pid,
+// a zombie, or a pid reused by a process started after the lease was taken:
+// proc.Gone). Anything it cannot tell is not stale.
+func staleHolder(desc string) bool {
+	h, ok := parseHolder(desc)
+	if !ok {
+		return false
+	}
+	host, _ := os.Hostname()
+	boot, ns := proc.BootID(), proc.PIDNamespace()
+	if h.Host != host || h.BootID == "" || h.BootID != boot || h.PIDNS == "" || h.PIDNS != ns || h.PID == os.Getpid() {
+		return false
+	}
+	return proc.Gone(h.PID, h.Since)
+}
