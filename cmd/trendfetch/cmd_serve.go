@@ -30,7 +30,8 @@ func newServeCmd(a *app) *cobra.Command {
 		Short: "Serve the read API (/v1/...) and the dashboard (/) from the local database",
 		Long: `Serve a read-only JSON API and an operator dashboard over the local database:
 /v1/search, /v1/charts/{region}, /v1/videos/{id}, /v1/runs, /v1/quota,
-/v1/regions, /v1/openapi.yaml, /healthz, /metrics, and the dashboard at /.
+/v1/regions, /v1/dashboard, /v1/openapi.yaml, /healthz, /metrics, and the
+dashboard at /.
 Nothing served spends YouTube API quota or writes the database.
 
 It listens on loopback by default (serve.addr, 127.0.0.1:8080). A non-loopback

@@ -21,6 +21,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/trendfetch/trendfetch/internal/quota"
+	"github.com/trendfetch/trendfetch/internal/quota/redistest"
 	"github.com/trendfetch/trendfetch/internal/store"
 	"github.com/trendfetch/trendfetch/internal/store/storetest"
 )
@@ -270,8 +271,9 @@ func BenchmarkRegionsWithAndWithoutRateLimit(b *testing.B) {
 	}
 }
 
-// BenchmarkRateLimitDecision is a memory limiter's decision alone (counter
-// and log), for 250 clients at 60 requests a minute.
+// BenchmarkRateLimitDecision is a limiter's decision alone (counter and
+// log, in memory and in one local redis-server), for 250 clients at 60
+// requests a minute.
 func BenchmarkRateLimitDecision(b *testing.B) {
 	counter, err := NewCounter(60, time.Minute, nil)
 	if err != nil {
@@ -281,7 +283,30 @@ func BenchmarkRateLimitDecision(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	for name, rl := range map[string]Limiter{"counter": counter, "log": log} {
+	srv := redistest.Start(b)
+	rc, err := quota.RedisClientFromURL(srv.URL(), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	redisCounter, err := NewRedisCounter(rc, 60, time.Minute)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer redisCounter.Close()
+	rl2, err := quota.RedisClientFromURL(srv.URL(), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	redisLog, err := NewLog(quota.NewRedis(rl2), 60, time.Minute)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer redisLog.Close()
+	for _, l := range []struct {
+		name string
+		rl   Limiter
+	}{{"counter-memory", counter}, {"log-memory", log}, {"counter-redis", redisCounter}, {"log-redis", redisLog}} {
+		name, rl := l.name, l.rl
 		b.Run(name, func(b *testing.B) {
 			ctx := context.Background()
 			for i := range b.N {

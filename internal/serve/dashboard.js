@@ -93,7 +93,8 @@ async function search(q) {
     const {hits} = await api("/v1/search?limit=20&q=" + encodeURIComponent(q));
     $("search").innerHTML = hits.length ? "<ol>" + hits.map((h) =>
       `<li class="hit"><a data-video="${esc(h.video_id)}">${esc(h.title)}</a> <span class="muted">— ${esc(h.channel_title)}${
-        h.regions.length ? " · " + h.regions.map((r) => esc(r.region) + " best #" + r.best_rank + " (computed by trendfetch; last #" + r.last_rank + " at " + utc(r.last_at) + ")").join(", ") : ""}</span></li>`).join("") + "</ol>"
+        h.regions.length ? " · " + h.regions.map((r) => esc(r.region) + " best* #" + r.best_rank + ", #" + r.last_rank + " at " + utc(r.last_at)).join("; ") : ""}</span></li>`).join("") +
+      '</ol><div class="muted computed">* best rank: computed by trendfetch from the stored charts.</div>'
       : `<span class="muted">no videos match “${esc(q)}”</span>`;
   } catch (e) {
     $("search").innerHTML = `<span class="bad">${esc(e.message)}</span>`;

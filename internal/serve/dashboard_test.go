@@ -109,7 +109,7 @@ func TestDashboardInABrowser(t *testing.T) {
 	if !strings.Contains(chartsAll, "rank change") || !strings.Contains(chartsText, "captured ") || !strings.Contains(chartsText, "(computed by trendfetch)") {
 		t.Errorf("charts do not label rank changes as computed or lack capture times:\n%.600s", chartsText)
 	}
-	if !strings.Contains(searchText, "(synthetic)") {
+	if !strings.Contains(searchText, "(synthetic)") || !strings.Contains(searchText, "computed by trendfetch") {
 		t.Errorf("search result:\n%s", searchText)
 	}
 	if videoTitle != last {

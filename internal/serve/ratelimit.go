@@ -166,13 +166,6 @@ func (m *memoryCounter) Allow(_ context.Context, key string) (Decision, error) {
 	return d, nil
 }
 
-// Len is the number of clients whose state is kept.
-func (m *memoryCounter) Len() int {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return len(m.clients)
-}
-
 func (m *memoryCounter) Close() error { return nil }
 
 //go:embed ratelimit.lua

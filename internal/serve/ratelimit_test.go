@@ -328,3 +328,46 @@ func BenchmarkCounterRedisKeys(b *testing.B) {
 		b.ReportMetric((used()-m0)/clients, "redis_bytes_per_client")
 	}
 }
+
+// TestCounterLuaMatchesGo: ratelimit.lua and counterDecide are one
+// arithmetic. The script runs on a real Redis with its clock line swapped
+// for times the test gives (ARGV[3], ARGV[4]: seconds, microseconds), and
+// every decision of random traffic must equal the Go one.
+func TestCounterLuaMatchesGo(t *testing.T) {
+	const timeCall = "local t = redis.call('TIME')"
+	if !strings.Contains(counterLua, timeCall) {
+		t.Fatalf("ratelimit.lua no longer reads the clock with %q", timeCall)
+	}
+	script := redis.NewScript(strings.Replace(counterLua, timeCall, "local t = {ARGV[3], ARGV[4]}", 1))
+	srv := redistest.Start(t)
+	client := redis.NewClient(&redis.Options{Addr: srv.Addr})
+	defer client.Close()
+	ctx := context.Background()
+	rng := rand.New(rand.NewPCG(3, 4))
+	for trial := range 40 {
+		limit := int64(1 + rng.IntN(30))
+		windowMS := int64(1000 * (1 + rng.IntN(90)))
+		nowMS := int64(1_772_000_000_000) + rng.Int64N(windowMS)
+		key := fmt.Sprintf("trendfetch:serve:{trial-%d}", trial)
+		var st counterState
+		for step := range 150 {
+			// Half the trials under the limit on average, half at 2x.
+			gap := 3 * windowMS / limit
+			if trial%2 == 1 {
+				gap = windowMS / limit
+			}
+			nowMS += rng.Int64N(gap)
+			next, want := counterDecide(st, nowMS, windowMS, limit)
+			res, err := script.Run(ctx, client, []string{key}, limit, windowMS, nowMS/1000, nowMS%1000*1000).Int64Slice()
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := Decision{Allowed: res[0] == 1, Remaining: res[1], RetryAfter: time.Duration(res[2]) * time.Millisecond}
+			if got != want {
+				t.Fatalf("trial %d step %d (limit %d, window %d ms, now %d, state %+v): Lua %+v, Go %+v",
+					trial, step, limit, windowMS, nowMS, st, got, want)
+			}
+			st = next
+		}
+	}
+}
