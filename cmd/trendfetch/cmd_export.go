@@ -141,8 +141,8 @@ Costs no quota.`,
 					return err
 				}
 				if len(rs) > 1 {
-					return usagef("trendfetch export --output DIR/ (one file per region) or --region-column",
-						"cannot write %d regions (%s) to one CSV without a region column", len(rs), strings.Join(rs, ","))
+					return usagef("trendfetch export --output DIR/",
+						"cannot write %d regions (%s) to one CSV without a region column: use --output DIR/ (one file per region) or --region-column", len(rs), strings.Join(rs, ","))
 				}
 			}
 			x := &exportSinks{format: f, dir: dir, partition: partition, stdout: a.stdout, sinks: map[string]*exportSink{}}

@@ -360,7 +360,7 @@ func TestJSONLogsArePureJSON(t *testing.T) {
 		hint string
 	}{
 		{[]string{"--config", tiny, "--api-endpoint", url, "run", "--region", "US"}, 75, ""},
-		{[]string{"video", "nope"}, exitNotFound, ""},
+		{[]string{"video", "nope0000000"}, exitNotFound, ""},
 		{[]string{"--config", uk, "run", "--all"}, 2, ""},
 		{[]string{"chart", "--region", "XX"}, 2, "trendfetch regions"},
 	} {
