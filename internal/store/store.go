@@ -15,9 +15,8 @@ import (
 // concurrent use by multiple goroutines; several processes may also open the
 // same file at once.
 type Store struct {
-	db       *sql.DB
-	path     string
-	readOnly bool
+	db   *sql.DB
+	path string
 
 	mu    sync.Mutex
 	stmts map[string]*sql.Stmt // prepared multi-row statements, see txStmt
@@ -83,7 +82,7 @@ func open(ctx context.Context, path string, o sqlitedb.Options) (*Store, error) 
 		return nil, err
 	}
 	abs, _ := filepath.Abs(path) // sqlitedb.Open succeeded with it
-	return &Store{db: db, path: abs, readOnly: o.ReadOnly}, nil
+	return &Store{db: db, path: abs}, nil
 }
 
 // SchemaVersion returns the database's schema version (the highest applied
