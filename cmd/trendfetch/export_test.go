@@ -345,3 +345,40 @@ func TestStorePolicyRuns(t *testing.T) {
 		t.Errorf("dry run of the new env changed: %+v", r)
 	}
 }
+
+// TestExportSinksAbort: an export that fails half-way (here: after one
+// row) leaves neither a partial --output file nor a temporary one, and an
+// existing file keeps its content.
+func TestExportSinksAbort(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "us.csv")
+	if err := os.WriteFile(out, []byte("old\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, x := range []*exportSinks{
+		{format: store.ExportFormat{Format: "csv", Layout: store.LayoutYoutubeNew}, file: out, sinks: map[string]*exportSink{}},
+		{format: store.ExportFormat{Format: "parquet"}, dir: filepath.Join(dir, "pq"), partition: []string{"region", "date"}, sinks: map[string]*exportSink{}},
+	} {
+		w, err := x.writer("US", time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Row(&store.ExportRow{VideoID: "a", Region: "US", Title: strings.Repeat("x", 1<<20)}); err != nil {
+			t.Fatal(err)
+		}
+		x.abort()
+	}
+	if b, err := os.ReadFile(out); err != nil || string(b) != "old\n" {
+		t.Errorf("--output after a failed export: %q, %v", b, err)
+	}
+	var left []string
+	filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && p != out {
+			left = append(left, p)
+		}
+		return nil
+	})
+	if len(left) != 0 {
+		t.Errorf("files left by failed exports: %v", left)
+	}
+}

@@ -32,6 +32,13 @@
 // trigram index (title, channel title) for Japanese, Chinese, Korean, Thai
 // and for parts of words; Search documents which one answers a query.
 //
+// Video text is kept as captured: each change is a new version (the
+// current one in videos, older ones in video_texts) and each capture entry
+// refers to the version it saw, so Export (CSV, JSON Lines, Parquet; one
+// read snapshot) writes every row with the text of its capture. Retention
+// follows the storage policy (ApplyPolicy, Prune; README "Data and
+// YouTube's policies").
+//
 // Check verifies the file and both indexes, for reliability tests and
 // operators.
 package store

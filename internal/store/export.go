@@ -41,7 +41,7 @@ type ExportQuery struct {
 type ExportRow struct {
 	CaptureID int64
 	RunID     int64
-	// VideoKey identifies a video's text version within one export (> 0):
+	// VideoKey identifies a video's text version within one export (!= 0):
 	// rows with the same VideoKey have the same video and text, so a writer
 	// may reuse what it rendered (at most ExportVideoCache keys at a time).
 	VideoKey int64
@@ -170,7 +170,7 @@ WHERE v.rowid = ?1`)
 type exporter struct {
 	entries, video *sql.Stmt
 	cache          map[textKey]*exportVideo
-	keys           int64 // the last ExportRow.VideoKey given out
+	keys           int64 // VideoKeys given out beyond exportKey's range
 	fn             func(*ExportRow) error
 	row            ExportRow
 	rows           []exportEntry // the current capture's entries
@@ -178,6 +178,16 @@ type exporter struct {
 
 // textKey is one text version of one video.
 type textKey struct{ video, version int64 }
+
+// exportKey is k as an ExportRow.VideoKey: the same for every read of k, so
+// a writer's cache outlives the exporter's (video rowid and version packed,
+// 0 when they do not fit).
+func (k textKey) exportKey() int64 {
+	if k.version < 0 || k.version >= 1<<16 || k.video <= 0 || k.video >= 1<<46 {
+		return 0
+	}
+	return k.video<<16 | k.version
+}
 
 // exportEntry is one entries row: rank, text version and statistics.
 type exportEntry struct {
@@ -251,8 +261,11 @@ func (x *exporter) videoText(ctx context.Context, k textKey) (*exportVideo, erro
 	if len(x.cache) >= ExportVideoCache {
 		clear(x.cache)
 	}
-	x.keys++
-	v.key = x.keys
+	v.key = k.exportKey()
+	if v.key == 0 {
+		x.keys++ // beyond exportKey's range: a key of its own, never reused
+		v.key = -x.keys
+	}
 	x.cache[k] = &v
 	return &v, nil
 }
