@@ -475,7 +475,15 @@ func (s *server) chart(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	q := r.URL.Query()
-	cq := store.CaptureQuery{Region: region, Kind: q.Get("kind"), Query: q.Get("query"), Partial: q.Get("partial") == "true"}
+	cq := store.CaptureQuery{Region: region, Kind: q.Get("kind"), Query: q.Get("query")}
+	switch p := q.Get("partial"); p {
+	case "", "false":
+	case "true":
+		cq.Partial = true
+	default:
+		s.fail(w, r, &paramError{"partial", fmt.Sprintf("partial=%q: want true or false", clip(p))})
+		return
+	}
 	switch cq.Kind {
 	case "", store.KindChart, store.KindCategory, store.KindSearch:
 	default:

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -534,5 +535,59 @@ func TestInstancesShareABudgetThroughRedis(t *testing.T) {
 	}
 	if ok != 10 || limited != 4 {
 		t.Errorf("%d admitted and %d limited across two instances, want 10 and 4 (one budget per client)", ok, limited)
+	}
+}
+
+// TestChartIsTheLatestCompleteCapture: while a run is storing a chart
+// (a partial capture), /v1/charts answers the latest complete one unless
+// partial=true asks for it (issue 21 item 6).
+func TestChartIsTheLatestCompleteCapture(t *testing.T) {
+	ctx := context.Background()
+	db := filepath.Join(t.TempDir(), "tf.db")
+	st, err := store.Open(ctx, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	at := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	videos := func(prefix string, n int) []store.Video {
+		vs := make([]store.Video, n)
+		for i := range vs {
+			vs[i] = store.Video{ID: fmt.Sprintf("%s%010d", prefix, i), Title: prefix + " title"}
+		}
+		return vs
+	}
+	for i, n := range []int{4, 2} {
+		run, err := st.StartRun(ctx, store.Run{Credential: "default", Region: "US", PID: 1, Host: "h"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		when := at.Add(time.Duration(i) * time.Hour)
+		if err := st.SavePage(ctx, run, "US", 1, videos(string(rune('a'+i)), n), when); err != nil {
+			t.Fatal(err)
+		}
+		if i == 0 { // the second run is still fetching: its capture stays partial
+			if err := st.CompleteCapture(ctx, run, "US", store.KindChart, "", when); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	f := start(t, db, nil, nil)
+	for _, tc := range []struct {
+		query    string
+		entries  int
+		complete bool
+	}{{"", 4, true}, {"?partial=false", 4, true}, {"?partial=true", 2, false}} {
+		resp, body := get(t, f.url+"/v1/charts/US"+tc.query)
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("%s: %d %v", tc.query, resp.StatusCode, body)
+		}
+		capture, _ := body["capture"].(map[string]any)
+		if entries, _ := body["entries"].([]any); len(entries) != tc.entries || capture["complete"] != tc.complete {
+			t.Errorf("/v1/charts/US%s: %d entries, complete %v; want %d, %v", tc.query, len(entries), capture["complete"], tc.entries, tc.complete)
+		}
+	}
+	if resp, body := get(t, f.url+"/v1/charts/US?partial=yes"); resp.StatusCode != http.StatusBadRequest {
+		t.Errorf("partial=yes: %d %v, want 400", resp.StatusCode, body)
 	}
 }
