@@ -20,7 +20,10 @@ func meteringEnv(t *testing.T, redisURL string) (*youtubetest.Server, string, *e
 	url := emu.StartTest(t)
 	e := newEnv(t)
 	e.vars["YOUTUBE_API_KEY"] = "k"
-	e.vars["TRENDFETCH_REDIS_URL"] = redisURL
+	// Long timeouts: these tests are about what Redis answers, and a reply
+	// later than the default 300 ms (a loaded test machine) would be an
+	// unreachable backend, under the call sites' policies.
+	e.vars["TRENDFETCH_REDIS_URL"] = redisURL + "?dial_timeout=10s&read_timeout=10s&write_timeout=10s"
 	return emu, url, e
 }
 
