@@ -67,11 +67,11 @@ fit again (Retry-After), and units spent since the last Pacific midnight
 				if err := enc.Encode(a.statusView(st)); err != nil {
 					return err
 				}
-			} else {
+			} else if !errors.As(st.Err, new(*quota.AccessError)) {
 				printStatus(a, st)
 			}
 			if !st.Reachable {
-				return fmt.Errorf("quota backend %s unreachable: %s", st.Backend, st.Err)
+				return statusError(st)
 			}
 			return nil
 		},
@@ -80,13 +80,23 @@ fit again (Retry-After), and units spent since the last Pacific midnight
 	return cmd
 }
 
+// statusError is the error of a status read that failed: a Redis user
+// refused by ACL is a configuration error (*quota.AccessError, exit 2),
+// anything else an unreachable backend.
+func statusError(st quota.Status) error {
+	if acl := new(*quota.AccessError); errors.As(st.Err, acl) {
+		return *acl
+	}
+	return fmt.Errorf("quota backend %s unreachable: %v", st.Backend, st.Err)
+}
+
 // statusOut is the machine shape of `quota status --json` and GET /v1/quota.
 type statusOut = quota.StatusView
 
 func printStatus(a *app, st quota.Status) {
 	reach := fmt.Sprintf("reachable, %s", st.Latency.Round(10*time.Microsecond))
 	if !st.Reachable {
-		reach = "UNREACHABLE: " + st.Err
+		reach = "UNREACHABLE: " + st.Err.Error()
 	}
 	fmt.Fprintf(a.stdout, "credential %s · backend %s (%s) · preset %s\n", st.Credential, st.Backend, reach, a.cfg.Quota.PresetName())
 	if !st.Reachable {

@@ -93,7 +93,7 @@ Exit 0 when the calls fit now, 75 when they fit later, 2 when they never fit
 				}
 				defer lim.Close()
 				if st = lim.Status(cmd.Context(), a.cfg.Credential); !st.Reachable {
-					return fmt.Errorf("quota backend %s unreachable: %s", st.Backend, st.Err)
+					return statusError(st)
 				}
 			}
 			out := checkCalls(st, charges, count)

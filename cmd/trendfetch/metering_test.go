@@ -63,6 +63,35 @@ func TestRedisAccessErrorsAreConfiguration(t *testing.T) {
 	}
 }
 
+// TestQuotaStatusAccessErrorIsConfiguration: `quota status` (and --json,
+// and `quota check`) against a Redis that refuses trendfetch's user (no
+// EVALSHA/EVAL, a wrong password) exits 2 with the one line naming the
+// user, not 1 with UNREACHABLE; the password never reaches the output.
+func TestQuotaStatusAccessErrorIsConfiguration(t *testing.T) {
+	const password = "Sup3rS3cretPW"
+	srv := redistest.Start(t)
+	srv.Do("ACL", "SETUSER", "tfstat", "on", ">"+password, "~*", "&*", "+@all", "-evalsha", "-eval")
+	for _, tc := range []struct {
+		name, url, want string
+	}{
+		{"no EVALSHA", "redis://tfstat:" + password + "@" + srv.Addr + "/0", `Redis user "tfstat" may not run EVALSHA`},
+		{"wrong password", "redis://tfstat:wrong" + password + "@" + srv.Addr + "/0", `Redis refused user "tfstat"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, _, e := meteringEnv(t, tc.url)
+			for _, args := range [][]string{{"quota", "status"}, {"quota", "status", "--json"}, {"quota", "check", "--method", "videos.list"}} {
+				res := e.run(args...)
+				if res.code != 2 || !strings.Contains(res.stderr, tc.want) || strings.Contains(res.stdout+res.stderr, "UNREACHABLE") {
+					t.Errorf("%v: exit %d, want 2 naming the user (%q), not UNREACHABLE\nstdout: %s\nstderr: %s", args, res.code, tc.want, res.stdout, res.stderr)
+				}
+				if strings.Contains(res.stdout+res.stderr, password) {
+					t.Errorf("%v: the password reached the output", args)
+				}
+			}
+		})
+	}
+}
+
 // TestRedisOutOfMemoryFailsClosed: a Redis at maxmemory under noeviction
 // refuses every write; every call site, fail-open ones included, fails
 // closed (exit 75) with a reason that says so, and no call is sent.

@@ -306,7 +306,7 @@ schedule:
 	defer lim.Close()
 	st := lim.Status(context.Background(), "default")
 	if !st.Reachable {
-		t.Fatalf("limiter status: %s", st.Err)
+		t.Fatalf("limiter status: %v", st.Err)
 	}
 	for _, b := range st.Buckets {
 		l := map[string]string{"credential": "default", "bucket": b.Name}

@@ -58,8 +58,8 @@ func TestRedisSentinelWiring(t *testing.T) {
 // TestRedisSentinelPassword: Sentinels with a password of their own are
 // reached with TRENDFETCH_REDIS_SENTINEL_PASSWORD or
 // quota.redis.sentinel.password_file; without it, or with a wrong one,
-// quota status reports the backend unreachable (exit 1), naming the
-// Sentinels' answer, and no output quotes either password.
+// quota status exits 2 (a configuration error, quota.AccessError) naming
+// the Sentinels' answer, and no output quotes either password.
 func TestRedisSentinelPassword(t *testing.T) {
 	const pw, sentinelPW = "master-pw-1", "sentinel-pw-2"
 	g := redistest.StartSentinelAuth(t, 0, 1, pw, sentinelPW)
@@ -80,11 +80,11 @@ func TestRedisSentinelPassword(t *testing.T) {
 		}
 		return res
 	}
-	if res := status("no Sentinel password", 1); !strings.Contains(res.stderr, "NOAUTH") {
+	if res := status("no Sentinel password", 2); !strings.Contains(res.stderr, "NOAUTH") {
 		t.Errorf("no Sentinel password: stderr does not name the Sentinels' NOAUTH\n%s", res.stderr)
 	}
 	e.vars["TRENDFETCH_REDIS_SENTINEL_PASSWORD"] = "wrong-" + sentinelPW
-	if res := status("wrong Sentinel password", 1); !strings.Contains(res.stderr, "WRONGPASS") {
+	if res := status("wrong Sentinel password", 2); !strings.Contains(res.stderr, "WRONGPASS") {
 		t.Errorf("wrong Sentinel password: stderr does not name the Sentinels' WRONGPASS\n%s", res.stderr)
 	}
 	e.vars["TRENDFETCH_REDIS_SENTINEL_PASSWORD"] = sentinelPW

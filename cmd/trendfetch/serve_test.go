@@ -236,10 +236,10 @@ func (e *env) startAs(uid, gid uint32, args ...string) *daemon {
 }
 
 // TestServeAsAServiceUser (issue 21.5): serve runs as a user who cannot
-// write quota.db (nobody; quota.db in a directory only root may write, the
-// database directory group-writable for nobody as the README advises, every
-// file the writer's), answers data and quota from them, and /healthz reads
-// the data.
+// write quota.db (nobody; quota.db root's, mode 0644, in its own directory,
+// which like the database directory is group-writable for nobody as the
+// README advises, every file the writer's), answers data and quota from
+// them, and /healthz reads the data.
 func TestServeAsAServiceUser(t *testing.T) {
 	if os.Getuid() != 0 {
 		t.Skip("needs root to run serve as nobody")
@@ -256,6 +256,16 @@ func TestServeAsAServiceUser(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := os.Rename(filepath.Join(dataDir, "quota.db"), quotaDB); err != nil {
+		t.Fatal(err)
+	}
+	// A reader that is not the writer creates the WAL index beside the
+	// file when no writer has it open (internal/sqlitedb, the store's rule
+	// too): the quota directory is the writers' group's, as the data
+	// directory below.
+	if err := os.Chown(quotaDir, 0, nogroup); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(quotaDir, 0o775); err != nil {
 		t.Fatal(err)
 	}
 	// The path to the binary and the databases is traversable.

@@ -22,7 +22,6 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/trendfetch/trendfetch/internal/callsite"
-	"github.com/trendfetch/trendfetch/internal/fetch"
 	"github.com/trendfetch/trendfetch/internal/quota"
 	"github.com/trendfetch/trendfetch/internal/regions"
 )
@@ -264,7 +263,7 @@ type Log struct {
 // key is in YOUTUBE_API_KEY, region US, the database under the XDG data
 // directory, the embedded quota backend, and the buckets, costs and
 // policies of the call-site table (package callsite; DESIGN.md §4), the
-// run settings of fetch.DefaultSettings, with Complete applied.
+// run defaults of callsite.RunDefaults, with Complete applied.
 func Default() *Config {
 	c := defaults()
 	c.Complete()
@@ -274,7 +273,7 @@ func Default() *Config {
 // defaults is Default before Complete: the base that a file, the
 // environment and flags are applied over before the one Complete step.
 func defaults() *Config {
-	run := fetch.DefaultSettings()
+	run := callsite.RunDefaults()
 	database := ""
 	if dataDir := DataDir(); dataDir != "" {
 		database = filepath.Join(dataDir, "trendfetch.db")

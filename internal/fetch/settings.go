@@ -2,22 +2,25 @@ package fetch
 
 import (
 	"time"
+
+	"github.com/trendfetch/trendfetch/internal/callsite"
 )
 
-// Settings are the tunables of a run. The zero value of a field means its
+// Settings are the tunables of a run; their defaults are
+// callsite.RunDefaults. The zero value of a field means its
 // default where zero is not a usable value (PageSize, Timeout, LeaseTTL):
 // WithDefaults fills those, once, at the start of every run. Zero Retries
 // means no retry and zero refresh intervals turn their call site off.
 type Settings struct {
-	// PageSize is maxResults per chart page, 1-50 (default 50).
+	// PageSize is maxResults per chart page, 1-50.
 	PageSize int64
-	// Timeout bounds one API request (default 30 s).
+	// Timeout bounds one API request.
 	Timeout time.Duration
 	// Retries is how many more attempts a transient failure gets (0 = none);
 	// RetryBackoff is the first backoff (doubling, full jitter).
 	Retries      int
 	RetryBackoff time.Duration
-	// LeaseTTL is the run lease's time to live (default 2 min), renewed every
+	// LeaseTTL is the run lease's time to live, renewed every
 	// third of it while the run lasts: it bounds how long a crashed run blocks
 	// its region.
 	LeaseTTL time.Duration
@@ -32,39 +35,18 @@ type Settings struct {
 	CategoriesRefresh time.Duration
 	// StatsTrackFor > 0 enables the statistics step after the chart: videos
 	// on the region's chart within StatsTrackFor before the run, but not on
-	// the chart just fetched, are sampled with videos.batchGetStats (default
-	// 168 h; 0 turns it off).
+	// the chart just fetched, are sampled with videos.batchGetStats (0 turns
+	// it off).
 	StatsTrackFor time.Duration
 	// StatsEvery is the minimum age of a followed video's newest statistics
-	// point before it is sampled again (default 6 h).
+	// point before it is sampled again.
 	StatsEvery time.Duration
 }
 
-// DefaultSettings returns the defaults that a configuration starts from
-// (package config derives its api.* and runs.lease_ttl defaults from it):
-// pages of 50, a 30 s request timeout, 2 retries from a 1 s backoff, a 2 min
-// lease, no category charts and no enrichment, videos followed with
-// videos.batchGetStats for 168 h after they left the chart, every 6 h.
-func DefaultSettings() Settings {
-	return Settings{
-		PageSize:      maxPageSize,
-		Timeout:       30 * time.Second,
-		Retries:       2,
-		RetryBackoff:  time.Second,
-		LeaseTTL:      2 * time.Minute,
-		StatsTrackFor: 168 * time.Hour,
-		StatsEvery:    6 * time.Hour,
-	}
-}
-
-// maxPageSize is the largest maxResults of videos.list (discovery document:
-// maximum "50").
-const maxPageSize = 50
-
 // WithDefaults returns s with every zero PageSize, Timeout and LeaseTTL set
-// to DefaultSettings' value; other fields are kept as given.
+// to its default (callsite.RunDefaults); other fields are kept as given.
 func (s Settings) WithDefaults() Settings {
-	d := DefaultSettings()
+	d := callsite.RunDefaults()
 	if s.PageSize <= 0 {
 		s.PageSize = d.PageSize
 	}

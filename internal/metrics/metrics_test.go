@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -189,7 +190,7 @@ func TestScrapeMatchesLimiterAndRuns(t *testing.T) {
 type downReader struct{}
 
 func (downReader) Status(_ context.Context, cred string) quota.Status {
-	return quota.Status{Credential: cred, Backend: "redis", Reachable: false, Err: "connection refused"}
+	return quota.Status{Credential: cred, Backend: "redis", Reachable: false, Err: errors.New("connection refused")}
 }
 
 func TestUnreachableBackendIsReportedNotFatal(t *testing.T) {

@@ -2,6 +2,7 @@ package quota
 
 import (
 	"database/sql"
+	"fmt"
 	"path/filepath"
 	"testing"
 	"time"
@@ -114,69 +115,93 @@ func TestEmbeddedRefundSameMicrosecond(t *testing.T) {
 	})
 }
 
-// TestSQLiteMigratesV1: a quota database written by a version 1 binary
-// (no rid column) keeps its entries, is migrated by the first writer, is
-// still readable read-only before that, and its old entries count but are
-// never matched by a refund.
-func TestSQLiteMigratesV1(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "quota.db")
-	db, err := sql.Open("sqlite", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	nowUS := time.Now().UnixMicro()
-	for _, q := range []string{
+// oldQuotaSchemas are quota.db schemas written before numbered migrations,
+// by PRAGMA user_version: 1 (no rid) and 4 (the last one, with leases).
+var oldQuotaSchemas = map[int][]string{
+	1: {
 		`CREATE TABLE quota_log (credential TEXT NOT NULL, bucket TEXT NOT NULL, cum INTEGER NOT NULL,
 			seq INTEGER NOT NULL, ts_us INTEGER NOT NULL, cost INTEGER NOT NULL,
 			PRIMARY KEY (credential, bucket, cum)) WITHOUT ROWID`,
 		`CREATE INDEX quota_log_window ON quota_log (credential, bucket, ts_us)`,
 		`CREATE TABLE quota_exhausted (credential TEXT NOT NULL PRIMARY KEY, until_us INTEGER NOT NULL) WITHOUT ROWID`,
 		`PRAGMA user_version = 1`,
-	} {
-		if _, err := db.Exec(q); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
-	for _, row := range [][3]int64{{3, 1, nowUS - 2000}, {7, 2, nowUS - 1000}} {
-		if _, err := db.Exec(`INSERT INTO quota_log VALUES ('c', 'units', ?, ?, ?, ?)`, row[0], row[1], row[2], row[0]-(row[1]-1)*3); err != nil {
-			t.Fatal(err)
-		}
-	}
-	db.Close()
-	units := Bucket{Name: "units", Limit: 10, Window: time.Hour}
+	},
+	4: {
+		`CREATE TABLE quota_log (credential TEXT NOT NULL, bucket TEXT NOT NULL, cum INTEGER NOT NULL,
+			seq INTEGER NOT NULL, ts_us INTEGER NOT NULL, cost INTEGER NOT NULL, rid INTEGER NOT NULL DEFAULT 0,
+			PRIMARY KEY (credential, bucket, cum)) WITHOUT ROWID`,
+		`CREATE INDEX quota_log_window ON quota_log (credential, bucket, ts_us)`,
+		`CREATE TABLE quota_exhausted (credential TEXT NOT NULL PRIMARY KEY, until_us INTEGER NOT NULL) WITHOUT ROWID`,
+		`CREATE TABLE leases (name TEXT NOT NULL PRIMARY KEY, token TEXT NOT NULL, holder TEXT NOT NULL,
+			expires_us INTEGER NOT NULL) WITHOUT ROWID`,
+		`PRAGMA user_version = 4`,
+	},
+}
 
-	ro, err := NewSQLite(path, WithSQLiteReadOnly())
-	if err != nil {
-		t.Fatalf("read-only open of a version 1 database: %v", err)
-	}
-	if bs := mustStatus(t, ro, "c", []Bucket{units}, nil).Buckets[0]; bs.Used != 7 || bs.Entries != 2 {
-		t.Fatalf("version 1, read-only: used %d entries %d, want 7 and 2", bs.Used, bs.Entries)
-	}
-	ro.Close()
+// TestSQLiteKeepsOldQuotaDB: a quota database written before numbered
+// migrations keeps its entries and its usage: a read-only open reads it
+// before any writer has migrated it, the first writer migrates it, its old
+// entries count but are never matched by a refund, and later opens (both
+// modes) find the schema current.
+func TestSQLiteKeepsOldQuotaDB(t *testing.T) {
+	for version, ddl := range oldQuotaSchemas {
+		t.Run(fmt.Sprint("user_version ", version), func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "quota.db")
+			db, err := sql.Open("sqlite", path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			nowUS := time.Now().UnixMicro()
+			for _, q := range ddl {
+				if _, err := db.Exec(q); err != nil {
+					t.Fatalf("%s: %v", q, err)
+				}
+			}
+			for _, row := range [][3]int64{{3, 1, nowUS - 2000}, {7, 2, nowUS - 1000}} {
+				if _, err := db.Exec(`INSERT INTO quota_log (credential, bucket, cum, seq, ts_us, cost) VALUES ('c', 'units', ?, ?, ?, ?)`,
+					row[0], row[1], row[2], row[0]-(row[1]-1)*3); err != nil {
+					t.Fatal(err)
+				}
+			}
+			db.Close()
+			units := Bucket{Name: "units", Limit: 10, Window: time.Hour}
 
-	b, err := NewSQLite(path)
-	if err != nil {
-		t.Fatalf("migrating: %v", err)
+			ro, err := NewSQLite(path, WithSQLiteReadOnly())
+			if err != nil {
+				t.Fatalf("read-only open before the migration: %v", err)
+			}
+			if bs := mustStatus(t, ro, "c", []Bucket{units}, nil).Buckets[0]; bs.Used != 7 || bs.Entries != 2 {
+				t.Fatalf("read-only, before the migration: used %d entries %d, want 7 and 2", bs.Used, bs.Entries)
+			}
+			ro.Close()
+			b, err := NewSQLite(path)
+			if err != nil {
+				t.Fatalf("migrating: %v", err)
+			}
+			t.Cleanup(func() { b.Close() })
+			if bs := mustStatus(t, b, "c", []Bucket{units}, nil).Buckets[0]; bs.Used != 7 || bs.Entries != 2 {
+				t.Fatalf("after the migration: used %d entries %d, want 7 and 2", bs.Used, bs.Entries)
+			}
+			d := mustAllow(t, b, "c", charge(units, 2))
+			if d.Remaining["units"] != 1 {
+				t.Fatalf("Remaining %d after the migration, want 1 (7 old units + 2)", d.Remaining["units"])
+			}
+			// A reservation naming an old row (rid 0) refunds nothing.
+			mustRefund(t, b, "c", Reservation{entries: []reservedEntry{{bucket: units, units: 4, at: nowUS - 1000}}})
+			mustRefund(t, b, "c", d.Reservation)
+			if bs := mustStatus(t, b, "c", []Bucket{units}, nil).Buckets[0]; bs.Used != 7 || bs.Entries != 2 {
+				t.Fatalf("after refunds: used %d entries %d, want 7 and 2 (the old rows)", bs.Used, bs.Entries)
+			}
+			for _, opts := range [][]sqliteOption{nil, {WithSQLiteReadOnly()}} {
+				again, err := NewSQLite(path, opts...)
+				if err != nil {
+					t.Fatalf("reopening with %d options: %v", len(opts), err)
+				}
+				if bs := mustStatus(t, again, "c", []Bucket{units}, nil).Buckets[0]; bs.Used != 7 {
+					t.Fatalf("reopened: used %d, want 7", bs.Used)
+				}
+				again.Close()
+			}
+		})
 	}
-	t.Cleanup(func() { b.Close() })
-	var v int
-	if err := b.db.QueryRow(`PRAGMA user_version`).Scan(&v); err != nil || v != sqliteSchemaVersion {
-		t.Fatalf("user_version %d (%v) after opening, want %d", v, err, sqliteSchemaVersion)
-	}
-	d := mustAllow(t, b, "c", charge(units, 2))
-	if d.Remaining["units"] != 1 {
-		t.Fatalf("Remaining %d after the migration, want 1 (7 old units + 2)", d.Remaining["units"])
-	}
-	// A reservation naming an old row (rid 0) refunds nothing.
-	mustRefund(t, b, "c", Reservation{entries: []reservedEntry{{bucket: units, units: 4, at: nowUS - 1000}}})
-	mustRefund(t, b, "c", d.Reservation)
-	if bs := mustStatus(t, b, "c", []Bucket{units}, nil).Buckets[0]; bs.Used != 7 || bs.Entries != 2 {
-		t.Fatalf("after refunds: used %d entries %d, want 7 and 2 (the old rows)", bs.Used, bs.Entries)
-	}
-	// A second open finds the current version and changes nothing.
-	again, err := NewSQLite(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	again.Close()
 }

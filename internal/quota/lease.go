@@ -307,9 +307,6 @@ func (l *runLease) Holder() string { return describeHolder(l.owner) }
 // whose lease AcquireLease broke and took, or "" when the lease was free.
 func (l *runLease) TookOver() string { return l.tookOver }
 
-// TTL returns the lease's time to live; it is renewed every TTL/3.
-func (l *runLease) TTL() time.Duration { return l.ttl }
-
 // Release stops the renewal and frees the lease if it is still ours (a lease
 // taken by another holder meanwhile is left alone). It is idempotent: later
 // calls return the first call's result. A backend failure wraps

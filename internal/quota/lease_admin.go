@@ -73,7 +73,7 @@ func (l *Limiter) BreakLease(ctx context.Context, li LeaseInfo) (bool, error) {
 }
 
 // Leases implements leaseAdmin with one read-only transaction of table
-// leases (none yet: no leases); it writes nothing, so it works on a backend
+// leases; it writes nothing, so it works on a backend
 // opened WithSQLiteReadOnly.
 func (s *sqliteBackend) Leases(ctx context.Context, credential string) ([]LeaseInfo, error) {
 	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true}) // plain BEGIN
@@ -82,13 +82,6 @@ func (s *sqliteBackend) Leases(ctx context.Context, credential string) ([]LeaseI
 	}
 	defer tx.Rollback()
 	nowUS := s.clock().UnixMicro()
-	var n int
-	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'leases'`).Scan(&n); err != nil {
-		return nil, sqliteUnavailable("lease list", err)
-	}
-	if n == 0 {
-		return nil, nil
-	}
 	rows, err := tx.QueryContext(ctx, `SELECT name, holder, expires_us FROM leases WHERE expires_us > ? ORDER BY name`, nowUS)
 	if err != nil {
 		return nil, sqliteUnavailable("lease list", err)

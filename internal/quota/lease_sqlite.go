@@ -8,33 +8,18 @@ import (
 )
 
 // Run leases on the embedded backend (see lease.go): one row per held lease
-// in table leases of the quota database, decided by the local clock (the
-// backend's clock, WithClock) at microsecond precision. Every operation is
-// one BEGIN IMMEDIATE transaction, so lease decisions of every process using
-// the file are serialized like quota decisions. The table is created on
-// first use (CREATE TABLE IF NOT EXISTS, in the same transaction), so quota
-// databases created before leases existed work unchanged.
-//
-// leases: name = leaseName(credential, region); token = the holder's token;
-// holder = its description (for people reading the table); expires_us = Unix
-// µs at which the lease stops counting (free when expires_us <= now). Rows of
-// released leases are deleted; rows of crashed holders stay until taken.
-const sqliteLeaseSchema = `CREATE TABLE IF NOT EXISTS leases (
-	name       TEXT    NOT NULL PRIMARY KEY,
-	token      TEXT    NOT NULL,
-	holder     TEXT    NOT NULL,
-	expires_us INTEGER NOT NULL
-) WITHOUT ROWID`
+// in table leases of the quota database (migrations/0001_quota.sql),
+// decided by the local clock (the backend's clock, WithClock) at
+// microsecond precision. Every operation is one BEGIN IMMEDIATE
+// transaction, so lease decisions of every process using the file are
+// serialized like quota decisions. Rows of released leases are deleted;
+// rows of crashed holders stay until taken.
 
-// leaseTx begins a BEGIN IMMEDIATE transaction with the leases table present
-// and reads the clock once the write lock is held.
+// leaseTx begins a BEGIN IMMEDIATE transaction and reads the clock once
+// the write lock is held.
 func (s *sqliteBackend) leaseTx(ctx context.Context) (*sql.Tx, int64, error) {
-	tx, err := s.db.BeginTx(ctx, nil) // BEGIN IMMEDIATE (see the DSN)
+	tx, err := s.db.BeginTx(ctx, nil) // BEGIN IMMEDIATE (sqlitedb's DSN)
 	if err != nil {
-		return nil, 0, err
-	}
-	if _, err := tx.ExecContext(ctx, sqliteLeaseSchema); err != nil {
-		tx.Rollback()
 		return nil, 0, err
 	}
 	return tx, s.clock().UnixMicro(), nil

@@ -131,8 +131,8 @@ func leaseSuiteHeld(t *testing.T, b Backend, cred string) {
 	l := leaseLimiter(t, b)
 	ttl := 5 * time.Second
 	a := mustAcquire(t, l, cred, "US", ttl, "host-a pid 123")
-	if a.Holder() != "host-a pid 123" || a.Credential() != cred || a.Region() != "US" || a.TTL() != ttl {
-		t.Fatalf("lease = %q %q %q %v", a.Holder(), a.Credential(), a.Region(), a.TTL())
+	if a.Holder() != "host-a pid 123" || a.Credential() != cred || a.Region() != "US" || a.ttl != ttl {
+		t.Fatalf("lease = %q %q %q %v", a.Holder(), a.Credential(), a.Region(), a.ttl)
 	}
 	_, err := l.AcquireLease(testCtx(t), cred, "US", ttl, "host-b pid 456")
 	held := mustBeHeld(t, err, cred, "US", "host-a pid 123", ttl)

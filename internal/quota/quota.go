@@ -154,9 +154,10 @@ type Status struct {
 	Credential string
 	// Backend is "sqlite" or "redis".
 	Backend string
-	// Reachable reports whether the backend answered; Err holds why not.
+	// Reachable reports whether the backend answered; Err holds why not
+	// (an *AccessError when Redis refused the user).
 	Reachable bool
-	Err       string
+	Err       error
 	// Latency is the round trip of the status query.
 	Latency time.Duration
 	// Now is the backend clock.
@@ -305,9 +306,6 @@ func New(backend Backend, buckets []Bucket, costs Costs) (*Limiter, error) {
 	return l, nil
 }
 
-// Backend returns the backend the limiter decides with.
-func (l *Limiter) Backend() Backend { return l.backend }
-
 // Buckets returns the configured buckets in configuration order.
 func (l *Limiter) Buckets() []Bucket {
 	out := make([]Bucket, 0, len(l.order))
@@ -352,7 +350,7 @@ func (l *Limiter) Status(ctx context.Context, credential string) Status {
 	st.Latency = time.Since(start)
 	if err != nil {
 		st.Reachable = false
-		st.Err = err.Error()
+		st.Err = err
 		return st
 	}
 	st.Reachable = true

@@ -214,7 +214,7 @@ func TestLimiter(t *testing.T) {
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if st := l.Status(ctx, "proj"); st.Reachable || st.Err == "" {
+	if st := l.Status(ctx, "proj"); st.Reachable || st.Err == nil {
 		t.Fatalf("Status after Close = %+v, want unreachable with an error", st)
 	}
 }

@@ -3,7 +3,6 @@ package quota
 import (
 	"cmp"
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"net/url"
@@ -122,9 +121,6 @@ func NewRedis(client redis.UniversalClient, opts ...redisOption) *redisBackend {
 
 // Name returns "redis".
 func (r *redisBackend) Name() string { return "redis" }
-
-// Client returns the underlying go-redis client (for health checks and tests).
-func (r *redisBackend) Client() redis.UniversalClient { return r.client }
 
 // Close closes the Redis client.
 func (r *redisBackend) Close() error { return r.client.Close() }
@@ -359,7 +355,6 @@ type RedisClientOption func(*redisClientConfig)
 type redisClientConfig struct {
 	dial, io   time.Duration
 	maxRetries int
-	tls        *tls.Config
 	// sentinelMaster and sentinelAddrs select a Sentinel-managed master;
 	// sentinelUser and sentinelPassword authenticate to the Sentinels.
 	sentinelMaster                 string
@@ -388,13 +383,6 @@ func WithRedisSentinel(master string, addrs []string) RedisClientOption {
 // never part of an error RedisClientFromURL returns.
 func WithRedisSentinelAuth(username, password string) RedisClientOption {
 	return func(c *redisClientConfig) { c.sentinelUser, c.sentinelPassword = username, password }
-}
-
-// withRedisTLSConfig sets the TLS configuration (e.g. RootCAs of a private
-// CA, client certificates). It enables TLS even for a redis:// URL; with a
-// rediss:// URL and no ServerName, the URL's host is used as ServerName.
-func withRedisTLSConfig(cfg *tls.Config) RedisClientOption {
-	return func(c *redisClientConfig) { c.tls = cfg }
 }
 
 // withRedisDialTimeout sets the connection timeout (default defaultRedisDialTimeout).
@@ -454,13 +442,6 @@ func RedisClientFromURL(rawURL string, clusterAddrs []string, opts ...RedisClien
 		}
 	} else if len(clusterAddrs) == 0 && !sentinel {
 		return nil, errors.New("quota: no Redis URL, no Redis Cluster and no Sentinel addresses")
-	}
-	if cfg.tls != nil {
-		t := cfg.tls.Clone()
-		if t.ServerName == "" && o.TLSConfig != nil {
-			t.ServerName = o.TLSConfig.ServerName
-		}
-		o.TLSConfig = t
 	}
 	if o.DialTimeout == 0 {
 		o.DialTimeout = cfg.dial

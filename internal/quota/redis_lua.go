@@ -285,7 +285,6 @@ func (r *redisBackend) Status(ctx context.Context, credential string, buckets []
 		err = fmt.Errorf("unexpected reply of %d values", len(res))
 	}
 	if err != nil {
-		st.Err = err.Error()
 		return st, r.fail("status", credential, err)
 	}
 	st.Reachable, st.Now = true, time.UnixMicro(res[0])

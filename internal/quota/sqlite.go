@@ -3,17 +3,15 @@ package quota
 import (
 	"context"
 	"database/sql"
+	"embed"
 	"errors"
 	"fmt"
 	"io/fs"
 	"math/rand/v2"
-	"net/url"
-	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
-	_ "modernc.org/sqlite" // registers the pure-Go "sqlite" database/sql driver
+	"github.com/trendfetch/trendfetch/internal/sqlitedb"
 )
 
 // sqliteBackend is the embedded Backend (DESIGN.md §4 "Embedded backend"):
@@ -24,7 +22,6 @@ import (
 // totals, O(log n). It is safe for concurrent use.
 type sqliteBackend struct {
 	db       *sql.DB
-	path     string
 	clock    func() time.Time
 	readOnly bool
 
@@ -37,9 +34,8 @@ type sqliteBackend struct {
 type sqliteOption func(*sqliteOptions)
 
 type sqliteOptions struct {
-	clock       func() time.Time
-	busyTimeout time.Duration
-	readOnly    bool
+	clock    func() time.Time
+	readOnly bool
 }
 
 // WithSQLiteReadOnly opens an existing quota database for reading only
@@ -55,49 +51,11 @@ func WithClock(now func() time.Time) sqliteOption {
 	return func(o *sqliteOptions) { o.clock = now }
 }
 
-// defaultSQLiteBusyTimeout is how long a decision waits for another
-// process's write lock before it fails with ErrUnavailable.
-const defaultSQLiteBusyTimeout = 10 * time.Second
-
-// sqliteSchemaVersion is PRAGMA user_version of the current schema: version
-// 2 added quota_log.rid, version 4 dropped version 3's counters.
-const sqliteSchemaVersion = 4
-
-// sqliteSchema: quota_log holds one row per admitted call per bucket: ts_us
-// (local clock, µs, never decreasing along cum), cost, cum and seq (running
-// totals of cost and entries: the rows of a window are a contiguous range)
-// and rid (a random id, the entry's identity for Refund). quota_exhausted
-// holds MarkExhausted's marker per credential.
-const sqliteSchema = `
-CREATE TABLE IF NOT EXISTS quota_log (
-	credential TEXT    NOT NULL,
-	bucket     TEXT    NOT NULL,
-	cum        INTEGER NOT NULL,
-	seq        INTEGER NOT NULL,
-	ts_us      INTEGER NOT NULL,
-	cost       INTEGER NOT NULL,
-	rid        INTEGER NOT NULL DEFAULT 0,
-	PRIMARY KEY (credential, bucket, cum)
-) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS quota_log_window ON quota_log (credential, bucket, ts_us);
-CREATE TABLE IF NOT EXISTS quota_exhausted (
-	credential TEXT    NOT NULL PRIMARY KEY,
-	until_us   INTEGER NOT NULL
-) WITHOUT ROWID;
-` + sqliteMigrateV4
-
-// sqliteMigrateV2 turns a version 1 database into version 2.
-const sqliteMigrateV2 = `
-ALTER TABLE quota_log ADD COLUMN rid INTEGER NOT NULL DEFAULT 0;
-PRAGMA user_version = 2;
-`
-
-// sqliteMigrateV4 drops the counters of versions 3 (quota buckets are
-// sliding-window logs only).
-const sqliteMigrateV4 = `
-DROP TABLE IF EXISTS quota_counter;
-PRAGMA user_version = 4;
-`
+// sqliteMigrations holds quota.db's schema as numbered migrations
+// (migrations/NNNN_name.sql), applied by sqlitedb.Open.
+//
+//go:embed migrations/*.sql
+var sqliteMigrations embed.FS
 
 // Statements, prepared once at open (the pool holds one connection).
 const (
@@ -126,137 +84,54 @@ const (
 		AND cum = (SELECT max(cum) FROM quota_log WHERE credential = ?1 AND bucket = ?2)`
 )
 
-// sqliteReadableVersion is the oldest schema read-only opens accept.
-const sqliteReadableVersion = 1
-
 // NewSQLite opens (creating it and its parent directory, mode 0o700, if
-// needed) the quota database at path and creates or migrates the schema.
-// path is a file path, not a URI; it must not contain '?'. With
-// WithSQLiteReadOnly nothing is created and a missing file or schema is an
-// error wrapping fs.ErrNotExist. Errors wrap ErrUnavailable.
+// needed) the quota database at path and applies its pending migrations
+// (sqlitedb.Open; a quota.db of an older trendfetch keeps its entries).
+// With WithSQLiteReadOnly nothing is created or written, and any quota.db
+// with the tables is read, an older one too (until its first writer
+// migrates it): a missing file or schema is an error wrapping
+// fs.ErrNotExist. Errors wrap ErrUnavailable and the *sqlitedb error, if any.
 func NewSQLite(path string, opts ...sqliteOption) (*sqliteBackend, error) {
-	o := sqliteOptions{clock: time.Now, busyTimeout: defaultSQLiteBusyTimeout}
+	o := sqliteOptions{clock: time.Now}
 	for _, opt := range opts {
 		opt(&o)
 	}
 	fail := func(what string, err error) (*sqliteBackend, error) {
 		return nil, fmt.Errorf("quota: %s %s: %w: %w", what, path, ErrUnavailable, err)
 	}
-	if path == "" || strings.ContainsRune(path, '?') || path == ":memory:" {
-		return fail("sqlite path", errors.New("must be a file path without '?'"))
-	}
-	db, err := openSQLite(path, o.busyTimeout, o.readOnly)
+	migs, err := fs.Sub(sqliteMigrations, "migrations")
 	if err != nil {
 		return fail("cannot open", err)
 	}
-	s := &sqliteBackend{db: db, path: path, clock: o.clock, stmts: map[string]*sql.Stmt{}, readOnly: o.readOnly}
-	var v int
-	if err := db.QueryRow("PRAGMA user_version").Scan(&v); err != nil {
-		db.Close()
+	// One connection: this process's goroutines queue in database/sql,
+	// other processes wait in busy_timeout under BEGIN IMMEDIATE, so two
+	// processes never both read the old log and both admit.
+	dbOpts := sqlitedb.Options{ReadOnly: o.readOnly, MaxConns: 1}
+	if !o.readOnly {
+		dbOpts.Migrations = migs
+	}
+	db, err := sqlitedb.Open(context.Background(), path, dbOpts)
+	if err != nil {
 		return fail("cannot open", err)
 	}
+	s := &sqliteBackend{db: db, clock: o.clock, stmts: map[string]*sql.Stmt{}, readOnly: o.readOnly}
 	queries := []string{sqlLast, sqlFirstAfter, sqlFreeing, sqlMarker}
-	switch {
-	case o.readOnly && v < sqliteReadableVersion:
-		db.Close()
-		return fail("no quota schema in", fs.ErrNotExist)
-	case !o.readOnly:
-		if err := s.migrate(context.Background()); err != nil {
-			db.Close()
-			return fail("cannot create schema in", err)
-		}
+	if !o.readOnly {
 		queries = append(queries, sqlInsert, sqlEvict, sqlMark, sqlDropMarker, sqlRefund)
 	}
 	for _, q := range queries {
 		st, err := db.Prepare(q)
 		if err != nil {
 			s.Close()
+			if strings.Contains(err.Error(), "no such table") {
+				return fail("no quota schema in", fs.ErrNotExist)
+			}
 			return fail("cannot prepare statements on", err)
 		}
 		s.stmts[q] = st
 	}
 	return s, nil
 }
-
-// openSQLite opens the database file at path with one connection (this
-// process's goroutines queue in database/sql; other processes wait in
-// busy_timeout). Read-write, the pragmas are in the DSN so that every
-// connection gets them: _txlock=immediate (BeginTx takes the write lock
-// before reading, so two processes never both read the old log and both
-// admit), busy_timeout, WAL (readers never block writers), synchronous
-// NORMAL (a power loss may forget the last admissions, which Google also
-// counts). Read-only, nothing is created, and on read-only media (no -shm
-// file possible) the file is opened immutable.
-func openSQLite(path string, busy time.Duration, readOnly bool) (*sql.DB, error) {
-	if !readOnly {
-		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-			return nil, err
-		}
-		db, err := sql.Open("sqlite", path+"?_txlock=immediate"+
-			fmt.Sprintf("&_pragma=busy_timeout(%d)", busy.Milliseconds())+"&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)")
-		if err == nil {
-			db.SetMaxOpenConns(1)
-		}
-		return db, err
-	}
-	if _, err := os.Stat(path); err != nil {
-		return nil, err
-	}
-	abs, err := filepath.Abs(path)
-	if err != nil {
-		return nil, err
-	}
-	u := url.URL{Scheme: "file", Path: filepath.ToSlash(abs)}
-	base := u.String() + fmt.Sprintf("?mode=ro&_pragma=busy_timeout(%d)&_pragma=query_only(1)", busy.Milliseconds())
-	for _, dsn := range []string{base, base + "&immutable=1"} {
-		db, err := sql.Open("sqlite", dsn)
-		if err != nil {
-			return nil, err
-		}
-		db.SetMaxOpenConns(1)
-		if err = db.Ping(); err == nil {
-			var v int
-			if err = db.QueryRow("PRAGMA user_version").Scan(&v); err == nil {
-				return db, nil
-			}
-		}
-		db.Close()
-		if dsn != base {
-			return nil, err
-		}
-	}
-	return nil, errors.New("unreachable")
-}
-
-// migrate creates the schema, or migrates an older one, unless user_version
-// says it is current.
-func (s *sqliteBackend) migrate(ctx context.Context) error {
-	tx, err := s.db.BeginTx(ctx, nil) // BEGIN IMMEDIATE: one process migrates
-	if err != nil {
-		return err
-	}
-	defer tx.Rollback()
-	var v int
-	if err := tx.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v); err != nil {
-		return err
-	}
-	ddl := sqliteSchema
-	switch {
-	case v >= sqliteSchemaVersion:
-		return nil
-	case v == 1:
-		ddl = sqliteMigrateV2 + sqliteMigrateV4
-	case v >= 2:
-		ddl = sqliteMigrateV4
-	}
-	if _, err := tx.ExecContext(ctx, ddl); err != nil {
-		return err
-	}
-	return tx.Commit()
-}
-
-// Path returns the database file path.
-func (s *sqliteBackend) Path() string { return s.path }
 
 // Name returns "sqlite".
 func (s *sqliteBackend) Name() string { return "sqlite" }
@@ -334,7 +209,7 @@ func (s *sqliteBackend) Reserve(ctx context.Context, credential string, charges 
 	if s.readOnly {
 		return Decision{}, sqliteUnavailable("reserve", errSQLiteReadOnly)
 	}
-	tx, err := s.db.BeginTx(ctx, nil) // BEGIN IMMEDIATE (see the DSN)
+	tx, err := s.db.BeginTx(ctx, nil) // BEGIN IMMEDIATE (sqlitedb's DSN)
 	if err != nil {
 		return Decision{}, sqliteUnavailable("reserve", err)
 	}
@@ -405,7 +280,7 @@ func (s *sqliteBackend) Refund(ctx context.Context, credential string, r Reserva
 	if s.readOnly {
 		return false, sqliteUnavailable("refund", errSQLiteReadOnly)
 	}
-	tx, err := s.db.BeginTx(ctx, nil) // BEGIN IMMEDIATE (see the DSN)
+	tx, err := s.db.BeginTx(ctx, nil) // BEGIN IMMEDIATE (sqlitedb's DSN)
 	if err != nil {
 		return false, sqliteUnavailable("refund", err)
 	}

@@ -254,9 +254,6 @@ func TestSQLiteUnavailable(t *testing.T) {
 	if _, err := NewSQLite(filepath.Join(file, "sub", "q.db")); !errors.Is(err, ErrUnavailable) {
 		t.Errorf("NewSQLite under a file = %v, want ErrUnavailable", err)
 	}
-	if _, err := NewSQLite("q.db?mode=ro"); !errors.Is(err, ErrUnavailable) {
-		t.Errorf("NewSQLite with '?' = %v, want an error", err)
-	}
 
 	// A cancelled context is both unavailable and cancelled.
 	b2 := newTestSQLite(t)

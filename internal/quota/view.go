@@ -42,8 +42,9 @@ func (st Status) View() StatusView {
 	out := StatusView{Credential: st.Credential, Backend: st.Backend, Reachable: st.Reachable,
 		LatencyMs: float64(st.Latency.Microseconds()) / 1000, Now: utcOrNil(st.Now), ExhaustedUntil: utcOrNil(st.ExhaustedUntil),
 		Buckets: []bucketView{}}
-	if st.Err != "" {
-		out.Error = &st.Err
+	if st.Err != nil {
+		msg := st.Err.Error()
+		out.Error = &msg
 	}
 	if !st.Now.IsZero() {
 		out.DayStart = utcOrNil(pacificMidnight(st.Now))
