@@ -24,10 +24,10 @@ func newQuotaCmd(a *app) *cobra.Command {
 		Short: "Inspect and manage the shared quota limiter",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return usagef("trendfetch quota status", "quota needs a subcommand: status, charge or reset")
+			return usagef("trendfetch quota status", "quota needs a subcommand: status, check, charge or reset")
 		},
 	}
-	cmd.AddCommand(newQuotaStatusCmd(a), newQuotaChargeCmd(a), newQuotaResetCmd(a))
+	cmd.AddCommand(newQuotaStatusCmd(a), newQuotaCheckCmd(a), newQuotaChargeCmd(a), newQuotaResetCmd(a))
 	return cmd
 }
 
