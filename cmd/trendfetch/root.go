@@ -44,7 +44,13 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		}
 		cancel(&signalError{sig: s})
 		s = <-sigs
-		fmt.Fprintf(stderr, "trendfetch: second %s: exiting now\n", signalName(s))
+		msg := fmt.Sprintf("second %s: exiting now", signalName(s))
+		if tty {
+			fmt.Fprintf(stderr, "trendfetch: %s\n", msg)
+		} else { // a log file holds JSON only (the config may still be loading: no a.log here)
+			log := newLogger(stderr, config.Log{Level: "info", Format: "json"}, false)
+			log.Warn().Str("error", msg).Int("exit_code", signalExit(s)).Msg("trendfetch exits")
+		}
 		os.Exit(signalExit(s))
 	}()
 

@@ -399,3 +399,47 @@ func TestServeGuardsTheProcess(t *testing.T) {
 		t.Errorf("exit %d after SIGTERM; stderr:\n%s", code, d.stderr.String())
 	}
 }
+
+// TestSecondSignalIsLoggedAsJSON: a second SIGTERM while serve waits for a
+// request still being sent exits at once (143), and the line saying so is
+// JSON like the rest of a non-terminal log (issue 24: pure JSON logs).
+func TestSecondSignalIsLoggedAsJSON(t *testing.T) {
+	_, url, e := sampleEnv(t, "US")
+	if res := e.run("--api-endpoint", url, "run", "--region", "US"); res.code != 0 {
+		t.Fatalf("run: exit %d\n%s", res.code, res.stderr)
+	}
+	d := e.start("serve", "--addr", "127.0.0.1:0")
+	conn, err := net.Dial("tcp", d.serveAddr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	// Half a request: the connection is active, so shutdown waits for it.
+	if _, err := io.WriteString(conn, "GET /healthz HTTP/1.1\r\nHost: localhost\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(200 * time.Millisecond) // the server has read the first bytes
+	if err := d.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	// Shutdown now waits for the half-sent request (up to the 5 s header
+	// timeout): the second signal lands well inside it.
+	time.Sleep(300 * time.Millisecond)
+	if code := d.stop(syscall.SIGTERM); code != 143 {
+		t.Fatalf("exit %d after a second SIGTERM, want 143; stderr:\n%s", code, d.stderr.String())
+	}
+	second := false
+	for _, line := range strings.Split(strings.TrimSpace(d.stderr.String()), "\n") {
+		var ev map[string]any
+		if err := json.Unmarshal([]byte(line), &ev); err != nil {
+			t.Errorf("not a JSON line: %q", line)
+			continue
+		}
+		if msg, _ := ev["error"].(string); strings.Contains(msg, "second SIGTERM") && ev["exit_code"] == float64(143) {
+			second = true
+		}
+	}
+	if !second {
+		t.Errorf("no JSON event for the second signal in:\n%s", d.stderr.String())
+	}
+}
