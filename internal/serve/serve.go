@@ -35,6 +35,7 @@ import (
 	"github.com/trendfetch/trendfetch/internal/config"
 	"github.com/trendfetch/trendfetch/internal/quota"
 	"github.com/trendfetch/trendfetch/internal/regions"
+	"github.com/trendfetch/trendfetch/internal/sqlitedb"
 	"github.com/trendfetch/trendfetch/internal/store"
 )
 
@@ -612,6 +613,12 @@ func (s *server) fail(w http.ResponseWriter, r *http.Request, err error) {
 		writeError(w, http.StatusBadRequest, "bad_query", "q: "+qe.Error())
 	case errors.Is(err, store.ErrNotFound):
 		writeError(w, http.StatusNotFound, "not_found", err.Error())
+	case sqlitedb.Transient(err):
+		// A writer was rebuilding the WAL index this read-only reader
+		// cannot write: nothing was read; the same request succeeds a
+		// moment later.
+		w.Header().Set("Retry-After", "1")
+		writeError(w, http.StatusServiceUnavailable, "busy", "the database was being opened by a writer; retry in a second")
 	default:
 		s.o.Log.Error().Err(err).Str("path", r.URL.Path).Msg("request failed")
 		writeError(w, http.StatusInternalServerError, "internal", "internal error (logged by the server)")

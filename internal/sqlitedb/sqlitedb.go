@@ -30,7 +30,8 @@ import (
 	"strings"
 	"time"
 
-	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
+	"modernc.org/sqlite" // registers the "sqlite" database/sql driver
+	sqlite3 "modernc.org/sqlite/lib"
 )
 
 // DefaultBusyTimeout is how long a connection waits for another writer's
@@ -311,6 +312,24 @@ func pingRetry(ctx context.Context, db *sql.DB) error {
 		}
 		delay = min(2*delay, 200*time.Millisecond)
 	}
+}
+
+// Transient reports a read that met another process initialising or
+// recovering the WAL index, which a reader that cannot write the -shm may
+// not do itself (SQLITE_READONLY_CANTINIT, SQLITE_READONLY_RECOVERY: a
+// writer that just opened the database is rebuilding it). Nothing was read;
+// the same read succeeds a moment later. Source:
+// https://www.sqlite.org/rescode.html#readonly_cantinit.
+func Transient(err error) bool {
+	var se *sqlite.Error
+	if !errors.As(err, &se) {
+		return false
+	}
+	switch se.Code() {
+	case sqlite3.SQLITE_READONLY_CANTINIT, sqlite3.SQLITE_READONLY_RECOVERY:
+		return true
+	}
+	return false
 }
 
 func isBusy(err error) bool {
