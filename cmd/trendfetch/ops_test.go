@@ -20,6 +20,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/trendfetch/trendfetch/internal/config"
+	"github.com/trendfetch/trendfetch/internal/store"
 )
 
 // TestQuotaCheck: `quota check` answers whether N calls fit now (exit 0),
@@ -114,7 +115,12 @@ func TestRunWritesAMetricsTextfile(t *testing.T) {
 	if strings.Join(names, " ") != "trendfetch_GB.prom trendfetch_US.prom" {
 		t.Fatalf("files %v, want one .prom file per region and no temp file", names)
 	}
-	runs := storedRuns(t, e.dbPath())
+	var runs []store.Run // US's, newest first
+	for _, r := range storedRuns(t, e.dbPath()) {
+		if r.Region == "US" {
+			runs = append(runs, r)
+		}
+	}
 	us := readTextfile(t, filepath.Join(dir, "trendfetch_US.prom"))
 	if v := metricValue(us, "trendfetch_runs_total", map[string]string{"region": "US", "outcome": "success"}); v != 2 {
 		t.Errorf("runs_total{US,success} = %v, want 2 (carried over from the first run's file)", v)
