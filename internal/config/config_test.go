@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/trendfetch/trendfetch/internal/callsite"
 	"github.com/trendfetch/trendfetch/internal/regions"
 )
 
@@ -266,7 +267,7 @@ func TestExampleConfig(t *testing.T) {
 	if err := c.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	if c.Database != "/var/lib/trendfetch/trendfetch.db" || len(c.Quota.Buckets) != 3 || len(c.Quota.Costs) != 5 || len(c.Quota.Policies) != 5 || c.Stats.TrackFor.Std() != 168*time.Hour {
+	if c.Database != "/var/lib/trendfetch/trendfetch.db" || len(c.Quota.Buckets) != 3 || len(c.Quota.Costs) != len(callsite.Names()) || len(c.Quota.Policies) != len(callsite.Names()) || c.Stats.TrackFor.Std() != 168*time.Hour {
 		t.Errorf("example parsed to %+v", c)
 	}
 }
