@@ -310,3 +310,28 @@ func TestBucketsWithoutStatsDropStatsCost(t *testing.T) {
 		t.Errorf("costs lost search.list: %v", c.Quota.Costs)
 	}
 }
+
+// TestAmendedNeedsRefreshCost: store.policy amended refreshes old text with
+// videos.list.refresh, so a cost table without it is refused with the key
+// to add, unless store.refresh_per_day is 0 (never refresh).
+func TestAmendedNeedsRefreshCost(t *testing.T) {
+	const costs = "quota:\n  costs:\n    videos.list: {units: 1}\n"
+	for _, c := range []struct {
+		yaml string
+		ok   bool
+	}{
+		{"store:\n  policy: amended\n" + costs, false},
+		{"store:\n  policy: amended\n  refresh_per_day: 0\n" + costs, true},
+		{"store:\n  policy: youtube\n" + costs, true},
+		{"store:\n  policy: amended\n", true},
+	} {
+		cfg, err := Parse(strings.NewReader(c.yaml))
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = cfg.Validate()
+		if c.ok != (err == nil) || err != nil && !strings.Contains(err.Error(), "quota.costs.videos.list.refresh") {
+			t.Errorf("%q: %v", c.yaml, err)
+		}
+	}
+}
