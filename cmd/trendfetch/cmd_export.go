@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"syscall"
@@ -90,6 +91,16 @@ Costs no quota.`,
 				}
 			default:
 				return usagef("trendfetch export --format csv", "--format %q: must be csv, jsonl or parquet", format)
+			}
+			if format == "parquet" {
+				// Go's heap grows to twice its live size between
+				// collections by default; a row group's large buffers make
+				// that the export's peak RSS. A lower soft limit (never
+				// above one the operator set with GOMEMLIMIT) keeps it
+				// under 100 MB.
+				if debug.SetMemoryLimit(-1) > store.ParquetMemoryLimit {
+					debug.SetMemoryLimit(store.ParquetMemoryLimit)
+				}
 			}
 			for _, p := range partition {
 				if p != "region" && p != "date" || strings.Count(","+strings.Join(partition, ",")+",", ","+p+",") > 1 {

@@ -219,6 +219,9 @@ func (a *app) applyRetention(ctx context.Context, st *store.Store) {
 		a.log.Info().Msg("store.policy keep: nothing is deleted; only for data you may keep under YouTube's API policies (III.E.4)")
 	default:
 		stats, text := config.PolicyCutoffs(policy, now)
+		if policy == config.PolicyAmended {
+			text = time.Time{} // each run's text step refreshes it first (openEngine)
+		}
 		rep, err := st.ApplyPolicy(ctx, stats, text, false)
 		if err != nil {
 			a.log.Warn().Err(err).Str("policy", policy).Msg("store.policy: prune failed")

@@ -16,6 +16,7 @@ import (
 	"github.com/trendfetch/trendfetch/internal/config"
 	"github.com/trendfetch/trendfetch/internal/fetch"
 	"github.com/trendfetch/trendfetch/internal/quota"
+	"github.com/trendfetch/trendfetch/internal/store"
 )
 
 func newQuotaCmd(a *app) *cobra.Command {
@@ -69,6 +70,13 @@ fit again (Retry-After), and units spent since the last Pacific midnight
 				}
 			} else if !errors.As(st.Err, new(*quota.AccessError)) {
 				printStatus(a, st)
+			}
+			// What to choose when store.policy is unset on a database
+			// holding data older than 30 days, as `runs` says; best effort:
+			// the status does not need the database.
+			if db, err := store.OpenReadOnly(cmd.Context(), a.cfg.Database); err == nil {
+				a.policyNotice(cmd.Context(), db)
+				db.Close()
 			}
 			if !st.Reachable {
 				return statusError(st)

@@ -109,27 +109,37 @@ func (a *app) openEngine(ctx context.Context) (*engine, error) {
 		lim.Close()
 		return nil, err
 	}
+	set := fetch.Settings{
+		PageSize:          a.cfg.API.PageSize,
+		Timeout:           a.cfg.API.Timeout.Std(),
+		Retries:           a.cfg.API.Retries,
+		RetryBackoff:      a.cfg.API.RetryBackoff.Std(),
+		LeaseTTL:          a.cfg.Runs.LeaseTTL.Std(),
+		ChartCategories:   a.cfg.Chart.Categories,
+		ChannelsRefresh:   enabled(a.cfg.Channels),
+		CategoriesRefresh: enabled(a.cfg.Categories),
+		StatsTrackFor:     a.cfg.Stats.TrackFor.Std(),
+		StatsEvery:        a.cfg.Stats.Every.Std(),
+	}
+	// store.policy amended: each run refreshes (or removes) text older
+	// than 30 days at its end; applyRetention leaves text to it.
+	if policy, _, err := a.policyInForce(ctx, st); err == nil && policy == config.PolicyAmended {
+		set.TextCutoff = func(now time.Time) time.Time {
+			_, text := config.PolicyCutoffs(config.PolicyAmended, now)
+			return text
+		}
+		set.TextRefreshPerDay = a.cfg.Store.RefreshPerDay
+	}
 	return &engine{store: st, limiter: lim, runner: &fetch.Runner{
 		Service:    svc,
 		Limiter:    lim,
 		Store:      st,
 		Credential: cred.Name,
 		Policy:     a.cfg.Policy,
-		Settings: fetch.Settings{
-			PageSize:          a.cfg.API.PageSize,
-			Timeout:           a.cfg.API.Timeout.Std(),
-			Retries:           a.cfg.API.Retries,
-			RetryBackoff:      a.cfg.API.RetryBackoff.Std(),
-			LeaseTTL:          a.cfg.Runs.LeaseTTL.Std(),
-			ChartCategories:   a.cfg.Chart.Categories,
-			ChannelsRefresh:   enabled(a.cfg.Channels),
-			CategoriesRefresh: enabled(a.cfg.Categories),
-			StatsTrackFor:     a.cfg.Stats.TrackFor.Std(),
-			StatsEvery:        a.cfg.Stats.Every.Std(),
-		},
-		Searches: searchesOf(a.cfg),
-		Log:      a.log,
-		Scrub:    a.secrets.String,
+		Settings:   set,
+		Searches:   searchesOf(a.cfg),
+		Log:        a.log,
+		Scrub:      a.secrets.String,
 	}}, nil
 }
 

@@ -334,8 +334,14 @@ func TestStorePolicyRuns(t *testing.T) {
 	if res := old.run("runs"); res.code != 0 || !strings.Contains(res.stderr, "note: store.policy is not set") {
 		t.Errorf("runs on an older database without store.policy: exit %d %q", res.code, res.stderr)
 	}
-	if res := e.run("runs"); res.code != 0 || strings.Contains(res.stderr, "store.policy") {
-		t.Errorf("runs on a new database: exit %d %q", res.code, res.stderr)
+	if res := old.run("quota", "status"); res.code != 0 || !strings.Contains(res.stderr, "note: store.policy is not set") ||
+		!strings.Contains(res.stderr, "set store.policy to youtube") {
+		t.Errorf("quota status on an older database without store.policy: exit %d %q", res.code, res.stderr)
+	}
+	for _, args := range [][]string{{"runs"}, {"quota", "status"}} {
+		if res := e.run(args...); res.code != 0 || strings.Contains(res.stderr, "store.policy") {
+			t.Errorf("%v on a new database: exit %d %q", args, res.code, res.stderr)
+		}
 	}
 	res = old.run("export", "--every", "capture")
 	if n := len(csvRecords(t, res.stdout)) - 1; res.code != 0 || n != 200+youtubetest.SampleSize {

@@ -34,6 +34,11 @@ const (
 	// VideosBatchGetStats is videos.batchGetStats (since 2026-06-03):
 	// statistics, duration and publish time of up to 50 ids a call.
 	VideosBatchGetStats = "videos.batchGetStats"
+	// VideosListRefresh is videos.list id= sent to refresh stored text
+	// older than 30 days (store.policy amended): the API method
+	// videos.list, its own call site so that it is metered, capped and
+	// counted apart from the chart.
+	VideosListRefresh = "videos.list.refresh"
 )
 
 // Default bucket names (DESIGN.md §4).
@@ -96,6 +101,9 @@ var sites = []Site{
 	{Name: VideosList, Path: "/youtube/v3/videos", Units: 1,
 		Charges: map[string]int64{BucketUnits: 1}, Policy: FailOpen,
 		Fetches: "chart=mostPopular pages (and category charts), and details of search hits, 50 videos a call"},
+	{Name: VideosListRefresh, Path: "/youtube/v3/videos", Units: 1,
+		Charges: map[string]int64{BucketUnits: 1}, Policy: FailOpen,
+		Fetches: "text older than 30 days refreshed under store.policy amended (store.refresh_per_day calls a day), 50 ids a call"},
 }
 
 // buckets are the default buckets: units holds 9,500 of Google's 10,000

@@ -290,6 +290,7 @@ func defaults() *Config {
 		Log:         Log{Level: "info", Format: "auto"},
 		Runs:        Runs{LeaseTTL: Duration(run.LeaseTTL), Timeout: Duration(DefaultRunTimeout)},
 		Stats:       Stats{TrackFor: Duration(run.StatsTrackFor), Every: Duration(run.StatsEvery)},
+		Store:       StoreSettings{RefreshPerDay: DefaultRefreshPerDay},
 	}
 }
 

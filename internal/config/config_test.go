@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/trendfetch/trendfetch/internal/callsite"
 	"github.com/trendfetch/trendfetch/internal/regions"
 )
 
@@ -266,7 +267,7 @@ func TestExampleConfig(t *testing.T) {
 	if err := c.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	if c.Database != "/var/lib/trendfetch/trendfetch.db" || len(c.Quota.Buckets) != 3 || len(c.Quota.Costs) != 5 || len(c.Quota.Policies) != 5 || c.Stats.TrackFor.Std() != 168*time.Hour {
+	if c.Database != "/var/lib/trendfetch/trendfetch.db" || len(c.Quota.Buckets) != 3 || len(c.Quota.Costs) != len(callsite.Names()) || len(c.Quota.Policies) != len(callsite.Names()) || c.Stats.TrackFor.Std() != 168*time.Hour {
 		t.Errorf("example parsed to %+v", c)
 	}
 }
@@ -307,5 +308,30 @@ func TestBucketsWithoutStatsDropStatsCost(t *testing.T) {
 	}
 	if _, ok := c.Quota.Costs["search.list"]; !ok {
 		t.Errorf("costs lost search.list: %v", c.Quota.Costs)
+	}
+}
+
+// TestAmendedNeedsRefreshCost: store.policy amended refreshes old text with
+// videos.list.refresh, so a cost table without it is refused with the key
+// to add, unless store.refresh_per_day is 0 (never refresh).
+func TestAmendedNeedsRefreshCost(t *testing.T) {
+	const costs = "quota:\n  costs:\n    videos.list: {units: 1}\n"
+	for _, c := range []struct {
+		yaml string
+		ok   bool
+	}{
+		{"store:\n  policy: amended\n" + costs, false},
+		{"store:\n  policy: amended\n  refresh_per_day: 0\n" + costs, true},
+		{"store:\n  policy: youtube\n" + costs, true},
+		{"store:\n  policy: amended\n", true},
+	} {
+		cfg, err := Parse(strings.NewReader(c.yaml))
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = cfg.Validate()
+		if c.ok != (err == nil) || err != nil && !strings.Contains(err.Error(), "quota.costs.videos.list.refresh") {
+			t.Errorf("%q: %v", c.yaml, err)
+		}
 	}
 }

@@ -34,13 +34,25 @@ type StoreSettings struct {
 	// than it, and the videos nothing references any more (default 0: only
 	// the policy deletes).
 	Retention Duration `yaml:"retention"`
+	// RefreshPerDay caps the videos.list.refresh calls (50 ids, 1 unit
+	// each) that runs send per credential in 24 hours to refresh text older
+	// than 30 days under PolicyAmended (default DefaultRefreshPerDay; 0:
+	// never refresh, the text is removed leaving the id).
+	RefreshPerDay int `yaml:"refresh_per_day"`
 }
+
+// DefaultRefreshPerDay is store.refresh_per_day's default: 20 calls, up to
+// 1,000 texts and 20 units a day.
+const DefaultRefreshPerDay = 20
 
 func (s StoreSettings) validate() error {
 	switch s.Policy {
 	case "", PolicyYouTube, PolicyAmended, PolicyKeep:
 	default:
 		return invalid("store.policy", s.Policy, "must be youtube, amended or keep (see README \"Data and YouTube's policies\")")
+	}
+	if s.RefreshPerDay < 0 {
+		return invalid("store.refresh_per_day", s.RefreshPerDay, "must be 0 (never refresh) or a positive count of calls, e.g. 20")
 	}
 	if s.Retention < 0 {
 		return invalid("store.retention", s.Retention.Std(), "must be 0 (keep everything) or positive, e.g. 2160h")

@@ -215,6 +215,8 @@ func (c *Config) validateCallSites() error {
 		{callsite.VideosList, "every run fetches the chart", true},
 		{callsite.CategoriesList, "categories.enabled is true", c.Categories.Enabled},
 		{callsite.ChannelsList, "channels.enabled is true", c.Channels.Enabled},
+		{callsite.VideosListRefresh, "store.policy is amended (set store.refresh_per_day: 0 to remove old text without refreshing it)",
+			c.Store.Policy == PolicyAmended && c.Store.RefreshPerDay > 0},
 	}
 	for _, n := range need {
 		if _, ok := c.Quota.Costs[n.site]; n.on && !ok {

@@ -40,6 +40,19 @@ func tagList(s string) string {
 	return strings.Join(parts, "\n")
 }
 
+// quotedCRLF counts the CRLF inside quoted fields of a strictly quoted CSV.
+func quotedCRLF(b []byte) int {
+	n, quoted := 0, false
+	for i, c := range b {
+		if c == '"' {
+			quoted = !quoted
+		} else if quoted && c == '\r' && i+1 < len(b) && b[i+1] == '\n' {
+			n++
+		}
+	}
+	return n
+}
+
 // TestDatasetRoundTrip is issue 23's acceptance test: every trending date
 // of every shared recorded file (kaggle_youtube_new_2017, rsrishav 2020) is
 // replayed through the emulator, one run a day, and the export in the
@@ -127,6 +140,11 @@ func TestDatasetRoundTrip(t *testing.T) {
 				}
 			}
 			t.Logf("%s: %d rows, %d dates, %d rows with text that later changed", name, len(want)-1, len(dates), edited)
+			// Line breaks inside fields as recorded: the 2020 files write
+			// CRLF (which encoding/csv, above, reads as LF on both sides).
+			if n, m := quotedCRLF(raw), quotedCRLF(out.Bytes()); n != m || !lazy && n == 0 {
+				t.Errorf("%d CRLF inside exported fields, want the %d recorded", m, n)
+			}
 			bad := 0
 			for i := 1; i < len(want); i++ {
 				for j, col := range head {

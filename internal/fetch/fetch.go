@@ -156,7 +156,8 @@ func roundUp(d time.Duration) time.Duration {
 
 // Run ingests region: categories (when due), the chart=mostPopular chart
 // page by page (and any configured category charts), the configured
-// searches, then channel enrichment (when enabled), and records the run. It
+// searches, channel enrichment (when enabled), then the text step (store.policy
+// amended: refreshText), and records the run. It
 // returns the finished run record and nil on success, a *quota.LeaseHeldError
 // when another process is running the region (nothing recorded), a
 // *StopError on a clean stop, a *CredentialError when the key is rejected,
@@ -267,9 +268,11 @@ func (r *Runner) ingest(ctx context.Context, st *runState) error {
 		}
 	}
 	if st.set.ChannelsRefresh > 0 {
-		return r.channels(ctx, st)
+		if err := r.channels(ctx, st); err != nil {
+			return err
+		}
 	}
-	return nil
+	return r.refreshText(ctx, st)
 }
 
 func (r *Runner) now() time.Time {

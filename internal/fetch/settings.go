@@ -41,6 +41,15 @@ type Settings struct {
 	// StatsEvery is the minimum age of a followed video's newest statistics
 	// point before it is sampled again.
 	StatsEvery time.Duration
+	// TextCutoff, when set, enables the text step at the end of a run
+	// (store.policy amended): stored text older than TextCutoff(now) (30
+	// calendar days, config.PolicyCutoffs) is refreshed with
+	// videos.list.refresh, or removed leaving the id (nil: off, the default).
+	TextCutoff func(now time.Time) time.Time
+	// TextRefreshPerDay caps the videos.list.refresh calls (50 ids each) of
+	// a credential in 24 hours (config store.refresh_per_day); 0 refreshes
+	// nothing, old text is removed.
+	TextRefreshPerDay int
 }
 
 // WithDefaults returns s with every zero PageSize, Timeout and LeaseTTL set

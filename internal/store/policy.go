@@ -15,7 +15,7 @@ import (
 //     stats samples older than it, then the videos nothing references;
 //   - textBefore (zero: nothing): the text (title, description, tags,
 //     channel title, category, thumbnail) of every video not captured since
-//     then is removed, its id, channel id, publish time and duration kept,
+//     (nor refreshed, RefreshText) since then is removed, its id, channel id, publish time and duration kept,
 //     and the superseded text versions no capture since then refers to are
 //     deleted. A capture refreshes its video's text (the API returned it
 //     again); statistics samples (videos.batchGetStats) do not.
@@ -37,11 +37,7 @@ func (s *Store) ApplyPolicy(ctx context.Context, statsBefore, textBefore time.Ti
 	}
 	cut := fmtTime(textBefore)
 	// Videos whose text is older than the cut-off and not yet removed.
-	const stale = `
-SELECT v.rowid FROM videos v LEFT JOIN video_stats st ON st.video_rowid = v.rowid
-WHERE coalesce(st.last_seen_at, v.first_seen_at) < ?1
-  AND (v.title <> '' OR v.description <> '' OR v.tags <> '' OR v.channel_title <> ''
-       OR v.category_id <> '' OR v.thumbnail_url <> '')`
+	const stale = staleText
 	const oldVersions = `
 SELECT t.rowid FROM video_texts t
 WHERE NOT EXISTS (SELECT 1 FROM entries e JOIN captures c ON c.id = e.capture_id

@@ -68,6 +68,9 @@ func readCSV(r io.Reader) (csvFormat, []csvRow, error) {
 		return 0, nil, fmt.Errorf("cannot read trending CSV: line 1: unknown header %q; expected the 2018 scraper columns (%s) or the 2017 Kaggle columns (%s)",
 			strings.Join(header, ","), strings.Join(header2018, ","), strings.Join(header2017, ","))
 	}
+	if format == format2018 {
+		data = keepQuotedCRLF(data)
+	}
 	cr := csv.NewReader(bytes.NewReader(data))
 	// The 2017 Kaggle files write tags as "a"|"b" without quoting the field, which RFC 4180
 	// forbids; LazyQuotes reads them as Python's csv module (which wrote them) does. The 2018
@@ -99,6 +102,30 @@ func readCSV(r io.Reader) (csvFormat, []csvRow, error) {
 // exportExtra are the columns `trendfetch export --every capture` appends to
 // either layout; they are read past (row order is rank order).
 var exportExtra = []string{"captured_at", "rank"}
+
+// keepQuotedCRLF returns data with every CRLF inside a quoted field written
+// CR CR LF, so that encoding/csv, which turns a line's closing CRLF into LF
+// (also inside a quoted field), gives back the CRLF as recorded: the 2020
+// files keep descriptions' line breaks as CRLF. Only for files that quote
+// strictly (the 2018 format): quote parity tells inside from outside. data
+// is returned as is when it holds no CR.
+func keepQuotedCRLF(data []byte) []byte {
+	if bytes.IndexByte(data, '\r') < 0 {
+		return data
+	}
+	out := make([]byte, 0, len(data)+len(data)/64)
+	quoted := false
+	for i, c := range data {
+		switch {
+		case c == '"':
+			quoted = !quoted
+		case c == '\r' && quoted && i+1 < len(data) && data[i+1] == '\n':
+			out = append(out, '\r')
+		}
+		out = append(out, c)
+	}
+	return out
+}
 
 // exportBase returns header without exportExtra at its end.
 func exportBase(header []string) []string {

@@ -49,11 +49,14 @@ var googleBuckets = func() map[string]string {
 	return out
 }()
 
-// pathMethods maps a REST path to its call site's name.
+// pathMethods maps a REST path to its API method: the first call site of
+// the path by name (videos.list, not its refresh call site videos.list.refresh).
 var pathMethods = func() map[string]string {
 	out := map[string]string{}
 	for _, site := range callsite.All() {
-		out[site.Path] = site.Name
+		if _, ok := out[site.Path]; !ok {
+			out[site.Path] = site.Name
+		}
 	}
 	return out
 }()

@@ -1,0 +1,82 @@
+package fetch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"google.golang.org/api/youtube/v3"
+
+	"github.com/trendfetch/trendfetch/internal/callsite"
+	"github.com/trendfetch/trendfetch/internal/store"
+)
+
+// refreshText is the text step at the end of a run under store.policy
+// amended (Settings.TextCutoff set): stored text older than TextCutoff(now)
+// (neither captured nor refreshed since, store.StaleText) is refreshed with
+// videos.list id= in batches of 50 (call site videos.list.refresh, each
+// call reserved like every other), at most TextRefreshPerDay calls per
+// credential in 24 hours (counted from the runs' records and this run's
+// calls). What is not refreshed — the cap is reached, the quota denied a
+// call, the call failed, or the API no longer returns the video — has its
+// text removed, its id kept (store.ApplyPolicy), as YouTube's policies
+// (III.E.4) ask of data older than 30 days.
+//
+// Like the statistics step it never fails the run: a stop is noted on the
+// run (st.note). Only a cancelled context or a rejected key is returned.
+func (r *Runner) refreshText(ctx context.Context, st *runState) error {
+	if st.set.TextCutoff == nil {
+		return nil
+	}
+	now := r.now()
+	before := st.set.TextCutoff(now)
+	left := 0
+	if _, err := r.Limiter.Charges(callsite.VideosListRefresh); err != nil {
+		st.log.Debug().Msg("no quota cost for videos.list.refresh: old text is removed, not refreshed")
+	} else if used, err := r.Store.CallsSince(ctx, r.Credential, callsite.VideosListRefresh, now.Add(-24*time.Hour)); err != nil {
+		st.log.Warn().Err(err).Msg("text refresh skipped")
+	} else {
+		left = st.set.TextRefreshPerDay - used - st.calls[callsite.VideosListRefresh]
+	}
+	ids, err := r.Store.StaleText(ctx, before, left*batchSize)
+	if err != nil {
+		st.log.Warn().Err(err).Msg("text refresh skipped")
+	}
+	refreshed := 0
+	for start := 0; start < len(ids); start += batchSize {
+		batch := ids[start:min(start+batchSize, len(ids))]
+		req := r.Service.Videos.List([]string{"snippet"}).Id(batch...).MaxResults(batchSize)
+		resp, err := call(ctx, r, st, callsite.VideosListRefresh, func(ctx context.Context) (*youtube.VideoListResponse, error) {
+			return req.Context(ctx).Do()
+		})
+		if err != nil {
+			var cred *CredentialError
+			if ctx.Err() != nil || errors.As(err, &cred) {
+				return err
+			}
+			st.note = fmt.Sprintf("text refresh stopped after %d of %d old texts: %v", refreshed, len(ids), err)
+			st.log.Warn().Err(err).Int("refreshed", refreshed).Int("old", len(ids)).Msg("text refresh stopped; the rest is removed")
+			break
+		}
+		vs := make([]store.Video, 0, len(resp.Items))
+		for _, it := range resp.Items {
+			if it != nil && it.Id != "" {
+				vs = append(vs, ConvertVideo(it))
+			}
+		}
+		if err := r.Store.RefreshText(context.WithoutCancel(ctx), vs, r.now()); err != nil {
+			return fmt.Errorf("cannot store refreshed text: %w", err)
+		}
+		refreshed += len(vs)
+	}
+	rep, err := r.Store.ApplyPolicy(context.WithoutCancel(ctx), time.Time{}, before, false)
+	if err != nil {
+		st.log.Warn().Err(err).Msg("cannot remove old text")
+		return nil
+	}
+	if refreshed > 0 || rep.TextsCleared > 0 {
+		st.log.Info().Int("refreshed", refreshed).Int64("removed", rep.TextsCleared).Msg("text older than the policy allows refreshed or removed")
+	}
+	return nil
+}

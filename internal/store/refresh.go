@@ -1,0 +1,89 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"time"
+)
+
+// staleText selects the rowid of every video whose text is older than ?1
+// (neither captured nor refreshed since) and not yet removed.
+const staleText = `
+SELECT v.rowid FROM videos v LEFT JOIN video_stats st ON st.video_rowid = v.rowid
+WHERE max(coalesce(st.last_seen_at, v.first_seen_at), coalesce(v.text_refreshed_at, '')) < ?1
+  AND (v.title <> '' OR v.description <> '' OR v.tags <> '' OR v.channel_title <> ''
+       OR v.category_id <> '' OR v.thumbnail_url <> '')`
+
+// StaleText returns the ids of at most limit videos whose text is older
+// than before (neither captured nor refreshed with RefreshText since) and
+// not removed yet, the oldest first: what store.policy amended refreshes
+// with videos.list id= (ApplyPolicy removes the text of the rest).
+func (s *Store) StaleText(ctx context.Context, before time.Time, limit int) ([]string, error) {
+	if limit <= 0 {
+		return nil, nil
+	}
+	rows, err := s.db.QueryContext(ctx, `
+SELECT v.id FROM videos v LEFT JOIN video_stats st ON st.video_rowid = v.rowid
+WHERE v.rowid IN (`+staleText+`)
+ORDER BY max(coalesce(st.last_seen_at, v.first_seen_at), coalesce(v.text_refreshed_at, '')), v.rowid LIMIT ?2`,
+		fmtTime(before), limit)
+	if err != nil {
+		return nil, fmt.Errorf("cannot list stale text: %w", err)
+	}
+	defer rows.Close()
+	var ids []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, fmt.Errorf("cannot list stale text: %w", err)
+		}
+		ids = append(ids, id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("cannot list stale text: %w", err)
+	}
+	return ids, nil
+}
+
+// RefreshText stores the text (title, description, tags, channel title,
+// category, thumbnail) of vs as refreshed at at with videos.list id=,
+// outside any capture: the text's age starts again at at, a changed text
+// becomes a new version (as a capture's would) and statistics are not
+// touched. Videos not stored are ignored. One transaction.
+func (s *Store) RefreshText(ctx context.Context, vs []Video, at time.Time) error {
+	ts := fmtTime(at)
+	return s.withTx(ctx, func(tx *sql.Tx) error {
+		for i := range vs {
+			v := &vs[i]
+			_, err := tx.ExecContext(ctx, `
+UPDATE videos SET
+    text_version  = text_version + (`+refreshChanged+`),
+    text_since    = CASE WHEN `+refreshChanged+` THEN ?7 ELSE text_since END,
+    title = ?1, description = ?2, channel_title = ?3, category_id = ?4, tags = ?5, thumbnail_url = ?6,
+    text_refreshed_at = ?7
+WHERE id = ?8`, v.Title, v.Description, v.ChannelTitle, v.CategoryID, joinTags(v.Tags), v.ThumbnailURL, ts, v.ID)
+			if err != nil {
+				return fmt.Errorf("cannot refresh the text of %s: %w", v.ID, err)
+			}
+		}
+		return nil
+	})
+}
+
+// refreshChanged is textChanged for RefreshText's parameters ?1-?6.
+const refreshChanged = `(title IS NOT ?1 OR description IS NOT ?2 OR channel_title IS NOT ?3
+    OR category_id IS NOT ?4 OR tags IS NOT ?5 OR thumbnail_url IS NOT ?6)`
+
+// CallsSince returns how many calls of method the runs of credential
+// started at or after since recorded (runs.calls).
+func (s *Store) CallsSince(ctx context.Context, credential, method string, since time.Time) (int, error) {
+	var n int
+	err := s.db.QueryRowContext(ctx, `
+SELECT coalesce(sum(json_extract(calls, '$."' || ?1 || '"')), 0) FROM runs
+WHERE credential = ?2 AND started_at >= ?3`, method, credential, fmtTime(since)).Scan(&n)
+	if err != nil {
+		return 0, fmt.Errorf("cannot count %s calls: %w", method, err)
+	}
+	return n, nil
+}
