@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"net/url"
 	"strings"
 
 	"github.com/redis/go-redis/v9"
@@ -83,25 +82,18 @@ func openRedisClient(cfg *config.Config, log zerolog.Logger) (redis.UniversalCli
 	}
 	client, err := quota.RedisClientFromURL(rc.URL, rc.Cluster, opts...)
 	if err != nil {
-		return nil, redisURLError(rc.URL, err)
+		return nil, redisURLError(err)
 	}
 	return client, nil
 }
 
 // redisURLError is the usage error (exit 2) for a Redis URL that
 // RedisClientFromURL refused. It names the setting and the problem, never
-// the URL's password: a URL that does not parse is not quoted at all (its
-// parser error may quote any part of it), and the caller's output is
-// scrubbed of the password as well.
-func redisURLError(raw string, err error) error {
+// the URL: a URL that does not parse never gets here (config's Validate
+// names its wrong part first), and the caller's output is scrubbed of the
+// password as well.
+func redisURLError(err error) error {
 	const setting = "quota.redis.url (TRENDFETCH_REDIS_URL or quota.redis.url_file)"
-	const hint = "percent-encode / # ? @ : in the password, e.g. redis://:p%2Fw@127.0.0.1:6379/0"
-	if _, perr := url.Parse(raw); perr != nil {
-		return &usageError{
-			err:  fmt.Errorf("%s: not a valid URL (a password holding / # ? or @ must be percent-encoded)", setting),
-			hint: hint,
-		}
-	}
 	msg := err.Error()
 	if _, after, ok := strings.Cut(msg, ": "); ok && strings.HasPrefix(msg, "quota: ") {
 		msg = after
