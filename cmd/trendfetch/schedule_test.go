@@ -69,11 +69,18 @@ type daemon struct {
 
 func (e *env) start(args ...string) *daemon {
 	e.t.Helper()
+	return e.startWith(nil, args...)
+}
+
+// startWith is start with the process attributes attr (nil: none).
+func (e *env) startWith(attr *syscall.SysProcAttr, args ...string) *daemon {
+	e.t.Helper()
 	d := &daemon{t: e.t, cmd: exec.Command(binary, args...), stderr: &lockedBuffer{}, done: make(chan struct{})}
 	for k, v := range e.vars {
 		d.cmd.Env = append(d.cmd.Env, k+"="+v)
 	}
 	d.cmd.Stderr = d.stderr
+	d.cmd.SysProcAttr = attr
 	if err := d.cmd.Start(); err != nil {
 		e.t.Fatal(err)
 	}

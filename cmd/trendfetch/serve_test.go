@@ -11,7 +11,6 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -210,29 +209,7 @@ func TestServeBoundsHeavyRequests(t *testing.T) {
 // startAs is env.start for another user (root only).
 func (e *env) startAs(uid, gid uint32, args ...string) *daemon {
 	e.t.Helper()
-	d := &daemon{t: e.t, cmd: exec.Command(binary, args...), stderr: &lockedBuffer{}, done: make(chan struct{})}
-	for k, v := range e.vars {
-		d.cmd.Env = append(d.cmd.Env, k+"="+v)
-	}
-	d.cmd.Stderr = d.stderr
-	d.cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uid, Gid: gid}}
-	if err := d.cmd.Start(); err != nil {
-		e.t.Fatal(err)
-	}
-	go func() {
-		d.cmd.Wait()
-		d.code = d.cmd.ProcessState.ExitCode()
-		close(d.done)
-	}()
-	e.t.Cleanup(func() {
-		select {
-		case <-d.done:
-		default:
-			d.cmd.Process.Kill()
-			<-d.done
-		}
-	})
-	return d
+	return e.startWith(&syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uid, Gid: gid}}, args...)
 }
 
 // TestServeAsAServiceUser (issue 21.5): serve runs as a user who cannot
