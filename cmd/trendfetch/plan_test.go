@@ -48,14 +48,14 @@ func TestPlanVerdictsAndExitCodes(t *testing.T) {
 		t.Errorf("no dominating setting on the units line:\n%s", res.stdout)
 	}
 	p, _ := planOf(t, e, "--config", fits)
-	if u := bucketOf(t, p, "config", "units").Units; u.Least != 12+48 || u.Most != 48+192 {
-		t.Errorf("units %+v, want least 60 (a page a run), most 240 (4 pages a run)", u)
+	if u := bucketOf(t, p, "config", "units").Units; u.Least != 12+48 || u.Most != 3*(48+192) {
+		t.Errorf("units %+v, want least 60 (a page a run), most 720 (4 pages a run, each sent 3 times: api.retries 2)", u)
 	}
 	if g := bucketOf(t, p, "google-2026", "units"); g.Limit != 10_000 {
 		t.Errorf("google units limit %d, want 10,000", g.Limit)
 	}
 
-	// Stats limited to 100 a day: expected (56) fits, the most (124) does not.
+	// Stats limited to 100 a day: expected (56) fits, the most (3 x 124) does not.
 	tight := e.writeConfig("quota:\n  buckets:\n    - {name: units, limit: 9500, window: 24h}\n    - {name: stats, limit: 100, window: 1d}\n")
 	res = e.run("--config", tight, "plan")
 	if res.code != 0 || !strings.Contains(res.stdout, plan.MostExceeds) || !strings.Contains(res.stderr, `"level":"warn"`) {

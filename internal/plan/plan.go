@@ -1,6 +1,8 @@
 // Package plan estimates the quota a configuration spends in one Pacific
 // day (Google's quota day), before it is deployed: per call site the calls
-// a day (least, expected, most), then per bucket the units, compared with
+// a day (least, expected, most; the most counts every call retried
+// api.retries times, since Google charges every attempt), then per bucket
+// the units, compared with
 // each configured bucket's limit and with Google's 2026 allocations
 // (callsite.PresetGoogle2026). Costs and buckets come only from the
 // configuration and package callsite. Start with Compute.
@@ -9,6 +11,7 @@ package plan
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -165,7 +168,12 @@ func Compute(cfg *config.Config, opts Options) (*Plan, error) {
 		group[rp.Region] = desc
 		perRegion[rp.Region] = regionCalls(cfg, rp.Region, runs, length)
 	}
-	total := map[string]Range{}
+	var allRuns int64
+	for _, r := range p.Regions {
+		allRuns += r.Runs
+	}
+	shared := sharedCalls(cfg, allRuns, length)
+	total := maps.Clone(shared)
 	for _, calls := range perRegion {
 		for m, r := range calls {
 			total[m] = total[m].add(r)
@@ -179,19 +187,23 @@ func Compute(cfg *config.Config, opts Options) (*Plan, error) {
 		if !b.Calendar && b.Window.Std() != length {
 			limit = int64(math.Floor(float64(b.Limit) * float64(length) / float64(b.Window.Std())))
 		}
-		p.Buckets = append(p.Buckets, bucketDay(b.Name, "config", limit, cfg.Quota.Costs, perRegion, group, cfg.Regions))
+		p.Buckets = append(p.Buckets, bucketDay(b.Name, "config", limit, cfg.Quota.Costs, perRegion, shared, group, cfg.Regions))
 	}
 	gBuckets, gCharges, _ := callsite.Preset(callsite.PresetGoogle2026)
 	for _, b := range gBuckets {
-		p.Buckets = append(p.Buckets, bucketDay(b.Name, callsite.PresetGoogle2026, b.Limit, gCharges, perRegion, group, cfg.Regions))
+		p.Buckets = append(p.Buckets, bucketDay(b.Name, callsite.PresetGoogle2026, b.Limit, gCharges, perRegion, shared, group, cfg.Regions))
 	}
 	return p, nil
 }
 
-// bucketDay sums the units charged to bucket name by costs and finds the
-// schedule group spending most of them.
-func bucketDay(name, scope string, limit int64, costs map[string]map[string]int64, perRegion map[string]map[string]Range, group map[string]string, order []string) Bucket {
+// bucketDay sums the units charged to bucket name by costs, the regions'
+// calls and the shared ones, and finds the schedule group spending most of
+// the regions' units.
+func bucketDay(name, scope string, limit int64, costs map[string]map[string]int64, perRegion map[string]map[string]Range, shared map[string]Range, group map[string]string, order []string) Bucket {
 	b := Bucket{Name: name, Scope: scope, Limit: limit}
+	for m, r := range shared {
+		b.Units = b.Units.add(r.times(costs[m][name]))
+	}
 	byGroup := map[string]int64{}
 	for region, calls := range perRegion {
 		for m, r := range calls {
@@ -229,7 +241,7 @@ func bucketDay(name, scope string, limit int64, costs map[string]map[string]int6
 // follows the order and the rules of fetch.Runner.Run.
 func regionCalls(cfg *config.Config, region string, runs int64, length time.Duration) map[string]Range {
 	out := map[string]Range{}
-	add := func(m string, r Range) { out[m] = out[m].add(r) }
+	add := func(m string, r Range) { out[m] = out[m].add(retried(cfg, r)) }
 	has := func(m string) bool { _, ok := cfg.Quota.Costs[m]; return ok }
 	if runs == 0 {
 		return out
@@ -283,6 +295,36 @@ func regionCalls(cfg *config.Config, region string, runs int64, length time.Dura
 		add(callsite.CategoriesList, Range{0, min(runs, ceilF(due)), min(runs, ceilF(due))})
 	}
 	return out
+}
+
+// sharedCalls is what the runs of all regions send together in a day of
+// length, runs runs in all: the text refresh of store.policy amended
+// (fetch's refreshText), videos.list.refresh capped per credential at
+// store.refresh_per_day calls in any 24 hours whatever the regions (each
+// attempt counts against the cap, which a run checks once before it
+// starts). Least: no text older than 30 days (a database younger than
+// that); expected: the cap, reached by any database older than 30 days
+// that follows more than a few regions, since refreshed text ages again;
+// most: the cap in each 24 hours the day holds the start of (a 25-hour day
+// two), every call retried. Runs of different regions are assumed not to
+// overlap (staggered), or each could spend the cap.
+func sharedCalls(cfg *config.Config, runs int64, length time.Duration) map[string]Range {
+	out := map[string]Range{}
+	if _, ok := cfg.Quota.Costs[callsite.VideosListRefresh]; ok && runs > 0 &&
+		cfg.Store.Policy == config.PolicyAmended && cfg.Store.RefreshPerDay > 0 {
+		perDay := int64(cfg.Store.RefreshPerDay)
+		most := perDay * min(runs, ceilDiv(int64(length), int64(24*time.Hour)))
+		expected := min(most, ceilF(float64(perDay)*length.Hours()/24))
+		out[callsite.VideosListRefresh] = retried(cfg, Range{0, expected, most})
+	}
+	return out
+}
+
+// retried is r with its most sent 1+api.retries times: every attempt of a
+// call that failed transiently costs again (DESIGN.md §3).
+func retried(cfg *config.Config, r Range) Range {
+	r.Most *= int64(1 + cfg.API.Retries)
+	return r
 }
 
 func ceilDiv(a, b int64) int64 { return (a + b - 1) / b }
