@@ -6,7 +6,10 @@
 // numbered contiguously from 0001. Each file is applied, together with its
 // row in schema_migrations, in one transaction. Never edit a released
 // migration: add a new file instead. The store refuses to open a database
-// whose schema version is newer than the highest file here.
+// whose schema version is newer than the highest file here. A file whose
+// first line is "-- sqlitedb: foreign_keys off" runs with foreign keys off
+// and every reference checked before it commits: the way to rebuild a table
+// other tables refer to (see 0012).
 package migrations
 
 import "embed"

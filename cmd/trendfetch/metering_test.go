@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"database/sql"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -112,15 +114,32 @@ func TestRedisOutOfMemoryFailsClosed(t *testing.T) {
 }
 
 // TestUnmeteredRunIsNotPlainSuccess: a run whose calls went out fail-open
-// (Redis down) is reported as success_unmetered by `runs` and `runs
-// --json`, never as plain success.
+// (Redis down) is stored as success_unmetered (the runs table's own
+// column, not a mapping on read) and reported so by `runs`, `runs --json`
+// and the metrics textfile, never as plain success.
 func TestUnmeteredRunIsNotPlainSuccess(t *testing.T) {
 	srv := redistest.Start(t)
 	_, url, e := meteringEnv(t, srv.URL())
 	srv.Kill()
-	res := e.run("--api-endpoint", url, "run", "--region", "US")
+	dir := t.TempDir()
+	res := e.run("--api-endpoint", url, "run", "--region", "US", "--metrics-textfile", dir)
 	if res.code != 0 {
 		t.Fatalf("fail-open run: exit %d\n%s", res.code, res.stderr)
+	}
+	db, err := sql.Open("sqlite", "file:"+e.dbPath()+"?mode=ro")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var stored string
+	if err := db.QueryRow(`SELECT group_concat(outcome) FROM runs`).Scan(&stored); err != nil || stored != "success_unmetered" {
+		t.Errorf("runs.outcome column: %q, %v; want success_unmetered", stored, err)
+	}
+	prom := readTextfile(t, filepath.Join(dir, "trendfetch_US.prom"))
+	for outcome, want := range map[string]float64{"success_unmetered": 1, "success": 0} {
+		if v := metricValue(prom, "trendfetch_runs_total", map[string]string{"region": "US", "outcome": outcome}); v != want {
+			t.Errorf("textfile runs_total{US,%s} = %v, want %v", outcome, v, want)
+		}
 	}
 	runs := newestRuns(t, e)
 	if len(runs) != 1 || runs[0].Outcome != store.OutcomeSuccessUnmetered || runs[0].Unmetered != 4 || !strings.Contains(runs[0].Reason, "unmetered") {

@@ -46,7 +46,7 @@ type Metrics struct {
 
 // Outcomes are the run outcomes pre-created per region, so that rates and
 // alerts see a 0 before the first event.
-var Outcomes = []store.Outcome{store.OutcomeSuccess, store.OutcomeDenied, store.OutcomeFailed, store.OutcomeInterrupted}
+var Outcomes = []store.Outcome{store.OutcomeSuccess, store.OutcomeSuccessUnmetered, store.OutcomeDenied, store.OutcomeFailed, store.OutcomeInterrupted}
 
 // New registers the collectors. quotaReader (may be nil: no quota metrics)
 // is asked for each of credentials at every scrape, with scrapeTimeout

@@ -3,11 +3,14 @@ package sqlitedb
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
+	"errors"
 	"fmt"
 	"io/fs"
 	"regexp"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -135,8 +138,34 @@ func migrate(ctx context.Context, db *sql.DB, path string, migs []migration) err
 	return nil
 }
 
+// foreignKeysOff, as the first line of a migration file, applies it with
+// foreign keys off and checks every reference before it commits: the way
+// SQLite's documentation rebuilds a table that others reference (a new
+// table, copy, drop, rename; lang_altertable.html "Making Other Kinds Of
+// Table Schema Changes"), which dropping the referenced table would
+// otherwise refuse. PRAGMA foreign_keys is a no-op inside a transaction,
+// so the migration gets a connection of its own, set before BEGIN and
+// restored after.
+const foreignKeysOff = "-- sqlitedb: foreign_keys off\n"
+
 func apply(ctx context.Context, db *sql.DB, path string, m migration, want int) error {
-	tx, err := db.BeginTx(ctx, nil) // BEGIN IMMEDIATE: takes the write lock now
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return fmt.Errorf("cannot begin migration %s: %w", m.name, err)
+	}
+	defer conn.Close()
+	fkOff := strings.HasPrefix(m.sql, foreignKeysOff)
+	if fkOff {
+		if _, err := conn.ExecContext(ctx, `PRAGMA foreign_keys = OFF`); err != nil {
+			return fmt.Errorf("cannot begin migration %s: %w", m.name, err)
+		}
+		defer func() {
+			if _, err := conn.ExecContext(context.WithoutCancel(ctx), `PRAGMA foreign_keys = ON`); err != nil {
+				conn.Raw(func(any) error { return driver.ErrBadConn }) //nolint:errcheck // drops the connection from the pool
+			}
+		}()
+	}
+	tx, err := conn.BeginTx(ctx, nil) // BEGIN IMMEDIATE: takes the write lock now
 	if err != nil {
 		return fmt.Errorf("cannot begin migration %s: %w", m.name, err)
 	}
@@ -157,6 +186,15 @@ func apply(ctx context.Context, db *sql.DB, path string, m migration, want int) 
 	}
 	if _, err := tx.ExecContext(ctx, m.sql); err != nil {
 		return fmt.Errorf("migration %s failed: %w", m.name, err)
+	}
+	if fkOff {
+		var table string
+		switch err := tx.QueryRowContext(ctx, `SELECT "table" FROM pragma_foreign_key_check`).Scan(&table); {
+		case err == nil:
+			return fmt.Errorf("migration %s failed: it leaves rows of %s referring to rows that do not exist", m.name, table)
+		case !errors.Is(err, sql.ErrNoRows):
+			return fmt.Errorf("migration %s failed: cannot check foreign keys: %w", m.name, err)
+		}
 	}
 	if _, err := tx.ExecContext(ctx,
 		`INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)`,

@@ -2,6 +2,7 @@ package sqlitedb
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"io/fs"
 	"os"
@@ -153,5 +154,61 @@ func TestReadOnlyCreatesNothing(t *testing.T) {
 	}
 	if m, _ := filepath.Glob(filepath.Join(dir, "*")); len(m) != 0 {
 		t.Errorf("read-only open created %v", m)
+	}
+}
+
+// TestMigrationWithForeignKeysOff: a migration whose first line is
+// foreignKeysOff rebuilds a table that another references (new table, copy,
+// drop, rename), which with foreign keys on fails at the drop; one that
+// leaves a dangling reference fails and rolls back; every connection keeps
+// enforcing foreign keys afterwards.
+func TestMigrationWithForeignKeysOff(t *testing.T) {
+	ctx := context.Background()
+	base := fstest.MapFS{"0001_a.sql": file(`CREATE TABLE p (id INTEGER PRIMARY KEY, o TEXT CHECK (o IN ('a')));
+CREATE TABLE c (p INTEGER NOT NULL REFERENCES p (id));
+INSERT INTO p VALUES (1, 'a'); INSERT INTO c VALUES (1);`)}
+	rebuild := `CREATE TABLE p_new (id INTEGER PRIMARY KEY, o TEXT CHECK (o IN ('a', 'b')));
+INSERT INTO p_new SELECT * FROM p;
+DROP TABLE p;
+ALTER TABLE p_new RENAME TO p;`
+	with := func(sql string) fstest.MapFS {
+		return fstest.MapFS{"0001_a.sql": base["0001_a.sql"], "0002_b.sql": file(sql)}
+	}
+	dir := t.TempDir()
+	if _, err := Open(ctx, filepath.Join(dir, "on.db"), Options{Migrations: with(rebuild)}); err == nil || !strings.Contains(err.Error(), "FOREIGN KEY") {
+		t.Errorf("rebuild of a referenced table with foreign keys on: %v, want a FOREIGN KEY failure", err)
+	}
+	dangling := filepath.Join(dir, "dangling.db")
+	if _, err := Open(ctx, dangling, Options{Migrations: with(foreignKeysOff + "DELETE FROM p;")}); err == nil || !strings.Contains(err.Error(), "rows of c") {
+		t.Errorf("dangling reference: %v, want a failure naming c", err)
+	}
+	if db, err := Open(ctx, dangling, Options{}); err != nil {
+		t.Fatal(err)
+	} else {
+		var n int
+		db.QueryRow(`SELECT count(*) FROM p`).Scan(&n)
+		if v, _ := Version(ctx, db); v != 1 || n != 1 {
+			t.Errorf("failed migration: version %d, %d rows in p; want 1 and 1 (rolled back)", v, n)
+		}
+		db.Close()
+	}
+	db, err := Open(ctx, filepath.Join(dir, "off.db"), Options{Migrations: with(foreignKeysOff + rebuild)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec(`INSERT INTO p VALUES (2, 'b')`); err != nil {
+		t.Errorf("the rebuilt table's CHECK: %v", err)
+	}
+	db.SetMaxIdleConns(4)
+	conns := make([]*sql.Conn, 4) // the migration's connection among them
+	for i := range conns {
+		if conns[i], err = db.Conn(ctx); err != nil {
+			t.Fatal(err)
+		}
+		defer conns[i].Close()
+		if _, err := conns[i].ExecContext(ctx, `INSERT INTO c VALUES (99)`); err == nil || !strings.Contains(err.Error(), "FOREIGN KEY") {
+			t.Errorf("connection %d: a dangling insert gave %v, want a FOREIGN KEY failure", i, err)
+		}
 	}
 }

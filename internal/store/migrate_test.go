@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -364,4 +365,132 @@ func openAtVersion(t *testing.T, path string, n int) *sql.DB {
 		t.Fatal(err)
 	}
 	return db
+}
+
+// TestMigrateRunsSuccessUnmetered opens a database of the release before
+// runs stored success_unmetered, where such a run was outcome 'success'
+// with unmetered > 0 (mapped on read), holding every kind of run and a
+// capture that refers to one: the migration stores success_unmetered, keeps
+// every other row and column, the references, the index and the integrity;
+// the table then refuses a plain success with unmetered calls.
+func TestMigrateRunsSuccessUnmetered(t *testing.T) {
+	ctx := context.Background()
+	entries, err := fs.ReadDir(migrationsFS, ".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := slices.IndexFunc(entries, func(e fs.DirEntry) bool { return strings.HasSuffix(e.Name(), "_runs_success_unmetered.sql") })
+	if before < 0 {
+		t.Fatal("no *_runs_success_unmetered.sql migration")
+	}
+	path := filepath.Join(t.TempDir(), "old.db")
+	db := openAtVersion(t, path, before)
+	for _, q := range []string{
+		`INSERT INTO runs (id, credential, region, started_at, finished_at, pages, videos, units, unmetered, outcome, reason, pid, host, calls) VALUES
+		    (1, 'p', 'US', '2026-01-01T00:00:00.000000Z', '2026-01-01T00:00:09.000000Z', 4, 200, '{"units":4}', 0, 'success', '', 7, 'h', '{"videos.list":4}'),
+		    (2, 'p', 'US', '2026-01-02T00:00:00.000000Z', '2026-01-02T00:00:09.000000Z', 4, 200, '{"units":1}', 3, 'success', '3 calls sent unmetered', 8, 'h', '{"videos.list":4}'),
+		    (3, 'p', 'GB', '2026-01-02T00:00:00.000000Z', '2026-01-02T00:00:09.000000Z', 1, 50, '{}', 2, 'failed', 'boom', 9, 'h', '{"videos.list":2}'),
+		    (4, 'p', 'GB', '2026-01-03T00:00:00.000000Z', NULL, 0, 0, '{}', 0, 'running', '', 10, 'h', '{}')`,
+		`INSERT INTO captures (run_id, region, kind, captured_at, complete) VALUES (2, 'US', 'chart', '2026-01-02T00:00:01.000000Z', 1)`,
+	} {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dump := func(db *sql.DB) []string {
+		rows, err := db.Query(`SELECT id, credential, region, started_at, coalesce(finished_at, '-'), pages, videos, units, unmetered, outcome, reason, pid, host, calls FROM runs ORDER BY id`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rows.Close()
+		var out []string
+		for rows.Next() {
+			v := make([]any, 14)
+			p := make([]any, len(v))
+			for i := range v {
+				p[i] = &v[i]
+			}
+			if err := rows.Scan(p...); err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, fmt.Sprintf("%q", v))
+		}
+		return out
+	}
+	old := dump(db)
+	db.Close()
+	s, err := Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	got := dump(s.db)
+	want := slices.Clone(old)
+	want[1] = strings.Replace(want[1], `"success"`, `"success_unmetered"`, 1)
+	if !slices.Equal(got, want) {
+		t.Errorf("runs after migration:\n got %q\nwant %q", got, want)
+	}
+	runs, err := s.Runs(ctx, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var outcomes []Outcome
+	for _, r := range runs {
+		outcomes = append(outcomes, r.Outcome)
+	}
+	if fmt.Sprint(outcomes) != "[running failed success_unmetered success]" {
+		t.Errorf("Runs outcomes %v", outcomes)
+	}
+	if last, err := s.LastSuccess(ctx, "p"); err != nil || len(last) != 1 || !last["US"].Equal(time.Date(2026, 1, 1, 0, 0, 9, 0, time.UTC)) {
+		t.Errorf("LastSuccess = %v, %v; want US's metered run only", last, err)
+	}
+	var n int
+	s.db.QueryRow(`SELECT count(*) FROM captures c JOIN runs r ON r.id = c.run_id WHERE r.outcome = 'success_unmetered'`).Scan(&n)
+	if n != 1 {
+		t.Errorf("the capture of run 2 lost its run: %d", n)
+	}
+	var index string
+	s.db.QueryRow(`SELECT group_concat(sql, '; ') FROM sqlite_schema WHERE type IN ('index', 'trigger') AND tbl_name = 'runs'`).Scan(&index)
+	if index != "CREATE INDEX runs_region_id ON runs (region, id)" {
+		t.Errorf("indexes and triggers of runs: %q, want runs_region_id", index)
+	}
+	if err := s.Check(ctx); err != nil {
+		t.Error(err)
+	}
+	if err := s.db.QueryRow(`SELECT count(*) FROM pragma_foreign_key_check`).Scan(&n); err != nil || n != 0 {
+		t.Errorf("foreign_key_check: %d rows, %v", n, err)
+	}
+	if _, err := s.db.Exec(`INSERT INTO captures (run_id, region, kind, captured_at) VALUES (99, 'US', 'chart', 'x')`); err == nil {
+		t.Error("a capture of no run was accepted: foreign keys off after the migration")
+	}
+	for _, bad := range []string{`UPDATE runs SET outcome = 'success' WHERE id = 2`, `UPDATE runs SET outcome = 'success_unmetered' WHERE id = 1`} {
+		if _, err := s.db.Exec(bad); err == nil || !strings.Contains(err.Error(), "CHECK") {
+			t.Errorf("%s: %v, want a CHECK failure", bad, err)
+		}
+	}
+}
+
+// TestFinishRunStoresSuccessUnmetered: the run path stores the outcome as
+// given, success_unmetered with its unmetered calls, and refuses a plain
+// success with unmetered calls.
+func TestFinishRunStoresSuccessUnmetered(t *testing.T) {
+	ctx := context.Background()
+	s, _ := openTest(t)
+	id, err := s.StartRun(ctx, Run{Region: "US"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.FinishRun(ctx, Run{ID: id, Outcome: OutcomeSuccess, Unmetered: 2}); err == nil {
+		t.Error("a plain success with 2 unmetered calls was stored")
+	}
+	if err := s.FinishRun(ctx, Run{ID: id, Outcome: OutcomeSuccessUnmetered, Unmetered: 2}); err != nil {
+		t.Fatal(err)
+	}
+	var stored string
+	if err := s.db.QueryRow(`SELECT outcome FROM runs WHERE id = ?`, id).Scan(&stored); err != nil || stored != string(OutcomeSuccessUnmetered) {
+		t.Errorf("stored outcome %q, %v; want success_unmetered", stored, err)
+	}
+	if runs, err := s.Runs(ctx, 1); err != nil || runs[0].Outcome != OutcomeSuccessUnmetered {
+		t.Errorf("Runs: %+v, %v", runs, err)
+	}
 }

@@ -21,9 +21,8 @@ const (
 	OutcomeSuccess Outcome = "success"
 	// OutcomeSuccessUnmetered: every page fetched and stored, but Unmetered
 	// > 0 calls were sent fail-open without the limiter (DESIGN §4): never
-	// plain success. The runs table keeps it as outcome 'success' with
-	// unmetered > 0 (its CHECK predates this value); Runs reads it back
-	// as OutcomeSuccessUnmetered.
+	// plain success. The runs table's CHECK refuses a success with
+	// unmetered calls, and a success_unmetered without.
 	OutcomeSuccessUnmetered Outcome = "success_unmetered"
 	// OutcomeDenied: stopped cleanly on a quota denial or a fail-closed
 	// policy; RetryAfter/RetryAt say when to try again.
@@ -138,7 +137,8 @@ func nullPID(pid int) any {
 // FinishRun updates run r.ID: finished_at (zero means now), outcome, reason,
 // retry_after_ms, retry_at, units, calls and unmetered. Pages and videos are not
 // touched (SavePage counts them). Errors: an invalid or running outcome;
-// an unknown id wraps ErrNotFound.
+// OutcomeSuccess with r.Unmetered > 0, or OutcomeSuccessUnmetered without
+// (the table's CHECK); an unknown id wraps ErrNotFound.
 func (s *Store) FinishRun(ctx context.Context, r Run) error {
 	if !r.Outcome.Valid() || r.Outcome == OutcomeRunning {
 		return fmt.Errorf("cannot finish run %d: invalid outcome %q", r.ID, r.Outcome)
@@ -154,15 +154,11 @@ func (s *Store) FinishRun(ctx context.Context, r Run) error {
 	if r.RetryAfter > 0 {
 		retryMS = (r.RetryAfter + time.Millisecond - 1).Milliseconds() // round up: never early
 	}
-	outcome := r.Outcome
-	if outcome == OutcomeSuccessUnmetered {
-		outcome = OutcomeSuccess // with unmetered > 0: see OutcomeSuccessUnmetered
-	}
 	err = s.updateOneRun(ctx, `
 UPDATE runs SET finished_at = ?, outcome = ?, reason = ?, retry_after_ms = ?, retry_at = ?,
                 units = ?, calls = ?, unmetered = ?
 WHERE id = ?`,
-		fmtTime(r.FinishedAt), string(outcome), r.Reason, retryMS, nullTime(r.RetryAt),
+		fmtTime(r.FinishedAt), string(r.Outcome), r.Reason, retryMS, nullTime(r.RetryAt),
 		units, calls, r.Unmetered, r.ID)
 	if err != nil {
 		return fmt.Errorf("cannot finish run %d: %w", r.ID, err)
@@ -229,9 +225,6 @@ FROM runs ORDER BY id DESC LIMIT ?`, limit)
 		}
 		r.StartedAt, r.FinishedAt, r.RetryAt = parseTime(started), parseTime(finished), parseTime(retryAt)
 		r.Outcome = Outcome(outcome)
-		if r.Outcome == OutcomeSuccess && r.Unmetered > 0 {
-			r.Outcome = OutcomeSuccessUnmetered
-		}
 		r.RetryAfter = time.Duration(retryMS.Int64) * time.Millisecond
 		r.PID = int(pid.Int64)
 		if err := json.Unmarshal([]byte(units), &r.Units); err != nil {
@@ -295,7 +288,7 @@ WHERE credential = ? AND region = ? AND outcome = ? AND started_at < ?`,
 func (s *Store) LastSuccess(ctx context.Context, credential string) (map[string]time.Time, error) {
 	rows, err := s.db.QueryContext(ctx, `
 SELECT region, max(finished_at) FROM runs
-WHERE credential = ? AND outcome = ? AND unmetered = 0 AND finished_at IS NOT NULL
+WHERE credential = ? AND outcome = ? AND finished_at IS NOT NULL
 GROUP BY region`, credential, string(OutcomeSuccess))
 	if err != nil {
 		return nil, fmt.Errorf("cannot read last successful runs: %w", err)
