@@ -10,6 +10,7 @@ import (
 
 	"github.com/trendfetch/trendfetch/internal/quota"
 	"github.com/trendfetch/trendfetch/internal/regions"
+	"github.com/trendfetch/trendfetch/internal/termtext"
 )
 
 func newLeaseCmd(a *app) *cobra.Command {
@@ -86,7 +87,7 @@ func newLeaseListCmd(a *app) *cobra.Command {
 			tw := tabwriter.NewWriter(a.stdout, 0, 0, 2, ' ', 0)
 			fmt.Fprintln(tw, "CREDENTIAL\tREGION\tHOLDER\tEXPIRES (UTC)")
 			for _, l := range all {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s (in %s)\n", l.Credential, l.Region, l.Holder,
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s (in %s)\n", l.Credential, l.Region, termtext.Safe(l.Holder),
 					now.Add(l.Remaining).Format("2006-01-02 15:04:05"), l.Remaining.Round(time.Second))
 			}
 			return tw.Flush()
@@ -140,7 +141,7 @@ its next renewal and stops. --yes confirms.`,
 				}
 				if !yes {
 					return usagef(fmt.Sprintf("trendfetch lease release --region %s --credential %s --yes", code, cred.Name),
-						"region %s of credential %q is held by %s: add --yes to release it", code, cred.Name, l.Holder)
+						"region %s of credential %q is held by %s: add --yes to release it", code, cred.Name, termtext.Safe(l.Holder))
 				}
 				ok, err := lim.BreakLease(cmd.Context(), l)
 				if err != nil {
@@ -150,7 +151,7 @@ its next renewal and stops. --yes confirms.`,
 					return fmt.Errorf("region %s of credential %q changed holder meanwhile: run `trendfetch lease list` and try again", code, cred.Name)
 				}
 				a.log.Warn().Str("region", code).Str("credential", cred.Name).Str("holder", l.Holder).Msg("region lease released by hand")
-				fmt.Fprintf(a.stdout, "released region %s of credential %s (held by %s)\n", code, cred.Name, l.Holder)
+				fmt.Fprintf(a.stdout, "released region %s of credential %s (held by %s)\n", code, cred.Name, termtext.Safe(l.Holder))
 				return nil
 			}
 			fmt.Fprintf(a.stdout, "region %s of credential %s: no lease held\n", code, cred.Name)

@@ -228,3 +228,42 @@ func TestLeaseHoldersByRule(t *testing.T) {
 		t.Errorf("run under a dead pid's lease: exit %d, want 0 with a takeover\n%s", res.code, res.stderr)
 	}
 }
+
+// TestLeaseHolderIsTerminalSafe: a lease holder read from the shared
+// backend (here not trendfetch's holder at all) full of terminal escapes
+// reaches the human lines of `lease list` and `lease release` only as
+// visible escapes (\x1b, \u202e); --json keeps the exact text. (The JSON
+// log line of a release is machine output and keeps it too.)
+func TestLeaseHolderIsTerminalSafe(t *testing.T) {
+	_, url, e := sampleEnv(t, "US")
+	if res := e.run("--api-endpoint", url, "run", "--region", "US"); res.code != 0 { // creates quota.db
+		t.Fatalf("first run: exit %d\n%s", res.code, res.stderr)
+	}
+	b, err := quota.NewSQLite(filepath.Join(e.dir, "data", "trendfetch", "quota.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ok, _, _, err := b.TryLock(context.Background(), "default:US", "planted "+hostileTitle, time.Hour) // token, holder; credential default, region US
+	b.Close()
+	if err != nil || !ok {
+		t.Fatalf("planting the holder: %v %v", ok, err)
+	}
+	var leases []leaseJSON
+	res := e.run("lease", "list", "--json")
+	if err := json.Unmarshal([]byte(res.stdout), &leases); err != nil || len(leases) != 1 || leases[0].Holder != hostileTitle {
+		t.Errorf("lease list --json: %v %+v, want the exact holder", err, leases)
+	}
+	for _, args := range [][]string{{"lease", "list"}, {"lease", "release", "--region", "US"}, {"lease", "release", "--region", "US", "--yes"}} {
+		res := e.run(args...)
+		var human []string
+		for _, line := range strings.Split(res.stdout+res.stderr, "\n") {
+			if !strings.HasPrefix(line, `{"level":`) {
+				human = append(human, line)
+			}
+		}
+		out := strings.Join(human, "\n")
+		if bad := terminalUnsafe(out); bad != "" || !strings.Contains(out, `\x1b]0;pwned\x07`) || !strings.Contains(out, `\u202e`) {
+			t.Errorf("%v (exit %d): terminal-unsafe %q, or the holder not shown escaped:\n%s", args, res.code, bad, out)
+		}
+	}
+}
