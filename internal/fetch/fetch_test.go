@@ -20,6 +20,7 @@ import (
 	"github.com/trendfetch/trendfetch/internal/fetch/youtubetest"
 	"github.com/trendfetch/trendfetch/internal/quota"
 	"github.com/trendfetch/trendfetch/internal/quota/redistest"
+	"github.com/trendfetch/trendfetch/internal/redisconn"
 	"github.com/trendfetch/trendfetch/internal/store"
 )
 
@@ -165,7 +166,7 @@ func TestPoliciesWhenRedisDies(t *testing.T) {
 	}{{config.FailOpen}, {config.FailClosed}} {
 		t.Run(string(tc.policy), func(t *testing.T) {
 			srv := redistest.Start(t)
-			client, err := quota.RedisClientFromURL(srv.URL(), nil)
+			client, err := redisconn.New(srv.URL(), nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -232,7 +233,7 @@ func TestUnresponsiveBackendIsWaitedOnOnce(t *testing.T) {
 	})
 	url := "redis://" + ln.Addr().String() + "/0"
 	newBackend := func() quota.Backend {
-		c, err := quota.RedisClientFromURL(url, nil, quota.WithRedisIOTimeout(50*time.Millisecond))
+		c, err := redisconn.New(url, nil, redisconn.WithIOTimeout(50*time.Millisecond))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -5,32 +5,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/url"
-	"regexp"
 	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
-)
-
-// Defaults of RedisClientFromURL. A limiter decision is one round trip of a
-// few hundred microseconds; waiting seconds on a dead Redis would stall every
-// call site, so failures surface fast and the call site's fail-open/closed
-// policy applies (DESIGN.md §4 "Backend failure").
-const (
-	// defaultRedisDialTimeout bounds establishing one connection.
-	defaultRedisDialTimeout = 300 * time.Millisecond
-	// defaultRedisIOTimeout bounds each socket read and write.
-	defaultRedisIOTimeout = 300 * time.Millisecond
-	// defaultRedisMaxRetries is the number of retries of a failed command
-	// (go-redis semantics: 0 means its default of 3, -1 disables). It does
-	// not apply to the reserve and refund scripts: a command whose reply
-	// was lost may have run, and those must not run twice
-	// (redisOnceScript). A reserve whose reply is late is ErrUnavailable
-	// (the call site's policy decides) and counted once when it ran.
-	defaultRedisMaxRetries = 1
 )
 
 // defaultRedisKeyPrefix is the first component of every key the Redis
@@ -108,7 +88,7 @@ func WithRedisWaitReplicas(n int, timeout time.Duration) redisOption {
 }
 
 // NewRedis returns a Redis backend using client, which it owns from now on
-// (Close closes it). Build the client with RedisClientFromURL to get short
+// (Close closes it). Build the client with redisconn.New to get short
 // timeouts; any redis.UniversalClient (Client, ClusterClient, FailoverClient)
 // works, a Ring does not (the credential's keys must live on one node).
 func NewRedis(client redis.UniversalClient, opts ...redisOption) *redisBackend {
@@ -345,178 +325,4 @@ func (r *redisBackend) Reset(ctx context.Context, credential string) error {
 		}
 		cursor = next
 	}
-}
-
-// --- connection --------------------------------------------------------------
-
-// RedisClientOption adjusts RedisClientFromURL.
-type RedisClientOption func(*redisClientConfig)
-
-type redisClientConfig struct {
-	dial, io   time.Duration
-	maxRetries int
-	// sentinelMaster and sentinelAddrs select a Sentinel-managed master;
-	// sentinelUser and sentinelPassword authenticate to the Sentinels.
-	sentinelMaster                 string
-	sentinelAddrs                  []string
-	sentinelUser, sentinelPassword string
-}
-
-// WithRedisSentinel makes RedisClientFromURL return a failover client
-// (go-redis NewFailoverClient): the master named master is looked up from
-// the Redis Sentinels at addrs ("host:port"), and connections follow it
-// after a failover (+switch-master). User, password, db and TLS still come
-// from the URL, whose host is then ignored except as the TLS server name of
-// a rediss:// URL; the Sentinels themselves are reached without a password
-// unless WithRedisSentinelAuth gives one. It cannot be combined with
-// Cluster addresses.
-func WithRedisSentinel(master string, addrs []string) RedisClientOption {
-	return func(c *redisClientConfig) {
-		c.sentinelMaster, c.sentinelAddrs = master, slices.Clone(addrs)
-	}
-}
-
-// WithRedisSentinelAuth authenticates RedisClientFromURL's connections to
-// the Sentinels of WithRedisSentinel (Sentinel's own requirepass or ACL
-// user, which may differ from the master's): username may be "" (the
-// default user). It is an error without WithRedisSentinel. The password is
-// never part of an error RedisClientFromURL returns.
-func WithRedisSentinelAuth(username, password string) RedisClientOption {
-	return func(c *redisClientConfig) { c.sentinelUser, c.sentinelPassword = username, password }
-}
-
-// withRedisDialTimeout sets the connection timeout (default defaultRedisDialTimeout).
-// A dial_timeout query parameter in the URL wins.
-func withRedisDialTimeout(d time.Duration) RedisClientOption {
-	return func(c *redisClientConfig) { c.dial = d }
-}
-
-// WithRedisIOTimeout sets the read and write timeouts (default
-// defaultRedisIOTimeout). read_timeout/write_timeout URL parameters win.
-func WithRedisIOTimeout(d time.Duration) RedisClientOption {
-	return func(c *redisClientConfig) { c.io = d }
-}
-
-// RedisClientFromURL builds a go-redis client with short timeouts. It is
-// the one place the Redis clients of trendfetch are built.
-//
-// rawURL is redis://[user:password@]host[:port][/db][?param=value],
-// rediss://... (TLS, server name from the host) or unix:///path/to.sock
-// (go-redis ParseURL syntax; e.g. ?dial_timeout=1s). With clusterAddrs
-// ("host:port" of some Cluster nodes) the result is a *redis.ClusterClient
-// that takes user, password and TLS from rawURL (which may be empty; its
-// host is then ignored, and a db other than 0 is an error). With
-// WithRedisSentinel the result is a failover *redis.Client that takes user,
-// password, db and TLS from rawURL (which may be empty; its host is
-// ignored). Otherwise rawURL is required and the result is a *redis.Client.
-// Sentinel and Cluster together, or Sentinel with a unix:// URL, are errors.
-//
-// Every variant gets the same dial, read/write, pool and retry settings.
-// Errors never contain the password: URLs are redacted (redactRedisURL).
-// No connection is made here; the first command dials.
-func RedisClientFromURL(rawURL string, clusterAddrs []string, opts ...RedisClientOption) (redis.UniversalClient, error) {
-	cfg := redisClientConfig{dial: defaultRedisDialTimeout, io: defaultRedisIOTimeout, maxRetries: defaultRedisMaxRetries}
-	for _, o := range opts {
-		o(&cfg)
-	}
-	sentinel := cfg.sentinelMaster != "" || len(cfg.sentinelAddrs) > 0
-	switch {
-	case sentinel && len(clusterAddrs) > 0:
-		return nil, errors.New("quota: Redis Sentinel and Redis Cluster addresses cannot be combined")
-	case sentinel && cfg.sentinelMaster == "":
-		return nil, errors.New("quota: Redis Sentinel addresses without a master name")
-	case sentinel && len(cfg.sentinelAddrs) == 0:
-		return nil, fmt.Errorf("quota: Redis Sentinel master %q without Sentinel addresses", cfg.sentinelMaster)
-	case !sentinel && (cfg.sentinelUser != "" || cfg.sentinelPassword != ""):
-		return nil, errors.New("quota: a Sentinel username or password without Sentinel addresses")
-	}
-	o := &redis.Options{}
-	if rawURL != "" {
-		var err error
-		o, err = redis.ParseURL(rawURL)
-		if err != nil {
-			return nil, fmt.Errorf("quota: invalid Redis URL %s: %s", redactRedisURL(rawURL), redisScrubSecret(err.Error(), rawURL))
-		}
-		if sentinel && o.Network == "unix" {
-			return nil, fmt.Errorf("quota: Redis URL %s is a unix socket, but with Sentinel the master's address comes from the Sentinels: use redis:// or rediss://", redactRedisURL(rawURL))
-		}
-	} else if len(clusterAddrs) == 0 && !sentinel {
-		return nil, errors.New("quota: no Redis URL, no Redis Cluster and no Sentinel addresses")
-	}
-	if o.DialTimeout == 0 {
-		o.DialTimeout = cfg.dial
-	}
-	if o.ReadTimeout == 0 {
-		o.ReadTimeout = cfg.io
-	}
-	if o.WriteTimeout == 0 {
-		o.WriteTimeout = cfg.io
-	}
-	if o.MaxRetries == 0 {
-		o.MaxRetries = cfg.maxRetries
-	}
-	if o.PoolTimeout == 0 {
-		o.PoolTimeout = o.DialTimeout + o.ReadTimeout
-	}
-	// What every kind of client shares: one dial attempt per command (a
-	// dead Redis fails fast), short retry backoffs, context deadlines.
-	u := &redis.UniversalOptions{
-		Username:              o.Username,
-		Password:              o.Password,
-		DB:                    o.DB,
-		TLSConfig:             o.TLSConfig,
-		DialTimeout:           o.DialTimeout,
-		DialerRetries:         1,
-		ReadTimeout:           o.ReadTimeout,
-		WriteTimeout:          o.WriteTimeout,
-		PoolTimeout:           o.PoolTimeout,
-		MaxRetries:            o.MaxRetries,
-		MinRetryBackoff:       8 * time.Millisecond,
-		MaxRetryBackoff:       64 * time.Millisecond,
-		ContextTimeoutEnabled: true,
-	}
-	switch {
-	case len(clusterAddrs) > 0:
-		if o.DB != 0 {
-			return nil, fmt.Errorf("quota: Redis URL %s selects db %d, but Redis Cluster has only db 0", redactRedisURL(rawURL), o.DB)
-		}
-		u.Addrs, u.MaxRedirects = clusterAddrs, 3
-		return redis.NewClusterClient(u.Cluster()), nil
-	case sentinel:
-		// A failover client dials the master the Sentinels name; a dial
-		// during a failover fails fast, and the retry (after backoff) asks
-		// the Sentinels again.
-		u.MasterName, u.Addrs = cfg.sentinelMaster, cfg.sentinelAddrs
-		u.SentinelUsername, u.SentinelPassword = cfg.sentinelUser, cfg.sentinelPassword
-		return redis.NewFailoverClient(u.Failover()), nil
-	}
-	// A single server keeps every option of its URL (network, query
-	// settings) plus the shared ones.
-	o.DialerRetries = u.DialerRetries
-	o.MinRetryBackoff, o.MaxRetryBackoff = u.MinRetryBackoff, u.MaxRetryBackoff
-	o.ContextTimeoutEnabled = u.ContextTimeoutEnabled
-	return redis.NewClient(o), nil
-}
-
-var redisUserinfoRE = regexp.MustCompile(`(//[^/@]*?:)[^/@]*@`)
-
-// redactRedisURL returns rawURL with its password replaced by "xxxxx", for
-// logs and errors; an unparsable URL has its userinfo password masked too.
-func redactRedisURL(rawURL string) string {
-	if u, err := url.Parse(rawURL); err == nil {
-		return u.Redacted()
-	}
-	return redisUserinfoRE.ReplaceAllString(rawURL, "${1}xxxxx@")
-}
-
-// redisScrubSecret removes the password of rawURL (and the raw URL itself) from msg.
-func redisScrubSecret(msg, rawURL string) string {
-	msg = strings.ReplaceAll(msg, rawURL, redactRedisURL(rawURL))
-	if m := redisUserinfoRE.FindStringSubmatchIndex(rawURL); m != nil {
-		pw := rawURL[m[3] : m[1]-1]
-		if pw != "" {
-			msg = strings.ReplaceAll(msg, pw, "xxxxx")
-		}
-	}
-	return msg
 }
