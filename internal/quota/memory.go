@@ -65,6 +65,16 @@ func NewMemory(opts ...memoryOption) *memoryBackend {
 	return m
 }
 
+// credential returns the state of name, created empty if needed.
+func (m *memoryBackend) credential(name string) *memoryCredential {
+	cr := m.creds[name]
+	if cr == nil {
+		cr = &memoryCredential{logs: map[string]*memoryLog{}}
+		m.creds[name] = cr
+	}
+	return cr
+}
+
 // Name implements Backend.
 func (m *memoryBackend) Name() string { return "memory" }
 
@@ -123,11 +133,7 @@ func (m *memoryBackend) Reserve(ctx context.Context, credential string, charges 
 		m.reserve = 0
 		m.sweep(nowUS)
 	}
-	cr := m.creds[credential]
-	if cr == nil {
-		cr = &memoryCredential{logs: map[string]*memoryLog{}}
-		m.creds[credential] = cr
-	}
+	cr := m.credential(credential)
 	logs := make([]*memoryLog, len(charges))
 	windows := make([]logWindow, len(charges))
 	for i, c := range charges {
@@ -224,21 +230,12 @@ func (m *memoryBackend) Status(ctx context.Context, credential string, buckets [
 	return st, nil
 }
 
-// MarkExhausted implements Backend: reservations of credential are denied
-// until until (rounded up to the microsecond); a marker only moves later.
+// MarkExhausted implements Backend.
 func (m *memoryBackend) MarkExhausted(ctx context.Context, credential string, until time.Time) error {
-	untilUS := until.UnixMicro()
-	if until.Sub(time.UnixMicro(untilUS)) > 0 {
-		untilUS++
-	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	cr := m.creds[credential]
-	if cr == nil {
-		cr = &memoryCredential{logs: map[string]*memoryLog{}}
-		m.creds[credential] = cr
-	}
-	cr.exhausted = max(cr.exhausted, untilUS)
+	cr := m.credential(credential)
+	cr.exhausted = max(cr.exhausted, until.UnixMicro())
 	return nil
 }
 

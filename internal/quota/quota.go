@@ -182,7 +182,8 @@ type Backend interface {
 	// Status reads the buckets without admitting, evicting or extending anything.
 	// maxCost gives, per bucket name, the largest configured cost.
 	Status(ctx context.Context, credential string, buckets []Bucket, maxCost map[string]int64) (Status, error)
-	// MarkExhausted denies every reservation for credential until until.
+	// MarkExhausted denies every reservation for credential until until
+	// (whole µs); a marker only moves later.
 	MarkExhausted(ctx context.Context, credential string, until time.Time) error
 	// Refund removes the entries of reservation r, an admitted Decision's
 	// Reservation for credential, when each is still the newest of its
@@ -373,9 +374,13 @@ func (l *Limiter) Refund(ctx context.Context, credential string, r Reservation) 
 	return l.backend.Refund(ctx, credential, r)
 }
 
-// MarkExhausted denies every reservation of credential until until, typically
-// the next Pacific midnight after Google answered 403 quotaExceeded.
+// MarkExhausted denies every reservation of credential until until (rounded
+// up to the microsecond: never early), typically the next Pacific midnight
+// after Google answered 403 quotaExceeded. A marker only moves later.
 func (l *Limiter) MarkExhausted(ctx context.Context, credential string, until time.Time) error {
+	if t := until.Truncate(time.Microsecond); t.Before(until) {
+		until = t.Add(time.Microsecond)
+	}
 	return l.backend.MarkExhausted(ctx, credential, until)
 }
 

@@ -289,11 +289,10 @@ func (r *redisBackend) waitReplicated(ctx context.Context, conn *redis.Conn, cre
 	return nil
 }
 
-// Reset deletes the usage keys of credential — its bucket logs and its
-// exhaustion marker — found with SCAN over the credential's hash-tag
-// pattern on the node that owns its slot; its run leases (lease_redis.go)
-// are kept. Redis failures wrap ErrUnavailable.
-func (r *redisBackend) Reset(ctx context.Context, credential string) error {
+// scan calls fn with each batch of keys of credential matching pattern, from
+// SCAN on the node that owns the credential's slot (Cluster) and that node.
+// Failures are r.fail(op).
+func (r *redisBackend) scan(ctx context.Context, op, credential, pattern string, fn func(node redis.Cmdable, keys []string) error) error {
 	if err := redisCheckCredential(credential); err != nil {
 		return err
 	}
@@ -301,28 +300,32 @@ func (r *redisBackend) Reset(ctx context.Context, credential string) error {
 	if cc, ok := r.client.(*redis.ClusterClient); ok {
 		n, err := cc.MasterForKey(ctx, r.stateKey(credential))
 		if err != nil {
-			return r.fail("reset", credential, err)
+			return r.fail(op, credential, err)
 		}
 		node = n
 	}
-	var cursor uint64
-	for {
-		keys, next, err := node.Scan(ctx, cursor, r.credPattern(credential), 1000).Result()
+	for cursor := uint64(0); ; {
+		keys, next, err := node.Scan(ctx, cursor, pattern, 1000).Result()
+		if err == nil {
+			err = fn(node, keys)
+		}
 		if err != nil {
-			return r.fail("reset", credential, err)
+			return r.fail(op, credential, err)
 		}
-		// Run leases are not usage: a running job keeps its region.
-		keys = slices.DeleteFunc(keys, func(k string) bool {
-			return strings.HasPrefix(k, r.leaseKey(credential, ""))
-		})
-		if len(keys) > 0 {
-			if err := node.Del(ctx, keys...).Err(); err != nil {
-				return r.fail("reset", credential, err)
-			}
-		}
-		if next == 0 {
+		if cursor = next; cursor == 0 {
 			return nil
 		}
-		cursor = next
 	}
+}
+
+// Reset deletes the usage keys of credential, its bucket logs and its
+// state hash, and keeps its run leases (a running job keeps its region).
+func (r *redisBackend) Reset(ctx context.Context, credential string) error {
+	return r.scan(ctx, "reset", credential, r.credPattern(credential), func(node redis.Cmdable, keys []string) error {
+		keys = slices.DeleteFunc(keys, func(k string) bool { return strings.HasPrefix(k, r.leaseKey(credential, "")) })
+		if len(keys) == 0 {
+			return nil
+		}
+		return node.Del(ctx, keys...).Err()
+	})
 }

@@ -150,12 +150,40 @@ func (s *sqliteBackend) stmt(ctx context.Context, tx *sql.Tx, query string) *sql
 	return tx.StmtContext(ctx, s.stmts[query])
 }
 
-// errSQLiteReadOnly is why Reserve and Refund fail on a backend opened
-// WithSQLiteReadOnly.
+// errSQLiteReadOnly is why writes fail on a backend opened WithSQLiteReadOnly.
 var errSQLiteReadOnly = errors.New("the quota database is open read-only")
+
+// errRollback, returned by a transaction's function, rolls it back without an error.
+var errRollback = errors.New("roll back")
 
 func sqliteUnavailable(op string, err error) error {
 	return fmt.Errorf("quota: sqlite %s: %w: %w", op, ErrUnavailable, err)
+}
+
+// inTx runs fn in one transaction, BEGIN IMMEDIATE when write (decisions of
+// every process serialized) else a read-only BEGIN, with the local clock
+// read once the lock is held (so stamps follow commit order across
+// processes), and commits unless fn fails. errRollback rolls back quietly;
+// any other failure wraps ErrUnavailable.
+func (s *sqliteBackend) inTx(ctx context.Context, op string, write bool, fn func(tx *sql.Tx, nowUS int64) error) error {
+	if write && s.readOnly {
+		return sqliteUnavailable(op, errSQLiteReadOnly)
+	}
+	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: !write}) // write: BEGIN IMMEDIATE (sqlitedb's DSN)
+	if err != nil {
+		return sqliteUnavailable(op, err)
+	}
+	defer tx.Rollback()
+	switch err := fn(tx, s.clock().UnixMicro()); {
+	case err == errRollback:
+		return nil
+	case err != nil:
+		return sqliteUnavailable(op, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return sqliteUnavailable(op, err)
+	}
+	return nil
 }
 
 // sqliteLog is what one bucket's log looks like at a moment.
@@ -200,63 +228,45 @@ func (s *sqliteBackend) marker(ctx context.Context, tx *sql.Tx, credential strin
 	return untilUS, err
 }
 
-// Reserve implements Backend in one BEGIN IMMEDIATE transaction: it reads
-// each charged bucket's window, decides (decide), and when admitted records
-// one entry per bucket and evicts entries that matter neither to the window
-// nor to today. A denial rolls back and writes nothing. Database failures
-// wrap ErrUnavailable.
-func (s *sqliteBackend) Reserve(ctx context.Context, credential string, charges []bucketCharge) (Decision, error) {
-	if s.readOnly {
-		return Decision{}, sqliteUnavailable("reserve", errSQLiteReadOnly)
-	}
-	tx, err := s.db.BeginTx(ctx, nil) // BEGIN IMMEDIATE (sqlitedb's DSN)
+// Reserve implements Backend in one write transaction: it reads each
+// charged bucket's window, decides (decide), and when admitted records one
+// entry per bucket, stamped no earlier than the newest (a clock stepped
+// back), and evicts what matters neither to the window nor to today. A
+// denial writes nothing.
+func (s *sqliteBackend) Reserve(ctx context.Context, credential string, charges []bucketCharge) (d Decision, err error) {
+	err = s.inTx(ctx, "reserve", true, func(tx *sql.Tx, nowUS int64) error {
+		untilUS, err := s.marker(ctx, tx, credential)
+		if err != nil {
+			return err
+		}
+		logs := make([]sqliteLog, len(charges))
+		windows := make([]logWindow, len(charges))
+		for i, c := range charges {
+			if logs[i], err = s.readLog(ctx, tx, credential, c.Bucket, windowCutoffUS(c.Bucket, nowUS)); err != nil {
+				return err
+			}
+			windows[i] = logs[i].logWindow
+		}
+		if d, err = decide(charges, windows, nowUS, untilUS); err != nil || !d.Allowed {
+			return err
+		}
+		for i, c := range charges {
+			st, ts, rid := logs[i], max(nowUS, logs[i].newest), sqliteNewRID()
+			if _, err := s.stmt(ctx, tx, sqlInsert).ExecContext(ctx, credential, c.Name, st.lastCum+c.Units, st.lastSeq+1, ts, c.Units, rid); err != nil {
+				return err
+			}
+			d.Reservation.entries = append(d.Reservation.entries, reservedEntry{bucket: c.Bucket, units: c.Units, at: ts, id: rid})
+			if _, err := s.stmt(ctx, tx, sqlEvict).ExecContext(ctx, credential, c.Name, evictCutoffUS(c.Bucket, nowUS)); err != nil {
+				return err
+			}
+		}
+		if untilUS != 0 {
+			_, err = s.stmt(ctx, tx, sqlDropMarker).ExecContext(ctx, credential, nowUS)
+		}
+		return err
+	})
 	if err != nil {
-		return Decision{}, sqliteUnavailable("reserve", err)
-	}
-	defer tx.Rollback()
-	// Read the clock only once the write lock is held, so timestamps follow
-	// commit order across processes.
-	nowUS := s.clock().UnixMicro()
-	untilUS, err := s.marker(ctx, tx, credential)
-	if err != nil {
-		return Decision{}, sqliteUnavailable("reserve", err)
-	}
-	logs := make([]sqliteLog, len(charges))
-	windows := make([]logWindow, len(charges))
-	for i, c := range charges {
-		if logs[i], err = s.readLog(ctx, tx, credential, c.Bucket, windowCutoffUS(c.Bucket, nowUS)); err != nil {
-			return Decision{}, sqliteUnavailable("reserve", err)
-		}
-		windows[i] = logs[i].logWindow
-	}
-	d, err := decide(charges, windows, nowUS, untilUS)
-	if err != nil {
-		return Decision{}, sqliteUnavailable("reserve", err)
-	}
-	if !d.Allowed {
-		return d, nil // the deferred rollback: a denial writes nothing
-	}
-	for i, c := range charges {
-		st := logs[i]
-		// Never stamp an entry before the newest one (clock stepped back):
-		// keeps the window a contiguous range of cum; at worst stricter.
-		ts := max(nowUS, st.newest)
-		rid := sqliteNewRID()
-		if _, err := s.stmt(ctx, tx, sqlInsert).ExecContext(ctx, credential, c.Name, st.lastCum+c.Units, st.lastSeq+1, ts, c.Units, rid); err != nil {
-			return Decision{}, sqliteUnavailable("reserve", err)
-		}
-		d.Reservation.entries = append(d.Reservation.entries, reservedEntry{bucket: c.Bucket, units: c.Units, at: ts, id: rid})
-		if _, err := s.stmt(ctx, tx, sqlEvict).ExecContext(ctx, credential, c.Name, evictCutoffUS(c.Bucket, nowUS)); err != nil {
-			return Decision{}, sqliteUnavailable("reserve", err)
-		}
-	}
-	if untilUS != 0 {
-		if _, err := s.stmt(ctx, tx, sqlDropMarker).ExecContext(ctx, credential, nowUS); err != nil {
-			return Decision{}, sqliteUnavailable("reserve", err)
-		}
-	}
-	if err := tx.Commit(); err != nil {
-		return Decision{}, sqliteUnavailable("reserve", err)
+		return Decision{}, err
 	}
 	return d, nil
 }
@@ -272,118 +282,77 @@ func sqliteNewRID() int64 {
 	}
 }
 
-// Refund implements Backend in one BEGIN IMMEDIATE transaction: the
-// entries of r (matched by bucket, stamp, cost and rid) are deleted when
-// each is still the newest of its bucket, else none. Database failures
-// wrap ErrUnavailable.
-func (s *sqliteBackend) Refund(ctx context.Context, credential string, r Reservation) (bool, error) {
-	if s.readOnly {
-		return false, sqliteUnavailable("refund", errSQLiteReadOnly)
-	}
-	tx, err := s.db.BeginTx(ctx, nil) // BEGIN IMMEDIATE (sqlitedb's DSN)
-	if err != nil {
-		return false, sqliteUnavailable("refund", err)
-	}
-	defer tx.Rollback()
-	for _, e := range r.entries {
-		res, err := s.stmt(ctx, tx, sqlRefund).ExecContext(ctx, credential, e.bucket.Name, e.at, e.id, e.units)
-		if err != nil {
-			return false, sqliteUnavailable("refund", err)
+// Refund implements Backend in one write transaction: the entries of r
+// (matched by bucket, stamp, cost and rid) are deleted when each is still
+// the newest of its bucket, else none.
+func (s *sqliteBackend) Refund(ctx context.Context, credential string, r Reservation) (refunded bool, err error) {
+	err = s.inTx(ctx, "refund", true, func(tx *sql.Tx, _ int64) error {
+		for _, e := range r.entries {
+			res, err := s.stmt(ctx, tx, sqlRefund).ExecContext(ctx, credential, e.bucket.Name, e.at, e.id, e.units)
+			if err != nil {
+				return err
+			}
+			if n, _ := res.RowsAffected(); n != 1 {
+				return errRollback // not the newest: every entry stays
+			}
 		}
-		if n, _ := res.RowsAffected(); n != 1 {
-			return false, nil // not the newest: the deferred rollback keeps every entry
-		}
-	}
-	if err := tx.Commit(); err != nil {
-		return false, sqliteUnavailable("refund", err)
-	}
-	return !r.IsZero(), nil
+		refunded = !r.IsZero()
+		return nil
+	})
+	return refunded && err == nil, err
 }
 
-// Status implements Backend with a read-only (deferred) transaction: a
-// consistent snapshot that neither admits nor evicts. Database failures
-// wrap ErrUnavailable.
-func (s *sqliteBackend) Status(ctx context.Context, credential string, buckets []Bucket, maxCost map[string]int64) (Status, error) {
-	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true}) // plain BEGIN
-	if err != nil {
-		return Status{}, sqliteUnavailable("status", err)
-	}
-	defer tx.Rollback()
-	nowUS := s.clock().UnixMicro()
-	st := Status{Credential: credential, Backend: s.Name(), Now: time.UnixMicro(nowUS)}
-	untilUS, err := s.marker(ctx, tx, credential)
-	if err != nil {
-		return Status{}, sqliteUnavailable("status", err)
-	}
-	if untilUS > nowUS {
-		st.ExhaustedUntil = time.UnixMicro(untilUS)
-	}
-	midnightUS := pacificMidnight(st.Now).UnixMicro()
-	for _, b := range buckets {
-		ls, err := s.readLog(ctx, tx, credential, b, windowCutoffUS(b, nowUS))
+// Status implements Backend with a read-only transaction: a consistent
+// snapshot that neither admits nor evicts.
+func (s *sqliteBackend) Status(ctx context.Context, credential string, buckets []Bucket, maxCost map[string]int64) (st Status, err error) {
+	err = s.inTx(ctx, "status", false, func(tx *sql.Tx, nowUS int64) error {
+		st.Now = time.UnixMicro(nowUS)
+		untilUS, err := s.marker(ctx, tx, credential)
 		if err != nil {
-			return Status{}, sqliteUnavailable("status", err)
+			return err
 		}
-		today, err := s.readLog(ctx, tx, credential, b, midnightUS-1)
-		if err != nil {
-			return Status{}, sqliteUnavailable("status", err)
+		if untilUS > nowUS {
+			st.ExhaustedUntil = time.UnixMicro(untilUS)
 		}
-		bs, err := bucketStatus(b, ls.logWindow, maxCost[b.Name], today.used, nowUS)
-		if err != nil {
-			return Status{}, sqliteUnavailable("status", err)
+		midnightUS := pacificMidnight(st.Now).UnixMicro()
+		for _, b := range buckets {
+			w, err := s.readLog(ctx, tx, credential, b, windowCutoffUS(b, nowUS))
+			if err != nil {
+				return err
+			}
+			today, err := s.readLog(ctx, tx, credential, b, midnightUS-1)
+			if err != nil {
+				return err
+			}
+			bs, err := bucketStatus(b, w.logWindow, maxCost[b.Name], today.used, nowUS)
+			if err != nil {
+				return err
+			}
+			st.Buckets = append(st.Buckets, bs)
 		}
-		st.Buckets = append(st.Buckets, bs)
-	}
-	if err := tx.Commit(); err != nil {
-		return Status{}, sqliteUnavailable("status", err)
-	}
-	return st, nil
+		return nil
+	})
+	return st, err
 }
 
-// MarkExhausted implements Backend: every reservation of credential is
-// denied (Decision.Exhausted) until until, at microsecond precision. A marker
-// only moves later: marking an earlier time than the current marker keeps the
-// current one (Reset clears it). Database failures wrap ErrUnavailable.
+// MarkExhausted implements Backend; a marker only moves later (Reset clears it).
 func (s *sqliteBackend) MarkExhausted(ctx context.Context, credential string, until time.Time) error {
-	tx, err := s.db.BeginTx(ctx, nil)
-	if err != nil {
-		return sqliteUnavailable("mark exhausted", err)
-	}
-	defer tx.Rollback()
-	// Round up to the microsecond: never release early.
-	untilUS := until.UnixMicro()
-	if until.Sub(time.UnixMicro(untilUS)) > 0 {
-		untilUS++
-	}
-	if _, err := s.stmt(ctx, tx, sqlMark).ExecContext(ctx, credential, untilUS); err != nil {
-		return sqliteUnavailable("mark exhausted", err)
-	}
-	if err := tx.Commit(); err != nil {
-		return sqliteUnavailable("mark exhausted", err)
-	}
-	return nil
+	return s.inTx(ctx, "mark exhausted", true, func(tx *sql.Tx, _ int64) error {
+		_, err := s.stmt(ctx, tx, sqlMark).ExecContext(ctx, credential, until.UnixMicro())
+		return err
+	})
 }
 
 // Reset implements Backend: it deletes every log entry and the exhaustion
-// marker of credential. Database failures wrap ErrUnavailable.
+// marker of credential.
 func (s *sqliteBackend) Reset(ctx context.Context, credential string) error {
-	tx, err := s.db.BeginTx(ctx, nil)
-	if err != nil {
-		return sqliteUnavailable("reset", err)
-	}
-	defer tx.Rollback()
-	for _, q := range []string{
-		`DELETE FROM quota_log WHERE credential = ?`,
-		`DELETE FROM quota_exhausted WHERE credential = ?`,
-	} {
-		if _, err := tx.ExecContext(ctx, q, credential); err != nil {
-			return sqliteUnavailable("reset", err)
+	return s.inTx(ctx, "reset", true, func(tx *sql.Tx, _ int64) error {
+		if _, err := tx.ExecContext(ctx, `DELETE FROM quota_log WHERE credential = ?`, credential); err != nil {
+			return err
 		}
-	}
-	if err := tx.Commit(); err != nil {
-		return sqliteUnavailable("reset", err)
-	}
-	return nil
+		_, err := tx.ExecContext(ctx, `DELETE FROM quota_exhausted WHERE credential = ?`, credential)
+		return err
+	})
 }
 
 var _ Backend = (*sqliteBackend)(nil)
