@@ -165,9 +165,7 @@ type runLease struct {
 	stopCtx context.Context // cancelled by Release: stops the renewal, even mid-call
 	stop    context.CancelFunc
 	done    chan struct{} // closed when the renewal goroutine has returned
-	lost    chan struct{} // closed when the lease is lost
-
-	mu      sync.Mutex
+	lost    chan struct{} // closed when the lease is lost, after lostErr is set
 	lostErr error
 
 	releaseOnce sync.Once
@@ -175,21 +173,13 @@ type runLease struct {
 }
 
 // AcquireLease takes the run lease of (credential, region) for ttl and renews
-// it every ttl/3 in the background until Release. holder describes this run
-// for others; "" (what runs use) means this process: host, pid, boot id,
-// PID namespace and now (lease_holder.go). It must not contain secrets. A
-// lease held by a stale holder (staleHolder: a process of this host that is
-// gone) is taken over at once (runLease.TookOver says from whom).
-//
-// Errors: *LeaseHeldError when another holder has an unexpired lease; an
-// error wrapping ErrUnavailable when the backend cannot be reached (nothing
-// is held: the caller may proceed without a lease, fail-open, or give up);
-// other errors for invalid arguments (empty credential or region, a region
-// with ':', ttl < 3ms) or a backend without lease support.
-//
-// The run should watch Lost() and stop when it closes, and must call
-// Release when done (also on error paths). A crashed holder's lease expires
-// ttl after its last renewal.
+// it every ttl/3 until Release, which the caller must call; the run should
+// stop when Lost closes. holder describes this run for others (no secrets);
+// "" means this process (lease_holder.go). A stale holder's lease is taken
+// over at once (TookOver says whose). Errors: *LeaseHeldError when another
+// holder has an unexpired lease; ErrUnavailable wrapped when the backend
+// cannot be reached (nothing is held); others for an empty credential or
+// region, a region with ':', ttl < 3ms or a backend without leases.
 func (l *Limiter) AcquireLease(ctx context.Context, credential, region string, ttl time.Duration, holder string) (*runLease, error) {
 	lk, err := l.leases()
 	if err != nil {
@@ -248,11 +238,10 @@ func acquireLease(ctx context.Context, locker leaseLocker, credential, region st
 	return lease, nil
 }
 
-// renew extends the lease every l.every until Release. acquired is the local
-// time just before the successful TryLock. The lease is declared lost when a
-// renewal answers false, or when renewals keep failing (backend unreachable)
-// so that the next attempt would come after the lease may have expired: from
-// then on another holder could take it.
+// renew extends the lease every l.every until Release; acquired is the
+// local time just before the successful TryLock. The lease is lost when a
+// renewal answers false, or when renewals keep failing until the next
+// attempt would come after the lease may have expired.
 func (l *runLease) renew(acquired time.Time) {
 	defer close(l.done)
 	if l.every <= 0 {
@@ -276,38 +265,32 @@ func (l *runLease) renew(acquired time.Time) {
 			return // released meanwhile: the outcome no longer matters
 		case err == nil && ok:
 			lastOK = start
+			continue
 		case err == nil:
-			l.markLost(fmt.Errorf("%w: region %s of credential %q expired or was taken by another run", errLeaseLost, l.region, l.credential))
-			return
-		case !time.Now().Add(l.every).Before(lastOK.Add(l.ttl)):
-			l.markLost(fmt.Errorf("%w: region %s of credential %q could not be renewed before its ttl %s: %w", errLeaseLost, l.region, l.credential, l.ttl, err))
-			return
+			l.lostErr = fmt.Errorf("%w: region %s of credential %q expired or was taken by another run", errLeaseLost, l.region, l.credential)
+		case time.Now().Add(l.every).Before(lastOK.Add(l.ttl)):
+			continue // a failed renewal with time left: try again at the next tick
+		default:
+			l.lostErr = fmt.Errorf("%w: region %s of credential %q could not be renewed before its ttl %s: %w", errLeaseLost, l.region, l.credential, l.ttl, err)
 		}
-		// A failed renewal with time left: try again at the next tick.
-	}
-}
-
-func (l *runLease) markLost(err error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.lostErr == nil {
-		l.lostErr = err
 		close(l.lost)
+		return
 	}
 }
 
-// Lost returns a channel closed when a renewal finds the lease expired or
-// taken by another holder, or when renewals failed until the lease may have
-// expired (backend unreachable). The run should then stop: another run of
-// the region may start. Release does not close it.
+// Lost returns a channel closed when the lease is lost (see renew): the run
+// should stop, another run of the region may start. Release does not close it.
 func (l *runLease) Lost() <-chan struct{} { return l.lost }
 
 // Err returns why the lease was lost (wrapping errLeaseLost, and
 // ErrUnavailable when renewals failed), or nil while it is not lost.
 func (l *runLease) Err() error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.lostErr
+	select {
+	case <-l.lost:
+		return l.lostErr
+	default:
+		return nil
+	}
 }
 
 // Holder returns this holder's description, as others see it.
@@ -317,8 +300,7 @@ func (l *runLease) Holder() string { return describeHolder(l.owner) }
 // whose lease AcquireLease broke and took, or "" when the lease was free.
 func (l *runLease) TookOver() string { return l.tookOver }
 
-// Release stops the renewal and frees the lease if it is still ours (a lease
-// taken by another holder meanwhile is left alone). It is idempotent: later
+// Release stops the renewal and frees the lease if it is still ours. Later
 // calls return the first call's result. A backend failure wraps
 // ErrUnavailable; the lease then expires by itself after at most its ttl.
 func (l *runLease) Release(ctx context.Context) error {

@@ -13,31 +13,27 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// defaultRedisKeyPrefix is the first component of every key the Redis
-// backend writes: trendfetch:{<credential>}:<bucket>.
-const defaultRedisKeyPrefix = "trendfetch"
+// Every key of the Redis backend is built below: redisKeyPrefix:{<credential>}
+// then the bucket name, stateKeySuffix (the state hash: the exhaustion
+// marker, field "exhausted", and what lua/ keeps per bucket) or
+// leaseKeyInfix:<region> (run leases).
+const (
+	redisKeyPrefix = "trendfetch"
+	stateKeySuffix = "state"
+	leaseKeyInfix  = "lease"
+)
 
-// stateKeySuffix is the key suffix of a credential's state hash
-// (trendfetch:{<credential>}:state): the upstream exhaustion marker (field
-// "exhausted") and one cache field per bucket (redis_lua.go).
-const stateKeySuffix = "state"
-
-// reservedBucketName reports whether name cannot be a bucket's: "state" and
-// "exhausted" (the state hash's key and marker field), "lease" and names
-// starting with "lease:" (run leases, lease.go).
+// reservedBucketName reports whether name would collide with the keys or
+// fields above: "state", "exhausted", "lease" and "lease:...".
 func reservedBucketName(name string) bool {
 	return name == stateKeySuffix || name == "exhausted" || name == leaseKeyInfix || strings.HasPrefix(name, leaseKeyInfix+":")
 }
 
-// redisBackend is the shared quota Backend on Redis (standalone or Cluster):
-// an exact weighted sliding-window log per bucket, decided by one Lua script
-// per reservation with the Redis server's TIME as the only clock. The
-// algorithm and key layout are documented in redis_lua.go; DESIGN.md §4 is
-// the contract. It is safe for concurrent use by many goroutines, processes
-// and hosts.
+// redisBackend is the Backend shared by hosts on Redis (standalone,
+// Sentinel or Cluster): one Lua script per decision (redis_lua.go), Redis
+// TIME as the only clock. It is safe for concurrent use.
 type redisBackend struct {
 	client redis.UniversalClient
-	prefix string
 	// midnights returns the Pacific midnights (Unix µs, ascending) passed to
 	// the scripts; tests replace it to move "midnight" next to Redis TIME.
 	midnights func(now time.Time) []int64
@@ -56,31 +52,22 @@ var _ Backend = (*redisBackend)(nil)
 // redisOption configures NewRedis.
 type redisOption func(*redisBackend)
 
-// DefaultRedisWaitTimeout is how long an admission waits for its replicas
-// when WithRedisWaitReplicas is given a timeout <= 0 (and the default of
-// quota.redis.wait_timeout).
+// DefaultRedisWaitTimeout is WithRedisWaitReplicas's timeout when given one
+// <= 0, and the default of quota.redis.wait_timeout.
 const DefaultRedisWaitTimeout = 100 * time.Millisecond
 
-// errNotReplicated is wrapped (together with ErrUnavailable) by Reserve's
-// error when an admission was recorded on the master but WAIT did not
-// confirm it on enough replicas in time (WithRedisWaitReplicas).
+// errNotReplicated is wrapped with ErrUnavailable by Reserve's error when
+// WAIT did not confirm an admission on enough replicas in time.
 var errNotReplicated = errors.New("admission not confirmed by enough replicas")
 
-// WithRedisWaitReplicas makes every admission count only once n replicas
-// have it. Redis replication is asynchronous: a master that fails right
-// after admitting a call may not have passed the entry on, and the promoted
-// replica would admit that usage again. With n > 0, after the reserve script
-// admits, Reserve runs WAIT n timeout on the same connection (WAIT counts
-// the replicas that acknowledged that connection's writes); when fewer than
-// n confirm within timeout (<= 0 means DefaultRedisWaitTimeout), Reserve
-// returns no decision and an error wrapping ErrUnavailable and
-// errNotReplicated, so the call site's fail-open/fail-closed policy
-// applies. The entry stays recorded on the master: counting a call that is
-// not made is the safe side. Denials never wait. An admission then takes a
-// second round trip plus the replicas' acknowledgement. n = 0 (the default)
-// disables the check. WAIT makes lost admissions unlikely, not impossible:
-// Redis may still promote a replica that did not acknowledge (see the
-// README, "Redis persistence and replication").
+// WithRedisWaitReplicas makes an admission count only once n replicas have
+// it (n = 0, the default: no check): after the reserve script admits,
+// Reserve runs WAIT n timeout on the same connection, and when fewer
+// confirm within timeout (<= 0: DefaultRedisWaitTimeout) it returns an
+// error wrapping ErrUnavailable, so the call site's policy applies; the
+// entry stays counted on the master. Denials never wait. This makes an
+// admission lost in a failover unlikely, not impossible (docs/quota.md,
+// "Replication").
 func WithRedisWaitReplicas(n int, timeout time.Duration) redisOption {
 	return func(r *redisBackend) {
 		r.waitReplicas, r.waitTimeout = max(n, 0), cmp.Or(max(timeout, 0), DefaultRedisWaitTimeout)
@@ -92,7 +79,7 @@ func WithRedisWaitReplicas(n int, timeout time.Duration) redisOption {
 // timeouts; any redis.UniversalClient (Client, ClusterClient, FailoverClient)
 // works, a Ring does not (the credential's keys must live on one node).
 func NewRedis(client redis.UniversalClient, opts ...redisOption) *redisBackend {
-	r := &redisBackend{client: client, prefix: defaultRedisKeyPrefix, midnights: redisMidnightTable, user: redisUser(client)}
+	r := &redisBackend{client: client, midnights: redisMidnightTable, user: redisUser(client)}
 	for _, o := range opts {
 		o(r)
 	}
@@ -105,13 +92,11 @@ func (r *redisBackend) Name() string { return "redis" }
 // Close closes the Redis client.
 func (r *redisBackend) Close() error { return r.client.Close() }
 
-// --- keys: every key of the Redis backend is built here ---------------------
-
-// credTag is the key component shared by every key of a credential:
-// "<prefix>:{<credential>}". The braces make <credential> the Redis Cluster
-// hash tag, so a multi-bucket script touches a single slot (no CROSSSLOT).
+// credTag is the start of every key of a credential: the braces make the
+// credential the Redis Cluster hash tag, so a multi-bucket script touches
+// one slot (no CROSSSLOT).
 func (r *redisBackend) credTag(credential string) string {
-	return r.prefix + ":{" + credential + "}"
+	return redisKeyPrefix + ":{" + credential + "}"
 }
 
 // bucketKey is the sorted-set log of one bucket: trendfetch:{<credential>}:<bucket>.
@@ -123,11 +108,6 @@ func (r *redisBackend) bucketKey(credential, bucket string) string {
 func (r *redisBackend) stateKey(credential string) string {
 	return r.credTag(credential) + ":" + stateKeySuffix
 }
-
-// leaseKeyInfix separates the credential tag from the region in lease keys:
-// trendfetch:{<credential>}:lease:<region>. No bucket may be named
-// "lease:<region>".
-const leaseKeyInfix = "lease"
 
 // leaseKey is the run lease of (credential, region): trendfetch:{<credential>}:lease:<region>.
 func (r *redisBackend) leaseKey(credential, region string) string {
@@ -146,11 +126,7 @@ func (r *redisBackend) leaseKeyOf(name string) (key, credential string, err erro
 	return r.leaseKey(credential, region), credential, nil
 }
 
-// credPattern matches every key of credential for SCAN (glob chars escaped).
-func (r *redisBackend) credPattern(credential string) string {
-	return redisGlobEscape(r.credTag(credential)) + ":*"
-}
-
+// redisGlobEscape escapes the glob characters of s for SCAN MATCH.
 func redisGlobEscape(s string) string {
 	var b strings.Builder
 	for _, c := range s {
@@ -202,22 +178,15 @@ func (r *redisBackend) fail(op, credential string, err error) error {
 // redisQuoted returns the command a NOPERM reply names ("... to run the
 // 'evalsha' command"), or "".
 func redisQuoted(msg string) string {
-	_, after, ok := strings.Cut(msg, "'")
-	if !ok {
-		return ""
+	if parts := strings.Split(msg, "'"); len(parts) >= 3 {
+		return parts[1]
 	}
-	cmd, _, ok := strings.Cut(after, "'")
-	if !ok {
-		return ""
-	}
-	return cmd
+	return ""
 }
 
-// ErrOutOfMemory is wrapped by the error of a backend that refused to
-// record anything because it is out of memory (Redis "OOM command not
-// allowed" under maxmemory with the noeviction policy). Call sites fail
-// closed on it whatever their policy: sending unmetered calls until
-// someone frees memory would spend the quota blind.
+// ErrOutOfMemory is wrapped by the error of a backend out of memory (Redis
+// "OOM command not allowed" under maxmemory with noeviction): call sites
+// fail closed on it whatever their policy.
 var ErrOutOfMemory = errors.New("quota backend out of memory")
 
 // AccessError reports that Redis refused trendfetch's user (NOPERM, NOAUTH,
@@ -238,7 +207,7 @@ func (e *AccessError) Error() string {
 	case strings.HasPrefix(e.Reply, "NOPERM") && e.Command != "":
 		return fmt.Sprintf("quota.redis: Redis user %q may not run %s (%s): grant it with ACL SETUSER %s +%s", e.User, strings.ToUpper(e.Command), e.Reply, e.User, e.Command)
 	case strings.HasPrefix(e.Reply, "NOPERM"):
-		return fmt.Sprintf("quota.redis: Redis user %q may not use trendfetch's keys (%s): grant it with ACL SETUSER %s ~%s:*", e.User, e.Reply, e.User, defaultRedisKeyPrefix)
+		return fmt.Sprintf("quota.redis: Redis user %q may not use trendfetch's keys (%s): grant it with ACL SETUSER %s ~%s:*", e.User, e.Reply, e.User, redisKeyPrefix)
 	}
 	return fmt.Sprintf("quota.redis: Redis refused user %q (%s): check the users and passwords of quota.redis (url, sentinel)", e.User, e.Reply)
 }
@@ -254,9 +223,6 @@ func redisUser(client redis.UniversalClient) string {
 	}
 	return cmp.Or(u, "default")
 }
-
-// --- decisions: the scripts and the methods that run them are in
-// redis_lua.go; what they share with the rest of the backend follows ---
 
 // waitConn takes one connection to the master holding credential's keys,
 // for a reserve script followed by WAIT. On Cluster that is the master of
@@ -321,7 +287,7 @@ func (r *redisBackend) scan(ctx context.Context, op, credential, pattern string,
 // Reset deletes the usage keys of credential, its bucket logs and its
 // state hash, and keeps its run leases (a running job keeps its region).
 func (r *redisBackend) Reset(ctx context.Context, credential string) error {
-	return r.scan(ctx, "reset", credential, r.credPattern(credential), func(node redis.Cmdable, keys []string) error {
+	return r.scan(ctx, "reset", credential, redisGlobEscape(r.credTag(credential))+":*", func(node redis.Cmdable, keys []string) error {
 		keys = slices.DeleteFunc(keys, func(k string) bool { return strings.HasPrefix(k, r.leaseKey(credential, "")) })
 		if len(keys) == 0 {
 			return nil

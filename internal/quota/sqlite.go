@@ -14,41 +14,32 @@ import (
 	"github.com/trendfetch/trendfetch/internal/sqlitedb"
 )
 
-// sqliteBackend is the embedded Backend (DESIGN.md §4 "Embedded backend"):
-// every credential's logs in one SQLite file on the local host, one BEGIN
-// IMMEDIATE transaction per decision (exact across processes), the local
-// clock read under the write lock (docs/quota.md, "Clock steps"), decide's
-// arithmetic. Used, Entries and Retry-After are index lookups on running
-// totals, O(log n). It is safe for concurrent use.
+// sqliteBackend is the embedded Backend: every credential's logs in one
+// SQLite file of this host, one BEGIN IMMEDIATE transaction per decision
+// (exact across processes) on the local clock, decide's arithmetic over
+// running totals (index lookups, O(log n)). It is safe for concurrent use.
 type sqliteBackend struct {
 	db       *sql.DB
 	clock    func() time.Time
 	readOnly bool
-
-	// stmts holds the statements below, prepared once at open; tx.StmtContext
-	// binds them to a transaction's connection.
+	// stmts holds the statements below, prepared once at open.
 	stmts map[string]*sql.Stmt
 }
 
 // sqliteOption configures NewSQLite.
-type sqliteOption func(*sqliteOptions)
-
-type sqliteOptions struct {
-	clock    func() time.Time
-	readOnly bool
-}
+type sqliteOption func(*sqliteBackend)
 
 // WithSQLiteReadOnly opens an existing quota database for reading only
 // (quota status; read-only media too): nothing is created, and writes fail
 // with ErrUnavailable.
 func WithSQLiteReadOnly() sqliteOption {
-	return func(o *sqliteOptions) { o.readOnly = true }
+	return func(s *sqliteBackend) { s.readOnly = true }
 }
 
 // WithClock replaces the local clock (time.Now) of every decision (tests);
 // see ClockStepTolerance for a clock that goes back.
 func WithClock(now func() time.Time) sqliteOption {
-	return func(o *sqliteOptions) { o.clock = now }
+	return func(s *sqliteBackend) { s.clock = now }
 }
 
 // sqliteMigrations holds quota.db's schema as numbered migrations
@@ -84,17 +75,15 @@ const (
 		AND cum = (SELECT max(cum) FROM quota_log WHERE credential = ?1 AND bucket = ?2)`
 )
 
-// NewSQLite opens (creating it and its parent directory, mode 0o700, if
-// needed) the quota database at path and applies its pending migrations
-// (sqlitedb.Open; a quota.db of an older trendfetch keeps its entries).
-// With WithSQLiteReadOnly nothing is created or written, and any quota.db
-// with the tables is read, an older one too (until its first writer
-// migrates it): a missing file or schema is an error wrapping
-// fs.ErrNotExist. Errors wrap ErrUnavailable and the *sqlitedb error, if any.
+// NewSQLite opens the quota database at path, creating it (and its parent
+// directory, mode 0o700) if needed, and applies its pending migrations. With
+// WithSQLiteReadOnly nothing is created or written and any quota.db with
+// the tables is read; a missing file or schema wraps fs.ErrNotExist.
+// Errors wrap ErrUnavailable and the *sqlitedb error, if any.
 func NewSQLite(path string, opts ...sqliteOption) (*sqliteBackend, error) {
-	o := sqliteOptions{clock: time.Now}
+	s := &sqliteBackend{clock: time.Now, stmts: map[string]*sql.Stmt{}}
 	for _, opt := range opts {
-		opt(&o)
+		opt(s)
 	}
 	fail := func(what string, err error) (*sqliteBackend, error) {
 		return nil, fmt.Errorf("quota: %s %s: %w: %w", what, path, ErrUnavailable, err)
@@ -106,21 +95,19 @@ func NewSQLite(path string, opts ...sqliteOption) (*sqliteBackend, error) {
 	// One connection: this process's goroutines queue in database/sql,
 	// other processes wait in busy_timeout under BEGIN IMMEDIATE, so two
 	// processes never both read the old log and both admit.
-	dbOpts := sqlitedb.Options{ReadOnly: o.readOnly, MaxConns: 1}
-	if !o.readOnly {
+	dbOpts := sqlitedb.Options{ReadOnly: s.readOnly, MaxConns: 1}
+	if !s.readOnly {
 		dbOpts.Migrations = migs
 	}
-	db, err := sqlitedb.Open(context.Background(), path, dbOpts)
-	if err != nil {
+	if s.db, err = sqlitedb.Open(context.Background(), path, dbOpts); err != nil {
 		return fail("cannot open", err)
 	}
-	s := &sqliteBackend{db: db, clock: o.clock, stmts: map[string]*sql.Stmt{}, readOnly: o.readOnly}
 	queries := []string{sqlLast, sqlFirstAfter, sqlFreeing, sqlMarker}
-	if !o.readOnly {
+	if !s.readOnly {
 		queries = append(queries, sqlInsert, sqlEvict, sqlMark, sqlDropMarker, sqlRefund)
 	}
 	for _, q := range queries {
-		st, err := db.Prepare(q)
+		st, err := s.db.Prepare(q)
 		if err != nil {
 			s.Close()
 			if strings.Contains(err.Error(), "no such table") {
