@@ -70,12 +70,6 @@ func leaseHolderOf(token string) string {
 	return token
 }
 
-// leaseTTLMillis is ttl in whole milliseconds, rounded up (a lease is never
-// shorter than asked).
-func leaseTTLMillis(ttl time.Duration) int64 {
-	return int64((ttl + time.Millisecond - 1) / time.Millisecond)
-}
-
 // leases returns the backend's lease store, or an error when it has none.
 func (l *Limiter) leases() (leaseLocker, error) {
 	if lk, ok := l.backend.(leaseLocker); ok {

@@ -40,7 +40,7 @@ func (r *redisBackend) lease(ctx context.Context, op, name string, args ...any) 
 // TryLock implements leaseLocker. name must be leaseName(credential, region)
 // with a valid credential name.
 func (r *redisBackend) TryLock(ctx context.Context, name, token string, ttl time.Duration) (bool, string, time.Duration, error) {
-	ms := leaseTTLMillis(ttl)
+	ms := ceilTo(ttl, time.Millisecond)
 	reply, err := r.lease(ctx, "lock", name, token, ms)
 	if err != nil {
 		return false, "", 0, err
@@ -59,7 +59,7 @@ func (r *redisBackend) TryLock(ctx context.Context, name, token string, ttl time
 
 // Renew implements leaseLocker.
 func (r *redisBackend) Renew(ctx context.Context, name, token string, ttl time.Duration) (bool, error) {
-	n, err := r.lease(ctx, "renew", name, token, leaseTTLMillis(ttl))
+	n, err := r.lease(ctx, "renew", name, token, ceilTo(ttl, time.Millisecond))
 	return n == int64(1), err
 }
 

@@ -27,7 +27,7 @@ func (s *sqliteBackend) TryLock(ctx context.Context, name, token string, ttl tim
 			remaining = time.Duration(expUS-nowUS) * time.Microsecond
 			return nil
 		}
-		ok, holder, remaining = true, leaseHolderOf(token), time.Duration(leaseTTLMillis(ttl))*time.Millisecond
+		ok, holder, remaining = true, leaseHolderOf(token), time.Duration(ceilTo(ttl, time.Millisecond))*time.Millisecond
 		_, err = tx.ExecContext(ctx, `INSERT INTO leases (name, token, holder, expires_us) VALUES (?, ?, ?, ?)
 			ON CONFLICT (name) DO UPDATE SET token = excluded.token, holder = excluded.holder, expires_us = excluded.expires_us`,
 			name, token, holder, nowUS+remaining.Microseconds())
@@ -44,7 +44,7 @@ func (s *sqliteBackend) TryLock(ctx context.Context, name, token string, ttl tim
 func (s *sqliteBackend) Renew(ctx context.Context, name, token string, ttl time.Duration) (renewed bool, err error) {
 	err = s.inTx(ctx, "lease renew", true, func(tx *sql.Tx, nowUS int64) error {
 		renewed, err = execOne(ctx, tx, `UPDATE leases SET expires_us = ? WHERE name = ? AND token = ? AND expires_us > ?`,
-			nowUS+leaseTTLMillis(ttl)*1000, name, token, nowUS)
+			nowUS+ceilTo(ttl, time.Millisecond)*1000, name, token, nowUS)
 		return err
 	})
 	return renewed && err == nil, err
