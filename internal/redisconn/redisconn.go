@@ -103,10 +103,10 @@ func New(rawURL string, cluster []string, opts ...Option) (redis.UniversalClient
 	if rawURL != "" {
 		var err error
 		if o, err = redis.ParseURL(rawURL); err != nil {
-			return nil, fmt.Errorf("redisconn: invalid Redis URL %s: %s", Redact(rawURL), scrubSecret(err.Error(), rawURL))
+			return nil, fmt.Errorf("redisconn: invalid Redis URL %s: %s", redact(rawURL), scrubSecret(err.Error(), rawURL))
 		}
 		if sentinel && o.Network == "unix" {
-			return nil, fmt.Errorf("redisconn: Redis URL %s is a unix socket, but with Sentinel the master's address comes from the Sentinels: use redis:// or rediss://", Redact(rawURL))
+			return nil, fmt.Errorf("redisconn: Redis URL %s is a unix socket, but with Sentinel the master's address comes from the Sentinels: use redis:// or rediss://", redact(rawURL))
 		}
 	}
 	o.DialTimeout = cmp.Or(o.DialTimeout, cfg.dial)
@@ -131,7 +131,7 @@ func New(rawURL string, cluster []string, opts ...Option) (redis.UniversalClient
 	switch {
 	case len(cluster) > 0:
 		if o.DB != 0 {
-			return nil, fmt.Errorf("redisconn: Redis URL %s selects db %d, but Redis Cluster has only db 0", Redact(rawURL), o.DB)
+			return nil, fmt.Errorf("redisconn: Redis URL %s selects db %d, but Redis Cluster has only db 0", redact(rawURL), o.DB)
 		}
 		u.Addrs, u.MaxRedirects = cluster, 3
 		return redis.NewClusterClient(u.Cluster()), nil
@@ -148,9 +148,9 @@ func New(rawURL string, cluster []string, opts ...Option) (redis.UniversalClient
 
 var userinfoRE = regexp.MustCompile(`(//[^/@]*?:)[^/@]*@`)
 
-// Redact returns rawURL with its password replaced by "xxxxx", for logs and
+// redact returns rawURL with its password replaced by "xxxxx", for logs and
 // errors; an unparsable URL has its userinfo password masked too.
-func Redact(rawURL string) string {
+func redact(rawURL string) string {
 	if u, err := url.Parse(rawURL); err == nil {
 		return u.Redacted()
 	}
@@ -159,7 +159,7 @@ func Redact(rawURL string) string {
 
 // scrubSecret removes the password of rawURL (and the raw URL itself) from msg.
 func scrubSecret(msg, rawURL string) string {
-	msg = strings.ReplaceAll(msg, rawURL, Redact(rawURL))
+	msg = strings.ReplaceAll(msg, rawURL, redact(rawURL))
 	if m := userinfoRE.FindStringSubmatchIndex(rawURL); m != nil {
 		if pw := rawURL[m[3] : m[1]-1]; pw != "" {
 			msg = strings.ReplaceAll(msg, pw, "xxxxx")

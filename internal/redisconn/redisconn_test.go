@@ -21,11 +21,11 @@ func TestInvalidURLRedacted(t *testing.T) {
 	} {
 		_, err := New(u, nil)
 		if err == nil || strings.Contains(err.Error(), secret) {
-			t.Fatalf("New(%q): err = %v, want an error without the password", Redact(u), err)
+			t.Fatalf("New(%q): err = %v, want an error without the password", redact(u), err)
 		}
 		t.Logf("%v", err)
 	}
-	if got := Redact("rediss://u:" + secret + "@h:1/2"); strings.Contains(got, secret) {
+	if got := redact("rediss://u:" + secret + "@h:1/2"); strings.Contains(got, secret) {
 		t.Fatalf("Redact = %q", got)
 	}
 }
@@ -41,6 +41,10 @@ func TestDefaults(t *testing.T) {
 	o := c.(*redis.Client).Options()
 	if o.DialTimeout != defaultDialTimeout || o.ReadTimeout != defaultIOTimeout || o.WriteTimeout != defaultIOTimeout || o.MaxRetries != defaultMaxRetries {
 		t.Fatalf("options: dial %v read %v write %v retries %d", o.DialTimeout, o.ReadTimeout, o.WriteTimeout, o.MaxRetries)
+	}
+	// One dial attempt per command (a dead Redis fails fast), context deadlines honoured.
+	if o.DialerRetries != 1 || !o.ContextTimeoutEnabled || o.PoolTimeout != o.DialTimeout+o.ReadTimeout {
+		t.Fatalf("options: dialer retries %d, context timeouts %v, pool timeout %v", o.DialerRetries, o.ContextTimeoutEnabled, o.PoolTimeout)
 	}
 	c2, err := New("redis://127.0.0.1:1?dial_timeout=1s", nil, WithIOTimeout(time.Second))
 	if err != nil {
