@@ -231,9 +231,9 @@ func TestUnresponsiveBackendIsWaitedOnOnce(t *testing.T) {
 			c.Close()
 		}
 	})
-	url := "redis://" + ln.Addr().String() + "/0"
+	url := "redis://" + ln.Addr().String() + "/0?read_timeout=50ms&write_timeout=50ms"
 	newBackend := func() quota.Backend {
-		c, err := redisconn.New(url, nil, redisconn.WithIOTimeout(50*time.Millisecond))
+		c, err := redisconn.New(url, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

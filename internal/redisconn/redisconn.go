@@ -36,7 +36,6 @@ const (
 type Option func(*config)
 
 type config struct {
-	dial, io time.Duration
 	// sentinelMaster and sentinelAddrs select a Sentinel-managed master;
 	// sentinelUser and sentinelPassword authenticate to the Sentinels.
 	sentinelMaster                 string
@@ -62,12 +61,6 @@ func WithSentinelAuth(username, password string) Option {
 	return func(c *config) { c.sentinelUser, c.sentinelPassword = username, password }
 }
 
-// WithIOTimeout sets the read and write timeouts (default 300ms);
-// read_timeout/write_timeout URL parameters win.
-func WithIOTimeout(d time.Duration) Option {
-	return func(c *config) { c.io = d }
-}
-
 // New builds a go-redis client with short timeouts (dial 300ms, read and
 // write 300ms, one retry; URL parameters such as ?dial_timeout=1s win).
 //
@@ -82,7 +75,7 @@ func WithIOTimeout(d time.Duration) Option {
 // with a unix:// URL, are errors. Errors never contain the password.
 // No connection is made here; the first command dials.
 func New(rawURL string, cluster []string, opts ...Option) (redis.UniversalClient, error) {
-	cfg := config{dial: defaultDialTimeout, io: defaultIOTimeout}
+	var cfg config
 	for _, o := range opts {
 		o(&cfg)
 	}
@@ -109,9 +102,9 @@ func New(rawURL string, cluster []string, opts ...Option) (redis.UniversalClient
 			return nil, fmt.Errorf("redisconn: Redis URL %s is a unix socket, but with Sentinel the master's address comes from the Sentinels: use redis:// or rediss://", redact(rawURL))
 		}
 	}
-	o.DialTimeout = cmp.Or(o.DialTimeout, cfg.dial)
-	o.ReadTimeout = cmp.Or(o.ReadTimeout, cfg.io)
-	o.WriteTimeout = cmp.Or(o.WriteTimeout, cfg.io)
+	o.DialTimeout = cmp.Or(o.DialTimeout, defaultDialTimeout)
+	o.ReadTimeout = cmp.Or(o.ReadTimeout, defaultIOTimeout)
+	o.WriteTimeout = cmp.Or(o.WriteTimeout, defaultIOTimeout)
 	o.PoolTimeout = cmp.Or(o.PoolTimeout, o.DialTimeout+o.ReadTimeout)
 	if o.MaxRetries == 0 {
 		o.MaxRetries = defaultMaxRetries

@@ -46,7 +46,7 @@ func TestDefaults(t *testing.T) {
 	if o.DialerRetries != 1 || !o.ContextTimeoutEnabled || o.PoolTimeout != o.DialTimeout+o.ReadTimeout {
 		t.Fatalf("options: dialer retries %d, context timeouts %v, pool timeout %v", o.DialerRetries, o.ContextTimeoutEnabled, o.PoolTimeout)
 	}
-	c2, err := New("redis://127.0.0.1:1?dial_timeout=1s", nil, WithIOTimeout(time.Second))
+	c2, err := New("redis://127.0.0.1:1?dial_timeout=1s&read_timeout=1s", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
