@@ -319,7 +319,10 @@ func (s *sqliteBackend) Status(ctx context.Context, credential string, buckets [
 		}
 		return nil
 	})
-	return st, err
+	if err != nil {
+		return Status{}, err // no partial answer: Now stays unknown
+	}
+	return st, nil
 }
 
 // MarkExhausted implements Backend; a marker only moves later (Reset clears it).
