@@ -10,6 +10,7 @@ import (
 
 	"github.com/trendfetch/trendfetch/internal/config"
 	"github.com/trendfetch/trendfetch/internal/quota"
+	"github.com/trendfetch/trendfetch/internal/redisconn"
 )
 
 // openLimiterReadOnly is openLimiter for the read-only commands (quota
@@ -73,14 +74,14 @@ func openRedisBackend(cfg *config.Config, log zerolog.Logger) (quota.Backend, er
 func openRedisClient(cfg *config.Config, log zerolog.Logger) (redis.UniversalClient, error) {
 	redis.SetLogger(redisLogger{log})
 	rc := cfg.Quota.Redis
-	var opts []quota.RedisClientOption
+	var opts []redisconn.Option
 	if s := rc.Sentinel; s.Configured() {
-		opts = append(opts, quota.WithRedisSentinel(s.Master, s.Addrs))
+		opts = append(opts, redisconn.WithSentinel(s.Master, s.Addrs))
 		if s.Username != "" || s.Password != "" {
-			opts = append(opts, quota.WithRedisSentinelAuth(s.Username, s.Password))
+			opts = append(opts, redisconn.WithSentinelAuth(s.Username, s.Password))
 		}
 	}
-	client, err := quota.RedisClientFromURL(rc.URL, rc.Cluster, opts...)
+	client, err := redisconn.New(rc.URL, rc.Cluster, opts...)
 	if err != nil {
 		return nil, redisURLError(err)
 	}
@@ -88,14 +89,14 @@ func openRedisClient(cfg *config.Config, log zerolog.Logger) (redis.UniversalCli
 }
 
 // redisURLError is the usage error (exit 2) for a Redis URL that
-// RedisClientFromURL refused. It names the setting and the problem, never
+// redisconn.New refused. It names the setting and the problem, never
 // the URL: a URL that does not parse never gets here (config's Validate
 // names its wrong part first), and the caller's output is scrubbed of the
 // password as well.
 func redisURLError(err error) error {
 	const setting = "quota.redis.url (TRENDFETCH_REDIS_URL or quota.redis.url_file)"
 	msg := err.Error()
-	if _, after, ok := strings.Cut(msg, ": "); ok && strings.HasPrefix(msg, "quota: ") {
+	if _, after, ok := strings.Cut(msg, ": "); ok && strings.HasPrefix(msg, "redisconn: ") {
 		msg = after
 	}
 	return &usageError{err: fmt.Errorf("%s: %s", setting, msg)}

@@ -20,6 +20,7 @@ import (
 	"github.com/trendfetch/trendfetch/internal/fetch/youtubetest"
 	"github.com/trendfetch/trendfetch/internal/quota"
 	"github.com/trendfetch/trendfetch/internal/quota/redistest"
+	"github.com/trendfetch/trendfetch/internal/redisconn"
 	"github.com/trendfetch/trendfetch/internal/store"
 )
 
@@ -165,7 +166,7 @@ func TestPoliciesWhenRedisDies(t *testing.T) {
 	}{{config.FailOpen}, {config.FailClosed}} {
 		t.Run(string(tc.policy), func(t *testing.T) {
 			srv := redistest.Start(t)
-			client, err := quota.RedisClientFromURL(srv.URL(), nil)
+			client, err := redisconn.New(srv.URL(), nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -230,9 +231,9 @@ func TestUnresponsiveBackendIsWaitedOnOnce(t *testing.T) {
 			c.Close()
 		}
 	})
-	url := "redis://" + ln.Addr().String() + "/0"
+	url := "redis://" + ln.Addr().String() + "/0?read_timeout=50ms&write_timeout=50ms"
 	newBackend := func() quota.Backend {
-		c, err := quota.RedisClientFromURL(url, nil, quota.WithRedisIOTimeout(50*time.Millisecond))
+		c, err := redisconn.New(url, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -19,6 +19,7 @@ import (
 	"github.com/trendfetch/trendfetch/internal/fetch/youtubetest"
 	"github.com/trendfetch/trendfetch/internal/quota"
 	"github.com/trendfetch/trendfetch/internal/quota/redistest"
+	"github.com/trendfetch/trendfetch/internal/redisconn"
 	"github.com/trendfetch/trendfetch/internal/store"
 )
 
@@ -69,7 +70,7 @@ func refundBackends(t *testing.T) map[string]func(t *testing.T) quota.Backend {
 		"sqlite": sqliteBackend,
 		"redis": func(t *testing.T) quota.Backend {
 			srv := redistest.Start(t)
-			c, err := quota.RedisClientFromURL(srv.URL(), nil)
+			c, err := redisconn.New(srv.URL(), nil)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -22,14 +22,9 @@ type logWindow struct {
 	freeing func(need int64) (int64, error)
 }
 
-// windowUS is a window length in µs, rounded up (never early).
-func windowUS(d time.Duration) int64 {
-	us := d / time.Microsecond
-	if d%time.Microsecond != 0 {
-		us++
-	}
-	return int64(us)
-}
+// ceilTo is d >= 0 in whole units, rounded up (a window or wait is never
+// shorter than configured).
+func ceilTo(d, unit time.Duration) int64 { return int64((d + unit - 1) / unit) }
 
 // windowCutoffUS returns c such that an entry counts in b's window at nowUS
 // iff its stamp > c: it expires exactly window after its stamp, or at the
@@ -38,7 +33,7 @@ func windowCutoffUS(b Bucket, nowUS int64) int64 {
 	if b.Calendar {
 		return pacificMidnight(time.UnixMicro(nowUS)).UnixMicro() - 1
 	}
-	return nowUS - windowUS(b.Window)
+	return nowUS - ceilTo(b.Window, time.Microsecond)
 }
 
 // evictCutoffUS is the stamp at or before which b's entries matter neither
@@ -62,7 +57,7 @@ func (w logWindow) retryAfter(b Bucket, units, nowUS int64) (time.Duration, erro
 	if err != nil {
 		return 0, err
 	}
-	return time.Duration(ts+windowUS(b.Window)-nowUS) * time.Microsecond, nil
+	return time.Duration(ts+ceilTo(b.Window, time.Microsecond)-nowUS) * time.Microsecond, nil
 }
 
 // decide admits a call of charges when every charge fits its bucket's

@@ -11,47 +11,36 @@ import (
 	"time"
 )
 
-// Run leases (DESIGN.md §5: two runs of the same region never overlap).
-//
-// A lease is a named lock with a time to live, kept in the quota backend so
-// that every process and host that shares the limiter also shares the locks:
-// Redis (SET NX PX with compare-and-set renewal and unlock, see
-// lease_redis.go) or the embedded SQLite database (a row of table leases,
-// see lease_sqlite.go). A holder that crashes stops renewing, and its lease
-// expires ttl after the last renewal; nothing has to clean it up.
-//
-// Fail-open: when the backend is unreachable, AcquireLease returns an error
-// wrapping ErrUnavailable and takes nothing. The caller decides; running
-// without a lease while the backend is down is an accepted fail-open
-// behaviour (two runs of one region can then overlap, which costs duplicate
-// units, never correctness of the store), the same way fail-open call sites
-// send unmetered calls.
+// Run leases (DESIGN.md §5: two runs of the same region never overlap): a
+// named lock with a time to live, kept in the quota backend so that every
+// process and host sharing the limiter shares the locks (lease_sqlite.go,
+// lease_redis.go). A crashed holder stops renewing and its lease expires
+// ttl after the last renewal; a holder that is a process of this host that
+// is gone is stale and taken over at once (lease_holder.go). Backend
+// failures wrap ErrUnavailable and take nothing: the caller may run without
+// a lease (fail-open) or give up.
 
-// leaseLocker is the lease primitive, implemented by both backends
-// (*sqliteBackend and *redisBackend).
-//
-// name identifies the lease; use leaseName(credential, region): the Redis
-// backend needs the credential part (the text before the last ':') for its
-// key's hash tag. token identifies the holder and must be unique per
-// acquisition; by convention it is "<random id> <holder description>", and
-// the holder reported to others is the description (the text after the first
-// space, or the whole token when it has none). Neither may contain secrets.
-// ttl is rounded up to whole milliseconds and must be at least 1 ms. Every
-// backend failure wraps ErrUnavailable.
+// leaseLocker is the lease store of a backend (*sqliteBackend,
+// *redisBackend). name is leaseName(credential, region); token is
+// "<random id> <holder>", unique per acquisition, and the holder reported to
+// others is the text after the first space (leaseHolderOf). ttl is rounded
+// up to whole milliseconds.
 type leaseLocker interface {
-	// TryLock takes the lease name for ttl if it is free, expired or
-	// already held with token (then it is extended to ttl from now). It
-	// returns acquired = true with the caller's own holder description and
-	// remaining = ttl, or acquired = false with the current holder's
-	// description and the time until its lease expires (0 if unknown).
+	// TryLock takes the lease for ttl if it is free, expired or already
+	// held with token (then it is extended). It returns acquired = true with
+	// the caller's own holder and remaining = ttl, or false with the
+	// current holder and the time until its lease expires (0 if unknown).
 	TryLock(ctx context.Context, name, token string, ttl time.Duration) (acquired bool, holder string, remaining time.Duration, err error)
 	// Renew extends the lease to ttl from now if it is still held with
-	// token and not expired; false means it was lost (expired, taken by
-	// another token, or unlocked) and is not re-taken.
+	// token and not expired; false means it was lost and is not re-taken.
 	Renew(ctx context.Context, name, token string, ttl time.Duration) (bool, error)
-	// Unlock frees the lease only if it is still held with token; otherwise
-	// it does nothing (and returns nil).
+	// Unlock frees the lease only if it is still held with token.
 	Unlock(ctx context.Context, name, token string) error
+	// Leases returns the unexpired leases of credential, by region.
+	Leases(ctx context.Context, credential string) ([]LeaseInfo, error)
+	// BreakLease frees lease name only if it is held by holder (as TryLock
+	// or Leases reported it) and reports whether it did.
+	BreakLease(ctx context.Context, name, holder string) (bool, error)
 }
 
 var (
@@ -72,8 +61,8 @@ func splitLeaseName(name string) (credential, region string, err error) {
 	return name[:i], name[i+1:], nil
 }
 
-// leaseHolderOf returns the holder description of a token: the text after
-// the first space, or the whole token when it has none.
+// leaseHolderOf returns the holder of a token: the text after the first
+// space, or the whole token when it has none.
 func leaseHolderOf(token string) string {
 	if _, h, ok := strings.Cut(token, " "); ok && h != "" {
 		return h
@@ -81,28 +70,49 @@ func leaseHolderOf(token string) string {
 	return token
 }
 
-// checkLockArgs validates the arguments shared by the leaseLocker methods.
-func checkLockArgs(name, token string, ttl time.Duration, needTTL bool) error {
-	if name == "" {
-		return errors.New("quota: empty lease name")
+// leases returns the backend's lease store, or an error when it has none.
+func (l *Limiter) leases() (leaseLocker, error) {
+	if lk, ok := l.backend.(leaseLocker); ok {
+		return lk, nil
 	}
-	if token == "" {
-		return errors.New("quota: empty lease token")
-	}
-	if needTTL && ttl < time.Millisecond {
-		return fmt.Errorf("quota: lease ttl %s must be at least 1ms", ttl)
-	}
-	return nil
+	return nil, fmt.Errorf("quota: backend %s does not support run leases", l.backend.Name())
 }
 
-// leaseTTLMillis is ttl in whole milliseconds, rounded up (a lease is never
-// shorter than asked).
-func leaseTTLMillis(ttl time.Duration) int64 {
-	ms := ttl / time.Millisecond
-	if ttl%time.Millisecond != 0 {
-		ms++
+// LeaseInfo is one held (unexpired) run lease.
+type LeaseInfo struct {
+	// Credential and Region name the lease.
+	Credential, Region string
+	// Holder describes the holder, e.g. "host-a pid 123 since 2026-11-23T07:00:00Z".
+	Holder string
+	// stored is the holder as the lease stores it, which BreakLease matches.
+	stored string
+	// Remaining is the time until the lease expires unless renewed (0 if unknown).
+	Remaining time.Duration
+}
+
+// Leases returns the held run leases of credential, by region. Backend
+// failures wrap ErrUnavailable.
+func (l *Limiter) Leases(ctx context.Context, credential string) ([]LeaseInfo, error) {
+	lk, err := l.leases()
+	if err != nil {
+		return nil, err
 	}
-	return int64(ms)
+	return lk.Leases(ctx, credential)
+}
+
+// BreakLease frees the run lease li (from Leases) if its holder still holds
+// it and reports whether it did. Use it only when the holder is known to be
+// gone: a live holder loses its lease at its next renewal and stops.
+// Backend failures wrap ErrUnavailable.
+func (l *Limiter) BreakLease(ctx context.Context, li LeaseInfo) (bool, error) {
+	lk, err := l.leases()
+	if err != nil {
+		return false, err
+	}
+	if li.stored == "" {
+		return false, errors.New("quota: break lease: empty holder")
+	}
+	return lk.BreakLease(ctx, leaseName(li.Credential, li.Region), li.stored)
 }
 
 // LeaseHeldError is returned by AcquireLease when another holder has the
@@ -149,9 +159,7 @@ type runLease struct {
 	stopCtx context.Context // cancelled by Release: stops the renewal, even mid-call
 	stop    context.CancelFunc
 	done    chan struct{} // closed when the renewal goroutine has returned
-	lost    chan struct{} // closed when the lease is lost
-
-	mu      sync.Mutex
+	lost    chan struct{} // closed when the lease is lost, after lostErr is set
 	lostErr error
 
 	releaseOnce sync.Once
@@ -159,30 +167,22 @@ type runLease struct {
 }
 
 // AcquireLease takes the run lease of (credential, region) for ttl and renews
-// it every ttl/3 in the background until Release. holder describes this run
-// for others; "" (what runs use) means this process: host, pid, boot id,
-// PID namespace and now (lease_holder.go). It must not contain secrets. A
-// lease held by a stale holder (staleHolder: a process of this host that is
-// gone) is taken over at once (runLease.TookOver says from whom).
-//
-// Errors: *LeaseHeldError when another holder has an unexpired lease; an
-// error wrapping ErrUnavailable when the backend cannot be reached (nothing
-// is held: the caller may proceed without a lease, fail-open, or give up);
-// other errors for invalid arguments (empty credential or region, a region
-// with ':', ttl < 3ms) or a backend without lease support.
-//
-// The run should watch Lost() and stop when it closes, and must call
-// Release when done (also on error paths). A crashed holder's lease expires
-// ttl after its last renewal.
+// it every ttl/3 until Release, which the caller must call; the run should
+// stop when Lost closes. holder describes this run for others (no secrets);
+// "" means this process (lease_holder.go). A stale holder's lease is taken
+// over at once (TookOver says whose). Errors: *LeaseHeldError when another
+// holder has an unexpired lease; ErrUnavailable wrapped when the backend
+// cannot be reached (nothing is held); others for an empty credential or
+// region, a region with ':', ttl < 3ms or a backend without leases.
 func (l *Limiter) AcquireLease(ctx context.Context, credential, region string, ttl time.Duration, holder string) (*runLease, error) {
-	locker, ok := l.backend.(leaseLocker)
-	if !ok {
-		return nil, fmt.Errorf("quota: backend %s does not support run leases", l.backend.Name())
+	lk, err := l.leases()
+	if err != nil {
+		return nil, err
 	}
 	if ttl < 3*time.Millisecond {
 		return nil, fmt.Errorf("quota: lease ttl %s must be at least 3ms", ttl)
 	}
-	return acquireLease(ctx, locker, credential, region, ttl, ttl/3, holder)
+	return acquireLease(ctx, lk, credential, region, ttl, ttl/3, holder)
 }
 
 // acquireLease is AcquireLease with the renewal period every (0: never renew,
@@ -215,8 +215,8 @@ func acquireLease(ctx context.Context, locker leaseLocker, credential, region st
 	}
 	start := time.Now()
 	ok, other, remaining, err := locker.TryLock(ctx, lease.name, lease.token, ttl)
-	if admin, isAdmin := locker.(leaseAdmin); err == nil && !ok && isAdmin && staleHolder(other) {
-		if broke, berr := admin.BreakLease(ctx, lease.name, other); berr == nil && broke {
+	if err == nil && !ok && staleHolder(other) {
+		if broke, berr := locker.BreakLease(ctx, lease.name, other); berr == nil && broke {
 			lease.tookOver = describeHolder(other)
 		}
 		ok, other, remaining, err = locker.TryLock(ctx, lease.name, lease.token, ttl)
@@ -232,11 +232,10 @@ func acquireLease(ctx context.Context, locker leaseLocker, credential, region st
 	return lease, nil
 }
 
-// renew extends the lease every l.every until Release. acquired is the local
-// time just before the successful TryLock. The lease is declared lost when a
-// renewal answers false, or when renewals keep failing (backend unreachable)
-// so that the next attempt would come after the lease may have expired: from
-// then on another holder could take it.
+// renew extends the lease every l.every until Release; acquired is the
+// local time just before the successful TryLock. The lease is lost when a
+// renewal answers false, or when renewals keep failing until the next
+// attempt would come after the lease may have expired.
 func (l *runLease) renew(acquired time.Time) {
 	defer close(l.done)
 	if l.every <= 0 {
@@ -260,45 +259,33 @@ func (l *runLease) renew(acquired time.Time) {
 			return // released meanwhile: the outcome no longer matters
 		case err == nil && ok:
 			lastOK = start
+			continue
 		case err == nil:
-			l.markLost(fmt.Errorf("%w: region %s of credential %q expired or was taken by another run", errLeaseLost, l.region, l.credential))
-			return
-		case !time.Now().Add(l.every).Before(lastOK.Add(l.ttl)):
-			l.markLost(fmt.Errorf("%w: region %s of credential %q could not be renewed before its ttl %s: %w", errLeaseLost, l.region, l.credential, l.ttl, err))
-			return
+			l.lostErr = fmt.Errorf("%w: region %s of credential %q expired or was taken by another run", errLeaseLost, l.region, l.credential)
+		case time.Now().Add(l.every).Before(lastOK.Add(l.ttl)):
+			continue // a failed renewal with time left: try again at the next tick
+		default:
+			l.lostErr = fmt.Errorf("%w: region %s of credential %q could not be renewed before its ttl %s: %w", errLeaseLost, l.region, l.credential, l.ttl, err)
 		}
-		// A failed renewal with time left: try again at the next tick.
-	}
-}
-
-func (l *runLease) markLost(err error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.lostErr == nil {
-		l.lostErr = err
 		close(l.lost)
+		return
 	}
 }
 
-// Lost returns a channel closed when a renewal finds the lease expired or
-// taken by another holder, or when renewals failed until the lease may have
-// expired (backend unreachable). The run should then stop: another run of
-// the region may start. Release does not close it.
+// Lost returns a channel closed when the lease is lost (see renew): the run
+// should stop, another run of the region may start. Release does not close it.
 func (l *runLease) Lost() <-chan struct{} { return l.lost }
 
 // Err returns why the lease was lost (wrapping errLeaseLost, and
 // ErrUnavailable when renewals failed), or nil while it is not lost.
 func (l *runLease) Err() error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.lostErr
+	select {
+	case <-l.lost:
+		return l.lostErr
+	default:
+		return nil
+	}
 }
-
-// Credential returns the lease's credential name.
-func (l *runLease) Credential() string { return l.credential }
-
-// Region returns the lease's region.
-func (l *runLease) Region() string { return l.region }
 
 // Holder returns this holder's description, as others see it.
 func (l *runLease) Holder() string { return describeHolder(l.owner) }
@@ -307,8 +294,7 @@ func (l *runLease) Holder() string { return describeHolder(l.owner) }
 // whose lease AcquireLease broke and took, or "" when the lease was free.
 func (l *runLease) TookOver() string { return l.tookOver }
 
-// Release stops the renewal and frees the lease if it is still ours (a lease
-// taken by another holder meanwhile is left alone). It is idempotent: later
+// Release stops the renewal and frees the lease if it is still ours. Later
 // calls return the first call's result. A backend failure wraps
 // ErrUnavailable; the lease then expires by itself after at most its ttl.
 func (l *runLease) Release(ctx context.Context) error {

@@ -11,16 +11,11 @@ import (
 )
 
 // The holder of a run lease and the rule that makes it stale, in one place
-// (restic's rule, internal/restic/lock.go: a lock whose holder is a process
-// of this host that no longer exists is stale and taken over at once;
-// other holders expire with their TTL or are released by hand).
-//
-// A lease stores its holder as the JSON of leaseHolder after the token's
-// random id, and the stale rule reads those fields; nothing parses prose.
-// A pid names a process only within one boot of one PID namespace, so the
-// holder records both: a holder from another host, another boot or another
-// PID namespace (another container with the same hostname) is never stale
-// here, whatever this host's pid table says.
+// (restic's rule: a lock whose holder is a process of this host that no
+// longer exists is stale and taken over at once; others expire with their
+// TTL). The holder is stored as JSON; a pid means something only within one
+// boot and one PID namespace, so a holder from another host, boot or
+// namespace (another container) is never stale here.
 
 // leaseHolder identifies the process that holds a run lease.
 type leaseHolder struct {

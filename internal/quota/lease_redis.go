@@ -3,85 +3,101 @@ package quota
 import (
 	"context"
 	_ "embed"
+	"errors"
 	"fmt"
+	"sort"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 )
 
-// Run leases on Redis (see lease.go). A lease is one string key,
-//
-//	trendfetch:{<credential>}:lease:<region>  value = token ("<random id> <holder>"), PX = ttl
-//
-// in the credential's hash tag like every other key of the credential.
-// Reset, which deletes the credential's usage, keeps its leases: a lease is
-// not usage, and a running job keeps its region.
-// lua/lease.lua takes it (SET PX when free), renews and frees it only while
-// it holds the token (GET == token, then PEXPIRE / DEL), so a holder never
-// extends or frees a lease that expired and was taken by another. Expiry is Redis's own (server clock); a crashed holder's key
-// disappears ttl after its last renewal.
+// Run leases on Redis (see lease.go): one string key per lease,
+// trendfetch:{<credential>}:lease:<region> = token, PX = ttl, in the
+// credential's hash tag (Reset keeps it: a lease is not usage).
+// lua/lease.lua takes it when free and renews, frees or breaks it only
+// while it holds the token (holder), so a holder never touches a lease
+// that expired and was taken by another. Expiry is Redis's own clock.
 
 //go:embed lua/lease.lua
 var luaLease string
 
 var redisLeaseScript = redis.NewScript(luaLease)
 
-// TryLock implements leaseLocker with lua/lease.lua. name must be
-// leaseName(credential, region) with a valid credential name. Redis
-// failures wrap ErrUnavailable.
+// lease runs lua/lease.lua's op on lease name with args.
+func (r *redisBackend) lease(ctx context.Context, op, name string, args ...any) (any, error) {
+	key, credential, err := r.leaseKeyOf(name)
+	if err != nil {
+		return nil, err
+	}
+	res, err := redisLeaseScript.Run(ctx, r.client, []string{key}, append([]any{op}, args...)...).Result()
+	if err != nil {
+		return nil, r.fail("lease "+op, credential, err)
+	}
+	return res, nil
+}
+
+// TryLock implements leaseLocker. name must be leaseName(credential, region)
+// with a valid credential name.
 func (r *redisBackend) TryLock(ctx context.Context, name, token string, ttl time.Duration) (bool, string, time.Duration, error) {
-	if err := checkLockArgs(name, token, ttl, true); err != nil {
-		return false, "", 0, err
-	}
-	key, credential, err := r.leaseKeyOf(name)
+	ms := ceilTo(ttl, time.Millisecond)
+	reply, err := r.lease(ctx, "lock", name, token, ms)
 	if err != nil {
 		return false, "", 0, err
 	}
-	ms := leaseTTLMillis(ttl)
-	res, err := redisLeaseScript.Run(ctx, r.client, []string{key}, "lock", token, ms).Slice()
-	if err != nil {
-		return false, "", 0, r.fail("lease lock", credential, err)
-	}
-	if len(res) == 1 && res[0] == int64(1) {
+	switch res, _ := reply.([]any); {
+	case len(res) == 1 && res[0] == int64(1):
 		return true, leaseHolderOf(token), time.Duration(ms) * time.Millisecond, nil
+	case len(res) == 3 && res[0] == int64(0):
+		cur, _ := res[1].(string)
+		pttl, _ := res[2].(int64)
+		return false, leaseHolderOf(cur), time.Duration(max(pttl, 0)) * time.Millisecond, nil
+	default:
+		return false, "", 0, fmt.Errorf("quota: redis lease lock: unexpected reply %v", reply)
 	}
-	if len(res) != 3 || res[0] != int64(0) {
-		return false, "", 0, r.fail("lease lock", credential, fmt.Errorf("unexpected reply %v", res))
-	}
-	cur, _ := res[1].(string)
-	pttl, _ := res[2].(int64)
-	return false, leaseHolderOf(cur), time.Duration(max(pttl, 0)) * time.Millisecond, nil
 }
 
-// Renew implements leaseLocker with lua/lease.lua. Redis failures wrap
-// ErrUnavailable.
+// Renew implements leaseLocker.
 func (r *redisBackend) Renew(ctx context.Context, name, token string, ttl time.Duration) (bool, error) {
-	if err := checkLockArgs(name, token, ttl, true); err != nil {
-		return false, err
-	}
-	key, credential, err := r.leaseKeyOf(name)
-	if err != nil {
-		return false, err
-	}
-	n, err := redisLeaseScript.Run(ctx, r.client, []string{key}, "renew", token, leaseTTLMillis(ttl)).Int64()
-	if err != nil {
-		return false, r.fail("lease renew", credential, err)
-	}
-	return n == 1, nil
+	n, err := r.lease(ctx, "renew", name, token, ceilTo(ttl, time.Millisecond))
+	return n == int64(1), err
 }
 
-// Unlock implements leaseLocker with lua/lease.lua. Redis failures wrap
-// ErrUnavailable.
+// Unlock implements leaseLocker.
 func (r *redisBackend) Unlock(ctx context.Context, name, token string) error {
-	if err := checkLockArgs(name, token, 0, false); err != nil {
-		return err
-	}
-	key, credential, err := r.leaseKeyOf(name)
-	if err != nil {
-		return err
-	}
-	if err := redisLeaseScript.Run(ctx, r.client, []string{key}, "unlock", token).Err(); err != nil {
-		return r.fail("lease unlock", credential, err)
-	}
-	return nil
+	_, err := r.lease(ctx, "unlock", name, token)
+	return err
+}
+
+// BreakLease implements leaseLocker.
+func (r *redisBackend) BreakLease(ctx context.Context, name, holder string) (bool, error) {
+	n, err := r.lease(ctx, "break", name, holder)
+	return n == int64(1), err
+}
+
+// Leases implements leaseLocker with SCAN over the credential's lease keys
+// and one GET and PTTL per lease.
+func (r *redisBackend) Leases(ctx context.Context, credential string) ([]LeaseInfo, error) {
+	prefix := r.leaseKey(credential, "")
+	var out []LeaseInfo
+	err := r.scan(ctx, "lease list", credential, redisGlobEscape(prefix)+"*", func(node redis.Cmdable, keys []string) error {
+		for _, k := range keys {
+			val, err := node.Get(ctx, k).Result()
+			if errors.Is(err, redis.Nil) {
+				continue // expired meanwhile
+			}
+			if err != nil {
+				return err
+			}
+			pttl, err := node.PTTL(ctx, k).Result()
+			if err != nil {
+				return err
+			}
+			out = append(out, LeaseInfo{Credential: credential, Region: strings.TrimPrefix(k, prefix),
+				Holder: describeHolder(leaseHolderOf(val)), stored: leaseHolderOf(val), Remaining: max(pttl, 0)})
+		}
+		return nil
+	})
+	sort.Slice(out, func(i, j int) bool { return out[i].Region < out[j].Region })
+	return out, err
 }

@@ -7,101 +7,98 @@ import (
 	"time"
 )
 
-// Run leases on the embedded backend (see lease.go): one row per held lease
-// in table leases of the quota database (migrations/0001_quota.sql),
-// decided by the local clock (the backend's clock, WithClock) at
-// microsecond precision. Every operation is one BEGIN IMMEDIATE
-// transaction, so lease decisions of every process using the file are
-// serialized like quota decisions. Rows of released leases are deleted;
-// rows of crashed holders stay until taken.
+// Run leases on the embedded backend (see lease.go): one row per lease in
+// table leases of quota.db, decided by the backend's clock at microsecond
+// precision, each operation one transaction like a quota decision. Rows of
+// released leases are deleted; rows of crashed holders stay until taken.
 
-// leaseTx begins a BEGIN IMMEDIATE transaction and reads the clock once
-// the write lock is held.
-func (s *sqliteBackend) leaseTx(ctx context.Context) (*sql.Tx, int64, error) {
-	tx, err := s.db.BeginTx(ctx, nil) // BEGIN IMMEDIATE (sqlitedb's DSN)
+// TryLock implements leaseLocker: it takes the lease when it has no row,
+// its row expired (expires_us <= now) or its row holds token.
+func (s *sqliteBackend) TryLock(ctx context.Context, name, token string, ttl time.Duration) (ok bool, holder string, remaining time.Duration, err error) {
+	err = s.inTx(ctx, "lease lock", true, func(tx *sql.Tx, nowUS int64) error {
+		var curToken string
+		var expUS int64
+		err := tx.QueryRowContext(ctx, `SELECT token, holder, expires_us FROM leases WHERE name = ?`, name).Scan(&curToken, &holder, &expUS)
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+		case err != nil:
+			return err
+		case expUS > nowUS && curToken != token:
+			remaining = time.Duration(expUS-nowUS) * time.Microsecond
+			return nil
+		}
+		ok, holder, remaining = true, leaseHolderOf(token), time.Duration(ceilTo(ttl, time.Millisecond))*time.Millisecond
+		_, err = tx.ExecContext(ctx, `INSERT INTO leases (name, token, holder, expires_us) VALUES (?, ?, ?, ?)
+			ON CONFLICT (name) DO UPDATE SET token = excluded.token, holder = excluded.holder, expires_us = excluded.expires_us`,
+			name, token, holder, nowUS+remaining.Microseconds())
+		return err
+	})
 	if err != nil {
-		return nil, 0, err
-	}
-	return tx, s.clock().UnixMicro(), nil
-}
-
-// TryLock implements leaseLocker: in one transaction it takes the lease when it
-// has no row, its row expired (expires_us <= now) or its row holds token,
-// setting expires_us = now + ttl. Database failures wrap ErrUnavailable.
-func (s *sqliteBackend) TryLock(ctx context.Context, name, token string, ttl time.Duration) (bool, string, time.Duration, error) {
-	if err := checkLockArgs(name, token, ttl, true); err != nil {
 		return false, "", 0, err
 	}
-	tx, nowUS, err := s.leaseTx(ctx)
-	if err != nil {
-		return false, "", 0, sqliteUnavailable("lease lock", err)
-	}
-	defer tx.Rollback()
-	var curToken, curHolder string
-	var expUS int64
-	err = tx.QueryRowContext(ctx, `SELECT token, holder, expires_us FROM leases WHERE name = ?`, name).Scan(&curToken, &curHolder, &expUS)
-	switch {
-	case errors.Is(err, sql.ErrNoRows):
-	case err != nil:
-		return false, "", 0, sqliteUnavailable("lease lock", err)
-	case expUS > nowUS && curToken != token:
-		return false, curHolder, time.Duration(expUS-nowUS) * time.Microsecond, nil
-	}
-	holder := leaseHolderOf(token)
-	_, err = tx.ExecContext(ctx, `INSERT INTO leases (name, token, holder, expires_us) VALUES (?, ?, ?, ?)
-		ON CONFLICT (name) DO UPDATE SET token = excluded.token, holder = excluded.holder, expires_us = excluded.expires_us`,
-		name, token, holder, nowUS+leaseTTLMillis(ttl)*1000)
-	if err != nil {
-		return false, "", 0, sqliteUnavailable("lease lock", err)
-	}
-	if err := tx.Commit(); err != nil {
-		return false, "", 0, sqliteUnavailable("lease lock", err)
-	}
-	return true, holder, time.Duration(leaseTTLMillis(ttl)) * time.Millisecond, nil
+	return ok, holder, remaining, nil
 }
 
-// Renew implements leaseLocker: it sets expires_us = now + ttl only if the row
-// holds token and has not expired. Database failures wrap ErrUnavailable.
-func (s *sqliteBackend) Renew(ctx context.Context, name, token string, ttl time.Duration) (bool, error) {
-	if err := checkLockArgs(name, token, ttl, true); err != nil {
-		return false, err
-	}
-	tx, nowUS, err := s.leaseTx(ctx)
-	if err != nil {
-		return false, sqliteUnavailable("lease renew", err)
-	}
-	defer tx.Rollback()
-	res, err := tx.ExecContext(ctx, `UPDATE leases SET expires_us = ? WHERE name = ? AND token = ? AND expires_us > ?`,
-		nowUS+leaseTTLMillis(ttl)*1000, name, token, nowUS)
-	if err != nil {
-		return false, sqliteUnavailable("lease renew", err)
-	}
-	n, err := res.RowsAffected()
-	if err != nil {
-		return false, sqliteUnavailable("lease renew", err)
-	}
-	if err := tx.Commit(); err != nil {
-		return false, sqliteUnavailable("lease renew", err)
-	}
-	return n == 1, nil
+// Renew implements leaseLocker: it moves expires_us to now + ttl only if
+// the row holds token and has not expired.
+func (s *sqliteBackend) Renew(ctx context.Context, name, token string, ttl time.Duration) (renewed bool, err error) {
+	err = s.inTx(ctx, "lease renew", true, func(tx *sql.Tx, nowUS int64) error {
+		renewed, err = execOne(ctx, tx, `UPDATE leases SET expires_us = ? WHERE name = ? AND token = ? AND expires_us > ?`,
+			nowUS+ceilTo(ttl, time.Millisecond)*1000, name, token, nowUS)
+		return err
+	})
+	return renewed && err == nil, err
 }
 
 // Unlock implements leaseLocker: it deletes the row only if it holds token.
-// Database failures wrap ErrUnavailable.
 func (s *sqliteBackend) Unlock(ctx context.Context, name, token string) error {
-	if err := checkLockArgs(name, token, 0, false); err != nil {
+	return s.inTx(ctx, "lease unlock", true, func(tx *sql.Tx, _ int64) error {
+		_, err := execOne(ctx, tx, `DELETE FROM leases WHERE name = ? AND token = ?`, name, token)
 		return err
-	}
-	tx, _, err := s.leaseTx(ctx)
+	})
+}
+
+// BreakLease implements leaseLocker: it deletes the row of name if its
+// holder is holder.
+func (s *sqliteBackend) BreakLease(ctx context.Context, name, holder string) (broke bool, err error) {
+	err = s.inTx(ctx, "lease break", true, func(tx *sql.Tx, _ int64) error {
+		broke, err = execOne(ctx, tx, `DELETE FROM leases WHERE name = ? AND holder = ?`, name, holder)
+		return err
+	})
+	return broke && err == nil, err
+}
+
+// execOne runs query in tx and reports whether it changed exactly one row.
+func execOne(ctx context.Context, tx *sql.Tx, query string, args ...any) (bool, error) {
+	res, err := tx.ExecContext(ctx, query, args...)
 	if err != nil {
-		return sqliteUnavailable("lease unlock", err)
+		return false, err
 	}
-	defer tx.Rollback()
-	if _, err := tx.ExecContext(ctx, `DELETE FROM leases WHERE name = ? AND token = ?`, name, token); err != nil {
-		return sqliteUnavailable("lease unlock", err)
-	}
-	if err := tx.Commit(); err != nil {
-		return sqliteUnavailable("lease unlock", err)
-	}
-	return nil
+	n, err := res.RowsAffected()
+	return n == 1, err
+}
+
+// Leases implements leaseLocker with one read-only transaction; it writes
+// nothing, so it works on a backend opened WithSQLiteReadOnly.
+func (s *sqliteBackend) Leases(ctx context.Context, credential string) (out []LeaseInfo, err error) {
+	err = s.inTx(ctx, "lease list", false, func(tx *sql.Tx, nowUS int64) error {
+		rows, err := tx.QueryContext(ctx, `SELECT name, holder, expires_us FROM leases WHERE expires_us > ? ORDER BY name`, nowUS)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var name, holder string
+			var exp int64
+			if err := rows.Scan(&name, &holder, &exp); err != nil {
+				return err
+			}
+			if cred, region, err := splitLeaseName(name); err == nil && cred == credential {
+				out = append(out, LeaseInfo{Credential: cred, Region: region, Holder: describeHolder(holder), stored: holder,
+					Remaining: time.Duration(exp-nowUS) * time.Microsecond})
+			}
+		}
+		return rows.Err()
+	})
+	return out, err
 }

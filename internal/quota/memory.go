@@ -7,22 +7,12 @@ import (
 	"time"
 )
 
-// memoryBackend is a Backend held in process memory: the same
-// sliding-window log as the SQLite and Redis backends (one entry per
-// admitted call with its units, microsecond timestamps from the local
-// clock), for one process only. `trendfetch serve` uses it to rate-limit
-// clients of a single instance; several instances share one budget per
-// client through Redis instead. Nothing survives a restart.
-//
-// Memory: a bucket keeps the entries of its window and of the current
-// Pacific day (for UsedToday), at most Limit entries per window; a
-// credential whose entries have all expired is dropped by a sweep every
-// memorySweepEvery reservations, so memory stays bounded by the active
-// clients. Decisions cost O(entries in the window) of the bucket.
-//
-// The clock is the local clock, with the SQLite backend's rules for clock
-// steps (doc.go, "Clock steps"; ClockStepTolerance); the decision is
-// decide's, like SQLite's.
+// memoryBackend is a Backend in one process's memory (serve's per-client
+// log limiter of one instance): the same log and decision (decide) as the
+// SQLite backend on the local clock; nothing survives a restart. A bucket
+// keeps the entries of its window and of the current Pacific day; a
+// credential with no recent entry is dropped by a sweep every
+// memorySweepEvery reservations, so memory is bounded by active clients.
 type memoryBackend struct {
 	mu      sync.Mutex
 	clock   func() time.Time
@@ -36,22 +26,21 @@ type memoryBackend struct {
 const memorySweepEvery = 1024
 
 type memoryCredential struct {
-	logs      map[string]*memoryLog // by bucket name
-	exhausted int64                 // µs; 0 = none
+	logs      map[string][]memoryEntry // by bucket name, oldest first
+	exhausted int64                    // µs; 0 = none
 }
 
-// memoryLog is one bucket's log, oldest first.
-type memoryLog struct {
-	ts    []int64 // µs, non-decreasing
-	units []int64
-	ids   []int64 // unique per backend, increasing: the entry's identity for Refund
+// memoryEntry is one entry of a bucket's log.
+type memoryEntry struct {
+	ts    int64 // µs, non-decreasing along the log
+	units int64
+	id    int64 // unique per backend: the entry's identity for Refund
 }
 
 // memoryOption configures NewMemory.
 type memoryOption func(*memoryBackend)
 
-// WithMemoryClock makes the backend read time from now instead of
-// time.Now (tests step it to check Retry-After exactly).
+// WithMemoryClock replaces the backend's clock, time.Now (tests).
 func WithMemoryClock(now func() time.Time) memoryOption {
 	return func(m *memoryBackend) { m.clock = now }
 }
@@ -65,32 +54,43 @@ func NewMemory(opts ...memoryOption) *memoryBackend {
 	return m
 }
 
+// credential returns the state of name, created empty if needed.
+func (m *memoryBackend) credential(name string) *memoryCredential {
+	cr := m.creds[name]
+	if cr == nil {
+		cr = &memoryCredential{logs: map[string][]memoryEntry{}}
+		m.creds[name] = cr
+	}
+	return cr
+}
+
 // Name implements Backend.
 func (m *memoryBackend) Name() string { return "memory" }
 
 // Close implements Backend; it frees nothing (the garbage collector does).
 func (m *memoryBackend) Close() error { return nil }
 
-// window is l's window at cutoff (entries with a stamp > cutoff), for decide.
-func (l *memoryLog) window(cutoff int64) logWindow {
-	w := logWindow{}
-	first := len(l.ts)
-	for i := len(l.ts) - 1; i >= 0 && l.ts[i] > cutoff; i-- {
-		w.used += l.units[i]
-		w.entries++
-		first = i
+// memoryWindow is the window of log at cutoff (entries stamped > cutoff).
+func memoryWindow(log []memoryEntry, cutoff int64) logWindow {
+	first := len(log)
+	for first > 0 && log[first-1].ts > cutoff {
+		first--
 	}
-	if first < len(l.ts) {
-		w.oldest = l.ts[first]
+	w := logWindow{entries: int64(len(log) - first)}
+	for _, e := range log[first:] {
+		w.used += e.units
 	}
-	if n := len(l.ts); n > 0 {
-		w.newest = l.ts[n-1]
+	if first < len(log) {
+		w.oldest = log[first].ts
+	}
+	if len(log) > 0 {
+		w.newest = log[len(log)-1].ts
 	}
 	w.freeing = func(need int64) (int64, error) {
 		freed := int64(0)
-		for i := first; i < len(l.ts); i++ {
-			if freed += l.units[i]; freed >= need {
-				return l.ts[i], nil
+		for _, e := range log[first:] {
+			if freed += e.units; freed >= need {
+				return e.ts, nil
 			}
 		}
 		return 0, fmt.Errorf("the window holds fewer than %d units", need)
@@ -98,23 +98,7 @@ func (l *memoryLog) window(cutoff int64) logWindow {
 	return w
 }
 
-// evict drops entries out of b's window that are also before the current
-// Pacific day (kept for UsedToday).
-func (l *memoryLog) evict(b Bucket, nowUS int64) {
-	cutoff := evictCutoffUS(b, nowUS)
-	n := 0
-	for n < len(l.ts) && l.ts[n] <= cutoff {
-		n++
-	}
-	if n > 0 {
-		l.ts = append(l.ts[:0], l.ts[n:]...)
-		l.units = append(l.units[:0], l.units[n:]...)
-		l.ids = append(l.ids[:0], l.ids[n:]...)
-	}
-}
-
-// Reserve implements Backend under one mutex with decide, then records one
-// entry per bucket. Denials write nothing. It never returns an error.
+// Reserve implements Backend under the mutex; it never returns an error.
 func (m *memoryBackend) Reserve(ctx context.Context, credential string, charges []bucketCharge) (Decision, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -123,41 +107,33 @@ func (m *memoryBackend) Reserve(ctx context.Context, credential string, charges 
 		m.reserve = 0
 		m.sweep(nowUS)
 	}
-	cr := m.creds[credential]
-	if cr == nil {
-		cr = &memoryCredential{logs: map[string]*memoryLog{}}
-		m.creds[credential] = cr
-	}
-	logs := make([]*memoryLog, len(charges))
+	cr := m.credential(credential)
 	windows := make([]logWindow, len(charges))
 	for i, c := range charges {
-		if logs[i] = cr.logs[c.Name]; logs[i] == nil {
-			logs[i] = &memoryLog{}
-			cr.logs[c.Name] = logs[i]
-		}
-		windows[i] = logs[i].window(windowCutoffUS(c.Bucket, nowUS))
+		windows[i] = memoryWindow(cr.logs[c.Name], windowCutoffUS(c.Bucket, nowUS))
 	}
 	d, err := decide(charges, windows, nowUS, cr.exhausted)
 	if err != nil || !d.Allowed {
 		return d, err
 	}
 	for i, c := range charges {
-		l := logs[i]
-		ts := max(nowUS, windows[i].newest) // never before the newest entry
+		// Stamped never before the newest entry; entries that matter
+		// neither to the window nor to today (UsedToday) are evicted.
 		m.lastID++
-		l.ts = append(l.ts, ts)
-		l.units = append(l.units, c.Units)
-		l.ids = append(l.ids, m.lastID)
-		l.evict(c.Bucket, nowUS)
-		d.Reservation.entries = append(d.Reservation.entries, reservedEntry{bucket: c.Bucket, units: c.Units, at: ts, id: m.lastID})
+		e := memoryEntry{ts: max(nowUS, windows[i].newest), units: c.Units, id: m.lastID}
+		log := append(cr.logs[c.Name], e)
+		cutoff := evictCutoffUS(c.Bucket, nowUS)
+		for len(log) > 0 && log[0].ts <= cutoff {
+			log = log[1:]
+		}
+		cr.logs[c.Name] = log
+		d.Reservation.entries = append(d.Reservation.entries, reservedEntry{bucket: c.Bucket, units: c.Units, at: e.ts, id: e.id})
 	}
 	cr.exhausted = 0
 	return d, nil
 }
 
-// Refund implements Backend under the mutex: it removes the entries of r
-// when each is still the newest of its bucket (else none). It never
-// returns an error.
+// Refund implements Backend under the mutex; it never returns an error.
 func (m *memoryBackend) Refund(ctx context.Context, credential string, r Reservation) (bool, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -166,14 +142,13 @@ func (m *memoryBackend) Refund(ctx context.Context, credential string, r Reserva
 		return false, nil
 	}
 	for _, e := range r.entries {
-		if l := cr.logs[e.bucket.Name]; l == nil || len(l.ids) == 0 || l.ids[len(l.ids)-1] != e.id {
+		if log := cr.logs[e.bucket.Name]; len(log) == 0 || log[len(log)-1].id != e.id {
 			return false, nil
 		}
 	}
 	for _, e := range r.entries {
-		l := cr.logs[e.bucket.Name]
-		n := len(l.ids) - 1
-		l.ts, l.units, l.ids = l.ts[:n], l.units[:n], l.ids[:n]
+		log := cr.logs[e.bucket.Name]
+		cr.logs[e.bucket.Name] = log[:len(log)-1]
 	}
 	return true, nil
 }
@@ -182,14 +157,10 @@ func (m *memoryBackend) Refund(ctx context.Context, credential string, r Reserva
 func (m *memoryBackend) sweep(nowUS int64) {
 	dayAgo := nowUS - (25 * time.Hour).Microseconds()
 	for name, cr := range m.creds {
-		if cr.exhausted > nowUS {
-			continue
-		}
-		idle := true
-		for _, l := range cr.logs {
-			if n := len(l.ts); n > 0 && l.ts[n-1] > dayAgo {
+		idle := cr.exhausted <= nowUS
+		for _, log := range cr.logs {
+			if len(log) > 0 && log[len(log)-1].ts > dayAgo {
 				idle = false
-				break
 			}
 		}
 		if idle {
@@ -198,24 +169,23 @@ func (m *memoryBackend) sweep(nowUS int64) {
 	}
 }
 
-// Status implements Backend: it reads the buckets without admitting or
-// evicting anything. It never returns an error.
+// Status implements Backend.
 func (m *memoryBackend) Status(ctx context.Context, credential string, buckets []Bucket, maxCost map[string]int64) (Status, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	nowUS := m.clock().UnixMicro()
-	st := Status{Credential: credential, Backend: m.Name(), Now: time.UnixMicro(nowUS)}
+	st := Status{Now: time.UnixMicro(nowUS)}
 	cr := m.creds[credential]
-	if cr != nil && cr.exhausted > nowUS {
+	if cr == nil {
+		cr = &memoryCredential{} // read only: nothing is created
+	}
+	if cr.exhausted > nowUS {
 		st.ExhaustedUntil = time.UnixMicro(cr.exhausted)
 	}
 	midnightUS := pacificMidnight(st.Now).UnixMicro()
 	for _, b := range buckets {
-		l := &memoryLog{}
-		if cr != nil && cr.logs[b.Name] != nil {
-			l = cr.logs[b.Name]
-		}
-		bs, err := bucketStatus(b, l.window(windowCutoffUS(b, nowUS)), maxCost[b.Name], l.window(midnightUS-1).used, nowUS)
+		log := cr.logs[b.Name]
+		bs, err := bucketStatus(b, memoryWindow(log, windowCutoffUS(b, nowUS)), maxCost[b.Name], memoryWindow(log, midnightUS-1).used, nowUS)
 		if err != nil {
 			return st, err
 		}
@@ -224,26 +194,16 @@ func (m *memoryBackend) Status(ctx context.Context, credential string, buckets [
 	return st, nil
 }
 
-// MarkExhausted implements Backend: reservations of credential are denied
-// until until (rounded up to the microsecond); a marker only moves later.
+// MarkExhausted implements Backend.
 func (m *memoryBackend) MarkExhausted(ctx context.Context, credential string, until time.Time) error {
-	untilUS := until.UnixMicro()
-	if until.Sub(time.UnixMicro(untilUS)) > 0 {
-		untilUS++
-	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	cr := m.creds[credential]
-	if cr == nil {
-		cr = &memoryCredential{logs: map[string]*memoryLog{}}
-		m.creds[credential] = cr
-	}
-	cr.exhausted = max(cr.exhausted, untilUS)
+	cr := m.credential(credential)
+	cr.exhausted = max(cr.exhausted, until.UnixMicro())
 	return nil
 }
 
-// Reset implements Backend: it forgets every entry and the exhaustion
-// marker of credential.
+// Reset implements Backend.
 func (m *memoryBackend) Reset(ctx context.Context, credential string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()

@@ -63,3 +63,15 @@ func TestMemorySweepDropsIdleCredentials(t *testing.T) {
 		t.Errorf("%d credentials kept after a day idle, want 1 (the active one)", n)
 	}
 }
+
+// TestMemoryStatusCreatesNothing: reading the status of a client never
+// seen keeps no state for it (serve may be asked about any key).
+func TestMemoryStatusCreatesNothing(t *testing.T) {
+	m := NewMemory()
+	if _, err := m.Status(context.Background(), "never-seen", []Bucket{{Name: "units", Limit: 1, Window: time.Minute}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if len(m.creds) != 0 {
+		t.Fatalf("%d credentials kept after a Status, want 0", len(m.creds))
+	}
+}

@@ -9,11 +9,9 @@ import (
 	"time"
 )
 
-// Bucket is one quota allocation of a credential: at most Limit units may be
-// admitted in any window of length Window (a sliding-window log, exact).
-// When Calendar is true the window is instead Google's quota day, which
-// starts at midnight America/Los_Angeles (see pacificMidnight), and Window
-// is ignored.
+// Bucket is one quota allocation of a credential: at most Limit units
+// admitted in any window of length Window (an exact sliding-window log), or
+// in Google's quota day (from midnight America/Los_Angeles) when Calendar.
 type Bucket struct {
 	// Name identifies the bucket in config, keys and status, e.g. "units".
 	Name string
@@ -33,10 +31,8 @@ type Charge struct {
 	Units int64
 }
 
-// Costs is the cost table: API method (call site, e.g. callsite.VideosList) to the
-// charges one call of it makes. A method may charge several buckets; the
-// reservation is atomic across them. Defaults follow the YouTube Data API
-// quota cost page (DESIGN.md §3, §4).
+// Costs is the cost table: API method (a call site, e.g. callsite.VideosList)
+// to the charges one call of it makes, atomic across the buckets charged.
 type Costs map[string][]Charge
 
 // Decision is the answer to one reservation.
@@ -58,21 +54,19 @@ type Decision struct {
 	RetryAfter time.Duration
 	// Now is the backend clock at the decision (Redis TIME or local clock).
 	Now time.Time
-	// ClockBehind is set on a denial by an embedded backend (SQLite,
-	// memory) whose local clock reads earlier than a charged bucket's newest
-	// entry by more than ClockStepTolerance: the clock was stepped back, and
-	// nothing is admitted until it has caught up (RetryAfter; see doc.go,
-	// "Clock steps"). It is how far behind the newest entry the clock is.
+	// ClockBehind is, on a denial by an embedded backend (SQLite, memory),
+	// how far its clock reads earlier than a charged bucket's newest entry
+	// when that exceeds ClockStepTolerance: a clock stepped back admits
+	// nothing until it has caught up (RetryAfter).
 	ClockBehind time.Duration
 	// Reservation identifies the entries an admitted call recorded, for
 	// Refund; it is the zero Reservation on denial.
 	Reservation Reservation
 }
 
-// Reservation identifies the log entries that one admitted reservation
-// recorded, one per bucket it charged, so that Refund can remove exactly
-// those entries and no others. It is opaque: only the kind of backend that
-// issued it can read it. The zero value (a denial's) refunds nothing.
+// Reservation identifies the log entries one admitted reservation recorded,
+// one per bucket charged, for Refund. It is opaque; the zero value (a
+// denial's) refunds nothing.
 type Reservation struct {
 	entries []reservedEntry
 }
@@ -82,12 +76,10 @@ type reservedEntry struct {
 	bucket Bucket
 	// units is the entry's cost in bucket.
 	units int64
-	// at is the entry's timestamp, Unix µs (the Redis score, SQLite ts_us,
-	// the memory log's ts).
+	// at is the entry's stamp, Unix µs.
 	at int64
-	// id is the entry's immutable identity where the backend stores one
-	// (SQLite rid, memory id; never 0 there). Redis identifies an entry by
-	// (bucket, at, units): its scores are unique within a bucket.
+	// id is the entry's identity where the backend stores one (SQLite rid,
+	// memory id; never 0); Redis scores are unique within a bucket.
 	id int64
 }
 
@@ -106,19 +98,15 @@ func (r Reservation) Units() map[string]int64 {
 	return out
 }
 
-// ClockStepTolerance is how far the local clock of an embedded backend
-// (SQLite, memory) may read earlier than the newest entry of a bucket: a
-// smaller step back is absorbed (the new entry is stamped no earlier than
-// the newest), a larger one denies with Decision.ClockBehind until the
-// clock has caught up (docs/quota.md, "Clock steps"). Redis decides on
-// Redis TIME and is not checked.
+// ClockStepTolerance is how far the clock of an embedded backend (SQLite,
+// memory) may read earlier than a bucket's newest entry: a smaller step back
+// is absorbed, a larger one denies with Decision.ClockBehind until the clock
+// has caught up (docs/quota.md, "Clock steps"). Redis uses Redis TIME.
 const ClockStepTolerance = 2 * time.Second
 
-// clockStepWait checks the local clock nowUS against the newest entry of a
-// bucket, stamped newestUS (Unix µs): behind is how far the clock reads
-// earlier than that entry when that exceeds ClockStepTolerance (else 0), and
-// wait is how long until it no longer does, i.e. until admissions into the
-// bucket resume.
+// clockStepWait is how far the clock nowUS reads earlier than a bucket's
+// newest entry newestUS when that exceeds ClockStepTolerance (else 0), and
+// the wait until admissions into the bucket resume.
 func clockStepWait(newestUS, nowUS int64) (wait, behind time.Duration) {
 	back, tol := newestUS-nowUS, ClockStepTolerance.Microseconds()
 	if back <= tol {
@@ -136,8 +124,7 @@ type BucketStatus struct {
 	Remaining int64
 	// Entries is the number of log entries (admitted calls) in the window.
 	Entries int64
-	// Oldest is the timestamp of the oldest entry in the window (zero if
-	// none).
+	// Oldest is the stamp of the oldest entry in the window (zero if none).
 	Oldest time.Time
 	// RetryAfterOne is the wait until a cost-1 call fits (0 if it fits now).
 	RetryAfterOne time.Duration
@@ -167,32 +154,24 @@ type Status struct {
 	Buckets        []BucketStatus
 }
 
-// Backend stores sliding-window logs and decides reservations atomically.
-// Implementations: Redis (NewRedis), the embedded SQLite backend
-// (NewSQLite) and one process's memory (NewMemory).
-// Every method takes the credential name (never the API key).
+// Backend stores sliding-window logs and decides reservations atomically:
+// Redis (NewRedis), embedded SQLite (NewSQLite) or one process's memory
+// (NewMemory). Every method takes the credential name (never the API key);
+// failures to reach the backend wrap ErrUnavailable. The Limiter methods of
+// the same names document the behaviour.
 type Backend interface {
-	// Name is "sqlite" or "redis".
+	// Name is "redis", "sqlite" or "memory".
 	Name() string
-	// Reserve admits the call only if every charge fits its bucket; either
-	// every bucket records one entry with its units or none does. The caller
-	// has already checked that no charge exceeds its bucket's limit. Backend
-	// failures are returned wrapped in ErrUnavailable.
+	// Reserve records one entry per charge, or none; charges are New's.
 	Reserve(ctx context.Context, credential string, charges []bucketCharge) (Decision, error)
-	// Status reads the buckets without admitting, evicting or extending anything.
-	// maxCost gives, per bucket name, the largest configured cost.
+	// Status reads the buckets without writing; maxCost is the largest
+	// configured cost per bucket name.
 	Status(ctx context.Context, credential string, buckets []Bucket, maxCost map[string]int64) (Status, error)
-	// MarkExhausted denies every reservation for credential until until.
+	// MarkExhausted sets the marker to until (whole µs) unless it is later.
 	MarkExhausted(ctx context.Context, credential string, until time.Time) error
-	// Refund removes the entries of reservation r, an admitted Decision's
-	// Reservation for credential, when each is still the newest of its
-	// bucket, else none (they stay counted, the safe side). It is only for
-	// calls that provably never left the host (DESIGN.md §4 "Refund"), and
-	// idempotent; refunded reports whether the entries were removed.
-	// Backend failures wrap ErrUnavailable.
+	// Refund removes r's entries while each is the newest of its bucket.
 	Refund(ctx context.Context, credential string, r Reservation) (refunded bool, err error)
-	// Reset removes every log entry and the exhaustion marker of
-	// credential; run leases are kept (they are not usage).
+	// Reset removes every entry and the marker; run leases are kept.
 	Reset(ctx context.Context, credential string) error
 	// Close releases connections.
 	Close() error
@@ -235,8 +214,8 @@ func (e *CostError) Error() string {
 // Backend, using a fixed set of buckets and a cost table.
 type Limiter struct {
 	backend Backend
-	buckets map[string]Bucket
-	order   []string
+	buckets []Bucket // in configuration order
+	byName  map[string]Bucket
 	costs   Costs
 	maxCost map[string]int64
 }
@@ -255,15 +234,14 @@ func (e *SettingError) Error() string {
 }
 
 // New builds a Limiter: the one place buckets and costs are checked
-// (backends trust them). It returns a *SettingError when a bucket is
-// invalid (its name, limit or window: see Bucket), when
-// the cost table names an unknown bucket or a non-positive cost, or when a
-// cost exceeds its bucket's limit (a *CostError).
+// (backends trust them). It returns a *SettingError for an invalid bucket
+// (name, limit, window) or a cost naming an unknown bucket or not positive,
+// and a *CostError for a cost above its bucket's limit.
 func New(backend Backend, buckets []Bucket, costs Costs) (*Limiter, error) {
-	l := &Limiter{backend: backend, buckets: map[string]Bucket{}, costs: costs, maxCost: map[string]int64{}}
+	l := &Limiter{backend: backend, byName: map[string]Bucket{}, costs: costs, maxCost: map[string]int64{}}
 	for i, b := range buckets {
 		at := func(field string) string { return fmt.Sprintf("buckets[%d].%s", i, field) }
-		switch _, dup := l.buckets[b.Name]; {
+		switch _, dup := l.byName[b.Name]; {
 		case b.Name == "" || reservedBucketName(b.Name) || strings.ContainsAny(b.Name, "{}"):
 			return nil, &SettingError{Setting: at("name"), Value: fmt.Sprintf("%q", b.Name), Reason: "empty, or reserved by the limiter's keys"}
 		case dup:
@@ -273,8 +251,8 @@ func New(backend Backend, buckets []Bucket, costs Costs) (*Limiter, error) {
 		case !b.Calendar && b.Window < time.Microsecond:
 			return nil, &SettingError{Setting: at("window"), Value: b.Window, Reason: "must be at least 1µs (or set calendar: true)"}
 		}
-		l.buckets[b.Name] = b
-		l.order = append(l.order, b.Name)
+		l.byName[b.Name] = b
+		l.buckets = append(l.buckets, b)
 	}
 	methods := make([]string, 0, len(costs))
 	for m := range costs {
@@ -284,7 +262,7 @@ func New(backend Backend, buckets []Bucket, costs Costs) (*Limiter, error) {
 	for _, m := range methods {
 		seen := map[string]bool{}
 		for _, c := range costs[m] {
-			b, ok := l.buckets[c.Bucket]
+			b, ok := l.byName[c.Bucket]
 			at := "costs." + m + "." + c.Bucket
 			switch {
 			case !ok:
@@ -304,15 +282,6 @@ func New(backend Backend, buckets []Bucket, costs Costs) (*Limiter, error) {
 		}
 	}
 	return l, nil
-}
-
-// Buckets returns the configured buckets in configuration order.
-func (l *Limiter) Buckets() []Bucket {
-	out := make([]Bucket, 0, len(l.order))
-	for _, n := range l.order {
-		out = append(out, l.buckets[n])
-	}
-	return out
 }
 
 // Charges returns the charges of one call of method, or errUnknownMethod.
@@ -335,7 +304,7 @@ func (l *Limiter) Reserve(ctx context.Context, credential, method string) (Decis
 	}
 	charges := make([]bucketCharge, len(cs))
 	for i, c := range cs {
-		charges[i] = bucketCharge{Bucket: l.buckets[c.Bucket], Units: c.Units}
+		charges[i] = bucketCharge{Bucket: l.byName[c.Bucket], Units: c.Units}
 	}
 	return l.backend.Reserve(ctx, credential, charges)
 }
@@ -344,28 +313,18 @@ func (l *Limiter) Reserve(ctx context.Context, credential, method string) (Decis
 // reported in Status.Reachable/Err, not as an error.
 func (l *Limiter) Status(ctx context.Context, credential string) Status {
 	start := time.Now()
-	st, err := l.backend.Status(ctx, credential, l.Buckets(), l.maxCost)
-	st.Credential = credential
-	st.Backend = l.backend.Name()
-	st.Latency = time.Since(start)
-	if err != nil {
-		st.Reachable = false
-		st.Err = err
-		return st
-	}
-	st.Reachable = true
+	st, err := l.backend.Status(ctx, credential, l.buckets, l.maxCost)
+	st.Credential, st.Backend, st.Latency = credential, l.backend.Name(), time.Since(start)
+	st.Reachable, st.Err = err == nil, err
 	return st
 }
 
-// Refund gives back the units of reservation r (Decision.Reservation of an
-// admitted Reserve for credential) in every bucket it charged, when its
-// entries are still the newest there (else nothing: they stay counted).
-// Call it only when the call provably never left the host (DNS failure,
-// connection refused: nothing of the request was written); nothing else is
-// ever refunded, since Google counts every request it receives. The zero
-// Reservation refunds nothing and reaches no backend; refunding twice is a
-// no-op. refunded reports whether the units were given back. Backend
-// failures wrap ErrUnavailable.
+// Refund gives back the units of reservation r (an admitted Decision's, for
+// credential) in every bucket it charged while its entries are still the
+// newest there, else nothing (they stay counted). Call it only for a call
+// that provably never left the host (DNS failure, connection refused):
+// Google counts every request it receives. Refunding twice or the zero
+// Reservation is a no-op. Backend failures wrap ErrUnavailable.
 func (l *Limiter) Refund(ctx context.Context, credential string, r Reservation) (refunded bool, err error) {
 	if r.IsZero() {
 		return false, nil
@@ -373,9 +332,13 @@ func (l *Limiter) Refund(ctx context.Context, credential string, r Reservation) 
 	return l.backend.Refund(ctx, credential, r)
 }
 
-// MarkExhausted denies every reservation of credential until until, typically
-// the next Pacific midnight after Google answered 403 quotaExceeded.
+// MarkExhausted denies every reservation of credential until until (rounded
+// up to the microsecond: never early), typically the next Pacific midnight
+// after Google answered 403 quotaExceeded. A marker only moves later.
 func (l *Limiter) MarkExhausted(ctx context.Context, credential string, until time.Time) error {
+	if t := until.Truncate(time.Microsecond); t.Before(until) {
+		until = t.Add(time.Microsecond)
+	}
 	return l.backend.MarkExhausted(ctx, credential, until)
 }
 
@@ -388,8 +351,7 @@ func (l *Limiter) Reset(ctx context.Context, credential string) error {
 // Close closes the backend.
 func (l *Limiter) Close() error { return l.backend.Close() }
 
-// pacific is Google's quota clock zone; time/tzdata is linked into the binary
-// (see tzdata.go) so this never depends on the host's zoneinfo.
+// pacific is Google's quota clock zone (tzdata.go links the tz database in).
 var pacific = mustLoad("America/Los_Angeles")
 
 func mustLoad(name string) *time.Location {
@@ -401,9 +363,9 @@ func mustLoad(name string) *time.Location {
 }
 
 // pacificMidnight returns the start of the Google quota day containing t:
-// the last midnight America/Los_Angeles at or before t. Days are 23 or 25
-// hours long at DST changes (source: YouTube Data API quota docs, "daily
-// quotas reset at midnight Pacific Time").
+// the last midnight America/Los_Angeles at or before t (days of 23 or 25
+// hours at DST changes; YouTube Data API docs: "daily quotas reset at
+// midnight Pacific Time").
 func pacificMidnight(t time.Time) time.Time {
 	p := t.In(pacific)
 	return time.Date(p.Year(), p.Month(), p.Day(), 0, 0, 0, 0, pacific)

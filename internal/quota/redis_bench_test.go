@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/trendfetch/trendfetch/internal/quota/redistest"
+	"github.com/trendfetch/trendfetch/internal/redisconn"
 )
 
 // BenchmarkRedis measures decisions against a real local redis-server it
@@ -37,7 +38,7 @@ import (
 // x_cost1 <= 2.
 func BenchmarkRedis(b *testing.B) {
 	srv := redistest.Start(b)
-	c, err := RedisClientFromURL(srv.URL(), nil)
+	c, err := redisconn.New(srv.URL(), nil)
 	if err != nil {
 		b.Fatal(err)
 	}

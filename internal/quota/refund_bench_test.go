@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/trendfetch/trendfetch/internal/quota/redistest"
+	"github.com/trendfetch/trendfetch/internal/redisconn"
 )
 
 // BenchmarkRefund measures Refund on a real redis-server and a SQLite file:
@@ -22,7 +23,7 @@ import (
 func BenchmarkRefund(b *testing.B) {
 	ctx := context.Background()
 	srv := redistest.Start(b)
-	c, err := RedisClientFromURL(srv.URL(), nil)
+	c, err := redisconn.New(srv.URL(), nil)
 	if err != nil {
 		b.Fatal(err)
 	}

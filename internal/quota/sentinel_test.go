@@ -14,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/trendfetch/trendfetch/internal/quota/redistest"
+	"github.com/trendfetch/trendfetch/internal/redisconn"
 )
 
 // Replicated Redis (issue 13, DESIGN.md §4 "Durability"): the Sentinel
@@ -29,7 +30,7 @@ const sentinelPassword = "sentinel-test-pw"
 // (which does not exist) is ignored.
 func newSentinelBackend(t *testing.T, g *redistest.Sentinel, opts ...redisOption) *redisBackend {
 	t.Helper()
-	c, err := RedisClientFromURL("redis://:"+sentinelPassword+"@ignored.invalid:1/2", nil, WithRedisSentinel(g.Name, g.Addrs()))
+	c, err := redisconn.New("redis://:"+sentinelPassword+"@ignored.invalid:1/2", nil, redisconn.WithSentinel(g.Name, g.Addrs()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,7 +122,7 @@ func usedOn(t *testing.T, srv *redistest.Server, key string) (entries int) {
 
 // TestRedisSentinelFailover: a master, a replica and three Sentinels; the
 // master is killed in the middle of a run of reservations made through the
-// failover client (RedisClientFromURL + WithRedisSentinel). While no master
+// failover client (redisconn.New + WithSentinel). While no master
 // is reachable the reservations fail with ErrUnavailable (the call site's
 // policy applies); after the Sentinels promote the replica they continue on
 // it without any reconnection by the caller, and the run is admitted until
@@ -412,73 +413,18 @@ func TestRedisClusterWaitReplicas(t *testing.T) {
 	t.Cleanup(func() { _ = b.Reset(context.Background(), onIt); _ = b.Reset(context.Background(), elsewhere) })
 }
 
-// TestRedisSentinelClientOptions: the failover client gets the same
-// timeouts, retries and pool settings as the standalone client, and the
-// settings that cannot work together are refused.
-func TestRedisSentinelClientOptions(t *testing.T) {
-	plain, err := RedisClientFromURL("redis://:pw@127.0.0.1:1/2", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer plain.Close()
-	fo, err := RedisClientFromURL("redis://:pw@ignored:1/2", nil, WithRedisSentinel("mymaster", []string{"127.0.0.1:1"}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer fo.Close()
-	p, f := plain.(*redis.Client).Options(), fo.(*redis.Client).Options()
-	if f.Addr != "FailoverClient" {
-		t.Fatalf("sentinel client is not a failover client (Addr %q)", f.Addr)
-	}
-	type knobs struct {
-		Dial, Read, Write, Pool, MinBackoff, MaxBackoff time.Duration
-		Retries, DialerRetries, DB                      int
-		Password                                        string
-		CtxTimeout                                      bool
-	}
-	k := func(o *redis.Options) knobs {
-		return knobs{o.DialTimeout, o.ReadTimeout, o.WriteTimeout, o.PoolTimeout, o.MinRetryBackoff, o.MaxRetryBackoff, o.MaxRetries, o.DialerRetries, o.DB, o.Password, o.ContextTimeoutEnabled}
-	}
-	if k(p) != k(f) {
-		t.Fatalf("failover client options %+v differ from the standalone client's %+v", k(f), k(p))
-	}
-	for _, tc := range []struct {
-		name, url string
-		cluster   []string
-		opt       RedisClientOption
-	}{
-		{"with cluster", "", []string{"127.0.0.1:7000"}, WithRedisSentinel("m", []string{"127.0.0.1:26379"})},
-		{"addrs without master", "", nil, WithRedisSentinel("", []string{"127.0.0.1:26379"})},
-		{"master without addrs", "", nil, WithRedisSentinel("m", nil)},
-		{"unix socket URL", "unix:///tmp/redis.sock", nil, WithRedisSentinel("m", []string{"127.0.0.1:26379"})},
-		{"sentinel password without sentinel", "redis://127.0.0.1:1/0", nil, WithRedisSentinelAuth("", "pw")},
-	} {
-		if c, err := RedisClientFromURL(tc.url, tc.cluster, tc.opt); err == nil {
-			c.Close()
-			t.Errorf("%s: no error", tc.name)
-		} else {
-			t.Logf("%s: %v", tc.name, err)
-		}
-	}
-	if c, err := RedisClientFromURL("", nil, WithRedisSentinel("m", []string{"127.0.0.1:26379"})); err != nil {
-		t.Errorf("sentinel without a URL (no password): %v", err)
-	} else {
-		c.Close()
-	}
-}
-
 // TestRedisSentinelAuth: Sentinels that require a password of their own
 // (requirepass in sentinel.conf, distinct from the master's) are reached
-// with WithRedisSentinelAuth; without it, or with a wrong one, no master is
+// with redisconn.WithSentinelAuth; without it, or with a wrong one, no master is
 // found and Reserve fails with ErrUnavailable, its error quoting neither
 // password.
 func TestRedisSentinelAuth(t *testing.T) {
 	const sentinelPW = "only-the-sentinels-know"
 	g := redistest.StartSentinelAuth(t, 0, 1, sentinelPassword, sentinelPW)
 	units := Bucket{Name: "units", Limit: 10, Window: time.Hour}
-	reserve := func(opts ...RedisClientOption) (Decision, error) {
-		c, err := RedisClientFromURL("redis://:"+sentinelPassword+"@ignored.invalid:1/2", nil,
-			append([]RedisClientOption{WithRedisSentinel(g.Name, g.Addrs()), withRedisDialTimeout(time.Second)}, opts...)...)
+	reserve := func(opts ...redisconn.Option) (Decision, error) {
+		c, err := redisconn.New("redis://:"+sentinelPassword+"@ignored.invalid:1/2?dial_timeout=1s", nil,
+			append([]redisconn.Option{redisconn.WithSentinel(g.Name, g.Addrs())}, opts...)...)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -488,11 +434,11 @@ func TestRedisSentinelAuth(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name string
-		opts []RedisClientOption
+		opts []redisconn.Option
 	}{
 		{"no sentinel password", nil},
-		{"wrong sentinel password", []RedisClientOption{WithRedisSentinelAuth("", "wrong-"+sentinelPW)}},
-		{"the master's password", []RedisClientOption{WithRedisSentinelAuth("", sentinelPassword)}},
+		{"wrong sentinel password", []redisconn.Option{redisconn.WithSentinelAuth("", "wrong-"+sentinelPW)}},
+		{"the master's password", []redisconn.Option{redisconn.WithSentinelAuth("", sentinelPassword)}},
 	} {
 		d, err := reserve(tc.opts...)
 		var access *AccessError
@@ -504,7 +450,7 @@ func TestRedisSentinelAuth(t *testing.T) {
 		}
 		t.Logf("%s: %v", tc.name, err)
 	}
-	d, err := reserve(WithRedisSentinelAuth("", sentinelPW))
+	d, err := reserve(redisconn.WithSentinelAuth("", sentinelPW))
 	if err != nil || !d.Allowed {
 		t.Fatalf("with the Sentinels' password: %+v %v", d, err)
 	}

@@ -14,41 +14,32 @@ import (
 	"github.com/trendfetch/trendfetch/internal/sqlitedb"
 )
 
-// sqliteBackend is the embedded Backend (DESIGN.md §4 "Embedded backend"):
-// every credential's logs in one SQLite file on the local host, one BEGIN
-// IMMEDIATE transaction per decision (exact across processes), the local
-// clock read under the write lock (docs/quota.md, "Clock steps"), decide's
-// arithmetic. Used, Entries and Retry-After are index lookups on running
-// totals, O(log n). It is safe for concurrent use.
+// sqliteBackend is the embedded Backend: every credential's logs in one
+// SQLite file of this host, one BEGIN IMMEDIATE transaction per decision
+// (exact across processes) on the local clock, decide's arithmetic over
+// running totals (index lookups, O(log n)). It is safe for concurrent use.
 type sqliteBackend struct {
 	db       *sql.DB
 	clock    func() time.Time
 	readOnly bool
-
-	// stmts holds the statements below, prepared once at open; tx.StmtContext
-	// binds them to a transaction's connection.
+	// stmts holds the statements below, prepared once at open.
 	stmts map[string]*sql.Stmt
 }
 
 // sqliteOption configures NewSQLite.
-type sqliteOption func(*sqliteOptions)
-
-type sqliteOptions struct {
-	clock    func() time.Time
-	readOnly bool
-}
+type sqliteOption func(*sqliteBackend)
 
 // WithSQLiteReadOnly opens an existing quota database for reading only
 // (quota status; read-only media too): nothing is created, and writes fail
 // with ErrUnavailable.
 func WithSQLiteReadOnly() sqliteOption {
-	return func(o *sqliteOptions) { o.readOnly = true }
+	return func(s *sqliteBackend) { s.readOnly = true }
 }
 
 // WithClock replaces the local clock (time.Now) of every decision (tests);
 // see ClockStepTolerance for a clock that goes back.
 func WithClock(now func() time.Time) sqliteOption {
-	return func(o *sqliteOptions) { o.clock = now }
+	return func(s *sqliteBackend) { s.clock = now }
 }
 
 // sqliteMigrations holds quota.db's schema as numbered migrations
@@ -84,17 +75,15 @@ const (
 		AND cum = (SELECT max(cum) FROM quota_log WHERE credential = ?1 AND bucket = ?2)`
 )
 
-// NewSQLite opens (creating it and its parent directory, mode 0o700, if
-// needed) the quota database at path and applies its pending migrations
-// (sqlitedb.Open; a quota.db of an older trendfetch keeps its entries).
-// With WithSQLiteReadOnly nothing is created or written, and any quota.db
-// with the tables is read, an older one too (until its first writer
-// migrates it): a missing file or schema is an error wrapping
-// fs.ErrNotExist. Errors wrap ErrUnavailable and the *sqlitedb error, if any.
+// NewSQLite opens the quota database at path, creating it (and its parent
+// directory, mode 0o700) if needed, and applies its pending migrations. With
+// WithSQLiteReadOnly nothing is created or written and any quota.db with
+// the tables is read; a missing file or schema wraps fs.ErrNotExist.
+// Errors wrap ErrUnavailable and the *sqlitedb error, if any.
 func NewSQLite(path string, opts ...sqliteOption) (*sqliteBackend, error) {
-	o := sqliteOptions{clock: time.Now}
+	s := &sqliteBackend{clock: time.Now, stmts: map[string]*sql.Stmt{}}
 	for _, opt := range opts {
-		opt(&o)
+		opt(s)
 	}
 	fail := func(what string, err error) (*sqliteBackend, error) {
 		return nil, fmt.Errorf("quota: %s %s: %w: %w", what, path, ErrUnavailable, err)
@@ -106,21 +95,19 @@ func NewSQLite(path string, opts ...sqliteOption) (*sqliteBackend, error) {
 	// One connection: this process's goroutines queue in database/sql,
 	// other processes wait in busy_timeout under BEGIN IMMEDIATE, so two
 	// processes never both read the old log and both admit.
-	dbOpts := sqlitedb.Options{ReadOnly: o.readOnly, MaxConns: 1}
-	if !o.readOnly {
+	dbOpts := sqlitedb.Options{ReadOnly: s.readOnly, MaxConns: 1}
+	if !s.readOnly {
 		dbOpts.Migrations = migs
 	}
-	db, err := sqlitedb.Open(context.Background(), path, dbOpts)
-	if err != nil {
+	if s.db, err = sqlitedb.Open(context.Background(), path, dbOpts); err != nil {
 		return fail("cannot open", err)
 	}
-	s := &sqliteBackend{db: db, clock: o.clock, stmts: map[string]*sql.Stmt{}, readOnly: o.readOnly}
 	queries := []string{sqlLast, sqlFirstAfter, sqlFreeing, sqlMarker}
-	if !o.readOnly {
+	if !s.readOnly {
 		queries = append(queries, sqlInsert, sqlEvict, sqlMark, sqlDropMarker, sqlRefund)
 	}
 	for _, q := range queries {
-		st, err := db.Prepare(q)
+		st, err := s.db.Prepare(q)
 		if err != nil {
 			s.Close()
 			if strings.Contains(err.Error(), "no such table") {
@@ -150,12 +137,40 @@ func (s *sqliteBackend) stmt(ctx context.Context, tx *sql.Tx, query string) *sql
 	return tx.StmtContext(ctx, s.stmts[query])
 }
 
-// errSQLiteReadOnly is why Reserve and Refund fail on a backend opened
-// WithSQLiteReadOnly.
+// errSQLiteReadOnly is why writes fail on a backend opened WithSQLiteReadOnly.
 var errSQLiteReadOnly = errors.New("the quota database is open read-only")
+
+// errRollback, returned by a transaction's function, rolls it back without an error.
+var errRollback = errors.New("roll back")
 
 func sqliteUnavailable(op string, err error) error {
 	return fmt.Errorf("quota: sqlite %s: %w: %w", op, ErrUnavailable, err)
+}
+
+// inTx runs fn in one transaction, BEGIN IMMEDIATE when write (decisions of
+// every process serialized) else a read-only BEGIN, with the local clock
+// read once the lock is held (so stamps follow commit order across
+// processes), and commits unless fn fails. errRollback rolls back quietly;
+// any other failure wraps ErrUnavailable.
+func (s *sqliteBackend) inTx(ctx context.Context, op string, write bool, fn func(tx *sql.Tx, nowUS int64) error) error {
+	if write && s.readOnly {
+		return sqliteUnavailable(op, errSQLiteReadOnly)
+	}
+	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: !write}) // write: BEGIN IMMEDIATE (sqlitedb's DSN)
+	if err != nil {
+		return sqliteUnavailable(op, err)
+	}
+	defer tx.Rollback()
+	switch err := fn(tx, s.clock().UnixMicro()); {
+	case err == errRollback:
+		return nil
+	case err != nil:
+		return sqliteUnavailable(op, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return sqliteUnavailable(op, err)
+	}
+	return nil
 }
 
 // sqliteLog is what one bucket's log looks like at a moment.
@@ -200,63 +215,45 @@ func (s *sqliteBackend) marker(ctx context.Context, tx *sql.Tx, credential strin
 	return untilUS, err
 }
 
-// Reserve implements Backend in one BEGIN IMMEDIATE transaction: it reads
-// each charged bucket's window, decides (decide), and when admitted records
-// one entry per bucket and evicts entries that matter neither to the window
-// nor to today. A denial rolls back and writes nothing. Database failures
-// wrap ErrUnavailable.
-func (s *sqliteBackend) Reserve(ctx context.Context, credential string, charges []bucketCharge) (Decision, error) {
-	if s.readOnly {
-		return Decision{}, sqliteUnavailable("reserve", errSQLiteReadOnly)
-	}
-	tx, err := s.db.BeginTx(ctx, nil) // BEGIN IMMEDIATE (sqlitedb's DSN)
+// Reserve implements Backend in one write transaction: it reads each
+// charged bucket's window, decides (decide), and when admitted records one
+// entry per bucket, stamped no earlier than the newest (a clock stepped
+// back), and evicts what matters neither to the window nor to today. A
+// denial writes nothing.
+func (s *sqliteBackend) Reserve(ctx context.Context, credential string, charges []bucketCharge) (d Decision, err error) {
+	err = s.inTx(ctx, "reserve", true, func(tx *sql.Tx, nowUS int64) error {
+		untilUS, err := s.marker(ctx, tx, credential)
+		if err != nil {
+			return err
+		}
+		logs := make([]sqliteLog, len(charges))
+		windows := make([]logWindow, len(charges))
+		for i, c := range charges {
+			if logs[i], err = s.readLog(ctx, tx, credential, c.Bucket, windowCutoffUS(c.Bucket, nowUS)); err != nil {
+				return err
+			}
+			windows[i] = logs[i].logWindow
+		}
+		if d, err = decide(charges, windows, nowUS, untilUS); err != nil || !d.Allowed {
+			return err
+		}
+		for i, c := range charges {
+			st, ts, rid := logs[i], max(nowUS, logs[i].newest), sqliteNewRID()
+			if _, err := s.stmt(ctx, tx, sqlInsert).ExecContext(ctx, credential, c.Name, st.lastCum+c.Units, st.lastSeq+1, ts, c.Units, rid); err != nil {
+				return err
+			}
+			d.Reservation.entries = append(d.Reservation.entries, reservedEntry{bucket: c.Bucket, units: c.Units, at: ts, id: rid})
+			if _, err := s.stmt(ctx, tx, sqlEvict).ExecContext(ctx, credential, c.Name, evictCutoffUS(c.Bucket, nowUS)); err != nil {
+				return err
+			}
+		}
+		if untilUS != 0 {
+			_, err = s.stmt(ctx, tx, sqlDropMarker).ExecContext(ctx, credential, nowUS)
+		}
+		return err
+	})
 	if err != nil {
-		return Decision{}, sqliteUnavailable("reserve", err)
-	}
-	defer tx.Rollback()
-	// Read the clock only once the write lock is held, so timestamps follow
-	// commit order across processes.
-	nowUS := s.clock().UnixMicro()
-	untilUS, err := s.marker(ctx, tx, credential)
-	if err != nil {
-		return Decision{}, sqliteUnavailable("reserve", err)
-	}
-	logs := make([]sqliteLog, len(charges))
-	windows := make([]logWindow, len(charges))
-	for i, c := range charges {
-		if logs[i], err = s.readLog(ctx, tx, credential, c.Bucket, windowCutoffUS(c.Bucket, nowUS)); err != nil {
-			return Decision{}, sqliteUnavailable("reserve", err)
-		}
-		windows[i] = logs[i].logWindow
-	}
-	d, err := decide(charges, windows, nowUS, untilUS)
-	if err != nil {
-		return Decision{}, sqliteUnavailable("reserve", err)
-	}
-	if !d.Allowed {
-		return d, nil // the deferred rollback: a denial writes nothing
-	}
-	for i, c := range charges {
-		st := logs[i]
-		// Never stamp an entry before the newest one (clock stepped back):
-		// keeps the window a contiguous range of cum; at worst stricter.
-		ts := max(nowUS, st.newest)
-		rid := sqliteNewRID()
-		if _, err := s.stmt(ctx, tx, sqlInsert).ExecContext(ctx, credential, c.Name, st.lastCum+c.Units, st.lastSeq+1, ts, c.Units, rid); err != nil {
-			return Decision{}, sqliteUnavailable("reserve", err)
-		}
-		d.Reservation.entries = append(d.Reservation.entries, reservedEntry{bucket: c.Bucket, units: c.Units, at: ts, id: rid})
-		if _, err := s.stmt(ctx, tx, sqlEvict).ExecContext(ctx, credential, c.Name, evictCutoffUS(c.Bucket, nowUS)); err != nil {
-			return Decision{}, sqliteUnavailable("reserve", err)
-		}
-	}
-	if untilUS != 0 {
-		if _, err := s.stmt(ctx, tx, sqlDropMarker).ExecContext(ctx, credential, nowUS); err != nil {
-			return Decision{}, sqliteUnavailable("reserve", err)
-		}
-	}
-	if err := tx.Commit(); err != nil {
-		return Decision{}, sqliteUnavailable("reserve", err)
+		return Decision{}, err
 	}
 	return d, nil
 }
@@ -272,118 +269,80 @@ func sqliteNewRID() int64 {
 	}
 }
 
-// Refund implements Backend in one BEGIN IMMEDIATE transaction: the
-// entries of r (matched by bucket, stamp, cost and rid) are deleted when
-// each is still the newest of its bucket, else none. Database failures
-// wrap ErrUnavailable.
-func (s *sqliteBackend) Refund(ctx context.Context, credential string, r Reservation) (bool, error) {
-	if s.readOnly {
-		return false, sqliteUnavailable("refund", errSQLiteReadOnly)
-	}
-	tx, err := s.db.BeginTx(ctx, nil) // BEGIN IMMEDIATE (sqlitedb's DSN)
-	if err != nil {
-		return false, sqliteUnavailable("refund", err)
-	}
-	defer tx.Rollback()
-	for _, e := range r.entries {
-		res, err := s.stmt(ctx, tx, sqlRefund).ExecContext(ctx, credential, e.bucket.Name, e.at, e.id, e.units)
-		if err != nil {
-			return false, sqliteUnavailable("refund", err)
+// Refund implements Backend in one write transaction: the entries of r
+// (matched by bucket, stamp, cost and rid) are deleted when each is still
+// the newest of its bucket, else none.
+func (s *sqliteBackend) Refund(ctx context.Context, credential string, r Reservation) (refunded bool, err error) {
+	err = s.inTx(ctx, "refund", true, func(tx *sql.Tx, _ int64) error {
+		for _, e := range r.entries {
+			res, err := s.stmt(ctx, tx, sqlRefund).ExecContext(ctx, credential, e.bucket.Name, e.at, e.id, e.units)
+			if err != nil {
+				return err
+			}
+			if n, _ := res.RowsAffected(); n != 1 {
+				return errRollback // not the newest: every entry stays
+			}
 		}
-		if n, _ := res.RowsAffected(); n != 1 {
-			return false, nil // not the newest: the deferred rollback keeps every entry
-		}
-	}
-	if err := tx.Commit(); err != nil {
-		return false, sqliteUnavailable("refund", err)
-	}
-	return !r.IsZero(), nil
+		refunded = !r.IsZero()
+		return nil
+	})
+	return refunded && err == nil, err
 }
 
-// Status implements Backend with a read-only (deferred) transaction: a
-// consistent snapshot that neither admits nor evicts. Database failures
-// wrap ErrUnavailable.
-func (s *sqliteBackend) Status(ctx context.Context, credential string, buckets []Bucket, maxCost map[string]int64) (Status, error) {
-	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true}) // plain BEGIN
+// Status implements Backend with a read-only transaction: a consistent
+// snapshot that neither admits nor evicts.
+func (s *sqliteBackend) Status(ctx context.Context, credential string, buckets []Bucket, maxCost map[string]int64) (st Status, err error) {
+	err = s.inTx(ctx, "status", false, func(tx *sql.Tx, nowUS int64) error {
+		st.Now = time.UnixMicro(nowUS)
+		untilUS, err := s.marker(ctx, tx, credential)
+		if err != nil {
+			return err
+		}
+		if untilUS > nowUS {
+			st.ExhaustedUntil = time.UnixMicro(untilUS)
+		}
+		midnightUS := pacificMidnight(st.Now).UnixMicro()
+		for _, b := range buckets {
+			w, err := s.readLog(ctx, tx, credential, b, windowCutoffUS(b, nowUS))
+			if err != nil {
+				return err
+			}
+			today, err := s.readLog(ctx, tx, credential, b, midnightUS-1)
+			if err != nil {
+				return err
+			}
+			bs, err := bucketStatus(b, w.logWindow, maxCost[b.Name], today.used, nowUS)
+			if err != nil {
+				return err
+			}
+			st.Buckets = append(st.Buckets, bs)
+		}
+		return nil
+	})
 	if err != nil {
-		return Status{}, sqliteUnavailable("status", err)
-	}
-	defer tx.Rollback()
-	nowUS := s.clock().UnixMicro()
-	st := Status{Credential: credential, Backend: s.Name(), Now: time.UnixMicro(nowUS)}
-	untilUS, err := s.marker(ctx, tx, credential)
-	if err != nil {
-		return Status{}, sqliteUnavailable("status", err)
-	}
-	if untilUS > nowUS {
-		st.ExhaustedUntil = time.UnixMicro(untilUS)
-	}
-	midnightUS := pacificMidnight(st.Now).UnixMicro()
-	for _, b := range buckets {
-		ls, err := s.readLog(ctx, tx, credential, b, windowCutoffUS(b, nowUS))
-		if err != nil {
-			return Status{}, sqliteUnavailable("status", err)
-		}
-		today, err := s.readLog(ctx, tx, credential, b, midnightUS-1)
-		if err != nil {
-			return Status{}, sqliteUnavailable("status", err)
-		}
-		bs, err := bucketStatus(b, ls.logWindow, maxCost[b.Name], today.used, nowUS)
-		if err != nil {
-			return Status{}, sqliteUnavailable("status", err)
-		}
-		st.Buckets = append(st.Buckets, bs)
-	}
-	if err := tx.Commit(); err != nil {
-		return Status{}, sqliteUnavailable("status", err)
+		return Status{}, err // no partial answer: Now stays unknown
 	}
 	return st, nil
 }
 
-// MarkExhausted implements Backend: every reservation of credential is
-// denied (Decision.Exhausted) until until, at microsecond precision. A marker
-// only moves later: marking an earlier time than the current marker keeps the
-// current one (Reset clears it). Database failures wrap ErrUnavailable.
+// MarkExhausted implements Backend; a marker only moves later (Reset clears it).
 func (s *sqliteBackend) MarkExhausted(ctx context.Context, credential string, until time.Time) error {
-	tx, err := s.db.BeginTx(ctx, nil)
-	if err != nil {
-		return sqliteUnavailable("mark exhausted", err)
-	}
-	defer tx.Rollback()
-	// Round up to the microsecond: never release early.
-	untilUS := until.UnixMicro()
-	if until.Sub(time.UnixMicro(untilUS)) > 0 {
-		untilUS++
-	}
-	if _, err := s.stmt(ctx, tx, sqlMark).ExecContext(ctx, credential, untilUS); err != nil {
-		return sqliteUnavailable("mark exhausted", err)
-	}
-	if err := tx.Commit(); err != nil {
-		return sqliteUnavailable("mark exhausted", err)
-	}
-	return nil
+	return s.inTx(ctx, "mark exhausted", true, func(tx *sql.Tx, _ int64) error {
+		_, err := s.stmt(ctx, tx, sqlMark).ExecContext(ctx, credential, until.UnixMicro())
+		return err
+	})
 }
 
 // Reset implements Backend: it deletes every log entry and the exhaustion
-// marker of credential. Database failures wrap ErrUnavailable.
+// marker of credential.
 func (s *sqliteBackend) Reset(ctx context.Context, credential string) error {
-	tx, err := s.db.BeginTx(ctx, nil)
-	if err != nil {
-		return sqliteUnavailable("reset", err)
-	}
-	defer tx.Rollback()
-	for _, q := range []string{
-		`DELETE FROM quota_log WHERE credential = ?`,
-		`DELETE FROM quota_exhausted WHERE credential = ?`,
-	} {
-		if _, err := tx.ExecContext(ctx, q, credential); err != nil {
-			return sqliteUnavailable("reset", err)
+	return s.inTx(ctx, "reset", true, func(tx *sql.Tx, _ int64) error {
+		if _, err := tx.ExecContext(ctx, `DELETE FROM quota_log WHERE credential = ?`, credential); err != nil {
+			return err
 		}
-	}
-	if err := tx.Commit(); err != nil {
-		return sqliteUnavailable("reset", err)
-	}
-	return nil
+		_, err := tx.ExecContext(ctx, `DELETE FROM quota_exhausted WHERE credential = ?`, credential)
+		return err
+	})
 }
 
 var _ Backend = (*sqliteBackend)(nil)

@@ -53,4 +53,14 @@ func TestSQLiteReadOnlyCreatesNothingAndOnlyReads(t *testing.T) {
 	if _, err := rlim.Reserve(ctx, "c", "videos.list"); err == nil {
 		t.Error("a read-only backend admitted a call")
 	}
+	// Every write is refused the same way (no statement prepared for it is used).
+	if err := rlim.MarkExhausted(ctx, "c", time.Now().Add(time.Hour)); !errors.Is(err, ErrUnavailable) {
+		t.Errorf("MarkExhausted on a read-only backend = %v, want ErrUnavailable", err)
+	}
+	if err := rlim.Reset(ctx, "c"); !errors.Is(err, ErrUnavailable) {
+		t.Errorf("Reset on a read-only backend = %v, want ErrUnavailable", err)
+	}
+	if st := rlim.Status(ctx, "c"); st.Buckets[0].Used != 3 {
+		t.Errorf("after refused writes: used %d, want 3", st.Buckets[0].Used)
+	}
 }

@@ -52,15 +52,11 @@ func (st Status) View() StatusView {
 	for _, b := range st.Buckets {
 		out.Buckets = append(out.Buckets, bucketView{Name: b.Name, Limit: b.Limit, WindowSeconds: b.Window.Seconds(),
 			Calendar: b.Calendar, Used: b.Used, Remaining: b.Remaining, Entries: b.Entries, Oldest: utcOrNil(b.Oldest),
-			RetryAfterOneMs: ceilMs(b.RetryAfterOne), MaxCost: b.MaxCost, RetryAfterMaxMs: ceilMs(b.RetryAfterMax),
+			RetryAfterOneMs: ceilTo(b.RetryAfterOne, time.Millisecond), MaxCost: b.MaxCost, RetryAfterMaxMs: ceilTo(b.RetryAfterMax, time.Millisecond),
 			UsedToday: b.UsedToday})
 	}
 	return out
 }
-
-// ceilMs rounds d up to whole milliseconds (a wait reported in ms is never
-// early).
-func ceilMs(d time.Duration) int64 { return int64((d + time.Millisecond - 1) / time.Millisecond) }
 
 // utcOrNil is t in UTC, or nil (JSON null) for the zero time.
 func utcOrNil(t time.Time) *time.Time {

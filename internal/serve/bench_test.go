@@ -22,6 +22,7 @@ import (
 
 	"github.com/trendfetch/trendfetch/internal/quota"
 	"github.com/trendfetch/trendfetch/internal/quota/redistest"
+	"github.com/trendfetch/trendfetch/internal/redisconn"
 	"github.com/trendfetch/trendfetch/internal/store"
 	"github.com/trendfetch/trendfetch/internal/store/storetest"
 )
@@ -284,7 +285,7 @@ func BenchmarkRateLimitDecision(b *testing.B) {
 		b.Fatal(err)
 	}
 	srv := redistest.Start(b)
-	rc, err := quota.RedisClientFromURL(srv.URL(), nil)
+	rc, err := redisconn.New(srv.URL(), nil)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -293,7 +294,7 @@ func BenchmarkRateLimitDecision(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer redisCounter.Close()
-	rl2, err := quota.RedisClientFromURL(srv.URL(), nil)
+	rl2, err := redisconn.New(srv.URL(), nil)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/trendfetch/trendfetch/internal/quota"
 	"github.com/trendfetch/trendfetch/internal/quota/redistest"
+	"github.com/trendfetch/trendfetch/internal/redisconn"
 )
 
 // counterBackend is one implementation of the sliding-window counter under
@@ -53,7 +54,7 @@ func counterBackends(t *testing.T) []counterBackend {
 		{
 			name: "redis",
 			build: func(t *testing.T, limit int64, window time.Duration) Limiter {
-				client, err := quota.RedisClientFromURL(srv.URL(), nil)
+				client, err := redisconn.New(srv.URL(), nil)
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -27,6 +27,7 @@ import (
 	"github.com/trendfetch/trendfetch/internal/fetch/youtubetest"
 	"github.com/trendfetch/trendfetch/internal/quota"
 	"github.com/trendfetch/trendfetch/internal/quota/redistest"
+	"github.com/trendfetch/trendfetch/internal/redisconn"
 	"github.com/trendfetch/trendfetch/internal/store"
 )
 
@@ -508,7 +509,7 @@ func TestInstancesShareABudgetThroughRedis(t *testing.T) {
 	srv := redistest.Start(t)
 	var urls []string
 	for range 2 {
-		client, err := quota.RedisClientFromURL(srv.URL(), nil)
+		client, err := redisconn.New(srv.URL(), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
