@@ -616,3 +616,48 @@ func TestRedisScoresUniqueWhenTimeBehind(t *testing.T) {
 		t.Fatalf("a refund naming the wrong cost took an entry: used %d, want 3", bs.Used)
 	}
 }
+
+// TestRedisCacheFollowsTheLog: the per-bucket cache in the state hash
+// (lua/reserve.lua) is a shortcut, never a second truth. Whatever happens
+// to the state hash or the log, a decision counts what the log holds: a
+// lost cache is rebuilt from the log, a cache counting entries the log
+// lost does not deny, a longer window than the cache was built for counts
+// the older entries, a refunded entry stops counting, and the state hash
+// the reserve script creates expires like every other key.
+func TestRedisCacheFollowsTheLog(t *testing.T) {
+	srv := redistest.Start(t)
+	b := newTestRedis(t, srv)
+	units := Bucket{Name: "units", Limit: 4, Window: time.Hour}
+	state, log := b.stateKey("cache"), b.bucketKey("cache", "units")
+	for i := 0; i < 3; i++ {
+		mustAllow(t, b, "cache", charge(units, 1))
+	}
+	if ttl, _ := strconv.ParseInt(srv.Do("PTTL", state), 10, 64); ttl < time.Hour.Milliseconds() {
+		t.Fatalf("PTTL %s = %d ms, want at least the window", state, ttl)
+	}
+	srv.Do("DEL", state) // cache lost: the log still counts 3
+	mustDeny(t, b, "cache", charge(units, 2), "units")
+	full := mustAllow(t, b, "cache", charge(units, 1))
+	srv.Do("DEL", log) // the log lost its 4 entries, the cache did not
+	if d := mustAllow(t, b, "cache", charge(units, 4)); d.Remaining["units"] != 0 {
+		t.Fatalf("after the log was lost: remaining %d, want 0", d.Remaining["units"])
+	}
+	// A refunded entry leaves the cache too (full is no longer the newest,
+	// so it stays; the newest one goes).
+	srv.Do("DEL", state, log)
+	mustAllow(t, b, "cache", charge(units, 1))
+	last := mustAllow(t, b, "cache", charge(units, 2))
+	mustRefund(t, b, "cache", full.Reservation)
+	mustRefund(t, b, "cache", last.Reservation)
+	if d := mustAllow(t, b, "cache", charge(units, 1)); d.Remaining["units"] != 2 {
+		t.Fatalf("after a refund of 2 of 3 units: remaining %d, want 2", d.Remaining["units"])
+	}
+	// Entries older than a short window but inside a longer one: the
+	// cache built for the short window must not hide them.
+	short := Bucket{Name: "w", Limit: 4, Window: 200 * time.Millisecond}
+	long := Bucket{Name: "w", Limit: 4, Window: time.Hour}
+	mustAllow(t, b, "cache", charge(short, 2))
+	time.Sleep(300 * time.Millisecond)
+	mustAllow(t, b, "cache", charge(short, 1))
+	mustDeny(t, b, "cache", charge(long, 2), "w")
+}

@@ -1,9 +1,9 @@
--- lib.lua: what reserve.lua, status.lua and refund.lua share; Go prepends
--- it to each (redis_lua.go). A bucket's log is a sorted set, one entry per
--- admitted call: score = admission time (Redis TIME, Unix µs, unique in the
--- log), member = "<cum>:<cost>", cum = the log's running total of units
--- after this entry, 16 digits. Scores and cums rise together, so the units
--- of the entries with score >= lo are total - base: total = the newest
+-- lib.lua: what reserve.lua and status.lua share; Go prepends it to each
+-- (redis_lua.go). A bucket's log is a sorted set, one entry per admitted
+-- call: score = admission time (Redis TIME, Unix µs, unique in the log),
+-- member = "<cum>:<cost>", cum = the log's running total of units after
+-- this entry, 16 digits. Scores and cums rise together, so the units of
+-- the entries with score >= lo are total - base: total = the newest
 -- entry's cum, base = the cum before the first entry with score >= lo.
 -- Numbers stay below 2^53 (exact doubles); strings use %d, never tostring.
 if redis.replicate_commands then redis.replicate_commands() end
@@ -39,14 +39,16 @@ local function window_start(window)
   return now - window + 1
 end
 
--- read(key, lo) -> total, base, newest score (0 when the log is empty)
+-- read(key, lo) -> total, base, newest score, score of the first entry
+-- with score >= lo (newest and first 0 when there is none)
 local function read(key, lo)
   local last = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
-  if not last[1] then return 0, 0, 0 end
+  if not last[1] then return 0, 0, 0, 0 end
   local total, newest = cum_cost(last[1]), tonumber(last[2])
-  if newest < lo then return total, total, newest end
-  local cum, cost = cum_cost(redis.call('ZRANGEBYSCORE', key, lo, '+inf', 'LIMIT', 0, 1)[1])
-  return total, cum - cost, newest
+  if newest < lo then return total, total, newest, 0 end
+  local first = redis.call('ZRANGEBYSCORE', key, lo, '+inf', 'WITHSCORES', 'LIMIT', 0, 1)
+  local cum, cost = cum_cost(first[1])
+  return total, cum - cost, newest, tonumber(first[2])
 end
 
 -- retry_us(key, lo, window, base, need) -> µs until need more units have

@@ -1,60 +1,83 @@
 -- reserve.lua (after lib.lua): admit one call into every bucket it charges,
 -- or into none; a denial writes nothing.
 --
--- KEYS[1]    trendfetch:{<credential>}:state, field "exhausted": the
---            upstream marker, Unix µs
+-- KEYS[1]    trendfetch:{<credential>}:state, a hash: field "exhausted" =
+--            the upstream marker (Unix µs); field KEYS[1+i] = bucket i's
+--            cache (below)
 -- KEYS[1+i]  bucket i's log, i = 1..n
 -- ARGV[1]    the Pacific midnights (lib.lua)
 -- ARGV[1+i]  bucket i's cost, limit (units) and window (µs; 0 = the
 --            Pacific day), three packed doubles
 --
--- Reply: {allowed 1/0, now (Unix µs), denying bucket 1..n (0: none),
--- Retry-After µs, marker until (Unix µs; 0: none), then units left in each
--- bucket, then the score recorded in each bucket (0 on denial)}.
+-- Reply: packed doubles (as ARGV): allowed 1/0, now (Unix µs), denying
+-- bucket 1..n (0: none), Retry-After µs, marker until (Unix µs; 0: none),
+-- then per bucket the units left before this call and the score recorded
+-- (0 on denial).
 --
--- Housekeeping runs at a log's first admission of each PERIOD_US: it
--- evicts the entries that matter neither to the window nor to today, and
--- sets the TTL to outlive the window (or today) by TTL_MARGIN_MS, which
--- covers the later admissions of the period (margin > period).
+-- A bucket's cache, rewritten by every admission, packs five doubles: the
+-- log's total and newest score, head = the score of the first entry with
+-- score >= since and base = the cum before it. The log is the truth: head
+-- and base answer for every lo in [since, head] (later entries come after
+-- the newest), an empty window needs only newest < lo, and anything else
+-- (no cache, a clock step back, head out of the window) reads the log, as
+-- does a bucket the cache would deny (its log may have lost entries the
+-- cache counts).
+--
+-- Housekeeping runs at a log's first admission of each PERIOD_US (and
+-- when its cache is missing): it evicts the entries that matter neither
+-- to the window nor to today, and sets the TTL of the log, and of the
+-- state hash if longer, to outlive the window (or today) by TTL_MARGIN_MS,
+-- which covers the later admissions of the period (margin > period).
 local PERIOD_US = 120000000
 local TTL_MARGIN_MS = 300000
 
 local n = #KEYS - 1
-local exhausted = tonumber(redis.call('HGET', KEYS[1], 'exhausted')) or 0
+local got = redis.call('HMGET', KEYS[1], 'exhausted', unpack(KEYS, 2))
+local exhausted = tonumber(got[1]) or 0
 if exhausted <= now then exhausted = 0 end
 
-local reply = {1, now, 0, 0, exhausted}
-local retry = exhausted - now
-local b = {} -- per bucket: cost, window, lo, total, newest
+local deny, retry = 0, 0
+local left, add, cache, chores = {}, {}, {}, {}
 for i = 1, n do
-  local key = KEYS[i + 1]
+  local key, c = KEYS[i + 1], got[i + 1]
   local cost, limit, window = struct.unpack('<ddd', ARGV[i + 1])
-  local lo = window_start(window)
-  local total, base, newest = read(key, lo)
-  b[i] = {cost, window, lo, total, newest}
-  local need = total - base + cost - limit
-  reply[5 + i] = math.max(limit - (total - base), 0)
-  if need > 0 then
-    local r = retry_us(key, lo, window, base, need)
-    if reply[3] == 0 or r > reply[4] then reply[3], reply[4] = i, r end
+  local lo = window > 0 and now - window + 1 or last_mid
+  local total, newest, head, base, since
+  if c then total, newest, head, base, since = struct.unpack('<ddddd', c) end
+  if c and newest < lo then
+    base, head, since = total, 0, lo
+  elseif not (c and since <= lo and lo <= head and total - base + cost <= limit) then
+    total, base, newest, head = read(key, lo)
+    since = lo
   end
-end
-if exhausted > 0 or reply[3] > 0 then
-  reply[1], reply[4] = 0, math.max(reply[4], retry)
-  for i = 1, n do reply[5 + n + i] = 0 end
-  return reply
+  local used, score = total - base, math.max(now, newest + 1)
+  left[i] = math.max(limit - used, 0)
+  if used + cost > limit then
+    local r = retry_us(key, lo, window, base, used + cost - limit)
+    if deny == 0 or r > retry then deny, retry = i, r end
+  end
+  add[2 * i - 1], add[2 * i] = string.format('%d', score), string.format('%016d:%d', total + cost, cost)
+  cache[2 * i - 1], cache[2 * i] = key, struct.pack('<ddddd', total + cost, score, head > 0 and head or score, base, since)
+  if not c or math.floor(newest / PERIOD_US) ~= math.floor(now / PERIOD_US) then
+    chores[i] = {math.min(lo, last_mid), math.floor(math.max(window, next_mid - now) / 1000) + 1 + TTL_MARGIN_MS}
+  end
 end
 
+local allowed = (exhausted > 0 or deny > 0) and 0 or 1
+local reply = struct.pack('<ddddd', allowed, now, deny, math.max(retry, exhausted - now, 0), exhausted)
+for i = 1, n do reply = reply .. struct.pack('<dd', left[i], allowed * tonumber(add[2 * i - 1])) end
+if allowed == 0 then return reply end
+
+local state_ttl = 0
 for i = 1, n do
-  local key = KEYS[i + 1]
-  local cost, window, lo, total, newest = unpack(b[i])
-  local score = math.max(now, newest + 1)
-  redis.call('ZADD', key, score, string.format('%016d:%d', total + cost, cost))
-  if newest == 0 or math.floor(newest / PERIOD_US) ~= math.floor(now / PERIOD_US) then
-    redis.call('ZREMRANGEBYSCORE', key, '-inf', '(' .. string.format('%d', math.min(lo, last_mid)))
-    redis.call('PEXPIRE', key, math.floor(math.max(window, next_mid - now) / 1000) + 1 + TTL_MARGIN_MS)
+  local key, chore = KEYS[i + 1], chores[i]
+  redis.call('ZADD', key, add[2 * i - 1], add[2 * i])
+  if chore then
+    redis.call('ZREMRANGEBYSCORE', key, '-inf', '(' .. string.format('%d', chore[1]))
+    redis.call('PEXPIRE', key, chore[2])
+    state_ttl = math.max(state_ttl, chore[2])
   end
-  reply[5 + i] = reply[5 + i] - cost
-  reply[5 + n + i] = score
 end
+redis.call('HSET', KEYS[1], unpack(cache))
+if state_ttl > 0 and state_ttl > redis.call('PTTL', KEYS[1]) then redis.call('PEXPIRE', KEYS[1], state_ttl) end
 return reply

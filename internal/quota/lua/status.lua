@@ -18,12 +18,9 @@ for i = 1, #KEYS - 1 do
   local key = KEYS[i + 1]
   local limit, window, maxcost = struct.unpack('<ddd', ARGV[i + 1])
   local lo = window_start(window)
-  local total, base = read(key, lo)
-  local used, entries, oldest, r1, rmax = total - base, 0, 0, 0, 0
-  if used > 0 then
-    entries = redis.call('ZCOUNT', key, lo, '+inf')
-    oldest = tonumber(redis.call('ZRANGEBYSCORE', key, lo, '+inf', 'WITHSCORES', 'LIMIT', 0, 1)[2])
-  end
+  local total, base, _, oldest = read(key, lo)
+  local used, entries, r1, rmax = total - base, 0, 0, 0
+  if oldest > 0 then entries = redis.call('ZCOUNT', key, lo, '+inf') end
   if used + 1 > limit then r1 = retry_us(key, lo, window, base, used + 1 - limit) end
   if maxcost <= limit and used + maxcost > limit then rmax = retry_us(key, lo, window, base, used + maxcost - limit) end
   local _, today = read(key, last_mid)
