@@ -32,13 +32,6 @@ local function cum_cost(m)
   return tonumber(string.sub(m, 1, 16)), tonumber(string.sub(m, 18))
 end
 
--- window_start(window) -> the first µs of a bucket's window at now
--- (window 0: the Pacific day)
-local function window_start(window)
-  if window == 0 then return last_mid end
-  return now - window + 1
-end
-
 -- read(key, lo) -> total, base, newest score, score of the first entry
 -- with score >= lo (newest and first 0 when there is none)
 local function read(key, lo)

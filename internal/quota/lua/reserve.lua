@@ -37,11 +37,11 @@ local exhausted = tonumber(got[1]) or 0
 if exhausted <= now then exhausted = 0 end
 
 local deny, retry = 0, 0
-local left, add, cache, chores = {}, {}, {}, {}
+local left, scores, add, cache, chores = {}, {}, {}, {}, nil
 for i = 1, n do
   local key, c = KEYS[i + 1], got[i + 1]
   local cost, limit, window = struct.unpack('<ddd', ARGV[i + 1])
-  local lo = window > 0 and now - window + 1 or last_mid
+  local lo = window > 0 and now - window + 1 or last_mid -- 0: the Pacific day
   local total, newest, head, base, since
   if c then total, newest, head, base, since = struct.unpack('<ddddd', c) end
   if c and newest < lo then
@@ -56,21 +56,22 @@ for i = 1, n do
     local r = retry_us(key, lo, window, base, used + cost - limit)
     if deny == 0 or r > retry then deny, retry = i, r end
   end
-  add[2 * i - 1], add[2 * i] = string.format('%d', score), string.format('%016d:%d', total + cost, cost)
+  scores[i], add[2 * i - 1], add[2 * i] = score, string.format('%d', score), string.format('%016d:%d', total + cost, cost)
   cache[2 * i - 1], cache[2 * i] = key, struct.pack('<ddddd', total + cost, score, head > 0 and head or score, base, since)
   if not c or math.floor(newest / PERIOD_US) ~= math.floor(now / PERIOD_US) then
+    chores = chores or {}
     chores[i] = {math.min(lo, last_mid), math.floor(math.max(window, next_mid - now) / 1000) + 1 + TTL_MARGIN_MS}
   end
 end
 
 local allowed = (exhausted > 0 or deny > 0) and 0 or 1
 local reply = struct.pack('<ddddd', allowed, now, deny, math.max(retry, exhausted - now, 0), exhausted)
-for i = 1, n do reply = reply .. struct.pack('<dd', left[i], allowed * tonumber(add[2 * i - 1])) end
+for i = 1, n do reply = reply .. struct.pack('<dd', left[i], allowed * scores[i]) end
 if allowed == 0 then return reply end
 
 local state_ttl = 0
 for i = 1, n do
-  local key, chore = KEYS[i + 1], chores[i]
+  local key, chore = KEYS[i + 1], chores and chores[i]
   redis.call('ZADD', key, add[2 * i - 1], add[2 * i])
   if chore then
     redis.call('ZREMRANGEBYSCORE', key, '-inf', '(' .. string.format('%d', chore[1]))
