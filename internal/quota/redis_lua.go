@@ -236,11 +236,14 @@ func (r *redisBackend) Reserve(ctx context.Context, credential string, charges [
 	if res(4) > 0 {
 		d.Exhausted, d.ExhaustedUntil = true, time.UnixMicro(res(4))
 	}
+	if d.Allowed {
+		d.Reservation.entries = make([]reservedEntry, 0, n)
+	}
 	for i, c := range charges {
-		d.Remaining[c.Name] = res(5 + 2*i)
+		d.Remaining[c.Name] = res(5 + i)
 		if d.Allowed {
 			d.Remaining[c.Name] -= c.Units
-			d.Reservation.entries = append(d.Reservation.entries, reservedEntry{bucket: c.Bucket, units: c.Units, at: res(6 + 2*i)})
+			d.Reservation.entries = append(d.Reservation.entries, reservedEntry{bucket: c.Bucket, units: c.Units, at: res(5 + n + i)})
 		}
 	}
 	if d.Allowed && conn != nil {

@@ -11,25 +11,30 @@
 --
 -- Reply: packed doubles (as ARGV): allowed 1/0, now (Unix µs), denying
 -- bucket 1..n (0: none), Retry-After µs, marker until (Unix µs; 0: none),
--- then per bucket the units left before this call and the score recorded
--- (0 on denial).
+-- then per bucket the units left before this call, then per bucket the
+-- score recorded (0 on denial).
 --
 -- A bucket's cache, rewritten by every admission, packs five doubles: the
--- log's total and newest score, head = the score of the first entry with
--- score >= since and base = the cum before it. The log is the truth: head
--- and base answer for every lo in [since, head] (later entries come after
--- the newest), an empty window needs only newest < lo, and anything else
--- (no cache, a clock step back, head out of the window) reads the log, as
--- does a bucket the cache would deny (its log may have lost entries the
--- cache counts).
+-- total and newest score of its entries, head = the score of the first
+-- entry with score >= since and base = the cum before it, then its
+-- pending entries (lib.lua): an admission appends its entry there instead
+-- of to the log, and moves them all to the log (one ZADD) once MAX_PENDING
+-- are waiting or at housekeeping. Log plus pending entries are the truth:
+-- head and base answer for every lo in [since, head] (later entries come
+-- after the newest), an empty window needs only newest < lo, and anything
+-- else (no cache, a window start before since: a longer window or a clock
+-- step back, head out of the window) reads them (lib.lua read), as does a
+-- bucket the cache would deny.
 --
 -- Housekeeping runs at a log's first admission of each PERIOD_US (and
--- when its cache is missing): it evicts the entries that matter neither
--- to the window nor to today, and sets the TTL of the log, and of the
--- state hash if longer, to outlive the window (or today) by TTL_MARGIN_MS,
--- which covers the later admissions of the period (margin > period).
+-- when its cache is missing): it moves the pending entries to the log,
+-- evicts the entries that matter neither to the window nor to today, and
+-- sets the TTL of the log, and of the state hash if longer, to outlive the
+-- window (or today) by TTL_MARGIN_MS, which covers the later admissions of
+-- the period (margin > period).
 local PERIOD_US = 120000000
 local TTL_MARGIN_MS = 300000
+local MAX_PENDING = 16
 
 local n = #KEYS - 1
 local got = redis.call('HMGET', KEYS[1], 'exhausted', unpack(KEYS, 2))
@@ -37,7 +42,7 @@ local exhausted = tonumber(got[1]) or 0
 if exhausted <= now then exhausted = 0 end
 
 local deny, retry = 0, 0
-local left, scores, add, cache, chores = {}, {}, {}, {}, nil
+local tail, cache, flush, chores = {}, {}, {}, nil -- tail: left, then scores
 for i = 1, n do
   local key, c = KEYS[i + 1], got[i + 1]
   local cost, limit, window = struct.unpack('<ddd', ARGV[i + 1])
@@ -47,32 +52,41 @@ for i = 1, n do
   if c and newest < lo then
     base, head, since = total, 0, lo
   elseif not (c and since <= lo and lo <= head and total - base + cost <= limit) then
-    total, base, newest, head = read(key, lo)
+    total, base, newest, head = read(key, lo, c)
     since = lo
   end
   local used, score = total - base, math.max(now, newest + 1)
-  left[i] = math.max(limit - used, 0)
+  tail[i], tail[n + i] = math.max(limit - used, 0), score
   if used + cost > limit then
-    local r = retry_us(key, lo, window, base, used + cost - limit)
+    local r = retry_us(key, lo, window, base, used + cost - limit, c)
     if deny == 0 or r > retry then deny, retry = i, r end
   end
-  scores[i], add[2 * i - 1], add[2 * i] = score, string.format('%d', score), string.format('%016d:%d', total + cost, cost)
-  cache[2 * i - 1], cache[2 * i] = key, struct.pack('<ddddd', total + cost, score, head > 0 and head or score, base, since)
+  local entries = (c and string.sub(c, 41) or '') .. struct.pack('<ddd', score, total + cost, cost)
   if not c or math.floor(newest / PERIOD_US) ~= math.floor(now / PERIOD_US) then
     chores = chores or {}
     chores[i] = {math.min(lo, last_mid), math.floor(math.max(window, next_mid - now) / 1000) + 1 + TTL_MARGIN_MS}
   end
+  if chores and chores[i] or #entries >= 24 * MAX_PENDING then flush[i], entries = entries, '' end
+  cache[2 * i - 1] = key
+  cache[2 * i] = struct.pack('<ddddd', total + cost, score, head > 0 and head or score, base, since) .. entries
 end
 
 local allowed = (exhausted > 0 or deny > 0) and 0 or 1
-local reply = struct.pack('<ddddd', allowed, now, deny, math.max(retry, exhausted - now, 0), exhausted)
-for i = 1, n do reply = reply .. struct.pack('<dd', left[i], allowed * scores[i]) end
+if allowed == 0 then for i = 1, n do tail[n + i] = 0 end end
+local reply = struct.pack('<ddddd' .. string.rep('d', 2 * n), allowed, now, deny, math.max(retry, exhausted - now, 0), exhausted, unpack(tail))
 if allowed == 0 then return reply end
 
 local state_ttl = 0
 for i = 1, n do
   local key, chore = KEYS[i + 1], chores and chores[i]
-  redis.call('ZADD', key, add[2 * i - 1], add[2 * i])
+  if flush[i] then
+    local moved = {}
+    for j = 1, #flush[i] / 24 do
+      local score, cum, cost = struct.unpack('<ddd', flush[i], 24 * j - 23)
+      moved[2 * j - 1], moved[2 * j] = string.format('%d', score), string.format('%016d:%d', cum, cost)
+    end
+    redis.call('ZADD', key, unpack(moved))
+  end
   if chore then
     redis.call('ZREMRANGEBYSCORE', key, '-inf', '(' .. string.format('%d', chore[1]))
     redis.call('PEXPIRE', key, chore[2])
