@@ -199,10 +199,12 @@ func (r *redisBackend) Reserve(ctx context.Context, credential string, charges [
 		return Decision{}, errors.New("quota: reservation without charges")
 	}
 	keys, args := r.scriptFrame(credential)
+	params := make([]int64, 0, 3*len(charges))
 	for _, c := range charges {
 		keys = append(keys, r.bucketKey(credential, c.Name))
-		args = append(args, redisPack(c.Units, c.Limit, redisWindowUS(c.Bucket)))
+		params = append(params, c.Units, c.Limit, redisWindowUS(c.Bucket))
 	}
+	args = append(args, redisPack(params...))
 	// With wait_replicas, the script and WAIT share one connection.
 	var conn *redis.Conn
 	var runner redisProcessor = r.client

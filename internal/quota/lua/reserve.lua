@@ -6,8 +6,8 @@
 --            cache (below)
 -- KEYS[1+i]  bucket i's log, i = 1..n
 -- ARGV[1]    the Pacific midnights (lib.lua)
--- ARGV[1+i]  bucket i's cost, limit (units) and window (µs; 0 = the
---            Pacific day), three packed doubles
+-- ARGV[2]    per bucket i its cost, limit (units) and window (µs; 0 =
+--            the Pacific day), three packed doubles (bytes 24i-23 to 24i)
 --
 -- Reply: packed doubles (as ARGV): allowed 1/0, now (Unix µs), denying
 -- bucket 1..n (0: none), Retry-After µs, marker until (Unix µs; 0: none),
@@ -45,7 +45,7 @@ local deny, retry = 0, 0
 local tail, cache, flush, chores = {}, {}, {}, nil -- tail: left, then scores
 for i = 1, n do
   local key, c = KEYS[i + 1], got[i + 1]
-  local cost, limit, window = struct.unpack('<ddd', ARGV[i + 1])
+  local cost, limit, window = struct.unpack('<ddd', ARGV[2], 24 * i - 23)
   local lo = window > 0 and now - window + 1 or last_mid -- 0: the Pacific day
   local total, newest, head, base, since
   if c then total, newest, head, base, since = struct.unpack('<ddddd', c) end
@@ -61,14 +61,16 @@ for i = 1, n do
     local r = retry_us(key, lo, window, base, used + cost - limit, c)
     if deny == 0 or r > retry then deny, retry = i, r end
   end
-  local entries = (c and string.sub(c, 41) or '') .. struct.pack('<ddd', score, total + cost, cost)
+  local mine, rest = struct.pack('<ddd', score, total + cost, cost), c and string.sub(c, 41) or ''
   if not c or math.floor(newest / PERIOD_US) ~= math.floor(now / PERIOD_US) then
     chores = chores or {}
     chores[i] = {math.min(lo, last_mid), math.floor(math.max(window, next_mid - now) / 1000) + 1 + TTL_MARGIN_MS}
   end
-  if chores and chores[i] or #entries >= 24 * MAX_PENDING then flush[i], entries = entries, '' end
+  if chores and chores[i] or pending(c) + 1 >= MAX_PENDING then
+    flush[i], rest, mine = rest .. mine, '', ''
+  end
   cache[2 * i - 1] = key
-  cache[2 * i] = struct.pack('<ddddd', total + cost, score, head > 0 and head or score, base, since) .. entries
+  cache[2 * i] = struct.pack('<ddddd', total + cost, score, head > 0 and head or score, base, since) .. rest .. mine
 end
 
 local allowed = (exhausted > 0 or deny > 0) and 0 or 1
