@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -37,9 +36,6 @@ type redisBackend struct {
 	// midnights returns the Pacific midnights (Unix µs, ascending) passed to
 	// the scripts; tests replace it to move "midnight" next to Redis TIME.
 	midnights func(now time.Time) []int64
-	// packedMidnights caches the last midnight table and its packed ARGV
-	// (scriptFrame): the table changes once a day.
-	packedMidnights atomic.Pointer[packedMidnights]
 	// waitReplicas and waitTimeout: see WithRedisWaitReplicas.
 	waitReplicas int
 	waitTimeout  time.Duration

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"math"
 	"net"
-	"slices"
 	"sync/atomic"
 	"time"
 
@@ -22,7 +21,8 @@ import (
 // run as EVALSHA, falling back to EVAL on NOSCRIPT (restart, failover,
 // SCRIPT FLUSH): Script.Run, or redisOnceScript.RunOnce for the two that
 // must not run twice for one call. Redis TIME is the only clock; lua/lib.lua
-// describes the data layout.
+// describes the data layout, lua/reserve.lua the buckets' cache in the
+// state hash.
 
 //go:embed lua/lib.lua
 var luaLib string
@@ -43,24 +43,7 @@ var luaMark string
 // KEYS[1] is the credential's state hash, ARGV[1] the Pacific midnights
 // (Unix µs, packed by redisPack); the caller appends the buckets.
 func (r *redisBackend) scriptFrame(credential string) (keys []string, args []any) {
-	keys = make([]string, 1, 3)
-	keys[0] = r.stateKey(credential)
-	args = make([]any, 0, 3)
-	mids := r.midnights(time.Now())
-	p := r.packedMidnights.Load()
-	if p == nil || !slices.Equal(p.table, mids) {
-		p = &packedMidnights{table: slices.Clone(mids), arg: redisPack(mids...)}
-		r.packedMidnights.Store(p)
-	}
-	args = append(args, p.arg)
-	return keys, args
-}
-
-// packedMidnights is a midnight table and its ARGV[1] (redisPack, boxed
-// once).
-type packedMidnights struct {
-	table []int64
-	arg   any
+	return append(make([]string, 0, 3), r.stateKey(credential)), append(make([]any, 0, 3), redisPack(r.midnights(time.Now())...))
 }
 
 // redisPack encodes the integers vs for a script's ARGV as little-endian
@@ -203,7 +186,8 @@ var redisReserveScript = newRedisOnceScript(luaLib + luaReserve)
 
 // Reserve admits the call only if every charge fits its bucket, recording one
 // entry per bucket, or none (see Backend), with lua/reserve.lua: one round
-// trip, O(log n) in the bucket's entries, whatever the cost. The charges
+// trip, whatever the cost, reading each bucket from its cache (O(log n) in
+// its entries when it reads the log). The charges
 // are New's (checked there); a bad credential name is an error. Redis failures: see redisBackend.fail. With
 // WithRedisWaitReplicas, an admission is confirmed by WAIT on the same
 // connection (a second round trip) or fails with errNotReplicated.
@@ -215,10 +199,12 @@ func (r *redisBackend) Reserve(ctx context.Context, credential string, charges [
 		return Decision{}, errors.New("quota: reservation without charges")
 	}
 	keys, args := r.scriptFrame(credential)
+	params := make([]int64, 0, 3*len(charges))
 	for _, c := range charges {
 		keys = append(keys, r.bucketKey(credential, c.Name))
-		args = append(args, redisPack(c.Units, c.Limit, redisWindowUS(c.Bucket)))
+		params = append(params, c.Units, c.Limit, redisWindowUS(c.Bucket))
 	}
+	args = append(args, redisPack(params...))
 	// With wait_replicas, the script and WAIT share one connection.
 	var conn *redis.Conn
 	var runner redisProcessor = r.client
@@ -230,30 +216,36 @@ func (r *redisBackend) Reserve(ctx context.Context, credential string, charges [
 		defer conn.Close()
 		runner = conn
 	}
-	res, err := redisReserveScript.RunOnce(ctx, runner, keys, args...).Int64Slice()
+	reply, err := redisReserveScript.RunOnce(ctx, runner, keys, args...).Text()
 	if err != nil {
 		return Decision{}, r.fail("reserve", credential, err)
 	}
 	n := len(charges)
-	if len(res) != 5+2*n {
-		return Decision{}, r.fail("reserve", credential, fmt.Errorf("unexpected reply of %d values", len(res)))
+	if len(reply) != 8*(5+2*n) {
+		return Decision{}, r.fail("reserve", credential, fmt.Errorf("unexpected reply of %d bytes", len(reply)))
 	}
+	packed := []byte(reply)
+	res := func(i int) int64 { return int64(math.Float64frombits(binary.LittleEndian.Uint64(packed[8*i:]))) }
 	d := Decision{
-		Allowed:    res[0] == 1,
-		Now:        time.UnixMicro(res[1]),
-		RetryAfter: time.Duration(res[3]) * time.Microsecond,
+		Allowed:    res(0) == 1,
+		Now:        time.UnixMicro(res(1)),
+		RetryAfter: time.Duration(res(3)) * time.Microsecond,
 		Remaining:  make(map[string]int64, n),
 	}
-	if res[2] > 0 {
-		d.DeniedBucket = charges[res[2]-1].Name
+	if res(2) > 0 {
+		d.DeniedBucket = charges[res(2)-1].Name
 	}
-	if res[4] > 0 {
-		d.Exhausted, d.ExhaustedUntil = true, time.UnixMicro(res[4])
+	if res(4) > 0 {
+		d.Exhausted, d.ExhaustedUntil = true, time.UnixMicro(res(4))
+	}
+	if d.Allowed {
+		d.Reservation.entries = make([]reservedEntry, 0, n)
 	}
 	for i, c := range charges {
-		d.Remaining[c.Name] = res[5+i]
+		d.Remaining[c.Name] = res(5 + i)
 		if d.Allowed {
-			d.Reservation.entries = append(d.Reservation.entries, reservedEntry{bucket: c.Bucket, units: c.Units, at: res[5+n+i]})
+			d.Remaining[c.Name] -= c.Units
+			d.Reservation.entries = append(d.Reservation.entries, reservedEntry{bucket: c.Bucket, units: c.Units, at: res(5 + n + i)})
 		}
 	}
 	if d.Allowed && conn != nil {
@@ -320,7 +312,7 @@ func (r *redisBackend) MarkExhausted(ctx context.Context, credential string, unt
 	return nil
 }
 
-var redisRefundScript = newRedisOnceScript(luaLib + luaRefund)
+var redisRefundScript = newRedisOnceScript(luaRefund)
 
 // Refund implements Backend with lua/refund.lua: one round trip. The
 // entries are removed only while each is still the newest of its log;
@@ -333,7 +325,7 @@ func (r *redisBackend) Refund(ctx context.Context, credential string, res Reserv
 	if res.IsZero() {
 		return false, nil
 	}
-	keys, args := make([]string, 0, len(res.entries)), []any{redisPack(r.midnights(time.Now())...)}
+	keys, args := []string{r.stateKey(credential)}, make([]any, 0, len(res.entries))
 	for _, e := range res.entries {
 		keys = append(keys, r.bucketKey(credential, e.bucket.Name))
 		args = append(args, redisPack(e.at, e.units))

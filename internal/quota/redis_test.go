@@ -575,3 +575,64 @@ func TestRedisScoresUniqueWhenTimeBehind(t *testing.T) {
 		t.Fatalf("a refund naming the wrong cost took an entry: used %d, want 3", bs.Used)
 	}
 }
+
+// TestRedisCacheFollowsTheLog: each bucket's cache in the state hash
+// (lua/reserve.lua) answers the common decision, but a decision it would
+// deny, or that it cannot answer, counts the log and the cache's pending
+// entries themselves: a log that lost entries does not deny what they no
+// longer count, a refund leaves no stale cache behind, a longer window
+// than the cache was built for counts the older entries, and the state
+// hash the reserve script creates expires like every other key.
+func TestRedisCacheFollowsTheLog(t *testing.T) {
+	srv := redistest.Start(t)
+	b := newTestRedis(t, srv)
+	units := Bucket{Name: "units", Limit: 4, Window: time.Hour}
+	state, log := b.stateKey("cache"), b.bucketKey("cache", "units")
+	for i := 0; i < 3; i++ {
+		mustAllow(t, b, "cache", charge(units, 1))
+	}
+	if ttl, _ := strconv.ParseInt(srv.Do("PTTL", state), 10, 64); ttl < time.Hour.Milliseconds() {
+		t.Fatalf("PTTL %s = %d ms, want at least the window", state, ttl)
+	}
+	// The first entry is in the log, the next two wait in the cache.
+	if n, pending := srv.Do("ZCARD", log), srv.Do("HSTRLEN", state, log); n != "1" || pending != "88" {
+		t.Fatalf("ZCARD %s = %s, cache %s bytes; want 1 and 40 + 2 x 24", log, n, pending)
+	}
+	if bs := mustStatus(t, b, "cache", []Bucket{units}, nil).Buckets[0]; bs.Used != 3 || bs.Entries != 3 {
+		t.Fatalf("status: used %d, entries %d; want 3 and 3", bs.Used, bs.Entries)
+	}
+	mustDeny(t, b, "cache", charge(units, 2), "units")
+	// At most 15 entries wait: the 16th moves them all to the log.
+	many := Bucket{Name: "many", Limit: 100, Window: time.Hour}
+	for i := 0; i < 17; i++ {
+		mustAllow(t, b, "cache", charge(many, 1))
+	}
+	if n, _ := strconv.Atoi(srv.Do("HSTRLEN", state, b.bucketKey("cache", "many"))); n > 40+15*24 {
+		t.Fatalf("cache of 17 admissions: %d bytes, want at most 15 pending entries", n)
+	}
+	full := mustAllow(t, b, "cache", charge(units, 1))
+	srv.Do("DEL", log) // the log lost its first entry: 3 pending ones count
+	if d := mustAllow(t, b, "cache", charge(units, 1)); d.Remaining["units"] != 0 {
+		t.Fatalf("after the log lost an entry: remaining %d, want 0", d.Remaining["units"])
+	}
+	// A refund moves the pending entries to the log and drops the cache
+	// (full is no longer the newest, so it stays; the newest one goes, the
+	// one before it, still pending, stays).
+	srv.Do("DEL", state, log)
+	mustAllow(t, b, "cache", charge(units, 1))
+	mustAllow(t, b, "cache", charge(units, 1))
+	last := mustAllow(t, b, "cache", charge(units, 2))
+	mustRefund(t, b, "cache", full.Reservation)
+	mustRefund(t, b, "cache", last.Reservation)
+	if d := mustAllow(t, b, "cache", charge(units, 1)); d.Remaining["units"] != 1 {
+		t.Fatalf("after a refund of 2 of 4 units: remaining %d, want 1", d.Remaining["units"])
+	}
+	// Entries older than a short window but inside a longer one: the
+	// cache built for the short window must not hide them.
+	short := Bucket{Name: "w", Limit: 4, Window: 200 * time.Millisecond}
+	long := Bucket{Name: "w", Limit: 4, Window: time.Hour}
+	mustAllow(t, b, "cache", charge(short, 2))
+	time.Sleep(300 * time.Millisecond)
+	mustAllow(t, b, "cache", charge(short, 1))
+	mustDeny(t, b, "cache", charge(long, 2), "w")
+}

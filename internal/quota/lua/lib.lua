@@ -1,9 +1,9 @@
--- lib.lua: what reserve.lua, status.lua and refund.lua share; Go prepends
--- it to each (redis_lua.go). A bucket's log is a sorted set, one entry per
--- admitted call: score = admission time (Redis TIME, Unix µs, unique in the
--- log), member = "<cum>:<cost>", cum = the log's running total of units
--- after this entry, 16 digits. Scores and cums rise together, so the units
--- of the entries with score >= lo are total - base: total = the newest
+-- lib.lua: what reserve.lua and status.lua share; Go prepends it to each
+-- (redis_lua.go). A bucket's log is a sorted set, one entry per admitted
+-- call: score = admission time (Redis TIME, Unix µs, unique in the log),
+-- member = "<cum>:<cost>", cum = the log's running total of units after
+-- this entry, 16 digits. Scores and cums rise together, so the units of
+-- the entries with score >= lo are total - base: total = the newest
 -- entry's cum, base = the cum before the first entry with score >= lo.
 -- Numbers stay below 2^53 (exact doubles); strings use %d, never tostring.
 if redis.replicate_commands then redis.replicate_commands() end
@@ -32,30 +32,51 @@ local function cum_cost(m)
   return tonumber(string.sub(m, 1, 16)), tonumber(string.sub(m, 18))
 end
 
--- window_start(window) -> the first µs of a bucket's window at now
--- (window 0: the Pacific day)
-local function window_start(window)
-  if window == 0 then return last_mid end
-  return now - window + 1
+-- A bucket's cache (reserve.lua: field KEYS[1+i] of the state hash)
+-- starts with 5 packed doubles and may end with pending entries: the
+-- newest entries, not yet in the log, 3 doubles each (score, cum, cost).
+-- pending(c) -> how many; entry(c, j) -> score, cum, cost of the j-th
+local function pending(c) return c and (#c - 40) / 24 or 0 end
+local function entry(c, j) return struct.unpack('<ddd', c, 17 + 24 * j) end
+
+-- read(key, lo, c) -> total, base, newest score, score of the first entry
+-- with score >= lo (newest and first 0 when there is none), from the log
+-- and, given its cache c, the pending entries (c's total and newest)
+local function read(key, lo, c)
+  local total, newest = 0, 0
+  if c then
+    total, newest = struct.unpack('<dd', c)
+  else
+    local last = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
+    if last[1] then total, newest = cum_cost(last[1]), tonumber(last[2]) end
+  end
+  if newest < lo then return total, total, newest, 0 end
+  local first = redis.call('ZRANGEBYSCORE', key, lo, '+inf', 'WITHSCORES', 'LIMIT', 0, 1)
+  if first[1] then
+    local cum, cost = cum_cost(first[1])
+    return total, cum - cost, newest, tonumber(first[2])
+  end
+  for j = 1, pending(c) do
+    local score, cum, cost = entry(c, j)
+    if score >= lo then return total, cum - cost, newest, score end
+  end
+  return read(key, lo) -- a cache whose log lost entries: the log alone
 end
 
--- read(key, lo) -> total, base, newest score (0 when the log is empty)
-local function read(key, lo)
-  local last = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
-  if not last[1] then return 0, 0, 0 end
-  local total, newest = cum_cost(last[1]), tonumber(last[2])
-  if newest < lo then return total, total, newest end
-  local cum, cost = cum_cost(redis.call('ZRANGEBYSCORE', key, lo, '+inf', 'LIMIT', 0, 1)[1])
-  return total, cum - cost, newest
-end
-
--- retry_us(key, lo, window, base, need) -> µs until need more units have
--- left the window: the entry whose cum first reaches base + need leaves at
--- its score + window (binary search over ranks); the Pacific day's all
--- leave at the next midnight.
-local function retry_us(key, lo, window, base, need)
+-- retry_us(key, lo, window, base, need, c) -> µs until need more units
+-- have left the window: the entry whose cum first reaches base + need
+-- (binary search over the log's ranks, else the pending entries of c)
+-- leaves at its score + window; the Pacific day's all leave at the next
+-- midnight.
+local function retry_us(key, lo, window, base, need, c)
   if window == 0 then return next_mid - now end
   local a, b = redis.call('ZCOUNT', key, '-inf', '(' .. string.format('%d', lo)), redis.call('ZCARD', key) - 1
+  if b < a or cum_cost(redis.call('ZRANGE', key, b, b)[1]) < base + need then
+    for j = 1, pending(c) do
+      local score, cum = entry(c, j)
+      if cum >= base + need then return math.max(score + window - now, 1) end
+    end
+  end
   while a < b do
     local mid = math.floor((a + b) / 2)
     if cum_cost(redis.call('ZRANGE', key, mid, mid)[1]) >= base + need then b = mid else a = mid + 1 end

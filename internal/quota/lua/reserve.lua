@@ -1,60 +1,100 @@
 -- reserve.lua (after lib.lua): admit one call into every bucket it charges,
 -- or into none; a denial writes nothing.
 --
--- KEYS[1]    trendfetch:{<credential>}:state, field "exhausted": the
---            upstream marker, Unix µs
+-- KEYS[1]    trendfetch:{<credential>}:state, a hash: field "exhausted" =
+--            the upstream marker (Unix µs); field KEYS[1+i] = bucket i's
+--            cache (below)
 -- KEYS[1+i]  bucket i's log, i = 1..n
 -- ARGV[1]    the Pacific midnights (lib.lua)
--- ARGV[1+i]  bucket i's cost, limit (units) and window (µs; 0 = the
---            Pacific day), three packed doubles
+-- ARGV[2]    per bucket i its cost, limit (units) and window (µs; 0 =
+--            the Pacific day), three packed doubles (bytes 24i-23 to 24i)
 --
--- Reply: {allowed 1/0, now (Unix µs), denying bucket 1..n (0: none),
--- Retry-After µs, marker until (Unix µs; 0: none), then units left in each
--- bucket, then the score recorded in each bucket (0 on denial)}.
+-- Reply: packed doubles (as ARGV): allowed 1/0, now (Unix µs), denying
+-- bucket 1..n (0: none), Retry-After µs, marker until (Unix µs; 0: none),
+-- then per bucket the units left before this call, then per bucket the
+-- score recorded (0 on denial).
 --
--- Housekeeping runs at a log's first admission of each PERIOD_US: it
+-- A bucket's cache, rewritten by every admission, packs five doubles: the
+-- total and newest score of its entries, head = the score of the first
+-- entry with score >= since and base = the cum before it, then its
+-- pending entries (lib.lua): an admission appends its entry there instead
+-- of to the log, and moves them all to the log (one ZADD) once MAX_PENDING
+-- are waiting or at housekeeping. Log plus pending entries are the truth:
+-- head and base answer for every lo in [since, head] (later entries come
+-- after the newest), an empty window needs only newest < lo, and anything
+-- else (no cache, a window start before since: a longer window or a clock
+-- step back, head out of the window) reads them (lib.lua read), as does a
+-- bucket the cache would deny.
+--
+-- Housekeeping runs at a log's first admission of each PERIOD_US (and
+-- when its cache is missing): it moves the pending entries to the log,
 -- evicts the entries that matter neither to the window nor to today, and
--- sets the TTL to outlive the window (or today) by TTL_MARGIN_MS, which
--- covers the later admissions of the period (margin > period).
+-- sets the TTL of the log, and of the state hash if longer, to outlive the
+-- window (or today) by TTL_MARGIN_MS, which covers the later admissions of
+-- the period (margin > period).
 local PERIOD_US = 120000000
 local TTL_MARGIN_MS = 300000
+local MAX_PENDING = 16
 
 local n = #KEYS - 1
-local exhausted = tonumber(redis.call('HGET', KEYS[1], 'exhausted')) or 0
+local got = redis.call('HMGET', KEYS[1], 'exhausted', unpack(KEYS, 2))
+local exhausted = tonumber(got[1]) or 0
 if exhausted <= now then exhausted = 0 end
 
-local reply = {1, now, 0, 0, exhausted}
-local retry = exhausted - now
-local b = {} -- per bucket: cost, window, lo, total, newest
+local deny, retry = 0, 0
+local tail, cache, flush, chores = {}, {}, {}, nil -- tail: left, then scores
 for i = 1, n do
-  local key = KEYS[i + 1]
-  local cost, limit, window = struct.unpack('<ddd', ARGV[i + 1])
-  local lo = window_start(window)
-  local total, base, newest = read(key, lo)
-  b[i] = {cost, window, lo, total, newest}
-  local need = total - base + cost - limit
-  reply[5 + i] = math.max(limit - (total - base), 0)
-  if need > 0 then
-    local r = retry_us(key, lo, window, base, need)
-    if reply[3] == 0 or r > reply[4] then reply[3], reply[4] = i, r end
+  local key, c = KEYS[i + 1], got[i + 1]
+  local cost, limit, window = struct.unpack('<ddd', ARGV[2], 24 * i - 23)
+  local lo = window > 0 and now - window + 1 or last_mid -- 0: the Pacific day
+  local total, newest, head, base, since
+  if c then total, newest, head, base, since = struct.unpack('<ddddd', c) end
+  if c and newest < lo then
+    base, head, since = total, 0, lo
+  elseif not (c and since <= lo and lo <= head and total - base + cost <= limit) then
+    total, base, newest, head = read(key, lo, c)
+    since = lo
   end
-end
-if exhausted > 0 or reply[3] > 0 then
-  reply[1], reply[4] = 0, math.max(reply[4], retry)
-  for i = 1, n do reply[5 + n + i] = 0 end
-  return reply
+  local used, score = total - base, math.max(now, newest + 1)
+  tail[i], tail[n + i] = math.max(limit - used, 0), score
+  if used + cost > limit then
+    local r = retry_us(key, lo, window, base, used + cost - limit, c)
+    if deny == 0 or r > retry then deny, retry = i, r end
+  end
+  local mine, rest = struct.pack('<ddd', score, total + cost, cost), c and string.sub(c, 41) or ''
+  if not c or math.floor(newest / PERIOD_US) ~= math.floor(now / PERIOD_US) then
+    chores = chores or {}
+    chores[i] = {math.min(lo, last_mid), math.floor(math.max(window, next_mid - now) / 1000) + 1 + TTL_MARGIN_MS}
+  end
+  if chores and chores[i] or pending(c) + 1 >= MAX_PENDING then
+    flush[i], rest, mine = rest .. mine, '', ''
+  end
+  cache[2 * i - 1] = key
+  cache[2 * i] = struct.pack('<ddddd', total + cost, score, head > 0 and head or score, base, since) .. rest .. mine
 end
 
+local allowed = (exhausted > 0 or deny > 0) and 0 or 1
+if allowed == 0 then for i = 1, n do tail[n + i] = 0 end end
+local reply = struct.pack('<ddddd' .. string.rep('d', 2 * n), allowed, now, deny, math.max(retry, exhausted - now, 0), exhausted, unpack(tail))
+if allowed == 0 then return reply end
+
+local state_ttl = 0
 for i = 1, n do
-  local key = KEYS[i + 1]
-  local cost, window, lo, total, newest = unpack(b[i])
-  local score = math.max(now, newest + 1)
-  redis.call('ZADD', key, score, string.format('%016d:%d', total + cost, cost))
-  if newest == 0 or math.floor(newest / PERIOD_US) ~= math.floor(now / PERIOD_US) then
-    redis.call('ZREMRANGEBYSCORE', key, '-inf', '(' .. string.format('%d', math.min(lo, last_mid)))
-    redis.call('PEXPIRE', key, math.floor(math.max(window, next_mid - now) / 1000) + 1 + TTL_MARGIN_MS)
+  local key, chore = KEYS[i + 1], chores and chores[i]
+  if flush[i] then
+    local moved = {}
+    for j = 1, #flush[i] / 24 do
+      local score, cum, cost = struct.unpack('<ddd', flush[i], 24 * j - 23)
+      moved[2 * j - 1], moved[2 * j] = string.format('%d', score), string.format('%016d:%d', cum, cost)
+    end
+    redis.call('ZADD', key, unpack(moved))
   end
-  reply[5 + i] = reply[5 + i] - cost
-  reply[5 + n + i] = score
+  if chore then
+    redis.call('ZREMRANGEBYSCORE', key, '-inf', '(' .. string.format('%d', chore[1]))
+    redis.call('PEXPIRE', key, chore[2])
+    state_ttl = math.max(state_ttl, chore[2])
+  end
 end
+redis.call('HSET', KEYS[1], unpack(cache))
+if state_ttl > 0 and state_ttl > redis.call('PTTL', KEYS[1]) then redis.call('PEXPIRE', KEYS[1], state_ttl) end
 return reply

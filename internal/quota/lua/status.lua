@@ -1,7 +1,8 @@
 -- status.lua (after lib.lua): read every bucket of a credential, writing
 -- nothing.
 --
--- KEYS[1]    trendfetch:{<credential>}:state (only the marker is read)
+-- KEYS[1]    trendfetch:{<credential>}:state (the marker and the
+--            buckets' caches, reserve.lua)
 -- KEYS[1+i]  bucket i's log, i = 1..n
 -- ARGV[1]    the Pacific midnights (lib.lua)
 -- ARGV[1+i]  bucket i's limit (units), window (µs; 0 = the Pacific day)
@@ -11,22 +12,23 @@
 -- used, entries in the window, oldest entry in it (Unix µs; 0: none),
 -- Retry-After µs of a cost-1 call and of the largest cost (0: fits now),
 -- units since the last Pacific midnight}.
-local exhausted = tonumber(redis.call('HGET', KEYS[1], 'exhausted')) or 0
+local got = redis.call('HMGET', KEYS[1], 'exhausted', unpack(KEYS, 2))
+local exhausted = tonumber(got[1]) or 0
 if exhausted <= now then exhausted = 0 end
 local reply = {now, exhausted}
 for i = 1, #KEYS - 1 do
-  local key = KEYS[i + 1]
+  local key, c = KEYS[i + 1], got[i + 1]
   local limit, window, maxcost = struct.unpack('<ddd', ARGV[i + 1])
-  local lo = window_start(window)
-  local total, base = read(key, lo)
-  local used, entries, oldest, r1, rmax = total - base, 0, 0, 0, 0
-  if used > 0 then
-    entries = redis.call('ZCOUNT', key, lo, '+inf')
-    oldest = tonumber(redis.call('ZRANGEBYSCORE', key, lo, '+inf', 'WITHSCORES', 'LIMIT', 0, 1)[2])
+  local lo = window > 0 and now - window + 1 or last_mid -- 0: the Pacific day
+  local total, base, _, oldest = read(key, lo, c)
+  local used, entries, r1, rmax = total - base, 0, 0, 0
+  if oldest > 0 then entries = redis.call('ZCOUNT', key, lo, '+inf') end
+  for j = 1, pending(c) do
+    if entry(c, j) >= lo then entries = entries + 1 end
   end
-  if used + 1 > limit then r1 = retry_us(key, lo, window, base, used + 1 - limit) end
-  if maxcost <= limit and used + maxcost > limit then rmax = retry_us(key, lo, window, base, used + maxcost - limit) end
-  local _, today = read(key, last_mid)
+  if used + 1 > limit then r1 = retry_us(key, lo, window, base, used + 1 - limit, c) end
+  if maxcost <= limit and used + maxcost > limit then rmax = retry_us(key, lo, window, base, used + maxcost - limit, c) end
+  local _, today = read(key, last_mid, c)
   for _, v in ipairs({used, entries, oldest, r1, rmax, total - today}) do reply[#reply + 1] = v end
 end
 return reply
