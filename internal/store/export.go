@@ -34,6 +34,12 @@ type ExportQuery struct {
 	// NoDescription leaves ExportRow.Description empty without reading it
 	// (a description is most of a row's bytes).
 	NoDescription bool
+	// ByRegion streams the captures region by region (sorted by region
+	// code), each region's in capture order, instead of all regions' in
+	// capture order: a file per region or partition is then written to the
+	// end before the next is started, and a Parquet row group holds one
+	// region's charts.
+	ByRegion bool
 }
 
 // ExportRow is one entry of an exported capture. Export reuses one
@@ -69,7 +75,8 @@ type ExportRow struct {
 }
 
 // Export streams the chart entries selected by q to fn in capture order
-// (captured_at, then id) and rank order within a capture, each with the
+// (captured_at, then id; by region first with q.ByRegion) and rank order
+// within a capture, each with the
 // video text of its capture (the text version the entry refers to) and the
 // statistics of that moment.
 //
@@ -307,7 +314,11 @@ func (s *Store) exportCaptures(ctx context.Context, tx *sql.Tx, q ExportQuery) (
     FROM captures WHERE ` + where + `
 ) WHERE n = 1`
 	}
-	rows, err := tx.QueryContext(ctx, query+` ORDER BY captured_at, id`, args...)
+	order := ` ORDER BY captured_at, id`
+	if q.ByRegion {
+		order = ` ORDER BY region, captured_at, id`
+	}
+	rows, err := tx.QueryContext(ctx, query+order, args...)
 	if err != nil {
 		return nil, fmt.Errorf("cannot list captures to export: %w", err)
 	}

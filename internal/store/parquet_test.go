@@ -2,6 +2,8 @@ package store
 
 import (
 	"context"
+	"database/sql"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -65,5 +67,95 @@ func TestParquetReadByDuckDB(t *testing.T) {
 `
 	if got != want {
 		t.Errorf("DuckDB reads:\n%s\nwant\n%s", got, want)
+	}
+	// Free text has no min/max (newParquetWriter); keys and counts do.
+	stats := storetest.DuckDB(t, "SELECT path_in_schema, stats_min_value IS NOT NULL FROM parquet_metadata('"+path+"') "+
+		"WHERE path_in_schema IN ('region', 'video_id', 'view_count', 'title', 'description') ORDER BY ALL")
+	if want := "[\"description\",false]\n[\"region\",true]\n[\"title\",false]\n[\"video_id\",true]\n[\"view_count\",true]\n"; stats != want {
+		t.Errorf("column statistics (path, has min):\n%s\nwant\n%s", stats, want)
+	}
+}
+
+// TestExportByRegion: ExportQuery.ByRegion streams region by region (by
+// code), each region's captures oldest first; without it all captures
+// are in time order.
+func TestExportByRegion(t *testing.T) {
+	ctx := context.Background()
+	s, _ := openTest(t)
+	at := time.Date(2026, 11, 24, 0, 0, 0, 0, time.UTC)
+	for i, region := range []string{"US", "GB", "US", "GB", "JP"} {
+		if err := s.SavePage(ctx, startRun(t, s, region), region, 1, testVideos("r", 2), at.Add(time.Duration(i)*time.Hour)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, c := range []struct {
+		byRegion bool
+		want     string
+	}{
+		{false, "US0 US0 GB1 GB1 US2 US2 GB3 GB3 JP4 JP4 "},
+		{true, "GB1 GB1 GB3 GB3 JP4 JP4 US0 US0 US2 US2 "},
+	} {
+		var got strings.Builder
+		if err := s.Export(ctx, ExportQuery{ByRegion: c.byRegion}, func(r *ExportRow) error {
+			fmt.Fprintf(&got, "%s%d ", r.Region, r.CapturedAt.Sub(at)/time.Hour)
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if got.String() != c.want {
+			t.Errorf("ByRegion %v: rows %q, want %q", c.byRegion, got.String(), c.want)
+		}
+	}
+}
+
+// TestParquetWriterReuse: files written one after the other (as a
+// partitioned export does; the second writer reuses the first's) each hold
+// their own rows, counts and text, over several batches and row groups,
+// even when a VideoKey means another text in the next export.
+func TestParquetWriterReuse(t *testing.T) {
+	dir := t.TempDir()
+	at := time.Date(2026, 11, 24, 0, 0, 0, 0, time.UTC)
+	for f, n := range []int{ParquetRowGroup + 2*parquetBatch + 7, 300} {
+		out, err := os.Create(filepath.Join(dir, fmt.Sprintf("f%d.parquet", f)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		w, err := NewExportWriter(out, ExportFormat{Format: "parquet"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range n {
+			r := &ExportRow{Region: "US", CapturedAt: at, Rank: i + 1, VideoKey: int64(1 + i%50), VideoID: fmt.Sprintf("v%d", i%50),
+				Description: fmt.Sprintf("file %d video %d", f, i%50), Tags: "a\nb",
+				Views: sql.NullInt64{Int64: int64(i), Valid: true}, Likes: sql.NullInt64{Int64: int64(2 * i), Valid: i%3 != 0}}
+			if err := w.Row(r); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := w.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		if err := out.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := storetest.DuckDB(t, "SELECT filename[-10:], count(*), sum(view_count), count(like_count), sum(like_count), count(comment_count), "+
+		"count(DISTINCT description), min(description), sum(len(tags)) FROM read_parquet('"+dir+"/*.parquet', filename = true) GROUP BY ALL ORDER BY ALL")
+	sum := func(n int, keep func(int) bool) (c, s int) {
+		for i := range n {
+			if keep(i) {
+				c, s = c+1, s+i
+			}
+		}
+		return c, s
+	}
+	var want strings.Builder
+	for f, n := range []int{ParquetRowGroup + 2*parquetBatch + 7, 300} {
+		_, views := sum(n, func(int) bool { return true })
+		likes, likeSum := sum(n, func(i int) bool { return i%3 != 0 })
+		fmt.Fprintf(&want, "[\"f%d.parquet\",\"%d\",\"%d\",\"%d\",\"%d\",\"0\",\"50\",\"file %d video 0\",\"%d\"]\n", f, n, views, likes, 2*likeSum, f, 2*n)
+	}
+	if got != want.String() {
+		t.Errorf("DuckDB reads:\n%s\nwant\n%s", got, want.String())
 	}
 }
