@@ -155,11 +155,13 @@ Costs no quota.`,
 			// Each output's rows must come together, so that one output is
 			// open at a time (exportSinks.writer): region by region for
 			// outputs per region and for Parquet (a row group then holds
-			// one region's charts: smaller dictionaries), in time order for
-			// one file or date partitions alone.
-			q.ByRegion = format == "parquet" || dir != ""
-			if slices.Equal(partition, []string{"date"}) {
-				q.ByRegion = false
+			// one region's charts: smaller dictionaries), day by day for
+			// date partitions alone (each day region by region).
+			switch {
+			case slices.Equal(partition, []string{"date"}):
+				q.GroupBy = []string{"date", "region"}
+			case format == "parquet" || dir != "":
+				q.GroupBy = []string{"region"}
 			}
 			x := &exportSinks{format: f, dir: dir, partition: partition, stdout: a.stdout, sinks: map[string]*exportSink{}}
 			if dir == "" && output != "" && output != "-" {
@@ -276,7 +278,7 @@ func (x *exportSinks) path(region, day string) string {
 }
 
 // writer returns the writer of a row of region captured at at, opening its
-// output first. The rows of one output come together (ExportQuery.ByRegion
+// output first. The rows of one output come together (ExportQuery.GroupBy
 // is set so), so opening an output finishes the one before: one output is
 // open at a time, whatever the number of regions and days (a Parquet
 // writer buffers a row group).

@@ -249,6 +249,16 @@ func TestExportParquetPartitions(t *testing.T) {
 	if got != exp {
 		t.Errorf("DuckDB over the partitions:\n%s\nwant\n%s", got, exp)
 	}
+	// Date partitions alone: one directory a day, with both regions.
+	days := filepath.Join(e.dir, "days") + "/"
+	if res := e.run("export", "--format", "parquet", "--every", "capture", "--partition", "date", "--output", days); res.code != 0 {
+		t.Fatalf("export --partition date: exit %d\n%s", res.code, res.stderr)
+	}
+	got = storetest.DuckDB(t, "SELECT CAST(date AS VARCHAR), string_agg(DISTINCT region, ',' ORDER BY region), count(*) FROM read_parquet('"+days+
+		"*/part-0.parquet', hive_partitioning = true) GROUP BY ALL ORDER BY ALL")
+	if want := "[\"2026-11-01\",\"GB,US\",\"9600\"]\n[\"2026-11-02\",\"GB,US\",\"2400\"]\n"; got != want {
+		t.Errorf("DuckDB over the date partitions:\n%s\nwant\n%s", got, want)
+	}
 	for _, args := range [][]string{
 		{"export", "--format", "parquet", "--partition", "region"},
 		{"export", "--format", "parquet", "--partition", "week", "--output", dir},

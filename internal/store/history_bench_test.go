@@ -424,7 +424,7 @@ func exportChild() bool {
 	q := ExportQuery{NoDescription: f.NoDescription}
 	if f.Format == "parquet" { // as cmd/trendfetch's export does
 		LimitParquetMemory()
-		q.ByRegion = true
+		q.GroupBy = []string{"region"}
 	}
 	partition := os.Getenv("TF_EXPORT_PARTITION") != ""
 	ctx := context.Background()

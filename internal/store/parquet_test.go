@@ -76,35 +76,39 @@ func TestParquetReadByDuckDB(t *testing.T) {
 	}
 }
 
-// TestExportByRegion: ExportQuery.ByRegion streams region by region (by
-// code), each region's captures oldest first; without it all captures
-// are in time order.
-func TestExportByRegion(t *testing.T) {
+// TestExportGroupBy: ExportQuery.GroupBy streams region by region (by
+// code) or day by day, each group's captures oldest first; without it all
+// captures are in time order. An unknown key is an error.
+func TestExportGroupBy(t *testing.T) {
 	ctx := context.Background()
 	s, _ := openTest(t)
-	at := time.Date(2026, 11, 24, 0, 0, 0, 0, time.UTC)
-	for i, region := range []string{"US", "GB", "US", "GB", "JP"} {
+	at := time.Date(2026, 11, 24, 22, 0, 0, 0, time.UTC)
+	for i, region := range []string{"US", "GB", "US", "GB", "JP"} { // hours 22, 23, 24, 25, 26
 		if err := s.SavePage(ctx, startRun(t, s, region), region, 1, testVideos("r", 2), at.Add(time.Duration(i)*time.Hour)); err != nil {
 			t.Fatal(err)
 		}
 	}
 	for _, c := range []struct {
-		byRegion bool
-		want     string
+		group []string
+		want  string
 	}{
-		{false, "US0 US0 GB1 GB1 US2 US2 GB3 GB3 JP4 JP4 "},
-		{true, "GB1 GB1 GB3 GB3 JP4 JP4 US0 US0 US2 US2 "},
+		{nil, "US22 US22 GB23 GB23 US24 US24 GB25 GB25 JP26 JP26 "},
+		{[]string{"region"}, "GB23 GB23 GB25 GB25 JP26 JP26 US22 US22 US24 US24 "},
+		{[]string{"date", "region"}, "GB23 GB23 US22 US22 GB25 GB25 JP26 JP26 US24 US24 "},
 	} {
 		var got strings.Builder
-		if err := s.Export(ctx, ExportQuery{ByRegion: c.byRegion}, func(r *ExportRow) error {
-			fmt.Fprintf(&got, "%s%d ", r.Region, r.CapturedAt.Sub(at)/time.Hour)
+		if err := s.Export(ctx, ExportQuery{GroupBy: c.group}, func(r *ExportRow) error {
+			fmt.Fprintf(&got, "%s%d ", r.Region, 22+r.CapturedAt.Sub(at)/time.Hour)
 			return nil
 		}); err != nil {
 			t.Fatal(err)
 		}
 		if got.String() != c.want {
-			t.Errorf("ByRegion %v: rows %q, want %q", c.byRegion, got.String(), c.want)
+			t.Errorf("GroupBy %v: rows %q, want %q", c.group, got.String(), c.want)
 		}
+	}
+	if err := s.Export(ctx, ExportQuery{GroupBy: []string{"week"}}, func(*ExportRow) error { return nil }); err == nil {
+		t.Error("GroupBy week: no error")
 	}
 }
 
@@ -157,5 +161,42 @@ func TestParquetWriterReuse(t *testing.T) {
 	}
 	if got != want.String() {
 		t.Errorf("DuckDB reads:\n%s\nwant\n%s", got, want.String())
+	}
+}
+
+// TestParquetRowGroupPerRegion: a change of region ends the row group
+// (its statistics then let readers skip other regions, its dictionaries
+// hold one region's videos), unless the group is still small.
+func TestParquetRowGroupPerRegion(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "r.parquet")
+	out, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := NewExportWriter(out, ExportFormat{Format: "parquet"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, g := range []struct {
+		region string
+		n      int
+	}{{"US", parquetMinGroup + 500}, {"GB", parquetMinGroup}, {"JP", 100}, {"FR", 10}, {"DE", 10}} {
+		for i := range g.n {
+			if err := w.Row(&ExportRow{Region: g.region, Rank: i + 1, VideoKey: 1, VideoID: "v"}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if err := out.Close(); err != nil {
+		t.Fatal(err)
+	}
+	got := storetest.DuckDB(t, "SELECT row_group_num_rows, stats_min_value, stats_max_value FROM parquet_metadata('"+path+"') "+
+		"WHERE path_in_schema = 'region' ORDER BY row_group_id")
+	want := fmt.Sprintf("[\"%d\",\"US\",\"US\"]\n[\"%d\",\"GB\",\"GB\"]\n[\"120\",\"DE\",\"JP\"]\n", parquetMinGroup+500, parquetMinGroup)
+	if got != want {
+		t.Errorf("row groups (rows, min region, max region):\n%s\nwant\n%s", got, want)
 	}
 }
