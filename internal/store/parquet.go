@@ -97,18 +97,7 @@ type parquetText struct {
 	description *string
 }
 
-// parquetWriters holds Flushed parquetWriters for newParquetWriter to
-// reuse: a partitioned export writes thousands of small files one after
-// the other, and a new writer's column buffers and dictionaries were most
-// of its allocations.
-var parquetWriters sync.Pool
-
 func newParquetWriter(w io.Writer, noDescription bool) *parquetWriter {
-	if p, ok := parquetWriters.Get().(*parquetWriter); ok {
-		p.w.Reset(w)
-		p.noDescription = noDescription
-		return p
-	}
 	opts := []parquet.WriterOption{parquet.Compression(zstdParquet), parquet.MaxRowsPerRowGroup(ParquetRowGroup),
 		parquet.CreatedBy("trendfetch", "", "")}
 	// The min and max of free text help no reader and cost comparing whole
@@ -196,19 +185,14 @@ func (p *parquetWriter) count(n sql.NullInt64) *int64 {
 	return &p.counts[len(p.counts)-1]
 }
 
-// Flush writes the last rows and the file footer: the writer is done
-// (and reused by a later newParquetWriter: do not call it again).
+// Flush writes the last rows and the file footer: the writer is done. (A
+// writer is not reused for the next file: parquet-go v0.32.0's
+// GenericWriter.Reset clears the column paths of the next file's footer.)
 func (p *parquetWriter) Flush() error {
 	if err := p.write(); err != nil {
 		return err
 	}
-	if err := p.w.Close(); err != nil {
-		return err
-	}
-	clear(p.texts) // VideoKeys are one Export's
-	p.region, p.groupRows = "", 0
-	parquetWriters.Put(p)
-	return nil
+	return p.w.Close()
 }
 
 // zstdCodec is parquet's ZSTD codec with a 512 KB window: parquet-go's own

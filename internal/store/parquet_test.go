@@ -112,11 +112,11 @@ func TestExportGroupBy(t *testing.T) {
 	}
 }
 
-// TestParquetWriterReuse: files written one after the other (as a
-// partitioned export does; the second writer reuses the first's) each hold
-// their own rows, counts and text, over several batches and row groups,
-// even when a VideoKey means another text in the next export.
-func TestParquetWriterReuse(t *testing.T) {
+// TestParquetFiles: files written one after the other (as a partitioned
+// export does) each hold their own rows, counts and text, over several
+// batches and row groups, even when a VideoKey means another text in the
+// next file, and name every column chunk in their footer.
+func TestParquetFiles(t *testing.T) {
 	dir := t.TempDir()
 	at := time.Date(2026, 11, 24, 0, 0, 0, 0, time.UTC)
 	for f, n := range []int{ParquetRowGroup + 2*parquetBatch + 7, 300} {
@@ -161,6 +161,9 @@ func TestParquetWriterReuse(t *testing.T) {
 	}
 	if got != want.String() {
 		t.Errorf("DuckDB reads:\n%s\nwant\n%s", got, want.String())
+	}
+	if got := storetest.DuckDB(t, "SELECT count(*) FILTER (path_in_schema = '') FROM parquet_metadata('"+dir+"/*.parquet')"); got != "[\"0\"]\n" {
+		t.Errorf("column chunks without a path: %s", got)
 	}
 }
 
