@@ -110,7 +110,7 @@ func newParquetWriter(w io.Writer, noDescription bool) *parquetWriter {
 		noDescription: noDescription,
 		batch:         make([]ParquetRow, 0, parquetBatch),
 		counts:        make([]int64, 0, 3*parquetBatch),
-		texts:         make(map[int64]*parquetText, ExportVideoCache),
+		texts:         map[int64]*parquetText{}, // grows to the file's videos (a partition holds few)
 	}
 }
 
