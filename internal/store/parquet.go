@@ -45,9 +45,11 @@ type ParquetRow struct {
 // writer's memory whatever the export's size. Exported region by region
 // (ExportQuery.GroupBy), a group holds 100 charts of one region: its
 // dictionaries hold the few hundred videos on them, each text once for
-// ~30 rows. BenchmarkHistoryExport at 10M entries of ~1.4 KB of text:
-// ~30 MB of live Go heap, 85-88 MB peak RSS of the whole process under
-// LimitParquetMemory, one file or 4,170 partitions.
+// ~30 rows. At 10M entries of ~1.4 KB of text (BenchmarkHistoryExport;
+// /usr/bin/time of `trendfetch export`): ~30 MB of live Go heap and a peak
+// RSS of the whole process of 82-88 MB for one file, 75-82 MB for 4,170
+// region and date partitions, 92 MB for 417 date partitions, under
+// LimitParquetMemory.
 const ParquetRowGroup = 20_000
 
 // ParquetMemoryLimit is the Go soft memory limit (runtime/debug
