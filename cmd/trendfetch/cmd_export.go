@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"runtime/debug"
 	"slices"
 	"strings"
 	"syscall"
@@ -45,6 +44,10 @@ Memory stays constant whatever the size.
                            (ISO trending_date, tags a|b or [None])
 --format jsonl writes every field, one JSON object a line, with region,
 captured_at, rank and complete; null for unknown values (no --layout).
+--format parquet writes the JSON Lines fields as typed columns (docs/schema.md),
+zstd-compressed, region by region (each region's captures oldest first), so
+that a row group holds one region's charts; --partition region,date with
+--output DIR/ writes hive-style directories (region=US/date=2026-11-24/).
 
 The datasets are one file per region: --output DIR/ writes one file per
 region under the dataset's names (USvideos.csv, US_youtube_trending_data.csv;
@@ -93,14 +96,7 @@ Costs no quota.`,
 				return usagef("trendfetch export --format csv", "--format %q: must be csv, jsonl or parquet", format)
 			}
 			if format == "parquet" {
-				// Go's heap grows to twice its live size between
-				// collections by default; a row group's large buffers make
-				// that the export's peak RSS. A lower soft limit (never
-				// above one the operator set with GOMEMLIMIT) keeps it
-				// under 100 MB.
-				if debug.SetMemoryLimit(-1) > store.ParquetMemoryLimit {
-					debug.SetMemoryLimit(store.ParquetMemoryLimit)
-				}
+				store.LimitParquetMemory()
 			}
 			for _, p := range partition {
 				if p != "region" && p != "date" || strings.Count(","+strings.Join(partition, ",")+",", ","+p+",") > 1 {
@@ -155,6 +151,17 @@ Costs no quota.`,
 					return usagef("trendfetch export --output DIR/",
 						"cannot write %d regions (%s) to one CSV without a region column: use --output DIR/ (one file per region) or --region-column", len(rs), strings.Join(rs, ","))
 				}
+			}
+			// Each output's rows must come together, so that one output is
+			// open at a time (exportSinks.writer): region by region for
+			// outputs per region and for Parquet (a row group then holds
+			// one region's charts: smaller dictionaries), day by day for
+			// date partitions alone (each day region by region).
+			switch {
+			case slices.Equal(partition, []string{"date"}):
+				q.GroupBy = []string{"date", "region"}
+			case format == "parquet" || dir != "":
+				q.GroupBy = []string{"region"}
 			}
 			x := &exportSinks{format: f, dir: dir, partition: partition, stdout: a.stdout, sinks: map[string]*exportSink{}}
 			if dir == "" && output != "" && output != "-" {
@@ -226,7 +233,7 @@ type exportSinks struct {
 	file      string   // one file, or "" (standard output)
 	stdout    io.Writer
 	sinks     map[string]*exportSink // by path ("" for standard output)
-	day       string                 // the UTC day of the last row (date partitions)
+	last      *exportSink            // the output of the last row
 }
 
 // exportSink is one output: its temporary file (nil for standard output),
@@ -234,7 +241,6 @@ type exportSinks struct {
 type exportSink struct {
 	tmp  *os.File
 	path string
-	day  string
 	bw   *bufio.Writer
 	w    store.ExportWriter
 }
@@ -272,26 +278,24 @@ func (x *exportSinks) path(region, day string) string {
 }
 
 // writer returns the writer of a row of region captured at at, opening its
-// output first. With date partitions, the outputs of earlier days are
-// finished first (rows come in time order), so at most one day's files
-// are open.
+// output first. The rows of one output come together (ExportQuery.GroupBy
+// is set so), so opening an output finishes the one before: one output is
+// open at a time, whatever the number of regions and days (a Parquet
+// writer buffers a row group).
 func (x *exportSinks) writer(region string, at time.Time) (store.ExportWriter, error) {
-	day := at.UTC().Format(time.DateOnly)
-	if slices.Contains(x.partition, "date") && day != x.day {
-		for _, s := range x.sinks {
-			if s.w != nil && s.day != day {
-				if err := s.finish(); err != nil {
-					return nil, err
-				}
-			}
-		}
-		x.day = day
+	path := x.path(region, at.UTC().Format(time.DateOnly))
+	if x.last != nil && x.last.path == path {
+		return x.last.w, nil
 	}
-	path := x.path(region, day)
 	if s := x.sinks[path]; s != nil {
-		return s.w, nil
+		return nil, fmt.Errorf("cannot export: rows of %s came after another output's (out of order)", path)
 	}
-	s := &exportSink{path: path, day: day}
+	if x.last != nil {
+		if err := x.last.finish(); err != nil {
+			return nil, err
+		}
+	}
+	s := &exportSink{path: path}
 	out := x.stdout
 	if path != "" {
 		if x.dir != "" {
@@ -315,11 +319,12 @@ func (x *exportSinks) writer(region string, at time.Time) (store.ExportWriter, e
 		return nil, err
 	}
 	s.w = w
-	x.sinks[path] = s
+	x.sinks[path], x.last = s, s
 	return w, nil
 }
 
-// finish flushes s and closes its file (renamed later by commit).
+// finish flushes s and closes its file (renamed later by commit). It lets
+// its writer and buffer go: x.sinks keeps every output until commit.
 func (s *exportSink) finish() error {
 	if err := s.w.Flush(); err != nil {
 		return err
@@ -327,7 +332,7 @@ func (s *exportSink) finish() error {
 	if err := s.bw.Flush(); err != nil {
 		return err
 	}
-	s.w = nil
+	s.w, s.bw = nil, nil
 	if s.tmp != nil {
 		return s.tmp.Close()
 	}

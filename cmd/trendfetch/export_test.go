@@ -249,6 +249,16 @@ func TestExportParquetPartitions(t *testing.T) {
 	if got != exp {
 		t.Errorf("DuckDB over the partitions:\n%s\nwant\n%s", got, exp)
 	}
+	// Date partitions alone: one directory a day, with both regions.
+	days := filepath.Join(e.dir, "days") + "/"
+	if res := e.run("export", "--format", "parquet", "--every", "capture", "--partition", "date", "--output", days); res.code != 0 {
+		t.Fatalf("export --partition date: exit %d\n%s", res.code, res.stderr)
+	}
+	got = storetest.DuckDB(t, "SELECT CAST(date AS VARCHAR), string_agg(DISTINCT region, ',' ORDER BY region), count(*) FROM read_parquet('"+days+
+		"*/part-0.parquet', hive_partitioning = true) GROUP BY ALL ORDER BY ALL")
+	if want := "[\"2026-11-01\",\"GB,US\",\"9600\"]\n[\"2026-11-02\",\"GB,US\",\"2400\"]\n"; got != want {
+		t.Errorf("DuckDB over the date partitions:\n%s\nwant\n%s", got, want)
+	}
 	for _, args := range [][]string{
 		{"export", "--format", "parquet", "--partition", "region"},
 		{"export", "--format", "parquet", "--partition", "week", "--output", dir},
@@ -349,6 +359,47 @@ func TestStorePolicyRuns(t *testing.T) {
 	}
 	if r := dry("--policy", "youtube"); r.Captures != 0 {
 		t.Errorf("dry run of the new env changed: %+v", r)
+	}
+}
+
+// TestExportSinksOneOpen: rows in region order open one partition after
+// the other and finish each when the next starts (one Parquet writer in
+// memory however many partitions); an output whose rows come back later is
+// an error, not a second file under the same name.
+func TestExportSinksOneOpen(t *testing.T) {
+	dir := t.TempDir()
+	x := &exportSinks{format: store.ExportFormat{Format: "parquet"}, dir: dir, partition: []string{"region", "date"}, sinks: map[string]*exportSink{}}
+	day := time.Date(2026, 11, 24, 23, 0, 0, 0, time.UTC)
+	for _, r := range []struct {
+		region string
+		at     time.Time
+	}{{"GB", day}, {"GB", day}, {"GB", day.Add(2 * time.Hour)}, {"US", day}, {"US", day.Add(time.Hour)}} {
+		w, err := x.writer(r.region, r.at)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Row(&store.ExportRow{VideoID: "a", Region: r.region, CapturedAt: r.at}); err != nil {
+			t.Fatal(err)
+		}
+		open := 0
+		for _, s := range x.sinks {
+			if s.w != nil {
+				open++
+			}
+		}
+		if open != 1 {
+			t.Errorf("after a row of %s at %v: %d outputs open, want 1", r.region, r.at, open)
+		}
+	}
+	if _, err := x.writer("GB", day); err == nil {
+		t.Error("GB's first partition again after US: no error")
+	}
+	if err := x.commit(); err != nil {
+		t.Fatal(err)
+	}
+	got := storetest.DuckDB(t, "SELECT region, CAST(date AS VARCHAR), count(*) FROM read_parquet('"+dir+"/**/*.parquet', hive_partitioning = true) GROUP BY ALL ORDER BY ALL")
+	if want := "[\"GB\",\"2026-11-24\",\"2\"]\n[\"GB\",\"2026-11-25\",\"1\"]\n[\"US\",\"2026-11-24\",\"1\"]\n[\"US\",\"2026-11-25\",\"1\"]\n"; got != want {
+		t.Errorf("partitions:\n%s\nwant\n%s", got, want)
 	}
 }
 

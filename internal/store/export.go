@@ -34,6 +34,12 @@ type ExportQuery struct {
 	// NoDescription leaves ExportRow.Description empty without reading it
 	// (a description is most of a row's bytes).
 	NoDescription bool
+	// GroupBy streams the captures grouped by these keys in turn:
+	// "region" (by code) or "date" (UTC day); each group's captures in
+	// capture order. Empty is all captures in capture order. A writer of
+	// one file per group then finishes each before starting the next, and
+	// a Parquet row group holds one region's charts.
+	GroupBy []string
 }
 
 // ExportRow is one entry of an exported capture. Export reuses one
@@ -69,9 +75,9 @@ type ExportRow struct {
 }
 
 // Export streams the chart entries selected by q to fn in capture order
-// (captured_at, then id) and rank order within a capture, each with the
-// video text of its capture (the text version the entry refers to) and the
-// statistics of that moment.
+// (captured_at, then id; grouped first by q.GroupBy) and rank order
+// within a capture, each with the video text of its capture (the text
+// version the entry refers to) and the statistics of that moment.
 //
 // It reads ONE snapshot: everything is read in one read transaction, so a
 // prune or run writing meanwhile changes nothing it sees (WAL keeps the
@@ -307,7 +313,19 @@ func (s *Store) exportCaptures(ctx context.Context, tx *sql.Tx, q ExportQuery) (
     FROM captures WHERE ` + where + `
 ) WHERE n = 1`
 	}
-	rows, err := tx.QueryContext(ctx, query+` ORDER BY captured_at, id`, args...)
+	order := ` ORDER BY `
+	for _, k := range q.GroupBy {
+		switch k {
+		case "region":
+			order += "region, "
+		case "date":
+			order += "substr(captured_at, 1, 10), "
+		default:
+			return nil, fmt.Errorf("cannot list captures to export: unknown group %q (want region or date)", k)
+		}
+	}
+	order += "captured_at, id"
+	rows, err := tx.QueryContext(ctx, query+order, args...)
 	if err != nil {
 		return nil, fmt.Errorf("cannot list captures to export: %w", err)
 	}

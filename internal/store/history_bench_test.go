@@ -361,32 +361,49 @@ func BenchmarkHistorySavePage(b *testing.B) {
 // BenchmarkHistoryExport exports the whole fixture (every capture) to
 // /dev/null in a child process (this test binary, see exportChild) so its
 // peak RSS is the export's alone: youtube-new CSV with full text, JSON
-// Lines without descriptions, and Parquet with full text. Metrics: rows/s,
-// peak-RSS-MB and file-MB (the bytes written).
+// Lines without descriptions, and Parquet with full text as `export
+// --format parquet` writes it (LimitParquetMemory, region by region), to
+// one file and to hive partitions by region and date (one writer at a
+// time, as `--partition region,date`). Metrics: rows/s, peak-RSS-MB,
+// file-MB (the bytes written), files, rows/cpu-s (CPU time of the child,
+// steadier than rows/s on a shared machine), and for Parquet x-csv-rows/s
+// (its rows/s over the CSV's in the same run).
 func BenchmarkHistoryExport(b *testing.B) {
 	path := historyDB(b)
-	for _, f := range []struct{ name, format, layout, noDesc string }{
-		{"youtube-new", "csv", LayoutYoutubeNew, ""},
-		{"jsonl-no-description", "jsonl", "", "1"},
-		{"parquet", "parquet", "", ""},
+	var csvRate float64
+	for _, f := range []struct{ name, format, layout, noDesc, partition string }{
+		{"youtube-new", "csv", LayoutYoutubeNew, "", ""},
+		{"jsonl-no-description", "jsonl", "", "1", ""},
+		{"parquet", "parquet", "", "", ""},
+		{"parquet-partitioned", "parquet", "", "", "1"},
 	} {
 		b.Run(f.name, func(b *testing.B) {
 			for i := 0; i < b.N; i++ {
 				cmd := exec.Command(os.Args[0], "-test.run=^$")
 				cmd.Env = append(os.Environ(), "TF_EXPORT_CHILD="+path, "TF_EXPORT_FORMAT="+f.format,
-					"TF_EXPORT_LAYOUT="+f.layout, "TF_EXPORT_NODESC="+f.noDesc)
+					"TF_EXPORT_LAYOUT="+f.layout, "TF_EXPORT_NODESC="+f.noDesc, "TF_EXPORT_PARTITION="+f.partition)
 				out, err := cmd.CombinedOutput()
 				if err != nil {
 					b.Fatalf("export child: %v\n%s", err, out)
 				}
-				var rows, hwm, size int64
-				var secs float64
-				if _, err := fmt.Sscanf(strings.TrimSpace(string(out)), "rows=%d secs=%g hwm_kb=%d bytes=%d", &rows, &secs, &hwm, &size); err != nil {
+				var rows, hwm, size, files int64
+				var secs, cpu float64
+				if _, err := fmt.Sscanf(strings.TrimSpace(string(out)), "rows=%d secs=%g cpu=%g hwm_kb=%d bytes=%d files=%d", &rows, &secs, &cpu, &hwm, &size, &files); err != nil {
 					b.Fatalf("export child output %q: %v", out, err)
 				}
-				b.ReportMetric(float64(rows)/secs, "rows/s")
+				rate := float64(rows) / secs
+				b.ReportMetric(rate, "rows/s")
+				if cpu > 0 {
+					b.ReportMetric(float64(rows)/cpu, "rows/cpu-s")
+				}
 				b.ReportMetric(float64(hwm)/1024, "peak-RSS-MB")
 				b.ReportMetric(float64(size)/(1<<20), "file-MB")
+				b.ReportMetric(float64(files), "files")
+				if f.format == "csv" {
+					csvRate = rate
+				} else if f.format == "parquet" && csvRate > 0 {
+					b.ReportMetric(rate/csvRate, "x-csv-rows/s")
+				}
 			}
 		})
 	}
@@ -394,50 +411,76 @@ func BenchmarkHistoryExport(b *testing.B) {
 
 // exportChild runs one export for BenchmarkHistoryExport when the test
 // binary is started with TF_EXPORT_CHILD=path, prints
-// "rows=N secs=S hwm_kb=K" and reports whether it ran.
+// "rows=N secs=S cpu=C hwm_kb=K bytes=B files=F" and reports whether it
+// ran.
+// With TF_EXPORT_PARTITION set, each region and UTC day gets a writer of
+// its own, flushed when the next one starts.
 func exportChild() bool {
 	path := os.Getenv("TF_EXPORT_CHILD")
 	if path == "" {
 		return false
 	}
+	fail := func(err error) {
+		fmt.Println(err)
+		os.Exit(1)
+	}
+	f := ExportFormat{Format: os.Getenv("TF_EXPORT_FORMAT"), Layout: os.Getenv("TF_EXPORT_LAYOUT"),
+		PerCapture: true, NoDescription: os.Getenv("TF_EXPORT_NODESC") != ""}
+	q := ExportQuery{NoDescription: f.NoDescription}
+	if f.Format == "parquet" { // as cmd/trendfetch's export does
+		LimitParquetMemory()
+		q.GroupBy = []string{"region"}
+	}
+	partition := os.Getenv("TF_EXPORT_PARTITION") != ""
 	ctx := context.Background()
 	s, err := OpenReadOnly(ctx, path)
 	if err != nil {
-		fmt.Println(err)
-		os.Exit(1)
+		fail(err)
 	}
 	defer s.Close()
 	devnull, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
 	if err != nil {
-		fmt.Println(err)
-		os.Exit(1)
+		fail(err)
 	}
 	cw := &countingWriter{w: devnull}
 	bw := bufio.NewWriterSize(cw, 256<<10)
-	w, err := NewExportWriter(bw, ExportFormat{Format: os.Getenv("TF_EXPORT_FORMAT"), Layout: os.Getenv("TF_EXPORT_LAYOUT"),
-		PerCapture: true, NoDescription: os.Getenv("TF_EXPORT_NODESC") != ""})
-	if err != nil {
-		fmt.Println(err)
-		os.Exit(1)
-	}
-	var rows int64
+	var (
+		w         ExportWriter
+		part      string
+		rows, n   int64
+		flushPart = func() error {
+			if err := w.Flush(); err != nil {
+				return err
+			}
+			return bw.Flush()
+		}
+	)
 	start := time.Now()
-	err = s.Export(ctx, ExportQuery{NoDescription: os.Getenv("TF_EXPORT_NODESC") != ""}, func(r *ExportRow) error {
+	err = s.Export(ctx, q, func(r *ExportRow) error {
 		rows++
+		if p := r.Region + r.CapturedAt.UTC().Format(time.DateOnly); w == nil || partition && p != part {
+			if w != nil {
+				if err := flushPart(); err != nil {
+					return err
+				}
+			}
+			var err error
+			if w, err = NewExportWriter(bw, f); err != nil {
+				return err
+			}
+			part = p
+			n++
+		}
 		return w.Row(r)
 	})
-	if err == nil {
-		err = w.Flush()
-	}
-	if err == nil {
-		err = bw.Flush()
+	if err == nil && w != nil {
+		err = flushPart()
 	}
 	if err != nil {
-		fmt.Println(err)
-		os.Exit(1)
+		fail(err)
 	}
 	secs := time.Since(start).Seconds()
-	fmt.Printf("rows=%d secs=%g hwm_kb=%d bytes=%d\n", rows, secs, peakRSSKB(), cw.n)
+	fmt.Printf("rows=%d secs=%g cpu=%g hwm_kb=%d bytes=%d files=%d\n", rows, secs, cpuSeconds(), peakRSSKB(), cw.n, n)
 	return true
 }
 
@@ -451,6 +494,25 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 	n, err := c.w.Write(p)
 	c.n += int64(n)
 	return n, err
+}
+
+// cpuSeconds reads the process's user and system CPU time from
+// /proc/self/stat (Linux, 100 ticks a second); 0 elsewhere. On a shared
+// machine rows per CPU second varies less than rows per second.
+func cpuSeconds() float64 {
+	b, err := os.ReadFile("/proc/self/stat")
+	if err != nil {
+		return 0
+	}
+	// Fields after the command name (which may hold spaces): state is
+	// field 3, utime 14, stime 15.
+	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+	if len(f) < 13 {
+		return 0
+	}
+	u, _ := strconv.ParseFloat(f[11], 64)
+	s, _ := strconv.ParseFloat(f[12], 64)
+	return (u + s) / 100
 }
 
 // peakRSSKB reads VmHWM from /proc/self/status (Linux); 0 elsewhere.

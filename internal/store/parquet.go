@@ -1,8 +1,11 @@
 package store
 
 import (
+	"database/sql"
 	"io"
+	"runtime/debug"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/klauspost/compress/zstd"
@@ -39,20 +42,34 @@ type ParquetRow struct {
 
 // ParquetRowGroup is the rows per row group: a row group is buffered in
 // memory (pages plus dictionaries) until it is flushed, so this bounds the
-// writer's memory whatever the export's size. BenchmarkHistoryExport
-// measures the whole process: ~40 MB of live Go heap and 130-155 MB peak
-// RSS at 1.4 KB of text a row without ParquetMemoryLimit (10,000 rows per
-// group: the same peak, a file 32% larger).
+// writer's memory whatever the export's size. Exported region by region
+// (ExportQuery.GroupBy), a group holds 100 charts of one region: its
+// dictionaries hold the few hundred videos on them, each text once for
+// ~30 rows. At 10M entries of ~1.4 KB of text (BenchmarkHistoryExport;
+// /usr/bin/time of `trendfetch export`): ~30 MB of live Go heap and a peak
+// RSS of the whole process of 82-88 MB for one file, 75-82 MB for 4,170
+// region and date partitions, 92 MB for 417 date partitions, under
+// LimitParquetMemory.
 const ParquetRowGroup = 20_000
 
 // ParquetMemoryLimit is the Go soft memory limit (runtime/debug
-// SetMemoryLimit) `export --format parquet` runs under, in bytes. Measured
-// on the 1M-entry fixture (/usr/bin/time -v of `export --every capture
-// --format parquet`, 2 shared cores): peak RSS 137 MB with Go's default
-// pacing (heap goal twice the ~40 MB live heap), 100 MB at 56 MiB, 88 MB at
-// 48 MiB, in about the time of the CSV export (5.4-6.4 s against 6.2 s);
-// ~40 MB of the RSS is outside the Go heap (SQLite's cache, the runtime).
+// SetMemoryLimit) LimitParquetMemory sets, in bytes.
 const ParquetMemoryLimit = 48 << 20
+
+// LimitParquetMemory lowers the process's Go soft memory limit to
+// ParquetMemoryLimit, never raising a lower one (GOMEMLIMIT). Go's heap
+// grows to twice its live size between collections by default; the limit
+// collects earlier instead, which keeps a Parquet export's peak RSS under
+// 100 MB. `export --format parquet` calls it; so does BenchmarkHistoryExport.
+func LimitParquetMemory() {
+	if debug.SetMemoryLimit(-1) > ParquetMemoryLimit {
+		debug.SetMemoryLimit(ParquetMemoryLimit)
+	}
+}
+
+// parquetMinGroup is the fewest rows a row group ends with at a change of
+// region.
+const parquetMinGroup = ParquetRowGroup / 10
 
 // parquetBatch is the rows handed to the writer at a time.
 const parquetBatch = 512
@@ -62,6 +79,13 @@ type parquetWriter struct {
 	w             *parquet.GenericWriter[ParquetRow]
 	noDescription bool
 	batch         []ParquetRow
+	// counts backs the batch's count pointers (three a row), so a row
+	// allocates nothing.
+	counts []int64
+	// region is the last row's; groupRows the rows in the current row
+	// group.
+	region    string
+	groupRows int
 	// texts holds each video text's rendered fields by ExportRow.VideoKey
 	// (at most ExportVideoCache; emptied when full).
 	texts map[int64]*parquetText
@@ -76,18 +100,40 @@ type parquetText struct {
 }
 
 func newParquetWriter(w io.Writer, noDescription bool) *parquetWriter {
+	opts := []parquet.WriterOption{parquet.Compression(zstdParquet), parquet.MaxRowsPerRowGroup(ParquetRowGroup),
+		parquet.CreatedBy("trendfetch", "", "")}
+	// The min and max of free text help no reader and cost comparing whole
+	// values (a description is ~1 KB) twice per page.
+	for _, c := range []string{"title", "channel_title", "tags", "thumbnail_url", "description"} {
+		opts = append(opts, parquet.SkipPageStatistics(c), parquet.SkipPageBounds(c))
+	}
 	return &parquetWriter{
-		w: parquet.NewGenericWriter[ParquetRow](w,
-			parquet.Compression(newZstdCodec()),
-			parquet.MaxRowsPerRowGroup(ParquetRowGroup),
-			parquet.CreatedBy("trendfetch", "", "")),
+		w:             parquet.NewGenericWriter[ParquetRow](w, opts...),
 		noDescription: noDescription,
 		batch:         make([]ParquetRow, 0, parquetBatch),
-		texts:         make(map[int64]*parquetText, ExportVideoCache),
+		counts:        make([]int64, 0, 3*parquetBatch),
+		texts:         map[int64]*parquetText{}, // grows to the file's videos (a partition holds few)
 	}
 }
 
 func (p *parquetWriter) Row(r *ExportRow) error {
+	if r.Region != p.region {
+		// A new region ends the row group (ParquetRowGroup), unless it is
+		// small: rows not grouped by region would make one per capture.
+		if p.groupRows >= parquetMinGroup {
+			if err := p.write(); err != nil {
+				return err
+			}
+			if err := p.w.Flush(); err != nil {
+				return err
+			}
+			p.groupRows = 0
+		}
+		p.region = r.Region
+	}
+	if p.groupRows++; p.groupRows == ParquetRowGroup {
+		p.groupRows = 0 // the writer ends the group (MaxRowsPerRowGroup)
+	}
 	t := p.texts[r.VideoKey]
 	if t == nil || r.VideoKey == 0 {
 		t = &parquetText{}
@@ -115,8 +161,8 @@ func (p *parquetWriter) Row(r *ExportRow) error {
 		Region: r.Region, CapturedAt: r.CapturedAt.UTC(), Complete: r.Complete, RunID: r.RunID, Rank: int64(r.Rank),
 		VideoID: r.VideoID, Title: r.Title, ChannelID: r.ChannelID, ChannelTitle: r.ChannelTitle, CategoryID: r.CategoryID,
 		Tags: t.tags, PublishedAt: t.published, Duration: t.duration, ThumbnailURL: r.ThumbnailURL,
-		ViewCount: nullPtr(r.Views.Int64, r.Views.Valid), LikeCount: nullPtr(r.Likes.Int64, r.Likes.Valid),
-		CommentCount: nullPtr(r.Comments.Int64, r.Comments.Valid), Description: t.description,
+		ViewCount: p.count(r.Views), LikeCount: p.count(r.Likes), CommentCount: p.count(r.Comments),
+		Description: t.description,
 	})
 	if len(p.batch) == cap(p.batch) {
 		return p.write()
@@ -127,11 +173,23 @@ func (p *parquetWriter) Row(r *ExportRow) error {
 func (p *parquetWriter) write() error {
 	_, err := p.w.Write(p.batch)
 	clear(p.batch) // drop references to texts the cache may let go
-	p.batch = p.batch[:0]
+	p.batch, p.counts = p.batch[:0], p.counts[:0]
 	return err
 }
 
-// Flush writes the last rows and the file footer: the writer is done.
+// count returns n as a ParquetRow count: nil when unknown, else a pointer
+// into p.counts (valid until the batch is written).
+func (p *parquetWriter) count(n sql.NullInt64) *int64 {
+	if !n.Valid {
+		return nil
+	}
+	p.counts = append(p.counts, n.Int64)
+	return &p.counts[len(p.counts)-1]
+}
+
+// Flush writes the last rows and the file footer: the writer is done. (A
+// writer is not reused for the next file: parquet-go v0.32.0's
+// GenericWriter.Reset clears the column paths of the next file's footer.)
 func (p *parquetWriter) Flush() error {
 	if err := p.write(); err != nil {
 		return err
@@ -139,35 +197,36 @@ func (p *parquetWriter) Flush() error {
 	return p.w.Close()
 }
 
-func nullPtr(n int64, valid bool) *int64 {
-	if !valid {
-		return nil
-	}
-	return &n
-}
-
 // zstdCodec is parquet's ZSTD codec with a 512 KB window: parquet-go's own
 // (compress/zstd) keeps zstd's default 8 MB window, whose history buffers
 // took 32 MB of a 70 MB export heap, while a page is at most a few
-// hundred KB, so a larger window finds nothing more.
-type zstdCodec struct {
-	enc *zstd.Encoder
-	dec *zstd.Decoder
+// hundred KB, so a larger window finds nothing more. One codec serves
+// every writer (an encoder's state is ~4 MB: one per partition of a
+// partitioned export was most of its allocations); Encode and Decode are
+// safe for concurrent use.
+var zstdParquet = &zstdCodec{
+	enc: sync.OnceValue(func() *zstd.Encoder {
+		// Errors only for invalid options, which these are not.
+		enc, _ := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedDefault), zstd.WithWindowSize(512<<10),
+			zstd.WithEncoderConcurrency(1), zstd.WithZeroFrames(true), zstd.WithEncoderCRC(false))
+		return enc
+	}),
+	dec: sync.OnceValue(func() *zstd.Decoder {
+		dec, _ := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1))
+		return dec
+	}),
 }
 
-func newZstdCodec() *zstdCodec {
-	// Errors only for invalid options, which these are not.
-	enc, _ := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedDefault), zstd.WithWindowSize(512<<10),
-		zstd.WithEncoderConcurrency(1), zstd.WithZeroFrames(true), zstd.WithEncoderCRC(false))
-	dec, _ := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1))
-	return &zstdCodec{enc: enc, dec: dec}
+// zstdCodec is a parquet compress.Codec made once, on first use.
+type zstdCodec struct {
+	enc func() *zstd.Encoder
+	dec func() *zstd.Decoder
 }
 
 func (*zstdCodec) String() string                            { return "ZSTD" }
 func (*zstdCodec) CompressionCodec() format.CompressionCodec { return format.Zstd }
 
-// Encode and Decode are safe for concurrent use (EncodeAll, DecodeAll).
 func (c *zstdCodec) Encode(dst, src []byte) ([]byte, error) {
-	return c.enc.EncodeAll(src, dst[:0]), nil
+	return c.enc().EncodeAll(src, dst[:0]), nil
 }
-func (c *zstdCodec) Decode(dst, src []byte) ([]byte, error) { return c.dec.DecodeAll(src, dst[:0]) }
+func (c *zstdCodec) Decode(dst, src []byte) ([]byte, error) { return c.dec().DecodeAll(src, dst[:0]) }

@@ -2,6 +2,8 @@ package store
 
 import (
 	"context"
+	"database/sql"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -65,5 +67,139 @@ func TestParquetReadByDuckDB(t *testing.T) {
 `
 	if got != want {
 		t.Errorf("DuckDB reads:\n%s\nwant\n%s", got, want)
+	}
+	// Free text has no min/max (newParquetWriter); keys and counts do.
+	stats := storetest.DuckDB(t, "SELECT path_in_schema, stats_min_value IS NOT NULL FROM parquet_metadata('"+path+"') "+
+		"WHERE path_in_schema IN ('region', 'video_id', 'view_count', 'title', 'description') ORDER BY ALL")
+	if want := "[\"description\",false]\n[\"region\",true]\n[\"title\",false]\n[\"video_id\",true]\n[\"view_count\",true]\n"; stats != want {
+		t.Errorf("column statistics (path, has min):\n%s\nwant\n%s", stats, want)
+	}
+}
+
+// TestExportGroupBy: ExportQuery.GroupBy streams region by region (by
+// code) or day by day, each group's captures oldest first; without it all
+// captures are in time order. An unknown key is an error.
+func TestExportGroupBy(t *testing.T) {
+	ctx := context.Background()
+	s, _ := openTest(t)
+	at := time.Date(2026, 11, 24, 22, 0, 0, 0, time.UTC)
+	for i, region := range []string{"US", "GB", "US", "GB", "JP"} { // hours 22, 23, 24, 25, 26
+		if err := s.SavePage(ctx, startRun(t, s, region), region, 1, testVideos("r", 2), at.Add(time.Duration(i)*time.Hour)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, c := range []struct {
+		group []string
+		want  string
+	}{
+		{nil, "US22 US22 GB23 GB23 US24 US24 GB25 GB25 JP26 JP26 "},
+		{[]string{"region"}, "GB23 GB23 GB25 GB25 JP26 JP26 US22 US22 US24 US24 "},
+		{[]string{"date", "region"}, "GB23 GB23 US22 US22 GB25 GB25 JP26 JP26 US24 US24 "},
+	} {
+		var got strings.Builder
+		if err := s.Export(ctx, ExportQuery{GroupBy: c.group}, func(r *ExportRow) error {
+			fmt.Fprintf(&got, "%s%d ", r.Region, 22+r.CapturedAt.Sub(at)/time.Hour)
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if got.String() != c.want {
+			t.Errorf("GroupBy %v: rows %q, want %q", c.group, got.String(), c.want)
+		}
+	}
+	if err := s.Export(ctx, ExportQuery{GroupBy: []string{"week"}}, func(*ExportRow) error { return nil }); err == nil {
+		t.Error("GroupBy week: no error")
+	}
+}
+
+// TestParquetFiles: files written one after the other (as a partitioned
+// export does) each hold their own rows, counts and text, over several
+// batches and row groups, even when a VideoKey means another text in the
+// next file, and name every column chunk in their footer.
+func TestParquetFiles(t *testing.T) {
+	dir := t.TempDir()
+	at := time.Date(2026, 11, 24, 0, 0, 0, 0, time.UTC)
+	for f, n := range []int{ParquetRowGroup + 2*parquetBatch + 7, 300} {
+		out, err := os.Create(filepath.Join(dir, fmt.Sprintf("f%d.parquet", f)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		w, err := NewExportWriter(out, ExportFormat{Format: "parquet"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range n {
+			r := &ExportRow{Region: "US", CapturedAt: at, Rank: i + 1, VideoKey: int64(1 + i%50), VideoID: fmt.Sprintf("v%d", i%50),
+				Description: fmt.Sprintf("file %d video %d", f, i%50), Tags: "a\nb",
+				Views: sql.NullInt64{Int64: int64(i), Valid: true}, Likes: sql.NullInt64{Int64: int64(2 * i), Valid: i%3 != 0}}
+			if err := w.Row(r); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := w.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		if err := out.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := storetest.DuckDB(t, "SELECT filename[-10:], count(*), sum(view_count), count(like_count), sum(like_count), count(comment_count), "+
+		"count(DISTINCT description), min(description), sum(len(tags)) FROM read_parquet('"+dir+"/*.parquet', filename = true) GROUP BY ALL ORDER BY ALL")
+	sum := func(n int, keep func(int) bool) (c, s int) {
+		for i := range n {
+			if keep(i) {
+				c, s = c+1, s+i
+			}
+		}
+		return c, s
+	}
+	var want strings.Builder
+	for f, n := range []int{ParquetRowGroup + 2*parquetBatch + 7, 300} {
+		_, views := sum(n, func(int) bool { return true })
+		likes, likeSum := sum(n, func(i int) bool { return i%3 != 0 })
+		fmt.Fprintf(&want, "[\"f%d.parquet\",\"%d\",\"%d\",\"%d\",\"%d\",\"0\",\"50\",\"file %d video 0\",\"%d\"]\n", f, n, views, likes, 2*likeSum, f, 2*n)
+	}
+	if got != want.String() {
+		t.Errorf("DuckDB reads:\n%s\nwant\n%s", got, want.String())
+	}
+	if got := storetest.DuckDB(t, "SELECT count(*) FILTER (path_in_schema = '') FROM parquet_metadata('"+dir+"/*.parquet')"); got != "[\"0\"]\n" {
+		t.Errorf("column chunks without a path: %s", got)
+	}
+}
+
+// TestParquetRowGroupPerRegion: a change of region ends the row group
+// (its statistics then let readers skip other regions, its dictionaries
+// hold one region's videos), unless the group is still small.
+func TestParquetRowGroupPerRegion(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "r.parquet")
+	out, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := NewExportWriter(out, ExportFormat{Format: "parquet"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, g := range []struct {
+		region string
+		n      int
+	}{{"US", parquetMinGroup + 500}, {"GB", parquetMinGroup}, {"JP", 100}, {"FR", 10}, {"DE", 10}} {
+		for i := range g.n {
+			if err := w.Row(&ExportRow{Region: g.region, Rank: i + 1, VideoKey: 1, VideoID: "v"}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if err := out.Close(); err != nil {
+		t.Fatal(err)
+	}
+	got := storetest.DuckDB(t, "SELECT row_group_num_rows, stats_min_value, stats_max_value FROM parquet_metadata('"+path+"') "+
+		"WHERE path_in_schema = 'region' ORDER BY row_group_id")
+	want := fmt.Sprintf("[\"%d\",\"US\",\"US\"]\n[\"%d\",\"GB\",\"GB\"]\n[\"120\",\"DE\",\"JP\"]\n", parquetMinGroup+500, parquetMinGroup)
+	if got != want {
+		t.Errorf("row groups (rows, min region, max region):\n%s\nwant\n%s", got, want)
 	}
 }
