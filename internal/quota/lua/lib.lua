@@ -27,6 +27,12 @@ if not last_mid then
   return redis.error_reply('ERR trendfetch: the Pacific midnight table does not cover Redis TIME (client clock off by a day or more?)')
 end
 
+-- got: the state hash's fields "exhausted" (the upstream marker, Unix µs)
+-- and KEYS[2..], the buckets' caches (reserve.lua)
+local got = redis.call('HMGET', KEYS[1], 'exhausted', unpack(KEYS, 2))
+local exhausted = tonumber(got[1]) or 0
+if exhausted <= now then exhausted = 0 end
+
 -- cum_cost(member) -> cum, cost
 local function cum_cost(m)
   return tonumber(string.sub(m, 1, 16)), tonumber(string.sub(m, 18))
@@ -38,14 +44,17 @@ end
 -- pending(c) -> how many; entry(c, j) -> score, cum, cost of the j-th
 local function pending(c) return c and (#c - 40) / 24 or 0 end
 local function entry(c, j) return struct.unpack('<ddd', c, 17 + 24 * j) end
+-- tip(c) -> the newest score and total of c's entries: its newest pending
+-- entry's score and cum, else its first two doubles
+local function tip(c) return struct.unpack('<dd', c, #c > 40 and #c - 23 or 1) end
 
 -- read(key, lo, c) -> total, base, newest score, score of the first entry
 -- with score >= lo (newest and first 0 when there is none), from the log
--- and, given its cache c, the pending entries (c's total and newest)
+-- and, given its cache c, the pending entries (c's tip)
 local function read(key, lo, c)
   local total, newest = 0, 0
   if c then
-    total, newest = struct.unpack('<dd', c)
+    newest, total = tip(c)
   else
     local last = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
     if last[1] then total, newest = cum_cost(last[1]), tonumber(last[2]) end

@@ -1,9 +1,7 @@
 -- reserve.lua (after lib.lua): admit one call into every bucket it charges,
 -- or into none; a denial writes nothing.
 --
--- KEYS[1]    trendfetch:{<credential>}:state, a hash: field "exhausted" =
---            the upstream marker (Unix µs); field KEYS[1+i] = bucket i's
---            cache (below)
+-- KEYS[1]    trendfetch:{<credential>}:state, a hash (lib.lua got)
 -- KEYS[1+i]  bucket i's log, i = 1..n
 -- ARGV[1]    the Pacific midnights (lib.lua)
 -- ARGV[2]    per bucket i its cost, limit (units) and window (µs; 0 =
@@ -14,11 +12,12 @@
 -- then per bucket the units left before this call, then per bucket the
 -- score recorded (0 on denial).
 --
--- A bucket's cache, rewritten by every admission, packs five doubles: the
--- total and newest score of its entries, head = the score of the first
--- entry with score >= since and base = the cum before it, then its
--- pending entries (lib.lua): an admission appends its entry there instead
--- of to the log, and moves them all to the log (one ZADD) once MAX_PENDING
+-- A bucket's cache packs five doubles: the newest score and total of its
+-- entries (unless a pending entry's supersede them: lib.lua tip), head =
+-- the score of the first entry with score >= since and base = the cum
+-- before it, then its pending entries (lib.lua). An admission appends its
+-- entry there instead of to the log (the five rewritten only when they
+-- change), and moves them all to the log (one ZADD) once MAX_PENDING
 -- are waiting or at housekeeping. Log plus pending entries are the truth:
 -- head and base answer for every lo in [since, head] (later entries come
 -- after the newest), an empty window needs only newest < lo, and anything
@@ -37,10 +36,6 @@ local TTL_MARGIN_MS = 300000
 local MAX_PENDING = 16
 
 local n = #KEYS - 1
-local got = redis.call('HMGET', KEYS[1], 'exhausted', unpack(KEYS, 2))
-local exhausted = tonumber(got[1]) or 0
-if exhausted <= now then exhausted = 0 end
-
 local deny, retry = 0, 0
 local tail, cache, flush, chores = {}, {}, {}, nil -- tail: left, then scores
 for i = 1, n do
@@ -48,10 +43,11 @@ for i = 1, n do
   local cost, limit, window = struct.unpack('<ddd', ARGV[2], 24 * i - 23)
   local lo = window > 0 and now - window + 1 or last_mid -- 0: the Pacific day
   local total, newest, head, base, since
-  if c then total, newest, head, base, since = struct.unpack('<ddddd', c) end
+  if c then newest, total = tip(c); head, base, since = struct.unpack('<ddd', c, 17) end
+  local keep = c and newest >= lo and since <= lo and lo <= head and total - base + cost <= limit
   if c and newest < lo then
     base, head, since = total, 0, lo
-  elseif not (c and since <= lo and lo <= head and total - base + cost <= limit) then
+  elseif not keep then
     total, base, newest, head = read(key, lo, c)
     since = lo
   end
@@ -61,16 +57,18 @@ for i = 1, n do
     local r = retry_us(key, lo, window, base, used + cost - limit, c)
     if deny == 0 or r > retry then deny, retry = i, r end
   end
-  local mine, rest = struct.pack('<ddd', score, total + cost, cost), c and string.sub(c, 41) or ''
+  local mine = struct.pack('<ddd', score, total + cost, cost)
   if not c or math.floor(newest / PERIOD_US) ~= math.floor(now / PERIOD_US) then
     chores = chores or {}
     chores[i] = {math.min(lo, last_mid), math.floor(math.max(window, next_mid - now) / 1000) + 1 + TTL_MARGIN_MS}
   end
-  if chores and chores[i] or pending(c) + 1 >= MAX_PENDING then
-    flush[i], rest, mine = rest .. mine, '', ''
+  local flushing = chores and chores[i] or pending(c) + 1 >= MAX_PENDING
+  if flushing or not keep then
+    local rest = c and string.sub(c, 41) or ''
+    if flushing then flush[i], rest, mine = rest .. mine, '', '' end
+    c = struct.pack('<ddddd', score, total + cost, head > 0 and head or score, base, since) .. rest
   end
-  cache[2 * i - 1] = key
-  cache[2 * i] = struct.pack('<ddddd', total + cost, score, head > 0 and head or score, base, since) .. rest .. mine
+  cache[2 * i - 1], cache[2 * i] = key, c .. mine
 end
 
 local allowed = (exhausted > 0 or deny > 0) and 0 or 1

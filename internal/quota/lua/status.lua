@@ -12,9 +12,6 @@
 -- used, entries in the window, oldest entry in it (Unix µs; 0: none),
 -- Retry-After µs of a cost-1 call and of the largest cost (0: fits now),
 -- units since the last Pacific midnight}.
-local got = redis.call('HMGET', KEYS[1], 'exhausted', unpack(KEYS, 2))
-local exhausted = tonumber(got[1]) or 0
-if exhausted <= now then exhausted = 0 end
 local reply = {now, exhausted}
 for i = 1, #KEYS - 1 do
   local key, c = KEYS[i + 1], got[i + 1]
