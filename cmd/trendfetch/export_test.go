@@ -53,6 +53,20 @@ func fillStore(t *testing.T, e *env, captures int, regions ...string) {
 	}
 }
 
+// partitionedExport fills e's store with 30 hourly captures of US and GB
+// (2026-11-01 00:00 .. 2026-11-02 05:00, fillStore) and exports them as
+// Parquet partitioned by region and date into e.dir/name/, returned with
+// its trailing slash.
+func partitionedExport(t *testing.T, e *env, name string) string {
+	t.Helper()
+	fillStore(t, e, 30, "US", "GB")
+	dir := filepath.Join(e.dir, name) + "/"
+	if res := e.run("export", "--format", "parquet", "--every", "capture", "--partition", "region,date", "--output", dir); res.code != 0 {
+		t.Fatalf("export --partition: exit %d\n%s", res.code, res.stderr)
+	}
+	return dir
+}
+
 // csvRecords parses a whole CSV.
 func csvRecords(t *testing.T, s string) [][]string {
 	t.Helper()
@@ -216,11 +230,7 @@ func TestPruneVacuum(t *testing.T) {
 // as one table with region and date columns.
 func TestExportParquetPartitions(t *testing.T) {
 	e := newEnv(t)
-	fillStore(t, e, 30, "US", "GB") // 30 hourly captures: 2026-11-01 00:00 .. 2026-11-02 05:00
-	dir := filepath.Join(e.dir, "pq") + "/"
-	if res := e.run("export", "--format", "parquet", "--every", "capture", "--partition", "region,date", "--output", dir); res.code != 0 {
-		t.Fatalf("export --partition: exit %d\n%s", res.code, res.stderr)
-	}
+	dir := partitionedExport(t, e, "pq")
 	var files []string
 	filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
 		if err == nil && !d.IsDir() {

@@ -3,7 +3,6 @@ package main
 import (
 	"database/sql"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -45,11 +44,7 @@ func readmeSQL(t *testing.T, prefix string) string {
 // downloaded on first use and CI has no access to it (the README says so).
 func TestREADMEDuckDBExamples(t *testing.T) {
 	e := newEnv(t)
-	fillStore(t, e, 30, "US", "GB") // 30 hourly captures: 2026-11-01 00:00 .. 2026-11-02 05:00
-	dir := filepath.Join(e.dir, "export") + "/"
-	if res := e.run("export", "--format", "parquet", "--every", "capture", "--partition", "region,date", "--output", dir); res.code != 0 {
-		t.Fatalf("export --partition: exit %d\n%s", res.code, res.stderr)
-	}
+	dir := partitionedExport(t, e, "export")
 	q := readmeSQL(t, "SELECT region, date, count(*) FROM read_parquet(")
 	if !strings.Contains(q, "'export/") {
 		t.Fatalf("the README's read_parquet query no longer reads export/: %s", q)

@@ -2,10 +2,10 @@
 // day (Google's quota day), before it is deployed: per call site the calls
 // a day (least, expected, most; the most counts every call retried
 // api.retries times, since Google charges every attempt), then per bucket
-// the units, compared with
-// each configured bucket's limit and with Google's 2026 allocations
-// (callsite.PresetGoogle2026). Costs and buckets come only from the
-// configuration and package callsite. Start with Compute.
+// the units, compared with each configured bucket's limit and with
+// Google's 2026 allocations (callsite.PresetGoogle2026). Costs and buckets
+// come only from the configuration and package callsite. Start with
+// Compute.
 package plan
 
 import (
