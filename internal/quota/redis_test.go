@@ -1,6 +1,7 @@
 package quota
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -403,9 +404,10 @@ func TestRedisMidnightTable(t *testing.T) {
 	} {
 		now, _ := time.Parse(time.RFC3339, tc.now)
 		want, _ := time.Parse(time.RFC3339, tc.day)
-		mids := redisMidnightTable(now)
-		if len(mids) != 4 {
-			t.Fatalf("%s: %d midnights, want 4", tc.now, len(mids))
+		day := redisMidnights(now)
+		mids := day.table[:]
+		if packed := day.packed.([]byte); !bytes.Equal(packed, redisPack(mids...)) {
+			t.Fatalf("%s: packed table %x, want %x", tc.now, packed, redisPack(mids...))
 		}
 		if got := time.UnixMicro(mids[1]).UTC(); !got.Equal(want) {
 			t.Errorf("%s: current midnight %s, want %s", tc.now, got, want)

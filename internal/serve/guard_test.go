@@ -126,7 +126,9 @@ func TestChartAtTakesTheCLIDates(t *testing.T) {
 	db, lim := shared(t)
 	f := start(t, db, lim, nil)
 	today := time.Now().UTC().Format(time.DateOnly)
-	for _, at := range []string{today, time.Now().UTC().Format(time.RFC3339)} {
+	// RFC 3339 in whole seconds: a second ahead, so that it is not before a
+	// capture the shared store made in this same second.
+	for _, at := range []string{today, time.Now().UTC().Add(time.Second).Format(time.RFC3339)} {
 		if resp, body := get(t, f.url+"/v1/charts/US?at="+at); resp.StatusCode != 200 {
 			t.Errorf("at=%s: %d %v", at, resp.StatusCode, body)
 		}

@@ -13,7 +13,7 @@
 -- score recorded (0 on denial).
 --
 -- A bucket's cache packs five doubles: the newest score and total of its
--- entries (unless a pending entry's supersede them: lib.lua tip), head =
+-- entries (unless its newest pending entry's supersede them), head =
 -- the score of the first entry with score >= since and base = the cum
 -- before it, then its pending entries (lib.lua). An admission appends its
 -- entry there instead of to the log (the five rewritten only when they
@@ -37,23 +37,27 @@ local MAX_PENDING = 16
 
 local n = #KEYS - 1
 local deny, retry = 0, 0
-local tail, cache, flush, chores = {}, {}, {}, nil -- tail: left, then scores
+local tail, cache, flush = {}, {}, {} -- tail: left, then scores
+local chores, read, retry_us -- only when needed
 for i = 1, n do
   local key, c = KEYS[i + 1], got[i + 1]
   local cost, limit, window = struct.unpack('<ddd', ARGV[2], 24 * i - 23)
   local lo = window > 0 and now - window + 1 or last_mid -- 0: the Pacific day
-  local total, newest, head, base, since
-  if c then newest, total = tip(c); head, base, since = struct.unpack('<ddd', c, 17) end
+  local newest, total, head, base, since, waiting = 0, 0, 0, 0, 0, c and (#c - 40) / 24 or 0
+  if c then newest, total, head, base, since = struct.unpack('<ddddd', c) end
+  if waiting > 0 then newest, total = struct.unpack('<dd', c, #c - 23) end
   local keep = c and newest >= lo and since <= lo and lo <= head and total - base + cost <= limit
   if c and newest < lo then
     base, head, since = total, 0, lo
   elseif not keep then
+    if not read then read, retry_us = logs() end
     total, base, newest, head = read(key, lo, c)
     since = lo
   end
   local used, score = total - base, math.max(now, newest + 1)
   tail[i], tail[n + i] = math.max(limit - used, 0), score
   if used + cost > limit then
+    if not read then read, retry_us = logs() end
     local r = retry_us(key, lo, window, base, used + cost - limit, c)
     if deny == 0 or r > retry then deny, retry = i, r end
   end
@@ -62,7 +66,7 @@ for i = 1, n do
     chores = chores or {}
     chores[i] = {math.min(lo, last_mid), math.floor(math.max(window, next_mid - now) / 1000) + 1 + TTL_MARGIN_MS}
   end
-  local flushing = chores and chores[i] or pending(c) + 1 >= MAX_PENDING
+  local flushing = chores and chores[i] or waiting + 1 >= MAX_PENDING
   if flushing or not keep then
     local rest = c and string.sub(c, 41) or ''
     if flushing then flush[i], rest, mine = rest .. mine, '', '' end
@@ -73,7 +77,7 @@ end
 
 local allowed = (exhausted > 0 or deny > 0) and 0 or 1
 if allowed == 0 then for i = 1, n do tail[n + i] = 0 end end
-local reply = struct.pack('<ddddd' .. string.rep('d', 2 * n), allowed, now, deny, math.max(retry, exhausted - now, 0), exhausted, unpack(tail))
+local reply = struct.pack(n == 1 and '<ddddddd' or '<ddddd' .. string.rep('d', 2 * n), allowed, now, deny, math.max(retry, exhausted - now, 0), exhausted, unpack(tail))
 if allowed == 0 then return reply end
 
 local state_ttl = 0

@@ -12,6 +12,7 @@
 -- used, entries in the window, oldest entry in it (Unix µs; 0: none),
 -- Retry-After µs of a cost-1 call and of the largest cost (0: fits now),
 -- units since the last Pacific midnight}.
+local read, retry_us, pending, entry = logs()
 local reply = {now, exhausted}
 for i = 1, #KEYS - 1 do
   local key, c = KEYS[i + 1], got[i + 1]
