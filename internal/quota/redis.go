@@ -33,9 +33,8 @@ func reservedBucketName(name string) bool {
 // TIME as the only clock. It is safe for concurrent use.
 type redisBackend struct {
 	client redis.UniversalClient
-	// midnights, when set, returns the Pacific midnights (Unix µs,
-	// ascending) passed to the scripts instead of redisMidnights's;
-	// tests set it to move "midnight" next to Redis TIME.
+	// midnights returns the Pacific midnights (Unix µs, ascending) passed to
+	// the scripts; tests replace it to move "midnight" next to Redis TIME.
 	midnights func(now time.Time) []int64
 	// waitReplicas and waitTimeout: see WithRedisWaitReplicas.
 	waitReplicas int
@@ -76,7 +75,7 @@ func WithRedisWaitReplicas(n int, timeout time.Duration) redisOption {
 // timeouts; any redis.UniversalClient (Client, ClusterClient, FailoverClient)
 // works, a Ring does not (the credential's keys must live on one node).
 func NewRedis(client redis.UniversalClient, opts ...redisOption) *redisBackend {
-	r := &redisBackend{client: client, user: redisUser(client)}
+	r := &redisBackend{client: client, midnights: redisMidnightTable, user: redisUser(client)}
 	for _, o := range opts {
 		o(r)
 	}
@@ -96,15 +95,14 @@ func (r *redisBackend) credTag(credential string) string {
 	return redisKeyPrefix + ":{" + credential + "}"
 }
 
-// bucketKey is the sorted-set log of one bucket: trendfetch:{<credential>}:<bucket>
-// (credTag's, built in one concatenation: it is on every decision's path).
+// bucketKey is the sorted-set log of one bucket: trendfetch:{<credential>}:<bucket>.
 func (r *redisBackend) bucketKey(credential, bucket string) string {
-	return redisKeyPrefix + ":{" + credential + "}:" + bucket
+	return r.credTag(credential) + ":" + bucket
 }
 
 // stateKey is the credential's state hash: trendfetch:{<credential>}:state.
 func (r *redisBackend) stateKey(credential string) string {
-	return r.bucketKey(credential, stateKeySuffix)
+	return r.credTag(credential) + ":" + stateKeySuffix
 }
 
 // leaseKey is the run lease of (credential, region): trendfetch:{<credential>}:lease:<region>.

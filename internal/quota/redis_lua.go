@@ -43,13 +43,7 @@ var luaMark string
 // KEYS[1] is the credential's state hash, ARGV[1] the Pacific midnights
 // (Unix µs, packed by redisPack); the caller appends the buckets.
 func (r *redisBackend) scriptFrame(credential string) (keys []string, args []any) {
-	var mids any
-	if r.midnights != nil {
-		mids = redisPack(r.midnights(time.Now())...)
-	} else {
-		mids = redisMidnights(time.Now()).packed
-	}
-	return append(make([]string, 0, 3), r.stateKey(credential)), append(make([]any, 0, 3), mids)
+	return append(make([]string, 0, 3), r.stateKey(credential)), append(make([]any, 0, 3), redisPack(r.midnights(time.Now())...))
 }
 
 // redisPack encodes the integers vs for a script's ARGV as little-endian
@@ -60,25 +54,11 @@ func (r *redisBackend) scriptFrame(credential string) (keys []string, args []any
 // take (Unix µs, units, µs windows, slots) is below 2^53, where a double
 // is exact, as Lua's own numbers are.
 func redisPack(vs ...int64) []byte {
-	return redisAppendPacked(make([]byte, 0, 8*len(vs)), vs...)
-}
-
-// redisAppendPacked appends vs to b as redisPack encodes them.
-func redisAppendPacked(b []byte, vs ...int64) []byte {
+	b := make([]byte, 0, 8*len(vs))
 	for _, v := range vs {
 		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(float64(v)))
 	}
 	return b
-}
-
-// redisUnpack decodes the i-th double of a reply packed like redisPack's
-// output (the caller checks its length), reading the string in place.
-func redisUnpack(packed string, i int) int64 {
-	var u uint64
-	for j := 7; j >= 0; j-- {
-		u = u<<8 | uint64(packed[8*i+j])
-	}
-	return int64(math.Float64frombits(u))
 }
 
 // redisWindowUS is the bucket's window in µs as passed to the scripts; 0 means calendar mode.
@@ -89,40 +69,32 @@ func redisWindowUS(b Bucket) int64 {
 	return b.Window.Microseconds()
 }
 
-// redisMidnightDay is the midnight table of one Pacific day: the Pacific
-// midnights (America/Los_Angeles, embedded tzdata) that start the day
-// before that date, the date, and the two days after, as Unix µs,
-// ascending, and the table packed by redisPack, boxed once as a script
-// argument. The scripts pick the last one <= Redis TIME and the next one
-// after it, so Redis, not this clock, decides; the table covers a client
-// clock up to a day off either way. Days are 23 or 25 hours long across
-// DST changes.
-type redisMidnightDay struct {
-	table  [4]int64
-	packed any // []byte
-}
-
-// redisMidnights returns the midnight table of now's Pacific day. It is the
-// same for every decision of a day, so it is computed once a day (time.Date
-// in a location costs about a µs a call) and shared: a decision reads it
-// with one atomic load.
-func redisMidnights(now time.Time) *redisMidnightDay {
+// redisMidnightTable returns the Pacific midnights (America/Los_Angeles,
+// embedded tzdata) that start the day before now's Pacific date, that date,
+// and the two days after, as Unix µs, ascending. The scripts pick the last
+// one <= Redis TIME and the next one after it, so Redis, not this clock,
+// decides; the table covers a client clock up to a day off either way. Days
+// are 23 or 25 hours long across DST changes.
+//
+// The table is the same for every decision of a Pacific day, so it is
+// computed once per day (time.Date in a location costs about a µs a call)
+// and shared: a decision reads it with one atomic load.
+func redisMidnightTable(now time.Time) []int64 {
 	us := now.UnixMicro()
-	if d := midnightCache.Load(); d != nil && us >= d.table[1] && us < d.table[2] {
-		return d
+	if t := midnightCache.Load(); t != nil && us >= t[1] && us < t[2] {
+		return t[:]
 	}
 	p := pacificMidnight(now).In(pacific)
-	d := new(redisMidnightDay)
-	for i := -1; i <= 2; i++ {
-		d.table[i+1] = time.Date(p.Year(), p.Month(), p.Day()+i, 0, 0, 0, 0, pacific).UnixMicro()
+	var t [4]int64
+	for d := -1; d <= 2; d++ {
+		t[d+1] = time.Date(p.Year(), p.Month(), p.Day()+d, 0, 0, 0, 0, pacific).UnixMicro()
 	}
-	d.packed = redisPack(d.table[:]...)
-	midnightCache.Store(d)
-	return d
+	midnightCache.Store(&t)
+	return t[:]
 }
 
-// midnightCache holds the last day's midnights (see redisMidnights).
-var midnightCache atomic.Pointer[redisMidnightDay]
+// midnightCache holds the last midnight table (see redisMidnightTable).
+var midnightCache atomic.Pointer[[4]int64]
 
 // redisOnceScript is a script that must not run twice for one call: the
 // reserve (it would charge twice) and the refund (a counter bucket would be
@@ -227,12 +199,12 @@ func (r *redisBackend) Reserve(ctx context.Context, credential string, charges [
 		return Decision{}, errors.New("quota: reservation without charges")
 	}
 	keys, args := r.scriptFrame(credential)
-	params := make([]byte, 0, 24*len(charges))
+	params := make([]int64, 0, 3*len(charges))
 	for _, c := range charges {
 		keys = append(keys, r.bucketKey(credential, c.Name))
-		params = redisAppendPacked(params, c.Units, c.Limit, redisWindowUS(c.Bucket))
+		params = append(params, c.Units, c.Limit, redisWindowUS(c.Bucket))
 	}
-	args = append(args, params)
+	args = append(args, redisPack(params...))
 	// With wait_replicas, the script and WAIT share one connection.
 	var conn *redis.Conn
 	var runner redisProcessor = r.client
@@ -252,7 +224,8 @@ func (r *redisBackend) Reserve(ctx context.Context, credential string, charges [
 	if len(reply) != 8*(5+2*n) {
 		return Decision{}, r.fail("reserve", credential, fmt.Errorf("unexpected reply of %d bytes", len(reply)))
 	}
-	res := func(i int) int64 { return redisUnpack(reply, i) }
+	packed := []byte(reply)
+	res := func(i int) int64 { return int64(math.Float64frombits(binary.LittleEndian.Uint64(packed[8*i:]))) }
 	d := Decision{
 		Allowed:    res(0) == 1,
 		Now:        time.UnixMicro(res(1)),
