@@ -36,15 +36,27 @@ end
 redis.call('PEXPIRE', KEYS[1], math.ceil(window_us / 1000))
 return 1`)
 
-// noopScript is the floor: one EVALSHA doing nothing.
+// noopScript is the round trip: one EVALSHA doing nothing.
 var noopScript = redis.NewScript(`return 1`)
+
+// floorScript is the ceiling of trendfetch's design: the three redis.calls
+// of its common admission (TIME, HMGET of the marker and the cache, HSET of
+// the cache) with no logic around them (issue 22).
+//
+//	KEYS[1]  a hash
+//	reply    1
+var floorScript = redis.NewScript(`
+local t = redis.call('TIME')
+local got = redis.call('HMGET', KEYS[1], 'exhausted', 'units')
+redis.call('HSET', KEYS[1], 'units', t[1] .. t[2])
+return 1`)
 
 // BenchmarkHeadToHead compares trendfetch's Redis limiter with the designs
 // a user would otherwise pick, in the same process and run, over one
 // connection to a local redis-server (issue 13): every iteration runs each
 // decision once, in a random order, so that machine drift hits all alike.
 // Every decision is admitted (limits 2^30). Reported, as p50 latencies in
-// µs: noop (EVALSHA of `return 1`), seed1/seed100 (the seed article's
+// µs: noop (EVALSHA of `return 1`), floor (floorScript), seed1/seed100 (the seed article's
 // script, cost 100 = 100 ZADDs, a fresh key every 50 calls), gcra1/gcra100
 // (go-redis/redis_rate), tf1/tf100 (trendfetch, one bucket), tf2b
 // (trendfetch, cost 100 + 1 in two buckets), tfscript (the reserve script
@@ -55,6 +67,7 @@ var noopScript = redis.NewScript(`return 1`)
 //	tf1_vs_seed1      seed1 / tf1      target >= 1.0
 //	tf100_vs_gcra100  gcra100 / tf100  target >= 1.0
 //	tf2b_vs_seed1     seed1 / tf2b     target >= 0.9
+//	floor_vs_seed1    seed1 / floor    what no admission logic can beat
 //
 // A second pass with SLOWLOG recording every command reports the
 // server-side p50 of each script (srv_*_µs, whole µs: SLOWLOG's unit).
@@ -68,7 +81,7 @@ func BenchmarkHeadToHead(b *testing.B) {
 	ctx := context.Background()
 	gcra := redis_rate.NewLimiter(c)
 	gcraLimit := redis_rate.Limit{Rate: 1 << 30, Burst: 1 << 30, Period: time.Second}
-	for _, s := range []*redis.Script{seedScript, noopScript} {
+	for _, s := range []*redis.Script{seedScript, noopScript, floorScript} {
 		if err := s.Load(ctx, c).Err(); err != nil {
 			b.Fatal(err)
 		}
@@ -115,6 +128,7 @@ func BenchmarkHeadToHead(b *testing.B) {
 		run  func()
 	}{
 		{"noop", func() { must(noopScript.Run(ctx, c, []string{"noop"}).Err()) }},
+		{"floor", func() { must(floorScript.Run(ctx, c, []string{"floor"}).Err()) }},
 		{"seed1", func() {
 			n, err := seedScript.Run(ctx, c, seedKey(1), window, 1<<30, 1, fmt.Sprint("m", seq)).Int()
 			if err != nil || n != 1 {
@@ -174,6 +188,7 @@ func BenchmarkHeadToHead(b *testing.B) {
 	b.ReportMetric(p50["gcra100"]/p50["tf100"], "tf100_vs_gcra100")
 	b.ReportMetric(p50["seed1"]/p50["tf2b"], "tf2b_vs_seed1")
 	b.ReportMetric(p50["tf1"]-p50["tfscript"], "go1_µs")
+	b.ReportMetric(p50["seed1"]/p50["floor"], "floor_vs_seed1")
 
 	// Server time: SLOWLOG records every command for a pass of 1,000
 	// iterations; EVALSHA entries are told apart by their first key.
