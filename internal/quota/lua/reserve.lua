@@ -77,7 +77,7 @@ end
 
 local allowed = (exhausted > 0 or deny > 0) and 0 or 1
 if allowed == 0 then for i = 1, n do tail[n + i] = 0 end end
-local reply = struct.pack(n == 1 and '<ddddddd' or '<ddddd' .. string.rep('d', 2 * n), allowed, now, deny, math.max(retry, exhausted - now, 0), exhausted, unpack(tail))
+local reply = struct.pack('<ddddd' .. string.rep('d', 2 * n), allowed, now, deny, math.max(retry, exhausted - now, 0), exhausted, unpack(tail))
 if allowed == 0 then return reply end
 
 local state_ttl = 0
