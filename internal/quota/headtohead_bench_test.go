@@ -56,9 +56,9 @@ return 1`)
 // connection to a local redis-server (issue 13): every iteration runs each
 // decision once, in a random order, so that machine drift hits all alike.
 // Every decision is admitted (limits 2^30). Reported, as p50 latencies in
-// µs: noop (EVALSHA of `return 1`), floor (floorScript), seed1/seed100 (the seed article's
-// script, cost 100 = 100 ZADDs, a fresh key every 50 calls), gcra1/gcra100
-// (go-redis/redis_rate), tf1/tf100 (trendfetch, one bucket), tf2b
+// µs: noop (EVALSHA of `return 1`), floor (floorScript), seed1/seed100 (the
+// seed article's script, cost 100 = 100 ZADDs, a fresh key every 50 calls),
+// gcra1/gcra100 (go-redis/redis_rate), tf1/tf100 (trendfetch, one bucket), tf2b
 // (trendfetch, cost 100 + 1 in two buckets), tfscript (the reserve script
 // of tf1 with prebuilt KEYS and ARGV: tf1 - tfscript is Reserve's Go code);
 // and the ratios the targets are stated in (>= 1 means trendfetch is at

@@ -56,8 +56,7 @@ for i = 1, n do
   end
   local used, score = total - base, math.max(now, newest + 1)
   tail[i], tail[n + i] = math.max(limit - used, 0), score
-  if used + cost > limit then
-    if not read then read, retry_us = logs() end
+  if used + cost > limit then -- not keep: read above built retry_us
     local r = retry_us(key, lo, window, base, used + cost - limit, c)
     if deny == 0 or r > retry then deny, retry = i, r end
   end
