@@ -10,7 +10,7 @@
 -- Statistics live in video_stats: they change on every capture while the
 -- text rarely does. Keeping them out of these wide rows (~1 KB with the
 -- description) means re-storing a chart of known videos rewrites a few
--- narrow stats pages instead of one wide page per video (DESIGN §6: storing
+-- narrow stats pages instead of one wide page per video (docs/design.md §6: storing
 -- known videos must not cost more than storing new ones).
 CREATE TABLE videos (
     rowid         INTEGER PRIMARY KEY,
@@ -36,7 +36,7 @@ CREATE TABLE video_stats (
     last_seen_at  TEXT    NOT NULL               -- latest capture
 );
 
--- runs: one row per `trendfetch run` of one region (DESIGN §5).
+-- runs: one row per `trendfetch run` of one region (docs/design.md §5).
 CREATE TABLE runs (
     id             INTEGER PRIMARY KEY,
     credential     TEXT    NOT NULL DEFAULT '',

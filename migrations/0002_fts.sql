@@ -1,4 +1,4 @@
--- 0002_fts: full-text index over videos (DESIGN §6).
+-- 0002_fts: full-text index over videos (docs/design.md §6).
 -- External content: the index stores no copy of the text, it reads it from
 -- videos by rowid. Column order matters: Search ranks with
 -- bm25(videos_fts, 10.0, 2.0, 3.0, 1.0) = title, tags, channel_title, description.

@@ -1,4 +1,4 @@
--- 0006_captures: trending history (issue 11, DESIGN §6). Every chart,
+-- 0006_captures: trending history (issue 11, docs/design.md §6). Every chart,
 -- narrowed category chart and list of search hits a run fetches is one
 -- capture; each entry of a capture keeps its rank, its video and the
 -- statistics of that moment. Nothing a later capture fetches overwrites them.

@@ -1,4 +1,4 @@
--- 0009_text_versions: video text as captured (issue 23, DESIGN §6). Each
+-- 0009_text_versions: video text as captured (issue 23, docs/design.md §6). Each
 -- change of a video's title, description, tags, channel title, category or
 -- thumbnail is a new version; every capture entry refers to the version in
 -- force when it was captured, so an export of an old capture writes the

@@ -1,7 +1,7 @@
 -- sqlitedb: foreign_keys off
 -- 0012_runs_success_unmetered: runs.outcome stores 'success_unmetered', a
 -- run that fetched everything but sent calls unmetered (fail-open while the
--- quota backend was down, DESIGN §4), instead of 'success' with
+-- quota backend was down, docs/design.md §4), instead of 'success' with
 -- unmetered > 0 mapped on read; a CHECK keeps the two facts in step, so no
 -- row can say plain success after an unmetered call. A CHECK cannot be
 -- altered: the table is rebuilt the way SQLite documents (new table, copy,

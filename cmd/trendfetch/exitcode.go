@@ -19,7 +19,7 @@ import (
 	"github.com/trendfetch/trendfetch/internal/store"
 )
 
-// Exit codes (DESIGN.md §5). exitCodes is the one table: `--help`, the
+// Exit codes (docs/design.md §5). exitCodes is the one table: `--help`, the
 // README's table (checked by a test) and crontab's header come from it.
 const (
 	exitOK       = 0   // success

@@ -4,7 +4,7 @@
 // adding a call site is one entry here plus its handler.
 //
 // Sources: YouTube Data API "determine quota cost" page and revision history
-// of 2026-06-01 and 2026-06-03, as summarised in DESIGN.md §3 and §4.
+// of 2026-06-01 and 2026-06-03, as summarised in docs/design.md §3 and §4.
 package callsite
 
 import (
@@ -41,7 +41,7 @@ const (
 	VideosListRefresh = "videos.list.refresh"
 )
 
-// Default bucket names (DESIGN.md §4).
+// Default bucket names (docs/design.md §4).
 const (
 	// BucketUnits is the project's shared daily units.
 	BucketUnits = "units"
@@ -71,7 +71,7 @@ type Site struct {
 	Fetches string
 	// GoogleBucket is the Google quota bucket Units are charged to: "" for
 	// the project's shared 10,000 units a day, else the method's own
-	// bucket (the emulator counts it apart: DESIGN.md §3, granular quota).
+	// bucket (the emulator counts it apart: docs/design.md §3, granular quota).
 	GoogleBucket string
 }
 
@@ -165,7 +165,7 @@ const (
 	// (9,500 of Google's 10,000 units, headroom kept for ad-hoc use).
 	PresetClassic = "classic"
 	// PresetGoogle2026 models Google's granular quota of 2026 exactly
-	// (revision history 2026-06-01 and 2026-06-03; DESIGN.md §3): 10,000
+	// (revision history 2026-06-01 and 2026-06-03; docs/design.md §3): 10,000
 	// units a Pacific day shared by every method but search.list (its own
 	// 100 calls a day at 1 per call) and videos.batchGetStats (its own
 	// 10,000 units a day).

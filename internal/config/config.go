@@ -69,7 +69,7 @@ type Config struct {
 	derived struct{ backend, quotaDB string }
 }
 
-// Runs configures the run lease (DESIGN.md §5: two runs of one region never
+// Runs configures the run lease (docs/design.md §5: two runs of one region never
 // overlap).
 type Runs struct {
 	// LeaseTTL is the region lease's time to live, renewed every third of it
@@ -233,7 +233,7 @@ func (r QuotaRedis) Configured() bool {
 }
 
 // Bounds of quota.redis.wait_timeout: WAIT 0 would block forever; a
-// decision must never wait for long (DESIGN.md §4 "Short timeouts").
+// decision must never wait for long (docs/design.md §4 "Short timeouts").
 const (
 	minWaitTimeout = time.Millisecond
 	maxWaitTimeout = 10 * time.Second
@@ -262,7 +262,7 @@ type Log struct {
 // Default returns the built-in configuration: one credential "default" whose
 // key is in YOUTUBE_API_KEY, region US, the database under the XDG data
 // directory, the embedded quota backend, and the buckets, costs and
-// policies of the call-site table (package callsite; DESIGN.md §4), the
+// policies of the call-site table (package callsite; docs/design.md §4), the
 // run defaults of callsite.RunDefaults, with Complete applied.
 func Default() *Config {
 	c := defaults()

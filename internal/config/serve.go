@@ -48,7 +48,7 @@ type ServeRateLimit struct {
 	Algorithm string   `yaml:"algorithm"`
 }
 
-// Defaults of serve (DESIGN.md §8: the seed's public endpoint limiter).
+// Defaults of serve (docs/design.md §8: the seed's public endpoint limiter).
 const (
 	DefaultServeAddr          = "127.0.0.1:8080"
 	DefaultServeLimit         = 60

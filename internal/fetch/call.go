@@ -26,7 +26,7 @@ const maxBackoff = 30 * time.Second
 // reserve (quota, or the call site's policy when the limiter is down) ->
 // send (under the request timeout, counted, key redacted) -> refund (only
 // an attempt that provably never left the host, see neverLeft) -> classify
-// (the API's error answers, DESIGN.md §3) -> retry (transient failures,
+// (the API's error answers, docs/design.md §3) -> retry (transient failures,
 // with full-jitter backoff, every attempt reserved again).
 
 // call sends one API call of method through the whole call-site protocol:
@@ -264,7 +264,7 @@ func Denied(region, method string, d quota.Decision) *StopError {
 	return &StopError{Region: region, Reason: reason, RetryAfter: d.RetryAfter, RetryAt: base.Add(d.RetryAfter)}
 }
 
-// apiError classifies an error answer of the API (DESIGN.md §3).
+// apiError classifies an error answer of the API (docs/design.md §3).
 func (r *Runner) apiError(ctx context.Context, st *runState, method string, err error) error {
 	run := st.run
 	if ctx.Err() != nil {

@@ -21,7 +21,7 @@ import (
 const batchSize = 50
 
 // maxChartResults is the most videos chart=mostPopular returns per region
-// (DESIGN.md §3: "returns at most 200 videos (4 pages)").
+// (docs/design.md §3: "returns at most 200 videos (4 pages)").
 const maxChartResults = 200
 
 // NewService builds a youtube/v3 client for apiKey; endpoint "" means

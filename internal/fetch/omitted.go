@@ -11,7 +11,7 @@ import (
 
 // Omitted counts. The API leaves a count out of a video's statistics when
 // it is hidden: likeCount when the owner hid the ratings, commentCount when
-// comments are disabled (DESIGN.md §3; the public datasets mark such rows
+// comments are disabled (docs/design.md §3; the public datasets mark such rows
 // ratings_disabled / comments_disabled). The Go client decodes an absent
 // count as 0, indistinguishable from a true 0, so the call sites that read
 // statistics (videos.list, videos.batchGetStats) keep a copy of the raw

@@ -24,7 +24,7 @@ import (
 
 // Assumptions the estimate rests on, beyond the configuration.
 const (
-	// ChartMax is the most videos chart=mostPopular returns (DESIGN.md §3).
+	// ChartMax is the most videos chart=mostPopular returns (docs/design.md §3).
 	ChartMax = 200
 	// IDsPerCall is the most ids one videos.list, channels.list or
 	// videos.batchGetStats call takes, and the page size of search.list.
@@ -321,7 +321,7 @@ func sharedCalls(cfg *config.Config, runs int64, length time.Duration) map[strin
 }
 
 // retried is r with its most sent 1+api.retries times: every attempt of a
-// call that failed transiently costs again (DESIGN.md §3).
+// call that failed transiently costs again (docs/design.md §3).
 func retried(cfg *config.Config, r Range) Range {
 	r.Most *= int64(1 + cfg.API.Retries)
 	return r

@@ -112,7 +112,7 @@ func TestAmendedPolicyRefreshesText(t *testing.T) {
 	}
 }
 
-// TestMostCountsRetries: every attempt costs (DESIGN.md §3), so the most
+// TestMostCountsRetries: every attempt costs (docs/design.md §3), so the most
 // sends each call 1+api.retries times; the least and the expected do not
 // change with api.retries.
 func TestMostCountsRetries(t *testing.T) {

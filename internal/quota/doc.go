@@ -1,7 +1,7 @@
 // Package quota keeps trendfetch inside the YouTube Data API quota: every API
 // call first reserves its weighted cost from a per-credential limiter shared
 // by every process and host spending the same Google Cloud project's quota.
-// DESIGN.md §4 is the contract; docs/quota.md has the design notes and
+// docs/design.md §4 is the contract; docs/quota.md has the design notes and
 // measurements.
 //
 // A credential (a named project, never an API key) has Buckets of at most

@@ -10,7 +10,7 @@ import (
 	"github.com/trendfetch/trendfetch/internal/quota"
 )
 
-// The default buckets of DESIGN.md §4 on the embedded backend, with a fixed
+// The default buckets of docs/design.md §4 on the embedded backend, with a fixed
 // clock so that the output is stable.
 func Example() {
 	dir, err := os.MkdirTemp("", "quota-example")

@@ -11,7 +11,7 @@ import (
 	"time"
 )
 
-// Run leases (DESIGN.md §5: two runs of the same region never overlap): a
+// Run leases (docs/design.md §5: two runs of the same region never overlap): a
 // named lock with a time to live, kept in the quota backend so that every
 // process and host sharing the limiter shares the locks (lease_sqlite.go,
 // lease_redis.go). A crashed holder stops renewing and its lease expires

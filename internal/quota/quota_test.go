@@ -110,7 +110,7 @@ func (b nopBackend) Refund(context.Context, string, Reservation) (bool, error) {
 }
 func (nopBackend) Close() error { return nil }
 
-// defaultBuckets and defaultCosts are the product defaults of DESIGN.md §4.
+// defaultBuckets and defaultCosts are the product defaults of docs/design.md §4.
 var (
 	defaultBuckets = []Bucket{
 		{Name: "units", Limit: 9500, Window: 24 * time.Hour},

@@ -147,7 +147,7 @@ func redisCheckCredential(credential string) error {
 	return nil
 }
 
-// fail classifies a Redis failure of op for credential (DESIGN.md §4,
+// fail classifies a Redis failure of op for credential (docs/design.md §4,
 // "Backend errors are not all unreachable"):
 //   - NOPERM, NOAUTH, WRONGPASS: an *AccessError, a configuration error;
 //   - OOM (maxmemory reached under noeviction): wraps ErrOutOfMemory, so

@@ -17,7 +17,7 @@ import (
 	"github.com/trendfetch/trendfetch/internal/redisconn"
 )
 
-// Replicated Redis (issue 13, DESIGN.md §4 "Durability"): the Sentinel
+// Replicated Redis (issue 13, docs/design.md §4 "Durability"): the Sentinel
 // failover client and quota.redis.wait_replicas, against real redis-server
 // and redis-sentinel processes (internal/quota/redistest).
 

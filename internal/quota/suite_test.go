@@ -9,7 +9,7 @@ import (
 	"time"
 )
 
-// runBackendSuite is the behaviour suite every Backend must pass (DESIGN.md
+// runBackendSuite is the behaviour suite every Backend must pass (docs/design.md
 // §4: "Both backends pass one shared behaviour test suite"). newBackend is
 // called once per subtest and may return a shared backend: each subtest uses
 // its own fresh credential (see suiteCredential) and resets it on cleanup.
@@ -182,7 +182,7 @@ func suiteAdmitsUpToLimit(t *testing.T, b Backend, cred string) {
 }
 
 func suiteWeightedCosts(t *testing.T, b Backend, cred string) {
-	// The default bucket: 9,500 units, search.list costs 100 (DESIGN.md §4).
+	// The default bucket: 9,500 units, search.list costs 100 (docs/design.md §4).
 	units := Bucket{Name: "units", Limit: 9500, Window: time.Hour}
 	for i := int64(1); i <= 94; i++ {
 		d := mustAllow(t, b, cred, charge(units, 100))

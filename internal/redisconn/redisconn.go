@@ -20,7 +20,7 @@ import (
 // Defaults of New. A limiter decision is one round trip of a few hundred
 // microseconds; waiting seconds on a dead Redis would stall every call
 // site, so failures surface fast and the call site's fail-open/closed
-// policy applies (DESIGN.md §4 "Backend failure").
+// policy applies (docs/design.md §4 "Backend failure").
 const (
 	// defaultDialTimeout bounds establishing one connection.
 	defaultDialTimeout = 300 * time.Millisecond

@@ -15,7 +15,7 @@ import (
 	"golang.org/x/net/netutil"
 )
 
-// Timeouts bound what a client can hold (DESIGN.md §8): a stalled client
+// Timeouts bound what a client can hold (docs/design.md §8): a stalled client
 // never keeps a connection for long.
 type Timeouts struct {
 	// ReadHeader is the time to send a request's headers, Read the whole

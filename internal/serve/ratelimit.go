@@ -79,7 +79,7 @@ type counterState struct {
 }
 
 // counterDecide is the sliding-window counter (serve.rate_limit algorithm
-// "counter", DESIGN.md §4): the estimate of the requests in the sliding
+// "counter", docs/design.md §4): the estimate of the requests in the sliding
 // window ending at nowMS is prev x (the part of the previous fixed window
 // still inside it) + cur; a request is admitted when the estimate plus one
 // is at most limit. It returns the state after the decision (unchanged on a

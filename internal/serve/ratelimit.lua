@@ -1,5 +1,5 @@
 -- ratelimit.lua: the sliding-window counter of one serve client
--- (DESIGN.md §4 and §8; the arithmetic of counterDecide in ratelimit.go).
+-- (docs/design.md §4 and §8; the arithmetic of counterDecide in ratelimit.go).
 -- The estimate is the previous window's count weighted by the part of it
 -- still inside the sliding window, plus the current window's count.
 --

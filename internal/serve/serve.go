@@ -1,5 +1,5 @@
 // Package serve is trendfetch's read API and operator dashboard (`trendfetch
-// serve`, `trendfetch schedule --serve`; DESIGN.md §8): JSON under /v1/ in
+// serve`, `trendfetch schedule --serve`; docs/design.md §8): JSON under /v1/ in
 // the same snake_case shapes as the CLI's --json, an OpenAPI 3 description
 // at /v1/openapi.yaml, /healthz, /metrics and the dashboard at /. Nothing it
 // serves spends upstream quota or writes the store.

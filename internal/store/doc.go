@@ -1,7 +1,7 @@
 // Package store is trendfetch's SQLite database (opened and migrated by
 // internal/sqlitedb from the files in migrations/): video upserts, chart,
 // category and search-hit captures with their statistics, channels, run
-// records, categories and FTS5 search (DESIGN.md §5, §6).
+// records, categories and FTS5 search (docs/design.md §5, §6).
 //
 // It uses modernc.org/sqlite (pure Go) in WAL mode with a busy timeout and
 // BEGIN IMMEDIATE write transactions (see sqlitedb), so that several cron

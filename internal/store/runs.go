@@ -12,7 +12,7 @@ import (
 // Outcome is how a run ended (runs.outcome).
 type Outcome string
 
-// Run outcomes (DESIGN §5).
+// Run outcomes (docs/design.md §5).
 const (
 	// OutcomeRunning: started and not finished (or the process died; see
 	// OutcomeAbandoned).
@@ -20,7 +20,7 @@ const (
 	// OutcomeSuccess: every page fetched and stored, every call metered.
 	OutcomeSuccess Outcome = "success"
 	// OutcomeSuccessUnmetered: every page fetched and stored, but Unmetered
-	// > 0 calls were sent fail-open without the limiter (DESIGN §4): never
+	// > 0 calls were sent fail-open without the limiter (docs/design.md §4): never
 	// plain success. The runs table's CHECK refuses a success with
 	// unmetered calls, and a success_unmetered without.
 	OutcomeSuccessUnmetered Outcome = "success_unmetered"

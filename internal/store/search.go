@@ -14,7 +14,7 @@ const (
 	DefaultSearchLimit = 20
 	// MaxSearchLimit is the largest accepted SearchQuery.Limit.
 	MaxSearchLimit = 1000
-	// SearchCandidates bounds the work of one search (DESIGN §6: bm25 over
+	// SearchCandidates bounds the work of one search (docs/design.md §6: bm25 over
 	// hundreds of thousands of matches costs 0.2-1 s). Only the
 	// SearchCandidates most recently first-seen matching videos (highest
 	// rowid) are scored with bm25; a query matching fewer is ranked exactly.
@@ -119,7 +119,7 @@ ORDER BY v.id, c.region, c.captured_at, c.id`, ids...)
 // (videos_fts or videos_tri), with snippets of up to tokens tokens.
 //
 // It ranks inside a subquery on the FTS table and joins to videos only
-// for the winners (DESIGN §6: joining first is 2-4x slower above ~40k
+// for the winners (docs/design.md §6: joining first is 2-4x slower above ~40k
 // matches). The work is bounded twice:
 //
 //   - candidates: bm25 is computed only for matches at or above the rowid

@@ -39,7 +39,7 @@ func apiError(code int, domain, reason, message, location string) errorResponse 
 // Error bodies. Their sources:
 //   - quotaExceeded: byte-for-byte the fields of the recorded
 //     ../shared/data/errors/mine-youtube-data__quota_exhausted.json (403, domain youtube.quota).
-//   - videoChartNotFound, keyInvalid: DESIGN.md §3 and the YouTube Data API error reference;
+//   - videoChartNotFound, keyInvalid: docs/design.md §3 and the YouTube Data API error reference;
 //     the message texts are Google's.
 //   - backendError, rateLimitExceeded, parameter errors: Google's documented global errors;
 //     messages approximate Google's.

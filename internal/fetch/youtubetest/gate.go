@@ -11,7 +11,7 @@ import (
 // SetKeys restricts the accepted API keys to keys. A request with any other key, or with
 // none, gets the real 400 keyInvalid answer (errors[0].domain "usageLimits", reason
 // "keyInvalid", status "INVALID_ARGUMENT", details reason "API_KEY_INVALID"; source:
-// DESIGN.md §3) and costs no units. With no arguments every key (and none) is accepted again,
+// docs/design.md §3) and costs no units. With no arguments every key (and none) is accepted again,
 // which is the default.
 func (s *Server) SetKeys(keys ...string) {
 	s.mu.Lock()
@@ -38,7 +38,7 @@ func (s *Server) SetDailyLimit(units int64) {
 }
 
 // SetCost sets the unit cost of method (a callsite name). A cost below 1 is raised to 1:
-// every request costs at least one unit (source: DESIGN.md §3).
+// every request costs at least one unit (source: docs/design.md §3).
 func (s *Server) SetCost(method string, units int64) {
 	if units < 1 {
 		units = 1

@@ -28,7 +28,7 @@ func writeError(w http.ResponseWriter, e errorResponse) {
 }
 
 // writeList marshals a list response, sets its etag from the content and answers 304 when
-// the request's If-None-Match equals it (still charged; DESIGN.md §3 assumes a 304 costs).
+// the request's If-None-Match equals it (still charged; docs/design.md §3 assumes a 304 costs).
 // setEtag stores the etag in the response value.
 func writeList(w http.ResponseWriter, r *http.Request, resp any, setEtag func(string)) {
 	b, err := json.Marshal(resp)

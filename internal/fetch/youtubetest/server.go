@@ -15,7 +15,7 @@ import (
 )
 
 // MaxChart is the most videos a chart holds: videos.list chart=mostPopular returns at most 200
-// videos, 4 pages of 50 (source: DESIGN.md §3).
+// videos, 4 pages of 50 (source: docs/design.md §3).
 const MaxChart = 200
 
 // maxPage is the largest maxResults of videos.list (discovery document: maximum "50");
