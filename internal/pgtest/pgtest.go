@@ -1,0 +1,191 @@
+// Package pgtest starts a throwaway PostgreSQL server for tests: Debian's
+// postgresql package (initdb, pg_ctl from /usr/lib/postgresql/VERSION/bin),
+// a data directory in a temporary folder, loopback TCP on a free port, fsync
+// off. One server per test package (Start in TestMain), one database per
+// test (Database).
+//
+// initdb and pg_ctl refuse to run as root; as root (CI runs as root) the
+// server runs as the postgres user the Debian package creates, or as nobody.
+// With no PostgreSQL installed, Start returns ErrNotInstalled: Require then
+// skips a test, except under CI=true where it fails it.
+package pgtest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// ErrNotInstalled is returned by Start when no PostgreSQL server binaries
+// are found (Debian: apt-get install postgresql postgresql-contrib).
+var ErrNotInstalled = errors.New("pgtest: PostgreSQL not installed (Debian: apt-get install postgresql postgresql-contrib)")
+
+// Server is a running PostgreSQL server owned by the test process.
+type Server struct {
+	dir, bin string
+	port     int
+	cred     *syscall.Credential // the unprivileged user when running as root
+	n        atomic.Int64        // databases created
+}
+
+// Start initializes a data directory and starts a server on a free loopback
+// port. Errors: ErrNotInstalled, or initdb/pg_ctl failures with their output.
+func Start() (*Server, error) {
+	bin, err := binDir()
+	if err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp("", "trendfetch-pg-")
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{dir: dir, bin: bin}
+	if os.Geteuid() == 0 {
+		if s.cred, err = unprivileged(); err != nil {
+			os.RemoveAll(dir)
+			return nil, err
+		}
+		if err := os.Chown(dir, int(s.cred.Uid), int(s.cred.Gid)); err != nil {
+			os.RemoveAll(dir)
+			return nil, err
+		}
+	}
+	data := filepath.Join(dir, "data")
+	if err := s.run("initdb", "-D", data, "-U", "trendfetch", "-A", "trust", "-E", "UTF8", "--locale=C", "--no-sync"); err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	if s.port, err = freePort(); err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	opts := fmt.Sprintf("-c listen_addresses=127.0.0.1 -p %d -k %s -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=300", s.port, dir)
+	if err := s.run("pg_ctl", "-D", data, "-l", filepath.Join(dir, "log"), "-w", "-t", "60", "-o", opts, "start"); err != nil {
+		log, _ := os.ReadFile(filepath.Join(dir, "log"))
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("%w\n%s", err, log)
+	}
+	return s, nil
+}
+
+// Stop stops the server at once and removes its data directory.
+func (s *Server) Stop() {
+	_ = s.run("pg_ctl", "-D", filepath.Join(s.dir, "data"), "-m", "immediate", "-w", "stop")
+	os.RemoveAll(s.dir)
+}
+
+// URL is the connection URL of database name on s (no password: trust
+// authentication on loopback).
+func (s *Server) URL(name string) string {
+	return fmt.Sprintf("postgres://trendfetch@127.0.0.1:%d/%s?sslmode=disable", s.port, name)
+}
+
+// Database creates an empty database for t and returns its URL; it is
+// dropped when t ends.
+func (s *Server) Database(t testing.TB) string {
+	t.Helper()
+	name := fmt.Sprintf("t%d_%d", os.Getpid(), s.n.Add(1))
+	if err := s.exec("CREATE DATABASE " + name); err != nil {
+		t.Fatalf("pgtest: %v", err)
+	}
+	t.Cleanup(func() { _ = s.exec("DROP DATABASE IF EXISTS " + name + " WITH (FORCE)") })
+	return s.URL(name)
+}
+
+// exec runs one statement on the maintenance database.
+func (s *Server) exec(sql string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, s.URL("postgres"))
+	if err != nil {
+		return err
+	}
+	defer conn.Close(ctx)
+	_, err = conn.Exec(ctx, sql)
+	return err
+}
+
+// Require returns the package's server for t, or ends t: a skip when
+// PostgreSQL is not installed, a failure under CI=true (CI installs it) or
+// when the server did not start.
+func Require(t testing.TB, s *Server, startErr error) *Server {
+	t.Helper()
+	switch {
+	case s != nil:
+		return s
+	case errors.Is(startErr, ErrNotInstalled) && os.Getenv("CI") != "true":
+		t.Skip(startErr)
+	}
+	t.Fatalf("pgtest: %v", startErr)
+	return nil
+}
+
+// run runs a server binary, as the unprivileged user when root.
+func (s *Server) run(name string, args ...string) error {
+	cmd := exec.Command(filepath.Join(s.bin, name), args...)
+	cmd.Dir = s.dir
+	if s.cred != nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: s.cred}
+	}
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("%s: %w: %s", name, err, out)
+	}
+	return nil
+}
+
+// binDir is the newest /usr/lib/postgresql/VERSION/bin holding initdb, or
+// the directory of an initdb on PATH.
+func binDir() (string, error) {
+	dirs, _ := filepath.Glob("/usr/lib/postgresql/*/bin/initdb")
+	sort.Slice(dirs, func(i, j int) bool { return version(dirs[i]) > version(dirs[j]) })
+	if len(dirs) > 0 {
+		return filepath.Dir(dirs[0]), nil
+	}
+	if p, err := exec.LookPath("initdb"); err == nil {
+		return filepath.Dir(p), nil
+	}
+	return "", ErrNotInstalled
+}
+
+// version is VERSION of /usr/lib/postgresql/VERSION/bin/initdb.
+func version(initdb string) int {
+	v, _ := strconv.Atoi(filepath.Base(filepath.Dir(filepath.Dir(initdb))))
+	return v
+}
+
+// unprivileged is the credential of the postgres user, else nobody.
+func unprivileged() (*syscall.Credential, error) {
+	for _, name := range []string{"postgres", "nobody"} {
+		u, err := user.Lookup(name)
+		if err != nil {
+			continue
+		}
+		uid, _ := strconv.Atoi(u.Uid)
+		gid, _ := strconv.Atoi(u.Gid)
+		return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}, nil
+	}
+	return nil, errors.New("pgtest: running as root and no postgres or nobody user to run PostgreSQL as")
+}
+
+// freePort is a loopback TCP port free at the time of the call.
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}

@@ -1,0 +1,54 @@
+package pgtest
+
+import (
+	"context"
+	"os"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+)
+
+var (
+	server   *Server
+	startErr error
+)
+
+func TestMain(m *testing.M) {
+	server, startErr = Start()
+	code := m.Run()
+	if server != nil {
+		server.Stop()
+	}
+	os.Exit(code)
+}
+
+// TestDatabase: each test gets an empty database of its own on a server
+// running as an unprivileged user, with pg_trgm available (the store's
+// search of scripts without spaces needs it).
+func TestDatabase(t *testing.T) {
+	s := Require(t, server, startErr)
+	a, b := s.Database(t), s.Database(t)
+	if a == b {
+		t.Fatalf("two tests share database %s", a)
+	}
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, "CREATE EXTENSION pg_trgm"); err != nil {
+		t.Fatalf("pg_trgm: %v (Debian: postgresql-contrib)", err)
+	}
+	var version int
+	if err := conn.QueryRow(ctx, "SELECT current_setting('server_version_num')::int").Scan(&version); err != nil {
+		t.Fatal(err)
+	}
+	if version < 130000 {
+		t.Fatalf("server_version_num %d, want PostgreSQL 13 or later", version)
+	}
+	var sim float64
+	if err := conn.QueryRow(ctx, "SELECT similarity('trending', 'trend')").Scan(&sim); err != nil || sim <= 0 {
+		t.Fatalf("similarity = %v, %v", sim, err)
+	}
+}
