@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	procinfo "github.com/trendfetch/trendfetch/internal/proc"
 	"github.com/trendfetch/trendfetch/internal/quota"
 	"github.com/trendfetch/trendfetch/internal/quota/redistest"
 	"github.com/trendfetch/trendfetch/internal/store"
@@ -150,8 +151,8 @@ func TestSIGHUPInterruptsLikeSIGTERM(t *testing.T) {
 // TestLeaseHoldersByRule plants leases in the embedded backend: holders on
 // another host, or live on this host, keep the region (exit 3) and are
 // listed; `lease release --yes` frees one; holders of this host that are
-// gone, or whose pid now belongs to a process started after the lease was
-// taken (pid reuse), are taken over at once.
+// gone, or whose pid now belongs to a process that started at another tick
+// (pid reuse), are taken over at once.
 func TestLeaseHoldersByRule(t *testing.T) {
 	_, url, e := sampleEnv(t, "US")
 	args := []string{"--api-endpoint", url, "run", "--region", "US"}
@@ -161,13 +162,15 @@ func TestLeaseHoldersByRule(t *testing.T) {
 	host, _ := os.Hostname()
 	now := time.Now().UTC().Format(time.RFC3339)
 	// holder is a lease holder as trendfetch stores it (quota's
-	// lease_holder.go): this boot and PID namespace; desc is how it is shown.
-	holder := func(host string, pid int, since string) (stored, desc string) {
+	// lease_holder.go): this boot and PID namespace, pid started at ticks
+	// after boot; desc is how it is shown.
+	holder := func(host string, pid int, ticks uint64, since string) (stored, desc string) {
 		ns, _ := os.Readlink("/proc/self/ns/pid")
 		boot, _ := os.ReadFile("/proc/sys/kernel/random/boot_id")
-		stored = fmt.Sprintf(`{"host":%q,"pid":%d,"boot_id":%q,"pid_ns":%q,"since":%q}`, host, pid, strings.TrimSpace(string(boot)), ns, since)
+		stored = fmt.Sprintf(`{"host":%q,"pid":%d,"boot_id":%q,"pid_ns":%q,"start_ticks":%d,"since":%q}`, host, pid, strings.TrimSpace(string(boot)), ns, ticks, since)
 		return stored, fmt.Sprintf("%s pid %d since %s", host, pid, since)
 	}
+	ticks := procinfo.StartTicks(os.Getpid())
 	plant := func(holder string) {
 		t.Helper()
 		b, err := quota.NewSQLite(filepath.Join(e.dir, "data", "trendfetch", "quota.db"))
@@ -182,7 +185,7 @@ func TestLeaseHoldersByRule(t *testing.T) {
 	}
 
 	// Another host: held until released by hand.
-	stored, other := holder("other-host", 1, now)
+	stored, other := holder("other-host", 1, 1, now)
 	plant(stored)
 	if res := e.run(args...); res.code != 3 || !strings.Contains(res.stderr, other) {
 		t.Errorf("run under another host's lease: exit %d, want 3 naming %q\n%s", res.code, other, res.stderr)
@@ -205,24 +208,25 @@ func TestLeaseHoldersByRule(t *testing.T) {
 		t.Errorf("run after the release: exit %d\n%s", res.code, res.stderr)
 	}
 
-	// This host, a live process that took the lease after it started: held.
-	live, _ := holder(host, os.Getpid(), now)
+	// This host, a live process, the lease recorded as taken long before
+	// the process started (as after a step of the wall clock): held.
+	live, _ := holder(host, os.Getpid(), ticks, "2001-01-01T00:00:00Z")
 	plant(live)
 	if res := e.run(args...); res.code != 3 {
 		t.Errorf("run under a live holder of this host: exit %d, want 3\n%s", res.code, res.stderr)
 	}
 	e.run("lease", "release", "--region", "US", "--yes")
 
-	// This host, the pid now belongs to a process started after the lease
-	// was taken: the holder is gone.
-	reused, _ := holder(host, os.Getpid(), "2001-01-01T00:00:00Z")
+	// This host, the pid now belongs to a process that started at another
+	// tick: the holder is gone.
+	reused, _ := holder(host, os.Getpid(), ticks-1, now)
 	plant(reused)
 	if res := e.run(args...); res.code != 0 || !strings.Contains(res.stderr, "took over") {
 		t.Errorf("run under a reused pid's lease: exit %d, want 0 with a takeover\n%s", res.code, res.stderr)
 	}
 
 	// This host, no such process.
-	gone, _ := holder(host, 1<<22+7, now)
+	gone, _ := holder(host, 1<<22+7, 0, now)
 	plant(gone)
 	if res := e.run(args...); res.code != 0 || !strings.Contains(res.stderr, "took over") {
 		t.Errorf("run under a dead pid's lease: exit %d, want 0 with a takeover\n%s", res.code, res.stderr)

@@ -7,12 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
-	"time"
 )
-
-// clockTicks is USER_HZ, the unit of /proc/<pid>/stat starttime; 100 on
-// every Linux architecture Go supports (see proc(5)).
-const clockTicks = 100
 
 // BootID returns this boot's id (/proc/sys/kernel/random/boot_id), "" when
 // unknown: a pid of another boot means nothing now.
@@ -38,56 +33,32 @@ func PIDNamespace() string {
 // inspect reports whether pid exists (kill(pid, 0): ESRCH means no such
 // process; EPERM means it exists under another user; state Z or X in
 // /proc/<pid>/stat means it exited and is only not reaped yet) and, from
-// proc(5), when it started: field 22 of /proc/<pid>/stat (clock ticks after boot)
-// plus btime of /proc/stat. ok is false when it cannot tell.
-func inspect(pid int) (exists bool, started time.Time, ok bool) {
+// proc(5), when it started: field 22 of /proc/<pid>/stat, clock ticks after
+// boot (0 when unreadable). ok is false when it cannot tell.
+func inspect(pid int) (exists bool, started uint64, ok bool) {
 	switch err := syscall.Kill(pid, 0); {
 	case errors.Is(err, syscall.ESRCH):
-		return false, time.Time{}, true
+		return false, 0, true
 	case err != nil && !errors.Is(err, syscall.EPERM):
-		return false, time.Time{}, false
+		return false, 0, false
 	}
 	raw, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
-		return true, time.Time{}, true // exists; start unknown
+		return true, 0, true // exists; start unknown
 	}
 	// The command name (field 2) may hold spaces and ')': fields start after the last ')'.
 	i := bytes.LastIndexByte(raw, ')')
 	if i < 0 {
-		return true, time.Time{}, true
+		return true, 0, true
 	}
 	fields := strings.Fields(string(raw[i+1:]))
 	// fields[0] is field 3 (state); starttime is field 22.
 	if len(fields) > 0 && (fields[0] == "Z" || fields[0] == "X") {
-		return false, time.Time{}, true // a zombie (or dead): exited, only not reaped yet
+		return false, 0, true // a zombie (or dead): exited, only not reaped yet
 	}
 	if len(fields) < 20 {
-		return true, time.Time{}, true
+		return true, 0, true
 	}
-	ticks, err := strconv.ParseInt(fields[19], 10, 64)
-	if err != nil {
-		return true, time.Time{}, true
-	}
-	boot, err := bootTime()
-	if err != nil {
-		return true, time.Time{}, true
-	}
-	return true, boot.Add(time.Duration(ticks) * time.Second / clockTicks), true
-}
-
-func bootTime() (time.Time, error) {
-	raw, err := os.ReadFile("/proc/stat")
-	if err != nil {
-		return time.Time{}, err
-	}
-	for _, line := range strings.Split(string(raw), "\n") {
-		if v, ok := strings.CutPrefix(line, "btime "); ok {
-			s, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
-			if err != nil {
-				return time.Time{}, err
-			}
-			return time.Unix(s, 0), nil
-		}
-	}
-	return time.Time{}, errors.New("no btime in /proc/stat")
+	ticks, _ := strconv.ParseUint(fields[19], 10, 64) // 0 (unknown) when malformed
+	return true, ticks, true
 }

@@ -15,20 +15,27 @@ func TestGone(t *testing.T) {
 		t.Skip("process inspection is Linux-only; elsewhere Gone is always false")
 	}
 	self := os.Getpid()
-	if Gone(self, time.Now()) {
-		t.Error("this live process, which started before now, is reported gone")
+	ticks := StartTicks(self)
+	if ticks == 0 || ticks != StartTicks(self) {
+		t.Fatalf("StartTicks(self) = %d, then %d: want the same non-zero tick", ticks, StartTicks(self))
 	}
-	if !Gone(self, time.Now().Add(-24*time.Hour*365*30)) {
-		t.Error("a lock taken long before this process started: its holder (an earlier process with this pid) is not reported gone")
+	if Gone(self, ticks) || Gone(self, 0) {
+		t.Error("this live process is reported gone")
+	}
+	if !Gone(self, ticks-1) {
+		t.Error("a holder that started at another tick (an earlier process with this pid) is not reported gone")
 	}
 	cmd := exec.Command("true")
 	if err := cmd.Run(); err != nil {
 		t.Fatal(err)
 	}
-	if !Gone(cmd.Process.Pid, time.Now()) {
+	if !Gone(cmd.Process.Pid, 0) {
 		t.Errorf("exited pid %d not reported gone", cmd.Process.Pid)
 	}
-	if Gone(0, time.Now()) || Gone(-1, time.Now()) {
+	if StartTicks(cmd.Process.Pid) != 0 {
+		t.Errorf("exited pid %d has start ticks", cmd.Process.Pid)
+	}
+	if Gone(0, 0) || Gone(-1, 0) {
 		t.Error("pid <= 0 reported gone")
 	}
 }
@@ -43,8 +50,8 @@ func TestZombieIsGone(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	since := time.Now()
-	if Gone(cmd.Process.Pid, since) {
+	ticks := StartTicks(cmd.Process.Pid)
+	if Gone(cmd.Process.Pid, ticks) {
 		t.Fatal("a running child is reported gone")
 	}
 	if err := cmd.Process.Kill(); err != nil {
@@ -65,7 +72,7 @@ func TestZombieIsGone(t *testing.T) {
 			t.Fatalf("child never became a zombie: %s", raw)
 		}
 	}
-	if !Gone(cmd.Process.Pid, since) {
+	if !Gone(cmd.Process.Pid, ticks) {
 		t.Error("a killed, unreaped child (zombie) is reported alive")
 	}
 }

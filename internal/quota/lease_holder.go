@@ -15,7 +15,9 @@ import (
 // longer exists is stale and taken over at once; others expire with their
 // TTL). The holder is stored as JSON; a pid means something only within one
 // boot and one PID namespace, so a holder from another host, boot or
-// namespace (another container) is never stale here.
+// namespace (another container) is never stale here. Within them the holder
+// is its pid and its start in clock ticks after boot, which no step of the
+// wall clock changes: a live holder is never taken for a gone one.
 
 // leaseHolder identifies the process that holds a run lease.
 type leaseHolder struct {
@@ -26,7 +28,12 @@ type leaseHolder struct {
 	// PIDNS is the holder's PID namespace, readlink /proc/self/ns/pid
 	// ("" when unknown).
 	PIDNS string `json:"pid_ns,omitempty"`
-	// Since is when the lease was asked for (whole seconds, UTC).
+	// StartTicks is when the holder process started, clock ticks after
+	// boot (proc.StartTicks; 0 when unknown): with the pid, the boot and
+	// the namespace it names the process, so a reused pid is not it.
+	StartTicks uint64 `json:"start_ticks,omitempty"`
+	// Since is when the lease was asked for (whole seconds, UTC), for
+	// people only: the stale rule never reads it (the wall clock steps).
 	Since time.Time `json:"since"`
 }
 
@@ -35,8 +42,8 @@ type leaseHolder struct {
 func thisHolder(since time.Time) string {
 	host, _ := os.Hostname()
 	h := leaseHolder{Host: cmp.Or(host, "unknown-host"), PID: os.Getpid(), BootID: proc.BootID(), PIDNS: proc.PIDNamespace(),
-		Since: since.UTC().Truncate(time.Second)}
-	b, _ := json.Marshal(h) // cannot fail: strings, an int and a time
+		StartTicks: proc.StartTicks(os.Getpid()), Since: since.UTC().Truncate(time.Second)}
+	b, _ := json.Marshal(h) // cannot fail: strings, integers and a time
 	return string(b)
 }
 
@@ -61,8 +68,9 @@ func describeHolder(desc string) string {
 
 // staleHolder is the stale rule: desc names a process of this host, this
 // boot and this PID namespace, not this process, that is gone (no such pid,
-// a zombie, or a pid reused by a process started after the lease was taken:
-// proc.Gone). Anything it cannot tell is not stale.
+// a zombie, or a pid reused by a process that started at another tick than
+// the recorded StartTicks: proc.Gone). Anything it cannot tell is not
+// stale; a holder without StartTicks is gone only when its pid is.
 func staleHolder(desc string) bool {
 	h, ok := parseHolder(desc)
 	if !ok {
@@ -73,5 +81,5 @@ func staleHolder(desc string) bool {
 	if h.Host != host || h.BootID == "" || h.BootID != boot || h.PIDNS == "" || h.PIDNS != ns || h.PID == os.Getpid() {
 		return false
 	}
-	return proc.Gone(h.PID, h.Since)
+	return proc.Gone(h.PID, h.StartTicks)
 }

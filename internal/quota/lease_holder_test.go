@@ -18,8 +18,10 @@ import (
 // TestStaleHolderRule plants leases held by processes of this host, of
 // another boot, of another PID namespace (a container with the same
 // hostname) and of another host, on SQLite and Redis: only a holder of this
-// host, boot and namespace whose process is gone (no such pid, or a zombie)
-// is taken over; the others keep the region (*LeaseHeldError).
+// host, boot and namespace whose process is gone (no such pid, a zombie, or
+// its pid now held by a process that started at another tick) is taken
+// over; the others keep the region (*LeaseHeldError), whatever the wall
+// clock did since the lease was taken.
 func TestStaleHolderRule(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("the stale rule needs process inspection (Linux)")
@@ -46,20 +48,36 @@ func TestStaleHolderRule(t *testing.T) {
 	if err := dead.Run(); err != nil {
 		t.Fatal(err)
 	}
-	since := time.Now() // each lease was taken after its process started
+	since := time.Now()
+	// h is a holder of this host, boot and namespace: pid started at ticks.
+	h := func(pid int, ticks uint64, since time.Time) leaseHolder {
+		return leaseHolder{Host: host, PID: pid, BootID: boot, PIDNS: ns, StartTicks: ticks, Since: since}
+	}
+	liveTicks := proc.StartTicks(live.Process.Pid)
+	if liveTicks == 0 {
+		t.Fatal("no start ticks for a live child")
+	}
+	other := func(f func(*leaseHolder)) leaseHolder { x := h(dead.Process.Pid, 0, since); f(&x); return x }
 
 	for _, tc := range []struct {
 		name  string
 		h     leaseHolder
 		stale bool
 	}{
-		{"this host, gone", leaseHolder{host, dead.Process.Pid, boot, ns, since}, true},
-		{"this host, zombie", leaseHolder{host, zombie.Process.Pid, boot, ns, since}, true},
-		{"this host, alive", leaseHolder{host, live.Process.Pid, boot, ns, since}, false},
-		{"another PID namespace", leaseHolder{host, dead.Process.Pid, boot, "pid:[1]", since}, false},
-		{"another boot", leaseHolder{host, dead.Process.Pid, "00000000-0000-0000-0000-000000000000", ns, since}, false},
-		{"another host", leaseHolder{"other-" + host, dead.Process.Pid, boot, ns, since}, false},
-		{"no namespace recorded", leaseHolder{host, dead.Process.Pid, boot, "", since}, false},
+		{"this host, gone", h(dead.Process.Pid, 0, since), true},
+		{"this host, zombie", h(zombie.Process.Pid, 0, since), true},
+		{"this host, alive", h(live.Process.Pid, liveTicks, since), false},
+		// Issue 31 item 2: after the wall clock stepped forward an hour, the
+		// lease reads as taken an hour before its holder started (a start
+		// derived from btime moves with the clock); its holder is the same
+		// live process all the same.
+		{"this host, alive, wall clock stepped", h(live.Process.Pid, liveTicks, since.Add(-time.Hour)), false},
+		{"this host, alive, no start recorded", h(live.Process.Pid, 0, since.Add(-time.Hour)), false},
+		{"this host, pid reused", h(live.Process.Pid, liveTicks-1, since), true},
+		{"another PID namespace", other(func(x *leaseHolder) { x.PIDNS = "pid:[1]" }), false},
+		{"another boot", other(func(x *leaseHolder) { x.BootID = "00000000-0000-0000-0000-000000000000" }), false},
+		{"another host", other(func(x *leaseHolder) { x.Host = "other-" + host }), false},
+		{"no namespace recorded", other(func(x *leaseHolder) { x.PIDNS = "" }), false},
 	} {
 		for name, open := range backends {
 			t.Run(tc.name+"/"+name, func(t *testing.T) {
