@@ -579,7 +579,7 @@ func TestRegionsListsEveryCodeWithNameAndSchedule(t *testing.T) {
 
 // TestScheduleSeedsLastSuccessFromTheDatabase: after a restart the
 // staleness gauge shows the last stored success, not 0 (which would fire
-// the README's staleness alert on every deploy).
+// the staleness alert of docs/operations.md on every deploy).
 func TestScheduleSeedsLastSuccessFromTheDatabase(t *testing.T) {
 	_, url, e := sampleEnv(t, "US")
 	if res := e.run("--api-endpoint", url, "run", "--region", "US"); res.code != 0 {

@@ -215,7 +215,7 @@ func (e *env) startAs(uid, gid uint32, args ...string) *daemon {
 // TestServeAsAServiceUser (issue 21.5): serve runs as a user who cannot
 // write quota.db (nobody; quota.db root's, mode 0644, in its own directory,
 // which like the database directory is group-writable for nobody as the
-// README advises, every file the writer's), answers data and quota from
+// docs/api.md advises, every file the writer's), answers data and quota from
 // them, and /healthz reads the data.
 func TestServeAsAServiceUser(t *testing.T) {
 	if os.Getuid() != 0 {

@@ -9,7 +9,7 @@ import (
 )
 
 // Serve configures `trendfetch serve` (and `schedule --serve`): the read
-// API and dashboard, and what bounds its work (README "What serve bounds").
+// API and dashboard, and what bounds its work (docs/api.md "What serve bounds").
 type Serve struct {
 	// Addr is the listen address (default 127.0.0.1:8080: loopback). A
 	// non-loopback address requires TokenFile.

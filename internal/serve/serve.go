@@ -10,7 +10,7 @@
 // and connection caps). Rate limiters are in ratelimit.go: the
 // sliding-window counter (memory or Redis, ratelimit.lua) by default, or
 // the exact sliding-window log of internal/quota. What serve bounds and the
-// headers it sends are listed in the README ("What serve bounds").
+// headers it sends are listed in docs/api.md ("What serve bounds").
 package serve
 
 import (
