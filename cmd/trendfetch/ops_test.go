@@ -91,7 +91,9 @@ func readTextfile(t *testing.T, path string) map[string]*dto.MetricFamily {
 // TestRunWritesAMetricsTextfile: `run --metrics-textfile DIR` (and
 // runs.metrics_textfile) leaves one file per region in DIR, mode 0644 and no
 // temp file, with scheduler mode's names, counters carried across runs,
-// build info, the last success and the renamed exhaustion gauge.
+// build info, the last success and the renamed exhaustion gauge; each file
+// holds its region's series only, and Debian's node_exporter reads the
+// directory without an error and serves each region's values.
 func TestRunWritesAMetricsTextfile(t *testing.T) {
 	_, url, e := sampleEnv(t, "US", "GB")
 	dir := t.TempDir()
@@ -145,6 +147,47 @@ func TestRunWritesAMetricsTextfile(t *testing.T) {
 	if v := metricValue(gb, "trendfetch_runs_total", map[string]string{"region": "GB", "outcome": "success"}); v != 1 {
 		t.Errorf("GB runs_total = %v, want 1", v)
 	}
+
+	// Each file holds its region's series only: node_exporter refuses a
+	// series found in two files (issue 31 item 13).
+	for region, mf := range map[string]map[string]*dto.MetricFamily{"US": us, "GB": gb} {
+		for name, f := range mf {
+			for _, m := range f.GetMetric() {
+				if got := labelValue(m, "region"); got != region {
+					t.Errorf("trendfetch_%s.prom: %s%v has region %q", region, name, m.GetLabel(), got)
+				}
+			}
+		}
+	}
+	var gbRun store.Run
+	for _, r := range storedRuns(t, e.dbPath()) {
+		if r.Region == "GB" {
+			gbRun = r
+		}
+	}
+	scraped := nodeExporterScrape(t, dir)
+	for _, c := range []struct {
+		region string
+		runs   float64
+		last   time.Time
+	}{{"US", 2, runs[0].FinishedAt}, {"GB", 1, gbRun.FinishedAt}} {
+		if v := metricValue(scraped, "trendfetch_runs_total", map[string]string{"region": c.region, "outcome": "success"}); v != c.runs {
+			t.Errorf("node_exporter: runs_total{%s,success} = %v, want %v", c.region, v, c.runs)
+		}
+		if v := metricValue(scraped, "trendfetch_last_success_timestamp_seconds", map[string]string{"region": c.region}); math.Abs(v-float64(c.last.UnixNano())/1e9) > 0.001 {
+			t.Errorf("node_exporter: last_success{%s} = %v, want %v (its last run's end)", c.region, v, float64(c.last.UnixNano())/1e9)
+		}
+	}
+}
+
+// labelValue returns the value of m's label name ("" when it has none).
+func labelValue(m *dto.Metric, name string) string {
+	for _, l := range m.GetLabel() {
+		if l.GetName() == name {
+			return l.GetValue()
+		}
+	}
+	return ""
 }
 
 // TestServeMetricsReadTheLastSuccessFromTheDatabase: serve's /metrics shows

@@ -69,11 +69,13 @@ func (m *Metrics) CarryCounters(path string) error {
 	return nil
 }
 
-// WriteTextfile writes m's metrics to path atomically (a temp file in the
-// same directory, then rename, mode 0644) for node_exporter's textfile
-// collector. Every series gets the label region (node_exporter refuses one
-// series found in two files, and each region has its file): aggregate the
-// quota gauges with max(), not sum(). Histograms are left out: one run's
+// WriteTextfile writes m's metrics of region to path atomically (a temp
+// file in the same directory, then rename, mode 0644) for node_exporter's
+// textfile collector, which refuses a series found in two files: each
+// region has its file, a series of another region (a region label with
+// another value, e.g. the last success read from the database) is left
+// out, and every other series gets the label region: aggregate the quota
+// gauges with max(), not sum(). Histograms are left out: one run's
 // observations are not a distribution and cannot be carried over.
 func (m *Metrics) WriteTextfile(path, region string) error {
 	return prometheus.WriteToTextfile(path, prometheus.GathererFunc(func() ([]*dto.MetricFamily, error) {
@@ -83,13 +85,18 @@ func (m *Metrics) WriteTextfile(path, region string) error {
 			if mf.GetType() == dto.MetricType_HISTOGRAM {
 				continue
 			}
-			for _, metric := range mf.Metric {
-				if !slices.ContainsFunc(metric.Label, func(l *dto.LabelPair) bool { return l.GetName() == "region" }) {
-					metric.Label = append(metric.Label, &dto.LabelPair{Name: proto.String("region"), Value: proto.String(region)})
-					slices.SortFunc(metric.Label, func(a, b *dto.LabelPair) int { return cmp.Compare(a.GetName(), b.GetName()) })
+			mf.Metric = slices.DeleteFunc(mf.Metric, func(metric *dto.Metric) bool {
+				i := slices.IndexFunc(metric.Label, func(l *dto.LabelPair) bool { return l.GetName() == "region" })
+				if i >= 0 {
+					return metric.Label[i].GetValue() != region
 				}
+				metric.Label = append(metric.Label, &dto.LabelPair{Name: proto.String("region"), Value: proto.String(region)})
+				slices.SortFunc(metric.Label, func(a, b *dto.LabelPair) int { return cmp.Compare(a.GetName(), b.GetName()) })
+				return false
+			})
+			if len(mf.Metric) > 0 {
+				out = append(out, mf)
 			}
-			out = append(out, mf)
 		}
 		return out, err
 	}))
