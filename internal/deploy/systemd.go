@@ -1,0 +1,217 @@
+// Package deploy renders trendfetch's scheduled runs for the schedulers
+// operators install them in: a systemd .service and .timer per region
+// (Units.Render) and a Kubernetes batch/v1 CronJob per region
+// (CronJobs.Render). `trendfetch crontab --format systemd|kubernetes` fills
+// them from the configuration; docs/operations.md shows the output and how
+// to install it.
+package deploy
+
+import (
+	"fmt"
+	"io"
+	"path/filepath"
+	"slices"
+	"strings"
+)
+
+// Where the systemd units put things. The service runs as User=trendfetch
+// with ProtectSystem=strict (the whole file system read-only but its
+// StateDirectory= and ReadWritePaths=), ProtectHome=read-only and
+// PrivateTmp=yes (systemd.exec(5)).
+const (
+	// StateDir is StateDirectory=trendfetch: systemd creates it owned by
+	// the service user and the sandbox leaves it writable.
+	StateDir = "/var/lib/trendfetch"
+	// Binary is where the units expect trendfetch when it sits where the
+	// service cannot see it.
+	Binary = "/usr/local/bin/trendfetch"
+	// EtcDir holds the config file (EtcDir/trendfetch.yaml) and the files
+	// LoadCredential= reads as root before the sandbox starts.
+	EtcDir = "/etc/trendfetch"
+	// User is the system user (and group) the services run as.
+	User = "trendfetch"
+)
+
+// private maps the trees the units' sandbox hides or leaves read-only to
+// the option that does it. A person's home is not the service user's to
+// read either.
+var private = map[string]string{
+	"/tmp": "PrivateTmp=yes hides it", "/var/tmp": "PrivateTmp=yes hides it",
+	"/home": "ProtectHome=read-only", "/root": "ProtectHome=read-only", "/run/user": "ProtectHome=read-only",
+}
+
+// privateTree returns the tree of private holding path and what the
+// sandbox does to it, or "".
+func privateTree(path string) string {
+	for dir, why := range private {
+		if under(path, dir) {
+			return dir + " (" + why + ")"
+		}
+	}
+	return ""
+}
+
+func under(path, dir string) bool { return path == dir || strings.HasPrefix(path, dir+"/") }
+
+// Timer is one region's timer: OnCalendar is a systemd calendar event
+// (systemd.time(7)), with its time zone when it has one.
+type Timer struct {
+	Region, OnCalendar, Spec string
+}
+
+// Units is what the systemd units of one configuration need. Paths are
+// absolute, as the caller sees them.
+type Units struct {
+	// Title is the header's first line.
+	Title string
+	// Binary is this trendfetch; Config the config file in use ("" = none).
+	Binary, Config string
+	// Database is the SQLite database ("" = StateDir/trendfetch.db).
+	Database string
+	// QuotaDB is the embedded quota backend's file when it is not quota.db
+	// beside Database ("" otherwise, or with Redis).
+	QuotaDB string
+	// Flags are further flags of the invocation (--credential ...).
+	Flags []string
+	// Env are NAME=value settings without a flag (TRENDFETCH_QUOTA_DB is
+	// taken from QuotaDB).
+	Env []string
+	// KeyCredential is the systemd credential holding the API key.
+	KeyCredential string
+	// MetricsTextfile is runs.metrics_textfile ("" = off).
+	MetricsTextfile string
+	// SecretFiles are files the service reads secrets from (key files).
+	SecretFiles []string
+	// Comments are header lines (warnings about the environment).
+	Comments []string
+	// Timers are the regions in stagger order.
+	Timers []Timer
+}
+
+// Render writes the header and, per region, trendfetch-REGION.service and
+// trendfetch-REGION.timer, each after a "# ---- NAME ----" line. A path
+// the sandbox would hide from the service is rewritten to its place under
+// StateDir, Binary or EtcDir, and each rewrite is returned as a warning
+// (also written in the header); a written or secret path the sandbox hides
+// that has no such place is an error naming the setting.
+func (u Units) Render(w io.Writer) (warnings []string, err error) {
+	var rw []string // ReadWritePaths=
+	writable := func(setting, path string) error {
+		if tree := privateTree(path); tree != "" {
+			return fmt.Errorf("%s %s is under %s: the service cannot write it; use a directory such as %s", setting, path, tree, StateDir)
+		}
+		if !under(path, StateDir) && !slices.Contains(rw, path) {
+			rw = append(rw, path)
+		}
+		return nil
+	}
+	moved := func(what, from, to, how string) string {
+		w := fmt.Sprintf("%s %s is under %s: the units use %s; %s", what, from, privateTree(from), to, how)
+		warnings = append(warnings, w)
+		return to
+	}
+	bin, cfg, db, qdb := u.Binary, u.Config, u.Database, u.QuotaDB
+	if privateTree(bin) != "" {
+		bin = moved("the binary", bin, Binary, "install it there: install -m 755 "+bin+" "+Binary)
+	}
+	if cfg != "" && privateTree(cfg) != "" {
+		to := filepath.Join(EtcDir, "trendfetch.yaml")
+		cfg = moved("the config file", cfg, to, "copy it there: install -D -m 644 "+cfg+" "+to)
+	}
+	if db == "" {
+		db = filepath.Join(StateDir, "trendfetch.db")
+	} else if privateTree(db) != "" {
+		to := filepath.Join(StateDir, filepath.Base(db))
+		db = moved("the database", db, to, "to keep its data, stop its runs and copy it (with quota.db beside it) there, owned by "+User)
+	}
+	if err := writable("database", filepath.Dir(db)); err != nil {
+		return nil, err
+	}
+	if qdb != "" {
+		if privateTree(qdb) != "" {
+			qdb = moved("the quota database", qdb, filepath.Join(StateDir, "quota.db"), "copy it there, owned by "+User)
+		}
+		if err := writable("quota.sqlite.path", filepath.Dir(qdb)); err != nil {
+			return nil, err
+		}
+	}
+	if u.MetricsTextfile != "" {
+		if err := writable("runs.metrics_textfile", u.MetricsTextfile); err != nil {
+			return nil, err
+		}
+	}
+	for _, f := range u.SecretFiles {
+		if tree := privateTree(f); tree != "" {
+			return nil, fmt.Errorf("key file %s is under %s: the service cannot read it; move it under %s (chmod 600, owned by %s)", f, tree, EtcDir, User)
+		}
+	}
+	slices.Sort(rw)
+
+	var b strings.Builder
+	fmt.Fprintf(&b, "# %s\n", u.Title)
+	b.WriteString("# Install, as root:\n")
+	fmt.Fprintf(&b, "#   useradd --system --user-group --home-dir %s --shell /usr/sbin/nologin %s\n", StateDir, User)
+	fmt.Fprintf(&b, "#   install -d %s && (umask 077 && cat >%s/youtube-api-key)   # paste the API key, then Ctrl-D\n", EtcDir, EtcDir)
+	b.WriteString("#   save this output through: awk '/^# ---- /{f=\"/etc/systemd/system/\"$3; next} f{print >f}'\n")
+	timers := make([]string, len(u.Timers))
+	for i, t := range u.Timers {
+		timers[i] = "trendfetch-" + t.Region + ".timer"
+	}
+	fmt.Fprintf(&b, "#   systemctl daemon-reload && systemctl enable --now %s\n", strings.Join(timers, " "))
+	b.WriteString("# Check: systemctl list-timers 'trendfetch-*'; journalctl -u 'trendfetch-*'\n")
+	fmt.Fprintf(&b, "# The database is %s (StateDirectory=, owned by %s).\n", db, User)
+	b.WriteString("# A tick missed while the host was down runs at boot (Persistent=true), the regions one after\n# another in the stagger's order (After=), never together.\n")
+	for _, c := range u.Comments {
+		fmt.Fprintf(&b, "# %s\n", c)
+	}
+	for _, w := range warnings {
+		fmt.Fprintf(&b, "# WARNING: %s\n", w)
+	}
+
+	args := []string{bin}
+	if cfg != "" {
+		args = append(args, "--config", cfg)
+	}
+	args = append(append(args, "--database", db), u.Flags...)
+	for i := range args {
+		args[i] = Quote(args[i])
+	}
+	env := slices.DeleteFunc(slices.Clone(u.Env), func(kv string) bool { return strings.HasPrefix(kv, "TRENDFETCH_QUOTA_DB=") })
+	if qdb != "" {
+		env = append(env, "TRENDFETCH_QUOTA_DB="+qdb)
+	}
+	for i, t := range u.Timers {
+		fmt.Fprintf(&b, "\n# ---- trendfetch-%s.service ----\n", t.Region)
+		fmt.Fprintf(&b, "[Unit]\nDescription=trendfetch: ingest the trending chart of %s\nWants=network-online.target\nAfter=network-online.target", t.Region)
+		if i > 0 {
+			fmt.Fprintf(&b, " trendfetch-%s.service", u.Timers[i-1].Region)
+		}
+		fmt.Fprintf(&b, "\n\n[Service]\nType=oneshot\nUser=%s\nGroup=%s\nStateDirectory=trendfetch\n", User, User)
+		for _, kv := range env {
+			fmt.Fprintf(&b, "Environment=%s\n", Quote(kv))
+		}
+		fmt.Fprintf(&b, "LoadCredential=%s:%s/youtube-api-key\n", u.KeyCredential, EtcDir)
+		fmt.Fprintf(&b, "ExecStart=%s run --region %s\n", strings.Join(args, " "), t.Region)
+		b.WriteString("# 75: quota denied, 3: region already running: not failures; the next tick resumes.\nSuccessExitStatus=75 3\n")
+		b.WriteString("NoNewPrivileges=yes\nProtectSystem=strict\nProtectHome=read-only\nPrivateTmp=yes\n")
+		for _, p := range rw {
+			fmt.Fprintf(&b, "ReadWritePaths=%s\n", Quote(p))
+		}
+		fmt.Fprintf(&b, "\n# ---- trendfetch-%s.timer ----\n", t.Region)
+		fmt.Fprintf(&b, "[Unit]\nDescription=trendfetch: run %s %s\n\n", t.Region, t.Spec)
+		fmt.Fprintf(&b, "[Timer]\nOnCalendar=%s\n# Persistent: a tick missed while the host was down runs at boot.\nPersistent=true\n# The stagger is minutes: fire within a second of the tick.\nAccuracySec=1s\n\n", t.OnCalendar)
+		b.WriteString("[Install]\nWantedBy=timers.target\n")
+	}
+	_, err = io.WriteString(w, b.String())
+	return warnings, err
+}
+
+// Quote quotes s for a systemd unit's command line or Environment= when it
+// holds anything but safe characters; "%" is escaped as "%%" (a specifier).
+func Quote(s string) string {
+	s = strings.ReplaceAll(s, "%", "%%")
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./:=,+@") == "" {
+		return s
+	}
+	return `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(s) + `"`
+}
