@@ -209,7 +209,7 @@ func newQuotaResetCmd(a *app) *cobra.Command {
 		Short: "Forget every recorded call and exhaustion marker of a credential",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			credential := a.credential
+			credential := a.flag("credential")
 			if credential == "" {
 				return usagef("trendfetch quota reset --credential default --yes", "reset needs --credential NAME")
 			}

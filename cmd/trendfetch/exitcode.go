@@ -10,6 +10,7 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/trendfetch/trendfetch/internal/config"
 	"github.com/trendfetch/trendfetch/internal/fetch"
@@ -19,34 +20,37 @@ import (
 	"github.com/trendfetch/trendfetch/internal/store"
 )
 
-// Exit codes (docs/design.md §5). exitCodes is the one table: `--help`, the
-// README's table (checked by a test) and crontab's header come from it.
+// Exit codes (docs/design.md §5). Their meanings are written once, in
+// exitCodes: `--help`, the README's table (checked by a test) and crontab's
+// header are rendered from it.
 const (
-	exitOK       = 0   // success
-	exitError    = 1   // unexpected error (API failure, disk, database)
-	exitUsage    = 2   // usage or configuration error (bad flag, config, region, key)
-	exitRunning  = 3   // the region is already being run by another process (lease held)
-	exitNotFound = 4   // a lookup found nothing (video, chart --at)
-	exitTempFail = 75  // EX_TEMPFAIL: stopped cleanly on quota denial or fail-closed policy; retry later
-	exitSIGHUP   = 129 // 128 + signal number, as shells report it
+	exitOK       = 0
+	exitError    = 1
+	exitUsage    = 2
+	exitRunning  = 3
+	exitNotFound = 4
+	exitTempFail = 75  // EX_TEMPFAIL of sysexits.h
+	exitSIGHUP   = 129 // 128 + the signal's number, as shells report it
 	exitSIGINT   = 130
 	exitSIGTERM  = 143
 )
 
-// exitCodes lists every exit code with its meaning, in order.
+// exitCodes lists every exit code in order with its meaning, and its
+// meaning in a few words for crontab's header (short; "" = not listed
+// there: a job is not sent signals by cron).
 var exitCodes = []struct {
-	code    int
-	meaning string
+	code           int
+	short, meaning string
 }{
-	{exitOK, "success"},
-	{exitError, "unexpected error (API failure, database or disk error); what was stored is kept"},
-	{exitUsage, "usage or configuration error (bad flag, config, region, query, duration, missing or rejected API key, a Redis user without the permissions trendfetch needs); a plan that does not fit"},
-	{exitRunning, "the region is already being run by another process (its run lease is held); nothing done"},
-	{exitNotFound, "not found: the video, capture or run asked for is not in the database"},
-	{exitTempFail, "stopped cleanly: quota denied or limiter unavailable for a fail-closed call site (EX_TEMPFAIL); the run record says why and when to retry"},
-	{exitSIGHUP, "hung up by SIGHUP (run recorded as interrupted)"},
-	{exitSIGINT, "interrupted by SIGINT (run recorded as interrupted)"},
-	{exitSIGTERM, "terminated by SIGTERM (run recorded as interrupted)"},
+	{exitOK, "ok", "success"},
+	{exitError, "error", "unexpected error (API failure, database or disk error); what was stored is kept"},
+	{exitUsage, "configuration error", "usage or configuration error (bad flag, config, region, query, duration, missing or rejected API key, a Redis user without the permissions trendfetch needs); a plan that does not fit"},
+	{exitRunning, "region already running", "the region is already being run by another process (its run lease is held); nothing done"},
+	{exitNotFound, "not found", "not found: the video, capture or run asked for is not in the database"},
+	{exitTempFail, "quota denied (the next tick resumes)", "stopped cleanly: quota denied or limiter unavailable for a fail-closed call site (EX_TEMPFAIL); the run record says why and when to retry"},
+	{exitSIGHUP, "", "hung up by SIGHUP (run recorded as interrupted)"},
+	{exitSIGINT, "", "interrupted by SIGINT (run recorded as interrupted)"},
+	{exitSIGTERM, "", "terminated by SIGTERM (run recorded as interrupted)"},
 }
 
 // exitCodesHelp is the "Exit codes:" section of --help, rendered from
@@ -149,8 +153,16 @@ func exitCode(ctx context.Context, err error) int {
 var flagValueRE = regexp.MustCompile(`^invalid argument "(.*)" for "(?:-\w, )?(--[\w-]+)" flag: (?:strconv\.Parse(Int|Uint|Float|Bool)|time: |.*)`)
 
 // flagError rewrites pflag's parse errors to name the flag and the wanted
-// form without Go function names, and truncates long values.
-func flagError(err error) error {
+// form without Go function names, and truncates long values; an unknown
+// flag of c gets the closest known one ("did you mean --region?").
+func flagError(c *cobra.Command, err error) error {
+	if name, ok := strings.CutPrefix(err.Error(), "unknown flag: --"); ok {
+		var names []string
+		c.Flags().VisitAll(func(f *pflag.Flag) { names = append(names, f.Name) })
+		if s := config.Closest(name, names); s != "" {
+			return fmt.Errorf("%s: did you mean --%s?", err, s)
+		}
+	}
 	m := flagValueRE.FindStringSubmatch(err.Error())
 	if m == nil {
 		return err

@@ -29,9 +29,12 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	secrets := &secret.Set{}
 	tty := isTerminal(stderr)
 	stdout, stderr = secrets.Writer(stdout), secrets.Writer(stderr)
-	secrets.Add(os.Getenv("YOUTUBE_API_KEY"))
-	secrets.Add(secret.RedisURLSecrets(os.Getenv("TRENDFETCH_REDIS_URL"))...)
-	secrets.Add(os.Getenv("TRENDFETCH_REDIS_SENTINEL_PASSWORD"))
+	secrets.Add(os.Getenv(config.DefaultKeyEnv))
+	for _, s := range config.Settings() {
+		if s.Secret != "" { // a Redis URL's password, or the whole value when it is no URL
+			secrets.Add(secret.RedisURLSecrets(os.Getenv(s.Env))...)
+		}
+	}
 	ctx, cancel := context.WithCancelCause(context.Background())
 	defer cancel(nil)
 	sigs := make(chan os.Signal, 2)
@@ -45,7 +48,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		cancel(&signalError{sig: s})
 		s = <-sigs
 		msg := fmt.Sprintf("second %s: exiting now", signalName(s))
-		if tty {
+		if !jsonLogs(os.Getenv(config.Lookup("log.format").Env), tty) {
 			fmt.Fprintf(stderr, "trendfetch: %s\n", msg)
 		} else { // a log file holds JSON only (the config may still be loading: no a.log here)
 			log := newLogger(stderr, config.Log{Level: "info", Format: "json"}, false)
@@ -85,7 +88,8 @@ func (a *app) reportError(err error, code int) {
 	if errors.As(err, &ue) {
 		hint = ue.hint
 	}
-	if a.jsonLogs() {
+	env, _ := a.lookupEnv(config.Lookup("log.format").Env)
+	if jsonLogs(cmp.Or(a.logFormat, env), a.stderrTTY) {
 		log := a.errorLogger().Level(zerolog.TraceLevel) // printed whatever log.level
 		for _, line := range lines {
 			ev := log.Error()
@@ -108,19 +112,17 @@ func (a *app) reportError(err error, code int) {
 	}
 }
 
-// jsonLogs reports whether logs are JSON: log.format (or, before the
-// config loaded, TRENDFETCH_LOG_FORMAT) is json, or auto with stderr not a
-// terminal.
-func (a *app) jsonLogs() bool {
-	env, _ := a.lookupEnv("TRENDFETCH_LOG_FORMAT")
-	format := cmp.Or(a.logFormat, env, "auto")
+// jsonLogs reports whether log lines are JSON: log.format (before the
+// config loaded, its environment variable) is json, or auto (the default)
+// with stderr not a terminal (tty). The one place the format is decided.
+func jsonLogs(format string, tty bool) bool {
 	switch format {
 	case "json":
 		return true
 	case "console":
 		return false
 	}
-	return !a.stderrTTY
+	return !tty
 }
 
 // errorLogger is the process's logger, or a JSON logger at info level when
@@ -153,14 +155,11 @@ type app struct {
 	// secrets holds every known secret value; stdout and stderr scrub them.
 	secrets *secret.Set
 
-	configPath string
+	// flags holds the root flags of the settings table (config.Settings),
+	// by name.
+	flags map[string]*string
 	// configFile is the absolute path of the config file read ("" = defaults).
-	configFile   string
-	database     string
-	credential   string
-	apiEndpoint  string
-	quotaBackend string
-	logLevel     string
+	configFile string
 
 	cfg *config.Config
 	log zerolog.Logger
@@ -182,17 +181,16 @@ Redis shared by every host); on denial a run stops cleanly and exits 75.
 	root.SetOut(a.stdout)
 	root.SetErr(a.stderr)
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
-		return &usageError{err: flagError(err), hint: c.CommandPath() + " --help"}
+		return &usageError{err: flagError(c, err), hint: c.CommandPath() + " --help"}
 	})
 	root.Version = versionString()
 	root.SetVersionTemplate("{{.Version}}\n")
-	pf := root.PersistentFlags()
-	pf.StringVar(&a.configPath, "config", "", "config file (default $TRENDFETCH_CONFIG or $XDG_CONFIG_HOME/trendfetch/config.yaml)")
-	pf.StringVar(&a.database, "database", "", "SQLite database file (overrides config and $TRENDFETCH_DATABASE)")
-	pf.StringVar(&a.credential, "credential", "", "credential (Cloud project) to spend from")
-	pf.StringVar(&a.apiEndpoint, "api-endpoint", "", "YouTube Data API base URL, e.g. an emulator's http://127.0.0.1:8080/")
-	pf.StringVar(&a.quotaBackend, "quota-backend", "", "quota backend: sqlite (embedded) or redis")
-	pf.StringVar(&a.logLevel, "log-level", "", "trace, debug, info, warn or error")
+	a.flags = map[string]*string{}
+	for _, s := range config.Settings() {
+		if s.Flag != "" {
+			a.flags[s.Flag] = root.PersistentFlags().String(s.Flag, "", s.Help)
+		}
+	}
 	root.AddCommand(newRunCmd(a), newSearchCmd(a), newRunsCmd(a), newQuotaCmd(a), newVersionCmd(a))
 	root.AddCommand(newScheduleCmd(a), newCrontabCmd(a), newRegionsCmd(a), newLeaseCmd(a), newPlanCmd(a))
 	root.AddCommand(newChartCmd(a), newVideoCmd(a), newExportCmd(a), newPruneCmd(a), newServeCmd(a))
@@ -200,25 +198,23 @@ Redis shared by every host); on denial a run stops cleanly and exits 75.
 	return root
 }
 
+// flag returns the value of root flag name of the settings table ("" =
+// not given).
+func (a *app) flag(name string) string {
+	if v := a.flags[name]; v != nil {
+		return *v
+	}
+	return ""
+}
+
 // loadConfig loads defaults -> file -> env -> flags, validates, and builds
 // the logger. No I/O beyond reading the config file and key files.
 func (a *app) loadConfig() error {
-	cfg, used, err := config.Load(a.configPath, func(cfg *config.Config) {
-		for _, f := range []struct {
-			v   string
-			dst *string
-		}{
-			{a.database, &cfg.Database},
-			{a.credential, &cfg.Credential},
-			{a.apiEndpoint, &cfg.API.Endpoint},
-			{a.quotaBackend, &cfg.Quota.Backend},
-			{a.logLevel, &cfg.Log.Level},
-		} {
-			if f.v != "" {
-				*f.dst = f.v
-			}
-		}
-	})
+	flags := map[string]string{}
+	for name, v := range a.flags {
+		flags[name] = *v
+	}
+	cfg, used, err := config.Load(a.lookupEnv, flags)
 	if err != nil {
 		return &usageError{err: err}
 	}
@@ -269,7 +265,7 @@ func newLogger(w io.Writer, lc config.Log, tty bool) zerolog.Logger {
 	if err != nil {
 		level = zerolog.InfoLevel
 	}
-	if lc.Format == "console" || (lc.Format == "auto" && tty) {
+	if !jsonLogs(lc.Format, tty) {
 		noColor := os.Getenv("NO_COLOR") != ""
 		w = zerolog.ConsoleWriter{Out: w, TimeFormat: "15:04:05Z07:00", TimeLocation: time.UTC, NoColor: noColor}
 	}

@@ -10,7 +10,7 @@ import (
 // log or unset); counter is refused with one line pointing to
 // serve.rate_limit, anything else with one line naming the setting.
 func TestBucketAlgorithm(t *testing.T) {
-	c, err := Parse(strings.NewReader(`
+	c, err := parse(strings.NewReader(`
 quota:
   buckets:
     - {name: units, limit: 9500, window: 24h}

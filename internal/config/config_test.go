@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,6 +15,15 @@ import (
 )
 
 func noEnv(string) (string, bool) { return "", false }
+
+// parse reads r as Load reads a config file, with no environment and no
+// flags.
+func parse(r io.Reader) (*Config, error) { return read(r, noEnv, nil) }
+
+// envOf is a lookup of the variables vars.
+func envOf(vars map[string]string) func(string) (string, bool) {
+	return func(k string) (string, bool) { v, ok := vars[k]; return v, ok }
+}
 
 func TestDefaultValidates(t *testing.T) {
 	c := Default()
@@ -36,13 +46,13 @@ func TestDefaultValidates(t *testing.T) {
 	if got := costs["videos.batchGetStats"]; len(got) != 1 || got[0].Bucket != "stats" || got[0].Units != 1 {
 		t.Errorf("videos.batchGetStats costs = %+v", got)
 	}
-	if c.Policy("search.list") != FailClosed || c.Policy("videos.list") != FailOpen || c.Policy("videos.batchGetStats") != FailOpen {
+	if c.Policy("search.list") != callsite.FailClosed || c.Policy("videos.list") != callsite.FailOpen || c.Policy("videos.batchGetStats") != callsite.FailOpen {
 		t.Errorf("default policies wrong: %v", c.Quota.Policies)
 	}
 }
 
 func TestParseOverridesAndKeepsDefaults(t *testing.T) {
-	c, err := Parse(strings.NewReader(`
+	c, err := parse(strings.NewReader(`
 database: /tmp/x.db
 regions: [us, gb, US]
 api:
@@ -64,7 +74,7 @@ quota:
 	if got := strings.Join(c.Regions, ","); got != "US,GB" {
 		t.Errorf("regions = %s", got)
 	}
-	if c.Policy("videos.list") != FailClosed {
+	if c.Policy("videos.list") != callsite.FailClosed {
 		t.Error("policy override lost")
 	}
 	if _, ok := c.Quota.Policies["search.list"]; ok {
@@ -93,7 +103,7 @@ func TestParseRejects(t *testing.T) {
 		{"not yaml", "{[", "not valid YAML"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := Parse(strings.NewReader(tc.yaml))
+			_, err := parse(strings.NewReader(tc.yaml))
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("err = %v, want it to contain %q", err, tc.want)
 			}
@@ -127,7 +137,7 @@ func TestValidateNamesFieldValueReason(t *testing.T) {
 		{"credential", func(c *Config) { c.Credential = "other" }, "credential"},
 		{"credential name", func(c *Config) { c.Credentials[0].Name = "a b" }, "credentials[0].name"},
 		{"unknown call site", func(c *Config) { c.Quota.Costs["search.lst"] = map[string]int64{"search": 1} }, "quota.costs.search.lst"},
-		{"unknown policy call site", func(c *Config) { c.Quota.Policies["video.list"] = FailOpen }, "quota.policies.video.list"},
+		{"unknown policy call site", func(c *Config) { c.Quota.Policies["video.list"] = callsite.FailOpen }, "quota.policies.video.list"},
 		{"chart without cost", func(c *Config) { delete(c.Quota.Costs, "videos.list") }, "quota.costs"},
 		{"categories without cost", func(c *Config) { c.Categories.Enabled = true; delete(c.Quota.Costs, "videoCategories.list") }, "quota.costs"},
 		{"no data directory", func(c *Config) { c.Database = "" }, "database"},
@@ -160,9 +170,9 @@ func TestValidateNamesFieldValueReason(t *testing.T) {
 
 func TestEnvAndKeyFile(t *testing.T) {
 	env := map[string]string{"TRENDFETCH_REDIS_URL": "redis://:pw@127.0.0.1:1/0", "TRENDFETCH_REGIONS": "jp,kr", "MY_KEY": " k1 "}
-	lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
-	c := Default()
-	if err := c.ApplyEnv(lookup); err != nil {
+	lookup := envOf(env)
+	c, err := read(nil, lookup, nil)
+	if err != nil {
 		t.Fatal(err)
 	}
 	if err := c.Validate(); err != nil {
@@ -193,13 +203,16 @@ func TestLoadPaths(t *testing.T) {
 	dir := t.TempDir()
 	t.Setenv("TRENDFETCH_CONFIG", "")
 	t.Setenv("XDG_CONFIG_HOME", dir)
-	if _, used, err := Load("", nil); err != nil || used != "" {
+	load := func(env map[string]string, flags map[string]string) (*Config, string, error) {
+		return Load(envOf(env), flags)
+	}
+	if _, used, err := load(nil, nil); err != nil || used != "" {
 		t.Fatalf("no config file at the XDG default must mean defaults: used %q, %v", used, err)
 	}
-	if _, _, err := Load(filepath.Join(dir, "missing.yaml"), nil); err == nil {
+	if _, _, err := load(map[string]string{"TRENDFETCH_CONFIG": filepath.Join(dir, "missing.yaml")}, nil); err == nil {
 		t.Error("an explicit missing config must be an error")
 	}
-	if _, _, err := Load(dir, nil); err == nil || !strings.Contains(err.Error(), "is a directory") {
+	if _, _, err := load(nil, map[string]string{"config": dir}); err == nil || !strings.Contains(err.Error(), "is a directory") {
 		t.Errorf("directory config: err = %v", err)
 	}
 	// The default path, when it exists, is the path used.
@@ -210,14 +223,13 @@ func TestLoadPaths(t *testing.T) {
 	if err := os.WriteFile(def, []byte("database: /tmp/file.db\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	_, used, err := Load("", nil)
+	_, used, err := load(nil, nil)
 	if err != nil || used != def {
 		t.Fatalf("Load = %q, %v; want the default path %s", used, err, def)
 	}
 	// Defaults derived from other settings are filled after every source:
 	// a database given by a flag (override) moves quota.db with it.
-	t.Setenv("TRENDFETCH_DATABASE", "/tmp/env/t.db")
-	cfg, _, err := Load("", func(c *Config) { c.Database = "/tmp/flag/t.db" })
+	cfg, _, err := load(map[string]string{"TRENDFETCH_DATABASE": "/tmp/env/t.db"}, map[string]string{"database": "/tmp/flag/t.db"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -237,7 +249,7 @@ func TestValidateDoesNotChangeTheConfig(t *testing.T) {
 	if after := fmt.Sprintf("%+v", *c); after != before {
 		t.Errorf("Validate changed the config:\nbefore %s\nafter  %s", before, after)
 	}
-	c.Complete()
+	c.complete()
 	if err := c.Validate(); err != nil {
 		t.Fatal(err)
 	}
@@ -246,7 +258,7 @@ func TestValidateDoesNotChangeTheConfig(t *testing.T) {
 			c.Regions, c.Searches[0].MaxPages, c.Quota.Backend, c.Schedule.Concurrency)
 	}
 	again := fmt.Sprintf("%+v", *c)
-	c.Complete()
+	c.complete()
 	if fmt.Sprintf("%+v", *c) != again {
 		t.Error("Complete is not idempotent")
 	}
@@ -260,7 +272,7 @@ func TestExampleConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	c, err := Parse(f)
+	c, err := parse(f)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -292,22 +304,54 @@ func TestExposedSecretFiles(t *testing.T) {
 	}
 }
 
-// TestBucketsWithoutStatsDropStatsCost: a file that lists its buckets
-// without the stats bucket (written before it existed) and no costs still
-// validates; videos.batchGetStats then has no cost (tracking off).
-func TestBucketsWithoutStatsDropStatsCost(t *testing.T) {
-	c, err := Parse(strings.NewReader("quota:\n  buckets:\n    - {name: units, limit: 9500, window: 24h}\n    - {name: search, limit: 4, window: 24h}\n"))
+// TestBucketsMergeWithTheDefaults (issue 31 item 14): the file's
+// quota.buckets are merged with the preset's by name, so overriding one
+// keeps the others (and the call sites charging them); removing one is
+// explicit; every error names the key the file wrote.
+func TestBucketsMergeWithTheDefaults(t *testing.T) {
+	c, err := parse(strings.NewReader("quota:\n  buckets:\n    - {name: units, limit: 5000, window: 24h}\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := c.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := c.Quota.Costs["videos.batchGetStats"]; ok {
-		t.Errorf("costs kept videos.batchGetStats: %v", c.Quota.Costs)
+	if got := strings.Join(c.Quota.Buckets.names(), ","); got != "units,search,stats" || c.Quota.Buckets[0].Limit != 5000 {
+		t.Errorf("buckets = %+v, want units (5000), search, stats", c.Quota.Buckets)
 	}
-	if _, ok := c.Quota.Costs["search.list"]; !ok {
-		t.Errorf("costs lost search.list: %v", c.Quota.Costs)
+	if _, ok := c.Quota.Costs["videos.batchGetStats"]; !ok {
+		t.Errorf("overriding units turned batchGetStats off: costs %v", c.Quota.Costs)
+	}
+
+	// Removing a bucket is explicit, and takes the call sites charging it.
+	c, err = parse(strings.NewReader("quota:\n  buckets:\n    - name: stats\n      remove: true\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := c.Quota.Costs["videos.batchGetStats"]; ok || len(c.Quota.Buckets) != 2 {
+		t.Errorf("remove stats: buckets %v, costs %v", c.Quota.Buckets.names(), c.Quota.Costs)
+	}
+
+	// Each error names the key the file wrote.
+	for _, tc := range []struct{ yaml, want string }{
+		// stats is the third bucket, but the file's first entry.
+		{"quota:\n  buckets:\n    - {name: stats, limit: -1, window: 24h}\n", "quota.buckets[0].limit"},
+		{"quota:\n  buckets:\n    - {name: units, limit: 9, window: 24h}\n    - {name: stats, limit: 9, window: 1us}\n", "quota.buckets[1].window"},
+		{"quota:\n  buckets:\n    - {name: units, limit: 9, window: 24h}\n    - {name: units, limit: 8, window: 24h}\n", "line 4: quota.buckets[1].name units: given twice"},
+		{"quota:\n  buckets:\n    - {name: statz, remove: true}\n", `quota.buckets[0]: remove: true, but there is no bucket "statz"`},
+		// searches need search.list, whose cost went with the bucket search.
+		{"searches: [{q: x}]\nquota:\n  buckets:\n    - {name: search, remove: true}\n", "quota.buckets removes bucket search"},
+	} {
+		c, err := parse(strings.NewReader(tc.yaml))
+		if err == nil {
+			err = c.Validate()
+		}
+		if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "config: quota.costs") {
+			t.Errorf("%q: err = %v, want it to name %s (and not quota.costs, never written)", tc.yaml, err, tc.want)
+		}
 	}
 }
 
@@ -325,7 +369,7 @@ func TestAmendedNeedsRefreshCost(t *testing.T) {
 		{"store:\n  policy: youtube\n" + costs, true},
 		{"store:\n  policy: amended\n", true},
 	} {
-		cfg, err := Parse(strings.NewReader(c.yaml))
+		cfg, err := parse(strings.NewReader(c.yaml))
 		if err != nil {
 			t.Fatal(err)
 		}

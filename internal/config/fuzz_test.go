@@ -25,7 +25,7 @@ func FuzzParse(f *testing.F) {
 		f.Add(seed)
 	}
 	f.Fuzz(func(t *testing.T, in string) {
-		c, err := Parse(strings.NewReader(in))
+		c, err := parse(strings.NewReader(in))
 		if err != nil {
 			if strings.Contains(err.Error(), "\n") {
 				t.Fatalf("multi-line error: %q", err)

@@ -91,7 +91,7 @@ func (c *Config) validateIngest() error {
 	}
 	if len(c.Searches) > 0 {
 		if _, ok := c.Quota.Costs[callsite.SearchList]; !ok {
-			return invalid("searches", len(c.Searches), "search.list has no cost in quota.costs")
+			return c.noCost(callsite.SearchList, "searches are configured")
 		}
 	}
 	for name, r := range map[string]Refresh{"channels": c.Channels, "categories": c.Categories} {

@@ -51,7 +51,7 @@ func TestPresetHeadroomAndOverrides(t *testing.T) {
 		{"quota:\n  headroom: 5\n", "quota.headroom"},
 		{"quota:\n  preset: google-2026\n  headroom: 95\n", "quota.headroom"},
 	} {
-		_, err := Parse(strings.NewReader(tc.yaml))
+		_, err := parse(strings.NewReader(tc.yaml))
 		if err == nil || !strings.Contains(err.Error(), tc.field) {
 			t.Errorf("%q: err %v, want one naming %s", tc.yaml, err, tc.field)
 		}

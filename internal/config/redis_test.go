@@ -15,7 +15,7 @@ import (
 // quota.redis.sentinel, wait_replicas and wait_timeout (issue 13).
 
 func TestRedisSentinelAndWaitParse(t *testing.T) {
-	c, err := Parse(strings.NewReader(`
+	const yaml = `
 quota:
   redis:
     sentinel:
@@ -23,7 +23,8 @@ quota:
       addrs: [10.0.0.1:26379, "redis-sentinel-2.internal:26379", "[::1]:26379"]
     wait_replicas: 1
     wait_timeout: 250ms
-`))
+`
+	c, err := parse(strings.NewReader(yaml))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,9 +44,8 @@ quota:
 		t.Errorf("defaults: wait_replicas %d, wait_timeout %s; want 0 and %s", d.Quota.Redis.WaitReplicas, d.Quota.Redis.WaitTimeout.Std(), quota.DefaultRedisWaitTimeout)
 	}
 	// The URL of the environment still gives the password with Sentinel.
-	if err := c.ApplyEnv(func(k string) (string, bool) {
-		return map[string]string{"TRENDFETCH_REDIS_URL": "redis://:pw@ignored:1/2"}[k], k == "TRENDFETCH_REDIS_URL"
-	}); err != nil || c.Quota.Redis.URL == "" || c.Validate() != nil {
+	c, err = read(strings.NewReader(yaml), envOf(map[string]string{"TRENDFETCH_REDIS_URL": "redis://:pw@ignored:1/2"}), nil)
+	if err != nil || c.Quota.Redis.URL == "" || c.Validate() != nil {
 		t.Errorf("sentinel with TRENDFETCH_REDIS_URL: %v %v", err, c.Validate())
 	}
 }
@@ -60,28 +60,22 @@ func TestRedisSentinelPassword(t *testing.T) {
 		t.Fatal(err)
 	}
 	yaml := "quota:\n  redis:\n    sentinel:\n      master: m\n      addrs: [127.0.0.1:26379]\n      username: ops\n      password_file: " + pwFile + "\n"
-	env := func(vars map[string]string) func(string) (string, bool) {
-		return func(k string) (string, bool) { v, ok := vars[k]; return v, ok }
-	}
-	c, err := Parse(strings.NewReader(yaml))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := c.ApplyEnv(env(nil)); err != nil || c.Quota.Redis.Sentinel.Password != "from-the-file" || c.Quota.Redis.Sentinel.Username != "ops" || c.Validate() != nil {
+	c, err := parse(strings.NewReader(yaml))
+	if err != nil || c.Quota.Redis.Sentinel.Password != "from-the-file" || c.Quota.Redis.Sentinel.Username != "ops" || c.Validate() != nil {
 		t.Fatalf("password_file: %v %+v %v", err, c.Quota.Redis.Sentinel, c.Validate())
 	}
 	if !slices.Contains(c.SecretFiles(), pwFile) {
 		t.Errorf("SecretFiles() = %v, want the password file", c.SecretFiles())
 	}
-	c, _ = Parse(strings.NewReader(yaml))
-	if err := c.ApplyEnv(env(map[string]string{"TRENDFETCH_REDIS_SENTINEL_PASSWORD": "from-env"})); err != nil || c.Quota.Redis.Sentinel.Password != "from-env" {
+	c, err = read(strings.NewReader(yaml), envOf(map[string]string{"TRENDFETCH_REDIS_SENTINEL_PASSWORD": "from-env"}), nil)
+	if err != nil || c.Quota.Redis.Sentinel.Password != "from-env" {
 		t.Fatalf("env over file: %v %+v", err, c.Quota.Redis.Sentinel)
 	}
-	c, _ = Parse(strings.NewReader(strings.Replace(yaml, pwFile, pwFile+".missing", 1)))
-	if err := c.ApplyEnv(env(nil)); err == nil || !strings.Contains(err.Error(), "quota.redis.sentinel.password_file") || strings.Contains(err.Error(), "\n") {
+	_, err = parse(strings.NewReader(strings.Replace(yaml, pwFile, pwFile+".missing", 1)))
+	if err == nil || !strings.Contains(err.Error(), "quota.redis.sentinel.password_file") || strings.Contains(err.Error(), "\n") {
 		t.Fatalf("missing password file: %v", err)
 	}
-	_, err = Parse(strings.NewReader("quota:\n  redis:\n    sentinel:\n      master: m\n      addrs: [127.0.0.1:26379]\n      password: in-yaml\n"))
+	_, err = parse(strings.NewReader("quota:\n  redis:\n    sentinel:\n      master: m\n      addrs: [127.0.0.1:26379]\n      password: in-yaml\n"))
 	if err == nil || !strings.Contains(err.Error(), "TRENDFETCH_REDIS_SENTINEL_PASSWORD") || strings.Contains(err.Error(), "in-yaml") {
 		t.Fatalf("password in YAML: %v", err)
 	}
@@ -135,7 +129,7 @@ func TestRedisSentinelAndWaitValidate(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			c := defaults()
 			tc.edit(c)
-			c.Complete()
+			c.complete()
 			err := c.Validate()
 			var ve *ValidationError
 			if !errors.As(err, &ve) {
@@ -170,10 +164,10 @@ func TestRedisURLProblemsNameThePartNeverTheURL(t *testing.T) {
 		"redis://127.0.0.1:6379/0?password=LEAK":           "query option is not one go-redis knows",
 		"unix://:LEAK@":                                    "socket's path",
 	} {
-		c := Default()
-		c.Quota.Redis.URL = raw
-		c.Complete()
-		err := c.Validate()
+		c, err := read(nil, envOf(map[string]string{"TRENDFETCH_REDIS_URL": raw}), nil)
+		if err == nil {
+			err = c.Validate()
+		}
 		var ve *ValidationError
 		if !errors.As(err, &ve) || !strings.Contains(err.Error(), part) {
 			t.Errorf("%q: Validate() = %v, want a ValidationError saying %q", raw, err, part)
@@ -183,10 +177,8 @@ func TestRedisURLProblemsNameThePartNeverTheURL(t *testing.T) {
 			t.Errorf("%q: the message quotes the URL: %v", raw, err)
 		}
 	}
-	c := Default()
-	c.Quota.Redis.URL = "redis://:ok-LEAK@127.0.0.1:6379/0?dial_timeout=1s"
-	c.Complete()
-	if err := c.Validate(); err != nil {
+	c, err := read(nil, envOf(map[string]string{"TRENDFETCH_REDIS_URL": "redis://:ok-LEAK@127.0.0.1:6379/0?dial_timeout=1s"}), nil)
+	if err != nil || c.Validate() != nil {
 		t.Errorf("a good URL: %v", err)
 	}
 }

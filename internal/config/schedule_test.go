@@ -13,7 +13,7 @@ import (
 
 func parseValid(t *testing.T, yaml string) *Config {
 	t.Helper()
-	cfg, err := Parse(strings.NewReader(yaml))
+	cfg, err := parse(strings.NewReader(yaml))
 	if err != nil {
 		t.Fatalf("Parse: %v", err)
 	}
@@ -124,7 +124,7 @@ func TestScheduleValidation(t *testing.T) {
 		{"bad region spec", "regions: [US]\nschedule:\n  regions:\n    us: \"every day\"\n", "schedule.regions.US", "want e.g."},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg, err := Parse(strings.NewReader(tc.yaml))
+			cfg, err := parse(strings.NewReader(tc.yaml))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -138,7 +138,7 @@ func TestScheduleValidation(t *testing.T) {
 			}
 		})
 	}
-	cfg, err := Parse(strings.NewReader("schedule:\n  regions:\n    UK: \"0 * * * *\"\n"))
+	cfg, err := parse(strings.NewReader("schedule:\n  regions:\n    UK: \"0 * * * *\"\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,7 +146,7 @@ func TestScheduleValidation(t *testing.T) {
 	if err := cfg.Validate(); !errors.As(err, &re) || re.Suggestion != "GB" {
 		t.Errorf("schedule.regions.UK: %v, want a regions.Error suggesting GB", err)
 	}
-	if _, err := Parse(strings.NewReader("schedule:\n  evry: 1h\n")); err == nil || !strings.Contains(err.Error(), "evry") {
+	if _, err := parse(strings.NewReader("schedule:\n  evry: 1h\n")); err == nil || !strings.Contains(err.Error(), "evry") {
 		t.Errorf("unknown schedule key: %v", err)
 	}
 }

@@ -126,11 +126,6 @@ func (s *Serve) validate() error {
 	return nil
 }
 
-// ReadSecretFile returns the first line of the secret file at path,
-// trimmed, reading at most MaxSecretFileBytes. Errors never include the
-// content.
-func ReadSecretFile(path string) (string, error) { return readSecretFile(path) }
-
 // ParseAt reads a point in time as the CLI (--at, --until) and the read
 // API (?at=) take it: an RFC 3339 time (2026-03-02T08:00:00Z), or a UTC date
 // (2026-03-02) meaning the end of that day. The result is UTC.

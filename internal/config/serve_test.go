@@ -11,11 +11,11 @@ import (
 // line.
 func TestServeSettings(t *testing.T) {
 	parse := func(yaml string) (*Config, error) {
-		c, err := Parse(strings.NewReader(yaml))
+		c, err := parse(strings.NewReader(yaml))
 		if err != nil {
 			return nil, err
 		}
-		c.Complete()
+		c.complete()
 		return c, c.Validate()
 	}
 	c, err := parse("serve:\n  hosts: [Trends.Example.org.]\n")

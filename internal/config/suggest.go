@@ -220,7 +220,7 @@ func (c *Config) validateCallSites() error {
 	}
 	for _, n := range need {
 		if _, ok := c.Quota.Costs[n.site]; n.on && !ok {
-			return invalid("quota.costs", "{"+strings.Join(sortedKeys(c.Quota.Costs), ", ")+"}", "%s has no cost, but %s: add quota.costs.%s", n.site, n.why, n.site)
+			return c.noCost(n.site, n.why)
 		}
 	}
 	return nil

@@ -15,7 +15,6 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/trendfetch/trendfetch/internal/callsite"
-	"github.com/trendfetch/trendfetch/internal/config"
 	"github.com/trendfetch/trendfetch/internal/fetch"
 	"github.com/trendfetch/trendfetch/internal/fetch/youtubetest"
 	"github.com/trendfetch/trendfetch/internal/quota"
@@ -36,7 +35,7 @@ type fixture struct {
 // newFixture wires a Runner (see newPipeline) to the emulator serving the
 // 60-video sample as US, with the given limiter backend, buckets (default
 // units: 100 per hour) and policy, logging to fixture.logs.
-func newFixture(t *testing.T, backend quota.Backend, buckets []quota.Bucket, policy func(string) config.Policy) *fixture {
+func newFixture(t *testing.T, backend quota.Backend, buckets []quota.Bucket, policy func(string) callsite.Policy) *fixture {
 	t.Helper()
 	emu := youtubetest.New()
 	emu.SetChart("US", youtubetest.Sample())
@@ -162,28 +161,28 @@ func TestUpstreamErrors(t *testing.T) {
 // fail-closed one stops the run like a denial.
 func TestPoliciesWhenRedisDies(t *testing.T) {
 	for _, tc := range []struct {
-		policy config.Policy
-	}{{config.FailOpen}, {config.FailClosed}} {
+		policy callsite.Policy
+	}{{callsite.FailOpen}, {callsite.FailClosed}} {
 		t.Run(string(tc.policy), func(t *testing.T) {
 			srv := redistest.Start(t)
 			client, err := redisconn.New(srv.URL(), nil)
 			if err != nil {
 				t.Fatal(err)
 			}
-			f := newFixture(t, quota.NewRedis(client), nil, func(string) config.Policy { return tc.policy })
+			f := newFixture(t, quota.NewRedis(client), nil, func(string) callsite.Policy { return tc.policy })
 			srv.Kill()
 			start := time.Now()
 			run, err := f.runner.Run(context.Background(), "US")
 			elapsed := time.Since(start)
 			switch tc.policy {
-			case config.FailOpen:
+			case callsite.FailOpen:
 				if err != nil || run.Unmetered != 2 || run.Videos != youtubetest.SampleSize || len(run.Units) != 0 {
 					t.Errorf("fail-open: err %v, run %+v; want success with 2 unmetered calls", err, run)
 				}
 				if strings.Count(f.logs.String(), `"message":"quota backend unavailable;`) != 1 {
 					t.Errorf("want exactly one backend-failure warning, logs:\n%s", f.logs)
 				}
-			case config.FailClosed:
+			case callsite.FailClosed:
 				var stop *fetch.StopError
 				if !errors.As(err, &stop) || !strings.Contains(stop.Reason, "limiter unavailable") {
 					t.Fatalf("fail-closed: err = %v, want StopError limiter unavailable", err)
@@ -253,7 +252,7 @@ func TestUnresponsiveBackendIsWaitedOnOnce(t *testing.T) {
 		t.Fatal("the lease acquisition made no connection attempt")
 	}
 
-	f := newFixture(t, newBackend(), nil, func(string) config.Policy { return config.FailOpen })
+	f := newFixture(t, newBackend(), nil, func(string) callsite.Policy { return callsite.FailOpen })
 	run, err := f.runner.Run(context.Background(), "US")
 	if err != nil || run.Unmetered != 2 || run.Videos != youtubetest.SampleSize {
 		t.Fatalf("fail-open run: err %v, run %+v; want success with 2 unmetered calls", err, run)

@@ -1,7 +1,8 @@
 package plan_test
 
 import (
-	"strings"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -16,13 +17,7 @@ import (
 // (like cron) runs 23 times when clocks spring forward (02:00 does not
 // exist) and 24 times when they fall back (01:00 fires once).
 func TestPacificDaysOf23And25Hours(t *testing.T) {
-	cfg, err := config.Parse(strings.NewReader("regions: [US]\nschedule:\n  every: 1h\n  timezone: America/Los_Angeles\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cfg.Validate(); err != nil {
-		t.Fatal(err)
-	}
+	cfg := load(t, "regions: [US]\nschedule:\n  every: 1h\n  timezone: America/Los_Angeles\n")
 	for day, want := range map[string]struct {
 		hours float64
 		runs  int64
@@ -42,17 +37,29 @@ func TestPacificDaysOf23And25Hours(t *testing.T) {
 	}
 }
 
-// compute plans the configuration yaml for the Pacific day of day
-// (YYYY-MM-DD).
-func compute(t *testing.T, yaml, day string) *plan.Plan {
+// load loads the configuration yaml as trendfetch does (no environment, no
+// flags) and validates it.
+func load(t *testing.T, yaml string) *config.Config {
 	t.Helper()
-	cfg, err := config.Parse(strings.NewReader(yaml))
+	file := filepath.Join(t.TempDir(), "config.yaml")
+	if err := os.WriteFile(file, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, _, err := config.Load(func(string) (string, bool) { return "", false }, map[string]string{"config": file})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
+	return cfg
+}
+
+// compute plans the configuration yaml for the Pacific day of day
+// (YYYY-MM-DD).
+func compute(t *testing.T, yaml, day string) *plan.Plan {
+	t.Helper()
+	cfg := load(t, yaml)
 	d, _ := time.Parse(time.DateOnly, day)
 	p, err := plan.Compute(cfg, plan.Options{Day: d.Add(20 * time.Hour)})
 	if err != nil {

@@ -1,0 +1,214 @@
+package config
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/trendfetch/trendfetch/internal/callsite"
+)
+
+// MaxConfigBytes bounds a config file (1 MiB): a larger one is refused, not
+// read whole.
+const MaxConfigBytes = 1 << 20
+
+// Load reads the configuration in the order of precedence: the defaults,
+// the config file, the environment (lookup; os.LookupEnv in production),
+// the flags (a Setting's Flag -> the value given; "" = not given), then
+// completes it. The file is --config, else $TRENDFETCH_CONFIG (both must
+// exist), else defaultPath() when it exists. It returns the config and the
+// absolute path of the file read ("" = none); errors name the file. The
+// caller runs Validate.
+func Load(lookup func(string) (string, bool), flags map[string]string) (*Config, string, error) {
+	row := Lookup("")
+	path, explicit := flags[row.Flag], true
+	if path == "" {
+		path, _ = lookup(row.Env)
+	}
+	if path == "" {
+		path, explicit = defaultPath(), false
+	}
+	var r io.Reader
+	f, err := openConfig(path)
+	switch {
+	case errors.Is(err, os.ErrNotExist) && !explicit:
+		path = "" // no config file: defaults
+	case err != nil:
+		return nil, "", err
+	default:
+		defer f.Close()
+		r = f
+		if path, err = filepath.Abs(path); err != nil {
+			return nil, "", fmt.Errorf("config %s: %w", path, err)
+		}
+	}
+	cfg, err := read(r, lookup, flags)
+	if err != nil && path != "" {
+		err = fmt.Errorf("%s: %w", path, err)
+	}
+	return cfg, path, err
+}
+
+// openConfig opens the config file at path ("" = none: nil, ErrNotExist),
+// refusing what is not a regular file of at most MaxConfigBytes. It stats
+// first: opening a FIFO blocks until a writer comes.
+func openConfig(path string) (*os.File, error) {
+	if path == "" {
+		return nil, os.ErrNotExist
+	}
+	fi, err := os.Stat(path)
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("cannot open config: %w", err)
+	case fi.IsDir():
+		return nil, fmt.Errorf("config %s is a directory, want a YAML file", path)
+	case !fi.Mode().IsRegular():
+		return nil, fmt.Errorf("config %s is not a regular file (%s), want a YAML file", path, fi.Mode().Type())
+	case fi.Size() > MaxConfigBytes:
+		return nil, fmt.Errorf("config %s is %d MB, larger than %d KiB: a trendfetch config is a few KB; check the path", path, fi.Size()>>20, MaxConfigBytes>>10)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("cannot open config: %w", err)
+	}
+	return f, nil
+}
+
+// read is Load after the file is found: the YAML of r (nil = no file) over
+// the defaults, the environment, the flags and the secrets' files, then
+// complete.
+func read(r io.Reader, lookup func(string) (string, bool), flags map[string]string) (*Config, error) {
+	cfg := defaults()
+	if r != nil {
+		var err error
+		if cfg, err = decode(r); err != nil {
+			return nil, err
+		}
+	}
+	cfg.apply(lookup, flags)
+	if err := cfg.readSecrets(lookup); err != nil {
+		return nil, err
+	}
+	cfg.complete()
+	return cfg, nil
+}
+
+// decode reads YAML from r over the defaults. Unknown keys and values of the
+// wrong shape are errors naming the key and its line (a typo must not
+// silently fall back to a default). The file's quota.buckets are merged
+// into the preset's (Buckets); its quota.costs replace the preset's; its
+// quota.policies override per method.
+func decode(r io.Reader) (*Config, error) {
+	cfg := defaults()
+	raw, err := io.ReadAll(io.LimitReader(r, MaxConfigBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("cannot read config: %w", err)
+	}
+	if len(raw) > MaxConfigBytes {
+		return nil, fmt.Errorf("config is larger than %d KiB: a trendfetch config is a few KB; check the file", MaxConfigBytes>>10)
+	}
+	var doc yaml.Node
+	if err := yaml.Unmarshal(raw, &doc); err != nil {
+		return nil, fmt.Errorf("config is not valid YAML: %s", oneLine(err))
+	}
+	if len(doc.Content) == 0 {
+		return cfg, nil
+	}
+	if err := unknownKey(&doc, reflect.TypeOf(Config{})); err != nil {
+		msg := err.Error()
+		if ke, ok := err.(*KeyError); ok && (ke.Key == "api_key" || ke.Key == "password" || ke.Key == "url") {
+			msg += secretsHint()
+		}
+		return nil, fmt.Errorf("config: %s", msg)
+	}
+	// The preset is the base the file's buckets and costs change.
+	var head struct {
+		Quota struct {
+			Preset   string
+			Headroom int
+			Costs    yaml.Node
+		}
+	}
+	if err := doc.Decode(&head); err != nil {
+		return nil, fmt.Errorf("config: %s", oneLine(err))
+	}
+	if err := cfg.Quota.setPreset(head.Quota.Preset, head.Quota.Headroom); err != nil {
+		return nil, err
+	}
+	costsGiven := head.Quota.Costs.Kind != 0
+	if costsGiven {
+		cfg.Quota.Costs = nil
+	}
+	defaultPolicies := cfg.Quota.Policies
+	cfg.Quota.Policies = map[string]callsite.Policy{}
+	dec := yaml.NewDecoder(bytes.NewReader(raw))
+	dec.KnownFields(true)
+	if err := dec.Decode(cfg); err != nil {
+		return nil, fmt.Errorf("config: %s", oneLine(err))
+	}
+	if !costsGiven {
+		cfg.Quota.dropCostsOfMissingBuckets()
+	}
+	// A method with a cost and no policy in the file keeps its default.
+	for m, p := range defaultPolicies {
+		if _, has := cfg.Quota.Costs[m]; has {
+			if _, set := cfg.Quota.Policies[m]; !set {
+				cfg.Quota.Policies[m] = p
+			}
+		}
+	}
+	return cfg, nil
+}
+
+// secretsHint ends the error for a secret written into the YAML file.
+func secretsHint() string {
+	where := []string{"api_key_env / api_key_file"}
+	for _, s := range settings {
+		if s.Secret != "" {
+			where = append(where, s.Env+" / "+s.Secret)
+		}
+	}
+	return " (secrets are read only from the environment or a file: use " + strings.Join(where, ", ") + ")"
+}
+
+// dataDir is $XDG_DATA_HOME/trendfetch, or ~/.local/share/trendfetch, or ""
+// when neither XDG_DATA_HOME nor HOME is set (a bare cron or systemd
+// environment): then the database must be configured, never guessed from
+// the current directory (runs started from different directories would get
+// different quota databases).
+func dataDir() string {
+	if d := os.Getenv("XDG_DATA_HOME"); d != "" {
+		return filepath.Join(d, "trendfetch")
+	}
+	home, err := os.UserHomeDir()
+	if err != nil || home == "" {
+		return ""
+	}
+	return filepath.Join(home, ".local", "share", "trendfetch")
+}
+
+// defaultPath is $XDG_CONFIG_HOME/trendfetch/config.yaml, or
+// ~/.config/trendfetch/config.yaml.
+func defaultPath() string {
+	if d := os.Getenv("XDG_CONFIG_HOME"); d != "" {
+		return filepath.Join(d, "trendfetch", "config.yaml")
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return ""
+	}
+	return filepath.Join(home, ".config", "trendfetch", "config.yaml")
+}
+
+func oneLine(err error) string {
+	s := strings.TrimPrefix(err.Error(), "yaml: ")
+	s = strings.TrimPrefix(s, "unmarshal errors:\n")
+	return strings.Join(strings.Fields(s), " ")
+}

@@ -1,0 +1,133 @@
+package config
+
+import (
+	"fmt"
+	"reflect"
+	"strings"
+)
+
+// Setting is one setting that an environment variable or a root flag can
+// set. The table of them (Settings) is the one place their names are
+// written: Load reads the environment and the flags through it, the CLI
+// declares its root flags from it, and `crontab` writes the settings in
+// force out of it. Adding a setting with a flag and an environment variable
+// is one row plus its use (docs/design.md, "Adding a setting").
+type Setting struct {
+	// Key is the YAML path of the field it sets ("quota.sqlite.path"). A
+	// secret's field, which YAML never sets (yaml:"-"), is named by its Go
+	// name in lower case ("quota.redis.url"). "" only for --config, which
+	// names the file rather than a setting in it.
+	Key string
+	// Env is the environment variable, Flag the root flag without "--";
+	// "" = none.
+	Env, Flag string
+	// Help is the flag's help text.
+	Help string
+	// Default is the value when no source sets it; "" = the zero value, or
+	// a default derived from other settings (Complete).
+	Default string
+	// List: a comma-separated list in the environment (US,GB).
+	List bool
+	// File: a path, which `crontab` writes absolute.
+	File bool
+	// Always: `crontab` writes it even when no flag or variable set it: its
+	// default depends on $XDG_DATA_HOME or $HOME, which a job may lack.
+	Always bool
+	// Secret names the setting of the file a job reads this secret from; a
+	// secret is never written out, and `crontab` names that setting instead.
+	Secret string
+}
+
+// settings is the table; see Settings.
+var settings = []Setting{
+	{Env: "TRENDFETCH_CONFIG", Flag: "config", File: true,
+		Help: "config file (default $TRENDFETCH_CONFIG or $XDG_CONFIG_HOME/trendfetch/config.yaml)"},
+	{Key: "database", Env: "TRENDFETCH_DATABASE", Flag: "database", File: true, Always: true,
+		Help: "SQLite database file (default $XDG_DATA_HOME/trendfetch/trendfetch.db)"},
+	{Key: "credential", Env: "TRENDFETCH_CREDENTIAL", Flag: "credential", Default: DefaultCredential,
+		Help: "credential (Cloud project) to spend from"},
+	{Key: "regions", Env: "TRENDFETCH_REGIONS", Default: "US", List: true,
+		Help: "regions `run --all` ingests, comma-separated"},
+	{Key: "api.endpoint", Env: "TRENDFETCH_API_ENDPOINT", Flag: "api-endpoint",
+		Help: "YouTube Data API base URL, e.g. an emulator's http://127.0.0.1:8080/"},
+	{Key: "quota.backend", Env: "TRENDFETCH_QUOTA_BACKEND", Flag: "quota-backend",
+		Help: "quota backend: sqlite (embedded) or redis"},
+	{Key: "quota.sqlite.path", Env: "TRENDFETCH_QUOTA_DB", File: true,
+		Help: "the embedded quota backend's database (default quota.db beside the database)"},
+	{Key: "quota.redis.url", Env: "TRENDFETCH_REDIS_URL", Secret: "quota.redis.url_file",
+		Help: "Redis URL (redis://[user:password@]host:port/db); may hold a password"},
+	{Key: "quota.redis.sentinel.password", Env: "TRENDFETCH_REDIS_SENTINEL_PASSWORD", Secret: "quota.redis.sentinel.password_file",
+		Help: "the Redis Sentinels' own password"},
+	{Key: "log.level", Env: "TRENDFETCH_LOG_LEVEL", Flag: "log-level", Default: "info",
+		Help: "trace, debug, info, warn or error"},
+	{Key: "log.format", Env: "TRENDFETCH_LOG_FORMAT", Default: "auto",
+		Help: "auto (console on a terminal, JSON otherwise), json or console"},
+}
+
+// Settings returns the table of settings an environment variable or a root
+// flag sets, in the order of --help.
+func Settings() []Setting { return append([]Setting(nil), settings...) }
+
+// Lookup returns the row of the setting with YAML path key ("" for
+// --config). It panics for a key the table lacks: a programming error.
+func Lookup(key string) Setting {
+	for _, s := range settings {
+		if s.Key == key {
+			return s
+		}
+	}
+	panic("config: no setting " + key)
+}
+
+// Value returns s's value in c, a list joined with commas. It panics for
+// the --config row, which has no value in c.
+func (s Setting) Value(c *Config) string {
+	v := s.field(c)
+	if s.List {
+		return strings.Join(v.Interface().([]string), ",")
+	}
+	return v.String()
+}
+
+// set sets s in c to v, a list split at commas.
+func (s Setting) set(c *Config, v string) {
+	if s.List {
+		s.field(c).Set(reflect.ValueOf(strings.Split(v, ",")))
+		return
+	}
+	s.field(c).SetString(v)
+}
+
+// field is the field of c that s.Key names.
+func (s Setting) field(c *Config) reflect.Value {
+	v := reflect.ValueOf(c).Elem()
+	for _, name := range strings.Split(s.Key, ".") {
+		t, found := v.Type(), false
+		for i := 0; i < t.NumField() && !found; i++ {
+			tag, _, _ := strings.Cut(t.Field(i).Tag.Get("yaml"), ",")
+			if found = tag == name || tag == "-" && strings.ToLower(t.Field(i).Name) == name; found {
+				v = v.Field(i)
+			}
+		}
+		if !found {
+			panic(fmt.Sprintf("config: setting %q names no field", s.Key))
+		}
+	}
+	return v
+}
+
+// apply sets, over c, every setting its environment variable gives
+// (lookup), then every setting its flag gives (flags: a Flag -> its value;
+// "" = not given): flags beat the environment.
+func (c *Config) apply(lookup func(string) (string, bool), flags map[string]string) {
+	for _, s := range settings {
+		if v, ok := lookup(s.Env); s.Key != "" && s.Env != "" && ok && v != "" {
+			s.set(c, v)
+		}
+	}
+	for _, s := range settings {
+		if v := flags[s.Flag]; s.Key != "" && s.Flag != "" && v != "" {
+			s.set(c, v)
+		}
+	}
+}
