@@ -292,6 +292,8 @@ func (r *Runner) apiError(ctx context.Context, st *runState, method string, err 
 		return &StopError{Region: run.Region, Reason: "the API answered 403 quotaExceeded: the project's daily quota is spent", RetryAfter: until.Sub(now), RetryAt: until}
 	case reason == "keyInvalid" || strings.Contains(ge.Body, "API_KEY_INVALID"):
 		return &CredentialError{Credential: r.Credential, Reason: "keyInvalid"}
+	case ge.Code >= 300 && ge.Code < 400:
+		return fmt.Errorf("%s for %s: API answered HTTP %d, a redirect: trendfetch never follows one (the key would go with it); check api.endpoint", method, run.Region, ge.Code)
 	case reason == "videoChartNotFound":
 		return fmt.Errorf("region %s has no mostPopular chart (the API answered %d videoChartNotFound)", run.Region, ge.Code)
 	}

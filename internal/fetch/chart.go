@@ -50,6 +50,9 @@ func (r *Runner) chart(ctx context.Context, st *runState, category string) error
 		if err != nil {
 			return err
 		}
+		if n := len(resp.Items); n > int(pageSize) || rank-1+n > maxChartResults {
+			return fmt.Errorf("page %d of the %s chart is malformed: %d items for maxResults=%d (at most %d videos a chart): nothing of it stored", page+1, run.Region, n, pageSize, maxChartResults)
+		}
 		counts, err := givenCounts(raw.Bytes())
 		if err != nil {
 			return fmt.Errorf("page %d of the %s chart: %w", page+1, run.Region, err)
@@ -59,7 +62,7 @@ func (r *Runner) chart(ctx context.Context, st *runState, category string) error
 			if it == nil || it.Id == "" {
 				continue
 			}
-			v := videoWithGiven(counts, ConvertVideo(it))
+			v := st.videoWithGiven(counts, it)
 			st.remember(v)
 			videos = append(videos, v)
 		}

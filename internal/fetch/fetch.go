@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
+	"net/http"
 	"os"
 	"time"
 
@@ -39,6 +41,10 @@ func NewService(ctx context.Context, apiKey, endpoint string) (*youtube.Service,
 		return nil, fmt.Errorf("cannot create YouTube client: %w", Redact(err))
 	}
 	client.Transport = capBody{base: client.Transport, max: MaxResponseBytes}
+	// Requests carry the key in their query: they go to api.endpoint and
+	// nowhere else. A redirect is answered to the caller as the 3xx it is
+	// (apiError names the status, never the location).
+	client.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 	opts = []option.ClientOption{option.WithHTTPClient(client)}
 	if endpoint != "" {
 		opts = append(opts, option.WithEndpoint(endpoint))
@@ -333,7 +339,13 @@ func ConvertVideo(v *youtube.Video) store.Video {
 	return out
 }
 
+// i64 is u as a stored count, or nil (unknown) when u does not fit in an
+// int64: the API sends counts as decimal strings that the Go client decodes
+// as uint64, and a count above 2^63-1 must never be stored negative.
 func i64(u uint64) *int64 {
+	if u > math.MaxInt64 {
+		return nil
+	}
 	v := int64(u)
 	return &v
 }

@@ -5,6 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
+
+	"google.golang.org/api/youtube/v3"
 
 	"github.com/trendfetch/trendfetch/internal/store"
 )
@@ -80,8 +83,20 @@ func clearOmitted(g map[string]given, id string, views, likes, comments **int64)
 	}
 }
 
-// videoWithGiven is ConvertVideo with omitted counts as nil.
-func videoWithGiven(g map[string]given, v store.Video) store.Video {
+// videoWithGiven is ConvertVideo of it with omitted counts as nil. A count
+// too large for an int64 is nil as well (ConvertVideo), with a warning.
+func (st *runState) videoWithGiven(g map[string]given, it *youtube.Video) store.Video {
+	v := ConvertVideo(it)
+	if s := it.Statistics; s != nil {
+		for _, c := range []struct {
+			name string
+			n    uint64
+		}{{"viewCount", s.ViewCount}, {"likeCount", s.LikeCount}, {"commentCount", s.CommentCount}} {
+			if c.n > math.MaxInt64 {
+				st.log.Warn().Str("video", v.ID).Str("field", c.name).Uint64("value", c.n).Msg("count too large for the store: kept as unknown")
+			}
+		}
+	}
 	clearOmitted(g, v.ID, &v.Views, &v.Likes, &v.Comments)
 	return v
 }

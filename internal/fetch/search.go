@@ -3,6 +3,7 @@ package fetch
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"maps"
 	"time"
 
@@ -64,6 +65,10 @@ func (r *Runner) searches(ctx context.Context, st *runState, searches []Search) 
 			warnUnstored(st, all)
 			return err
 		}
+		if len(resp.Items) > len(batch) {
+			warnUnstored(st, all)
+			return fmt.Errorf("videos.list for %d search hits is malformed: %d items: nothing of it stored", len(batch), len(resp.Items))
+		}
 		counts, err := givenCounts(raw.Bytes())
 		if err != nil {
 			warnUnstored(st, all)
@@ -71,7 +76,7 @@ func (r *Runner) searches(ctx context.Context, st *runState, searches []Search) 
 		}
 		for _, it := range resp.Items {
 			if it != nil && it.Id != "" {
-				st.remember(videoWithGiven(counts, ConvertVideo(it)))
+				st.remember(st.videoWithGiven(counts, it))
 			}
 		}
 	}
@@ -157,6 +162,9 @@ func (r *Runner) search(ctx context.Context, st *runState, s Search) (searchHits
 		resp, err := call(ctx, r, st, callsite.SearchList, func(ctx context.Context) (*youtube.SearchListResponse, error) {
 			return req.Context(ctx).Do()
 		})
+		if err == nil && len(resp.Items) > batchSize {
+			err = fmt.Errorf("search.list page %d for %q is malformed: %d items for maxResults=%d: nothing of it stored", page+1, s.Q, len(resp.Items), batchSize)
+		}
 		if err != nil {
 			hits.units = spentSince(before, st.run.Units)
 			return hits, err
