@@ -89,9 +89,8 @@ func BenchmarkHeadToHead(b *testing.B) {
 	big := Bucket{Name: "units", Limit: 1 << 30, Window: time.Hour}
 	search := Bucket{Name: "search", Limit: 1 << 30, Window: 24 * time.Hour}
 	window := time.Hour.Microseconds()
-	scriptKeys, scriptArgs := rb.scriptFrame("bench-h2h-script")
-	scriptKeys = append(scriptKeys, rb.bucketKey("bench-h2h-script", big.Name))
-	scriptArgs = append(scriptArgs, redisPack(1, big.Limit, window))
+	scriptKeys := []string{rb.stateKey("bench-h2h-script"), rb.bucketKey("bench-h2h-script", big.Name)}
+	scriptArgs := []any{rb.midnightArg(), 1, big.Limit, window}
 
 	seq := 0
 	seedKey := func(cost int) []string {
@@ -107,12 +106,12 @@ func BenchmarkHeadToHead(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	// script runs s (which replies packed doubles, the first 1 when it
-	// admits); reserve runs trendfetch's Reserve.
+	// script runs s (whose reply starts with 1 when it admits); reserve
+	// runs trendfetch's Reserve.
 	script := func(name string, s *redis.Script, keys []string, args []any) func() {
 		return func() {
-			if r, err := s.Run(ctx, c, keys, args...).Text(); err != nil || r[:8] != string(redisPack(1)) {
-				b.Fatalf("%s: %q %v", name, r, err)
+			if r, err := s.Run(ctx, c, keys, args...).Int64Slice(); err != nil || r[0] != 1 {
+				b.Fatalf("%s: %v %v", name, r, err)
 			}
 		}
 	}

@@ -3,11 +3,10 @@ package quota
 import (
 	"context"
 	_ "embed"
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"math"
 	"net"
+	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -39,26 +38,18 @@ var luaRefund string
 //go:embed lua/mark.lua
 var luaMark string
 
-// scriptFrame starts the KEYS and ARGV of the reserve and status scripts:
-// KEYS[1] is the credential's state hash, ARGV[1] the Pacific midnights
-// (Unix µs, packed by redisPack); the caller appends the buckets.
-func (r *redisBackend) scriptFrame(credential string) (keys []string, args []any) {
-	return append(make([]string, 0, 3), r.stateKey(credential)), append(make([]any, 0, 3), redisPack(r.midnights(time.Now())...))
-}
-
-// redisPack encodes the integers vs for a script's ARGV as little-endian
-// doubles, 8 bytes each, that Lua reads with
-// struct.unpack('<d...'): one ARGV and one unpack instead of a decimal
-// string and a tonumber per value, the largest share of a decision's
-// server time after its redis.calls (issue 13). Every value the scripts
-// take (Unix µs, units, µs windows, slots) is below 2^53, where a double
-// is exact, as Lua's own numbers are.
-func redisPack(vs ...int64) []byte {
-	b := make([]byte, 0, 8*len(vs))
-	for _, v := range vs {
-		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(float64(v)))
+// midnightArg is ARGV[1] of the reserve and status scripts: the
+// Pacific midnights around now (redisMidnightTable, or the table tests set),
+// Unix µs, space-separated.
+func (r *redisBackend) midnightArg() string {
+	var b []byte
+	for i, m := range r.midnights(time.Now()) {
+		if i > 0 {
+			b = append(b, ' ')
+		}
+		b = strconv.AppendInt(b, m, 10)
 	}
-	return b
+	return string(b)
 }
 
 // redisWindowUS is the bucket's window in µs as passed to the scripts; 0 means calendar mode.
@@ -198,13 +189,11 @@ func (r *redisBackend) Reserve(ctx context.Context, credential string, charges [
 	if len(charges) == 0 {
 		return Decision{}, errors.New("quota: reservation without charges")
 	}
-	keys, args := r.scriptFrame(credential)
-	params := make([]int64, 0, 3*len(charges))
+	keys, args := []string{r.stateKey(credential)}, []any{r.midnightArg()}
 	for _, c := range charges {
 		keys = append(keys, r.bucketKey(credential, c.Name))
-		params = append(params, c.Units, c.Limit, redisWindowUS(c.Bucket))
+		args = append(args, c.Units, c.Limit, redisWindowUS(c.Bucket))
 	}
-	args = append(args, redisPack(params...))
 	// With wait_replicas, the script and WAIT share one connection.
 	var conn *redis.Conn
 	var runner redisProcessor = r.client
@@ -216,36 +205,34 @@ func (r *redisBackend) Reserve(ctx context.Context, credential string, charges [
 		defer conn.Close()
 		runner = conn
 	}
-	reply, err := redisReserveScript.RunOnce(ctx, runner, keys, args...).Text()
+	// The reply: allowed, now, denied, retry_us, exhausted, then per bucket
+	// left, at (lua/reserve.lua).
+	v, err := redisReserveScript.RunOnce(ctx, runner, keys, args...).Int64Slice()
+	if err == nil && len(v) != 5+2*len(charges) {
+		err = fmt.Errorf("unexpected reply of %d values", len(v))
+	}
 	if err != nil {
 		return Decision{}, r.fail("reserve", credential, err)
 	}
-	n := len(charges)
-	if len(reply) != 8*(5+2*n) {
-		return Decision{}, r.fail("reserve", credential, fmt.Errorf("unexpected reply of %d bytes", len(reply)))
-	}
-	packed := []byte(reply)
-	res := func(i int) int64 { return int64(math.Float64frombits(binary.LittleEndian.Uint64(packed[8*i:]))) }
+	allowed, now, denied, retryUS, exhausted := v[0] == 1, v[1], v[2], v[3], v[4]
 	d := Decision{
-		Allowed:    res(0) == 1,
-		Now:        time.UnixMicro(res(1)),
-		RetryAfter: time.Duration(res(3)) * time.Microsecond,
-		Remaining:  make(map[string]int64, n),
+		Allowed:    allowed,
+		Now:        time.UnixMicro(now),
+		RetryAfter: time.Duration(retryUS) * time.Microsecond,
+		Remaining:  make(map[string]int64, len(charges)),
 	}
-	if res(2) > 0 {
-		d.DeniedBucket = charges[res(2)-1].Name
+	if denied > 0 {
+		d.DeniedBucket = charges[denied-1].Name
 	}
-	if res(4) > 0 {
-		d.Exhausted, d.ExhaustedUntil = true, time.UnixMicro(res(4))
-	}
-	if d.Allowed {
-		d.Reservation.entries = make([]reservedEntry, 0, n)
+	if exhausted > 0 {
+		d.Exhausted, d.ExhaustedUntil = true, time.UnixMicro(exhausted)
 	}
 	for i, c := range charges {
-		d.Remaining[c.Name] = res(5 + i)
-		if d.Allowed {
+		left, at := v[5+2*i], v[6+2*i]
+		d.Remaining[c.Name] = left
+		if allowed {
 			d.Remaining[c.Name] -= c.Units
-			d.Reservation.entries = append(d.Reservation.entries, reservedEntry{bucket: c.Bucket, units: c.Units, at: res(5 + n + i)})
+			d.Reservation.entries = append(d.Reservation.entries, reservedEntry{bucket: c.Bucket, units: c.Units, at: at})
 		}
 	}
 	if d.Allowed && conn != nil {
@@ -267,11 +254,13 @@ func (r *redisBackend) Status(ctx context.Context, credential string, buckets []
 	if err := redisCheckCredential(credential); err != nil {
 		return st, err
 	}
-	keys, args := r.scriptFrame(credential)
+	keys, args := []string{r.stateKey(credential)}, []any{r.midnightArg()}
 	for _, b := range buckets {
 		keys = append(keys, r.bucketKey(credential, b.Name))
-		args = append(args, redisPack(b.Limit, redisWindowUS(b), max(maxCost[b.Name], 1)))
+		args = append(args, b.Limit, redisWindowUS(b), max(maxCost[b.Name], 1))
 	}
+	// The reply: now, exhausted, then per bucket used, entries, oldest,
+	// retry_1, retry_max, today (lua/status.lua).
 	res, err := redisStatusScript.Run(ctx, r.client, keys, args...).Int64Slice()
 	if err == nil && len(res) != 2+6*len(buckets) {
 		err = fmt.Errorf("unexpected reply of %d values", len(res))
@@ -285,11 +274,12 @@ func (r *redisBackend) Status(ctx context.Context, credential string, buckets []
 	}
 	for i, b := range buckets {
 		v := res[2+6*i : 8+6*i]
-		bs := BucketStatus{Bucket: b, Used: v[0], Remaining: max(b.Limit-v[0], 0), Entries: v[1],
-			RetryAfterOne: time.Duration(v[3]) * time.Microsecond, MaxCost: max(maxCost[b.Name], 1),
-			RetryAfterMax: time.Duration(v[4]) * time.Microsecond, UsedToday: v[5]}
-		if v[2] > 0 {
-			bs.Oldest = time.UnixMicro(v[2])
+		used, entries, oldest, retry1, retryMax, today := v[0], v[1], v[2], v[3], v[4], v[5]
+		bs := BucketStatus{Bucket: b, Used: used, Remaining: max(b.Limit-used, 0), Entries: entries,
+			RetryAfterOne: time.Duration(retry1) * time.Microsecond, MaxCost: max(maxCost[b.Name], 1),
+			RetryAfterMax: time.Duration(retryMax) * time.Microsecond, UsedToday: today}
+		if oldest > 0 {
+			bs.Oldest = time.UnixMicro(oldest)
 		}
 		st.Buckets = append(st.Buckets, bs)
 	}
@@ -312,7 +302,7 @@ func (r *redisBackend) MarkExhausted(ctx context.Context, credential string, unt
 	return nil
 }
 
-var redisRefundScript = newRedisOnceScript(luaRefund)
+var redisRefundScript = newRedisOnceScript(luaLib + luaRefund)
 
 // Refund implements Backend with lua/refund.lua: one round trip. The
 // entries are removed only while each is still the newest of its log;
@@ -328,7 +318,7 @@ func (r *redisBackend) Refund(ctx context.Context, credential string, res Reserv
 	keys, args := []string{r.stateKey(credential)}, make([]any, 0, len(res.entries))
 	for _, e := range res.entries {
 		keys = append(keys, r.bucketKey(credential, e.bucket.Name))
-		args = append(args, redisPack(e.at, e.units))
+		args = append(args, e.at, e.units)
 	}
 	n, err := redisRefundScript.RunOnce(ctx, r.client, keys, args...).Int64()
 	if err != nil {

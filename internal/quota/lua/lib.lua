@@ -1,92 +1,126 @@
--- lib.lua: what reserve.lua and status.lua share; Go prepends it to each
--- (redis_lua.go). A bucket's log is a sorted set, one entry per admitted
--- call: score = admission time (Redis TIME, Unix µs, unique in the log),
--- member = "<cum>:<cost>", cum = the log's running total of units after
--- this entry, 16 digits. Scores and cums rise together, so the units of
--- the entries with score >= lo are total - base: total = the newest
--- entry's cum, base = the cum before the first entry with score >= lo.
+-- lib.lua: the functions reserve.lua, status.lua and refund.lua share
+-- (redis_lua.go puts this file before each). It defines functions only;
+-- every value a script uses is one of its own named locals.
+--
+-- A bucket's log is a sorted set, one entry per admitted call: score = the
+-- admission time (Redis TIME, Unix µs, unique in the log), member =
+-- "<cum>:<cost>", cum = the log's running total of units after the entry,
+-- 16 digits. Scores and cums rise together, so the units of the entries
+-- with score >= lo are total - base: total = the newest entry's cum, base
+-- = the cum before the first entry with score >= lo.
+--
+-- A bucket's cache is the field <its log's key> of the state hash: five
+-- packed doubles (newest, total, head, base, since: reserve.lua), then the
+-- pending entries, the newest of the bucket, not yet in the log: three
+-- doubles each (score, cum, cost). Log plus pending entries are the truth.
 -- Numbers stay below 2^53 (exact doubles); strings use %d, never tostring.
-if redis.replicate_commands then redis.replicate_commands() end
 
-local t = redis.call('TIME')
-local now = t[1] * 1000000 + t[2]
-
--- last_mid, next_mid: the Pacific midnights around now, from ARGV[1]
--- (packed doubles, Unix µs, ascending, computed by Go with tzdata)
-local last_mid, next_mid
-for j = 1, #ARGV[1] - 15, 8 do
-  local a, b = struct.unpack('<dd', ARGV[1], j)
-  if a <= now and now < b then last_mid, next_mid = a, b break end
-end
-if not last_mid then
-  return redis.error_reply('ERR trendfetch: the Pacific midnight table does not cover Redis TIME (client clock off by a day or more?)')
+-- clock() -> now: Redis TIME, Unix µs (writes after TIME need effects
+-- replication: the default since Redis 5, asked for on older ones).
+local function clock()
+  if redis.replicate_commands then redis.replicate_commands() end
+  local t = redis.call('TIME')
+  return t[1] * 1000000 + t[2]
 end
 
--- got: the state hash's fields "exhausted" (the upstream marker, Unix µs)
--- and KEYS[2..], the buckets' caches (reserve.lua)
-local got = redis.call('HMGET', KEYS[1], 'exhausted', unpack(KEYS, 2))
-local exhausted = tonumber(got[1]) or 0
-if exhausted <= now then exhausted = 0 end
-
--- A bucket's cache (reserve.lua: field KEYS[1+i] of the state hash)
--- starts with 5 packed doubles and may end with pending entries: the
--- newest entries, not yet in the log, 3 doubles each (score, cum, cost).
--- logs() -> read, retry_us, pending, entry, which read a bucket's log and
--- pending entries: built only when a cache cannot answer (status.lua, a
--- reserve.lua miss or denial), as a script builds its functions each run.
-local function logs()
-  -- cum_cost(member) -> cum, cost
-  local function cum_cost(m)
-    return tonumber(string.sub(m, 1, 16)), tonumber(string.sub(m, 18))
+-- pacific_day(now, midnights) -> day_start, day_end: the Pacific midnights
+-- around now, from midnights (Unix µs, ascending, space-separated); an
+-- error when they do not cover now.
+local function pacific_day(now, midnights)
+  local prev
+  for m in string.gmatch(midnights, '%d+') do
+    m = tonumber(m)
+    if prev and prev <= now and now < m then return prev, m end
+    prev = m
   end
-  -- pending(c) -> how many; entry(c, j) -> score, cum, cost of the j-th
-  local function pending(c) return c and (#c - 40) / 24 or 0 end
-  local function entry(c, j) return struct.unpack('<ddd', c, 17 + 24 * j) end
+  error(redis.error_reply('ERR trendfetch: the Pacific midnight table does not cover Redis TIME (client clock off by a day or more?)'))
+end
 
-  -- read(key, lo, c) -> total, base, newest score, score of the first entry
-  -- with score >= lo (newest and first 0 when there is none), from the log
-  -- and, given its cache c, the pending entries (c's newest: its last
-  -- pending entry, else its first two doubles)
-  local function read(key, lo, c)
-    local total, newest = 0, 0
-    if c then
-      newest, total = struct.unpack('<dd', c, #c > 40 and #c - 23 or 1)
-    else
-      local last = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
-      if last[1] then total, newest = cum_cost(last[1]), tonumber(last[2]) end
-    end
-    if newest < lo then return total, total, newest, 0 end
-    local first = redis.call('ZRANGEBYSCORE', key, lo, '+inf', 'WITHSCORES', 'LIMIT', 0, 1)
-    if first[1] then
-      local cum, cost = cum_cost(first[1])
-      return total, cum - cost, newest, tonumber(first[2])
-    end
-    for j = 1, pending(c) do
-      local score, cum, cost = entry(c, j)
-      if score >= lo then return total, cum - cost, newest, score end
-    end
-    return read(key, lo) -- a cache whose log lost entries: the log alone
-  end
+-- read_state(keys, now) -> exhausted, caches: from the state hash keys[1],
+-- the upstream marker's end (Unix µs; 0: none or over) and caches[i], the
+-- cache of the log keys[1 + i].
+local function read_state(keys, now)
+  local caches = redis.call('HMGET', keys[1], 'exhausted', unpack(keys, 2))
+  local exhausted = tonumber(table.remove(caches, 1)) or 0
+  return exhausted > now and exhausted or 0, caches
+end
 
-  -- retry_us(key, lo, window, base, need, c) -> µs until need more units
-  -- have left the window: the entry whose cum first reaches base + need
-  -- (binary search over the log's ranks, else the pending entries of c)
-  -- leaves at its score + window; the Pacific day's all leave at the next
-  -- midnight.
-  local function retry_us(key, lo, window, base, need, c)
-    if window == 0 then return next_mid - now end
-    local a, b = redis.call('ZCOUNT', key, '-inf', '(' .. string.format('%d', lo)), redis.call('ZCARD', key) - 1
-    if b < a or cum_cost(redis.call('ZRANGE', key, b, b)[1]) < base + need then
-      for j = 1, pending(c) do
-        local score, cum = entry(c, j)
-        if cum >= base + need then return math.max(score + window - now, 1) end
-      end
-    end
-    while a < b do
-      local mid = math.floor((a + b) / 2)
-      if cum_cost(redis.call('ZRANGE', key, mid, mid)[1]) >= base + need then b = mid else a = mid + 1 end
-    end
-    return math.max(tonumber(redis.call('ZRANGE', key, a, a, 'WITHSCORES')[2]) + window - now, 1)
+-- pending(cache) -> how many pending entries cache holds.
+local function pending(cache)
+  return cache and (#cache - 40) / 24 or 0
+end
+
+-- read_cache(cache) -> newest, total, head, base, since: the five doubles,
+-- newest and total superseded by the newest pending entry's score and
+-- cum; all 0 without cache.
+local function read_cache(cache)
+  if not cache then return 0, 0, 0, 0, 0 end
+  local newest, total, head, base, since = struct.unpack('<ddddd', cache)
+  if #cache > 40 then newest, total = struct.unpack('<dd', cache, #cache - 23) end
+  return newest, total, head, base, since
+end
+
+-- pending_entry(cache, j) -> score, cum, cost of the j-th pending entry.
+local function pending_entry(cache, j)
+  return struct.unpack('<ddd', cache, 17 + 24 * j)
+end
+
+-- log_add(log, packed): ZADD the entries packed as the pending ones.
+local function log_add(log, packed)
+  local args = {}
+  for j = 1, #packed / 24 do
+    local score, cum, cost = struct.unpack('<ddd', packed, 24 * j - 23)
+    args[2 * j - 1], args[2 * j] = string.format('%d', score), string.format('%016d:%d', cum, cost)
   end
-  return read, retry_us, pending, entry
+  if #args > 0 then redis.call('ZADD', log, unpack(args)) end
+end
+
+-- cum_cost(member) -> cum, cost
+local function cum_cost(member)
+  return tonumber(string.sub(member, 1, 16)), tonumber(string.sub(member, 18))
+end
+
+-- log_read(log, lo, cache) -> total, base, newest, first: as above, with
+-- the newest score and the score of the first entry with score >= lo (0
+-- when there is none), from the log and the cache's pending entries.
+local function log_read(log, lo, cache)
+  local total, newest = 0, 0
+  if cache then
+    newest, total = read_cache(cache)
+  else
+    local last = redis.call('ZRANGE', log, -1, -1, 'WITHSCORES')
+    if last[1] then total, newest = cum_cost(last[1]), tonumber(last[2]) end
+  end
+  if newest < lo then return total, total, newest, 0 end
+  local first = redis.call('ZRANGEBYSCORE', log, lo, '+inf', 'WITHSCORES', 'LIMIT', 0, 1)
+  if first[1] then
+    local cum, cost = cum_cost(first[1])
+    return total, cum - cost, newest, tonumber(first[2])
+  end
+  for j = 1, pending(cache) do
+    local score, cum, cost = pending_entry(cache, j)
+    if score >= lo then return total, cum - cost, newest, score end
+  end
+  return log_read(log, lo) -- the cache counts entries the log lost: the log alone
+end
+
+-- retry_after(log, lo, window, base, need, cache, now, day_end) -> µs
+-- until need more units have left the window (window 0: at day_end, the
+-- next Pacific midnight): the entry whose cum first reaches base + need
+-- (binary search over the log's ranks, else the pending entries) leaves at
+-- its score + window.
+local function retry_after(log, lo, window, base, need, cache, now, day_end)
+  if window == 0 then return day_end - now end
+  local a, b = redis.call('ZCOUNT', log, '-inf', '(' .. string.format('%d', lo)), redis.call('ZCARD', log) - 1
+  if b < a or cum_cost(redis.call('ZRANGE', log, b, b)[1]) < base + need then
+    for j = 1, pending(cache) do
+      local score, cum = pending_entry(cache, j)
+      if cum >= base + need then return math.max(score + window - now, 1) end
+    end
+  end
+  while a < b do
+    local mid = math.floor((a + b) / 2)
+    if cum_cost(redis.call('ZRANGE', log, mid, mid)[1]) >= base + need then b = mid else a = mid + 1 end
+  end
+  return math.max(tonumber(redis.call('ZRANGE', log, a, a, 'WITHSCORES')[2]) + window - now, 1)
 end

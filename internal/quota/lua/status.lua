@@ -1,32 +1,40 @@
 -- status.lua (after lib.lua): read every bucket of a credential, writing
 -- nothing.
 --
--- KEYS[1]    trendfetch:{<credential>}:state (the marker and the
---            buckets' caches, reserve.lua)
--- KEYS[1+i]  bucket i's log, i = 1..n
--- ARGV[1]    the Pacific midnights (lib.lua)
--- ARGV[1+i]  bucket i's limit (units), window (µs; 0 = the Pacific day)
---            and largest cost (units), three packed doubles
+-- KEYS[1]     state      trendfetch:{<credential>}:state (reserve.lua)
+-- KEYS[1+i]   log        bucket i's log (lib.lua), i = 1..n
+-- ARGV[1]     midnights  as reserve.lua's
+-- ARGV[3i-1]  limit      bucket i's limit, units
+-- ARGV[3i]    window     bucket i's window, µs (0: the Pacific day)
+-- ARGV[3i+1]  max_cost   the largest cost of a call charging bucket i
 --
--- Reply: {now (Unix µs), marker until (Unix µs; 0: none), then per bucket
--- used, entries in the window, oldest entry in it (Unix µs; 0: none),
--- Retry-After µs of a cost-1 call and of the largest cost (0: fits now),
--- units since the last Pacific midnight}.
-local read, retry_us, pending, entry = logs()
+-- Reply: {now (Redis TIME, Unix µs), exhausted (the marker's end, Unix µs;
+-- 0: none), then per bucket i: used (units in the window), entries (in
+-- the window), oldest (its first entry's score, Unix µs; 0: none), retry_1
+-- and retry_max (µs until a call of cost 1, of max_cost, fits; 0: now),
+-- today (units since the last Pacific midnight)}.
+local now = clock()
+local day_start, day_end = pacific_day(now, ARGV[1])
+local exhausted, caches = read_state(KEYS, now)
+
 local reply = {now, exhausted}
 for i = 1, #KEYS - 1 do
-  local key, c = KEYS[i + 1], got[i + 1]
-  local limit, window, maxcost = struct.unpack('<ddd', ARGV[i + 1])
-  local lo = window > 0 and now - window + 1 or last_mid -- 0: the Pacific day
-  local total, base, _, oldest = read(key, lo, c)
-  local used, entries, r1, rmax = total - base, 0, 0, 0
-  if oldest > 0 then entries = redis.call('ZCOUNT', key, lo, '+inf') end
-  for j = 1, pending(c) do
-    if entry(c, j) >= lo then entries = entries + 1 end
+  local log, cache = KEYS[1 + i], caches[i]
+  local limit, window, max_cost = tonumber(ARGV[3 * i - 1]), tonumber(ARGV[3 * i]), tonumber(ARGV[3 * i + 1])
+  local lo = window > 0 and now - window + 1 or day_start
+  local total, base, _, oldest = log_read(log, lo, cache)
+  local used, entries, retry_1, retry_max = total - base, 0, 0, 0
+  if oldest > 0 then entries = redis.call('ZCOUNT', log, lo, '+inf') end
+  for j = 1, pending(cache) do
+    if pending_entry(cache, j) >= lo then entries = entries + 1 end
   end
-  if used + 1 > limit then r1 = retry_us(key, lo, window, base, used + 1 - limit, c) end
-  if maxcost <= limit and used + maxcost > limit then rmax = retry_us(key, lo, window, base, used + maxcost - limit, c) end
-  local _, today = read(key, last_mid, c)
-  for _, v in ipairs({used, entries, oldest, r1, rmax, total - today}) do reply[#reply + 1] = v end
+  if used + 1 > limit then
+    retry_1 = retry_after(log, lo, window, base, used + 1 - limit, cache, now, day_end)
+  end
+  if max_cost <= limit and used + max_cost > limit then
+    retry_max = retry_after(log, lo, window, base, used + max_cost - limit, cache, now, day_end)
+  end
+  local _, day_base = log_read(log, day_start, cache)
+  for _, v in ipairs({used, entries, oldest, retry_1, retry_max, total - day_base}) do reply[#reply + 1] = v end
 end
 return reply
