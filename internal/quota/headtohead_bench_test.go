@@ -90,7 +90,7 @@ func BenchmarkHeadToHead(b *testing.B) {
 	search := Bucket{Name: "search", Limit: 1 << 30, Window: 24 * time.Hour}
 	window := time.Hour.Microseconds()
 	scriptKeys := []string{rb.stateKey("bench-h2h-script"), rb.bucketKey("bench-h2h-script", big.Name)}
-	scriptArgs := []any{rb.midnightArg(), 1, big.Limit, window}
+	scriptArgs := rb.withMidnights([]any{1, big.Limit, window})
 
 	seq := 0
 	seedKey := func(cost int) []string {

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -38,18 +37,13 @@ var luaRefund string
 //go:embed lua/mark.lua
 var luaMark string
 
-// midnightArg is ARGV[1] of the reserve and status scripts: the
-// Pacific midnights around now (redisMidnightTable, or the table tests set),
-// Unix µs, space-separated.
-func (r *redisBackend) midnightArg() string {
-	var b []byte
-	for i, m := range r.midnights(time.Now()) {
-		if i > 0 {
-			b = append(b, ' ')
-		}
-		b = strconv.AppendInt(b, m, 10)
+// withMidnights appends to a script's ARGV the Pacific midnights around now
+// (redisMidnightTable, or the table a test sets), Unix µs, ascending.
+func (r *redisBackend) withMidnights(args []any) []any {
+	for _, m := range r.midnights(time.Now()) {
+		args = append(args, m)
 	}
-	return string(b)
+	return args
 }
 
 // redisWindowUS is the bucket's window in µs as passed to the scripts; 0 means calendar mode.
@@ -189,11 +183,13 @@ func (r *redisBackend) Reserve(ctx context.Context, credential string, charges [
 	if len(charges) == 0 {
 		return Decision{}, errors.New("quota: reservation without charges")
 	}
-	keys, args := []string{r.stateKey(credential)}, []any{r.midnightArg()}
+	keys, args := make([]string, 1, 1+len(charges)), make([]any, 0, 3*len(charges)+4)
+	keys[0] = r.stateKey(credential)
 	for _, c := range charges {
 		keys = append(keys, r.bucketKey(credential, c.Name))
 		args = append(args, c.Units, c.Limit, redisWindowUS(c.Bucket))
 	}
+	args = r.withMidnights(args)
 	// With wait_replicas, the script and WAIT share one connection.
 	var conn *redis.Conn
 	var runner redisProcessor = r.client
@@ -254,11 +250,12 @@ func (r *redisBackend) Status(ctx context.Context, credential string, buckets []
 	if err := redisCheckCredential(credential); err != nil {
 		return st, err
 	}
-	keys, args := []string{r.stateKey(credential)}, []any{r.midnightArg()}
+	keys, args := []string{r.stateKey(credential)}, []any{}
 	for _, b := range buckets {
 		keys = append(keys, r.bucketKey(credential, b.Name))
 		args = append(args, b.Limit, redisWindowUS(b), max(maxCost[b.Name], 1))
 	}
+	args = r.withMidnights(args)
 	// The reply: now, exhausted, then per bucket used, entries, oldest,
 	// retry_1, retry_max, today (lua/status.lua).
 	res, err := redisStatusScript.Run(ctx, r.client, keys, args...).Int64Slice()

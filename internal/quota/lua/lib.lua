@@ -1,44 +1,39 @@
--- lib.lua: the functions reserve.lua, status.lua and refund.lua share
--- (redis_lua.go puts this file before each). It defines functions only;
--- every value a script uses is one of its own named locals.
+-- lib.lua: the functions reserve.lua, status.lua and refund.lua share;
+-- redis_lua.go puts this file before each. It defines nothing else.
 --
--- A bucket's log is a sorted set, one entry per admitted call: score = the
--- admission time (Redis TIME, Unix µs, unique in the log), member =
--- "<cum>:<cost>", cum = the log's running total of units after the entry,
--- 16 digits. Scores and cums rise together, so the units of the entries
+-- A bucket's log: a sorted set, one entry per admitted call, score = its
+-- Redis TIME (Unix µs, unique in the log), member = "<cum>:<cost>", cum =
+-- the log's running total after it (16 digits). The units of the entries
 -- with score >= lo are total - base: total = the newest entry's cum, base
 -- = the cum before the first entry with score >= lo.
---
--- A bucket's cache is the field <its log's key> of the state hash: five
--- packed doubles (newest, total, head, base, since: reserve.lua), then the
--- pending entries, the newest of the bucket, not yet in the log: three
--- doubles each (score, cum, cost). Log plus pending entries are the truth.
+-- A bucket's cache: the field <log key> of the state hash, five packed
+-- doubles (newest, total, head, base, since: reserve.lua), then pending
+-- entries, the bucket's newest not yet in the log, three doubles each
+-- (score, cum, cost). The log plus the pending entries are the truth.
 -- Numbers stay below 2^53 (exact doubles); strings use %d, never tostring.
+-- Lua creates a script's functions anew at every run, so the ones that
+-- read a log are built by log_readers(), only when a cache cannot answer.
 
--- clock() -> now: Redis TIME, Unix µs (writes after TIME need effects
--- replication: the default since Redis 5, asked for on older ones).
+-- clock() -> now: Redis TIME, Unix µs (effects replication, for Redis < 5).
 local function clock()
   if redis.replicate_commands then redis.replicate_commands() end
   local t = redis.call('TIME')
   return t[1] * 1000000 + t[2]
 end
 
--- pacific_day(now, midnights) -> day_start, day_end: the Pacific midnights
--- around now, from midnights (Unix µs, ascending, space-separated); an
--- error when they do not cover now.
-local function pacific_day(now, midnights)
-  local prev
-  for m in string.gmatch(midnights, '%d+') do
-    m = tonumber(m)
-    if prev and prev <= now and now < m then return prev, m end
-    prev = m
+-- pacific_day(now, first) -> day_start, day_end: the Pacific midnights
+-- around now, from ARGV[first..] (Unix µs, ascending); an error when they
+-- do not cover now.
+local function pacific_day(now, first)
+  for j = first, #ARGV - 1 do
+    local a, b = tonumber(ARGV[j]), tonumber(ARGV[j + 1])
+    if a <= now and now < b then return a, b end
   end
   error(redis.error_reply('ERR trendfetch: the Pacific midnight table does not cover Redis TIME (client clock off by a day or more?)'))
 end
 
--- read_state(keys, now) -> exhausted, caches: from the state hash keys[1],
--- the upstream marker's end (Unix µs; 0: none or over) and caches[i], the
--- cache of the log keys[1 + i].
+-- read_state(keys, now) -> exhausted (the upstream marker's end, Unix µs;
+-- 0: none or over), caches (caches[i]: the log keys[1 + i]'s) of keys[1].
 local function read_state(keys, now)
   local caches = redis.call('HMGET', keys[1], 'exhausted', unpack(keys, 2))
   local exhausted = tonumber(table.remove(caches, 1)) or 0
@@ -46,9 +41,7 @@ local function read_state(keys, now)
 end
 
 -- pending(cache) -> how many pending entries cache holds.
-local function pending(cache)
-  return cache and (#cache - 40) / 24 or 0
-end
+local function pending(cache) return cache and (#cache - 40) / 24 or 0 end
 
 -- read_cache(cache) -> newest, total, head, base, since: the five doubles,
 -- newest and total superseded by the newest pending entry's score and
@@ -58,11 +51,6 @@ local function read_cache(cache)
   local newest, total, head, base, since = struct.unpack('<ddddd', cache)
   if #cache > 40 then newest, total = struct.unpack('<dd', cache, #cache - 23) end
   return newest, total, head, base, since
-end
-
--- pending_entry(cache, j) -> score, cum, cost of the j-th pending entry.
-local function pending_entry(cache, j)
-  return struct.unpack('<ddd', cache, 17 + 24 * j)
 end
 
 -- log_add(log, packed): ZADD the entries packed as the pending ones.
@@ -75,52 +63,54 @@ local function log_add(log, packed)
   if #args > 0 then redis.call('ZADD', log, unpack(args)) end
 end
 
--- cum_cost(member) -> cum, cost
-local function cum_cost(member)
-  return tonumber(string.sub(member, 1, 16)), tonumber(string.sub(member, 18))
-end
-
--- log_read(log, lo, cache) -> total, base, newest, first: as above, with
--- the newest score and the score of the first entry with score >= lo (0
--- when there is none), from the log and the cache's pending entries.
-local function log_read(log, lo, cache)
-  local total, newest = 0, 0
-  if cache then
-    newest, total = read_cache(cache)
-  else
-    local last = redis.call('ZRANGE', log, -1, -1, 'WITHSCORES')
-    if last[1] then total, newest = cum_cost(last[1]), tonumber(last[2]) end
-  end
-  if newest < lo then return total, total, newest, 0 end
-  local first = redis.call('ZRANGEBYSCORE', log, lo, '+inf', 'WITHSCORES', 'LIMIT', 0, 1)
-  if first[1] then
-    local cum, cost = cum_cost(first[1])
-    return total, cum - cost, newest, tonumber(first[2])
-  end
-  for j = 1, pending(cache) do
-    local score, cum, cost = pending_entry(cache, j)
-    if score >= lo then return total, cum - cost, newest, score end
-  end
-  return log_read(log, lo) -- the cache counts entries the log lost: the log alone
-end
-
--- retry_after(log, lo, window, base, need, cache, now, day_end) -> µs
--- until need more units have left the window (window 0: at day_end, the
--- next Pacific midnight): the entry whose cum first reaches base + need
--- (binary search over the log's ranks, else the pending entries) leaves at
--- its score + window.
-local function retry_after(log, lo, window, base, need, cache, now, day_end)
-  if window == 0 then return day_end - now end
-  local a, b = redis.call('ZCOUNT', log, '-inf', '(' .. string.format('%d', lo)), redis.call('ZCARD', log) - 1
-  if b < a or cum_cost(redis.call('ZRANGE', log, b, b)[1]) < base + need then
-    for j = 1, pending(cache) do
-      local score, cum = pending_entry(cache, j)
-      if cum >= base + need then return math.max(score + window - now, 1) end
+-- log_readers() -> log_read, retry_after, pending_entry
+local function log_readers()
+  -- pending_entry(cache, j) -> score, cum, cost of the jth pending entry
+  local function pending_entry(cache, j) return struct.unpack('<ddd', cache, 17 + 24 * j) end
+  -- cum_cost(member) -> cum, cost
+  local function cum_cost(m) return tonumber(string.sub(m, 1, 16)), tonumber(string.sub(m, 18)) end
+  -- log_read(log, lo, cache) -> total, base, newest, first: as above, with
+  -- the newest score and the score of the first entry with score >= lo (0
+  -- when there is none), from the log and the cache's pending entries.
+  local function log_read(log, lo, cache)
+    local total, newest = 0, 0
+    if cache then
+      newest, total = read_cache(cache)
+    else
+      local last = redis.call('ZRANGE', log, -1, -1, 'WITHSCORES')
+      if last[1] then total, newest = cum_cost(last[1]), tonumber(last[2]) end
     end
+    if newest < lo then return total, total, newest, 0 end
+    local first = redis.call('ZRANGEBYSCORE', log, lo, '+inf', 'WITHSCORES', 'LIMIT', 0, 1)
+    if first[1] then
+      local cum, cost = cum_cost(first[1])
+      return total, cum - cost, newest, tonumber(first[2])
+    end
+    for j = 1, pending(cache) do
+      local score, cum, cost = pending_entry(cache, j)
+      if score >= lo then return total, cum - cost, newest, score end
+    end
+    return log_read(log, lo) -- the cache counts entries the log lost: the log alone
   end
-  while a < b do
-    local mid = math.floor((a + b) / 2)
-    if cum_cost(redis.call('ZRANGE', log, mid, mid)[1]) >= base + need then b = mid else a = mid + 1 end
+  -- retry_after(log, lo, window, base, need, cache, now, day_end) -> µs
+  -- until need more units have left the window (window 0: at day_end, the
+  -- next Pacific midnight): the entry whose cum first reaches base + need
+  -- (binary search over the log's ranks, else the pending entries) leaves at
+  -- its score + window.
+  local function retry_after(log, lo, window, base, need, cache, now, day_end)
+    if window == 0 then return day_end - now end
+    local a, b = redis.call('ZCOUNT', log, '-inf', '(' .. string.format('%d', lo)), redis.call('ZCARD', log) - 1
+    if b < a or cum_cost(redis.call('ZRANGE', log, b, b)[1]) < base + need then
+      for j = 1, pending(cache) do
+        local score, cum = pending_entry(cache, j)
+        if cum >= base + need then return math.max(score + window - now, 1) end
+      end
+    end
+    while a < b do
+      local mid = math.floor((a + b) / 2)
+      if cum_cost(redis.call('ZRANGE', log, mid, mid)[1]) >= base + need then b = mid else a = mid + 1 end
+    end
+    return math.max(tonumber(redis.call('ZRANGE', log, a, a, 'WITHSCORES')[2]) + window - now, 1)
   end
-  return math.max(tonumber(redis.call('ZRANGE', log, a, a, 'WITHSCORES')[2]) + window - now, 1)
+  return log_read, retry_after, pending_entry
 end

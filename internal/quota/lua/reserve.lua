@@ -5,11 +5,11 @@
 --                        upstream marker (field exhausted, Unix µs) and
 --                        the buckets' caches (lib.lua)
 -- KEYS[1+i]   log        bucket i's log (lib.lua), i = 1..n
--- ARGV[1]     midnights  Pacific midnights around the client's date (Unix
---                        µs, ascending, space-separated)
--- ARGV[3i-1]  cost       bucket i's charge, units
--- ARGV[3i]    limit      bucket i's limit, units
--- ARGV[3i+1]  window     bucket i's window, µs (0: the Pacific day)
+-- ARGV[3i-2]  cost       bucket i's charge, units
+-- ARGV[3i-1]  limit      bucket i's limit, units
+-- ARGV[3i]    window     bucket i's window, µs (0: the Pacific day)
+-- ARGV[3n+1..]           Pacific midnights around the client's date (Unix
+--                        µs, ascending; lib.lua pacific_day)
 --
 -- Reply: {allowed (1 or 0), now (Redis TIME, Unix µs), denied (the bucket
 -- i with the longest wait; 0: none), retry_us (µs until the call may fit;
@@ -17,46 +17,46 @@
 -- bucket i: left (units left before this call), at (the entry's score,
 -- Unix µs; 0 on denial)}.
 --
--- The cache: newest and total of the bucket's entries, head = the score
--- of the first entry with score >= since and base = the cum before it.
--- They answer for every window start lo in [since, head] (later entries
--- come after newest), and newest < lo means an empty window. Anything else
--- (no cache, lo before since: a longer window or a clock step back, head
--- out of the window) reads the log (lib.lua log_read), as does a bucket
--- the cache would deny. An admission appends its entry to the pending
--- ones (the five doubles rewritten only when they change) and moves them
--- all to the log once MAX_PENDING are waiting, or at housekeeping: a
--- log's first admission of each PERIOD_US (or with no cache) evicts the
--- entries that matter neither to the window nor to today, and sets the
--- TTL of the log, and of the state hash if longer, to outlive the window
--- (or today) by TTL_MARGIN_MS (> the period).
+-- The cache (lib.lua): head = the first entry's score with score >= since,
+-- base = the cum before it; they answer for a window start lo in [since,
+-- head], and newest < lo is an empty window. Anything else (no cache, lo
+-- before since: a longer window or a clock step back, head out of the
+-- window) reads the log, as does a bucket the cache would deny. An
+-- admission appends its entry to the pending ones; they move to the log
+-- when MAX_PENDING wait, or at housekeeping: a log's first admission of a
+-- PERIOD_US (or with no cache) evicts what matters neither to the window
+-- nor to today, and sets the TTL of the log (and of the state hash, if
+-- longer) to outlive the window (or today) by TTL_MARGIN_MS (> PERIOD_US).
 local PERIOD_US = 120000000
 local TTL_MARGIN_MS = 300000
 local MAX_PENDING = 16
 
 local n = #KEYS - 1
 local now = clock()
-local day_start, day_end = pacific_day(now, ARGV[1])
+local day_start, day_end = pacific_day(now, 3 * n + 1)
 local exhausted, caches = read_state(KEYS, now)
 
 local reply = {0, now, 0, 0, exhausted}
 local denied, retry_us = 0, 0
 local fields, flushes, chores = {}, {}, {}
+local log_read, retry_after -- built on a miss or a denial (lib.lua)
 for i = 1, n do
   local log, cache = KEYS[1 + i], caches[i]
-  local cost, limit, window = tonumber(ARGV[3 * i - 1]), tonumber(ARGV[3 * i]), tonumber(ARGV[3 * i + 1])
+  local cost, limit, window = tonumber(ARGV[3 * i - 2]), tonumber(ARGV[3 * i - 1]), tonumber(ARGV[3 * i])
   local lo = window > 0 and now - window + 1 or day_start
   local newest, total, head, base, since = read_cache(cache)
   local fresh = cache and newest >= lo and since <= lo and lo <= head and total - base + cost <= limit
   if cache and newest < lo then
     base, head, since = total, 0, lo
   elseif not fresh then
+    if not log_read then log_read, retry_after = log_readers() end
     total, base, newest, head = log_read(log, lo, cache)
     since = lo
   end
   local used, at = total - base, math.max(now, newest + 1)
   reply[4 + 2 * i], reply[5 + 2 * i] = math.max(limit - used, 0), at
   if used + cost > limit then
+    if not log_read then log_read, retry_after = log_readers() end
     local wait = retry_after(log, lo, window, base, used + cost - limit, cache, now, day_end)
     if denied == 0 or wait > retry_us then denied, retry_us = i, wait end
   end

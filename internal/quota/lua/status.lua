@@ -3,24 +3,26 @@
 --
 -- KEYS[1]     state      trendfetch:{<credential>}:state (reserve.lua)
 -- KEYS[1+i]   log        bucket i's log (lib.lua), i = 1..n
--- ARGV[1]     midnights  as reserve.lua's
--- ARGV[3i-1]  limit      bucket i's limit, units
--- ARGV[3i]    window     bucket i's window, µs (0: the Pacific day)
--- ARGV[3i+1]  max_cost   the largest cost of a call charging bucket i
+-- ARGV[3i-2]  limit      bucket i's limit, units
+-- ARGV[3i-1]  window     bucket i's window, µs (0: the Pacific day)
+-- ARGV[3i]    max_cost   the largest cost of a call charging bucket i
+-- ARGV[3n+1..]           the Pacific midnights, as reserve.lua's
 --
 -- Reply: {now (Redis TIME, Unix µs), exhausted (the marker's end, Unix µs;
 -- 0: none), then per bucket i: used (units in the window), entries (in
 -- the window), oldest (its first entry's score, Unix µs; 0: none), retry_1
 -- and retry_max (µs until a call of cost 1, of max_cost, fits; 0: now),
 -- today (units since the last Pacific midnight)}.
+local n = #KEYS - 1
 local now = clock()
-local day_start, day_end = pacific_day(now, ARGV[1])
+local day_start, day_end = pacific_day(now, 3 * n + 1)
 local exhausted, caches = read_state(KEYS, now)
+local log_read, retry_after, pending_entry = log_readers()
 
 local reply = {now, exhausted}
-for i = 1, #KEYS - 1 do
+for i = 1, n do
   local log, cache = KEYS[1 + i], caches[i]
-  local limit, window, max_cost = tonumber(ARGV[3 * i - 1]), tonumber(ARGV[3 * i]), tonumber(ARGV[3 * i + 1])
+  local limit, window, max_cost = tonumber(ARGV[3 * i - 2]), tonumber(ARGV[3 * i - 1]), tonumber(ARGV[3 * i])
   local lo = window > 0 and now - window + 1 or day_start
   local total, base, _, oldest = log_read(log, lo, cache)
   local used, entries, retry_1, retry_max = total - base, 0, 0, 0
