@@ -1,0 +1,157 @@
+package deploy
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Names the CronJobs expect in their namespace: a Secret and a ConfigMap
+// both called Name. The Secret's keys are SecretKeys' values.
+const Name = "trendfetch"
+
+// SecretKeys maps each environment variable the CronJobs take from the
+// Secret to its key there, besides the API key (key youtube-api-key): the
+// Redis URL of the shared quota backend and the dataset store of
+// docs/design.md §10a. Secrets are never inline in a manifest.
+var SecretKeys = []struct{ Env, Key string }{
+	{"TRENDFETCH_REDIS_URL", "redis-url"},
+	{"TRENDFETCH_DATABASE", "database-url"},
+}
+
+// NotRetried are the exit codes a Job does not retry (podFailurePolicy
+// FailJob): 2 configuration error, 3 region lease held, 75 quota denied
+// (docs/design.md §5); they are not transient. Exit 1 is retried within
+// backoffLimit.
+var NotRetried = []int{2, 3, 75}
+
+// CronJobs is what the Kubernetes CronJobs of one configuration need.
+type CronJobs struct {
+	// Title is the header's first line.
+	Title string
+	// Image is the container image whose PATH holds trendfetch.
+	Image string
+	// KeyEnv is the environment variable the credential reads its API key
+	// from (api_key_env).
+	KeyEnv string
+	// Flags are further flags of the invocation (--credential ...).
+	Flags []string
+	// TimeZone is the schedule's IANA time zone.
+	TimeZone string
+	// Every is the interval between two runs of a region.
+	Every time.Duration
+	// Jobs are the regions in stagger order with their crontab fields.
+	Jobs []Job
+}
+
+// Job is one region's CronJob: Schedule is five crontab fields.
+type Job struct{ Region, Schedule string }
+
+// Render writes the header (how to create the Secret and ConfigMap and
+// apply) and one batch/v1 CronJob per region as YAML documents.
+func (c CronJobs) Render(w io.Writer) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "# %s\n", c.Title)
+	b.WriteString("# One batch/v1 CronJob per region (Kubernetes 1.31 or later: timeZone, podFailurePolicy). First, in the namespace:\n")
+	fmt.Fprintf(&b, "#   kubectl create secret generic %s --from-file=youtube-api-key=KEY_FILE", Name)
+	for _, s := range SecretKeys {
+		fmt.Fprintf(&b, " --from-file=%s=%s_FILE", s.Key, strings.ToUpper(strings.ReplaceAll(s.Key, "-", "_")))
+	}
+	fmt.Fprintf(&b, "\n#     (redis-url: the quota backend every host shares; database-url: postgres://... of the shared dataset)\n")
+	fmt.Fprintf(&b, "#   kubectl create configmap %s --from-file=trendfetch.yaml=CONFIG_FILE\n", Name)
+	b.WriteString("# then pipe this output into: kubectl apply -f -\n")
+	fmt.Fprintf(&b, "# Exit codes %s fail the Job at once (podFailurePolicy: not transient); exit 1 is retried up to backoffLimit times.\n", strings.Trim(strings.Join(strings.Fields(fmt.Sprint(NotRetried)), ", "), "[]"))
+	if _, err := io.WriteString(w, b.String()); err != nil {
+		return err
+	}
+	enc := yaml.NewEncoder(w)
+	enc.SetIndent(2)
+	for _, j := range c.Jobs {
+		if err := enc.Encode(c.cronJob(j)); err != nil {
+			return err
+		}
+	}
+	return enc.Close()
+}
+
+// cronJob is the CronJob of one region.
+func (c CronJobs) cronJob(j Job) kobj {
+	labels := kobj{"app.kubernetes.io/name": Name, "trendfetch/region": j.Region}
+	env := []kobj{
+		secretEnv(c.KeyEnv, "youtube-api-key"),
+		{"name": "TRENDFETCH_QUOTA_BACKEND", "value": "redis"},
+		{"name": "TRENDFETCH_LOG_FORMAT", "value": "json"},
+	}
+	for _, s := range SecretKeys {
+		env = append(env, secretEnv(s.Env, s.Key))
+	}
+	args := append([]string{"--config", "/etc/trendfetch/trendfetch.yaml"}, c.Flags...)
+	container := kobj{
+		"name":    Name,
+		"image":   c.Image,
+		"command": []string{"trendfetch"},
+		"args":    append(args, "run", "--region", j.Region),
+		"env":     env,
+		"resources": kobj{
+			"requests": kobj{"cpu": "50m", "memory": "64Mi"},
+			"limits":   kobj{"memory": "256Mi"},
+		},
+		"securityContext": kobj{
+			"allowPrivilegeEscalation": false,
+			"readOnlyRootFilesystem":   true,
+			"capabilities":             kobj{"drop": []string{"ALL"}},
+		},
+		"volumeMounts": []kobj{
+			{"name": "config", "mountPath": "/etc/trendfetch", "readOnly": true},
+			{"name": "tmp", "mountPath": "/tmp"},
+		},
+	}
+	pod := kobj{
+		"restartPolicy":                "Never", // podFailurePolicy requires it
+		"automountServiceAccountToken": false,
+		"securityContext": kobj{
+			"runAsNonRoot": true, "runAsUser": 65532, "runAsGroup": 65532,
+			"seccompProfile": kobj{"type": "RuntimeDefault"},
+		},
+		"containers": []kobj{container},
+		"volumes": []kobj{
+			{"name": "config", "configMap": kobj{"name": Name}},
+			{"name": "tmp", "emptyDir": kobj{"sizeLimit": "64Mi"}},
+		},
+	}
+	return kobj{
+		"apiVersion": "batch/v1",
+		"kind":       "CronJob",
+		"metadata":   kobj{"name": Name + "-" + strings.ToLower(j.Region), "labels": labels},
+		"spec": kobj{
+			"schedule":          j.Schedule,
+			"timeZone":          c.TimeZone,
+			"concurrencyPolicy": "Forbid",
+			// A tick the controller missed (it was down) still starts within
+			// half an interval; later it would run nearer the next tick.
+			"startingDeadlineSeconds": max(int64(c.Every/2/time.Second), 60),
+			"jobTemplate": kobj{
+				"metadata": kobj{"labels": labels},
+				"spec": kobj{
+					"backoffLimit": 2,
+					"podFailurePolicy": kobj{"rules": []kobj{
+						{"action": "FailJob", "onExitCodes": kobj{"containerName": Name, "operator": "In", "values": NotRetried}},
+						// A pod evicted or preempted is not the run's failure.
+						{"action": "Ignore", "onPodConditions": []kobj{{"type": "DisruptionTarget"}}},
+					}},
+					"template": kobj{"metadata": kobj{"labels": labels}, "spec": pod},
+				},
+			},
+		},
+	}
+}
+
+// kobj is a Kubernetes object or field map; yaml.v3 writes map keys sorted.
+type kobj = map[string]any
+
+func secretEnv(name, key string) kobj {
+	return kobj{"name": name, "valueFrom": kobj{"secretKeyRef": kobj{"name": Name, "key": key}}}
+}
