@@ -15,7 +15,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/trendfetch/trendfetch/internal/regions"
-	"github.com/trendfetch/trendfetch/internal/serve"
 	"github.com/trendfetch/trendfetch/internal/store"
 	"github.com/trendfetch/trendfetch/internal/termtext"
 )
@@ -23,6 +22,7 @@ import (
 func newRunsCmd(a *app) *cobra.Command {
 	var (
 		limit  int
+		before int64
 		region string
 		asJSON bool
 	)
@@ -51,8 +51,12 @@ func newRunsCmd(a *app) *cobra.Command {
 			var runs []store.Run
 			if st != nil {
 				defer st.Close()
-				if runs, err = serve.RecentRuns(cmd.Context(), st, region, limit); err != nil {
+				if runs, err = st.RunsPage(cmd.Context(), store.RunsQuery{Region: region, Before: before, Limit: limit + 1}); err != nil {
 					return err
+				}
+				if len(runs) > limit {
+					runs = runs[:limit]
+					fmt.Fprintf(a.stderr, "note: older runs: trendfetch runs --before %d\n", runs[limit-1].ID)
 				}
 				a.policyNotice(cmd.Context(), st)
 			}
@@ -83,6 +87,7 @@ func newRunsCmd(a *app) *cobra.Command {
 		},
 	}
 	cmd.Flags().IntVarP(&limit, "limit", "n", 20, "most runs to show, newest first")
+	cmd.Flags().Int64Var(&before, "before", 0, "only runs older than this run id (the next page; as GET /v1/runs?cursor=)")
 	cmd.Flags().StringVar(&region, "region", "", "only runs of this region (e.g. US), as GET /v1/runs?region=")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print runs as JSON")
 	return cmd

@@ -46,12 +46,12 @@ type DashboardEntry struct {
 
 func (s *server) dashboard(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
-	runs, err := RecentRuns(ctx, s.o.Store, "", DashboardRuns)
+	runs, err := s.o.Store.RunsPage(ctx, store.RunsQuery{Limit: DashboardRuns})
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	d := Dashboard{GeneratedAt: s.o.Now().UTC(), Credentials: s.credentials(ctx), Runs: runs, Regions: []DashboardRegion{}}
+	d := Dashboard{GeneratedAt: s.o.Now().UTC(), Credentials: s.credentials(ctx), Runs: nonNil(runs), Regions: []DashboardRegion{}}
 	for _, reg := range s.configuredRegions() {
 		dr := DashboardRegion{Region: reg}
 		c, entries, err := s.o.Store.CaptureAt(ctx, store.CaptureQuery{Region: reg.Region})

@@ -14,6 +14,7 @@
 package serve
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
@@ -48,6 +49,11 @@ const (
 	MaxLimit = 200
 	// MaxQueryBytes bounds the raw query string of a request.
 	MaxQueryBytes = 2048
+	// MaxResponseBytes bounds every JSON answer: one that would be longer
+	// is not sent (500 response_too_large). Within it, each
+	// endpoint's own bounds are in openapi.yaml (run reasons are at most
+	// store.MaxReasonBytes).
+	MaxResponseBytes = 4 << 20
 	// DashboardRuns and DashboardEntries are the runs and chart entries
 	// per region in /v1/dashboard.
 	DashboardRuns    = 10
@@ -530,42 +536,39 @@ func (s *server) runs(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	region, err := regionParam(r.URL.Query().Get("region"))
+	q := r.URL.Query()
+	region, err := regionParam(q.Get("region"))
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	out, err := RecentRuns(r.Context(), s.o.Store, region, limit)
+	var before int64
+	if c := q.Get("cursor"); c != "" {
+		if before, err = strconv.ParseInt(c, 10, 64); err != nil || before < 1 {
+			s.fail(w, r, &paramError{"cursor", fmt.Sprintf("cursor=%q: want the next_cursor of the previous page", clip(c))})
+			return
+		}
+	}
+	out, err := s.o.Store.RunsPage(r.Context(), store.RunsQuery{Region: region, Before: before, Limit: limit + 1})
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"runs": out})
+	var next *string
+	if len(out) > limit {
+		out = out[:limit]
+		c := strconv.FormatInt(out[limit-1].ID, 10)
+		next = &c
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"runs": nonNil(out), "next_cursor": next})
 }
 
-// RecentRuns returns the limit newest runs of region ("" = every region),
-// newest first, never nil. It serves /v1/runs and `trendfetch runs
-// --region`.
-func RecentRuns(ctx context.Context, st *store.Store, region string, limit int) ([]store.Run, error) {
-	out := []store.Run{}
-	for window := limit; ; window *= 4 {
-		all, err := st.Runs(ctx, window)
-		if err != nil {
-			return nil, err
-		}
-		out = out[:0]
-		for _, run := range all {
-			if region == "" || run.Region == region {
-				out = append(out, run)
-				if len(out) == limit {
-					return out, nil
-				}
-			}
-		}
-		if len(all) < window {
-			return out, nil
-		}
+// nonNil returns s, or an empty slice for nil (JSON [] rather than null).
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
 	}
+	return s
 }
 
 func (s *server) credentials(ctx context.Context) []quota.StatusView {
@@ -637,10 +640,23 @@ func writeError(w http.ResponseWriter, status int, code, msg string) {
 	writeJSON(w, status, map[string]any{"error": APIError{Code: code, Message: msg}})
 }
 
+// writeJSON writes v as the answer, or 500 response_too_large when its
+// encoding exceeds MaxResponseBytes.
 func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	enc := json.NewEncoder(w)
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)
-	enc.Encode(v)
+	if err := enc.Encode(v); err != nil || b.Len() > MaxResponseBytes {
+		b.Reset()
+		status = http.StatusInternalServerError
+		e := APIError{Code: "response_too_large", Message: fmt.Sprintf("the answer would be larger than %d bytes: ask for less (a smaller limit)", MaxResponseBytes)}
+		if err != nil {
+			e = APIError{Code: "internal", Message: "internal error: the answer cannot be encoded"}
+		}
+		json.NewEncoder(&b).Encode(map[string]any{"error": e})
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(b.Len()))
+	w.WriteHeader(status)
+	w.Write(b.Bytes())
 }

@@ -594,3 +594,80 @@ func TestChartIsTheLatestCompleteCapture(t *testing.T) {
 		t.Errorf("partial=yes: %d %v, want 400", resp.StatusCode, body)
 	}
 }
+
+// TestRunsPageWithACursor: /v1/runs pages newest first; next_cursor leads
+// to the next page and is null on the last (issue 31 item 16).
+func TestRunsPageWithACursor(t *testing.T) {
+	db, lim := shared(t)
+	f := start(t, db, lim, func(o *Options) { o.RateLimit = RateLimit{} })
+	_, all := get(t, f.url+"/v1/runs")
+	var want, got []float64
+	for _, r := range all["runs"].([]any) {
+		want = append(want, r.(map[string]any)["id"].(float64))
+	}
+	url := f.url + "/v1/runs?limit=1"
+	for range len(want) + 1 {
+		resp, body := get(t, url)
+		if resp.StatusCode != 200 {
+			t.Fatalf("%s: %d %v", url, resp.StatusCode, body)
+		}
+		for _, r := range body["runs"].([]any) {
+			got = append(got, r.(map[string]any)["id"].(float64))
+		}
+		next, ok := body["next_cursor"]
+		if !ok {
+			t.Fatalf("no next_cursor key: %v", body)
+		}
+		if next == nil {
+			break
+		}
+		url = f.url + "/v1/runs?limit=1&cursor=" + next.(string)
+	}
+	if len(want) < 3 || !slices.Equal(got, want) {
+		t.Errorf("runs paged one at a time: %v, want %v", got, want)
+	}
+	if resp, _ := get(t, f.url+"/v1/runs?cursor=abc"); resp.StatusCode != 400 {
+		t.Errorf("cursor=abc: %d, want 400", resp.StatusCode)
+	}
+}
+
+// TestUpstreamTextIsBounded: a run failed on a 400 whose message is 7 MB;
+// /v1/dashboard and /v1/runs carry at most store.MaxReasonBytes of it
+// (issue 31 item 5).
+func TestUpstreamTextIsBounded(t *testing.T) {
+	ctx := context.Background()
+	db := filepath.Join(t.TempDir(), "tf.db")
+	st, err := store.Open(ctx, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		id, err := st.StartRun(ctx, store.Run{Credential: "default", Region: "US", PID: 1, Host: "h"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		reason := "youtube: 400 Bad Request: " + strings.Repeat("x", 7<<20)
+		if err := st.FinishRun(ctx, store.Run{ID: id, Outcome: store.OutcomeFailed, Reason: reason}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st.Close()
+	f := start(t, db, nil, func(o *Options) { o.Quota = nil })
+	for _, path := range []string{"/v1/dashboard", "/v1/runs"} {
+		resp, err := http.Get(f.url + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		var body struct{ Runs []store.Run }
+		if err := json.Unmarshal(raw, &body); resp.StatusCode != 200 || err != nil || len(body.Runs) != 3 || len(raw) > 64<<10 {
+			t.Fatalf("%s: %d, %d bytes, %d runs (%v); want 200, 3 runs in under 64 KiB", path, resp.StatusCode, len(raw), len(body.Runs), err)
+		}
+		for _, r := range body.Runs {
+			if len(r.Reason) > store.MaxReasonBytes || !strings.HasSuffix(r.Reason, store.ReasonCut) {
+				t.Errorf("%s: run %d reason of %d bytes, want at most %d, marked cut", path, r.ID, len(r.Reason), store.MaxReasonBytes)
+			}
+		}
+	}
+}

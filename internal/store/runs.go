@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"time"
+	"unicode/utf8"
 )
 
 // Outcome is how a run ended (runs.outcome).
@@ -65,7 +66,9 @@ type Run struct {
 	Unmetered int
 	Outcome   Outcome
 	// Reason is the error or denial reason; on success "" or a note on a
-	// step that stopped without failing the run (the statistics step).
+	// step that stopped without failing the run (the statistics step). At
+	// most MaxReasonBytes: a longer one (an upstream error quoting a huge
+	// answer) is stored cut, ending with ReasonCut.
 	Reason string
 	// RetryAfter and RetryAt are set on a quota denial (zero otherwise);
 	// RetryAfter is stored with millisecond precision.
@@ -74,6 +77,28 @@ type Run struct {
 	// PID and Host identify the process that ran it.
 	PID  int
 	Host string
+}
+
+// MaxReasonBytes bounds a stored run reason (runs.reason) and every reason
+// read back; ReasonCut ends a reason that was longer, cut on a UTF-8
+// boundary so that the result, marker included, fits.
+const (
+	MaxReasonBytes = 1024
+	ReasonCut      = " …[cut]"
+)
+
+// capReason returns s if it fits MaxReasonBytes, else its longest prefix
+// that ends on a character boundary and leaves room for ReasonCut, plus
+// ReasonCut.
+func capReason(s string) string {
+	if len(s) <= MaxReasonBytes {
+		return s
+	}
+	n := MaxReasonBytes - len(ReasonCut)
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + ReasonCut
 }
 
 // marshalJSONMap encodes a units or calls map; nil or empty is "{}".
@@ -158,7 +183,7 @@ func (s *Store) FinishRun(ctx context.Context, r Run) error {
 UPDATE runs SET finished_at = ?, outcome = ?, reason = ?, retry_after_ms = ?, retry_at = ?,
                 units = ?, calls = ?, unmetered = ?
 WHERE id = ?`,
-		fmtTime(r.FinishedAt), string(r.Outcome), r.Reason, retryMS, nullTime(r.RetryAt),
+		fmtTime(r.FinishedAt), string(r.Outcome), capReason(r.Reason), retryMS, nullTime(r.RetryAt),
 		units, calls, r.Unmetered, r.ID)
 	if err != nil {
 		return fmt.Errorf("cannot finish run %d: %w", r.ID, err)
@@ -200,13 +225,36 @@ func (s *Store) updateOneRun(ctx context.Context, query string, args ...any) err
 // Runs returns the most recent runs, newest first (by id). limit <= 0
 // returns all runs.
 func (s *Store) Runs(ctx context.Context, limit int) ([]Run, error) {
+	return s.RunsPage(ctx, RunsQuery{Limit: limit})
+}
+
+// RunsQuery selects a page of runs, newest first.
+type RunsQuery struct {
+	// Region, when set, keeps only that region's runs.
+	Region string
+	// Before, when > 0, keeps only runs with an id below it: the id of the
+	// last run of the previous page (its cursor).
+	Before int64
+	// Limit is the most runs returned; <= 0 means all.
+	Limit int
+}
+
+// RunsPage returns the runs q selects, newest first (by id), each reason
+// at most MaxReasonBytes (a longer one stored before the bound is cut
+// when read).
+func (s *Store) RunsPage(ctx context.Context, q RunsQuery) ([]Run, error) {
+	limit := q.Limit
 	if limit <= 0 {
 		limit = -1 // SQLite: no limit
 	}
+	// substr counts characters: MaxReasonBytes+1 of them are enough for
+	// capReason to see that a reason is longer than MaxReasonBytes bytes.
 	rows, err := s.db.QueryContext(ctx, `
 SELECT id, credential, region, started_at, finished_at, pages, videos, units, calls, unmetered,
-       outcome, reason, retry_after_ms, retry_at, pid, host
-FROM runs ORDER BY id DESC LIMIT ?`, limit)
+       outcome, substr(reason, 1, ?4), retry_after_ms, retry_at, pid, host
+FROM runs
+WHERE (?1 = '' OR region = ?1) AND (?2 <= 0 OR id < ?2)
+ORDER BY id DESC LIMIT ?3`, q.Region, q.Before, limit, MaxReasonBytes+1)
 	if err != nil {
 		return nil, fmt.Errorf("cannot list runs: %w", err)
 	}
@@ -224,7 +272,7 @@ FROM runs ORDER BY id DESC LIMIT ?`, limit)
 			return nil, fmt.Errorf("cannot list runs: %w", err)
 		}
 		r.StartedAt, r.FinishedAt, r.RetryAt = parseTime(started), parseTime(finished), parseTime(retryAt)
-		r.Outcome = Outcome(outcome)
+		r.Outcome, r.Reason = Outcome(outcome), capReason(r.Reason)
 		r.RetryAfter = time.Duration(retryMS.Int64) * time.Millisecond
 		r.PID = int(pid.Int64)
 		if err := json.Unmarshal([]byte(units), &r.Units); err != nil {

@@ -7,9 +7,11 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 )
 
 func TestSavePage(t *testing.T) {
@@ -273,5 +275,84 @@ func TestOpenReadOnly(t *testing.T) {
 	}
 	if _, err := ro.StartRun(ctx, Run{Region: "US"}); err == nil {
 		t.Error("read-only store accepted a write")
+	}
+}
+
+// TestRunReasonIsCapped: an upstream error quoting a 7 MB answer is stored
+// as at most MaxReasonBytes, marked as cut, cut on a character boundary; a
+// reason stored whole before the bound is cut when read (issue 31 item 5).
+func TestRunReasonIsCapped(t *testing.T) {
+	ctx := context.Background()
+	s, _ := openTest(t)
+	huge := "youtube: 400 " + strings.Repeat("é", 7<<20/2)
+	id := startRun(t, s, "US")
+	if err := s.FinishRun(ctx, Run{ID: id, Outcome: OutcomeFailed, Reason: huge}); err != nil {
+		t.Fatal(err)
+	}
+	var stored int
+	if err := s.db.QueryRowContext(ctx, `SELECT length(CAST(reason AS BLOB)) FROM runs WHERE id = ?`, id).Scan(&stored); err != nil {
+		t.Fatal(err)
+	}
+	if stored > MaxReasonBytes {
+		t.Errorf("stored reason is %d bytes, want at most %d", stored, MaxReasonBytes)
+	}
+	// A row written before the bound (or by another version) is cut when read.
+	old := startRun(t, s, "US")
+	if _, err := s.db.ExecContext(ctx, `UPDATE runs SET outcome = 'failed', reason = ? WHERE id = ?`, strings.Repeat("x", 5000), old); err != nil {
+		t.Fatal(err)
+	}
+	short := startRun(t, s, "US")
+	if err := s.FinishRun(ctx, Run{ID: short, Outcome: OutcomeFailed, Reason: strings.Repeat("y", MaxReasonBytes)}); err != nil {
+		t.Fatal(err)
+	}
+	runs, err := s.Runs(ctx, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range runs[1:] {
+		if len(r.Reason) > MaxReasonBytes || !utf8.ValidString(r.Reason) || !strings.HasSuffix(r.Reason, ReasonCut) {
+			t.Errorf("run %d reason: %d bytes, valid UTF-8 %v, ends %q; want <= %d, valid, marked cut",
+				r.ID, len(r.Reason), utf8.ValidString(r.Reason), r.Reason[max(0, len(r.Reason)-12):], MaxReasonBytes)
+		}
+	}
+	if runs[0].Reason != strings.Repeat("y", MaxReasonBytes) {
+		t.Errorf("a reason of exactly %d bytes was changed: %d bytes", MaxReasonBytes, len(runs[0].Reason))
+	}
+}
+
+// TestRunsPage: the region filter and the cursor (Before) are applied in
+// the query, newest first (issue 31 item 5).
+func TestRunsPage(t *testing.T) {
+	ctx := context.Background()
+	s, _ := openTest(t)
+	var us []int64
+	for i := range 7 {
+		region := "US"
+		if i%2 == 1 {
+			region = "DE"
+		}
+		id := startRun(t, s, region)
+		if region == "US" {
+			us = append(us, id)
+		}
+	}
+	slices.Reverse(us)
+	var got []int64
+	before := int64(0)
+	for range len(us) + 1 {
+		page, err := s.RunsPage(ctx, RunsQuery{Region: "US", Before: before, Limit: 3})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range page {
+			got = append(got, r.ID)
+		}
+		if len(page) < 3 {
+			break
+		}
+		before = page[len(page)-1].ID
+	}
+	if !slices.Equal(got, us) {
+		t.Errorf("US runs paged 3 at a time: %v, want %v", got, us)
 	}
 }
