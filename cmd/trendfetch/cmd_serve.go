@@ -15,6 +15,7 @@ import (
 	"github.com/trendfetch/trendfetch/internal/quota"
 	"github.com/trendfetch/trendfetch/internal/regions"
 	"github.com/trendfetch/trendfetch/internal/sdnotify"
+	"github.com/trendfetch/trendfetch/internal/secret"
 	"github.com/trendfetch/trendfetch/internal/serve"
 	"github.com/trendfetch/trendfetch/internal/store"
 )
@@ -80,7 +81,7 @@ func (a *app) listenServe() (net.Listener, string, error) {
 	}
 	token := ""
 	if sc.TokenFile != "" {
-		if token, err = config.ReadSecretFile(sc.TokenFile); err != nil {
+		if token, err = secret.ReadFile(sc.TokenFile); err != nil {
 			return nil, "", usagef("", "serve.token_file %s: %v", sc.TokenFile, err)
 		}
 		if len(token) < 16 {

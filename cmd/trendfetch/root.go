@@ -227,7 +227,7 @@ func (a *app) loadConfig() error {
 	a.cfg = cfg
 	a.log = newLogger(a.stderr, cfg.Log, a.stderrTTY)
 	for _, f := range cfg.SecretFiles() {
-		if config.ExposedToOthers(f) {
+		if secret.Exposed(f) {
 			a.log.Warn().Str("file", f).Msg("secret file is readable by other users: chmod 600 it")
 		}
 	}

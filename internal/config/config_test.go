@@ -12,6 +12,7 @@ import (
 
 	"github.com/trendfetch/trendfetch/internal/callsite"
 	"github.com/trendfetch/trendfetch/internal/regions"
+	"github.com/trendfetch/trendfetch/internal/secret"
 )
 
 func noEnv(string) (string, bool) { return "", false }
@@ -293,8 +294,8 @@ func TestExposedSecretFiles(t *testing.T) {
 	if err := os.WriteFile(closed, []byte("k"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if !ExposedToOthers(open) || ExposedToOthers(closed) || ExposedToOthers(filepath.Join(dir, "none")) {
-		t.Error("ExposedToOthers: want true only for the 0644 file")
+	if !secret.Exposed(open) || secret.Exposed(closed) || secret.Exposed(filepath.Join(dir, "none")) {
+		t.Error("secret.Exposed: want true only for the 0644 file")
 	}
 	c := Default()
 	c.Credentials[0].KeyFile = open

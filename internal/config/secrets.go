@@ -4,10 +4,9 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
-	"io"
-	"os"
-	"path/filepath"
 	"strings"
+
+	"github.com/trendfetch/trendfetch/internal/secret"
 )
 
 // Credential is one Google Cloud project and where its API key comes from.
@@ -38,50 +37,35 @@ const (
 	SentinelPasswordCredential = "redis-sentinel-password"
 )
 
-// systemdCredential returns the path of the systemd credential name when
-// the service has a $CREDENTIALS_DIRECTORY holding it.
-func systemdCredential(lookup func(string) (string, bool), name string) (string, bool) {
-	dir, ok := lookup("CREDENTIALS_DIRECTORY")
-	if !ok || dir == "" || name == "" || strings.ContainsAny(name, "/\x00") {
-		return "", false
-	}
-	path := filepath.Join(dir, name)
-	_, err := os.Stat(path)
-	return path, err == nil
-}
-
-// readSecrets fills the Redis URL and the Sentinels' password that no
-// environment variable gave from their files: quota.redis.url_file, else
-// the systemd credential redis-url; sentinel.password_file, else the
-// systemd credential redis-sentinel-password. Errors name the setting.
+// readSecrets fills what no environment variable gave of the Redis URL
+// (quota.redis.url_file, else the systemd credential redis-url) and the
+// Sentinels' password (sentinel.password_file, else the systemd credential
+// redis-sentinel-password). Errors name the setting, never the content.
 func (c *Config) readSecrets(lookup func(string) (string, bool)) error {
-	if c.Quota.Redis.URL == "" && c.Quota.Redis.URLFile != "" {
-		u, err := readSecretFile(c.Quota.Redis.URLFile)
-		if err != nil {
-			return invalid("quota.redis.url_file", c.Quota.Redis.URLFile, "%s", err.Error())
+	r := &c.Quota.Redis
+	for _, s := range []struct {
+		dst              *string
+		file, credential string
+		setting          string
+	}{
+		{&r.URL, r.URLFile, RedisURLCredential, "quota.redis.url_file"},
+		{&r.Sentinel.Password, r.Sentinel.PasswordFile, SentinelPasswordCredential, "quota.redis.sentinel.password_file"},
+	} {
+		if *s.dst != "" {
+			continue
 		}
-		c.Quota.Redis.URL = u
-	}
-	if path, ok := systemdCredential(lookup, RedisURLCredential); ok && c.Quota.Redis.URL == "" {
-		u, err := readSecretFile(path)
-		if err != nil {
-			return invalid("systemd credential "+RedisURLCredential, path, "%s", err.Error())
+		if s.file == "" {
+			var ok bool
+			if s.file, ok = secret.SystemdCredential(lookup, s.credential); !ok {
+				continue
+			}
+			s.setting = "systemd credential " + s.credential
 		}
-		c.Quota.Redis.URL = u
-	}
-	if path, ok := systemdCredential(lookup, SentinelPasswordCredential); ok && c.Quota.Redis.Sentinel.Password == "" && c.Quota.Redis.Sentinel.PasswordFile == "" {
-		pw, err := readSecretFile(path)
+		v, err := secret.ReadFile(s.file)
 		if err != nil {
-			return invalid("systemd credential "+SentinelPasswordCredential, path, "%s", err.Error())
+			return invalid(s.setting, s.file, "%s", err.Error())
 		}
-		c.Quota.Redis.Sentinel.Password = pw
-	}
-	if s := &c.Quota.Redis.Sentinel; s.Password == "" && s.PasswordFile != "" {
-		pw, err := readSecretFile(s.PasswordFile)
-		if err != nil {
-			return invalid("quota.redis.sentinel.password_file", s.PasswordFile, "%s", err.Error())
-		}
-		s.Password = pw
+		*s.dst = v
 	}
 	return nil
 }
@@ -109,7 +93,7 @@ func (cr Credential) APIKey(lookup func(string) (string, bool)) (string, error) 
 		}
 	}
 	if cr.KeyFile != "" {
-		k, err := readSecretFile(cr.KeyFile)
+		k, err := secret.ReadFile(cr.KeyFile)
 		if err != nil {
 			return "", invalid(fmt.Sprintf("credentials[%s].api_key_file", cr.Name), cr.KeyFile, "%s", err.Error())
 		}
@@ -118,8 +102,8 @@ func (cr Credential) APIKey(lookup func(string) (string, bool)) (string, error) 
 		}
 	}
 	name := cmp.Or(cr.KeyCredential, KeyCredentialPrefix+cr.Name)
-	if path, ok := systemdCredential(lookup, name); ok {
-		k, err := readSecretFile(path)
+	if path, ok := secret.SystemdCredential(lookup, name); ok {
+		k, err := secret.ReadFile(path)
 		if err != nil {
 			return "", invalid(fmt.Sprintf("credentials[%s].api_key_credential", cr.Name), path, "%s", err.Error())
 		}
@@ -151,46 +135,4 @@ func (c *Config) SecretFiles() []string {
 		out = append(out, c.Quota.Redis.Sentinel.PasswordFile)
 	}
 	return out
-}
-
-// ExposedToOthers reports whether path is a regular file that can be read or written by
-// its group or by other users (mode & 0o077 != 0): a secret in it is exposed.
-func ExposedToOthers(path string) bool {
-	fi, err := os.Stat(path)
-	return err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o077 != 0
-}
-
-// MaxSecretFileBytes bounds a key or URL file (64 KiB): larger files are
-// refused, not read whole.
-const MaxSecretFileBytes = 64 << 10
-
-// ReadSecretFile returns the first line of the secret file at path,
-// trimmed, reading at most MaxSecretFileBytes. Errors never include the
-// content.
-func ReadSecretFile(path string) (string, error) { return readSecretFile(path) }
-
-// readSecretFile returns the first line of path, trimmed. Errors never
-// include the content; they say what to do.
-func readSecretFile(path string) (string, error) {
-	// Stat first: reading a FIFO would block until a writer comes.
-	fi, err := os.Stat(path)
-	switch {
-	case err != nil:
-		return "", fmt.Errorf("cannot read it: %w", errors.Unwrap(err))
-	case !fi.Mode().IsRegular():
-		return "", fmt.Errorf("not a regular file (%s): write the secret alone on the first line of a regular file, chmod 600", fi.Mode().Type())
-	case fi.Size() > MaxSecretFileBytes:
-		return "", fmt.Errorf("%d bytes, larger than %d KiB: a secret file holds one line; check the path", fi.Size(), MaxSecretFileBytes>>10)
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		return "", fmt.Errorf("cannot read it: %w", errors.Unwrap(err))
-	}
-	defer f.Close()
-	raw, err := io.ReadAll(io.LimitReader(f, MaxSecretFileBytes))
-	if err != nil {
-		return "", fmt.Errorf("cannot read it: %w", errors.Unwrap(err))
-	}
-	line, _, _ := strings.Cut(string(raw), "\n")
-	return strings.TrimSpace(line), nil
 }
