@@ -10,61 +10,46 @@ import (
 	"sort"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/trendfetch/trendfetch/internal/callsite"
 	"github.com/trendfetch/trendfetch/internal/regions"
 )
 
-// Config is the whole configuration. The zero value is not useful; start
-// from Default() or Load.
+// Config is the whole configuration, one field per section of the YAML
+// file; configs/trendfetch.example.yaml documents every key with its
+// default. The zero value is not useful: start from Default() or Load.
 type Config struct {
-	// Database is the SQLite file holding videos, runs and the FTS index.
-	Database string `yaml:"database"`
-	// Credential names the credential runs spend from (a key of Credentials).
-	Credential string `yaml:"credential"`
-	// Credentials are named Google Cloud projects; the quota scope is the name.
-	Credentials []Credential `yaml:"credentials"`
-	// Regions are the regionCode values `run --all` ingests, upper case.
-	Regions []string `yaml:"regions"`
-	API     API      `yaml:"api"`
-	// Chart, Searches, Channels and Categories configure the call sites of a run.
-	Chart      Chart    `yaml:"chart"`
-	Searches   []Search `yaml:"searches"`
-	Channels   Refresh  `yaml:"channels"`
-	Categories Refresh  `yaml:"categories"`
-	Quota      Quota    `yaml:"quota"`
-	Log        Log      `yaml:"log"`
-	// Schedule configures `trendfetch schedule` and `trendfetch crontab`.
-	Schedule Schedule `yaml:"schedule"`
-	// Runs configures how runs guard their region.
-	Runs Runs `yaml:"runs"`
-	// Stats configures following videos after they left the chart.
-	Stats Stats `yaml:"stats"`
-	// Store configures the database's contents (retention).
-	Store StoreSettings `yaml:"store"`
-	// Serve configures the read API and dashboard (`trendfetch serve`).
-	Serve Serve `yaml:"serve"`
+	Database    string        `yaml:"database"`
+	Credential  string        `yaml:"credential"` // the credential runs spend from
+	Credentials []Credential  `yaml:"credentials"`
+	Regions     []string      `yaml:"regions"` // upper case once completed
+	API         API           `yaml:"api"`
+	Chart       Chart         `yaml:"chart"`
+	Searches    []Search      `yaml:"searches"`
+	Channels    Refresh       `yaml:"channels"`
+	Categories  Refresh       `yaml:"categories"`
+	Quota       Quota         `yaml:"quota"`
+	Log         Log           `yaml:"log"`
+	Schedule    Schedule      `yaml:"schedule"`
+	Runs        Runs          `yaml:"runs"`
+	Stats       Stats         `yaml:"stats"`
+	Store       StoreSettings `yaml:"store"`
+	Serve       Serve         `yaml:"serve"`
 }
 
-// Runs configures the run lease (docs/design.md §5: two runs of one region never
-// overlap).
+// Runs is the `runs` section: the region lease's time to live (renewed
+// every third of it; it bounds how long a killed run blocks its region,
+// docs/design.md §5), a run's deadline (0 = none), and node_exporter's
+// textfile directory ("" = off).
 type Runs struct {
-	// LeaseTTL is the region lease's time to live, renewed every third of it
-	// while a run lasts. It bounds how long a run killed without cleanup
-	// (SIGKILL, OOM, power loss) blocks its region (default 2m, 1s-24h).
-	LeaseTTL Duration `yaml:"lease_ttl"`
-	// Timeout is a run's deadline (default 15m; 0 = none): a region stuck in
-	// API timeouts stops, is recorded as failed, and frees its slot.
-	Timeout Duration `yaml:"timeout"`
-	// MetricsTextfile is a directory (node_exporter's textfile collector's)
-	// where `trendfetch run` writes each region's metrics after its run
-	// ("" = off; --metrics-textfile overrides).
-	MetricsTextfile string `yaml:"metrics_textfile"`
+	LeaseTTL        Duration `yaml:"lease_ttl"`
+	Timeout         Duration `yaml:"timeout"`
+	MetricsTextfile string   `yaml:"metrics_textfile"`
 }
 
-// DefaultRunTimeout is runs.timeout's default: a full run (categories, four
-// chart pages, statistics, searches, channels) takes seconds; 15 minutes
-// leaves room for every retry of every call.
+// DefaultRunTimeout is runs.timeout's default: a full run takes seconds; 15
+// minutes leaves room for every retry of every call.
 const DefaultRunTimeout = 15 * time.Minute
 
 // Bounds of runs.lease_ttl: renewals every third of it must be cheap and
@@ -75,28 +60,22 @@ const (
 	maxLeaseTTL = 24 * time.Hour
 )
 
-// API configures the YouTube Data API client.
+// API is the `api` section: the base URL ("" = Google's), one request's
+// timeout, maxResults per page (1-50), how many times a call answered 5xx,
+// timed out or reset is sent again (each attempt reserved), and the first
+// backoff (doubling, full jitter, capped at 30s).
 type API struct {
-	// Endpoint overrides the API base URL (e.g. the emulator,
-	// http://127.0.0.1:8080/); "" means Google's.
-	Endpoint string `yaml:"endpoint"`
-	// Timeout bounds one HTTP request (default 30s).
-	Timeout Duration `yaml:"timeout"`
-	// PageSize is maxResults per videos.list page, 1-50 (default 50).
-	PageSize int64 `yaml:"page_size"`
-	// Retries is how many times a call answered 5xx, timed out or reset is
-	// sent again (default 2); every attempt is reserved, as Google charges it.
-	Retries int `yaml:"retries"`
-	// RetryBackoff is the first backoff; it doubles per attempt, with full
-	// jitter, capped at 30 s (default 1s).
+	Endpoint     string   `yaml:"endpoint"`
+	Timeout      Duration `yaml:"timeout"`
+	PageSize     int64    `yaml:"page_size"`
+	Retries      int      `yaml:"retries"`
 	RetryBackoff Duration `yaml:"retry_backoff"`
 }
 
-// Log configures zerolog.
+// Log is the `log` section: level (trace, debug, info, warn, error) and
+// format (auto: console on a terminal, JSON otherwise; json; console).
 type Log struct {
-	// Level is trace, debug, info, warn or error (default info).
-	Level string `yaml:"level"`
-	// Format is auto (console on a terminal, JSON otherwise), json or console.
+	Level  string `yaml:"level"`
 	Format string `yaml:"format"`
 }
 
@@ -195,6 +174,9 @@ func (c *Config) Validate() error {
 		}
 		if names[cr.Name] {
 			return invalid(f, cr.Name, "defined twice")
+		}
+		if strings.ContainsFunc(cr.KeyCredential, func(r rune) bool { return r == '/' || unicode.IsControl(r) }) {
+			return invalid(fmt.Sprintf("credentials[%d].api_key_credential", i), cr.KeyCredential, "want a systemd credential name (LoadCredential=NAME:...): no / or control characters")
 		}
 		names[cr.Name] = true
 	}

@@ -137,6 +137,7 @@ func TestValidateNamesFieldValueReason(t *testing.T) {
 		{"redis without url", func(c *Config) { c.Quota.Backend = "redis" }, "quota.backend"},
 		{"credential", func(c *Config) { c.Credential = "other" }, "credential"},
 		{"credential name", func(c *Config) { c.Credentials[0].Name = "a b" }, "credentials[0].name"},
+		{"key credential breaking a unit", func(c *Config) { c.Credentials[0].KeyCredential = "k\nExecStartPre=/bin/sh" }, "credentials[0].api_key_credential"},
 		{"unknown call site", func(c *Config) { c.Quota.Costs["search.lst"] = map[string]int64{"search": 1} }, "quota.costs.search.lst"},
 		{"unknown policy call site", func(c *Config) { c.Quota.Policies["video.list"] = callsite.FailOpen }, "quota.policies.video.list"},
 		{"chart without cost", func(c *Config) { delete(c.Quota.Costs, "videos.list") }, "quota.costs"},

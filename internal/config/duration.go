@@ -81,9 +81,6 @@ func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
 // Std returns d as a time.Duration.
 func (d Duration) Std() time.Duration { return time.Duration(d) }
 
-// MarshalYAML writes the duration as a Go duration string.
-func (d Duration) MarshalYAML() (any, error) { return time.Duration(d).String(), nil }
-
 // String is the Go duration string (pflag.Value).
 func (d *Duration) String() string { return time.Duration(*d).String() }
 

@@ -15,80 +15,54 @@ import (
 	"github.com/trendfetch/trendfetch/internal/quota"
 )
 
-// Quota configures the shared limiter: backend, buckets, costs, policies.
+// Quota is the `quota` section: the limiter's backend, buckets, costs and
+// policies. configs/trendfetch.example.yaml documents each key; the Redis
+// URL and the Sentinels' password come from the environment or files only.
 type Quota struct {
-	// Backend is "sqlite" (embedded, one host) or "redis" (shared); "" picks
-	// redis when a Redis URL, cluster or sentinel is configured, else sqlite.
-	Backend string      `yaml:"backend"`
-	SQLite  QuotaSQLite `yaml:"sqlite"`
-	Redis   QuotaRedis  `yaml:"redis"`
-	// Buckets per credential, in display order.
-	Buckets Buckets `yaml:"buckets"`
-	// Costs maps an API method to the units one call costs per bucket.
-	Costs map[string]map[string]int64 `yaml:"costs"`
-	// Policies maps an API method (call site) to its backend-failure policy.
-	Policies map[string]callsite.Policy `yaml:"policies"`
-	// Preset names the buckets and costs started from: "classic" (the
-	// default) or "google-2026" (Google's 2026 quota model, see
-	// callsite.Preset). The file's buckets are merged into its buckets by
-	// name; costs given in the file replace its costs.
-	Preset string `yaml:"preset"`
-	// Headroom is the percent of each google-2026 limit kept back for
-	// ad-hoc use (0-90; classic already keeps 5%).
-	Headroom int `yaml:"headroom"`
+	// Backend is sqlite or redis ("" = redis when Redis is configured).
+	Backend  string                      `yaml:"backend"`
+	SQLite   QuotaSQLite                 `yaml:"sqlite"`
+	Redis    QuotaRedis                  `yaml:"redis"`
+	Buckets  Buckets                     `yaml:"buckets"`
+	Costs    map[string]map[string]int64 `yaml:"costs"`    // method -> bucket -> units
+	Policies map[string]callsite.Policy  `yaml:"policies"` // method -> backend-failure policy
+	// Preset names the buckets and costs started from (callsite.Preset).
+	Preset   string `yaml:"preset"`
+	Headroom int    `yaml:"headroom"` // percent of each google-2026 limit kept back
 }
 
-// QuotaSQLite configures the embedded backend.
+// QuotaSQLite is quota.sqlite, the embedded backend.
 type QuotaSQLite struct {
-	// Path of the quota database (default beside Database, quota.db).
 	Path string `yaml:"path"`
 }
 
-// QuotaRedis configures the Redis backend. The URL may carry a password, so
-// it is read from TRENDFETCH_REDIS_URL or URLFile, never from YAML.
+// QuotaRedis is quota.redis, the Redis backend (quota.WithRedisWaitReplicas
+// for WaitReplicas).
 type QuotaRedis struct {
-	// URLFile is a file holding a redis:// or rediss:// URL.
-	URLFile string `yaml:"url_file"`
-	// Cluster lists host:port seed addresses of a Redis Cluster (no secrets).
-	Cluster []string `yaml:"cluster"`
-	// Sentinel names a master managed by Redis Sentinel; the URL (optional
-	// here) then gives only user, password, db and TLS, not the host.
-	Sentinel RedisSentinel `yaml:"sentinel"`
-	// WaitReplicas, when > 0, makes an admission count only after WAIT
-	// confirms that this many replicas have it (default 0 = off). When
-	// fewer confirm within WaitTimeout, the call site's fail-open or
-	// fail-closed policy applies as for an unreachable Redis, and the entry
-	// stays counted (see quota.WithRedisWaitReplicas).
-	WaitReplicas int `yaml:"wait_replicas"`
-	// WaitTimeout bounds each WAIT (default quota.DefaultRedisWaitTimeout,
-	// 100ms; 1ms-10s). Used only when WaitReplicas > 0.
-	WaitTimeout Duration `yaml:"wait_timeout"`
-	// URL is filled from TRENDFETCH_REDIS_URL or URLFile; never from YAML.
-	URL string `yaml:"-"`
+	URLFile      string        `yaml:"url_file"`
+	Cluster      []string      `yaml:"cluster"`
+	Sentinel     RedisSentinel `yaml:"sentinel"`
+	WaitReplicas int           `yaml:"wait_replicas"`
+	WaitTimeout  Duration      `yaml:"wait_timeout"`
+	URL          string        `yaml:"-"` // from TRENDFETCH_REDIS_URL or URLFile
 }
 
-// RedisSentinel is quota.redis.sentinel: the master's name as the Sentinels
-// know it (`sentinel monitor <master> ...`), host:port addresses of some of
-// the Sentinels, and how to authenticate to them when they require it (their
-// own requirepass or ACL user; the master's password comes from the URL).
+// RedisSentinel is quota.redis.sentinel: the master's name, some Sentinels'
+// host:port, and the Sentinels' own user and password (the master's
+// password comes from the URL).
 type RedisSentinel struct {
-	Master string   `yaml:"master"`
-	Addrs  []string `yaml:"addrs"`
-	// Username is the Sentinels' ACL user ("" = the default user).
-	Username string `yaml:"username"`
-	// PasswordFile is a file holding the Sentinels' password, read when
-	// TRENDFETCH_REDIS_SENTINEL_PASSWORD is not set.
-	PasswordFile string `yaml:"password_file"`
-	// Password is filled from TRENDFETCH_REDIS_SENTINEL_PASSWORD or
-	// PasswordFile; never from YAML.
-	Password string `yaml:"-"`
+	Master       string   `yaml:"master"`
+	Addrs        []string `yaml:"addrs"`
+	Username     string   `yaml:"username"`
+	PasswordFile string   `yaml:"password_file"`
+	Password     string   `yaml:"-"` // from TRENDFETCH_REDIS_SENTINEL_PASSWORD or PasswordFile
 }
 
 // Configured reports whether a Sentinel master or address is set.
 func (s RedisSentinel) Configured() bool { return s.Master != "" || len(s.Addrs) > 0 }
 
 // Configured reports whether any Redis is configured: a URL, Cluster
-// addresses or Sentinel. The quota backend defaults to redis then.
+// addresses or Sentinel.
 func (r QuotaRedis) Configured() bool {
 	return r.URL != "" || len(r.Cluster) > 0 || r.Sentinel.Configured()
 }
@@ -100,22 +74,17 @@ const (
 	maxWaitTimeout = 10 * time.Second
 )
 
-// BucketConfig is one quota bucket in YAML.
+// BucketConfig is one entry of quota.buckets. Algorithm may only be log
+// (exact sliding-window logs; the approximate counter is serve's); Remove
+// removes the preset's bucket of that name.
 type BucketConfig struct {
-	Name     string   `yaml:"name"`
-	Limit    int64    `yaml:"limit"`
-	Window   Duration `yaml:"window"`
-	Calendar bool     `yaml:"calendar"`
-	// Algorithm may only be log (the default): quota buckets are exact
-	// sliding-window logs. counter is refused with a pointer to
-	// serve.rate_limit, where the approximate counter belongs.
-	Algorithm string `yaml:"algorithm"`
-	// Remove, in the file, removes the preset's bucket of this name.
-	Remove bool `yaml:"remove"`
-
-	// key names the entry as the file wrote it ("quota.buckets[0]"); ""
-	// for a bucket of the preset.
-	key string
+	Name      string   `yaml:"name"`
+	Limit     int64    `yaml:"limit"`
+	Window    Duration `yaml:"window"`
+	Calendar  bool     `yaml:"calendar"`
+	Algorithm string   `yaml:"algorithm"`
+	Remove    bool     `yaml:"remove"`
+	key       string   // the entry as the file wrote it ("quota.buckets[0]"); "" = the preset's
 }
 
 // Buckets are the quota buckets in display order. The file's list is

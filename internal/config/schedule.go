@@ -1,6 +1,7 @@
 package config
 
 import (
+	"cmp"
 	"fmt"
 	"sort"
 	"strings"
@@ -22,38 +23,22 @@ const (
 	maxConcurrency     = 64
 )
 
-// Schedule configures scheduler mode (`trendfetch schedule`) and the lines
-// `trendfetch crontab` prints. Region i of `regions` (in order) runs
-// i × Stagger after each tick of the shared schedule (Every or Cron),
-// unless Regions gives it a cron spec of its own. Validate fills the
-// defaults.
+// Schedule is the `schedule` section, read by `trendfetch schedule` and
+// `trendfetch crontab`: region i of `regions` runs i × Stagger after each
+// tick of the shared schedule (Every, aligned to midnight in Timezone when
+// it divides 24h; or the cron spec Cron), unless Regions gives it a cron
+// spec of its own. Concurrency regions run at once; on SIGTERM running jobs
+// get Grace to finish; crontab's lines append to LogDir/REGION.log.
+// Complete fills the defaults; Stagger nil is unset (0s is no stagger).
 type Schedule struct {
-	// Every is the shared interval, at least 1s (default 2h when Cron is
-	// empty). When it divides 24h the ticks are aligned to midnight in
-	// Timezone (2h: 00:00, 02:00, ...), like "0 */2 * * *".
-	Every Duration `yaml:"every"`
-	// Cron is a shared cron spec used instead of Every: five fields, six
-	// with seconds first, or a descriptor (@hourly); a CRON_TZ= or TZ=
-	// prefix sets its time zone.
-	Cron string `yaml:"cron"`
-	// Stagger is the offset step between consecutive regions (default 3m;
-	// 0s starts every region on the same tick, one after another).
-	Stagger *Duration `yaml:"stagger"`
-	// Timezone is the IANA zone of Every and of cron specs without a
-	// CRON_TZ= prefix; "" means the local zone (the TZ environment variable).
-	Timezone string `yaml:"timezone"`
-	// Regions maps a region code to its own cron spec, which replaces the
-	// shared schedule and the stagger for that region. Each must be in
-	// `regions`.
-	Regions map[string]string `yaml:"regions"`
-	// Concurrency is how many regions may run at once (default 1, at most 64).
-	Concurrency int `yaml:"concurrency"`
-	// Grace is how long running jobs may finish after SIGTERM/SIGINT before
-	// they are cancelled (default 30s).
-	Grace Duration `yaml:"grace"`
-	// LogDir is where `trendfetch crontab` lines append each region's output
-	// (<LogDir>/<REGION>.log; default /var/log/trendfetch).
-	LogDir string `yaml:"log_dir"`
+	Every       Duration          `yaml:"every"`
+	Cron        string            `yaml:"cron"`
+	Stagger     *Duration         `yaml:"stagger"`
+	Timezone    string            `yaml:"timezone"` // IANA zone; "" = local ($TZ)
+	Regions     map[string]string `yaml:"regions"`  // region code -> cron spec
+	Concurrency int               `yaml:"concurrency"`
+	Grace       Duration          `yaml:"grace"`
+	LogDir      string            `yaml:"log_dir"`
 }
 
 // RegionPlan is one region's place in the schedule.
@@ -162,15 +147,9 @@ func (s *Schedule) complete() {
 		d := Duration(DefaultStagger)
 		s.Stagger = &d
 	}
-	if s.Concurrency == 0 {
-		s.Concurrency = DefaultConcurrency
-	}
-	if s.Grace == 0 {
-		s.Grace = Duration(DefaultGrace)
-	}
-	if s.LogDir == "" {
-		s.LogDir = DefaultLogDir
-	}
+	s.Concurrency = cmp.Or(s.Concurrency, DefaultConcurrency)
+	s.Grace = cmp.Or(s.Grace, Duration(DefaultGrace))
+	s.LogDir = cmp.Or(s.LogDir, DefaultLogDir)
 	if len(s.Regions) == 0 {
 		return
 	}

@@ -9,20 +9,15 @@ import (
 	"github.com/trendfetch/trendfetch/internal/secret"
 )
 
-// Credential is one Google Cloud project and where its API key comes from.
-// The key itself is never stored in Config: APIKey reads it when needed.
+// Credential is one Google Cloud project: its Name is the quota scope
+// (never the key), and its key is read, when needed (APIKey), from the
+// environment variable KeyEnv, else the file KeyFile, else the systemd
+// credential KeyCredential (default KeyCredentialPrefix + Name). The key
+// itself is never stored in Config.
 type Credential struct {
-	// Name is the quota scope (Redis keys, runs table, quota status); it is
-	// never the key itself. 1-64 characters of [A-Za-z0-9._-].
-	Name string `yaml:"name"`
-	// KeyEnv is the environment variable holding the API key (default DefaultKeyEnv).
-	KeyEnv string `yaml:"api_key_env"`
-	// KeyFile is a file whose first line is the API key; used when KeyEnv is unset or empty.
-	KeyFile string `yaml:"api_key_file"`
-	// KeyCredential is the systemd credential holding the key
-	// (LoadCredential=NAME:PATH in the unit), read from
-	// $CREDENTIALS_DIRECTORY/NAME when neither KeyEnv nor KeyFile gives one
-	// (default youtube-api-key-<name>, e.g. youtube-api-key-default).
+	Name          string `yaml:"name"`
+	KeyEnv        string `yaml:"api_key_env"`
+	KeyFile       string `yaml:"api_key_file"`
 	KeyCredential string `yaml:"api_key_credential"`
 }
 

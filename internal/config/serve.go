@@ -1,6 +1,7 @@
 package config
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"net"
@@ -8,39 +9,27 @@ import (
 	"time"
 )
 
-// Serve configures `trendfetch serve` (and `schedule --serve`): the read
-// API and dashboard, and what bounds its work (docs/api.md "What serve bounds").
+// Serve is the `serve` section (`trendfetch serve`, `schedule --serve`):
+// the listen address (a non-loopback one requires TokenFile), the bearer
+// token's file ("" = none), the Host names accepted besides loopback (DNS
+// rebinding defence), each request's deadline, open connections in total
+// and per client address, and the per-client rate limit. Complete fills the
+// defaults of zero values.
 type Serve struct {
-	// Addr is the listen address (default 127.0.0.1:8080: loopback). A
-	// non-loopback address requires TokenFile.
-	Addr string `yaml:"addr"`
-	// TokenFile holds the bearer token clients must send (Authorization:
-	// Bearer ...); "" = no token (loopback only).
-	TokenFile string `yaml:"token_file"`
-	// Hosts are the host names clients may send in the Host header besides
-	// loopback names (localhost, *.localhost) and IP addresses, e.g. the
-	// name a reverse proxy forwards (DNS rebinding defence: other names get
-	// 421).
-	Hosts []string `yaml:"hosts"`
-	// Timeout is each request's deadline, database work included (default
-	// 5s); a request that reaches it is answered 503.
-	Timeout Duration `yaml:"timeout"`
-	// MaxConns caps open client connections in total (default 512);
-	// MaxConnsPerIP per client address (default 32; a reverse proxy is one
-	// address).
-	MaxConns      int `yaml:"max_conns"`
-	MaxConnsPerIP int `yaml:"max_conns_per_ip"`
-	// RateLimit limits /v1/ requests per client.
-	RateLimit ServeRateLimit `yaml:"rate_limit"`
+	Addr          string         `yaml:"addr"`
+	TokenFile     string         `yaml:"token_file"`
+	Hosts         []string       `yaml:"hosts"`
+	Timeout       Duration       `yaml:"timeout"`
+	MaxConns      int            `yaml:"max_conns"`
+	MaxConnsPerIP int            `yaml:"max_conns_per_ip"`
+	RateLimit     ServeRateLimit `yaml:"rate_limit"`
 }
 
-// ServeRateLimit is the per-client limit of the read API: at most Limit
-// requests per Window per client, the client being its IP address (an IPv6
-// address by its /64) or its bearer token (Key "ip" or "token"). Limit 0
-// takes the default (60 per minute, by ip); a negative Limit turns rate
-// limiting off. Algorithm is "counter" (default: the sliding-window counter,
-// O(1) memory per client, approximate; docs/serve-rate-limit.md) or "log"
-// (the exact sliding-window log of the quota limiter).
+// ServeRateLimit is serve.rate_limit: at most Limit requests per Window
+// per client, the client being its IP address (an IPv6 address by its /64)
+// or its bearer token (Key ip or token). A negative Limit turns it off.
+// Algorithm is counter (the sliding-window counter: O(1) memory per client,
+// approximate) or log (exact, as the quota limiter).
 type ServeRateLimit struct {
 	Limit     int64    `yaml:"limit"`
 	Window    Duration `yaml:"window"`
@@ -60,33 +49,18 @@ const (
 )
 
 func (s *Serve) complete() {
-	if s.Addr == "" {
-		s.Addr = DefaultServeAddr
-	}
-	if s.Timeout == 0 {
-		s.Timeout = Duration(DefaultServeTimeout)
-	}
-	if s.MaxConns == 0 {
-		s.MaxConns = DefaultServeMaxConns
-	}
-	if s.MaxConnsPerIP == 0 {
-		s.MaxConnsPerIP = DefaultServeMaxConnsPerIP
-	}
+	s.Addr = cmp.Or(s.Addr, DefaultServeAddr)
+	s.Timeout = cmp.Or(s.Timeout, Duration(DefaultServeTimeout))
+	s.MaxConns = cmp.Or(s.MaxConns, DefaultServeMaxConns)
+	s.MaxConnsPerIP = cmp.Or(s.MaxConnsPerIP, DefaultServeMaxConnsPerIP)
 	for i, h := range s.Hosts {
 		s.Hosts[i] = strings.ToLower(strings.TrimSuffix(strings.TrimSpace(h), "."))
 	}
-	if s.RateLimit.Limit == 0 {
-		s.RateLimit.Limit = DefaultServeLimit
-	}
-	if s.RateLimit.Window == 0 {
-		s.RateLimit.Window = Duration(DefaultServeWindow)
-	}
-	if s.RateLimit.Key == "" {
-		s.RateLimit.Key = "ip"
-	}
-	if s.RateLimit.Algorithm == "" {
-		s.RateLimit.Algorithm = DefaultServeAlgorithm
-	}
+	r := &s.RateLimit
+	r.Limit = cmp.Or(r.Limit, DefaultServeLimit)
+	r.Window = cmp.Or(r.Window, Duration(DefaultServeWindow))
+	r.Key = cmp.Or(r.Key, "ip")
+	r.Algorithm = cmp.Or(r.Algorithm, DefaultServeAlgorithm)
 }
 
 func (s *Serve) validate() error {

@@ -7,34 +7,25 @@ import (
 )
 
 // Setting is one setting that an environment variable or a root flag can
-// set. The table of them (Settings) is the one place their names are
-// written: Load reads the environment and the flags through it, the CLI
-// declares its root flags from it, and `crontab` writes the settings in
-// force out of it. Adding a setting with a flag and an environment variable
-// is one row plus its use (docs/design.md, "Adding a setting").
+// set: a row of the one table of them (Settings), the only place their
+// names are written. Load reads the environment and the flags through it,
+// the CLI declares its root flags from it and `crontab` writes the settings
+// in force out of it (docs/design.md, "Adding a setting").
 type Setting struct {
-	// Key is the YAML path of the field it sets ("quota.sqlite.path"). A
-	// secret's field, which YAML never sets (yaml:"-"), is named by its Go
-	// name in lower case ("quota.redis.url"). "" only for --config, which
-	// names the file rather than a setting in it.
-	Key string
-	// Env is the environment variable, Flag the root flag without "--";
-	// "" = none.
-	Env, Flag string
-	// Help is the flag's help text.
-	Help string
-	// Default is the value when no source sets it; "" = the zero value, or
-	// a default derived from other settings (Complete).
-	Default string
-	// List: a comma-separated list in the environment (US,GB).
-	List bool
-	// File: a path, which `crontab` writes absolute.
-	File bool
-	// Always: `crontab` writes it even when no flag or variable set it: its
-	// default depends on $XDG_DATA_HOME or $HOME, which a job may lack.
+	// Key is the YAML path of the field it sets ("quota.sqlite.path"); a
+	// field YAML never sets (yaml:"-") is named by its Go name in lower case.
+	// "" only for --config, which names the file.
+	Key       string
+	Env, Flag string // "" = none; Flag without "--"
+	Help      string
+	Default   string // when constant; "" = zero, or derived in complete
+	List      bool   // a comma-separated list (US,GB)
+	File      bool   // a path: `crontab` writes it absolute
+	// Always: `crontab` writes it even when no flag or variable set it (its
+	// default depends on $XDG_DATA_HOME or $HOME, which a job may lack).
 	Always bool
-	// Secret names the setting of the file a job reads this secret from; a
-	// secret is never written out, and `crontab` names that setting instead.
+	// Secret names the file setting a job reads this secret from; a secret
+	// is never written out.
 	Secret string
 }
 
