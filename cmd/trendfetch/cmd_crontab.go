@@ -286,6 +286,9 @@ func (a *app) printSystemd(sc config.Schedule) error {
 			u.Flags = append(u.Flags, inv.args[i], inv.args[i+1])
 		}
 	}
+	if r := a.cfg.Runs; r.CheckinURL != "" && r.CheckinURLFile == "" {
+		u.Credentials = append(u.Credentials, config.CheckinURLCredential)
+	}
 	if u.Database, err = filepath.Abs(a.cfg.Database); err != nil {
 		return err
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
 
+	"github.com/trendfetch/trendfetch/internal/checkin"
 	"github.com/trendfetch/trendfetch/internal/config"
 	"github.com/trendfetch/trendfetch/internal/secret"
 )
@@ -31,7 +32,10 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	stdout, stderr = secrets.Writer(stdout), secrets.Writer(stderr)
 	secrets.Add(os.Getenv(config.DefaultKeyEnv))
 	for _, s := range config.Settings() {
-		if s.Secret != "" { // a Redis URL's password, or the whole value when it is no URL
+		switch {
+		case s.Key == "runs.checkin_url": // the ping key in its path
+			secrets.Add(checkin.Secrets(os.Getenv(s.Env))...)
+		case s.Secret != "": // a Redis URL's password, or the whole value when it is no URL
 			secrets.Add(secret.RedisURLSecrets(os.Getenv(s.Env))...)
 		}
 	}
@@ -246,6 +250,7 @@ func (a *app) registerSecrets(cfg *config.Config) {
 	}
 	a.secrets.Add(secret.RedisURLSecrets(cfg.Quota.Redis.URL)...)
 	a.secrets.Add(cfg.Quota.Redis.Sentinel.Password)
+	a.secrets.Add(checkin.Secrets(cfg.Runs.CheckinURL)...)
 }
 
 // utcTimestamp stamps every event with the current time in UTC, RFC 3339

@@ -6,6 +6,7 @@ package config
 
 import (
 	"fmt"
+	"net/url"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -40,12 +41,18 @@ type Config struct {
 
 // Runs is the `runs` section: the region lease's time to live (renewed
 // every third of it; it bounds how long a killed run blocks its region,
-// docs/design.md §5), a run's deadline (0 = none), and node_exporter's
-// textfile directory ("" = off).
+// docs/design.md §5), a run's deadline (0 = none), node_exporter's
+// textfile directory ("" = off), and the check-in URL's file.
 type Runs struct {
 	LeaseTTL        Duration `yaml:"lease_ttl"`
 	Timeout         Duration `yaml:"timeout"`
 	MetricsTextfile string   `yaml:"metrics_textfile"`
+	CheckinURLFile  string   `yaml:"checkin_url_file"`
+	// CheckinURL is a monitor's ping URL in healthchecks.io's protocol
+	// (package checkin; "{region}" becomes the region in lower case). It
+	// holds a ping key, so it is a secret: from TRENDFETCH_CHECKIN_URL,
+	// CheckinURLFile or the systemd credential checkin-url, never YAML.
+	CheckinURL string `yaml:"-"`
 }
 
 // DefaultRunTimeout is runs.timeout's default: a full run takes seconds; 15
@@ -200,6 +207,9 @@ func (c *Config) Validate() error {
 	}
 	if ttl := c.Runs.LeaseTTL.Std(); ttl < minLeaseTTL || ttl > maxLeaseTTL {
 		return invalid("runs.lease_ttl", ttl, "must be between %s and %s", minLeaseTTL, maxLeaseTTL)
+	}
+	if u, err := url.Parse(c.Runs.CheckinURL); c.Runs.CheckinURL != "" && (err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "") {
+		return invalid("runs.checkin_url", "(set; a secret, not shown)", "must be an http:// or https:// ping URL such as https://hc-ping.com/PING_KEY/trendfetch-{region}")
 	}
 	if c.API.PageSize < 1 || c.API.PageSize > 50 {
 		return invalid("api.page_size", c.API.PageSize, "must be 1-50 (the API's maxResults range)")

@@ -30,12 +30,16 @@ const (
 	RedisURLCredential = "redis-url"
 	// SentinelPasswordCredential holds the Sentinels' password.
 	SentinelPasswordCredential = "redis-sentinel-password"
+	// CheckinURLCredential holds runs.checkin_url.
+	CheckinURLCredential = "checkin-url"
 )
 
 // readSecrets fills what no environment variable gave of the Redis URL
 // (quota.redis.url_file, else the systemd credential redis-url) and the
 // Sentinels' password (sentinel.password_file, else the systemd credential
-// redis-sentinel-password). Errors name the setting, never the content.
+// redis-sentinel-password) and the check-in URL (runs.checkin_url_file, else
+// the systemd credential checkin-url). Errors name the setting, never the
+// content.
 func (c *Config) readSecrets(lookup func(string) (string, bool)) error {
 	r := &c.Quota.Redis
 	for _, s := range []struct {
@@ -45,6 +49,7 @@ func (c *Config) readSecrets(lookup func(string) (string, bool)) error {
 	}{
 		{&r.URL, r.URLFile, RedisURLCredential, "quota.redis.url_file"},
 		{&r.Sentinel.Password, r.Sentinel.PasswordFile, SentinelPasswordCredential, "quota.redis.sentinel.password_file"},
+		{&c.Runs.CheckinURL, c.Runs.CheckinURLFile, CheckinURLCredential, "runs.checkin_url_file"},
 	} {
 		if *s.dst != "" {
 			continue
@@ -115,7 +120,8 @@ func (cr Credential) APIKey(lookup func(string) (string, bool)) (string, error) 
 }
 
 // SecretFiles returns the files of c that hold secrets: every credential's
-// api_key_file, quota.redis.url_file and quota.redis.sentinel.password_file.
+// api_key_file, quota.redis.url_file, quota.redis.sentinel.password_file and
+// runs.checkin_url_file.
 func (c *Config) SecretFiles() []string {
 	var out []string
 	for _, cr := range c.Credentials {
@@ -128,6 +134,9 @@ func (c *Config) SecretFiles() []string {
 	}
 	if c.Quota.Redis.Sentinel.PasswordFile != "" {
 		out = append(out, c.Quota.Redis.Sentinel.PasswordFile)
+	}
+	if c.Runs.CheckinURLFile != "" {
+		out = append(out, c.Runs.CheckinURLFile)
 	}
 	return out
 }

@@ -13,7 +13,8 @@ import (
 // in force out of it (docs/design.md, "Adding a setting").
 type Setting struct {
 	// Key is the YAML path of the field it sets ("quota.sqlite.path"); a
-	// field YAML never sets (yaml:"-") is named by its Go name in lower case.
+	// field YAML never sets (yaml:"-") is named by its Go name in lower case,
+	// underscores ignored ("runs.checkin_url" is Runs.CheckinURL).
 	// "" only for --config, which names the file.
 	Key       string
 	Env, Flag string // "" = none; Flag without "--"
@@ -49,6 +50,8 @@ var settings = []Setting{
 		Help: "Redis URL (redis://[user:password@]host:port/db); may hold a password"},
 	{Key: "quota.redis.sentinel.password", Env: "TRENDFETCH_REDIS_SENTINEL_PASSWORD", Secret: "quota.redis.sentinel.password_file",
 		Help: "the Redis Sentinels' own password"},
+	{Key: "runs.checkin_url", Env: "TRENDFETCH_CHECKIN_URL", Secret: "runs.checkin_url_file",
+		Help: "a monitor's ping URL (healthchecks.io protocol; {region} = the region); holds a ping key"},
 	{Key: "log.level", Env: "TRENDFETCH_LOG_LEVEL", Flag: "log-level", Default: "info",
 		Help: "trace, debug, info, warn or error"},
 	{Key: "log.format", Env: "TRENDFETCH_LOG_FORMAT", Default: "auto",
@@ -96,7 +99,7 @@ func (s Setting) field(c *Config) reflect.Value {
 		t, found := v.Type(), false
 		for i := 0; i < t.NumField() && !found; i++ {
 			tag, _, _ := strings.Cut(t.Field(i).Tag.Get("yaml"), ",")
-			if found = tag == name || tag == "-" && strings.ToLower(t.Field(i).Name) == name; found {
+			if found = tag == name || tag == "-" && strings.ToLower(t.Field(i).Name) == strings.ReplaceAll(name, "_", ""); found {
 				v = v.Field(i)
 			}
 		}

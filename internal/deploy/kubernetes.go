@@ -15,11 +15,16 @@ const Name = "trendfetch"
 
 // SecretKeys maps each environment variable the CronJobs take from the
 // Secret to its key there, besides the API key (key youtube-api-key): the
-// Redis URL of the shared quota backend and the dataset store of
-// docs/design.md §10a. Secrets are never inline in a manifest.
-var SecretKeys = []struct{ Env, Key string }{
-	{"TRENDFETCH_REDIS_URL", "redis-url"},
-	{"TRENDFETCH_DATABASE", "database-url"},
+// Redis URL of the shared quota backend, the dataset store of
+// docs/design.md §10a and, if the Secret has it, the check-in URL. Secrets
+// are never inline in a manifest.
+var SecretKeys = []struct {
+	Env, Key string
+	Optional bool
+}{
+	{"TRENDFETCH_REDIS_URL", "redis-url", false},
+	{"TRENDFETCH_DATABASE", "database-url", false},
+	{"TRENDFETCH_CHECKIN_URL", "checkin-url", true},
 }
 
 // NotRetried are the exit codes a Job does not retry (podFailurePolicy
@@ -60,7 +65,7 @@ func (c CronJobs) Render(w io.Writer) error {
 	for _, s := range SecretKeys {
 		fmt.Fprintf(&b, " --from-file=%s=%s_FILE", s.Key, strings.ToUpper(strings.ReplaceAll(s.Key, "-", "_")))
 	}
-	fmt.Fprintf(&b, "\n#     (redis-url: the quota backend every host shares; database-url: postgres://... of the shared dataset)\n")
+	fmt.Fprintf(&b, "\n#     (redis-url: the quota backend every host shares; database-url: postgres://... of the shared dataset;\n#     checkin-url, optional: the monitor's ping URL)\n")
 	fmt.Fprintf(&b, "#   kubectl create configmap %s --from-file=trendfetch.yaml=CONFIG_FILE\n", Name)
 	b.WriteString("# then pipe this output into: kubectl apply -f -\n")
 	fmt.Fprintf(&b, "# Exit codes %s fail the Job at once (podFailurePolicy: not transient); exit 1 is retried up to backoffLimit times.\n", strings.Trim(strings.Join(strings.Fields(fmt.Sprint(NotRetried)), ", "), "[]"))
@@ -86,7 +91,11 @@ func (c CronJobs) cronJob(j Job) kobj {
 		{"name": "TRENDFETCH_LOG_FORMAT", "value": "json"},
 	}
 	for _, s := range SecretKeys {
-		env = append(env, secretEnv(s.Env, s.Key))
+		e := secretEnv(s.Env, s.Key)
+		if s.Optional {
+			e["valueFrom"].(kobj)["secretKeyRef"].(kobj)["optional"] = true
+		}
+		env = append(env, e)
 	}
 	args := append([]string{"--config", "/etc/trendfetch/trendfetch.yaml"}, c.Flags...)
 	container := kobj{

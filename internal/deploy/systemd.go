@@ -78,6 +78,10 @@ type Units struct {
 	Env []string
 	// KeyCredential is the systemd credential holding the API key.
 	KeyCredential string
+	// Credentials are further systemd credentials the service loads from
+	// EtcDir/NAME (checkin-url, redis-url): secrets the caller's environment
+	// gave, which the service must get from a file.
+	Credentials []string
 	// MetricsTextfile is runs.metrics_textfile ("" = off).
 	MetricsTextfile string
 	// SecretFiles are files the service reads secrets from (key files).
@@ -151,7 +155,9 @@ func (u Units) Render(w io.Writer) (warnings []string, err error) {
 	fmt.Fprintf(&b, "# %s\n", u.Title)
 	b.WriteString("# Install, as root:\n")
 	fmt.Fprintf(&b, "#   useradd --system --user-group --home-dir %s --shell /usr/sbin/nologin %s\n", StateDir, User)
-	fmt.Fprintf(&b, "#   install -d %s && (umask 077 && cat >%s/youtube-api-key)   # paste the API key, then Ctrl-D\n", EtcDir, EtcDir)
+	for _, name := range append([]string{"youtube-api-key"}, u.Credentials...) {
+		fmt.Fprintf(&b, "#   install -d %s && (umask 077 && cat >%s/%s)   # paste the %s, then Ctrl-D\n", EtcDir, EtcDir, name, strings.ReplaceAll(name, "-", " "))
+	}
 	b.WriteString("#   save this output through: awk '/^# ---- /{f=\"/etc/systemd/system/\"$3; next} f{print >f}'\n")
 	timers := make([]string, len(u.Timers))
 	for i, t := range u.Timers {
@@ -191,6 +197,9 @@ func (u Units) Render(w io.Writer) (warnings []string, err error) {
 			fmt.Fprintf(&b, "Environment=%s\n", Quote(kv))
 		}
 		fmt.Fprintf(&b, "LoadCredential=%s:%s/youtube-api-key\n", u.KeyCredential, EtcDir)
+		for _, name := range u.Credentials {
+			fmt.Fprintf(&b, "LoadCredential=%s:%s/%s\n", name, EtcDir, name)
+		}
 		fmt.Fprintf(&b, "ExecStart=%s run --region %s\n", strings.Join(args, " "), t.Region)
 		b.WriteString("# 75: quota denied, 3: region already running: not failures; the next tick resumes.\nSuccessExitStatus=75 3\n")
 		b.WriteString("NoNewPrivileges=yes\nProtectSystem=strict\nProtectHome=read-only\nPrivateTmp=yes\n")

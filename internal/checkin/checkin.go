@@ -1,0 +1,147 @@
+// Package checkin reports runs to a monitor in healthchecks.io's ping
+// protocol (https://healthchecks.io/docs/http_api/), which Healthchecks,
+// Cronitor-style and self-hosted monitors accept: URL/start when a run
+// begins, URL/<exit status> (URL/0, URL/1, URL/75, ...) with the run's
+// one-line summary as the body when it ends, each with ?rid=<run id> so a
+// monitor tells overlapping runs apart. Start a run with Begin and end it
+// with Run.End. A check-in never changes a run's outcome and never delays it
+// by more than Timeout; a run whose pings fail logs one warning.
+package checkin
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/rs/zerolog"
+)
+
+// Timeout bounds the check-ins of a run: Begin does not wait for its ping;
+// End waits for both pings at most this long in all.
+const Timeout = 5 * time.Second
+
+// RegionPlaceholder in the URL is replaced by the run's region in lower
+// case, so one setting serves a monitor per region
+// (https://hc-ping.com/PING_KEY/trendfetch-{region}).
+const RegionPlaceholder = "{region}"
+
+// client sends pings; it follows no redirect (the URL holds a ping key).
+var client = &http.Client{
+	CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+}
+
+// Run is one run's check-ins. A nil *Run (no URL configured) does nothing.
+type Run struct {
+	base, rid string
+	log       zerolog.Logger
+	started   chan error // the /start ping's result
+}
+
+// Begin sends rawURL/start?rid=... for a run of region in the background
+// and returns the run's check-ins; rawURL "" returns nil. log receives the
+// one warning of a failed check-in.
+func Begin(rawURL, region string, log zerolog.Logger) *Run {
+	if rawURL == "" {
+		return nil
+	}
+	r := &Run{
+		base:    strings.TrimRight(strings.ReplaceAll(rawURL, RegionPlaceholder, strings.ToLower(region)), "/"),
+		rid:     newUUID(),
+		log:     log,
+		started: make(chan error, 1),
+	}
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), Timeout)
+		defer cancel()
+		r.started <- r.ping(ctx, "start", "")
+	}()
+	return r
+}
+
+// End waits for the start ping, then sends the exit status
+// (rawURL/<code>?rid=...) with summary as the body, both within Timeout. It
+// logs one warning, naming the monitor's host but never the URL, when
+// either ping failed.
+func (r *Run) End(code int, summary string) {
+	if r == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), Timeout)
+	defer cancel()
+	var err error
+	select {
+	case err = <-r.started:
+	case <-ctx.Done():
+		err = errors.New("/start: no answer in time")
+	}
+	if err2 := r.ping(ctx, fmt.Sprint(code), summary); err == nil {
+		err = err2
+	}
+	if err != nil {
+		host := ""
+		if u, perr := url.Parse(r.base); perr == nil {
+			host = u.Host
+		}
+		r.log.Warn().Str("monitor", host).Str("rid", r.rid).Str("error", err.Error()).Msg("check-in failed (the run's outcome is unchanged)")
+	}
+}
+
+// ping POSTs body to base/suffix?rid=... and returns an error that never
+// holds the URL.
+func (r *Run) ping(ctx context.Context, suffix, body string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, r.base+"/"+suffix+"?rid="+r.rid, bytes.NewBufferString(body))
+	if err != nil {
+		return errors.New("runs.checkin_url is not a valid URL")
+	}
+	req.Header.Set("Content-Type", "text/plain; charset=utf-8")
+	req.Header.Set("User-Agent", "trendfetch")
+	resp, err := client.Do(req)
+	if err != nil {
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err // without the URL
+		}
+		return fmt.Errorf("/%s: %w", suffix, err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		return fmt.Errorf("/%s: HTTP %d", suffix, resp.StatusCode)
+	}
+	return nil
+}
+
+// newUUID returns a random (version 4) UUID, as healthchecks.io's rid wants.
+func newUUID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:])
+}
+
+// Secrets returns the parts of a check-in URL to mask in output: the
+// password of its user info and its path segments but the last (the ping
+// key in https://hc-ping.com/PING_KEY/SLUG), or the only segment (the
+// check's UUID in https://hc-ping.com/UUID). The host and a slug stay
+// readable.
+func Secrets(rawURL string) []string {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return []string{rawURL}
+	}
+	var out []string
+	if pw, ok := u.User.Password(); ok {
+		out = append(out, pw)
+	}
+	segs := strings.FieldsFunc(u.Path, func(r rune) bool { return r == '/' })
+	if len(segs) > 1 {
+		segs = segs[:len(segs)-1]
+	}
+	return append(out, segs...)
+}
