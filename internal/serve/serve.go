@@ -29,6 +29,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -126,6 +127,14 @@ type Options struct {
 	Log zerolog.Logger
 }
 
+// HeavyPerClient is how many heavy requests (search, chart, video,
+// dashboard) of one client (the rate limit's key: address or token) run
+// at once; its others wait for a slot of its own, until their deadline
+// (503). One client's streams of expensive searches then take at most
+// this many of the server's heavy slots and cores, whatever its rate limit
+// allows: other clients' requests keep theirs.
+const HeavyPerClient = 1
+
 type server struct {
 	o Options
 	// heavy holds a slot per running heavy request (search, chart, video,
@@ -133,6 +142,51 @@ type server struct {
 	// never take every connection and /healthz and light requests still
 	// get one.
 	heavy chan struct{}
+	// clients holds each client's HeavyPerClient slots (taken before a
+	// slot of heavy, so that a waiting client holds none).
+	clients clientSlots
+}
+
+// clientSlots are the heavy slots of each client with a heavy request
+// running or waiting.
+type clientSlots struct {
+	mu sync.Mutex
+	m  map[string]*clientSlot
+}
+
+type clientSlot struct {
+	ch    chan struct{}
+	users int // requests running or waiting: the entry goes at 0
+}
+
+// acquire waits for a slot of client until ctx is done; release gives it
+// back.
+func (c *clientSlots) acquire(ctx context.Context, client string) (release func(), err error) {
+	c.mu.Lock()
+	if c.m == nil {
+		c.m = map[string]*clientSlot{}
+	}
+	cs := c.m[client]
+	if cs == nil {
+		cs = &clientSlot{ch: make(chan struct{}, HeavyPerClient)}
+		c.m[client] = cs
+	}
+	cs.users++
+	c.mu.Unlock()
+	done := func() {
+		c.mu.Lock()
+		if cs.users--; cs.users == 0 {
+			delete(c.m, client)
+		}
+		c.mu.Unlock()
+	}
+	select {
+	case cs.ch <- struct{}{}:
+		return func() { <-cs.ch; done() }, nil
+	case <-ctx.Done():
+		done()
+		return nil, ctx.Err()
+	}
 }
 
 //go:embed openapi.yaml dashboard.html dashboard.js dashboard.css
@@ -190,7 +244,9 @@ func (s *server) routes() []route {
 }
 
 // Handler returns the HTTP handler of the API and the dashboard.
-func Handler(o Options) http.Handler {
+func Handler(o Options) http.Handler { return newServer(o).handler() }
+
+func newServer(o Options) *server {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
@@ -201,7 +257,10 @@ func Handler(o Options) http.Handler {
 	if o.Store != nil {
 		slots = max(1, o.Store.DB().Stats().MaxOpenConnections/2)
 	}
-	s := &server{o: o, heavy: make(chan struct{}, slots)}
+	return &server{o: o, heavy: make(chan struct{}, slots)}
+}
+
+func (s *server) handler() http.Handler {
 	mux := http.NewServeMux()
 	methods := map[string][]string{}
 	var paths []string
@@ -297,10 +356,17 @@ func (s *server) guard(rt route) http.Handler {
 				tokenKey = hex.EncodeToString(sum[:8])
 			}
 		}
-		if rt.access == api && !s.admit(w, r, clientKey(r.RemoteAddr, tokenKey)) {
+		client := clientKey(r.RemoteAddr, tokenKey)
+		if rt.access == api && !s.admit(w, r, client) {
 			return
 		}
 		if rt.heavy {
+			release, err := s.clients.acquire(r.Context(), client)
+			if err != nil {
+				s.fail(w, r, err)
+				return
+			}
+			defer release()
 			select {
 			case s.heavy <- struct{}{}:
 				defer func() { <-s.heavy }()

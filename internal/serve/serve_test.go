@@ -671,3 +671,56 @@ func TestUpstreamTextIsBounded(t *testing.T) {
 		}
 	}
 }
+
+// TestHeavyRequestsAreCappedPerClient: while a client has HeavyPerClient
+// heavy requests running, its next one waits for its own slot (503 at the
+// deadline), while another client's heavy requests and its own light ones
+// are served at once (issue 31 item 4: one client's four streams of
+// expensive searches slowed another client's dashboard 25-fold).
+func TestHeavyRequestsAreCappedPerClient(t *testing.T) {
+	db, lim := shared(t)
+	st, err := store.OpenReadOnly(context.Background(), db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	s := newServer(Options{Store: st, Timeout: 300 * time.Millisecond, Log: zerolog.Nop(),
+		Quota: func(ctx context.Context) []quota.Status { return []quota.Status{lim.Status(ctx, "proj")} }})
+	h := s.handler()
+	serve := func(addr, path string) (int, string) {
+		req := httptest.NewRequest("GET", path, nil)
+		req.RemoteAddr, req.Host = addr, "127.0.0.1"
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		return rec.Code, rec.Body.String()
+	}
+	const a, b = "192.0.2.1:40000", "192.0.2.2:40000"
+	var releases []func()
+	for range HeavyPerClient { // client a's heavy requests running
+		release, err := s.clients.acquire(context.Background(), clientKey(a, ""))
+		if err != nil {
+			t.Fatal(err)
+		}
+		releases = append(releases, release)
+	}
+	for _, path := range []string{"/v1/search?q=video", "/v1/dashboard", "/v1/charts/US"} {
+		if code, body := serve(a, path); code != 503 || !strings.Contains(body, `"timeout"`) {
+			t.Errorf("client a's %s beyond its %d heavy slots: %d %s; want 503 timeout", path, HeavyPerClient, code, body)
+		}
+		if code, body := serve(b, path); code != 200 {
+			t.Errorf("client b's %s while a's slots are taken: %d %.200s", path, code, body)
+		}
+	}
+	if code, _ := serve(a, "/v1/runs"); code != 200 {
+		t.Errorf("client a's light request: %d", code)
+	}
+	for _, release := range releases {
+		release()
+	}
+	if code, _ := serve(a, "/v1/search?q=video"); code != 200 {
+		t.Errorf("client a's search after its slots were released: %d", code)
+	}
+	if n := len(s.clients.m); n != 0 {
+		t.Errorf("%d clients' slots left after every request ended", n)
+	}
+}

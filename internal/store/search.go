@@ -17,9 +17,11 @@ const (
 	// SearchCandidates bounds the work of one search (docs/design.md §6: bm25 over
 	// hundreds of thousands of matches costs 0.2-1 s). Only the
 	// SearchCandidates most recently first-seen matching videos (highest
-	// rowid) are scored with bm25; a query matching fewer is ranked exactly.
-	// For very common terms this biases results towards recent videos,
-	// which suits a trending archive.
+	// rowid) are examined, whatever the query's form: the region filter,
+	// exclusions and short terms apply to them, and they are scored with
+	// bm25; a query matching fewer is ranked exactly. For very common terms
+	// this biases results towards recent videos, which suits a trending
+	// archive; a filter that only older matches pass finds nothing.
 	SearchCandidates = 10000
 	// HighlightStart and HighlightEnd surround matched words in Hit.Snippet;
 	// SnippetEllipsis marks text cut from it.
@@ -115,6 +117,19 @@ ORDER BY v.id, c.region, c.captured_at, c.id`, ids...)
 	return rows.Err()
 }
 
+// searchCandidates is SearchCandidates; tests lower it.
+var searchCandidates = SearchCandidates
+
+// boundSQL is the rowid of the ?3-th newest match of ?1 in fts (0 when
+// there are fewer): the candidates of a search are the matches at or above
+// it. Walking matches newest first without scoring or filtering them
+// reads only the index's position lists.
+func boundSQL(fts string) string {
+	return `coalesce((
+            SELECT rowid FROM ` + fts + ` WHERE ` + fts + ` MATCH ?1
+            ORDER BY rowid DESC LIMIT 1 OFFSET ?3 - 1), 0)`
+}
+
 // searchSQL builds the ranked search statement on the FTS5 table fts
 // (videos_fts or videos_tri), with snippets of up to tokens tokens.
 //
@@ -122,10 +137,9 @@ ORDER BY v.id, c.region, c.captured_at, c.id`, ids...)
 // for the winners (docs/design.md §6: joining first is 2-4x slower above ~40k
 // matches). The work is bounded twice:
 //
-//   - candidates: bm25 is computed only for matches at or above the rowid
-//     of the ?3-th newest match (the scalar subquery, which walks matches
-//     newest first without scoring them); a query matching fewer is
-//     ranked exactly;
+//   - candidates: only the ?3 newest matches (boundSQL) are examined:
+//     filtered (region, short terms, exclusions checked by substring) and
+//     scored with bm25; a query matching fewer is ranked exactly;
 //   - snippets: ORDER BY rank (bm25 with the weights migration 0008 set as
 //     the table's rank function) lets FTS5 sort inside the MATCH query, so
 //     snippet() runs in that same query, only for the ?4 rows returned;
@@ -137,17 +151,12 @@ ORDER BY v.id, c.region, c.captured_at, c.id`, ids...)
 // title or channel title, and ?9 a JSON array of excluded terms none of
 // which may occur there, both checked by substring ('[]' skips either).
 func searchSQL(fts string, tokens int) string {
-	cond := searchCond(fts)
 	return `
 SELECT v.id, v.title, v.channel_title, st.last_seen_at, f.score, f.snip
 FROM (
     SELECT rowid AS rid, rank AS score, snippet(` + fts + `, -1, ?5, ?6, ?7, ` + fmt.Sprint(tokens) + `) AS snip
     FROM ` + fts + `
-    WHERE ` + fts + ` MATCH ?1
-      AND rowid >= coalesce((
-            SELECT rowid FROM ` + fts + `
-            WHERE ` + fts + ` MATCH ?1` + cond + `
-            ORDER BY rowid DESC LIMIT 1 OFFSET ?3 - 1), 0)` + cond + `
+    WHERE ` + fts + ` MATCH ?1 AND rowid >= ` + boundSQL(fts) + searchCond(fts) + `
     ORDER BY rank
     LIMIT ?4
 ) f
@@ -178,21 +187,22 @@ var (
 	trigramSQL = searchSQL("videos_tri", 24)
 )
 
-// fillSQL is the trigram fill-up of a word search (see Search): matches
-// newest first, without ranking them (nothing to sort: the walk stops once
-// ?4 rows passed the conditions), so its cost is bounded by the limit
-// when matches are many. Arguments as searchSQL (?3 is only checked to be
-// positive; ?9 is not needed, see ?10), plus ?10: the
-// word-index expression of the query's exclusions (” = none), checked per
-// row so that a fill-up hit never has an excluded word anywhere.
+// fillSQL is the trigram fill-up of a word search (see Search): among the
+// ?3 newest matches (boundSQL), newest first, without ranking them
+// (nothing to sort: the walk stops once ?4 rows passed the conditions).
+// Arguments as searchSQL (?9 is not needed, see ?10), plus ?10: the
+// word-index expression of the query's exclusions (” = none). A fill-up
+// hit never has an excluded word anywhere: the excluded rows are read
+// once, from the word index, only from the candidates' rowid range
+// (never looked up row by row).
 var fillSQL = `
 SELECT v.id, v.title, v.channel_title, st.last_seen_at, f.score, f.snip
 FROM (
     SELECT rowid AS rid, rank AS score, snippet(videos_tri, -1, ?5, ?6, ?7, 24) AS snip
     FROM videos_tri
-    WHERE videos_tri MATCH ?1 AND ?3 > 0` + searchCond("videos_tri") + `
-      AND (?10 = '' OR NOT EXISTS (
-            SELECT 1 FROM videos_fts x WHERE videos_fts MATCH ?10 AND x.rowid = videos_tri.rowid))
+    WHERE videos_tri MATCH ?1 AND rowid >= ` + boundSQL("videos_tri") + searchCond("videos_tri") + `
+      AND (?10 = '' OR rowid NOT IN (
+            SELECT rowid FROM videos_fts WHERE videos_fts MATCH ?10 AND rowid >= ` + boundSQL("videos_tri") + `))
     ORDER BY rowid DESC
     LIMIT ?4
 ) f
@@ -256,7 +266,7 @@ func (s *Store) search(ctx context.Context, q SearchQuery) ([]Hit, error) {
 		return nil, err
 	}
 	run := func(query, match, filter, exclude string, more ...any) ([]Hit, error) {
-		args := []any{match, q.Region, SearchCandidates, limit, HighlightStart, HighlightEnd, SnippetEllipsis, filter, exclude}
+		args := []any{match, q.Region, searchCandidates, limit, HighlightStart, HighlightEnd, SnippetEllipsis, filter, exclude}
 		return s.runSearch(ctx, q.Text, query, append(args, more...)...)
 	}
 	tri, triOK := planTrigram(t)

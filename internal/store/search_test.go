@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sort"
 	"strings"
 	"testing"
@@ -251,5 +252,49 @@ SELECT printf('v%06d', i), 'alpha beta ' || (i % 97) || ' gamma ' || (i % 13), '
 	}
 	if hits := search(t, s, q); len(hits) != MaxSearchLimit {
 		t.Errorf("after a cancelled search: %d hits", len(hits))
+	}
+}
+
+// TestSearchWorkIsBounded: whatever its form, a search examines only the
+// SearchCandidates newest matches of its index expression (issue 31 item
+// 4: "fficia -official" walked every substring match and looked each up in
+// the word index). Each case stores older matches that pass its filter and
+// then more than the cap of newer ones that do not: a bounded search finds
+// none of the older ones, as it never reads them.
+func TestSearchWorkIsBounded(t *testing.T) {
+	ctx := context.Background()
+	defer func(n int) { searchCandidates = n }(searchCandidates)
+	searchCandidates = 20
+	s, _ := openTest(t)
+	at := time.Now()
+	save := func(region, id string, n int, title string) {
+		vs := make([]Video, n)
+		for i := range vs {
+			vs[i] = Video{ID: fmt.Sprintf("%s-%03d", id, i), Title: title, ChannelTitle: "ch"}
+		}
+		if err := s.SavePage(ctx, startRun(t, s, region), region, 1, vs, at); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Older matches that pass each filter ...
+	save("DE", "pass", 10, "officiate kakapo 東京タワーの朝")
+	// ... then 30 newer ones that fail every filter.
+	save("US", "fail", 30, "official kakapo 東京タワーの夜景")
+	for _, tc := range []struct{ q, region, form string }{
+		{"fficia -official", "", "trigram fill-up, exclusion from the word index"},
+		{"東京タワー -夜景", "", "trigram, exclusion by substring"},
+		{"東京タワー 朝", "", "trigram, short term by substring"},
+		{"kakapo", "DE", "word index, region"},
+		{"東京タワー", "DE", "trigram, region"},
+	} {
+		if hits := search(t, s, SearchQuery{Text: tc.q, Region: tc.region}); len(hits) != 0 {
+			t.Errorf("%s: %q region %q found %d hits older than the %d newest matches (e.g. %s): the search read past its candidates",
+				tc.form, tc.q, tc.region, len(hits), searchCandidates, hits[0].VideoID)
+		}
+	}
+	// With the cap above the matches, the same searches find the older ones.
+	searchCandidates = 100
+	if hits := search(t, s, SearchQuery{Text: "fficia -official"}); len(hits) != 10 {
+		t.Errorf("fficia -official with every match a candidate: %d hits, want 10", len(hits))
 	}
 }
