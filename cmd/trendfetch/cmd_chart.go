@@ -12,7 +12,6 @@ import (
 	"github.com/mattn/go-isatty"
 	"github.com/spf13/cobra"
 
-	"github.com/trendfetch/trendfetch/internal/config"
 	"github.com/trendfetch/trendfetch/internal/regions"
 	"github.com/trendfetch/trendfetch/internal/store"
 	"github.com/trendfetch/trendfetch/internal/termtext"
@@ -70,7 +69,7 @@ search needs --query Q (the search.list q of config searches).`,
 				return usagef("trendfetch chart --region US --json", "--json and --csv: give one")
 			}
 			if at != "" {
-				if q.At, err = config.ParseAt(at); err != nil {
+				if q.At, err = store.ParseAt(at); err != nil {
 					return usagef("trendfetch chart --region US --at 2026-03-02T08:00:00Z", "--at %q: %v", at, err)
 				}
 			}

@@ -16,7 +16,6 @@ import (
 	"github.com/mattn/go-isatty"
 	"github.com/spf13/cobra"
 
-	"github.com/trendfetch/trendfetch/internal/config"
 	"github.com/trendfetch/trendfetch/internal/regions"
 	"github.com/trendfetch/trendfetch/internal/store"
 )
@@ -121,7 +120,7 @@ Costs no quota.`,
 				}
 			}
 			if until != "" {
-				if q.Until, err = config.ParseAt(until); err != nil {
+				if q.Until, err = store.ParseAt(until); err != nil {
 					return usagef("trendfetch export --until 2026-01-31", "--until %q: %v", until, err)
 				}
 			}

@@ -57,7 +57,7 @@ about the size of the database, and runs wait for it).`,
 			now := time.Now()
 			if asOf != "" {
 				var err error
-				if now, err = config.ParseAt(asOf); err != nil {
+				if now, err = store.ParseAt(asOf); err != nil {
 					return usagef("trendfetch prune --as-of 2026-12-31 --dry-run", "--as-of %q: %v", asOf, err)
 				}
 			}

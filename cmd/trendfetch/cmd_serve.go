@@ -89,7 +89,7 @@ func (a *app) listenServe() (net.Listener, string, error) {
 		}
 		a.secrets.Add(token)
 	}
-	if !config.IsLoopbackHost(host) && token == "" {
+	if !serve.IsLoopbackHost(host) && token == "" {
 		return nil, "", usagef("trendfetch serve --addr "+sc.Addr+" --token-file FILE",
 			"--addr %s is not a loopback address: give --token-file (serve.token_file) so that only clients with the token can read", sc.Addr)
 	}

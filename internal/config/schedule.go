@@ -2,12 +2,11 @@ package config
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
 	"time"
-
-	"github.com/robfig/cron/v3"
 
 	"github.com/trendfetch/trendfetch/internal/regions"
 	"github.com/trendfetch/trendfetch/internal/schedule"
@@ -42,20 +41,7 @@ type Schedule struct {
 }
 
 // RegionPlan is one region's place in the schedule.
-type RegionPlan struct {
-	// Region is the region code.
-	Region string
-	// Index is the region's position in `regions`, from 0.
-	Index int
-	// Offset is the stagger offset (Index × Stagger); 0 for an explicit spec.
-	Offset time.Duration
-	// Spec describes the schedule: "every 2h0m0s +3m0s", or the cron spec.
-	Spec string
-	// Explicit reports a per-region spec from schedule.regions.
-	Explicit bool
-	// Schedule computes the region's run times.
-	Schedule cron.Schedule
-}
+type RegionPlan = schedule.Region
 
 // StaggerStep returns the stagger step (the default 3m when unset).
 func (s Schedule) StaggerStep() time.Duration {
@@ -80,60 +66,20 @@ func (s Schedule) Location() (*time.Location, error) {
 // Plan returns each region's schedule, in list order. Errors are
 // *ValidationError naming the schedule field.
 func (s Schedule) Plan(list []string) ([]RegionPlan, error) {
-	loc, err := s.Location()
-	if err != nil {
-		return nil, err
+	l := schedule.Layout{Every: s.Every.Std(), Cron: s.Cron, Stagger: s.StaggerStep(), Timezone: s.Timezone, Own: s.Regions}
+	if l.Every == 0 {
+		l.Every = DefaultEvery
 	}
-	// at returns the shared schedule shifted by offset: Every staggers in
-	// wall-clock time (like the crontab lines), a cron spec by Shift.
-	var (
-		at   func(offset time.Duration) cron.Schedule
-		desc string
-	)
-	switch {
-	case s.Cron != "":
-		shared, err := schedule.ParseSpec(s.Cron, s.Timezone)
-		if err != nil {
-			return nil, invalid("schedule.cron", fmt.Sprintf("%q", s.Cron), "%s", specReason(err))
+	out, err := l.Regions(list)
+	var se *schedule.SpecError
+	if errors.As(err, &se) {
+		value := se.Value
+		if se.Setting != "timezone" {
+			value = fmt.Sprintf("%q", value)
 		}
-		at = func(off time.Duration) cron.Schedule { return schedule.Shift{Schedule: shared, Offset: off} }
-		desc = s.Cron
-	default:
-		every := s.Every.Std()
-		if every == 0 {
-			every = DefaultEvery
-		}
-		at = func(off time.Duration) cron.Schedule {
-			return schedule.Every{Interval: every, Offset: off, Location: loc}
-		}
-		desc = "every " + every.String()
+		return nil, invalid("schedule."+se.Setting, value, "%s", se.Reason)
 	}
-	out := make([]RegionPlan, 0, len(list))
-	for _, o := range regions.Stagger(list, s.StaggerStep()) {
-		p := RegionPlan{Region: o.Region, Index: o.Index}
-		if spec, ok := s.Regions[o.Region]; ok {
-			sch, err := schedule.ParseSpec(spec, s.Timezone)
-			if err != nil {
-				return nil, invalid("schedule.regions."+o.Region, fmt.Sprintf("%q", spec), "%s", specReason(err))
-			}
-			p.Spec, p.Explicit, p.Schedule = spec, true, sch
-		} else {
-			p.Offset, p.Schedule, p.Spec = o.Offset, at(o.Offset), desc
-			if o.Offset > 0 {
-				p.Spec += " +" + o.Offset.String()
-			}
-		}
-		out = append(out, p)
-	}
-	return out, nil
-}
-
-func specReason(err error) string {
-	msg := err.Error()
-	if i := strings.LastIndex(msg, ": "); i >= 0 {
-		msg = msg[i+2:]
-	}
-	return msg + ` (want e.g. "7 */2 * * *", "CRON_TZ=Europe/London 30 6 * * *" or "@every 2h")`
+	return out, err
 }
 
 // complete fills the schedule's defaults (every, stagger, concurrency,

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"fmt"
 	"math"
-	"net"
 	"strings"
 	"time"
 )
@@ -98,29 +97,4 @@ func (s *Serve) validate() error {
 		return invalid("serve.rate_limit.algorithm", s.RateLimit.Algorithm, "want counter (default) or log")
 	}
 	return nil
-}
-
-// ParseAt reads a point in time as the CLI (--at, --until) and the read
-// API (?at=) take it: an RFC 3339 time (2026-03-02T08:00:00Z), or a UTC date
-// (2026-03-02) meaning the end of that day. The result is UTC.
-func ParseAt(s string) (time.Time, error) {
-	if t, err := time.Parse(time.RFC3339, s); err == nil {
-		return t.UTC(), nil
-	}
-	if d, err := time.Parse(time.DateOnly, s); err == nil {
-		return d.Add(24*time.Hour - time.Microsecond), nil
-	}
-	return time.Time{}, fmt.Errorf("want an RFC 3339 time (2026-03-02T08:00:00Z) or a date (2026-03-02)")
-}
-
-// IsLoopbackHost reports whether host (no port) names only the loopback
-// interface: localhost, a name under .localhost (RFC 6761), or a loopback
-// IP address.
-func IsLoopbackHost(host string) bool {
-	host = strings.ToLower(strings.TrimSuffix(host, "."))
-	if host == "localhost" || strings.HasSuffix(host, ".localhost") {
-		return true
-	}
-	ip := net.ParseIP(strings.Trim(host, "[]"))
-	return ip != nil && ip.IsLoopback()
 }

@@ -320,7 +320,7 @@ func (s *server) hostAllowed(hostport string) bool {
 		host = h
 	}
 	host = strings.ToLower(strings.TrimSuffix(strings.Trim(host, "[]"), "."))
-	return host == "" || net.ParseIP(host) != nil || config.IsLoopbackHost(host) || slices.Contains(s.o.Hosts, host)
+	return host == "" || net.ParseIP(host) != nil || IsLoopbackHost(host) || slices.Contains(s.o.Hosts, host)
 }
 
 // bearer returns the token of an "Authorization: Bearer <token>" header;
@@ -564,7 +564,7 @@ func (s *server) chart(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if at := q.Get("at"); at != "" {
-		t, err := config.ParseAt(at)
+		t, err := store.ParseAt(at)
 		if err != nil {
 			s.fail(w, r, &paramError{"at", fmt.Sprintf("at=%q: %v", clip(at), err)})
 			return

@@ -1,0 +1,91 @@
+package schedule
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/robfig/cron/v3"
+
+	"github.com/trendfetch/trendfetch/internal/regions"
+)
+
+// Layout is how regions share one schedule: the shared schedule (Every, or
+// the cron spec Cron) shifted by Stagger per region in list order, except
+// the regions Own gives a cron spec of their own. Timezone is the IANA zone
+// of Every and of specs without a CRON_TZ= prefix ("" = the local zone).
+type Layout struct {
+	Every    time.Duration
+	Cron     string
+	Stagger  time.Duration
+	Timezone string
+	Own      map[string]string // region code -> cron spec
+}
+
+// Region is one region's place in a Layout.
+type Region struct {
+	Region string
+	Index  int           // position in the list, from 0
+	Offset time.Duration // Index × Stagger; 0 for a spec of its own
+	// Spec describes the schedule: "every 2h0m0s +3m0s", or the cron spec.
+	Spec     string
+	Explicit bool // a spec of its own (Layout.Own)
+	Schedule cron.Schedule
+}
+
+// SpecError is a setting of a Layout that cannot be scheduled: Setting is
+// "timezone", "cron" or "regions.<CODE>", Value the value as written.
+type SpecError struct {
+	Setting, Value, Reason string
+}
+
+func (e *SpecError) Error() string { return fmt.Sprintf("%s %q: %s", e.Setting, e.Value, e.Reason) }
+
+// Regions returns each region's schedule, in list order. An Every
+// schedule staggers in wall-clock time (like crontab lines), a cron spec by
+// Shift. Errors are *SpecError.
+func (l Layout) Regions(list []string) ([]Region, error) {
+	loc := time.Local
+	if l.Timezone != "" {
+		var err error
+		if loc, err = time.LoadLocation(l.Timezone); err != nil {
+			return nil, &SpecError{"timezone", l.Timezone, "unknown time zone (want an IANA name such as Europe/London)"}
+		}
+	}
+	at := func(off time.Duration) cron.Schedule { return Every{Interval: l.Every, Offset: off, Location: loc} }
+	desc := "every " + l.Every.String()
+	if l.Cron != "" {
+		shared, err := ParseSpec(l.Cron, l.Timezone)
+		if err != nil {
+			return nil, &SpecError{"cron", l.Cron, specReason(err)}
+		}
+		at = func(off time.Duration) cron.Schedule { return Shift{Schedule: shared, Offset: off} }
+		desc = l.Cron
+	}
+	out := make([]Region, 0, len(list))
+	for _, o := range regions.Stagger(list, l.Stagger) {
+		r := Region{Region: o.Region, Index: o.Index}
+		if spec, ok := l.Own[o.Region]; ok {
+			sch, err := ParseSpec(spec, l.Timezone)
+			if err != nil {
+				return nil, &SpecError{"regions." + o.Region, spec, specReason(err)}
+			}
+			r.Spec, r.Explicit, r.Schedule = spec, true, sch
+		} else {
+			r.Offset, r.Schedule, r.Spec = o.Offset, at(o.Offset), desc
+			if o.Offset > 0 {
+				r.Spec += " +" + o.Offset.String()
+			}
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+func specReason(err error) string {
+	msg := err.Error()
+	if i := strings.LastIndex(msg, ": "); i >= 0 {
+		msg = msg[i+2:]
+	}
+	return msg + ` (want e.g. "7 */2 * * *", "CRON_TZ=Europe/London 30 6 * * *" or "@every 2h")`
+}
