@@ -39,24 +39,23 @@ local exhausted, caches = read_state(KEYS, now)
 local reply = {0, now, 0, 0, exhausted}
 local denied, retry_us = 0, 0
 local fields, flushes, chores = {}, {}, {}
-local log_read, retry_after -- built on a miss or a denial (lib.lua)
+local log_read, retry_after -- built when a cache is not fresh (lib.lua)
 for i = 1, n do
   local log, cache = KEYS[1 + i], caches[i]
   local cost, limit, window = tonumber(ARGV[3 * i - 2]), tonumber(ARGV[3 * i - 1]), tonumber(ARGV[3 * i])
   local lo = window > 0 and now - window + 1 or day_start
   local newest, total, head, base, since = read_cache(cache)
   local fresh = cache and newest >= lo and since <= lo and lo <= head and total - base + cost <= limit
+  if not (fresh or log_read) then log_read, retry_after = log_readers() end
   if cache and newest < lo then
     base, head, since = total, 0, lo
   elseif not fresh then
-    if not log_read then log_read, retry_after = log_readers() end
     total, base, newest, head = log_read(log, lo, cache)
     since = lo
   end
   local used, at = total - base, math.max(now, newest + 1)
   reply[4 + 2 * i], reply[5 + 2 * i] = math.max(limit - used, 0), at
-  if used + cost > limit then
-    if not log_read then log_read, retry_after = log_readers() end
+  if used + cost > limit then -- not fresh
     local wait = retry_after(log, lo, window, base, used + cost - limit, cache, now, day_end)
     if denied == 0 or wait > retry_us then denied, retry_us = i, wait end
   end
