@@ -18,9 +18,11 @@ import (
 // Status, MarkExhausted, Refund; the lease script in lease_redis.go). They
 // run as EVALSHA, falling back to EVAL on NOSCRIPT (restart, failover,
 // SCRIPT FLUSH): Script.Run, or redisOnceScript.RunOnce for the two that
-// must not run twice for one call. Redis TIME is the only clock; lua/lib.lua
+// must not run twice for one call. lua/lib.lua holds the functions the
+// reserve, status and refund scripts share and is put before each (one
+// declaration per script below). Redis TIME is the only clock; lua/lib.lua
 // describes the data layout, lua/reserve.lua the buckets' cache in the
-// state hash.
+// state hash. Arguments are decimal numbers, replies tables of integers.
 
 //go:embed lua/lib.lua
 var luaLib string

@@ -21,9 +21,8 @@ local function clock()
   return t[1] * 1000000 + t[2]
 end
 
--- pacific_day(now, first) -> day_start, day_end: the Pacific midnights
--- around now, from ARGV[first..] (Unix µs, ascending); an error when they
--- do not cover now.
+-- pacific_day(now, first) -> day_start, day_end: the Pacific midnights around
+-- now among ARGV[first..] (Unix µs, ascending), or an error.
 local function pacific_day(now, first)
   for j = first, #ARGV - 1 do
     local a, b = tonumber(ARGV[j]), tonumber(ARGV[j + 1])
@@ -43,9 +42,8 @@ end
 -- pending(cache) -> how many pending entries cache holds.
 local function pending(cache) return cache and (#cache - 40) / 24 or 0 end
 
--- read_cache(cache) -> newest, total, head, base, since: the five doubles,
--- newest and total superseded by the newest pending entry's score and
--- cum; all 0 without cache.
+-- read_cache(cache) -> newest, total, head, base, since (0 without cache);
+-- the newest pending entry's score and cum supersede newest and total.
 local function read_cache(cache)
   if not cache then return 0, 0, 0, 0, 0 end
   local newest, total, head, base, since = struct.unpack('<ddddd', cache)

@@ -30,12 +30,8 @@ for i = 1, n do
   for j = 1, pending(cache) do
     if pending_entry(cache, j) >= lo then entries = entries + 1 end
   end
-  if used + 1 > limit then
-    retry_1 = retry_after(log, lo, window, base, used + 1 - limit, cache, now, day_end)
-  end
-  if max_cost <= limit and used + max_cost > limit then
-    retry_max = retry_after(log, lo, window, base, used + max_cost - limit, cache, now, day_end)
-  end
+  if used + 1 > limit then retry_1 = retry_after(log, lo, window, base, used + 1 - limit, cache, now, day_end) end
+  if max_cost <= limit and used + max_cost > limit then retry_max = retry_after(log, lo, window, base, used + max_cost - limit, cache, now, day_end) end
   local _, day_base = log_read(log, day_start, cache)
   for _, v in ipairs({used, entries, oldest, retry_1, retry_max, total - day_base}) do reply[#reply + 1] = v end
 end
