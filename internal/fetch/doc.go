@@ -13,8 +13,9 @@
 //     held lease ends the run with *quota.LeaseHeldError; a down backend
 //     lets it go on without one) and renewed while the run lasts.
 //  3. fetch.go: the run record is started, runs of this region still
-//     marked running are marked abandoned, and the per-run state (runState:
-//     videos seen, channels, call counts, limiter-down flag) is created.
+//     marked running are marked abandoned (only when holding the lease),
+//     and the per-run state (runState: videos seen, channels, call
+//     counts, limiter-down flag) is created.
 //  4. enrich.go: videoCategories.list for the region when its stored
 //     categories are older than CategoriesRefresh.
 //  5. chart.go: chart=mostPopular page by page (pageToken), each page stored

@@ -197,11 +197,14 @@ func (r *Runner) Run(ctx context.Context, region string) (store.Run, error) {
 	run.ID = id
 	log = log.With().Int64("run", id).Logger()
 	// Holding the lease, any other run of this region still marked running
-	// belongs to a process that died.
-	if n, err := r.Store.AbandonRuns(ctx, r.Credential, region, run.StartedAt); err != nil {
-		log.Warn().Err(err).Msg("cannot mark abandoned runs")
-	} else if n > 0 {
-		log.Warn().Int("runs", n).Msg("earlier runs of this region were still marked running: marked abandoned")
+	// belongs to a process that died. Without it (fail-open) another run
+	// may be live: only a lease's holder abandons runs.
+	if leaseErr == nil {
+		if n, err := r.Store.AbandonRuns(ctx, r.Credential, region, run.StartedAt); err != nil {
+			log.Warn().Err(err).Msg("cannot mark abandoned runs")
+		} else if n > 0 {
+			log.Warn().Int("runs", n).Msg("earlier runs of this region were still marked running: marked abandoned")
+		}
 	}
 	st := &runState{run: &run, log: log, set: set, videos: map[string]store.Video{}, channelSet: map[string]bool{}, calls: map[string]int{},
 		limiterDown: leaseErr}

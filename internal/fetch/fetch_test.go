@@ -3,12 +3,9 @@ package fetch_test
 import (
 	"context"
 	"errors"
-	"net"
 	"net/http"
 	"path/filepath"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -203,34 +200,7 @@ func TestPoliciesWhenRedisDies(t *testing.T) {
 // acquisition), not one more per call site: the run makes exactly as many
 // connection attempts as a lone lease acquisition does.
 func TestUnresponsiveBackendIsWaitedOnOnce(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var accepted atomic.Int64
-	var mu sync.Mutex
-	var conns []net.Conn
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			accepted.Add(1)
-			mu.Lock()
-			conns = append(conns, c) // held open, never answered
-			mu.Unlock()
-		}
-	}()
-	t.Cleanup(func() {
-		ln.Close()
-		mu.Lock()
-		defer mu.Unlock()
-		for _, c := range conns {
-			c.Close()
-		}
-	})
-	url := "redis://" + ln.Addr().String() + "/0?read_timeout=50ms&write_timeout=50ms"
+	url, accepted := silentRedis(t)
 	newBackend := func() quota.Backend {
 		c, err := redisconn.New(url, nil)
 		if err != nil {
