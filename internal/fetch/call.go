@@ -205,18 +205,17 @@ func backoff(base time.Duration, attempt int) time.Duration {
 func (r *Runner) reserve(ctx context.Context, st *runState, method string) (quota.Reservation, error) {
 	run, log := st.run, st.log
 	if st.limiterDown == nil {
+		// The cost is on the run record before the limiter records it, and
+		// taken back unless admitted: a run killed at any point shows at
+		// least the units the limiter holds for it (at most this call's more).
+		cs, _ := r.Limiter.Charges(method)
+		r.recordUnits(ctx, st, cs, 1)
 		d, err := r.Limiter.Reserve(ctx, r.Credential, method)
+		if err != nil || !d.Allowed {
+			r.recordUnits(ctx, st, cs, -1)
+		}
 		switch {
 		case err == nil && d.Allowed:
-			cs, _ := r.Limiter.Charges(method)
-			for _, c := range cs {
-				run.Units[c.Bucket] += c.Units
-			}
-			// Kept current on the record before the call is sent: a run
-			// killed from here on still shows the units it reserved.
-			if err := r.Store.RecordUsage(context.WithoutCancel(ctx), *run); err != nil {
-				log.Warn().Err(err).Msg("cannot record the run's units so far")
-			}
 			return d.Reservation, nil
 		case err == nil:
 			if d.ClockBehind > 0 {
@@ -244,6 +243,17 @@ func (r *Runner) reserve(ctx context.Context, st *runState, method string) (quot
 	run.Unmetered++
 	log.Debug().Str("method", method).Msg("limiter unavailable: call sent unmetered (fail-open)")
 	return quota.Reservation{}, nil
+}
+
+// recordUnits adds sign times the charges cs to the run's units and stores
+// them on its record (kept current while the run goes: docs/design.md §5).
+func (r *Runner) recordUnits(ctx context.Context, st *runState, cs []quota.Charge, sign int64) {
+	for _, c := range cs {
+		st.run.Units[c.Bucket] += sign * c.Units
+	}
+	if err := r.Store.RecordUsage(context.WithoutCancel(ctx), *st.run); err != nil {
+		st.log.Warn().Err(err).Msg("cannot record the run's units so far")
+	}
 }
 
 // Denied builds the *StopError of a denied reservation of method for
