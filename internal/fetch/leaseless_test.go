@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/trendfetch/trendfetch/internal/config"
+	"github.com/trendfetch/trendfetch/internal/callsite"
 	"github.com/trendfetch/trendfetch/internal/quota"
 	"github.com/trendfetch/trendfetch/internal/redisconn"
 	"github.com/trendfetch/trendfetch/internal/store"
@@ -61,7 +61,7 @@ func TestLeaselessRunAbandonsNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := newFixture(t, quota.NewRedis(c), nil, func(string) config.Policy { return config.FailOpen })
+	f := newFixture(t, quota.NewRedis(c), nil, func(string) callsite.Policy { return callsite.FailOpen })
 	ctx := context.Background()
 	host, _ := os.Hostname()
 	// Another lease-less run of the region, still running in this process.
