@@ -1,6 +1,6 @@
 // Package proc answers whether a process that took a lock is gone, for the
-// stale-lock rule of restic (internal/restic/lock.go, Lock.Stale: a lock is
-// stale when its holder is on this host and its process no longer exists),
+// stale-lock rule of restic (docs/design.md §5: a lock is stale when its
+// holder is on this host and its process no longer exists),
 // and names what makes a pid meaningful: the boot (BootID), the PID
 // namespace (PIDNamespace) it was issued in and the process's start
 // (StartTicks). To survive pid reuse, a process with the pid that started
