@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/trendfetch/trendfetch/internal/config"
+	"github.com/trendfetch/trendfetch/internal/duration"
 	"github.com/trendfetch/trendfetch/internal/store"
 )
 
@@ -47,7 +48,7 @@ about the size of the database, and runs wait for it).`,
 			var age time.Duration
 			if olderThan != "" {
 				var err error
-				if age, err = config.ParseAge(olderThan); err != nil {
+				if age, err = duration.ParseAge(olderThan); err != nil {
 					return usagef("trendfetch prune --older-than 90d", "--older-than %q: %v", olderThan, err)
 				}
 				if asOf != "" || policy != "" {

@@ -17,6 +17,7 @@ import (
 	"github.com/trendfetch/trendfetch/internal/fetch"
 	"github.com/trendfetch/trendfetch/internal/quota"
 	"github.com/trendfetch/trendfetch/internal/store"
+	"github.com/trendfetch/trendfetch/internal/termtext"
 )
 
 func newQuotaCmd(a *app) *cobra.Command {
@@ -172,7 +173,7 @@ project) is counted. Stops at the first denial and exits 75.`,
 			if _, ok := a.cfg.Quota.Costs[method]; !ok {
 				known := sortedCostKeys(a.cfg.Quota.Costs)
 				hint := "trendfetch quota charge --method " + known[0]
-				if s := config.Closest(method, known); s != "" {
+				if s := termtext.Closest(method, known); s != "" {
 					hint = "trendfetch quota charge --method " + s
 				}
 				return usagef(hint, "--method %q: not in the cost table (quota.costs has %s)", config.Truncate(method, 80), strings.Join(known, ", "))

@@ -12,6 +12,7 @@ import (
 
 	"github.com/trendfetch/trendfetch/internal/config"
 	"github.com/trendfetch/trendfetch/internal/quota"
+	"github.com/trendfetch/trendfetch/internal/termtext"
 )
 
 // errWouldNotFit ends `quota check` when the calls do not fit now (exit 75,
@@ -77,7 +78,7 @@ Exit 0 when the calls fit now, 75 when they fit later, 2 when they never fit
 			charges, ok := a.cfg.Quota.Costs[method]
 			if !ok {
 				known := sortedCostKeys(a.cfg.Quota.Costs)
-				return usagef("trendfetch quota check --method "+cmp.Or(config.Closest(method, known), known[0]),
+				return usagef("trendfetch quota check --method "+cmp.Or(termtext.Closest(method, known), known[0]),
 					"--method %q: not in the cost table (quota.costs has %s)", config.Truncate(method, 80), strings.Join(known, ", "))
 			}
 			var st quota.Status

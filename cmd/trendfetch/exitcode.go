@@ -18,6 +18,7 @@ import (
 	"github.com/trendfetch/trendfetch/internal/regions"
 	"github.com/trendfetch/trendfetch/internal/sqlitedb"
 	"github.com/trendfetch/trendfetch/internal/store"
+	"github.com/trendfetch/trendfetch/internal/termtext"
 )
 
 // Exit codes (docs/design.md §5). Their meanings are written once, in
@@ -159,7 +160,7 @@ func flagError(c *cobra.Command, err error) error {
 	if name, ok := strings.CutPrefix(err.Error(), "unknown flag: --"); ok {
 		var names []string
 		c.Flags().VisitAll(func(f *pflag.Flag) { names = append(names, f.Name) })
-		if s := config.Closest(name, names); s != "" {
+		if s := termtext.Closest(name, names); s != "" {
 			return fmt.Errorf("%s: did you mean --%s?", err, s)
 		}
 	}

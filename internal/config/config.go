@@ -14,6 +14,7 @@ import (
 	"unicode"
 
 	"github.com/trendfetch/trendfetch/internal/callsite"
+	"github.com/trendfetch/trendfetch/internal/duration"
 	"github.com/trendfetch/trendfetch/internal/regions"
 )
 
@@ -38,6 +39,10 @@ type Config struct {
 	Store       StoreSettings `yaml:"store"`
 	Serve       Serve         `yaml:"serve"`
 }
+
+// Duration is a duration in the config file and in flags: Go's syntax with
+// days (package duration).
+type Duration = duration.Duration
 
 // Runs is the `runs` section: the region lease's time to live (renewed
 // every third of it; it bounds how long a killed run blocks its region,

@@ -13,6 +13,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/trendfetch/trendfetch/internal/callsite"
+	"github.com/trendfetch/trendfetch/internal/yamlcheck"
 )
 
 // MaxConfigBytes bounds a config file (1 MiB): a larger one is refused, not
@@ -121,9 +122,9 @@ func decode(r io.Reader) (*Config, error) {
 	if len(doc.Content) == 0 {
 		return cfg, nil
 	}
-	if err := unknownKey(&doc, reflect.TypeOf(Config{})); err != nil {
+	if err := yamlcheck.Check(&doc, reflect.TypeOf(Config{})); err != nil {
 		msg := err.Error()
-		if ke, ok := err.(*KeyError); ok && (ke.Key == "api_key" || ke.Key == "password" || ke.Key == "url") {
+		if ke, ok := err.(*yamlcheck.Error); ok && (ke.Key == "api_key" || ke.Key == "password" || ke.Key == "url") {
 			msg += secretsHint()
 		}
 		return nil, fmt.Errorf("config: %s", msg)

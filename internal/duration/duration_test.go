@@ -1,4 +1,4 @@
-package config
+package duration
 
 import (
 	"errors"
@@ -11,13 +11,13 @@ func TestParseDurationAndAge(t *testing.T) {
 		"90s": 90 * time.Second, "2h30m": 150 * time.Minute, "1d": 24 * time.Hour, "90d": 90 * 24 * time.Hour,
 		"1d12h": 36 * time.Hour, "0d": 0, "500ms": 500 * time.Millisecond,
 	} {
-		if got, err := ParseDuration(in); err != nil || got != want {
-			t.Errorf("ParseDuration(%q) = %v, %v; want %v", in, got, err, want)
+		if got, err := Parse(in); err != nil || got != want {
+			t.Errorf("Parse(%q) = %v, %v; want %v", in, got, err, want)
 		}
 	}
 	for _, in := range []string{"", "d", "1.5d", "-1d", "2 days", "1d-1h", "abc"} {
-		if _, err := ParseDuration(in); err == nil {
-			t.Errorf("ParseDuration(%q) accepted", in)
+		if _, err := Parse(in); err == nil {
+			t.Errorf("Parse(%q) accepted", in)
 		}
 	}
 	for _, in := range []string{"1m", "6m", "1h30m"} {
