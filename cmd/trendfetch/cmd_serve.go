@@ -163,12 +163,13 @@ func (a *app) serveUntilDone(ctx context.Context, ln net.Listener, token string,
 			}
 			return out
 		},
-		Metrics:   m.Handler(),
-		Token:     token,
-		RateLimit: rate,
-		Timeout:   a.cfg.Serve.Timeout.Std(),
-		Hosts:     a.cfg.Serve.Hosts,
-		Log:       a.log,
+		Metrics:     m.Handler(),
+		Token:       token,
+		RateLimit:   rate,
+		Timeout:     a.cfg.Serve.Timeout.Std(),
+		Hosts:       a.cfg.Serve.Hosts,
+		CORSOrigins: a.cfg.Serve.CORSOrigins,
+		Log:         a.log,
 	})
 	srv := serve.NewServer(h, serve.DefaultTimeouts, a.cfg.Serve.Timeout.Std(), a.log)
 	errc := make(chan error, 1)

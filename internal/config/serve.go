@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"math"
+	"net/url"
 	"strings"
 	"time"
 )
@@ -12,7 +13,8 @@ import (
 // the listen address (a non-loopback one requires TokenFile), the bearer
 // token's file ("" = none), the Host names accepted besides loopback (DNS
 // rebinding defence), each request's deadline, open connections in total
-// and per client address, and the per-client rate limit. Complete fills the
+// and per client address, the origins whose browser apps may call the API
+// (CORS; none by default) and the per-client rate limit. Complete fills the
 // defaults of zero values.
 type Serve struct {
 	Addr          string         `yaml:"addr"`
@@ -21,6 +23,7 @@ type Serve struct {
 	Timeout       Duration       `yaml:"timeout"`
 	MaxConns      int            `yaml:"max_conns"`
 	MaxConnsPerIP int            `yaml:"max_conns_per_ip"`
+	CORSOrigins   []string       `yaml:"cors_origins"`
 	RateLimit     ServeRateLimit `yaml:"rate_limit"`
 }
 
@@ -75,6 +78,11 @@ func (s *Serve) validate() error {
 	for i, h := range s.Hosts {
 		if h == "" || strings.ContainsAny(h, "/:@ ") {
 			return invalid(fmt.Sprintf("serve.hosts[%d]", i), h, "want a host name without port or scheme, e.g. trends.example.org")
+		}
+	}
+	for i, o := range s.CORSOrigins {
+		if u, err := url.Parse(o); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Path != "" || u.RawQuery != "" || u.User != nil {
+			return invalid(fmt.Sprintf("serve.cors_origins[%d]", i), o, "want an origin: scheme://host[:port], e.g. https://app.example.org (no path)")
 		}
 	}
 	if s.RateLimit.Limit > 0 && s.RateLimit.Window.Std() < time.Second {

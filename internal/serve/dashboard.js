@@ -8,6 +8,14 @@ const num = (n) => n == null ? "–" : Number(n).toLocaleString("en-US");
 const utc = (t) => t ? t.replace("T", " ").replace(/(\.\d+)?Z$/, " UTC") : "–";
 const secs = (ms) => ms <= 0 ? "now" : ms < 120000 ? Math.ceil(ms / 1000) + " s" : ms < 7200000 ? Math.ceil(ms / 60000) + " min" : (ms / 3600000).toFixed(1) + " h";
 const REFRESH_MS = 60000;
+// marked renders text with its highlights ([start, end) in code points,
+// as /v1/search gives them) in <mark>, everything escaped.
+const marked = (text, marks) => {
+  const cp = Array.from(text ?? "");
+  let html = "", at = 0;
+  for (const [s, e] of marks ?? []) { html += esc(cp.slice(at, s).join("")) + "<mark>" + esc(cp.slice(s, e).join("")) + "</mark>"; at = e; }
+  return html + esc(cp.slice(at).join(""));
+};
 
 // With a token, open the dashboard as /#token=... (the fragment never
 // reaches the server or its logs).
@@ -93,7 +101,8 @@ async function search(q) {
     const {hits} = await api("/v1/search?limit=20&q=" + encodeURIComponent(q));
     $("search").innerHTML = hits.length ? "<ol>" + hits.map((h) =>
       `<li class="hit"><a data-video="${esc(h.video_id)}">${esc(h.title)}</a> <span class="muted">— ${esc(h.channel_title)}${
-        h.regions.length ? " · " + h.regions.map((r) => esc(r.region) + " best* #" + r.best_rank + ", #" + r.last_rank + " at " + utc(r.last_at)).join("; ") : ""}</span></li>`).join("") +
+        h.regions.length ? " · " + h.regions.map((r) => esc(r.region) + " best* #" + r.best_rank + ", #" + r.last_rank + " at " + utc(r.last_at)).join("; ") : ""}</span>
+        <div class="snippet">${marked(h.snippet, h.highlights)}</div></li>`).join("") +
       '</ol><div class="muted computed">* best rank: computed by trendfetch from the stored charts.</div>'
       : `<span class="muted">no videos match “${esc(q)}”</span>`;
   } catch (e) {

@@ -78,7 +78,7 @@ func TestDashboardInABrowser(t *testing.T) {
 	); err != nil {
 		t.Fatal(err)
 	}
-	searchText := text("#search")
+	searchText, markText := text("#search"), text("#search li.hit mark")
 	if err := chromedp.Do(ctx,
 		chromedp.Click(chromedp.CSS("#charts tr.entry a")),
 		chromedp.WaitReady(chromedp.CSS("#views-chart")),
@@ -111,6 +111,9 @@ func TestDashboardInABrowser(t *testing.T) {
 	}
 	if !strings.Contains(searchText, "(synthetic)") || !strings.Contains(searchText, "computed by trendfetch") {
 		t.Errorf("search result:\n%s", searchText)
+	}
+	if !strings.EqualFold(markText, "synthetic") {
+		t.Errorf("search result's first highlight %q, want the term searched (synthetic)", markText)
 	}
 	if videoTitle != last {
 		t.Errorf("video page title %q, want %q", videoTitle, last)

@@ -90,8 +90,8 @@ func TestSecurityHeadersOnEveryResponse(t *testing.T) {
 		}
 		raw, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
-		if resp.StatusCode != 405 || resp.Header.Get("Allow") != "GET, HEAD" || !json.Valid(raw) {
-			t.Errorf("POST %s: %d Allow %q %s; want 405 with Allow: GET, HEAD", path, resp.StatusCode, resp.Header.Get("Allow"), raw)
+		if resp.StatusCode != 405 || resp.Header.Get("Allow") != "GET, HEAD, OPTIONS" || !json.Valid(raw) {
+			t.Errorf("POST %s: %d Allow %q %s; want 405 with Allow: GET, HEAD, OPTIONS", path, resp.StatusCode, resp.Header.Get("Allow"), raw)
 		}
 	}
 }

@@ -26,6 +26,7 @@ import (
 	"math"
 	"net"
 	"net/http"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -122,6 +123,12 @@ type Options struct {
 	// Hosts are the Host names accepted besides loopback names and IP
 	// addresses (serve.hosts); others get 421.
 	Hosts []string
+	// CORSOrigins are the origins (scheme://host[:port]) whose browser
+	// apps may read the answers (serve.cors_origins; none by default):
+	// a request with one of them in its Origin header gets
+	// Access-Control-Allow-Origin, and its preflight (OPTIONS) is allowed
+	// GET with an Authorization header.
+	CORSOrigins []string
 	// Now is the clock of next-run times (default time.Now).
 	Now func() time.Time
 	Log zerolog.Logger
@@ -272,9 +279,10 @@ func (s *server) handler() http.Handler {
 		}
 		methods[path] = append(methods[path], method)
 	}
-	// Other methods on a known path: 405 with Allow.
+	// Other methods on a known path: 405 with Allow (OPTIONS is answered
+	// by outer).
 	for _, path := range paths {
-		allow := strings.Join(append(methods[path], "HEAD"), ", ")
+		allow := strings.Join(append(methods[path], "HEAD", "OPTIONS"), ", ")
 		mux.HandleFunc(path, func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Allow", allow)
 			writeError(w, http.StatusMethodNotAllowed, "method_not_allowed", "this path answers "+allow)
@@ -301,6 +309,9 @@ func (s *server) outer(next http.Handler) http.Handler {
 				"this server does not answer for that Host name: add it to serve.hosts, or use 127.0.0.1 or localhost")
 			return
 		}
+		if s.cors(w, r) {
+			return
+		}
 		if len(r.URL.RawQuery) > MaxQueryBytes {
 			writeError(w, http.StatusRequestURITooLong, "query_too_long", fmt.Sprintf("the query string is longer than %d bytes", MaxQueryBytes))
 			return
@@ -309,6 +320,32 @@ func (s *server) outer(next http.Handler) http.Handler {
 		defer cancel()
 		next.ServeHTTP(w, r.WithContext(ctx))
 	})
+}
+
+// cors adds the CORS headers for an allowed Origin and answers OPTIONS
+// (a CORS preflight or not) with 204; it reports whether it answered.
+func (s *server) cors(w http.ResponseWriter, r *http.Request) bool {
+	h := w.Header()
+	allowed := false
+	if len(s.o.CORSOrigins) > 0 {
+		h.Add("Vary", "Origin")
+		if origin := r.Header.Get("Origin"); origin != "" && slices.Contains(s.o.CORSOrigins, origin) {
+			allowed = true
+			h.Set("Access-Control-Allow-Origin", origin)
+			h.Set("Access-Control-Expose-Headers", "RateLimit-Limit, RateLimit-Remaining, RateLimit-Reset, Retry-After")
+		}
+	}
+	if r.Method != http.MethodOptions {
+		return false
+	}
+	h.Set("Allow", "GET, HEAD, OPTIONS")
+	if allowed {
+		h.Set("Access-Control-Allow-Methods", "GET, HEAD")
+		h.Set("Access-Control-Allow-Headers", "Authorization")
+		h.Set("Access-Control-Max-Age", "600")
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return true
 }
 
 // hostAllowed reports whether the Host header names this server: empty
@@ -530,15 +567,24 @@ func (s *server) search(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	hits, err := s.o.Store.Search(r.Context(), store.SearchQuery{Text: text, Region: region, Limit: limit})
+	offset := 0
+	if c := q.Get("cursor"); c != "" {
+		if offset, err = strconv.Atoi(c); err != nil || offset < 1 || offset >= store.MaxSearchLimit {
+			s.fail(w, r, &paramError{"cursor", fmt.Sprintf("cursor=%q: want the next_cursor of the previous page (with the same q)", clip(c))})
+			return
+		}
+	}
+	hits, next, err := s.o.Store.SearchPage(r.Context(), store.SearchQuery{Text: text, Region: region, Limit: limit, Offset: offset})
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	if hits == nil {
-		hits = []store.Hit{}
+	var cursor *string
+	if next > 0 {
+		c := strconv.Itoa(next)
+		cursor = &c
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"query": text, "hits": hits})
+	writeJSON(w, http.StatusOK, map[string]any{"query": text, "hits": nonNil(hits), "next_cursor": cursor})
 }
 
 func (s *server) chart(w http.ResponseWriter, r *http.Request) {
@@ -582,10 +628,14 @@ func (s *server) chart(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"capture": c, "entries": entries})
 }
 
+// videoID is the form of a YouTube video id: 11 characters of the URL-safe
+// base64 alphabet (as `trendfetch video` takes it).
+var videoID = regexp.MustCompile(`^[A-Za-z0-9_-]{11}$`)
+
 func (s *server) video(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
-	if id == "" || len(id) > 64 {
-		s.fail(w, r, &paramError{"id", "id: want a video id"})
+	if !videoID.MatchString(id) {
+		s.fail(w, r, &paramError{"id", fmt.Sprintf("id %q: want a video id, 11 characters of A-Z a-z 0-9 _ -", clip(id))})
 		return
 	}
 	h, err := s.o.Store.History(r.Context(), id)

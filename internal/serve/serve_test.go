@@ -307,7 +307,10 @@ func TestBadRequestsAre400NamingTheParameter(t *testing.T) {
 		{"/v1/charts/US?at=yesterday", "400", "bad_parameter", "at"},
 		{"/v1/charts/US?kind=weekly", "400", "bad_parameter", "kind"},
 		{"/v1/charts/JP", "404", "not_found", ""},
-		{"/v1/videos/nope", "404", "not_found", ""},
+		{"/v1/videos/bad", "400", "bad_parameter", "video id"},
+		{"/v1/videos/" + strings.Repeat("x", 12), "400", "bad_parameter", "video id"},
+		{"/v1/videos/AAAAAAAAAAA", "404", "not_found", ""},
+		{"/v1/search?q=x&cursor=0", "400", "bad_parameter", "cursor"},
 		{"/v1/nothing", "404", "not_found", "openapi"},
 		{"/v1/search?q=" + strings.Repeat("x", MaxQueryBytes), "414", "query_too_long", ""},
 	} {
@@ -722,5 +725,74 @@ func TestHeavyRequestsAreCappedPerClient(t *testing.T) {
 	}
 	if n := len(s.clients.m); n != 0 {
 		t.Errorf("%d clients' slots left after every request ended", n)
+	}
+}
+
+// TestCORS: only the configured origins get Access-Control-Allow-Origin,
+// and a preflight OPTIONS is answered 204 without token or rate limit
+// (issue 31 item 16).
+func TestCORS(t *testing.T) {
+	db, lim := shared(t)
+	const app = "https://app.example.org"
+	for _, tc := range []struct {
+		origins []string
+		allowed bool
+	}{{nil, false}, {[]string{app}, true}, {[]string{"https://other.example.org"}, false}} {
+		f := start(t, db, lim, func(o *Options) { o.CORSOrigins = tc.origins; o.Token = "s3cret-token-0123456789" })
+		req, _ := http.NewRequest("OPTIONS", f.url+"/v1/search?q=x", nil)
+		req.Header.Set("Origin", app)
+		req.Header.Set("Access-Control-Request-Method", "GET")
+		req.Header.Set("Access-Control-Request-Headers", "authorization")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		h := resp.Header
+		if resp.StatusCode != 204 || (h.Get("Access-Control-Allow-Origin") == app) != tc.allowed ||
+			(tc.allowed && (!strings.Contains(h.Get("Access-Control-Allow-Methods"), "GET") || !strings.EqualFold(h.Get("Access-Control-Allow-Headers"), "Authorization"))) {
+			t.Errorf("origins %v: preflight %d %v; want 204, allowed %v", tc.origins, resp.StatusCode, h, tc.allowed)
+		}
+		resp, _ = get(t, f.url+"/v1/regions", "Origin", app, "Authorization", "Bearer s3cret-token-0123456789")
+		if resp.StatusCode != 200 || (resp.Header.Get("Access-Control-Allow-Origin") == app) != tc.allowed ||
+			(tc.allowed && !strings.Contains(resp.Header.Get("Access-Control-Expose-Headers"), "Retry-After")) {
+			t.Errorf("origins %v: GET %d %v; want 200, allowed %v", tc.origins, resp.StatusCode, resp.Header, tc.allowed)
+		}
+	}
+}
+
+// TestSearchPagesWithACursor: /v1/search's next_cursor leads through the
+// hits of one big page, a page at a time, and is null on the last
+// (issue 31 item 16).
+func TestSearchPagesWithACursor(t *testing.T) {
+	db, lim := shared(t)
+	f := start(t, db, lim, func(o *Options) { o.RateLimit = RateLimit{} })
+	ids := func(body map[string]any) (out []string) {
+		for _, h := range body["hits"].([]any) {
+			out = append(out, h.(map[string]any)["video_id"].(string))
+		}
+		return out
+	}
+	_, body := get(t, f.url+"/v1/search?q=video&limit=100")
+	all := ids(body)
+	var got []string
+	url := f.url + "/v1/search?q=video&limit=7"
+	for range len(all) + 1 {
+		resp, body := get(t, url)
+		if resp.StatusCode != 200 {
+			t.Fatalf("%s: %d %v", url, resp.StatusCode, body)
+		}
+		got = append(got, ids(body)...)
+		next, ok := body["next_cursor"]
+		if !ok {
+			t.Fatalf("no next_cursor key: %v", body)
+		}
+		if next == nil {
+			break
+		}
+		url = f.url + "/v1/search?q=video&limit=7&cursor=" + next.(string)
+	}
+	if len(all) < 15 || !slices.Equal(got, all) {
+		t.Errorf("search paged 7 at a time: %d hits %v, want the %d of one page %v", len(got), got, len(all), all)
 	}
 }

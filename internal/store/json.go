@@ -73,20 +73,26 @@ type hitJSON struct {
 	Title        string      `json:"title"`
 	ChannelTitle string      `json:"channel_title"`
 	Snippet      string      `json:"snippet"`
+	Highlights   [][2]int    `json:"highlights"`
 	Score        float64     `json:"score"`
 	LastSeen     *time.Time  `json:"last_seen"`
 	Regions      []HitRegion `json:"regions"`
 }
 
 // MarshalJSON writes h as {"video_id", "title", "channel_title",
-// "snippet", "score" (bm25, lower is better), "last_seen" (null if never
+// "snippet", "highlights" ([[start, end], ...] in code points of snippet),
+// "score" (bm25, lower is better), "last_seen" (null if never
 // captured), "regions": [{"region", "best_rank", "last_rank", "last_at"}]}.
 func (h Hit) MarshalJSON() ([]byte, error) {
 	regions := h.Regions
 	if regions == nil {
 		regions = []HitRegion{}
 	}
-	return json.Marshal(hitJSON{h.VideoID, h.Title, h.ChannelTitle, h.Snippet, h.Score, jsonTime(h.LastSeen), regions})
+	marks := h.Highlights
+	if marks == nil {
+		marks = [][2]int{}
+	}
+	return json.Marshal(hitJSON{h.VideoID, h.Title, h.ChannelTitle, h.Snippet, marks, h.Score, jsonTime(h.LastSeen), regions})
 }
 
 // UnmarshalJSON reads the shape MarshalJSON writes.
@@ -95,7 +101,7 @@ func (h *Hit) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &v); err != nil {
 		return err
 	}
-	*h = Hit{VideoID: v.VideoID, Title: v.Title, ChannelTitle: v.ChannelTitle, Snippet: v.Snippet, Score: v.Score, Regions: v.Regions}
+	*h = Hit{VideoID: v.VideoID, Title: v.Title, ChannelTitle: v.ChannelTitle, Snippet: v.Snippet, Highlights: v.Highlights, Score: v.Score, Regions: v.Regions}
 	if v.LastSeen != nil {
 		h.LastSeen = *v.LastSeen
 	}

@@ -1,11 +1,15 @@
 package store
 
 import (
+	"cmp"
 	"context"
+	"crypto/rand"
 	"database/sql"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // Search limits and ranking.
@@ -23,10 +27,7 @@ const (
 	// this biases results towards recent videos, which suits a trending
 	// archive; a filter that only older matches pass finds nothing.
 	SearchCandidates = 10000
-	// HighlightStart and HighlightEnd surround matched words in Hit.Snippet;
-	// SnippetEllipsis marks text cut from it.
-	HighlightStart  = "["
-	HighlightEnd    = "]"
+	// SnippetEllipsis marks text cut from Hit.Snippet.
 	SnippetEllipsis = "…"
 )
 
@@ -40,15 +41,23 @@ type SearchQuery struct {
 	// or above MaxSearchLimit is a *QueryError (callers should validate
 	// user input first and reject <= 0).
 	Limit int
+	// Offset skips the best Offset hits (a page's cursor, see SearchPage):
+	// 0 to MaxSearchLimit-1. Pages end at the MaxSearchLimit-th hit.
+	Offset int
 }
 
 // Hit is one search result.
 type Hit struct {
 	VideoID, Title, ChannelTitle string
 	// Snippet is a short extract of the best-matching column (title, tags,
-	// channel or description), matched words between HighlightStart and
-	// HighlightEnd.
+	// channel or description), plain text (SnippetEllipsis marks cuts).
 	Snippet string
+	// Highlights are the matched parts of Snippet, in order and not
+	// overlapping: [start, end) offsets in Unicode code points (not bytes
+	// nor UTF-16 units). Marking by offsets, no text can forge a match. A
+	// term of an unsegmented script (CJK, Thai, ...) is marked where it
+	// occurs, not the whole run of text around it.
+	Highlights [][2]int
 	// Score is bm25 with column weights title 10, tags 2, channel 3,
 	// description 1 (word index), or title 10, channel 3 (trigram index; see
 	// Search). FTS5 scores are negative: lower is better, and hits are
@@ -162,7 +171,7 @@ FROM (
 ) f
 JOIN videos v ON v.rowid = f.rid
 LEFT JOIN video_stats st ON st.video_rowid = f.rid
-ORDER BY f.score, f.rid DESC`
+ORDER BY f.score, f.rid`
 }
 
 // searchCond is the WHERE conditions on fts's rows shared by the search
@@ -243,31 +252,79 @@ ORDER BY f.rid DESC`
 // answers checks them by substring on the title and channel title (the
 // columns it has).
 func (s *Store) Search(ctx context.Context, q SearchQuery) ([]Hit, error) {
-	hits, err := s.search(ctx, q)
-	if err != nil || len(hits) == 0 {
-		return hits, err
-	}
-	if err := s.hitRegions(ctx, hits); err != nil {
-		return nil, err
-	}
-	return hits, nil
+	hits, _, err := s.SearchPage(ctx, q)
+	return hits, err
 }
 
-func (s *Store) search(ctx context.Context, q SearchQuery) ([]Hit, error) {
-	limit := q.Limit
-	if limit == 0 {
-		limit = DefaultSearchLimit
+// SearchPage is Search, plus next: the Offset of the next page, or 0 when
+// there is none (no more hits, or the MaxSearchLimit-th hit reached).
+func (s *Store) SearchPage(ctx context.Context, q SearchQuery) (hits []Hit, next int, err error) {
+	if q.Limit == 0 {
+		q.Limit = DefaultSearchLimit
 	}
-	if limit < 0 || limit > MaxSearchLimit {
-		return nil, &QueryError{Query: q.Text, Reason: fmt.Sprintf("limit %d not in 1..%d", q.Limit, MaxSearchLimit)}
+	if q.Limit < 0 || q.Limit > MaxSearchLimit {
+		return nil, 0, &QueryError{Query: q.Text, Reason: fmt.Sprintf("limit %d not in 1..%d", q.Limit, MaxSearchLimit)}
 	}
-	t, err := parseTerms(q.Text)
+	if q.Offset < 0 || q.Offset >= MaxSearchLimit {
+		return nil, 0, &QueryError{Query: q.Text, Reason: fmt.Sprintf("offset %d not in 0..%d", q.Offset, MaxSearchLimit-1)}
+	}
+	end := min(q.Offset+q.Limit, MaxSearchLimit)
+	hits, err = s.search(ctx, q.Text, q.Region, end+1) // one more: is there a next page?
+	if err != nil {
+		return nil, 0, err
+	}
+	if len(hits) > end {
+		hits = hits[:end]
+		if end < MaxSearchLimit {
+			next = end
+		}
+	}
+	hits = hits[min(q.Offset, len(hits)):]
+	if len(hits) == 0 {
+		return nil, 0, nil
+	}
+	if err := s.hitRegions(ctx, hits); err != nil {
+		return nil, 0, err
+	}
+	return hits, next, nil
+}
+
+// search returns the best limit hits of text, highlights narrowed to the
+// terms of unsegmented scripts.
+func (s *Store) search(ctx context.Context, text, region string, limit int) ([]Hit, error) {
+	t, err := parseTerms(text)
 	if err != nil {
 		return nil, err
 	}
+	hits, err := s.searchIndexes(ctx, t, text, region, limit)
+	var cjk [][]rune
+	for _, g := range t.and {
+		for _, term := range g {
+			if unsegmented(term.text) {
+				cjk = append(cjk, []rune(term.text))
+			}
+		}
+	}
+	for i := range hits {
+		if len(cjk) > 0 {
+			hits[i].Highlights = markTerms(hits[i].Snippet, hits[i].Highlights, cjk)
+		}
+	}
+	return hits, err
+}
+
+// searchIndexes picks the index(es) that answer t (see Search).
+func (s *Store) searchIndexes(ctx context.Context, t terms, text, region string, limit int) ([]Hit, error) {
+	// Match markers no stored text can contain: a random nonce per search.
+	nonce := rand.Text()
+	open, close := "\x02"+nonce+"\x03", "\x03"+nonce+"\x02"
 	run := func(query, match, filter, exclude string, more ...any) ([]Hit, error) {
-		args := []any{match, q.Region, searchCandidates, limit, HighlightStart, HighlightEnd, SnippetEllipsis, filter, exclude}
-		return s.runSearch(ctx, q.Text, query, append(args, more...)...)
+		args := []any{match, region, searchCandidates, limit, open, close, SnippetEllipsis, filter, exclude}
+		hits, err := s.runSearch(ctx, text, query, append(args, more...)...)
+		for i := range hits {
+			hits[i].Snippet, hits[i].Highlights = unmark(hits[i].Snippet, open, close)
+		}
+		return hits, err
 	}
 	tri, triOK := planTrigram(t)
 	if needsTrigram(t) {
@@ -304,6 +361,68 @@ func (s *Store) search(ctx context.Context, q SearchQuery) ([]Hit, error) {
 		}
 	}
 	return hits, nil
+}
+
+// unmark removes the match markers open and close from snip and returns
+// the text with the marked parts' code point offsets.
+func unmark(snip, open, close string) (string, [][2]int) {
+	var b strings.Builder
+	marks := [][2]int{}
+	at := 0 // code points written
+	for {
+		i := strings.Index(snip, open)
+		if i < 0 {
+			break
+		}
+		j := strings.Index(snip[i+len(open):], close)
+		if j < 0 {
+			break
+		}
+		word := snip[i+len(open) : i+len(open)+j]
+		b.WriteString(snip[:i])
+		start := at + utf8.RuneCountInString(snip[:i])
+		at = start + utf8.RuneCountInString(word)
+		b.WriteString(word)
+		if at > start {
+			marks = append(marks, [2]int{start, at})
+		}
+		snip = snip[i+len(open)+j+len(close):]
+	}
+	b.WriteString(snip)
+	return b.String(), marks
+}
+
+// markTerms narrows the highlights of snip to the terms: a highlight with
+// a character of an unsegmented script (a whole run of CJK text, one
+// token for the word index) is replaced by the terms' occurrences in it,
+// and the terms' occurrences elsewhere (short terms the trigram index
+// checks by substring) are added. Terms are matched as written (those
+// scripts have no case).
+func markTerms(snip string, marks [][2]int, terms [][]rune) [][2]int {
+	text := []rune(snip)
+	out := [][2]int{}
+	for _, m := range marks {
+		if !unsegmented(string(text[m[0]:m[1]])) {
+			out = append(out, m)
+		}
+	}
+	for _, term := range terms {
+		for i := 0; i+len(term) <= len(text); i++ {
+			if slices.Equal(text[i:i+len(term)], term) {
+				out = append(out, [2]int{i, i + len(term)})
+			}
+		}
+	}
+	slices.SortFunc(out, func(a, b [2]int) int { return cmp.Or(a[0]-b[0], a[1]-b[1]) })
+	merged := out[:0]
+	for _, m := range out {
+		if n := len(merged); n > 0 && m[0] <= merged[n-1][1] {
+			merged[n-1][1] = max(merged[n-1][1], m[1])
+			continue
+		}
+		merged = append(merged, m)
+	}
+	return merged
 }
 
 // runSearch runs one of the search statements and reads its hits.

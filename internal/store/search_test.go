@@ -54,7 +54,7 @@ func TestSearch(t *testing.T) {
 		}
 	}
 	for _, h := range hits {
-		if !strings.Contains(h.Snippet, HighlightStart) || h.LastSeen.IsZero() {
+		if len(h.Highlights) == 0 || h.LastSeen.IsZero() {
 			t.Errorf("hit %+v: no highlight or last seen", h)
 		}
 	}
@@ -123,6 +123,16 @@ func TestSearch(t *testing.T) {
 			t.Errorf("limit %d: %v", l, err)
 		}
 	}
+}
+
+// marked returns the highlighted parts of h's snippet, joined by "|".
+func marked(h Hit) string {
+	text := []rune(h.Snippet)
+	var parts []string
+	for _, m := range h.Highlights {
+		parts = append(parts, string(text[m[0]:m[1]]))
+	}
+	return strings.Join(parts, "|")
 }
 
 func hitIDs(hs []Hit) []string {
@@ -204,9 +214,18 @@ func TestSearchTrigram(t *testing.T) {
 			}
 		}
 	}
-	if hits := search(t, s, SearchQuery{Text: "ハロウィン"}); len(hits) == 1 &&
-		!strings.Contains(hits[0].Snippet, HighlightStart+"ハロウィン"+HighlightEnd) {
-		t.Errorf("trigram snippet: %q", hits[0].Snippet)
+	for _, tc := range []struct{ q, id, want string }{
+		{"ハロウィン", "halloween", "ハロウィン"},   // trigram index
+		{"東京", "tokyo", "東京"},             // word index, prefix of a whole run
+		{"東京タワー 夜景", "tokyo", "東京タワー|夜景"}, // 夜景 is short: the trigram index checks it by substring
+	} {
+		for _, h := range search(t, s, SearchQuery{Text: tc.q}) {
+			if h.VideoID == tc.id {
+				if got := marked(h); got != tc.want {
+					t.Errorf("%q: %s marked %q in %q, want %q", tc.q, h.VideoID, got, h.Snippet, tc.want)
+				}
+			}
+		}
 	}
 	if hits := search(t, s, SearchQuery{Text: "путин", Limit: 1}); len(hits) != 1 {
 		t.Errorf("fill-up exceeds limit: %v", hitIDs(hits))
@@ -296,5 +315,60 @@ func TestSearchWorkIsBounded(t *testing.T) {
 	searchCandidates = 100
 	if hits := search(t, s, SearchQuery{Text: "fficia -official"}); len(hits) != 10 {
 		t.Errorf("fficia -official with every match a candidate: %d hits, want 10", len(hits))
+	}
+}
+
+// TestSearchHighlightsCannotBeForged: matches are marked by offsets into
+// the plain snippet, so brackets in a title are only text (issue 31 item
+// 16: "[Official Video]" and "BTS ([방탄소년단])" looked like matches).
+func TestSearchHighlightsCannotBeForged(t *testing.T) {
+	ctx := context.Background()
+	s, _ := openTest(t)
+	vs := []Video{
+		{ID: "mv", Title: "Kakapo song [Official Video]", ChannelTitle: "Birds"},
+		{ID: "bts", Title: "BTS ([방탄소년단]) 노래", ChannelTitle: "ibighit"},
+	}
+	if err := s.SavePage(ctx, startRun(t, s, "US"), "US", 1, vs, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ q, snippet, marked string }{
+		{"kakapo", "Kakapo song [Official Video]", "Kakapo"},
+		{"video", "Kakapo song [Official Video]", "Video"},
+		{"노래", "BTS ([방탄소년단]) 노래", "노래"},
+	} {
+		hits := search(t, s, SearchQuery{Text: tc.q})
+		if len(hits) != 1 || hits[0].Snippet != tc.snippet || marked(hits[0]) != tc.marked {
+			t.Errorf("%q: %+v; want snippet %q with only %q marked", tc.q, hits, tc.snippet, tc.marked)
+		}
+	}
+}
+
+// TestSearchPages: SearchPage's next offset walks the hits a page at a
+// time, in the order of one big page, and ends at the last hit.
+func TestSearchPages(t *testing.T) {
+	ctx := context.Background()
+	s, _ := openTest(t)
+	if err := s.SavePage(ctx, startRun(t, s, "US"), "US", 1, testVideos("p", 7), time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	all := hitIDs(search(t, s, SearchQuery{Text: "video", Limit: 100}))
+	var got []string
+	offset := 0
+	for range 10 {
+		hits, next, err := s.SearchPage(ctx, SearchQuery{Text: "video", Limit: 3, Offset: offset})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, hitIDs(hits)...)
+		if next == 0 {
+			break
+		}
+		offset = next
+	}
+	if len(all) != 7 || strings.Join(got, " ") != strings.Join(all, " ") {
+		t.Errorf("pages of 3: %v, want %v", got, all)
+	}
+	if _, _, err := s.SearchPage(ctx, SearchQuery{Text: "video", Offset: MaxSearchLimit}); err == nil {
+		t.Errorf("offset %d accepted", MaxSearchLimit)
 	}
 }
