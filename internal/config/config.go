@@ -123,8 +123,8 @@ func defaults() *Config {
 		Stats:       Stats{TrackFor: Duration(run.StatsTrackFor), Every: Duration(run.StatsEvery)},
 		Store:       StoreSettings{RefreshPerDay: DefaultRefreshPerDay},
 	}
-	if dataDir := dataDir(); dataDir != "" {
-		c.Database = filepath.Join(dataDir, "trendfetch.db")
+	if dir := xdgDir("XDG_DATA_HOME", ".local", "share"); dir != "" {
+		c.Database = filepath.Join(dir, "trendfetch.db")
 	}
 	for _, s := range settings {
 		if s.Default != "" {

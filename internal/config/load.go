@@ -24,7 +24,7 @@ const MaxConfigBytes = 1 << 20
 // the config file, the environment (lookup; os.LookupEnv in production),
 // the flags (a Setting's Flag -> the value given; "" = not given), then
 // completes it. The file is --config, else $TRENDFETCH_CONFIG (both must
-// exist), else defaultPath() when it exists. It returns the config and the
+// exist), else $XDG_CONFIG_HOME/trendfetch/config.yaml when it exists. It returns the config and the
 // absolute path of the file read ("" = none); errors name the file. The
 // caller runs Validate.
 func Load(lookup func(string) (string, bool), flags map[string]string) (*Config, string, error) {
@@ -34,7 +34,9 @@ func Load(lookup func(string) (string, bool), flags map[string]string) (*Config,
 		path, _ = lookup(row.Env)
 	}
 	if path == "" {
-		path, explicit = defaultPath(), false
+		if path, explicit = xdgDir("XDG_CONFIG_HOME", ".config"), false; path != "" {
+			path = filepath.Join(path, "config.yaml")
+		}
 	}
 	var r io.Reader
 	f, err := openConfig(path)
@@ -179,33 +181,18 @@ func secretsHint() string {
 	return " (secrets are read only from the environment or a file: use " + strings.Join(where, ", ") + ")"
 }
 
-// dataDir is $XDG_DATA_HOME/trendfetch, or ~/.local/share/trendfetch, or ""
-// when neither XDG_DATA_HOME nor HOME is set (a bare cron or systemd
-// environment): then the database must be configured, never guessed from
-// the current directory (runs started from different directories would get
-// different quota databases).
-func dataDir() string {
-	if d := os.Getenv("XDG_DATA_HOME"); d != "" {
+// xdgDir is $env/trendfetch (XDG_DATA_HOME, XDG_CONFIG_HOME), else
+// ~/home.../trendfetch, else "" when neither is set (a bare cron or
+// systemd environment): then the database must be configured, never
+// guessed from the current directory.
+func xdgDir(env string, home ...string) string {
+	if d := os.Getenv(env); d != "" {
 		return filepath.Join(d, "trendfetch")
 	}
-	home, err := os.UserHomeDir()
-	if err != nil || home == "" {
-		return ""
+	if h, err := os.UserHomeDir(); err == nil && h != "" {
+		return filepath.Join(append(append([]string{h}, home...), "trendfetch")...)
 	}
-	return filepath.Join(home, ".local", "share", "trendfetch")
-}
-
-// defaultPath is $XDG_CONFIG_HOME/trendfetch/config.yaml, or
-// ~/.config/trendfetch/config.yaml.
-func defaultPath() string {
-	if d := os.Getenv("XDG_CONFIG_HOME"); d != "" {
-		return filepath.Join(d, "trendfetch", "config.yaml")
-	}
-	home, err := os.UserHomeDir()
-	if err != nil {
-		return ""
-	}
-	return filepath.Join(home, ".config", "trendfetch", "config.yaml")
+	return ""
 }
 
 func oneLine(err error) string {

@@ -4,7 +4,8 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -138,30 +139,19 @@ func (s *Schedule) validate(list []string) error {
 	if s.Grace <= 0 {
 		return invalid("schedule.grace", time.Duration(s.Grace), "must be > 0")
 	}
-	if len(s.Regions) > 0 {
-		configured := map[string]bool{}
-		for _, r := range list {
-			configured[r] = true
+	seen := map[string]bool{}
+	for _, k := range slices.Sorted(maps.Keys(s.Regions)) {
+		code, err := regions.Parse(k)
+		if err != nil {
+			return fmt.Errorf("config: schedule.regions: %w", err)
 		}
-		seen := make(map[string]bool, len(s.Regions))
-		keys := make([]string, 0, len(s.Regions))
-		for k := range s.Regions {
-			keys = append(keys, k)
+		switch spec := fmt.Sprintf("%q", s.Regions[k]); {
+		case !slices.Contains(list, code):
+			return invalid("schedule.regions."+code, spec, "region %s is not in regions (%s)", code, strings.Join(list, ", "))
+		case seen[code]:
+			return invalid("schedule.regions."+code, spec, "given twice")
 		}
-		sort.Strings(keys)
-		for _, k := range keys {
-			code, err := regions.Parse(k)
-			if err != nil {
-				return fmt.Errorf("config: schedule.regions: %w", err)
-			}
-			if !configured[code] {
-				return invalid("schedule.regions."+code, fmt.Sprintf("%q", s.Regions[k]), "region %s is not in regions (%s)", code, strings.Join(list, ", "))
-			}
-			if seen[code] {
-				return invalid("schedule.regions."+code, fmt.Sprintf("%q", s.Regions[k]), "given twice")
-			}
-			seen[code] = true
-		}
+		seen[code] = true
 	}
 	_, err := s.Plan(list)
 	return err

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/trendfetch/trendfetch/internal/secret"
@@ -92,20 +93,15 @@ func (cr Credential) APIKey(lookup func(string) (string, bool)) (string, error) 
 			return strings.TrimSpace(v), nil
 		}
 	}
-	if cr.KeyFile != "" {
-		k, err := secret.ReadFile(cr.KeyFile)
-		if err != nil {
-			return "", invalid(fmt.Sprintf("credentials[%s].api_key_file", cr.Name), cr.KeyFile, "%s", err.Error())
-		}
-		if k != "" {
-			return k, nil
-		}
-	}
 	name := cmp.Or(cr.KeyCredential, KeyCredentialPrefix+cr.Name)
-	if path, ok := secret.SystemdCredential(lookup, name); ok {
-		k, err := secret.ReadFile(path)
+	credPath, _ := secret.SystemdCredential(lookup, name)
+	for _, f := range []struct{ path, setting string }{{cr.KeyFile, "api_key_file"}, {credPath, "api_key_credential"}} {
+		if f.path == "" {
+			continue
+		}
+		k, err := secret.ReadFile(f.path)
 		if err != nil {
-			return "", invalid(fmt.Sprintf("credentials[%s].api_key_credential", cr.Name), path, "%s", err.Error())
+			return "", invalid(fmt.Sprintf("credentials[%s].%s", cr.Name, f.setting), f.path, "%s", err.Error())
 		}
 		if k != "" {
 			return k, nil
@@ -125,18 +121,8 @@ func (cr Credential) APIKey(lookup func(string) (string, bool)) (string, error) 
 func (c *Config) SecretFiles() []string {
 	var out []string
 	for _, cr := range c.Credentials {
-		if cr.KeyFile != "" {
-			out = append(out, cr.KeyFile)
-		}
+		out = append(out, cr.KeyFile)
 	}
-	if c.Quota.Redis.URLFile != "" {
-		out = append(out, c.Quota.Redis.URLFile)
-	}
-	if c.Quota.Redis.Sentinel.PasswordFile != "" {
-		out = append(out, c.Quota.Redis.Sentinel.PasswordFile)
-	}
-	if c.Runs.CheckinURLFile != "" {
-		out = append(out, c.Runs.CheckinURLFile)
-	}
-	return out
+	out = append(out, c.Quota.Redis.URLFile, c.Quota.Redis.Sentinel.PasswordFile, c.Runs.CheckinURLFile)
+	return slices.DeleteFunc(out, func(f string) bool { return f == "" })
 }
