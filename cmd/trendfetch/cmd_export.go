@@ -53,7 +53,8 @@ region under the dataset's names (USvideos.csv, US_youtube_trending_data.csv;
 US.jsonl). A CSV of several regions in one file (or on standard output) is
 refused unless --region-column adds the region to each row. --output FILE is
 written to a temporary file and renamed when complete: a failed export leaves
-no partial file.
+no partial file. A FIFO, a device (/dev/null), /dev/stdout or another
+symbolic link is written in place instead, as the shell's > does.
 
 --every day (the datasets' one row per video per day) keeps each region's last
 complete capture of each UTC day; --every capture keeps all captures, partial
@@ -238,10 +239,11 @@ type exportSinks struct {
 // exportSink is one output: its temporary file (nil for standard output),
 // buffer and writer; w is nil once the sink is flushed and closed.
 type exportSink struct {
-	tmp  *os.File
-	path string
-	bw   *bufio.Writer
-	w    store.ExportWriter
+	tmp    *os.File // renamed to path by commit
+	direct *os.File // path itself, written in place (createOutput)
+	path   string
+	bw     *bufio.Writer
+	w      store.ExportWriter
 }
 
 // datasetFile is the file name of region's rows in a dataset layout
@@ -302,15 +304,17 @@ func (x *exportSinks) writer(region string, at time.Time) (store.ExportWriter, e
 				return nil, err
 			}
 		}
-		tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
+		f, inPlace, err := createOutput(path)
 		if err != nil {
 			return nil, usagef("trendfetch export --output FILE", "--output %s: %v", path, err)
 		}
-		s.tmp, out = tmp, tmp
-		x.sinks[path] = s // abort removes it from here on
-		if err := tmp.Chmod(0o644); err != nil {
-			return nil, err
+		out = f
+		if inPlace {
+			s.direct = f
+		} else {
+			s.tmp = f
 		}
+		x.sinks[path] = s // abort removes it from here on
 	}
 	s.bw = bufio.NewWriterSize(out, 256<<10)
 	w, err := store.NewExportWriter(s.bw, x.format)
@@ -334,6 +338,11 @@ func (s *exportSink) finish() error {
 	s.w, s.bw = nil, nil
 	if s.tmp != nil {
 		return s.tmp.Close()
+	}
+	if s.direct != nil {
+		f := s.direct
+		s.direct = nil
+		return f.Close()
 	}
 	return nil
 }
@@ -371,7 +380,32 @@ func (x *exportSinks) abort() {
 			s.tmp.Close()
 			os.Remove(s.tmp.Name())
 		}
+		if s.direct != nil {
+			s.direct.Close()
+		}
 	}
+}
+
+// createOutput opens the file an export writes to path. A new path or a
+// regular file is written under a temporary name in its directory (mode
+// 0644), which commit renames to path; anything else is written in place
+// (inPlace), as a shell's > does: a FIFO, a device such as /dev/null, or a
+// symbolic link such as /dev/stdout or a process substitution's /dev/fd/N
+// (replacing those would destroy the node, or leave the reader nothing).
+// A directory is refused ("is a directory").
+func createOutput(path string) (f *os.File, inPlace bool, err error) {
+	if fi, err := os.Lstat(path); err == nil && !fi.Mode().IsRegular() {
+		f, err := os.OpenFile(path, os.O_WRONLY|os.O_TRUNC, 0) // a directory: EISDIR
+		return f, true, err
+	}
+	f, err = os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
+	if err == nil {
+		if err = f.Chmod(0o644); err != nil {
+			f.Close()
+			os.Remove(f.Name())
+		}
+	}
+	return f, false, err
 }
 
 // parseSince reads --since: RFC 3339, or a date (UTC) meaning its start.

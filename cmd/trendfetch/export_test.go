@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -447,5 +448,77 @@ func TestExportSinksAbort(t *testing.T) {
 	})
 	if len(left) != 0 {
 		t.Errorf("files left by failed exports: %v", left)
+	}
+}
+
+// TestExportOutputSpecialFiles (issue 31 item 1): --output writes a FIFO, a
+// character device or /dev/stdout in place; only a regular file or a new
+// path is replaced by a rename, and a directory where a file goes is a
+// usage error.
+func TestExportOutputSpecialFiles(t *testing.T) {
+	e := newEnv(t)
+	fillStore(t, e, 1, "US")
+	want := 1 + 200 // header and one capture
+
+	fifo := filepath.Join(e.dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan string, 1)
+	go func() {
+		b, _ := os.ReadFile(fifo) // blocks until the export opens it
+		got <- string(b)
+	}()
+	if res := e.run("export", "--output", fifo); res.code != 0 {
+		t.Fatalf("--output FIFO: exit %d\n%s", res.code, res.stderr)
+	}
+	select {
+	case b := <-got:
+		if n := len(csvRecords(t, b)); n != want {
+			t.Errorf("the FIFO's reader got %d records, want %d", n, want)
+		}
+	case <-time.After(5 * time.Second):
+		if w, err := os.OpenFile(fifo, os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
+			w.Close() // the reader's EOF
+		}
+		t.Errorf("the FIFO's reader got nothing")
+	}
+	if fi, err := os.Lstat(fifo); err != nil || fi.Mode()&os.ModeNamedPipe == 0 {
+		t.Errorf("the FIFO was replaced: %v %v", fi.Mode(), err)
+	}
+
+	// A character device: a copy of /dev/null (mknod needs root) first, so
+	// that a regression fails here before it can replace the real one.
+	for _, dev := range []string{filepath.Join(e.dir, "null"), os.DevNull} {
+		if dev != os.DevNull {
+			if err := syscall.Mknod(dev, syscall.S_IFCHR|0o666, 1<<8|3); err != nil {
+				t.Logf("mknod %s: %v (not root?): only %s is tried", dev, err, os.DevNull)
+				continue
+			}
+		}
+		if res := e.run("export", "--output", dev); res.code != 0 {
+			t.Errorf("--output %s: exit %d\n%s", dev, res.code, res.stderr)
+		}
+		if fi, err := os.Lstat(dev); err != nil || fi.Mode()&os.ModeCharDevice == 0 {
+			t.Fatalf("%s is no longer a character device: %v %v", dev, fi.Mode(), err)
+		}
+	}
+
+	// /dev/stdout (a symbolic link to the process's descriptor 1, a pipe here).
+	if res := e.run("export", "--output", "/dev/stdout"); res.code != 0 || len(csvRecords(t, res.stdout)) != want {
+		t.Errorf("--output /dev/stdout: exit %d, %d bytes out\n%s", res.code, len(res.stdout), res.stderr)
+	}
+
+	// A directory where a region's file goes.
+	dir := filepath.Join(e.dir, "datasets")
+	if err := os.MkdirAll(filepath.Join(dir, "USvideos.csv"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	res := e.run("export", "--output", dir+"/")
+	if res.code != 2 || !strings.Contains(res.stderr, "USvideos.csv") || !strings.Contains(res.stderr, "is a directory") {
+		t.Errorf("a directory where a file goes: exit %d\n%s", res.code, res.stderr)
+	}
+	if names := dirNames(t, dir); !slices.Equal(names, []string{"USvideos.csv"}) {
+		t.Errorf("left in %s: %v", dir, names)
 	}
 }
