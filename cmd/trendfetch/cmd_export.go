@@ -172,6 +172,9 @@ Costs no quota.`,
 					return usagef("trendfetch export --output DIR/", "--output %s: %v", dir, err)
 				}
 			}
+			if x.file == "" && dir == "" && format == "parquet" && stdoutIsTerminal() {
+				return usagef("trendfetch export --format parquet --output charts.parquet", "--format parquet writes binary: not to a terminal; use --output FILE or redirect standard output")
+			}
 			if x.file == "" && dir == "" {
 				// Standard output: a reader that stops early (export | head)
 				// ends the export quietly (EPIPE below), not by SIGPIPE.

@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/trendfetch/trendfetch/internal/fetch/youtubetest"
 	"github.com/trendfetch/trendfetch/internal/store"
 	"github.com/trendfetch/trendfetch/internal/store/storetest"
@@ -520,5 +522,77 @@ func TestExportOutputSpecialFiles(t *testing.T) {
 	}
 	if names := dirNames(t, dir); !slices.Equal(names, []string{"USvideos.csv"}) {
 		t.Errorf("left in %s: %v", dir, names)
+	}
+}
+
+// openPTY opens a pseudo-terminal (/dev/ptmx, pts(4)) and returns its
+// controller and terminal ends, closed with the test.
+func openPTY(t *testing.T) (ptmx, tty *os.File) {
+	t.Helper()
+	ptmx, err := os.OpenFile("/dev/ptmx", os.O_RDWR|syscall.O_NOCTTY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ptmx.Close() })
+	fd := int(ptmx.Fd())
+	if err := unix.IoctlSetPointerInt(fd, unix.TIOCSPTLCK, 0); err != nil {
+		t.Fatal(err)
+	}
+	n, err := unix.IoctlGetInt(fd, unix.TIOCGPTN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tty, err = os.OpenFile(fmt.Sprintf("/dev/pts/%d", n), os.O_RDWR|syscall.O_NOCTTY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tty.Close() })
+	return ptmx, tty
+}
+
+// TestExportParquetNotToATerminal (issue 31 item 15): Parquet on a
+// terminal is refused with a hint, and nothing is written to it.
+func TestExportParquetNotToATerminal(t *testing.T) {
+	e := newEnv(t)
+	fillStore(t, e, 1, "US")
+	ptmx, tty := openPTY(t)
+	cmd := exec.Command(binary, "export", "--format", "parquet")
+	for k, v := range e.vars {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	var stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = tty, &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	shown := make(chan int)
+	go func() { // what reached the terminal
+		b := make([]byte, 1<<20)
+		n := 0
+		for {
+			k, err := ptmx.Read(b)
+			n += k
+			if err != nil {
+				shown <- n
+				return
+			}
+		}
+	}()
+	cmd.Wait()
+	tty.Close()
+	res := humanErrors(stderr.String())
+	if code := cmd.ProcessState.ExitCode(); code != 2 || !strings.Contains(res, "not to a terminal") || !strings.Contains(res, "Try: trendfetch export --format parquet --output") {
+		t.Errorf("parquet to a terminal: exit %d\n%s", code, res)
+	}
+	select {
+	case n := <-shown:
+		if n != 0 {
+			t.Errorf("%d bytes written to the terminal", n)
+		}
+	case <-time.After(5 * time.Second):
+		t.Errorf("the terminal's reader did not end")
+	}
+	if res := e.run("export", "--format", "parquet"); res.code != 0 || !strings.HasPrefix(res.stdout, "PAR1") {
+		t.Errorf("parquet to a pipe: exit %d\n%s", res.code, res.stderr)
 	}
 }
