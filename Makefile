@@ -34,6 +34,7 @@ FUZZTIME    ?= 8s
 test:
 	@scripts/ensure-redis.sh
 	@scripts/ensure-duckdb.sh
+	@scripts/ensure-openapi.sh
 	@scripts/ensure-kubernetes-models.sh
 	$(GO) vet ./...
 	$(GO) run $(STATICCHECK) ./...

@@ -36,6 +36,9 @@ func TestServeSettings(t *testing.T) {
 		{"serve: {max_conns: -1}", "serve.max_conns"},
 		{"serve: {rate_limit: {limit: 3000000000}}", "serve.rate_limit.limit"},
 		{"serve: {max_conns: 10, max_conns_per_ip: 11}", "serve.max_conns_per_ip"},
+		{"serve: {cors_origins: [\"https://app.example.org\", \"http://127.0.0.1:3000\"]}", ""},
+		{"serve: {cors_origins: [\"https://app.example.org/\"]}", "serve.cors_origins[0]"},
+		{"serve: {cors_origins: [\"*\"]}", "serve.cors_origins[0]"},
 	} {
 		_, err := parse(tc.yaml)
 		var ve *ValidationError

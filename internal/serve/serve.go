@@ -495,6 +495,8 @@ var openAPI = func() []byte {
 		"${MAX_SEARCH_LIMIT}", n(store.MaxSearchLimit), "${DEFAULT_SEARCH_LIMIT}", n(store.DefaultSearchLimit),
 		"${MAX_LIMIT}", n(MaxLimit), "${DEFAULT_LIMIT}", n(DefaultLimit),
 		"${DASHBOARD_RUNS}", n(DashboardRuns), "${DASHBOARD_ENTRIES}", n(DashboardEntries),
+		"${HEAVY_PER_CLIENT}", n(HeavyPerClient), "${MAX_RESPONSE_BYTES}", n(MaxResponseBytes),
+		"${SEARCH_CANDIDATES}", n(store.SearchCandidates), "${MAX_REASON_BYTES}", n(store.MaxReasonBytes),
 	).Replace(string(b)))
 }()
 
