@@ -336,3 +336,69 @@ func procStatusMB(field string) float64 {
 	}
 	return 0
 }
+
+// BenchmarkOtherClientUnderHeavyLoad (issue 31 item 4): client B's
+// /v1/dashboard alone (idle_ms, p50) and while client A sends 4 streams of
+// substring-minus-word searches, the trigram fill-up's heaviest form
+// (loaded_ms), at 200k videos; ratio is loaded/idle (the target: under 2).
+// Requests go to the handler directly, from two addresses.
+func BenchmarkOtherClientUnderHeavyLoad(b *testing.B) {
+	st, err := store.OpenReadOnly(context.Background(), benchStore(b))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer st.Close()
+	h := Handler(Options{Store: st, Log: zerolog.Nop(),
+		Regions: func(time.Time) []Region { return []Region{{Region: "US"}, {Region: "GB"}} }})
+	serve := func(addr, path string) {
+		req := httptest.NewRequest("GET", path, nil)
+		req.RemoteAddr, req.Host = addr, "127.0.0.1"
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if rec.Code != 200 {
+			b.Errorf("%s: %d %.200s", path, rec.Code, rec.Body)
+		}
+	}
+	var heavy []string
+	for _, w := range benchVocab.Words[:8] {
+		if len(w) > 5 {
+			heavy = append(heavy, "/v1/search?q="+url.QueryEscape(w[1:len(w)-1]+" -"+w))
+		}
+	}
+	p50 := func() float64 {
+		lat := make([]time.Duration, 0, b.N)
+		for range b.N {
+			t0 := time.Now()
+			serve("192.0.2.2:1", "/v1/dashboard")
+			lat = append(lat, time.Since(t0))
+		}
+		slices.Sort(lat)
+		return float64(lat[len(lat)/2].Microseconds()) / 1000
+	}
+	serve("192.0.2.2:1", "/v1/dashboard") // warm
+	b.ResetTimer()
+	idle := p50()
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := i; ; j++ {
+				select {
+				case <-stop:
+					return
+				default:
+					serve("192.0.2.1:1", heavy[j%len(heavy)])
+				}
+			}
+		}()
+	}
+	time.Sleep(100 * time.Millisecond)
+	loaded := p50()
+	close(stop)
+	wg.Wait()
+	b.ReportMetric(idle, "idle_ms")
+	b.ReportMetric(loaded, "loaded_ms")
+	b.ReportMetric(loaded/idle, "ratio")
+}
