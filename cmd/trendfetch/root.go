@@ -192,7 +192,7 @@ Redis shared by every host); on denial a run stops cleanly and exits 75.
 	a.flags = map[string]*string{}
 	for _, s := range config.Settings() {
 		if s.Flag != "" {
-			a.flags[s.Flag] = root.PersistentFlags().String(s.Flag, "", s.Help)
+			a.flags[s.Flag] = root.PersistentFlags().String(s.Flag, "", s.Help+"; env $"+s.Env)
 		}
 	}
 	root.AddCommand(newRunCmd(a), newSearchCmd(a), newRunsCmd(a), newQuotaCmd(a), newVersionCmd(a))

@@ -33,7 +33,7 @@ type Setting struct {
 // settings is the table; see Settings.
 var settings = []Setting{
 	{Env: "TRENDFETCH_CONFIG", Flag: "config", File: true,
-		Help: "config file (default $TRENDFETCH_CONFIG or $XDG_CONFIG_HOME/trendfetch/config.yaml)"},
+		Help: "config file (default $XDG_CONFIG_HOME/trendfetch/config.yaml)"},
 	{Key: "database", Env: "TRENDFETCH_DATABASE", Flag: "database", File: true, Always: true,
 		Help: "SQLite database file (default $XDG_DATA_HOME/trendfetch/trendfetch.db)"},
 	{Key: "credential", Env: "TRENDFETCH_CREDENTIAL", Flag: "credential", Default: DefaultCredential,
