@@ -228,7 +228,7 @@ func (c *Config) Validate() error {
 	default:
 		return invalid("quota.backend", c.Quota.Backend, "want sqlite or redis")
 	}
-	if err := c.Quota.Redis.validate(c.Quota.Backend); err != nil {
+	if err := c.validateRedis(); err != nil {
 		return err
 	}
 	if _, _, err := c.Limits(); err != nil {

@@ -3,9 +3,7 @@ package config
 import (
 	"errors"
 	"fmt"
-	"net"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -13,6 +11,7 @@ import (
 
 	"github.com/trendfetch/trendfetch/internal/callsite"
 	"github.com/trendfetch/trendfetch/internal/quota"
+	"github.com/trendfetch/trendfetch/internal/redisconn"
 )
 
 // Quota is the `quota` section: the limiter's backend, buckets, costs and
@@ -36,42 +35,12 @@ type QuotaSQLite struct {
 	Path string `yaml:"path"`
 }
 
-// QuotaRedis is quota.redis, the Redis backend (quota.WithRedisWaitReplicas
-// for WaitReplicas).
-type QuotaRedis struct {
-	URLFile      string        `yaml:"url_file"`
-	Cluster      []string      `yaml:"cluster"`
-	Sentinel     RedisSentinel `yaml:"sentinel"`
-	WaitReplicas int           `yaml:"wait_replicas"`
-	WaitTimeout  Duration      `yaml:"wait_timeout"`
-	URL          string        `yaml:"-"` // from TRENDFETCH_REDIS_URL or URLFile
-}
-
-// RedisSentinel is quota.redis.sentinel: the master's name, some Sentinels'
-// host:port, and the Sentinels' own user and password (the master's
-// password comes from the URL).
-type RedisSentinel struct {
-	Master       string   `yaml:"master"`
-	Addrs        []string `yaml:"addrs"`
-	Username     string   `yaml:"username"`
-	PasswordFile string   `yaml:"password_file"`
-	Password     string   `yaml:"-"` // from TRENDFETCH_REDIS_SENTINEL_PASSWORD or PasswordFile
-}
-
-// Configured reports whether a Sentinel master or address is set.
-func (s RedisSentinel) Configured() bool { return s.Master != "" || len(s.Addrs) > 0 }
-
-// Configured reports whether any Redis is configured: a URL, Cluster
-// addresses or Sentinel.
-func (r QuotaRedis) Configured() bool {
-	return r.URL != "" || len(r.Cluster) > 0 || r.Sentinel.Configured()
-}
-
-// Bounds of quota.redis.wait_timeout: WAIT 0 would block forever; a
-// decision must never wait for long (docs/design.md §4 "Short timeouts").
-const (
-	minWaitTimeout = time.Millisecond
-	maxWaitTimeout = 10 * time.Second
+// QuotaRedis is quota.redis, the Redis backend's settings, and
+// RedisSentinel quota.redis.sentinel (package redisconn, which connects
+// with them and checks them).
+type (
+	QuotaRedis    = redisconn.Settings
+	RedisSentinel = redisconn.Sentinel
 )
 
 // BucketConfig is one entry of quota.buckets. Algorithm may only be log
@@ -282,64 +251,20 @@ func (c *Config) Policy(method string) callsite.Policy {
 	return callsite.FailOpen
 }
 
-// validate checks the URL (for the redis backend, without quoting it), the
-// Cluster and Sentinel addresses, their combination and the WAIT settings, naming the setting (backend is quota.backend).
-func (r QuotaRedis) validate(backend string) error {
-	if backend == "redis" {
-		if err := validateRedisURL(r.URL); err != nil {
-			return err
+// validateRedis checks quota.redis (redisconn.Settings.Check), naming the
+// setting: the Sentinels' password by its environment variable.
+func (c *Config) validateRedis() error {
+	var se *redisconn.SettingError
+	switch err := c.Quota.Redis.Check("quota.redis.", c.Quota.Backend == "redis"); {
+	case errors.As(err, &se) && se.Setting == "quota.redis.url":
+		s := Lookup("quota.redis.url")
+		return invalid(s.Env+" / "+s.Secret, se.Value, "%s", se.Reason)
+	case errors.As(err, &se):
+		if se.Setting == "quota.redis.sentinel.password" {
+			se.Setting = Lookup(se.Setting).Env
 		}
+		return invalid(se.Setting, se.Value, "%s", se.Reason)
+	default:
+		return err
 	}
-	for i, a := range r.Cluster {
-		if err := checkHostPort(a); err != nil {
-			return invalid(fmt.Sprintf("quota.redis.cluster[%d]", i), a, "%s", err)
-		}
-	}
-	s := r.Sentinel
-	for i, a := range s.Addrs {
-		if err := checkHostPort(a); err != nil {
-			return invalid(fmt.Sprintf("quota.redis.sentinel.addrs[%d]", i), a, "%s", err)
-		}
-	}
-	switch {
-	case len(s.Addrs) > 0 && s.Master == "":
-		return invalid("quota.redis.sentinel.master", `""`, "required with quota.redis.sentinel.addrs: the master name of `sentinel monitor <name> ...`")
-	case s.Master != "" && len(s.Addrs) == 0:
-		return invalid("quota.redis.sentinel.addrs", "[]", "at least one Sentinel host:port is needed for master %q", s.Master)
-	case !s.Configured() && s.Username != "":
-		return invalid("quota.redis.sentinel.username", s.Username, "needs quota.redis.sentinel.master and addrs: it authenticates to the Sentinels")
-	case !s.Configured() && s.PasswordFile != "":
-		return invalid("quota.redis.sentinel.password_file", s.PasswordFile, "needs quota.redis.sentinel.master and addrs: it authenticates to the Sentinels")
-	case !s.Configured() && s.Password != "":
-		return invalid("TRENDFETCH_REDIS_SENTINEL_PASSWORD", "(set)", "needs quota.redis.sentinel.master and addrs: it authenticates to the Sentinels; unset it")
-	case s.Configured() && len(r.Cluster) > 0:
-		return invalid("quota.redis.sentinel", s.Master, "cannot be combined with quota.redis.cluster (Cluster fails over by itself): set one of them")
-	}
-	if s.Configured() && strings.HasPrefix(r.URL, "unix:") {
-		return invalid("quota.redis.sentinel", s.Master, "the Redis URL is a unix socket, but with Sentinel the master's address comes from the Sentinels: use redis:// or rediss://")
-	}
-	if r.WaitReplicas < 0 {
-		return invalid("quota.redis.wait_replicas", r.WaitReplicas, "must be >= 0 (0 = do not wait for replicas)")
-	}
-	if r.WaitReplicas > 0 {
-		if backend != "redis" {
-			return invalid("quota.redis.wait_replicas", r.WaitReplicas, "applies to the redis quota backend only, and quota.backend is %s", backend)
-		}
-		if t := r.WaitTimeout.Std(); t < minWaitTimeout || t > maxWaitTimeout {
-			return invalid("quota.redis.wait_timeout", t, "must be between %s and %s", minWaitTimeout, maxWaitTimeout)
-		}
-	}
-	return nil
-}
-
-// checkHostPort accepts "host:port" with a non-empty host and a port 1-65535.
-func checkHostPort(addr string) error {
-	host, port, err := net.SplitHostPort(addr)
-	if err != nil || host == "" {
-		return errors.New("want host:port, e.g. 10.0.0.5:26379")
-	}
-	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
-		return fmt.Errorf("port %q: want 1-65535", port)
-	}
-	return nil
 }
