@@ -34,7 +34,7 @@ func TestMachineShapes(t *testing.T) {
 	}
 	h := Hit{VideoID: "abc", Title: "T", Score: -1.5}
 	b, _ = json.Marshal(h)
-	if want := `{"video_id":"abc","title":"T","channel_title":"","snippet":"","score":-1.5,"last_seen":null,"regions":[]}`; string(b) != want {
+	if want := `{"video_id":"abc","title":"T","channel_title":"","snippet":"","highlights":[],"score":-1.5,"last_seen":null,"regions":[]}`; string(b) != want {
 		t.Errorf("hit JSON = %s, want %s", b, want)
 	}
 	var back Hit
