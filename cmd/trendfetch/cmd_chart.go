@@ -148,15 +148,7 @@ func humanInt(p *int64) string {
 	if p == nil {
 		return "-"
 	}
-	s := strconv.FormatInt(*p, 10)
-	neg := ""
-	if s[0] == '-' {
-		neg, s = "-", s[1:]
-	}
-	for i := len(s) - 3; i > 0; i -= 3 {
-		s = s[:i] + "," + s[i:]
-	}
-	return neg + s
+	return termtext.Thousands(*p)
 }
 
 // stdoutIsTerminal reports whether the process's stdout is a terminal

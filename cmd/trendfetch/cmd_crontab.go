@@ -14,6 +14,7 @@ import (
 	"github.com/trendfetch/trendfetch/internal/config"
 	"github.com/trendfetch/trendfetch/internal/deploy"
 	"github.com/trendfetch/trendfetch/internal/schedule"
+	"github.com/trendfetch/trendfetch/internal/termtext"
 )
 
 func newCrontabCmd(a *app) *cobra.Command {
@@ -87,7 +88,7 @@ the ConfigMap "trendfetch"), with the kubectl steps in the header.`,
 				}
 				return a.printKubernetes(sc, image)
 			}
-			return usagef("trendfetch crontab --format systemd", "--format %q: want cron, systemd or kubernetes", config.Truncate(format, 40))
+			return usagef("trendfetch crontab --format systemd", "--format %q: want cron, systemd or kubernetes", termtext.Clip(format, 40))
 		},
 	}
 	cmd.Flags().Var(&every, "every", "interval between runs of a region (default: schedule.every, 2h)")
@@ -243,7 +244,7 @@ func writable(name, value string) error {
 		return nil
 	}
 	return usagef("", "%s = %s: holds a newline or another control character, which cannot be written safely into a crontab line or a systemd unit; use a name without them",
-		name, config.Truncate(value, maxEcho))
+		name, termtext.Clip(value, maxEcho))
 }
 
 // exitCodesShort is the exit-code table in one line: "0 ok, 1 error, ...".

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/trendfetch/trendfetch/internal/plan"
+	"github.com/trendfetch/trendfetch/internal/termtext"
 )
 
 // errPlan is the error of a plan that does not fit (exit 2: a configuration
@@ -101,22 +102,10 @@ func printPlan(a *app, p *plan.Plan) {
 		}
 		dom := "-"
 		if b.Dominant.Units > 0 {
-			dom = fmt.Sprintf("%s %s: %s of %s units", strings.Join(b.Dominant.Regions, " "), b.Dominant.Schedule, thousands(b.Dominant.Units), thousands(b.Limit))
+			dom = fmt.Sprintf("%s %s: %s of %s units", strings.Join(b.Dominant.Regions, " "), b.Dominant.Schedule, termtext.Thousands(b.Dominant.Units), termtext.Thousands(b.Limit))
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", name, thousands(b.Units.Least), thousands(b.Units.Expected),
-			thousands(b.Units.Most), thousands(b.Limit), b.Verdict, dom)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", name, termtext.Thousands(b.Units.Least), termtext.Thousands(b.Units.Expected),
+			termtext.Thousands(b.Units.Most), termtext.Thousands(b.Limit), b.Verdict, dom)
 	}
 	tw.Flush()
-}
-
-// thousands writes n with commas: 9500 -> "9,500".
-func thousands(n int64) string {
-	s := fmt.Sprint(n)
-	if n < 0 {
-		return "-" + thousands(-n)
-	}
-	for i := len(s) - 3; i > 0; i -= 3 {
-		s = s[:i] + "," + s[i:]
-	}
-	return s
 }

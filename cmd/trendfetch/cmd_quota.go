@@ -13,7 +13,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/trendfetch/trendfetch/internal/config"
 	"github.com/trendfetch/trendfetch/internal/fetch"
 	"github.com/trendfetch/trendfetch/internal/quota"
 	"github.com/trendfetch/trendfetch/internal/store"
@@ -176,7 +175,7 @@ project) is counted. Stops at the first denial and exits 75.`,
 				if s := termtext.Closest(method, known); s != "" {
 					hint = "trendfetch quota charge --method " + s
 				}
-				return usagef(hint, "--method %q: not in the cost table (quota.costs has %s)", config.Truncate(method, 80), strings.Join(known, ", "))
+				return usagef(hint, "--method %q: not in the cost table (quota.costs has %s)", termtext.Clip(method, 80), strings.Join(known, ", "))
 			}
 			lim, err := openLimiter(a.cfg, a.log)
 			if err != nil {

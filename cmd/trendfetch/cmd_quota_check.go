@@ -10,7 +10,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/trendfetch/trendfetch/internal/config"
 	"github.com/trendfetch/trendfetch/internal/quota"
 	"github.com/trendfetch/trendfetch/internal/termtext"
 )
@@ -79,7 +78,7 @@ Exit 0 when the calls fit now, 75 when they fit later, 2 when they never fit
 			if !ok {
 				known := sortedCostKeys(a.cfg.Quota.Costs)
 				return usagef("trendfetch quota check --method "+cmp.Or(termtext.Closest(method, known), known[0]),
-					"--method %q: not in the cost table (quota.costs has %s)", config.Truncate(method, 80), strings.Join(known, ", "))
+					"--method %q: not in the cost table (quota.costs has %s)", termtext.Clip(method, 80), strings.Join(known, ", "))
 			}
 			var st quota.Status
 			if a.quotaDBMissing() {

@@ -16,6 +16,7 @@ import (
 	"github.com/trendfetch/trendfetch/internal/quota"
 	"github.com/trendfetch/trendfetch/internal/regions"
 	"github.com/trendfetch/trendfetch/internal/store"
+	"github.com/trendfetch/trendfetch/internal/termtext"
 )
 
 func newRunCmd(a *app) *cobra.Command {
@@ -41,7 +42,7 @@ and trendfetch exits 75; the next cron tick resumes.
 			if code, err := regions.Parse(args[0]); err == nil {
 				return usagef("trendfetch run --region "+code, "run takes regions as --region %s, not as an argument", code)
 			}
-			return usagef("trendfetch run --region US", "run takes no arguments (got %q): regions are given as --region CODE", config.Truncate(args[0], 80))
+			return usagef("trendfetch run --region US", "run takes no arguments (got %q): regions are given as --region CODE", termtext.Clip(args[0], 80))
 		},
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if len(regionFlags) == 0 && !all {

@@ -11,12 +11,12 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/trendfetch/trendfetch/internal/config"
 	"github.com/trendfetch/trendfetch/internal/fetch"
 	"github.com/trendfetch/trendfetch/internal/metrics"
 	"github.com/trendfetch/trendfetch/internal/quota"
 	"github.com/trendfetch/trendfetch/internal/schedule"
 	"github.com/trendfetch/trendfetch/internal/sdnotify"
+	"github.com/trendfetch/trendfetch/internal/termtext"
 )
 
 func newScheduleCmd(a *app) *cobra.Command {
@@ -64,7 +64,7 @@ func checkListenAddr(addr string) error {
 		return errors.New("want host:port, e.g. 127.0.0.1:9464")
 	}
 	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
-		return fmt.Errorf("port %q: want a number 0-65535", config.Truncate(port, 20))
+		return fmt.Errorf("port %q: want a number 0-65535", termtext.Clip(port, 20))
 	}
 	return nil
 }
@@ -87,7 +87,7 @@ func (a *app) schedule(ctx context.Context, metricsAddr, serveAddr string) error
 	var ln net.Listener
 	if metricsAddr != "" {
 		if err := checkListenAddr(metricsAddr); err != nil {
-			return usagef("trendfetch schedule --metrics-addr 127.0.0.1:9464", "--metrics-addr %q: %v", config.Truncate(metricsAddr, 80), err)
+			return usagef("trendfetch schedule --metrics-addr 127.0.0.1:9464", "--metrics-addr %q: %v", termtext.Clip(metricsAddr, 80), err)
 		}
 		if ln, err = net.Listen("tcp", metricsAddr); err != nil {
 			return fmt.Errorf("cannot serve metrics: %w", err)

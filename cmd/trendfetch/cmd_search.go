@@ -7,7 +7,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/trendfetch/trendfetch/internal/config"
 	"github.com/trendfetch/trendfetch/internal/regions"
 	"github.com/trendfetch/trendfetch/internal/store"
 	"github.com/trendfetch/trendfetch/internal/termtext"
@@ -68,7 +67,7 @@ No API call is made.`,
 				return enc.Encode(hits)
 			}
 			if len(hits) == 0 {
-				fmt.Fprintf(a.stdout, "no videos match %q\n", config.Truncate(text, maxEcho))
+				fmt.Fprintf(a.stdout, "no videos match %q\n", termtext.Clip(text, maxEcho))
 				return nil
 			}
 			for i, h := range hits {

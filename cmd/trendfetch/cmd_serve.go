@@ -10,7 +10,6 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
 
-	"github.com/trendfetch/trendfetch/internal/config"
 	"github.com/trendfetch/trendfetch/internal/metrics"
 	"github.com/trendfetch/trendfetch/internal/quota"
 	"github.com/trendfetch/trendfetch/internal/regions"
@@ -18,6 +17,7 @@ import (
 	"github.com/trendfetch/trendfetch/internal/secret"
 	"github.com/trendfetch/trendfetch/internal/serve"
 	"github.com/trendfetch/trendfetch/internal/store"
+	"github.com/trendfetch/trendfetch/internal/termtext"
 )
 
 // serveShutdownGrace bounds a graceful stop: connections still open then
@@ -77,7 +77,7 @@ func (a *app) listenServe() (net.Listener, string, error) {
 	sc := a.cfg.Serve
 	host, _, err := net.SplitHostPort(sc.Addr)
 	if err != nil {
-		return nil, "", usagef("trendfetch serve --addr 127.0.0.1:8080", "--addr %q: want host:port (%v)", config.Truncate(sc.Addr, 80), err)
+		return nil, "", usagef("trendfetch serve --addr 127.0.0.1:8080", "--addr %q: want host:port (%v)", termtext.Clip(sc.Addr, 80), err)
 	}
 	token := ""
 	if sc.TokenFile != "" {

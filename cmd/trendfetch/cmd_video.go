@@ -12,7 +12,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/trendfetch/trendfetch/internal/config"
 	"github.com/trendfetch/trendfetch/internal/store"
 	"github.com/trendfetch/trendfetch/internal/termtext"
 )
@@ -118,7 +117,7 @@ func parseVideoID(s string) (string, error) {
 		return s, nil
 	}
 	bad := func(why string) error {
-		return fmt.Errorf("%q is not a video: %s; give its 11-character id (A-Z a-z 0-9 _ -) or a link such as https://www.youtube.com/watch?v=ID, youtu.be/ID, youtube.com/shorts/ID", config.Truncate(s, 80), why)
+		return fmt.Errorf("%q is not a video: %s; give its 11-character id (A-Z a-z 0-9 _ -) or a link such as https://www.youtube.com/watch?v=ID, youtu.be/ID, youtube.com/shorts/ID", termtext.Clip(s, 80), why)
 	}
 	if s == "" {
 		return "", bad("empty")

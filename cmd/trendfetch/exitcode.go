@@ -179,7 +179,7 @@ func flagError(c *cobra.Command, err error) error {
 	case strings.Contains(err.Error(), "time: "), strings.Contains(err.Error(), "want a duration"):
 		want = "a duration such as 30s, 2h or 90d"
 	}
-	return fmt.Errorf("%s %q: want %s", m[2], config.Truncate(m[1], 80), want)
+	return fmt.Errorf("%s %q: want %s", m[2], termtext.Clip(m[1], 80), want)
 }
 
 // argsAreUsage makes the positional-argument validators of c and its

@@ -650,7 +650,9 @@ func assertKept(t *testing.T, e *env, db string, chart []*youtube.Video) {
 		t.Fatalf("first run not kept: %+v", runs)
 	}
 	res := e.run("--database", db, "search", "--json", "--region", "US", chart[7].Snippet.Title)
-	var hits []store.Hit
+	var hits []struct {
+		VideoID string `json:"video_id"`
+	}
 	if res.code != 0 || json.Unmarshal([]byte(res.stdout), &hits) != nil || len(hits) == 0 || hits[0].VideoID != chart[7].Id {
 		t.Errorf("stored video not found after the fault: exit %d %s%s", res.code, res.stdout, res.stderr)
 	}

@@ -226,7 +226,9 @@ func TestRunEndToEndRecordedUSChart(t *testing.T) {
 	if res.code != 0 {
 		t.Fatalf("search exit %d: %s", res.code, res.stderr)
 	}
-	var hits []store.Hit
+	var hits []struct {
+		VideoID string `json:"video_id"`
+	}
 	if err := json.Unmarshal([]byte(res.stdout), &hits); err != nil {
 		t.Fatalf("search --json: %v\n%s", err, res.stdout)
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/trendfetch/trendfetch/internal/checkin"
 	"github.com/trendfetch/trendfetch/internal/config"
 	"github.com/trendfetch/trendfetch/internal/secret"
+	"github.com/trendfetch/trendfetch/internal/termtext"
 )
 
 // Main runs trendfetch with args and returns the process exit code.
@@ -85,7 +86,7 @@ func (a *app) reportError(err error, code int) {
 	if errors.As(err, &rf) {
 		lines = strings.Split(rf.Error(), "\n")
 	} else {
-		lines = []string{config.Truncate(oneLine(err), maxErrorLine)}
+		lines = []string{termtext.Clip(oneLine(err), maxErrorLine)}
 	}
 	hint := ""
 	var ue *usageError

@@ -96,7 +96,9 @@ func TestHumanOutputIsTerminalSafe(t *testing.T) {
 	if !strings.Contains(res.stdout, `"`+hostileTitle+`"`) {
 		t.Errorf("chart --csv changed the title:\n%.300q", res.stdout)
 	}
-	var hits []store.Hit
+	var hits []struct {
+		Title string `json:"title"`
+	}
 	res = e.run("search", "zebrahostile", "--json")
 	if err := json.Unmarshal([]byte(res.stdout), &hits); err != nil || len(hits) != 1 || hits[0].Title != hostileTitle {
 		t.Errorf("search --json changed the title: %v %+v", err, hits)

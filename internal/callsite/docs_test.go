@@ -13,6 +13,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/trendfetch/trendfetch/internal/callsite"
+	"github.com/trendfetch/trendfetch/internal/termtext"
 )
 
 var update = flag.Bool("update", false, "rewrite README.md's call-site block from the table")
@@ -40,7 +41,7 @@ func readmeBlock() string {
 			}
 		}
 		window := strings.TrimSuffix(strings.TrimSuffix(bk.Window.String(), "0s"), "0m")
-		fmt.Fprintf(&b, "- `%s`: %s per %s; %s\n", bk.Name, thousands(bk.Limit), window, strings.Join(charges, ", "))
+		fmt.Fprintf(&b, "- `%s`: %s per %s; %s\n", bk.Name, termtext.Thousands(bk.Limit), window, strings.Join(charges, ", "))
 	}
 	policies := map[callsite.Policy][]string{}
 	for _, s := range callsite.All() {
@@ -49,14 +50,6 @@ func readmeBlock() string {
 	fmt.Fprintf(&b, "- policies: %s %s; %s %s\n", callsite.FailOpen, strings.Join(policies[callsite.FailOpen], ", "),
 		callsite.FailClosed, strings.Join(policies[callsite.FailClosed], ", "))
 	return b.String()
-}
-
-func thousands(n int64) string {
-	s := fmt.Sprint(n)
-	for i := len(s) - 3; i > 0; i -= 3 {
-		s = s[:i] + "," + s[i:]
-	}
-	return s
 }
 
 const (

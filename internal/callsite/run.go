@@ -6,8 +6,7 @@ import "time"
 // config (api.*, runs.lease_ttl, stats.*) and package fetch (the zero
 // values of its Settings) both read.
 type Run struct {
-	// PageSize is maxResults per chart page: 50, the largest videos.list
-	// accepts (discovery document: maximum "50").
+	// PageSize is maxResults per chart page: MaxIDs, the largest.
 	PageSize int64
 	// Timeout bounds one API request.
 	Timeout time.Duration
@@ -29,7 +28,7 @@ type Run struct {
 // for 168 h after they left the chart, every 6 h.
 func RunDefaults() Run {
 	return Run{
-		PageSize:      50,
+		PageSize:      MaxIDs,
 		Timeout:       30 * time.Second,
 		Retries:       2,
 		RetryBackoff:  time.Second,

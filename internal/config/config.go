@@ -6,9 +6,10 @@ package config
 
 import (
 	"fmt"
+	"maps"
 	"net/url"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 	"unicode"
@@ -16,6 +17,7 @@ import (
 	"github.com/trendfetch/trendfetch/internal/callsite"
 	"github.com/trendfetch/trendfetch/internal/duration"
 	"github.com/trendfetch/trendfetch/internal/regions"
+	"github.com/trendfetch/trendfetch/internal/termtext"
 )
 
 // Config is the whole configuration, one field per section of the YAML
@@ -193,7 +195,7 @@ func (c *Config) Validate() error {
 		names[cr.Name] = true
 	}
 	if !names[c.Credential] {
-		return invalid("credential", c.Credential, "no credential of that name (have %s)", strings.Join(sortedKeys(names), ", "))
+		return invalid("credential", c.Credential, "no credential of that name (have %s)", strings.Join(slices.Sorted(maps.Keys(names)), ", "))
 	}
 	if len(c.Regions) == 0 {
 		return invalid("regions", "[]", "at least one region is needed")
@@ -216,8 +218,8 @@ func (c *Config) Validate() error {
 	if u, err := url.Parse(c.Runs.CheckinURL); c.Runs.CheckinURL != "" && (err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "") {
 		return invalid("runs.checkin_url", "(set; a secret, not shown)", "must be an http:// or https:// ping URL such as https://hc-ping.com/PING_KEY/trendfetch-{region}")
 	}
-	if c.API.PageSize < 1 || c.API.PageSize > 50 {
-		return invalid("api.page_size", c.API.PageSize, "must be 1-50 (the API's maxResults range)")
+	if c.API.PageSize < 1 || c.API.PageSize > callsite.MaxIDs {
+		return invalid("api.page_size", c.API.PageSize, "must be 1-%d (the API's maxResults range)", callsite.MaxIDs)
 	}
 	switch c.Quota.Backend {
 	case "sqlite":
@@ -279,7 +281,7 @@ type ValidationError struct {
 }
 
 func (e *ValidationError) Error() string {
-	return fmt.Sprintf("config: %s = %s: %s", e.Field, Truncate(fmt.Sprint(e.Value), 200), e.Reason)
+	return fmt.Sprintf("config: %s = %s: %s", e.Field, termtext.Clip(fmt.Sprint(e.Value), 200), e.Reason)
 }
 
 func invalid(field string, value any, format string, args ...any) error {
@@ -296,13 +298,4 @@ func validName(s string) bool {
 		}
 	}
 	return true
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }

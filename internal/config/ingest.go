@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/trendfetch/trendfetch/internal/callsite"
 	"github.com/trendfetch/trendfetch/internal/regions"
 )
 
@@ -87,11 +86,6 @@ func (c *Config) validateIngest() error {
 		}
 		if _, err := regions.ParseList(s.Regions); err != nil {
 			return fmt.Errorf("config: %s.regions: %w", f, err)
-		}
-	}
-	if len(c.Searches) > 0 {
-		if _, ok := c.Quota.Costs[callsite.SearchList]; !ok {
-			return c.noCost(callsite.SearchList, "searches are configured")
 		}
 	}
 	for name, r := range map[string]Refresh{"channels": c.Channels, "categories": c.Categories} {

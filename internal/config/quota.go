@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"github.com/trendfetch/trendfetch/internal/callsite"
 	"github.com/trendfetch/trendfetch/internal/quota"
 	"github.com/trendfetch/trendfetch/internal/redisconn"
+	"github.com/trendfetch/trendfetch/internal/termtext"
 )
 
 // Quota is the `quota` section: the limiter's backend, buckets, costs and
@@ -76,9 +78,9 @@ func (bs *Buckets) UnmarshalYAML(n *yaml.Node) error {
 		at := slices.IndexFunc(*bs, func(d BucketConfig) bool { return d.Name == b.Name })
 		switch {
 		case seen[b.Name]:
-			return fmt.Errorf("line %d: %s.name %s: given twice", n.Content[i].Line, b.key, Truncate(b.Name, 64))
+			return fmt.Errorf("line %d: %s.name %s: given twice", n.Content[i].Line, b.key, termtext.Clip(b.Name, 64))
 		case b.Remove && at < 0:
-			return fmt.Errorf("line %d: %s: remove: true, but there is no bucket %q to remove (have %s)", n.Content[i].Line, b.key, Truncate(b.Name, 64), strings.Join(bs.names(), ", "))
+			return fmt.Errorf("line %d: %s: remove: true, but there is no bucket %q to remove (have %s)", n.Content[i].Line, b.key, termtext.Clip(b.Name, 64), strings.Join(bs.names(), ", "))
 		case b.Remove:
 			*bs = slices.Delete(*bs, at, at+1)
 		case at >= 0:
@@ -132,7 +134,7 @@ func (q *Quota) setPreset(name string, headroom int) error {
 	}
 	pb, pc, ok := callsite.Preset(name)
 	if !ok {
-		return invalid("quota.preset", Truncate(name, 40), "want %s", strings.Join(callsite.Presets(), " or "))
+		return invalid("quota.preset", termtext.Clip(name, 40), "want %s", strings.Join(callsite.Presets(), " or "))
 	}
 	q.Buckets, q.Costs = nil, pc
 	for _, b := range pb {
@@ -160,13 +162,13 @@ func (q *Quota) dropCostsOfMissingBuckets() {
 // bucket the preset's cost of site charges, else quota.costs.
 func (c *Config) noCost(site, why string) error {
 	_, costs, _ := callsite.Preset(c.Quota.Preset)
-	for _, b := range sortedKeys(costs[site]) {
+	for _, b := range slices.Sorted(maps.Keys(costs[site])) {
 		if !slices.Contains(c.Quota.Buckets.names(), b) {
 			return invalid("quota.buckets", "["+strings.Join(c.Quota.Buckets.names(), ", ")+"]",
 				"%s has no cost, but %s: quota.buckets removes bucket %s, which its cost charges; keep the bucket or give quota.costs", site, why, b)
 		}
 	}
-	return invalid("quota.costs", "{"+strings.Join(sortedKeys(c.Quota.Costs), ", ")+"}", "%s has no cost, but %s: add quota.costs.%s", site, why, site)
+	return invalid("quota.costs", "{"+strings.Join(slices.Sorted(maps.Keys(c.Quota.Costs)), ", ")+"}", "%s has no cost, but %s: add quota.costs.%s", site, why, site)
 }
 
 // PresetName is the preset the quota configuration started from, "classic"
@@ -210,12 +212,12 @@ func (c *Config) Limits() ([]quota.Bucket, quota.Costs, error) {
 		return nil, nil, invalid("quota.costs", "{}", "at least one method cost is needed")
 	}
 	costs := quota.Costs{}
-	for _, m := range sortedKeys(c.Quota.Costs) {
+	for _, m := range slices.Sorted(maps.Keys(c.Quota.Costs)) {
 		per := c.Quota.Costs[m]
 		if len(per) == 0 {
 			return nil, nil, invalid("quota.costs."+m, "{}", "charges no bucket")
 		}
-		for _, bn := range sortedKeys(per) {
+		for _, bn := range slices.Sorted(maps.Keys(per)) {
 			costs[m] = append(costs[m], quota.Charge{Bucket: bn, Units: per[bn]})
 		}
 	}

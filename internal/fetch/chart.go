@@ -20,7 +20,7 @@ import (
 func (r *Runner) chart(ctx context.Context, st *runState, category string) error {
 	run := st.run
 	pageSize := st.set.PageSize
-	maxPages := (maxChartResults+int(pageSize)-1)/int(pageSize) + 1
+	maxPages := (callsite.ChartMax+int(pageSize)-1)/int(pageSize) + 1
 	kind, query, rank := store.KindChart, "", 1
 	if category != "" {
 		kind, query = store.KindCategory, category
@@ -32,7 +32,7 @@ func (r *Runner) chart(ctx context.Context, st *runState, category string) error
 			return err
 		}
 		if page >= maxPages {
-			return fmt.Errorf("chart of %s did not end after %d pages (the API documents at most %d videos): stopped", run.Region, page, maxChartResults)
+			return fmt.Errorf("chart of %s did not end after %d pages (the API documents at most %d videos): stopped", run.Region, page, callsite.ChartMax)
 		}
 		req := r.Service.Videos.List([]string{"snippet", "contentDetails", "statistics"}).
 			Chart("mostPopular").RegionCode(run.Region).MaxResults(pageSize)
@@ -50,8 +50,8 @@ func (r *Runner) chart(ctx context.Context, st *runState, category string) error
 		if err != nil {
 			return err
 		}
-		if n := len(resp.Items); n > int(pageSize) || rank-1+n > maxChartResults {
-			return fmt.Errorf("page %d of the %s chart is malformed: %d items for maxResults=%d (at most %d videos a chart): nothing of it stored", page+1, run.Region, n, pageSize, maxChartResults)
+		if n := len(resp.Items); n > int(pageSize) || rank-1+n > callsite.ChartMax {
+			return fmt.Errorf("page %d of the %s chart is malformed: %d items for maxResults=%d (at most %d videos a chart): nothing of it stored", page+1, run.Region, n, pageSize, callsite.ChartMax)
 		}
 		counts, err := givenCounts(raw.Bytes())
 		if err != nil {
@@ -78,8 +78,8 @@ func (r *Runner) chart(ctx context.Context, st *runState, category string) error
 		if seen[token] {
 			return fmt.Errorf("chart of %s: the API returned page token %q twice: stopped", run.Region, token)
 		}
-		if rank-1 >= maxChartResults {
-			return fmt.Errorf("chart of %s offers more than the documented %d videos (another page after %d): stopped", run.Region, maxChartResults, rank-1)
+		if rank-1 >= callsite.ChartMax {
+			return fmt.Errorf("chart of %s offers more than the documented %d videos (another page after %d): stopped", run.Region, callsite.ChartMax, rank-1)
 		}
 		seen[token] = true
 	}

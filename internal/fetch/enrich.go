@@ -61,7 +61,7 @@ func (r *Runner) channels(ctx context.Context, st *runState) error {
 }
 
 func (r *Runner) channelBatch(ctx context.Context, st *runState, ids []string) error {
-	req := r.Service.Channels.List([]string{"snippet", "statistics"}).Id(ids...).MaxResults(batchSize)
+	req := r.Service.Channels.List([]string{"snippet", "statistics"}).Id(ids...).MaxResults(callsite.MaxIDs)
 	resp, err := call(ctx, r, st, callsite.ChannelsList, func(ctx context.Context) (*youtube.ChannelListResponse, error) {
 		return req.Context(ctx).Do()
 	})

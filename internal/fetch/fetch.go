@@ -19,13 +19,6 @@ import (
 	"github.com/trendfetch/trendfetch/internal/store"
 )
 
-// batchSize is the most ids one videos.list / channels.list call takes.
-const batchSize = 50
-
-// maxChartResults is the most videos chart=mostPopular returns per region
-// (docs/design.md §3: "returns at most 200 videos (4 pages)").
-const maxChartResults = 200
-
 // NewService builds a youtube/v3 client for apiKey; endpoint "" means
 // Google's, otherwise e.g. the emulator's "http://127.0.0.1:8080/". No
 // Application Default Credentials are looked up.

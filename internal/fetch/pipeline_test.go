@@ -16,6 +16,7 @@ import (
 	"github.com/rs/zerolog"
 	"google.golang.org/api/youtube/v3"
 
+	"github.com/trendfetch/trendfetch/internal/callsite"
 	"github.com/trendfetch/trendfetch/internal/config"
 	"github.com/trendfetch/trendfetch/internal/fetch"
 	"github.com/trendfetch/trendfetch/internal/fetch/youtubetest"
@@ -142,8 +143,8 @@ func TestEveryKaggle2017Date(t *testing.T) {
 		}
 		for _, date := range dates {
 			want := charts[date]
-			if len(want) > youtubetest.MaxChart {
-				want = want[:youtubetest.MaxChart]
+			if len(want) > callsite.ChartMax {
+				want = want[:callsite.ChartMax]
 			}
 			emu.SetChart(region, want)
 			run, err := r.Run(context.Background(), region)

@@ -39,14 +39,14 @@ func (r *Runner) refreshText(ctx context.Context, st *runState) error {
 	} else {
 		left = st.set.TextRefreshPerDay - used - st.calls[callsite.VideosListRefresh]
 	}
-	ids, err := r.Store.StaleText(ctx, before, left*batchSize)
+	ids, err := r.Store.StaleText(ctx, before, left*callsite.MaxIDs)
 	if err != nil {
 		st.log.Warn().Err(err).Msg("text refresh skipped")
 	}
 	refreshed := 0
-	for start := 0; start < len(ids); start += batchSize {
-		batch := ids[start:min(start+batchSize, len(ids))]
-		req := r.Service.Videos.List([]string{"snippet"}).Id(batch...).MaxResults(batchSize)
+	for start := 0; start < len(ids); start += callsite.MaxIDs {
+		batch := ids[start:min(start+callsite.MaxIDs, len(ids))]
+		req := r.Service.Videos.List([]string{"snippet"}).Id(batch...).MaxResults(callsite.MaxIDs)
 		resp, err := call(ctx, r, st, callsite.VideosListRefresh, func(ctx context.Context) (*youtube.VideoListResponse, error) {
 			return req.Context(ctx).Do()
 		})

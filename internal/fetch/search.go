@@ -53,9 +53,9 @@ func (r *Runner) searches(ctx context.Context, st *runState, searches []Search) 
 			}
 		}
 	}
-	for start := 0; start < len(missing); start += batchSize {
-		batch := missing[start:min(start+batchSize, len(missing))]
-		req := r.Service.Videos.List([]string{"snippet", "contentDetails", "statistics"}).Id(batch...).MaxResults(batchSize)
+	for start := 0; start < len(missing); start += callsite.MaxIDs {
+		batch := missing[start:min(start+callsite.MaxIDs, len(missing))]
+		req := r.Service.Videos.List([]string{"snippet", "contentDetails", "statistics"}).Id(batch...).MaxResults(callsite.MaxIDs)
 		var raw bytes.Buffer
 		resp, err := call(ctx, r, st, callsite.VideosList, func(ctx context.Context) (*youtube.VideoListResponse, error) {
 			raw.Reset()
@@ -149,7 +149,7 @@ func (r *Runner) search(ctx context.Context, st *runState, s Search) (searchHits
 	seen := map[string]bool{}
 	token := ""
 	for page := 0; page < max(s.MaxPages, 1); page++ {
-		req := r.Service.Search.List([]string{"id"}).Type("video").RegionCode(st.run.Region).Q(s.Q).MaxResults(batchSize)
+		req := r.Service.Search.List([]string{"id"}).Type("video").RegionCode(st.run.Region).Q(s.Q).MaxResults(callsite.MaxIDs)
 		if s.Order != "" {
 			req = req.Order(s.Order)
 		}
@@ -162,8 +162,8 @@ func (r *Runner) search(ctx context.Context, st *runState, s Search) (searchHits
 		resp, err := call(ctx, r, st, callsite.SearchList, func(ctx context.Context) (*youtube.SearchListResponse, error) {
 			return req.Context(ctx).Do()
 		})
-		if err == nil && len(resp.Items) > batchSize {
-			err = fmt.Errorf("search.list page %d for %q is malformed: %d items for maxResults=%d: nothing of it stored", page+1, s.Q, len(resp.Items), batchSize)
+		if err == nil && len(resp.Items) > callsite.MaxIDs {
+			err = fmt.Errorf("search.list page %d for %q is malformed: %d items for maxResults=%d: nothing of it stored", page+1, s.Q, len(resp.Items), callsite.MaxIDs)
 		}
 		if err != nil {
 			hits.units = spentSince(before, st.run.Units)

@@ -107,8 +107,8 @@ func (b *Backlog) add(ids []string) {
 // next returns the next batch to send: a full batch, or the remainder when
 // the backlog does not hold it; nil when there is nothing to send now.
 func (b *Backlog) next() []string {
-	if len(b.ids) >= batchSize || (!b.Hold && len(b.ids) > 0) {
-		return b.ids[:min(batchSize, len(b.ids))]
+	if len(b.ids) >= callsite.MaxIDs || (!b.Hold && len(b.ids) > 0) {
+		return b.ids[:min(callsite.MaxIDs, len(b.ids))]
 	}
 	return nil
 }

@@ -40,8 +40,8 @@ func (r *Runner) sampleStats(ctx context.Context, st *runState) error {
 		return nil
 	}
 	sampled := 0
-	for start := 0; start < len(due); start += batchSize {
-		batch := due[start:min(start+batchSize, len(due))]
+	for start := 0; start < len(due); start += callsite.MaxIDs {
+		batch := due[start:min(start+callsite.MaxIDs, len(due))]
 		req := r.Service.Videos.BatchGetStats().Part("statistics", "contentDetails", "snippet").Id(batch...)
 		var raw bytes.Buffer
 		resp, err := call(ctx, r, st, callsite.VideosBatchGetStats, func(ctx context.Context) (*youtube.BatchGetStatsResponse, error) {

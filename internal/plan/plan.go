@@ -9,7 +9,6 @@
 package plan
 
 import (
-	"cmp"
 	"fmt"
 	"maps"
 	"math"
@@ -20,20 +19,6 @@ import (
 
 	"github.com/trendfetch/trendfetch/internal/callsite"
 	"github.com/trendfetch/trendfetch/internal/config"
-)
-
-// Assumptions the estimate rests on, beyond the configuration.
-const (
-	// ChartMax is the most videos chart=mostPopular returns (docs/design.md §3).
-	ChartMax = 200
-	// IDsPerCall is the most ids one videos.list, channels.list or
-	// videos.batchGetStats call takes, and the page size of search.list.
-	IDsPerCall = 50
-	// TurnoverExpected and TurnoverMost are the share of a chart replaced
-	// per day: measured 21-75% (new videos a day: US 43, GB 25, CA 137, FR
-	// 150) in the recorded 2017 Kaggle dataset; most is the whole chart.
-	TurnoverExpected = 0.5
-	TurnoverMost     = 1.0
 )
 
 // Options change what Compute assumes.
@@ -47,17 +32,7 @@ type Options struct {
 }
 
 // Range is a quantity per day: the least, the expected and the most.
-type Range struct {
-	Least    int64 `json:"least"`
-	Expected int64 `json:"expected"`
-	Most     int64 `json:"most"`
-}
-
-func (r Range) add(o Range) Range {
-	return Range{r.Least + o.Least, r.Expected + o.Expected, r.Most + o.Most}
-}
-
-func (r Range) times(n int64) Range { return Range{r.Least * n, r.Expected * n, r.Most * n} }
+type Range = callsite.Range
 
 // Verdicts of a bucket.
 const (
@@ -166,20 +141,20 @@ func Compute(cfg *config.Config, opts Options) (*Plan, error) {
 		}
 		p.Regions = append(p.Regions, Region{Region: rp.Region, Schedule: desc, Runs: runs})
 		group[rp.Region] = desc
-		perRegion[rp.Region] = regionCalls(cfg, rp.Region, runs, length)
+		perRegion[rp.Region] = calls(cfg, rp.Region, runs, length)
 	}
 	var allRuns int64
 	for _, r := range p.Regions {
 		allRuns += r.Runs
 	}
-	shared := sharedCalls(cfg, allRuns, length)
+	shared := calls(cfg, "", allRuns, length)
 	total := maps.Clone(shared)
 	for _, calls := range perRegion {
 		for m, r := range calls {
-			total[m] = total[m].add(r)
+			total[m] = total[m].Add(r)
 		}
 	}
-	for _, m := range sortedKeys(total) {
+	for _, m := range slices.Sorted(maps.Keys(total)) {
 		p.Sites = append(p.Sites, Site{Method: m, Calls: total[m]})
 	}
 	for _, b := range cfg.Quota.Buckets {
@@ -202,13 +177,13 @@ func Compute(cfg *config.Config, opts Options) (*Plan, error) {
 func bucketDay(name, scope string, limit int64, costs map[string]map[string]int64, perRegion map[string]map[string]Range, shared map[string]Range, group map[string]string, order []string) Bucket {
 	b := Bucket{Name: name, Scope: scope, Limit: limit}
 	for m, r := range shared {
-		b.Units = b.Units.add(r.times(costs[m][name]))
+		b.Units = b.Units.Add(r.Times(costs[m][name]))
 	}
 	byGroup := map[string]int64{}
 	for region, calls := range perRegion {
 		for m, r := range calls {
-			u := r.times(costs[m][name])
-			b.Units = b.Units.add(u)
+			u := r.Times(costs[m][name])
+			b.Units = b.Units.Add(u)
 			byGroup[group[region]] += u.Expected
 		}
 	}
@@ -221,7 +196,7 @@ func bucketDay(name, scope string, limit int64, costs map[string]map[string]int6
 		b.Verdict = Fits
 	}
 	var top string
-	for _, g := range sortedKeys(byGroup) {
+	for _, g := range slices.Sorted(maps.Keys(byGroup)) {
 		if top == "" || byGroup[g] > byGroup[top] {
 			top = g
 		}
@@ -235,87 +210,18 @@ func bucketDay(name, scope string, limit int64, costs map[string]map[string]int6
 	return b
 }
 
-// regionCalls is what runs runs of region send in a day of length, per
-// call site: the chart and category charts, the statistics step, the
-// searches and the details of their hits, channels and categories. Each
-// follows the order and the rules of fetch.Runner.Run.
-func regionCalls(cfg *config.Config, region string, runs int64, length time.Duration) map[string]Range {
+// calls is what runs runs send in a day of length, per enabled call site
+// with a cost (callsite.Site.Calls, every call retried api.retries times at
+// most): of region, or for region "" of the call sites capped per
+// credential, runs being every region's.
+func calls(cfg *config.Config, region string, runs int64, length time.Duration) map[string]Range {
 	out := map[string]Range{}
-	add := func(m string, r Range) { out[m] = out[m].add(retried(cfg, r)) }
-	has := func(m string) bool { _, ok := cfg.Quota.Costs[m]; return ok }
-	if runs == 0 {
-		return out
-	}
-	pages := ceilDiv(ChartMax, cfg.API.PageSize)
-	// Every chart sends at least one page; a full chart (the usual) sends them all.
-	charts := int64(1 + len(cfg.Chart.Categories[region]))
-	add(callsite.VideosList, Range{1, pages, pages}.times(charts*runs))
-
-	// Searches: up to max_pages pages each, then videos.list for the hits
-	// not already fetched in the run (least: none new).
-	var searchPages int64
-	for _, s := range cfg.SearchesFor(region) {
-		searchPages += int64(max(s.MaxPages, 1))
-		add(callsite.SearchList, Range{1, int64(max(s.MaxPages, 1)), int64(max(s.MaxPages, 1))}.times(runs))
-	}
-	if searchPages > 0 {
-		add(callsite.VideosList, Range{0, searchPages, searchPages}.times(runs))
-	}
-
-	// Statistics: videos that left the chart within track_for, each sampled
-	// at most once per stats.every and per run.
-	if tf := cfg.Stats.TrackFor.Std(); tf > 0 && has(callsite.VideosBatchGetStats) {
-		interval := length / time.Duration(runs)
-		perDay := float64(runs)
-		if every := cfg.Stats.Every.Std(); every > interval {
-			perDay = float64(runs) / math.Ceil(float64(every)/float64(interval))
+	for _, s := range callsite.All() {
+		if _, ok := cfg.Quota.Costs[s.Name]; ok && runs > 0 && s.PerCredential == (region == "") {
+			if r := s.Calls(cfg.Use(region), runs, length); r != (Range{}) {
+				out[s.Name] = retried(cfg, r)
+			}
 		}
-		days := tf.Hours() / 24
-		// slack: the last batch of a run may be short (most: one per run).
-		calls := func(turnover float64, slack int64) int64 {
-			followed := ChartMax * turnover * days
-			return min(ceilF(followed*perDay/IDsPerCall)+slack, runs*ceilF(followed/IDsPerCall))
-		}
-		add(callsite.VideosBatchGetStats, Range{0, calls(TurnoverExpected, 0), calls(TurnoverMost, runs)})
-	}
-
-	// Channels: the channels of fetched videos whose data is older than
-	// channels.refresh: new ones (turnover) and each known one once per refresh.
-	if cfg.Channels.Enabled {
-		refresh := cfg.Channels.Refresh.Std()
-		seen := float64(ChartMax + searchPages*IDsPerCall)
-		calls := func(turnover float64) int64 {
-			stale := ChartMax*turnover + seen*float64(length)/float64(max(refresh, length))
-			return min(ceilF(stale/IDsPerCall)+1, runs*ceilF(seen/IDsPerCall))
-		}
-		add(callsite.ChannelsList, Range{0, calls(TurnoverExpected), calls(TurnoverMost)})
-	}
-	if cfg.Categories.Enabled {
-		due := float64(length) / float64(cfg.Categories.Refresh.Std())
-		add(callsite.CategoriesList, Range{0, min(runs, ceilF(due)), min(runs, ceilF(due))})
-	}
-	return out
-}
-
-// sharedCalls is what the runs of all regions send together in a day of
-// length, runs runs in all: the text refresh of store.policy amended
-// (fetch's refreshText), videos.list.refresh capped per credential at
-// store.refresh_per_day calls in any 24 hours whatever the regions (each
-// attempt counts against the cap, which a run checks once before it
-// starts). Least: no text older than 30 days (a database younger than
-// that); expected: the cap, reached by any database older than 30 days
-// that follows more than a few regions, since refreshed text ages again;
-// most: the cap in each 24 hours the day holds the start of (a 25-hour day
-// two), every call retried. Runs of different regions are assumed not to
-// overlap (staggered), or each could spend the cap.
-func sharedCalls(cfg *config.Config, runs int64, length time.Duration) map[string]Range {
-	out := map[string]Range{}
-	if _, ok := cfg.Quota.Costs[callsite.VideosListRefresh]; ok && runs > 0 &&
-		cfg.Store.Policy == config.PolicyAmended && cfg.Store.RefreshPerDay > 0 {
-		perDay := int64(cfg.Store.RefreshPerDay)
-		most := perDay * min(runs, ceilDiv(int64(length), int64(24*time.Hour)))
-		expected := min(most, ceilF(float64(perDay)*length.Hours()/24))
-		out[callsite.VideosListRefresh] = retried(cfg, Range{0, expected, most})
 	}
 	return out
 }
@@ -325,17 +231,4 @@ func sharedCalls(cfg *config.Config, runs int64, length time.Duration) map[strin
 func retried(cfg *config.Config, r Range) Range {
 	r.Most *= int64(1 + cfg.API.Retries)
 	return r
-}
-
-func ceilDiv(a, b int64) int64 { return (a + b - 1) / b }
-
-func ceilF(f float64) int64 { return int64(math.Ceil(f - 1e-9)) }
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	slices.SortFunc(out, cmp.Compare)
-	return out
 }

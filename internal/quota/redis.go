@@ -12,12 +12,14 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// Every key of the Redis backend is built below: redisKeyPrefix:{<credential>}
+// Every key of the Redis backend is built below: RedisKeyPrefix:{<credential>}
 // then the bucket name, stateKeySuffix (the state hash: the exhaustion
 // marker, field "exhausted", and what lua/ keeps per bucket) or
 // leaseKeyInfix:<region> (run leases).
 const (
-	redisKeyPrefix = "trendfetch"
+	// RedisKeyPrefix starts every Redis key trendfetch writes (quota and
+	// serve's rate limiter alike): one ACL pattern, RedisKeyPrefix:*, grants them.
+	RedisKeyPrefix = "trendfetch"
 	stateKeySuffix = "state"
 	leaseKeyInfix  = "lease"
 )
@@ -92,7 +94,7 @@ func (r *redisBackend) Close() error { return r.client.Close() }
 // credential the Redis Cluster hash tag, so a multi-bucket script touches
 // one slot (no CROSSSLOT).
 func (r *redisBackend) credTag(credential string) string {
-	return redisKeyPrefix + ":{" + credential + "}"
+	return RedisKeyPrefix + ":{" + credential + "}"
 }
 
 // bucketKey is the sorted-set log of one bucket: trendfetch:{<credential>}:<bucket>.
@@ -203,7 +205,7 @@ func (e *AccessError) Error() string {
 	case strings.HasPrefix(e.Reply, "NOPERM") && e.Command != "":
 		return fmt.Sprintf("quota.redis: Redis user %q may not run %s (%s): grant it with ACL SETUSER %s +%s", e.User, strings.ToUpper(e.Command), e.Reply, e.User, e.Command)
 	case strings.HasPrefix(e.Reply, "NOPERM"):
-		return fmt.Sprintf("quota.redis: Redis user %q may not use trendfetch's keys (%s): grant it with ACL SETUSER %s ~%s:*", e.User, e.Reply, e.User, redisKeyPrefix)
+		return fmt.Sprintf("quota.redis: Redis user %q may not use trendfetch's keys (%s): grant it with ACL SETUSER %s ~%s:*", e.User, e.Reply, e.User, RedisKeyPrefix)
 	}
 	return fmt.Sprintf("quota.redis: Redis refused user %q (%s): check the users and passwords of quota.redis (url, sentinel)", e.User, e.Reply)
 }

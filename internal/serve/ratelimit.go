@@ -194,7 +194,7 @@ func NewRedisCounter(client redis.UniversalClient, limit int64, window time.Dura
 
 // counterKey is the Redis key of a client's counter; the client name is the
 // hash tag (Redis Cluster) and holds no secret (see clientKey).
-func counterKey(client string) string { return "trendfetch:serve:{" + client + "}" }
+func counterKey(client string) string { return quota.RedisKeyPrefix + ":serve:{" + client + "}" }
 
 func (r *redisCounter) Allow(ctx context.Context, key string) (Decision, error) {
 	res, err := counterScript.Run(ctx, r.client, []string{counterKey(key)}, r.limit, r.windowMS).Int64Slice()

@@ -40,6 +40,7 @@ import (
 	"github.com/trendfetch/trendfetch/internal/regions"
 	"github.com/trendfetch/trendfetch/internal/sqlitedb"
 	"github.com/trendfetch/trendfetch/internal/store"
+	"github.com/trendfetch/trendfetch/internal/termtext"
 )
 
 // Limits of request parameters. Search limits are the store's
@@ -198,17 +199,6 @@ func (c *clientSlots) acquire(ctx context.Context, client string) (release func(
 
 //go:embed openapi.yaml dashboard.html dashboard.js dashboard.css
 var assets embed.FS
-
-// Routes lists every route the server answers, as net/http ServeMux
-// patterns; openapi.yaml documents each but the dashboard's files (a test
-// checks both ways).
-func Routes() []string {
-	var out []string
-	for _, r := range (&server{}).routes() {
-		out = append(out, r.pattern)
-	}
-	return out
-}
 
 // access says what guards a route.
 type access int
@@ -550,7 +540,7 @@ type paramError struct{ param, msg string }
 func (e *paramError) Error() string { return e.msg }
 
 // clip shortens a value echoed in a message.
-func clip(s string) string { return config.Truncate(s, 64) }
+func clip(s string) string { return termtext.Clip(s, 64) }
 
 func (s *server) search(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()

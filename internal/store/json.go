@@ -94,16 +94,3 @@ func (h Hit) MarshalJSON() ([]byte, error) {
 	}
 	return json.Marshal(hitJSON{h.VideoID, h.Title, h.ChannelTitle, h.Snippet, marks, h.Score, jsonTime(h.LastSeen), regions})
 }
-
-// UnmarshalJSON reads the shape MarshalJSON writes.
-func (h *Hit) UnmarshalJSON(b []byte) error {
-	var v hitJSON
-	if err := json.Unmarshal(b, &v); err != nil {
-		return err
-	}
-	*h = Hit{VideoID: v.VideoID, Title: v.Title, ChannelTitle: v.ChannelTitle, Snippet: v.Snippet, Highlights: v.Highlights, Score: v.Score, Regions: v.Regions}
-	if v.LastSeen != nil {
-		h.LastSeen = *v.LastSeen
-	}
-	return nil
-}

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/trendfetch/trendfetch/internal/termtext"
 )
 
 // Limits on search text, so that one query cannot make FTS5 do unbounded work.
@@ -25,11 +27,7 @@ type QueryError struct {
 
 // Error returns `invalid search query "TEXT": REASON`.
 func (e *QueryError) Error() string {
-	q := e.Query
-	if len(q) > 200 {
-		q = strings.ToValidUTF8(q[:200], "") + "…"
-	}
-	return fmt.Sprintf("invalid search query %q (%d bytes): %s", q, len(e.Query), e.Reason)
+	return fmt.Sprintf("invalid search query %q (%d bytes): %s", termtext.Clip(e.Query, 200), len(e.Query), e.Reason)
 }
 
 type qterm struct {

@@ -10,6 +10,7 @@ package termtext
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 )
@@ -117,4 +118,17 @@ func Clip(s string, width int) string {
 		i += n
 	}
 	return b.String()
+}
+
+// Thousands writes n for people, grouped by thousands with commas:
+// 1234567 is "1,234,567", -9500 is "-9,500".
+func Thousands(n int64) string {
+	s, sign := strconv.FormatInt(n, 10), ""
+	if n < 0 {
+		s, sign = s[1:], "-"
+	}
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return sign + s
 }

@@ -93,3 +93,12 @@ func boundaries(in string) map[int]bool {
 	}
 	return out
 }
+
+func TestThousands(t *testing.T) {
+	for n, want := range map[int64]string{0: "0", 999: "999", 1000: "1,000", -9500: "-9,500", 1234567: "1,234,567",
+		-9223372036854775808: "-9,223,372,036,854,775,808"} {
+		if got := Thousands(n); got != want {
+			t.Errorf("Thousands(%d) = %q, want %q", n, got, want)
+		}
+	}
+}

@@ -7,10 +7,12 @@ import (
 	"strings"
 
 	"google.golang.org/api/youtube/v3"
+
+	"github.com/trendfetch/trendfetch/internal/callsite"
 )
 
 // SetChart sets the mostPopular chart of region (an ISO 3166-1 alpha-2 code, case-
-// insensitive) to videos in rank order (videos[0] is rank 1). Only the first MaxChart videos
+// insensitive) to videos in rank order (videos[0] is rank 1). Only the first callsite.ChartMax (200) videos
 // are kept. The videos are deep-copied, so the caller may reuse them; missing Kind and Etag
 // are filled in. A nil slice removes the chart (the region then answers videoChartNotFound);
 // an empty non-nil slice is a chart with no videos. Videos become findable by id (id=...)
@@ -19,8 +21,8 @@ func (s *Server) SetChart(region string, videos []*youtube.Video) {
 	region = strings.ToUpper(region)
 	var chart []*youtube.Video
 	if videos != nil {
-		if len(videos) > MaxChart {
-			videos = videos[:MaxChart]
+		if len(videos) > callsite.ChartMax {
+			videos = videos[:callsite.ChartMax]
 		}
 		chart = cloneVideos(videos)
 	}

@@ -147,18 +147,6 @@ func equalStrings(a, b []string) bool {
 	return true
 }
 
-// TrendingDates returns the distinct trending_date values of a trending CSV (any of the
-// formats LoadCSV accepts), in order of first appearance, exactly as written in the file:
-// "yy.dd.mm" for the 2017/2018 files ("18.01.11" is 2018-11-01), RFC 3339 for the 2020 files
-// ("2020-08-12T00:00:00Z"). A malformed CSV is an error naming the line.
-func TrendingDates(r io.Reader) ([]string, error) {
-	_, rows, err := readCSV(r)
-	if err != nil {
-		return nil, err
-	}
-	return distinctDates(rows), nil
-}
-
 func distinctDates(rows []csvRow) []string {
 	var dates []string
 	seen := map[string]bool{}
@@ -236,7 +224,7 @@ func LoadCSV(r io.Reader, region, trendingDate string) ([]*youtube.Video, error)
 
 // LoadCSVCharts parses a recorded trending CSV once and returns every trending date in order
 // of first appearance together with its chart, mapped as LoadCSV does. It is the one-pass
-// equivalent of calling LoadCSV for each date of TrendingDates. region is only used in error
+// equivalent of calling LoadCSV for each date. region is only used in error
 // messages.
 func LoadCSVCharts(r io.Reader, region string) (dates []string, charts map[string][]*youtube.Video, err error) {
 	format, rows, err := readCSV(r)

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/trendfetch/trendfetch/internal/callsite"
 	"github.com/trendfetch/trendfetch/internal/fetch/youtubetest"
 )
 
@@ -76,7 +77,7 @@ func TestLoadEveryRecordedRow(t *testing.T) {
 			total := 0
 			for _, d := range dates {
 				videos := charts[d]
-				if len(videos) == 0 || len(videos) > youtubetest.MaxChart {
+				if len(videos) == 0 || len(videos) > callsite.ChartMax {
 					t.Errorf("date %s: %d videos", d, len(videos))
 				}
 				for i, v := range videos {

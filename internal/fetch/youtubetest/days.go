@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"google.golang.org/api/youtube/v3"
+
+	"github.com/trendfetch/trendfetch/internal/callsite"
 )
 
 // ControlPath is the emulator's own control endpoint (not part of the YouTube API, never
@@ -72,8 +74,8 @@ func (s *Server) LoadDays(region string, dates []string, charts map[string][]*yo
 			return fmt.Errorf("cannot load days of %s: %w", region, err)
 		}
 		chart := charts[d]
-		if len(chart) > MaxChart {
-			chart = chart[:MaxChart]
+		if len(chart) > callsite.ChartMax {
+			chart = chart[:callsite.ChartMax]
 		}
 		loaded = append(loaded, datedChart{date: key, videos: cloneVideos(chart)})
 	}
@@ -218,7 +220,7 @@ func (s *Server) serveBatchGetStats(w http.ResponseWriter, r *http.Request, q ur
 		writeError(w, errMissingFilter("id"))
 		return
 	}
-	if len(ids) > maxPage {
+	if len(ids) > callsite.MaxIDs {
 		writeError(w, errInvalidValue("id", fmt.Sprint(len(ids), " ids"), "At most 50 ids may be requested."))
 		return
 	}

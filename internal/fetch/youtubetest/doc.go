@@ -24,7 +24,7 @@
 // The command cmd/ytemulator serves a Server on a loopback address for demos; it links
 // this package but not package testing. Files, by what they serve:
 //
-//   - server.go: the Server, New, DefaultCosts (from package callsite), NewService.
+//   - server.go: the Server, New, NewService.
 //   - charts.go: setting and reading charts (SetChart, AddVideos).
 //   - recorded.go: categories, search pages and channels (SetCategories, SetSearchPages,
 //     SetChannels) and their handlers.

@@ -37,17 +37,6 @@ func (s *Server) SetDailyLimit(units int64) {
 	s.limit = units
 }
 
-// SetCost sets the unit cost of method (a callsite name). A cost below 1 is raised to 1:
-// every request costs at least one unit (source: docs/design.md §3).
-func (s *Server) SetCost(method string, units int64) {
-	if units < 1 {
-		units = 1
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.costs[method] = units
-}
-
 // ResetQuota forgets the units spent by every key, as Google's daily reset at midnight
 // Pacific Time does. Call counts and the request log are kept.
 func (s *Server) ResetQuota() {
@@ -205,11 +194,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(sw, errKeyInvalid())
 		return
 	}
-	cost := s.costs[method]
-	if cost < 1 {
-		cost = 1
-	}
-	if bucket := googleBuckets[method]; bucket != "" {
+	site, _ := callsite.Lookup(method)
+	if cost, bucket := site.Units, site.GoogleBucket; bucket != "" {
 		// The method's own Google bucket: not the shared units, not their limit.
 		if s.bucketUnits == nil {
 			s.bucketUnits = map[string]map[string]int64{}

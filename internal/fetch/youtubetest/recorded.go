@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"google.golang.org/api/youtube/v3"
+
+	"github.com/trendfetch/trendfetch/internal/callsite"
 )
 
 // SetCategories sets the videoCategories.list answer for region from raw, a recorded
@@ -225,7 +227,7 @@ func (s *Server) serveChannels(w http.ResponseWriter, r *http.Request, q url.Val
 	switch {
 	case len(ids) > 0:
 		list := ids
-		if len(list) > maxPage {
+		if len(list) > callsite.MaxIDs {
 			s.mu.Unlock()
 			writeError(w, errInvalidValue("id", fmt.Sprint(len(list), " ids"), "At most 50 ids may be requested."))
 			return

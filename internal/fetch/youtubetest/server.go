@@ -14,40 +14,8 @@ import (
 	"github.com/trendfetch/trendfetch/internal/callsite"
 )
 
-// MaxChart is the most videos a chart holds: videos.list chart=mostPopular returns at most 200
-// videos, 4 pages of 50 (source: docs/design.md §3).
-const MaxChart = 200
-
-// maxPage is the largest maxResults of videos.list (discovery document: maximum "50");
-// defaultPage is its default (discovery document: default "5").
-const (
-	maxPage     = 50
-	defaultPage = 5
-)
-
-// DefaultCosts returns a new map of the unit cost per method (call site) that a new Server
-// charges: Google's cost of each call site in package callsite (1 unit for videos.list,
-// channels.list and videoCategories.list, 100 for search.list: the pre-2026-06-01 cost
-// table; change it per Server with SetCost).
-func DefaultCosts() map[string]int64 {
-	out := map[string]int64{}
-	for _, site := range callsite.All() {
-		out[site.Name] = site.Units
-	}
-	return out
-}
-
-// googleBuckets maps a call site to its own Google quota bucket (callsite.Site.GoogleBucket);
-// methods absent here spend the key's shared units.
-var googleBuckets = func() map[string]string {
-	out := map[string]string{}
-	for _, site := range callsite.All() {
-		if site.GoogleBucket != "" {
-			out[site.Name] = site.GoogleBucket
-		}
-	}
-	return out
-}()
+// defaultPage is the default maxResults of videos.list (discovery document: default "5").
+const defaultPage = 5
 
 // pathMethods maps a REST path to its API method: the first call site of
 // the path by name (videos.list, not its refresh call site videos.list.refresh).
@@ -83,8 +51,8 @@ type fault struct {
 // shape (the library's own youtube.* types, marshalled), so that the real
 // google.golang.org/api/youtube/v3 client decodes exactly what it would from Google.
 //
-// It counts quota units per API key like Google (every request costs at least 1 unit,
-// errors included; see DefaultCosts), enforces an optional daily limit with the real 403
+// It counts quota units per API key like Google (every request costs its call site's
+// callsite.Site.Units, errors included), enforces an optional daily limit with the real 403
 // quotaExceeded body, an optional key allow-list with the real 400 keyInvalid body, and
 // can inject failures. Differences from Google, on purpose: the quota never resets by
 // itself (call ResetQuota); requests rejected for an invalid key or an exhausted quota
@@ -103,7 +71,6 @@ type Server struct {
 	channels   []*youtube.Channel
 	keys       map[string]bool // nil = any key (or none) is accepted
 	limit      int64           // 0 = no limit
-	costs      map[string]int64
 	units      map[string]int64
 	calls      map[string]int
 	total      int
@@ -121,21 +88,15 @@ type Server struct {
 }
 
 // New returns an empty Server: no charts (every region answers videoChartNotFound), no
-// categories, search results or channels, any API key accepted, no daily limit, costs
-// DefaultCosts. Serve it with StartTest in tests or any http.Server.
+// categories, search results or channels, any API key accepted, no daily limit. Serve it with StartTest in tests or any http.Server.
 func New() *Server {
-	s := &Server{
+	return &Server{
 		charts:     map[string][]*youtube.Video{},
 		byID:       map[string]*youtube.Video{},
 		categories: map[string]*youtube.VideoCategoryListResponse{},
-		costs:      map[string]int64{},
 		units:      map[string]int64{},
 		calls:      map[string]int{},
 	}
-	for m, c := range DefaultCosts() {
-		s.costs[m] = c
-	}
-	return s
 }
 
 // NewService returns a real youtube/v3 client for the emulator at baseURL (as returned by

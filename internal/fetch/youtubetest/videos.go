@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"google.golang.org/api/youtube/v3"
+
+	"github.com/trendfetch/trendfetch/internal/callsite"
 )
 
 func (s *Server) serveVideos(w http.ResponseWriter, r *http.Request, q url.Values) {
@@ -40,7 +42,7 @@ func (s *Server) serveVideos(w http.ResponseWriter, r *http.Request, q url.Value
 	maxResults := defaultPage
 	if m := q.Get("maxResults"); m != "" {
 		n, err := strconv.Atoi(m)
-		if err != nil || n < 1 || n > maxPage {
+		if err != nil || n < 1 || n > callsite.MaxIDs {
 			writeError(w, errInvalidValue("maxResults", m, "Values must be within the range: [1, 50]"))
 			return
 		}
@@ -99,7 +101,7 @@ func (s *Server) serveVideos(w http.ResponseWriter, r *http.Request, q url.Value
 }
 
 func (s *Server) serveVideoIDs(w http.ResponseWriter, r *http.Request, ids []string, parts map[string]bool) {
-	if len(ids) > maxPage {
+	if len(ids) > callsite.MaxIDs {
 		writeError(w, errInvalidValue("id", strconv.Itoa(len(ids))+" ids", "At most 50 ids may be requested."))
 		return
 	}

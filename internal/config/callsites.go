@@ -1,0 +1,68 @@
+package config
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/trendfetch/trendfetch/internal/callsite"
+	"github.com/trendfetch/trendfetch/internal/termtext"
+)
+
+// Use is what the configuration asks of the API in the runs of region, or
+// in any region's for "": the input of the call-site rows (callsite.Site's
+// Calls and Enabled).
+func (c *Config) Use(region string) callsite.Use {
+	u := callsite.Use{Charts: 1 + int64(len(c.Chart.Categories[region])), PageSize: c.API.PageSize,
+		StatsTrackFor: c.Stats.TrackFor.Std(), StatsEvery: c.Stats.Every.Std()}
+	searches := c.SearchesFor(region)
+	if region == "" {
+		searches = c.Searches
+	}
+	for _, s := range searches {
+		u.Searches++
+		u.SearchPages += int64(max(s.MaxPages, 1))
+	}
+	if c.Channels.Enabled {
+		u.ChannelsRefresh = c.Channels.Refresh.Std()
+	}
+	if c.Categories.Enabled {
+		u.CategoriesRefresh = c.Categories.Refresh.Std()
+	}
+	if c.Store.Policy == PolicyAmended {
+		u.TextRefreshPerDay = int64(c.Store.RefreshPerDay)
+	}
+	return u
+}
+
+// validateCallSites checks quota.costs and quota.policies against the
+// call-site table (package callsite): every key must be a known call site
+// (a typo such as search.lst would otherwise be accepted and the real call
+// site would fail mid-run, after spending units), and every call site this
+// config enables (callsite.Site.Enabled) must have a cost unless a run
+// skips it without one.
+func (c *Config) validateCallSites() error {
+	known := callsite.Names()
+	for _, section := range []struct {
+		name string
+		keys []string
+	}{{"quota.costs", slices.Sorted(maps.Keys(c.Quota.Costs))}, {"quota.policies", slices.Sorted(maps.Keys(c.Quota.Policies))}} {
+		for _, m := range section.keys {
+			if _, ok := callsite.Lookup(m); ok {
+				continue
+			}
+			reason := "not a call site trendfetch makes"
+			if s := termtext.Closest(m, known); s != "" {
+				reason += fmt.Sprintf("; did you mean %s?", s)
+			}
+			return invalid(section.name+"."+termtext.Clip(m, 80), "{...}", "%s (call sites: %s)", reason, strings.Join(known, ", "))
+		}
+	}
+	for _, s := range callsite.All() {
+		if _, ok := c.Quota.Costs[s.Name]; !ok && s.Why != "" && s.Enabled(c.Use("")) {
+			return c.noCost(s.Name, s.Why)
+		}
+	}
+	return nil
+}
