@@ -4,6 +4,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/trendfetch/trendfetch/internal/callsite"
 )
@@ -67,5 +68,37 @@ func TestCopiesAreIndependent(t *testing.T) {
 	s.Charges[callsite.BucketUnits] = 1
 	if again, _ := callsite.Lookup(callsite.SearchList); again.Charges[callsite.BucketUnits] != 100 {
 		t.Errorf("table changed through a copy: %v", again.Charges)
+	}
+}
+
+// TestEachSettingEnablesItsCallSite: the rows say which call sites a
+// configuration makes runs send (Site.Enabled, from Calls): the chart
+// alone sends videos.list; each setting adds its own call site and no other.
+func TestEachSettingEnablesItsCallSite(t *testing.T) {
+	chart := callsite.Use{Charts: 1, PageSize: 50}
+	for _, tc := range []struct {
+		edit func(*callsite.Use)
+		want []string
+	}{
+		{func(*callsite.Use) {}, nil},
+		{func(u *callsite.Use) { u.Searches, u.SearchPages = 1, 2 }, []string{callsite.SearchList}},
+		{func(u *callsite.Use) { u.StatsTrackFor, u.StatsEvery = time.Hour, time.Hour }, []string{callsite.VideosBatchGetStats}},
+		{func(u *callsite.Use) { u.ChannelsRefresh = time.Hour }, []string{callsite.ChannelsList}},
+		{func(u *callsite.Use) { u.CategoriesRefresh = time.Hour }, []string{callsite.CategoriesList}},
+		{func(u *callsite.Use) { u.TextRefreshPerDay = 10 }, []string{callsite.VideosListRefresh}},
+	} {
+		u := chart
+		tc.edit(&u)
+		want := append([]string{callsite.VideosList}, tc.want...)
+		var got []string
+		for _, s := range callsite.All() {
+			if s.Enabled(u) {
+				got = append(got, s.Name)
+			}
+		}
+		sort.Strings(want)
+		if strings.Join(got, " ") != strings.Join(want, " ") {
+			t.Errorf("%+v enables %v, want %v", u, got, want)
+		}
 	}
 }

@@ -381,3 +381,25 @@ func TestAmendedNeedsRefreshCost(t *testing.T) {
 		}
 	}
 }
+
+// TestEnabledCallSitesNeedACost: a call site the configuration enables
+// (the call-site rows say which) must have a cost: searches, even scoped to
+// one region, need search.list; videos.batchGetStats may go without (the
+// statistics step is then off).
+func TestEnabledCallSitesNeedACost(t *testing.T) {
+	const costs = "quota:\n  costs:\n    videos.list: {units: 1}\n"
+	for yaml, want := range map[string]string{
+		"searches: [{q: x, regions: [GB]}]\n" + costs: "quota.costs.search.list",
+		"searches: [{q: x}]\n" + costs:                "quota.costs.search.list",
+		"channels: {enabled: true}\n" + costs:         "quota.costs.channels.list",
+		"stats: {track_for: 24h}\n" + costs:           "",
+	} {
+		cfg, err := parse(strings.NewReader(yaml))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cfg.Validate(); want == "" && err != nil || want != "" && (err == nil || !strings.Contains(err.Error(), want)) {
+			t.Errorf("%q: %v, want %q", yaml, err, want)
+		}
+	}
+}
