@@ -214,7 +214,7 @@ func (a *app) serveRateLimit() (serve.RateLimit, error) {
 			}
 		}
 	case rl.Algorithm == "log":
-		l, err = serve.NewLog(quota.NewMemory(), rl.Limit, window)
+		l, err = serve.NewLog(quota.NewMemory(time.Now), rl.Limit, window)
 	case redisBacked:
 		var c redis.UniversalClient
 		if c, err = openRedisClient(a.cfg, a.log); err == nil {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -173,15 +174,7 @@ func TestLeaseHoldersByRule(t *testing.T) {
 	ticks := procinfo.StartTicks(os.Getpid())
 	plant := func(holder string) {
 		t.Helper()
-		b, err := quota.NewSQLite(filepath.Join(e.dir, "data", "trendfetch", "quota.db"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer b.Close()
-		ok, _, _, err := b.TryLock(context.Background(), "default:US", "planted "+holder, time.Hour) // credential default, region US
-		if err != nil || !ok {
-			t.Fatalf("planting %q: %v %v", holder, ok, err)
-		}
+		plantLease(t, filepath.Join(e.dir, "data", "trendfetch", "quota.db"), holder)
 	}
 
 	// Another host: held until released by hand.
@@ -243,15 +236,7 @@ func TestLeaseHolderIsTerminalSafe(t *testing.T) {
 	if res := e.run("--api-endpoint", url, "run", "--region", "US"); res.code != 0 { // creates quota.db
 		t.Fatalf("first run: exit %d\n%s", res.code, res.stderr)
 	}
-	b, err := quota.NewSQLite(filepath.Join(e.dir, "data", "trendfetch", "quota.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ok, _, _, err := b.TryLock(context.Background(), "default:US", "planted "+hostileTitle, time.Hour) // token, holder; credential default, region US
-	b.Close()
-	if err != nil || !ok {
-		t.Fatalf("planting the holder: %v %v", ok, err)
-	}
+	plantLease(t, filepath.Join(e.dir, "data", "trendfetch", "quota.db"), hostileTitle)
 	var leases []leaseJSON
 	res := e.run("lease", "list", "--json")
 	if err := json.Unmarshal([]byte(res.stdout), &leases); err != nil || len(leases) != 1 || leases[0].Holder != hostileTitle {
@@ -269,5 +254,26 @@ func TestLeaseHolderIsTerminalSafe(t *testing.T) {
 		if bad := terminalUnsafe(out); bad != "" || !strings.Contains(out, `\x1b]0;pwned\x07`) || !strings.Contains(out, `\u202e`) {
 			t.Errorf("%v (exit %d): terminal-unsafe %q, or the holder not shown escaped:\n%s", args, res.code, bad, out)
 		}
+	}
+}
+
+// plantLease writes the lease of region US of credential default, held by
+// holder for an hour, into the quota database at path, as another
+// process's lease would be stored.
+func plantLease(t *testing.T, path, holder string) {
+	t.Helper()
+	b, err := quota.NewSQLite(path) // the schema
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.Close()
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec(`INSERT OR REPLACE INTO leases (name, token, holder, expires_us) VALUES ('default:US', ?, ?, ?)`,
+		"planted "+holder, holder, time.Now().Add(time.Hour).UnixMicro()); err != nil {
+		t.Fatalf("planting %q: %v", holder, err)
 	}
 }

@@ -3,6 +3,7 @@ package fetch_test
 import (
 	"bufio"
 	"context"
+	"database/sql"
 	"errors"
 	"io"
 	"net"
@@ -10,7 +11,6 @@ import (
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -219,12 +219,11 @@ func TestNoRefundAfterTransportRetry(t *testing.T) {
 // TestClockStepBackStopsRun: on the embedded backend, a local clock an hour
 // behind the newest entry stops the run like a denial (exit 75 at the CLI)
 // with a reason that says why and when admissions resume, and a warning in
-// the log; no API call is sent.
+// the log; no API call is sent. The newest entry is moved an hour ahead in
+// quota.db, as a clock stepped back after it was written would leave it.
 func TestClockStepBackStopsRun(t *testing.T) {
-	now := time.Now()
-	var clockMu sync.Mutex
-	clock := func() time.Time { clockMu.Lock(); defer clockMu.Unlock(); return now }
-	b, err := quota.NewSQLite(filepath.Join(t.TempDir(), "quota.db"), quota.WithClock(clock))
+	path := filepath.Join(t.TempDir(), "quota.db")
+	b, err := quota.NewSQLite(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -232,10 +231,15 @@ func TestClockStepBackStopsRun(t *testing.T) {
 	if d, err := f.runner.Limiter.Reserve(context.Background(), "proj-a", "videos.list"); err != nil || !d.Allowed {
 		t.Fatalf("reserve: %+v %v", d, err)
 	}
-	newest := now
-	clockMu.Lock()
-	now = now.Add(-time.Hour)
-	clockMu.Unlock()
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var newestUS int64
+	if err := db.QueryRow(`UPDATE quota_log SET ts_us = ts_us + ? RETURNING ts_us`, time.Hour.Microseconds()).Scan(&newestUS); err != nil {
+		t.Fatal(err)
+	}
 	run, err := f.runner.Run(context.Background(), "US")
 	var stop *fetch.StopError
 	if !errors.As(err, &stop) || run.Outcome != store.OutcomeDenied || f.emu.TotalCalls() != 0 {
@@ -244,7 +248,7 @@ func TestClockStepBackStopsRun(t *testing.T) {
 	if !strings.Contains(stop.Reason, "the local clock went back by 1h0m0s") || !strings.Contains(stop.Reason, `bucket "units"`) {
 		t.Errorf("reason %q does not say the clock went back by 1h0m0s in bucket units", stop.Reason)
 	}
-	if want := newest.Add(-quota.ClockStepTolerance); !stop.RetryAt.Equal(want.Truncate(time.Microsecond)) {
+	if want := time.UnixMicro(newestUS).Add(-quota.ClockStepTolerance); !stop.RetryAt.Equal(want) {
 		t.Errorf("RetryAt %s, want %s (the newest entry minus the tolerance)", stop.RetryAt, want)
 	}
 	if !strings.Contains(f.logs.String(), `"clock_behind"`) {

@@ -17,7 +17,7 @@ import (
 func eachEmbedded(t *testing.T, start time.Time, test func(t *testing.T, clock *fakeClock, b Backend)) {
 	for name, open := range map[string]func(*testing.T, *fakeClock) Backend{
 		"sqlite": func(t *testing.T, c *fakeClock) Backend { return newTestSQLite(t, WithClock(c.Now)) },
-		"memory": func(_ *testing.T, c *fakeClock) Backend { return NewMemory(WithMemoryClock(c.Now)) },
+		"memory": func(_ *testing.T, c *fakeClock) Backend { return NewMemory(c.Now) },
 	} {
 		t.Run(name, func(t *testing.T) {
 			clock := newFakeClock(start)

@@ -21,7 +21,7 @@ import (
 // a lease (fail-open) or give up.
 
 // leaseLocker is the lease store of a backend (*sqliteBackend,
-// *redisBackend). name is leaseName(credential, region); token is
+// *redisBackend). id names the lease; token is
 // "<random id> <holder>", unique per acquisition, and the holder reported to
 // others is the text after the first space (leaseHolderOf). ttl is rounded
 // up to whole milliseconds.
@@ -30,17 +30,17 @@ type leaseLocker interface {
 	// held with token (then it is extended). It returns acquired = true with
 	// the caller's own holder and remaining = ttl, or false with the
 	// current holder and the time until its lease expires (0 if unknown).
-	TryLock(ctx context.Context, name, token string, ttl time.Duration) (acquired bool, holder string, remaining time.Duration, err error)
+	TryLock(ctx context.Context, id leaseID, token string, ttl time.Duration) (acquired bool, holder string, remaining time.Duration, err error)
 	// Renew extends the lease to ttl from now if it is still held with
 	// token and not expired; false means it was lost and is not re-taken.
-	Renew(ctx context.Context, name, token string, ttl time.Duration) (bool, error)
+	Renew(ctx context.Context, id leaseID, token string, ttl time.Duration) (bool, error)
 	// Unlock frees the lease only if it is still held with token.
-	Unlock(ctx context.Context, name, token string) error
+	Unlock(ctx context.Context, id leaseID, token string) error
 	// Leases returns the unexpired leases of credential, by region.
 	Leases(ctx context.Context, credential string) ([]LeaseInfo, error)
-	// BreakLease frees lease name only if it is held by holder (as TryLock
+	// BreakLease frees lease id only if it is held by holder (as TryLock
 	// or Leases reported it) and reports whether it did.
-	BreakLease(ctx context.Context, name, holder string) (bool, error)
+	BreakLease(ctx context.Context, id leaseID, holder string) (bool, error)
 }
 
 var (
@@ -48,18 +48,9 @@ var (
 	_ leaseLocker = (*redisBackend)(nil)
 )
 
-// leaseName returns the leaseLocker name of the run lease of (credential, region):
-// "<credential>:<region>". region must not contain ':' (region codes never do).
-func leaseName(credential, region string) string { return credential + ":" + region }
-
-// splitLeaseName splits a name built by leaseName at its last ':'.
-func splitLeaseName(name string) (credential, region string, err error) {
-	i := strings.LastIndexByte(name, ':')
-	if i <= 0 || i == len(name)-1 {
-		return "", "", fmt.Errorf("quota: lease name %q: want <credential>:<region>", name)
-	}
-	return name[:i], name[i+1:], nil
-}
+// leaseID names the run lease of (credential, region). region never
+// contains ':' (region codes never do).
+type leaseID struct{ credential, region string }
 
 // leaseHolderOf returns the holder of a token: the text after the first
 // space, or the whole token when it has none.
@@ -112,7 +103,7 @@ func (l *Limiter) BreakLease(ctx context.Context, li LeaseInfo) (bool, error) {
 	if li.stored == "" {
 		return false, errors.New("quota: break lease: empty holder")
 	}
-	return lk.BreakLease(ctx, leaseName(li.Credential, li.Region), li.stored)
+	return lk.BreakLease(ctx, leaseID{li.Credential, li.Region}, li.stored)
 }
 
 // LeaseHeldError is returned by AcquireLease when another holder has the
@@ -149,10 +140,11 @@ var errLeaseLost = errors.New("quota: run lease lost")
 // runLease is a held run lease of (credential, region), renewed in the
 // background until Release. It is safe for concurrent use.
 type runLease struct {
-	locker                    leaseLocker
-	name, token               string
-	credential, region, owner string
-	ttl, every                time.Duration
+	locker     leaseLocker
+	id         leaseID
+	token      string
+	owner      string
+	ttl, every time.Duration
 	// tookOver describes the stale holder this lease replaced ("" if none).
 	tookOver string
 
@@ -202,24 +194,22 @@ func acquireLease(ctx context.Context, locker leaseLocker, credential, region st
 		return nil, fmt.Errorf("quota: lease token: %w", err)
 	}
 	lease := &runLease{
-		locker:     locker,
-		name:       leaseName(credential, region),
-		token:      hex.EncodeToString(id[:]) + " " + holder,
-		credential: credential,
-		region:     region,
-		owner:      holder,
-		ttl:        ttl,
-		every:      every,
-		done:       make(chan struct{}),
-		lost:       make(chan struct{}),
+		locker: locker,
+		id:     leaseID{credential, region},
+		token:  hex.EncodeToString(id[:]) + " " + holder,
+		owner:  holder,
+		ttl:    ttl,
+		every:  every,
+		done:   make(chan struct{}),
+		lost:   make(chan struct{}),
 	}
 	start := time.Now()
-	ok, other, remaining, err := locker.TryLock(ctx, lease.name, lease.token, ttl)
+	ok, other, remaining, err := locker.TryLock(ctx, lease.id, lease.token, ttl)
 	if err == nil && !ok && staleHolder(other) {
-		if broke, berr := locker.BreakLease(ctx, lease.name, other); berr == nil && broke {
+		if broke, berr := locker.BreakLease(ctx, lease.id, other); berr == nil && broke {
 			lease.tookOver = describeHolder(other)
 		}
-		ok, other, remaining, err = locker.TryLock(ctx, lease.name, lease.token, ttl)
+		ok, other, remaining, err = locker.TryLock(ctx, lease.id, lease.token, ttl)
 	}
 	if err != nil {
 		return nil, err
@@ -252,7 +242,7 @@ func (l *runLease) renew(acquired time.Time) {
 		}
 		start := time.Now()
 		ctx, cancel := context.WithTimeout(l.stopCtx, l.every)
-		ok, err := l.locker.Renew(ctx, l.name, l.token, l.ttl)
+		ok, err := l.locker.Renew(ctx, l.id, l.token, l.ttl)
 		cancel()
 		switch {
 		case l.stopCtx.Err() != nil:
@@ -261,11 +251,11 @@ func (l *runLease) renew(acquired time.Time) {
 			lastOK = start
 			continue
 		case err == nil:
-			l.lostErr = fmt.Errorf("%w: region %s of credential %q expired or was taken by another run", errLeaseLost, l.region, l.credential)
+			l.lostErr = fmt.Errorf("%w: region %s of credential %q expired or was taken by another run", errLeaseLost, l.id.region, l.id.credential)
 		case time.Now().Add(l.every).Before(lastOK.Add(l.ttl)):
 			continue // a failed renewal with time left: try again at the next tick
 		default:
-			l.lostErr = fmt.Errorf("%w: region %s of credential %q could not be renewed before its ttl %s: %w", errLeaseLost, l.region, l.credential, l.ttl, err)
+			l.lostErr = fmt.Errorf("%w: region %s of credential %q could not be renewed before its ttl %s: %w", errLeaseLost, l.id.region, l.id.credential, l.ttl, err)
 		}
 		close(l.lost)
 		return
@@ -301,7 +291,7 @@ func (l *runLease) Release(ctx context.Context) error {
 	l.releaseOnce.Do(func() {
 		l.stop()
 		<-l.done
-		l.releaseErr = l.locker.Unlock(ctx, l.name, l.token)
+		l.releaseErr = l.locker.Unlock(ctx, l.id, l.token)
 	})
 	return l.releaseErr
 }

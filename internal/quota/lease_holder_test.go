@@ -84,7 +84,7 @@ func TestStaleHolderRule(t *testing.T) {
 				b := open(t)
 				raw, _ := json.Marshal(tc.h)
 				locker := b.(leaseLocker)
-				if ok, _, _, err := locker.TryLock(testCtx(t), leaseName("c", "US"), "planted "+string(raw), time.Hour); err != nil || !ok {
+				if ok, _, _, err := locker.TryLock(testCtx(t), leaseID{"c", "US"}, "planted "+string(raw), time.Hour); err != nil || !ok {
 					t.Fatalf("planting: %v %v", ok, err)
 				}
 				l, err := leaseLimiter(t, b).AcquireLease(testCtx(t), "c", "US", time.Minute, "")

@@ -24,24 +24,23 @@ var luaLease string
 
 var redisLeaseScript = redis.NewScript(luaLease)
 
-// lease runs lua/lease.lua's op on lease name with args.
-func (r *redisBackend) lease(ctx context.Context, op, name string, args ...any) (any, error) {
-	key, credential, err := r.leaseKeyOf(name)
-	if err != nil {
+// lease runs lua/lease.lua's op on lease id with args.
+func (r *redisBackend) lease(ctx context.Context, op string, id leaseID, args ...any) (any, error) {
+	if err := redisCheckCredential(id.credential); err != nil {
 		return nil, err
 	}
-	res, err := redisLeaseScript.Run(ctx, r.client, []string{key}, append([]any{op}, args...)...).Result()
+	res, err := redisLeaseScript.Run(ctx, r.client, []string{r.leaseKey(id.credential, id.region)}, append([]any{op}, args...)...).Result()
 	if err != nil {
-		return nil, r.fail("lease "+op, credential, err)
+		return nil, r.fail("lease "+op, id.credential, err)
 	}
 	return res, nil
 }
 
-// TryLock implements leaseLocker. name must be leaseName(credential, region)
-// with a valid credential name.
-func (r *redisBackend) TryLock(ctx context.Context, name, token string, ttl time.Duration) (bool, string, time.Duration, error) {
+// TryLock implements leaseLocker; id's credential must be a valid
+// credential name.
+func (r *redisBackend) TryLock(ctx context.Context, id leaseID, token string, ttl time.Duration) (bool, string, time.Duration, error) {
 	ms := ceilTo(ttl, time.Millisecond)
-	reply, err := r.lease(ctx, "lock", name, token, ms)
+	reply, err := r.lease(ctx, "lock", id, token, ms)
 	if err != nil {
 		return false, "", 0, err
 	}
@@ -58,20 +57,20 @@ func (r *redisBackend) TryLock(ctx context.Context, name, token string, ttl time
 }
 
 // Renew implements leaseLocker.
-func (r *redisBackend) Renew(ctx context.Context, name, token string, ttl time.Duration) (bool, error) {
-	n, err := r.lease(ctx, "renew", name, token, ceilTo(ttl, time.Millisecond))
+func (r *redisBackend) Renew(ctx context.Context, id leaseID, token string, ttl time.Duration) (bool, error) {
+	n, err := r.lease(ctx, "renew", id, token, ceilTo(ttl, time.Millisecond))
 	return n == int64(1), err
 }
 
 // Unlock implements leaseLocker.
-func (r *redisBackend) Unlock(ctx context.Context, name, token string) error {
-	_, err := r.lease(ctx, "unlock", name, token)
+func (r *redisBackend) Unlock(ctx context.Context, id leaseID, token string) error {
+	_, err := r.lease(ctx, "unlock", id, token)
 	return err
 }
 
 // BreakLease implements leaseLocker.
-func (r *redisBackend) BreakLease(ctx context.Context, name, holder string) (bool, error) {
-	n, err := r.lease(ctx, "break", name, holder)
+func (r *redisBackend) BreakLease(ctx context.Context, id leaseID, holder string) (bool, error) {
+	n, err := r.lease(ctx, "break", id, holder)
 	return n == int64(1), err
 }
 

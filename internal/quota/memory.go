@@ -37,21 +37,10 @@ type memoryEntry struct {
 	id    int64 // unique per backend: the entry's identity for Refund
 }
 
-// memoryOption configures NewMemory.
-type memoryOption func(*memoryBackend)
-
-// WithMemoryClock replaces the backend's clock, time.Now (tests).
-func WithMemoryClock(now func() time.Time) memoryOption {
-	return func(m *memoryBackend) { m.clock = now }
-}
-
-// NewMemory returns an empty in-memory backend.
-func NewMemory(opts ...memoryOption) *memoryBackend {
-	m := &memoryBackend{clock: time.Now, creds: map[string]*memoryCredential{}}
-	for _, o := range opts {
-		o(m)
-	}
-	return m
+// NewMemory returns an empty in-memory backend deciding by the clock now
+// (time.Now, or a test's).
+func NewMemory(now func() time.Time) *memoryBackend {
+	return &memoryBackend{clock: now, creds: map[string]*memoryCredential{}}
 }
 
 // credential returns the state of name, created empty if needed.

@@ -112,18 +112,6 @@ func (r *redisBackend) leaseKey(credential, region string) string {
 	return r.credTag(credential) + ":" + leaseKeyInfix + ":" + region
 }
 
-// leaseKeyOf returns the key of a lease name built by leaseName.
-func (r *redisBackend) leaseKeyOf(name string) (key, credential string, err error) {
-	credential, region, err := splitLeaseName(name)
-	if err != nil {
-		return "", "", err
-	}
-	if err := redisCheckCredential(credential); err != nil {
-		return "", "", err
-	}
-	return r.leaseKey(credential, region), credential, nil
-}
-
 // redisGlobEscape escapes the glob characters of s for SCAN MATCH.
 func redisGlobEscape(s string) string {
 	var b strings.Builder

@@ -36,12 +36,6 @@ func WithSQLiteReadOnly() sqliteOption {
 	return func(s *sqliteBackend) { s.readOnly = true }
 }
 
-// WithClock replaces the local clock (time.Now) of every decision (tests);
-// see ClockStepTolerance for a clock that goes back.
-func WithClock(now func() time.Time) sqliteOption {
-	return func(s *sqliteBackend) { s.clock = now }
-}
-
 // sqliteMigrations holds quota.db's schema as numbered migrations
 // (migrations/NNNN_name.sql), applied by sqlitedb.Open.
 //

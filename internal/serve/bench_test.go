@@ -108,7 +108,7 @@ func benchServer(b *testing.B, limited bool) string {
 	b.Cleanup(func() { st.Close() })
 	o := Options{Store: st, Log: zerolog.Nop()}
 	if limited {
-		rl, err := NewLog(quota.NewMemory(), 1<<40, time.Minute)
+		rl, err := NewLog(quota.NewMemory(time.Now), 1<<40, time.Minute)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -280,7 +280,7 @@ func BenchmarkRateLimitDecision(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	log, err := NewLog(quota.NewMemory(), 60, time.Minute)
+	log, err := NewLog(quota.NewMemory(time.Now), 60, time.Minute)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -48,7 +48,7 @@ const (
 
 // NewLog returns the exact sliding-window log limiter (serve.rate_limit
 // algorithm "log") of limit requests per client per window over backend:
-// quota.NewMemory() for one instance, the Redis backend for several.
+// quota.NewMemory(time.Now) for one instance, the Redis backend for several.
 func NewLog(backend quota.Backend, limit int64, window time.Duration) (Limiter, error) {
 	l, err := quota.New(backend, []quota.Bucket{{Name: RateBucket, Limit: limit, Window: window}},
 		quota.Costs{RateMethod: {{Bucket: RateBucket, Units: 1}}})

@@ -203,7 +203,7 @@ func TestCounterErrorAgainstTheLog(t *testing.T) {
 		rng := rand.New(rand.NewPCG(7, 7))
 		clk := &clock{now: time.Date(2026, 3, 2, 12, 0, 59, 0, time.UTC)}
 		counter, _ := NewCounter(limit, window, clk.Now)
-		log, err := NewLog(quota.NewMemory(quota.WithMemoryClock(clk.Now)), limit, window)
+		log, err := NewLog(quota.NewMemory(clk.Now), limit, window)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -278,7 +278,7 @@ func BenchmarkCounterMemory(b *testing.B) {
 				if algorithm == "counter" {
 					l, _ = NewCounter(60, time.Minute, nil)
 				} else {
-					l, _ = NewLog(quota.NewMemory(), 60, time.Minute)
+					l, _ = NewLog(quota.NewMemory(time.Now), 60, time.Minute)
 				}
 				for _, k := range keys {
 					l.Allow(context.Background(), k)

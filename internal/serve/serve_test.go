@@ -119,7 +119,7 @@ func startWith(t *testing.T, db string, lim *quota.Limiter, algorithm string, ed
 	clk := &clock{now: time.Date(2026, 3, 2, 12, 0, 0, 0, time.UTC)}
 	var rl Limiter
 	if algorithm == "log" {
-		rl, err = NewLog(quota.NewMemory(quota.WithMemoryClock(clk.Now)), 60, time.Minute)
+		rl, err = NewLog(quota.NewMemory(clk.Now), 60, time.Minute)
 	} else {
 		rl, err = NewCounter(60, time.Minute, clk.Now)
 	}
