@@ -106,7 +106,7 @@ func printStatus(a *app, st quota.Status) {
 	if !st.Reachable {
 		reach = "UNREACHABLE: " + st.Err.Error()
 	}
-	fmt.Fprintf(a.stdout, "credential %s · backend %s (%s) · preset %s\n", st.Credential, st.Backend, reach, a.cfg.Quota.PresetName())
+	fmt.Fprintf(a.stdout, "credential %s · backend %s (%s) · preset %s\n", st.Credential, st.Backend, reach, a.cfg.Quota.Preset)
 	if !st.Reachable {
 		return
 	}
@@ -282,6 +282,6 @@ func emptyStatus(a *app) quota.Status {
 // statusView is st's machine shape with the configured preset.
 func (a *app) statusView(st quota.Status) quota.StatusView {
 	v := st.View()
-	v.Preset = a.cfg.Quota.PresetName()
+	v.Preset = a.cfg.Quota.Preset
 	return v
 }

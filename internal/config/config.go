@@ -5,6 +5,7 @@
 package config
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"net/url"
@@ -162,6 +163,7 @@ func (c *Config) complete() {
 			c.Quota.Backend = "redis"
 		}
 	}
+	c.Quota.Preset = cmp.Or(c.Quota.Preset, callsite.PresetClassic)
 	if c.Quota.SQLite.Path == "" && c.Database != "" {
 		c.Quota.SQLite.Path = filepath.Join(filepath.Dir(c.Database), "quota.db")
 	}

@@ -29,8 +29,8 @@ func TestPresetGoogle2026(t *testing.T) {
 	if cs := costs["videos.list"]; len(cs) != 1 || cs[0].Bucket != "units" || cs[0].Units != 1 {
 		t.Errorf("videos.list charges %+v", cs)
 	}
-	if c.Quota.PresetName() != "google-2026" || Default().Quota.PresetName() != "classic" {
-		t.Errorf("preset names %q / %q", c.Quota.PresetName(), Default().Quota.PresetName())
+	if c.Quota.Preset != "google-2026" || Default().Quota.Preset != "classic" {
+		t.Errorf("preset names %q / %q", c.Quota.Preset, Default().Quota.Preset)
 	}
 }
 

@@ -113,8 +113,8 @@ func (bs Buckets) field(i int, name string) string {
 // defaultQuota is the classic preset's buckets and costs, each call site's
 // policy (package callsite) and the Redis WAIT timeout's default.
 func defaultQuota() Quota {
-	q := Quota{Policies: map[string]callsite.Policy{}}
-	_ = q.setPreset("", 0) // the classic preset cannot fail
+	q := Quota{Preset: callsite.PresetClassic, Policies: map[string]callsite.Policy{}}
+	_ = q.setPreset(q.Preset, 0) // the classic preset cannot fail
 	q.Redis.WaitTimeout = Duration(quota.DefaultRedisWaitTimeout)
 	for _, site := range callsite.All() {
 		q.Policies[site.Name] = site.Policy
@@ -169,15 +169,6 @@ func (c *Config) noCost(site, why string) error {
 		}
 	}
 	return invalid("quota.costs", "{"+strings.Join(slices.Sorted(maps.Keys(c.Quota.Costs)), ", ")+"}", "%s has no cost, but %s: add quota.costs.%s", site, why, site)
-}
-
-// PresetName is the preset the quota configuration started from, "classic"
-// when none was given.
-func (q Quota) PresetName() string {
-	if q.Preset == "" {
-		return callsite.PresetClassic
-	}
-	return q.Preset
 }
 
 // Limits converts the buckets and the cost table into the quota package's

@@ -61,7 +61,9 @@ type SettingError struct {
 	Reason  string
 }
 
-func (e *SettingError) Error() string { return fmt.Sprintf("%s = %v: %s", e.Setting, e.Value, e.Reason) }
+func (e *SettingError) Error() string {
+	return fmt.Sprintf("%s = %v: %s", e.Setting, e.Value, e.Reason)
+}
 
 // Check checks r before any connection (used is whether the quota backend
 // is Redis; prefix is the settings' path, e.g. "quota.redis."): the URL
