@@ -55,7 +55,7 @@ stagger offset and the next time 'trendfetch schedule' runs them.`,
 				enc.SetEscapeHTML(false)
 				return enc.Encode(out)
 			}
-			loc, _ := a.cfg.Schedule.Location()
+			loc := a.cfg.Schedule.Location()
 			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "CODE\tNAME\tCONFIGURED\tOFFSET\tNEXT RUN\tSCHEDULE")
 			for _, r := range out {

@@ -223,14 +223,11 @@ func (c *Config) Validate() error {
 	if c.API.PageSize < 1 || c.API.PageSize > callsite.MaxIDs {
 		return invalid("api.page_size", c.API.PageSize, "must be 1-%d (the API's maxResults range)", callsite.MaxIDs)
 	}
-	switch c.Quota.Backend {
-	case "sqlite":
-	case "redis":
-		if !c.Quota.Redis.Configured() {
-			return invalid("quota.backend", "redis", "no Redis configured: set TRENDFETCH_REDIS_URL, quota.redis.url_file, quota.redis.cluster or quota.redis.sentinel")
-		}
-	default:
-		return invalid("quota.backend", c.Quota.Backend, "want sqlite or redis")
+	if err := oneOf("quota.backend", c.Quota.Backend, "sqlite", "redis"); err != nil {
+		return err
+	}
+	if c.Quota.Backend == "redis" && !c.Quota.Redis.Configured() {
+		return invalid("quota.backend", "redis", "no Redis configured: set TRENDFETCH_REDIS_URL, quota.redis.url_file, quota.redis.cluster or quota.redis.sentinel")
 	}
 	if err := c.validateRedis(); err != nil {
 		return err
@@ -258,15 +255,11 @@ func (c *Config) Validate() error {
 			return invalid("quota.policies."+m, p, "want fail-open or fail-closed")
 		}
 	}
-	switch c.Log.Level {
-	case "trace", "debug", "info", "warn", "error":
-	default:
-		return invalid("log.level", c.Log.Level, "want trace, debug, info, warn or error")
+	if err := oneOf("log.level", c.Log.Level, "trace", "debug", "info", "warn", "error"); err != nil {
+		return err
 	}
-	switch c.Log.Format {
-	case "auto", "json", "console":
-	default:
-		return invalid("log.format", c.Log.Format, "want auto, json or console")
+	if err := oneOf("log.format", c.Log.Format, "auto", "json", "console"); err != nil {
+		return err
 	}
 	if err := c.Serve.validate(); err != nil {
 		return err
@@ -288,6 +281,14 @@ func (e *ValidationError) Error() string {
 
 func invalid(field string, value any, format string, args ...any) error {
 	return &ValidationError{Field: field, Value: value, Reason: fmt.Sprintf(format, args...)}
+}
+
+// oneOf refuses a value of field that is not one of want, listing them.
+func oneOf[T ~string](field string, value T, want ...T) error {
+	if slices.Contains(want, value) {
+		return nil
+	}
+	return invalid(field, value, "want %s", strings.Trim(strings.Join(strings.Fields(fmt.Sprint(want)), ", "), "[]"))
 }
 
 func validName(s string) bool {

@@ -90,8 +90,7 @@ func openConfig(path string) (*os.File, error) {
 func read(r io.Reader, lookup func(string) (string, bool), flags map[string]string) (*Config, error) {
 	cfg := defaults()
 	if r != nil {
-		var err error
-		if cfg, err = decode(r); err != nil {
+		if err := cfg.decode(r); err != nil {
 			return nil, err
 		}
 	}
@@ -103,33 +102,32 @@ func read(r io.Reader, lookup func(string) (string, bool), flags map[string]stri
 	return cfg, nil
 }
 
-// decode reads YAML from r over the defaults. Unknown keys and values of the
-// wrong shape are errors naming the key and its line (a typo must not
-// silently fall back to a default). The file's quota.buckets are merged
+// decode reads YAML from r over c (the defaults). Unknown keys and values
+// of the wrong shape are errors naming the key and its line (a typo must
+// not silently fall back to a default). The file's quota.buckets are merged
 // into the preset's (Buckets); its quota.costs replace the preset's; its
 // quota.policies override per method.
-func decode(r io.Reader) (*Config, error) {
-	cfg := defaults()
+func (c *Config) decode(r io.Reader) error {
 	raw, err := io.ReadAll(io.LimitReader(r, MaxConfigBytes+1))
 	if err != nil {
-		return nil, fmt.Errorf("cannot read config: %w", err)
+		return fmt.Errorf("cannot read config: %w", err)
 	}
 	if len(raw) > MaxConfigBytes {
-		return nil, fmt.Errorf("config is larger than %d KiB: a trendfetch config is a few KB; check the file", MaxConfigBytes>>10)
+		return fmt.Errorf("config is larger than %d KiB: a trendfetch config is a few KB; check the file", MaxConfigBytes>>10)
 	}
 	var doc yaml.Node
 	if err := yaml.Unmarshal(raw, &doc); err != nil {
-		return nil, fmt.Errorf("config is not valid YAML: %s", oneLine(err))
+		return fmt.Errorf("config is not valid YAML: %s", oneLine(err))
 	}
 	if len(doc.Content) == 0 {
-		return cfg, nil
+		return nil
 	}
 	if err := yamlcheck.Check(&doc, reflect.TypeOf(Config{})); err != nil {
 		msg := err.Error()
 		if ke, ok := err.(*yamlcheck.Error); ok && (ke.Key == "api_key" || ke.Key == "password" || ke.Key == "url") {
 			msg += secretsHint()
 		}
-		return nil, fmt.Errorf("config: %s", msg)
+		return fmt.Errorf("config: %s", msg)
 	}
 	// The preset is the base the file's buckets and costs change.
 	var head struct {
@@ -140,34 +138,34 @@ func decode(r io.Reader) (*Config, error) {
 		}
 	}
 	if err := doc.Decode(&head); err != nil {
-		return nil, fmt.Errorf("config: %s", oneLine(err))
+		return fmt.Errorf("config: %s", oneLine(err))
 	}
-	if err := cfg.Quota.setPreset(head.Quota.Preset, head.Quota.Headroom); err != nil {
-		return nil, err
+	if err := c.Quota.setPreset(head.Quota.Preset, head.Quota.Headroom); err != nil {
+		return err
 	}
 	costsGiven := head.Quota.Costs.Kind != 0
 	if costsGiven {
-		cfg.Quota.Costs = nil
+		c.Quota.Costs = nil
 	}
-	defaultPolicies := cfg.Quota.Policies
-	cfg.Quota.Policies = map[string]callsite.Policy{}
+	defaultPolicies := c.Quota.Policies
+	c.Quota.Policies = map[string]callsite.Policy{}
 	dec := yaml.NewDecoder(bytes.NewReader(raw))
 	dec.KnownFields(true)
-	if err := dec.Decode(cfg); err != nil {
-		return nil, fmt.Errorf("config: %s", oneLine(err))
+	if err := dec.Decode(c); err != nil {
+		return fmt.Errorf("config: %s", oneLine(err))
 	}
 	if !costsGiven {
-		cfg.Quota.dropCostsOfMissingBuckets()
+		c.Quota.dropCostsOfMissingBuckets()
 	}
 	// A method with a cost and no policy in the file keeps its default.
 	for m, p := range defaultPolicies {
-		if _, has := cfg.Quota.Costs[m]; has {
-			if _, set := cfg.Quota.Policies[m]; !set {
-				cfg.Quota.Policies[m] = p
+		if _, has := c.Quota.Costs[m]; has {
+			if _, set := c.Quota.Policies[m]; !set {
+				c.Quota.Policies[m] = p
 			}
 		}
 	}
-	return cfg, nil
+	return nil
 }
 
 // secretsHint ends the error for a secret written into the YAML file.

@@ -52,16 +52,13 @@ func (s Schedule) StaggerStep() time.Duration {
 	return s.Stagger.Std()
 }
 
-// Location returns Timezone's location, time.Local when Timezone is "".
-func (s Schedule) Location() (*time.Location, error) {
-	if s.Timezone == "" {
-		return time.Local, nil
+// Location returns Timezone's location, time.Local when Timezone is ""
+// (Validate refuses an unknown zone).
+func (s Schedule) Location() *time.Location {
+	if loc, err := time.LoadLocation(s.Timezone); err == nil && s.Timezone != "" {
+		return loc
 	}
-	loc, err := time.LoadLocation(s.Timezone)
-	if err != nil {
-		return nil, invalid("schedule.timezone", s.Timezone, "unknown time zone (want an IANA name such as Europe/London)")
-	}
-	return loc, nil
+	return time.Local
 }
 
 // Plan returns each region's schedule, in list order. Errors are

@@ -91,18 +91,11 @@ func (s *Serve) validate() error {
 	if s.RateLimit.Limit > math.MaxInt32 || float64(s.RateLimit.Limit)*float64(s.RateLimit.Window.Std().Milliseconds()) > 1<<53 {
 		return invalid("serve.rate_limit.limit", s.RateLimit.Limit, "too large for the window %s: at most %d, and limit x window under 2^53 ms", s.RateLimit.Window.Std(), math.MaxInt32)
 	}
-	switch s.RateLimit.Key {
-	case "ip", "token":
-	default:
-		return invalid("serve.rate_limit.key", s.RateLimit.Key, "want ip or token")
+	if err := oneOf("serve.rate_limit.key", s.RateLimit.Key, "ip", "token"); err != nil {
+		return err
 	}
 	if s.RateLimit.Key == "token" && s.TokenFile == "" {
 		return invalid("serve.rate_limit.key", "token", "needs serve.token_file (clients are told apart by their token)")
 	}
-	switch s.RateLimit.Algorithm {
-	case "counter", "log":
-	default:
-		return invalid("serve.rate_limit.algorithm", s.RateLimit.Algorithm, "want counter (default) or log")
-	}
-	return nil
+	return oneOf("serve.rate_limit.algorithm", s.RateLimit.Algorithm, "counter", "log")
 }
