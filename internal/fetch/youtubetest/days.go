@@ -221,7 +221,7 @@ func (s *Server) serveBatchGetStats(w http.ResponseWriter, r *http.Request, q ur
 		return
 	}
 	if len(ids) > callsite.MaxIDs {
-		writeError(w, errInvalidValue("id", fmt.Sprint(len(ids), " ids"), "At most 50 ids may be requested."))
+		writeError(w, errTooManyIDs(len(ids)))
 		return
 	}
 	resp := &youtube.BatchGetStatsResponse{Kind: "youtube#batchGetStatsResponse", Items: []*youtube.VideoStat{}}

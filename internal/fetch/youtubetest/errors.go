@@ -2,7 +2,10 @@ package youtubetest
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
+
+	"github.com/trendfetch/trendfetch/internal/callsite"
 )
 
 // errorResponse is the JSON envelope of a Google API error, the shape that
@@ -83,6 +86,11 @@ func errUnknownPart(part string) errorResponse {
 func errInvalidValue(param, value, want string) errorResponse {
 	msg := "Invalid value '" + value + "'. " + want
 	return apiError(http.StatusBadRequest, "global", "invalidParameter", msg, param)
+}
+
+// errTooManyIDs is the answer to n ids, more than one call takes.
+func errTooManyIDs(n int) errorResponse {
+	return errInvalidValue("id", fmt.Sprint(n, " ids"), fmt.Sprintf("At most %d ids may be requested.", callsite.MaxIDs))
 }
 
 func errMissingFilter(filters string) errorResponse {

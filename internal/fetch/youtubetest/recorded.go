@@ -226,13 +226,12 @@ func (s *Server) serveChannels(w http.ResponseWriter, r *http.Request, q url.Val
 	s.mu.Lock()
 	switch {
 	case len(ids) > 0:
-		list := ids
-		if len(list) > callsite.MaxIDs {
+		if len(ids) > callsite.MaxIDs {
 			s.mu.Unlock()
-			writeError(w, errInvalidValue("id", fmt.Sprint(len(list), " ids"), "At most 50 ids may be requested."))
+			writeError(w, errTooManyIDs(len(ids)))
 			return
 		}
-		for _, id := range list {
+		for _, id := range ids {
 			for _, c := range s.channels {
 				if c.Id == id {
 					resp.Items = append(resp.Items, project(c, parts))

@@ -102,7 +102,7 @@ func (s *Server) serveVideos(w http.ResponseWriter, r *http.Request, q url.Value
 
 func (s *Server) serveVideoIDs(w http.ResponseWriter, r *http.Request, ids []string, parts map[string]bool) {
 	if len(ids) > callsite.MaxIDs {
-		writeError(w, errInvalidValue("id", strconv.Itoa(len(ids))+" ids", "At most 50 ids may be requested."))
+		writeError(w, errTooManyIDs(len(ids)))
 		return
 	}
 	resp := &youtube.VideoListResponse{Kind: "youtube#videoListResponse", Items: []*youtube.Video{}}
