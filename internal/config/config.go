@@ -94,11 +94,8 @@ type Log struct {
 	Format string `yaml:"format"`
 }
 
-// Default returns the built-in configuration: one credential "default" whose
-// key is in YOUTUBE_API_KEY, region US, the database under the XDG data
-// directory, the embedded quota backend, and the buckets, costs and
-// policies of the call-site table (package callsite; docs/design.md §4), the
-// run defaults of callsite.RunDefaults, completed.
+// Default returns the built-in configuration, completed: the defaults the
+// example config lists, from the settings table and package callsite.
 func Default() *Config {
 	c := defaults()
 	c.complete()
@@ -137,14 +134,9 @@ func defaults() *Config {
 	return c
 }
 
-// complete fills in every default that depends on other settings and
-// normalizes values, in one step after every source and before Validate: a
-// credential without a key source reads YOUTUBE_API_KEY, region codes are
-// upper-cased and de-duplicated (when valid; Validate reports invalid ones),
-// api.endpoint ends in "/", the quota backend is redis when Redis is
-// configured and sqlite otherwise, quota.sqlite.path defaults to quota.db
-// beside the database, searches default to one page, and the schedule's and
-// serve's defaults are filled. It is idempotent and never fails.
+// complete fills in the defaults that depend on other settings and
+// normalizes values (region codes upper case, when valid), in one step
+// after every source and before Validate. It is idempotent and never fails.
 func (c *Config) complete() {
 	for i, cr := range c.Credentials {
 		if cr.KeyEnv == "" && cr.KeyFile == "" {
@@ -267,8 +259,7 @@ func (c *Config) Validate() error {
 	return c.Schedule.validate(c.Regions)
 }
 
-// ValidationError names the config field, the offending value and why it
-// is wrong.
+// ValidationError names the config field, the value and why it is wrong.
 type ValidationError struct {
 	Field  string
 	Value  any

@@ -16,17 +16,14 @@ import (
 	"github.com/trendfetch/trendfetch/internal/yamlcheck"
 )
 
-// MaxConfigBytes bounds a config file (1 MiB): a larger one is refused, not
-// read whole.
+// MaxConfigBytes bounds a config file (1 MiB): larger ones are refused.
 const MaxConfigBytes = 1 << 20
 
-// Load reads the configuration in the order of precedence: the defaults,
-// the config file, the environment (lookup; os.LookupEnv in production),
-// the flags (a Setting's Flag -> the value given; "" = not given), then
-// completes it. The file is --config, else $TRENDFETCH_CONFIG (both must
-// exist), else $XDG_CONFIG_HOME/trendfetch/config.yaml when it exists. It returns the config and the
-// absolute path of the file read ("" = none); errors name the file. The
-// caller runs Validate.
+// Load reads the defaults, the config file (--config, else
+// $TRENDFETCH_CONFIG: both must exist; else the XDG default if it exists),
+// the environment (lookup), the flags (a Setting's Flag -> its value, ""
+// = not given), and completes. It returns the config and the absolute path
+// of the file read ("" = none); errors name the file. The caller validates.
 func Load(lookup func(string) (string, bool), flags map[string]string) (*Config, string, error) {
 	row := Lookup("")
 	path, explicit := flags[row.Flag], true
@@ -84,9 +81,7 @@ func openConfig(path string) (*os.File, error) {
 	return f, nil
 }
 
-// read is Load after the file is found: the YAML of r (nil = no file) over
-// the defaults, the environment, the flags and the secrets' files, then
-// complete.
+// read is Load after the file is found (r; nil = none).
 func read(r io.Reader, lookup func(string) (string, bool), flags map[string]string) (*Config, error) {
 	cfg := defaults()
 	if r != nil {
@@ -103,10 +98,9 @@ func read(r io.Reader, lookup func(string) (string, bool), flags map[string]stri
 }
 
 // decode reads YAML from r over c (the defaults). Unknown keys and values
-// of the wrong shape are errors naming the key and its line (a typo must
-// not silently fall back to a default). The file's quota.buckets are merged
-// into the preset's (Buckets); its quota.costs replace the preset's; its
-// quota.policies override per method.
+// of the wrong shape are errors naming the key and its line (yamlcheck).
+// quota.buckets merge into the preset's (Buckets), quota.costs replace
+// them, quota.policies override per method.
 func (c *Config) decode(r io.Reader) error {
 	raw, err := io.ReadAll(io.LimitReader(r, MaxConfigBytes+1))
 	if err != nil {

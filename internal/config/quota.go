@@ -59,10 +59,8 @@ type BucketConfig struct {
 }
 
 // Buckets are the quota buckets in display order. The file's list is
-// merged into the preset's buckets by name: an entry replaces the bucket of
-// its name whole or, with a new name, is added after them;
-// {name: N, remove: true} removes bucket N, and with it the preset's cost
-// of each method charging N (unless quota.costs is given).
+// merged into the preset's by name: an entry replaces the bucket of its
+// name whole, or is added; {name: N, remove: true} removes bucket N.
 type Buckets []BucketConfig
 
 // UnmarshalYAML merges the file's list into bs (the preset's buckets).
@@ -101,8 +99,7 @@ func (bs Buckets) names() []string {
 	return out
 }
 
-// field names bucket i's field as the file wrote it, e.g.
-// "quota.buckets[0].limit".
+// field names bucket i's field as the file wrote it.
 func (bs Buckets) field(i int, name string) string {
 	if bs[i].key != "" {
 		return bs[i].key + "." + name
@@ -110,8 +107,7 @@ func (bs Buckets) field(i int, name string) string {
 	return fmt.Sprintf("quota.buckets[%d].%s", i, name)
 }
 
-// defaultQuota is the classic preset's buckets and costs, each call site's
-// policy (package callsite) and the Redis WAIT timeout's default.
+// defaultQuota is the classic preset with each call site's policy.
 func defaultQuota() Quota {
 	q := Quota{Preset: callsite.PresetClassic, Policies: map[string]callsite.Policy{}}
 	_ = q.setPreset(q.Preset, 0) // the classic preset cannot fail
@@ -172,11 +168,8 @@ func (c *Config) noCost(site, why string) error {
 }
 
 // Limits converts the buckets and the cost table into the quota package's
-// types. The buckets and costs themselves are checked by quota.New (their
-// one home), whose *quota.SettingError and *quota.CostError become a
-// *ValidationError naming the quota.* setting; what is left here is what
-// only the file can get wrong: a name's characters, the algorithm, a
-// window under 1ms, a method charging nothing.
+// types, checked by quota.New (their one home) and here for what only the
+// file can get wrong; errors are *ValidationError naming the file's key.
 func (c *Config) Limits() ([]quota.Bucket, quota.Costs, error) {
 	if len(c.Quota.Buckets) == 0 {
 		return nil, nil, invalid("quota.buckets", "[]", "at least one bucket is needed (an entry with remove: true removes one)")

@@ -23,24 +23,19 @@ type Credential struct {
 }
 
 // Systemd credentials (LoadCredential=NAME:PATH) read from
-// $CREDENTIALS_DIRECTORY when the environment and the files give nothing.
+// $CREDENTIALS_DIRECTORY when the environment and the files give nothing:
+// a credential's key (KeyCredentialPrefix + its name, by default), the
+// Redis URL, the Sentinels' password, runs.checkin_url.
 const (
-	// KeyCredentialPrefix + a credential's name is its key's default.
-	KeyCredentialPrefix = "youtube-api-key-"
-	// RedisURLCredential holds the Redis URL (like TRENDFETCH_REDIS_URL).
-	RedisURLCredential = "redis-url"
-	// SentinelPasswordCredential holds the Sentinels' password.
+	KeyCredentialPrefix        = "youtube-api-key-"
+	RedisURLCredential         = "redis-url"
 	SentinelPasswordCredential = "redis-sentinel-password"
-	// CheckinURLCredential holds runs.checkin_url.
-	CheckinURLCredential = "checkin-url"
+	CheckinURLCredential       = "checkin-url"
 )
 
-// readSecrets fills what no environment variable gave of the Redis URL
-// (quota.redis.url_file, else the systemd credential redis-url) and the
-// Sentinels' password (sentinel.password_file, else the systemd credential
-// redis-sentinel-password) and the check-in URL (runs.checkin_url_file, else
-// the systemd credential checkin-url). Errors name the setting, never the
-// content.
+// readSecrets fills each secret no environment variable gave from its
+// file setting, else its systemd credential. Errors name the setting,
+// never the content.
 func (c *Config) readSecrets(lookup func(string) (string, bool)) error {
 	r := &c.Quota.Redis
 	for _, s := range []struct {

@@ -58,8 +58,7 @@ var settings = []Setting{
 		Help: "auto (console on a terminal, JSON otherwise), json or console"},
 }
 
-// Settings returns the table of settings an environment variable or a root
-// flag sets, in the order of --help.
+// Settings returns the table (a copy), in the order of --help.
 func Settings() []Setting { return append([]Setting(nil), settings...) }
 
 // Lookup returns the row of the setting with YAML path key ("" for
@@ -73,8 +72,7 @@ func Lookup(key string) Setting {
 	panic("config: no setting " + key)
 }
 
-// Value returns s's value in c, a list joined with commas. It panics for
-// the --config row, which has no value in c.
+// Value returns s's value in c, a list joined with commas (not for --config).
 func (s Setting) Value(c *Config) string {
 	v := s.field(c)
 	if s.List {
@@ -110,9 +108,8 @@ func (s Setting) field(c *Config) reflect.Value {
 	return v
 }
 
-// apply sets, over c, every setting its environment variable gives
-// (lookup), then every setting its flag gives (flags: a Flag -> its value;
-// "" = not given): flags beat the environment.
+// apply sets over c what the environment (lookup) gives, then what the
+// flags give (flags beat the environment).
 func (c *Config) apply(lookup func(string) (string, bool), flags map[string]string) {
 	for _, s := range settings {
 		if v, ok := lookup(s.Env); s.Key != "" && s.Env != "" && ok && v != "" {
