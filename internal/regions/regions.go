@@ -2,8 +2,8 @@
 // 3166-1 alpha-2) and validates operator input against them.
 //
 // Source: the list is the recorded i18nRegions.list response
-// ../shared/data/api_json/yamapi0103__i18nRegions_items_hl-zh-TW_2020.json
-// (106 regions, 2020), the API's own answer to "which regionCode values are
+// yamapi0103__i18nRegions_items_hl-zh-TW_2020.json (docs/design.md §7; 106
+// regions, 2020), the API's own answer to "which regionCode values are
 // supported". A region YouTube added later is refused until its code is added
 // to the list in codes below.
 package regions

@@ -72,7 +72,7 @@ func equal(a, b []string) bool {
 }
 
 // TestCodesMatchRecordedList checks the embedded list against its source,
-// the recorded i18nRegions.list response in ../shared/data.
+// the recorded i18nRegions.list response (docs/design.md §7).
 func TestCodesMatchRecordedList(t *testing.T) {
 	path := filepath.Join(youtubetest.DataDir(t), "api_json", "yamapi0103__i18nRegions_items_hl-zh-TW_2020.json")
 	raw, err := os.ReadFile(path)

@@ -52,7 +52,7 @@ const (
 )
 
 // Export layouts: the columns of the public trending datasets
-// (../shared/data/PROVENANCE.md).
+// (docs/design.md §7).
 var (
 	layoutYoutubeNew = []string{"video_id", "trending_date", "title", "channel_title", "category_id", "publish_time",
 		"tags", "views", "likes", "dislikes", "comment_count", "thumbnail_link", "comments_disabled",

@@ -17,7 +17,7 @@ import (
 	"google.golang.org/api/youtube/v3"
 )
 
-// csvFormat is one of the recorded trending CSV layouts (see ../shared/data/PROVENANCE.md).
+// csvFormat is one of the recorded trending CSV layouts (docs/design.md §7).
 type csvFormat int
 
 const (
@@ -168,7 +168,7 @@ func matchDate(value, want string) bool {
 
 // LoadCSV parses a recorded trending CSV and returns the chart of one trending date as
 // youtube.Video values, in file order: row 1 of that date is chart rank 1 (the scraper followed
-// nextPageToken, so row order is rank order; source: ../shared/data/PROVENANCE.md §1).
+// nextPageToken, so row order is rank order; docs/design.md §7).
 //
 // The format is detected from the header: the 2018 scraper columns (also used, with ISO
 // dates and "[None]" for no tags, by the rsrishav 2020 files) or the 2017 Kaggle columns.

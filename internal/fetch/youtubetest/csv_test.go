@@ -11,7 +11,7 @@ import (
 	"github.com/trendfetch/trendfetch/internal/fetch/youtubetest"
 )
 
-// Row counts per recorded file, from ../shared/data/PROVENANCE.md.
+// Row counts per recorded file, from the notes beside the recorded data (docs/design.md §7).
 var provenanceRows = map[string]int{
 	"api_snapshot_2018-11-01/18.01.11_BR_videos.csv":      200,
 	"api_snapshot_2018-11-01/18.01.11_CA_videos.csv":      84,
@@ -42,7 +42,7 @@ var provenanceRows = map[string]int{
 }
 
 // TestLoadEveryRecordedRow loads every trending date of every recorded CSV and checks that
-// the rows add up to the counts in PROVENANCE.md, so no row is lost or rejected.
+// the rows add up to the counts noted beside the data, so no row is lost or rejected.
 func TestLoadEveryRecordedRow(t *testing.T) {
 	data := youtubetest.DataDir(t)
 	files, err := filepath.Glob(filepath.Join(data, "*", "*.csv"))

@@ -7,7 +7,7 @@ import (
 )
 
 // FindDataDir walks up from dir to the directory holding go.mod (the repository root) and
-// returns root/../shared/data, the recorded data described in its PROVENANCE.md. It returns
+// returns the directory shared/data beside it, the recorded data (docs/design.md §7). It returns
 // an error wrapping fs.ErrNotExist when there is no go.mod above dir or the data directory
 // does not exist.
 func FindDataDir(dir string) (string, error) {

@@ -7,7 +7,7 @@
 // client is used unchanged against it. It counts quota units per API key as Google does,
 // answers Google's error bodies (quotaExceeded, videoChartNotFound, keyInvalid, 5xx) and
 // can inject failures. Charts come from recorded trending CSVs (LoadCSV, LoadCSVFile;
-// ../shared/data, see its PROVENANCE.md) or from the synthetic Sample.
+// the recorded data of docs/design.md §7, found by FindDataDir) or from the synthetic Sample.
 //
 // In a test:
 //
@@ -33,6 +33,6 @@
 //   - paging.go: page tokens.
 //   - videos.go: videos.list (chart=mostPopular and id lists).
 //   - csv.go, sample.go, errors.go, data.go: recorded CSVs, the synthetic sample, Google's
-//     error bodies, locating ../shared/data.
+//     error bodies, locating the recorded data.
 //   - testing.go: helpers for tests (StartTest, DataDir) without importing package testing.
 package youtubetest

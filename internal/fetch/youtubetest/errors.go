@@ -40,8 +40,8 @@ func apiError(code int, domain, reason, message, location string) errorResponse 
 }
 
 // Error bodies. Their sources:
-//   - quotaExceeded: byte-for-byte the fields of the recorded
-//     ../shared/data/errors/mine-youtube-data__quota_exhausted.json (403, domain youtube.quota).
+//   - quotaExceeded: byte-for-byte the fields of the answer recorded from the API
+//     (docs/design.md §3 and §7; 403, domain youtube.quota).
 //   - videoChartNotFound, keyInvalid: docs/design.md §3 and the YouTube Data API error reference;
 //     the message texts are Google's.
 //   - backendError, rateLimitExceeded, parameter errors: Google's documented global errors;

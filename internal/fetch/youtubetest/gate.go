@@ -28,8 +28,8 @@ func (s *Server) SetKeys(keys ...string) {
 
 // SetDailyLimit sets the units each API key may spend (0, the default, means unlimited).
 // A request whose cost would take its key past the limit is answered with the real HTTP 403
-// quotaExceeded body (domain "youtube.quota"; recorded in
-// ../shared/data/errors/mine-youtube-data__quota_exhausted.json) and costs nothing. Units
+// quotaExceeded body (domain "youtube.quota"; recorded from the API, docs/design.md §7) and
+// costs nothing. Units
 // spent so far are kept; see ResetQuota.
 func (s *Server) SetDailyLimit(units int64) {
 	s.mu.Lock()

@@ -13,8 +13,8 @@ import (
 )
 
 // SetCategories sets the videoCategories.list answer for region from raw, a recorded
-// youtube#videoCategoryListResponse such as ../shared/data/kaggle_youtube_new_2017/US_category_id.json
-// or ../shared/data/rsrishav_trending_2020/nonUS_category_id.json. region "" sets the default
+// youtube#videoCategoryListResponse such as the public datasets' US_category_id.json or
+// nonUS_category_id.json (docs/design.md §7). region "" sets the default
 // served to every region without its own list. The items are served with their recorded ids,
 // etags and snippets; the envelope etag is recomputed from the content. raw must decode as
 // a videoCategoryListResponse with at least one item, else SetCategories returns an error and
@@ -37,8 +37,8 @@ func (s *Server) SetCategories(region string, raw []byte) error {
 }
 
 // SetSearchPages sets the pages that search.list serves, in order, each raw a recorded
-// youtube#searchListResponse such as ../shared/data/api_json/pyyoutube__search_search_by_keywords_p1.json
-// and _p2.json. The first page is served without pageToken; page i+1 is served for page i's
+// youtube#searchListResponse such as the recorded pyyoutube__search_search_by_keywords_p1.json
+// and _p2.json (docs/design.md §7). The first page is served without pageToken; page i+1 is served for page i's
 // nextPageToken; the last page's nextPageToken is removed so a client's pagination ends.
 // The query (q, type, regionCode, maxResults, ...) is not interpreted: every search returns
 // these pages. Each request costs the search.list cost (100 units by default). An error
@@ -98,7 +98,7 @@ func videoOfSearchResult(it *youtube.SearchResult) *youtube.Video {
 }
 
 // SetChannels adds the channels of raw, a recorded youtube#channelListResponse such as
-// ../shared/data/api_json/pyyoutube__channels_info_multiple.json, to those channels.list
+// pyyoutube__channels_info_multiple.json (docs/design.md §7), to those channels.list
 // serves (a channel with an id already known replaces it). channels.list answers id=a,b,...
 // (unknown ids are absent) and forHandle=@name (matched against snippet.customUrl,
 // case-insensitively); other filters return no channels.

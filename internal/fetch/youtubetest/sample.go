@@ -24,7 +24,7 @@ var sampleCategories = []struct {
 }
 
 // Sample returns a built-in synthetic chart of SampleSize videos in rank order, for demos
-// and tests when ../shared/data is absent. Everything in it is invented and says so: ids
+// and tests when the recorded data (FindDataDir) is absent. Everything in it is invented and says so: ids
 // "sample-0001" ... "sample-0060" (11 characters, like real ids), titles "Sample video N
 // (synthetic)", 12 channels "Sample Channel N" with SyntheticChannelID ids, categories
 // cycling over real category ids, descending view counts, durations, tags, and published
