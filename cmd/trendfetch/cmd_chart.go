@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"encoding/csv"
-	"encoding/json"
 	"fmt"
 	"os"
 	"strconv"
@@ -84,9 +83,7 @@ search needs --query Q (the search.list q of config searches).`,
 			}
 			switch {
 			case asJSON:
-				enc := json.NewEncoder(a.stdout)
-				enc.SetIndent("", "  ")
-				return enc.Encode(struct {
+				return a.printJSON(struct {
 					Capture store.Capture `json:"capture"`
 					Entries []store.Entry `json:"entries"`
 				}{c, entries})

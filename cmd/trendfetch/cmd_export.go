@@ -1,14 +1,11 @@
 package main
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
-	"path/filepath"
-	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -16,6 +13,7 @@ import (
 	"github.com/mattn/go-isatty"
 	"github.com/spf13/cobra"
 
+	"github.com/trendfetch/trendfetch/internal/engine"
 	"github.com/trendfetch/trendfetch/internal/regions"
 	"github.com/trendfetch/trendfetch/internal/store"
 )
@@ -139,10 +137,11 @@ Costs no quota.`,
 				return err
 			}
 			defer st.Close()
-			f := store.ExportFormat{Format: format, Layout: layout, PerCapture: every == "capture",
-				NoDescription: noDescription, RegionColumn: regionColumn, SpreadsheetSafe: safe}
-			oneRegion := format == "csv" && dir == "" && !regionColumn
-			if oneRegion {
+			x := engine.Export{Query: q, Dir: dir, Partition: partition, Stdout: a.stdout,
+				Format: store.ExportFormat{Format: format, Layout: layout, PerCapture: every == "capture",
+					NoDescription: noDescription, RegionColumn: regionColumn, SpreadsheetSafe: safe},
+				OneRegion: format == "csv" && dir == "" && !regionColumn}
+			if x.OneRegion {
 				rs, err := st.ExportRegions(cmd.Context(), q)
 				if err != nil {
 					return err
@@ -152,62 +151,31 @@ Costs no quota.`,
 						"cannot write %d regions (%s) to one CSV without a region column: use --output DIR/ (one file per region) or --region-column", len(rs), strings.Join(rs, ","))
 				}
 			}
-			// Each output's rows must come together, so that one output is
-			// open at a time (exportSinks.writer): region by region for
-			// outputs per region and for Parquet (a row group then holds
-			// one region's charts: smaller dictionaries), day by day for
-			// date partitions alone (each day region by region).
-			switch {
-			case slices.Equal(partition, []string{"date"}):
-				q.GroupBy = []string{"date", "region"}
-			case format == "parquet" || dir != "":
-				q.GroupBy = []string{"region"}
-			}
-			x := &exportSinks{format: f, dir: dir, partition: partition, stdout: a.stdout, sinks: map[string]*exportSink{}}
 			if dir == "" && output != "" && output != "-" {
-				x.file = output
+				x.File = output
 			}
-			if dir != "" {
-				if err := os.MkdirAll(dir, 0o755); err != nil {
-					return usagef("trendfetch export --output DIR/", "--output %s: %v", dir, err)
-				}
-			}
-			if x.file == "" && dir == "" && format == "parquet" && stdoutIsTerminal() {
+			if x.File == "" && dir == "" && format == "parquet" && stdoutIsTerminal() {
 				return usagef("trendfetch export --format parquet --output charts.parquet", "--format parquet writes binary: not to a terminal; use --output FILE or redirect standard output")
 			}
-			if x.file == "" && dir == "" {
+			if x.File == "" && dir == "" {
 				// Standard output: a reader that stops early (export | head)
 				// ends the export quietly (EPIPE below), not by SIGPIPE.
 				signal.Ignore(syscall.SIGPIPE)
 			}
 			progress := newProgress(a.stderr, isatty.IsTerminal(os.Stderr.Fd()))
-			first := ""
-			err = st.Export(cmd.Context(), q, func(r *store.ExportRow) error {
-				if oneRegion && r.Region != first {
-					if first != "" { // a region stored since ExportRegions
-						return fmt.Errorf("cannot write a second region (%s after %s) to one CSV; use --output DIR/ or --region-column", r.Region, first)
-					}
-					first = r.Region
-				}
-				progress.add()
-				w, err := x.writer(r.Region, r.CapturedAt)
-				if err != nil {
-					return err
-				}
-				return w.Row(r)
-			})
+			x.Row = progress.add
+			err = a.engine().Export(cmd.Context(), st, x)
 			progress.done()
-			if err == nil {
-				err = x.commit()
+			var oe *engine.OutputError
+			switch {
+			case errors.As(err, &oe) && dir != "":
+				return usagef("trendfetch export --output DIR/", "--output %v", oe)
+			case errors.As(err, &oe):
+				return usagef("trendfetch export --output FILE", "--output %v", oe)
+			case x.File == "" && dir == "" && errors.Is(err, syscall.EPIPE):
+				return nil // the reader has what it wanted
 			}
-			if err != nil {
-				x.abort()
-				if x.file == "" && x.dir == "" && errors.Is(err, syscall.EPIPE) {
-					return nil // the reader has what it wanted
-				}
-				return err
-			}
-			return nil
+			return err
 		},
 	}
 	f := cmd.Flags()
@@ -223,192 +191,6 @@ Costs no quota.`,
 	f.BoolVar(&regionColumn, "region-column", false, "CSV: add a region column (needed to put several regions in one file)")
 	f.BoolVar(&safe, "spreadsheet-safe", false, "CSV: prefix cells starting with = + - @ tab or CR with ' (OWASP CSV injection; see --help)")
 	return cmd
-}
-
-// exportSinks holds the outputs of one export: standard output, one file,
-// one file per region in a directory, or hive-style partitions. Files are
-// written under a temporary name in their directory and renamed by commit,
-// all at the end.
-type exportSinks struct {
-	format    store.ExportFormat
-	dir       string   // one file per region or partition, or ""
-	partition []string // "region", "date"
-	file      string   // one file, or "" (standard output)
-	stdout    io.Writer
-	sinks     map[string]*exportSink // by path ("" for standard output)
-	last      *exportSink            // the output of the last row
-}
-
-// exportSink is one output: its temporary file (nil for standard output),
-// buffer and writer; w is nil once the sink is flushed and closed.
-type exportSink struct {
-	tmp    *os.File // renamed to path by commit
-	direct *os.File // path itself, written in place (createOutput)
-	path   string
-	bw     *bufio.Writer
-	w      store.ExportWriter
-}
-
-// datasetFile is the file name of region's rows in a dataset layout
-// (../shared/data/PROVENANCE.md): USvideos.csv (youtube-new),
-// US_youtube_trending_data.csv (trending-daily); US.jsonl, US.parquet.
-func datasetFile(f store.ExportFormat, region string) string {
-	switch {
-	case f.Format != "csv":
-		return region + "." + f.Format
-	case f.Layout == store.LayoutTrendingDaily:
-		return region + "_youtube_trending_data.csv"
-	}
-	return region + "videos.csv"
-}
-
-// path returns the output file of a row of region captured at (UTC) day.
-func (x *exportSinks) path(region, day string) string {
-	switch {
-	case len(x.partition) > 0:
-		parts := []string{x.dir}
-		for _, p := range x.partition {
-			if p == "region" {
-				parts = append(parts, "region="+region)
-			} else {
-				parts = append(parts, "date="+day)
-			}
-		}
-		return filepath.Join(append(parts, "part-0."+x.format.Format)...)
-	case x.dir != "":
-		return filepath.Join(x.dir, datasetFile(x.format, region))
-	}
-	return x.file
-}
-
-// writer returns the writer of a row of region captured at at, opening its
-// output first. The rows of one output come together (ExportQuery.GroupBy
-// is set so), so opening an output finishes the one before: one output is
-// open at a time, whatever the number of regions and days (a Parquet
-// writer buffers a row group).
-func (x *exportSinks) writer(region string, at time.Time) (store.ExportWriter, error) {
-	path := x.path(region, at.UTC().Format(time.DateOnly))
-	if x.last != nil && x.last.path == path {
-		return x.last.w, nil
-	}
-	if s := x.sinks[path]; s != nil {
-		return nil, fmt.Errorf("cannot export: rows of %s came after another output's (out of order)", path)
-	}
-	if x.last != nil {
-		if err := x.last.finish(); err != nil {
-			return nil, err
-		}
-	}
-	s := &exportSink{path: path}
-	out := x.stdout
-	if path != "" {
-		if x.dir != "" {
-			if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-				return nil, err
-			}
-		}
-		f, inPlace, err := createOutput(path)
-		if err != nil {
-			return nil, usagef("trendfetch export --output FILE", "--output %s: %v", path, err)
-		}
-		out = f
-		if inPlace {
-			s.direct = f
-		} else {
-			s.tmp = f
-		}
-		x.sinks[path] = s // abort removes it from here on
-	}
-	s.bw = bufio.NewWriterSize(out, 256<<10)
-	w, err := store.NewExportWriter(s.bw, x.format)
-	if err != nil {
-		return nil, err
-	}
-	s.w = w
-	x.sinks[path], x.last = s, s
-	return w, nil
-}
-
-// finish flushes s and closes its file (renamed later by commit). It lets
-// its writer and buffer go: x.sinks keeps every output until commit.
-func (s *exportSink) finish() error {
-	if err := s.w.Flush(); err != nil {
-		return err
-	}
-	if err := s.bw.Flush(); err != nil {
-		return err
-	}
-	s.w, s.bw = nil, nil
-	if s.tmp != nil {
-		return s.tmp.Close()
-	}
-	if s.direct != nil {
-		f := s.direct
-		s.direct = nil
-		return f.Close()
-	}
-	return nil
-}
-
-// commit finishes every output and renames the files into place. With no
-// row at all, standard output or the one file still gets its header.
-func (x *exportSinks) commit() error {
-	if len(x.sinks) == 0 && x.dir == "" {
-		if _, err := x.writer("", time.Time{}); err != nil {
-			return err
-		}
-	}
-	for _, s := range x.sinks {
-		if s.w != nil {
-			if err := s.finish(); err != nil {
-				return err
-			}
-		}
-	}
-	for _, s := range x.sinks {
-		if s.tmp != nil {
-			if err := os.Rename(s.tmp.Name(), s.path); err != nil {
-				return err
-			}
-			s.tmp = nil
-		}
-	}
-	return nil
-}
-
-// abort removes the temporary files not renamed yet.
-func (x *exportSinks) abort() {
-	for _, s := range x.sinks {
-		if s.tmp != nil {
-			s.tmp.Close()
-			os.Remove(s.tmp.Name())
-		}
-		if s.direct != nil {
-			s.direct.Close()
-		}
-	}
-}
-
-// createOutput opens the file an export writes to path. A new path or a
-// regular file is written under a temporary name in its directory (mode
-// 0644), which commit renames to path; anything else is written in place
-// (inPlace), as a shell's > does: a FIFO, a device such as /dev/null, or a
-// symbolic link such as /dev/stdout or a process substitution's /dev/fd/N
-// (replacing those would destroy the node, or leave the reader nothing).
-// A directory is refused ("is a directory").
-func createOutput(path string) (f *os.File, inPlace bool, err error) {
-	if fi, err := os.Lstat(path); err == nil && !fi.Mode().IsRegular() {
-		f, err := os.OpenFile(path, os.O_WRONLY|os.O_TRUNC, 0) // a directory: EISDIR
-		return f, true, err
-	}
-	f, err = os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
-	if err == nil {
-		if err = f.Chmod(0o644); err != nil {
-			f.Close()
-			os.Remove(f.Name())
-		}
-	}
-	return f, false, err
 }
 
 // parseSince reads --since: RFC 3339, or a date (UTC) meaning its start.

@@ -1,14 +1,12 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/trendfetch/trendfetch/internal/quota"
 	"github.com/trendfetch/trendfetch/internal/regions"
 	"github.com/trendfetch/trendfetch/internal/termtext"
 )
@@ -50,24 +48,9 @@ func newLeaseListCmd(a *app) *cobra.Command {
 			if err := a.loadConfig(); err != nil {
 				return err
 			}
-			var all []quota.LeaseInfo
-			var lim *quota.Limiter
-			if !a.quotaDBMissing() {
-				var err error
-				if lim, err = openLimiterReadOnly(a.cfg, a.log); err != nil {
-					return err
-				}
-				defer lim.Close()
-			}
-			for _, cr := range a.cfg.Credentials {
-				if lim == nil {
-					break
-				}
-				ls, err := lim.Leases(cmd.Context(), cr.Name)
-				if err != nil {
-					return err
-				}
-				all = append(all, ls...)
+			all, err := a.engine().Leases(cmd.Context())
+			if err != nil {
+				return err
 			}
 			now := time.Now().UTC()
 			if asJSON {
@@ -76,9 +59,7 @@ func newLeaseListCmd(a *app) *cobra.Command {
 					out = append(out, leaseJSON{Credential: l.Credential, Region: l.Region, Holder: l.Holder,
 						ExpiresInMs: (l.Remaining + time.Millisecond - 1).Milliseconds(), ExpiresAt: now.Add(l.Remaining).Truncate(time.Millisecond)})
 				}
-				enc := json.NewEncoder(a.stdout)
-				enc.SetIndent("", "  ")
-				return enc.Encode(out)
+				return a.printJSON(out)
 			}
 			if len(all) == 0 {
 				fmt.Fprintln(a.stdout, "no region leases held")
@@ -126,35 +107,18 @@ its next renewal and stops. --yes confirms.`,
 			if err != nil {
 				return err
 			}
-			lim, err := openLimiter(a.cfg, a.log)
-			if err != nil {
+			l, held, err := a.engine().ReleaseLease(cmd.Context(), code, yes)
+			switch {
+			case err != nil:
 				return err
-			}
-			defer lim.Close()
-			ls, err := lim.Leases(cmd.Context(), cred.Name)
-			if err != nil {
-				return err
-			}
-			for _, l := range ls {
-				if l.Region != code {
-					continue
-				}
-				if !yes {
-					return usagef(fmt.Sprintf("trendfetch lease release --region %s --credential %s --yes", code, cred.Name),
-						"region %s of credential %q is held by %s: add --yes to release it", code, cred.Name, termtext.Safe(l.Holder))
-				}
-				ok, err := lim.BreakLease(cmd.Context(), l)
-				if err != nil {
-					return err
-				}
-				if !ok {
-					return fmt.Errorf("region %s of credential %q changed holder meanwhile: run `trendfetch lease list` and try again", code, cred.Name)
-				}
-				a.log.Warn().Str("region", code).Str("credential", cred.Name).Str("holder", l.Holder).Msg("region lease released by hand")
+			case !held:
+				fmt.Fprintf(a.stdout, "region %s of credential %s: no lease held\n", code, cred.Name)
+			case !yes:
+				return usagef(fmt.Sprintf("trendfetch lease release --region %s --credential %s --yes", code, cred.Name),
+					"region %s of credential %q is held by %s: add --yes to release it", code, cred.Name, termtext.Safe(l.Holder))
+			default:
 				fmt.Fprintf(a.stdout, "released region %s of credential %s (held by %s)\n", code, cred.Name, termtext.Safe(l.Holder))
-				return nil
 			}
-			fmt.Fprintf(a.stdout, "region %s of credential %s: no lease held\n", code, cred.Name)
 			return nil
 		},
 	}

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -52,9 +51,7 @@ does not), 2 when it does not; with --strict also 2 when the most does not.`,
 				return err
 			}
 			if asJSON {
-				enc := json.NewEncoder(a.stdout)
-				enc.SetIndent("", "  ")
-				if err := enc.Encode(p); err != nil {
+				if err := a.printJSON(p); err != nil {
 					return err
 				}
 			} else {

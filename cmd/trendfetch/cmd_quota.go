@@ -1,21 +1,17 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
-	"sort"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/trendfetch/trendfetch/internal/engine"
 	"github.com/trendfetch/trendfetch/internal/fetch"
 	"github.com/trendfetch/trendfetch/internal/quota"
-	"github.com/trendfetch/trendfetch/internal/store"
 	"github.com/trendfetch/trendfetch/internal/termtext"
 )
 
@@ -48,24 +44,14 @@ fit again (Retry-After), and units spent since the last Pacific midnight
 			}
 			// Reading never creates the embedded quota database: a missing
 			// one means nothing was spent through it.
-			var lim *quota.Limiter
-			if !a.quotaDBMissing() {
-				var err error
-				if lim, err = openLimiterReadOnly(a.cfg, a.log); err != nil {
-					return err
-				}
-				defer lim.Close()
-			}
-			var st quota.Status
-			if lim != nil {
-				st = lim.Status(cmd.Context(), a.cfg.Credential)
-			} else {
-				st = emptyStatus(a)
+			st, err := a.engine().QuotaStatus(cmd.Context(), a.cfg.Credential)
+			if err != nil {
+				return err
 			}
 			if asJSON {
-				enc := json.NewEncoder(a.stdout)
-				enc.SetIndent("", "  ")
-				if err := enc.Encode(a.statusView(st)); err != nil {
+				v := st.View()
+				v.Preset = a.cfg.Quota.Preset
+				if err := a.printJSON(v); err != nil {
 					return err
 				}
 			} else if !errors.As(st.Err, new(*quota.AccessError)) {
@@ -74,32 +60,16 @@ fit again (Retry-After), and units spent since the last Pacific midnight
 			// What to choose when store.policy is unset on a database
 			// holding data older than 30 days, as `runs` says; best effort:
 			// the status does not need the database.
-			if db, err := store.OpenReadOnly(cmd.Context(), a.cfg.Database); err == nil {
+			if db, err := a.engine().OpenReadStore(cmd.Context()); err == nil {
 				a.policyNotice(cmd.Context(), db)
 				db.Close()
 			}
-			if !st.Reachable {
-				return statusError(st)
-			}
-			return nil
+			return engine.StatusError(st)
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the status as JSON")
 	return cmd
 }
-
-// statusError is the error of a status read that failed: a Redis user
-// refused by ACL is a configuration error (*quota.AccessError, exit 2),
-// anything else an unreachable backend.
-func statusError(st quota.Status) error {
-	if acl := new(*quota.AccessError); errors.As(st.Err, acl) {
-		return *acl
-	}
-	return fmt.Errorf("quota backend %s unreachable: %v", st.Backend, st.Err)
-}
-
-// statusOut is the machine shape of `quota status --json` and GET /v1/quota.
-type statusOut = quota.StatusView
 
 func printStatus(a *app, st quota.Status) {
 	reach := fmt.Sprintf("reachable, %s", st.Latency.Round(10*time.Microsecond))
@@ -170,27 +140,20 @@ project) is counted. Stops at the first denial and exits 75.`,
 				return err
 			}
 			if _, ok := a.cfg.Quota.Costs[method]; !ok {
-				known := sortedCostKeys(a.cfg.Quota.Costs)
+				known := a.engine().Methods()
 				hint := "trendfetch quota charge --method " + known[0]
 				if s := termtext.Closest(method, known); s != "" {
 					hint = "trendfetch quota charge --method " + s
 				}
 				return usagef(hint, "--method %q: not in the cost table (quota.costs has %s)", termtext.Clip(method, 80), strings.Join(known, ", "))
 			}
-			lim, err := openLimiter(a.cfg, a.log)
+			n, err := a.engine().Charge(cmd.Context(), method, count)
+			var stop *fetch.StopError
+			if errors.As(err, &stop) {
+				fmt.Fprintf(a.stdout, "charged %d of %d %s calls\n", n, count, method)
+			}
 			if err != nil {
 				return err
-			}
-			defer lim.Close()
-			for i := 0; i < count; i++ {
-				d, err := lim.Reserve(cmd.Context(), a.cfg.Credential, method)
-				if err != nil {
-					return fmt.Errorf("charged %d of %d calls: %w", i, count, err)
-				}
-				if !d.Allowed {
-					fmt.Fprintf(a.stdout, "charged %d of %d %s calls\n", i, count, method)
-					return fetch.Denied("", method, d)
-				}
 			}
 			fmt.Fprintf(a.stdout, "charged %d %s calls to credential %s\n", count, method, a.cfg.Credential)
 			return nil
@@ -219,7 +182,7 @@ func newQuotaResetCmd(a *app) *cobra.Command {
 			if err := a.loadConfig(); err != nil {
 				return err
 			}
-			lim, err := openLimiter(a.cfg, a.log)
+			lim, err := a.engine().OpenLimiter(false)
 			if err != nil {
 				return err
 			}
@@ -233,55 +196,4 @@ func newQuotaResetCmd(a *app) *cobra.Command {
 	}
 	cmd.Flags().BoolVar(&yes, "yes", false, "confirm")
 	return cmd
-}
-
-// sortedCostKeys returns the methods of the cost table, sorted.
-func sortedCostKeys(costs map[string]map[string]int64) []string {
-	out := make([]string, 0, len(costs))
-	for m := range costs {
-		out = append(out, m)
-	}
-	sort.Strings(out)
-	return out
-}
-
-// quotaDBMissing reports whether the embedded quota backend is configured
-// and its database does not exist yet: read-only commands then report
-// nothing spent and nothing held, without creating it.
-func (a *app) quotaDBMissing() bool {
-	if a.cfg.Quota.Backend != "sqlite" {
-		return false
-	}
-	_, err := os.Stat(a.cfg.Quota.SQLite.Path)
-	if errors.Is(err, fs.ErrNotExist) {
-		fmt.Fprintf(a.stderr, "note: no quota database at %s yet: nothing spent or held through it\n", a.cfg.Quota.SQLite.Path)
-		return true
-	}
-	return false
-}
-
-// emptyStatus is the status of a quota backend where nothing was recorded:
-// every bucket of the config unused.
-func emptyStatus(a *app) quota.Status {
-	buckets, costs, _ := a.cfg.Limits() // validated by loadConfig
-	st := quota.Status{Credential: a.cfg.Credential, Backend: a.cfg.Quota.Backend, Reachable: true, Now: time.Now()}
-	for _, b := range buckets {
-		bs := quota.BucketStatus{Bucket: b, Remaining: b.Limit}
-		for _, cs := range costs {
-			for _, c := range cs {
-				if c.Bucket == b.Name {
-					bs.MaxCost = max(bs.MaxCost, c.Units)
-				}
-			}
-		}
-		st.Buckets = append(st.Buckets, bs)
-	}
-	return st
-}
-
-// statusView is st's machine shape with the configured preset.
-func (a *app) statusView(st quota.Status) quota.StatusView {
-	v := st.View()
-	v.Preset = a.cfg.Quota.Preset
-	return v
 }

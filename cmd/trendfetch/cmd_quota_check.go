@@ -2,15 +2,13 @@ package main
 
 import (
 	"cmp"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/trendfetch/trendfetch/internal/quota"
+	"github.com/trendfetch/trendfetch/internal/engine"
 	"github.com/trendfetch/trendfetch/internal/termtext"
 )
 
@@ -21,30 +19,6 @@ var (
 	errWouldNotFit = errors.New("the calls do not fit now")
 	errNeverFits   = errors.New("the calls can never fit: they exceed a bucket's limit")
 )
-
-// checkOut is the machine shape of `quota check --json`.
-type checkOut struct {
-	Credential string `json:"credential"`
-	Method     string `json:"method"`
-	Count      int64  `json:"count"`
-	// Fits reports that the calls fit now.
-	Fits bool `json:"fits"`
-	// FitsAt is the earliest time they can fit (null: now, or never);
-	// FitsBy the time by which they fit at the latest. Exact when equal.
-	FitsAt  *time.Time    `json:"fits_at"`
-	FitsBy  *time.Time    `json:"fits_by"`
-	Buckets []checkBucket `json:"buckets"`
-}
-
-// checkBucket is one bucket the method charges.
-type checkBucket struct {
-	Name      string     `json:"name"`
-	Need      int64      `json:"need"`
-	Remaining int64      `json:"remaining"`
-	Limit     int64      `json:"limit"`
-	FitsAt    *time.Time `json:"fits_at"`
-	FitsBy    *time.Time `json:"fits_by"`
-}
 
 // newQuotaCheckCmd is `trendfetch quota check`: built only on the
 // limiter's public Status and the configured cost table.
@@ -74,34 +48,17 @@ Exit 0 when the calls fit now, 75 when they fit later, 2 when they never fit
 			if err := a.loadConfig(); err != nil {
 				return err
 			}
-			charges, ok := a.cfg.Quota.Costs[method]
-			if !ok {
-				known := sortedCostKeys(a.cfg.Quota.Costs)
+			if _, ok := a.cfg.Quota.Costs[method]; !ok {
+				known := a.engine().Methods()
 				return usagef("trendfetch quota check --method "+cmp.Or(termtext.Closest(method, known), known[0]),
 					"--method %q: not in the cost table (quota.costs has %s)", termtext.Clip(method, 80), strings.Join(known, ", "))
 			}
-			var st quota.Status
-			if a.quotaDBMissing() {
-				st = quota.Status{Reachable: true, Now: time.Now()} // nothing spent: every bucket is empty
-				for _, b := range a.cfg.Quota.Buckets {
-					st.Buckets = append(st.Buckets, quota.BucketStatus{Bucket: quota.Bucket{Name: b.Name, Limit: b.Limit, Window: b.Window.Std(), Calendar: b.Calendar}, Remaining: b.Limit})
-				}
-			} else {
-				lim, err := openLimiterReadOnly(a.cfg, a.log)
-				if err != nil {
-					return err
-				}
-				defer lim.Close()
-				if st = lim.Status(cmd.Context(), a.cfg.Credential); !st.Reachable {
-					return statusError(st)
-				}
+			out, err := a.engine().Check(cmd.Context(), method, count)
+			if err != nil {
+				return err
 			}
-			out := checkCalls(st, charges, count)
-			out.Credential, out.Method = a.cfg.Credential, method
 			if asJSON {
-				enc := json.NewEncoder(a.stdout)
-				enc.SetIndent("", "  ")
-				if err := enc.Encode(out); err != nil {
+				if err := a.printJSON(out); err != nil {
 					return err
 				}
 			} else {
@@ -123,73 +80,7 @@ Exit 0 when the calls fit now, 75 when they fit later, 2 when they never fit
 	return cmd
 }
 
-// checkCalls answers whether count calls charging charges (bucket: units per
-// call) fit the status st now, and if not the earliest and latest time.
-func checkCalls(st quota.Status, charges map[string]int64, count int64) checkOut {
-	now := st.Now
-	out := checkOut{Count: count, Fits: true}
-	var at, by time.Time
-	later := func(t *time.Time, v time.Time) {
-		if v.After(*t) {
-			*t = v
-		}
-	}
-	if st.ExhaustedUntil.After(now) {
-		out.Fits = false
-		later(&at, st.ExhaustedUntil)
-		later(&by, st.ExhaustedUntil)
-	}
-	never := false
-	for _, b := range st.Buckets {
-		units, ok := charges[b.Name]
-		if !ok {
-			continue
-		}
-		cb := checkBucket{Name: b.Name, Need: units * count, Remaining: b.Remaining, Limit: b.Limit}
-		switch {
-		case cb.Need > b.Limit:
-			never = true
-		case cb.Need > b.Remaining:
-			var lo, hi time.Time
-			switch {
-			case b.Calendar:
-				lo = quota.NextPacificMidnight(now)
-				hi = lo
-			case cb.Need == 1 && b.RetryAfterOne > 0:
-				lo = now.Add(b.RetryAfterOne)
-				hi = lo
-			case cb.Need == b.MaxCost && b.RetryAfterMax > 0:
-				lo = now.Add(b.RetryAfterMax)
-				hi = lo
-			default:
-				// The oldest entry leaving is the soonest anything frees;
-				// by now + window every entry in the window has left.
-				lo, hi = now.Add(max(b.RetryAfterOne, time.Nanosecond)), now.Add(b.Window)
-				if !b.Oldest.IsZero() {
-					lo = b.Oldest.Add(b.Window)
-				}
-			}
-			lo, hi = ceilSecond(lo), ceilSecond(hi)
-			cb.FitsAt, cb.FitsBy = &lo, &hi
-			out.Fits = false
-			later(&at, lo)
-			later(&by, hi)
-		}
-		out.Buckets = append(out.Buckets, cb)
-	}
-	if never {
-		out.Fits = false
-		return out
-	}
-	if !out.Fits {
-		// Whole seconds, rounded up: never early.
-		at, by = ceilSecond(at), ceilSecond(by)
-		out.FitsAt, out.FitsBy = &at, &by
-	}
-	return out
-}
-
-func printCheck(a *app, out checkOut) {
+func printCheck(a *app, out engine.CheckResult) {
 	calls := fmt.Sprintf("%d %s call", out.Count, out.Method)
 	if out.Count != 1 {
 		calls += "s"
@@ -210,12 +101,4 @@ func printCheck(a *app, out checkOut) {
 		fmt.Fprintf(a.stdout, "%s fit not before %s and by %s at the latest (credential %s: %s)\n", calls,
 			out.FitsAt.Format("2006-01-02 15:04:05 MST"), out.FitsBy.Format("2006-01-02 15:04:05 MST"), out.Credential, detail)
 	}
-}
-
-// ceilSecond is t in UTC rounded up to a whole second.
-func ceilSecond(t time.Time) time.Time {
-	if r := t.Truncate(time.Second); !r.Equal(t) {
-		t = r.Add(time.Second)
-	}
-	return t.UTC()
 }

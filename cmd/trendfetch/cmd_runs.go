@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/url"
@@ -64,9 +63,7 @@ func newRunsCmd(a *app) *cobra.Command {
 				if runs == nil {
 					runs = []store.Run{}
 				}
-				enc := json.NewEncoder(a.stdout)
-				enc.SetIndent("", "  ")
-				return enc.Encode(runs)
+				return a.printJSON(runs)
 			}
 			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "ID\tREGION\tSTARTED (UTC)\tDURATION\tPAGES\tVIDEOS\tUNITS\tOUTCOME\tREASON")
@@ -136,22 +133,30 @@ func formatUnits(units map[string]int64, unmetered int) string {
 // loadReadStore loads the configuration and opens its database read-only,
 // for the commands that read history (chart, video, export): a missing
 // database is a *store.NoDatabaseError saying to run `trendfetch run`.
-func (a *app) loadReadStore(ctx context.Context) (*store.Store, error) {
+func (a *app) loadReadStore(ctx context.Context) (store.Backend, error) {
 	if err := a.loadConfig(); err != nil {
 		return nil, err
 	}
-	return store.OpenReadOnly(ctx, a.cfg.Database)
+	return a.engine().OpenReadStore(ctx)
 }
 
 // openReadStore opens the database for a read-only command. A database that
 // does not exist yet is not an error: it returns nil and notes on stderr
 // that nothing was recorded, and the command prints an empty result.
-func (a *app) openReadStore(ctx context.Context) (*store.Store, error) {
-	st, err := store.OpenReadOnly(ctx, a.cfg.Database)
+func (a *app) openReadStore(ctx context.Context) (store.Backend, error) {
+	st, err := a.engine().OpenReadStore(ctx)
 	var nd *store.NoDatabaseError
 	if errors.As(err, &nd) {
 		fmt.Fprintf(a.stderr, "note: no database at %s yet: nothing recorded; `trendfetch run` creates it\n", a.cfg.Database)
 		return nil, nil
 	}
 	return st, err
+}
+
+// policyNotice prints store.UnsetNote to stderr when it applies to st
+// (engine.PolicyNote: it checks, never deletes).
+func (a *app) policyNotice(ctx context.Context, st store.Backend) {
+	if note := a.engine().PolicyNote(ctx, st); note != "" {
+		fmt.Fprintf(a.stderr, "note: %s\n", note)
+	}
 }

@@ -5,17 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/http"
 	"strconv"
-	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/trendfetch/trendfetch/internal/fetch"
-	"github.com/trendfetch/trendfetch/internal/metrics"
-	"github.com/trendfetch/trendfetch/internal/quota"
-	"github.com/trendfetch/trendfetch/internal/schedule"
-	"github.com/trendfetch/trendfetch/internal/sdnotify"
+	"github.com/trendfetch/trendfetch/internal/engine"
 	"github.com/trendfetch/trendfetch/internal/termtext"
 )
 
@@ -73,8 +67,7 @@ func checkListenAddr(addr string) error {
 // a clean stop, a *fetch.CredentialError when the API rejects the key, or
 // an error opening the engine or the metrics listener.
 func (a *app) schedule(ctx context.Context, metricsAddr, serveAddr string) error {
-	plan, err := a.cfg.Schedule.Plan(a.cfg.Regions)
-	if err != nil {
+	if _, err := a.cfg.Schedule.Plan(a.cfg.Regions); err != nil {
 		return err
 	}
 	// Every configured key must be readable now, not at a first tick hours
@@ -84,7 +77,10 @@ func (a *app) schedule(ctx context.Context, metricsAddr, serveAddr string) error
 			return err
 		}
 	}
-	var ln net.Listener
+	var (
+		ln  net.Listener
+		err error
+	)
 	if metricsAddr != "" {
 		if err := checkListenAddr(metricsAddr); err != nil {
 			return usagef("trendfetch schedule --metrics-addr 127.0.0.1:9464", "--metrics-addr %q: %v", termtext.Clip(metricsAddr, 80), err)
@@ -103,85 +99,10 @@ func (a *app) schedule(ctx context.Context, metricsAddr, serveAddr string) error
 		}
 		defer sln.Close()
 	}
-	e, err := a.openEngine(ctx)
+	r, err := a.engine().OpenRunner(ctx)
 	if err != nil {
 		return err
 	}
-	defer e.Close()
-
-	var m *metrics.Metrics
-	if ln != nil || sln != nil {
-		m = metrics.New(e.limiter, credentialNames(a.cfg), a.cfg.Regions, 0)
-		a.instrumentMetrics(m, e.store)
-		e.runner.OnCall, e.runner.OnRun = m.ObserveCall, m.ObserveRun
-	}
-	if sln != nil {
-		sctx, stop := context.WithCancel(ctx)
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			if err := a.serveUntilDone(sctx, sln, token, m); err != nil {
-				a.log.Error().Err(err).Msg("read API stopped")
-			}
-		}()
-		defer func() { stop(); <-done }()
-	}
-	if ln != nil {
-		srv := &http.Server{Handler: m.Handler(), ReadHeaderTimeout: 10 * time.Second}
-		go func() {
-			if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-				a.log.Error().Err(err).Msg("metrics server stopped")
-			}
-		}()
-		defer func() {
-			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer cancel()
-			srv.Shutdown(sctx)
-		}()
-		a.log.Info().Str("addr", ln.Addr().String()).Msg("serving /metrics and /healthz")
-	}
-
-	jobs := make([]schedule.Job, len(plan))
-	for i, p := range plan {
-		region := p.Region
-		jobs[i] = schedule.Job{Name: region, Schedule: p.Schedule, Run: func(ctx context.Context) error {
-			// The code path is the same as `trendfetch run`'s (retention,
-			// then the run); each run sends its own channel remainder (no
-			// Backlog).
-			a.applyRetention(ctx, e.store)
-			ctx, cancel := a.runDeadline(ctx, region)
-			defer cancel()
-			run, err := e.runner.Run(ctx, region)
-			var (
-				stop *fetch.StopError
-				held *quota.LeaseHeldError
-			)
-			switch {
-			case err == nil || run.ID != 0 || ctx.Err() != nil || errors.As(err, &stop):
-				// The runner logged the run (once, at warn level for a denial).
-			case errors.As(err, &held):
-				// Another process (a cron line, another host) runs the region.
-				a.log.Warn().Err(err).Str("region", region).Msg("region is running elsewhere: tick skipped")
-			default:
-				a.log.Error().Err(err).Str("region", region).Msg("run not started")
-			}
-			return err
-		}}
-	}
-	s, err := schedule.New(jobs, schedule.Options{
-		Concurrency: a.cfg.Schedule.Concurrency,
-		Grace:       a.cfg.Schedule.Grace.Std(),
-		Log:         a.log,
-		Fatal: func(err error) bool {
-			var ce *fetch.CredentialError
-			return errors.As(err, &ce)
-		},
-	})
-	if err != nil {
-		return err
-	}
-	a.log.Info().Strs("regions", a.cfg.Regions).Int("concurrency", a.cfg.Schedule.Concurrency).
-		Int64("grace_ms", a.cfg.Schedule.Grace.Std().Milliseconds()).Msg("scheduler starting")
-	defer sdnotify.Ready(ctx, a.log)() // Type=notify: ready, watchdog, stopping
-	return s.Run(ctx)
+	defer r.Close()
+	return r.Schedule(ctx, engine.Servers{Metrics: ln, API: sln, Token: token})
 }

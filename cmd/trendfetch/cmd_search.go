@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -34,7 +33,8 @@ No API call is made.`,
 				return usagef("trendfetch search QUERY --limit 20", "--limit %d: must be between 1 and %d", limit, store.MaxSearchLimit)
 			}
 			text := strings.Join(args, " ")
-			if _, err := store.ParseQuery(text); err != nil {
+			parsed, err := store.ParseSearch(text)
+			if err != nil {
 				return err
 			}
 			if region != "" {
@@ -54,17 +54,15 @@ No API call is made.`,
 			var hits []store.Hit
 			if st != nil {
 				defer st.Close()
-				if hits, err = st.Search(cmd.Context(), store.SearchQuery{Text: text, Region: region, Limit: limit}); err != nil {
+				if hits, err = st.Search(cmd.Context(), store.SearchQuery{Text: text, Parsed: parsed, Region: region, Limit: limit}); err != nil {
 					return err
 				}
 			}
 			if asJSON {
-				enc := json.NewEncoder(a.stdout)
-				enc.SetIndent("", "  ")
 				if hits == nil {
 					hits = []store.Hit{}
 				}
-				return enc.Encode(hits)
+				return a.printJSON(hits)
 			}
 			if len(hits) == 0 {
 				fmt.Fprintf(a.stdout, "no videos match %q\n", termtext.Clip(text, maxEcho))

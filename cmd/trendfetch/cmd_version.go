@@ -72,9 +72,7 @@ func newVersionCmd(a *app) *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
 			if asJSON {
-				enc := json.NewEncoder(a.stdout)
-				enc.SetIndent("", "  ")
-				return enc.Encode(buildInfo())
+				return a.printJSON(buildInfo())
 			}
 			_, err := fmt.Fprintln(a.stdout, versionString())
 			return err
@@ -100,4 +98,12 @@ func versionString() string {
 		}
 	}
 	return fmt.Sprintf("trendfetch %s%s %s %s\n%s", v.Version, rev, v.GoVersion, v.Platform, strings.Join(mods, ", "))
+}
+
+// printJSON writes v to stdout as indented JSON (the --json output of
+// every command).
+func (a *app) printJSON(v any) error {
+	enc := json.NewEncoder(a.stdout)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/url"
@@ -58,9 +57,7 @@ parameters ignored), youtu.be/ID, youtube.com/shorts/ID, /live/ID, /embed/ID.`,
 				return err
 			}
 			if asJSON {
-				enc := json.NewEncoder(a.stdout)
-				enc.SetIndent("", "  ")
-				return enc.Encode(h)
+				return a.printJSON(h)
 			}
 			// One buffered write: the scrubbing stdout costs per Write call.
 			bw := bufio.NewWriterSize(a.stdout, 64<<10)

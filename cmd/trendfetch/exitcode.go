@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/trendfetch/trendfetch/internal/config"
+	"github.com/trendfetch/trendfetch/internal/engine"
 	"github.com/trendfetch/trendfetch/internal/fetch"
 	"github.com/trendfetch/trendfetch/internal/quota"
 	"github.com/trendfetch/trendfetch/internal/regions"
@@ -126,6 +127,7 @@ func exitCode(ctx context.Context, err error) int {
 		acl  *quota.AccessError
 		held *quota.LeaseHeldError
 		dbe  *sqlitedb.PathError
+		set  *engine.SettingError
 	)
 	if errors.As(context.Cause(ctx), &se) || errors.As(err, &se) {
 		return signalExit(se.sig)
@@ -139,7 +141,7 @@ func exitCode(ctx context.Context, err error) int {
 	case errors.Is(err, store.ErrNotFound):
 		return exitNotFound
 	case errors.As(err, &ue), errors.As(err, &ve), errors.As(err, &re), errors.As(err, &qe),
-		errors.As(err, &ce), errors.As(err, &cost), errors.As(err, &acl), errors.As(err, &dbe), errors.Is(err, config.ErrNoAPIKey), errors.Is(err, errPlan):
+		errors.As(err, &ce), errors.As(err, &cost), errors.As(err, &acl), errors.As(err, &dbe), errors.As(err, &set), errors.Is(err, config.ErrNoAPIKey), errors.Is(err, errPlan):
 		return exitUsage
 	case errors.As(err, &stop), errors.Is(err, errWouldNotFit):
 		return exitTempFail

@@ -27,6 +27,7 @@ import (
 	"google.golang.org/api/youtube/v3"
 
 	"github.com/trendfetch/trendfetch/internal/fetch/youtubetest"
+	"github.com/trendfetch/trendfetch/internal/quota"
 	"github.com/trendfetch/trendfetch/internal/quota/redistest"
 	"github.com/trendfetch/trendfetch/internal/store"
 )
@@ -298,17 +299,17 @@ func regionCharts(t *testing.T, codes []string) map[string][]*youtube.Video {
 	return out
 }
 
-func quotaStatus(t *testing.T, e *env, args ...string) statusOut {
+func quotaStatus(t *testing.T, e *env, args ...string) quota.StatusView {
 	t.Helper()
 	res := e.run(append(args, "quota", "status", "--json")...)
-	var st statusOut
+	var st quota.StatusView
 	if err := json.Unmarshal([]byte(res.stdout), &st); err != nil || len(st.Buckets) == 0 {
 		t.Fatalf("quota status --json (exit %d): %v\n%s%s", res.code, err, res.stdout, res.stderr)
 	}
 	return st
 }
 
-func bucketUsed(st statusOut, name string) int64 {
+func bucketUsed(st quota.StatusView, name string) int64 {
 	for _, b := range st.Buckets {
 		if b.Name == name {
 			return b.Used

@@ -18,6 +18,7 @@ import (
 	"google.golang.org/api/youtube/v3"
 
 	"github.com/trendfetch/trendfetch/internal/fetch/youtubetest"
+	"github.com/trendfetch/trendfetch/internal/quota"
 	"github.com/trendfetch/trendfetch/internal/quota/redistest"
 	"github.com/trendfetch/trendfetch/internal/store"
 )
@@ -212,7 +213,7 @@ func TestRunEndToEndRecordedUSChart(t *testing.T) {
 	if res.code != 0 {
 		t.Fatalf("quota status exit %d: %s", res.code, res.stderr)
 	}
-	var status statusOut
+	var status quota.StatusView
 	if err := json.Unmarshal([]byte(res.stdout), &status); err != nil {
 		t.Fatalf("quota status --json: %v\n%s", err, res.stdout)
 	}
@@ -454,7 +455,7 @@ func TestRedisBackendDownPolicies(t *testing.T) {
 		t.Fatalf("with Redis up: exit %d\n%s", res.code, res.stderr)
 	}
 	res = e.run("quota", "status", "--json")
-	var status statusOut
+	var status quota.StatusView
 	if err := json.Unmarshal([]byte(res.stdout), &status); err != nil || status.Backend != "redis" || status.Buckets[0].Used != 2 {
 		t.Fatalf("quota status on redis: %v %+v\n%s", err, status, res.stderr)
 	}
@@ -494,10 +495,10 @@ func TestRedisBackendDownPolicies(t *testing.T) {
 // usage.
 func TestQuotaChargeAndReset(t *testing.T) {
 	e := newEnv(t)
-	status := func() statusOut {
+	status := func() quota.StatusView {
 		t.Helper()
 		res := e.run("quota", "status", "--json", "--credential", "default")
-		var st statusOut
+		var st quota.StatusView
 		if err := json.Unmarshal([]byte(res.stdout), &st); err != nil || res.code != 0 {
 			t.Fatalf("quota status: exit %d, %v\n%s%s", res.code, err, res.stdout, res.stderr)
 		}

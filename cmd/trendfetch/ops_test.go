@@ -20,6 +20,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/trendfetch/trendfetch/internal/config"
+	"github.com/trendfetch/trendfetch/internal/engine"
 	"github.com/trendfetch/trendfetch/internal/store"
 )
 
@@ -52,7 +53,7 @@ func TestQuotaCheck(t *testing.T) {
 	if res.code != 75 {
 		t.Fatalf("search bucket full: exit %d, want 75\n%s%s", res.code, res.stdout, res.stderr)
 	}
-	var out checkOut
+	var out engine.CheckResult
 	if err := json.Unmarshal([]byte(res.stdout), &out); err != nil {
 		t.Fatal(err)
 	}

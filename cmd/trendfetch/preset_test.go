@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/trendfetch/trendfetch/internal/quota"
 )
 
 // TestQuotaStatusNamesThePreset: quota status says which preset the buckets
@@ -15,7 +17,7 @@ func TestQuotaStatusNamesThePreset(t *testing.T) {
 		t.Fatalf("run: exit %d\n%s", res.code, res.stderr)
 	}
 	res := e.run("--config", cfg, "quota", "status", "--json")
-	var st statusOut
+	var st quota.StatusView
 	if err := json.Unmarshal([]byte(res.stdout), &st); err != nil || res.code != 0 {
 		t.Fatalf("quota status --json: exit %d, %v\n%s", res.code, err, res.stdout)
 	}

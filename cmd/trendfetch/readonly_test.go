@@ -150,7 +150,7 @@ func TestReaderAsServiceUser(t *testing.T) {
 		}
 		at := time.Now()
 		for p := 0; p < 4; p++ {
-			if err := w.SavePage(ctx, run, "US", p*50+1, videos[p*50:p*50+50], at); err != nil {
+			if err := w.SaveSnapshot(ctx, store.Snapshot{RunID: run, Region: "US", FirstRank: p*50 + 1, Videos: videos[p*50 : p*50+50], At: at}); err != nil {
 				t.Error(err)
 				return
 			}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/trendfetch/trendfetch/internal/quota"
 	"github.com/trendfetch/trendfetch/internal/quota/redistest"
 )
 
@@ -36,7 +37,7 @@ func TestRedisSentinelWiring(t *testing.T) {
 		t.Fatalf("run through Sentinel: exit %d\n%s", res.code, res.stderr)
 	}
 	res = e.run("--config", cfg, "quota", "status", "--json")
-	var st statusOut
+	var st quota.StatusView
 	if err := json.Unmarshal([]byte(res.stdout), &st); err != nil || st.Backend != "redis" || st.Buckets[0].Used != 2 {
 		t.Fatalf("quota status through Sentinel: %v %+v\n%s", err, st, res.stderr)
 	}
@@ -89,7 +90,7 @@ func TestRedisSentinelPassword(t *testing.T) {
 		t.Errorf("wrong Sentinel password: stderr does not name the Sentinels' WRONGPASS\n%s", res.stderr)
 	}
 	e.vars["TRENDFETCH_REDIS_SENTINEL_PASSWORD"] = sentinelPW
-	var st statusOut
+	var st quota.StatusView
 	if res := status("TRENDFETCH_REDIS_SENTINEL_PASSWORD", 0); json.Unmarshal([]byte(res.stdout), &st) != nil || st.Backend != "redis" {
 		t.Fatalf("status with the Sentinels' password: %+v\n%s", st, res.stdout)
 	}

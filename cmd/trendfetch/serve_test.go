@@ -122,7 +122,7 @@ func heavyStore(t *testing.T, e *env, videos int) {
 			page = append(page, store.Video{ID: fmt.Sprintf("heavy%06d", i), Title: vocab.Text(60),
 				Description: vocab.Text(500), ChannelTitle: "Channel " + strconv.Itoa(i%100), Tags: vocab.Tags(10)})
 		}
-		if err := st.SavePage(ctx, runID, "US", first+1, page, time.Time{}); err != nil {
+		if err := st.SaveSnapshot(ctx, store.Snapshot{RunID: runID, Region: "US", FirstRank: first + 1, Videos: page}); err != nil {
 			t.Fatal(err)
 		}
 	}

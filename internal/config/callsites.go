@@ -30,9 +30,7 @@ func (c *Config) Use(region string) callsite.Use {
 	if c.Categories.Enabled {
 		u.CategoriesRefresh = c.Categories.Refresh.Std()
 	}
-	if c.Store.Policy == PolicyAmended {
-		u.TextRefreshPerDay = int64(c.Store.RefreshPerDay)
-	}
+	u.TextRefreshPerDay = int64(c.Store.Policy.RefreshCalls(c.Store.RefreshPerDay))
 	return u
 }
 

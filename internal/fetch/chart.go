@@ -90,12 +90,7 @@ func (r *Runner) chart(ctx context.Context, st *runState, category string) error
 // makes it all or nothing, and it does not observe ctx's cancellation.
 func (r *Runner) save(ctx context.Context, st *runState, kind, query string, firstRank int, videos []store.Video) error {
 	ctx = context.WithoutCancel(ctx)
-	var err error
-	if kind == store.KindChart && query == "" {
-		err = r.Store.SavePage(ctx, st.run.ID, st.run.Region, firstRank, videos, r.now())
-	} else {
-		err = r.Store.SaveSnapshot(ctx, st.run.ID, st.run.Region, kind, query, firstRank, videos, r.now())
-	}
+	err := r.Store.SaveSnapshot(ctx, store.Snapshot{RunID: st.run.ID, Region: st.run.Region, Kind: kind, Query: query, FirstRank: firstRank, Videos: videos, At: r.now()})
 	if err != nil {
 		return err
 	}

@@ -213,7 +213,7 @@ func TestEmulatorMisbehaving(t *testing.T) {
 			if run.Pages != tc.pages {
 				t.Errorf("%d pages stored, want %d", run.Pages, tc.pages)
 			}
-			assertWhole(t, r.Store, run)
+			assertWhole(t, r.Store.(*store.Store), run)
 			t.Logf("%d calls in %s: %s", tc.calls, took.Round(time.Millisecond), run.Reason)
 		})
 	}

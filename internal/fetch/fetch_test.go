@@ -52,7 +52,7 @@ func newFixture(t *testing.T, backend quota.Backend, buckets []quota.Bucket, pol
 	}
 	logs := &strings.Builder{}
 	r.Log = zerolog.New(logs)
-	return &fixture{emu: emu, store: r.Store, logs: logs, runner: r}
+	return &fixture{emu: emu, store: r.Store.(*store.Store), logs: logs, runner: r}
 }
 
 func sqliteBackend(t *testing.T) quota.Backend {

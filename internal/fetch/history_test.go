@@ -252,7 +252,7 @@ func TestStatsStep(t *testing.T) {
 			t.Errorf("day 5 chart: %+v, %d entries, %v", c, len(entries), err)
 		}
 		var samples int
-		if err := r.Store.DB().QueryRow(`SELECT count(*) FROM stats_samples`).Scan(&samples); err != nil || samples != 50 {
+		if err := r.Store.(*store.Store).DB().QueryRow(`SELECT count(*) FROM stats_samples`).Scan(&samples); err != nil || samples != 50 {
 			t.Errorf("%d samples stored, want 50 (%v)", samples, err)
 		}
 	})
@@ -307,7 +307,7 @@ func TestExportRoundTrip(t *testing.T) {
 	r := newPipeline(t, emu)
 	r.Settings.StatsTrackFor = 0
 	replayDays(t, r, emu, dates)
-	want := charts(t, r.Store)
+	want := charts(t, r.Store.(*store.Store))
 	if strings.Count(want, "\n") != 1000 {
 		t.Fatalf("%d rows stored, want 1000", strings.Count(want, "\n"))
 	}
@@ -335,7 +335,7 @@ func TestExportRoundTrip(t *testing.T) {
 			r2 := newPipeline(t, emu2)
 			r2.Settings.StatsTrackFor = 0
 			replayDays(t, r2, emu2, dates)
-			if got := charts(t, r2.Store); got != want {
+			if got := charts(t, r2.Store.(*store.Store)); got != want {
 				t.Errorf("re-ingested charts differ from the originals")
 			}
 		})

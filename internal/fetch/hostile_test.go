@@ -65,7 +65,7 @@ func TestOversizedPageIsMalformed(t *testing.T) {
 	if run.Pages != 0 || run.Videos != 0 {
 		t.Fatalf("stored %d pages, %d videos of a malformed page, want none", run.Pages, run.Videos)
 	}
-	if n, err := r.Store.CountVideos(context.Background()); err != nil || n != 0 {
+	if n, err := r.Store.(*store.Store).CountVideos(context.Background()); err != nil || n != 0 {
 		t.Fatalf("%d videos stored (%v), want 0", n, err)
 	}
 }

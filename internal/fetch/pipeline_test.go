@@ -114,7 +114,7 @@ func TestEveryRecordedRegion(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", region, err)
 		}
-		assertChart(t, r.Store, run, want)
+		assertChart(t, r.Store.(*store.Store), run, want)
 		if run.Units["units"] != ceilDiv(len(want), 50) || emu.Units(testKey)-before != run.Units["units"] {
 			t.Errorf("%s: %d rows cost %d units (emulator %d), want %d", region, len(want), run.Units["units"], emu.Units(testKey)-before, ceilDiv(len(want), 50))
 		}
@@ -151,7 +151,7 @@ func TestEveryKaggle2017Date(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%s %s: %v", region, date, err)
 			}
-			assertChart(t, r.Store, run, want)
+			assertChart(t, r.Store.(*store.Store), run, want)
 			if run.Units["units"] != ceilDiv(len(want), 50) {
 				t.Errorf("%s %s: %d rows cost %d units", region, date, len(want), run.Units["units"])
 			}
@@ -226,10 +226,10 @@ func TestQuotaEfficiencyFullPass(t *testing.T) {
 		t.Errorf("full pass spent %d units (emulator %d), want the minimum %d = %d chart pages + ceil(%d channels/50) + %d category refreshes",
 			units, emu.Units(testKey), want, pages, nChannels, len(runs))
 	}
-	stored, _ := r.Store.CountVideos(context.Background())
+	stored, _ := r.Store.(*store.Store).CountVideos(context.Background())
 	t.Logf("full pass: %d units for %d stored videos = %.1f units per 1,000 videos (%d chart pages, %d channels, %d regions)",
 		units, stored, float64(units)*1000/float64(stored), pages, nChannels, len(runs))
-	if n, _ := r.Store.CountChannels(context.Background()); n != int64(nChannels) {
+	if n, _ := r.Store.(*store.Store).CountChannels(context.Background()); n != int64(nChannels) {
 		t.Errorf("%d channels stored, want %d", n, nChannels)
 	}
 
@@ -318,14 +318,14 @@ func TestSearchCallSite(t *testing.T) {
 			t.Errorf("videos.list id= batch of %d, want the %d hits not already fetched", n, len(uniq)-10)
 		}
 	}
-	got, err := r.Store.SearchHits(context.Background(), run.ID, "US", "python")
+	got, err := r.Store.(*store.Store).SearchHits(context.Background(), run.ID, "US", "python")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(got) != len(uniq) || got[0].VideoID != ids[0] || got[len(got)-1].VideoID != ids[len(ids)-1] {
 		t.Errorf("search snapshot has %d hits, want the %d distinct hits in API order", len(got), len(uniq))
 	}
-	assertChart(t, r.Store, run, chart)
+	assertChart(t, r.Store.(*store.Store), run, chart)
 }
 
 func TestSearchFailsClosedWhenLimiterIsDown(t *testing.T) {
@@ -413,7 +413,7 @@ func TestMalformedJSONRejectsThePage(t *testing.T) {
 	if err == nil || run.Outcome != store.OutcomeFailed {
 		t.Fatalf("err %v, outcome %s: want a failed run", err, run.Outcome)
 	}
-	n, _ := r.Store.CountVideos(context.Background())
+	n, _ := r.Store.(*store.Store).CountVideos(context.Background())
 	if n != 50 || run.Pages != 1 {
 		t.Errorf("%d videos / %d pages stored, want page 1 only (50)", n, run.Pages)
 	}
@@ -450,7 +450,7 @@ func TestSecondRunOfARegionIsRefused(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	runs, _ := r.Store.Runs(context.Background(), 10)
+	runs, _ := r.Store.(*store.Store).Runs(context.Background(), 10)
 	if len(runs) != 1 {
 		t.Errorf("%d runs recorded, want 1 (the refused run records nothing)", len(runs))
 	}
@@ -472,7 +472,7 @@ func TestCategoryCharts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	assertChart(t, r.Store, run, chart)
+	assertChart(t, r.Store.(*store.Store), run, chart)
 	for _, cat := range []string{"10", "20"} {
 		var want []string
 		for _, v := range chart {
@@ -480,7 +480,7 @@ func TestCategoryCharts(t *testing.T) {
 				want = append(want, v.Id)
 			}
 		}
-		got, err := r.Store.CategoryChart(context.Background(), run.ID, "US", cat)
+		got, err := r.Store.(*store.Store).CategoryChart(context.Background(), run.ID, "US", cat)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -20,7 +20,7 @@ import (
 // credential in 24 hours (counted from the runs' records and this run's
 // calls). What is not refreshed — the cap is reached, the quota denied a
 // call, the call failed, or the API no longer returns the video — has its
-// text removed, its id kept (store.ApplyPolicy), as YouTube's policies
+// text removed, its id kept (store.Policy.Apply), as YouTube's policies
 // (III.E.4) ask of data older than 30 days.
 //
 // Like the statistics step it never fails the run: a stop is noted on the
@@ -70,7 +70,7 @@ func (r *Runner) refreshText(ctx context.Context, st *runState) error {
 		}
 		refreshed += len(vs)
 	}
-	rep, err := r.Store.ApplyPolicy(context.WithoutCancel(ctx), time.Time{}, before, false)
+	rep, err := r.Store.ApplyCutoffs(context.WithoutCancel(ctx), time.Time{}, before, false)
 	if err != nil {
 		st.log.Warn().Err(err).Msg("cannot remove old text")
 		return nil

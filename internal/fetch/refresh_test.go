@@ -10,7 +10,6 @@ import (
 	"google.golang.org/api/youtube/v3"
 
 	"github.com/trendfetch/trendfetch/internal/callsite"
-	"github.com/trendfetch/trendfetch/internal/config"
 	"github.com/trendfetch/trendfetch/internal/fetch"
 	"github.com/trendfetch/trendfetch/internal/quota"
 	"github.com/trendfetch/trendfetch/internal/store"
@@ -52,7 +51,7 @@ func TestAmendedTextRefresh(t *testing.T) {
 	replay := func(t *testing.T, r *fetch.Runner) store.Run {
 		t.Helper()
 		r.Settings.TextCutoff = func(now time.Time) time.Time {
-			_, text := config.PolicyCutoffs(config.PolicyAmended, now)
+			_, text := store.PolicyAmended.Cutoffs(now)
 			return text
 		}
 		var last store.Run
@@ -100,7 +99,7 @@ func TestAmendedTextRefresh(t *testing.T) {
 		if got := emu.Calls(callsite.VideosList) - calls0; got != 8+batches {
 			t.Errorf("emulator: %d videos.list calls, want %d", got, 8+batches)
 		}
-		if refreshed, removed := counts(t, r.Store); refreshed != stale || removed != 0 {
+		if refreshed, removed := counts(t, r.Store.(*store.Store)); refreshed != stale || removed != 0 {
 			t.Errorf("%d texts refreshed, %d removed; want %d and 0", refreshed, removed, stale)
 		}
 		// Refreshed: not stale again until 30 days after the refresh.
@@ -117,7 +116,7 @@ func TestAmendedTextRefresh(t *testing.T) {
 		if run.Calls[callsite.VideosListRefresh] != 1 || run.Units["units"] != 5 {
 			t.Errorf("run: calls %v units %v; want 1 videos.list.refresh call", run.Calls, run.Units)
 		}
-		if refreshed, removed := counts(t, r.Store); refreshed != 50 || removed != stale-50 {
+		if refreshed, removed := counts(t, r.Store.(*store.Store)); refreshed != 50 || removed != stale-50 {
 			t.Errorf("%d texts refreshed, %d removed; want 50 and %d", refreshed, removed, stale-50)
 		}
 	})
@@ -147,11 +146,11 @@ func TestAmendedTextRefresh(t *testing.T) {
 		if got := emu.Calls(callsite.VideosList) - calls0; got != 8 {
 			t.Errorf("emulator: %d videos.list calls, want the 8 chart pages", got)
 		}
-		if refreshed, removed := counts(t, r.Store); refreshed != 0 || removed != stale {
+		if refreshed, removed := counts(t, r.Store.(*store.Store)); refreshed != 0 || removed != stale {
 			t.Errorf("%d texts refreshed, %d removed; want 0 and %d", refreshed, removed, stale)
 		}
 		var ids int
-		if err := r.Store.DB().QueryRow(`SELECT count(*) FROM videos`).Scan(&ids); err != nil || ids != stale+len(byDate[day5]) {
+		if err := r.Store.(*store.Store).DB().QueryRow(`SELECT count(*) FROM videos`).Scan(&ids); err != nil || ids != stale+len(byDate[day5]) {
 			t.Errorf("%d videos kept, want every id (%d): %v", ids, stale+len(byDate[day5]), err)
 		}
 	})

@@ -68,7 +68,7 @@ func TestSearchAgainstTheEmulatorIsStored(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, entries := searchCapture(t, r.Store, run, "surf")
+	c, entries := searchCapture(t, r.Store.(*store.Store), run, "surf")
 	if !c.Complete || len(entries) != len(ids) {
 		t.Fatalf("search capture complete=%v with %d entries, want complete with the %d hits", c.Complete, len(entries), len(ids))
 	}
@@ -120,7 +120,7 @@ func TestSearchHitsAreStoredWhateverVideosListReturns(t *testing.T) {
 			if run.Units["units"] != 2+100+1 || run.Units["search"] != 1 {
 				t.Errorf("units = %v, want 103 units (two chart pages, a search page, one id batch) and 1 search", run.Units)
 			}
-			c, entries := searchCapture(t, r.Store, run, "surf")
+			c, entries := searchCapture(t, r.Store.(*store.Store), run, "surf")
 			if !c.Complete || len(entries) != len(ids)-len(dropped) {
 				t.Errorf("capture complete=%v with %d entries, want complete with %d", c.Complete, len(entries), len(ids)-len(dropped))
 			}

@@ -43,7 +43,7 @@ type Settings struct {
 	StatsEvery time.Duration
 	// TextCutoff, when set, enables the text step at the end of a run
 	// (store.policy amended): stored text older than TextCutoff(now) (30
-	// calendar days, config.PolicyCutoffs) is refreshed with
+	// calendar days, store.Policy.Cutoffs) is refreshed with
 	// videos.list.refresh, or removed leaving the id (nil: off, the default).
 	TextCutoff func(now time.Time) time.Time
 	// TextRefreshPerDay caps the videos.list.refresh calls (50 ids each) of

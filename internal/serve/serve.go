@@ -105,7 +105,7 @@ type RateLimit struct {
 // be nil.
 type Options struct {
 	// Store is the database, opened read-only.
-	Store *store.Store
+	Store store.Backend
 	// Quota returns the status of every configured credential.
 	Quota func(ctx context.Context) []quota.Status
 	// Regions returns the configured regions with their next run after now.
@@ -252,7 +252,7 @@ func newServer(o Options) *server {
 	}
 	slots := 1
 	if o.Store != nil {
-		slots = max(1, o.Store.DB().Stats().MaxOpenConnections/2)
+		slots = max(1, o.Store.MaxOpenConns()/2)
 	}
 	return &server{o: o, heavy: make(chan struct{}, slots)}
 }
@@ -459,7 +459,7 @@ func WriteHealth(w http.ResponseWriter, err error) {
 // healthz reads the newest run: a real query on the data, so that a
 // database the server cannot read is reported here too.
 func (s *server) healthz(w http.ResponseWriter, r *http.Request) {
-	_, err := s.o.Store.Runs(r.Context(), 1)
+	_, err := s.o.Store.RunsPage(r.Context(), store.RunsQuery{Limit: 1})
 	if err != nil && r.Context().Err() == nil {
 		s.o.Log.Error().Err(err).Msg("health check: the database cannot be read")
 	}

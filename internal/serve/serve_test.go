@@ -569,7 +569,7 @@ func TestChartIsTheLatestCompleteCapture(t *testing.T) {
 			t.Fatal(err)
 		}
 		when := at.Add(time.Duration(i) * time.Hour)
-		if err := st.SavePage(ctx, run, "US", 1, videos(string(rune('a'+i)), n), when); err != nil {
+		if err := st.SaveSnapshot(ctx, store.Snapshot{RunID: run, Region: "US", FirstRank: 1, Videos: videos(string(rune('a'+i)), n), At: when}); err != nil {
 			t.Fatal(err)
 		}
 		if i == 0 { // the second run is still fetching: its capture stays partial

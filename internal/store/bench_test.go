@@ -244,7 +244,7 @@ func BenchmarkSavePageNew(b *testing.B) {
 	at := time.Now()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		if err := s.SavePage(ctx, run, "BN", i*50+1, pages[i], at); err != nil {
+		if err := s.SaveSnapshot(ctx, Snapshot{RunID: run, Region: "BN", FirstRank: i*50 + 1, Videos: pages[i], At: at}); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -294,7 +294,7 @@ func benchUnchanged(b *testing.B, ids []string) {
 		for j := range page {
 			page[j].Views = i64(int64(i*100 + j))
 		}
-		if err := s.SavePage(ctx, run, "BU", i*50+1, page, at.Add(time.Duration(i)*time.Second)); err != nil {
+		if err := s.SaveSnapshot(ctx, Snapshot{RunID: run, Region: "BU", FirstRank: i*50 + 1, Videos: page, At: at.Add(time.Duration(i) * time.Second)}); err != nil {
 			b.Fatal(err)
 		}
 	}

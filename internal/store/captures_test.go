@@ -45,13 +45,13 @@ func TestCaptureKeepsStatistics(t *testing.T) {
 	vs[1].Likes = nil // hidden likes
 	day1 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	r1 := startRun(t, s, "US")
-	if err := s.SavePage(ctx, r1, "US", 1, vs[:1], day1); err != nil {
+	if err := s.SaveSnapshot(ctx, Snapshot{RunID: r1, Region: "US", FirstRank: 1, Videos: vs[:1], At: day1}); err != nil {
 		t.Fatal(err)
 	}
 	if got, complete := entryStats(t, s, r1, "US", KindChart, ""); complete || len(got) != 1 {
 		t.Fatalf("after page 1: %v complete=%v", got, complete)
 	}
-	if err := s.SavePage(ctx, r1, "US", 2, vs[1:], day1); err != nil {
+	if err := s.SaveSnapshot(ctx, Snapshot{RunID: r1, Region: "US", FirstRank: 2, Videos: vs[1:], At: day1}); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.CompleteCapture(ctx, r1, "US", KindChart, "", day1); err != nil {
@@ -59,7 +59,7 @@ func TestCaptureKeepsStatistics(t *testing.T) {
 	}
 	r2 := startRun(t, s, "US")
 	vs[0].Views, vs[1].Views = i64(5000), i64(6000)
-	if err := s.SavePage(ctx, r2, "US", 1, []Video{vs[1], vs[0]}, day1.Add(24*time.Hour)); err != nil {
+	if err := s.SaveSnapshot(ctx, Snapshot{RunID: r2, Region: "US", FirstRank: 1, Videos: []Video{vs[1], vs[0]}, At: day1.Add(24 * time.Hour)}); err != nil {
 		t.Fatal(err)
 	}
 	got1, c1 := entryStats(t, s, r1, "US", KindChart, "")

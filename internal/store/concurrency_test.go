@@ -41,7 +41,7 @@ func TestConcurrentWriters(t *testing.T) {
 				for i := range vs {
 					vs[i].Views = i64(int64(w*1000 + i))
 				}
-				if err := s.SavePage(ctx, run, region, p*50+1, vs, time.Now()); err != nil {
+				if err := s.SaveSnapshot(ctx, Snapshot{RunID: run, Region: region, FirstRank: p*50 + 1, Videos: vs, At: time.Now()}); err != nil {
 					errs <- fmt.Errorf("writer %d page %d: %w", w, p, err)
 					return
 				}

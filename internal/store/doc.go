@@ -1,4 +1,6 @@
-// Package store is trendfetch's SQLite database (opened and migrated by
+// Package store is trendfetch's dataset: Backend, what every caller needs
+// of a store, the types it reads and writes, the storage Policy, and
+// *Store, its SQLite implementation (opened and migrated by
 // internal/sqlitedb from the files in migrations/): video upserts, chart,
 // category and search-hit captures with their statistics, channels, run
 // records, categories and FTS5 search (docs/design.md §5, §6).
@@ -13,8 +15,8 @@
 //	st, err := store.Open(ctx, path) // creates the file, applies migrations
 //	id, err := st.StartRun(ctx, store.Run{Region: "US", ...})
 //	n, err := st.AbandonRuns(ctx, cred, "US", started) // under the region's lease
-//	err = st.SavePage(ctx, id, "US", 1, videos, time.Now()) // per chart page
-//	err = st.SaveSnapshot(ctx, id, "US", store.KindSearch, q, 1, hits, time.Now())
+//	err = st.SaveSnapshot(ctx, store.Snapshot{RunID: id, Region: "US", FirstRank: 1, Videos: page}) // per chart page
+//	err = st.SaveSnapshot(ctx, store.Snapshot{RunID: id, Region: "US", Kind: store.KindSearch, Query: q, FirstRank: 1, Videos: hits})
 //	stale, err := st.StaleChannels(ctx, channelIDs, time.Now().Add(-24*time.Hour))
 //	err = st.UpsertChannels(ctx, channels, time.Now())
 //	at, err := st.CategoriesFetchedAt(ctx, "US") // refresh weekly
@@ -36,8 +38,7 @@
 // current one in videos, older ones in video_texts) and each capture entry
 // refers to the version it saw, so Export (CSV, JSON Lines, Parquet; one
 // read snapshot) writes every row with the text of its capture. Retention
-// follows the storage policy (ApplyPolicy, Prune; README "Data and
-// YouTube's policies").
+// follows the storage policy (Policy, Prune; docs/design.md §10).
 //
 // Check verifies the file and both indexes, for reliability tests and
 // operators.

@@ -18,7 +18,7 @@ func TestExportSnapshotUnderPrune(t *testing.T) {
 	for c := 0; c < captures; c++ {
 		run := startRun(t, s, "US")
 		vs := testVideos("p", per)
-		if err := s.SavePage(ctx, run, "US", 1, vs, time.Date(2026, 1, 1+c, 0, 0, 0, 0, time.UTC)); err != nil {
+		if err := s.SaveSnapshot(ctx, Snapshot{RunID: run, Region: "US", FirstRank: 1, Videos: vs, At: time.Date(2026, 1, 1+c, 0, 0, 0, 0, time.UTC)}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -62,7 +62,7 @@ func TestExportSpreadsheetSafe(t *testing.T) {
 		vs[i].Description = "line one\r\nline two"
 	}
 	vs[2].ID = "-2RVw2_QyxQ"
-	if err := s.SavePage(ctx, startRun(t, s, "US"), "US", 1, vs, time.Time{}); err != nil {
+	if err := s.SaveSnapshot(ctx, Snapshot{RunID: startRun(t, s, "US"), Region: "US", FirstRank: 1, Videos: vs}); err != nil {
 		t.Fatal(err)
 	}
 	export := func(safe bool) string {

@@ -348,7 +348,7 @@ func BenchmarkHistorySavePage(b *testing.B) {
 					b.Fatal(err)
 				}
 				start := time.Now()
-				if err := s.SavePage(ctx, run, "ZZ", 1, page, time.Now()); err != nil {
+				if err := s.SaveSnapshot(ctx, Snapshot{RunID: run, Region: "ZZ", FirstRank: 1, Videos: page, At: time.Now()}); err != nil {
 					b.Fatal(err)
 				}
 				ds = append(ds, time.Since(start))

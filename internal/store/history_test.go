@@ -26,7 +26,7 @@ func TestCaptureAtAndHistory(t *testing.T) {
 		for i := range page {
 			page[i].Views = i64(int64(100*d + i))
 		}
-		if err := s.SavePage(ctx, r, "JP", 1, page, day(d)); err != nil {
+		if err := s.SaveSnapshot(ctx, Snapshot{RunID: r, Region: "JP", FirstRank: 1, Videos: page, At: day(d)}); err != nil {
 			t.Fatal(err)
 		}
 		if d < 3 {
@@ -118,7 +118,7 @@ func TestCaptureAtInProgress(t *testing.T) {
 	s, _ := openTest(t)
 	at := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	done := startRun(t, s, "US")
-	if err := s.SavePage(ctx, done, "US", 1, testVideos("a", 4), at); err != nil {
+	if err := s.SaveSnapshot(ctx, Snapshot{RunID: done, Region: "US", FirstRank: 1, Videos: testVideos("a", 4), At: at}); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.CompleteCapture(ctx, done, "US", KindChart, "", at); err != nil {
@@ -128,7 +128,7 @@ func TestCaptureAtInProgress(t *testing.T) {
 		t.Errorf("no capture: %v", err)
 	}
 	running := startRun(t, s, "US")
-	if err := s.SavePage(ctx, running, "US", 1, testVideos("b", 2), at.Add(time.Hour)); err != nil {
+	if err := s.SaveSnapshot(ctx, Snapshot{RunID: running, Region: "US", FirstRank: 1, Videos: testVideos("b", 2), At: at.Add(time.Hour)}); err != nil {
 		t.Fatal(err)
 	}
 	c, es, err := s.CaptureAt(ctx, CaptureQuery{Region: "US"})
@@ -161,7 +161,7 @@ func TestCaptureAtOneSnapshot(t *testing.T) {
 	vs := testVideos("s", 20)
 	store := func(i int) {
 		run := startRun(t, w, "US")
-		if err := w.SavePage(ctx, run, "US", 1, vs, at.Add(time.Duration(i)*time.Second)); err != nil {
+		if err := w.SaveSnapshot(ctx, Snapshot{RunID: run, Region: "US", FirstRank: 1, Videos: vs, At: at.Add(time.Duration(i) * time.Second)}); err != nil {
 			t.Error(err)
 		}
 		if err := w.CompleteCapture(ctx, run, "US", KindChart, "", at); err != nil {

@@ -16,19 +16,19 @@ func TestSaveSnapshotKinds(t *testing.T) {
 	run := startRun(t, s, "JP")
 	at := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	chart := testVideos("c", 3)
-	if err := s.SavePage(ctx, run, "JP", 1, chart, at); err != nil {
+	if err := s.SaveSnapshot(ctx, Snapshot{RunID: run, Region: "JP", FirstRank: 1, Videos: chart, At: at}); err != nil {
 		t.Fatal(err)
 	}
 	// Two queries in the same run, both from rank 1; a hit may also be in
 	// the chart.
 	hitsA := append(testVideos("a", 2), chart[0])
-	if err := s.SaveSnapshot(ctx, run, "JP", KindSearch, "lofi", 1, hitsA, at); err != nil {
+	if err := s.SaveSnapshot(ctx, Snapshot{RunID: run, Region: "JP", Kind: KindSearch, Query: "lofi", FirstRank: 1, Videos: hitsA, At: at}); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.SaveSnapshot(ctx, run, "JP", KindSearch, "gaming", 1, testVideos("b", 2), at); err != nil {
+	if err := s.SaveSnapshot(ctx, Snapshot{RunID: run, Region: "JP", Kind: KindSearch, Query: "gaming", FirstRank: 1, Videos: testVideos("b", 2), At: at}); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.SaveSnapshot(ctx, run, "JP", KindSearch, "gaming", 3, testVideos("b2", 1), at); err != nil {
+	if err := s.SaveSnapshot(ctx, Snapshot{RunID: run, Region: "JP", Kind: KindSearch, Query: "gaming", FirstRank: 3, Videos: testVideos("b2", 1), At: at}); err != nil {
 		t.Fatal(err)
 	}
 
@@ -67,16 +67,16 @@ func TestSaveSnapshotKinds(t *testing.T) {
 
 	// Rejected before writing; a duplicate rank of one query stores nothing.
 	for name, err := range map[string]error{
-		"unknown kind":     s.SaveSnapshot(ctx, run, "JP", "trending", "", 1, testVideos("x", 1), at),
-		"chart with query": s.SaveSnapshot(ctx, run, "JP", KindChart, "lofi", 10, testVideos("x", 1), at),
-		"rank 0":           s.SaveSnapshot(ctx, run, "JP", KindSearch, "lofi", 0, testVideos("x", 1), at),
-		"duplicate rank":   s.SaveSnapshot(ctx, run, "JP", KindSearch, "lofi", 3, testVideos("x", 1), at),
+		"unknown kind":     s.SaveSnapshot(ctx, Snapshot{RunID: run, Region: "JP", Kind: "trending", FirstRank: 1, Videos: testVideos("x", 1), At: at}),
+		"chart with query": s.SaveSnapshot(ctx, Snapshot{RunID: run, Region: "JP", Kind: KindChart, Query: "lofi", FirstRank: 10, Videos: testVideos("x", 1), At: at}),
+		"rank 0":           s.SaveSnapshot(ctx, Snapshot{RunID: run, Region: "JP", Kind: KindSearch, Query: "lofi", FirstRank: 0, Videos: testVideos("x", 1), At: at}),
+		"duplicate rank":   s.SaveSnapshot(ctx, Snapshot{RunID: run, Region: "JP", Kind: KindSearch, Query: "lofi", FirstRank: 3, Videos: testVideos("x", 1), At: at}),
 	} {
 		if err == nil {
 			t.Errorf("%s accepted", name)
 		}
 	}
-	if err := s.SaveSnapshot(ctx, 999, "JP", KindSearch, "q", 1, testVideos("x", 1), at); !errors.Is(err, ErrNotFound) {
+	if err := s.SaveSnapshot(ctx, Snapshot{RunID: 999, Region: "JP", Kind: KindSearch, Query: "q", FirstRank: 1, Videos: testVideos("x", 1), At: at}); !errors.Is(err, ErrNotFound) {
 		t.Errorf("unknown run: %v", err)
 	}
 	if _, err := s.Video(ctx, "x-000"); !errors.Is(err, ErrNotFound) {
@@ -169,7 +169,7 @@ func TestKnownVideos(t *testing.T) {
 	ctx := context.Background()
 	s, _ := openTest(t)
 	vs := testVideos("k", 600)
-	if err := s.SavePage(ctx, startRun(t, s, "US"), "US", 1, vs, time.Now()); err != nil {
+	if err := s.SaveSnapshot(ctx, Snapshot{RunID: startRun(t, s, "US"), Region: "US", FirstRank: 1, Videos: vs, At: time.Now()}); err != nil {
 		t.Fatal(err)
 	}
 	ids := []string{"nope"}
@@ -274,7 +274,7 @@ func TestRunCallsAndAbandon(t *testing.T) {
 func TestCheck(t *testing.T) {
 	ctx := context.Background()
 	s, _ := openTest(t)
-	if err := s.SavePage(ctx, startRun(t, s, "US"), "US", 1, testVideos("i", 20), time.Now()); err != nil {
+	if err := s.SaveSnapshot(ctx, Snapshot{RunID: startRun(t, s, "US"), Region: "US", FirstRank: 1, Videos: testVideos("i", 20), At: time.Now()}); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Check(ctx); err != nil {

@@ -242,7 +242,7 @@ func TestHelperProcess(t *testing.T) {
 	defer s.Close()
 	region := os.Getenv("HELPER_REGION")
 	run := startRun(t, s, region)
-	if err := s.SavePage(ctx, run, region, 1, testVideos(region, 50), timeNow()); err != nil {
+	if err := s.SaveSnapshot(ctx, Snapshot{RunID: run, Region: region, FirstRank: 1, Videos: testVideos(region, 50), At: timeNow()}); err != nil {
 		t.Fatal(err)
 	}
 }

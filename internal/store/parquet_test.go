@@ -24,11 +24,11 @@ func TestParquetReadByDuckDB(t *testing.T) {
 	vs[1].Likes = nil // hidden likes: null
 	vs[2].Tags = nil
 	at := time.Date(2026, 11, 24, 8, 30, 0, 123456000, time.UTC)
-	if err := s.SavePage(ctx, startRun(t, s, "US"), "US", 1, vs, at); err != nil {
+	if err := s.SaveSnapshot(ctx, Snapshot{RunID: startRun(t, s, "US"), Region: "US", FirstRank: 1, Videos: vs, At: at}); err != nil {
 		t.Fatal(err)
 	}
 	vs[0].Title = "Edited title"
-	if err := s.SavePage(ctx, startRun(t, s, "GB"), "GB", 1, vs, at.Add(time.Hour)); err != nil {
+	if err := s.SaveSnapshot(ctx, Snapshot{RunID: startRun(t, s, "GB"), Region: "GB", FirstRank: 1, Videos: vs, At: at.Add(time.Hour)}); err != nil {
 		t.Fatal(err)
 	}
 	path := filepath.Join(t.TempDir(), "all.parquet")
@@ -84,7 +84,7 @@ func TestExportGroupBy(t *testing.T) {
 	s, _ := openTest(t)
 	at := time.Date(2026, 11, 24, 22, 0, 0, 0, time.UTC)
 	for i, region := range []string{"US", "GB", "US", "GB", "JP"} { // hours 22, 23, 24, 25, 26
-		if err := s.SavePage(ctx, startRun(t, s, region), region, 1, testVideos("r", 2), at.Add(time.Duration(i)*time.Hour)); err != nil {
+		if err := s.SaveSnapshot(ctx, Snapshot{RunID: startRun(t, s, region), Region: region, FirstRank: 1, Videos: testVideos("r", 2), At: at.Add(time.Duration(i) * time.Hour)}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -2,114 +2,137 @@ package store
 
 import (
 	"context"
-	"database/sql"
-	"errors"
 	"fmt"
 	"time"
 )
 
-// ApplyPolicy deletes what a storage policy (config store.policy) no
-// longer allows, in short transactions like Prune:
-//
-//   - statsBefore (zero: nothing): Prune — captures with their entries and
-//     stats samples older than it, then the videos nothing references;
-//   - textBefore (zero: nothing): the text (title, description, tags,
-//     channel title, category, thumbnail) of every video not captured since
-//     (nor refreshed, RefreshText) since then is removed, its id, channel id, publish time and duration kept,
-//     and the superseded text versions no capture since then refers to are
-//     deleted. A capture refreshes its video's text (the API returned it
-//     again); statistics samples (videos.batchGetStats) do not.
-//
-// With dryRun it writes nothing and returns what it would remove.
-func (s *Store) ApplyPolicy(ctx context.Context, statsBefore, textBefore time.Time, dryRun bool) (PruneReport, error) {
-	var rep PruneReport
-	if !statsBefore.IsZero() {
-		var err error
-		if rep, err = s.Prune(ctx, statsBefore, dryRun); err != nil {
-			return rep, err
-		}
+// Policy is a storage policy (config store.policy): what trendfetch keeps
+// of the data it fetches with an API key, which YouTube's API Services
+// Developer Policies (section III.E.4) call Non-Authorized Data
+// (docs/design.md §10). Everything about it is declared here: its names,
+// its cut-offs, the rule for databases older than the setting, and how it
+// is applied. config validates it, runs and `prune` apply it, `plan`
+// counts the calls it spends.
+type Policy string
+
+// The storage policies.
+const (
+	// PolicyYouTube deletes captures, statistics samples and text older
+	// than 30 days at each run (III.E.4: statistics at most 30 days; other
+	// data deleted or refreshed after 30 calendar days). The default for
+	// new databases.
+	PolicyYouTube Policy = "youtube"
+	// PolicyAmended keeps statistics up to 36 months (the 2026 "derived
+	// metrics and data storage" amendment, audited clients only); each run
+	// refreshes the text of videos not captured within 30 days
+	// (videos.list.refresh, store.refresh_per_day calls a day) and removes
+	// the rest, leaving their ids.
+	PolicyAmended Policy = "amended"
+	// PolicyKeep deletes nothing automatically; each run logs once that
+	// this is only for data the operator may keep.
+	PolicyKeep Policy = "keep"
+)
+
+// Cut-offs of the policies, in calendar days and months.
+const (
+	// textDays is how old text may get under every policy that deletes,
+	// and statistics under youtube (III.E.4: 30 days).
+	textDays = 30
+	// amendedStatsMonths is how old statistics may get under amended.
+	amendedStatsMonths = 36
+)
+
+// ParsePolicy returns the policy named s; "" is unset (InForce decides).
+// Any other name is an error saying which names there are.
+func ParsePolicy(s string) (Policy, error) {
+	switch p := Policy(s); p {
+	case "", PolicyYouTube, PolicyAmended, PolicyKeep:
+		return p, nil
 	}
-	if textBefore.IsZero() {
-		return rep, nil
-	}
-	if !statsBefore.IsZero() && textBefore.Before(statsBefore) {
-		return rep, fmt.Errorf("cannot apply policy: text cut-off %s before the statistics cut-off %s", textBefore, statsBefore)
-	}
-	cut := fmtTime(textBefore)
-	// Videos whose text is older than the cut-off and not yet removed.
-	const stale = staleText
-	const oldVersions = `
-SELECT t.rowid FROM video_texts t
-WHERE NOT EXISTS (SELECT 1 FROM entries e JOIN captures c ON c.id = e.capture_id
-                  WHERE e.video = t.video AND e.text = t.version AND c.captured_at >= ?1)`
-	if dryRun {
-		// What Prune would delete is not counted twice: its videos go
-		// with their text.
-		keep := ""
-		if !statsBefore.IsZero() {
-			keep = `AND rowid IN (SELECT e.video FROM entries e JOIN captures c ON c.id = e.capture_id WHERE c.captured_at >= ?2
-                 UNION SELECT video FROM stats_samples WHERE sampled_at >= ?2)`
-		}
-		var texts, cleared int64
-		err := s.db.QueryRowContext(ctx, `
-SELECT (SELECT count(*) FROM videos WHERE rowid IN (`+stale+`) `+keep+`),
-       (SELECT count(*) FROM video_texts WHERE rowid IN (`+oldVersions+`) AND video IN (SELECT rowid FROM videos WHERE true `+keep+`))`,
-			cut, fmtTime(statsBefore)).Scan(&cleared, &texts)
-		if err != nil {
-			return rep, fmt.Errorf("cannot count text to remove: %w", err)
-		}
-		// Prune's count of versions is part of this one (its cut-off is not
-		// later than the text's).
-		rep.Texts, rep.TextsCleared = texts, cleared
-		return rep, nil
-	}
-	for {
-		var n int64
-		err := s.withTx(ctx, func(tx *sql.Tx) error {
-			res, err := tx.ExecContext(ctx, `
-UPDATE videos SET title = '', description = '', tags = '', channel_title = '', category_id = '', thumbnail_url = ''
-WHERE rowid IN (`+stale+` LIMIT ?2)`, cut, pruneBatch)
-			if err != nil {
-				return err
-			}
-			n, _ = res.RowsAffected()
-			return nil
-		})
-		if err != nil {
-			return rep, fmt.Errorf("cannot remove old text: %w", err)
-		}
-		rep.TextsCleared += n
-		if n < pruneBatch {
-			break
-		}
-	}
-	err := s.withTx(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `DELETE FROM video_texts WHERE rowid IN (`+oldVersions+`)`, cut)
-		if err != nil {
-			return err
-		}
-		n, _ := res.RowsAffected()
-		rep.Texts += n
-		return nil
-	})
-	if err != nil {
-		return rep, fmt.Errorf("cannot remove old text versions: %w", err)
-	}
-	return rep, nil
+	return "", fmt.Errorf("must be youtube, amended or keep (docs/design.md §10)")
 }
 
-// LegacyData reports whether the database held captures or stats samples
-// before store.policy existed (store_meta legacy_data): then an unset
-// policy keeps everything, as an existing database is never pruned by a
-// new default.
-func (s *Store) LegacyData(ctx context.Context) (bool, error) {
-	var v string
-	err := s.db.QueryRowContext(ctx, `SELECT value FROM store_meta WHERE key = 'legacy_data'`).Scan(&v)
-	if errors.Is(err, sql.ErrNoRows) {
-		return false, nil
+// Cutoffs returns what p deletes at now: statistics (captures with their
+// entries, stats samples) older than stats, and the text of videos not
+// captured (nor refreshed) since text; a zero time deletes nothing.
+// youtube: both 30 calendar days; amended: statistics 36 calendar months,
+// text 30 days; keep (or unset): nothing.
+func (p Policy) Cutoffs(now time.Time) (stats, text time.Time) {
+	switch p {
+	case PolicyYouTube:
+		d := now.AddDate(0, 0, -textDays)
+		return d, d
+	case PolicyAmended:
+		return now.AddDate(0, -amendedStatsMonths, 0), now.AddDate(0, 0, -textDays)
 	}
-	if err != nil {
-		return false, fmt.Errorf("cannot read store_meta: %w", err)
+	return time.Time{}, time.Time{}
+}
+
+// RunsRefreshText reports that each run handles text older than p's text
+// cut-off itself, at its end (amended: refreshed with videos.list.refresh
+// within the cap, else removed leaving the id), so the policy applied
+// before a run leaves text to it.
+func (p Policy) RunsRefreshText() bool { return p == PolicyAmended }
+
+// RefreshCalls is how many videos.list.refresh calls (50 ids, 1 unit each)
+// the runs of a credential may send in 24 hours under p, given
+// store.refresh_per_day: refreshPerDay under amended, else 0.
+func (p Policy) RefreshCalls(refreshPerDay int) int {
+	if !p.RunsRefreshText() || refreshPerDay < 0 {
+		return 0
 	}
-	return v == "1", nil
+	return refreshPerDay
+}
+
+// InForce returns the policy that applies to st: configured when set;
+// when unset, youtube for a database created since store.policy exists and
+// keep (legacy true) for one that held data before: an existing database
+// is never pruned by a changed default.
+func InForce(ctx context.Context, configured Policy, st Backend) (p Policy, legacy bool, err error) {
+	if configured != "" {
+		return configured, false, nil
+	}
+	if legacy, err = st.LegacyData(ctx); err != nil {
+		return "", false, err
+	}
+	if legacy {
+		return PolicyKeep, true, nil
+	}
+	return PolicyYouTube, false, nil
+}
+
+// UnsetNote is what runs log, and `runs` and `quota status` print, when
+// store.policy is unset on a database that held data before it existed and
+// holds data older than 30 days (UnsetNoteDue).
+const UnsetNote = "store.policy is not set and this database holds data older than 30 days: kept. " +
+	"YouTube's API policies (III.E.4) allow 30 days; set store.policy to youtube (delete after 30 days), " +
+	"amended (audited clients: statistics 36 months) or keep; see `trendfetch prune --policy youtube --dry-run`"
+
+// UnsetNoteDue reports whether UnsetNote applies to st at now, given the
+// configured policy. It only reads.
+func UnsetNoteDue(ctx context.Context, configured Policy, st Backend, now time.Time) (bool, error) {
+	if _, legacy, err := InForce(ctx, configured, st); err != nil || !legacy {
+		return false, err
+	}
+	stats, _ := PolicyYouTube.Cutoffs(now)
+	return st.PruneDue(ctx, stats)
+}
+
+// Apply deletes from st what p no longer allows at now (Cutoffs,
+// Backend.ApplyCutoffs); with dryRun it deletes nothing and counts what it
+// would delete.
+func (p Policy) Apply(ctx context.Context, st Backend, now time.Time, dryRun bool) (PruneReport, error) {
+	stats, text := p.Cutoffs(now)
+	return st.ApplyCutoffs(ctx, stats, text, dryRun)
+}
+
+// ApplyBeforeRun is Apply as a run does it before fetching: under a
+// policy whose runs refresh text (RunsRefreshText), the text is left to
+// the run's text step, which refreshes what it can first.
+func (p Policy) ApplyBeforeRun(ctx context.Context, st Backend, now time.Time) (PruneReport, error) {
+	stats, text := p.Cutoffs(now)
+	if p.RunsRefreshText() {
+		text = time.Time{}
+	}
+	return st.ApplyCutoffs(ctx, stats, text, false)
 }

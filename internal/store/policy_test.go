@@ -14,18 +14,15 @@ import (
 // the real run then removes.
 func TestApplyPolicyFakeClock(t *testing.T) {
 	t0 := time.Date(2026, 1, 10, 12, 0, 0, 0, time.UTC)
-	// Cut-offs as config.PolicyCutoffs gives them (store does not import config).
-	youtube := func(now time.Time) (time.Time, time.Time) { d := now.AddDate(0, 0, -30); return d, d }
-	amended := func(now time.Time) (time.Time, time.Time) { return now.AddDate(0, -36, 0), now.AddDate(0, 0, -30) }
 	setup := func(t *testing.T) *Store {
 		ctx := context.Background()
 		s, _ := openTest(t)
 		vs := testVideos("f", 3)
-		if err := s.SavePage(ctx, startRun(t, s, "US"), "US", 1, vs, t0); err != nil {
+		if err := s.SaveSnapshot(ctx, Snapshot{RunID: startRun(t, s, "US"), Region: "US", FirstRank: 1, Videos: vs, At: t0}); err != nil {
 			t.Fatal(err)
 		}
 		vs[0].Title = "Renamed"
-		if err := s.SavePage(ctx, startRun(t, s, "US"), "US", 1, vs, t0.Add(time.Hour)); err != nil {
+		if err := s.SaveSnapshot(ctx, Snapshot{RunID: startRun(t, s, "US"), Region: "US", FirstRank: 1, Videos: vs, At: t0.Add(time.Hour)}); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := s.SaveSamples(ctx, []Sample{{VideoID: "f-002", Views: i64(5)}}, t0.Add(2*time.Hour)); err != nil {
@@ -35,25 +32,24 @@ func TestApplyPolicyFakeClock(t *testing.T) {
 	}
 	for _, c := range []struct {
 		name   string
-		cuts   func(time.Time) (time.Time, time.Time)
+		policy Policy
 		now    time.Time
 		want   string // the report
 		titles string // titles exported afterwards
 	}{
-		{"youtube 29 days", youtube, t0.AddDate(0, 0, 29), "{0 0 0 0 0 0}", "Video f number 0,Video f number 1,Video f number 2,Renamed,Video f number 1,Video f number 2"},
-		{"youtube 31 days", youtube, t0.AddDate(0, 0, 31), "{2 6 1 0 0 3}", ""},
-		{"amended 31 days", amended, t0.AddDate(0, 0, 31), "{0 0 0 1 3 0}", ",,,,,"},
-		{"amended 37 months", amended, t0.AddDate(0, 37, 0), "{2 6 1 0 0 3}", ""},
+		{"youtube 29 days", PolicyYouTube, t0.AddDate(0, 0, 29), "{0 0 0 0 0 0}", "Video f number 0,Video f number 1,Video f number 2,Renamed,Video f number 1,Video f number 2"},
+		{"youtube 31 days", PolicyYouTube, t0.AddDate(0, 0, 31), "{2 6 1 0 0 3}", ""},
+		{"amended 31 days", PolicyAmended, t0.AddDate(0, 0, 31), "{0 0 0 1 3 0}", ",,,,,"},
+		{"amended 37 months", PolicyAmended, t0.AddDate(0, 37, 0), "{2 6 1 0 0 3}", ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			ctx := context.Background()
 			s := setup(t)
-			stats, text := c.cuts(c.now)
-			dry, err := s.ApplyPolicy(ctx, stats, text, true)
+			dry, err := c.policy.Apply(ctx, s, c.now, true)
 			if err != nil {
 				t.Fatal(err)
 			}
-			rep, err := s.ApplyPolicy(ctx, stats, text, false)
+			rep, err := c.policy.Apply(ctx, s, c.now, false)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -80,7 +76,7 @@ func TestApplyPolicyFakeClock(t *testing.T) {
 				t.Errorf("titles after: %q, want %q", titles, c.titles)
 			}
 			// Applying again removes nothing more.
-			if again, err := s.ApplyPolicy(ctx, stats, text, false); err != nil || again != (PruneReport{}) {
+			if again, err := c.policy.Apply(ctx, s, c.now, false); err != nil || again != (PruneReport{}) {
 				t.Errorf("second run: %+v, %v", again, err)
 			}
 			ftsIntegrity(t, s)

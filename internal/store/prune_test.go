@@ -16,14 +16,14 @@ func TestPrune(t *testing.T) {
 	old, recent := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
 	oldOnly, shared, fresh := testVideos("old", 3), testVideos("shared", 2), testVideos("fresh", 2)
 	r1 := startRun(t, s, "US")
-	if err := s.SavePage(ctx, r1, "US", 1, append(append([]Video{}, oldOnly...), shared...), old); err != nil {
+	if err := s.SaveSnapshot(ctx, Snapshot{RunID: r1, Region: "US", FirstRank: 1, Videos: append(append([]Video{}, oldOnly...), shared...), At: old}); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.SaveSnapshot(ctx, r1, "US", KindSearch, "q", 1, oldOnly[:1], old); err != nil {
+	if err := s.SaveSnapshot(ctx, Snapshot{RunID: r1, Region: "US", Kind: KindSearch, Query: "q", FirstRank: 1, Videos: oldOnly[:1], At: old}); err != nil {
 		t.Fatal(err)
 	}
 	r2 := startRun(t, s, "US")
-	if err := s.SavePage(ctx, r2, "US", 1, append(append([]Video{}, shared...), fresh...), recent); err != nil {
+	if err := s.SaveSnapshot(ctx, Snapshot{RunID: r2, Region: "US", FirstRank: 1, Videos: append(append([]Video{}, shared...), fresh...), At: recent}); err != nil {
 		t.Fatal(err)
 	}
 	// oldOnly[2] keeps a recent sample, so it stays; oldOnly[1] an old one.

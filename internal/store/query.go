@@ -73,6 +73,31 @@ func ParseQuery(text string) (string, error) {
 	return renderMatch(t, false), nil
 }
 
+// ParsedQuery is search text parsed once (ParseSearch), carried on by
+// SearchQuery.Parsed so that text validated before a store is opened is
+// not parsed again.
+type ParsedQuery struct {
+	text  string
+	terms terms
+}
+
+// ParseSearch parses search text: the syntax and errors of ParseQuery.
+func ParseSearch(text string) (*ParsedQuery, error) {
+	t, err := parseTerms(text)
+	if err != nil {
+		return nil, err
+	}
+	return &ParsedQuery{text: text, terms: t}, nil
+}
+
+// terms returns q's parsed text: q.Parsed's, else q.Text parsed now.
+func (q SearchQuery) terms() (terms, error) {
+	if q.Parsed != nil {
+		return q.Parsed.terms, nil
+	}
+	return parseTerms(q.Text)
+}
+
 // parseTerms splits search text into AND-ed groups of OR-ed terms and
 // exclusions (see ParseQuery for the syntax and errors).
 func parseTerms(text string) (terms, error) {

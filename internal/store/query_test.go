@@ -100,3 +100,25 @@ func TestNeedsTrigram(t *testing.T) {
 		}
 	}
 }
+
+// TestSearchTakesTheParsedQuery: a query parsed once (ParseSearch, as the
+// search command does before opening the store) is what Search runs; its
+// Text is not parsed again.
+func TestSearchTakesTheParsedQuery(t *testing.T) {
+	ctx := context.Background()
+	s, _ := openTest(t)
+	if err := s.SaveSnapshot(ctx, Snapshot{RunID: startRun(t, s, "US"), Region: "US", FirstRank: 1, Videos: testVideos("lofi", 3)}); err != nil {
+		t.Fatal(err)
+	}
+	p, err := ParseSearch("lofi")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hits, err := s.Search(ctx, SearchQuery{Text: `"unbalanced`, Parsed: p})
+	if err != nil || len(hits) != 3 {
+		t.Fatalf("Search with a parsed query: %d hits, %v; want the 3 lofi videos", len(hits), err)
+	}
+	if _, err := ParseSearch(`"unbalanced`); err == nil {
+		t.Error(`ParseSearch("\"unbalanced"): no error`)
+	}
+}

@@ -18,7 +18,7 @@ WHERE max(coalesce(st.last_seen_at, v.first_seen_at), coalesce(v.text_refreshed_
 // StaleText returns the ids of at most limit videos whose text is older
 // than before (neither captured nor refreshed with RefreshText since) and
 // not removed yet, the oldest first: what store.policy amended refreshes
-// with videos.list id= (ApplyPolicy removes the text of the rest).
+// with videos.list id= (ApplyCutoffs removes the text of the rest).
 func (s *Store) StaleText(ctx context.Context, before time.Time, limit int) ([]string, error) {
 	if limit <= 0 {
 		return nil, nil

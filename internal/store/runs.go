@@ -55,7 +55,7 @@ type Run struct {
 	// and is the zero time while the run is running (and for abandoned runs,
 	// whose end is unknown; see AbandonRuns).
 	StartedAt, FinishedAt time.Time
-	// Pages and Videos are counted by SavePage (FinishRun leaves them).
+	// Pages and Videos are counted by SaveSnapshot (FinishRun leaves them).
 	Pages, Videos int
 	// Units is the units reserved per bucket, e.g. {"units": 4}.
 	Units map[string]int64
@@ -161,7 +161,7 @@ func nullPID(pid int) any {
 
 // FinishRun updates run r.ID: finished_at (zero means now), outcome, reason,
 // retry_after_ms, retry_at, units, calls and unmetered. Pages and videos are not
-// touched (SavePage counts them). Errors: an invalid or running outcome;
+// touched (SaveSnapshot counts them). Errors: an invalid or running outcome;
 // OutcomeSuccess with r.Unmetered > 0, or OutcomeSuccessUnmetered without
 // (the table's CHECK); an unknown id wraps ErrNotFound.
 func (s *Store) FinishRun(ctx context.Context, r Run) error {

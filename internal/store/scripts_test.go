@@ -90,7 +90,7 @@ func TestSearchEveryScript(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := st.SavePage(ctx, run, region, 1, page, time.Now()); err != nil {
+		if err := st.SaveSnapshot(ctx, Snapshot{RunID: run, Region: region, FirstRank: 1, Videos: page, At: time.Now()}); err != nil {
 			t.Fatal(err)
 		}
 	}

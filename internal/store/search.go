@@ -35,6 +35,9 @@ const (
 type SearchQuery struct {
 	// Text is user search text; see ParseQuery for the syntax.
 	Text string
+	// Parsed, when set, is Text parsed by ParseSearch (Text is then its
+	// text): the search does not parse it again.
+	Parsed *ParsedQuery
 	// Region, if set, keeps only videos with a snapshot in that region.
 	Region string
 	// Limit is the most hits returned: 0 means DefaultSearchLimit; negative
@@ -269,7 +272,7 @@ func (s *Store) SearchPage(ctx context.Context, q SearchQuery) (hits []Hit, next
 		return nil, 0, &QueryError{Query: q.Text, Reason: fmt.Sprintf("offset %d not in 0..%d", q.Offset, MaxSearchLimit-1)}
 	}
 	end := min(q.Offset+q.Limit, MaxSearchLimit)
-	hits, err = s.search(ctx, q.Text, q.Region, end+1) // one more: is there a next page?
+	hits, err = s.search(ctx, q, end+1) // one more: is there a next page?
 	if err != nil {
 		return nil, 0, err
 	}
@@ -291,12 +294,12 @@ func (s *Store) SearchPage(ctx context.Context, q SearchQuery) (hits []Hit, next
 
 // search returns the best limit hits of text, highlights narrowed to the
 // terms of unsegmented scripts.
-func (s *Store) search(ctx context.Context, text, region string, limit int) ([]Hit, error) {
-	t, err := parseTerms(text)
+func (s *Store) search(ctx context.Context, q SearchQuery, limit int) ([]Hit, error) {
+	t, err := q.terms()
 	if err != nil {
 		return nil, err
 	}
-	hits, err := s.searchIndexes(ctx, t, text, region, limit)
+	hits, err := s.searchIndexes(ctx, t, q.Text, q.Region, limit)
 	var cjk [][]rune
 	for _, g := range t.and {
 		for _, term := range g {

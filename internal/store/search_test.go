@@ -30,10 +30,10 @@ func TestSearch(t *testing.T) {
 		{ID: "other", Title: "Cooking pasta", Description: "Nothing about birds. e.g. 3:45 - done."},
 	}
 	de := []Video{{ID: "de", Title: "Kakapo auf Deutsch", Description: "Papagei."}}
-	if err := s.SavePage(ctx, startRun(t, s, "US"), "US", 1, us, at); err != nil {
+	if err := s.SaveSnapshot(ctx, Snapshot{RunID: startRun(t, s, "US"), Region: "US", FirstRank: 1, Videos: us, At: at}); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.SavePage(ctx, startRun(t, s, "DE"), "DE", 1, de, at); err != nil {
+	if err := s.SaveSnapshot(ctx, Snapshot{RunID: startRun(t, s, "DE"), Region: "DE", FirstRank: 1, Videos: de, At: at}); err != nil {
 		t.Fatal(err)
 	}
 
@@ -167,10 +167,10 @@ func TestSearchTrigram(t *testing.T) {
 		{ID: "putin2", Title: "Путин и Ёлка", ChannelTitle: "Новости", Description: "Путин"},
 		{ID: "putin3", Title: "Путина видели", ChannelTitle: "Новости", Description: "о пенсиях"},
 	}
-	if err := s.SavePage(ctx, startRun(t, s, "JP"), "JP", 1, jp, at); err != nil {
+	if err := s.SaveSnapshot(ctx, Snapshot{RunID: startRun(t, s, "JP"), Region: "JP", FirstRank: 1, Videos: jp, At: at}); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.SavePage(ctx, startRun(t, s, "RU"), "RU", 1, ru, at); err != nil {
+	if err := s.SaveSnapshot(ctx, Snapshot{RunID: startRun(t, s, "RU"), Region: "RU", FirstRank: 1, Videos: ru, At: at}); err != nil {
 		t.Fatal(err)
 	}
 	tests := []struct {
@@ -291,7 +291,7 @@ func TestSearchWorkIsBounded(t *testing.T) {
 		for i := range vs {
 			vs[i] = Video{ID: fmt.Sprintf("%s-%03d", id, i), Title: title, ChannelTitle: "ch"}
 		}
-		if err := s.SavePage(ctx, startRun(t, s, region), region, 1, vs, at); err != nil {
+		if err := s.SaveSnapshot(ctx, Snapshot{RunID: startRun(t, s, region), Region: region, FirstRank: 1, Videos: vs, At: at}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -328,7 +328,7 @@ func TestSearchHighlightsCannotBeForged(t *testing.T) {
 		{ID: "mv", Title: "Kakapo song [Official Video]", ChannelTitle: "Birds"},
 		{ID: "bts", Title: "BTS ([방탄소년단]) 노래", ChannelTitle: "ibighit"},
 	}
-	if err := s.SavePage(ctx, startRun(t, s, "US"), "US", 1, vs, time.Now()); err != nil {
+	if err := s.SaveSnapshot(ctx, Snapshot{RunID: startRun(t, s, "US"), Region: "US", FirstRank: 1, Videos: vs, At: time.Now()}); err != nil {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct{ q, snippet, marked string }{
@@ -348,7 +348,7 @@ func TestSearchHighlightsCannotBeForged(t *testing.T) {
 func TestSearchPages(t *testing.T) {
 	ctx := context.Background()
 	s, _ := openTest(t)
-	if err := s.SavePage(ctx, startRun(t, s, "US"), "US", 1, testVideos("p", 7), time.Now()); err != nil {
+	if err := s.SaveSnapshot(ctx, Snapshot{RunID: startRun(t, s, "US"), Region: "US", FirstRank: 1, Videos: testVideos("p", 7), At: time.Now()}); err != nil {
 		t.Fatal(err)
 	}
 	all := hitIDs(search(t, s, SearchQuery{Text: "video", Limit: 100}))

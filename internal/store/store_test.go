@@ -22,10 +22,10 @@ func TestSavePage(t *testing.T) {
 	vs := testVideos("a", 50)
 	vs[3].Likes, vs[3].Comments = nil, nil
 	vs[4].Duration = ""
-	if err := s.SavePage(ctx, run, "US", 1, vs, at); err != nil {
+	if err := s.SaveSnapshot(ctx, Snapshot{RunID: run, Region: "US", FirstRank: 1, Videos: vs, At: at}); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.SavePage(ctx, run, "US", 51, testVideos("b", 50), at); err != nil {
+	if err := s.SaveSnapshot(ctx, Snapshot{RunID: run, Region: "US", FirstRank: 51, Videos: testVideos("b", 50), At: at}); err != nil {
 		t.Fatal(err)
 	}
 	n, err := s.CountVideos(ctx)
@@ -76,16 +76,16 @@ func TestSavePage(t *testing.T) {
 	ftsIntegrity(t, s)
 
 	// Errors: unknown run, duplicate rank (nothing stored), no id.
-	if err := s.SavePage(ctx, 999, "US", 1, testVideos("c", 1), at); !errors.Is(err, ErrNotFound) {
+	if err := s.SaveSnapshot(ctx, Snapshot{RunID: 999, Region: "US", FirstRank: 1, Videos: testVideos("c", 1), At: at}); !errors.Is(err, ErrNotFound) {
 		t.Errorf("unknown run: %v", err)
 	}
-	if err := s.SavePage(ctx, run, "US", 1, testVideos("d", 2), at); err == nil {
+	if err := s.SaveSnapshot(ctx, Snapshot{RunID: run, Region: "US", FirstRank: 1, Videos: testVideos("d", 2), At: at}); err == nil {
 		t.Error("duplicate rank accepted")
 	}
 	if _, err := s.Video(ctx, "d-000"); !errors.Is(err, ErrNotFound) {
 		t.Errorf("failed page left video behind: %v", err)
 	}
-	if err := s.SavePage(ctx, run, "US", 200, []Video{{Title: "x"}}, at); err == nil {
+	if err := s.SaveSnapshot(ctx, Snapshot{RunID: run, Region: "US", FirstRank: 200, Videos: []Video{{Title: "x"}}, At: at}); err == nil {
 		t.Error("video without id accepted")
 	}
 }
@@ -96,7 +96,7 @@ func TestUpsertUpdatesStatsKeepsIndex(t *testing.T) {
 	t0 := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	vs := testVideos("u", 50)
 	vs[0].Title = "Original zebra title"
-	if err := s.SavePage(ctx, startRun(t, s, "US"), "US", 1, vs, t0); err != nil {
+	if err := s.SaveSnapshot(ctx, Snapshot{RunID: startRun(t, s, "US"), Region: "US", FirstRank: 1, Videos: vs, At: t0}); err != nil {
 		t.Fatal(err)
 	}
 	var rowid0 int64
@@ -120,7 +120,7 @@ func TestUpsertUpdatesStatsKeepsIndex(t *testing.T) {
 		vs2[i].Views = i64(int64(5_000_000 + i))
 	}
 	t1 := t0.Add(2 * time.Hour)
-	if err := s.SavePage(ctx, startRun(t, s, "US"), "US", 1, vs2, t1); err != nil {
+	if err := s.SaveSnapshot(ctx, Snapshot{RunID: startRun(t, s, "US"), Region: "US", FirstRank: 1, Videos: vs2, At: t1}); err != nil {
 		t.Fatal(err)
 	}
 	if after := ftsWrites(); after != before {
@@ -139,7 +139,7 @@ func TestUpsertUpdatesStatsKeepsIndex(t *testing.T) {
 	// Change one title: searchable by the new one, not the old one; the
 	// unchanged rest stays findable.
 	vs2[0].Title = "Renamed giraffe title"
-	if err := s.SavePage(ctx, startRun(t, s, "US"), "US", 1, vs2, t1.Add(time.Hour)); err != nil {
+	if err := s.SaveSnapshot(ctx, Snapshot{RunID: startRun(t, s, "US"), Region: "US", FirstRank: 1, Videos: vs2, At: t1.Add(time.Hour)}); err != nil {
 		t.Fatal(err)
 	}
 	hits := search(t, s, SearchQuery{Text: "giraffe"})
@@ -156,7 +156,7 @@ func TestUpsertUpdatesStatsKeepsIndex(t *testing.T) {
 	// An older capture does not overwrite newer data.
 	old := testVideos("u", 1)
 	old[0].Title = "Stale capture"
-	if err := s.SavePage(ctx, startRun(t, s, "US"), "US", 1, old, t0); err != nil {
+	if err := s.SaveSnapshot(ctx, Snapshot{RunID: startRun(t, s, "US"), Region: "US", FirstRank: 1, Videos: old, At: t0}); err != nil {
 		t.Fatal(err)
 	}
 	if v, _ := s.Video(ctx, "u-000"); v.Title != "Renamed giraffe title" {
@@ -262,7 +262,7 @@ func TestOpenReadOnly(t *testing.T) {
 
 	s, path := openTest(t)
 	run := startRun(t, s, "US")
-	if err := s.SavePage(ctx, run, "US", 1, testVideos("r", 3), time.Now()); err != nil {
+	if err := s.SaveSnapshot(ctx, Snapshot{RunID: run, Region: "US", FirstRank: 1, Videos: testVideos("r", 3), At: time.Now()}); err != nil {
 		t.Fatal(err)
 	}
 	ro, err := OpenReadOnly(ctx, path)

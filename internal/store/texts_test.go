@@ -43,7 +43,7 @@ func TestTextAsCaptured(t *testing.T) {
 	for i, x := range texts {
 		v[0].Title, v[0].Tags, v[0].Description = x.title, []string{x.tags}, x.desc
 		run := startRun(t, s, "US")
-		if err := s.SavePage(ctx, run, "US", 1, v, day(i+1)); err != nil {
+		if err := s.SaveSnapshot(ctx, Snapshot{RunID: run, Region: "US", FirstRank: 1, Videos: v, At: day(i + 1)}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -139,7 +139,7 @@ func TestMigrateTextVersions(t *testing.T) {
 	}
 	defer s.Close()
 	run := startRun(t, s, "US")
-	if err := s.SavePage(ctx, run, "US", 1, []Video{{ID: "a", Title: "New title", Tags: []string{"new"}}}, time.Date(2026, 1, 2, 0, 0, 0, 0, time.UTC)); err != nil {
+	if err := s.SaveSnapshot(ctx, Snapshot{RunID: run, Region: "US", FirstRank: 1, Videos: []Video{{ID: "a", Title: "New title", Tags: []string{"new"}}}, At: time.Date(2026, 1, 2, 0, 0, 0, 0, time.UTC)}); err != nil {
 		t.Fatal(err)
 	}
 	got := exportTitles(t, s)

@@ -211,32 +211,47 @@ func (s *Store) upsertVideos(ctx context.Context, tx *sql.Tx, vs []Video, ts str
 	return nil
 }
 
-// SavePage stores one page of a chart: SaveSnapshot with kind KindChart
-// and no query.
-func (s *Store) SavePage(ctx context.Context, runID int64, region string, firstRank int, videos []Video, at time.Time) error {
-	return s.SaveSnapshot(ctx, runID, region, KindChart, "", firstRank, videos, at)
+// Snapshot is one page of a capture, stored by SaveSnapshot.
+type Snapshot struct {
+	// RunID is the run that fetched the page (StartRun).
+	RunID int64
+	// Region is the regionCode, e.g. "US".
+	Region string
+	// Kind is KindChart ("" means KindChart), KindCategory or KindSearch.
+	Kind string
+	// Query is "" for a chart, the videoCategoryId of KindCategory, the
+	// search.list q of KindSearch.
+	Query string
+	// FirstRank is the 1-based rank of Videos[0]: page 2 of 50 starts at 51.
+	FirstRank int
+	// Videos are the page's videos in rank order.
+	Videos []Video
+	// At is the capture time (first/last seen, captured_at); zero means now.
+	At time.Time
 }
 
 // SaveSnapshot stores one page of a chart or of search hits in ONE
-// transaction: it upserts the videos, creates the capture of (runID,
-// region, kind, query) if this is its first page (captured_at = at, not
+// transaction: it upserts the videos, creates the capture of (run, region,
+// kind, query) if this is its first page (captured_at = p.At, not
 // complete: see CompleteCapture), inserts an entry per video with ranks
-// firstRank .. firstRank+len(videos)-1 (firstRank is 1-based, so page 2 of
-// 50 starts at 51) and the video's statistics of this moment (nil ones are
-// stored as NULL), and adds 1 to runs.pages and len(videos) to runs.videos
-// of runID. at is the capture time (first/last seen, captured_at); zero
-// means now. An empty page still creates the capture.
+// p.FirstRank .. p.FirstRank+len(p.Videos)-1 and the video's statistics of
+// this moment (nil ones are stored as NULL), and adds 1 to runs.pages and
+// len(p.Videos) to runs.videos of the run. An empty page still creates the
+// capture.
 //
-// kind is KindChart (query must be ""), KindCategory (query is the
-// videoCategoryId) or KindSearch (query is the search.list q). Ranks are numbered per (run, region, kind,
-// query): the hits of each query of a run start at rank 1, and never mix
-// with the chart (Chart returns only chart ranks, SearchHits one query's).
+// Ranks are numbered per (run, region, kind, query): the hits of each
+// query of a run start at rank 1, and never mix with the chart (Chart
+// returns only chart ranks, SearchHits one query's).
 //
 // Errors: an unknown kind, a chart with a query, a video without ID or
-// firstRank < 1 is rejected before writing; an unknown runID wraps
+// FirstRank < 1 is rejected before writing; an unknown run wraps
 // ErrNotFound; saving the same (run, region, kind, query, rank) twice fails
 // with a constraint error and stores nothing (the whole page).
-func (s *Store) SaveSnapshot(ctx context.Context, runID int64, region, kind, query string, firstRank int, videos []Video, at time.Time) error {
+func (s *Store) SaveSnapshot(ctx context.Context, p Snapshot) error {
+	runID, region, kind, query, firstRank, videos, at := p.RunID, p.Region, p.Kind, p.Query, p.FirstRank, p.Videos, p.At
+	if kind == "" {
+		kind = KindChart
+	}
 	switch {
 	case kind != KindChart && kind != KindSearch && kind != KindCategory:
 		return fmt.Errorf("cannot save page: unknown snapshot kind %q", kind)

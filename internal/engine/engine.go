@@ -1,0 +1,184 @@
+// Package engine is trendfetch's application layer (docs/design.md §2):
+// built from the configuration, it opens the store and the quota limiter,
+// runs regions (one, a list, or on a schedule), applies the storage
+// policy, builds the read API and writes exports. The commands of
+// cmd/trendfetch parse flags, call it, print and map errors to exit codes;
+// tests call it in-process.
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/rs/zerolog"
+
+	"github.com/trendfetch/trendfetch/internal/config"
+	"github.com/trendfetch/trendfetch/internal/quota"
+	"github.com/trendfetch/trendfetch/internal/redisconn"
+	"github.com/trendfetch/trendfetch/internal/store"
+)
+
+// Options are the engine's inputs. Config is required; the rest may be
+// zero.
+type Options struct {
+	// Config is the validated configuration (config.Load, Validate).
+	Config *config.Config
+	// Log receives the engine's and the runs' log lines.
+	Log zerolog.Logger
+	// LookupEnv reads the environment for API keys (nil: os.LookupEnv).
+	LookupEnv func(string) (string, bool)
+	// Scrub masks secrets in text the engine stores, such as run reasons
+	// (nil: none).
+	Scrub func(string) string
+	// Notes receives the one-line notes for people ("note: ..."), such as
+	// a quota database that does not exist yet (nil: discarded).
+	Notes io.Writer
+	// Version is the build's version, on the metrics' build info.
+	Version string
+	// Hooks are called around each region's run.
+	Hooks Hooks
+}
+
+// Engine is the application layer of one process, built by New. It holds
+// no open resource: each use case opens what it needs and closes it.
+type Engine struct {
+	o   Options
+	cfg *config.Config
+	log zerolog.Logger
+}
+
+// New returns the engine of o.
+func New(o Options) *Engine {
+	if o.LookupEnv == nil {
+		o.LookupEnv = os.LookupEnv
+	}
+	if o.Notes == nil {
+		o.Notes = io.Discard
+	}
+	return &Engine{o: o, cfg: o.Config, log: o.Log}
+}
+
+// SettingError is a setting whose value cannot be used, found when the
+// engine opens something (a Redis URL that cannot be connected to as
+// written): a configuration error (exit 2). It names the setting and the
+// problem, never a secret.
+type SettingError struct {
+	Setting string
+	Err     error
+}
+
+// Error is "SETTING: PROBLEM".
+func (e *SettingError) Error() string { return e.Setting + ": " + e.Err.Error() }
+
+// Unwrap returns the problem.
+func (e *SettingError) Unwrap() error { return e.Err }
+
+// OpenStore opens the configured database for reading and writing,
+// creating and migrating it as needed. This and OpenReadStore are the one
+// place the store is chosen.
+func (e *Engine) OpenStore(ctx context.Context) (store.Backend, error) {
+	return store.Open(ctx, e.cfg.Database)
+}
+
+// OpenReadStore opens the configured database read-only: it creates and
+// migrates nothing, and write methods fail. A database that does not exist
+// is a *store.NoDatabaseError.
+func (e *Engine) OpenReadStore(ctx context.Context) (store.Backend, error) {
+	return store.OpenReadOnly(ctx, e.cfg.Database)
+}
+
+// OpenLimiter builds the quota limiter of the configuration: the embedded
+// SQLite backend (quota.sqlite.path) or Redis (quota.redis). readOnly
+// opens the embedded backend without creating or migrating anything, for
+// the commands that only read (it works on read-only media).
+func (e *Engine) OpenLimiter(readOnly bool) (*quota.Limiter, error) {
+	buckets, costs, err := e.cfg.Limits()
+	if err != nil {
+		return nil, err
+	}
+	var backend quota.Backend
+	switch e.cfg.Quota.Backend {
+	case "redis":
+		backend, err = e.OpenRedisBackend()
+	default:
+		if readOnly {
+			backend, err = quota.NewSQLite(e.cfg.Quota.SQLite.Path, quota.WithSQLiteReadOnly())
+		} else {
+			backend, err = quota.NewSQLite(e.cfg.Quota.SQLite.Path)
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("cannot open %s quota backend: %w", e.cfg.Quota.Backend, err)
+	}
+	lim, err := quota.New(backend, buckets, costs)
+	if err != nil {
+		backend.Close()
+		return nil, err
+	}
+	return lim, nil
+}
+
+// QuotaDBMissing reports whether the embedded quota backend is configured
+// and its database does not exist yet: the commands that only read then
+// report nothing spent and nothing held, without creating it. It notes so
+// on Options.Notes.
+func (e *Engine) QuotaDBMissing() bool {
+	if e.cfg.Quota.Backend != "sqlite" {
+		return false
+	}
+	if _, err := os.Stat(e.cfg.Quota.SQLite.Path); !errors.Is(err, fs.ErrNotExist) {
+		return false
+	}
+	fmt.Fprintf(e.o.Notes, "note: no quota database at %s yet: nothing spent or held through it\n", e.cfg.Quota.SQLite.Path)
+	return true
+}
+
+// OpenRedisBackend connects the quota backend to the configured Redis,
+// with quota.redis.wait_replicas. The connection is lazy: an unreachable
+// Redis surfaces on the first decision, where each call site's policy
+// applies.
+func (e *Engine) OpenRedisBackend() (quota.Backend, error) {
+	client, err := e.OpenRedisClient()
+	if err != nil {
+		return nil, err
+	}
+	rc := e.cfg.Quota.Redis
+	return quota.NewRedis(client, quota.WithRedisWaitReplicas(rc.WaitReplicas, rc.WaitTimeout.Std())), nil
+}
+
+// OpenRedisClient connects to the configured Redis (quota.redis: URL,
+// Sentinel or Cluster). A URL redisconn refuses is a *SettingError. go-redis's
+// own log lines (pool dial failures) go to the log at debug level: the
+// limiter already reports backend failures once per run.
+func (e *Engine) OpenRedisClient() (redis.UniversalClient, error) {
+	redis.SetLogger(redisLogger{e.log})
+	rc := e.cfg.Quota.Redis
+	var opts []redisconn.Option
+	if s := rc.Sentinel; s.Configured() {
+		opts = append(opts, redisconn.WithSentinel(s.Master, s.Addrs))
+		if s.Username != "" || s.Password != "" {
+			opts = append(opts, redisconn.WithSentinelAuth(s.Username, s.Password))
+		}
+	}
+	client, err := redisconn.New(rc.URL, rc.Cluster, opts...)
+	if err != nil {
+		// The message names the problem, never the URL (redisconn
+		// redacts it; a URL that does not parse stops at Validate).
+		msg := strings.TrimPrefix(err.Error(), "redisconn: ")
+		return nil, &SettingError{Setting: "quota.redis.url (TRENDFETCH_REDIS_URL or quota.redis.url_file)", Err: fmt.Errorf("%s", msg)}
+	}
+	return client, nil
+}
+
+// redisLogger adapts zerolog to go-redis's internal logging interface.
+type redisLogger struct{ log zerolog.Logger }
+
+func (l redisLogger) Printf(_ context.Context, format string, v ...any) {
+	l.log.Debug().Str("component", "go-redis").Msgf(format, v...)
+}

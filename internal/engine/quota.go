@@ -1,0 +1,259 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/trendfetch/trendfetch/internal/fetch"
+	"github.com/trendfetch/trendfetch/internal/quota"
+)
+
+// QuotaStatus reads the status of credential's buckets without changing
+// anything. A quota database that does not exist yet is read as every
+// bucket unused (and noted). A backend that cannot be read is in the
+// status (Reachable false; StatusError says what to report).
+func (e *Engine) QuotaStatus(ctx context.Context, credential string) (quota.Status, error) {
+	if e.QuotaDBMissing() {
+		buckets, costs, err := e.cfg.Limits()
+		st := quota.Status{Credential: credential, Backend: e.cfg.Quota.Backend, Reachable: true, Now: time.Now()}
+		for _, b := range buckets {
+			bs := quota.BucketStatus{Bucket: b, Remaining: b.Limit}
+			for _, cs := range costs {
+				for _, c := range cs {
+					if c.Bucket == b.Name {
+						bs.MaxCost = max(bs.MaxCost, c.Units)
+					}
+				}
+			}
+			st.Buckets = append(st.Buckets, bs)
+		}
+		return st, err
+	}
+	lim, err := e.OpenLimiter(true)
+	if err != nil {
+		return quota.Status{}, err
+	}
+	defer lim.Close()
+	return lim.Status(ctx, credential), nil
+}
+
+// StatusError is the error of a status read that failed: a Redis user
+// refused by ACL is a configuration error (*quota.AccessError, exit 2),
+// anything else an unreachable backend. Nil when st is reachable.
+func StatusError(st quota.Status) error {
+	if st.Reachable {
+		return nil
+	}
+	if acl := new(*quota.AccessError); errors.As(st.Err, acl) {
+		return *acl
+	}
+	return fmt.Errorf("quota backend %s unreachable: %v", st.Backend, st.Err)
+}
+
+// Methods returns the methods of the cost table (quota.costs), sorted.
+func (e *Engine) Methods() []string {
+	out := make([]string, 0, len(e.cfg.Quota.Costs))
+	for m := range e.cfg.Quota.Costs {
+		out = append(out, m)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Charge reserves count calls of method (a key of quota.costs) for the
+// configured credential without calling the API, so usage made outside
+// trendfetch is counted. It stops at the first denial (a *fetch.StopError)
+// and returns how many calls it charged.
+func (e *Engine) Charge(ctx context.Context, method string, count int) (int, error) {
+	lim, err := e.OpenLimiter(false)
+	if err != nil {
+		return 0, err
+	}
+	defer lim.Close()
+	for i := 0; i < count; i++ {
+		d, err := lim.Reserve(ctx, e.cfg.Credential, method)
+		if err != nil {
+			return i, fmt.Errorf("charged %d of %d calls: %w", i, count, err)
+		}
+		if !d.Allowed {
+			return i, fetch.Denied("", method, d)
+		}
+	}
+	return count, nil
+}
+
+// Leases returns the region leases held for every configured credential
+// (none when the quota database does not exist yet).
+func (e *Engine) Leases(ctx context.Context) ([]quota.LeaseInfo, error) {
+	if e.QuotaDBMissing() {
+		return nil, nil
+	}
+	lim, err := e.OpenLimiter(true)
+	if err != nil {
+		return nil, err
+	}
+	defer lim.Close()
+	var all []quota.LeaseInfo
+	for _, cr := range e.cfg.Credentials {
+		ls, err := lim.Leases(ctx, cr.Name)
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, ls...)
+	}
+	return all, nil
+}
+
+// CheckResult answers whether some calls of a method fit a credential's
+// buckets now, and if not when: the machine shape of `quota check --json`.
+type CheckResult struct {
+	Credential string `json:"credential"`
+	Method     string `json:"method"`
+	Count      int64  `json:"count"`
+	// Fits reports that the calls fit now.
+	Fits bool `json:"fits"`
+	// FitsAt is the earliest time they can fit (null: now, or never);
+	// FitsBy the time by which they fit at the latest. Exact when equal.
+	FitsAt  *time.Time    `json:"fits_at"`
+	FitsBy  *time.Time    `json:"fits_by"`
+	Buckets []CheckBucket `json:"buckets"`
+}
+
+// CheckBucket is one bucket the method charges.
+type CheckBucket struct {
+	Name      string     `json:"name"`
+	Need      int64      `json:"need"`
+	Remaining int64      `json:"remaining"`
+	Limit     int64      `json:"limit"`
+	FitsAt    *time.Time `json:"fits_at"`
+	FitsBy    *time.Time `json:"fits_by"`
+}
+
+// Check answers whether count calls of method (a key of quota.costs) fit
+// the configured credential's buckets now, and if not when, from the
+// limiter's public Status; it reserves nothing. Errors: StatusError's.
+func (e *Engine) Check(ctx context.Context, method string, count int64) (CheckResult, error) {
+	st, err := e.QuotaStatus(ctx, e.cfg.Credential)
+	if err == nil {
+		err = StatusError(st)
+	}
+	if err != nil {
+		return CheckResult{}, err
+	}
+	out := checkCalls(st, e.cfg.Quota.Costs[method], count)
+	out.Credential, out.Method = e.cfg.Credential, method
+	return out, nil
+}
+
+// checkCalls answers whether count calls charging charges (bucket: units
+// per call) fit the status st now, and if not the earliest and latest
+// time: exactly when the status knows (one call of cost 1, a call of the
+// largest cost, a calendar bucket's next Pacific midnight, an upstream
+// exhaustion marker).
+func checkCalls(st quota.Status, charges map[string]int64, count int64) CheckResult {
+	now := st.Now
+	out := CheckResult{Count: count, Fits: true}
+	var at, by time.Time
+	later := func(t *time.Time, v time.Time) {
+		if v.After(*t) {
+			*t = v
+		}
+	}
+	if st.ExhaustedUntil.After(now) {
+		out.Fits = false
+		later(&at, st.ExhaustedUntil)
+		later(&by, st.ExhaustedUntil)
+	}
+	never := false
+	for _, b := range st.Buckets {
+		units, ok := charges[b.Name]
+		if !ok {
+			continue
+		}
+		cb := CheckBucket{Name: b.Name, Need: units * count, Remaining: b.Remaining, Limit: b.Limit}
+		switch {
+		case cb.Need > b.Limit:
+			never = true
+		case cb.Need > b.Remaining:
+			var lo, hi time.Time
+			switch {
+			case b.Calendar:
+				lo = quota.NextPacificMidnight(now)
+				hi = lo
+			case cb.Need == 1 && b.RetryAfterOne > 0:
+				lo = now.Add(b.RetryAfterOne)
+				hi = lo
+			case cb.Need == b.MaxCost && b.RetryAfterMax > 0:
+				lo = now.Add(b.RetryAfterMax)
+				hi = lo
+			default:
+				// The oldest entry leaving is the soonest anything frees;
+				// by now + window every entry in the window has left.
+				lo, hi = now.Add(max(b.RetryAfterOne, time.Nanosecond)), now.Add(b.Window)
+				if !b.Oldest.IsZero() {
+					lo = b.Oldest.Add(b.Window)
+				}
+			}
+			lo, hi = ceilSecond(lo), ceilSecond(hi)
+			cb.FitsAt, cb.FitsBy = &lo, &hi
+			out.Fits = false
+			later(&at, lo)
+			later(&by, hi)
+		}
+		out.Buckets = append(out.Buckets, cb)
+	}
+	if never {
+		out.Fits = false
+		return out
+	}
+	if !out.Fits {
+		// Whole seconds, rounded up: never early.
+		at, by = ceilSecond(at), ceilSecond(by)
+		out.FitsAt, out.FitsBy = &at, &by
+	}
+	return out
+}
+
+// ceilSecond is t in UTC rounded up to a whole second.
+func ceilSecond(t time.Time) time.Time {
+	if r := t.Truncate(time.Second); !r.Equal(t) {
+		t = r.Add(time.Second)
+	}
+	return t.UTC()
+}
+
+// ReleaseLease releases region's run lease of the configured credential,
+// whatever its holder, so that the next run starts at once; with confirm
+// false it releases nothing. It returns the lease held (held false: none).
+// Errors: the lease changed holder meanwhile.
+func (e *Engine) ReleaseLease(ctx context.Context, region string, confirm bool) (l quota.LeaseInfo, held bool, err error) {
+	lim, err := e.OpenLimiter(false)
+	if err != nil {
+		return l, false, err
+	}
+	defer lim.Close()
+	ls, err := lim.Leases(ctx, e.cfg.Credential)
+	if err != nil {
+		return l, false, err
+	}
+	for _, l := range ls {
+		if l.Region != region {
+			continue
+		}
+		if !confirm {
+			return l, true, nil
+		}
+		if ok, err := lim.BreakLease(ctx, l); err != nil || !ok {
+			if err == nil {
+				err = fmt.Errorf("region %s of credential %q changed holder meanwhile: run `trendfetch lease list` and try again", region, l.Credential)
+			}
+			return l, true, err
+		}
+		e.log.Warn().Str("region", region).Str("credential", l.Credential).Str("holder", l.Holder).Msg("region lease released by hand")
+		return l, true, nil
+	}
+	return l, false, nil
+}

@@ -1,0 +1,364 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"runtime"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/trendfetch/trendfetch/internal/config"
+	"github.com/trendfetch/trendfetch/internal/fetch"
+	"github.com/trendfetch/trendfetch/internal/metrics"
+	"github.com/trendfetch/trendfetch/internal/quota"
+	"github.com/trendfetch/trendfetch/internal/schedule"
+	"github.com/trendfetch/trendfetch/internal/sdnotify"
+	"github.com/trendfetch/trendfetch/internal/store"
+)
+
+// Hooks are called around each region's run, by `run` and `schedule`
+// alike, after the storage policy is applied and under the run deadline.
+// A nil hook is skipped.
+type Hooks struct {
+	// OnRunStart is called before the run of region starts.
+	OnRunStart func(ctx context.Context, region string)
+	// OnRunEnd is called after it, with its record (zero when the run
+	// did not start, e.g. a held lease) and its error.
+	OnRunEnd func(ctx context.Context, region string, run store.Run, err error)
+}
+
+// Runner is what running regions needs, opened once per process by
+// OpenRunner: the store, the limiter and the API client, wired into one
+// fetch.Runner whose Run is the code path of a region for both `run` (one
+// invocation) and `schedule` (its lifetime). Close releases it.
+type Runner struct {
+	e       *Engine
+	store   store.Backend
+	limiter *quota.Limiter
+	fetch   *fetch.Runner
+}
+
+// OpenRunner opens the store (migrating it), the limiter and the API
+// client of the configured credential. Errors: a missing API key (exit 2),
+// the database or the quota backend cannot be opened (exit 1).
+func (e *Engine) OpenRunner(ctx context.Context) (*Runner, error) {
+	cred, err := e.cfg.FindCredential(e.cfg.Credential)
+	if err != nil {
+		return nil, err
+	}
+	key, err := cred.APIKey(e.o.LookupEnv)
+	if err != nil {
+		return nil, err
+	}
+	st, err := e.OpenStore(ctx)
+	if err != nil {
+		return nil, err
+	}
+	lim, err := e.OpenLimiter(false)
+	if err != nil {
+		st.Close()
+		return nil, err
+	}
+	svc, err := fetch.NewService(ctx, key, e.cfg.API.Endpoint)
+	if err != nil {
+		st.Close()
+		lim.Close()
+		return nil, err
+	}
+	c := e.cfg
+	set := fetch.Settings{
+		PageSize:          c.API.PageSize,
+		Timeout:           c.API.Timeout.Std(),
+		Retries:           c.API.Retries,
+		RetryBackoff:      c.API.RetryBackoff.Std(),
+		LeaseTTL:          c.Runs.LeaseTTL.Std(),
+		ChartCategories:   c.Chart.Categories,
+		ChannelsRefresh:   enabled(c.Channels),
+		CategoriesRefresh: enabled(c.Categories),
+		StatsTrackFor:     c.Stats.TrackFor.Std(),
+		StatsEvery:        c.Stats.Every.Std(),
+	}
+	// A policy whose runs refresh old text (amended) gets the text step;
+	// applyRetention leaves text to it.
+	if p, _, err := store.InForce(ctx, c.Store.Policy, st); err == nil && p.RunsRefreshText() {
+		set.TextCutoff = func(now time.Time) time.Time {
+			_, text := p.Cutoffs(now)
+			return text
+		}
+		set.TextRefreshPerDay = p.RefreshCalls(c.Store.RefreshPerDay)
+	}
+	return &Runner{e: e, store: st, limiter: lim, fetch: &fetch.Runner{
+		Service:    svc,
+		Limiter:    lim,
+		Store:      st,
+		Credential: cred.Name,
+		Policy:     c.Policy,
+		Settings:   set,
+		Searches:   searchesOf(c),
+		Log:        e.log,
+		Scrub:      e.o.Scrub,
+	}}, nil
+}
+
+// searchesOf returns the fetch view of the searches configured per region.
+func searchesOf(cfg *config.Config) func(region string) []fetch.Search {
+	return func(region string) []fetch.Search {
+		var out []fetch.Search
+		for _, s := range cfg.SearchesFor(region) {
+			out = append(out, fetch.Search{Q: s.Q, Order: s.Order, PublishedAfter: s.PublishedAfter.Std(), MaxPages: s.MaxPages})
+		}
+		return out
+	}
+}
+
+// enabled returns the refresh interval of an enabled call site, else 0.
+func enabled(r config.Refresh) time.Duration {
+	if !r.Enabled {
+		return 0
+	}
+	return r.Refresh.Std()
+}
+
+// Close closes the limiter and the store.
+func (r *Runner) Close() error {
+	return errors.Join(r.limiter.Close(), r.store.Close())
+}
+
+// RunRegions runs each region of list in turn, as `trendfetch run` does.
+// A clean stop (quota denial), a rejected key or a cancelled ctx ends the
+// whole list; other failures are collected and the next region still
+// runs. The error is nil, the stop, or the failures (a *Failures when they
+// are several and not all held leases). Stale channels are batched across
+// the regions; the last region sends the remainder.
+func (r *Runner) RunRegions(ctx context.Context, list []string) error {
+	r.e.applyRetention(ctx, r.store)
+	var failed []error
+	fr := *r.fetch
+	fr.Backlog = &fetch.Backlog{}
+	for i, region := range list {
+		fr.Backlog.Hold = i < len(list)-1
+		_, err := r.run(ctx, &fr, region, r.e.cfg.Runs.MetricsTextfile)
+		var (
+			stop *fetch.StopError
+			ce   *fetch.CredentialError
+		)
+		switch {
+		case err == nil:
+			continue
+		case errors.As(err, &stop), errors.As(err, &ce), ctx.Err() != nil:
+			if rest := list[i+1:]; len(rest) > 0 {
+				r.e.log.Warn().Strs("skipped", rest).Msg("remaining regions not run")
+			}
+			if stop != nil && len(failed) > 0 {
+				return joinFailures(failed) // the stop is logged and recorded; failures rank first
+			}
+			return err
+		}
+		failed = append(failed, err) // including a held lease (exit 3 when alone)
+	}
+	return joinFailures(failed)
+}
+
+// RunOne runs region as one tick of `schedule` does: the storage policy,
+// then the run under the run deadline, with the hooks; each run sends its
+// own channel remainder. The runner logged the run; what it cannot log (a
+// lease held elsewhere, a run that did not start) is logged here.
+func (r *Runner) RunOne(ctx context.Context, region string) (store.Run, error) {
+	r.e.applyRetention(ctx, r.store)
+	run, err := r.run(ctx, r.fetch, region, "")
+	var (
+		stop *fetch.StopError
+		held *quota.LeaseHeldError
+	)
+	switch {
+	case err == nil || run.ID != 0 || ctx.Err() != nil || errors.As(err, &stop):
+		// The runner logged the run (once, at warn level for a denial).
+	case errors.As(err, &held):
+		// Another process (a cron line, another host) runs the region.
+		r.e.log.Warn().Err(err).Str("region", region).Msg("region is running elsewhere: tick skipped")
+	default:
+		r.e.log.Error().Err(err).Str("region", region).Msg("run not started")
+	}
+	return run, err
+}
+
+// run is the one code path of a region's run, once the storage policy is
+// applied: the hooks, the run under runs.timeout, and with
+// textfile set the region's metrics textfile in that directory (a failure
+// to write it is logged; it never fails the run).
+func (r *Runner) run(ctx context.Context, fr *fetch.Runner, region, textfile string) (store.Run, error) {
+	if d := r.e.cfg.Runs.Timeout.Std(); d > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeoutCause(ctx, d, fmt.Errorf("run of %s exceeded runs.timeout %s", region, d))
+		defer cancel()
+	}
+	h := r.e.o.Hooks
+	if h.OnRunStart != nil {
+		h.OnRunStart(ctx, region)
+	}
+	var m *metrics.Metrics
+	path := ""
+	if textfile != "" {
+		path = metrics.TextfileName(textfile, region)
+		m = r.e.Metrics(r.limiter, []string{region}, r.store)
+		if err := m.CarryCounters(path); err != nil {
+			r.e.log.Warn().Err(err).Msg("metrics textfile: earlier counters not carried over")
+		}
+		f := *fr
+		f.OnCall, f.OnRun = m.ObserveCall, m.ObserveRun
+		fr = &f
+	}
+	run, err := fr.Run(ctx, region)
+	if m != nil {
+		if werr := m.WriteTextfile(path, region); werr != nil {
+			r.e.log.Warn().Err(werr).Str("file", path).Msg("cannot write the metrics textfile")
+		}
+	}
+	if h.OnRunEnd != nil {
+		h.OnRunEnd(ctx, region, run, err)
+	}
+	return run, err
+}
+
+// Servers are what `schedule` serves beside its runs; a nil listener
+// serves nothing.
+type Servers struct {
+	// Metrics serves Prometheus metrics on /metrics and a liveness check
+	// on /healthz.
+	Metrics net.Listener
+	// API serves the read API and dashboard (Serve, with Token), with the
+	// scheduler's metrics on its /metrics.
+	API   net.Listener
+	Token string
+}
+
+// Schedule runs every configured region on its schedule until ctx is
+// cancelled (schedule.*), serving srv meanwhile: nil after a clean stop, a
+// *fetch.CredentialError when the API rejects the key. It tells systemd
+// it is ready (Type=notify).
+func (r *Runner) Schedule(ctx context.Context, srv Servers) error {
+	cfg, log := r.e.cfg, r.e.log
+	plan, err := cfg.Schedule.Plan(cfg.Regions)
+	if err != nil {
+		return err
+	}
+	var m *metrics.Metrics
+	if srv.Metrics != nil || srv.API != nil {
+		m = r.e.Metrics(r.limiter, cfg.Regions, r.store)
+		r.fetch.OnCall, r.fetch.OnRun = m.ObserveCall, m.ObserveRun
+	}
+	if srv.API != nil {
+		sctx, stop := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			if err := r.e.Serve(sctx, srv.API, srv.Token, m); err != nil {
+				log.Error().Err(err).Msg("read API stopped")
+			}
+		}()
+		defer func() { stop(); <-done }()
+	}
+	if srv.Metrics != nil {
+		hs := &http.Server{Handler: m.Handler(), ReadHeaderTimeout: 10 * time.Second}
+		go func() {
+			if err := hs.Serve(srv.Metrics); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				log.Error().Err(err).Msg("metrics server stopped")
+			}
+		}()
+		defer func() {
+			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			hs.Shutdown(sctx)
+		}()
+		log.Info().Str("addr", srv.Metrics.Addr().String()).Msg("serving /metrics and /healthz")
+	}
+	jobs := make([]schedule.Job, len(plan))
+	for i, p := range plan {
+		region := p.Region
+		jobs[i] = schedule.Job{Name: region, Schedule: p.Schedule, Run: func(ctx context.Context) error {
+			_, err := r.RunOne(ctx, region)
+			return err
+		}}
+	}
+	s, err := schedule.New(jobs, schedule.Options{
+		Concurrency: cfg.Schedule.Concurrency,
+		Grace:       cfg.Schedule.Grace.Std(),
+		Log:         r.e.log,
+		Fatal: func(err error) bool {
+			var ce *fetch.CredentialError
+			return errors.As(err, &ce)
+		},
+	})
+	if err != nil {
+		return err
+	}
+	r.e.log.Info().Strs("regions", cfg.Regions).Int("concurrency", cfg.Schedule.Concurrency).
+		Int64("grace_ms", cfg.Schedule.Grace.Std().Milliseconds()).Msg("scheduler starting")
+	defer sdnotify.Ready(ctx, r.e.log)() // Type=notify: ready, watchdog, stopping
+	return s.Run(ctx)
+}
+
+// Metrics returns the metrics of regions with what every /metrics and
+// textfile shows: build info (Options.Version), counter series at 0 from
+// the start, and each region's last success read from st. quotaReader may
+// be nil (no quota gauges).
+func (e *Engine) Metrics(quotaReader metrics.StatusReader, regions []string, st store.Backend) *metrics.Metrics {
+	creds := e.CredentialNames()
+	m := metrics.New(quotaReader, creds, regions, 0)
+	m.SetBuildInfo(e.o.Version, runtime.Version())
+	var buckets []string
+	for _, b := range e.cfg.Quota.Buckets {
+		buckets = append(buckets, b.Name)
+	}
+	methods := make([]string, 0, len(e.cfg.Quota.Costs))
+	for m := range e.cfg.Quota.Costs {
+		methods = append(methods, m)
+	}
+	sort.Strings(methods)
+	m.ZeroSeries(creds, buckets, methods)
+	cred := e.cfg.Credential
+	m.ReadLastSuccess(func(ctx context.Context) (map[string]time.Time, error) { return st.LastSuccess(ctx, cred) })
+	return m
+}
+
+// CredentialNames returns the configured credentials' names.
+func (e *Engine) CredentialNames() []string {
+	out := make([]string, len(e.cfg.Credentials))
+	for i, c := range e.cfg.Credentials {
+		out[i] = c.Name
+	}
+	return out
+}
+
+// joinFailures joins the failures of several regions. When they are not
+// all held leases (exit 3), the result is a *Failures, so the exit code is
+// 1: a failed region needs attention more than a skipped one.
+func joinFailures(errs []error) error {
+	for _, err := range errs {
+		var held *quota.LeaseHeldError
+		if !errors.As(err, &held) {
+			if len(errs) == 1 {
+				return err
+			}
+			return &Failures{Errs: errs}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Failures are the failures of several regions of one RunRegions. It does
+// not unwrap, so it exits 1 even when some are held leases.
+type Failures struct{ Errs []error }
+
+// Error is one line per region.
+func (e *Failures) Error() string {
+	lines := make([]string, len(e.Errs))
+	for i, err := range e.Errs {
+		lines[i] = strings.Join(strings.Fields(err.Error()), " ")
+	}
+	return strings.Join(lines, "\n")
+}

@@ -1,0 +1,172 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/trendfetch/trendfetch/internal/metrics"
+	"github.com/trendfetch/trendfetch/internal/quota"
+	"github.com/trendfetch/trendfetch/internal/regions"
+	"github.com/trendfetch/trendfetch/internal/sdnotify"
+	"github.com/trendfetch/trendfetch/internal/serve"
+)
+
+// serveShutdownGrace bounds a graceful stop of Serve: connections still
+// open then are closed.
+const serveShutdownGrace = 10 * time.Second
+
+// Serve serves the read API and dashboard on ln until ctx is done, then
+// shuts down within serveShutdownGrace; it tells systemd it is ready
+// (Type=notify). token and m are ServeHandler's. Errors: ServeHandler's,
+// or the listener failing.
+func (e *Engine) Serve(ctx context.Context, ln net.Listener, token string, m *metrics.Metrics) error {
+	h, closeAll, err := e.ServeHandler(ctx, token, m)
+	if err != nil {
+		return err
+	}
+	defer closeAll()
+	sc := e.cfg.Serve
+	srv := serve.NewServer(h, serve.DefaultTimeouts, sc.Timeout.Std(), e.log)
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	defer sdnotify.Ready(ctx, e.log)() // systemd Type=notify: ready, watchdog, stopping
+	e.log.Info().Str("addr", ln.Addr().String()).Bool("token", token != "").Int64("rate_limit", max(sc.RateLimit.Limit, 0)).
+		Str("rate_limit_algorithm", sc.RateLimit.Algorithm).Dur("timeout", sc.Timeout.Std()).
+		Msg("serving the read API and dashboard")
+	select {
+	case err := <-errc:
+		return fmt.Errorf("serve: %w", err)
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), serveShutdownGrace)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		e.log.Warn().Err(err).Msg("connections still open after the shutdown grace: closed")
+		srv.Close()
+	}
+	e.log.Info().Msg("server stopped")
+	return nil
+}
+
+// ServeHandler opens what the read API and dashboard read (the store
+// read-only; the quota backend read-only, unless the embedded one does not
+// exist yet; the rate limiter of serve.rate_limit) and returns their
+// handler, with token as the bearer token ("" = none). m, when set, is the
+// scheduler's metrics (schedule --serve); otherwise the quota collectors of
+// a fresh registry are served. close releases what it opened.
+//
+// Errors: a missing database is a *store.NoDatabaseError.
+func (e *Engine) ServeHandler(ctx context.Context, token string, m *metrics.Metrics) (h http.Handler, close func(), err error) {
+	var closers []func() error
+	close = func() {
+		for i := len(closers) - 1; i >= 0; i-- {
+			closers[i]()
+		}
+	}
+	defer func() {
+		if err != nil {
+			close()
+		}
+	}()
+	st, err := e.OpenReadStore(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	closers = append(closers, st.Close)
+	var lim *quota.Limiter
+	if !e.QuotaDBMissing() {
+		// Read-only: serve may run as a user who cannot write quota.db.
+		if lim, err = e.OpenLimiter(true); err != nil {
+			return nil, nil, err
+		}
+		closers = append(closers, lim.Close)
+	}
+	if m == nil {
+		var reader metrics.StatusReader
+		if lim != nil {
+			reader = lim
+		}
+		m = e.Metrics(reader, e.cfg.Regions, st)
+	}
+	rate, err := e.serveRateLimit()
+	if err != nil {
+		return nil, nil, err
+	}
+	if rate.Limiter != nil {
+		closers = append(closers, rate.Limiter.Close)
+	}
+	creds := e.CredentialNames()
+	plan, _ := e.cfg.Schedule.Plan(e.cfg.Regions)
+	return serve.Handler(serve.Options{
+		Store: st,
+		Quota: func(ctx context.Context) []quota.Status {
+			out := make([]quota.Status, 0, len(creds))
+			for _, c := range creds {
+				if lim == nil {
+					out = append(out, quota.Status{Credential: c, Backend: e.cfg.Quota.Backend, Reachable: true})
+					continue
+				}
+				out = append(out, lim.Status(ctx, c))
+			}
+			return out
+		},
+		Regions: func(now time.Time) []serve.Region {
+			out := make([]serve.Region, 0, len(plan))
+			for _, p := range plan {
+				next := p.Schedule.Next(now).UTC()
+				out = append(out, serve.Region{Region: p.Region, Name: regions.Name(p.Region), Schedule: p.Spec, NextRun: &next})
+			}
+			return out
+		},
+		Metrics:     m.Handler(),
+		Token:       token,
+		RateLimit:   rate,
+		Timeout:     e.cfg.Serve.Timeout.Std(),
+		Hosts:       e.cfg.Serve.Hosts,
+		CORSOrigins: e.cfg.Serve.CORSOrigins,
+		Log:         e.log,
+	}), close, nil
+}
+
+// serveRateLimit builds the per-client limiter of serve.rate_limit: the
+// sliding-window counter (default) or log, in the configured Redis when the
+// quota backend is Redis (instances share one budget per client), else in
+// memory.
+func (e *Engine) serveRateLimit() (serve.RateLimit, error) {
+	rl := e.cfg.Serve.RateLimit
+	if rl.Limit < 0 {
+		return serve.RateLimit{}, nil
+	}
+	window := rl.Window.Std()
+	var l serve.Limiter
+	var err error
+	switch redisBacked := e.cfg.Quota.Backend == "redis"; {
+	case rl.Algorithm == "log" && redisBacked:
+		var b quota.Backend
+		if b, err = e.OpenRedisBackend(); err == nil {
+			if l, err = serve.NewLog(b, rl.Limit, window); err != nil {
+				b.Close()
+			}
+		}
+	case rl.Algorithm == "log":
+		l, err = serve.NewLog(quota.NewMemory(time.Now), rl.Limit, window)
+	case redisBacked:
+		var c redis.UniversalClient
+		if c, err = e.OpenRedisClient(); err == nil {
+			if l, err = serve.NewRedisCounter(c, rl.Limit, window); err != nil {
+				c.Close()
+			}
+		}
+	default:
+		l, err = serve.NewCounter(rl.Limit, window, nil)
+	}
+	if err != nil {
+		return serve.RateLimit{}, fmt.Errorf("serve.rate_limit: %w", err)
+	}
+	return serve.RateLimit{Limiter: l, Limit: rl.Limit, Window: window, Key: rl.Key}, nil
+}
