@@ -7,38 +7,29 @@ import (
 	"github.com/trendfetch/trendfetch/internal/regions"
 )
 
-// Chart configures the chart=mostPopular call site.
+// Chart is the `chart` section: per region code, the videoCategoryId values
+// fetched as narrowed charts besides the whole chart.
 type Chart struct {
-	// Categories lists, per region code, videoCategoryId values to fetch as
-	// separate narrowed charts in addition to the whole chart (since
-	// 2025-07-21 the chart is built from Music "10", Movies "30" and Gaming
-	// "20"). Empty: only the whole chart.
 	Categories map[string][]string `yaml:"categories"`
 }
 
-// Search is one configured search.list query: `type=video&regionCode=..`.
-// Each page costs the search.list cost (100 units in bucket units and 1 in
-// bucket search by default); the found ids are then fetched with videos.list
-// id= in batches of 50.
+// Search is one entry of `searches`, a search.list query
+// (type=video&regionCode=..) run for Regions (empty = every configured
+// region): q, order (default relevance), videos published within
+// PublishedAfter before the run (0 = any), at most MaxPages pages of 50
+// (1-10, default 1). The ids found are fetched with videos.list id=.
 type Search struct {
-	// Regions the query runs for (codes); empty means every configured region.
-	Regions []string `yaml:"regions"`
-	// Q is the query text (q).
-	Q string `yaml:"q"`
-	// Order is date, rating, relevance, title, videoCount or viewCount (default relevance).
-	Order string `yaml:"order"`
-	// PublishedAfter limits hits to videos published within this duration
-	// before the run (e.g. 48h); 0 = no limit.
+	Regions        []string `yaml:"regions"`
+	Q              string   `yaml:"q"`
+	Order          string   `yaml:"order"`
 	PublishedAfter Duration `yaml:"published_after"`
-	// MaxPages bounds the pages (of 50) fetched per run, 1-10 (default 1).
-	MaxPages int `yaml:"max_pages"`
+	MaxPages       int      `yaml:"max_pages"`
 }
 
-// Refresh configures an enrichment call site refreshed on a schedule.
+// Refresh is an enrichment call site's section (`channels`, `categories`):
+// whether it is on, and the age after which stored data is fetched again.
 type Refresh struct {
-	// Enabled turns the call site on.
-	Enabled bool `yaml:"enabled"`
-	// Refresh is the age after which stored data is fetched again.
+	Enabled bool     `yaml:"enabled"`
 	Refresh Duration `yaml:"refresh"`
 }
 

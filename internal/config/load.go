@@ -56,9 +56,8 @@ func Load(lookup func(string) (string, bool), flags map[string]string) (*Config,
 	return cfg, path, err
 }
 
-// openConfig opens the config file at path ("" = none: nil, ErrNotExist),
-// refusing what is not a regular file of at most MaxConfigBytes. It stats
-// first: opening a FIFO blocks until a writer comes.
+// openConfig opens the config file at path ("" = none: ErrNotExist), a
+// regular file of at most MaxConfigBytes (stat first: a FIFO would block).
 func openConfig(path string) (*os.File, error) {
 	if path == "" {
 		return nil, os.ErrNotExist
@@ -173,10 +172,8 @@ func secretsHint() string {
 	return " (secrets are read only from the environment or a file: use " + strings.Join(where, ", ") + ")"
 }
 
-// xdgDir is $env/trendfetch (XDG_DATA_HOME, XDG_CONFIG_HOME), else
-// ~/home.../trendfetch, else "" when neither is set (a bare cron or
-// systemd environment): then the database must be configured, never
-// guessed from the current directory.
+// xdgDir is $env/trendfetch, else ~/home.../trendfetch, else "" (a bare
+// cron environment: the database is then never guessed from the cwd).
 func xdgDir(env string, home ...string) string {
 	if d := os.Getenv(env); d != "" {
 		return filepath.Join(d, "trendfetch")

@@ -17,8 +17,7 @@ import (
 )
 
 // Quota is the `quota` section: the limiter's backend, buckets, costs and
-// policies. configs/trendfetch.example.yaml documents each key; the Redis
-// URL and the Sentinels' password come from the environment or files only.
+// policies (configs/trendfetch.example.yaml documents each key).
 type Quota struct {
 	// Backend is sqlite or redis ("" = redis when Redis is configured).
 	Backend  string                      `yaml:"backend"`
@@ -37,17 +36,15 @@ type QuotaSQLite struct {
 	Path string `yaml:"path"`
 }
 
-// QuotaRedis is quota.redis, the Redis backend's settings, and
-// RedisSentinel quota.redis.sentinel (package redisconn, which connects
-// with them and checks them).
+// QuotaRedis is quota.redis and RedisSentinel quota.redis.sentinel: package
+// redisconn connects with them and checks them.
 type (
 	QuotaRedis    = redisconn.Settings
 	RedisSentinel = redisconn.Sentinel
 )
 
 // BucketConfig is one entry of quota.buckets. Algorithm may only be log
-// (exact sliding-window logs; the approximate counter is serve's); Remove
-// removes the preset's bucket of that name.
+// (exact sliding-window logs); Remove removes the preset's bucket Name.
 type BucketConfig struct {
 	Name      string   `yaml:"name"`
 	Limit     int64    `yaml:"limit"`
@@ -63,8 +60,7 @@ type BucketConfig struct {
 // name whole, or is added; {name: N, remove: true} removes bucket N.
 type Buckets []BucketConfig
 
-// UnmarshalYAML merges the file's list into bs (the preset's buckets).
-// Errors name the entry as written (quota.buckets[i]) and its line.
+// UnmarshalYAML merges the file's list into bs; errors name the entry.
 func (bs *Buckets) UnmarshalYAML(n *yaml.Node) error {
 	var given []BucketConfig
 	if err := n.Decode(&given); err != nil {
@@ -119,8 +115,7 @@ func defaultQuota() Quota {
 }
 
 // setPreset sets the buckets and costs of preset name, with headroom
-// percent kept back from each google-2026 limit. Errors name quota.preset or
-// quota.headroom.
+// percent kept back from each google-2026 limit.
 func (q *Quota) setPreset(name string, headroom int) error {
 	if headroom < 0 || headroom > 90 {
 		return invalid("quota.headroom", headroom, "want a percent 0-90")
@@ -153,9 +148,8 @@ func (q *Quota) dropCostsOfMissingBuckets() {
 	}
 }
 
-// noCost is the error for a call site this config enables (why) that has
-// no cost, naming the key the file wrote: quota.buckets when it removed a
-// bucket the preset's cost of site charges, else quota.costs.
+// noCost is the error for a call site enabled (why) without a cost: it
+// names quota.buckets when the file removed a bucket it charges.
 func (c *Config) noCost(site, why string) error {
 	_, costs, _ := callsite.Preset(c.Quota.Preset)
 	for _, b := range slices.Sorted(maps.Keys(costs[site])) {

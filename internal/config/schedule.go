@@ -13,7 +13,7 @@ import (
 	"github.com/trendfetch/trendfetch/internal/schedule"
 )
 
-// Schedule defaults, applied by Validate.
+// Schedule defaults, filled by complete.
 const (
 	DefaultEvery       = 2 * time.Hour
 	DefaultStagger     = 3 * time.Minute
@@ -23,13 +23,9 @@ const (
 	maxConcurrency     = 64
 )
 
-// Schedule is the `schedule` section, read by `trendfetch schedule` and
-// `trendfetch crontab`: region i of `regions` runs i × Stagger after each
-// tick of the shared schedule (Every, aligned to midnight in Timezone when
-// it divides 24h; or the cron spec Cron), unless Regions gives it a cron
-// spec of its own. Concurrency regions run at once; on SIGTERM running jobs
-// get Grace to finish; crontab's lines append to LogDir/REGION.log.
-// Complete fills the defaults; Stagger nil is unset (0s is no stagger).
+// Schedule is the `schedule` section of `trendfetch schedule` and `crontab`
+// (how regions share it: schedule.Layout). Stagger nil is unset; 0s is no
+// stagger.
 type Schedule struct {
 	Every       Duration          `yaml:"every"`
 	Cron        string            `yaml:"cron"`
@@ -61,8 +57,7 @@ func (s Schedule) Location() *time.Location {
 	return time.Local
 }
 
-// Plan returns each region's schedule, in list order. Errors are
-// *ValidationError naming the schedule field.
+// Plan returns each region's schedule, in list order; errors name the key.
 func (s Schedule) Plan(list []string) ([]RegionPlan, error) {
 	l := schedule.Layout{Every: s.Every.Std(), Cron: s.Cron, Stagger: s.StaggerStep(), Timezone: s.Timezone, Own: s.Regions}
 	if l.Every == 0 {
@@ -80,9 +75,7 @@ func (s Schedule) Plan(list []string) ([]RegionPlan, error) {
 	return out, err
 }
 
-// complete fills the schedule's defaults (every, stagger, concurrency,
-// grace, log dir) and normalizes the region codes of schedule.regions when
-// valid; part of Config.Complete.
+// complete fills the defaults and normalizes schedule.regions' codes.
 func (s *Schedule) complete() {
 	if s.Cron == "" && s.Every == 0 {
 		s.Every = Duration(DefaultEvery)
@@ -111,8 +104,7 @@ func (s *Schedule) complete() {
 	s.Regions = norm
 }
 
-// validate checks the schedule (completed) against the (already
-// normalized) region list. Errors are *ValidationError or *regions.Error.
+// validate checks the schedule against the (normalized) region list.
 func (s *Schedule) validate(list []string) error {
 	if s.Every != 0 && s.Cron != "" {
 		return invalid("schedule.every", time.Duration(s.Every), "set either schedule.every or schedule.cron, not both")

@@ -10,11 +10,8 @@ import (
 	"github.com/trendfetch/trendfetch/internal/secret"
 )
 
-// Credential is one Google Cloud project: its Name is the quota scope
-// (never the key), and its key is read, when needed (APIKey), from the
-// environment variable KeyEnv, else the file KeyFile, else the systemd
-// credential KeyCredential (default KeyCredentialPrefix + Name). The key
-// itself is never stored in Config.
+// Credential is one Google Cloud project: its Name is the quota scope; its
+// key is read when needed (APIKey), never stored in Config.
 type Credential struct {
 	Name          string `yaml:"name"`
 	KeyEnv        string `yaml:"api_key_env"`
@@ -22,10 +19,8 @@ type Credential struct {
 	KeyCredential string `yaml:"api_key_credential"`
 }
 
-// Systemd credentials (LoadCredential=NAME:PATH) read from
-// $CREDENTIALS_DIRECTORY when the environment and the files give nothing:
-// a credential's key (KeyCredentialPrefix + its name, by default), the
-// Redis URL, the Sentinels' password, runs.checkin_url.
+// Systemd credentials (LoadCredential=NAME:PATH) read when the environment
+// and the files give nothing (a key's: KeyCredentialPrefix + its name).
 const (
 	KeyCredentialPrefix        = "youtube-api-key-"
 	RedisURLCredential         = "redis-url"
@@ -76,12 +71,12 @@ func (c *Config) FindCredential(name string) (Credential, error) {
 	return Credential{}, invalid("credential", name, "no credential of that name")
 }
 
-// ErrNoAPIKey is returned by APIKey when neither the env variable nor the key
-// file gives a key.
+// ErrNoAPIKey is APIKey's error when no source gives a key.
 var ErrNoAPIKey = errors.New("no API key")
 
-// APIKey returns the credential's API key from its env variable, else its
-// key file. Errors name the variable or file, never a key's content.
+// APIKey returns the credential's API key from KeyEnv, else KeyFile, else
+// the systemd credential KeyCredential (default KeyCredentialPrefix + Name).
+// Errors name the source, never a key's content.
 func (cr Credential) APIKey(lookup func(string) (string, bool)) (string, error) {
 	if cr.KeyEnv != "" {
 		if v, ok := lookup(cr.KeyEnv); ok && strings.TrimSpace(v) != "" {

@@ -9,13 +9,9 @@ import (
 	"time"
 )
 
-// Serve is the `serve` section (`trendfetch serve`, `schedule --serve`):
-// the listen address (a non-loopback one requires TokenFile), the bearer
-// token's file ("" = none), the Host names accepted besides loopback (DNS
-// rebinding defence), each request's deadline, open connections in total
-// and per client address, the origins whose browser apps may call the API
-// (CORS; none by default) and the per-client rate limit. Complete fills the
-// defaults of zero values.
+// Serve is the `serve` section (`trendfetch serve`, `schedule --serve`);
+// a non-loopback Addr requires TokenFile. complete fills the defaults of
+// zero values.
 type Serve struct {
 	Addr          string         `yaml:"addr"`
 	TokenFile     string         `yaml:"token_file"`
@@ -27,11 +23,9 @@ type Serve struct {
 	RateLimit     ServeRateLimit `yaml:"rate_limit"`
 }
 
-// ServeRateLimit is serve.rate_limit: at most Limit requests per Window
-// per client, the client being its IP address (an IPv6 address by its /64)
-// or its bearer token (Key ip or token). A negative Limit turns it off.
-// Algorithm is counter (the sliding-window counter: O(1) memory per client,
-// approximate) or log (exact, as the quota limiter).
+// ServeRateLimit is serve.rate_limit: at most Limit requests per Window per
+// client (Key: ip or token); a negative Limit turns it off. Algorithm is
+// counter (approximate, O(1) memory per client) or log (exact).
 type ServeRateLimit struct {
 	Limit     int64    `yaml:"limit"`
 	Window    Duration `yaml:"window"`

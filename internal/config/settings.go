@@ -22,12 +22,8 @@ type Setting struct {
 	Default   string // when constant; "" = zero, or derived in complete
 	List      bool   // a comma-separated list (US,GB)
 	File      bool   // a path: `crontab` writes it absolute
-	// Always: `crontab` writes it even when no flag or variable set it (its
-	// default depends on $XDG_DATA_HOME or $HOME, which a job may lack).
-	Always bool
-	// Secret names the file setting a job reads this secret from; a secret
-	// is never written out.
-	Secret string
+	Always    bool   // `crontab` writes it even when unset here (its default needs $HOME)
+	Secret    string // the file setting a job reads this secret from; never written out
 }
 
 // settings is the table; see Settings.
