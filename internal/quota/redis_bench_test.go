@@ -14,7 +14,7 @@ import (
 )
 
 // BenchmarkRedis measures decisions against a real local redis-server it
-// starts, over one connection, sequentially (docs/design.md §8, issue 3).
+// starts, over one connection, sequentially (docs/design.md §9, issue 3).
 //
 // Each iteration of a decision sub-benchmark times one no-op EVALSHA
 // (`return 1`, one key) and then one decision, separately, so that both see

@@ -27,7 +27,7 @@ import (
 	"github.com/trendfetch/trendfetch/internal/store/storetest"
 )
 
-// benchVideos is the store size of the search benchmarks (docs/design.md §8's
+// benchVideos is the store size of the search benchmarks (docs/design.md §9's
 // target: 200k videos).
 const benchVideos = 200_000
 
