@@ -169,7 +169,7 @@ func (c *Config) complete() {
 // the first problem as a *ValidationError or *regions.Error.
 func (c *Config) Validate() error {
 	if c.Database == "" {
-		return invalid("database", `""`, "no data directory: HOME and XDG_DATA_HOME are unset; set database in the config (or --database, TRENDFETCH_DATABASE), or set HOME")
+		return invalid("database", `""`, "no data directory: HOME and XDG_DATA_HOME are unset; set database in the config (or --database, %s), or set HOME", Lookup("database").Env)
 	}
 	if len(c.Credentials) == 0 {
 		return invalid("credentials", "[]", "at least one credential is needed")
@@ -219,7 +219,7 @@ func (c *Config) Validate() error {
 		return err
 	}
 	if c.Quota.Backend == "redis" && !c.Quota.Redis.Configured() {
-		return invalid("quota.backend", "redis", "no Redis configured: set TRENDFETCH_REDIS_URL, quota.redis.url_file, quota.redis.cluster or quota.redis.sentinel")
+		return invalid("quota.backend", "redis", "no Redis configured: set %s, quota.redis.url_file, quota.redis.cluster or quota.redis.sentinel", Lookup("quota.redis.url").Env)
 	}
 	if err := c.validateRedis(); err != nil {
 		return err
