@@ -14,12 +14,16 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/rs/zerolog"
+
+	"github.com/trendfetch/trendfetch/internal/store"
 )
 
 // Timeout bounds the check-ins of a run: Begin does not wait for its ping;
@@ -114,6 +118,31 @@ func (r *Run) ping(ctx context.Context, suffix, body string) error {
 		return fmt.Errorf("/%s: HTTP %d", suffix, resp.StatusCode)
 	}
 	return nil
+}
+
+// Summary is the one line a run reports when it ends: region, outcome,
+// pages, videos and units per bucket, then the reason or error, e.g.
+// "US denied: 2 pages, 100 videos, units 2; quota denied ...". A run that
+// did not start (zero ID, e.g. a held lease) reports only err.
+func Summary(region string, run store.Run, err error) string {
+	var b strings.Builder
+	if run.ID == 0 {
+		fmt.Fprintf(&b, "%s not run", region)
+	} else {
+		fmt.Fprintf(&b, "%s %s: %d pages, %d videos", region, run.Outcome, run.Pages, run.Videos)
+		buckets := slices.Sorted(maps.Keys(run.Units))
+		for _, k := range buckets {
+			fmt.Fprintf(&b, ", %s %d", k, run.Units[k])
+		}
+	}
+	reason := run.Reason
+	if err != nil && reason == "" {
+		reason = err.Error()
+	}
+	if reason != "" {
+		b.WriteString("; " + strings.Join(strings.Fields(reason), " "))
+	}
+	return b.String()
 }
 
 // newUUID returns a random (version 4) UUID, as healthchecks.io's rid wants.

@@ -2,6 +2,7 @@ package checkin
 
 import (
 	"bytes"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -11,6 +12,8 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+
+	"github.com/trendfetch/trendfetch/internal/store"
 )
 
 // ping is one request a monitor received.
@@ -112,5 +115,16 @@ func TestSecretsMaskTheKeyNotTheSlug(t *testing.T) {
 		if got := strings.Join(Secrets(raw), " "); got != want {
 			t.Errorf("Secrets(%q) = %q, want %q", raw, got, want)
 		}
+	}
+}
+
+func TestSummaryIsOneLine(t *testing.T) {
+	run := store.Run{ID: 7, Outcome: store.OutcomeDenied, Pages: 2, Videos: 100, Units: map[string]int64{"units": 2, "search": 0},
+		Reason: "quota denied videos.list\nby bucket \"units\""}
+	if got, want := Summary("US", run, errors.New("ignored: the run's reason is stored")), `US denied: 2 pages, 100 videos, search 0, units 2; quota denied videos.list by bucket "units"`; got != want {
+		t.Errorf("Summary = %q, want %q", got, want)
+	}
+	if got, want := Summary("GB", store.Run{}, errors.New("region GB is held by host-b")), "GB not run; region GB is held by host-b"; got != want {
+		t.Errorf("Summary = %q, want %q", got, want)
 	}
 }
