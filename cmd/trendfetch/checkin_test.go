@@ -46,6 +46,7 @@ func TestRunChecksIn(t *testing.T) {
 	if res.code != 0 {
 		t.Fatalf("run: exit %d\n%s", res.code, res.stderr)
 	}
+	output := res.stdout + res.stderr
 	pings := got()
 	if len(pings) != 2 || !strings.HasPrefix(pings[0], "POST /pingKEY0123456789/trendfetch-us/start rid=") ||
 		!strings.HasPrefix(pings[1], "POST /pingKEY0123456789/trendfetch-us/0 rid=") || !strings.Contains(pings[1], "US success: 4 pages, 200 videos") {
@@ -58,6 +59,7 @@ func TestRunChecksIn(t *testing.T) {
 
 	denied := e.writeConfig("quota:\n  buckets:\n    - {name: units, limit: 2, window: 1h}\n  costs:\n    videos.list: {units: 1}\n")
 	res = e.run("--config", denied, "--api-endpoint", url, "run", "--region", "US")
+	output += res.stdout + res.stderr
 	pings = got()
 	if res.code != 75 || len(pings) != 4 || !strings.HasPrefix(pings[3], "POST /pingKEY0123456789/trendfetch-us/75 rid=") || !strings.Contains(pings[3], "quota") {
 		t.Errorf("denied run: exit %d, pings %q: want /75 with the denial", res.code, pings)
@@ -66,6 +68,7 @@ func TestRunChecksIn(t *testing.T) {
 	failing, _ := pingRecorder(t, http.StatusInternalServerError)
 	e.vars["TRENDFETCH_CHECKIN_URL"] = failing.URL + "/pingKEY0123456789"
 	res = e.run("--api-endpoint", url, "run", "--region", "US")
+	output += res.stdout + res.stderr
 	if res.code != 0 || strings.Count(res.stderr, "check-in failed") != 1 {
 		t.Errorf("failing monitor: exit %d, want 0 and one warning:\n%s", res.code, res.stderr)
 	}
@@ -74,9 +77,7 @@ func TestRunChecksIn(t *testing.T) {
 	if res.code != 2 || !strings.Contains(res.stderr, "runs.checkin_url") {
 		t.Errorf("ftp check-in URL: exit %d, want 2 naming runs.checkin_url:\n%s", res.code, res.stderr)
 	}
-	for _, out := range []string{res.stderr, res.stdout} {
-		if strings.Contains(out, "pingKEY0123456789") {
-			t.Errorf("the ping key reached the output:\n%s", out)
-		}
+	if output += res.stdout + res.stderr; strings.Contains(output, "pingKEY0123456789") {
+		t.Errorf("the ping key reached the output:\n%s", output)
 	}
 }
