@@ -26,7 +26,7 @@ func newExportCmd(a *app) *cobra.Command {
 	)
 	cmd := &cobra.Command{
 		Use:   "export",
-		Short: "Stream the stored charts in the public trending datasets' layouts or as JSON Lines",
+		Short: "Stream the stored charts as the public trending datasets' CSV, JSON Lines or Parquet",
 		Long: `Stream every stored chart capture (kind chart), oldest first, in rank order,
 with the statistics of its moment and the video text of its moment (title,
 description, tags, channel title, category, thumbnail as captured). It reads

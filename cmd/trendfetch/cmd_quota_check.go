@@ -50,7 +50,7 @@ Exit 0 when the calls fit now, 75 when they fit later, 2 when they never fit
 			}
 			if _, ok := a.cfg.Quota.Costs[method]; !ok {
 				known := a.engine().Methods()
-				return usagef("trendfetch quota check --method "+cmp.Or(termtext.Closest(method, known), known[0]),
+				return usagef("trendfetch quota check --method "+cmp.Or(termtext.Closest(method, known), methodOf(method, known), known[0]),
 					"--method %q: not in the cost table (quota.costs has %s)", termtext.Clip(method, 80), strings.Join(known, ", "))
 			}
 			out, err := a.engine().Check(cmd.Context(), method, count)
@@ -80,10 +80,23 @@ Exit 0 when the calls fit now, 75 when they fit later, 2 when they never fit
 	return cmd
 }
 
+// methodOf returns the shortest of known that is prefix and a dot ("search"
+// -> search.list), or "".
+func methodOf(prefix string, known []string) string {
+	best := ""
+	for _, k := range known {
+		if strings.HasPrefix(k, prefix+".") && (best == "" || len(k) < len(best)) {
+			best = k
+		}
+	}
+	return best
+}
+
 func printCheck(a *app, out engine.CheckResult) {
 	calls := fmt.Sprintf("%d %s call", out.Count, out.Method)
+	fit := "fits"
 	if out.Count != 1 {
-		calls += "s"
+		calls, fit = calls+"s", "fit"
 	}
 	var parts []string
 	for _, b := range out.Buckets {
@@ -92,13 +105,13 @@ func printCheck(a *app, out engine.CheckResult) {
 	detail := strings.Join(parts, "; ")
 	switch {
 	case out.Fits:
-		fmt.Fprintf(a.stdout, "%s fit now (credential %s: %s)\n", calls, out.Credential, detail)
+		fmt.Fprintf(a.stdout, "%s %s now (credential %s: %s)\n", calls, fit, out.Credential, detail)
 	case out.FitsBy == nil:
-		fmt.Fprintf(a.stdout, "%s never fit (credential %s: %s)\n", calls, out.Credential, detail)
+		fmt.Fprintf(a.stdout, "%s never %s (credential %s: %s)\n", calls, fit, out.Credential, detail)
 	case out.FitsAt.Equal(*out.FitsBy):
-		fmt.Fprintf(a.stdout, "%s fit at %s (credential %s: %s)\n", calls, out.FitsAt.Format("2006-01-02 15:04:05 MST"), out.Credential, detail)
+		fmt.Fprintf(a.stdout, "%s %s at %s (credential %s: %s)\n", calls, fit, out.FitsAt.Format("2006-01-02 15:04:05 MST"), out.Credential, detail)
 	default:
-		fmt.Fprintf(a.stdout, "%s fit not before %s and by %s at the latest (credential %s: %s)\n", calls,
+		fmt.Fprintf(a.stdout, "%s %s not before %s and by %s at the latest (credential %s: %s)\n", calls, fit,
 			out.FitsAt.Format("2006-01-02 15:04:05 MST"), out.FitsBy.Format("2006-01-02 15:04:05 MST"), out.Credential, detail)
 	}
 }

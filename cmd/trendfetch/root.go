@@ -265,14 +265,15 @@ func (utcTimestamp) Run(e *zerolog.Event, _ zerolog.Level, _ string) {
 
 // newLogger writes JSON to w, or the console format when asked
 // (log.format console, or auto with stderr a terminal: tty). The console
-// format has no colours when NO_COLOR is set (no-color.org).
+// format has colours on a terminal only, and never when NO_COLOR is set
+// (no-color.org).
 func newLogger(w io.Writer, lc config.Log, tty bool) zerolog.Logger {
 	level, err := zerolog.ParseLevel(lc.Level)
 	if err != nil {
 		level = zerolog.InfoLevel
 	}
 	if !jsonLogs(lc.Format, tty) {
-		noColor := os.Getenv("NO_COLOR") != ""
+		noColor := os.Getenv("NO_COLOR") != "" || !tty
 		w = zerolog.ConsoleWriter{Out: w, TimeFormat: "15:04:05Z07:00", TimeLocation: time.UTC, NoColor: noColor}
 	}
 	return zerolog.New(w).Level(level).Hook(utcTimestamp{})

@@ -78,7 +78,7 @@ func New(quotaReader StatusReader, credentials, regions []string, scrapeTimeout 
 		scrapeTimeout: scrapeTimeout,
 		runs: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: Namespace, Name: "runs_total",
-			Help: "Finished region runs by outcome (success, denied, failed, interrupted).",
+			Help: "Finished region runs by outcome (success, success_unmetered, denied, failed, interrupted).",
 		}, []string{"region", "outcome"}),
 		runDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Namespace: Namespace, Name: "run_duration_seconds",

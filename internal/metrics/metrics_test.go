@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -106,6 +108,12 @@ func TestScrapeMatchesLimiterAndRuns(t *testing.T) {
 	srv := httptest.NewServer(m.Handler())
 	defer srv.Close()
 	mf := scrape(t, srv.URL+"/metrics")
+	for _, o := range []store.Outcome{store.OutcomeSuccess, store.OutcomeSuccessUnmetered, store.OutcomeDenied, store.OutcomeFailed, store.OutcomeInterrupted} {
+		help := mf["trendfetch_runs_total"].GetHelp()
+		if words := strings.FieldsFunc(help, func(r rune) bool { return r != '_' && (r < 'a' || r > 'z') }); !slices.Contains(words, string(o)) {
+			t.Errorf("trendfetch_runs_total's HELP %q does not name the outcome %s", help, o)
+		}
+	}
 
 	for _, cred := range []string{"proj-a", "proj-b"} {
 		st := lim.Status(ctx, cred)

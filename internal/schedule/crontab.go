@@ -13,13 +13,8 @@ import (
 // CrontabFields(2h, 3m) = "3 */2 * * *" and CrontabFields(15m, 5m) =
 // "5-59/15 * * * *". Errors say which constraint failed.
 func CrontabFields(every, offset time.Duration) (string, error) {
-	switch {
-	case every <= 0 || every%time.Minute != 0:
-		return "", fmt.Errorf("interval %s is not whole minutes: cron cannot express it", every)
-	case offset < 0 || offset%time.Minute != 0:
-		return "", fmt.Errorf("offset %s is not whole minutes: cron cannot express it", offset)
-	case offset >= every:
-		return "", fmt.Errorf("offset %s is not below the interval %s", offset, every)
+	if err := calendarTicks(every, offset, "a crontab line"); err != nil {
+		return "", err
 	}
 	min := int(offset % time.Hour / time.Minute)
 	switch {
@@ -33,7 +28,7 @@ func CrontabFields(every, offset time.Duration) (string, error) {
 		default:
 			return fmt.Sprintf("%d-59/%d * * * *", min, n), nil
 		}
-	case every%time.Hour == 0 && (24*time.Hour)%every == 0:
+	default: // hours dividing a day (calendarTicks)
 		n, start := int(every/time.Hour), int(offset/time.Hour)
 		switch {
 		case n == 1:
@@ -46,15 +41,30 @@ func CrontabFields(every, offset time.Duration) (string, error) {
 			return fmt.Sprintf("%d %d-23/%d * * *", min, start, n), nil
 		}
 	}
-	return "", fmt.Errorf("interval %s cannot be written as a crontab line: use minutes dividing an hour (1m-30m), hours dividing a day (1h-12h) or 24h", every)
+}
+
+// calendarTicks returns an error naming form (the calendar schedule
+// written) unless CrontabFields and OnCalendar can express every and offset.
+func calendarTicks(every, offset time.Duration, form string) error {
+	switch {
+	case every <= 0 || every%time.Minute != 0:
+		return fmt.Errorf("interval %s is not whole minutes: %s cannot express it", every, form)
+	case offset < 0 || offset%time.Minute != 0:
+		return fmt.Errorf("offset %s is not whole minutes: %s cannot express it", offset, form)
+	case offset >= every:
+		return fmt.Errorf("offset %s is not below the interval %s", offset, every)
+	case !(every < time.Hour && time.Hour%every == 0) && !(every%time.Hour == 0 && (24*time.Hour)%every == 0):
+		return fmt.Errorf("interval %s cannot be written as %s: use minutes dividing an hour (1m-30m), hours dividing a day (1h-12h) or 24h", every, form)
+	}
+	return nil
 }
 
 // OnCalendar returns the systemd calendar event (systemd.time(7)) of the
 // same ticks as CrontabFields(every, offset), in the same forms: for
 // example OnCalendar(2h, 3m) = "*-*-* 00/2:03:00" and OnCalendar(15m, 5m) =
-// "*-*-* *:05/15:00". Errors are CrontabFields's.
+// "*-*-* *:05/15:00". Errors are CrontabFields's, naming OnCalendar=.
 func OnCalendar(every, offset time.Duration) (string, error) {
-	if _, err := CrontabFields(every, offset); err != nil {
+	if err := calendarTicks(every, offset, "a systemd OnCalendar= event"); err != nil {
 		return "", err
 	}
 	min := int(offset % time.Hour / time.Minute)

@@ -108,11 +108,14 @@ ORDER BY captured_at DESC, id DESC LIMIT 1`, q.Region, q.Kind, q.Query, at, q.Pa
 	)
 	err = row.Scan(&c.ID, &c.RunID, &c.Region, &c.Kind, &c.Query, &ts, &c.Complete)
 	if errors.Is(err, sql.ErrNoRows) {
-		what := "complete "
+		what, of := "complete ", ""
 		if q.Partial || q.RunID != 0 {
 			what = ""
 		}
-		return Capture{}, nil, fmt.Errorf("no %s%s capture of %s: %w", what, q.Kind, q.Region, ErrNotFound)
+		if q.RunID != 0 {
+			of = fmt.Sprintf(" by run %d", q.RunID)
+		}
+		return Capture{}, nil, fmt.Errorf("no %s%s capture of %s%s: %w", what, q.Kind, q.Region, of, ErrNotFound)
 	}
 	if err != nil {
 		return Capture{}, nil, fmt.Errorf("cannot read capture: %w", err)
