@@ -156,7 +156,7 @@ func (u Units) Render(w io.Writer) (warnings []string, err error) {
 	b.WriteString("# Install, as root:\n")
 	fmt.Fprintf(&b, "#   useradd --system --user-group --home-dir %s --shell /usr/sbin/nologin %s\n", StateDir, User)
 	for _, name := range append([]string{"youtube-api-key"}, u.Credentials...) {
-		fmt.Fprintf(&b, "#   install -d %s && (umask 077 && cat >%s/%s)   # paste the %s, then Ctrl-D\n", EtcDir, EtcDir, name, strings.ReplaceAll(name, "-", " "))
+		fmt.Fprintf(&b, "#   install -d %s && (umask 077 && cat >%s/%s)   # paste it, then Ctrl-D\n", EtcDir, EtcDir, name)
 	}
 	b.WriteString("#   save this output through: awk '/^# ---- /{f=\"/etc/systemd/system/\"$3; next} f{print >f}'\n")
 	timers := make([]string, len(u.Timers))
