@@ -41,8 +41,10 @@ type SchemaVersionError = sqlitedb.SchemaVersionError
 // connection to keep its peak RSS bounded. A 32-bit process that cannot
 // map that much falls back to plain reads. A mapped file must not shrink
 // under its readers (SQLite's documented mmap hazard: a manual VACUUM while
-// serve runs can SIGBUS it); trendfetch never truncates it (no VACUUM, no
-// auto_vacuum).
+// serve runs can SIGBUS it, which SQLite cannot catch); trendfetch never
+// truncates it: no VACUUM (prune has no --vacuum), no auto_vacuum. Freed
+// pages are reused by later runs, so a database pruned by its policy stops
+// growing; giving the space back is an offline job (docs/data.md).
 const ReadOnlyMmapBytes = 1 << 30
 
 // migrationsFS is the embedded schema; a variable so tests can substitute one.
