@@ -4,8 +4,6 @@ import (
 	"bufio"
 	"fmt"
 	"io"
-	"net/url"
-	"regexp"
 	"strings"
 	"text/tabwriter"
 
@@ -43,7 +41,7 @@ parameters ignored), youtu.be/ID, youtube.com/shorts/ID, /live/ID, /embed/ID.`,
 			if len(args) != 1 {
 				return usagef("trendfetch video dQw4w9WgXcQ", "video takes one video id or URL (got %d arguments)", len(args))
 			}
-			id, err := parseVideoID(args[0])
+			id, err := store.ParseVideoID(args[0])
 			if err != nil {
 				return usagef("trendfetch video dQw4w9WgXcQ", "%v", err)
 			}
@@ -71,10 +69,6 @@ parameters ignored), youtu.be/ID, youtube.com/shorts/ID, /live/ID, /embed/ID.`,
 	return cmd
 }
 
-// videoIDRE is the form of a YouTube video id: 11 characters of the
-// URL-safe base64 alphabet.
-var videoIDRE = regexp.MustCompile(`^[A-Za-z0-9_-]{11}$`)
-
 // videoArgs parses the flags of `video` from raw (its arguments, flag
 // parsing being disabled) and returns the positional arguments. An
 // argument that is a video id starting with '-' (and not "--" + a flag's
@@ -89,7 +83,7 @@ func videoArgs(cmd *cobra.Command, raw []string) (args []string, help bool, err 
 			ids = append(ids, raw[i+1:]...)
 			break
 		}
-		if strings.HasPrefix(a, "-") && videoIDRE.MatchString(a) && !(strings.HasPrefix(a, "--") && fs.Lookup(a[2:]) != nil) {
+		if strings.HasPrefix(a, "-") && store.IsVideoID(a) && !(strings.HasPrefix(a, "--") && fs.Lookup(a[2:]) != nil) {
 			ids = append(ids, a)
 			continue
 		}
@@ -102,57 +96,6 @@ func videoArgs(cmd *cobra.Command, raw []string) (args []string, help bool, err 
 		return nil, true, cmd.Help()
 	}
 	return append(fs.Args(), ids...), false, nil
-}
-
-// parseVideoID returns the video id of s: an id as typed, or the id in a
-// pasted YouTube link (watch?v=, youtu.be/, /shorts/, /live/, /embed/, /v/;
-// any host of youtube.com, youtube-nocookie.com or youtu.be; with or
-// without a scheme; other parameters ignored).
-func parseVideoID(s string) (string, error) {
-	s = strings.TrimSpace(s)
-	if videoIDRE.MatchString(s) {
-		return s, nil
-	}
-	bad := func(why string) error {
-		return fmt.Errorf("%q is not a video: %s; give its 11-character id (A-Z a-z 0-9 _ -) or a link such as https://www.youtube.com/watch?v=ID, youtu.be/ID, youtube.com/shorts/ID", termtext.Clip(s, 80), why)
-	}
-	if s == "" {
-		return "", bad("empty")
-	}
-	if !strings.ContainsAny(s, "/.") {
-		return "", bad("not an 11-character id")
-	}
-	raw := s
-	if !strings.Contains(raw, "://") {
-		raw = "https://" + raw
-	}
-	u, err := url.Parse(raw)
-	if err != nil || u.Host == "" {
-		return "", bad("not a URL")
-	}
-	host := strings.ToLower(u.Hostname())
-	path := strings.Split(strings.Trim(u.Path, "/"), "/")
-	var id string
-	switch {
-	case host == "youtu.be" || host == "www.youtu.be":
-		id = path[0]
-	case host == "youtube.com" || strings.HasSuffix(host, ".youtube.com") ||
-		host == "youtube-nocookie.com" || strings.HasSuffix(host, ".youtube-nocookie.com"):
-		switch {
-		case path[0] == "watch":
-			id = u.Query().Get("v")
-		case len(path) >= 2 && (path[0] == "shorts" || path[0] == "live" || path[0] == "embed" || path[0] == "v"):
-			id = path[1]
-		default:
-			return "", bad("a YouTube link that names no video (want /watch?v=ID, /shorts/ID, /live/ID or /embed/ID)")
-		}
-	default:
-		return "", bad("not a YouTube link")
-	}
-	if !videoIDRE.MatchString(id) {
-		return "", bad("the link's video id is not 11 characters of A-Z a-z 0-9 _ -")
-	}
-	return id, nil
 }
 
 const utcMinute = "2006-01-02 15:04"

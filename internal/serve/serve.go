@@ -26,7 +26,6 @@ import (
 	"math"
 	"net"
 	"net/http"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -620,13 +619,9 @@ func (s *server) chart(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"capture": c, "entries": entries})
 }
 
-// videoID is the form of a YouTube video id: 11 characters of the URL-safe
-// base64 alphabet (as `trendfetch video` takes it).
-var videoID = regexp.MustCompile(`^[A-Za-z0-9_-]{11}$`)
-
 func (s *server) video(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
-	if !videoID.MatchString(id) {
+	if !store.IsVideoID(id) {
 		s.fail(w, r, &paramError{"id", fmt.Sprintf("id %q: want a video id, 11 characters of A-Z a-z 0-9 _ -", clip(id))})
 		return
 	}
