@@ -54,7 +54,7 @@ No API call is made.`,
 			var hits []store.Hit
 			if st != nil {
 				defer st.Close()
-				if hits, err = st.Search(cmd.Context(), store.SearchQuery{Text: text, Parsed: parsed, Region: region, Limit: limit}); err != nil {
+				if hits, _, err = st.SearchPage(cmd.Context(), store.SearchQuery{Text: text, Parsed: parsed, Region: region, Limit: limit}); err != nil {
 					return err
 				}
 			}

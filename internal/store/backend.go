@@ -37,7 +37,6 @@ type Backend interface {
 	RefreshText(ctx context.Context, vs []Video, at time.Time) error
 
 	// Reads: search, charts, a video's history, exports (one snapshot).
-	Search(ctx context.Context, q SearchQuery) ([]Hit, error)
 	SearchPage(ctx context.Context, q SearchQuery) (hits []Hit, next int, err error)
 	CaptureAt(ctx context.Context, q CaptureQuery) (Capture, []Entry, error)
 	History(ctx context.Context, id string) (VideoHistory, error)
