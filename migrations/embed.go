@@ -18,3 +18,10 @@ import "embed"
 //
 //go:embed *.sql
 var FS embed.FS
+
+// PostgresFS holds the PostgreSQL schema, numbered on its own from
+// "postgres/0001_init.sql" (docs/design.md §10a): equal to the SQLite
+// schema after its migrations, without search.
+//
+//go:embed postgres/*.sql
+var PostgresFS embed.FS

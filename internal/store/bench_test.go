@@ -202,6 +202,9 @@ func TestMain(m *testing.M) {
 		return
 	}
 	code := m.Run()
+	if pg.srv != nil {
+		pg.srv.Stop()
+	}
 	if benchDir != "" {
 		os.RemoveAll(benchDir)
 	}

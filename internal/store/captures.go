@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -12,23 +11,17 @@ import (
 // captureID returns the id of the capture (runID, region, kind, query),
 // creating it (not complete, captured_at = ts) if it does not exist yet.
 func (s *Store) captureID(ctx context.Context, tx *sql.Tx, runID int64, region, kind, query, ts string) (int64, error) {
+	// The natural key finds the capture a retried or concurrent write made
+	// (the no-op update makes RETURNING answer for an existing row too).
 	var id int64
-	err := tx.QueryRowContext(ctx,
-		`SELECT id FROM captures WHERE run_id = ? AND region = ? AND kind = ? AND query = ?`,
-		runID, region, kind, query).Scan(&id)
-	if err == nil {
-		return id, nil
-	}
-	if !errors.Is(err, sql.ErrNoRows) {
-		return 0, fmt.Errorf("find capture: %w", err)
-	}
-	res, err := tx.ExecContext(ctx,
-		`INSERT INTO captures (run_id, region, kind, query, captured_at) VALUES (?, ?, ?, ?, ?)`,
-		runID, region, kind, query, ts)
+	err := tx.QueryRowContext(ctx, `
+INSERT INTO captures (run_id, region, kind, query, captured_at) VALUES (?, ?, ?, ?, ?)
+ON CONFLICT (run_id, region, kind, query) DO UPDATE SET run_id = excluded.run_id
+RETURNING id`, runID, region, kind, query, ts).Scan(&id)
 	if err != nil {
 		return 0, fmt.Errorf("create capture: %w", err)
 	}
-	return res.LastInsertId()
+	return id, nil
 }
 
 // insertEntriesSQL inserts n entries in one statement, 6 parameters each:

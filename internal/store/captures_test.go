@@ -39,49 +39,50 @@ WHERE c.run_id = ? AND c.region = ? AND c.kind = ? AND c.query = ? ORDER BY e.ra
 // moment; a later capture of the same videos does not overwrite them; a
 // capture is partial until CompleteCapture.
 func TestCaptureKeepsStatistics(t *testing.T) {
-	ctx := context.Background()
-	s, _ := openTest(t)
-	vs := testVideos("a", 2)
-	vs[1].Likes = nil // hidden likes
-	day1 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	r1 := startRun(t, s, "US")
-	if err := s.SaveSnapshot(ctx, Snapshot{RunID: r1, Region: "US", FirstRank: 1, Videos: vs[:1], At: day1}); err != nil {
-		t.Fatal(err)
-	}
-	if got, complete := entryStats(t, s, r1, "US", KindChart, ""); complete || len(got) != 1 {
-		t.Fatalf("after page 1: %v complete=%v", got, complete)
-	}
-	if err := s.SaveSnapshot(ctx, Snapshot{RunID: r1, Region: "US", FirstRank: 2, Videos: vs[1:], At: day1}); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.CompleteCapture(ctx, r1, "US", KindChart, "", day1); err != nil {
-		t.Fatal(err)
-	}
-	r2 := startRun(t, s, "US")
-	vs[0].Views, vs[1].Views = i64(5000), i64(6000)
-	if err := s.SaveSnapshot(ctx, Snapshot{RunID: r2, Region: "US", FirstRank: 1, Videos: []Video{vs[1], vs[0]}, At: day1.Add(24 * time.Hour)}); err != nil {
-		t.Fatal(err)
-	}
-	got1, c1 := entryStats(t, s, r1, "US", KindChart, "")
-	got2, c2 := entryStats(t, s, r2, "US", KindChart, "")
-	want1 := []string{"1:a-000:1000:10:null", "2:a-001:1001:null:null"}
-	want2 := []string{"1:a-001:6000:null:null", "2:a-000:5000:10:null"}
-	if !c1 || c2 || !equalStrings(got1, want1) || !equalStrings(got2, want2) {
-		t.Errorf("run 1: %v complete=%v; run 2: %v complete=%v", got1, c1, got2, c2)
-	}
-	// An empty list is a complete, empty capture.
-	if err := s.CompleteCapture(ctx, r2, "US", KindSearch, "nothing", time.Time{}); err != nil {
-		t.Fatal(err)
-	}
-	if got, c := entryStats(t, s, r2, "US", KindSearch, "nothing"); len(got) != 0 || !c {
-		t.Errorf("empty capture: %v complete=%v", got, c)
-	}
-	if err := s.CompleteCapture(ctx, 999, "US", KindChart, "", time.Time{}); !errors.Is(err, ErrNotFound) {
-		t.Errorf("unknown run: %v", err)
-	}
-	if err := s.Check(ctx); err != nil {
-		t.Error(err)
-	}
+	forEachEngine(t, func(t *testing.T, s *Store) {
+		ctx := context.Background()
+		vs := testVideos("a", 2)
+		vs[1].Likes = nil // hidden likes
+		day1 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+		r1 := startRun(t, s, "US")
+		if err := s.SaveSnapshot(ctx, Snapshot{RunID: r1, Region: "US", FirstRank: 1, Videos: vs[:1], At: day1}); err != nil {
+			t.Fatal(err)
+		}
+		if got, complete := entryStats(t, s, r1, "US", KindChart, ""); complete || len(got) != 1 {
+			t.Fatalf("after page 1: %v complete=%v", got, complete)
+		}
+		if err := s.SaveSnapshot(ctx, Snapshot{RunID: r1, Region: "US", FirstRank: 2, Videos: vs[1:], At: day1}); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.CompleteCapture(ctx, r1, "US", KindChart, "", day1); err != nil {
+			t.Fatal(err)
+		}
+		r2 := startRun(t, s, "US")
+		vs[0].Views, vs[1].Views = i64(5000), i64(6000)
+		if err := s.SaveSnapshot(ctx, Snapshot{RunID: r2, Region: "US", FirstRank: 1, Videos: []Video{vs[1], vs[0]}, At: day1.Add(24 * time.Hour)}); err != nil {
+			t.Fatal(err)
+		}
+		got1, c1 := entryStats(t, s, r1, "US", KindChart, "")
+		got2, c2 := entryStats(t, s, r2, "US", KindChart, "")
+		want1 := []string{"1:a-000:1000:10:null", "2:a-001:1001:null:null"}
+		want2 := []string{"1:a-001:6000:null:null", "2:a-000:5000:10:null"}
+		if !c1 || c2 || !equalStrings(got1, want1) || !equalStrings(got2, want2) {
+			t.Errorf("run 1: %v complete=%v; run 2: %v complete=%v", got1, c1, got2, c2)
+		}
+		// An empty list is a complete, empty capture.
+		if err := s.CompleteCapture(ctx, r2, "US", KindSearch, "nothing", time.Time{}); err != nil {
+			t.Fatal(err)
+		}
+		if got, c := entryStats(t, s, r2, "US", KindSearch, "nothing"); len(got) != 0 || !c {
+			t.Errorf("empty capture: %v complete=%v", got, c)
+		}
+		if err := s.CompleteCapture(ctx, 999, "US", KindChart, "", time.Time{}); !errors.Is(err, ErrNotFound) {
+			t.Errorf("unknown run: %v", err)
+		}
+		if err := s.Check(ctx); err != nil {
+			t.Error(err)
+		}
+	})
 }
 
 func equalStrings(a, b []string) bool {

@@ -4,8 +4,11 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/trendfetch/trendfetch/internal/pgtest"
 )
 
 // openTest opens a fresh store in a temp dir and closes it at cleanup.
@@ -64,4 +67,36 @@ func ftsIntegrity(t testing.TB, s *Store) {
 	if _, err := s.db.Exec(`INSERT INTO videos_fts (videos_fts, rank) VALUES ('integrity-check', 1)`); err != nil {
 		t.Fatalf("fts integrity-check: %v", err)
 	}
+}
+
+// pg is the package's PostgreSQL server, started by the first test that
+// needs it and stopped by TestMain.
+var pg struct {
+	once sync.Once
+	srv  *pgtest.Server
+	err  error
+}
+
+// openPG opens a fresh PostgreSQL store in a database of its own; without
+// a server it skips t, or fails it under CI=true (pgtest.Require).
+func openPG(t testing.TB) *Store {
+	t.Helper()
+	pg.once.Do(func() { pg.srv, pg.err = pgtest.Start() })
+	url := pgtest.Require(t, pg.srv, pg.err).Database(t)
+	s, err := Open(context.Background(), url)
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// forEachEngine runs body as one subtest per store engine, each on a fresh
+// store: the behaviour suite (docs/design.md §10a).
+func forEachEngine(t *testing.T, body func(t *testing.T, s *Store)) {
+	t.Run("sqlite", func(t *testing.T) {
+		s, _ := openTest(t)
+		body(t, s)
+	})
+	t.Run("postgres", func(t *testing.T) { body(t, openPG(t)) })
 }

@@ -127,16 +127,11 @@ func (s *Store) StartRun(ctx context.Context, r Run) (int64, error) {
 	}
 	var id int64
 	err = s.withTx(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `
+		return tx.QueryRowContext(ctx, `
 INSERT INTO runs (credential, region, started_at, units, calls, unmetered, outcome, pid, host)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
 			r.Credential, r.Region, fmtTime(r.StartedAt), units, calls, r.Unmetered, string(OutcomeRunning),
-			nullPID(r.PID), r.Host)
-		if err != nil {
-			return err
-		}
-		id, err = res.LastInsertId()
-		return err
+			nullPID(r.PID), r.Host).Scan(&id)
 	})
 	if err != nil {
 		return 0, fmt.Errorf("cannot start run: %w", err)

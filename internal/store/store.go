@@ -17,6 +17,7 @@ import (
 type Store struct {
 	db   *sql.DB
 	path string
+	pg   bool // PostgreSQL (postgres.go), else SQLite
 
 	mu    sync.Mutex
 	stmts map[string]*sql.Stmt // prepared multi-row statements, see txStmt
@@ -59,7 +60,13 @@ var migrationsFS fs.FS = migrations.FS
 // Errors: *sqlitedb.PathError when path is not a regular file (e.g.
 // /dev/null); *SchemaVersionError if the database was written by a newer
 // trendfetch.
+//
+// A path that is a postgres:// or postgresql:// URL opens the PostgreSQL
+// store instead (openPostgres): this is the one place the engine is chosen.
 func Open(ctx context.Context, path string) (*Store, error) {
+	if IsPostgresURL(path) {
+		return openPostgres(ctx, path, false)
+	}
 	return open(ctx, path, sqlitedb.Options{Migrations: migrationsFS})
 }
 
@@ -75,6 +82,9 @@ func Open(ctx context.Context, path string) (*Store, error) {
 // newer than this binary; *sqlitedb.PathError when path is not a regular
 // file or this user cannot read it as a WAL database.
 func OpenReadOnly(ctx context.Context, path string) (*Store, error) {
+	if IsPostgresURL(path) {
+		return openPostgres(ctx, path, true)
+	}
 	return open(ctx, path, sqlitedb.Options{ReadOnly: true, Migrations: migrationsFS, MmapBytes: ReadOnlyMmapBytes})
 }
 
@@ -90,6 +100,13 @@ func open(ctx context.Context, path string, o sqlitedb.Options) (*Store, error) 
 // SchemaVersion returns the database's schema version (the highest applied
 // migration number) and the version this binary knows.
 func (s *Store) SchemaVersion(ctx context.Context) (have, want int, err error) {
+	if s.pg {
+		if want, err = sqlitedb.Migrations(postgresFS); err != nil {
+			return 0, 0, err
+		}
+		have, err = postgresVersion(ctx, s.db)
+		return have, want, err
+	}
 	if want, err = sqlitedb.Migrations(migrationsFS); err != nil {
 		return 0, 0, err
 	}

@@ -15,215 +15,219 @@ import (
 )
 
 func TestSavePage(t *testing.T) {
-	ctx := context.Background()
-	s, _ := openTest(t)
-	run := startRun(t, s, "US")
-	at := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
-	vs := testVideos("a", 50)
-	vs[3].Likes, vs[3].Comments = nil, nil
-	vs[4].Duration = ""
-	if err := s.SaveSnapshot(ctx, Snapshot{RunID: run, Region: "US", FirstRank: 1, Videos: vs, At: at}); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.SaveSnapshot(ctx, Snapshot{RunID: run, Region: "US", FirstRank: 51, Videos: testVideos("b", 50), At: at}); err != nil {
-		t.Fatal(err)
-	}
-	n, err := s.CountVideos(ctx)
-	if err != nil || n != 100 {
-		t.Fatalf("CountVideos = %d, %v; want 100", n, err)
-	}
-	chart, err := s.Chart(ctx, run, "US")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(chart) != 100 {
-		t.Fatalf("chart has %d entries, want 100", len(chart))
-	}
-	for i, e := range chart {
-		if e.Rank != i+1 {
-			t.Fatalf("chart[%d].Rank = %d", i, e.Rank)
+	forEachEngine(t, func(t *testing.T, s *Store) {
+		ctx := context.Background()
+		run := startRun(t, s, "US")
+		at := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+		vs := testVideos("a", 50)
+		vs[3].Likes, vs[3].Comments = nil, nil
+		vs[4].Duration = ""
+		if err := s.SaveSnapshot(ctx, Snapshot{RunID: run, Region: "US", FirstRank: 1, Videos: vs, At: at}); err != nil {
+			t.Fatal(err)
 		}
-	}
-	if chart[0].VideoID != "a-000" || chart[50].VideoID != "b-000" || chart[50].Title != "Video b number 0" {
-		t.Errorf("chart order wrong: %+v %+v", chart[0], chart[50])
-	}
-	runs, err := s.Runs(ctx, 10)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(runs) != 1 || runs[0].Pages != 2 || runs[0].Videos != 100 || runs[0].Outcome != OutcomeRunning {
-		t.Errorf("run = %+v", runs)
-	}
+		if err := s.SaveSnapshot(ctx, Snapshot{RunID: run, Region: "US", FirstRank: 51, Videos: testVideos("b", 50), At: at}); err != nil {
+			t.Fatal(err)
+		}
+		n, err := s.CountVideos(ctx)
+		if err != nil || n != 100 {
+			t.Fatalf("CountVideos = %d, %v; want 100", n, err)
+		}
+		chart, err := s.Chart(ctx, run, "US")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(chart) != 100 {
+			t.Fatalf("chart has %d entries, want 100", len(chart))
+		}
+		for i, e := range chart {
+			if e.Rank != i+1 {
+				t.Fatalf("chart[%d].Rank = %d", i, e.Rank)
+			}
+		}
+		if chart[0].VideoID != "a-000" || chart[50].VideoID != "b-000" || chart[50].Title != "Video b number 0" {
+			t.Errorf("chart order wrong: %+v %+v", chart[0], chart[50])
+		}
+		runs, err := s.Runs(ctx, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(runs) != 1 || runs[0].Pages != 2 || runs[0].Videos != 100 || runs[0].Outcome != OutcomeRunning {
+			t.Errorf("run = %+v", runs)
+		}
 
-	got, err := s.Video(ctx, "a-003")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got.Likes != nil || got.Comments != nil || got.Views == nil || *got.Views != 1003 {
-		t.Errorf("stats = %v %v %v", got.Views, got.Likes, got.Comments)
-	}
-	want := vs[3]
-	want.Likes, want.Comments, want.Views = nil, nil, got.Views
-	if !reflect.DeepEqual(got.Video, want) {
-		t.Errorf("video round trip:\n got %+v\nwant %+v", got.Video, want)
-	}
-	if !got.FirstSeen.Equal(at) || !got.LastSeen.Equal(at) {
-		t.Errorf("seen = %v %v", got.FirstSeen, got.LastSeen)
-	}
-	if v4, _ := s.Video(ctx, "a-004"); v4.Duration != "" {
-		t.Errorf("duration = %q", v4.Duration)
-	}
-	ftsIntegrity(t, s)
+		got, err := s.Video(ctx, "a-003")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Likes != nil || got.Comments != nil || got.Views == nil || *got.Views != 1003 {
+			t.Errorf("stats = %v %v %v", got.Views, got.Likes, got.Comments)
+		}
+		want := vs[3]
+		want.Likes, want.Comments, want.Views = nil, nil, got.Views
+		if !reflect.DeepEqual(got.Video, want) {
+			t.Errorf("video round trip:\n got %+v\nwant %+v", got.Video, want)
+		}
+		if !got.FirstSeen.Equal(at) || !got.LastSeen.Equal(at) {
+			t.Errorf("seen = %v %v", got.FirstSeen, got.LastSeen)
+		}
+		if v4, _ := s.Video(ctx, "a-004"); v4.Duration != "" {
+			t.Errorf("duration = %q", v4.Duration)
+		}
+		ftsIntegrity(t, s)
 
-	// Errors: unknown run, duplicate rank (nothing stored), no id.
-	if err := s.SaveSnapshot(ctx, Snapshot{RunID: 999, Region: "US", FirstRank: 1, Videos: testVideos("c", 1), At: at}); !errors.Is(err, ErrNotFound) {
-		t.Errorf("unknown run: %v", err)
-	}
-	if err := s.SaveSnapshot(ctx, Snapshot{RunID: run, Region: "US", FirstRank: 1, Videos: testVideos("d", 2), At: at}); err == nil {
-		t.Error("duplicate rank accepted")
-	}
-	if _, err := s.Video(ctx, "d-000"); !errors.Is(err, ErrNotFound) {
-		t.Errorf("failed page left video behind: %v", err)
-	}
-	if err := s.SaveSnapshot(ctx, Snapshot{RunID: run, Region: "US", FirstRank: 200, Videos: []Video{{Title: "x"}}, At: at}); err == nil {
-		t.Error("video without id accepted")
-	}
+		// Errors: unknown run, duplicate rank (nothing stored), no id.
+		if err := s.SaveSnapshot(ctx, Snapshot{RunID: 999, Region: "US", FirstRank: 1, Videos: testVideos("c", 1), At: at}); !errors.Is(err, ErrNotFound) {
+			t.Errorf("unknown run: %v", err)
+		}
+		if err := s.SaveSnapshot(ctx, Snapshot{RunID: run, Region: "US", FirstRank: 1, Videos: testVideos("d", 2), At: at}); err == nil {
+			t.Error("duplicate rank accepted")
+		}
+		if _, err := s.Video(ctx, "d-000"); !errors.Is(err, ErrNotFound) {
+			t.Errorf("failed page left video behind: %v", err)
+		}
+		if err := s.SaveSnapshot(ctx, Snapshot{RunID: run, Region: "US", FirstRank: 200, Videos: []Video{{Title: "x"}}, At: at}); err == nil {
+			t.Error("video without id accepted")
+		}
+	})
 }
 
 func TestUpsertUpdatesStatsKeepsIndex(t *testing.T) {
-	ctx := context.Background()
-	s, _ := openTest(t)
-	t0 := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
-	vs := testVideos("u", 50)
-	vs[0].Title = "Original zebra title"
-	if err := s.SaveSnapshot(ctx, Snapshot{RunID: startRun(t, s, "US"), Region: "US", FirstRank: 1, Videos: vs, At: t0}); err != nil {
-		t.Fatal(err)
-	}
-	var rowid0 int64
-	s.db.QueryRow(`SELECT rowid FROM videos WHERE id = 'u-000'`).Scan(&rowid0)
-
-	// The guarded trigger must not touch the FTS index for unchanged text:
-	// fingerprint the index's shadow table (any FTS5 write changes at least
-	// its structure record, whose cookie counts writes).
-	ftsWrites := func() string {
-		var fp string
-		if err := s.db.QueryRow(`SELECT group_concat(id || ':' || hex(block), ',') FROM (SELECT * FROM videos_fts_data ORDER BY id)`).Scan(&fp); err != nil {
+	forEachEngine(t, func(t *testing.T, s *Store) {
+		ctx := context.Background()
+		t0 := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+		vs := testVideos("u", 50)
+		vs[0].Title = "Original zebra title"
+		if err := s.SaveSnapshot(ctx, Snapshot{RunID: startRun(t, s, "US"), Region: "US", FirstRank: 1, Videos: vs, At: t0}); err != nil {
 			t.Fatal(err)
 		}
-		return fp
-	}
-	before := ftsWrites()
+		var rowid0 int64
+		s.db.QueryRow(`SELECT rowid FROM videos WHERE id = 'u-000'`).Scan(&rowid0)
 
-	vs2 := testVideos("u", 50)
-	vs2[0].Title = "Original zebra title"
-	for i := range vs2 {
-		vs2[i].Views = i64(int64(5_000_000 + i))
-	}
-	t1 := t0.Add(2 * time.Hour)
-	if err := s.SaveSnapshot(ctx, Snapshot{RunID: startRun(t, s, "US"), Region: "US", FirstRank: 1, Videos: vs2, At: t1}); err != nil {
-		t.Fatal(err)
-	}
-	if after := ftsWrites(); after != before {
-		t.Errorf("re-saving unchanged text wrote to the FTS index (%d -> %d bytes of fingerprint)", len(before), len(after))
-	}
-	v, _ := s.Video(ctx, "u-007")
-	if *v.Views != 5_000_007 || !v.FirstSeen.Equal(t0) || !v.LastSeen.Equal(t1) {
-		t.Errorf("after upsert: views %d first %v last %v", *v.Views, v.FirstSeen, v.LastSeen)
-	}
-	var rowid1 int64
-	s.db.QueryRow(`SELECT rowid FROM videos WHERE id = 'u-000'`).Scan(&rowid1)
-	if rowid0 != rowid1 {
-		t.Errorf("upsert changed rowid %d -> %d", rowid0, rowid1)
-	}
+		// The guarded trigger must not touch the FTS index for unchanged text:
+		// fingerprint the index's shadow table (any FTS5 write changes at least
+		// its structure record, whose cookie counts writes).
+		ftsWrites := func() string {
+			var fp string
+			if err := s.db.QueryRow(`SELECT group_concat(id || ':' || hex(block), ',') FROM (SELECT * FROM videos_fts_data ORDER BY id)`).Scan(&fp); err != nil {
+				t.Fatal(err)
+			}
+			return fp
+		}
+		before := ftsWrites()
 
-	// Change one title: searchable by the new one, not the old one; the
-	// unchanged rest stays findable.
-	vs2[0].Title = "Renamed giraffe title"
-	if err := s.SaveSnapshot(ctx, Snapshot{RunID: startRun(t, s, "US"), Region: "US", FirstRank: 1, Videos: vs2, At: t1.Add(time.Hour)}); err != nil {
-		t.Fatal(err)
-	}
-	hits := search(t, s, SearchQuery{Text: "giraffe"})
-	if len(hits) != 1 || hits[0].VideoID != "u-000" {
-		t.Errorf("new title: %+v", hits)
-	}
-	if hits := search(t, s, SearchQuery{Text: "zebra"}); len(hits) != 0 {
-		t.Errorf("old title still found: %+v", hits)
-	}
-	if hits := search(t, s, SearchQuery{Text: "number 17"}); len(hits) != 1 || hits[0].VideoID != "u-017" {
-		t.Errorf("unchanged video: %+v", hits)
-	}
+		vs2 := testVideos("u", 50)
+		vs2[0].Title = "Original zebra title"
+		for i := range vs2 {
+			vs2[i].Views = i64(int64(5_000_000 + i))
+		}
+		t1 := t0.Add(2 * time.Hour)
+		if err := s.SaveSnapshot(ctx, Snapshot{RunID: startRun(t, s, "US"), Region: "US", FirstRank: 1, Videos: vs2, At: t1}); err != nil {
+			t.Fatal(err)
+		}
+		if after := ftsWrites(); after != before {
+			t.Errorf("re-saving unchanged text wrote to the FTS index (%d -> %d bytes of fingerprint)", len(before), len(after))
+		}
+		v, _ := s.Video(ctx, "u-007")
+		if *v.Views != 5_000_007 || !v.FirstSeen.Equal(t0) || !v.LastSeen.Equal(t1) {
+			t.Errorf("after upsert: views %d first %v last %v", *v.Views, v.FirstSeen, v.LastSeen)
+		}
+		var rowid1 int64
+		s.db.QueryRow(`SELECT rowid FROM videos WHERE id = 'u-000'`).Scan(&rowid1)
+		if rowid0 != rowid1 {
+			t.Errorf("upsert changed rowid %d -> %d", rowid0, rowid1)
+		}
 
-	// An older capture does not overwrite newer data.
-	old := testVideos("u", 1)
-	old[0].Title = "Stale capture"
-	if err := s.SaveSnapshot(ctx, Snapshot{RunID: startRun(t, s, "US"), Region: "US", FirstRank: 1, Videos: old, At: t0}); err != nil {
-		t.Fatal(err)
-	}
-	if v, _ := s.Video(ctx, "u-000"); v.Title != "Renamed giraffe title" {
-		t.Errorf("stale capture overwrote title: %q", v.Title)
-	}
-	ftsIntegrity(t, s)
+		// Change one title: searchable by the new one, not the old one; the
+		// unchanged rest stays findable.
+		vs2[0].Title = "Renamed giraffe title"
+		if err := s.SaveSnapshot(ctx, Snapshot{RunID: startRun(t, s, "US"), Region: "US", FirstRank: 1, Videos: vs2, At: t1.Add(time.Hour)}); err != nil {
+			t.Fatal(err)
+		}
+		hits := search(t, s, SearchQuery{Text: "giraffe"})
+		if len(hits) != 1 || hits[0].VideoID != "u-000" {
+			t.Errorf("new title: %+v", hits)
+		}
+		if hits := search(t, s, SearchQuery{Text: "zebra"}); len(hits) != 0 {
+			t.Errorf("old title still found: %+v", hits)
+		}
+		if hits := search(t, s, SearchQuery{Text: "number 17"}); len(hits) != 1 || hits[0].VideoID != "u-017" {
+			t.Errorf("unchanged video: %+v", hits)
+		}
+
+		// An older capture does not overwrite newer data.
+		old := testVideos("u", 1)
+		old[0].Title = "Stale capture"
+		if err := s.SaveSnapshot(ctx, Snapshot{RunID: startRun(t, s, "US"), Region: "US", FirstRank: 1, Videos: old, At: t0}); err != nil {
+			t.Fatal(err)
+		}
+		if v, _ := s.Video(ctx, "u-000"); v.Title != "Renamed giraffe title" {
+			t.Errorf("stale capture overwrote title: %q", v.Title)
+		}
+		ftsIntegrity(t, s)
+	})
 }
 
 func TestRuns(t *testing.T) {
-	ctx := context.Background()
-	s, _ := openTest(t)
-	start := time.Date(2026, 3, 1, 12, 0, 0, 123456000, time.UTC)
-	id1, err := s.StartRun(ctx, Run{Credential: "proj", Region: "US", StartedAt: start, PID: 7, Host: "cron1"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	id2 := startRun(t, s, "DE")
-	retryAt := start.Add(3 * time.Hour)
-	fin := Run{ID: id1, Outcome: OutcomeDenied, Reason: "quota: bucket units", FinishedAt: start.Add(time.Minute),
-		Units: map[string]int64{"units": 3, "search": 0}, Unmetered: 1,
-		RetryAfter: 3*time.Hour + 500*time.Microsecond, RetryAt: retryAt}
-	if err := s.FinishRun(ctx, fin); err != nil {
-		t.Fatal(err)
-	}
-	runs, err := s.Runs(ctx, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(runs) != 2 || runs[0].ID != id2 || runs[1].ID != id1 {
-		t.Fatalf("runs order: %+v", runs)
-	}
-	r := runs[1]
-	if r.Credential != "proj" || r.Region != "US" || !r.StartedAt.Equal(start) || !r.FinishedAt.Equal(fin.FinishedAt) ||
-		r.Outcome != OutcomeDenied || r.Reason != fin.Reason || r.Unmetered != 1 ||
-		!reflect.DeepEqual(r.Units, fin.Units) || r.RetryAfter != 3*time.Hour+time.Millisecond ||
-		!r.RetryAt.Equal(retryAt) || r.PID != 7 || r.Host != "cron1" {
-		t.Errorf("run = %+v", r)
-	}
-	if !runs[0].FinishedAt.IsZero() || runs[0].Outcome != OutcomeRunning || len(runs[0].Units) != 0 {
-		t.Errorf("running run = %+v", runs[0])
-	}
-	if got, _ := s.Runs(ctx, 1); len(got) != 1 {
-		t.Errorf("limit 1 gave %d", len(got))
-	}
-	if err := s.FinishRun(ctx, Run{ID: id2, Outcome: "bogus"}); err == nil {
-		t.Error("bogus outcome accepted")
-	}
-	if err := s.FinishRun(ctx, Run{ID: 999, Outcome: OutcomeSuccess}); !errors.Is(err, ErrNotFound) {
-		t.Errorf("unknown run: %v", err)
-	}
+	forEachEngine(t, func(t *testing.T, s *Store) {
+		ctx := context.Background()
+		start := time.Date(2026, 3, 1, 12, 0, 0, 123456000, time.UTC)
+		id1, err := s.StartRun(ctx, Run{Credential: "proj", Region: "US", StartedAt: start, PID: 7, Host: "cron1"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		id2 := startRun(t, s, "DE")
+		retryAt := start.Add(3 * time.Hour)
+		fin := Run{ID: id1, Outcome: OutcomeDenied, Reason: "quota: bucket units", FinishedAt: start.Add(time.Minute),
+			Units: map[string]int64{"units": 3, "search": 0}, Unmetered: 1,
+			RetryAfter: 3*time.Hour + 500*time.Microsecond, RetryAt: retryAt}
+		if err := s.FinishRun(ctx, fin); err != nil {
+			t.Fatal(err)
+		}
+		runs, err := s.Runs(ctx, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(runs) != 2 || runs[0].ID != id2 || runs[1].ID != id1 {
+			t.Fatalf("runs order: %+v", runs)
+		}
+		r := runs[1]
+		if r.Credential != "proj" || r.Region != "US" || !r.StartedAt.Equal(start) || !r.FinishedAt.Equal(fin.FinishedAt) ||
+			r.Outcome != OutcomeDenied || r.Reason != fin.Reason || r.Unmetered != 1 ||
+			!reflect.DeepEqual(r.Units, fin.Units) || r.RetryAfter != 3*time.Hour+time.Millisecond ||
+			!r.RetryAt.Equal(retryAt) || r.PID != 7 || r.Host != "cron1" {
+			t.Errorf("run = %+v", r)
+		}
+		if !runs[0].FinishedAt.IsZero() || runs[0].Outcome != OutcomeRunning || len(runs[0].Units) != 0 {
+			t.Errorf("running run = %+v", runs[0])
+		}
+		if got, _ := s.Runs(ctx, 1); len(got) != 1 {
+			t.Errorf("limit 1 gave %d", len(got))
+		}
+		if err := s.FinishRun(ctx, Run{ID: id2, Outcome: "bogus"}); err == nil {
+			t.Error("bogus outcome accepted")
+		}
+		if err := s.FinishRun(ctx, Run{ID: 999, Outcome: OutcomeSuccess}); !errors.Is(err, ErrNotFound) {
+			t.Errorf("unknown run: %v", err)
+		}
+	})
 }
 
 func TestCategories(t *testing.T) {
-	ctx := context.Background()
-	s, _ := openTest(t)
-	at := time.Now()
-	if err := s.UpsertCategories(ctx, "US", []Category{{ID: "10", Title: "Music", Assignable: true}, {ID: "1", Title: "Film"}}, at); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.UpsertCategories(ctx, "US", []Category{{ID: "1", Title: "Film & Animation", Assignable: true}}, at); err != nil {
-		t.Fatal(err)
-	}
-	got, err := s.Categories(ctx, "US")
-	want := []Category{{ID: "1", Title: "Film & Animation", Assignable: true}, {ID: "10", Title: "Music", Assignable: true}}
-	if err != nil || !reflect.DeepEqual(got, want) {
-		t.Errorf("Categories = %+v, %v", got, err)
-	}
+	forEachEngine(t, func(t *testing.T, s *Store) {
+		ctx := context.Background()
+		at := time.Now()
+		if err := s.UpsertCategories(ctx, "US", []Category{{ID: "10", Title: "Music", Assignable: true}, {ID: "1", Title: "Film"}}, at); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.UpsertCategories(ctx, "US", []Category{{ID: "1", Title: "Film & Animation", Assignable: true}}, at); err != nil {
+			t.Fatal(err)
+		}
+		got, err := s.Categories(ctx, "US")
+		want := []Category{{ID: "1", Title: "Film & Animation", Assignable: true}, {ID: "10", Title: "Music", Assignable: true}}
+		if err != nil || !reflect.DeepEqual(got, want) {
+			t.Errorf("Categories = %+v, %v", got, err)
+		}
+	})
 }
 
 func TestOpenOddPath(t *testing.T) {
@@ -282,77 +286,79 @@ func TestOpenReadOnly(t *testing.T) {
 // as at most MaxReasonBytes, marked as cut, cut on a character boundary; a
 // reason stored whole before the bound is cut when read (issue 31 item 5).
 func TestRunReasonIsCapped(t *testing.T) {
-	ctx := context.Background()
-	s, _ := openTest(t)
-	huge := "youtube: 400 " + strings.Repeat("é", 7<<20/2)
-	id := startRun(t, s, "US")
-	if err := s.FinishRun(ctx, Run{ID: id, Outcome: OutcomeFailed, Reason: huge}); err != nil {
-		t.Fatal(err)
-	}
-	var stored int
-	if err := s.db.QueryRowContext(ctx, `SELECT length(CAST(reason AS BLOB)) FROM runs WHERE id = ?`, id).Scan(&stored); err != nil {
-		t.Fatal(err)
-	}
-	if stored > MaxReasonBytes {
-		t.Errorf("stored reason is %d bytes, want at most %d", stored, MaxReasonBytes)
-	}
-	// A row written before the bound (or by another version) is cut when read.
-	old := startRun(t, s, "US")
-	if _, err := s.db.ExecContext(ctx, `UPDATE runs SET outcome = 'failed', reason = ? WHERE id = ?`, strings.Repeat("x", 5000), old); err != nil {
-		t.Fatal(err)
-	}
-	short := startRun(t, s, "US")
-	if err := s.FinishRun(ctx, Run{ID: short, Outcome: OutcomeFailed, Reason: strings.Repeat("y", MaxReasonBytes)}); err != nil {
-		t.Fatal(err)
-	}
-	runs, err := s.Runs(ctx, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, r := range runs[1:] {
-		if len(r.Reason) > MaxReasonBytes || !utf8.ValidString(r.Reason) || !strings.HasSuffix(r.Reason, ReasonCut) {
-			t.Errorf("run %d reason: %d bytes, valid UTF-8 %v, ends %q; want <= %d, valid, marked cut",
-				r.ID, len(r.Reason), utf8.ValidString(r.Reason), r.Reason[max(0, len(r.Reason)-12):], MaxReasonBytes)
+	forEachEngine(t, func(t *testing.T, s *Store) {
+		ctx := context.Background()
+		huge := "youtube: 400 " + strings.Repeat("é", 7<<20/2)
+		id := startRun(t, s, "US")
+		if err := s.FinishRun(ctx, Run{ID: id, Outcome: OutcomeFailed, Reason: huge}); err != nil {
+			t.Fatal(err)
 		}
-	}
-	if runs[0].Reason != strings.Repeat("y", MaxReasonBytes) {
-		t.Errorf("a reason of exactly %d bytes was changed: %d bytes", MaxReasonBytes, len(runs[0].Reason))
-	}
+		var stored int
+		if err := s.db.QueryRowContext(ctx, `SELECT length(CAST(reason AS BLOB)) FROM runs WHERE id = ?`, id).Scan(&stored); err != nil {
+			t.Fatal(err)
+		}
+		if stored > MaxReasonBytes {
+			t.Errorf("stored reason is %d bytes, want at most %d", stored, MaxReasonBytes)
+		}
+		// A row written before the bound (or by another version) is cut when read.
+		old := startRun(t, s, "US")
+		if _, err := s.db.ExecContext(ctx, `UPDATE runs SET outcome = 'failed', reason = ? WHERE id = ?`, strings.Repeat("x", 5000), old); err != nil {
+			t.Fatal(err)
+		}
+		short := startRun(t, s, "US")
+		if err := s.FinishRun(ctx, Run{ID: short, Outcome: OutcomeFailed, Reason: strings.Repeat("y", MaxReasonBytes)}); err != nil {
+			t.Fatal(err)
+		}
+		runs, err := s.Runs(ctx, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range runs[1:] {
+			if len(r.Reason) > MaxReasonBytes || !utf8.ValidString(r.Reason) || !strings.HasSuffix(r.Reason, ReasonCut) {
+				t.Errorf("run %d reason: %d bytes, valid UTF-8 %v, ends %q; want <= %d, valid, marked cut",
+					r.ID, len(r.Reason), utf8.ValidString(r.Reason), r.Reason[max(0, len(r.Reason)-12):], MaxReasonBytes)
+			}
+		}
+		if runs[0].Reason != strings.Repeat("y", MaxReasonBytes) {
+			t.Errorf("a reason of exactly %d bytes was changed: %d bytes", MaxReasonBytes, len(runs[0].Reason))
+		}
+	})
 }
 
 // TestRunsPage: the region filter and the cursor (Before) are applied in
 // the query, newest first (issue 31 item 5).
 func TestRunsPage(t *testing.T) {
-	ctx := context.Background()
-	s, _ := openTest(t)
-	var us []int64
-	for i := range 7 {
-		region := "US"
-		if i%2 == 1 {
-			region = "DE"
+	forEachEngine(t, func(t *testing.T, s *Store) {
+		ctx := context.Background()
+		var us []int64
+		for i := range 7 {
+			region := "US"
+			if i%2 == 1 {
+				region = "DE"
+			}
+			id := startRun(t, s, region)
+			if region == "US" {
+				us = append(us, id)
+			}
 		}
-		id := startRun(t, s, region)
-		if region == "US" {
-			us = append(us, id)
+		slices.Reverse(us)
+		var got []int64
+		before := int64(0)
+		for range len(us) + 1 {
+			page, err := s.RunsPage(ctx, RunsQuery{Region: "US", Before: before, Limit: 3})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, r := range page {
+				got = append(got, r.ID)
+			}
+			if len(page) < 3 {
+				break
+			}
+			before = page[len(page)-1].ID
 		}
-	}
-	slices.Reverse(us)
-	var got []int64
-	before := int64(0)
-	for range len(us) + 1 {
-		page, err := s.RunsPage(ctx, RunsQuery{Region: "US", Before: before, Limit: 3})
-		if err != nil {
-			t.Fatal(err)
+		if !slices.Equal(got, us) {
+			t.Errorf("US runs paged 3 at a time: %v, want %v", got, us)
 		}
-		for _, r := range page {
-			got = append(got, r.ID)
-		}
-		if len(page) < 3 {
-			break
-		}
-		before = page[len(page)-1].ID
-	}
-	if !slices.Equal(got, us) {
-		t.Errorf("US runs paged 3 at a time: %v, want %v", got, us)
-	}
+	})
 }

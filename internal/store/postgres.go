@@ -1,0 +1,254 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+	"io/fs"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/stdlib"
+
+	"github.com/trendfetch/trendfetch/internal/sqlitedb"
+	"github.com/trendfetch/trendfetch/migrations"
+)
+
+// The PostgreSQL store (docs/design.md §10a) is the same *Store over
+// database/sql, through pgx's database/sql driver: the SQL both engines
+// accept is written once in the store's files. What differs is here and
+// in the few places that ask Store.pg: placeholders (rebind), migrations
+// (migratePostgres, under an advisory lock), the transaction start, the
+// export snapshot, and search (not yet on PostgreSQL).
+
+// ErrSearchUnsupported is returned by Search and SearchPage on a
+// PostgreSQL store: full-text search there is not built yet.
+var ErrSearchUnsupported = errors.New("search is not yet supported on PostgreSQL (use a SQLite store)")
+
+// IsPostgresURL reports whether a database setting names a PostgreSQL
+// server (postgres:// or postgresql://) rather than a SQLite file.
+func IsPostgresURL(database string) bool {
+	return strings.HasPrefix(database, "postgres://") || strings.HasPrefix(database, "postgresql://")
+}
+
+// postgresFS is the PostgreSQL schema; a variable so tests can substitute one.
+var postgresFS, _ = fs.Sub(migrations.PostgresFS, "postgres")
+
+// migrationLockKey is the pg_advisory_lock key migrations hold, so hosts
+// starting a new release together migrate once ("trendfetch" in ASCII, cut
+// to 63 bits).
+const migrationLockKey = 0x7472656e64666574
+
+// openPostgres connects to url (libpq URL syntax: sslmode, sslrootcert and
+// the other TLS parameters pass through to pgx), checks that the server
+// answers, and migrates the schema unless readOnly; a read-only store runs
+// every transaction read-only and requires the current schema.
+func openPostgres(ctx context.Context, url string, readOnly bool) (*Store, error) {
+	cfg, err := pgx.ParseConfig(url)
+	if err != nil {
+		// pgx's parse errors quote the URL, password included.
+		return nil, errors.New("cannot parse the PostgreSQL database URL: want postgres://user:password@host:port/dbname?sslmode=...")
+	}
+	if readOnly {
+		cfg.RuntimeParams["default_transaction_read_only"] = "on"
+	}
+	db := sql.OpenDB(rebindConnector{stdlib.GetConnector(*cfg)})
+	db.SetMaxOpenConns(16)
+	db.SetMaxIdleConns(16)
+	db.SetConnMaxIdleTime(5 * time.Minute)
+	name := cfg.Host + "/" + cfg.Database
+	fail := func(err error) (*Store, error) {
+		db.Close()
+		return nil, fmt.Errorf("PostgreSQL database %s: %w", name, err)
+	}
+	if err := db.PingContext(ctx); err != nil {
+		return fail(err)
+	}
+	want, err := sqlitedb.Migrations(postgresFS)
+	if err != nil {
+		return fail(err)
+	}
+	if !readOnly {
+		if err := migratePostgres(ctx, db, want); err != nil {
+			return fail(err)
+		}
+	}
+	have, err := postgresVersion(ctx, db)
+	if err != nil {
+		return fail(err)
+	}
+	if have != want {
+		if have == 0 && readOnly {
+			return fail(&NoDatabaseError{Path: name})
+		}
+		return fail(&SchemaVersionError{Path: name, Have: have, Want: want})
+	}
+	return &Store{db: db, path: name, pg: true}, nil
+}
+
+// postgresVersion is the highest applied migration, 0 with no schema.
+func postgresVersion(ctx context.Context, q sqlitedb.Querier) (int, error) {
+	var exists bool
+	if err := q.QueryRowContext(ctx, `SELECT to_regclass('schema_migrations') IS NOT NULL`).Scan(&exists); err != nil || !exists {
+		return 0, err
+	}
+	var v sql.NullInt64
+	err := q.QueryRowContext(ctx, `SELECT max(version) FROM schema_migrations`).Scan(&v)
+	return int(v.Int64), err
+}
+
+// migratePostgres applies the migrations past the database's version, each
+// with its schema_migrations row in one transaction, while holding the
+// migration advisory lock: hosts that start together wait for the first
+// one and then find the schema current.
+func migratePostgres(ctx context.Context, db *sql.DB, want int) error {
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, `SELECT pg_advisory_lock(?)`, int64(migrationLockKey)); err != nil {
+		return fmt.Errorf("cannot take the migration lock: %w", err)
+	}
+	defer conn.ExecContext(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock(?)`, int64(migrationLockKey)) //nolint:errcheck
+	if _, err := conn.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+    version    INTEGER PRIMARY KEY,
+    name       TEXT NOT NULL,
+    applied_at TEXT NOT NULL
+)`); err != nil {
+		return err
+	}
+	have, err := postgresVersion(ctx, conn)
+	if err != nil {
+		return err
+	}
+	if have > want {
+		return &SchemaVersionError{Have: have, Want: want}
+	}
+	names, err := fs.Glob(postgresFS, "*.sql")
+	if err != nil {
+		return err
+	}
+	sort.Strings(names) // validated contiguous by sqlitedb.Migrations
+	for v := have + 1; v <= want; v++ {
+		name := names[v-1]
+		b, err := fs.ReadFile(postgresFS, name)
+		if err != nil {
+			return err
+		}
+		tx, err := conn.BeginTx(ctx, nil)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, string(b)); err != nil {
+			tx.Rollback() //nolint:errcheck
+			return fmt.Errorf("migration %s: %w", name, err)
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)`,
+			v, name, fmtTime(time.Now())); err != nil {
+			tx.Rollback() //nolint:errcheck
+			return err
+		}
+		if err := tx.Commit(); err != nil {
+			return fmt.Errorf("migration %s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+// rebindConnector hands out connections that rewrite the store's SQLite
+// placeholders (? and ?NNN) into PostgreSQL's ($N), so the shared SQL is
+// written once.
+type rebindConnector struct{ driver.Connector }
+
+func (c rebindConnector) Connect(ctx context.Context) (driver.Conn, error) {
+	conn, err := c.Connector.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return rebindConn{conn.(*stdlib.Conn)}, nil
+}
+
+// rebindConn is a pgx connection whose statements are rebound first; the
+// rest (transactions, pings, session resets) is pgx's.
+type rebindConn struct{ *stdlib.Conn }
+
+func (c rebindConn) Prepare(query string) (driver.Stmt, error) {
+	return c.Conn.Prepare(rebind(query))
+}
+
+func (c rebindConn) PrepareContext(ctx context.Context, query string) (driver.Stmt, error) {
+	return c.Conn.PrepareContext(ctx, rebind(query))
+}
+
+func (c rebindConn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
+	return c.Conn.ExecContext(ctx, rebind(query), args)
+}
+
+func (c rebindConn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
+	return c.Conn.QueryContext(ctx, rebind(query), args)
+}
+
+// rebound caches rebind's answers: the store's statements are few.
+var rebound sync.Map
+
+// rebind rewrites ?NNN as $NNN and each bare ? as the next $N, outside
+// string literals, quoted identifiers and comments.
+func rebind(query string) string {
+	if !strings.Contains(query, "?") {
+		return query
+	}
+	if r, ok := rebound.Load(query); ok {
+		return r.(string)
+	}
+	var b strings.Builder
+	b.Grow(len(query) + 16)
+	n := 0
+	for i := 0; i < len(query); i++ {
+		ch := query[i]
+		switch {
+		case ch == '\'' || ch == '"':
+			j := strings.IndexByte(query[i+1:], ch)
+			if j < 0 {
+				b.WriteString(query[i:])
+				i = len(query)
+				break
+			}
+			b.WriteString(query[i : i+j+2])
+			i += j + 1
+		case ch == '-' && strings.HasPrefix(query[i:], "--"):
+			j := strings.IndexByte(query[i:], '\n')
+			if j < 0 {
+				j = len(query) - i
+			}
+			b.WriteString(query[i : i+j])
+			i += j - 1
+		case ch == '?':
+			j := i + 1
+			for j < len(query) && query[j] >= '0' && query[j] <= '9' {
+				j++
+			}
+			b.WriteByte('$')
+			if j > i+1 {
+				b.WriteString(query[i+1 : j])
+			} else {
+				n++
+				b.WriteString(strconv.Itoa(n))
+			}
+			i = j - 1
+		default:
+			b.WriteByte(ch)
+		}
+	}
+	r := b.String()
+	if len(query) < 4096 {
+		rebound.Store(query, r)
+	}
+	return r
+}
