@@ -33,7 +33,7 @@ func insertEntriesSQL(n int) string {
 	b.WriteString(`INSERT INTO entries (capture_id, rank, video, text, view_count, like_count, comment_count)
 SELECT x.column1, x.column2, v.rowid, v.text_version, x.column4, x.column5, x.column6
 FROM (VALUES `)
-	b.WriteString(valueRows(n, 6))
+	b.WriteString(intRows(n, 6, 1, 2, 4, 5, 6))
 	b.WriteString(`) AS x JOIN videos v ON v.id = x.column3`)
 	return b.String()
 }

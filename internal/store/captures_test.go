@@ -17,7 +17,7 @@ func entryStats(t *testing.T, s *Store, runID int64, region, kind, query string)
 		t.Fatalf("capture: %v", err)
 	}
 	rows, err := s.db.Query(`
-SELECT e.rank || ':' || v.id || ':' || coalesce(e.view_count, 'null') || ':' || coalesce(e.like_count, 'null') || ':' || coalesce(e.comment_count, 'null')
+SELECT e.rank || ':' || v.id || ':' || coalesce(CAST(e.view_count AS TEXT), 'null') || ':' || coalesce(CAST(e.like_count AS TEXT), 'null') || ':' || coalesce(CAST(e.comment_count AS TEXT), 'null')
 FROM captures c JOIN entries e ON e.capture_id = c.id JOIN videos v ON v.rowid = e.video
 WHERE c.run_id = ? AND c.region = ? AND c.kind = ? AND c.query = ? ORDER BY e.rank`, runID, region, kind, query)
 	if err != nil {

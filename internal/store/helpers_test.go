@@ -64,6 +64,9 @@ func startRun(t testing.TB, s *Store, region string) int64 {
 // ftsIntegrity runs FTS5's integrity-check against the content table.
 func ftsIntegrity(t testing.TB, s *Store) {
 	t.Helper()
+	if s.pg {
+		return // no search index on PostgreSQL yet
+	}
 	if _, err := s.db.Exec(`INSERT INTO videos_fts (videos_fts, rank) VALUES ('integrity-check', 1)`); err != nil {
 		t.Fatalf("fts integrity-check: %v", err)
 	}

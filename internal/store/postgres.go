@@ -195,6 +195,18 @@ func (c rebindConn) QueryContext(ctx context.Context, query string, args []drive
 	return c.Conn.QueryContext(ctx, rebind(query), args)
 }
 
+// CheckNamedValue stores a bool as 1 or 0: the columns SQLite knows as
+// booleans are integers in both schemas.
+func (c rebindConn) CheckNamedValue(v *driver.NamedValue) error {
+	if b, ok := v.Value.(bool); ok {
+		v.Value = int64(0)
+		if b {
+			v.Value = int64(1)
+		}
+	}
+	return c.Conn.CheckNamedValue(v)
+}
+
 // rebound caches rebind's answers: the store's statements are few.
 var rebound sync.Map
 

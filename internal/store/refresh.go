@@ -58,7 +58,7 @@ func (s *Store) RefreshText(ctx context.Context, vs []Video, at time.Time) error
 			v := &vs[i]
 			_, err := tx.ExecContext(ctx, `
 UPDATE videos SET
-    text_version  = text_version + (`+refreshChanged+`),
+    text_version  = text_version + CASE WHEN `+refreshChanged+` THEN 1 ELSE 0 END,
     text_since    = CASE WHEN `+refreshChanged+` THEN ?7 ELSE text_since END,
     title = ?1, description = ?2, channel_title = ?3, category_id = ?4, tags = ?5, thumbnail_url = ?6,
     text_refreshed_at = ?7
@@ -72,8 +72,8 @@ WHERE id = ?8`, v.Title, v.Description, v.ChannelTitle, v.CategoryID, joinTags(v
 }
 
 // refreshChanged is textChanged for RefreshText's parameters ?1-?6.
-const refreshChanged = `(title IS NOT ?1 OR description IS NOT ?2 OR channel_title IS NOT ?3
-    OR category_id IS NOT ?4 OR tags IS NOT ?5 OR thumbnail_url IS NOT ?6)`
+const refreshChanged = `(title IS DISTINCT FROM ?1 OR description IS DISTINCT FROM ?2 OR channel_title IS DISTINCT FROM ?3
+    OR category_id IS DISTINCT FROM ?4 OR tags IS DISTINCT FROM ?5 OR thumbnail_url IS DISTINCT FROM ?6)`
 
 // CallsSince returns how many calls of method the runs of credential
 // started at or after since recorded (runs.calls).

@@ -240,7 +240,7 @@ type RunsQuery struct {
 func (s *Store) RunsPage(ctx context.Context, q RunsQuery) ([]Run, error) {
 	limit := q.Limit
 	if limit <= 0 {
-		limit = -1 // SQLite: no limit
+		limit = 1 << 62 // no limit, on both engines
 	}
 	// substr counts characters: MaxReasonBytes+1 of them are enough for
 	// capReason to see that a reason is longer than MaxReasonBytes bytes.

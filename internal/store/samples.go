@@ -110,7 +110,7 @@ func insertSamplesSQL(n int) string {
 	b.WriteString(`INSERT INTO stats_samples (video, sampled_at, view_count, like_count, comment_count)
 SELECT v.rowid, x.column2, x.column3, x.column4, x.column5
 FROM (VALUES `)
-	b.WriteString(valueRows(n, 5))
+	b.WriteString(intRows(n, 5, 3, 4, 5))
 	b.WriteString(`) AS x JOIN videos v ON v.id = x.column1
 WHERE true
 ON CONFLICT (video, sampled_at) DO NOTHING`)

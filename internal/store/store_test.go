@@ -92,79 +92,78 @@ func TestSavePage(t *testing.T) {
 }
 
 func TestUpsertUpdatesStatsKeepsIndex(t *testing.T) {
-	forEachEngine(t, func(t *testing.T, s *Store) {
-		ctx := context.Background()
-		t0 := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
-		vs := testVideos("u", 50)
-		vs[0].Title = "Original zebra title"
-		if err := s.SaveSnapshot(ctx, Snapshot{RunID: startRun(t, s, "US"), Region: "US", FirstRank: 1, Videos: vs, At: t0}); err != nil {
+	ctx := context.Background()
+	s, _ := openTest(t)
+	t0 := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	vs := testVideos("u", 50)
+	vs[0].Title = "Original zebra title"
+	if err := s.SaveSnapshot(ctx, Snapshot{RunID: startRun(t, s, "US"), Region: "US", FirstRank: 1, Videos: vs, At: t0}); err != nil {
+		t.Fatal(err)
+	}
+	var rowid0 int64
+	s.db.QueryRow(`SELECT rowid FROM videos WHERE id = 'u-000'`).Scan(&rowid0)
+
+	// The guarded trigger must not touch the FTS index for unchanged text:
+	// fingerprint the index's shadow table (any FTS5 write changes at least
+	// its structure record, whose cookie counts writes).
+	ftsWrites := func() string {
+		var fp string
+		if err := s.db.QueryRow(`SELECT group_concat(id || ':' || hex(block), ',') FROM (SELECT * FROM videos_fts_data ORDER BY id)`).Scan(&fp); err != nil {
 			t.Fatal(err)
 		}
-		var rowid0 int64
-		s.db.QueryRow(`SELECT rowid FROM videos WHERE id = 'u-000'`).Scan(&rowid0)
+		return fp
+	}
+	before := ftsWrites()
 
-		// The guarded trigger must not touch the FTS index for unchanged text:
-		// fingerprint the index's shadow table (any FTS5 write changes at least
-		// its structure record, whose cookie counts writes).
-		ftsWrites := func() string {
-			var fp string
-			if err := s.db.QueryRow(`SELECT group_concat(id || ':' || hex(block), ',') FROM (SELECT * FROM videos_fts_data ORDER BY id)`).Scan(&fp); err != nil {
-				t.Fatal(err)
-			}
-			return fp
-		}
-		before := ftsWrites()
+	vs2 := testVideos("u", 50)
+	vs2[0].Title = "Original zebra title"
+	for i := range vs2 {
+		vs2[i].Views = i64(int64(5_000_000 + i))
+	}
+	t1 := t0.Add(2 * time.Hour)
+	if err := s.SaveSnapshot(ctx, Snapshot{RunID: startRun(t, s, "US"), Region: "US", FirstRank: 1, Videos: vs2, At: t1}); err != nil {
+		t.Fatal(err)
+	}
+	if after := ftsWrites(); after != before {
+		t.Errorf("re-saving unchanged text wrote to the FTS index (%d -> %d bytes of fingerprint)", len(before), len(after))
+	}
+	v, _ := s.Video(ctx, "u-007")
+	if *v.Views != 5_000_007 || !v.FirstSeen.Equal(t0) || !v.LastSeen.Equal(t1) {
+		t.Errorf("after upsert: views %d first %v last %v", *v.Views, v.FirstSeen, v.LastSeen)
+	}
+	var rowid1 int64
+	s.db.QueryRow(`SELECT rowid FROM videos WHERE id = 'u-000'`).Scan(&rowid1)
+	if rowid0 != rowid1 {
+		t.Errorf("upsert changed rowid %d -> %d", rowid0, rowid1)
+	}
 
-		vs2 := testVideos("u", 50)
-		vs2[0].Title = "Original zebra title"
-		for i := range vs2 {
-			vs2[i].Views = i64(int64(5_000_000 + i))
-		}
-		t1 := t0.Add(2 * time.Hour)
-		if err := s.SaveSnapshot(ctx, Snapshot{RunID: startRun(t, s, "US"), Region: "US", FirstRank: 1, Videos: vs2, At: t1}); err != nil {
-			t.Fatal(err)
-		}
-		if after := ftsWrites(); after != before {
-			t.Errorf("re-saving unchanged text wrote to the FTS index (%d -> %d bytes of fingerprint)", len(before), len(after))
-		}
-		v, _ := s.Video(ctx, "u-007")
-		if *v.Views != 5_000_007 || !v.FirstSeen.Equal(t0) || !v.LastSeen.Equal(t1) {
-			t.Errorf("after upsert: views %d first %v last %v", *v.Views, v.FirstSeen, v.LastSeen)
-		}
-		var rowid1 int64
-		s.db.QueryRow(`SELECT rowid FROM videos WHERE id = 'u-000'`).Scan(&rowid1)
-		if rowid0 != rowid1 {
-			t.Errorf("upsert changed rowid %d -> %d", rowid0, rowid1)
-		}
+	// Change one title: searchable by the new one, not the old one; the
+	// unchanged rest stays findable.
+	vs2[0].Title = "Renamed giraffe title"
+	if err := s.SaveSnapshot(ctx, Snapshot{RunID: startRun(t, s, "US"), Region: "US", FirstRank: 1, Videos: vs2, At: t1.Add(time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+	hits := search(t, s, SearchQuery{Text: "giraffe"})
+	if len(hits) != 1 || hits[0].VideoID != "u-000" {
+		t.Errorf("new title: %+v", hits)
+	}
+	if hits := search(t, s, SearchQuery{Text: "zebra"}); len(hits) != 0 {
+		t.Errorf("old title still found: %+v", hits)
+	}
+	if hits := search(t, s, SearchQuery{Text: "number 17"}); len(hits) != 1 || hits[0].VideoID != "u-017" {
+		t.Errorf("unchanged video: %+v", hits)
+	}
 
-		// Change one title: searchable by the new one, not the old one; the
-		// unchanged rest stays findable.
-		vs2[0].Title = "Renamed giraffe title"
-		if err := s.SaveSnapshot(ctx, Snapshot{RunID: startRun(t, s, "US"), Region: "US", FirstRank: 1, Videos: vs2, At: t1.Add(time.Hour)}); err != nil {
-			t.Fatal(err)
-		}
-		hits := search(t, s, SearchQuery{Text: "giraffe"})
-		if len(hits) != 1 || hits[0].VideoID != "u-000" {
-			t.Errorf("new title: %+v", hits)
-		}
-		if hits := search(t, s, SearchQuery{Text: "zebra"}); len(hits) != 0 {
-			t.Errorf("old title still found: %+v", hits)
-		}
-		if hits := search(t, s, SearchQuery{Text: "number 17"}); len(hits) != 1 || hits[0].VideoID != "u-017" {
-			t.Errorf("unchanged video: %+v", hits)
-		}
-
-		// An older capture does not overwrite newer data.
-		old := testVideos("u", 1)
-		old[0].Title = "Stale capture"
-		if err := s.SaveSnapshot(ctx, Snapshot{RunID: startRun(t, s, "US"), Region: "US", FirstRank: 1, Videos: old, At: t0}); err != nil {
-			t.Fatal(err)
-		}
-		if v, _ := s.Video(ctx, "u-000"); v.Title != "Renamed giraffe title" {
-			t.Errorf("stale capture overwrote title: %q", v.Title)
-		}
-		ftsIntegrity(t, s)
-	})
+	// An older capture does not overwrite newer data.
+	old := testVideos("u", 1)
+	old[0].Title = "Stale capture"
+	if err := s.SaveSnapshot(ctx, Snapshot{RunID: startRun(t, s, "US"), Region: "US", FirstRank: 1, Videos: old, At: t0}); err != nil {
+		t.Fatal(err)
+	}
+	if v, _ := s.Video(ctx, "u-000"); v.Title != "Renamed giraffe title" {
+		t.Errorf("stale capture overwrote title: %q", v.Title)
+	}
+	ftsIntegrity(t, s)
 }
 
 func TestRuns(t *testing.T) {
@@ -294,7 +293,7 @@ func TestRunReasonIsCapped(t *testing.T) {
 			t.Fatal(err)
 		}
 		var stored int
-		if err := s.db.QueryRowContext(ctx, `SELECT length(CAST(reason AS BLOB)) FROM runs WHERE id = ?`, id).Scan(&stored); err != nil {
+		if err := s.db.QueryRowContext(ctx, `SELECT octet_length(reason) FROM runs WHERE id = ?`, id).Scan(&stored); err != nil {
 			t.Fatal(err)
 		}
 		if stored > MaxReasonBytes {

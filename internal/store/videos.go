@@ -113,17 +113,17 @@ ON CONFLICT (id) DO UPDATE SET
     published_at  = coalesce(excluded.published_at, videos.published_at),
     duration      = coalesce(excluded.duration, videos.duration),
     thumbnail_url = excluded.thumbnail_url,
-    text_version  = videos.text_version + (` + textChanged + `),
+    text_version  = videos.text_version + CASE WHEN ` + textChanged + ` THEN 1 ELSE 0 END,
     text_since    = CASE WHEN ` + textChanged + ` THEN excluded.first_seen_at ELSE videos.text_since END
-WHERE (videos.title IS NOT excluded.title
-    OR videos.description IS NOT excluded.description
-    OR videos.channel_id IS NOT excluded.channel_id
-    OR videos.channel_title IS NOT excluded.channel_title
-    OR videos.category_id IS NOT excluded.category_id
-    OR videos.tags IS NOT excluded.tags
-    OR videos.thumbnail_url IS NOT excluded.thumbnail_url
-    OR coalesce(excluded.published_at, videos.published_at) IS NOT videos.published_at
-    OR coalesce(excluded.duration, videos.duration) IS NOT videos.duration)
+WHERE (videos.title IS DISTINCT FROM excluded.title
+    OR videos.description IS DISTINCT FROM excluded.description
+    OR videos.channel_id IS DISTINCT FROM excluded.channel_id
+    OR videos.channel_title IS DISTINCT FROM excluded.channel_title
+    OR videos.category_id IS DISTINCT FROM excluded.category_id
+    OR videos.tags IS DISTINCT FROM excluded.tags
+    OR videos.thumbnail_url IS DISTINCT FROM excluded.thumbnail_url
+    OR coalesce(excluded.published_at, videos.published_at) IS DISTINCT FROM videos.published_at
+    OR coalesce(excluded.duration, videos.duration) IS DISTINCT FROM videos.duration)
   AND excluded.first_seen_at >=
       coalesce((SELECT last_seen_at FROM video_stats WHERE video_rowid = videos.rowid), '')`)
 	return b.String()
@@ -133,12 +133,12 @@ WHERE (videos.title IS NOT excluded.title
 // text differs from the current version: then the version number goes up
 // and the trigger videos_texts_au (migration 0009_text_versions) keeps the old version in
 // video_texts, so entries stored before keep the text they saw.
-const textChanged = `(videos.title IS NOT excluded.title
-    OR videos.description IS NOT excluded.description
-    OR videos.channel_title IS NOT excluded.channel_title
-    OR videos.category_id IS NOT excluded.category_id
-    OR videos.tags IS NOT excluded.tags
-    OR videos.thumbnail_url IS NOT excluded.thumbnail_url)`
+const textChanged = `(videos.title IS DISTINCT FROM excluded.title
+    OR videos.description IS DISTINCT FROM excluded.description
+    OR videos.channel_title IS DISTINCT FROM excluded.channel_title
+    OR videos.category_id IS DISTINCT FROM excluded.category_id
+    OR videos.tags IS DISTINCT FROM excluded.tags
+    OR videos.thumbnail_url IS DISTINCT FROM excluded.thumbnail_url)`
 
 // upsertStatsSQL stores the statistics of n videos (already in videos) in
 // one statement, 5 parameters each: id, views, likes, comments, captured
@@ -147,9 +147,9 @@ const textChanged = `(videos.title IS NOT excluded.title
 func upsertStatsSQL(n int) string {
 	var b strings.Builder
 	b.WriteString(`INSERT INTO video_stats (video_rowid, view_count, like_count, comment_count, last_seen_at)
-SELECT v.rowid, x.column2, x.column3, x.column4, x.column5
+SELECT v.rowid, CAST(x.column2 AS BIGINT), CAST(x.column3 AS BIGINT), CAST(x.column4 AS BIGINT), x.column5
 FROM (VALUES `)
-	b.WriteString(valueRows(n, 5))
+	b.WriteString(intRows(n, 5, 2, 3, 4))
 	b.WriteString(`) AS x JOIN videos v ON v.id = x.column1
 WHERE true
 ON CONFLICT (video_rowid) DO UPDATE SET
@@ -166,6 +166,21 @@ WHERE excluded.last_seen_at >= video_stats.last_seen_at`)
 func valueRows(n, cols int) string {
 	row := "(" + strings.Repeat("?,", cols-1) + "?)"
 	return strings.Repeat(row+",", n-1) + row
+}
+
+// intRows is valueRows whose columns ints (1-based) are integers: the
+// first row casts them, which types the whole VALUES column on PostgreSQL
+// (its parameters would be text otherwise).
+func intRows(n, cols int, ints ...int) string {
+	first := strings.Split(strings.Trim(valueRows(1, cols), "()"), ",")
+	for _, c := range ints {
+		first[c-1] = "CAST(? AS BIGINT)"
+	}
+	row := "(" + strings.Join(first, ",") + ")"
+	if n == 1 {
+		return row
+	}
+	return row + "," + valueRows(n-1, cols)
 }
 
 // txExec executes a (possibly cached) multi-row statement of rows rows in tx.
