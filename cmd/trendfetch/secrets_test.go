@@ -14,6 +14,9 @@ import (
 
 	"github.com/trendfetch/trendfetch/internal/fetch/youtubetest"
 	"github.com/trendfetch/trendfetch/internal/quota/redistest"
+	"github.com/trendfetch/trendfetch/internal/secret"
+	"github.com/trendfetch/trendfetch/internal/store/storetest"
+	"google.golang.org/api/youtube/v3"
 )
 
 // TestSecretsNeverLeak runs trendfetch with an API key (from the
@@ -357,5 +360,75 @@ func TestEndlessResponseIsRefused(t *testing.T) {
 	}
 	if n := sent.Load(); n > 64<<20 {
 		t.Errorf("the server sent %d MB before the client stopped reading", n>>20)
+	}
+}
+
+// TestKeyEchoedInVideoFieldsIsNeverStored (issue 31 item 9): the API
+// answers with the key inside every text of a video (title, description,
+// tags, channel title, thumbnail), of a channel and of a category, and a
+// search query holds it: no database file and no export (JSON Lines, both
+// CSV layouts, Parquet read back by DuckDB, video --json) holds the key.
+func TestKeyEchoedInVideoFieldsIsNeverStored(t *testing.T) {
+	const key = "AIzaSyE-ECHOED-in-video-fields-0123456"
+	emu := youtubetest.New()
+	vs := youtubetest.Sample()
+	v := vs[0].Snippet
+	v.Title, v.Description, v.ChannelTitle = "title "+key, "description\n"+key, "channel "+key
+	v.Tags = []string{"tag " + key, key}
+	v.Thumbnails.Default.Url = "https://i.ytimg.com/" + key + "/default.jpg"
+	emu.SetChart("US", vs)
+	chans, _ := json.Marshal(youtube.ChannelListResponse{Items: []*youtube.Channel{
+		{Id: v.ChannelId, Snippet: &youtube.ChannelSnippet{Title: "channel " + key, Country: "US"}}}})
+	cats := strings.Replace(string(youtubetest.SampleCategories()), `"title":"`, `"title":"`+key+` `, 1)
+	p1, err := os.ReadFile(filepath.Join(youtubetest.DataDir(t), "api_json", "pyyoutube__search_search_by_keywords_p1.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, err := range []error{emu.SetChannels(chans), emu.SetCategories("", []byte(cats)), emu.SetSearchPages(p1)} {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	url := emu.StartTest(t)
+	e := newEnv(t)
+	e.vars["YOUTUBE_API_KEY"] = key
+	cfg := e.writeConfig("searches:\n  - q: surf " + key + "\nchannels:\n  enabled: true\ncategories:\n  enabled: true\n")
+	if res := e.run("--config", cfg, "--api-endpoint", url, "run", "--region", "US"); res.code != 0 {
+		t.Fatalf("run: exit %d\n%s", res.code, res.stderr)
+	}
+	delete(e.vars, "YOUTUBE_API_KEY") // so that printed output is not masked on the way out
+	out := filepath.Join(e.dir, "out")
+	if err := os.Mkdir(out, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{
+		{"export", "--format", "jsonl", "--every", "capture", "--output", filepath.Join(out, "all.jsonl")},
+		{"export", "--format", "parquet", "--every", "capture", "--output", filepath.Join(out, "all.parquet")},
+		{"export", "--layout", "youtube-new", "--output", filepath.Join(out, "youtube-new") + "/"},
+		{"export", "--layout", "trending-daily", "--output", filepath.Join(out, "trending-daily") + "/"},
+		{"video", "--json", vs[0].Id},
+	} {
+		res := e.run(append([]string{"--config", cfg}, args...)...)
+		if res.code != 0 || strings.Contains(res.stdout, key) {
+			t.Errorf("%v: exit %d, key in output: %v\n%s", args, res.code, strings.Contains(res.stdout, key), res.stderr)
+		}
+	}
+	files := map[string]string{}
+	for _, dir := range []string{filepath.Dir(e.dbPath()), out, filepath.Join(out, "youtube-new"), filepath.Join(out, "trending-daily")} {
+		names, _ := filepath.Glob(filepath.Join(dir, "*"))
+		for _, name := range names {
+			if b, err := os.ReadFile(name); err == nil {
+				files[name] = string(b)
+			}
+		}
+	}
+	files["all.parquet read by DuckDB"] = storetest.DuckDB(t, "SELECT * FROM read_parquet('"+filepath.Join(out, "all.parquet")+"')")
+	if !strings.Contains(files[filepath.Join(out, "all.jsonl")], "title "+secret.Mask) {
+		t.Errorf("the echoing video was not exported with its title masked:\n%.300s", files[filepath.Join(out, "all.jsonl")])
+	}
+	for name, b := range files {
+		if strings.Contains(b, key) {
+			t.Errorf("the key is in %s", name)
+		}
 	}
 }

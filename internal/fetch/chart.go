@@ -90,6 +90,8 @@ func (r *Runner) chart(ctx context.Context, st *runState, category string) error
 // makes it all or nothing, and it does not observe ctx's cancellation.
 func (r *Runner) save(ctx context.Context, st *runState, kind, query string, firstRank int, videos []store.Video) error {
 	ctx = context.WithoutCancel(ctx)
+	r.scrubTexts(&query)
+	r.scrubTexts(videos)
 	err := r.Store.SaveSnapshot(ctx, store.Snapshot{RunID: st.run.ID, Region: st.run.Region, Kind: kind, Query: query, FirstRank: firstRank, Videos: videos, At: r.now()})
 	if err != nil {
 		return err
@@ -102,6 +104,7 @@ func (r *Runner) save(ctx context.Context, st *runState, kind, query string, fir
 // complete marks the run's capture of (kind, query) complete: its last page
 // is stored. Like save, it does not observe ctx's cancellation.
 func (r *Runner) complete(ctx context.Context, st *runState, kind, query string) error {
+	r.scrubTexts(&query) // as save stored it
 	if err := r.Store.CompleteCapture(context.WithoutCancel(ctx), st.run.ID, st.run.Region, kind, query, r.now()); err != nil {
 		return fmt.Errorf("cannot store the end of the %s %s list: %w", st.run.Region, kind, err)
 	}

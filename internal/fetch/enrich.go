@@ -34,6 +34,7 @@ func (r *Runner) categories(ctx context.Context, st *runState) error {
 		}
 		cats = append(cats, store.Category{ID: c.Id, Title: c.Snippet.Title, Assignable: c.Snippet.Assignable})
 	}
+	r.scrubTexts(cats)
 	return r.Store.UpsertCategories(context.WithoutCancel(ctx), st.run.Region, cats, r.now())
 }
 
@@ -94,6 +95,7 @@ func (r *Runner) channelBatch(ctx context.Context, st *runState, ids []string) e
 			chans = append(chans, store.Channel{ID: id})
 		}
 	}
+	r.scrubTexts(chans)
 	if err := r.Store.UpsertChannels(context.WithoutCancel(ctx), chans, r.now()); err != nil {
 		return fmt.Errorf("cannot store channels: %w", err)
 	}

@@ -7,6 +7,7 @@ import (
 	"math"
 	"net/http"
 	"os"
+	"reflect"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -77,9 +78,42 @@ type Runner struct {
 	OnCall func(method string, status int, latency time.Duration)
 	// OnRun, when set, is told of every finished run record.
 	OnRun func(run store.Run)
-	// Scrub, when set, removes secrets from a run's reason before it is
-	// stored (an upstream error body may echo the request URL, key included).
+	// Scrub, when set, removes secrets from every text the run stores: its
+	// reason (an upstream error body may echo the request URL, key
+	// included) and each string of what the API returned (videos, channels,
+	// categories) and of the search queries (scrubTexts).
 	Scrub func(string) string
+}
+
+// scrubTexts applies r.Scrub, in place, to every string reachable from p (a
+// pointer to a struct, a slice or a string): every field of what is stored,
+// including fields added later.
+func (r *Runner) scrubTexts(p any) {
+	if r.Scrub == nil {
+		return
+	}
+	var walk func(v reflect.Value)
+	walk = func(v reflect.Value) {
+		switch v.Kind() {
+		case reflect.String:
+			if v.CanSet() {
+				v.SetString(r.Scrub(v.String()))
+			}
+		case reflect.Pointer:
+			if !v.IsNil() {
+				walk(v.Elem())
+			}
+		case reflect.Slice, reflect.Array:
+			for i := range v.Len() {
+				walk(v.Index(i))
+			}
+		case reflect.Struct:
+			for i := range v.NumField() {
+				walk(v.Field(i))
+			}
+		}
+	}
+	walk(reflect.ValueOf(p))
 }
 
 // runState is what one run accumulates.

@@ -65,6 +65,7 @@ func (r *Runner) refreshText(ctx context.Context, st *runState) error {
 				vs = append(vs, ConvertVideo(it))
 			}
 		}
+		r.scrubTexts(vs)
 		if err := r.Store.RefreshText(context.WithoutCancel(ctx), vs, r.now()); err != nil {
 			return fmt.Errorf("cannot store refreshed text: %w", err)
 		}
