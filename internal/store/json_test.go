@@ -37,10 +37,6 @@ func TestMachineShapes(t *testing.T) {
 	if want := `{"video_id":"abc","title":"T","channel_title":"","snippet":"","highlights":[],"score":-1.5,"last_seen":null,"regions":[]}`; string(b) != want {
 		t.Errorf("hit JSON = %s, want %s", b, want)
 	}
-	var back Hit
-	if err := json.Unmarshal(b, &back); err != nil || back.VideoID != "abc" || back.Score != -1.5 {
-		t.Errorf("hit round trip = %+v, %v", back, err)
-	}
 	for _, goName := range []string{"VideoID", "StartedAt", "0001-01-01"} {
 		if strings.Contains(string(b), goName) {
 			t.Errorf("JSON shows %s", goName)
