@@ -119,7 +119,8 @@ func (e *Engine) ServeHandler(ctx context.Context, token string, m *metrics.Metr
 			out := make([]serve.Region, 0, len(plan))
 			for _, p := range plan {
 				next := p.Schedule.Next(now).UTC()
-				out = append(out, serve.Region{Region: p.Region, Name: regions.Name(p.Region), Schedule: p.Spec, NextRun: &next})
+				out = append(out, serve.Region{Region: p.Region, Name: regions.Name(p.Region), Schedule: p.Spec, NextRun: &next,
+					Interval: p.Schedule.Next(next).Sub(next)})
 			}
 			return out
 		},

@@ -371,6 +371,10 @@ func pacificMidnight(t time.Time) time.Time {
 	return time.Date(p.Year(), p.Month(), p.Day(), 0, 0, 0, 0, pacific)
 }
 
+// DayStart returns the start of the quota day containing t (the last
+// midnight Pacific Time at or before t).
+func DayStart(t time.Time) time.Time { return pacificMidnight(t) }
+
 // NextPacificMidnight returns the first midnight America/Los_Angeles strictly after t.
 func NextPacificMidnight(t time.Time) time.Time {
 	p := t.In(pacific)

@@ -19,11 +19,18 @@ type Dashboard struct {
 	Regions     []DashboardRegion  `json:"regions"`
 }
 
-// DashboardRegion is a configured region with the top DashboardEntries of
-// its latest chart capture; Chart is null when none is stored.
+// DashboardRegion is a configured region with its runs' health and the
+// top DashboardEntries of its latest chart capture; Chart is null when
+// none is stored.
 type DashboardRegion struct {
 	Region
-	Chart *DashboardChart `json:"chart"`
+	Health store.RegionHealth `json:"health"`
+	// IntervalSeconds is the time between its scheduled runs (null:
+	// unknown); Late is true when its last success (or, without one, its
+	// last run) is older than twice that.
+	IntervalSeconds *int64          `json:"interval_seconds"`
+	Late            bool            `json:"late"`
+	Chart           *DashboardChart `json:"chart"`
 }
 
 // DashboardChart is a chart capture with rank changes against the capture
@@ -54,6 +61,19 @@ func (s *server) dashboard(w http.ResponseWriter, r *http.Request) {
 	d := Dashboard{GeneratedAt: s.o.Now().UTC(), Credentials: s.credentials(ctx), Runs: nonNil(runs), Regions: []DashboardRegion{}}
 	for _, reg := range s.configuredRegions() {
 		dr := DashboardRegion{Region: reg}
+		if dr.Health, err = s.o.Store.Health(ctx, reg.Region, quota.DayStart(d.GeneratedAt)); err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		if reg.Interval > 0 {
+			iv := int64(reg.Interval / time.Second)
+			dr.IntervalSeconds = &iv
+			if h := dr.Health; h.LastSuccessAt != nil {
+				dr.Late = d.GeneratedAt.Sub(*h.LastSuccessAt) > 2*reg.Interval
+			} else if h.LastStartedAt != nil {
+				dr.Late = d.GeneratedAt.Sub(*h.LastStartedAt) > 2*reg.Interval
+			}
+		}
 		c, entries, err := s.o.Store.CaptureAt(ctx, store.CaptureQuery{Region: reg.Region})
 		switch {
 		case errors.Is(err, store.ErrNotFound):

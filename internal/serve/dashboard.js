@@ -8,6 +8,10 @@ const num = (n) => n == null ? "–" : Number(n).toLocaleString("en-US");
 const utc = (t) => t ? t.replace("T", " ").replace(/(\.\d+)?Z$/, " UTC") : "–";
 const secs = (ms) => ms <= 0 ? "now" : ms < 120000 ? Math.ceil(ms / 1000) + " s" : ms < 7200000 ? Math.ceil(ms / 60000) + " min" : (ms / 3600000).toFixed(1) + " h";
 const REFRESH_MS = 60000;
+// words cuts s to at most n characters at a word boundary, with "…".
+const words = (s, n) => { s = s ?? ""; if (s.length <= n) return s; const c = s.slice(0, n - 1); return c.slice(0, c.lastIndexOf(" ") > 0 ? c.lastIndexOf(" ") : c.length) + " …"; };
+// short writes a view count compactly: 33.5M, 812k.
+const short = (n) => n >= 1e9 ? +(n / 1e9).toPrecision(3) + "B" : n >= 1e6 ? +(n / 1e6).toPrecision(3) + "M" : n >= 1e3 ? +(n / 1e3).toPrecision(3) + "k" : String(n);
 // marked renders text with its highlights ([start, end) in code points,
 // as /v1/search gives them) in <mark>, everything escaped.
 const marked = (text, marks) => {
@@ -52,6 +56,22 @@ function limited(retryAfter) {
   retryTimer = setTimeout(refresh, retryAfter * 1000);
 }
 
+// renderHealth draws one row per region: is it fetching, and since when.
+function renderHealth(regions, now) {
+  if (!regions.length) { $("health").innerHTML = '<span class="muted">no regions configured</span>'; return; }
+  $("health").innerHTML = `<table><tr><th>Region</th><th>Last success</th><th class="num">Failures in a row</th><th>Last run</th><th>Next run</th><th>Units today (PT)</th></tr>` +
+    regions.map((reg) => {
+      const h = reg.health, age = h.last_success_at ? secs(Date.parse(now) - Date.parse(h.last_success_at)) + " ago" : "never";
+      const reason = h.last_reason ? ` <span class="muted" title="${esc(h.last_reason)}">${esc(words(h.last_reason, 120))}</span>` : "";
+      const units = Object.entries(h.units_today).map(([k, v]) => k + " " + num(v)).join(", ") || "0";
+      return `<tr class="region${reg.late ? " late" : ""}"><td><b>${esc(reg.region)}</b> <span class="muted">${esc(reg.name)}</span></td>
+        <td>${utc(h.last_success_at)} <span class="${reg.late ? "bad" : "muted"}">(${age}${reg.late ? ", LATE: over twice the interval of " + secs(reg.interval_seconds * 1000) : ""})</span></td>
+        <td class="num ${h.consecutive_failures ? "bad" : ""}">${h.consecutive_failures}</td>
+        <td>${h.last_outcome ? `<span class="${/^(success|running)/.test(h.last_outcome) ? "" : "bad"}">${esc(h.last_outcome)}</span>${reason}` : '<span class="muted">no runs yet</span>'}</td>
+        <td>${utc(reg.next_run)}</td><td>${esc(units)}</td></tr>`;
+    }).join("") + "</table>";
+}
+
 function renderQuota(credentials) {
   $("quota").innerHTML = credentials.map((c) => {
     const rows = c.buckets.map((b) => {
@@ -75,7 +95,7 @@ function renderRuns(runs) {
   $("runs").innerHTML = `<table><tr><th>ID</th><th>Region</th><th>Started (UTC)</th><th class="num">Videos</th><th>Units</th><th>Outcome</th><th>Reason</th></tr>` +
     runs.map((r) => `<tr class="run"><td>${r.id}</td><td>${esc(r.region)}</td><td>${utc(r.started_at)}</td>
       <td class="num">${r.videos}</td><td>${esc(Object.entries(r.units).map(([k, v]) => k + "=" + v).join(" "))}</td>
-      <td class="${r.outcome === "success" ? "" : "bad"}">${esc(r.outcome)}</td><td class="muted">${esc((r.reason || "").slice(0, 80))}</td></tr>`).join("") + "</table>";
+      <td class="${r.outcome === "success" ? "" : "bad"}">${esc(r.outcome)}</td><td class="muted" title="${esc(r.reason)}">${esc(words(r.reason, 80))}</td></tr>`).join("") + "</table>";
 }
 
 function renderCharts(regions) {
@@ -90,7 +110,7 @@ function renderCharts(regions) {
         const move = !c.previous_captured_at ? "" : e.previous_rank == null ? '<span class="up">new</span>' :
           e.rank_change > 0 ? `<span class="up">▲${e.rank_change}</span>` : e.rank_change < 0 ? `<span class="down">▼${-e.rank_change}</span>` : "";
         return `<tr class="entry"><td class="num">${e.rank}</td><td>${move}</td>
-          <td><a data-video="${esc(e.video_id)}">${esc(e.title)}</a></td><td>${esc(e.channel_title)}</td><td class="num">${num(e.view_count)}</td></tr>`;
+          <td><a href="?video=${esc(encodeURIComponent(e.video_id))}" data-video="${esc(e.video_id)}">${esc(e.title)}</a></td><td>${esc(e.channel_title)}</td><td class="num">${num(e.view_count)}</td></tr>`;
       }).join("") + "</table>";
     return html;
   }).join("") || '<span class="muted">no regions configured</span>';
@@ -110,21 +130,33 @@ async function search(q) {
   }
 }
 
-// sparkline draws views over time as an SVG polyline.
-function sparkline(points) {
+// sparkline draws views over time as an SVG polyline on a labelled
+// y-axis (min, max and round ticks between; it need not start at 0, the
+// labels say where it does), as wide as the page, with a dashed marker at
+// each of YouTube's own changes (from the API) the series crosses.
+function sparkline(points, changes) {
   const pts = points.filter((p) => p.view_count != null);
   if (pts.length < 2) return '<span class="muted">not enough statistics points for a chart</span>';
-  const W = 600, H = 160, pad = 30;
+  const W = Math.max(280, $("video").clientWidth || 600), H = 210, L = 56, R = 12, T = 22, B = 24;
   const xs = pts.map((p) => Date.parse(p.at)), ys = pts.map((p) => p.view_count);
-  const x0 = Math.min(...xs), x1 = Math.max(...xs), y0 = Math.min(...ys), y1 = Math.max(...ys);
-  const sx = (x) => pad + (x1 === x0 ? 0 : (x - x0) / (x1 - x0) * (W - 2 * pad));
-  const sy = (y) => H - pad - (y1 === y0 ? 0 : (y - y0) / (y1 - y0) * (H - 2 * pad));
+  const x0 = Math.min(...xs), x1 = Math.max(...xs), y1 = Math.max(...ys), y0 = Math.min(...ys) < y1 ? Math.min(...ys) : 0;
+  const sx = (x) => L + (x1 === x0 ? 0 : (x - x0) / (x1 - x0) * (W - L - R));
+  const sy = (y) => H - B - (y1 === y0 ? 0 : (y - y0) / (y1 - y0) * (H - T - B));
+  const step = ((r) => { const p = 10 ** Math.floor(Math.log10(r)); return r / p >= 5 ? 5 * p : r / p >= 2 ? 2 * p : p; })(Math.max(1, (y1 - y0) / 4));
+  const ticks = [y0];
+  for (let v = Math.ceil(y0 / step) * step; v < y1; v += step) if (sy(y0) - sy(v) > 14 && sy(v) - sy(y1) > 14) ticks.push(v);
+  if (y1 !== y0) ticks.push(y1);
+  const axis = ticks.map((v) => `<line x1="${L}" x2="${W - R}" y1="${sy(v).toFixed(1)}" y2="${sy(v).toFixed(1)}" stroke="#eee"/>
+    <text class="tick" x="${L - 4}" y="${(sy(v) + 4).toFixed(1)}" font-size="11" text-anchor="end">${short(v)}</text>`).join("");
+  const marks = (changes ?? []).map((c) => { const x = sx(Date.parse(c.date + "T00:00:00Z")).toFixed(1);
+    return `<g class="change"><line x1="${x}" x2="${x}" y1="${T}" y2="${H - B}" stroke="#c60" stroke-dasharray="4 3"/>
+      <text x="${x}" y="${T - 4}" font-size="11" fill="#c60" text-anchor="${x > W / 2 ? "end" : "start"}" dx="${x > W / 2 ? -3 : 3}">${esc(c.date)}: ${esc(c.summary)}</text></g>`; }).join("");
   const line = pts.map((p, i) => sx(xs[i]).toFixed(1) + "," + sy(ys[i]).toFixed(1)).join(" ");
   return `<svg id="views-chart" width="${W}" height="${H}" viewBox="0 0 ${W} ${H}" role="img" aria-label="views over time, each point at its capture time">
-    <polyline fill="none" stroke="#3a7" stroke-width="2" points="${line}"/>
-    <text x="${pad}" y="14" font-size="11">${num(y1)} views</text>
-    <text x="${pad}" y="${H - 8}" font-size="11">${utc(pts[0].at)}</text>
-    <text x="${W - pad}" y="${H - 8}" font-size="11" text-anchor="end">${utc(pts[pts.length - 1].at)}</text></svg>`;
+    ${axis}<text x="4" y="11" font-size="11" fill="#777">views</text>
+    <polyline fill="none" stroke="#3a7" stroke-width="2" points="${line}"/>${marks}
+    <text x="${L}" y="${H - 6}" font-size="11">${utc(pts[0].at)}</text>
+    <text x="${W - R}" y="${H - 6}" font-size="11" text-anchor="end">${utc(pts[pts.length - 1].at)}</text></svg>`;
 }
 
 async function showVideo(id) {
@@ -133,7 +165,7 @@ async function showVideo(id) {
     $("video-title").hidden = false;
     $("video-title").textContent = h.video.title;
     $("video").innerHTML = `<div class="muted">${esc(h.video.channel_title)} · ${num(h.video.view_count)} views as of ${utc(h.video.last_seen_at)}</div>` +
-      sparkline(h.points) +
+      sparkline(h.points, h.changes) +
       "<table><tr><th>Region</th><th>First (UTC)</th><th>Last (UTC)</th><th class=num>Best rank*</th><th class=num>Days on chart*</th></tr>" +
       h.regions.map((r) => `<tr><td>${esc(r.region)}</td><td>${utc(r.first_at)}</td><td>${utc(r.last_at)}</td><td class="num">#${r.best_rank}</td><td class="num">${r.days}</td></tr>`).join("") +
       '</table><div class="muted computed">* computed by trendfetch from the captures between First and Last.</div>';
@@ -143,10 +175,14 @@ async function showVideo(id) {
   }
 }
 
+// A video has a URL of its own: /?video=ID (the token stays in the fragment).
+const videoParam = () => new URLSearchParams(location.search).get("video");
 document.addEventListener("click", (ev) => {
   const a = ev.target.closest("a[data-video]");
-  if (a) { ev.preventDefault(); showVideo(a.dataset.video); }
+  if (a) { ev.preventDefault(); history.pushState(null, "", "?video=" + encodeURIComponent(a.dataset.video) + location.hash); showVideo(a.dataset.video); }
 });
+window.addEventListener("popstate", () => { if (videoParam()) showVideo(videoParam()); });
+if (videoParam()) showVideo(videoParam());
 $("search-form").addEventListener("submit", (ev) => { ev.preventDefault(); const q = $("q").value.trim(); if (q) search(q); });
 
 async function refresh() {
@@ -155,6 +191,7 @@ async function refresh() {
     const d = await api("/v1/dashboard");
     $("notice").hidden = true;
     $("now").textContent = "updated " + utc(d.generated_at.replace(/\.\d+Z$/, "Z")) + " · times in UTC";
+    renderHealth(d.regions, d.generated_at);
     renderQuota(d.credentials);
     renderRuns(d.runs);
     renderCharts(d.regions);

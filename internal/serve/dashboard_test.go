@@ -1,10 +1,15 @@
 package serve
 
 import (
+	"bytes"
 	"context"
+	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +17,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/trendfetch/trendfetch/internal/fetch/youtubetest"
+	"github.com/trendfetch/trendfetch/internal/store"
 )
 
 // browserPath finds headless Chromium (Debian's chromium package; .ci/run
@@ -31,25 +37,84 @@ func browserPath(t *testing.T) string {
 	return ""
 }
 
-// TestDashboardInABrowser loads the dashboard in headless Chromium against
-// a store filled by real runs, waits for the data and checks what a person
-// would read: bucket names and numbers, a run row, a chart row with rank
-// changes, a search result and a video's views chart. The screenshot is
-// written to $TRENDFETCH_ARTIFACTS (default the test's temp dir).
-func TestDashboardInABrowser(t *testing.T) {
-	chrome := browserPath(t)
-	db, lim := shared(t)
-	f := start(t, db, lim, func(o *Options) { o.RateLimit = RateLimit{} })
-
-	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(chrome),
+// browser starts headless Chromium with a window w px wide.
+func browser(t *testing.T, w int) context.Context {
+	t.Helper()
+	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(browserPath(t)),
 		chromedp.Flag("headless", true), chromedp.NoSandbox, chromedp.Flag("disable-gpu", true),
-		chromedp.Flag("disable-dev-shm-usage", true), chromedp.WindowSize(1280, 2000))
+		chromedp.Flag("disable-dev-shm-usage", true), chromedp.WindowSize(w, 1000))
 	actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
-	defer cancelA()
+	t.Cleanup(cancelA)
 	ctx, cancel := chromedp.NewContext(actx)
-	defer cancel()
+	t.Cleanup(cancel)
 	ctx, cancelT := context.WithTimeout(ctx, 90*time.Second)
-	defer cancelT()
+	t.Cleanup(cancelT)
+	return ctx
+}
+
+// clipped lists, in the page, what a reader cannot read whole: the page
+// wider than the window, or an element with text whose content is wider
+// than its box or that reaches past the window's right edge, unless it
+// sits in a box meant to scroll (overflow-x auto or scroll).
+const clipped = `(() => {
+  const out = [], W = document.documentElement.clientWidth;
+  if (document.documentElement.scrollWidth > W) out.push("page is " + document.documentElement.scrollWidth + " px wide in a " + W + " px window");
+  const scroller = (e) => { for (; e && e !== document.body; e = e.parentElement) if (/auto|scroll/.test(getComputedStyle(e).overflowX)) return true; return false; };
+  for (const e of document.body.querySelectorAll("*")) {
+    if (!e.textContent.trim() || e.closest("svg") && e.tagName !== "svg" || !e.getClientRects().length || scroller(e)) continue;
+    const inline = getComputedStyle(e).display === "inline";
+    if (!inline && e.scrollWidth > e.clientWidth + 1 || e.getBoundingClientRect().right > W + 1)
+      out.push(e.tagName + (e.id ? "#" + e.id : "") + " " + JSON.stringify(e.textContent.trim().slice(0, 40)));
+  }
+  return out;
+})()`
+
+// TestDashboardInABrowser loads the dashboard in headless Chromium against
+// a store filled by real runs (plus two failed GB runs), waits for the
+// data and checks what a person would read: the region rows (late GB, its
+// failures and reason cut at a word), bucket names and numbers, a run row,
+// a chart row with rank changes, a search result, a video's views chart
+// with a labelled y-axis at its own URL; at 1400 and 420 px wide no text
+// is clipped. Screenshots go to $TRENDFETCH_ARTIFACTS (default the test's
+// temp dir).
+func TestDashboardInABrowser(t *testing.T) {
+	db, lim := shared(t)
+	db = failGB(t, db)
+	f := start(t, db, lim, func(o *Options) {
+		o.RateLimit = RateLimit{}
+		o.Now = func() time.Time { return time.Now().Add(3 * time.Hour) }
+		o.Regions = func(now time.Time) []Region {
+			next := now.Add(time.Hour).UTC()
+			return []Region{{Region: "US", Name: "United States", Schedule: "every 2h0m0s", NextRun: &next, Interval: 2 * time.Hour},
+				{Region: "GB", Name: "United Kingdom", Schedule: "every 1h0m0s", NextRun: &next, Interval: time.Hour}}
+		}
+	})
+	ctx := browser(t, 1400)
+	dir := os.Getenv("TRENDFETCH_ARTIFACTS")
+	if dir == "" {
+		dir = t.TempDir()
+	}
+	screenshot := func(ctx context.Context, name string) {
+		t.Helper()
+		shot, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), shot, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("screenshot: %s", filepath.Join(dir, name))
+	}
+	noClipping := func(ctx context.Context, width string) {
+		t.Helper()
+		bad, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](clipped))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(bad) > 0 {
+			t.Errorf("at %s wide, text clipped or past the window: %q", width, bad)
+		}
+	}
 
 	sample := youtubetest.Sample()
 	if err := chromedp.Do(ctx,
@@ -66,7 +131,23 @@ func TestDashboardInABrowser(t *testing.T) {
 		}
 		return s
 	}
-	quotaText, runsText, chartsText := text("#quota"), text("#runs"), text("#charts")
+	healthText, quotaText, runsText, chartsText := text("#health"), text("#health"), text("#runs"), text("#charts")
+	quotaText = text("#quota")
+	late, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`[...document.querySelectorAll("#health tr.late td:first-child b")].map((e) => e.textContent)`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(late, []string{"GB"}) {
+		t.Errorf("late regions %q, want GB only (its last success 3 h old, interval 1 h)", late)
+	}
+	for _, want := range []string{"United States", "success", "United Kingdom", "LATE", "failed", "upstream answered 500 for the", "units "} {
+		if !strings.Contains(healthText, want) {
+			t.Errorf("region rows lack %q:\n%s", want, healthText)
+		}
+	}
+	if strings.Contains(healthText, "tail") || !strings.Contains(healthText, "again and …") {
+		t.Errorf("GB's long reason not cut at a word with …:\n%s", healthText)
+	}
 	if _, err := chromedp.Run(ctx, chromedp.AttributeValue(chromedp.CSS(`#attribution a[href="https://www.youtube.com/t/terms"]`), "href")); err != nil {
 		t.Fatalf("no link to YouTube's Terms of Service: %v", err)
 	}
@@ -86,9 +167,32 @@ func TestDashboardInABrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 	videoTitle := text("#video-title")
-	shot, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	url, err := chromedp.Run(ctx, chromedp.Location())
 	if err != nil {
 		t.Fatal(err)
+	}
+	// The video's own URL loads its history directly, at both widths.
+	for _, w := range []int{1400, 420} {
+		wctx := ctx
+		if w != 1400 {
+			wctx = browser(t, w)
+		}
+		if err := chromedp.Do(wctx, chromedp.EmulateViewport(int64(w), 1000), chromedp.Navigate(url), chromedp.WaitReady(chromedp.CSS(`body[data-loaded="true"]`)),
+			chromedp.WaitReady(chromedp.CSS("#views-chart"))); err != nil {
+			t.Fatalf("%s at %d px: %v", url, w, err)
+		}
+		ticks, err := chromedp.Run(wctx, chromedp.Evaluate[[]string](`[...document.querySelectorAll("#views-chart text.tick")].map((e) => e.textContent)`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(ticks) < 3 {
+			t.Errorf("views chart y-axis labels %q, want min, max and a tick between", ticks)
+		}
+		noClipping(wctx, fmt.Sprint(w, " px"))
+		screenshot(wctx, fmt.Sprintf("dashboard-%d.png", w))
+	}
+	if !strings.Contains(url, "?video=") {
+		t.Errorf("a video's URL %q has no ?video=", url)
 	}
 	for _, want := range []string{"proj", "units", "search", "stats", "/ 9,500"} {
 		if !strings.Contains(quotaText, want) {
@@ -118,22 +222,52 @@ func TestDashboardInABrowser(t *testing.T) {
 	if videoTitle != last {
 		t.Errorf("video page title %q, want %q", videoTitle, last)
 	}
-	dir := os.Getenv("TRENDFETCH_ARTIFACTS")
-	if dir == "" {
-		dir = t.TempDir()
-	}
-	path := filepath.Join(dir, "dashboard.png")
-	if err := os.WriteFile(path, shot, 0o644); err != nil {
+}
+
+// failGB copies db and records two failed GB runs after its success, the
+// last with a reason longer than a row shows, and two statistics samples
+// of the latest US chart's first video; it returns the copy.
+func failGB(t *testing.T, db string) string {
+	t.Helper()
+	b, err := os.ReadFile(db)
+	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("screenshot: %s (%d bytes)", path, len(shot))
+	db = filepath.Join(t.TempDir(), "tf.db")
+	if err := os.WriteFile(db, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	st, err := store.Open(ctx, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	for _, reason := range []string{"boom", "upstream answered 500 for the chart of GB " + strings.Repeat("and then said the same thing again ", 5) + "tail"} {
+		id, err := st.StartRun(ctx, store.Run{Credential: "proj", Region: "GB", Units: map[string]int64{"units": 1}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := st.FinishRun(ctx, store.Run{ID: id, Outcome: store.OutcomeFailed, Reason: reason, Units: map[string]int64{"units": 1}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The video on top of the latest US chart: statistics samples before
+	// and after 2026-08-27 (YouTube's change of view counting).
+	last := youtubetest.Sample()[len(youtubetest.Sample())-1].Id
+	for i, at := range []time.Time{time.Date(2026, 8, 1, 0, 0, 0, 0, time.UTC), time.Date(2026, 9, 15, 0, 0, 0, 0, time.UTC)} {
+		views := int64(1000 + 40000*i)
+		if _, err := st.SaveSamples(ctx, []store.Sample{{VideoID: last, Views: &views}}, at); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return db
 }
 
 // TestDashboardSaysWhenRateLimited: the dashboard spends one request per
 // refresh, and when the API answers 429 it says so in a visible notice
 // with the retry time instead of dropping data silently.
 func TestDashboardSaysWhenRateLimited(t *testing.T) {
-	chrome := browserPath(t)
 	db, lim := shared(t)
 	clk := &clock{now: time.Date(2026, 3, 2, 12, 0, 0, 0, time.UTC)}
 	rl, err := NewCounter(2, time.Minute, clk.Now)
@@ -142,15 +276,7 @@ func TestDashboardSaysWhenRateLimited(t *testing.T) {
 	}
 	f := start(t, db, lim, func(o *Options) { o.RateLimit = RateLimit{Limiter: rl, Limit: 2, Window: time.Minute, Key: "ip"} })
 
-	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(chrome),
-		chromedp.Flag("headless", true), chromedp.NoSandbox, chromedp.Flag("disable-gpu", true),
-		chromedp.Flag("disable-dev-shm-usage", true))
-	actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
-	defer cancelA()
-	ctx, cancel := chromedp.NewContext(actx)
-	defer cancel()
-	ctx, cancelT := context.WithTimeout(ctx, 90*time.Second)
-	defer cancelT()
+	ctx := browser(t, 1280)
 	// Load (request 1 of 2), one search (2 of 2), a second search: 429.
 	if err := chromedp.Do(ctx,
 		chromedp.Navigate(f.url+"/"),
@@ -174,5 +300,21 @@ func TestDashboardSaysWhenRateLimited(t *testing.T) {
 	}
 	if hidden || !strings.Contains(notice, "Rate limited") || !strings.Contains(notice, "next try is in") {
 		t.Errorf("notice when rate limited (hidden %v): %q", hidden, notice)
+	}
+}
+
+// TestFavicon: /favicon.ico answers an icon, cached, without a token.
+func TestFavicon(t *testing.T) {
+	db, lim := shared(t)
+	f := start(t, db, lim, func(o *Options) { o.Token = "s3cret-token-0123456789" })
+	resp, err := http.Get(f.url + "/favicon.ico")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "image/x-icon" ||
+		!strings.Contains(resp.Header.Get("Cache-Control"), "max-age=") || !bytes.HasPrefix(b, []byte{0, 0, 1, 0}) {
+		t.Errorf("/favicon.ico: %d %q %q, %d bytes % x", resp.StatusCode, resp.Header.Get("Content-Type"), resp.Header.Get("Cache-Control"), len(b), b[:min(len(b), 4)])
 	}
 }

@@ -83,6 +83,9 @@ type Region struct {
 	Schedule string `json:"schedule"`
 	// NextRun is the next scheduled run (UTC), null when unknown.
 	NextRun *time.Time `json:"next_run"`
+	// Interval is the time between its runs after NextRun (0: unknown);
+	// /v1/dashboard flags a region late past twice it.
+	Interval time.Duration `json:"-"`
 }
 
 // RateLimit configures per-client rate limiting of /v1/.
@@ -196,7 +199,7 @@ func (c *clientSlots) acquire(ctx context.Context, client string) (release func(
 	}
 }
 
-//go:embed openapi.yaml dashboard.html dashboard.js dashboard.css
+//go:embed openapi.yaml dashboard.html dashboard.js dashboard.css favicon.ico
 var assets embed.FS
 
 // access says what guards a route.
@@ -227,6 +230,7 @@ func (s *server) routes() []route {
 		{"GET /{$}", s.asset("dashboard.html", "text/html; charset=utf-8"), public, false},
 		{"GET /dashboard.js", s.asset("dashboard.js", "text/javascript; charset=utf-8"), public, false},
 		{"GET /dashboard.css", s.asset("dashboard.css", "text/css; charset=utf-8"), public, false},
+		{"GET /favicon.ico", s.asset("favicon.ico", "image/x-icon"), public, false},
 		{"GET /metrics", s.metrics, private, false},
 		{"GET /v1/openapi.yaml", s.openapi, api, false},
 		{"GET /v1/dashboard", s.dashboard, api, true},
@@ -504,6 +508,9 @@ func (s *server) asset(name, contentType string) http.HandlerFunc {
 		}
 		w.Header().Set("Content-Type", contentType)
 		w.Header().Set("Cache-Control", "no-cache")
+		if name == "favicon.ico" { // never changes
+			w.Header().Set("Cache-Control", "public, max-age=604800")
+		}
 		w.Write(b)
 	}
 }

@@ -23,6 +23,7 @@ type Backend interface {
 	RunsPage(ctx context.Context, q RunsQuery) ([]Run, error)
 	LastSuccess(ctx context.Context, credential string) (map[string]time.Time, error)
 	CallsSince(ctx context.Context, credential, method string, since time.Time) (int, error)
+	Health(ctx context.Context, region string, dayStart time.Time) (RegionHealth, error)
 
 	// What a run stores.
 	SaveSnapshot(ctx context.Context, p Snapshot) error

@@ -350,3 +350,65 @@ GROUP BY region`, credential, string(OutcomeSuccess))
 	}
 	return out, rows.Err()
 }
+
+// RegionHealth is how a region's runs stand, as the dashboard's first rows
+// show them (GET /v1/dashboard).
+type RegionHealth struct {
+	// LastSuccessAt is when its newest successful run (success or
+	// success_unmetered) finished (UTC); null when none.
+	LastSuccessAt *time.Time `json:"last_success_at"`
+	// ConsecutiveFailures counts its runs since that success (all its
+	// runs when none) that ended otherwise: failed, denied, interrupted,
+	// abandoned.
+	ConsecutiveFailures int `json:"consecutive_failures"`
+	// LastStartedAt, LastOutcome and LastReason are its newest run's
+	// (LastReason at most MaxReasonBytes); null when none.
+	LastStartedAt *time.Time `json:"last_started_at"`
+	LastOutcome   *Outcome   `json:"last_outcome"`
+	LastReason    *string    `json:"last_reason"`
+	// UnitsToday is the units its runs started at or after the day's
+	// start reserved, per bucket ({} when none).
+	UnitsToday map[string]int64 `json:"units_today"`
+}
+
+// Health returns region's RegionHealth, counting units of runs started
+// at or after dayStart (the quota day's start: midnight Pacific Time).
+func (s *Store) Health(ctx context.Context, region string, dayStart time.Time) (RegionHealth, error) {
+	h := RegionHealth{UnitsToday: map[string]int64{}}
+	var last sql.NullString
+	err := s.db.QueryRowContext(ctx, `
+WITH ok AS (SELECT max(id) AS id, max(finished_at) AS at FROM runs
+            WHERE region = ?1 AND outcome IN ('success', 'success_unmetered'))
+SELECT (SELECT at FROM ok), (SELECT count(*) FROM runs WHERE region = ?1 AND id > coalesce((SELECT id FROM ok), 0)
+        AND outcome NOT IN ('running', 'success', 'success_unmetered'))`, region).Scan(&last, &h.ConsecutiveFailures)
+	if err != nil {
+		return h, fmt.Errorf("cannot read the runs of %s: %w", region, err)
+	}
+	h.LastSuccessAt = jsonTime(parseTime(last))
+	runs, err := s.RunsPage(ctx, RunsQuery{Region: region, Limit: 1})
+	if err != nil {
+		return h, err
+	}
+	if len(runs) > 0 {
+		h.LastStartedAt, h.LastOutcome, h.LastReason = jsonTime(runs[0].StartedAt), &runs[0].Outcome, &runs[0].Reason
+		if runs[0].Reason == "" {
+			h.LastReason = nil
+		}
+	}
+	rows, err := s.db.QueryContext(ctx, `
+SELECT j.key, sum(j.value) FROM runs, json_each(runs.units) j
+WHERE runs.region = ? AND runs.started_at >= ? GROUP BY j.key`, region, fmtTime(dayStart))
+	if err != nil {
+		return h, fmt.Errorf("cannot read the units of %s: %w", region, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var k string
+		var n int64
+		if err := rows.Scan(&k, &n); err != nil {
+			return h, fmt.Errorf("cannot read the units of %s: %w", region, err)
+		}
+		h.UnitsToday[k] = n
+	}
+	return h, rows.Err()
+}

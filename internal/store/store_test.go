@@ -361,3 +361,37 @@ func TestRunsPage(t *testing.T) {
 		}
 	})
 }
+
+// TestHealth: a region's last success, the failures since it, its newest
+// run, and the units of its runs started since the day's start only.
+func TestHealth(t *testing.T) {
+	s, _ := openTest(t)
+	ctx := context.Background()
+	day := time.Date(2026, 3, 2, 8, 0, 0, 0, time.UTC) // midnight PST
+	run := func(region string, started time.Time, o Outcome, reason string) {
+		t.Helper()
+		id, err := s.StartRun(ctx, Run{Credential: "p", Region: region, StartedAt: started, Units: map[string]int64{"units": 3}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.FinishRun(ctx, Run{ID: id, Outcome: o, Reason: reason, FinishedAt: started.Add(time.Minute), Units: map[string]int64{"units": 3}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	run("US", day.Add(-time.Hour), OutcomeFailed, "old")
+	run("US", day.Add(-time.Minute), OutcomeSuccess, "")
+	run("US", day.Add(time.Hour), OutcomeDenied, "quota")
+	run("US", day.Add(2*time.Hour), OutcomeFailed, "boom")
+	run("GB", day.Add(time.Hour), OutcomeFailed, "gb")
+	h, err := s.Health(ctx, "US", day)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.LastSuccessAt == nil || !h.LastSuccessAt.Equal(day) || h.ConsecutiveFailures != 2 ||
+		h.LastOutcome == nil || *h.LastOutcome != OutcomeFailed || h.LastReason == nil || *h.LastReason != "boom" || h.UnitsToday["units"] != 6 {
+		t.Errorf("US health %+v (units %v), want last success at %s, 2 failures, last failed boom, 6 units today", h, h.UnitsToday, day)
+	}
+	if h, err = s.Health(ctx, "FR", day); err != nil || h.LastSuccessAt != nil || h.LastOutcome != nil || h.ConsecutiveFailures != 0 || len(h.UnitsToday) != 0 {
+		t.Errorf("FR (no runs) health %+v, %v", h, err)
+	}
+}
