@@ -131,8 +131,7 @@ func TestDashboardInABrowser(t *testing.T) {
 		}
 		return s
 	}
-	healthText, quotaText, runsText, chartsText := text("#health"), text("#health"), text("#runs"), text("#charts")
-	quotaText = text("#quota")
+	healthText, quotaText, runsText, chartsText := text("#health"), text("#quota"), text("#runs"), text("#charts")
 	late, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`[...document.querySelectorAll("#health tr.late td:first-child b")].map((e) => e.textContent)`))
 	if err != nil {
 		t.Fatal(err)
