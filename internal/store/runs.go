@@ -395,20 +395,23 @@ SELECT (SELECT at FROM ok), (SELECT count(*) FROM runs WHERE region = ?1 AND id 
 			h.LastReason = nil
 		}
 	}
-	rows, err := s.db.QueryContext(ctx, `
-SELECT j.key, sum(j.value) FROM runs, json_each(runs.units) j
-WHERE runs.region = ? AND runs.started_at >= ? GROUP BY j.key`, region, fmtTime(dayStart))
+	rows, err := s.db.QueryContext(ctx, `SELECT units FROM runs WHERE region = ?1 AND started_at >= ?2`, region, fmtTime(dayStart))
 	if err != nil {
 		return h, fmt.Errorf("cannot read the units of %s: %w", region, err)
 	}
 	defer rows.Close()
 	for rows.Next() {
-		var k string
-		var n int64
-		if err := rows.Scan(&k, &n); err != nil {
+		var units string
+		var m map[string]int64
+		if err := rows.Scan(&units); err != nil {
 			return h, fmt.Errorf("cannot read the units of %s: %w", region, err)
 		}
-		h.UnitsToday[k] = n
+		if err := json.Unmarshal([]byte(units), &m); err != nil {
+			return h, fmt.Errorf("cannot read the units of %s: %w", region, err)
+		}
+		for k, n := range m {
+			h.UnitsToday[k] += n
+		}
 	}
 	return h, rows.Err()
 }

@@ -364,8 +364,9 @@ func TestRunsPage(t *testing.T) {
 
 // TestHealth: a region's last success, the failures since it, its newest
 // run, and the units of its runs started since the day's start only.
-func TestHealth(t *testing.T) {
-	s, _ := openTest(t)
+func TestHealth(t *testing.T) { forEachEngine(t, testHealth) }
+
+func testHealth(t *testing.T, s *Store) {
 	ctx := context.Background()
 	day := time.Date(2026, 3, 2, 8, 0, 0, 0, time.UTC) // midnight PST
 	run := func(region string, started time.Time, o Outcome, reason string) {
