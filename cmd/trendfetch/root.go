@@ -99,7 +99,9 @@ func (a *app) reportError(err error, code int) {
 		for _, line := range lines {
 			ev := log.Error()
 			switch code {
-			case exitRunning, exitTempFail, exitSIGHUP, exitSIGINT, exitSIGTERM:
+			case exitTempFail: // a denial: the run's record logged its one warning
+				ev = log.Info()
+			case exitRunning, exitSIGHUP, exitSIGINT, exitSIGTERM:
 				ev = log.Warn() // expected stops, not faults
 			}
 			if hint != "" {
