@@ -96,27 +96,30 @@ func (s *Store) Export(ctx context.Context, q ExportQuery, fn func(*ExportRow) e
 		return fmt.Errorf("cannot export: %w", err)
 	}
 	defer conn.Close()
-	// No memory map (see ReadOnlyMmapBytes): an export reads the whole
-	// database once, and mapped pages would count in its RSS.
-	var mmap int64
-	if err := conn.QueryRowContext(ctx, "PRAGMA mmap_size").Scan(&mmap); err != nil {
-		return fmt.Errorf("cannot export: %w", err)
+	if !s.pg {
+		// No memory map (see ReadOnlyMmapBytes): an export reads the whole
+		// database once, and mapped pages would count in its RSS.
+		var mmap int64
+		if err := conn.QueryRowContext(ctx, "PRAGMA mmap_size").Scan(&mmap); err != nil {
+			return fmt.Errorf("cannot export: %w", err)
+		}
+		if _, err := conn.ExecContext(ctx, fmt.Sprintf("PRAGMA cache_size = -%d", exportCacheKiB)); err != nil {
+			return fmt.Errorf("cannot export: %w", err)
+		}
+		if _, err := conn.ExecContext(ctx, "PRAGMA mmap_size = 0"); err != nil {
+			return fmt.Errorf("cannot export: %w", err)
+		}
+		// Back to the defaults before the connection returns to the pool.
+		defer func() {
+			bg := context.WithoutCancel(ctx)
+			conn.ExecContext(bg, "PRAGMA cache_size = -2000")                //nolint:errcheck
+			conn.ExecContext(bg, fmt.Sprintf("PRAGMA mmap_size = %d", mmap)) //nolint:errcheck
+		}()
 	}
-	if _, err := conn.ExecContext(ctx, fmt.Sprintf("PRAGMA cache_size = -%d", exportCacheKiB)); err != nil {
-		return fmt.Errorf("cannot export: %w", err)
-	}
-	if _, err := conn.ExecContext(ctx, "PRAGMA mmap_size = 0"); err != nil {
-		return fmt.Errorf("cannot export: %w", err)
-	}
-	// Back to the defaults before the connection returns to the pool.
-	defer func() {
-		bg := context.WithoutCancel(ctx)
-		conn.ExecContext(bg, "PRAGMA cache_size = -2000")                //nolint:errcheck
-		conn.ExecContext(bg, fmt.Sprintf("PRAGMA mmap_size = %d", mmap)) //nolint:errcheck
-	}()
 	// ReadOnly: a deferred BEGIN (the driver's _txlock=immediate would
 	// take the write lock); the snapshot starts at the first read.
-	tx, err := conn.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	// PostgreSQL: REPEATABLE READ is one snapshot for the whole export.
+	tx, err := conn.BeginTx(ctx, &sql.TxOptions{ReadOnly: true, Isolation: s.snapshotLevel()})
 	if err != nil {
 		return fmt.Errorf("cannot export: %w", err)
 	}
@@ -152,23 +155,71 @@ WHERE v.rowid = ?1`)
 	if err != nil {
 		return err
 	}
-	defer caps.Close()
+	defer caps.close()
 	x := exporter{entries: entries, video: video, cache: make(map[textKey]*exportVideo, ExportVideoCache), fn: fn}
-	for caps.Next() {
-		var ts sql.NullString
-		r := &x.row
-		if err := caps.Scan(&r.CaptureID, &r.RunID, &r.Region, &ts, &r.Complete); err != nil {
+	for {
+		batch, err := caps.next(ctx)
+		if err != nil {
 			return fmt.Errorf("cannot list captures to export: %w", err)
 		}
-		r.CapturedAt = parseTime(ts)
-		if err := x.capture(ctx); err != nil {
-			return err
+		if len(batch) == 0 {
+			return nil
+		}
+		for _, c := range batch {
+			r := &x.row
+			r.CaptureID, r.RunID, r.Region, r.CapturedAt, r.Complete = c.id, c.run, c.region, c.at, c.complete
+			if err := x.capture(ctx); err != nil {
+				return err
+			}
 		}
 	}
-	if err := caps.Err(); err != nil {
-		return fmt.Errorf("cannot list captures to export: %w", err)
+}
+
+// exportCapture is one captures row an export writes.
+type exportCapture struct {
+	id, run  int64
+	region   string
+	at       time.Time
+	complete bool
+}
+
+// captureList hands out the captures of an export in batches: from one
+// open query on SQLite, from a cursor on PostgreSQL (where a connection
+// runs one query at a time, and the export also reads entries and texts).
+type captureList struct {
+	tx   *sql.Tx
+	rows *sql.Rows // SQLite
+}
+
+// exportBatch is the most captures a batch holds.
+const exportBatch = 256
+
+func (l *captureList) next(ctx context.Context) ([]exportCapture, error) {
+	rows := l.rows
+	if rows == nil {
+		var err error
+		if rows, err = l.tx.QueryContext(ctx, fmt.Sprintf("FETCH %d FROM export_captures", exportBatch)); err != nil {
+			return nil, err
+		}
+		defer rows.Close()
 	}
-	return nil
+	var out []exportCapture
+	for len(out) < exportBatch && rows.Next() {
+		var c exportCapture
+		var ts sql.NullString
+		if err := rows.Scan(&c.id, &c.run, &c.region, &ts, &c.complete); err != nil {
+			return nil, err
+		}
+		c.at = parseTime(ts)
+		out = append(out, c)
+	}
+	return out, rows.Err()
+}
+
+func (l *captureList) close() {
+	if l.rows != nil {
+		l.rows.Close()
+	}
 }
 
 // exporter is the state of one Export: its statements, the text cache and
@@ -303,7 +354,7 @@ func exportWhere(q ExportQuery) (string, []any) {
 
 // exportCaptures lists the captures q selects, in export order, in tx:
 // id, run_id, region, captured_at, complete.
-func (s *Store) exportCaptures(ctx context.Context, tx *sql.Tx, q ExportQuery) (*sql.Rows, error) {
+func (s *Store) exportCaptures(ctx context.Context, tx *sql.Tx, q ExportQuery) (*captureList, error) {
 	where, args := exportWhere(q)
 	query := `SELECT id, run_id, region, captured_at, complete FROM captures WHERE ` + where
 	if q.EveryDay {
@@ -311,7 +362,7 @@ func (s *Store) exportCaptures(ctx context.Context, tx *sql.Tx, q ExportQuery) (
 		query = `SELECT id, run_id, region, captured_at, complete FROM (
     SELECT *, row_number() OVER (PARTITION BY region, substr(captured_at, 1, 10) ORDER BY captured_at DESC, id DESC) AS n
     FROM captures WHERE ` + where + `
-) WHERE n = 1`
+) AS c WHERE n = 1`
 	}
 	order := ` ORDER BY `
 	for _, k := range q.GroupBy {
@@ -325,11 +376,17 @@ func (s *Store) exportCaptures(ctx context.Context, tx *sql.Tx, q ExportQuery) (
 		}
 	}
 	order += "captured_at, id"
+	if s.pg {
+		if _, err := tx.ExecContext(ctx, `DECLARE export_captures NO SCROLL CURSOR FOR `+query+order, args...); err != nil {
+			return nil, fmt.Errorf("cannot list captures to export: %w", err)
+		}
+		return &captureList{tx: tx}, nil
+	}
 	rows, err := tx.QueryContext(ctx, query+order, args...)
 	if err != nil {
 		return nil, fmt.Errorf("cannot list captures to export: %w", err)
 	}
-	return rows, nil
+	return &captureList{rows: rows}, nil
 }
 
 // ExportRegions returns the regions of the captures q selects, sorted:

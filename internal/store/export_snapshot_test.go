@@ -54,38 +54,39 @@ func TestExportSnapshotUnderPrune(t *testing.T) {
 // cells that start with = + - @ tab or CR with '; the default writes them
 // as they are. Descriptions keep CRLF (issue 23 item 5).
 func TestExportSpreadsheetSafe(t *testing.T) {
-	ctx := context.Background()
-	s, _ := openTest(t)
-	vs := testVideos("s", 6)
-	for i, title := range []string{"=HYPERLINK(\"http://x\")", "+1", "-2RVw2", "@SUM(A1)", "\tTab", "\rCR"} {
-		vs[i].Title = title
-		vs[i].Description = "line one\r\nline two"
-	}
-	vs[2].ID = "-2RVw2_QyxQ"
-	if err := s.SaveSnapshot(ctx, Snapshot{RunID: startRun(t, s, "US"), Region: "US", FirstRank: 1, Videos: vs}); err != nil {
-		t.Fatal(err)
-	}
-	export := func(safe bool) string {
-		var b bytes.Buffer
-		w, err := NewExportWriter(&b, ExportFormat{Format: "csv", Layout: LayoutTrendingDaily, SpreadsheetSafe: safe})
-		if err != nil {
+	forEachEngine(t, func(t *testing.T, s *Store) {
+		ctx := context.Background()
+		vs := testVideos("s", 6)
+		for i, title := range []string{"=HYPERLINK(\"http://x\")", "+1", "-2RVw2", "@SUM(A1)", "\tTab", "\rCR"} {
+			vs[i].Title = title
+			vs[i].Description = "line one\r\nline two"
+		}
+		vs[2].ID = "-2RVw2_QyxQ"
+		if err := s.SaveSnapshot(ctx, Snapshot{RunID: startRun(t, s, "US"), Region: "US", FirstRank: 1, Videos: vs}); err != nil {
 			t.Fatal(err)
 		}
-		if err := s.Export(ctx, ExportQuery{}, w.Row); err != nil {
-			t.Fatal(err)
+		export := func(safe bool) string {
+			var b bytes.Buffer
+			w, err := NewExportWriter(&b, ExportFormat{Format: "csv", Layout: LayoutTrendingDaily, SpreadsheetSafe: safe})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Export(ctx, ExportQuery{}, w.Row); err != nil {
+				t.Fatal(err)
+			}
+			w.Flush()
+			return b.String()
 		}
-		w.Flush()
-		return b.String()
-	}
-	plain, safe := export(false), export(true)
-	for _, want := range []string{"\"=HYPERLINK(\"\"http://x\"\")\"", ",+1,", "-2RVw2_QyxQ,-2RVw2,", ",@SUM(A1),", "\"\tTab\"", "\"\rCR\"", "\"line one\r\nline two\""} {
-		if !strings.Contains(plain, want) {
-			t.Errorf("default export lacks %q", want)
+		plain, safe := export(false), export(true)
+		for _, want := range []string{"\"=HYPERLINK(\"\"http://x\"\")\"", ",+1,", "-2RVw2_QyxQ,-2RVw2,", ",@SUM(A1),", "\"\tTab\"", "\"\rCR\"", "\"line one\r\nline two\""} {
+			if !strings.Contains(plain, want) {
+				t.Errorf("default export lacks %q", want)
+			}
 		}
-	}
-	for _, want := range []string{"\"'=HYPERLINK(\"\"http://x\"\")\"", ",'+1,", "'-2RVw2_QyxQ,'-2RVw2,", ",'@SUM(A1),", ",'\tTab,", "\"'\rCR\"", "\"line one\r\nline two\""} {
-		if !strings.Contains(safe, want) {
-			t.Errorf("--spreadsheet-safe export lacks %q", want)
+		for _, want := range []string{"\"'=HYPERLINK(\"\"http://x\"\")\"", ",'+1,", "'-2RVw2_QyxQ,'-2RVw2,", ",'@SUM(A1),", ",'\tTab,", "\"'\rCR\"", "\"line one\r\nline two\""} {
+			if !strings.Contains(safe, want) {
+				t.Errorf("--spreadsheet-safe export lacks %q", want)
+			}
 		}
-	}
+	})
 }

@@ -99,7 +99,7 @@ func (s *Store) CaptureAt(ctx context.Context, q CaptureQuery) (Capture, []Entry
 			at = fmtTime(q.At)
 		}
 		row = tx.QueryRowContext(ctx, cols+`
-WHERE region = ? AND kind = ? AND query = ? AND captured_at <= ? AND (complete OR ?)
+WHERE region = ? AND kind = ? AND query = ? AND captured_at <= ? AND (complete = 1 OR ? = 1)
 ORDER BY captured_at DESC, id DESC LIMIT 1`, q.Region, q.Kind, q.Query, at, q.Partial)
 	}
 	var (

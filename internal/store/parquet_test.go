@@ -18,98 +18,100 @@ import (
 // when the API omitted them; UTC timestamps; tags a list of strings), the
 // text of each capture, and one row per entry.
 func TestParquetReadByDuckDB(t *testing.T) {
-	ctx := context.Background()
-	s, _ := openTest(t)
-	vs := testVideos("q", 3)
-	vs[1].Likes = nil // hidden likes: null
-	vs[2].Tags = nil
-	at := time.Date(2026, 11, 24, 8, 30, 0, 123456000, time.UTC)
-	if err := s.SaveSnapshot(ctx, Snapshot{RunID: startRun(t, s, "US"), Region: "US", FirstRank: 1, Videos: vs, At: at}); err != nil {
-		t.Fatal(err)
-	}
-	vs[0].Title = "Edited title"
-	if err := s.SaveSnapshot(ctx, Snapshot{RunID: startRun(t, s, "GB"), Region: "GB", FirstRank: 1, Videos: vs, At: at.Add(time.Hour)}); err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(t.TempDir(), "all.parquet")
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, err := NewExportWriter(f, ExportFormat{Format: "parquet"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Export(ctx, ExportQuery{}, w.Row); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Flush(); err != nil {
-		t.Fatal(err)
-	}
-	f.Close()
-	src := "read_parquet('" + path + "')"
-	types := storetest.DuckDB(t, "SELECT column_name || ' ' || column_type FROM (DESCRIBE SELECT * FROM "+src+")")
-	for _, want := range []string{"region VARCHAR", "captured_at TIMESTAMP WITH TIME ZONE", "complete BOOLEAN", "rank BIGINT",
-		"video_id VARCHAR", "tags VARCHAR[]", "published_at TIMESTAMP WITH TIME ZONE", "view_count BIGINT", "like_count BIGINT",
-		"comment_count BIGINT", "description VARCHAR"} {
-		if !strings.Contains(types, `["`+want+`"]`) {
-			t.Errorf("DuckDB sees no column %q in\n%s", want, types)
+	forEachEngine(t, func(t *testing.T, s *Store) {
+		ctx := context.Background()
+		vs := testVideos("q", 3)
+		vs[1].Likes = nil // hidden likes: null
+		vs[2].Tags = nil
+		at := time.Date(2026, 11, 24, 8, 30, 0, 123456000, time.UTC)
+		if err := s.SaveSnapshot(ctx, Snapshot{RunID: startRun(t, s, "US"), Region: "US", FirstRank: 1, Videos: vs, At: at}); err != nil {
+			t.Fatal(err)
 		}
-	}
-	got := storetest.DuckDB(t, "SET TimeZone = 'UTC'; SELECT region, strftime(captured_at, '%Y-%m-%dT%H:%M:%S.%fZ'), rank, video_id, title, tags, view_count, like_count, comment_count, "+
-		"strftime(published_at, '%Y-%m-%dT%H:%M:%SZ') FROM "+src+" ORDER BY captured_at, rank")
-	want := `["US","2026-11-24T08:30:00.123456Z","1","q-000","Video q number 0",["tagq","n0"],"1000","10",null,"2026-01-02T03:04:05Z"]
+		vs[0].Title = "Edited title"
+		if err := s.SaveSnapshot(ctx, Snapshot{RunID: startRun(t, s, "GB"), Region: "GB", FirstRank: 1, Videos: vs, At: at.Add(time.Hour)}); err != nil {
+			t.Fatal(err)
+		}
+		path := filepath.Join(t.TempDir(), "all.parquet")
+		f, err := os.Create(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w, err := NewExportWriter(f, ExportFormat{Format: "parquet"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Export(ctx, ExportQuery{}, w.Row); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+		src := "read_parquet('" + path + "')"
+		types := storetest.DuckDB(t, "SELECT column_name || ' ' || column_type FROM (DESCRIBE SELECT * FROM "+src+")")
+		for _, want := range []string{"region VARCHAR", "captured_at TIMESTAMP WITH TIME ZONE", "complete BOOLEAN", "rank BIGINT",
+			"video_id VARCHAR", "tags VARCHAR[]", "published_at TIMESTAMP WITH TIME ZONE", "view_count BIGINT", "like_count BIGINT",
+			"comment_count BIGINT", "description VARCHAR"} {
+			if !strings.Contains(types, `["`+want+`"]`) {
+				t.Errorf("DuckDB sees no column %q in\n%s", want, types)
+			}
+		}
+		got := storetest.DuckDB(t, "SET TimeZone = 'UTC'; SELECT region, strftime(captured_at, '%Y-%m-%dT%H:%M:%S.%fZ'), rank, video_id, title, tags, view_count, like_count, comment_count, "+
+			"strftime(published_at, '%Y-%m-%dT%H:%M:%SZ') FROM "+src+" ORDER BY captured_at, rank")
+		want := `["US","2026-11-24T08:30:00.123456Z","1","q-000","Video q number 0",["tagq","n0"],"1000","10",null,"2026-01-02T03:04:05Z"]
 ["US","2026-11-24T08:30:00.123456Z","2","q-001","Video q number 1",["tagq","n1"],"1001",null,null,"2026-01-02T03:04:05Z"]
 ["US","2026-11-24T08:30:00.123456Z","3","q-002","Video q number 2",[],"1002","12",null,"2026-01-02T03:04:05Z"]
 ["GB","2026-11-24T09:30:00.123456Z","1","q-000","Edited title",["tagq","n0"],"1000","10",null,"2026-01-02T03:04:05Z"]
 ["GB","2026-11-24T09:30:00.123456Z","2","q-001","Video q number 1",["tagq","n1"],"1001",null,null,"2026-01-02T03:04:05Z"]
 ["GB","2026-11-24T09:30:00.123456Z","3","q-002","Video q number 2",[],"1002","12",null,"2026-01-02T03:04:05Z"]
 `
-	if got != want {
-		t.Errorf("DuckDB reads:\n%s\nwant\n%s", got, want)
-	}
-	// Free text has no min/max (newParquetWriter); keys and counts do.
-	stats := storetest.DuckDB(t, "SELECT path_in_schema, stats_min_value IS NOT NULL FROM parquet_metadata('"+path+"') "+
-		"WHERE path_in_schema IN ('region', 'video_id', 'view_count', 'title', 'description') ORDER BY ALL")
-	if want := "[\"description\",false]\n[\"region\",true]\n[\"title\",false]\n[\"video_id\",true]\n[\"view_count\",true]\n"; stats != want {
-		t.Errorf("column statistics (path, has min):\n%s\nwant\n%s", stats, want)
-	}
+		if got != want {
+			t.Errorf("DuckDB reads:\n%s\nwant\n%s", got, want)
+		}
+		// Free text has no min/max (newParquetWriter); keys and counts do.
+		stats := storetest.DuckDB(t, "SELECT path_in_schema, stats_min_value IS NOT NULL FROM parquet_metadata('"+path+"') "+
+			"WHERE path_in_schema IN ('region', 'video_id', 'view_count', 'title', 'description') ORDER BY ALL")
+		if want := "[\"description\",false]\n[\"region\",true]\n[\"title\",false]\n[\"video_id\",true]\n[\"view_count\",true]\n"; stats != want {
+			t.Errorf("column statistics (path, has min):\n%s\nwant\n%s", stats, want)
+		}
+	})
 }
 
 // TestExportGroupBy: ExportQuery.GroupBy streams region by region (by
 // code) or day by day, each group's captures oldest first; without it all
 // captures are in time order. An unknown key is an error.
 func TestExportGroupBy(t *testing.T) {
-	ctx := context.Background()
-	s, _ := openTest(t)
-	at := time.Date(2026, 11, 24, 22, 0, 0, 0, time.UTC)
-	for i, region := range []string{"US", "GB", "US", "GB", "JP"} { // hours 22, 23, 24, 25, 26
-		if err := s.SaveSnapshot(ctx, Snapshot{RunID: startRun(t, s, region), Region: region, FirstRank: 1, Videos: testVideos("r", 2), At: at.Add(time.Duration(i) * time.Hour)}); err != nil {
-			t.Fatal(err)
+	forEachEngine(t, func(t *testing.T, s *Store) {
+		ctx := context.Background()
+		at := time.Date(2026, 11, 24, 22, 0, 0, 0, time.UTC)
+		for i, region := range []string{"US", "GB", "US", "GB", "JP"} { // hours 22, 23, 24, 25, 26
+			if err := s.SaveSnapshot(ctx, Snapshot{RunID: startRun(t, s, region), Region: region, FirstRank: 1, Videos: testVideos("r", 2), At: at.Add(time.Duration(i) * time.Hour)}); err != nil {
+				t.Fatal(err)
+			}
 		}
-	}
-	for _, c := range []struct {
-		group []string
-		want  string
-	}{
-		{nil, "US22 US22 GB23 GB23 US24 US24 GB25 GB25 JP26 JP26 "},
-		{[]string{"region"}, "GB23 GB23 GB25 GB25 JP26 JP26 US22 US22 US24 US24 "},
-		{[]string{"date", "region"}, "GB23 GB23 US22 US22 GB25 GB25 JP26 JP26 US24 US24 "},
-	} {
-		var got strings.Builder
-		if err := s.Export(ctx, ExportQuery{GroupBy: c.group}, func(r *ExportRow) error {
-			fmt.Fprintf(&got, "%s%d ", r.Region, 22+r.CapturedAt.Sub(at)/time.Hour)
-			return nil
-		}); err != nil {
-			t.Fatal(err)
+		for _, c := range []struct {
+			group []string
+			want  string
+		}{
+			{nil, "US22 US22 GB23 GB23 US24 US24 GB25 GB25 JP26 JP26 "},
+			{[]string{"region"}, "GB23 GB23 GB25 GB25 JP26 JP26 US22 US22 US24 US24 "},
+			{[]string{"date", "region"}, "GB23 GB23 US22 US22 GB25 GB25 JP26 JP26 US24 US24 "},
+		} {
+			var got strings.Builder
+			if err := s.Export(ctx, ExportQuery{GroupBy: c.group}, func(r *ExportRow) error {
+				fmt.Fprintf(&got, "%s%d ", r.Region, 22+r.CapturedAt.Sub(at)/time.Hour)
+				return nil
+			}); err != nil {
+				t.Fatal(err)
+			}
+			if got.String() != c.want {
+				t.Errorf("GroupBy %v: rows %q, want %q", c.group, got.String(), c.want)
+			}
 		}
-		if got.String() != c.want {
-			t.Errorf("GroupBy %v: rows %q, want %q", c.group, got.String(), c.want)
+		if err := s.Export(ctx, ExportQuery{GroupBy: []string{"week"}}, func(*ExportRow) error { return nil }); err == nil {
+			t.Error("GroupBy week: no error")
 		}
-	}
-	if err := s.Export(ctx, ExportQuery{GroupBy: []string{"week"}}, func(*ExportRow) error { return nil }); err == nil {
-		t.Error("GroupBy week: no error")
-	}
+	})
 }
 
 // TestParquetFiles: files written one after the other (as a partitioned

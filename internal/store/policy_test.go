@@ -14,9 +14,8 @@ import (
 // the real run then removes.
 func TestApplyPolicyFakeClock(t *testing.T) {
 	t0 := time.Date(2026, 1, 10, 12, 0, 0, 0, time.UTC)
-	setup := func(t *testing.T) *Store {
+	setup := func(t *testing.T, s *Store) {
 		ctx := context.Background()
-		s, _ := openTest(t)
 		vs := testVideos("f", 3)
 		if err := s.SaveSnapshot(ctx, Snapshot{RunID: startRun(t, s, "US"), Region: "US", FirstRank: 1, Videos: vs, At: t0}); err != nil {
 			t.Fatal(err)
@@ -28,7 +27,6 @@ func TestApplyPolicyFakeClock(t *testing.T) {
 		if _, err := s.SaveSamples(ctx, []Sample{{VideoID: "f-002", Views: i64(5)}}, t0.Add(2*time.Hour)); err != nil {
 			t.Fatal(err)
 		}
-		return s
 	}
 	for _, c := range []struct {
 		name   string
@@ -43,43 +41,45 @@ func TestApplyPolicyFakeClock(t *testing.T) {
 		{"amended 37 months", PolicyAmended, t0.AddDate(0, 37, 0), "{2 6 1 0 0 3}", ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			ctx := context.Background()
-			s := setup(t)
-			dry, err := c.policy.Apply(ctx, s, c.now, true)
-			if err != nil {
-				t.Fatal(err)
-			}
-			rep, err := c.policy.Apply(ctx, s, c.now, false)
-			if err != nil {
-				t.Fatal(err)
-			}
-			got := fmt.Sprintf("{%d %d %d %d %d %d}", rep.Captures, rep.Entries, rep.Samples, rep.Texts, rep.TextsCleared, rep.Videos)
-			if got != c.want || dry != rep {
-				t.Errorf("report %s (dry run %+v), want {captures entries samples texts texts_cleared videos} = %s", got, dry, c.want)
-			}
-			var titles string
-			n := 0
-			if err := s.Export(ctx, ExportQuery{}, func(r *ExportRow) error {
-				if n > 0 {
-					titles += ","
+			forEachEngine(t, func(t *testing.T, s *Store) {
+				ctx := context.Background()
+				setup(t, s)
+				dry, err := c.policy.Apply(ctx, s, c.now, true)
+				if err != nil {
+					t.Fatal(err)
 				}
-				n++
-				titles += r.Title
-				if r.VideoID == "" || (r.Title == "" && (r.Description != "" || r.Tags != "" || r.ThumbnailURL != "")) {
-					t.Errorf("row after %s: %+v", c.name, r)
+				rep, err := c.policy.Apply(ctx, s, c.now, false)
+				if err != nil {
+					t.Fatal(err)
 				}
-				return nil
-			}); err != nil {
-				t.Fatal(err)
-			}
-			if titles != c.titles {
-				t.Errorf("titles after: %q, want %q", titles, c.titles)
-			}
-			// Applying again removes nothing more.
-			if again, err := c.policy.Apply(ctx, s, c.now, false); err != nil || again != (PruneReport{}) {
-				t.Errorf("second run: %+v, %v", again, err)
-			}
-			ftsIntegrity(t, s)
+				got := fmt.Sprintf("{%d %d %d %d %d %d}", rep.Captures, rep.Entries, rep.Samples, rep.Texts, rep.TextsCleared, rep.Videos)
+				if got != c.want || dry != rep {
+					t.Errorf("report %s (dry run %+v), want {captures entries samples texts texts_cleared videos} = %s", got, dry, c.want)
+				}
+				var titles string
+				n := 0
+				if err := s.Export(ctx, ExportQuery{}, func(r *ExportRow) error {
+					if n > 0 {
+						titles += ","
+					}
+					n++
+					titles += r.Title
+					if r.VideoID == "" || (r.Title == "" && (r.Description != "" || r.Tags != "" || r.ThumbnailURL != "")) {
+						t.Errorf("row after %s: %+v", c.name, r)
+					}
+					return nil
+				}); err != nil {
+					t.Fatal(err)
+				}
+				if titles != c.titles {
+					t.Errorf("titles after: %q, want %q", titles, c.titles)
+				}
+				// Applying again removes nothing more.
+				if again, err := c.policy.Apply(ctx, s, c.now, false); err != nil || again != (PruneReport{}) {
+					t.Errorf("second run: %+v, %v", again, err)
+				}
+				ftsIntegrity(t, s)
+			})
 		})
 	}
 }

@@ -162,6 +162,15 @@ func migratePostgres(ctx context.Context, db *sql.DB, want int) error {
 	return nil
 }
 
+// snapshotLevel is the isolation level of a read that must see one snapshot:
+// SQLite's read transaction is one already (LevelDefault).
+func (s *Store) snapshotLevel() sql.IsolationLevel {
+	if s.pg {
+		return sql.LevelRepeatableRead
+	}
+	return sql.LevelDefault
+}
+
 // rebindConnector hands out connections that rewrite the store's SQLite
 // placeholders (? and ?NNN) into PostgreSQL's ($N), so the shared SQL is
 // written once.

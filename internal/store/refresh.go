@@ -7,11 +7,17 @@ import (
 	"time"
 )
 
+// textUsedAt is when a video's text was last captured or refreshed: the
+// greater of the two (written as CASE: SQLite's max(a, b) is PostgreSQL's
+// greatest(a, b)).
+const textUsedAt = `CASE WHEN coalesce(st.last_seen_at, v.first_seen_at) > coalesce(v.text_refreshed_at, '')
+    THEN coalesce(st.last_seen_at, v.first_seen_at) ELSE coalesce(v.text_refreshed_at, '') END`
+
 // staleText selects the rowid of every video whose text is older than ?1
 // (neither captured nor refreshed since) and not yet removed.
 const staleText = `
 SELECT v.rowid FROM videos v LEFT JOIN video_stats st ON st.video_rowid = v.rowid
-WHERE max(coalesce(st.last_seen_at, v.first_seen_at), coalesce(v.text_refreshed_at, '')) < ?1
+WHERE ` + textUsedAt + ` < ?1
   AND (v.title <> '' OR v.description <> '' OR v.tags <> '' OR v.channel_title <> ''
        OR v.category_id <> '' OR v.thumbnail_url <> '')`
 
@@ -26,7 +32,7 @@ func (s *Store) StaleText(ctx context.Context, before time.Time, limit int) ([]s
 	rows, err := s.db.QueryContext(ctx, `
 SELECT v.id FROM videos v LEFT JOIN video_stats st ON st.video_rowid = v.rowid
 WHERE v.rowid IN (`+staleText+`)
-ORDER BY max(coalesce(st.last_seen_at, v.first_seen_at), coalesce(v.text_refreshed_at, '')), v.rowid LIMIT ?2`,
+ORDER BY `+textUsedAt+`, v.rowid LIMIT ?2`,
 		fmtTime(before), limit)
 	if err != nil {
 		return nil, fmt.Errorf("cannot list stale text: %w", err)
@@ -79,8 +85,12 @@ const refreshChanged = `(title IS DISTINCT FROM ?1 OR description IS DISTINCT FR
 // started at or after since recorded (runs.calls).
 func (s *Store) CallsSince(ctx context.Context, credential, method string, since time.Time) (int, error) {
 	var n int
+	count := `json_extract(calls, '$."' || ?1 || '"')`
+	if s.pg {
+		count = `CAST(calls::jsonb ->> ?1 AS BIGINT)`
+	}
 	err := s.db.QueryRowContext(ctx, `
-SELECT coalesce(sum(json_extract(calls, '$."' || ?1 || '"')), 0) FROM runs
+SELECT CAST(coalesce(sum(`+count+`), 0) AS BIGINT) FROM runs
 WHERE credential = ?2 AND started_at >= ?3`, method, credential, fmtTime(since)).Scan(&n)
 	if err != nil {
 		return 0, fmt.Errorf("cannot count %s calls: %w", method, err)
