@@ -14,6 +14,7 @@ import (
 	"github.com/trendfetch/trendfetch/internal/config"
 	"github.com/trendfetch/trendfetch/internal/deploy"
 	"github.com/trendfetch/trendfetch/internal/schedule"
+	"github.com/trendfetch/trendfetch/internal/store"
 	"github.com/trendfetch/trendfetch/internal/termtext"
 )
 
@@ -206,10 +207,14 @@ func (a *app) invocation() (invocation, error) {
 		case s.Always || a.flag(s.Flag) != "" || fromEnv(s.Env):
 			value = s.Value(a.cfg)
 		}
+		if s.Key == "database" && len(databaseSecrets(value)) > 0 { // never written out
+			inv.warnings = append(inv.warnings, "WARNING: the database URL holds a password, which no job line shows: give the URL in store.url_file")
+			continue
+		}
 		if value == "" {
 			continue
 		}
-		if s.File {
+		if s.File && !store.IsPostgresURL(value) {
 			if value, err = filepath.Abs(value); err != nil {
 				return inv, err
 			}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"os/signal"
 	"strings"
@@ -19,6 +20,7 @@ import (
 	"github.com/trendfetch/trendfetch/internal/checkin"
 	"github.com/trendfetch/trendfetch/internal/config"
 	"github.com/trendfetch/trendfetch/internal/secret"
+	"github.com/trendfetch/trendfetch/internal/store"
 	"github.com/trendfetch/trendfetch/internal/termtext"
 )
 
@@ -36,6 +38,8 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		switch {
 		case s.Key == "runs.checkin_url": // the ping key in its path
 			secrets.Add(checkin.Secrets(os.Getenv(s.Env))...)
+		case s.Key == "database": // a PostgreSQL URL's password
+			secrets.Add(databaseSecrets(os.Getenv(s.Env))...)
 		case s.Secret != "": // a Redis URL's password, or the whole value when it is no URL
 			secrets.Add(secret.RedisURLSecrets(os.Getenv(s.Env))...)
 		}
@@ -252,6 +256,7 @@ func (a *app) registerSecrets(cfg *config.Config) {
 		}
 	}
 	a.secrets.Add(secret.RedisURLSecrets(cfg.Quota.Redis.URL)...)
+	a.secrets.Add(databaseSecrets(cfg.Database)...)
 	a.secrets.Add(cfg.Quota.Redis.Sentinel.Password)
 	a.secrets.Add(checkin.Secrets(cfg.Runs.CheckinURL)...)
 }
@@ -285,4 +290,26 @@ func newLogger(w io.Writer, lc config.Log, tty bool) zerolog.Logger {
 func isTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
 	return ok && isatty.IsTerminal(f.Fd())
+}
+
+// databaseSecrets is the password of a PostgreSQL database URL (in its
+// user info or a password= parameter), as written and unescaped; the whole
+// URL when it does not parse; nothing for a SQLite path.
+func databaseSecrets(database string) []string {
+	if !store.IsPostgresURL(database) {
+		return nil
+	}
+	u, err := url.Parse(database)
+	if err != nil {
+		return []string{database}
+	}
+	var out []string
+	if pw, ok := u.User.Password(); ok {
+		_, raw, _ := strings.Cut(u.User.String(), ":")
+		out = append(out, pw, raw)
+	}
+	for _, pw := range u.Query()["password"] {
+		out = append(out, pw, url.QueryEscape(pw))
+	}
+	return out
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/trendfetch/trendfetch/internal/callsite"
 	"github.com/trendfetch/trendfetch/internal/duration"
 	"github.com/trendfetch/trendfetch/internal/regions"
+	"github.com/trendfetch/trendfetch/internal/store"
 	"github.com/trendfetch/trendfetch/internal/termtext"
 )
 
@@ -157,7 +158,13 @@ func (c *Config) complete() {
 	}
 	c.Quota.Preset = cmp.Or(c.Quota.Preset, callsite.PresetClassic)
 	if c.Quota.SQLite.Path == "" && c.Database != "" {
-		c.Quota.SQLite.Path = filepath.Join(filepath.Dir(c.Database), "quota.db")
+		if store.IsPostgresURL(c.Database) {
+			if dir := xdgDir("XDG_DATA_HOME", ".local", "share"); dir != "" {
+				c.Quota.SQLite.Path = filepath.Join(dir, "quota.db")
+			}
+		} else {
+			c.Quota.SQLite.Path = filepath.Join(filepath.Dir(c.Database), "quota.db")
+		}
 	}
 	c.completeIngest()
 	c.Schedule.complete()

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/trendfetch/trendfetch/internal/secret"
+	"github.com/trendfetch/trendfetch/internal/store"
 )
 
 // Credential is one Google Cloud project: its Name is the quota scope; its
@@ -58,6 +59,16 @@ func (c *Config) readSecrets(lookup func(string) (string, bool)) error {
 		}
 		*s.dst = v
 	}
+	if f := c.Store.URLFile; f != "" {
+		v, err := secret.ReadFile(f)
+		if err != nil {
+			return invalid("store.url_file", f, "%s", err.Error())
+		}
+		if !store.IsPostgresURL(v) {
+			return invalid("store.url_file", f, "holds no postgres:// or postgresql:// URL")
+		}
+		c.Database = v
+	}
 	return nil
 }
 
@@ -107,12 +118,12 @@ func (cr Credential) APIKey(lookup func(string) (string, bool)) (string, error) 
 
 // SecretFiles returns the files of c that hold secrets: every credential's
 // api_key_file, quota.redis.url_file, quota.redis.sentinel.password_file and
-// runs.checkin_url_file.
+// runs.checkin_url_file and store.url_file.
 func (c *Config) SecretFiles() []string {
 	var out []string
 	for _, cr := range c.Credentials {
 		out = append(out, cr.KeyFile)
 	}
-	out = append(out, c.Quota.Redis.URLFile, c.Quota.Redis.Sentinel.PasswordFile, c.Runs.CheckinURLFile)
+	out = append(out, c.Quota.Redis.URLFile, c.Quota.Redis.Sentinel.PasswordFile, c.Runs.CheckinURLFile, c.Store.URLFile)
 	return slices.DeleteFunc(out, func(f string) bool { return f == "" })
 }

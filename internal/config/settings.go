@@ -31,7 +31,7 @@ var settings = []Setting{
 	{Env: "TRENDFETCH_CONFIG", Flag: "config", File: true,
 		Help: "config file (default $XDG_CONFIG_HOME/trendfetch/config.yaml)"},
 	{Key: "database", Env: "TRENDFETCH_DATABASE", Flag: "database", File: true, Always: true,
-		Help: "SQLite database file (default $XDG_DATA_HOME/trendfetch/trendfetch.db)"},
+		Help: "SQLite database file (default $XDG_DATA_HOME/trendfetch/trendfetch.db), or a PostgreSQL URL postgres://...; one with a password: store.url_file"},
 	{Key: "credential", Env: "TRENDFETCH_CREDENTIAL", Flag: "credential", Default: DefaultCredential,
 		Help: "credential (Cloud project) to spend from"},
 	{Key: "regions", Env: "TRENDFETCH_REGIONS", Default: "US", List: true,

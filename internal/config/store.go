@@ -18,6 +18,9 @@ type StoreSettings struct {
 	// under the amended policy (default DefaultRefreshPerDay; 0: never
 	// refresh, the text is removed leaving the id).
 	RefreshPerDay int `yaml:"refresh_per_day"`
+	// URLFile names a file holding the PostgreSQL URL (postgres://...),
+	// for a URL with a password: when set, the URL replaces database.
+	URLFile string `yaml:"url_file"`
 }
 
 // DefaultRefreshPerDay is store.refresh_per_day's default: 20 calls, up to

@@ -1,0 +1,54 @@
+package main
+
+import (
+	"net"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestPostgresUnreachable: a run whose PostgreSQL store cannot be reached
+// exits 1 before any reservation (no unit spent, none reserved), and the
+// URL's password, given by flag or environment, appears in no output, nor
+// in the job lines of crontab (docs/design.md §10a).
+func TestPostgresUnreachable(t *testing.T) {
+	emu, url, e := sampleEnv(t, "US")
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close() // nothing listens there now
+	const pw = "pg-s3cret-pw"
+	db := "postgres://tf:" + pw + "@" + addr + "/trendfetch?sslmode=disable&connect_timeout=5"
+	for _, how := range []string{"flag", "env"} {
+		t.Run(how, func(t *testing.T) {
+			var global []string
+			if how == "flag" {
+				global = []string{"--database", db}
+			} else {
+				e.vars["TRENDFETCH_DATABASE"] = db
+			}
+			res := e.runBounded(60*time.Second, append(global, "--api-endpoint", url, "run", "--region", "US")...)
+			assertNoPanic(t, res.stderr)
+			if res.code != 1 || !strings.Contains(lastLine(res.stderr), "PostgreSQL") {
+				t.Errorf("exit %d: want 1 and an error naming PostgreSQL\n%s", res.code, res.stderr)
+			}
+			if strings.Contains(res.stdout+res.rawStderr, pw) {
+				t.Errorf("the password reached the output:\n%s%s", res.stdout, res.rawStderr)
+			}
+			if u := emu.Units("k"); u != 0 {
+				t.Errorf("the API charged %d units", u)
+			}
+			// crontab writes the settings in force: never this password.
+			res = e.run(append(global, "crontab")...)
+			if res.code != 0 || strings.Contains(res.stdout+res.rawStderr, pw) || !strings.Contains(res.stdout, "store.url_file") {
+				t.Errorf("crontab (exit %d) shows the password or no warning:\n%s%s", res.code, res.stdout, res.rawStderr)
+			}
+			delete(e.vars, "TRENDFETCH_DATABASE")
+			if used := bucketUsed(quotaStatus(t, e), "units"); used != 0 {
+				t.Errorf("quota used %d units, want 0 (no reservation)", used)
+			}
+		})
+	}
+}
