@@ -6,6 +6,7 @@ import (
 	"io"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -147,8 +148,21 @@ func printHistory(w io.Writer, h store.VideoHistory, spark bool) error {
 			samples = append(samples, p)
 		}
 	}
-	ai, si := 0, 0
+	ai, si, ci := 0, 0, 0
 	for ai < len(h.Appearances) || si < len(samples) {
+		var next time.Time // the next row's time
+		if ai < len(h.Appearances) {
+			next = h.Appearances[ai].CapturedAt
+		}
+		if si < len(samples) && (ai == len(h.Appearances) || samples[si].At.Before(next)) {
+			next = samples[si].At
+		}
+		if ci < len(h.Changes) && !h.Changes[ci].At().After(next) { // YouTube's change, where the series crosses it
+			c := h.Changes[ci]
+			ci++
+			fmt.Fprintf(tw, "%s 00:00\t── YouTube change *\t\t\t\t\t\n", c.Date)
+			continue
+		}
 		if si < len(samples) && (ai == len(h.Appearances) || samples[si].At.Before(h.Appearances[ai].CapturedAt)) {
 			p := samples[si]
 			si++
@@ -167,7 +181,13 @@ func printHistory(w io.Writer, h store.VideoHistory, spark bool) error {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\n", a.CapturedAt.Format(utcMinute), termtext.Safe(src), a.Region, a.Rank,
 			humanInt(a.Views), humanInt(a.Likes), humanInt(a.Comments))
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, c := range h.Changes {
+		fmt.Fprintf(w, "* %s: YouTube changed %s (%s); not comparable as-is across it. Source: %s\n", c.Date, c.Affects, c.Summary, c.Source)
+	}
+	return nil
 }
 
 // sparkline renders known view counts, oldest first, as block characters

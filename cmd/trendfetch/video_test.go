@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/trendfetch/trendfetch/internal/fetch/youtubetest"
 	"github.com/trendfetch/trendfetch/internal/store"
@@ -36,7 +37,7 @@ func TestVideoTakesDashIDsAndLinks(t *testing.T) {
 	} {
 		res := e.run(args...)
 		var h store.VideoHistory
-		if err := json.Unmarshal([]byte(res.stdout), &h); res.code != 0 || err != nil || h.Video.ID != id {
+		if err := json.Unmarshal([]byte(res.stdout), &h); res.code != 0 || err != nil || h.Video.ID != id || !strings.Contains(res.stdout, `"changes":`) {
 			t.Errorf("%v: exit %d, id %q %v\n%s", args, res.code, h.Video.ID, err, res.stderr)
 		}
 	}
@@ -58,5 +59,26 @@ func TestVideoTakesDashIDsAndLinks(t *testing.T) {
 		if res.code != 2 || !strings.Contains(res.stderr, want) {
 			t.Errorf("video %s: exit %d, want 2 saying %q\n%s", args, res.code, want, res.stderr)
 		}
+	}
+}
+
+// TestVideoMarksYouTubeChanges: the human history has a line where its
+// series crosses one of YouTube's changes, between the rows around it.
+func TestVideoMarksYouTubeChanges(t *testing.T) {
+	at := func(m, d int) time.Time { return time.Date(2026, time.Month(m), d, 12, 0, 0, 0, time.UTC) }
+	v := int64(7)
+	h := store.VideoHistory{
+		Appearances: []store.Appearance{{Region: "US", Kind: store.KindChart, CapturedAt: at(8, 1), Rank: 3, Complete: true}},
+		Points:      []store.StatsPoint{{At: at(9, 1), Views: &v, Source: store.SourceStats}},
+		Changes:     store.ChangesCrossed(at(8, 1), at(9, 1)),
+	}
+	var b strings.Builder
+	if err := printHistory(&b, h, false); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	before, mark, after := strings.Index(out, "2026-08-01 12:00"), strings.Index(out, "2026-08-27 00:00  ── YouTube change *"), strings.Index(out, "2026-09-01 12:00")
+	if before < 0 || mark < before || after < mark || !strings.Contains(out, "* 2026-08-27: YouTube changed view_count (views of every format counted at playback start); not comparable as-is across it. Source: https://") {
+		t.Errorf("no line for 2026-08-27 between the rows of 08-01 and 09-01:\n%s", out)
 	}
 }

@@ -148,9 +148,9 @@ function sparkline(points, changes) {
   if (y1 !== y0) ticks.push(y1);
   const axis = ticks.map((v) => `<line x1="${L}" x2="${W - R}" y1="${sy(v).toFixed(1)}" y2="${sy(v).toFixed(1)}" stroke="#eee"/>
     <text class="tick" x="${L - 4}" y="${(sy(v) + 4).toFixed(1)}" font-size="11" text-anchor="end">${short(v)}</text>`).join("");
-  const marks = (changes ?? []).map((c) => { const x = sx(Date.parse(c.date + "T00:00:00Z")).toFixed(1);
-    return `<g class="change"><line x1="${x}" x2="${x}" y1="${T}" y2="${H - B}" stroke="#c60" stroke-dasharray="4 3"/>
-      <text x="${x}" y="${T - 4}" font-size="11" fill="#c60" text-anchor="${x > W / 2 ? "end" : "start"}" dx="${x > W / 2 ? -3 : 3}">${esc(c.date)}: ${esc(c.summary)}</text></g>`; }).join("");
+  const marks = changes.filter((c) => c.affects === "view_count").map((c) => { const x = sx(Date.parse(c.date + "T00:00:00Z")), right = x > W / 2;
+    return `<g class="change"><title>${esc(c.summary)}</title><line x1="${x.toFixed(1)}" x2="${x.toFixed(1)}" y1="${T}" y2="${H - B}" stroke="#c60" stroke-dasharray="4 3"/>
+      <text x="${x.toFixed(1)}" y="${T - 4}" font-size="11" fill="#c60" text-anchor="${right ? "end" : "start"}">${esc(c.date)} YouTube change</text></g>`; }).join("");
   const line = pts.map((p, i) => sx(xs[i]).toFixed(1) + "," + sy(ys[i]).toFixed(1)).join(" ");
   return `<svg id="views-chart" width="${W}" height="${H}" viewBox="0 0 ${W} ${H}" role="img" aria-label="views over time, each point at its capture time">
     ${axis}<text x="4" y="11" font-size="11" fill="#777">views</text>
@@ -165,7 +165,8 @@ async function showVideo(id) {
     $("video-title").hidden = false;
     $("video-title").textContent = h.video.title;
     $("video").innerHTML = `<div class="muted">${esc(h.video.channel_title)} · ${num(h.video.view_count)} views as of ${utc(h.video.last_seen_at)}</div>` +
-      sparkline(h.points, h.changes) +
+      sparkline(h.points, h.changes) + (h.changes.length ? '<ul class="changes">' + h.changes.map((c) =>
+        `<li>Not comparable as-is across ${esc(c.date)}: YouTube changed ${esc(c.affects)}: ${esc(c.summary)} (<a href="${esc(c.source)}" rel="noreferrer">source</a>).</li>`).join("") + "</ul>" : "") +
       "<table><tr><th>Region</th><th>First (UTC)</th><th>Last (UTC)</th><th class=num>Best rank*</th><th class=num>Days on chart*</th></tr>" +
       h.regions.map((r) => `<tr><td>${esc(r.region)}</td><td>${utc(r.first_at)}</td><td>${utc(r.last_at)}</td><td class="num">#${r.best_rank}</td><td class="num">${r.days}</td></tr>`).join("") +
       '</table><div class="muted computed">* computed by trendfetch from the captures between First and Last.</div>';

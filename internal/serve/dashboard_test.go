@@ -184,6 +184,14 @@ func TestDashboardInABrowser(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		marks, err := chromedp.Run(wctx, chromedp.Evaluate[string](`[...document.querySelectorAll("#views-chart g.change, #video ul.changes")].map((e) => e.textContent.trim()).join(" | ")`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(marks, "2026-08-27 YouTube change") || !strings.Contains(marks, "across 2026-08-27: YouTube changed view_count: views of every format counted at playback start") ||
+			strings.Contains(marks, "2025-") {
+			t.Errorf("views chart's marks of YouTube's changes (want 2026-08-27 only, the series from 2026-08-01): %q", marks)
+		}
 		if len(ticks) < 3 {
 			t.Errorf("views chart y-axis labels %q, want min, max and a tick between", ticks)
 		}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"time"
 )
@@ -236,6 +237,9 @@ type VideoHistory struct {
 	// Titles is the video's title from each change on, oldest first: the
 	// first captured title, then each different one (text as captured).
 	Titles []TitleChange `json:"titles"`
+	// Changes are YouTube's Changes between its first and last appearance
+	// or point: its series are not comparable as-is across them.
+	Changes []Change `json:"changes"`
 }
 
 // TitleChange is a title a video had from At (the first capture that
@@ -356,6 +360,17 @@ ORDER BY c.captured_at, c.id`, id)
 	if len(samples) > 0 {
 		h.Points = append(h.Points, samples...)
 		sort.SliceStable(h.Points, func(i, j int) bool { return h.Points[i].At.Before(h.Points[j].At) })
+	}
+	var span []time.Time // first and last of each series, both sorted
+	if n := len(h.Appearances); n > 0 {
+		span = append(span, h.Appearances[0].CapturedAt, h.Appearances[n-1].CapturedAt)
+	}
+	if n := len(h.Points); n > 0 {
+		span = append(span, h.Points[0].At, h.Points[n-1].At)
+	}
+	h.Changes = []Change{}
+	if len(span) > 0 {
+		h.Changes = ChangesCrossed(slices.MinFunc(span, time.Time.Compare), slices.MaxFunc(span, time.Time.Compare))
 	}
 	return h, nil
 }

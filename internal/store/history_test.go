@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -201,4 +202,39 @@ func TestCaptureAtOneSnapshot(t *testing.T) {
 			t.Fatalf("capture %d: %d entries, %v", c.ID, len(es), err)
 		}
 	}
+}
+
+// TestHistoryChanges: a video's history lists YouTube's changes between
+// its first and last capture or statistics sample, none outside.
+func TestHistoryChanges(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, s *Store) {
+		ctx := context.Background()
+		v := testVideos("c", 1)
+		r := startRun(t, s, "US")
+		if err := s.SaveSnapshot(ctx, Snapshot{RunID: r, Region: "US", FirstRank: 1, Videos: v, At: time.Date(2025, 3, 30, 23, 0, 0, 0, time.UTC)}); err != nil {
+			t.Fatal(err)
+		}
+		dates := func() []string {
+			t.Helper()
+			h, err := s.History(ctx, "c-000")
+			if err != nil {
+				t.Fatal(err)
+			}
+			out := []string{}
+			for _, c := range h.Changes {
+				out = append(out, c.Date)
+			}
+			return out
+		}
+		if got := dates(); len(got) != 0 {
+			t.Errorf("one capture: changes %q, want none", got)
+		}
+		views := int64(5)
+		if _, err := s.SaveSamples(ctx, []Sample{{VideoID: "c-000", Views: &views}}, time.Date(2025, 7, 21, 0, 0, 0, 0, time.UTC)); err != nil {
+			t.Fatal(err)
+		}
+		if got := dates(); !slices.Equal(got, []string{"2025-03-31", "2025-07-21"}) {
+			t.Errorf("from 2025-03-30 23:00 to 2025-07-21 00:00: changes %q, want 2025-03-31 and 2025-07-21", got)
+		}
+	})
 }
