@@ -180,19 +180,21 @@ func (c *csvWriter) tags(joined string, quoted bool) string {
 		}
 		return "[None]"
 	}
-	if !quoted {
-		return strings.ReplaceAll(joined, "\n", "|")
-	}
+	sep := "|"
 	c.tagsB.Reset()
-	c.tagsB.WriteByte('"')
-	for i := 0; i < len(joined); i++ {
-		if joined[i] == '\n' {
-			c.tagsB.WriteString(`"|"`)
-		} else {
-			c.tagsB.WriteByte(joined[i])
-		}
+	if quoted {
+		sep = `"|"`
+		c.tagsB.WriteByte('"')
 	}
-	c.tagsB.WriteByte('"')
+	for i, t := range strings.Split(joined, "\n") {
+		if i > 0 {
+			c.tagsB.WriteString(sep)
+		}
+		c.tagsB.WriteString(unescapeTag(t))
+	}
+	if quoted {
+		c.tagsB.WriteByte('"')
+	}
 	return c.tagsB.String()
 }
 
@@ -294,7 +296,7 @@ func (j *jsonlWriter) renderVideo(r *ExportRow) *jsonlVideo {
 			if i > 0 {
 				b = append(b, ',')
 			}
-			b = appendJSONString(b, t)
+			b = appendJSONString(b, unescapeTag(t))
 			if !more {
 				break
 			}

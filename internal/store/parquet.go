@@ -4,7 +4,6 @@ import (
 	"database/sql"
 	"io"
 	"runtime/debug"
-	"strings"
 	"sync"
 	"time"
 
@@ -138,7 +137,7 @@ func (p *parquetWriter) Row(r *ExportRow) error {
 	if t == nil || r.VideoKey == 0 {
 		t = &parquetText{}
 		if r.Tags != "" {
-			t.tags = strings.Split(r.Tags, "\n")
+			t.tags = splitTags(r.Tags)
 		}
 		if !r.PublishedAt.IsZero() {
 			u := r.PublishedAt.UTC()

@@ -23,9 +23,8 @@ type Video struct {
 	ChannelID    string
 	ChannelTitle string
 	CategoryID   string
-	// Tags are stored as given, joined with '\n', and indexed for search.
-	// A tag holding a line break comes back split there (none of the
-	// recorded data's tags does).
+	// Tags are stored as given (any text: see joinTags) and indexed for
+	// search.
 	Tags []string
 	// PublishedAt is the zero time when unknown.
 	PublishedAt time.Time
@@ -58,20 +57,43 @@ const (
 	KindCategory = "category"
 )
 
+// Tags are stored as the API gave them (spaces, empty tags: exports must
+// reproduce them), joined with '\n'; inside a tag a backslash is written
+// `\\` and a newline `\n`, so that any tag text round-trips (migration
+// 0013). joinTags encodes, splitTags and unescapeTag decode.
+var (
+	tagEscaper   = strings.NewReplacer(`\`, `\\`, "\n", `\n`)
+	tagUnescaper = strings.NewReplacer(`\\`, `\`, `\n`, "\n")
+)
+
 func joinTags(tags []string) string {
-	if len(tags) == 0 {
-		return ""
+	var b strings.Builder
+	for i, t := range tags {
+		if i > 0 {
+			b.WriteByte('\n')
+		}
+		tagEscaper.WriteString(&b, t)
 	}
-	// Tags are kept as the API gave them (spaces, empty tags: exports must
-	// reproduce them); only the separator cannot occur inside a tag.
-	return strings.Join(tags, "\n")
+	return b.String()
 }
 
 func splitTags(s string) []string {
 	if s == "" {
 		return nil
 	}
-	return strings.Split(s, "\n")
+	tags := strings.Split(s, "\n")
+	for i, t := range tags {
+		tags[i] = unescapeTag(t)
+	}
+	return tags
+}
+
+// unescapeTag decodes one stored tag (see joinTags).
+func unescapeTag(t string) string {
+	if strings.IndexByte(t, '\\') < 0 {
+		return t
+	}
+	return tagUnescaper.Replace(t)
 }
 
 // upsertVideosSQL returns an upsert of the text of n videos in ONE
