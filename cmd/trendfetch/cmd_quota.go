@@ -80,8 +80,12 @@ func printStatus(a *app, st quota.Status) {
 	if !st.Reachable {
 		return
 	}
-	if !st.ExhaustedUntil.IsZero() {
-		fmt.Fprintf(a.stdout, "EXHAUSTED upstream (403 quotaExceeded) until %s\n", st.ExhaustedUntil.UTC().Format("2006-01-02 15:04:05 MST"))
+	for _, m := range st.Marks {
+		what := "the credential (every call site)"
+		if m.Site != "" {
+			what = m.Site + " (its own Google quota; the other call sites go on)"
+		}
+		fmt.Fprintf(a.stdout, "SPENT upstream until %s: %s; the API answered %s\n", m.Until.UTC().Format(time.RFC3339), what, m.Why)
 	}
 	tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "BUCKET\tUSED\t\tLEFT\tWINDOW\tTODAY (PT)\t1 UNIT IN\tMAX COST IN")

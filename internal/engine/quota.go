@@ -143,17 +143,17 @@ func (e *Engine) Check(ctx context.Context, method string, count int64) (CheckRe
 	if err != nil {
 		return CheckResult{}, err
 	}
-	out := checkCalls(st, e.cfg.Quota.Costs[method], count)
+	out := checkCalls(st, method, e.cfg.Quota.Costs[method], count)
 	out.Credential, out.Method = e.cfg.Credential, method
 	return out, nil
 }
 
-// checkCalls answers whether count calls charging charges (bucket: units
-// per call) fit the status st now, and if not the earliest and latest
-// time: exactly when the status knows (one call of cost 1, a call of the
-// largest cost, a calendar bucket's next Pacific midnight, an upstream
-// exhaustion marker).
-func checkCalls(st quota.Status, charges map[string]int64, count int64) CheckResult {
+// checkCalls answers whether count calls of method charging charges
+// (bucket: units per call) fit the status st now, and if not the earliest
+// and latest time: exactly when the status knows (one call of cost 1, a
+// call of the largest cost, a calendar bucket's next Pacific midnight, an
+// upstream mark of the credential or of method).
+func checkCalls(st quota.Status, method string, charges map[string]int64, count int64) CheckResult {
 	now := st.Now
 	out := CheckResult{Count: count, Fits: true}
 	var at, by time.Time
@@ -162,10 +162,12 @@ func checkCalls(st quota.Status, charges map[string]int64, count int64) CheckRes
 			*t = v
 		}
 	}
-	if st.ExhaustedUntil.After(now) {
-		out.Fits = false
-		later(&at, st.ExhaustedUntil)
-		later(&by, st.ExhaustedUntil)
+	for _, m := range st.Marks {
+		if (m.Site == "" || m.Site == method) && m.Until.After(now) {
+			out.Fits = false
+			later(&at, m.Until)
+			later(&by, m.Until)
+		}
 	}
 	never := false
 	for _, b := range st.Buckets {

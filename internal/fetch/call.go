@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http/httptrace"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -32,9 +33,10 @@ const maxBackoff = 30 * time.Second
 // call sends one API call of method through the whole call-site protocol:
 // reserve its cost (or apply the call site's policy when the limiter is
 // unavailable), send it under the request timeout, and on a transient
-// failure (5xx, 429, rate limit, timeout, connection reset, truncated body)
-// back off with full jitter and try again, reserving every attempt because
-// Google charges every attempt. After the last attempt, or on a permanent
+// failure (5xx, a per-minute quota answer, timeout, connection reset,
+// truncated body) wait (the answer's Retry-After, else full-jitter backoff)
+// and try again, reserving every attempt because Google charges every
+// attempt. After the last attempt, or on a permanent
 // error, it returns the classified error (see apiError). An attempt that
 // provably never left the host (DNS failure, connection refused) has its
 // reservation refunded: Google never saw it.
@@ -63,6 +65,9 @@ func call[T any](ctx context.Context, r *Runner, st *runState, method string, se
 			return zero, err
 		}
 		wait := backoff(st.set.RetryBackoff, attempt)
+		if ra := retryAfter(err); ra > 0 {
+			wait = ra
+		}
 		st.log.Warn().Err(err).Str("method", method).Int("attempt", attempt+1).
 			Int64("backoff_ms", wait.Milliseconds()).Msg("transient API failure; retrying")
 		t := time.NewTimer(wait)
@@ -156,21 +161,16 @@ func (r *Runner) refund(ctx context.Context, st *runState, method string, res qu
 }
 
 // retryable reports whether err is a transient failure worth another
-// (charged) attempt: HTTP 5xx and 429, 403 rateLimitExceeded /
-// userRateLimitExceeded, timeouts, connection resets and bodies cut short.
-// quotaExceeded, keyInvalid, videoChartNotFound and malformed JSON are not.
+// (charged) attempt: HTTP 5xx, a per-minute quota answer (quotaAnswerOf),
+// timeouts, connection resets and bodies cut short. A per-day quota answer,
+// keyInvalid, videoChartNotFound and malformed JSON are not.
 func retryable(err error) bool {
 	var ge *googleapi.Error
 	if errors.As(err, &ge) {
-		if ge.Code >= 500 || ge.Code == 429 {
-			return true
+		if kind, _ := quotaAnswerOf(ge); kind != notQuota {
+			return kind == perMinute
 		}
-		for _, e := range ge.Errors {
-			if e.Reason == "rateLimitExceeded" || e.Reason == "userRateLimitExceeded" {
-				return true
-			}
-		}
-		return false
+		return ge.Code >= 500
 	}
 	var ne net.Error
 	switch {
@@ -264,14 +264,98 @@ func Denied(region, method string, d quota.Decision) *StopError {
 		reason = fmt.Sprintf("quota denied %s: the local clock went back by %s (it reads earlier than the newest entry of bucket %q); nothing is admitted until it catches up, or run `trendfetch quota reset` if the earlier clock was wrong",
 			method, roundUp(d.ClockBehind), d.DeniedBucket)
 	}
-	if d.Exhausted {
-		reason = "quota exhausted upstream (403 quotaExceeded) until " + d.ExhaustedUntil.UTC().Format(time.RFC3339)
+	site := ""
+	switch {
+	case d.SiteExhausted:
+		site = method
+		reason = fmt.Sprintf("%s skipped: its own Google quota is marked spent upstream until %s (`trendfetch quota status` says why)", method, d.ExhaustedUntil.UTC().Format(time.RFC3339))
+	case d.Exhausted:
+		reason = "the project's Google quota is marked spent upstream until " + d.ExhaustedUntil.UTC().Format(time.RFC3339) + " (`trendfetch quota status` says why)"
 	}
 	base := d.Now
 	if base.IsZero() {
 		base = time.Now()
 	}
-	return &StopError{Region: region, Reason: reason, RetryAfter: d.RetryAfter, RetryAt: base.Add(d.RetryAfter)}
+	return &StopError{Region: region, Reason: reason, RetryAfter: d.RetryAfter, RetryAt: base.Add(d.RetryAfter), Site: site}
+}
+
+// quotaAnswer is what a quota answer of the API says (docs/design.md §3).
+type quotaAnswer int
+
+const (
+	notQuota  quotaAnswer = iota
+	perMinute             // a rate limit: retried after its Retry-After or the backoff
+	perDay                // a daily quota spent: never retried, marked until the next Pacific midnight
+)
+
+// quotaAnswerOf classifies ge, and names it in one line (why). Per day,
+// whatever the status or reason: reason quotaExceeded or
+// dailyLimitExceeded, or a message or an ErrorInfo detail's quota_limit
+// saying "per day". Else per minute: one saying "per minute", reason
+// rateLimitExceeded or userRateLimitExceeded, or any other HTTP 429
+// (RESOURCE_EXHAUSTED).
+func quotaAnswerOf(ge *googleapi.Error) (kind quotaAnswer, why string) {
+	texts := []string{ge.Message}
+	reasons := map[string]bool{}
+	why = fmt.Sprintf("HTTP %d", ge.Code)
+	for _, e := range ge.Errors {
+		texts, reasons[e.Reason] = append(texts, e.Message), true
+	}
+	limit := ""
+	for _, d := range ge.Details {
+		m, _ := d.(map[string]any)
+		if meta, _ := m["metadata"].(map[string]any); meta != nil && m["@type"] == "type.googleapis.com/google.rpc.ErrorInfo" {
+			limit, _ = meta["quota_limit"].(string)
+			texts = append(texts, limit)
+		}
+	}
+	says := func(unit string) bool { // "per day", "PerDay", "per-day"
+		for _, t := range texts {
+			if strings.Contains(strings.NewReplacer(" ", "", "-", "", "_", "").Replace(strings.ToLower(t)), "per"+unit) {
+				return true
+			}
+		}
+		return false
+	}
+	switch {
+	case reasons["quotaExceeded"] || reasons["dailyLimitExceeded"] || says("day"):
+		kind = perDay
+	case says("minute") || reasons["rateLimitExceeded"] || reasons["userRateLimitExceeded"] || ge.Code == 429:
+		kind = perMinute
+	default:
+		return notQuota, ""
+	}
+	for _, r := range []string{"quotaExceeded", "dailyLimitExceeded", "rateLimitExceeded", "userRateLimitExceeded"} {
+		if reasons[r] {
+			why += " " + r
+		}
+	}
+	if ge.Code == 429 {
+		why += " RESOURCE_EXHAUSTED"
+	}
+	if limit != "" {
+		why += ": limit " + limit
+	} else if len(reasons) == 0 && ge.Message != "" {
+		why += ": " + ge.Message
+	}
+	return kind, why
+}
+
+// maxRetryAfter caps the wait an answer's Retry-After asks for.
+const maxRetryAfter = time.Minute
+
+// retryAfter is the wait the Retry-After header of an API answer in err asks
+// for (whole seconds, at most maxRetryAfter), 0 when none.
+func retryAfter(err error) time.Duration {
+	var ge *googleapi.Error
+	if !errors.As(err, &ge) {
+		return 0
+	}
+	secs, perr := strconv.Atoi(ge.Header.Get("Retry-After"))
+	if perr != nil || secs <= 0 {
+		return 0
+	}
+	return min(time.Duration(secs)*time.Second, maxRetryAfter)
 }
 
 // apiError classifies an error answer of the API (docs/design.md §3).
@@ -288,18 +372,10 @@ func (r *Runner) apiError(ctx context.Context, st *runState, method string, err 
 	if len(ge.Errors) > 0 {
 		reason = ge.Errors[0].Reason
 	}
+	if kind, why := quotaAnswerOf(ge); kind == perDay {
+		return r.markSpent(ctx, st, method, ge.Code, why)
+	}
 	switch {
-	case (reason == "quotaExceeded" || reason == "dailyLimitExceeded") && googleBucket(method) != "":
-		// The method's own Google bucket (videos.batchGetStats) is spent,
-		// not the project's units: the credential stays usable.
-		return &StopError{Region: run.Region, Reason: fmt.Sprintf("the API answered 403 quotaExceeded for %s: its own daily bucket is spent", method)}
-	case reason == "quotaExceeded" || reason == "dailyLimitExceeded":
-		now := r.now()
-		until := quota.NextPacificMidnight(now)
-		if merr := r.Limiter.MarkExhausted(context.WithoutCancel(ctx), r.Credential, until); merr != nil {
-			st.log.Warn().Err(merr).Msg("cannot mark the credential exhausted in the quota backend")
-		}
-		return &StopError{Region: run.Region, Reason: "the API answered 403 quotaExceeded: the project's daily quota is spent", RetryAfter: until.Sub(now), RetryAt: until}
 	case reason == "keyInvalid" || strings.Contains(ge.Body, "API_KEY_INVALID"):
 		return &CredentialError{Credential: r.Credential, Reason: "keyInvalid"}
 	case ge.Code >= 300 && ge.Code < 400:
@@ -334,9 +410,25 @@ func redactURL(raw string) string {
 	return u.String()
 }
 
-// googleBucket returns the Google quota bucket of method when it has its
-// own (callsite.Site.GoogleBucket), else "".
-func googleBucket(method string) string {
-	site, _ := callsite.Lookup(method)
-	return site.GoogleBucket
+// markSpent marks what a per-day quota answer (HTTP code, why) to method
+// names as spent until the next Pacific midnight, in the quota backend that
+// every host shares, and returns the run's *StopError. A 429 (Google's
+// per-method buckets since 2026-06-01) or an answer to a method with its own
+// Google bucket (callsite.Site.GoogleBucket) names the method's bucket: only
+// the call site is marked (StopError.Site), the run goes on without it.
+// Anything else names the project's units: the credential is marked.
+func (r *Runner) markSpent(ctx context.Context, st *runState, method string, code int, why string) error {
+	if r.Scrub != nil {
+		why = r.Scrub(why)
+	}
+	now := time.Now() // Google's day, not the run record's clock (Runner.Now)
+	until := quota.NextPacificMidnight(now)
+	mark, reason := quota.Mark{Until: until, Why: why}, "the API answered "+why+": the project's daily quota is spent"
+	if site, _ := callsite.Lookup(method); code == 429 || site.GoogleBucket != "" {
+		mark.Site, reason = method, fmt.Sprintf("%s skipped: the API answered %s: its own daily quota is spent", method, why)
+	}
+	if err := r.Limiter.MarkExhausted(context.WithoutCancel(ctx), r.Credential, mark); err != nil {
+		st.log.Warn().Err(err).Str("method", method).Msg("cannot mark the quota spent in the quota backend")
+	}
+	return &StopError{Region: st.run.Region, Reason: reason, RetryAfter: until.Sub(now), RetryAt: until, Site: mark.Site}
 }

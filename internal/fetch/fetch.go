@@ -157,6 +157,9 @@ type StopError struct {
 	RetryAfter time.Duration
 	// RetryAt is the wall-clock time matching RetryAfter.
 	RetryAt time.Time
+	// Site, when set, is the call site whose own Google quota is spent
+	// (quota.Mark): its step stops, noted on the run, and the run goes on.
+	Site string
 }
 
 func (e *StopError) Error() string {

@@ -372,7 +372,7 @@ func TestStatsQuotaExceededKeepsCredential(t *testing.T) {
 	replayDays(t, r, emu, dates[:1])
 	emu.FailNext(callsite.VideosBatchGetStats, 1, 403)
 	runs := replayDays(t, r, emu, dates[4:5])
-	if runs[0].Outcome != store.OutcomeSuccess || !strings.Contains(runs[0].Reason, "quotaExceeded for videos.batchGetStats") {
+	if runs[0].Outcome != store.OutcomeSuccess || !strings.Contains(runs[0].Reason, "videos.batchGetStats skipped: the API answered HTTP 403 quotaExceeded") {
 		t.Errorf("day 5: %s %q", runs[0].Outcome, runs[0].Reason)
 	}
 	again := replayDays(t, r, emu, dates[4:5])

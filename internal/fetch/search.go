@@ -3,6 +3,7 @@ package fetch
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"time"
@@ -30,6 +31,8 @@ type searchHits struct {
 // capture records that the search found nothing storable). Hits that
 // videos.list did not return (deleted or private since they were indexed)
 // leave a gap in the ranks and a warning naming the units the query cost.
+// When search.list's own Google quota is spent (StopError.Site) the
+// remaining queries are skipped, noted on the run, and the run goes on.
 func (r *Runner) searches(ctx context.Context, st *runState, searches []Search) error {
 	if len(searches) == 0 {
 		return nil
@@ -37,6 +40,15 @@ func (r *Runner) searches(ctx context.Context, st *runState, searches []Search) 
 	var all []searchHits
 	for _, s := range searches {
 		hits, err := r.search(ctx, st, s)
+		var stop *StopError
+		if errors.As(err, &stop) && stop.Site != "" {
+			// search.list's own quota is spent: the queries done so far are
+			// stored, the rest wait for the next Pacific day.
+			warnUnstored(st, []searchHits{hits})
+			st.note = stop.Reason
+			st.log.Warn().Str("reason", stop.Reason).Msg("searches stopped; the run goes on without search.list")
+			break
+		}
 		all = append(all, hits) // on error too: its first pages may have cost units
 		if err != nil {
 			warnUnstored(st, all)

@@ -280,8 +280,8 @@ func (c *quotaCollector) Collect(ch chan<- prometheus.Metric) {
 			continue
 		}
 		exhausted := 0.0
-		if !st.ExhaustedUntil.IsZero() {
-			exhausted = float64(st.ExhaustedUntil.UnixNano()) / 1e9
+		if !st.ExhaustedUntil().IsZero() {
+			exhausted = float64(st.ExhaustedUntil().UnixNano()) / 1e9
 		}
 		ch <- prometheus.MustNewConstMetric(descExhaust, prometheus.GaugeValue, exhausted, cred)
 		for _, b := range st.Buckets {

@@ -61,18 +61,19 @@ func (w logWindow) retryAfter(b Bucket, units, nowUS int64) (time.Duration, erro
 }
 
 // decide admits a call of charges when every charge fits its bucket's
-// window (used + units <= limit) and the credential is not marked
-// exhausted until after nowUS (exhaustedUS). A bucket whose newest entry is
+// window (used + units <= limit) and neither the credential (credUS) nor the
+// call site (siteUS) is marked exhausted until after nowUS (Unix µs; 0: no
+// mark). A bucket whose newest entry is
 // more than ClockStepTolerance after the clock denies until the clock has
 // caught up (Decision.ClockBehind). On denial RetryAfter is the largest wait
 // among the denying buckets and the marker, and DeniedBucket the bucket
 // with the largest wait (the first on ties; "" when the marker alone
 // decides). Remaining is after the call when it is admitted. The caller
 // records the entries (stamped no earlier than newest) and the Reservation.
-func decide(charges []bucketCharge, logs []logWindow, nowUS, exhaustedUS int64) (Decision, error) {
+func decide(charges []bucketCharge, logs []logWindow, nowUS, credUS, siteUS int64) (Decision, error) {
 	d := Decision{Now: time.UnixMicro(nowUS), Remaining: make(map[string]int64, len(charges))}
-	if exhaustedUS > nowUS {
-		d.Exhausted, d.ExhaustedUntil = true, time.UnixMicro(exhaustedUS)
+	if exhaustedUS := max(credUS, siteUS); exhaustedUS > nowUS {
+		d.Exhausted, d.ExhaustedUntil, d.SiteExhausted = true, time.UnixMicro(exhaustedUS), siteUS > credUS
 		d.RetryAfter = time.Duration(exhaustedUS-nowUS) * time.Microsecond
 	}
 	denied, deniedRA := "", time.Duration(0)

@@ -117,7 +117,7 @@ func BenchmarkHeadToHead(b *testing.B) {
 	}
 	reserve := func(name, cred string, ch []bucketCharge) func() {
 		return func() {
-			if d, err := rb.Reserve(ctx, cred, ch); err != nil || !d.Allowed {
+			if d, err := rb.Reserve(ctx, cred, "", ch); err != nil || !d.Allowed {
 				b.Fatalf("%s: %+v %v", name, d, err)
 			}
 		}

@@ -26,8 +26,25 @@ type memoryBackend struct {
 const memorySweepEvery = 1024
 
 type memoryCredential struct {
-	logs      map[string][]memoryEntry // by bucket name, oldest first
-	exhausted int64                    // µs; 0 = none
+	logs  map[string][]memoryEntry // by bucket name, oldest first
+	marks map[string]Mark          // by site ("": the credential's)
+}
+
+// markUS is the end of the mark of site (Unix µs; 0: none).
+func (cr *memoryCredential) markUS(site string) int64 {
+	if m, ok := cr.marks[site]; ok {
+		return m.Until.UnixMicro()
+	}
+	return 0
+}
+
+// dropMarks forgets the marks over at nowUS.
+func (cr *memoryCredential) dropMarks(nowUS int64) {
+	for site, m := range cr.marks {
+		if m.Until.UnixMicro() <= nowUS {
+			delete(cr.marks, site)
+		}
+	}
 }
 
 // memoryEntry is one entry of a bucket's log.
@@ -47,7 +64,7 @@ func NewMemory(now func() time.Time) *memoryBackend {
 func (m *memoryBackend) credential(name string) *memoryCredential {
 	cr := m.creds[name]
 	if cr == nil {
-		cr = &memoryCredential{logs: map[string][]memoryEntry{}}
+		cr = &memoryCredential{logs: map[string][]memoryEntry{}, marks: map[string]Mark{}}
 		m.creds[name] = cr
 	}
 	return cr
@@ -88,7 +105,7 @@ func memoryWindow(log []memoryEntry, cutoff int64) logWindow {
 }
 
 // Reserve implements Backend under the mutex; it never returns an error.
-func (m *memoryBackend) Reserve(ctx context.Context, credential string, charges []bucketCharge) (Decision, error) {
+func (m *memoryBackend) Reserve(ctx context.Context, credential, site string, charges []bucketCharge) (Decision, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	nowUS := m.clock().UnixMicro()
@@ -101,7 +118,8 @@ func (m *memoryBackend) Reserve(ctx context.Context, credential string, charges 
 	for i, c := range charges {
 		windows[i] = memoryWindow(cr.logs[c.Name], windowCutoffUS(c.Bucket, nowUS))
 	}
-	d, err := decide(charges, windows, nowUS, cr.exhausted)
+	cr.dropMarks(nowUS)
+	d, err := decide(charges, windows, nowUS, cr.markUS(""), cr.markUS(site))
 	if err != nil || !d.Allowed {
 		return d, err
 	}
@@ -118,7 +136,6 @@ func (m *memoryBackend) Reserve(ctx context.Context, credential string, charges 
 		cr.logs[c.Name] = log
 		d.Reservation.entries = append(d.Reservation.entries, reservedEntry{bucket: c.Bucket, units: c.Units, at: e.ts, id: e.id})
 	}
-	cr.exhausted = 0
 	return d, nil
 }
 
@@ -146,7 +163,8 @@ func (m *memoryBackend) Refund(ctx context.Context, credential string, r Reserva
 func (m *memoryBackend) sweep(nowUS int64) {
 	dayAgo := nowUS - (25 * time.Hour).Microseconds()
 	for name, cr := range m.creds {
-		idle := cr.exhausted <= nowUS
+		cr.dropMarks(nowUS)
+		idle := len(cr.marks) == 0
 		for _, log := range cr.logs {
 			if len(log) > 0 && log[len(log)-1].ts > dayAgo {
 				idle = false
@@ -168,9 +186,12 @@ func (m *memoryBackend) Status(ctx context.Context, credential string, buckets [
 	if cr == nil {
 		cr = &memoryCredential{} // read only: nothing is created
 	}
-	if cr.exhausted > nowUS {
-		st.ExhaustedUntil = time.UnixMicro(cr.exhausted)
+	for _, mk := range cr.marks {
+		if mk.Until.UnixMicro() > nowUS {
+			st.Marks = append(st.Marks, mk)
+		}
 	}
+	sortMarks(st.Marks)
 	midnightUS := pacificMidnight(st.Now).UnixMicro()
 	for _, b := range buckets {
 		log := cr.logs[b.Name]
@@ -184,11 +205,14 @@ func (m *memoryBackend) Status(ctx context.Context, credential string, buckets [
 }
 
 // MarkExhausted implements Backend.
-func (m *memoryBackend) MarkExhausted(ctx context.Context, credential string, until time.Time) error {
+func (m *memoryBackend) MarkExhausted(ctx context.Context, credential string, mk Mark) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	cr := m.credential(credential)
-	cr.exhausted = max(cr.exhausted, until.UnixMicro())
+	if mk.Until.UnixMicro() > cr.markUS(mk.Site) {
+		mk.Until = time.UnixMicro(mk.Until.UnixMicro())
+		cr.marks[mk.Site] = mk
+	}
 	return nil
 }
 

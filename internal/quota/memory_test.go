@@ -19,26 +19,26 @@ func TestMemoryRetryAfterIsExact(t *testing.T) {
 	cs := []bucketCharge{{Bucket: b, Units: 1}}
 	ctx := context.Background()
 	for i := range 3 {
-		if d, err := m.Reserve(ctx, "ip-1", cs); err != nil || !d.Allowed {
+		if d, err := m.Reserve(ctx, "ip-1", "", cs); err != nil || !d.Allowed {
 			t.Fatalf("reservation %d: %+v, %v", i+1, d, err)
 		}
 		now = now.Add(10 * time.Second)
 	}
-	d, _ := m.Reserve(ctx, "ip-1", cs)
+	d, _ := m.Reserve(ctx, "ip-1", "", cs)
 	if d.Allowed || d.DeniedBucket != "requests" || d.RetryAfter != 30*time.Second {
 		t.Fatalf("4th: %+v, want denied with Retry-After 30s (the first entry leaves the window)", d)
 	}
 	start := now
 	now = start.Add(d.RetryAfter - time.Microsecond)
-	if d, _ := m.Reserve(ctx, "ip-1", cs); d.Allowed {
+	if d, _ := m.Reserve(ctx, "ip-1", "", cs); d.Allowed {
 		t.Error("admitted a microsecond before Retry-After")
 	}
 	now = start.Add(d.RetryAfter)
-	if d, _ := m.Reserve(ctx, "ip-1", cs); !d.Allowed {
+	if d, _ := m.Reserve(ctx, "ip-1", "", cs); !d.Allowed {
 		t.Errorf("denied at Retry-After: %+v", d)
 	}
 	// Other clients have their own log.
-	if d, _ := m.Reserve(ctx, "ip-2", cs); !d.Allowed {
+	if d, _ := m.Reserve(ctx, "ip-2", "", cs); !d.Allowed {
 		t.Errorf("another credential denied: %+v", d)
 	}
 }
@@ -50,11 +50,11 @@ func TestMemorySweepDropsIdleCredentials(t *testing.T) {
 	m := NewMemory(func() time.Time { return now })
 	cs := []bucketCharge{{Bucket: Bucket{Name: "requests", Limit: 60, Window: time.Minute}, Units: 1}}
 	for i := range memorySweepEvery {
-		m.Reserve(context.Background(), "client-"+string(rune('a'+i%26))+time.Duration(i).String(), cs)
+		m.Reserve(context.Background(), "client-"+string(rune('a'+i%26))+time.Duration(i).String(), "", cs)
 	}
 	now = now.Add(26 * time.Hour)
 	for range memorySweepEvery {
-		m.Reserve(context.Background(), "active", cs)
+		m.Reserve(context.Background(), "active", "", cs)
 	}
 	m.mu.Lock()
 	n := len(m.creds)

@@ -143,7 +143,7 @@ func overAdmissionChild(stdin io.Reader, stdout io.Writer) error {
 			cost = 100
 		}
 		retryCheap = false
-		d, err := b.Reserve(ctx, cred, []bucketCharge{{Bucket: units, Units: cost}})
+		d, err := b.Reserve(ctx, cred, "", []bucketCharge{{Bucket: units, Units: cost}})
 		if err != nil {
 			return fmt.Errorf("after %d units: %w", admitted, err)
 		}

@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // Bucket is one quota allocation of a credential: at most Limit units
@@ -42,13 +43,17 @@ type Decision struct {
 	// Remaining is, per bucket charged, the units left after this decision.
 	Remaining map[string]int64
 	// DeniedBucket names the bucket that denied, or "" when allowed or when
-	// denied by an upstream exhaustion marker.
+	// denied by an upstream mark.
 	DeniedBucket string
-	// Exhausted reports a denial because the credential was marked exhausted
-	// by the upstream API (MarkExhausted) until ExhaustedUntil.
+	// Exhausted reports a denial by an upstream mark (MarkExhausted) until
+	// ExhaustedUntil: the credential's, or the call site's own (SiteExhausted).
 	Exhausted bool
-	// ExhaustedUntil is the end of the exhaustion marker when Exhausted.
+	// ExhaustedUntil is the end of the mark when Exhausted.
 	ExhaustedUntil time.Time
+	// SiteExhausted reports that the mark that denies is the call site's
+	// (its own Google bucket is spent), not the credential's: the other call
+	// sites go on.
+	SiteExhausted bool
 	// RetryAfter is, on denial, the earliest wait after which the same
 	// reservation can succeed (never early; microsecond precision).
 	RetryAfter time.Duration
@@ -149,9 +154,42 @@ type Status struct {
 	Latency time.Duration
 	// Now is the backend clock.
 	Now time.Time
-	// ExhaustedUntil is set while the credential is marked exhausted upstream.
-	ExhaustedUntil time.Time
-	Buckets        []BucketStatus
+	// Marks are the upstream marks in force, the credential's (Site "")
+	// first, then the call sites' by name.
+	Marks   []Mark
+	Buckets []BucketStatus
+}
+
+// ExhaustedUntil is the end of the credential's mark, zero when none.
+func (st Status) ExhaustedUntil() time.Time {
+	for _, m := range st.Marks {
+		if m.Site == "" {
+			return m.Until
+		}
+	}
+	return time.Time{}
+}
+
+// Mark is an upstream mark: Google answered that a daily quota is spent, so
+// reservations it covers are denied until Until (docs/design.md §4,
+// upstream feedback).
+type Mark struct {
+	// Site is the call site (callsite name) whose own Google bucket is
+	// spent; "" marks the credential, every call site.
+	Site string
+	// Until is when the mark ends: the next Pacific midnight after the answer.
+	Until time.Time
+	// Why is the answer that set it, one line of at most MaxWhy bytes, e.g.
+	// "HTTP 429 RESOURCE_EXHAUSTED: Search Queries per day".
+	Why string
+}
+
+// MaxWhy is the most bytes of Mark.Why a backend keeps.
+const MaxWhy = 200
+
+// sortMarks orders ms as Status.Marks lists them.
+func sortMarks(ms []Mark) {
+	sort.Slice(ms, func(i, j int) bool { return ms[i].Site < ms[j].Site })
 }
 
 // Backend stores sliding-window logs and decides reservations atomically:
@@ -162,13 +200,15 @@ type Status struct {
 type Backend interface {
 	// Name is "redis", "sqlite" or "memory".
 	Name() string
-	// Reserve records one entry per charge, or none; charges are New's.
-	Reserve(ctx context.Context, credential string, charges []bucketCharge) (Decision, error)
+	// Reserve records one entry per charge, or none; charges are New's. A
+	// mark of the credential or of site ("" : none) denies.
+	Reserve(ctx context.Context, credential, site string, charges []bucketCharge) (Decision, error)
 	// Status reads the buckets without writing; maxCost is the largest
 	// configured cost per bucket name.
 	Status(ctx context.Context, credential string, buckets []Bucket, maxCost map[string]int64) (Status, error)
-	// MarkExhausted sets the marker to until (whole µs) unless it is later.
-	MarkExhausted(ctx context.Context, credential string, until time.Time) error
+	// MarkExhausted sets m (Until in whole µs, Why at most MaxWhy bytes)
+	// unless the same site's mark ends later.
+	MarkExhausted(ctx context.Context, credential string, m Mark) error
 	// Refund removes r's entries while each is the newest of its bucket.
 	Refund(ctx context.Context, credential string, r Reservation) (refunded bool, err error)
 	// Reset removes every entry and the marker; run leases are kept.
@@ -306,7 +346,7 @@ func (l *Limiter) Reserve(ctx context.Context, credential, method string) (Decis
 	for i, c := range cs {
 		charges[i] = bucketCharge{Bucket: l.byName[c.Bucket], Units: c.Units}
 	}
-	return l.backend.Reserve(ctx, credential, charges)
+	return l.backend.Reserve(ctx, credential, method, charges)
 }
 
 // Status reads the state of every bucket of credential. Backend failures are
@@ -332,14 +372,21 @@ func (l *Limiter) Refund(ctx context.Context, credential string, r Reservation) 
 	return l.backend.Refund(ctx, credential, r)
 }
 
-// MarkExhausted denies every reservation of credential until until (rounded
-// up to the microsecond: never early), typically the next Pacific midnight
-// after Google answered 403 quotaExceeded. A marker only moves later.
-func (l *Limiter) MarkExhausted(ctx context.Context, credential string, until time.Time) error {
-	if t := until.Truncate(time.Microsecond); t.Before(until) {
-		until = t.Add(time.Microsecond)
+// MarkExhausted marks m for credential: every reservation of credential
+// (m.Site "") or of the call site m.Site is denied until m.Until (rounded up
+// to the microsecond: never early), the next Pacific midnight after Google
+// answered a per-day quota. A mark only moves later; Why is cut to one line
+// of MaxWhy bytes.
+func (l *Limiter) MarkExhausted(ctx context.Context, credential string, m Mark) error {
+	if t := m.Until.Truncate(time.Microsecond); t.Before(m.Until) {
+		m.Until = t.Add(time.Microsecond)
 	}
-	return l.backend.MarkExhausted(ctx, credential, until)
+	m.Why = strings.Join(strings.Fields(m.Why), " ")
+	for len(m.Why) > MaxWhy {
+		_, size := utf8.DecodeLastRuneInString(m.Why)
+		m.Why = m.Why[:len(m.Why)-size]
+	}
+	return l.backend.MarkExhausted(ctx, credential, m)
 }
 
 // Reset forgets every entry and the exhaustion marker of credential (run

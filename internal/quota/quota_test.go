@@ -94,7 +94,7 @@ func TestPacificMidnight(t *testing.T) {
 type nopBackend struct{ t *testing.T }
 
 func (nopBackend) Name() string { return "nop" }
-func (b nopBackend) Reserve(context.Context, string, []bucketCharge) (Decision, error) {
+func (b nopBackend) Reserve(context.Context, string, string, []bucketCharge) (Decision, error) {
 	b.t.Fatal("backend reached")
 	return Decision{}, nil
 }
@@ -102,7 +102,7 @@ func (b nopBackend) Status(context.Context, string, []Bucket, map[string]int64) 
 	b.t.Fatal("backend reached")
 	return Status{}, nil
 }
-func (nopBackend) MarkExhausted(context.Context, string, time.Time) error { return nil }
+func (nopBackend) MarkExhausted(context.Context, string, Mark) error { return nil }
 func (nopBackend) Reset(context.Context, string) error                    { return nil }
 func (b nopBackend) Refund(context.Context, string, Reservation) (bool, error) {
 	b.t.Fatal("backend reached")

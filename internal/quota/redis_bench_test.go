@@ -84,7 +84,7 @@ func BenchmarkRedis(b *testing.B) {
 	}
 	reserve := func(b *testing.B, cred string, cs []bucketCharge, allowed bool) func() {
 		return func() {
-			d, err := rb.Reserve(ctx, cred, cs)
+			d, err := rb.Reserve(ctx, cred, "", cs)
 			if err != nil || d.Allowed != allowed {
 				b.Fatalf("Reserve: %+v, %v", d, err)
 			}
@@ -121,7 +121,7 @@ func BenchmarkRedis(b *testing.B) {
 		small := Bucket{Name: "units", Limit: 9500, Window: time.Hour}
 		cred := fmt.Sprintf("bench-denied-%d", b.N)
 		for range 95 {
-			if _, err := rb.Reserve(ctx, cred, charge(small, 100)); err != nil {
+			if _, err := rb.Reserve(ctx, cred, "", charge(small, 100)); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -166,7 +166,7 @@ return redis.call('ZCARD', KEYS[1])`)
 			i++
 		}
 		ns := timed(b, setup, func() {
-			d, err := rb.Reserve(ctx, cred, charge(tiny, 1))
+			d, err := rb.Reserve(ctx, cred, "", charge(tiny, 1))
 			if err != nil || !d.Allowed || d.Remaining["units"] != tiny.Limit-1 {
 				b.Fatalf("Reserve: %+v, %v", d, err)
 			}

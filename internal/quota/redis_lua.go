@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -178,20 +180,20 @@ var redisReserveScript = newRedisOnceScript(luaLib + luaReserve)
 // are New's (checked there); a bad credential name is an error. Redis failures: see redisBackend.fail. With
 // WithRedisWaitReplicas, an admission is confirmed by WAIT on the same
 // connection (a second round trip) or fails with errNotReplicated.
-func (r *redisBackend) Reserve(ctx context.Context, credential string, charges []bucketCharge) (Decision, error) {
+func (r *redisBackend) Reserve(ctx context.Context, credential, site string, charges []bucketCharge) (Decision, error) {
 	if err := redisCheckCredential(credential); err != nil {
 		return Decision{}, err
 	}
 	if len(charges) == 0 {
 		return Decision{}, errors.New("quota: reservation without charges")
 	}
-	keys, args := make([]string, 1, 1+len(charges)), make([]any, 0, 3*len(charges)+4)
+	keys, args := make([]string, 1, 1+len(charges)), make([]any, 0, 3*len(charges)+5)
 	keys[0] = r.stateKey(credential)
 	for _, c := range charges {
 		keys = append(keys, r.bucketKey(credential, c.Name))
 		args = append(args, c.Units, c.Limit, redisWindowUS(c.Bucket))
 	}
-	args = r.withMidnights(args)
+	args = r.withMidnights(append(args, markField(site)))
 	// With wait_replicas, the script and WAIT share one connection.
 	var conn *redis.Conn
 	var runner redisProcessor = r.client
@@ -204,9 +206,9 @@ func (r *redisBackend) Reserve(ctx context.Context, credential string, charges [
 		runner = conn
 	}
 	// The reply: allowed, now, denied, retry_us, exhausted, then per bucket
-	// left, at (lua/reserve.lua).
+	// left, at, then by_site (lua/reserve.lua).
 	v, err := redisReserveScript.RunOnce(ctx, runner, keys, args...).Int64Slice()
-	if err == nil && len(v) != 5+2*len(charges) {
+	if err == nil && len(v) != 6+2*len(charges) {
 		err = fmt.Errorf("unexpected reply of %d values", len(v))
 	}
 	if err != nil {
@@ -223,7 +225,7 @@ func (r *redisBackend) Reserve(ctx context.Context, credential string, charges [
 		d.DeniedBucket = charges[denied-1].Name
 	}
 	if exhausted > 0 {
-		d.Exhausted, d.ExhaustedUntil = true, time.UnixMicro(exhausted)
+		d.Exhausted, d.ExhaustedUntil, d.SiteExhausted = true, time.UnixMicro(exhausted), v[len(v)-1] == 1
 	}
 	for i, c := range charges {
 		left, at := v[5+2*i], v[6+2*i]
@@ -258,21 +260,38 @@ func (r *redisBackend) Status(ctx context.Context, credential string, buckets []
 		args = append(args, b.Limit, redisWindowUS(b), max(maxCost[b.Name], 1))
 	}
 	args = r.withMidnights(args)
-	// The reply: now, exhausted, then per bucket used, entries, oldest,
-	// retry_1, retry_max, today (lua/status.lua).
-	res, err := redisStatusScript.Run(ctx, r.client, keys, args...).Int64Slice()
-	if err == nil && len(res) != 2+6*len(buckets) {
-		err = fmt.Errorf("unexpected reply of %d values", len(res))
+	// The reply: now, then per bucket used, entries, oldest, retry_1,
+	// retry_max, today, then each mark's field and value (lua/status.lua).
+	reply, err := redisStatusScript.Run(ctx, r.client, keys, args...).Slice()
+	n := 1 + 6*len(buckets)
+	if err == nil && (len(reply) < n || (len(reply)-n)%2 != 0) {
+		err = fmt.Errorf("unexpected reply of %d values", len(reply))
+	}
+	res := make([]int64, n)
+	for i := 0; err == nil && i < n; i++ {
+		var ok bool
+		if res[i], ok = reply[i].(int64); !ok {
+			err = fmt.Errorf("unexpected reply value %v", reply[i])
+		}
 	}
 	if err != nil {
 		return st, r.fail("status", credential, err)
 	}
 	st.Reachable, st.Now = true, time.UnixMicro(res[0])
-	if res[1] > 0 {
-		st.ExhaustedUntil = time.UnixMicro(res[1])
+	for j := n; j < len(reply); j += 2 {
+		field, _ := reply[j].(string)
+		value, _ := reply[j+1].(string)
+		untilText, why, _ := strings.Cut(value, " ")
+		until, perr := strconv.ParseInt(untilText, 10, 64)
+		if perr != nil {
+			continue
+		}
+		site := strings.TrimPrefix(strings.TrimPrefix(field, "exhausted"), ":")
+		st.Marks = append(st.Marks, Mark{Site: site, Until: time.UnixMicro(until), Why: why})
 	}
+	sortMarks(st.Marks)
 	for i, b := range buckets {
-		v := res[2+6*i : 8+6*i]
+		v := res[1+6*i : 7+6*i]
 		used, entries, oldest, retry1, retryMax, today := v[0], v[1], v[2], v[3], v[4], v[5]
 		bs := BucketStatus{Bucket: b, Used: used, Remaining: max(b.Limit-used, 0), Entries: entries,
 			RetryAfterOne: time.Duration(retry1) * time.Microsecond, MaxCost: max(maxCost[b.Name], 1),
@@ -285,17 +304,26 @@ func (r *redisBackend) Status(ctx context.Context, credential string, buckets []
 	return st, nil
 }
 
-var redisMarkScript = redis.NewScript(luaMark)
+var redisMarkScript = redis.NewScript(luaLib + luaMark)
 
-// MarkExhausted sets the credential's exhaustion marker until until with
-// lua/mark.lua; every Reserve is denied with Exhausted and a Retry-After up
-// to until meanwhile. A marker is never shortened by a later call with an
-// earlier until, and an until already past marks nothing.
-func (r *redisBackend) MarkExhausted(ctx context.Context, credential string, until time.Time) error {
+// markField is the state hash's field of the mark of site ("": the
+// credential's): "exhausted" or "exhausted:<site>" (lua/lib.lua).
+func markField(site string) string {
+	if site == "" {
+		return "exhausted"
+	}
+	return "exhausted:" + site
+}
+
+// MarkExhausted sets the mark m with lua/mark.lua; every Reserve of the
+// credential (m.Site "") or of the call site m.Site is denied with Exhausted
+// and a Retry-After up to m.Until meanwhile. A mark is never shortened by a
+// later call with an earlier until, and an until already past marks nothing.
+func (r *redisBackend) MarkExhausted(ctx context.Context, credential string, m Mark) error {
 	if err := redisCheckCredential(credential); err != nil {
 		return err
 	}
-	if err := redisMarkScript.Run(ctx, r.client, []string{r.stateKey(credential)}, until.UnixMicro()).Err(); err != nil {
+	if err := redisMarkScript.Run(ctx, r.client, []string{r.stateKey(credential)}, m.Until.UnixMicro(), markField(m.Site), m.Why).Err(); err != nil {
 		return r.fail("mark exhausted", credential, err)
 	}
 	return nil

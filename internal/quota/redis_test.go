@@ -99,14 +99,14 @@ func testRedisClusterTwoBuckets(t *testing.T, b *redisBackend) {
 	// Different credentials land on different masters; each must work.
 	for i := range 12 {
 		cred := fmt.Sprintf("project-%d", i)
-		d, err := b.Reserve(ctx, cred, charge(units, 100, search, int64(1)))
+		d, err := b.Reserve(ctx, cred, "", charge(units, 100, search, int64(1)))
 		if err != nil {
 			t.Fatalf("Reserve(%s): %v (CROSSSLOT?)", cred, err)
 		}
 		if !d.Allowed || d.Remaining["units"] != 9400 || d.Remaining["search"] != 94 {
 			t.Fatalf("Reserve(%s) = %+v, want allowed with 9400 and 94 left", cred, d)
 		}
-		if err := b.MarkExhausted(ctx, cred, time.Now().Add(time.Minute)); err != nil {
+		if err := b.MarkExhausted(ctx, cred, Mark{Until: time.Now().Add(time.Minute)}); err != nil {
 			t.Fatal(err)
 		}
 		if d := mustReserve(t, b, cred, charge(units, 1, search, int64(1))); !d.Exhausted {
@@ -116,7 +116,7 @@ func testRedisClusterTwoBuckets(t *testing.T, b *redisBackend) {
 			t.Fatalf("Reset(%s): %v", cred, err)
 		}
 		st := mustStatus(t, b, cred, []Bucket{units, search}, nil)
-		if st.Buckets[0].Used != 0 || !st.ExhaustedUntil.IsZero() {
+		if st.Buckets[0].Used != 0 || !st.ExhaustedUntil().IsZero() {
 			t.Fatalf("Status after Reset = %+v", st)
 		}
 	}
@@ -137,7 +137,7 @@ func TestRedisScriptFlush(t *testing.T) {
 		srv.Do("SCRIPT", "FLUSH")
 		mustStatus(t, b, "flush", []Bucket{units}, nil)
 		srv.Do("SCRIPT", "FLUSH")
-		if err := b.MarkExhausted(testCtx(t), "flush-other", time.Now().Add(time.Second)); err != nil {
+		if err := b.MarkExhausted(testCtx(t), "flush-other", Mark{Until: time.Now().Add(time.Second)}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -156,7 +156,7 @@ func TestRedisKilledAndRestarted(t *testing.T) {
 	srv.Kill()
 	for i := range 3 {
 		start := time.Now()
-		_, err := b.Reserve(context.Background(), "kill", charge(units, 1))
+		_, err := b.Reserve(context.Background(), "kill", "", charge(units, 1))
 		took := time.Since(start)
 		if !errors.Is(err, ErrUnavailable) {
 			t.Fatalf("Reserve %d with Redis killed: err = %v, want ErrUnavailable", i, err)
@@ -169,7 +169,7 @@ func TestRedisKilledAndRestarted(t *testing.T) {
 	if _, err := b.Status(context.Background(), "kill", []Bucket{units}, nil); !errors.Is(err, ErrUnavailable) {
 		t.Fatalf("Status with Redis killed: %v, want ErrUnavailable", err)
 	}
-	if err := b.MarkExhausted(context.Background(), "kill", time.Now().Add(time.Hour)); !errors.Is(err, ErrUnavailable) {
+	if err := b.MarkExhausted(context.Background(), "kill", Mark{Until: time.Now().Add(time.Hour)}); !errors.Is(err, ErrUnavailable) {
 		t.Fatalf("MarkExhausted with Redis killed: %v, want ErrUnavailable", err)
 	}
 	if err := b.Reset(context.Background(), "kill"); !errors.Is(err, ErrUnavailable) {
@@ -180,7 +180,7 @@ func TestRedisKilledAndRestarted(t *testing.T) {
 	var d Decision
 	var err error
 	for range 20 { // the pool may hold a dead connection or two
-		if d, err = b.Reserve(context.Background(), "kill", charge(units, 1)); err == nil {
+		if d, err = b.Reserve(context.Background(), "kill", "", charge(units, 1)); err == nil {
 			break
 		}
 		time.Sleep(20 * time.Millisecond)
@@ -201,7 +201,7 @@ func TestRedisFrozenTimeout(t *testing.T) {
 	mustAllow(t, b, "stall", charge(units, 1))
 	srv.Freeze()
 	start := time.Now()
-	_, err := b.Reserve(context.Background(), "stall", charge(units, 1))
+	_, err := b.Reserve(context.Background(), "stall", "", charge(units, 1))
 	took := time.Since(start)
 	srv.Thaw()
 	if !errors.Is(err, ErrUnavailable) || took > time.Second {
@@ -255,7 +255,7 @@ func TestRedisSlowReplyChargedOnce(t *testing.T) {
 	mustAllow(t, b, "slow", charge(units, 1))
 
 	slept := sleepRedis(t, srv, 500*time.Millisecond)
-	_, err := b.Reserve(context.Background(), "slow", charge(units, 1))
+	_, err := b.Reserve(context.Background(), "slow", "", charge(units, 1))
 	if !errors.Is(err, ErrUnavailable) {
 		t.Fatalf("Reserve while Redis sleeps past the read timeout: err = %v, want ErrUnavailable", err)
 	}
@@ -279,7 +279,7 @@ func TestRedisResendsWhatDidNotRun(t *testing.T) {
 	replica := redistest.Start(t, "--replicaof", "127.0.0.1", strconv.Itoa(master.Port))
 	b := newTestRedis(t, replica)
 	units := Bucket{Name: "units", Limit: 100, Window: time.Hour}
-	_, err := b.Reserve(context.Background(), "ro", charge(units, 1))
+	_, err := b.Reserve(context.Background(), "ro", "", charge(units, 1))
 	if !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "READONLY") {
 		t.Fatalf("Reserve on a replica: err = %v, want ErrUnavailable naming READONLY", err)
 	}
@@ -305,7 +305,7 @@ func TestRedisKeysAndExpiry(t *testing.T) {
 	units := Bucket{Name: "units", Limit: 100, Window: time.Hour}
 	search := Bucket{Name: "search", Limit: 95, Calendar: true}
 	mustAllow(t, b, "main-project", charge(units, 100, search, int64(1)))
-	if err := b.MarkExhausted(testCtx(t), "main-project", time.Now().Add(time.Hour)); err != nil {
+	if err := b.MarkExhausted(testCtx(t), "main-project", Mark{Until: time.Now().Add(time.Hour)}); err != nil {
 		t.Fatal(err)
 	}
 	keys := strings.Fields(srv.Do("KEYS", "*"))
@@ -341,7 +341,7 @@ func TestRedisKeysAndExpiry(t *testing.T) {
 			t.Errorf("New accepted a bucket named %q", name)
 		}
 	}
-	if _, err := b.Reserve(testCtx(t), "bad{name}", charge(units, 1)); err == nil {
+	if _, err := b.Reserve(testCtx(t), "bad{name}", "", charge(units, 1)); err == nil {
 		t.Fatal("Reserve accepted a credential with braces")
 	}
 }
@@ -462,7 +462,7 @@ func TestRedisCalendarMidnight(t *testing.T) {
 
 	// A table that does not cover Redis TIME is an error, not a guess.
 	table = []int64{now.Add(time.Hour).UnixMicro()}
-	if _, err := b.Reserve(testCtx(t), "cal", charge(daily, 1)); err == nil || errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "midnight") {
+	if _, err := b.Reserve(testCtx(t), "cal", "", charge(daily, 1)); err == nil || errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "midnight") {
 		t.Fatalf("Reserve with a table after TIME: %v", err)
 	}
 }
@@ -522,7 +522,7 @@ func TestRedisClientURL(t *testing.T) {
 		}
 		b := NewRedis(c)
 		defer b.Close()
-		_, err = b.Reserve(context.Background(), "x", charge(units, 1))
+		_, err = b.Reserve(context.Background(), "x", "", charge(units, 1))
 		var access *AccessError
 		if !errors.As(err, &access) || strings.Contains(err.Error(), secret) {
 			t.Fatalf("err = %v, want an *AccessError without the password", err)
@@ -539,7 +539,7 @@ func TestRedisClientURL(t *testing.T) {
 		}
 		b2 := NewRedis(c2)
 		defer b2.Close()
-		if _, err := b2.Reserve(context.Background(), "tls", charge(units, 1)); !errors.Is(err, ErrUnavailable) {
+		if _, err := b2.Reserve(context.Background(), "tls", "", charge(units, 1)); !errors.Is(err, ErrUnavailable) {
 			t.Fatalf("TLS with an unknown CA: %v, want ErrUnavailable", err)
 		}
 	})

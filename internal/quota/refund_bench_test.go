@@ -39,7 +39,7 @@ func BenchmarkRefund(b *testing.B) {
 			res, ref := make([]time.Duration, b.N), make([]time.Duration, b.N)
 			for i := 0; i < b.N; i++ {
 				t0 := time.Now()
-				d, err := be.Reserve(ctx, cred, charge(units, 1))
+				d, err := be.Reserve(ctx, cred, "", charge(units, 1))
 				t1 := time.Now()
 				if err != nil || !d.Allowed {
 					b.Fatalf("Reserve: %+v %v", d, err)

@@ -59,7 +59,7 @@ func reserveUntil(t *testing.T, b *redisBackend, cred string, bucket Bucket, kil
 	deadline := time.Now().Add(timeout)
 	for time.Now().Before(deadline) {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		d, err := b.Reserve(ctx, cred, charge(bucket, 1))
+		d, err := b.Reserve(ctx, cred, "", charge(bucket, 1))
 		cancel()
 		o := outcome{allowed: err == nil && d.Allowed, denied: err == nil && !d.Allowed, err: err, at: time.Now(), d: d}
 		out = append(out, o)
@@ -331,14 +331,14 @@ func TestRedisWaitReplicas(t *testing.T) {
 
 	// wait_replicas 2 with one replica: recorded, not confirmed.
 	two := NewRedis(b.client, WithRedisWaitReplicas(2, waitTimeout))
-	if _, err := two.Reserve(testCtx(t), cred, charge(units, 1)); !errors.Is(err, ErrUnavailable) || !errors.Is(err, errNotReplicated) {
+	if _, err := two.Reserve(testCtx(t), cred, "", charge(units, 1)); !errors.Is(err, ErrUnavailable) || !errors.Is(err, errNotReplicated) {
 		t.Fatalf("wait_replicas 2 with one replica: %v, want ErrUnavailable and errNotReplicated", err)
 	}
 
 	unconfirmed := func(state string) {
 		t.Helper()
 		start := time.Now()
-		d, err := b.Reserve(testCtx(t), cred, charge(units, 1))
+		d, err := b.Reserve(testCtx(t), cred, "", charge(units, 1))
 		took := time.Since(start)
 		if !errors.Is(err, ErrUnavailable) || !errors.Is(err, errNotReplicated) || d.Allowed {
 			t.Fatalf("replica %s: %+v, %v; want no admission and ErrUnavailable + errNotReplicated", state, d, err)
@@ -423,7 +423,7 @@ func TestRedisClusterWaitReplicas(t *testing.T) {
 	if n, err := conn.EvalRO(ctx, entriesScript, []string{w.bucketKey(onIt, units.Name), w.stateKey(onIt)}, "+inf").Int(); err != nil || n != 3 {
 		t.Fatalf("replica holds %d entries of %s (%v), want 3", n, onIt, err)
 	}
-	_, err := w.Reserve(ctx, elsewhere, charge(units, 1))
+	_, err := w.Reserve(ctx, elsewhere, "", charge(units, 1))
 	if !errors.Is(err, ErrUnavailable) || !errors.Is(err, errNotReplicated) {
 		t.Fatalf("credential on a master without replica: %v, want ErrUnavailable and errNotReplicated", err)
 	}
@@ -447,7 +447,7 @@ func TestRedisSentinelAuth(t *testing.T) {
 		}
 		b := NewRedis(c)
 		defer b.Close()
-		return b.Reserve(testCtx(t), "sentinel-auth", charge(units, 1))
+		return b.Reserve(testCtx(t), "sentinel-auth", "", charge(units, 1))
 	}
 	for _, tc := range []struct {
 		name string
@@ -499,7 +499,7 @@ func BenchmarkRedisWaitReplicas(b *testing.B) {
 			out *[]time.Duration
 		}{{plain, &p0}, {waiting, &p1}} {
 			start := time.Now()
-			d, err := tc.b.Reserve(ctx, cred, charge(units, 1))
+			d, err := tc.b.Reserve(ctx, cred, "", charge(units, 1))
 			*tc.out = append(*tc.out, time.Since(start))
 			if err != nil || !d.Allowed {
 				b.Fatalf("reserve: %+v %v", d, err)

@@ -56,11 +56,15 @@ const (
 		WHERE credential = ? AND bucket = ? AND cum >= ? ORDER BY cum LIMIT 1`
 	sqlInsert = `INSERT INTO quota_log (credential, bucket, cum, seq, ts_us, cost, rid)
 		VALUES (?, ?, ?, ?, ?, ?, ?)`
-	sqlEvict  = `DELETE FROM quota_log WHERE credential = ? AND bucket = ? AND ts_us <= ?`
-	sqlMarker = `SELECT until_us FROM quota_exhausted WHERE credential = ?`
-	// A marker only ever moves later; Reset removes it.
-	sqlMark = `INSERT INTO quota_exhausted (credential, until_us) VALUES (?, ?)
-		ON CONFLICT (credential) DO UPDATE SET until_us = max(until_us, excluded.until_us)`
+	sqlEvict = `DELETE FROM quota_log WHERE credential = ? AND bucket = ? AND ts_us <= ?`
+	// The marks of a credential, its own (site '') first.
+	sqlMarks = `SELECT site, until_us, why FROM quota_exhausted WHERE credential = ? AND until_us > ? ORDER BY site`
+	// sqlMarks before migration 0002: the credential's mark only.
+	sqlMarksBefore0002 = `SELECT '', until_us, '' FROM quota_exhausted WHERE credential = ? AND until_us > ?`
+	// A mark only ever moves later; Reset removes it.
+	sqlMark = `INSERT INTO quota_exhausted (credential, site, until_us, why) VALUES (?, ?, ?, ?)
+		ON CONFLICT (credential, site) DO UPDATE SET until_us = excluded.until_us, why = excluded.why
+		WHERE excluded.until_us > until_us`
 	sqlDropMarker = `DELETE FROM quota_exhausted WHERE credential = ? AND until_us <= ?`
 
 	// Refund: the entry a Reservation names, only while it is the newest
@@ -96,12 +100,15 @@ func NewSQLite(path string, opts ...sqliteOption) (*sqliteBackend, error) {
 	if s.db, err = sqlitedb.Open(context.Background(), path, dbOpts); err != nil {
 		return fail("cannot open", err)
 	}
-	queries := []string{sqlLast, sqlFirstAfter, sqlFreeing, sqlMarker}
+	queries := []string{sqlLast, sqlFirstAfter, sqlFreeing, sqlMarks}
 	if !s.readOnly {
 		queries = append(queries, sqlInsert, sqlEvict, sqlMark, sqlDropMarker, sqlRefund)
 	}
 	for _, q := range queries {
 		st, err := s.db.Prepare(q)
+		if err != nil && q == sqlMarks && s.readOnly && strings.Contains(err.Error(), "no such column") {
+			st, err = s.db.Prepare(sqlMarksBefore0002) // a quota.db no writer has migrated yet
+		}
 		if err != nil {
 			s.Close()
 			if strings.Contains(err.Error(), "no such table") {
@@ -200,13 +207,24 @@ func (s *sqliteBackend) readLog(ctx context.Context, tx *sql.Tx, credential stri
 	return st, nil
 }
 
-// marker reads the credential's exhaustion marker (Unix µs; 0: none).
-func (s *sqliteBackend) marker(ctx context.Context, tx *sql.Tx, credential string) (untilUS int64, err error) {
-	err = s.stmt(ctx, tx, sqlMarker).QueryRowContext(ctx, credential).Scan(&untilUS)
-	if errors.Is(err, sql.ErrNoRows) {
-		return 0, nil
+// marks reads the credential's marks in force at nowUS, in Status.Marks order.
+func (s *sqliteBackend) marks(ctx context.Context, tx *sql.Tx, credential string, nowUS int64) ([]Mark, error) {
+	rows, err := s.stmt(ctx, tx, sqlMarks).QueryContext(ctx, credential, nowUS)
+	if err != nil {
+		return nil, err
 	}
-	return untilUS, err
+	defer rows.Close()
+	var out []Mark
+	for rows.Next() {
+		var m Mark
+		var untilUS int64
+		if err := rows.Scan(&m.Site, &untilUS, &m.Why); err != nil {
+			return nil, err
+		}
+		m.Until = time.UnixMicro(untilUS)
+		out = append(out, m)
+	}
+	return out, rows.Err()
 }
 
 // Reserve implements Backend in one write transaction: it reads each
@@ -214,11 +232,20 @@ func (s *sqliteBackend) marker(ctx context.Context, tx *sql.Tx, credential strin
 // entry per bucket, stamped no earlier than the newest (a clock stepped
 // back), and evicts what matters neither to the window nor to today. A
 // denial writes nothing.
-func (s *sqliteBackend) Reserve(ctx context.Context, credential string, charges []bucketCharge) (d Decision, err error) {
+func (s *sqliteBackend) Reserve(ctx context.Context, credential, site string, charges []bucketCharge) (d Decision, err error) {
 	err = s.inTx(ctx, "reserve", true, func(tx *sql.Tx, nowUS int64) error {
-		untilUS, err := s.marker(ctx, tx, credential)
+		marks, err := s.marks(ctx, tx, credential, nowUS)
 		if err != nil {
 			return err
+		}
+		var credUS, siteUS int64
+		for _, m := range marks {
+			switch m.Site {
+			case "":
+				credUS = m.Until.UnixMicro()
+			case site:
+				siteUS = m.Until.UnixMicro()
+			}
 		}
 		logs := make([]sqliteLog, len(charges))
 		windows := make([]logWindow, len(charges))
@@ -228,7 +255,7 @@ func (s *sqliteBackend) Reserve(ctx context.Context, credential string, charges 
 			}
 			windows[i] = logs[i].logWindow
 		}
-		if d, err = decide(charges, windows, nowUS, untilUS); err != nil || !d.Allowed {
+		if d, err = decide(charges, windows, nowUS, credUS, siteUS); err != nil || !d.Allowed {
 			return err
 		}
 		for i, c := range charges {
@@ -241,10 +268,7 @@ func (s *sqliteBackend) Reserve(ctx context.Context, credential string, charges 
 				return err
 			}
 		}
-		if untilUS != 0 {
-			_, err = s.stmt(ctx, tx, sqlDropMarker).ExecContext(ctx, credential, nowUS)
-		}
-		return err
+		return nil
 	})
 	if err != nil {
 		return Decision{}, err
@@ -288,12 +312,8 @@ func (s *sqliteBackend) Refund(ctx context.Context, credential string, r Reserva
 func (s *sqliteBackend) Status(ctx context.Context, credential string, buckets []Bucket, maxCost map[string]int64) (st Status, err error) {
 	err = s.inTx(ctx, "status", false, func(tx *sql.Tx, nowUS int64) error {
 		st.Now = time.UnixMicro(nowUS)
-		untilUS, err := s.marker(ctx, tx, credential)
-		if err != nil {
+		if st.Marks, err = s.marks(ctx, tx, credential, nowUS); err != nil {
 			return err
-		}
-		if untilUS > nowUS {
-			st.ExhaustedUntil = time.UnixMicro(untilUS)
 		}
 		midnightUS := pacificMidnight(st.Now).UnixMicro()
 		for _, b := range buckets {
@@ -319,10 +339,14 @@ func (s *sqliteBackend) Status(ctx context.Context, credential string, buckets [
 	return st, nil
 }
 
-// MarkExhausted implements Backend; a marker only moves later (Reset clears it).
-func (s *sqliteBackend) MarkExhausted(ctx context.Context, credential string, until time.Time) error {
-	return s.inTx(ctx, "mark exhausted", true, func(tx *sql.Tx, _ int64) error {
-		_, err := s.stmt(ctx, tx, sqlMark).ExecContext(ctx, credential, until.UnixMicro())
+// MarkExhausted implements Backend; a mark only moves later (Reset clears
+// it), and the credential's marks already over are dropped.
+func (s *sqliteBackend) MarkExhausted(ctx context.Context, credential string, m Mark) error {
+	return s.inTx(ctx, "mark exhausted", true, func(tx *sql.Tx, nowUS int64) error {
+		if _, err := s.stmt(ctx, tx, sqlDropMarker).ExecContext(ctx, credential, nowUS); err != nil {
+			return err
+		}
+		_, err := s.stmt(ctx, tx, sqlMark).ExecContext(ctx, credential, m.Site, m.Until.UnixMicro(), m.Why)
 		return err
 	})
 }

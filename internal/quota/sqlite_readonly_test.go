@@ -54,7 +54,7 @@ func TestSQLiteReadOnlyCreatesNothingAndOnlyReads(t *testing.T) {
 		t.Error("a read-only backend admitted a call")
 	}
 	// Every write is refused the same way (no statement prepared for it is used).
-	if err := rlim.MarkExhausted(ctx, "c", time.Now().Add(time.Hour)); !errors.Is(err, ErrUnavailable) {
+	if err := rlim.MarkExhausted(ctx, "c", Mark{Until: time.Now().Add(time.Hour)}); !errors.Is(err, ErrUnavailable) {
 		t.Errorf("MarkExhausted on a read-only backend = %v, want ErrUnavailable", err)
 	}
 	if err := rlim.Reset(ctx, "c"); !errors.Is(err, ErrUnavailable) {

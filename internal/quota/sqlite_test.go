@@ -198,10 +198,10 @@ func TestSQLiteMarkExhaustedOnlyMovesLater(t *testing.T) {
 	b := newTestSQLite(t, WithClock(clock.Now))
 	units := Bucket{Name: "units", Limit: 3, Window: time.Minute}
 	ctx := context.Background()
-	if err := b.MarkExhausted(ctx, "c", start.Add(time.Hour)); err != nil {
+	if err := b.MarkExhausted(ctx, "c", Mark{Until: start.Add(time.Hour)}); err != nil {
 		t.Fatal(err)
 	}
-	if err := b.MarkExhausted(ctx, "c", start.Add(time.Minute)); err != nil {
+	if err := b.MarkExhausted(ctx, "c", Mark{Until: start.Add(time.Minute)}); err != nil {
 		t.Fatal(err)
 	}
 	d := mustReserve(t, b, "c", charge(units, 1))
@@ -214,7 +214,7 @@ func TestSQLiteMarkExhaustedOnlyMovesLater(t *testing.T) {
 		t.Fatal(err)
 	}
 	mustAllow(t, b, "c", charge(units, 3))
-	if err := b.MarkExhausted(ctx, "c", start.Add(59*time.Minute+time.Second)); err != nil {
+	if err := b.MarkExhausted(ctx, "c", Mark{Until: start.Add(59*time.Minute+time.Second)}); err != nil {
 		t.Fatal(err)
 	}
 	d = mustReserve(t, b, "c", charge(units, 1))
@@ -233,13 +233,13 @@ func TestSQLiteUnavailable(t *testing.T) {
 	b.Close()
 	units := Bucket{Name: "units", Limit: 3, Window: time.Minute}
 	ctx := context.Background()
-	if _, err := b.Reserve(ctx, "c", charge(units, 1)); !errors.Is(err, ErrUnavailable) {
+	if _, err := b.Reserve(ctx, "c", "", charge(units, 1)); !errors.Is(err, ErrUnavailable) {
 		t.Errorf("Reserve on a closed backend = %v, want ErrUnavailable", err)
 	}
 	if _, err := b.Status(ctx, "c", []Bucket{units}, nil); !errors.Is(err, ErrUnavailable) {
 		t.Errorf("Status on a closed backend = %v, want ErrUnavailable", err)
 	}
-	if err := b.MarkExhausted(ctx, "c", time.Now()); !errors.Is(err, ErrUnavailable) {
+	if err := b.MarkExhausted(ctx, "c", Mark{Until: time.Now()}); !errors.Is(err, ErrUnavailable) {
 		t.Errorf("MarkExhausted on a closed backend = %v, want ErrUnavailable", err)
 	}
 	if err := b.Reset(ctx, "c"); !errors.Is(err, ErrUnavailable) {
@@ -259,7 +259,7 @@ func TestSQLiteUnavailable(t *testing.T) {
 	b2 := newTestSQLite(t)
 	cctx, cancel := context.WithCancel(ctx)
 	cancel()
-	if _, err := b2.Reserve(cctx, "c", charge(units, 1)); !errors.Is(err, ErrUnavailable) || !errors.Is(err, context.Canceled) {
+	if _, err := b2.Reserve(cctx, "c", "", charge(units, 1)); !errors.Is(err, ErrUnavailable) || !errors.Is(err, context.Canceled) {
 		t.Errorf("Reserve with a cancelled context = %v, want ErrUnavailable and context.Canceled", err)
 	}
 }
@@ -321,7 +321,7 @@ func TestSQLiteConcurrentExact(t *testing.T) {
 			wg.Go(func() {
 				cost := int64(1 + (i+j)%3*4) // 1, 5, 9
 				for {
-					d, err := b.Reserve(context.Background(), "c", charge(units, cost))
+					d, err := b.Reserve(context.Background(), "c", "", charge(units, cost))
 					if err != nil {
 						t.Error(err)
 						return
@@ -355,7 +355,7 @@ func BenchmarkSQLiteReserve(b *testing.B) {
 			ctx := context.Background()
 			b.ReportAllocs()
 			for b.Loop() {
-				d, err := be.Reserve(ctx, "bench", cs)
+				d, err := be.Reserve(ctx, "bench", "", cs)
 				if err != nil || !d.Allowed {
 					b.Fatalf("Reserve: %v %+v", err, d)
 				}
@@ -368,13 +368,13 @@ func BenchmarkSQLiteReserve(b *testing.B) {
 		units := Bucket{Name: "units", Limit: 9500, Window: time.Hour}
 		ctx := context.Background()
 		for range 9500 {
-			if _, err := be.Reserve(ctx, "bench", charge(units, 1)); err != nil {
+			if _, err := be.Reserve(ctx, "bench", "", charge(units, 1)); err != nil {
 				b.Fatal(err)
 			}
 		}
 		cs := charge(units, 100)
 		for b.Loop() {
-			d, err := be.Reserve(ctx, "bench", cs)
+			d, err := be.Reserve(ctx, "bench", "", cs)
 			if err != nil || d.Allowed {
 				b.Fatalf("Reserve: %v %+v", err, d)
 			}

@@ -36,6 +36,7 @@ func runBackendSuite(t *testing.T, newBackend func(t *testing.T) Backend) {
 		{"SlidingExpiry", suiteSlidingExpiry},
 		{"BoundaryBurst", suiteBoundaryBurst},
 		{"MarkExhausted", suiteMarkExhausted},
+		{"MarkSite", suiteMarkSite},
 		{"Reset", suiteReset},
 		{"StatusReadOnly", suiteStatusReadOnly},
 		{"Calendar", suiteCalendar},
@@ -86,7 +87,7 @@ func charge(b Bucket, units int64, more ...any) []bucketCharge {
 
 func mustReserve(t *testing.T, b Backend, cred string, cs []bucketCharge) Decision {
 	t.Helper()
-	d, err := b.Reserve(testCtx(t), cred, cs)
+	d, err := b.Reserve(testCtx(t), cred, "", cs)
 	if err != nil {
 		t.Fatalf("Reserve(%v): %v", cs, err)
 	}
@@ -133,7 +134,7 @@ func mustStatus(t *testing.T, b Backend, cred string, buckets []Bucket, maxCost 
 // (not on the moment it is read), to compare two Status calls.
 func stateOf(st Status) string {
 	var sb strings.Builder
-	fmt.Fprintf(&sb, "exhausted_until=%d", st.ExhaustedUntil.UnixMicro())
+	fmt.Fprintf(&sb, "exhausted_until=%d", st.ExhaustedUntil().UnixMicro())
 	for _, b := range st.Buckets {
 		oldest := int64(0)
 		if !b.Oldest.IsZero() {
@@ -322,7 +323,7 @@ func suiteBoundaryBurst(t *testing.T, b Backend, cred string) {
 		var wg sync.WaitGroup
 		for range 50 {
 			wg.Go(func() {
-				d, err := b.Reserve(testCtx(t), cred, charge(units, 1))
+				d, err := b.Reserve(testCtx(t), cred, "", charge(units, 1))
 				if err != nil {
 					t.Errorf("Reserve: %v", err)
 					return
@@ -350,7 +351,7 @@ func suiteMarkExhausted(t *testing.T, b Backend, cred string) {
 	units := Bucket{Name: "units", Limit: 100, Window: time.Hour}
 	mustAllow(t, b, cred, charge(units, 1))
 	until := time.Now().Add(1500 * time.Millisecond)
-	if err := b.MarkExhausted(testCtx(t), cred, until); err != nil {
+	if err := b.MarkExhausted(testCtx(t), cred, Mark{Until: until}); err != nil {
 		t.Fatalf("MarkExhausted: %v", err)
 	}
 	d := mustReserve(t, b, cred, charge(units, 1))
@@ -363,14 +364,65 @@ func suiteMarkExhausted(t *testing.T, b Backend, cred string) {
 		t.Fatalf("RetryAfter = %v, want in (0, 1.5s]", d.RetryAfter)
 	}
 	st := mustStatus(t, b, cred, []Bucket{units}, nil)
-	approx(t, "Status.ExhaustedUntil", st.ExhaustedUntil.Sub(until), 0, time.Millisecond)
+	approx(t, "Status.ExhaustedUntil", st.ExhaustedUntil().Sub(until), 0, time.Millisecond)
 	if bs := st.Buckets[0]; bs.Used != 1 {
 		t.Fatalf("Used = %d while exhausted, want 1 (denials write nothing)", bs.Used)
 	}
 	time.Sleep(time.Until(until.Add(10 * time.Millisecond)))
 	mustAllow(t, b, cred, charge(units, 1))
-	if st := mustStatus(t, b, cred, []Bucket{units}, nil); !st.ExhaustedUntil.IsZero() {
-		t.Fatalf("Status.ExhaustedUntil = %v after it passed, want zero", st.ExhaustedUntil)
+	if st := mustStatus(t, b, cred, []Bucket{units}, nil); !st.ExhaustedUntil().IsZero() {
+		t.Fatalf("Status.ExhaustedUntil = %v after it passed, want zero", st.ExhaustedUntil())
+	}
+}
+
+// suiteMarkSite: a call site's mark denies that call site only, says why in
+// Status, only moves later, and ends at its until; the credential's mark
+// denies every call site and wins a tie.
+func suiteMarkSite(t *testing.T, b Backend, cred string) {
+	ctx := testCtx(t)
+	units := Bucket{Name: "units", Limit: 100, Window: time.Hour}
+	until := time.Now().Add(1500 * time.Millisecond)
+	why := "HTTP 429 RESOURCE_EXHAUSTED: limit Search Queries per day"
+	if err := b.MarkExhausted(ctx, cred, Mark{Site: "search.list", Until: until, Why: why}); err != nil {
+		t.Fatalf("MarkExhausted(search.list): %v", err)
+	}
+	if err := b.MarkExhausted(ctx, cred, Mark{Site: "search.list", Until: until.Add(-time.Second), Why: "earlier"}); err != nil {
+		t.Fatalf("MarkExhausted(search.list, earlier): %v", err)
+	}
+	d, err := b.Reserve(ctx, cred, "search.list", charge(units, 1))
+	if err != nil || d.Allowed || !d.Exhausted || !d.SiteExhausted || d.DeniedBucket != "" {
+		t.Fatalf("search.list while marked: %+v, %v; want denied by its own mark", d, err)
+	}
+	approx(t, "ExhaustedUntil", d.ExhaustedUntil.Sub(until), 0, time.Millisecond)
+	if d, err := b.Reserve(ctx, cred, "videos.list", charge(units, 1)); err != nil || !d.Allowed {
+		t.Fatalf("videos.list while search.list is marked: %+v, %v; want allowed", d, err)
+	}
+	mustAllow(t, b, cred, charge(units, 1)) // no call site: the credential's mark only
+	st := mustStatus(t, b, cred, []Bucket{units}, nil)
+	if len(st.Marks) != 1 || st.Marks[0].Site != "search.list" || st.Marks[0].Why != why || !st.ExhaustedUntil().IsZero() {
+		t.Fatalf("Status.Marks = %+v, want search.list's only, with why %q", st.Marks, why)
+	}
+	approx(t, "Marks[0].Until", st.Marks[0].Until.Sub(until), 0, time.Millisecond)
+
+	if err := b.MarkExhausted(ctx, cred, Mark{Until: until, Why: "HTTP 403 quotaExceeded"}); err != nil {
+		t.Fatalf("MarkExhausted(credential): %v", err)
+	}
+	for _, site := range []string{"search.list", "videos.list"} {
+		d, err := b.Reserve(ctx, cred, site, charge(units, 1))
+		if err != nil || d.Allowed || !d.Exhausted || d.SiteExhausted {
+			t.Fatalf("%s while the credential is marked: %+v, %v; want denied by the credential's mark", site, d, err)
+		}
+	}
+	st = mustStatus(t, b, cred, []Bucket{units}, nil)
+	if len(st.Marks) != 2 || st.Marks[0].Site != "" || st.Marks[0].Why != "HTTP 403 quotaExceeded" || st.Marks[1].Site != "search.list" {
+		t.Fatalf("Status.Marks = %+v, want the credential's then search.list's", st.Marks)
+	}
+	time.Sleep(time.Until(until.Add(10 * time.Millisecond)))
+	if d, err := b.Reserve(ctx, cred, "search.list", charge(units, 1)); err != nil || !d.Allowed {
+		t.Fatalf("search.list after its mark passed: %+v, %v; want allowed", d, err)
+	}
+	if st := mustStatus(t, b, cred, []Bucket{units}, nil); len(st.Marks) != 0 {
+		t.Fatalf("Status.Marks = %+v after they passed, want none", st.Marks)
 	}
 }
 
@@ -378,7 +430,7 @@ func suiteReset(t *testing.T, b Backend, cred string) {
 	units := Bucket{Name: "units", Limit: 3, Window: time.Hour}
 	daily := Bucket{Name: "daily", Limit: 3, Calendar: true}
 	mustAllow(t, b, cred, charge(units, 3, daily, int64(3)))
-	if err := b.MarkExhausted(testCtx(t), cred, time.Now().Add(time.Hour)); err != nil {
+	if err := b.MarkExhausted(testCtx(t), cred, Mark{Until: time.Now().Add(time.Hour)}); err != nil {
 		t.Fatalf("MarkExhausted: %v", err)
 	}
 	if err := b.Reset(testCtx(t), cred); err != nil {
@@ -390,8 +442,8 @@ func suiteReset(t *testing.T, b Backend, cred string) {
 			t.Fatalf("after Reset: %+v, want empty", bs)
 		}
 	}
-	if !st.ExhaustedUntil.IsZero() {
-		t.Fatalf("after Reset: ExhaustedUntil = %v, want zero", st.ExhaustedUntil)
+	if !st.ExhaustedUntil().IsZero() {
+		t.Fatalf("after Reset: ExhaustedUntil = %v, want zero", st.ExhaustedUntil())
 	}
 	mustAllow(t, b, cred, charge(units, 3, daily, int64(3)))
 	// Reset of an unknown credential is not an error.
@@ -475,7 +527,7 @@ func suiteCredentials(t *testing.T, b Backend, cred string) {
 	mustAllow(t, b, cred, charge(units, 1))
 	mustDeny(t, b, cred, charge(units, 1), "units")
 	mustAllow(t, b, other, charge(units, 1))
-	if err := b.MarkExhausted(testCtx(t), other, time.Now().Add(time.Hour)); err != nil {
+	if err := b.MarkExhausted(testCtx(t), other, Mark{Until: time.Now().Add(time.Hour)}); err != nil {
 		t.Fatalf("MarkExhausted: %v", err)
 	}
 	if d := mustReserve(t, b, cred, charge(units, 1)); d.Exhausted {
@@ -594,7 +646,7 @@ func suiteRefundConcurrent(t *testing.T, b Backend, cred string) {
 		all += int64(1 + i%4)
 		wg.Go(func() {
 			cost := int64(1 + i%4)
-			d, err := b.Reserve(testCtx(t), cred, charge(units, cost, search, int64(1)))
+			d, err := b.Reserve(testCtx(t), cred, "", charge(units, cost, search, int64(1)))
 			if err != nil || !d.Allowed {
 				t.Errorf("Reserve %d: %+v, %v", i, d, err)
 				return

@@ -33,15 +33,30 @@ type StatusView struct {
 	LatencyMs      float64      `json:"latency_ms"`
 	Now            *time.Time   `json:"now"`               // null when the backend did not answer
 	DayStart       *time.Time   `json:"pacific_day_start"` // the current Pacific quota day's start
-	ExhaustedUntil *time.Time   `json:"exhausted_until"`   // null unless marked exhausted
+	ExhaustedUntil *time.Time   `json:"exhausted_until"`   // null unless the credential is marked exhausted
+	Marks          []markView   `json:"marks"`             // the credential's and the call sites' marks
 	Buckets        []bucketView `json:"buckets"`
+}
+
+// markView is the machine shape of a Mark.
+type markView struct {
+	CallSite *string   `json:"call_site"` // null: the credential's mark
+	Until    time.Time `json:"until"`
+	Why      string    `json:"why"`
 }
 
 // View returns the machine shape of st.
 func (st Status) View() StatusView {
 	out := StatusView{Credential: st.Credential, Backend: st.Backend, Reachable: st.Reachable,
-		LatencyMs: float64(st.Latency.Microseconds()) / 1000, Now: utcOrNil(st.Now), ExhaustedUntil: utcOrNil(st.ExhaustedUntil),
-		Buckets: []bucketView{}}
+		LatencyMs: float64(st.Latency.Microseconds()) / 1000, Now: utcOrNil(st.Now), ExhaustedUntil: utcOrNil(st.ExhaustedUntil()),
+		Marks: []markView{}, Buckets: []bucketView{}}
+	for _, m := range st.Marks {
+		mv := markView{Until: m.Until.UTC(), Why: m.Why}
+		if m.Site != "" {
+			mv.CallSite = &m.Site
+		}
+		out.Marks = append(out.Marks, mv)
+	}
 	if st.Err != nil {
 		msg := st.Err.Error()
 		out.Error = &msg

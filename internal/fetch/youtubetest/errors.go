@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strings"
 
 	"github.com/trendfetch/trendfetch/internal/callsite"
 )
@@ -115,5 +116,63 @@ func errStatus(status int) errorResponse {
 		return e
 	default:
 		return apiError(status, "global", "badRequest", http.StatusText(status), "")
+	}
+}
+
+// Answer is a quota answer of the API that AnswerNext injects, in the shapes
+// Google answers in 2026 (docs/design.md §3).
+type Answer int
+
+const (
+	// PerDay429 is a spent per-method daily bucket in Google Cloud's shape
+	// (granular quota, since 2026-06-01): HTTP 429, status
+	// RESOURCE_EXHAUSTED, the message "Quota exceeded for quota metric
+	// '<metric>' and limit '<metric> per day' of service
+	// 'youtube.googleapis.com' for consumer 'project_number:…'", errors[0]
+	// reason rateLimitExceeded (domain global), and an ErrorInfo detail
+	// (reason RATE_LIMIT_EXCEEDED, domain googleapis.com) whose metadata
+	// names quota_metric and quota_limit. The metric is the method's:
+	// "Search Queries" for search.list, "Batch Get Stats Queries" for
+	// videos.batchGetStats (the name approximates Google's), else "Queries".
+	PerDay429 Answer = iota + 1
+	// PerMinute429 is the same shape for the limit "Queries per minute",
+	// with a Retry-After of 1 second.
+	PerMinute429
+	// QuotaExceeded is 403 quotaExceeded, domain youtube.quota: the project's
+	// daily units spent (the recorded body's fields).
+	QuotaExceeded
+	// DailyLimitExceeded is 403 dailyLimitExceeded, domain usageLimits: "The
+	// quota will be reset at midnight Pacific Time".
+	DailyLimitExceeded
+)
+
+// answerBody is the body of a, answered to method.
+func answerBody(a Answer, method string) errorResponse {
+	switch a {
+	case PerDay429, PerMinute429:
+		metric, id, per := "Queries", "default", "Minute"
+		if a == PerDay429 {
+			per = "Day"
+			switch method {
+			case callsite.SearchList:
+				metric, id = "Search Queries", "search_queries"
+			case callsite.VideosBatchGetStats:
+				metric, id = "Batch Get Stats Queries", "batch_get_stats_queries"
+			}
+		}
+		limit := fmt.Sprintf("%s per %s", metric, map[string]string{"Day": "day", "Minute": "minute"}[per])
+		msg := fmt.Sprintf("Quota exceeded for quota metric '%s' and limit '%s' of service 'youtube.googleapis.com' for consumer 'project_number:000000000000'.", metric, limit)
+		e := apiError(http.StatusTooManyRequests, "global", "rateLimitExceeded", msg, "")
+		e.Error.Status = "RESOURCE_EXHAUSTED"
+		info, _ := json.Marshal(map[string]any{"@type": "type.googleapis.com/google.rpc.ErrorInfo", "reason": "RATE_LIMIT_EXCEEDED", "domain": "googleapis.com",
+			"metadata": map[string]string{"service": "youtube.googleapis.com", "consumer": "projects/000000000000",
+				"quota_metric": "youtube.googleapis.com/" + id, "quota_limit": strings.ReplaceAll(metric, " ", "") + "Per" + per + "PerProject"}})
+		e.Error.Details = []json.RawMessage{info}
+		return e
+	case DailyLimitExceeded:
+		return apiError(http.StatusForbidden, "usageLimits", "dailyLimitExceeded",
+			"Daily Limit Exceeded. The quota will be reset at midnight Pacific Time (PT). You may monitor your quota usage and adjust limits in the API Console: https://console.developers.google.com/apis/api/youtube.googleapis.com/quotas?project=000000000000", "")
+	default:
+		return errQuotaExceeded()
 	}
 }

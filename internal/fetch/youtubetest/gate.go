@@ -111,6 +111,18 @@ func (s *Server) FailNext(method string, n int, status int) {
 	s.faults = append(s.faults, fault{method: method, n: n, status: status})
 }
 
+// AnswerNext makes the next n requests to method ("" = any method) get the
+// quota answer a (PerDay429, PerMinute429, QuotaExceeded,
+// DailyLimitExceeded), charged and queued like FailNext's failures.
+func (s *Server) AnswerNext(method string, n int, a Answer) {
+	if n <= 0 {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.faults = append(s.faults, fault{method: method, n: n, answer: a})
+}
+
 // SetHook installs h (nil removes it). It runs for every request to a served method after
 // the key and quota checks and after the units are charged, before any injected failure and
 // before the emulator answers. h may delay (sleep, wait on the request context), write its
@@ -213,16 +225,16 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.units[key] += cost
 	}
 	hook := s.hook
-	failStatus := 0
+	var failed *fault
 	for i := range s.faults {
 		f := &s.faults[i]
 		if f.n > 0 && (f.method == "" || f.method == method) {
 			f.n--
-			failStatus = f.status
+			failed = &fault{status: f.status, answer: f.answer}
 			break
 		}
 	}
-	if failStatus != 0 {
+	if failed != nil {
 		s.compactFaultsLocked()
 	}
 	s.mu.Unlock()
@@ -230,8 +242,15 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if hook != nil && hook(sw, r) {
 		return
 	}
-	if failStatus != 0 {
-		writeError(sw, errStatus(failStatus))
+	switch {
+	case failed != nil && failed.answer == PerMinute429:
+		sw.Header().Set("Retry-After", "1")
+		fallthrough
+	case failed != nil && failed.answer != 0:
+		writeError(sw, answerBody(failed.answer, method))
+		return
+	case failed != nil:
+		writeError(sw, errStatus(failed.status))
 		return
 	}
 	switch method {

@@ -44,6 +44,7 @@ type fault struct {
 	method string
 	n      int
 	status int
+	answer Answer // when set, instead of status
 }
 
 // Server is an in-memory emulator of the YouTube Data API v3, an http.Handler serving

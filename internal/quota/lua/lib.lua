@@ -31,12 +31,22 @@ local function pacific_day(now, first)
   error(redis.error_reply('ERR trendfetch: the Pacific midnight table does not cover Redis TIME (client clock off by a day or more?)'))
 end
 
--- read_state(keys, now) -> exhausted (the upstream marker's end, Unix µs;
--- 0: none or over), caches (caches[i]: the log keys[1 + i]'s) of keys[1].
-local function read_state(keys, now)
-  local caches = redis.call('HMGET', keys[1], 'exhausted', unpack(keys, 2))
-  local exhausted = tonumber(table.remove(caches, 1)) or 0
-  return exhausted > now and exhausted or 0, caches
+-- An upstream mark (mark.lua): the field exhausted (the credential's) or
+-- exhausted:<call site> of the state hash, "<until, Unix µs> <why>".
+-- mark_until(value, now) -> its until, 0 when none or over.
+local function mark_until(v, now)
+  local till = tonumber(v and string.match(v, '^%d+')) or 0
+  return till > now and till or 0
+end
+
+-- read_state(keys, now, site) -> exhausted (the later end of the
+-- credential's mark and of the mark field site, Unix µs; 0: none or over),
+-- by_site (1 when site's mark ends later), caches (caches[i]: the log
+-- keys[1 + i]'s) of keys[1].
+local function read_state(keys, now, site)
+  local caches = redis.call('HMGET', keys[1], 'exhausted', site, unpack(keys, 2))
+  local cred, own = mark_until(table.remove(caches, 1), now), mark_until(table.remove(caches, 1), now)
+  return math.max(cred, own), own > cred and 1 or 0, caches
 end
 
 -- pending(cache) -> how many pending entries cache holds.

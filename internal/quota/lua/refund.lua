@@ -10,7 +10,7 @@
 -- ARGV[2i]    cost   its cost, units
 --
 -- Reply: 1 when the entries were removed, else 0.
-local _, caches = read_state(KEYS, 0)
+local _, _, caches = read_state(KEYS, 0, 'exhausted')
 for i = 1, #KEYS - 1 do
   if caches[i] then log_add(KEYS[1 + i], string.sub(caches[i], 41)) end
 end

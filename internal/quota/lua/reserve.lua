@@ -2,20 +2,20 @@
 -- charges, or into none; a denial writes nothing.
 --
 -- KEYS[1]     state      trendfetch:{<credential>}:state, a hash: the
---                        upstream marker (field exhausted, Unix µs) and
---                        the buckets' caches (lib.lua)
+--                        upstream marks (lib.lua) and the buckets' caches
 -- KEYS[1+i]   log        bucket i's log (lib.lua), i = 1..n
 -- ARGV[3i-2]  cost       bucket i's charge, units
 -- ARGV[3i-1]  limit      bucket i's limit, units
 -- ARGV[3i]    window     bucket i's window, µs (0: the Pacific day)
--- ARGV[3n+1..]           Pacific midnights around the client's date (Unix
+-- ARGV[3n+1]  site       the call site's mark field (exhausted:<site>)
+-- ARGV[3n+2..]           Pacific midnights around the client's date (Unix
 --                        µs, ascending; lib.lua pacific_day)
 --
 -- Reply: {allowed (1 or 0), now (Redis TIME, Unix µs), denied (the bucket
 -- i with the longest wait; 0: none), retry_us (µs until the call may fit;
--- 0 when allowed), exhausted (the marker's end, Unix µs; 0: none), then per
--- bucket i: left (units left before this call), at (the entry's score,
--- Unix µs; 0 on denial)}.
+-- 0 when allowed), exhausted (the later mark's end, Unix µs; 0: none), then
+-- per bucket i: left (units left before this call), at (the entry's score,
+-- Unix µs; 0 on denial), then by_site (1: the call site's mark is later).
 --
 -- The cache (lib.lua): head = the first entry's score with score >= since,
 -- base = the cum before it; they answer for a window start lo in [since,
@@ -33,8 +33,8 @@ local MAX_PENDING = 16
 
 local n = #KEYS - 1
 local now = clock()
-local day_start, day_end = pacific_day(now, 3 * n + 1)
-local exhausted, caches = read_state(KEYS, now)
+local day_start, day_end = pacific_day(now, 3 * n + 2)
+local exhausted, by_site, caches = read_state(KEYS, now, ARGV[3 * n + 1])
 
 local reply = {0, now, 0, 0, exhausted}
 local denied, retry_us = 0, 0
@@ -73,7 +73,7 @@ for i = 1, n do
   fields[2 * i - 1], fields[2 * i] = log, cache .. entry
 end
 
-reply[3], reply[4] = denied, math.max(retry_us, exhausted - now, 0)
+reply[3], reply[4], reply[6 + 2 * n] = denied, math.max(retry_us, exhausted - now, 0), by_site
 if exhausted > 0 or denied > 0 then
   for i = 1, n do reply[5 + 2 * i] = 0 end
   return reply

@@ -8,18 +8,18 @@
 -- ARGV[3i]    max_cost   the largest cost of a call charging bucket i
 -- ARGV[3n+1..]           the Pacific midnights, as reserve.lua's
 --
--- Reply: {now (Redis TIME, Unix µs), exhausted (the marker's end, Unix µs;
--- 0: none), then per bucket i: used (units in the window), entries (in
--- the window), oldest (its first entry's score, Unix µs; 0: none), retry_1
--- and retry_max (µs until a call of cost 1, of max_cost, fits; 0: now),
--- today (units since the last Pacific midnight)}.
+-- Reply: {now (Redis TIME, Unix µs), then per bucket i: used (units in the
+-- window), entries (in the window), oldest (its first entry's score, Unix
+-- µs; 0: none), retry_1 and retry_max (µs until a call of cost 1, of
+-- max_cost, fits; 0: now), today (units since the last Pacific midnight),
+-- then per mark in force (lib.lua): its field, its value}.
 local n = #KEYS - 1
 local now = clock()
 local day_start, day_end = pacific_day(now, 3 * n + 1)
-local exhausted, caches = read_state(KEYS, now)
+local _, _, caches = read_state(KEYS, now, 'exhausted')
 local log_read, retry_after, pending_entry = log_readers()
 
-local reply = {now, exhausted}
+local reply = {now}
 for i = 1, n do
   local log, cache = KEYS[1 + i], caches[i]
   local limit, window, max_cost = tonumber(ARGV[3 * i - 2]), tonumber(ARGV[3 * i - 1]), tonumber(ARGV[3 * i])
@@ -35,4 +35,13 @@ for i = 1, n do
   local _, day_base = log_read(log, day_start, cache)
   for _, v in ipairs({used, entries, oldest, retry_1, retry_max, total - day_base}) do reply[#reply + 1] = v end
 end
+local cursor = '0'
+repeat
+  local page = redis.call('HSCAN', KEYS[1], cursor, 'MATCH', 'exhausted*', 'COUNT', 100)
+  cursor = page[1]
+  for j = 1, #page[2], 2 do
+    local field, value = page[2][j], page[2][j + 1]
+    if mark_until(value, now) > 0 then reply[#reply + 1], reply[#reply + 2] = field, value end
+  end
+until cursor == '0'
 return reply
