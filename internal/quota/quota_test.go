@@ -103,7 +103,7 @@ func (b nopBackend) Status(context.Context, string, []Bucket, map[string]int64) 
 	return Status{}, nil
 }
 func (nopBackend) MarkExhausted(context.Context, string, Mark) error { return nil }
-func (nopBackend) Reset(context.Context, string) error                    { return nil }
+func (nopBackend) Reset(context.Context, string) error               { return nil }
 func (b nopBackend) Refund(context.Context, string, Reservation) (bool, error) {
 	b.t.Fatal("backend reached")
 	return false, nil

@@ -214,7 +214,7 @@ func TestSQLiteMarkExhaustedOnlyMovesLater(t *testing.T) {
 		t.Fatal(err)
 	}
 	mustAllow(t, b, "c", charge(units, 3))
-	if err := b.MarkExhausted(ctx, "c", Mark{Until: start.Add(59*time.Minute+time.Second)}); err != nil {
+	if err := b.MarkExhausted(ctx, "c", Mark{Until: start.Add(59*time.Minute + time.Second)}); err != nil {
 		t.Fatal(err)
 	}
 	d = mustReserve(t, b, "c", charge(units, 1))
