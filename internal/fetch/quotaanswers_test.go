@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/api/youtube/v3"
+
 	"github.com/trendfetch/trendfetch/internal/callsite"
 	"github.com/trendfetch/trendfetch/internal/config"
 	"github.com/trendfetch/trendfetch/internal/fetch"
@@ -34,10 +36,14 @@ import (
 func TestQuotaAnswersOnTwoHosts(t *testing.T) {
 	srv := redistest.Start(t)
 	p1 := recorded(t, "api_json/pyyoutube__search_search_by_keywords_p1.json")
-	emu, dates, _ := usDays(t) // shared by the cases: each counts its own calls
+	// One emulator for the cases (each counts its own calls): day 1's chart
+	// is the sample's first 50 videos, day 5's its last 50, so the first 10
+	// are due for statistics on day 5.
+	emu, sample := youtubetest.New(), youtubetest.Sample()
 	if err := emu.SetSearchPages(p1); err != nil {
 		t.Fatal(err)
 	}
+	days := map[int][]*youtube.Video{1: sample[:50], 5: sample[10:]}
 	for i, tc := range []struct {
 		name   string
 		method string
@@ -89,25 +95,23 @@ func TestQuotaAnswersOnTwoHosts(t *testing.T) {
 				return r
 			}
 			a, b := host("A"), host("B")
-			run := func(r *fetch.Runner, date string) (store.Run, error) {
-				if err := emu.SetDate(date); err != nil {
-					t.Fatal(err)
-				}
-				at := noon(date)
+			run := func(r *fetch.Runner, day int) (store.Run, error) {
+				emu.SetChart("US", days[day])
+				at := time.Date(2026, 11, day, 12, 0, 0, 0, time.UTC)
 				r.Now = func() time.Time { return at }
 				return r.Run(context.Background(), "US")
 			}
 			for _, r := range []*fetch.Runner{a, b} {
-				if run, err := run(r, dates[0]); err != nil || run.Outcome != store.OutcomeSuccess {
+				if run, err := run(r, 1); err != nil || run.Outcome != store.OutcomeSuccess {
 					t.Fatalf("day 1: %v, %+v", err, run)
 				}
 			}
 
 			emu.AnswerNext(tc.method, 1, tc.answer)
 			before := emu.Calls(tc.method)
-			runA, errA := run(a, dates[4])
+			runA, errA := run(a, 5)
 			sentA := emu.Calls(tc.method) - before
-			runB, errB := run(b, dates[4])
+			runB, errB := run(b, 5)
 			sentB := emu.Calls(tc.method) - before - sentA
 
 			if tc.stopped {
@@ -127,7 +131,7 @@ func TestQuotaAnswersOnTwoHosts(t *testing.T) {
 					err error
 					r   *fetch.Runner
 				}{"A": {runA, errA, a}, "B": {runB, errB, b}} {
-					if r.err != nil || r.run.Outcome != store.OutcomeSuccess || r.run.Pages < 4 {
+					if r.err != nil || r.run.Outcome != store.OutcomeSuccess || r.run.Pages < 1 {
 						t.Errorf("host %s: %v, %s, %d pages; want success with the chart stored", h, r.err, r.run.Outcome, r.run.Pages)
 					}
 					if !strings.Contains(r.run.Reason, tc.noteHost) {
