@@ -36,8 +36,7 @@ const maxBackoff = 30 * time.Second
 // failure (5xx, a per-minute quota answer, timeout, connection reset,
 // truncated body) wait (the answer's Retry-After, else full-jitter backoff)
 // and try again, reserving every attempt because Google charges every
-// attempt. After the last attempt, or on a permanent
-// error, it returns the classified error (see apiError). An attempt that
+// attempt. After the last attempt, or on a permanent error, it returns the classified error (see apiError). An attempt that
 // provably never left the host (DNS failure, connection refused) has its
 // reservation refunded: Google never saw it.
 func call[T any](ctx context.Context, r *Runner, st *runState, method string, send func(context.Context) (T, error)) (T, error) {
@@ -325,9 +324,10 @@ func quotaAnswerOf(ge *googleapi.Error) (kind quotaAnswer, why string) {
 	default:
 		return notQuota, ""
 	}
+	named := limit != ""
 	for _, r := range []string{"quotaExceeded", "dailyLimitExceeded", "rateLimitExceeded", "userRateLimitExceeded"} {
 		if reasons[r] {
-			why += " " + r
+			why, named = why+" "+r, true
 		}
 	}
 	if ge.Code == 429 {
@@ -335,7 +335,7 @@ func quotaAnswerOf(ge *googleapi.Error) (kind quotaAnswer, why string) {
 	}
 	if limit != "" {
 		why += ": limit " + limit
-	} else if len(reasons) == 0 && ge.Message != "" {
+	} else if !named && ge.Message != "" {
 		why += ": " + ge.Message
 	}
 	return kind, why
