@@ -13,6 +13,7 @@ import (
 
 	"github.com/trendfetch/trendfetch/internal/config"
 	"github.com/trendfetch/trendfetch/internal/deploy"
+	"github.com/trendfetch/trendfetch/internal/exitcode"
 	"github.com/trendfetch/trendfetch/internal/schedule"
 	"github.com/trendfetch/trendfetch/internal/store"
 	"github.com/trendfetch/trendfetch/internal/termtext"
@@ -255,9 +256,9 @@ func writable(name, value string) error {
 // exitCodesShort is the exit-code table in one line: "0 ok, 1 error, ...".
 func exitCodesShort() string {
 	var parts []string
-	for _, c := range exitCodes {
-		if c.short != "" {
-			parts = append(parts, fmt.Sprintf("%d %s", c.code, c.short))
+	for _, c := range exitcode.Codes {
+		if c.Short != "" {
+			parts = append(parts, fmt.Sprintf("%d %s", c.Code, c.Short))
 		}
 	}
 	return strings.Join(parts, ", ")

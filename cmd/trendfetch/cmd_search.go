@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -68,10 +69,14 @@ No API call is made.`,
 				fmt.Fprintf(a.stdout, "no videos match %q\n", termtext.Clip(text, maxEcho))
 				return nil
 			}
+			open, close := "[", "]" // the matches in bold on a terminal
+			if stdoutIsTerminal() && os.Getenv("NO_COLOR") == "" {
+				open, close = "\x1b[1m", "\x1b[0m"
+			}
 			for i, h := range hits {
 				fmt.Fprintf(a.stdout, "%2d. %s — %s  https://youtu.be/%s\n", i+1, termtext.Safe(h.Title), termtext.Safe(h.ChannelTitle), termtext.Safe(h.VideoID))
-				if snip := strings.Join(strings.Fields(h.Snippet), " "); snip != "" && snip != h.Title {
-					fmt.Fprintf(a.stdout, "    %s\n", termtext.Safe(snip))
+				if strings.TrimSpace(h.Snippet) != "" {
+					fmt.Fprintf(a.stdout, "    %s\n", termtext.Mark(h.Snippet, h.Highlights, open, close))
 				}
 			}
 			return nil

@@ -11,6 +11,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/trendfetch/trendfetch/internal/exitcode"
 )
 
 // TestHugeValuesAreNotEchoedWhole: a 300 KB database value and a 126 KB
@@ -133,7 +135,7 @@ func TestHintsNameCommandsThatExist(t *testing.T) {
 }
 
 // TestExitCodesREADMETableIsTheTable: the README's exit-code table lists
-// exactly the codes and meanings of exitCodes (the one table; --help is
+// exactly the codes and meanings of exitcode.Codes (the one table; --help is
 // rendered from it).
 func TestExitCodesREADMETableIsTheTable(t *testing.T) {
 	raw, err := os.ReadFile("../../README.md")
@@ -148,18 +150,18 @@ func TestExitCodesREADMETableIsTheTable(t *testing.T) {
 			rows = append(rows, line)
 		}
 	}
-	if len(rows) != len(exitCodes) {
-		t.Fatalf("README lists %d exit codes, the table has %d:\n%s", len(rows), len(exitCodes), strings.Join(rows, "\n"))
+	if len(rows) != len(exitcode.Codes) {
+		t.Fatalf("README lists %d exit codes, the table has %d:\n%s", len(rows), len(exitcode.Codes), strings.Join(rows, "\n"))
 	}
-	for i, c := range exitCodes {
-		if want := fmt.Sprintf("| %d | %s |", c.code, c.meaning); rows[i] != want {
+	for i, c := range exitcode.Codes {
+		if want := fmt.Sprintf("| %d | %s |", c.Code, c.Meaning); rows[i] != want {
 			t.Errorf("README row %q, want %q", rows[i], want)
 		}
 	}
 	help := e2eHelp(t)
-	for _, c := range exitCodes {
-		if !strings.Contains(help, fmt.Sprintf("  %-4d %s", c.code, c.meaning)) {
-			t.Errorf("--help lacks exit code %d", c.code)
+	for _, c := range exitcode.Codes {
+		if !strings.Contains(help, fmt.Sprintf("  %-4d %s", c.Code, c.Meaning)) {
+			t.Errorf("--help lacks exit code %d", c.Code)
 		}
 	}
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/trendfetch/trendfetch/internal/config"
 	"github.com/trendfetch/trendfetch/internal/engine"
+	"github.com/trendfetch/trendfetch/internal/exitcode"
 	"github.com/trendfetch/trendfetch/internal/fetch"
 	"github.com/trendfetch/trendfetch/internal/quota"
 	"github.com/trendfetch/trendfetch/internal/regions"
@@ -22,46 +23,13 @@ import (
 	"github.com/trendfetch/trendfetch/internal/termtext"
 )
 
-// Exit codes (docs/design.md §5). Their meanings are written once, in
-// exitCodes: `--help`, the README's table (checked by a test) and crontab's
-// header are rendered from it.
-const (
-	exitOK       = 0
-	exitError    = 1
-	exitUsage    = 2
-	exitRunning  = 3
-	exitNotFound = 4
-	exitTempFail = 75  // EX_TEMPFAIL of sysexits.h
-	exitSIGHUP   = 129 // 128 + the signal's number, as shells report it
-	exitSIGINT   = 130
-	exitSIGTERM  = 143
-)
-
-// exitCodes lists every exit code in order with its meaning, and its
-// meaning in a few words for crontab's header (short; "" = not listed
-// there: a job is not sent signals by cron).
-var exitCodes = []struct {
-	code           int
-	short, meaning string
-}{
-	{exitOK, "ok", "success"},
-	{exitError, "error", "unexpected error (API failure, database or disk error); what was stored is kept"},
-	{exitUsage, "configuration error", "usage or configuration error (bad flag, config, region, query, duration, missing or rejected API key, a Redis user without the permissions trendfetch needs); a plan that does not fit"},
-	{exitRunning, "region already running", "the region is already being run by another process (its run lease is held); nothing done"},
-	{exitNotFound, "not found", "not found: the video, capture or run asked for is not in the database"},
-	{exitTempFail, "quota denied (the next tick resumes)", "stopped cleanly: quota denied or limiter unavailable for a fail-closed call site (EX_TEMPFAIL); the run record says why and when to retry"},
-	{exitSIGHUP, "", "hung up by SIGHUP (run recorded as interrupted)"},
-	{exitSIGINT, "", "interrupted by SIGINT (run recorded as interrupted)"},
-	{exitSIGTERM, "", "terminated by SIGTERM (run recorded as interrupted)"},
-}
-
 // exitCodesHelp is the "Exit codes:" section of --help, rendered from
-// exitCodes.
+// exitcode.Codes.
 var exitCodesHelp = func() string {
 	var b strings.Builder
 	b.WriteString("Exit codes:")
-	for _, c := range exitCodes {
-		fmt.Fprintf(&b, "\n  %-4d %s", c.code, c.meaning)
+	for _, c := range exitcode.Codes {
+		fmt.Fprintf(&b, "\n  %-4d %s", c.Code, c.Meaning)
 	}
 	return b.String()
 }()
@@ -102,18 +70,18 @@ func signalName(s os.Signal) string {
 func signalExit(s os.Signal) int {
 	switch s {
 	case syscall.SIGHUP:
-		return exitSIGHUP
+		return exitcode.SIGHUP
 	case syscall.SIGTERM:
-		return exitSIGTERM
+		return exitcode.SIGTERM
 	}
-	return exitSIGINT
+	return exitcode.SIGINT
 }
 
 // exitCode maps an error to the process exit code; this is the only place
 // that does so.
 func exitCode(ctx context.Context, err error) int {
 	if err == nil {
-		return exitOK
+		return exitcode.OK
 	}
 	var (
 		se   *signalError
@@ -137,18 +105,18 @@ func exitCode(ctx context.Context, err error) int {
 	// the same way: internal/ghcmd/cmd.go).
 	// The same for a required flag left out (`quota charge` without --method).
 	case strings.HasPrefix(err.Error(), "unknown command "), strings.HasPrefix(err.Error(), "required flag(s) "):
-		return exitUsage
+		return exitcode.Usage
 	case errors.Is(err, store.ErrNotFound):
-		return exitNotFound
+		return exitcode.NotFound
 	case errors.As(err, &ue), errors.As(err, &ve), errors.As(err, &re), errors.As(err, &qe),
 		errors.As(err, &ce), errors.As(err, &cost), errors.As(err, &acl), errors.As(err, &dbe), errors.As(err, &set), errors.Is(err, config.ErrNoAPIKey), errors.Is(err, errPlan):
-		return exitUsage
+		return exitcode.Usage
 	case errors.As(err, &stop), errors.Is(err, errWouldNotFit):
-		return exitTempFail
+		return exitcode.TempFail
 	case errors.As(err, &held):
-		return exitRunning
+		return exitcode.Running
 	}
-	return exitError
+	return exitcode.Error
 }
 
 // flagValueRE matches pflag's message for a value that does not parse, e.g.

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/trendfetch/trendfetch/internal/exitcode"
 	"github.com/trendfetch/trendfetch/internal/fetch/youtubetest"
 	"github.com/trendfetch/trendfetch/internal/store"
 )
@@ -152,7 +153,7 @@ quota:
 			t.Errorf("%v: exit %d, stderr %q; want 2 and a message", args, res.code, res.stderr)
 		}
 	}
-	if res := e.run("chart", "--region", "GB"); res.code != exitNotFound || !strings.Contains(res.stderr, "no complete chart capture of GB") {
+	if res := e.run("chart", "--region", "GB"); res.code != exitcode.NotFound || !strings.Contains(res.stderr, "no complete chart capture of GB") {
 		t.Errorf("chart of a region never fetched: exit %d, %q", res.code, res.stderr)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -239,6 +240,10 @@ func TestRunEndToEndRecordedUSChart(t *testing.T) {
 	res = e.run("search", want.Snippet.Title, "--limit", "3")
 	if res.code != 0 || !strings.Contains(res.stdout, want.Snippet.Title) {
 		t.Errorf("human search output (exit %d):\n%s", res.code, res.stdout)
+	}
+	// The snippet under the first hit shows its matches (from the offsets) in brackets off a terminal.
+	if lines := strings.Split(res.stdout, "\n"); len(lines) < 2 || !regexp.MustCompile(`^    .*\[[^\]]+\]`).MatchString(lines[1]) {
+		t.Errorf("human search output has no highlighted snippet:\n%s", res.stdout)
 	}
 
 	res = e.run("runs")

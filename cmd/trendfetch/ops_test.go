@@ -21,6 +21,7 @@ import (
 
 	"github.com/trendfetch/trendfetch/internal/config"
 	"github.com/trendfetch/trendfetch/internal/engine"
+	"github.com/trendfetch/trendfetch/internal/exitcode"
 	"github.com/trendfetch/trendfetch/internal/store"
 )
 
@@ -551,7 +552,7 @@ func TestJSONLogsArePureJSON(t *testing.T) {
 		hint string
 	}{
 		{[]string{"--config", tiny, "--api-endpoint", url, "run", "--region", "US"}, 75, ""},
-		{[]string{"video", "nope0000000"}, exitNotFound, ""},
+		{[]string{"video", "nope0000000"}, exitcode.NotFound, ""},
 		{[]string{"--config", uk, "run", "--all"}, 2, ""},
 		{[]string{"chart", "--region", "XX"}, 2, "trendfetch regions"},
 	} {

@@ -19,6 +19,7 @@ import (
 
 	"github.com/trendfetch/trendfetch/internal/checkin"
 	"github.com/trendfetch/trendfetch/internal/config"
+	"github.com/trendfetch/trendfetch/internal/exitcode"
 	"github.com/trendfetch/trendfetch/internal/secret"
 	"github.com/trendfetch/trendfetch/internal/store"
 	"github.com/trendfetch/trendfetch/internal/termtext"
@@ -103,9 +104,9 @@ func (a *app) reportError(err error, code int) {
 		for _, line := range lines {
 			ev := log.Error()
 			switch code {
-			case exitTempFail: // a denial: the run's record logged its one warning
+			case exitcode.TempFail: // a denial: the run's record logged its one warning
 				ev = log.Info()
-			case exitRunning, exitSIGHUP, exitSIGINT, exitSIGTERM:
+			case exitcode.Running, exitcode.SIGHUP, exitcode.SIGINT, exitcode.SIGTERM:
 				ev = log.Warn() // expected stops, not faults
 			}
 			if hint != "" {

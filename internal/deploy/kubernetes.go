@@ -7,6 +7,9 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/trendfetch/trendfetch/internal/config"
+	"github.com/trendfetch/trendfetch/internal/exitcode"
 )
 
 // Names the CronJobs expect in their namespace: a Secret and a ConfigMap
@@ -22,16 +25,10 @@ var SecretKeys = []struct {
 	Env, Key string
 	Optional bool
 }{
-	{"TRENDFETCH_REDIS_URL", "redis-url", false},
-	{"TRENDFETCH_DATABASE", "database-url", false},
-	{"TRENDFETCH_CHECKIN_URL", "checkin-url", true},
+	{config.Lookup("quota.redis.url").Env, "redis-url", false},
+	{config.Lookup("database").Env, "database-url", false},
+	{config.Lookup("runs.checkin_url").Env, "checkin-url", true},
 }
-
-// NotRetried are the exit codes a Job does not retry (podFailurePolicy
-// FailJob): 2 configuration error, 3 region lease held, 75 quota denied
-// (docs/design.md §5); they are not transient. Exit 1 is retried within
-// backoffLimit.
-var NotRetried = []int{2, 3, 75}
 
 // CronJobs is what the Kubernetes CronJobs of one configuration need.
 type CronJobs struct {
@@ -68,7 +65,7 @@ func (c CronJobs) Render(w io.Writer) error {
 	fmt.Fprintf(&b, "\n#     (redis-url: the quota backend every host shares; database-url: postgres://... of the shared dataset;\n#     checkin-url, optional: the monitor's ping URL)\n")
 	fmt.Fprintf(&b, "#   kubectl create configmap %s --from-file=trendfetch.yaml=CONFIG_FILE\n", Name)
 	b.WriteString("# then pipe this output into: kubectl apply -f -\n")
-	fmt.Fprintf(&b, "# Exit codes %s fail the Job at once (podFailurePolicy: not transient); exit 1 is retried up to backoffLimit times.\n", strings.Trim(strings.Join(strings.Fields(fmt.Sprint(NotRetried)), ", "), "[]"))
+	fmt.Fprintf(&b, "# Exit codes %s fail the Job at once (podFailurePolicy: not transient); exit 1 is retried up to backoffLimit times.\n", strings.Trim(strings.Join(strings.Fields(fmt.Sprint(exitcode.NotRetried)), ", "), "[]"))
 	if _, err := io.WriteString(w, b.String()); err != nil {
 		return err
 	}
@@ -87,8 +84,8 @@ func (c CronJobs) cronJob(j Job) kobj {
 	labels := kobj{"app.kubernetes.io/name": Name, "trendfetch/region": j.Region}
 	env := []kobj{
 		secretEnv(c.KeyEnv, "youtube-api-key"),
-		{"name": "TRENDFETCH_QUOTA_BACKEND", "value": "redis"},
-		{"name": "TRENDFETCH_LOG_FORMAT", "value": "json"},
+		{"name": config.Lookup("quota.backend").Env, "value": "redis"},
+		{"name": config.Lookup("log.format").Env, "value": "json"},
 	}
 	for _, s := range SecretKeys {
 		e := secretEnv(s.Env, s.Key)
@@ -147,7 +144,7 @@ func (c CronJobs) cronJob(j Job) kobj {
 				"spec": kobj{
 					"backoffLimit": 2,
 					"podFailurePolicy": kobj{"rules": []kobj{
-						{"action": "FailJob", "onExitCodes": kobj{"containerName": Name, "operator": "In", "values": NotRetried}},
+						{"action": "FailJob", "onExitCodes": kobj{"containerName": Name, "operator": "In", "values": exitcode.NotRetried}},
 						// A pod evicted or preempted is not the run's failure.
 						{"action": "Ignore", "onPodConditions": []kobj{{"type": "DisruptionTarget"}}},
 					}},

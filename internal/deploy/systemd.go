@@ -12,7 +12,20 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/trendfetch/trendfetch/internal/config"
+	"github.com/trendfetch/trendfetch/internal/exitcode"
 )
+
+// successExitStatus declares the exit codes of a run that are no failure.
+var successExitStatus = func() string {
+	var notes, codes []string
+	for _, c := range exitcode.NotFailures {
+		notes = append(notes, fmt.Sprintf("%d: %s", c, exitcode.Short(c)))
+		codes = append(codes, fmt.Sprint(c))
+	}
+	return fmt.Sprintf("# %s: not failures.\nSuccessExitStatus=%s\n", strings.Join(notes, ", "), strings.Join(codes, " "))
+}()
 
 // Where the systemd units put things. The service runs as User=trendfetch
 // with ProtectSystem=strict (the whole file system read-only but its
@@ -182,9 +195,10 @@ func (u Units) Render(w io.Writer) (warnings []string, err error) {
 	for i := range args {
 		args[i] = Quote(args[i])
 	}
-	env := slices.DeleteFunc(slices.Clone(u.Env), func(kv string) bool { return strings.HasPrefix(kv, "TRENDFETCH_QUOTA_DB=") })
+	qdbEnv := config.Lookup("quota.sqlite.path").Env + "="
+	env := slices.DeleteFunc(slices.Clone(u.Env), func(kv string) bool { return strings.HasPrefix(kv, qdbEnv) })
 	if qdb != "" {
-		env = append(env, "TRENDFETCH_QUOTA_DB="+qdb)
+		env = append(env, qdbEnv+qdb)
 	}
 	for i, t := range u.Timers {
 		fmt.Fprintf(&b, "\n# ---- trendfetch-%s.service ----\n", t.Region)
@@ -201,7 +215,7 @@ func (u Units) Render(w io.Writer) (warnings []string, err error) {
 			fmt.Fprintf(&b, "LoadCredential=%s:%s/%s\n", name, EtcDir, name)
 		}
 		fmt.Fprintf(&b, "ExecStart=%s run --region %s\n", strings.Join(args, " "), t.Region)
-		b.WriteString("# 75: quota denied, 3: region already running: not failures; the next tick resumes.\nSuccessExitStatus=75 3\n")
+		b.WriteString(successExitStatus)
 		b.WriteString("NoNewPrivileges=yes\nProtectSystem=strict\nProtectHome=read-only\nPrivateTmp=yes\n")
 		for _, p := range rw {
 			fmt.Fprintf(&b, "ReadWritePaths=%s\n", Quote(p))

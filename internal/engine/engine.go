@@ -171,7 +171,8 @@ func (e *Engine) OpenRedisClient() (redis.UniversalClient, error) {
 		// The message names the problem, never the URL (redisconn
 		// redacts it; a URL that does not parse stops at Validate).
 		msg := strings.TrimPrefix(err.Error(), "redisconn: ")
-		return nil, &SettingError{Setting: "quota.redis.url (TRENDFETCH_REDIS_URL or quota.redis.url_file)", Err: fmt.Errorf("%s", msg)}
+		redisURL := config.Lookup("quota.redis.url")
+		return nil, &SettingError{Setting: redisURL.Key + " (" + redisURL.Env + " or " + redisURL.Secret + ")", Err: fmt.Errorf("%s", msg)}
 	}
 	return client, nil
 }

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -131,4 +132,43 @@ func Thousands(n int64) string {
 		s = s[:i] + "," + s[i:]
 	}
 	return sign + s
+}
+
+// Mark returns Safe(s) with each whitespace run made one space and each
+// [start, end) of marks (code point offsets into s, in order, not
+// overlapping, as store.Hit.Highlights) wrapped in open and close.
+// Offsets outside s are ignored.
+func Mark(s string, marks [][2]int, open, close string) string {
+	var b, piece strings.Builder
+	flush := func() { b.WriteString(Safe(piece.String())); piece.Reset() }
+	m, space, in := 0, false, false
+	for i, r := range []rune(s) {
+		for m < len(marks) && marks[m][1] <= i {
+			m++
+		}
+		if m < len(marks) && marks[m][0] == i {
+			flush()
+			b.WriteString(open)
+			in = true
+		}
+		if unicode.IsSpace(r) {
+			if !space {
+				piece.WriteByte(' ')
+			}
+			space = true
+		} else {
+			piece.WriteRune(r)
+			space = false
+		}
+		if in && marks[m][1] == i+1 {
+			flush()
+			b.WriteString(close)
+			in = false
+		}
+	}
+	flush()
+	if in {
+		b.WriteString(close)
+	}
+	return strings.TrimSpace(b.String())
 }

@@ -102,3 +102,21 @@ func TestThousands(t *testing.T) {
 		}
 	}
 }
+
+func TestMark(t *testing.T) {
+	for _, c := range []struct {
+		s     string
+		marks [][2]int
+		want  string
+	}{
+		{"Bruno Mars live", [][2]int{{0, 5}, {6, 10}}, "[Bruno] [Mars] live"},
+		{"東京タワー 夜景", [][2]int{{2, 5}}, "東京[タワー] 夜景"},
+		{"a\n\n b \x1b[2J", [][2]int{{4, 5}}, `a [b] \x1b[2J`},
+		{"no match", nil, "no match"},
+		{"short", [][2]int{{3, 99}}, "sho[rt]"},
+	} {
+		if got := Mark(c.s, c.marks, "[", "]"); got != c.want {
+			t.Errorf("Mark(%q, %v) = %q, want %q", c.s, c.marks, got, c.want)
+		}
+	}
+}

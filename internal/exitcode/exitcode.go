@@ -1,0 +1,58 @@
+// Package exitcode is trendfetch's table of process exit codes
+// (docs/design.md §5): the codes and their meanings, written once. The CLI
+// maps errors to them; --help, the README's table, crontab's header and the
+// systemd and Kubernetes schedules are rendered from Codes.
+package exitcode
+
+// The exit codes.
+const (
+	OK       = 0
+	Error    = 1
+	Usage    = 2
+	Running  = 3
+	NotFound = 4
+	TempFail = 75  // EX_TEMPFAIL of sysexits.h
+	SIGHUP   = 129 // 128 + the signal's number, as shells report it
+	SIGINT   = 130
+	SIGTERM  = 143
+)
+
+// Code is one exit code with its meaning, and its meaning in a few words
+// for crontab's header (Short; "" = not listed there: a job is not sent
+// signals by cron).
+type Code struct {
+	Code           int
+	Short, Meaning string
+}
+
+// Codes lists every exit code in order.
+var Codes = []Code{
+	{OK, "ok", "success"},
+	{Error, "error", "unexpected error (API failure, database or disk error); what was stored is kept"},
+	{Usage, "configuration error", "usage or configuration error (bad flag, config, region, query, duration, missing or rejected API key, a Redis user without the permissions trendfetch needs); a plan that does not fit"},
+	{Running, "region already running", "the region is already being run by another process (its run lease is held); nothing done"},
+	{NotFound, "not found", "not found: the video, capture or run asked for is not in the database"},
+	{TempFail, "quota denied (the next tick resumes)", "stopped cleanly: quota denied or limiter unavailable for a fail-closed call site (EX_TEMPFAIL); the run record says why and when to retry"},
+	{SIGHUP, "", "hung up by SIGHUP (run recorded as interrupted)"},
+	{SIGINT, "", "interrupted by SIGINT (run recorded as interrupted)"},
+	{SIGTERM, "", "terminated by SIGTERM (run recorded as interrupted)"},
+}
+
+// NotFailures are the exit codes of a scheduled run that are no failure:
+// the quota was denied or another process runs the region; the next tick
+// resumes.
+var NotFailures = []int{TempFail, Running}
+
+// NotRetried are the exit codes a retry cannot fix: NotFailures and a
+// configuration error.
+var NotRetried = []int{Usage, Running, TempFail}
+
+// Short returns code's meaning in a few words ("" for a code Codes lacks).
+func Short(code int) string {
+	for _, c := range Codes {
+		if c.Code == code {
+			return c.Short
+		}
+	}
+	return ""
+}
