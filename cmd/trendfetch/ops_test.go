@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"math"
 	"net"
 	"os"
@@ -578,17 +579,41 @@ func TestJSONLogsArePureJSON(t *testing.T) {
 	}
 }
 
-// TestConsoleLogsHonourNO_COLOR: the console log format has colours unless
-// NO_COLOR is set.
+// TestConsoleLogsHonourNO_COLOR: the console log format has colours on a
+// terminal unless NO_COLOR is set, and none into a pipe.
 func TestConsoleLogsHonourNO_COLOR(t *testing.T) {
 	_, url, e := sampleEnv(t, "US")
 	e.vars["TRENDFETCH_LOG_FORMAT"] = "console"
-	if res := e.run("--api-endpoint", url, "run", "--region", "US"); res.code != 0 || !strings.Contains(res.stderr, "\x1b[") {
-		t.Fatalf("console logs without NO_COLOR: exit %d, want colours\n%q", res.code, res.stderr)
+	onTTY := func() string { // the run's stderr as a terminal shows it
+		ptmx, tty := openPTY(t)
+		cmd := exec.Command(binary, "--api-endpoint", url, "run", "--region", "US")
+		for k, v := range e.vars {
+			cmd.Env = append(cmd.Env, k+"="+v)
+		}
+		cmd.Stderr = tty
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		shown := make(chan string)
+		go func() {
+			b, _ := io.ReadAll(ptmx) // ends with EIO once the terminal end closes
+			shown <- string(b)
+		}()
+		if err := cmd.Wait(); err != nil {
+			t.Errorf("run: %v", err)
+		}
+		tty.Close()
+		return <-shown
+	}
+	if out := onTTY(); !strings.Contains(out, "\x1b[") || !strings.Contains(out, "run finished") {
+		t.Fatalf("console logs on a terminal without NO_COLOR: want colours\n%q", out)
+	}
+	if res := e.run("--api-endpoint", url, "run", "--region", "US"); res.code != 0 || strings.Contains(res.stderr, "\x1b[") || !strings.Contains(res.stderr, "run finished") {
+		t.Errorf("console logs into a pipe: exit %d, want no escapes\n%q", res.code, res.stderr)
 	}
 	e.vars["NO_COLOR"] = "1"
-	if res := e.run("--api-endpoint", url, "run", "--region", "US"); res.code != 0 || strings.Contains(res.stderr, "\x1b[") || !strings.Contains(res.stderr, "run finished") {
-		t.Errorf("NO_COLOR=1: exit %d, want console logs without escapes\n%q", res.code, res.stderr)
+	if out := onTTY(); strings.Contains(out, "\x1b[") || !strings.Contains(out, "run finished") {
+		t.Errorf("NO_COLOR=1 on a terminal: want console logs without escapes\n%q", out)
 	}
 }
 

@@ -687,17 +687,24 @@ func TestHeavyRequestsAreCappedPerClient(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	s := newServer(Options{Store: st, Timeout: 300 * time.Millisecond, Log: zerolog.Nop(),
+	s := newServer(Options{Store: st, Timeout: 20 * time.Second, Log: zerolog.Nop(),
 		Quota: func(ctx context.Context) []quota.Status { return []quota.Status{lim.Status(ctx, "proj")} }})
 	h := s.handler()
+	const a, b = "192.0.2.1:40000", "192.0.2.2:40000"
+	// Client a's requests give up after 300 ms (their own deadline); b's
+	// have the server's, long enough for the race detector on a busy machine.
 	serve := func(addr, path string) (int, string) {
 		req := httptest.NewRequest("GET", path, nil)
+		if addr == a {
+			ctx, cancel := context.WithTimeout(req.Context(), 300*time.Millisecond)
+			defer cancel()
+			req = req.WithContext(ctx)
+		}
 		req.RemoteAddr, req.Host = addr, "127.0.0.1"
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, req)
 		return rec.Code, rec.Body.String()
 	}
-	const a, b = "192.0.2.1:40000", "192.0.2.2:40000"
 	var releases []func()
 	for range HeavyPerClient { // client a's heavy requests running
 		release, err := s.clients.acquire(context.Background(), clientKey(a, ""))
