@@ -46,3 +46,16 @@ func ChangesCrossed(first, last time.Time) []Change {
 	}
 	return out
 }
+
+// ChangeInEffect returns the latest Change in effect at t, nil before the
+// first: JSON Lines exports write its Date on every row as youtube_change,
+// so rows of one series with different values are not comparable as-is.
+func ChangeInEffect(t time.Time) *Change {
+	var in *Change
+	for i := range Changes {
+		if !Changes[i].At().After(t) {
+			in = &Changes[i]
+		}
+	}
+	return in
+}

@@ -254,6 +254,12 @@ func (j *jsonlWriter) Row(r *ExportRow) error {
 		h = strconv.AppendBool(h, r.Complete)
 		h = append(h, `,"run_id":`...)
 		h = strconv.AppendInt(h, r.RunID, 10)
+		h = append(h, `,"youtube_change":`...)
+		if c := ChangeInEffect(r.CapturedAt); c != nil {
+			h = appendJSONString(h, c.Date)
+		} else {
+			h = append(h, "null"...)
+		}
 		j.head = h
 	}
 	v := j.videos[r.VideoKey]

@@ -2,6 +2,7 @@ package store
 
 import (
 	"database/sql"
+	"encoding/json"
 	"io"
 	"runtime/debug"
 	"sync"
@@ -13,7 +14,8 @@ import (
 )
 
 // ParquetRow is one row of `export --format parquet`: the JSON Lines
-// fields, typed. Counts are int64, null when the API omitted them or they
+// fields, typed (youtube_change aside: the file's ParquetChangesKey
+// metadata says which changes its rows cross). Counts are int64, null when the API omitted them or they
 // are unknown; times are UTC timestamps (microseconds); tags a list of
 // strings. Text columns are dictionary-encoded (a video's text repeats on
 // every chart it is on) and every column is zstd-compressed.
@@ -38,6 +40,11 @@ type ParquetRow struct {
 	// Description is null with --no-description.
 	Description *string `parquet:"description,optional,dict"`
 }
+
+// ParquetChangesKey is the file's key-value metadata entry holding, as a
+// JSON array of Change, YouTube's changes between its earliest and latest
+// capture ([] when none): its series are not comparable as-is across them.
+const ParquetChangesKey = "youtube_changes"
 
 // ParquetRowGroup is the rows per row group: a row group is buffered in
 // memory (pages plus dictionaries) until it is flushed, so this bounds the
@@ -85,6 +92,8 @@ type parquetWriter struct {
 	// group.
 	region    string
 	groupRows int
+	// first and last are the earliest and latest capture times written.
+	first, last time.Time
 	// texts holds each video text's rendered fields by ExportRow.VideoKey
 	// (at most ExportVideoCache; emptied when full).
 	texts map[int64]*parquetText
@@ -156,6 +165,12 @@ func (p *parquetWriter) Row(r *ExportRow) error {
 		}
 		p.texts[r.VideoKey] = t
 	}
+	if p.first.IsZero() || r.CapturedAt.Before(p.first) {
+		p.first = r.CapturedAt
+	}
+	if r.CapturedAt.After(p.last) {
+		p.last = r.CapturedAt
+	}
 	p.batch = append(p.batch, ParquetRow{
 		Region: r.Region, CapturedAt: r.CapturedAt.UTC(), Complete: r.Complete, RunID: r.RunID, Rank: int64(r.Rank),
 		VideoID: r.VideoID, Title: r.Title, ChannelID: r.ChannelID, ChannelTitle: r.ChannelTitle, CategoryID: r.CategoryID,
@@ -193,6 +208,11 @@ func (p *parquetWriter) Flush() error {
 	if err := p.write(); err != nil {
 		return err
 	}
+	changes, err := json.Marshal(ChangesCrossed(p.first, p.last))
+	if err != nil {
+		return err
+	}
+	p.w.SetKeyValueMetadata(ParquetChangesKey, string(changes))
 	return p.w.Close()
 }
 

@@ -1,14 +1,18 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/parquet-go/parquet-go"
 
 	"github.com/trendfetch/trendfetch/internal/store/storetest"
 )
@@ -203,5 +207,57 @@ func TestParquetRowGroupPerRegion(t *testing.T) {
 	want := fmt.Sprintf("[\"%d\",\"US\",\"US\"]\n[\"%d\",\"GB\",\"GB\"]\n[\"120\",\"DE\",\"JP\"]\n", parquetMinGroup+500, parquetMinGroup)
 	if got != want {
 		t.Errorf("row groups (rows, min region, max region):\n%s\nwant\n%s", got, want)
+	}
+}
+
+// TestExportMarksYouTubeChanges: a Parquet file's key-value metadata lists
+// YouTube's changes between its first and last capture; every JSON Lines
+// row names the change in effect at its capture.
+func TestExportMarksYouTubeChanges(t *testing.T) {
+	s, _ := openTest(t)
+	ctx := context.Background()
+	vs := testVideos("y", 2)
+	for _, at := range []time.Time{time.Date(2026, 8, 20, 0, 0, 0, 0, time.UTC), time.Date(2026, 9, 1, 0, 0, 0, 0, time.UTC)} {
+		if err := s.SaveSnapshot(ctx, Snapshot{RunID: startRun(t, s, "US"), Region: "US", FirstRank: 1, Videos: vs, At: at}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	export := func(format string) []byte {
+		t.Helper()
+		var b bytes.Buffer
+		w, err := NewExportWriter(&b, ExportFormat{Format: format})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Export(ctx, ExportQuery{}, w.Row); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		return b.Bytes()
+	}
+	pq := export("parquet")
+	f, err := parquet.OpenFile(bytes.NewReader(pq), int64(len(pq)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var changes []Change
+	v, ok := f.Lookup(ParquetChangesKey)
+	if err := json.Unmarshal([]byte(v), &changes); !ok || err != nil || len(changes) != 1 || changes[0] != Changes[3] {
+		t.Errorf("Parquet metadata %s = %q (%v), want [%+v]", ParquetChangesKey, v, err, Changes[3])
+	}
+	var seen []string
+	for _, line := range strings.Split(strings.TrimSpace(string(export("jsonl"))), "\n") {
+		var row struct {
+			YouTubeChange *string `json:"youtube_change"`
+		}
+		if err := json.Unmarshal([]byte(line), &row); err != nil || row.YouTubeChange == nil {
+			t.Fatalf("row %s: %v", line, err)
+		}
+		seen = append(seen, *row.YouTubeChange)
+	}
+	if strings.Join(seen, " ") != "2025-07-21 2025-07-21 2026-08-27 2026-08-27" {
+		t.Errorf("JSON Lines youtube_change %q, want 2025-07-21 before 2026-08-27 and 2026-08-27 after", seen)
 	}
 }
