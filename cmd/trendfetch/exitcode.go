@@ -101,9 +101,8 @@ func exitCode(ctx context.Context, err error) int {
 		return signalExit(se.sig)
 	}
 	switch {
-	// cobra reports an unknown subcommand with a plain error (gh matches it
-	// the same way: internal/ghcmd/cmd.go).
-	// The same for a required flag left out (`quota charge` without --method).
+	// cobra reports an unknown subcommand and a required flag left out
+	// (`quota charge` without --method) with plain errors.
 	case strings.HasPrefix(err.Error(), "unknown command "), strings.HasPrefix(err.Error(), "required flag(s) "):
 		return exitcode.Usage
 	case errors.Is(err, store.ErrNotFound):

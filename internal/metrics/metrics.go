@@ -193,10 +193,6 @@ func gaugeValue(g prometheus.Gauge) float64 {
 	return pb.Gauge.GetValue()
 }
 
-// Registry returns the registry holding every collector (for tests and for
-// registering more collectors).
-func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
-
 // ObserveCall records one API call; its signature is fetch.Runner.OnCall's.
 // status is the HTTP status, 0 when no answer arrived; latency is the
 // call's wall time.
