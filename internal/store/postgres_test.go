@@ -2,7 +2,9 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"sync"
 	"testing"
 	"time"
@@ -106,5 +108,32 @@ func TestPostgresOneVersionPerChange(t *testing.T) {
 	}
 	if versions != 5*50 || maxVersion != 5 || captures != 11 || entries != 11*50 {
 		t.Errorf("%d old versions, newest %d, %d captures, %d entries; want 250, 5, 11, 550", versions, maxVersion, captures, entries)
+	}
+}
+
+// TestPostgresReadOnly: serve's read-only open refuses a database without
+// the schema, reads a migrated one, and fails every write.
+func TestPostgresReadOnly(t *testing.T) {
+	url := pgURL(t)
+	ctx := context.Background()
+	if _, err := OpenReadOnly(ctx, url); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("read-only open of an empty database: %v, want fs.ErrNotExist", err)
+	}
+	w, err := Open(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	startRun(t, w, "US")
+	r, err := OpenReadOnly(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if runs, err := r.RunsPage(ctx, RunsQuery{}); err != nil || len(runs) != 1 {
+		t.Errorf("read-only RunsPage: %v %v", runs, err)
+	}
+	if _, err := r.StartRun(ctx, Run{Region: "GB"}); err == nil {
+		t.Error("a read-only store started a run")
 	}
 }
