@@ -53,7 +53,7 @@ func openPostgres(ctx context.Context, url string, readOnly bool) (*Store, error
 	cfg, err := pgx.ParseConfig(url)
 	if err != nil {
 		// pgx's parse errors quote the URL, password included.
-		return nil, errors.New("cannot parse the PostgreSQL database URL: want postgres://user:password@host:port/dbname?sslmode=...")
+		return nil, errors.New("cannot parse the PostgreSQL database URL: want postgres://user:password@host:port/dbname?sslmode=verify-full")
 	}
 	if readOnly {
 		cfg.RuntimeParams["default_transaction_read_only"] = "on"
