@@ -25,11 +25,7 @@ import (
 // accept is written once in the store's files. What differs is here and
 // in the few places that ask Store.pg: placeholders (rebind), migrations
 // (migratePostgres, under an advisory lock), the transaction start, the
-// export snapshot, and search (not yet on PostgreSQL).
-
-// ErrSearchUnsupported is returned by Search and SearchPage on a
-// PostgreSQL store: full-text search there is not built yet.
-var ErrSearchUnsupported = errors.New("search is not yet supported on PostgreSQL (use a SQLite store)")
+// export snapshot, and search (search_pg.go).
 
 // IsPostgresURL reports whether a database setting names a PostgreSQL
 // server (postgres:// or postgresql://) rather than a SQLite file.

@@ -303,6 +303,13 @@ func (s *Store) search(ctx context.Context, q SearchQuery, limit int) ([]Hit, er
 		return nil, err
 	}
 	hits, err := s.searchIndexes(ctx, t, q.Text, q.Region, limit)
+	markUnsegmented(t, hits)
+	return hits, err
+}
+
+// markUnsegmented narrows the hits' highlights to t's terms of
+// unsegmented scripts (see markTerms).
+func markUnsegmented(t terms, hits []Hit) {
 	var cjk [][]rune
 	for _, g := range t.and {
 		for _, term := range g {
@@ -316,11 +323,13 @@ func (s *Store) search(ctx context.Context, q SearchQuery, limit int) ([]Hit, er
 			hits[i].Highlights = markTerms(hits[i].Snippet, hits[i].Highlights, cjk)
 		}
 	}
-	return hits, err
 }
 
 // searchIndexes picks the index(es) that answer t (see Search).
 func (s *Store) searchIndexes(ctx context.Context, t terms, text, region string, limit int) ([]Hit, error) {
+	if s.pg {
+		return searchPostgres(ctx, s.db, t, text, region, limit)
+	}
 	// Match markers no stored text can contain: a random nonce per search.
 	nonce := rand.Text()
 	open, close := "\x02"+nonce+"\x03", "\x03"+nonce+"\x02"

@@ -1,0 +1,474 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"golang.org/x/text/unicode/norm"
+)
+
+// Search on PostgreSQL (docs/design.md §6, §10a): the same parsed query
+// (parseTerms), the same choice of index and the same bounds as the SQLite
+// statements in search.go, over the video_search table of the PostgreSQL
+// migration 0002_search:
+//
+//   - words: the query becomes a tsquery written lexeme by lexeme (never
+//     parsed by a text search configuration, so nothing is stemmed): a
+//     term's words joined with <-> (a phrase), :* on the last word of a
+//     prefix term, | within an OR group, & between groups, & ! for each
+//     exclusion; ranked with ts_rank_cd, weights title 1.0, channel title
+//     0.3, tags 0.2, description 0.1;
+//   - substrings (terms of scripts without spaces, and the fill-up of a
+//     word search that found fewer than asked): LIKE on the folded title
+//     and channel title under pg_trgm; terms of 1-2 characters and
+//     exclusions are checked by substring inside the bounded candidates.
+//
+// Work is bounded as on SQLite: only the searchCandidates newest matches
+// (highest rowid) are filtered and ranked, and the statement stops at the
+// context's deadline (pgx cancels it on the server).
+
+// pgRank is ts_rank_cd's weights {D, C, B, A}: description, tags, channel
+// title, title.
+const pgRank = `'{0.1, 0.2, 0.3, 1.0}'`
+
+// pgTerm is one query term as the PostgreSQL indexes see it.
+type pgTerm struct {
+	words  []string // its lexemes (search_words' cut), in order
+	folded string   // search_fold of its text
+}
+
+// pgSearch is one search being planned: its statement arguments.
+type pgSearch struct {
+	args []any
+}
+
+// arg adds a statement argument and returns its placeholder.
+func (p *pgSearch) arg(v any) string {
+	p.args = append(p.args, v)
+	return fmt.Sprintf("$%d", len(p.args))
+}
+
+// pgFold cuts and folds the texts of all terms of t in one round trip, so
+// the query's words are cut by the same SQL functions as the stored text.
+func pgFold(ctx context.Context, db *sql.DB, t terms) (map[string]pgTerm, error) {
+	var texts []string
+	for _, g := range t.and {
+		for _, q := range g {
+			texts = append(texts, q.text)
+		}
+	}
+	for _, q := range t.not {
+		texts = append(texts, q.text)
+	}
+	in, _ := json.Marshal(texts) // []string cannot fail
+	rows, err := db.QueryContext(ctx, `
+SELECT x, search_fold(x), coalesce((SELECT string_agg(word, ' ' ORDER BY n) FROM search_tokens(x)), '')
+FROM jsonb_array_elements_text($1::jsonb) AS u(x)`, string(in))
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := make(map[string]pgTerm, len(texts))
+	for rows.Next() {
+		var x, folded, words string
+		if err := rows.Scan(&x, &folded, &words); err != nil {
+			return nil, err
+		}
+		out[x] = pgTerm{words: strings.Fields(words), folded: folded}
+	}
+	return out, rows.Err()
+}
+
+// tsquery writes t (allPrefix: every included term a prefix) as tsquery
+// text; a term without words matches nothing.
+func tsquery(t terms, f map[string]pgTerm, allPrefix bool) string {
+	term := func(q qterm, prefix bool) string {
+		ws := f[q.text].words
+		if len(ws) == 0 {
+			return `' '` // no stored lexeme holds a space
+		}
+		parts := make([]string, len(ws))
+		for i, w := range ws {
+			parts[i] = "'" + strings.NewReplacer(`'`, `''`, `\`, `\\`).Replace(w) + "'"
+		}
+		if prefix {
+			parts[len(parts)-1] += ":*"
+		}
+		return "(" + strings.Join(parts, " <-> ") + ")"
+	}
+	var and []string
+	for _, g := range t.and {
+		var or []string
+		for _, q := range g {
+			or = append(or, term(q, q.prefix || allPrefix))
+		}
+		and = append(and, "("+strings.Join(or, " | ")+")")
+	}
+	for _, q := range t.not {
+		and = append(and, "!"+term(q, q.prefix))
+	}
+	return strings.Join(and, " & ")
+}
+
+// likePattern is a LIKE pattern finding s anywhere.
+func likePattern(s string) string {
+	return "%" + strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(s) + "%"
+}
+
+// pgRaw is the text the SQLite statements check short terms and
+// exclusions against: title and channel title, only ASCII lower-cased.
+const pgRaw = `lower((v.title || E'\n' || v.channel_title) COLLATE "C")`
+
+// conds are the conditions on a candidate v shared by the statements (the
+// SQLite searchCond): region, groups of short terms (one of each group
+// must occur) and substrings none of which may occur.
+func (p *pgSearch) conds(region string, groups [][]string, exclude []string) string {
+	var b strings.Builder
+	if region != "" {
+		b.WriteString(` AND EXISTS (SELECT 1 FROM entries e JOIN captures cp ON cp.id = e.capture_id
+            WHERE e.video = v.rowid AND cp.region = ` + p.arg(region) + `)`)
+	}
+	for _, g := range groups {
+		var or []string
+		for _, s := range g {
+			or = append(or, `strpos(`+pgRaw+`, lower(`+p.arg(s)+` COLLATE "C")) > 0`)
+		}
+		b.WriteString(" AND (" + strings.Join(or, " OR ") + ")")
+	}
+	for _, s := range exclude {
+		b.WriteString(` AND strpos(` + pgRaw + `, lower(` + p.arg(s) + ` COLLATE "C")) = 0`)
+	}
+	return b.String()
+}
+
+// pgHit columns: id, title, channel title, last seen, score, tags,
+// description.
+const pgHitCols = `v.id, v.title, v.channel_title, st.last_seen_at, %s, v.tags, v.description`
+
+// wordSQL is the ranked word search of tsquery q.
+func (p *pgSearch) wordSQL(q, region string, exclude []string, limit int) string {
+	tq := p.arg(q) + `::tsquery`
+	return `
+WITH c AS MATERIALIZED (
+    SELECT video_rowid, doc FROM video_search WHERE doc @@ ` + tq + `
+    ORDER BY video_rowid DESC LIMIT ` + p.arg(searchCandidates) + `)
+SELECT ` + fmt.Sprintf(pgHitCols, `-ts_rank_cd(`+pgRank+`, c.doc, `+tq+`)::float8 AS score`) + `
+FROM c JOIN videos v ON v.rowid = c.video_rowid
+LEFT JOIN video_stats st ON st.video_rowid = c.video_rowid
+WHERE TRUE` + p.conds(region, nil, exclude) + `
+ORDER BY score, c.video_rowid LIMIT ` + p.arg(limit)
+}
+
+// substrSQL is the substring search of the groups long (folded terms of
+// 3 or more characters, one of each group in the title or channel title).
+// ranked: title hits 10 and channel title hits 3 per term, else newest
+// first (the fill-up); notWords, when set, is a tsquery none of whose
+// matches may be returned.
+func (p *pgSearch) substrSQL(long [][]string, region string, short [][]string, exclude []string, notWords string, ranked bool, limit int) string {
+	var match, score []string
+	for _, g := range long {
+		var or []string
+		for _, s := range g {
+			or = append(or, `s.tri LIKE `+p.arg(likePattern(s)))
+			a := p.arg(s)
+			score = append(score, `CASE WHEN strpos(split_part(c.tri, E'\n', 1), `+a+`) > 0 THEN 10
+                 WHEN strpos(c.tri, `+a+`) > 0 THEN 3 ELSE 0 END`)
+		}
+		match = append(match, "("+strings.Join(or, " OR ")+")")
+	}
+	order := `score, c.video_rowid DESC`
+	if !ranked {
+		order = `c.video_rowid DESC`
+	}
+	not := ""
+	if notWords != "" {
+		not = ` AND NOT c.doc @@ ` + p.arg(notWords) + `::tsquery`
+	}
+	return `
+WITH c AS MATERIALIZED (
+    SELECT s.video_rowid, s.tri, s.doc FROM video_search s WHERE ` + strings.Join(match, " AND ") + `
+    ORDER BY s.video_rowid DESC LIMIT ` + p.arg(searchCandidates) + `)
+SELECT ` + fmt.Sprintf(pgHitCols, `-(`+strings.Join(score, " + ")+`)::float8 AS score`) + `
+FROM c JOIN videos v ON v.rowid = c.video_rowid
+LEFT JOIN video_stats st ON st.video_rowid = c.video_rowid
+WHERE TRUE` + not + p.conds(region, short, exclude) + `
+ORDER BY ` + order + ` LIMIT ` + p.arg(limit)
+}
+
+// searchPostgres answers t on a PostgreSQL store: the choice of index of
+// searchIndexes (see Search), hits best first with snippets.
+func searchPostgres(ctx context.Context, db *sql.DB, t terms, text, region string, limit int) ([]Hit, error) {
+	f, err := pgFold(ctx, db, t)
+	if err != nil {
+		return nil, searchErr(text, err)
+	}
+	run := func(build func(p *pgSearch) string, words bool) ([]Hit, error) {
+		var p pgSearch
+		query := build(&p)
+		return pgRun(ctx, db, text, query, p.args, t, f, words)
+	}
+	// The substring plan (planTrigram): groups whose terms all have 3 or
+	// more characters are looked up, the others checked.
+	var long, short [][]string
+	for _, g := range t.and {
+		var folded, raw []string
+		isShort := false
+		for _, q := range g {
+			folded = append(folded, f[q.text].folded)
+			raw = append(raw, q.text)
+			isShort = isShort || utf8.RuneCountInString(q.text) < TrigramMinChars
+		}
+		if isShort {
+			short = append(short, raw)
+		} else {
+			long = append(long, folded)
+		}
+	}
+	var excluded []string
+	for _, q := range t.not {
+		excluded = append(excluded, q.text)
+	}
+	if needsTrigram(t) {
+		if len(long) > 0 {
+			return run(func(p *pgSearch) string { return p.substrSQL(long, region, short, excluded, "", true, limit) }, false)
+		}
+		words, _ := splitUnsegmented(t)
+		var subs []string
+		for _, q := range t.not {
+			if unsegmented(q.text) {
+				subs = append(subs, q.text)
+			}
+		}
+		return run(func(p *pgSearch) string { return p.wordSQL(tsquery(words, f, true), region, subs, limit) }, true)
+	}
+	hits, err := run(func(p *pgSearch) string { return p.wordSQL(tsquery(t, f, false), region, nil, limit) }, true)
+	if err != nil || len(hits) >= limit || len(long) == 0 {
+		return hits, err
+	}
+	not := ""
+	if len(t.not) > 0 {
+		not = tsquery(terms{and: [][]qterm{t.not}}, f, false)
+	}
+	more, err := run(func(p *pgSearch) string { return p.substrSQL(long, region, short, nil, not, false, limit) }, false)
+	if err != nil {
+		return nil, err
+	}
+	seen := make(map[string]bool, len(hits))
+	for _, h := range hits {
+		seen[h.VideoID] = true
+	}
+	for _, h := range more {
+		if len(hits) == limit {
+			break
+		}
+		if !seen[h.VideoID] {
+			hits = append(hits, h)
+		}
+	}
+	return hits, nil
+}
+
+// pgRun runs a search statement and reads its hits, each with a snippet
+// of its best column (words: where t's words are; else where its folded
+// substrings are).
+func pgRun(ctx context.Context, db *sql.DB, text, query string, args []any, t terms, f map[string]pgTerm, words bool) ([]Hit, error) {
+	rows, err := db.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, searchErr(text, err)
+	}
+	defer rows.Close()
+	var hits []Hit
+	for rows.Next() {
+		var (
+			h                 Hit
+			last              sql.NullString
+			tags, description string
+		)
+		if err := rows.Scan(&h.VideoID, &h.Title, &h.ChannelTitle, &last, &h.Score, &tags, &description); err != nil {
+			return nil, searchErr(text, err)
+		}
+		h.LastSeen = parseTime(last)
+		if words {
+			h.Snippet, h.Highlights = wordSnippet([]string{h.Title, tags, h.ChannelTitle, description}, t, f, 16)
+		} else {
+			h.Snippet, h.Highlights = substrSnippet([]string{h.Title, h.ChannelTitle}, t, f, 64)
+		}
+		hits = append(hits, h)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, searchErr(text, err)
+	}
+	return hits, nil
+}
+
+// foldRune is r as search_fold compares it: lower case, a diacritic
+// (U+0300-U+036F after decomposition) removed; other decompositions
+// (Hangul syllables) are kept whole.
+func foldRune(r rune) rune {
+	r = unicode.ToLower(r)
+	d := []rune(norm.NFD.String(string(r)))
+	for _, m := range d[1:] {
+		if m < 0x300 || m > 0x36f {
+			return r
+		}
+	}
+	return d[0]
+}
+
+// wordChar is a character search_tokens keeps in words (nearly: it
+// places the snippet's highlights only).
+func wordChar(r rune) bool {
+	return unicode.IsLetter(r) || unicode.IsNumber(r) || unicode.Is(unicode.Co, r) || r >= 0x1F900
+}
+
+// wordSnippet is the snippet of the column of cols (title, tags, channel
+// title, description) with most words of t (the first on a tie): up to
+// tokens words from shortly before its first match, matches highlighted.
+func wordSnippet(cols []string, t terms, f map[string]pgTerm, tokens int) (string, [][2]int) {
+	type span struct{ start, end int } // rune offsets
+	var want []string
+	var prefixes []string
+	for _, g := range t.and {
+		for _, q := range g {
+			for i, w := range f[q.text].words {
+				if q.prefix && i == len(f[q.text].words)-1 {
+					prefixes = append(prefixes, w)
+				} else {
+					want = append(want, w)
+				}
+			}
+		}
+	}
+	best, bestN := 0, -1
+	var bestWords []span
+	var bestHit []bool
+	for ci, col := range cols {
+		rs := []rune(col)
+		var ws []span
+		var hit []bool
+		n := 0
+		for i := 0; i < len(rs); {
+			if !wordChar(rs[i]) {
+				i++
+				continue
+			}
+			j := i
+			var fw []rune
+			for j < len(rs) && wordChar(rs[j]) {
+				fw = append(fw, foldRune(rs[j]))
+				j++
+			}
+			w := string(fw)
+			m := slices.Contains(want, w) || slices.ContainsFunc(prefixes, func(p string) bool { return strings.HasPrefix(w, p) })
+			if m {
+				n++
+			}
+			ws = append(ws, span{i, j})
+			hit = append(hit, m)
+			i = j
+		}
+		if n > bestN {
+			best, bestN, bestWords, bestHit = ci, n, ws, hit
+		}
+	}
+	rs := []rune(cols[best])
+	if len(bestWords) == 0 {
+		return "", [][2]int{}
+	}
+	first := max(slices.Index(bestHit, true), 0)
+	from := max(0, min(first-tokens/4, len(bestWords)-tokens))
+	to := min(len(bestWords), from+tokens)
+	start, end := 0, len(rs)
+	prefix, suffix := "", ""
+	if from > 0 {
+		start, prefix = bestWords[from].start, SnippetEllipsis
+	}
+	if to < len(bestWords) {
+		end, suffix = bestWords[to-1].end, SnippetEllipsis
+	}
+	off := utf8.RuneCountInString(prefix) - start
+	marks := [][2]int{}
+	for i := from; i < to; i++ {
+		if bestHit[i] {
+			marks = append(marks, [2]int{bestWords[i].start + off, bestWords[i].end + off})
+		}
+	}
+	return prefix + string(rs[start:end]) + suffix, marks
+}
+
+// substrSnippet is the snippet of the column of cols (title, channel
+// title) holding t's folded terms (the title when both or neither): up
+// to chars characters from shortly before the first, every occurrence of
+// a term highlighted.
+func substrSnippet(cols []string, t terms, f map[string]pgTerm, chars int) (string, [][2]int) {
+	var subs [][]rune
+	for _, g := range t.and {
+		for _, q := range g {
+			if s := []rune(f[q.text].folded); len(s) > 0 {
+				subs = append(subs, s)
+			}
+		}
+	}
+	find := func(col string) [][2]int {
+		rs := []rune(col)
+		folded := make([]rune, len(rs))
+		for i, r := range rs {
+			folded[i] = foldRune(r)
+		}
+		var out [][2]int
+		for _, s := range subs {
+			for i := 0; i+len(s) <= len(folded); i++ {
+				if slices.Equal(folded[i:i+len(s)], s) {
+					out = append(out, [2]int{i, i + len(s)})
+				}
+			}
+		}
+		return out
+	}
+	col, marks := cols[0], find(cols[0])
+	if len(marks) == 0 {
+		if m := find(cols[1]); len(m) > 0 {
+			col, marks = cols[1], m
+		}
+	}
+	rs := []rune(col)
+	from := 0
+	if len(marks) > 0 {
+		from = marks[0][0]
+		for _, m := range marks {
+			from = min(from, m[0])
+		}
+		from = max(0, min(from-chars/4, len(rs)-chars))
+	}
+	to := min(len(rs), from+chars)
+	prefix, suffix := "", ""
+	if from > 0 {
+		prefix = SnippetEllipsis
+	}
+	if to < len(rs) {
+		suffix = SnippetEllipsis
+	}
+	off := utf8.RuneCountInString(prefix) - from
+	var in [][2]int
+	for _, m := range marks {
+		if m[0] >= from && m[1] <= to {
+			in = append(in, [2]int{m[0] + off, m[1] + off})
+		}
+	}
+	slices.SortFunc(in, func(a, b [2]int) int { return a[0] - b[0] })
+	merged := [][2]int{}
+	for _, m := range in {
+		if n := len(merged); n > 0 && m[0] <= merged[n-1][1] {
+			merged[n-1][1] = max(merged[n-1][1], m[1])
+			continue
+		}
+		merged = append(merged, m)
+	}
+	return prefix + string(rs[from:to]) + suffix, merged
+}

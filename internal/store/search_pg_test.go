@@ -1,0 +1,278 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"github.com/trendfetch/trendfetch/internal/fetch/youtubetest"
+)
+
+// loadRecorded stores the first maxDates charts of a recorded trending
+// CSV in st, one run each, in the file's order (both engines then number
+// the videos in the same order, which the candidate bound follows).
+func loadRecorded(t testing.TB, st *Store, path, region string, maxDates int) {
+	t.Helper()
+	ctx := context.Background()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	dates, charts, err := youtubetest.LoadCSVCharts(f, region)
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC)
+	for i, d := range dates {
+		if i == maxDates {
+			break
+		}
+		page := make([]Video, len(charts[d]))
+		for j, v := range charts[d] {
+			page[j] = toStore(v)
+		}
+		run, err := st.StartRun(ctx, Run{Region: region})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := st.SaveSnapshot(ctx, Snapshot{RunID: run, Region: region, FirstRank: 1, Videos: page, At: at.Add(time.Duration(i) * time.Hour)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// parityQueries are queries of every form made from the stored titles.
+func parityQueries(t testing.TB, st *Store) map[string][]string {
+	rows, err := st.db.Query(`SELECT title FROM videos ORDER BY rowid`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var titles []string
+	for rows.Next() {
+		var s string
+		rows.Scan(&s)
+		titles = append(titles, s)
+	}
+	rows.Close()
+	q := map[string][]string{}
+	long := func(ws []string) []string {
+		var out []string
+		for _, w := range ws {
+			if utf8.RuneCountInString(w) >= 3 && !unsegmented(w) {
+				out = append(out, w)
+			}
+		}
+		return out
+	}
+	step := max(1, len(titles)/40)
+	for i := 0; i < len(titles); i += step {
+		ws := words(titles[i])
+		other := long(words(titles[(i+len(titles)/2)%len(titles)]))
+		lw := long(ws)
+		if len(lw) > 0 {
+			q["word"] = append(q["word"], lw[0])
+			rs := []rune(lw[0])
+			q["prefix*"] = append(q["prefix*"], string(rs[:3])+"*")
+			if p := piece(lw[0]); p != "" {
+				q["substring"] = append(q["substring"], p)
+			}
+			if len(other) > 0 {
+				q["a OR b"] = append(q["a OR b"], lw[0]+" OR "+other[0])
+				q["-excluded"] = append(q["-excluded"], lw[0]+" -"+other[0])
+			}
+		}
+		if len(lw) > 1 {
+			q["a b"] = append(q["a b"], lw[0]+" "+lw[1])
+			q["-excluded"] = append(q["-excluded"], lw[0]+" -"+lw[1])
+		}
+		if len(ws) > 1 && !unsegmented(ws[0]) {
+			q[`"phrase"`] = append(q[`"phrase"`], `"`+ws[0]+" "+ws[1]+`"`)
+		}
+		for _, w := range ws {
+			rs := []rune(w)
+			if !unsegmented(w) {
+				continue
+			}
+			q["cjk 1"] = append(q["cjk 1"], string(rs[:1]))
+			if len(rs) >= 2 {
+				q["cjk 2"] = append(q["cjk 2"], string(rs[len(rs)-2:]))
+			}
+			if len(rs) >= 3 {
+				q["cjk 3+"] = append(q["cjk 3+"], string(rs[:3]))
+				if len(lw) > 0 {
+					q["cjk + word"] = append(q["cjk + word"], string(rs[:3])+" "+lw[0])
+				}
+				q["cjk -excluded"] = append(q["cjk -excluded"], string(rs[:3])+" -"+string(rs[len(rs)-1:]))
+			}
+			break
+		}
+	}
+	return q
+}
+
+// TestSearchParityPostgres: on the recorded 2017 US and GB and 2020 KR
+// and JP charts stored in both engines, every query of every form (words,
+// phrases, prefixes, OR, exclusions, substrings, CJK and Hangul terms of
+// 1, 2 and 3+ characters, alone, with words or excluded), with and without
+// a region, matches the same set of videos on PostgreSQL as on SQLite
+// (ranking may differ; docs/api.md says how).
+func TestSearchParityPostgres(t *testing.T) {
+	dir := youtubetest.DataDir(t)
+	maxDates := 1000
+	if raceEnabled {
+		maxDates = 10
+	}
+	for _, ds := range []struct{ name, file, region string }{
+		{"2017 US", "kaggle_youtube_new_2017/USvideos.csv", "US"},
+		{"2017 GB", "kaggle_youtube_new_2017/GBvideos.csv", "GB"},
+		{"2020 KR", "rsrishav_trending_2020/KR_youtube_trending_data.csv", "KR"},
+		{"2020 JP", "rsrishav_trending_2020/JP_youtube_trending_data.csv", "JP"},
+	} {
+		t.Run(ds.region, func(t *testing.T) {
+			ctx := context.Background()
+			st, _ := openTest(t)
+			pst := openPG(t)
+			loadRecorded(t, st, filepath.Join(dir, ds.file), ds.region, maxDates)
+			loadRecorded(t, pst, filepath.Join(dir, ds.file), ds.region, maxDates)
+			ftsIntegrity(t, pst)
+			qs := parityQueries(t, st)
+			forms := make([]string, 0, len(qs))
+			for f := range qs {
+				forms = append(forms, f)
+			}
+			slices.Sort(forms)
+			for _, form := range forms {
+				same, matched := 0, 0
+				for _, text := range qs[form] {
+					for _, region := range []string{"", ds.region} {
+						sq := SearchQuery{Text: text, Region: region}
+						a, err := st.search(ctx, sq, 100000)
+						if err != nil {
+							t.Fatalf("SQLite %q: %v", text, err)
+						}
+						b, err := pst.search(ctx, sq, 100000)
+						if err != nil {
+							t.Fatalf("PostgreSQL %q: %v", text, err)
+						}
+						ids := func(hs []Hit) []string {
+							var out []string
+							for _, h := range hs {
+								out = append(out, h.VideoID)
+							}
+							slices.Sort(out)
+							return out
+						}
+						x, y := ids(a), ids(b)
+						matched += len(x)
+						if slices.Equal(x, y) {
+							same++
+							continue
+						}
+						t.Errorf("%s %s %q region %q: SQLite %d videos, PostgreSQL %d; only SQLite %v; only PostgreSQL %v",
+							ds.name, form, text, region, len(x), len(y), diff(x, y), diff(y, x))
+					}
+				}
+				t.Logf("%s %-14s %3d/%3d queries the same set (%d matches)", ds.name, form, same, 2*len(qs[form]), matched)
+			}
+		})
+	}
+}
+
+// diff is the first few of a not in b.
+func diff(a, b []string) []string {
+	var out []string
+	for _, s := range a {
+		if !slices.Contains(b, s) && len(out) < 5 {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// TestSearchPageEngines: SearchPage on either engine returns the same
+// shape: a snippet of the matching column with highlights as code point
+// offsets of the matched words (a title's own brackets forge nothing, a
+// CJK term marks the term, not its run), the regions, a cursor; a changed
+// title is searched as changed (the triggers); SearchCandidates bounds
+// the candidates; a cancelled context stops the search.
+func TestSearchPageEngines(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, s *Store) {
+		ctx := context.Background()
+		vs := testVideos("s", 3)
+		vs[0].Title = "[Official Video] Lofi hip hop beats"
+		vs[1].Title = "BTS (방탄소년단) 'Dynamite' Official MV"
+		vs[2].Title = "Lofi study session"
+		run := startRun(t, s, "US")
+		if err := s.SaveSnapshot(ctx, Snapshot{RunID: run, Region: "US", FirstRank: 1, Videos: vs, At: time.Now()}); err != nil {
+			t.Fatal(err)
+		}
+		marked := func(h Hit) []string {
+			rs := []rune(h.Snippet)
+			var out []string
+			for _, m := range h.Highlights {
+				out = append(out, string(rs[m[0]:m[1]]))
+			}
+			return out
+		}
+		for _, c := range []struct {
+			q    string
+			want []string // ids
+			mark string // highlighted text of the first hit, joined with spaces
+		}{
+			{`"hip hop" lofi`, []string{"s-000"}, "Lofi hip hop"},
+			{`lof*`, []string{"s-000", "s-002"}, "Lofi"},
+			{`official -lofi`, []string{"s-001"}, "Official"},
+			{`방탄`, []string{"s-001"}, "방탄"},
+			{`방탄소 dynamite`, []string{"s-001"}, ""},
+		} {
+			hits, next, err := s.SearchPage(ctx, SearchQuery{Text: c.q, Limit: 1})
+			if err != nil {
+				t.Fatalf("%q: %v", c.q, err)
+			}
+			if len(hits) != 1 || hits[0].VideoID != c.want[0] && !slices.Contains(c.want, hits[0].VideoID) {
+				t.Fatalf("%q: hits %+v, want one of %v", c.q, hits, c.want)
+			}
+			if (next == 1) != (len(c.want) > 1) {
+				t.Errorf("%q: next %d with %d matches", c.q, next, len(c.want))
+			}
+			if got := strings.Join(marked(hits[0]), " "); c.mark != "" && got != c.mark {
+				t.Errorf("%q: snippet %q marks %q, want %q", c.q, hits[0].Snippet, marked(hits[0]), c.mark)
+			}
+			if len(hits[0].Regions) != 1 || hits[0].Regions[0].Region != "US" {
+				t.Errorf("%q: regions %+v", c.q, hits[0].Regions)
+			}
+		}
+
+		vs[2].Title = "Jazz study session"
+		if err := s.SaveSnapshot(ctx, Snapshot{RunID: startRun(t, s, "US"), Region: "US", FirstRank: 1, Videos: vs, At: time.Now()}); err != nil {
+			t.Fatal(err)
+		}
+		if hits, _ := s.Search(ctx, SearchQuery{Text: "jazz"}); len(hits) != 1 {
+			t.Errorf("jazz after the title changed: %+v", hits)
+		}
+		if hits, _ := s.Search(ctx, SearchQuery{Text: "lofi"}); len(hits) != 1 {
+			t.Errorf("lofi after the title changed: %+v", hits)
+		}
+		ftsIntegrity(t, s)
+
+		defer func(n int) { searchCandidates = n }(searchCandidates)
+		searchCandidates = 2 // the two newest matches of "number" (every description)
+		hits, err := s.Search(ctx, SearchQuery{Text: "description"})
+		if err != nil || len(hits) != 2 || slices.ContainsFunc(hits, func(h Hit) bool { return h.VideoID == "s-000" }) {
+			t.Errorf("bounded to 2 candidates: %+v, %v", hits, err)
+		}
+
+		cancelled, cancel := context.WithCancel(ctx)
+		cancel()
+		if _, err := s.Search(cancelled, SearchQuery{Text: "description"}); !errors.Is(err, context.Canceled) {
+			t.Errorf("cancelled search: %v", err)
+		}
+	})
+}
