@@ -224,7 +224,7 @@ func TestSearchPageEngines(t *testing.T) {
 		for _, c := range []struct {
 			q    string
 			want []string // ids
-			mark string // highlighted text of the first hit, joined with spaces
+			mark string   // highlighted text of the first hit, joined with spaces
 		}{
 			{`"hip hop" lofi`, []string{"s-000"}, "Lofi hip hop"},
 			{`lof*`, []string{"s-000", "s-002"}, "Lofi"},
