@@ -66,6 +66,9 @@ type Hit struct {
 	// Search). FTS5 scores are negative: lower is better, and hits are
 	// returned best first (trigram fill-up hits after word hits, see
 	// Search). Scores of different queries or indexes are not comparable.
+	// On PostgreSQL (search_pg.go) it is minus ts_rank_cd, or minus 10 per
+	// substring term in the title and 3 in the channel title: lower is
+	// better there too, comparable within one store only.
 	Score float64
 	// LastSeen is the latest capture time of the video.
 	LastSeen time.Time
