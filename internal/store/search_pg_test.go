@@ -72,6 +72,9 @@ func parityQueries(t testing.TB, st *Store) map[string][]string {
 		return out
 	}
 	step := max(1, len(titles)/40)
+	if raceEnabled {
+		step = max(1, len(titles)/8) // the -race build is ~15x slower
+	}
 	for i := 0; i < len(titles); i += step {
 		ws := words(titles[i])
 		other := long(words(titles[(i+len(titles)/2)%len(titles)]))
