@@ -101,12 +101,6 @@ func TestCaptureAtAndHistory(t *testing.T) {
 		}
 
 		hits, err := s.Search(ctx, SearchQuery{Text: "h"})
-		if s.pg {
-			if !errors.Is(err, ErrSearchUnsupported) {
-				t.Errorf("search on PostgreSQL: %v", err)
-			}
-			return
-		}
 		if err != nil || len(hits) != 3 {
 			t.Fatalf("search: %+v %v", hits, err)
 		}

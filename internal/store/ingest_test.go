@@ -83,10 +83,8 @@ func TestSaveSnapshotKinds(t *testing.T) {
 			t.Errorf("rejected page stored a video: %v", err)
 		}
 		// Search hits count for the region filter of Search.
-		if !s.pg { // no search on PostgreSQL yet
-			if hits := search(t, s, SearchQuery{Text: "b2", Region: "JP"}); len(hits) != 1 {
-				t.Errorf("region filter ignores search hits: %v", hits)
-			}
+		if hits := search(t, s, SearchQuery{Text: "b2", Region: "JP"}); len(hits) != 1 {
+			t.Errorf("region filter ignores search hits: %v", hits)
 		}
 	})
 }

@@ -265,9 +265,6 @@ func (s *Store) Search(ctx context.Context, q SearchQuery) ([]Hit, error) {
 // SearchPage is Search, plus next: the Offset of the next page, or 0 when
 // there is none (no more hits, or the MaxSearchLimit-th hit reached).
 func (s *Store) SearchPage(ctx context.Context, q SearchQuery) (hits []Hit, next int, err error) {
-	if s.pg {
-		return nil, 0, ErrSearchUnsupported
-	}
 	if q.Limit == 0 {
 		q.Limit = DefaultSearchLimit
 	}

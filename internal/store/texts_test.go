@@ -63,13 +63,11 @@ func TestTextAsCaptured(t *testing.T) {
 		if versions != 3 || current != 3 {
 			t.Errorf("%d stored old versions, current version %d; want 3 and 3 (4 distinct texts in 5 captures)", versions, current)
 		}
-		if !s.pg { // no search on PostgreSQL yet
-			if hits := search(t, s, SearchQuery{Text: "first"}); len(hits) != 1 || hits[0].Title != "First title" {
-				t.Errorf("search of the current title: %+v", hits)
-			}
-			if hits := search(t, s, SearchQuery{Text: "second"}); len(hits) != 0 {
-				t.Errorf("search finds a superseded title: %+v", hits)
-			}
+		if hits := search(t, s, SearchQuery{Text: "first"}); len(hits) != 1 || hits[0].Title != "First title" {
+			t.Errorf("search of the current title: %+v", hits)
+		}
+		if hits := search(t, s, SearchQuery{Text: "second"}); len(hits) != 0 {
+			t.Errorf("search finds a superseded title: %+v", hits)
 		}
 		h, err := s.History(ctx, "a-000")
 		if err != nil {
