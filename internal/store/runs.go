@@ -238,9 +238,9 @@ type RunsQuery struct {
 // at most MaxReasonBytes (a longer one stored before the bound is cut
 // when read).
 func (s *Store) RunsPage(ctx context.Context, q RunsQuery) ([]Run, error) {
-	limit := q.Limit
+	limit := int64(q.Limit)
 	if limit <= 0 {
-		limit = 1 << 62 // no limit, on both engines
+		limit = 1 << 62 // no limit, on both engines (an int64: 32-bit builds too)
 	}
 	// substr counts characters: MaxReasonBytes+1 of them are enough for
 	// capReason to see that a reason is longer than MaxReasonBytes bytes.
