@@ -363,19 +363,7 @@ func (s *Store) searchIndexes(ctx context.Context, t terms, text, region string,
 	if err != nil {
 		return nil, err
 	}
-	seen := make(map[string]bool, len(hits))
-	for _, h := range hits {
-		seen[h.VideoID] = true
-	}
-	for _, h := range more {
-		if len(hits) == limit {
-			break
-		}
-		if !seen[h.VideoID] {
-			hits = append(hits, h)
-		}
-	}
-	return hits, nil
+	return fillUp(hits, more, limit), nil
 }
 
 // unmark removes the match markers open and close from snip and returns
@@ -473,4 +461,23 @@ func searchErr(text string, err error) error {
 		return &QueryError{Query: text, Reason: strings.TrimSpace(msg[i:])}
 	}
 	return fmt.Errorf("cannot search: %w", err)
+}
+
+// fillUp appends to hits the videos of more it does not hold yet, in
+// order, until it holds limit: the word index's hits first, then the
+// substring fill-up's (both engines).
+func fillUp(hits, more []Hit, limit int) []Hit {
+	seen := make(map[string]bool, len(hits))
+	for _, h := range hits {
+		seen[h.VideoID] = true
+	}
+	for _, h := range more {
+		if len(hits) == limit {
+			break
+		}
+		if !seen[h.VideoID] {
+			hits = append(hits, h)
+		}
+	}
+	return hits
 }

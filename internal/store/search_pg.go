@@ -259,19 +259,7 @@ func searchPostgres(ctx context.Context, db *sql.DB, t terms, text, region strin
 	if err != nil {
 		return nil, err
 	}
-	seen := make(map[string]bool, len(hits))
-	for _, h := range hits {
-		seen[h.VideoID] = true
-	}
-	for _, h := range more {
-		if len(hits) == limit {
-			break
-		}
-		if !seen[h.VideoID] {
-			hits = append(hits, h)
-		}
-	}
-	return hits, nil
+	return fillUp(hits, more, limit), nil
 }
 
 // pgRun runs a search statement and reads its hits, each with a snippet
