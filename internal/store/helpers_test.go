@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"path/filepath"
@@ -110,4 +111,21 @@ func forEachEngine(t *testing.T, body func(t *testing.T, s *Store)) {
 		body(t, s)
 	})
 	t.Run("postgres", func(t *testing.T) { body(t, openPG(t)) })
+}
+
+// exportAll writes every capture of s in format f and returns the bytes.
+func exportAll(t testing.TB, s *Store, f ExportFormat) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	w, err := NewExportWriter(&b, f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Export(context.Background(), ExportQuery{}, w.Row); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
 }

@@ -222,22 +222,7 @@ func TestExportMarksYouTubeChanges(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	export := func(format string) []byte {
-		t.Helper()
-		var b bytes.Buffer
-		w, err := NewExportWriter(&b, ExportFormat{Format: format})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := s.Export(ctx, ExportQuery{}, w.Row); err != nil {
-			t.Fatal(err)
-		}
-		if err := w.Flush(); err != nil {
-			t.Fatal(err)
-		}
-		return b.Bytes()
-	}
-	pq := export("parquet")
+	pq := exportAll(t, s, ExportFormat{Format: "parquet"})
 	f, err := parquet.OpenFile(bytes.NewReader(pq), int64(len(pq)))
 	if err != nil {
 		t.Fatal(err)
@@ -248,7 +233,7 @@ func TestExportMarksYouTubeChanges(t *testing.T) {
 		t.Errorf("Parquet metadata %s = %q (%v), want [%+v]", ParquetChangesKey, v, err, Changes[3])
 	}
 	var seen []string
-	for _, line := range strings.Split(strings.TrimSpace(string(export("jsonl"))), "\n") {
+	for _, line := range strings.Split(strings.TrimSpace(string(exportAll(t, s, ExportFormat{Format: "jsonl"}))), "\n") {
 		var row struct {
 			YouTubeChange *string `json:"youtube_change"`
 		}
