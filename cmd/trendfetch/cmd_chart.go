@@ -4,11 +4,9 @@ import (
 	"bufio"
 	"encoding/csv"
 	"fmt"
-	"os"
 	"strconv"
 	"text/tabwriter"
 
-	"github.com/mattn/go-isatty"
 	"github.com/spf13/cobra"
 
 	"github.com/trendfetch/trendfetch/internal/regions"
@@ -146,10 +144,4 @@ func humanInt(p *int64) string {
 		return "-"
 	}
 	return termtext.Thousands(*p)
-}
-
-// stdoutIsTerminal reports whether the process's stdout is a terminal
-// (a.stdout is wrapped by the secrets scrubber, so it is asked directly).
-func stdoutIsTerminal() bool {
-	return isatty.IsTerminal(os.Stdout.Fd())
 }

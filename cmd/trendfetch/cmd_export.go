@@ -3,14 +3,12 @@ package main
 import (
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/signal"
 	"strings"
 	"syscall"
 	"time"
 
-	"github.com/mattn/go-isatty"
 	"github.com/spf13/cobra"
 
 	"github.com/trendfetch/trendfetch/internal/engine"
@@ -154,7 +152,7 @@ Costs no quota.`,
 			if dir == "" && output != "" && output != "-" {
 				x.File = output
 			}
-			if x.File == "" && dir == "" && format == "parquet" && stdoutIsTerminal() {
+			if x.File == "" && dir == "" && format == "parquet" && a.stdoutTTY {
 				return usagef("trendfetch export --format parquet --output charts.parquet", "--format parquet writes binary: not to a terminal; use --output FILE or redirect standard output")
 			}
 			if x.File == "" && dir == "" {
@@ -162,10 +160,18 @@ Costs no quota.`,
 				// ends the export quietly (EPIPE below), not by SIGPIPE.
 				signal.Ignore(syscall.SIGPIPE)
 			}
-			progress := newProgress(a.stderr, isatty.IsTerminal(os.Stderr.Fd()))
-			x.Row = progress.add
+			// "exported N rows" on a terminal, at most twice a second.
+			rows, last := 0, time.Now()
+			x.Row = func() {
+				if rows++; a.stderrTTY && rows%4096 == 0 && time.Since(last) > 500*time.Millisecond {
+					last = time.Now()
+					fmt.Fprintf(a.stderr, "\rexported %d rows", rows)
+				}
+			}
 			err = a.engine().Export(cmd.Context(), st, x)
-			progress.done()
+			if a.stderrTTY {
+				fmt.Fprintf(a.stderr, "\rexported %d rows\n", rows)
+			}
 			var oe *engine.OutputError
 			switch {
 			case errors.As(err, &oe) && dir != "":
@@ -202,28 +208,4 @@ func parseSince(s string) (time.Time, error) {
 		return d, nil
 	}
 	return time.Time{}, fmt.Errorf("want an RFC 3339 time (2026-03-02T08:00:00Z) or a date (2026-03-02)")
-}
-
-// progress prints "exported N rows" on a terminal, at most twice a second.
-type progress struct {
-	w    io.Writer
-	on   bool
-	n    int64
-	last time.Time
-}
-
-func newProgress(w io.Writer, on bool) *progress { return &progress{w: w, on: on, last: time.Now()} }
-
-func (p *progress) add() {
-	p.n++
-	if p.on && p.n%4096 == 0 && time.Since(p.last) > 500*time.Millisecond {
-		p.last = time.Now()
-		fmt.Fprintf(p.w, "\rexported %d rows", p.n)
-	}
-}
-
-func (p *progress) done() {
-	if p.on {
-		fmt.Fprintf(p.w, "\rexported %d rows\n", p.n)
-	}
 }

@@ -70,7 +70,7 @@ No API call is made.`,
 				return nil
 			}
 			open, close := "[", "]" // the matches in bold on a terminal
-			if stdoutIsTerminal() && os.Getenv("NO_COLOR") == "" {
+			if a.stdoutTTY && os.Getenv("NO_COLOR") == "" {
 				open, close = "\x1b[1m", "\x1b[0m"
 			}
 			for i, h := range hits {

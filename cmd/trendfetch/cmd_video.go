@@ -60,7 +60,7 @@ parameters ignored), youtu.be/ID, youtube.com/shorts/ID, /live/ID, /embed/ID.`,
 			}
 			// One buffered write: the scrubbing stdout costs per Write call.
 			bw := bufio.NewWriterSize(a.stdout, 64<<10)
-			if err := printHistory(bw, h, stdoutIsTerminal()); err != nil {
+			if err := printHistory(bw, h, a.stdoutTTY); err != nil {
 				return err
 			}
 			return bw.Flush()

@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+	"golang.org/x/sys/unix"
 
 	"github.com/trendfetch/trendfetch/internal/config"
 	"github.com/trendfetch/trendfetch/internal/engine"
@@ -52,30 +53,12 @@ type signalError struct{ sig os.Signal }
 
 func (e *signalError) Error() string { return "interrupted by " + signalName(e.sig) }
 
-// signalName is the conventional name of the signals trendfetch handles
-// ("SIGTERM"), else Go's description.
-func signalName(s os.Signal) string {
-	switch s {
-	case syscall.SIGHUP:
-		return "SIGHUP"
-	case syscall.SIGINT:
-		return "SIGINT"
-	case syscall.SIGTERM:
-		return "SIGTERM"
-	}
-	return s.String()
-}
+// signalName is a signal's conventional name ("SIGTERM").
+func signalName(s os.Signal) string { return unix.SignalName(s.(syscall.Signal)) }
 
-// signalExit is the exit code after signal s: 128 + its number.
-func signalExit(s os.Signal) int {
-	switch s {
-	case syscall.SIGHUP:
-		return exitcode.SIGHUP
-	case syscall.SIGTERM:
-		return exitcode.SIGTERM
-	}
-	return exitcode.SIGINT
-}
+// signalExit is the exit code after signal s: 128 + its number, as shells
+// report it (exitcode.SIGHUP, SIGINT, SIGTERM).
+func signalExit(s os.Signal) int { return 128 + int(s.(syscall.Signal)) }
 
 // exitCode maps an error to the process exit code; this is the only place
 // that does so.
@@ -83,20 +66,7 @@ func exitCode(ctx context.Context, err error) int {
 	if err == nil {
 		return exitcode.OK
 	}
-	var (
-		se   *signalError
-		ue   *usageError
-		ve   *config.ValidationError
-		re   *regions.Error
-		qe   *store.QueryError
-		ce   *fetch.CredentialError
-		stop *fetch.StopError
-		cost *quota.CostError
-		acl  *quota.AccessError
-		held *quota.LeaseHeldError
-		dbe  *sqlitedb.PathError
-		set  *engine.SettingError
-	)
+	var se *signalError
 	if errors.As(context.Cause(ctx), &se) || errors.As(err, &se) {
 		return signalExit(se.sig)
 	}
@@ -107,15 +77,22 @@ func exitCode(ctx context.Context, err error) int {
 		return exitcode.Usage
 	case errors.Is(err, store.ErrNotFound):
 		return exitcode.NotFound
-	case errors.As(err, &ue), errors.As(err, &ve), errors.As(err, &re), errors.As(err, &qe),
-		errors.As(err, &ce), errors.As(err, &cost), errors.As(err, &acl), errors.As(err, &dbe), errors.As(err, &set), errors.Is(err, config.ErrNoAPIKey), errors.Is(err, errPlan):
+	case is[*usageError](err), is[*config.ValidationError](err), is[*regions.Error](err), is[*store.QueryError](err),
+		is[*fetch.CredentialError](err), is[*quota.CostError](err), is[*quota.AccessError](err), is[*sqlitedb.PathError](err),
+		is[*engine.SettingError](err), errors.Is(err, config.ErrNoAPIKey), errors.Is(err, errPlan):
 		return exitcode.Usage
-	case errors.As(err, &stop), errors.Is(err, errWouldNotFit):
+	case is[*fetch.StopError](err), errors.Is(err, errWouldNotFit):
 		return exitcode.TempFail
-	case errors.As(err, &held):
+	case is[*quota.LeaseHeldError](err):
 		return exitcode.Running
 	}
 	return exitcode.Error
+}
+
+// is reports whether err's chain holds a T (errors.As).
+func is[T error](err error) bool {
+	var t T
+	return errors.As(err, &t)
 }
 
 // flagValueRE matches pflag's message for a value that does not parse, e.g.

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/url"
 	"os"
 	"os/signal"
 	"strings"
@@ -31,9 +30,11 @@ import (
 func Main(args []string, stdout, stderr io.Writer) int {
 	// Every byte trendfetch prints passes the secrets scrubber: whatever
 	// error or log line quotes a key or a Redis password, it leaves masked.
+	zerolog.TimestampFunc = func() time.Time { return time.Now().UTC() } // newLogger's stamps
 	secrets := &secret.Set{}
-	tty := isTerminal(stderr)
+	a := &app{lookupEnv: os.LookupEnv, secrets: secrets, stderrTTY: isTerminal(stderr), stdoutTTY: isTerminal(stdout)}
 	stdout, stderr = secrets.Writer(stdout), secrets.Writer(stderr)
+	a.stdout, a.stderr = stdout, stderr
 	secrets.Add(os.Getenv(config.DefaultKeyEnv))
 	for _, s := range config.Settings() {
 		switch {
@@ -42,7 +43,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		case s.Key == "database": // a PostgreSQL URL's password
 			secrets.Add(databaseSecrets(os.Getenv(s.Env))...)
 		case s.Secret != "": // a Redis URL's password, or the whole value when it is no URL
-			secrets.Add(secret.RedisURLSecrets(os.Getenv(s.Env))...)
+			secrets.Add(secret.URLSecrets(os.Getenv(s.Env))...)
 		}
 	}
 	ctx, cancel := context.WithCancelCause(context.Background())
@@ -57,17 +58,12 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		}
 		cancel(&signalError{sig: s})
 		s = <-sigs
-		msg := fmt.Sprintf("second %s: exiting now", signalName(s))
-		if !jsonLogs(os.Getenv(config.Lookup("log.format").Env), tty) {
-			fmt.Fprintf(stderr, "trendfetch: %s\n", msg)
-		} else { // a log file holds JSON only (the config may still be loading: no a.log here)
-			log := newLogger(stderr, config.Log{Level: "info", Format: "json"}, false)
-			log.Warn().Str("error", msg).Int("exit_code", signalExit(s)).Msg("trendfetch exits")
-		}
+		// The config may still be loading: reported as before it loaded.
+		early := &app{stderr: stderr, lookupEnv: os.LookupEnv, stderrTTY: a.stderrTTY}
+		early.reportError(fmt.Errorf("second %s: exiting now", signalName(s)), signalExit(s))
 		os.Exit(signalExit(s))
 	}()
 
-	a := &app{stdout: stdout, stderr: stderr, lookupEnv: os.LookupEnv, secrets: secrets, stderrTTY: tty}
 	root := newRootCmd(a)
 	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)
@@ -162,8 +158,9 @@ type app struct {
 	lookupEnv      func(string) (string, bool)
 	// logFormat is log.format once the config is read ("" before).
 	logFormat string
-	// stderrTTY reports that stderr is a terminal (log.format auto: console).
-	stderrTTY bool
+	// stderrTTY reports that stderr is a terminal (log.format auto:
+	// console); stdoutTTY that stdout is (search's bold, video's sparkline).
+	stderrTTY, stdoutTTY bool
 	// secrets holds every known secret value; stdout and stderr scrub them.
 	secrets *secret.Set
 
@@ -256,25 +253,18 @@ func (a *app) registerSecrets(cfg *config.Config) {
 			a.secrets.Add(k)
 		}
 	}
-	a.secrets.Add(secret.RedisURLSecrets(cfg.Quota.Redis.URL)...)
+	a.secrets.Add(secret.URLSecrets(cfg.Quota.Redis.URL)...)
 	a.secrets.Add(databaseSecrets(cfg.Database)...)
 	a.secrets.Add(cfg.Quota.Redis.Sentinel.Password)
 	a.secrets.Add(checkin.Secrets(cfg.Runs.CheckinURL)...)
 }
 
-// utcTimestamp stamps every event with the current time in UTC, RFC 3339
-// ("time":"2026-11-23T07:00:00Z"): logs, runs and quota status name one
-// zone, UTC.
-type utcTimestamp struct{}
-
-func (utcTimestamp) Run(e *zerolog.Event, _ zerolog.Level, _ string) {
-	e.Time(zerolog.TimestampFieldName, time.Now().UTC())
-}
-
 // newLogger writes JSON to w, or the console format when asked
 // (log.format console, or auto with stderr a terminal: tty). The console
 // format has colours on a terminal only, and never when NO_COLOR is set
-// (no-color.org).
+// (no-color.org). Every event is stamped (in UTC, set by Main: RFC 3339
+// "time":"2026-11-23T07:00:00Z"): logs, runs and quota status name one
+// zone, UTC.
 func newLogger(w io.Writer, lc config.Log, tty bool) zerolog.Logger {
 	level, err := zerolog.ParseLevel(lc.Level)
 	if err != nil {
@@ -284,7 +274,7 @@ func newLogger(w io.Writer, lc config.Log, tty bool) zerolog.Logger {
 		noColor := os.Getenv("NO_COLOR") != "" || !tty
 		w = zerolog.ConsoleWriter{Out: w, TimeFormat: "15:04:05Z07:00", TimeLocation: time.UTC, NoColor: noColor}
 	}
-	return zerolog.New(w).Level(level).Hook(utcTimestamp{})
+	return zerolog.New(w).Level(level).With().Timestamp().Logger()
 }
 
 // isTerminal reports whether w is a terminal.
@@ -293,24 +283,11 @@ func isTerminal(w io.Writer) bool {
 	return ok && isatty.IsTerminal(f.Fd())
 }
 
-// databaseSecrets is the password of a PostgreSQL database URL (in its
-// user info or a password= parameter), as written and unescaped; the whole
-// URL when it does not parse; nothing for a SQLite path.
+// databaseSecrets is the password of a PostgreSQL database URL; nothing
+// for a SQLite path.
 func databaseSecrets(database string) []string {
 	if !store.IsPostgresURL(database) {
 		return nil
 	}
-	u, err := url.Parse(database)
-	if err != nil {
-		return []string{database}
-	}
-	var out []string
-	if pw, ok := u.User.Password(); ok {
-		_, raw, _ := strings.Cut(u.User.String(), ":")
-		out = append(out, pw, raw)
-	}
-	for _, pw := range u.Query()["password"] {
-		out = append(out, pw, url.QueryEscape(pw))
-	}
-	return out
+	return secret.URLSecrets(database)
 }

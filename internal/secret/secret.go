@@ -199,14 +199,15 @@ func (w *writer) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// RedisURLSecrets returns the secret parts of a Redis URL, even of one that
-// does not parse: the userinfo password (after the first ':' that follows
+// URLSecrets returns the secret parts of a Redis or PostgreSQL URL, even of
+// one that does not parse: the userinfo password (after the first ':' that follows
 // the scheme and its slashes, however many, up to the last '@', so a
 // password holding '/', '#' or '?' is caught whole) and the value of a
 // "password" query parameter. Content that has neither and is not a
-// well-formed redis://, rediss:// or unix: URL (a file holding only the
-// password) is returned whole: it may be nothing but a password.
-func RedisURLSecrets(raw string) []string {
+// well-formed redis://, rediss://, postgres://, postgresql:// or unix: URL
+// (a file holding only the password) is returned whole: it may be nothing
+// but a password.
+func URLSecrets(raw string) []string {
 	var out []string
 	rest := raw
 	if i := strings.Index(rest, ":"); i > 0 && !strings.ContainsAny(rest[:i], "@/?#") {
@@ -229,21 +230,22 @@ func RedisURLSecrets(raw string) []string {
 			}
 		}
 	}
-	if len(out) == 0 && !wellFormedRedisURL(raw) {
+	if len(out) == 0 && !wellFormedURL(raw) {
 		out = append(out, raw)
 	}
 	return out
 }
 
-// wellFormedRedisURL reports whether raw parses as a URL whose scheme is
-// redis:// or rediss:// (with both slashes) or unix:.
-func wellFormedRedisURL(raw string) bool {
+// wellFormedURL reports whether raw parses as a URL whose scheme is
+// redis://, rediss://, postgres:// or postgresql:// (with both slashes) or
+// unix:.
+func wellFormedURL(raw string) bool {
 	u, err := url.Parse(raw)
 	if err != nil {
 		return false
 	}
 	switch u.Scheme {
-	case "redis", "rediss":
+	case "redis", "rediss", "postgres", "postgresql":
 		return strings.HasPrefix(raw[len(u.Scheme):], "://")
 	case "unix":
 		return true

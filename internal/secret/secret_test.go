@@ -61,23 +61,27 @@ func TestWriterScrubsAndAddLater(t *testing.T) {
 	}
 }
 
-func TestRedisURLSecrets(t *testing.T) {
+func TestURLSecrets(t *testing.T) {
 	for raw, want := range map[string]string{
 		"redis://:PWa/bLEAK@127.0.0.1:6379/0":     "PWa/bLEAK",
 		"redis://u:p%23w@127.0.0.1:6379/0":        "p#w",
 		"redis://127.0.0.1:6379/0?password=qLEAK": "qLEAK",
 		"rediss://user:PW#x?y@host:6380":          "PW#x?y",
+		"postgres://u:pg%40PW@db/trendfetch":      "pg@PW",
+		"postgresql://db/t?password=pgQ%26":       "pgQ&",
 	} {
 		found := false
-		for _, v := range RedisURLSecrets(raw) {
+		for _, v := range URLSecrets(raw) {
 			found = found || v == want
 		}
 		if !found {
-			t.Errorf("RedisURLSecrets(%q) = %q, want %q among them", raw, RedisURLSecrets(raw), want)
+			t.Errorf("URLSecrets(%q) = %q, want %q among them", raw, URLSecrets(raw), want)
 		}
 	}
-	if got := RedisURLSecrets("redis://127.0.0.1:6379/0"); len(got) != 0 {
-		t.Errorf("no password, got %q", got)
+	for _, raw := range []string{"redis://127.0.0.1:6379/0", "postgres://u@db:5432/trendfetch?sslmode=disable"} {
+		if got := URLSecrets(raw); len(got) != 0 {
+			t.Errorf("%s: no password, got %q", raw, got)
+		}
 	}
 }
 
@@ -112,11 +116,11 @@ func TestFragmentsOfASecretAreScrubbed(t *testing.T) {
 	}
 }
 
-// TestRedisURLSecretsOfMalformedURLs: a URL with one slash after the scheme
+// TestURLSecretsOfMalformedURLs: a URL with one slash after the scheme
 // yields its password as go-redis quotes it (":PW@host" minus the colon),
 // and content that is no Redis URL at all (a URL file holding only the
 // password) is a secret whole.
-func TestRedisURLSecretsOfMalformedURLs(t *testing.T) {
+func TestURLSecretsOfMalformedURLs(t *testing.T) {
 	for raw, want := range map[string]string{
 		"redis:/:ShortPW@127.0.0.1:6379": "ShortPW",
 		"rediss:/user:pw2x@host:6380":    "pw2x",
@@ -126,16 +130,16 @@ func TestRedisURLSecretsOfMalformedURLs(t *testing.T) {
 		"http://:HttpPW@host:6379":       "HttpPW",
 		"redis://:ok@127.0.0.1:6379/0":   "ok",
 	} {
-		got := RedisURLSecrets(raw)
+		got := URLSecrets(raw)
 		found := false
 		for _, v := range got {
 			found = found || v == want
 		}
 		if !found {
-			t.Errorf("RedisURLSecrets(%q) = %q, want %q among them", raw, got, want)
+			t.Errorf("URLSecrets(%q) = %q, want %q among them", raw, got, want)
 		}
 	}
-	if got := RedisURLSecrets("redis://:ok@127.0.0.1:6379/0"); len(got) != 2 {
+	if got := URLSecrets("redis://:ok@127.0.0.1:6379/0"); len(got) != 2 {
 		t.Errorf("a well-formed URL is not secret whole, only its password: %q", got)
 	}
 }
