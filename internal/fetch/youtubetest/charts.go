@@ -3,7 +3,8 @@ package youtubetest
 import (
 	"encoding/json"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 
 	"google.golang.org/api/youtube/v3"
@@ -62,22 +63,12 @@ func (s *Server) Chart(region string) []*youtube.Video {
 func (s *Server) Regions() []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := make([]string, 0, len(s.charts))
-	for r := range s.charts {
-		out = append(out, r)
-	}
-	sort.Strings(out)
-	return out
+	return slices.Sorted(maps.Keys(s.charts))
 }
 
 func (s *Server) reindexLocked() {
 	s.byID = map[string]*youtube.Video{}
-	regions := make([]string, 0, len(s.charts))
-	for r := range s.charts {
-		regions = append(regions, r)
-	}
-	sort.Strings(regions)
-	for _, r := range regions {
+	for _, r := range slices.Sorted(maps.Keys(s.charts)) {
 		for _, v := range s.charts[r] {
 			if _, ok := s.byID[v.Id]; !ok {
 				s.byID[v.Id] = v

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -60,9 +61,9 @@ func readCSV(r io.Reader) (csvFormat, []csvRow, error) {
 	}
 	var format csvFormat
 	switch base := exportBase(header); {
-	case equalStrings(base, header2018):
+	case slices.Equal(base, header2018):
 		format = format2018
-	case equalStrings(base, header2017):
+	case slices.Equal(base, header2017):
 		format = format2017
 	default:
 		return 0, nil, fmt.Errorf("cannot read trending CSV: line 1: unknown header %q; expected the 2018 scraper columns (%s) or the 2017 Kaggle columns (%s)",
@@ -129,35 +130,10 @@ func keepQuotedCRLF(data []byte) []byte {
 
 // exportBase returns header without exportExtra at its end.
 func exportBase(header []string) []string {
-	if n := len(header) - len(exportExtra); n > 0 && equalStrings(header[n:], exportExtra) {
+	if n := len(header) - len(exportExtra); n > 0 && slices.Equal(header[n:], exportExtra) {
 		return header[:n]
 	}
 	return header
-}
-
-func equalStrings(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}
-
-func distinctDates(rows []csvRow) []string {
-	var dates []string
-	seen := map[string]bool{}
-	for _, row := range rows {
-		d := row.fields["trending_date"]
-		if !seen[d] {
-			seen[d] = true
-			dates = append(dates, d)
-		}
-	}
-	return dates
 }
 
 // matchDate reports whether a file's trending_date value equals the wanted one. An ISO value
@@ -188,31 +164,18 @@ func matchDate(value, want string) bool {
 // and no channel id: ChannelId is then SyntheticChannelID(channel_title), an invention of
 // this emulator.
 func LoadCSV(r io.Reader, region, trendingDate string) ([]*youtube.Video, error) {
-	format, rows, err := readCSV(r)
+	dates, charts, err := LoadCSVCharts(r, region)
 	if err != nil {
-		if region != "" {
-			return nil, fmt.Errorf("region %s: %w", region, err)
-		}
 		return nil, err
-	}
-	dates := distinctDates(rows)
-	if len(dates) == 0 {
-		return nil, fmt.Errorf("cannot load trending CSV%s: no data rows after the header", forRegion(region))
 	}
 	want := trendingDate
 	if want == "" {
 		want = dates[0]
 	}
 	var videos []*youtube.Video
-	for _, row := range rows {
-		// Every row is checked, not only the wanted date's: a malformed
-		// file is refused whichever date is asked for (as LoadCSVCharts).
-		v, err := rowVideo(format, row)
-		if err != nil {
-			return nil, fmt.Errorf("cannot load trending CSV%s: line %d: %w", forRegion(region), row.line, err)
-		}
-		if matchDate(row.fields["trending_date"], want) {
-			videos = append(videos, v)
+	for _, d := range dates {
+		if matchDate(d, want) {
+			videos = append(videos, charts[d]...)
 		}
 	}
 	if len(videos) == 0 {
@@ -234,17 +197,19 @@ func LoadCSVCharts(r io.Reader, region string) (dates []string, charts map[strin
 		}
 		return nil, nil, err
 	}
-	dates = distinctDates(rows)
-	if len(dates) == 0 {
+	if len(rows) == 0 {
 		return nil, nil, fmt.Errorf("cannot load trending CSV%s: no data rows after the header", forRegion(region))
 	}
-	charts = make(map[string][]*youtube.Video, len(dates))
+	charts = map[string][]*youtube.Video{}
 	for _, row := range rows {
 		v, err := rowVideo(format, row)
 		if err != nil {
 			return nil, nil, fmt.Errorf("cannot load trending CSV%s: line %d: %w", forRegion(region), row.line, err)
 		}
 		d := row.fields["trending_date"]
+		if charts[d] == nil {
+			dates = append(dates, d)
+		}
 		charts[d] = append(charts[d], v)
 	}
 	return dates, charts, nil
@@ -393,17 +358,25 @@ func RegionFromFileName(name string) (region string, ok bool) {
 // RegionFromFileName) and loads the chart of trendingDate ("" = first date in the file) with
 // LoadCSV. Errors name the file.
 func LoadCSVFile(path, trendingDate string) (region string, videos []*youtube.Video, err error) {
+	region, f, err := openRegionFile(path)
+	if err != nil {
+		return "", nil, err
+	}
+	defer f.Close()
+	if videos, err = LoadCSV(f, region, trendingDate); err != nil {
+		return "", nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return region, videos, nil
+}
+
+// openRegionFile opens the recorded trending CSV at path, its region taken from its name.
+func openRegionFile(path string) (region string, f *os.File, err error) {
 	region, ok := RegionFromFileName(path)
 	if !ok {
 		return "", nil, fmt.Errorf("cannot load %s: no region in file name; expected yy.dd.mm_XX_videos.csv, XXvideos.csv or XX_youtube_trending_data.csv", path)
 	}
-	data, err := os.ReadFile(path)
-	if err != nil {
+	if f, err = os.Open(path); err != nil {
 		return "", nil, fmt.Errorf("cannot load trending CSV: %w", err)
 	}
-	videos, err = LoadCSV(bytes.NewReader(data), region, trendingDate)
-	if err != nil {
-		return "", nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return region, videos, nil
+	return region, f, nil
 }

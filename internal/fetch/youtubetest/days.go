@@ -3,9 +3,10 @@ package youtubetest
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
-	"os"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -93,14 +94,9 @@ func (s *Server) LoadDays(region string, dates []string, charts map[string][]*yo
 // reindexDaysLocked rebuilds the statistics index from every region's days; for a video
 // on several regions' charts of one date the first region in alphabetical order wins.
 func (s *Server) reindexDaysLocked() {
-	regions := make([]string, 0, len(s.days.charts))
-	for r := range s.days.charts {
-		regions = append(regions, r)
-	}
-	sort.Strings(regions)
 	s.days.stats = map[string][]datedVideo{}
 	seen := map[string]bool{} // id + date
-	for _, r := range regions {
+	for _, r := range slices.Sorted(maps.Keys(s.days.charts)) {
 		for _, d := range s.days.charts[r] {
 			for _, v := range d.videos {
 				if k := v.Id + "\x00" + d.date; !seen[k] {
@@ -271,13 +267,9 @@ func videoStat(v *youtube.Video) *youtube.VideoStat {
 // RegionFromFileName) and loads every date of it with LoadDays. It returns the region and
 // its dates, ascending, as YYYY-MM-DD.
 func (s *Server) LoadDaysFile(path string) (region string, dates []string, err error) {
-	region, ok := RegionFromFileName(path)
-	if !ok {
-		return "", nil, fmt.Errorf("cannot load %s: no region in file name; expected yy.dd.mm_XX_videos.csv, XXvideos.csv or XX_youtube_trending_data.csv", path)
-	}
-	f, err := os.Open(path)
+	region, f, err := openRegionFile(path)
 	if err != nil {
-		return "", nil, fmt.Errorf("cannot load trending CSV: %w", err)
+		return "", nil, err
 	}
 	defer f.Close()
 	raw, charts, err := LoadCSVCharts(f, region)

@@ -103,24 +103,22 @@ func cloneValues(v url.Values) url.Values {
 // checks first. Calls accumulate: FailNext(callsite.VideosList, 2, 503) then FailNext("", 1, 500)
 // fails the next two videos.list requests and then one more request.
 func (s *Server) FailNext(method string, n int, status int) {
-	if n <= 0 {
-		return
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.faults = append(s.faults, fault{method: method, n: n, status: status})
+	s.queueFault(fault{method: method, n: n, status: status})
 }
 
 // AnswerNext makes the next n requests to method ("" = any method) get the
 // quota answer a (PerDay429, PerMinute429, QuotaExceeded,
 // DailyLimitExceeded), charged and queued like FailNext's failures.
 func (s *Server) AnswerNext(method string, n int, a Answer) {
-	if n <= 0 {
-		return
+	s.queueFault(fault{method: method, n: n, answer: a})
+}
+
+func (s *Server) queueFault(f fault) {
+	if f.n > 0 {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		s.faults = append(s.faults, f)
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.faults = append(s.faults, fault{method: method, n: n, answer: a})
 }
 
 // SetHook installs h (nil removes it). It runs for every request to a served method after

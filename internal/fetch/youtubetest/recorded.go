@@ -200,7 +200,7 @@ func (s *Server) serveSearch(w http.ResponseWriter, r *http.Request, q url.Value
 			resp.Items = append(resp.Items, project(it, parts))
 		}
 	} else {
-		resp.PageInfo = &youtube.PageInfo{ForceSendFields: []string{"TotalResults", "ResultsPerPage"}}
+		resp.PageInfo = pageInfo(0, 0)
 	}
 	writeList(w, r, resp, func(e string) { resp.Etag = e })
 }
@@ -211,13 +211,7 @@ func (s *Server) serveChannels(w http.ResponseWriter, r *http.Request, q url.Val
 		return
 	}
 	ids, handle := multi(q, "id"), q.Get("forHandle")
-	filters := 0
-	for _, f := range []string{"id", "forHandle", "forUsername", "mine", "managedByMe", "categoryId"} {
-		if q.Get(f) != "" {
-			filters++
-		}
-	}
-	if filters != 1 {
+	if filters(q, "id", "forHandle", "forUsername", "mine", "managedByMe", "categoryId") != 1 {
 		writeError(w, errMissingFilter("categoryId, forHandle, forUsername, id, managedByMe, mine"))
 		return
 	}
@@ -247,7 +241,6 @@ func (s *Server) serveChannels(w http.ResponseWriter, r *http.Request, q url.Val
 		}
 	}
 	s.mu.Unlock()
-	n := int64(len(resp.Items))
-	resp.PageInfo = &youtube.PageInfo{TotalResults: n, ResultsPerPage: max(n, defaultPage), ForceSendFields: []string{"TotalResults", "ResultsPerPage"}}
+	resp.PageInfo = pageInfo(int64(len(resp.Items)), max(int64(len(resp.Items)), defaultPage))
 	writeList(w, r, resp, func(e string) { resp.Etag = e })
 }

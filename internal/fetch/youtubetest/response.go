@@ -8,6 +8,8 @@ import (
 	"net/url"
 	"reflect"
 	"strings"
+
+	"google.golang.org/api/youtube/v3"
 )
 
 // etagOf returns an ETag in the API's current style: 27 characters of unpadded base64url.
@@ -127,4 +129,19 @@ func project[T any](res *T, parts map[string]bool) *T {
 		}
 	}
 	return out
+}
+
+// pageInfo is a list's pageInfo, both counts sent even when 0.
+func pageInfo(total, perPage int64) *youtube.PageInfo {
+	return &youtube.PageInfo{TotalResults: total, ResultsPerPage: perPage, ForceSendFields: []string{"TotalResults", "ResultsPerPage"}}
+}
+
+// filters counts the parameters of names q sets.
+func filters(q url.Values, names ...string) (n int) {
+	for _, f := range names {
+		if q.Get(f) != "" {
+			n++
+		}
+	}
+	return n
 }

@@ -17,13 +17,7 @@ func (s *Server) serveVideos(w http.ResponseWriter, r *http.Request, q url.Value
 		return
 	}
 	chart, ids := q.Get("chart"), multi(q, "id")
-	nFilters := 0
-	for _, f := range []string{"chart", "id", "myRating"} {
-		if q.Get(f) != "" {
-			nFilters++
-		}
-	}
-	if nFilters != 1 {
+	if filters(q, "chart", "id", "myRating") != 1 {
 		writeError(w, errMissingFilter("myRating, id, chart"))
 		return
 	}
@@ -85,7 +79,7 @@ func (s *Server) serveVideos(w http.ResponseWriter, r *http.Request, q url.Value
 	resp := &youtube.VideoListResponse{
 		Kind:     "youtube#videoListResponse",
 		Items:    make([]*youtube.Video, 0, end-start),
-		PageInfo: &youtube.PageInfo{TotalResults: int64(len(chartVideos)), ResultsPerPage: int64(maxResults), ForceSendFields: []string{"TotalResults", "ResultsPerPage"}},
+		PageInfo: pageInfo(int64(len(chartVideos)), int64(maxResults)),
 	}
 	resp.ForceSendFields = []string{"Items"}
 	for _, v := range chartVideos[start:end] {
@@ -116,8 +110,7 @@ func (s *Server) serveVideoIDs(w http.ResponseWriter, r *http.Request, ids []str
 		}
 	}
 	s.mu.Unlock()
-	n := int64(len(resp.Items))
-	resp.PageInfo = &youtube.PageInfo{TotalResults: n, ResultsPerPage: n, ForceSendFields: []string{"TotalResults", "ResultsPerPage"}}
+	resp.PageInfo = pageInfo(int64(len(resp.Items)), int64(len(resp.Items)))
 	writeList(w, r, resp, func(e string) { resp.Etag = e })
 }
 
