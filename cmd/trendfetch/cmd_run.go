@@ -8,6 +8,7 @@ import (
 
 	"github.com/trendfetch/trendfetch/internal/checkin"
 	"github.com/trendfetch/trendfetch/internal/engine"
+	"github.com/trendfetch/trendfetch/internal/exitcode"
 	"github.com/trendfetch/trendfetch/internal/regions"
 	"github.com/trendfetch/trendfetch/internal/store"
 	"github.com/trendfetch/trendfetch/internal/termtext"
@@ -27,7 +28,7 @@ Every page is reserved from the quota limiter before it is sent. A quota
 denial stops cleanly (no sleeping): the run is recorded with its Retry-After
 and trendfetch exits 75; the next cron tick resumes.
 
-` + exitCodesHelp,
+` + exitcode.Help(),
 		Example: "  trendfetch run --region US\n  trendfetch run --region US --region GB\n  trendfetch run --all",
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {

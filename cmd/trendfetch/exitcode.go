@@ -24,17 +24,6 @@ import (
 	"github.com/trendfetch/trendfetch/internal/termtext"
 )
 
-// exitCodesHelp is the "Exit codes:" section of --help, rendered from
-// exitcode.Codes.
-var exitCodesHelp = func() string {
-	var b strings.Builder
-	b.WriteString("Exit codes:")
-	for _, c := range exitcode.Codes {
-		fmt.Fprintf(&b, "\n  %-4d %s", c.Code, c.Meaning)
-	}
-	return b.String()
-}()
-
 // usageError is a mistake in how trendfetch was invoked: exit 2, with a hint.
 type usageError struct {
 	err  error

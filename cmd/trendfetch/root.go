@@ -183,7 +183,7 @@ region into SQLite with a full-text index. Every API call first reserves its
 cost in quota units from a shared per-credential limiter (embedded SQLite, or
 Redis shared by every host); on denial a run stops cleanly and exits 75.
 
-` + exitCodesHelp,
+` + exitcode.Help(),
 		SilenceErrors: true,
 		SilenceUsage:  true,
 	}

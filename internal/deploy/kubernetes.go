@@ -65,7 +65,7 @@ func (c CronJobs) Render(w io.Writer) error {
 	fmt.Fprintf(&b, "\n#     (redis-url: the quota backend every host shares; database-url: postgres://... of the shared dataset;\n#     checkin-url, optional: the monitor's ping URL)\n")
 	fmt.Fprintf(&b, "#   kubectl create configmap %s --from-file=trendfetch.yaml=CONFIG_FILE\n", Name)
 	b.WriteString("# then pipe this output into: kubectl apply -f -\n")
-	fmt.Fprintf(&b, "# Exit codes %s fail the Job at once (podFailurePolicy: not transient); exit 1 is retried up to backoffLimit times.\n", strings.Trim(strings.Join(strings.Fields(fmt.Sprint(exitcode.NotRetried)), ", "), "[]"))
+	fmt.Fprintf(&b, "# Exit codes %s fail the Job at once (podFailurePolicy: not transient); exit 1 is retried up to backoffLimit times.\n", exitcode.Join(exitcode.NotRetried))
 	if _, err := io.WriteString(w, b.String()); err != nil {
 		return err
 	}

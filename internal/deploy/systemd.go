@@ -1,9 +1,9 @@
 // Package deploy renders trendfetch's scheduled runs for the schedulers
 // operators install them in: a systemd .service and .timer per region
-// (Units.Render) and a Kubernetes batch/v1 CronJob per region
-// (CronJobs.Render). `trendfetch crontab --format systemd|kubernetes` fills
-// them from the configuration; docs/operations.md shows the output and how
-// to install it.
+// (Units.Render), a Kubernetes batch/v1 CronJob per region
+// (CronJobs.Render) and crontab lines (Crontab.Render). `trendfetch
+// crontab` fills them from the configuration; docs/operations.md shows the
+// output and how to install it.
 package deploy
 
 import (
@@ -233,7 +233,7 @@ func (u Units) Render(w io.Writer) (warnings []string, err error) {
 // holds anything but safe characters; "%" is escaped as "%%" (a specifier).
 func Quote(s string) string {
 	s = strings.ReplaceAll(s, "%", "%%")
-	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./:=,+@") == "" {
+	if isSafe(s) {
 		return s
 	}
 	return `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(s) + `"`

@@ -4,6 +4,11 @@
 // systemd and Kubernetes schedules are rendered from Codes.
 package exitcode
 
+import (
+	"fmt"
+	"strings"
+)
+
 // The exit codes.
 const (
 	OK       = 0
@@ -55,4 +60,35 @@ func Short(code int) string {
 		}
 	}
 	return ""
+}
+
+// Help is the "Exit codes:" section of --help: each code and its Meaning.
+func Help() string {
+	var b strings.Builder
+	b.WriteString("Exit codes:")
+	for _, c := range Codes {
+		fmt.Fprintf(&b, "\n  %-4d %s", c.Code, c.Meaning)
+	}
+	return b.String()
+}
+
+// Summary is the codes that have a Short meaning, in one line: "0 ok,
+// 1 error, ...".
+func Summary() string {
+	var parts []string
+	for _, c := range Codes {
+		if c.Short != "" {
+			parts = append(parts, fmt.Sprintf("%d %s", c.Code, c.Short))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+// Join lists codes for a sentence: "2, 3 and 75".
+func Join(codes []int) string {
+	s := strings.Trim(strings.Join(strings.Fields(fmt.Sprint(codes)), ", "), "[]")
+	if i := strings.LastIndex(s, ", "); i >= 0 {
+		s = s[:i] + " and " + s[i+2:]
+	}
+	return s
 }
