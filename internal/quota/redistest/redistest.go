@@ -68,20 +68,29 @@ type Server struct {
 func Start(tb testing.TB, args ...string) *Server {
 	tb.Helper()
 	bin := lookPath(tb, "redis-server")
-	dir := tb.TempDir()
-	var lastErr error
-	for attempt := 0; attempt < 5; attempt++ {
-		port, err := freePort(false)
-		if err != nil {
-			tb.Fatalf("redistest: cannot find a free port: %v", err)
+	return launch(tb, false, func(string) *Server { return &Server{bin: bin, args: args} })
+}
+
+// launch starts the server mk builds in a fresh TempDir directory on a free
+// loopback port (with bus, port+10000 free too), trying other ports while
+// one fails to start, and registers tb.Cleanup to kill it.
+func launch(tb testing.TB, bus bool, mk func(dir string) *Server) *Server {
+	tb.Helper()
+	var err error
+	for attempt := 0; attempt < 10; attempt++ {
+		port, perr := freePort(bus)
+		if perr != nil {
+			tb.Fatalf("redistest: cannot find a free port: %v", perr)
 		}
-		s := &Server{tb: tb, bin: bin, dir: dir, args: args, Port: port, Addr: "127.0.0.1:" + strconv.Itoa(port)}
-		if lastErr = s.start(); lastErr == nil {
+		dir := tb.TempDir()
+		s := mk(dir)
+		s.tb, s.dir, s.Port, s.Addr = tb, dir, port, "127.0.0.1:"+strconv.Itoa(port)
+		if err = s.start(); err == nil {
 			tb.Cleanup(s.Kill)
 			return s
 		}
 	}
-	tb.Fatalf("redistest: cannot start redis-server: %v", lastErr)
+	tb.Fatalf("redistest: cannot start a server: %v", err)
 	return nil
 }
 
@@ -301,35 +310,19 @@ type Cluster struct {
 	tb       testing.TB
 }
 
-// startClusterNode starts one cluster-enabled server (free port p with p+10000
-// free for the cluster bus, nodes.conf in its own TempDir directory, no
-// full-sync delay) and registers its Cleanup.
+// startClusterNode starts one cluster-enabled server (nodes.conf in its
+// directory, no full-sync delay; launch does the rest).
 func startClusterNode(tb testing.TB) *Server {
 	tb.Helper()
 	bin := lookPath(tb, "redis-server")
-	var lastErr error
-	for attempt := 0; attempt < 10; attempt++ {
-		port, err := freePort(true)
-		if err != nil {
-			tb.Fatalf("redistest: %v", err)
-		}
-		dir := filepath.Join(tb.TempDir(), strconv.Itoa(port))
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			tb.Fatal(err)
-		}
-		s := &Server{tb: tb, bin: bin, dir: dir, Port: port, Addr: "127.0.0.1:" + strconv.Itoa(port), args: []string{
+	return launch(tb, true, func(dir string) *Server {
+		return &Server{bin: bin, args: []string{
 			"--cluster-enabled", "yes",
 			"--cluster-config-file", filepath.Join(dir, "nodes.conf"),
 			"--cluster-node-timeout", "3000",
 			"--repl-diskless-sync-delay", "0",
 		}}
-		if lastErr = s.start(); lastErr == nil {
-			tb.Cleanup(s.Kill)
-			return s
-		}
-	}
-	tb.Fatalf("redistest: cannot start cluster node: %v", lastErr)
-	return nil
+	})
 }
 
 // AddReplica starts a cluster node, joins it as a replica of master
@@ -376,23 +369,15 @@ func StartCluster(tb testing.TB, n int) *Cluster {
 	if out, err := cli(tb, args...); err != nil {
 		tb.Fatalf("redistest: redis-cli --cluster create: %v\n%s", err, out)
 	}
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		ok := true
+	waitFor(tb, 20*time.Second, "every cluster node to report cluster_state:ok", func() bool {
 		for _, s := range c.Nodes {
 			if !strings.Contains(s.Do("CLUSTER", "INFO"), "cluster_state:ok") {
-				ok = false
-				break
+				return false
 			}
 		}
-		if ok {
-			return c
-		}
-		if time.Now().After(deadline) {
-			tb.Fatalf("redistest: cluster did not reach cluster_state:ok within 20s")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return true
+	})
+	return c
 }
 
 // SkipIfShort skips a slow test (a cluster, several processes, a wait for a

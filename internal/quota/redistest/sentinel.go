@@ -78,43 +78,25 @@ func StartSentinelAuth(tb testing.TB, replicas, sentinels int, password, sentine
 	}
 	g.Master.WaitReplicasOnline(replicas)
 	quorum := sentinels/2 + 1
+	conf := fmt.Sprintf("sentinel monitor %[1]s 127.0.0.1 %[2]d %[3]d\n"+
+		"sentinel down-after-milliseconds %[1]s %[4]d\n"+
+		"sentinel failover-timeout %[1]s %[5]d\n"+
+		"sentinel parallel-syncs %[1]s 1\n",
+		g.Name, g.Master.Port, quorum, SentinelDownAfter.Milliseconds(), SentinelFailoverTimeout.Milliseconds())
+	if password != "" {
+		conf += fmt.Sprintf("sentinel auth-pass %s %s\n", g.Name, password)
+	}
+	if sentinelPassword != "" {
+		conf += fmt.Sprintf("requirepass %s\n", sentinelPassword)
+	}
 	for i := 0; i < sentinels; i++ {
-		var s *Server
-		var lastErr error
-		for attempt := 0; attempt < 5 && s == nil; attempt++ {
-			port, err := freePort(false)
-			if err != nil {
-				tb.Fatalf("redistest: %v", err)
-			}
-			dir := filepath.Join(tb.TempDir(), "sentinel-"+strconv.Itoa(port))
-			if err := os.MkdirAll(dir, 0o755); err != nil {
+		g.Sentinels = append(g.Sentinels, launch(tb, false, func(dir string) *Server {
+			file := filepath.Join(dir, "sentinel.conf") // redis-sentinel rewrites it
+			if err := os.WriteFile(file, []byte(conf), 0o644); err != nil {
 				tb.Fatal(err)
 			}
-			conf := filepath.Join(dir, "sentinel.conf")
-			text := fmt.Sprintf("sentinel monitor %[1]s 127.0.0.1 %[2]d %[3]d\n"+
-				"sentinel down-after-milliseconds %[1]s %[4]d\n"+
-				"sentinel failover-timeout %[1]s %[5]d\n"+
-				"sentinel parallel-syncs %[1]s 1\n",
-				g.Name, g.Master.Port, quorum, SentinelDownAfter.Milliseconds(), SentinelFailoverTimeout.Milliseconds())
-			if password != "" {
-				text += fmt.Sprintf("sentinel auth-pass %s %s\n", g.Name, password)
-			}
-			if sentinelPassword != "" {
-				text += fmt.Sprintf("requirepass %s\n", sentinelPassword)
-			}
-			if err := os.WriteFile(conf, []byte(text), 0o644); err != nil {
-				tb.Fatal(err)
-			}
-			cand := &Server{tb: tb, bin: sbin, dir: dir, conf: conf, Port: port, Addr: "127.0.0.1:" + strconv.Itoa(port), password: sentinelPassword}
-			if lastErr = cand.start(); lastErr == nil {
-				s = cand
-			}
-		}
-		if s == nil {
-			tb.Fatalf("redistest: cannot start redis-sentinel: %v", lastErr)
-		}
-		tb.Cleanup(s.Kill)
-		g.Sentinels = append(g.Sentinels, s)
+			return &Server{bin: sbin, conf: file, password: sentinelPassword}
+		}))
 	}
 	waitFor(tb, 20*time.Second, "the Sentinels to discover each other and the replicas", func() bool {
 		for _, s := range g.Sentinels {
@@ -143,13 +125,22 @@ func (g *Sentinel) Addrs() []string {
 func (g *Sentinel) MasterAddr() string {
 	g.tb.Helper()
 	for _, s := range g.Sentinels {
-		if !s.running() {
-			continue
+		if a := g.masterOf(s); a != "" {
+			return a
 		}
-		out, err := s.cli("SENTINEL", "GET-MASTER-ADDR-BY-NAME", g.Name)
-		if f := strings.Fields(out); err == nil && len(f) == 2 {
-			return f[0] + ":" + f[1]
-		}
+	}
+	return ""
+}
+
+// masterOf returns the master address Sentinel s reports, or "" when s is
+// down or does not answer.
+func (g *Sentinel) masterOf(s *Server) string {
+	if !s.running() {
+		return ""
+	}
+	out, err := s.cli("SENTINEL", "GET-MASTER-ADDR-BY-NAME", g.Name)
+	if f := strings.Fields(out); err == nil && len(f) == 2 {
+		return f[0] + ":" + f[1]
 	}
 	return ""
 }
@@ -176,13 +167,8 @@ func (g *Sentinel) WaitFailover(old string, timeout time.Duration) *Server {
 			if !s.running() {
 				continue
 			}
-			out, err := s.cli("SENTINEL", "GET-MASTER-ADDR-BY-NAME", g.Name)
-			f := strings.Fields(out)
-			if err != nil || len(f) != 2 {
-				return false
-			}
-			a := f[0] + ":" + f[1]
-			if a == old || (addr != "" && a != addr) {
+			a := g.masterOf(s)
+			if a == "" || a == old || (addr != "" && a != addr) {
 				return false
 			}
 			addr = a
