@@ -12,7 +12,6 @@ import (
 	"github.com/trendfetch/trendfetch/internal/engine"
 	"github.com/trendfetch/trendfetch/internal/fetch"
 	"github.com/trendfetch/trendfetch/internal/quota"
-	"github.com/trendfetch/trendfetch/internal/termtext"
 )
 
 func newQuotaCmd(a *app) *cobra.Command {
@@ -143,13 +142,8 @@ project) is counted. Stops at the first denial and exits 75.`,
 			if err := a.loadConfig(); err != nil {
 				return err
 			}
-			if _, ok := a.cfg.Quota.Costs[method]; !ok {
-				known := a.engine().Methods()
-				hint := "trendfetch quota charge --method " + known[0]
-				if s := termtext.Closest(method, known); s != "" {
-					hint = "trendfetch quota charge --method " + s
-				}
-				return usagef(hint, "--method %q: not in the cost table (quota.costs has %s)", termtext.Clip(method, 80), strings.Join(known, ", "))
+			if err := a.knownMethod("trendfetch quota charge", method); err != nil {
+				return err
 			}
 			n, err := a.engine().Charge(cmd.Context(), method, count)
 			var stop *fetch.StopError

@@ -48,10 +48,8 @@ Exit 0 when the calls fit now, 75 when they fit later, 2 when they never fit
 			if err := a.loadConfig(); err != nil {
 				return err
 			}
-			if _, ok := a.cfg.Quota.Costs[method]; !ok {
-				known := a.engine().Methods()
-				return usagef("trendfetch quota check --method "+cmp.Or(termtext.Closest(method, known), methodOf(method, known), known[0]),
-					"--method %q: not in the cost table (quota.costs has %s)", termtext.Clip(method, 80), strings.Join(known, ", "))
+			if err := a.knownMethod("trendfetch quota check", method); err != nil {
+				return err
 			}
 			out, err := a.engine().Check(cmd.Context(), method, count)
 			if err != nil {
@@ -78,6 +76,17 @@ Exit 0 when the calls fit now, 75 when they fit later, 2 when they never fit
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the answer as JSON")
 	_ = cmd.MarkFlagRequired("method")
 	return cmd
+}
+
+// knownMethod refuses (exit 2) a method that is not a key of quota.costs,
+// with the closest one in the hint to cmdLine ("trendfetch quota check").
+func (a *app) knownMethod(cmdLine, method string) error {
+	if _, ok := a.cfg.Quota.Costs[method]; ok {
+		return nil
+	}
+	known := a.engine().Methods()
+	return usagef(cmdLine+" --method "+cmp.Or(termtext.Closest(method, known), methodOf(method, known), known[0]),
+		"--method %q: not in the cost table (quota.costs has %s)", termtext.Clip(method, 80), strings.Join(known, ", "))
 }
 
 // methodOf returns the shortest of known that is prefix and a dot ("search"

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -141,36 +142,14 @@ func printHistory(w io.Writer, h store.VideoHistory, spark bool) error {
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "TIME (UTC)\tSOURCE\tREGION\tRANK\tVIEWS\tLIKES\tCOMMENTS")
-	// Appearances and stats samples, merged by time (both oldest first).
-	samples := make([]store.StatsPoint, 0, len(h.Points))
-	for _, p := range h.Points {
-		if p.Source == store.SourceStats {
-			samples = append(samples, p)
-		}
+	// Changes that the series crosses, appearances and stats samples,
+	// merged by time (at one time in this order).
+	type row struct {
+		at   time.Time
+		line string
 	}
-	ai, si, ci := 0, 0, 0
-	for ai < len(h.Appearances) || si < len(samples) {
-		var next time.Time // the next row's time
-		if ai < len(h.Appearances) {
-			next = h.Appearances[ai].CapturedAt
-		}
-		if si < len(samples) && (ai == len(h.Appearances) || samples[si].At.Before(next)) {
-			next = samples[si].At
-		}
-		if ci < len(h.Changes) && !h.Changes[ci].At().After(next) { // YouTube's change, where the series crosses it
-			c := h.Changes[ci]
-			ci++
-			fmt.Fprintf(tw, "%s 00:00\t── YouTube change *\t\t\t\t\t\n", c.Date)
-			continue
-		}
-		if si < len(samples) && (ai == len(h.Appearances) || samples[si].At.Before(h.Appearances[ai].CapturedAt)) {
-			p := samples[si]
-			si++
-			fmt.Fprintf(tw, "%s\t%s\t-\t-\t%s\t%s\t%s\n", p.At.Format(utcMinute), p.Source, humanInt(p.Views), humanInt(p.Likes), humanInt(p.Comments))
-			continue
-		}
-		a := h.Appearances[ai]
-		ai++
+	var rows, changes []row
+	for _, a := range h.Appearances {
 		src := a.Kind
 		if a.Query != "" {
 			src += " " + a.Query
@@ -178,8 +157,25 @@ func printHistory(w io.Writer, h store.VideoHistory, spark bool) error {
 		if !a.Complete {
 			src += " (partial)"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\n", a.CapturedAt.Format(utcMinute), termtext.Safe(src), a.Region, a.Rank,
-			humanInt(a.Views), humanInt(a.Likes), humanInt(a.Comments))
+		rows = append(rows, row{a.CapturedAt, fmt.Sprintf("%s\t%s\t%s\t%d\t%s\t%s\t%s\n", a.CapturedAt.Format(utcMinute), termtext.Safe(src), a.Region, a.Rank,
+			humanInt(a.Views), humanInt(a.Likes), humanInt(a.Comments))})
+	}
+	for _, p := range h.Points {
+		if p.Source == store.SourceStats {
+			rows = append(rows, row{p.At, fmt.Sprintf("%s\t%s\t-\t-\t%s\t%s\t%s\n", p.At.Format(utcMinute), p.Source, humanInt(p.Views), humanInt(p.Likes), humanInt(p.Comments))})
+		}
+	}
+	byTime := func(x, y row) int { return x.at.Compare(y.at) }
+	slices.SortStableFunc(rows, byTime)
+	for _, c := range h.Changes {
+		if len(rows) > 0 && !c.At().After(rows[len(rows)-1].at) {
+			changes = append(changes, row{c.At(), fmt.Sprintf("%s 00:00\t── YouTube change *\t\t\t\t\t\n", c.Date)})
+		}
+	}
+	rows = append(changes, rows...)
+	slices.SortStableFunc(rows, byTime)
+	for _, r := range rows {
+		fmt.Fprint(tw, r.line)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
