@@ -7,15 +7,14 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
-	"unicode"
 
 	"github.com/spf13/cobra"
 
 	"github.com/trendfetch/trendfetch/internal/config"
 	"github.com/trendfetch/trendfetch/internal/deploy"
+	"github.com/trendfetch/trendfetch/internal/engine"
 	"github.com/trendfetch/trendfetch/internal/exitcode"
 	"github.com/trendfetch/trendfetch/internal/schedule"
-	"github.com/trendfetch/trendfetch/internal/store"
 	"github.com/trendfetch/trendfetch/internal/termtext"
 )
 
@@ -109,7 +108,7 @@ func (a *app) printCrontab(sc config.Schedule, title string) error {
 	if err != nil {
 		return err
 	}
-	inv, err := a.invocation()
+	inv, err := a.engine().Invocation(a.configFile, func(f string) bool { return a.flag(f) != "" })
 	if err != nil {
 		return err
 	}
@@ -117,98 +116,11 @@ func (a *app) printCrontab(sc config.Schedule, title string) error {
 	if err != nil {
 		return err
 	}
-	if err := writable("schedule.log_dir (--log-dir)", logDir); err != nil {
+	if err := engine.Writable("schedule.log_dir (--log-dir)", logDir); err != nil {
 		return err
 	}
-	return deploy.Crontab{Title: title, Comments: inv.warnings, Args: inv.args, Env: inv.env, LogDir: logDir,
+	return deploy.Crontab{Title: title, Comments: inv.Warnings, Args: inv.Args, Env: inv.Env, LogDir: logDir,
 		TimeZone: sc.Timezone, Jobs: jobs}.Render(a.stdout)
-}
-
-// invocation is how a job started outside this shell runs trendfetch with
-// the settings in force here: the binary's absolute path and flags (args),
-// NAME=value settings that have no flag (env), and comments about secrets
-// the environment holds here that the job will not have (warnings).
-type invocation struct {
-	args, env, warnings []string
-}
-
-// invocation builds the command that reproduces this process's settings for
-// cron or systemd, which inherit none of its environment: the config file
-// read, and each setting of the table (config.Settings) that a flag or a
-// variable set here (the database always), as its flag, or as NAME=value
-// when it has none. A secret is never written: a warning names the file
-// setting to use instead. A value that cannot be written safely into a
-// crontab line or a unit is refused (writable).
-func (a *app) invocation() (invocation, error) {
-	var inv invocation
-	bin, err := os.Executable()
-	if err != nil {
-		return inv, fmt.Errorf("cannot find this binary's path: %w", err)
-	}
-	if bin, err = filepath.Abs(bin); err != nil {
-		return inv, err
-	}
-	if err := writable("this binary's path", bin); err != nil {
-		return inv, err
-	}
-	inv.args = []string{bin}
-	fromEnv := func(name string) bool { v, ok := a.lookupEnv(name); return name != "" && ok && v != "" }
-	for _, s := range config.Settings() {
-		var value string
-		switch {
-		case s.Secret != "":
-			if fromEnv(s.Env) {
-				inv.warnings = append(inv.warnings, "WARNING: $"+s.Env+" is set here, but the job will not have it: use "+s.Secret)
-			}
-			continue
-		case s.Key == "": // --config: the file read, wherever its name came from
-			value = a.configFile
-		case s.Always || a.flag(s.Flag) != "" || fromEnv(s.Env):
-			value = s.Value(a.cfg)
-		}
-		if s.Key == "database" && len(databaseSecrets(value)) > 0 { // never written out
-			inv.warnings = append(inv.warnings, "WARNING: the database URL holds a password, which no job line shows: give the URL in store.url_file")
-			continue
-		}
-		if value == "" {
-			continue
-		}
-		if s.File && !store.IsPostgresURL(value) {
-			if value, err = filepath.Abs(value); err != nil {
-				return inv, err
-			}
-		}
-		name := cmp.Or(s.Key, "config") + " (" + s.Env + ")"
-		if s.Flag != "" {
-			name = cmp.Or(s.Key, "config") + " (--" + s.Flag + ", " + s.Env + ")"
-		}
-		if err := writable(name, value); err != nil {
-			return inv, err
-		}
-		if s.Flag != "" {
-			inv.args = append(inv.args, "--"+s.Flag, value)
-		} else {
-			inv.env = append(inv.env, s.Env+"="+value)
-		}
-	}
-	for _, cr := range a.cfg.Credentials {
-		if cr.KeyEnv != "" && fromEnv(cr.KeyEnv) {
-			inv.warnings = append(inv.warnings, "WARNING: $"+cr.KeyEnv+" is set here, but the job will not have it: use api_key_file (or api_key_credential under systemd)")
-		}
-	}
-	return inv, nil
-}
-
-// writable refuses (exit 2, naming the setting) a value that cannot be
-// written safely into a crontab line or a systemd unit: a newline would end
-// the line and start another, a command of its own; other control
-// characters corrupt it.
-func writable(name, value string) error {
-	if strings.IndexFunc(value, unicode.IsControl) < 0 {
-		return nil
-	}
-	return usagef("", "%s = %s: holds a newline or another control character, which cannot be written safely into a crontab line or a systemd unit; use a name without them",
-		name, termtext.Clip(value, maxEcho))
 }
 
 // printSystemd writes, per configured region, a oneshot .service running
@@ -216,7 +128,7 @@ func writable(name, value string) error {
 // (deploy.Units); paths the units' sandbox hides are moved, with a warning.
 func (a *app) printSystemd(sc config.Schedule, title string) error {
 	every := sc.Every.Std()
-	inv, err := a.invocation()
+	inv, err := a.engine().Invocation(a.configFile, func(f string) bool { return a.flag(f) != "" })
 	if err != nil {
 		return err
 	}
@@ -225,17 +137,17 @@ func (a *app) printSystemd(sc config.Schedule, title string) error {
 		return err
 	}
 	u := deploy.Units{
-		Title: title, Binary: inv.args[0], Env: inv.env, Comments: inv.warnings, MetricsTextfile: a.cfg.Runs.MetricsTextfile,
+		Title: title, Binary: inv.Args[0], Env: inv.Env, Comments: inv.Warnings, MetricsTextfile: a.cfg.Runs.MetricsTextfile,
 		SecretFiles:   a.cfg.SecretFiles(),
 		KeyCredential: config.KeyCredentialPrefix + a.cfg.Credential,
 	}
-	for i := 1; i+1 < len(inv.args); i += 2 {
-		switch inv.args[i] {
+	for i := 1; i+1 < len(inv.Args); i += 2 {
+		switch inv.Args[i] {
 		case "--config":
-			u.Config = inv.args[i+1]
+			u.Config = inv.Args[i+1]
 		case "--database": // a.cfg.Database below
 		default:
-			u.Flags = append(u.Flags, inv.args[i], inv.args[i+1])
+			u.Flags = append(u.Flags, inv.Args[i], inv.Args[i+1])
 		}
 	}
 	if r := a.cfg.Runs; r.CheckinURL != "" && r.CheckinURLFile == "" {

@@ -18,9 +18,9 @@ import (
 
 	"github.com/trendfetch/trendfetch/internal/checkin"
 	"github.com/trendfetch/trendfetch/internal/config"
+	"github.com/trendfetch/trendfetch/internal/engine"
 	"github.com/trendfetch/trendfetch/internal/exitcode"
 	"github.com/trendfetch/trendfetch/internal/secret"
-	"github.com/trendfetch/trendfetch/internal/store"
 	"github.com/trendfetch/trendfetch/internal/termtext"
 )
 
@@ -41,7 +41,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		case s.Key == "runs.checkin_url": // the ping key in its path
 			secrets.Add(checkin.Secrets(os.Getenv(s.Env))...)
 		case s.Key == "database": // a PostgreSQL URL's password
-			secrets.Add(databaseSecrets(os.Getenv(s.Env))...)
+			secrets.Add(engine.DatabaseSecrets(os.Getenv(s.Env))...)
 		case s.Secret != "": // a Redis URL's password, or the whole value when it is no URL
 			secrets.Add(secret.URLSecrets(os.Getenv(s.Env))...)
 		}
@@ -254,7 +254,7 @@ func (a *app) registerSecrets(cfg *config.Config) {
 		}
 	}
 	a.secrets.Add(secret.URLSecrets(cfg.Quota.Redis.URL)...)
-	a.secrets.Add(databaseSecrets(cfg.Database)...)
+	a.secrets.Add(engine.DatabaseSecrets(cfg.Database)...)
 	a.secrets.Add(cfg.Quota.Redis.Sentinel.Password)
 	a.secrets.Add(checkin.Secrets(cfg.Runs.CheckinURL)...)
 }
@@ -281,13 +281,4 @@ func newLogger(w io.Writer, lc config.Log, tty bool) zerolog.Logger {
 func isTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
 	return ok && isatty.IsTerminal(f.Fd())
-}
-
-// databaseSecrets is the password of a PostgreSQL database URL; nothing
-// for a SQLite path.
-func databaseSecrets(database string) []string {
-	if !store.IsPostgresURL(database) {
-		return nil
-	}
-	return secret.URLSecrets(database)
 }

@@ -1,0 +1,113 @@
+package engine
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"unicode"
+
+	"github.com/trendfetch/trendfetch/internal/config"
+	"github.com/trendfetch/trendfetch/internal/secret"
+	"github.com/trendfetch/trendfetch/internal/store"
+	"github.com/trendfetch/trendfetch/internal/termtext"
+)
+
+// Invocation is how a job started outside this shell (cron, systemd) runs
+// trendfetch with the settings in force here: the binary's absolute path
+// and flags (Args), NAME=value settings that have no flag (Env), and
+// comments about secrets the environment holds here that the job will not
+// have (Warnings).
+type Invocation struct {
+	Args, Env, Warnings []string
+}
+
+// Invocation builds the command that reproduces this process's settings
+// for cron or systemd, which inherit none of its environment: configFile
+// (the config file read), and each setting of the table (config.Settings)
+// that a root flag (flagged) or a variable set here (the database always),
+// as its flag, or as NAME=value when it has none. A secret is never
+// written: a warning names the file setting to use instead. A value that
+// cannot be written safely is refused (Writable).
+func (e *Engine) Invocation(configFile string, flagged func(flag string) bool) (Invocation, error) {
+	var inv Invocation
+	bin, err := os.Executable()
+	if err != nil {
+		return inv, fmt.Errorf("cannot find this binary's path: %w", err)
+	}
+	if bin, err = filepath.Abs(bin); err != nil {
+		return inv, err
+	}
+	if err := Writable("this binary's path", bin); err != nil {
+		return inv, err
+	}
+	inv.Args = []string{bin}
+	fromEnv := func(name string) bool { v, ok := e.o.LookupEnv(name); return name != "" && ok && v != "" }
+	for _, s := range config.Settings() {
+		var value string
+		switch {
+		case s.Secret != "":
+			if fromEnv(s.Env) {
+				inv.Warnings = append(inv.Warnings, "WARNING: $"+s.Env+" is set here, but the job will not have it: use "+s.Secret)
+			}
+			continue
+		case s.Key == "": // --config: the file read, wherever its name came from
+			value = configFile
+		case s.Always || s.Flag != "" && flagged(s.Flag) || fromEnv(s.Env):
+			value = s.Value(e.cfg)
+		}
+		if s.Key == "database" && len(DatabaseSecrets(value)) > 0 { // never written out
+			inv.Warnings = append(inv.Warnings, "WARNING: the database URL holds a password, which no job line shows: give the URL in store.url_file")
+			continue
+		}
+		if value == "" {
+			continue
+		}
+		if s.File && !store.IsPostgresURL(value) {
+			if value, err = filepath.Abs(value); err != nil {
+				return inv, err
+			}
+		}
+		name := cmp.Or(s.Key, "config") + " (" + s.Env + ")"
+		if s.Flag != "" {
+			name = cmp.Or(s.Key, "config") + " (--" + s.Flag + ", " + s.Env + ")"
+		}
+		if err := Writable(name, value); err != nil {
+			return inv, err
+		}
+		if s.Flag != "" {
+			inv.Args = append(inv.Args, "--"+s.Flag, value)
+		} else {
+			inv.Env = append(inv.Env, s.Env+"="+value)
+		}
+	}
+	for _, cr := range e.cfg.Credentials {
+		if cr.KeyEnv != "" && fromEnv(cr.KeyEnv) {
+			inv.Warnings = append(inv.Warnings, "WARNING: $"+cr.KeyEnv+" is set here, but the job will not have it: use api_key_file (or api_key_credential under systemd)")
+		}
+	}
+	return inv, nil
+}
+
+// Writable refuses (a *SettingError naming setting) a value that cannot be
+// written safely into a crontab line or a systemd unit: a newline would end
+// the line and start another, a command of its own; other control
+// characters corrupt it.
+func Writable(setting, value string) error {
+	if strings.IndexFunc(value, unicode.IsControl) < 0 {
+		return nil
+	}
+	return &SettingError{Setting: setting + " = " + termtext.Clip(value, 200), Err: errors.New(
+		"holds a newline or another control character, which cannot be written safely into a crontab line or a systemd unit; use a name without them")}
+}
+
+// DatabaseSecrets is the password of a PostgreSQL database URL; nothing
+// for a SQLite path.
+func DatabaseSecrets(database string) []string {
+	if !store.IsPostgresURL(database) {
+		return nil
+	}
+	return secret.URLSecrets(database)
+}
