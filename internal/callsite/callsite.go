@@ -17,6 +17,7 @@
 package callsite
 
 import (
+	"maps"
 	"math"
 	"sort"
 	"time"
@@ -304,11 +305,7 @@ func Buckets() []Bucket {
 }
 
 func (s Site) clone() Site {
-	c := make(map[string]int64, len(s.Charges))
-	for k, v := range s.Charges {
-		c[k] = v
-	}
-	s.Charges = c
+	s.Charges = maps.Clone(s.Charges)
 	return s
 }
 

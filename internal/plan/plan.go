@@ -15,10 +15,10 @@ import (
 	"slices"
 	"strings"
 	"time"
-	_ "time/tzdata" // Google's quota day is America/Los_Angeles on any host
 
 	"github.com/trendfetch/trendfetch/internal/callsite"
 	"github.com/trendfetch/trendfetch/internal/config"
+	"github.com/trendfetch/trendfetch/internal/quota"
 )
 
 // Options change what Compute assumes.
@@ -108,17 +108,11 @@ func (p *Plan) MostFits() bool {
 
 // Compute plans cfg (completed and validated) for one Pacific day.
 func Compute(cfg *config.Config, opts Options) (*Plan, error) {
-	pt, err := time.LoadLocation("America/Los_Angeles")
-	if err != nil {
-		return nil, err
-	}
 	day := opts.Day
 	if day.IsZero() {
 		day = time.Now().AddDate(0, 0, 1)
 	}
-	d := day.In(pt)
-	start := time.Date(d.Year(), d.Month(), d.Day(), 0, 0, 0, 0, pt)
-	end := time.Date(d.Year(), d.Month(), d.Day()+1, 0, 0, 0, 0, pt)
+	start, end := quota.DayStart(day), quota.NextPacificMidnight(day)
 	length := end.Sub(start)
 	sched, err := cfg.Schedule.Plan(cfg.Regions)
 	if err != nil {

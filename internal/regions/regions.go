@@ -5,25 +5,20 @@
 // yamapi0103__i18nRegions_items_hl-zh-TW_2020.json (docs/design.md §7; 106
 // regions, 2020), the API's own answer to "which regionCode values are
 // supported". A region YouTube added later is refused until its code is added
-// to the list in codes below.
+// to names (names.go) with its English name.
 package regions
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 )
 
-// codes is sorted; see the package comment for its source.
-var codes = []string{
-	"AE", "AR", "AT", "AU", "AZ", "BA", "BE", "BG", "BH", "BO", "BR", "BY", "CA", "CH", "CL", "CO",
-	"CR", "CY", "CZ", "DE", "DK", "DO", "DZ", "EC", "EE", "EG", "ES", "FI", "FR", "GB", "GE", "GH",
-	"GR", "GT", "HK", "HN", "HR", "HU", "ID", "IE", "IL", "IN", "IQ", "IS", "IT", "JM", "JO", "JP",
-	"KE", "KR", "KW", "KZ", "LB", "LI", "LK", "LT", "LU", "LV", "LY", "MA", "ME", "MK", "MT", "MX",
-	"MY", "NG", "NI", "NL", "NO", "NP", "NZ", "OM", "PA", "PE", "PG", "PH", "PK", "PL", "PR", "PT",
-	"PY", "QA", "RO", "RS", "RU", "SA", "SE", "SG", "SI", "SK", "SN", "SV", "TH", "TN", "TR", "TW",
-	"TZ", "UA", "UG", "US", "UY", "VE", "VN", "YE", "ZA", "ZW",
-}
+// codes is sorted: the keys of names (see the package comment for their
+// source).
+var codes = slices.Sorted(maps.Keys(names))
 
 // aliases maps codes operators commonly type for a region to its ISO code.
 var aliases = map[string]string{

@@ -6,8 +6,6 @@ import (
 	"time"
 
 	"github.com/robfig/cron/v3"
-
-	"github.com/trendfetch/trendfetch/internal/regions"
 )
 
 // Layout is how regions share one schedule: the shared schedule (Every, or
@@ -41,9 +39,11 @@ type SpecError struct {
 
 func (e *SpecError) Error() string { return fmt.Sprintf("%s %q: %s", e.Setting, e.Value, e.Reason) }
 
-// Regions returns each region's schedule, in list order. An Every
-// schedule staggers in wall-clock time (like crontab lines), a cron spec by
-// Shift. Errors are *SpecError.
+// Regions returns each region's schedule, in list order: the i-th region
+// (from 0) of the shared schedule starts i × Stagger after its tick (none
+// for a Stagger <= 0), so that the offsets depend only on the list's order
+// and are distinct. An Every schedule staggers in wall-clock time (like
+// crontab lines), a cron spec by Shift. Errors are *SpecError.
 func (l Layout) Regions(list []string) ([]Region, error) {
 	loc := time.Local
 	if l.Timezone != "" {
@@ -63,18 +63,19 @@ func (l Layout) Regions(list []string) ([]Region, error) {
 		desc = l.Cron
 	}
 	out := make([]Region, 0, len(list))
-	for _, o := range regions.Stagger(list, l.Stagger) {
-		r := Region{Region: o.Region, Index: o.Index}
-		if spec, ok := l.Own[o.Region]; ok {
+	for i, code := range list {
+		r := Region{Region: code, Index: i}
+		if spec, ok := l.Own[code]; ok {
 			sch, err := ParseSpec(spec, l.Timezone)
 			if err != nil {
-				return nil, &SpecError{"regions." + o.Region, spec, specReason(err)}
+				return nil, &SpecError{"regions." + code, spec, specReason(err)}
 			}
 			r.Spec, r.Explicit, r.Schedule = spec, true, sch
 		} else {
-			r.Offset, r.Schedule, r.Spec = o.Offset, at(o.Offset), desc
-			if o.Offset > 0 {
-				r.Spec += " +" + o.Offset.String()
+			off := time.Duration(i) * max(l.Stagger, 0)
+			r.Offset, r.Schedule, r.Spec = off, at(off), desc
+			if off > 0 {
+				r.Spec += " +" + off.String()
 			}
 		}
 		out = append(out, r)
