@@ -3,7 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -12,6 +11,7 @@ import (
 	"github.com/trendfetch/trendfetch/internal/engine"
 	"github.com/trendfetch/trendfetch/internal/fetch"
 	"github.com/trendfetch/trendfetch/internal/quota"
+	"github.com/trendfetch/trendfetch/internal/termtext"
 )
 
 func newQuotaCmd(a *app) *cobra.Command {
@@ -93,7 +93,7 @@ func printStatus(a *app, st quota.Status) {
 		if b.Calendar {
 			window = "Pacific day"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d/%d\t%d\t%s\t%d\t%s\t%s\n", b.Name, bar(b.Used, b.Limit, 20), b.Used, b.Limit,
+		fmt.Fprintf(tw, "%s\t%s\t%d/%d\t%d\t%s\t%d\t%s\t%s\n", b.Name, termtext.Bar(b.Used, b.Limit, 20), b.Used, b.Limit,
 			b.Remaining, window, b.UsedToday, wait(b.RetryAfterOne), fmt.Sprintf("%s (%d)", wait(b.RetryAfterMax), b.MaxCost))
 	}
 	tw.Flush()
@@ -108,18 +108,6 @@ func wait(d time.Duration) string {
 		return "now"
 	}
 	return (d + time.Second - 1).Truncate(time.Second).String()
-}
-
-// bar draws used/limit as a fixed-width bar of # and . characters.
-func bar(used, limit int64, width int) string {
-	n := 0
-	if limit > 0 {
-		n = int(min(used, limit) * int64(width) / limit)
-	}
-	if used > 0 && n == 0 {
-		n = 1
-	}
-	return "[" + strings.Repeat("#", n) + strings.Repeat(".", width-n) + "]"
 }
 
 func newQuotaChargeCmd(a *app) *cobra.Command {

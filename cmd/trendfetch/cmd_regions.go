@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"text/tabwriter"
 	"time"
@@ -50,10 +49,7 @@ stagger offset and the next time 'trendfetch schedule' runs them.`,
 				return err
 			}
 			if asJSON {
-				enc := json.NewEncoder(a.stdout)
-				enc.SetIndent("", "  ")
-				enc.SetEscapeHTML(false)
-				return enc.Encode(out)
+				return a.printJSON(out)
 			}
 			loc := a.cfg.Schedule.Location()
 			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)

@@ -1,10 +1,12 @@
 package main
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -16,29 +18,21 @@ var version = "dev"
 // pinnedModules are the dependencies whose versions change what trendfetch
 // does (the API client, SQLite, Redis, cron, metrics, the CLI): their
 // versions are part of `trendfetch version`.
-var pinnedModules = []string{
-	"google.golang.org/api",
-	"modernc.org/sqlite",
-	"github.com/redis/go-redis/v9",
-	"github.com/robfig/cron/v3",
-	"github.com/prometheus/client_golang",
-	"github.com/spf13/cobra",
-	"github.com/rs/zerolog",
-}
+var pinnedModules = []string{"google.golang.org/api", "modernc.org/sqlite", "github.com/redis/go-redis/v9",
+	"github.com/robfig/cron/v3", "github.com/prometheus/client_golang", "github.com/spf13/cobra", "github.com/rs/zerolog"}
 
-// versionInfo is what `trendfetch version --json` prints.
+// versionInfo is what `trendfetch version --json` prints (runtime/debug.ReadBuildInfo).
 type versionInfo struct {
-	Version string `json:"version"`
-	// Revision is the VCS commit built (null when unknown).
-	Revision  *string `json:"revision"`
+	Version   string  `json:"version"`
+	Revision  *string `json:"revision"` // the VCS commit built; null when unknown
 	GoVersion string  `json:"go_version"`
 	Platform  string  `json:"platform"`
 	// Modules maps each pinned dependency linked in to its version.
 	Modules map[string]string `json:"modules"`
+	// mods are the pinned modules as "path version", in pinnedModules' order.
+	mods []string
 }
 
-// buildInfo reads the build's version, Go version and pinned module
-// versions (runtime/debug.ReadBuildInfo).
 func buildInfo() versionInfo {
 	v := versionInfo{Version: version, GoVersion: runtime.Version(), Platform: runtime.GOOS + "/" + runtime.GOARCH, Modules: map[string]string{}}
 	bi, ok := debug.ReadBuildInfo()
@@ -47,18 +41,13 @@ func buildInfo() versionInfo {
 	}
 	for _, s := range bi.Settings {
 		if s.Key == "vcs.revision" && s.Value != "" {
-			rev := s.Value
-			v.Revision = &rev
+			v.Revision = &s.Value
 		}
 	}
-	for _, d := range bi.Deps {
-		for _, p := range pinnedModules {
-			if d.Path == p {
-				if d.Replace != nil {
-					d = d.Replace
-				}
-				v.Modules[p] = d.Version
-			}
+	for _, p := range pinnedModules {
+		if i := slices.IndexFunc(bi.Deps, func(d *debug.Module) bool { return d.Path == p }); i >= 0 {
+			d := cmp.Or(bi.Deps[i].Replace, bi.Deps[i])
+			v.Modules[p], v.mods = d.Version, append(v.mods, p+" "+d.Version)
 		}
 	}
 	return v
@@ -86,24 +75,18 @@ func newVersionCmd(a *app) *cobra.Command {
 // print: "trendfetch v1.2.3 (0123456789ab) go1.26.0 linux/amd64" and a
 // second line with the pinned modules' versions.
 func versionString() string {
-	v := buildInfo()
-	rev := ""
+	v, rev := buildInfo(), ""
 	if v.Revision != nil && len(*v.Revision) >= 12 {
 		rev = " (" + (*v.Revision)[:12] + ")"
 	}
-	var mods []string
-	for _, p := range pinnedModules {
-		if ver, ok := v.Modules[p]; ok {
-			mods = append(mods, p+" "+ver)
-		}
-	}
-	return fmt.Sprintf("trendfetch %s%s %s %s\n%s", v.Version, rev, v.GoVersion, v.Platform, strings.Join(mods, ", "))
+	return fmt.Sprintf("trendfetch %s%s %s %s\n%s", v.Version, rev, v.GoVersion, v.Platform, strings.Join(v.mods, ", "))
 }
 
-// printJSON writes v to stdout as indented JSON (the --json output of
-// every command).
+// printJSON writes v to stdout as indented JSON, & < > as they are (the
+// --json output of every command).
 func (a *app) printJSON(v any) error {
 	enc := json.NewEncoder(a.stdout)
 	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
 	return enc.Encode(v)
 }

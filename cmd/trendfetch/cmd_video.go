@@ -186,10 +186,10 @@ func printHistory(w io.Writer, h store.VideoHistory, spark bool) error {
 	return nil
 }
 
-// sparkline renders known view counts, oldest first, as block characters
-// scaled between their minimum and maximum; "" with fewer than two.
+// sparkline renders known view counts, oldest first, on one line of at
+// most 60 block characters, with the first and the last; "" with fewer
+// than two.
 func sparkline(points []store.StatsPoint) string {
-	const bars = "▁▂▃▄▅▆▇█"
 	var vals []int64
 	for _, p := range points {
 		if p.Views != nil {
@@ -199,26 +199,5 @@ func sparkline(points []store.StatsPoint) string {
 	if len(vals) < 2 {
 		return ""
 	}
-	if len(vals) > 60 { // keep one line: sample evenly
-		step := float64(len(vals)-1) / 59
-		picked := make([]int64, 60)
-		for i := range picked {
-			picked[i] = vals[int(float64(i)*step+0.5)]
-		}
-		vals = picked
-	}
-	lo, hi := vals[0], vals[0]
-	for _, v := range vals {
-		lo, hi = min(lo, v), max(hi, v)
-	}
-	runes := []rune(bars)
-	var b strings.Builder
-	for _, v := range vals {
-		i := 0
-		if hi > lo {
-			i = int((v - lo) * int64(len(runes)-1) / (hi - lo))
-		}
-		b.WriteRune(runes[i])
-	}
-	return fmt.Sprintf("%s  %s → %s", b.String(), humanInt(&vals[0]), humanInt(&vals[len(vals)-1]))
+	return fmt.Sprintf("%s  %s → %s", termtext.Sparkline(vals, 60), humanInt(&vals[0]), humanInt(&vals[len(vals)-1]))
 }

@@ -10,6 +10,7 @@ package termtext
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode"
@@ -171,4 +172,42 @@ func Mark(s string, marks [][2]int, open, close string) string {
 		b.WriteString(close)
 	}
 	return strings.TrimSpace(b.String())
+}
+
+// Sparkline draws vals, oldest first, as one block character each (▁ to
+// █) scaled between their minimum and maximum, sampled evenly down to at
+// most width characters.
+func Sparkline(vals []int64, width int) string {
+	if len(vals) > width {
+		step := float64(len(vals)-1) / float64(width-1)
+		picked := make([]int64, width)
+		for i := range picked {
+			picked[i] = vals[int(float64(i)*step+0.5)]
+		}
+		vals = picked
+	}
+	lo, hi := slices.Min(vals), slices.Max(vals)
+	bars := []rune("▁▂▃▄▅▆▇█")
+	var b strings.Builder
+	for _, v := range vals {
+		i := 0
+		if hi > lo {
+			i = int((v - lo) * int64(len(bars)-1) / (hi - lo))
+		}
+		b.WriteRune(bars[i])
+	}
+	return b.String()
+}
+
+// Bar draws used of limit as width characters, # for used and . for the
+// rest: "[##........]"; any use shows at least one #.
+func Bar(used, limit int64, width int) string {
+	n := 0
+	if limit > 0 {
+		n = int(min(used, limit) * int64(width) / limit)
+	}
+	if used > 0 && n == 0 {
+		n = 1
+	}
+	return "[" + strings.Repeat("#", n) + strings.Repeat(".", width-n) + "]"
 }
