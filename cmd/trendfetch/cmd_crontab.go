@@ -56,10 +56,8 @@ Redis URL and database URL from the Secret "trendfetch", the config from
 the ConfigMap "trendfetch"), with the kubectl steps in the header.`,
 		Example: "  trendfetch --config /etc/trendfetch/trendfetch.yaml crontab\n  trendfetch crontab --every 1h --stagger 5m | crontab -",
 		Args:    cobra.NoArgs,
+		PreRunE: a.withConfig,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := a.loadConfig(); err != nil {
-				return err
-			}
 			sc := a.cfg.Schedule
 			if cmd.Flags().Changed("every") {
 				if every.Std() < time.Minute {

@@ -41,13 +41,11 @@ type leaseJSON struct {
 func newLeaseListCmd(a *app) *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
-		Use:   "list",
-		Short: "List the held region leases of every configured credential",
-		Args:  cobra.NoArgs,
+		Use:     "list",
+		Short:   "List the held region leases of every configured credential",
+		Args:    cobra.NoArgs,
+		PreRunE: a.withConfig,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := a.loadConfig(); err != nil {
-				return err
-			}
 			all, err := a.engine().Leases(cmd.Context())
 			if err != nil {
 				return err
@@ -92,15 +90,13 @@ on another host that is known to be gone; a live holder loses the region at
 its next renewal and stops. --yes confirms.`,
 		Example: "  trendfetch lease release --region US --yes",
 		Args:    cobra.NoArgs,
+		PreRunE: a.withConfig,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if region == "" {
 				return usagef("trendfetch lease release --region US --yes", "lease release needs --region CODE")
 			}
 			code, err := regions.Parse(region)
 			if err != nil {
-				return err
-			}
-			if err := a.loadConfig(); err != nil {
 				return err
 			}
 			cred, err := a.cfg.FindCredential(a.cfg.Credential)

@@ -39,12 +39,10 @@ Exit 0 when the expected use fits every bucket (a warning line when the most
 does not), 2 when it does not; with --strict also 2 when the most does not.`,
 		Example: "  trendfetch plan\n  trendfetch --config /etc/trendfetch/trendfetch.yaml plan --strict\n  trendfetch plan --runs-per-day 24 --json",
 		Args:    cobra.NoArgs,
+		PreRunE: a.withConfig,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if runsPerDay < 0 || runsPerDay > 86400 {
 				return usagef("trendfetch plan --runs-per-day 12", "--runs-per-day %d: want 1-86400 (0: from the schedule)", runsPerDay)
-			}
-			if err := a.loadConfig(); err != nil {
-				return err
 			}
 			p, err := plan.Compute(a.cfg, plan.Options{RunsPerDay: runsPerDay})
 			if err != nil {

@@ -41,7 +41,8 @@ memory (docs/design.md §6).`,
 		Example: "  trendfetch prune --dry-run --as-of 2026-12-31 --json\n" +
 			"  trendfetch prune --policy amended --dry-run\n" +
 			"  trendfetch prune --older-than 90d",
-		Args: cobra.NoArgs,
+		Args:    cobra.NoArgs,
+		PreRunE: a.withConfig,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			q := engine.PruneRequest{DryRun: dryRun}
 			if olderThan != "" {
@@ -62,9 +63,6 @@ memory (docs/design.md §6).`,
 			var err error
 			if q.Policy, err = store.ParsePolicy(policy); err != nil {
 				return usagef("trendfetch prune --policy youtube --dry-run", "--policy %q: %v", policy, err)
-			}
-			if err := a.loadConfig(); err != nil {
-				return err
 			}
 			res, err := a.engine().Prune(cmd.Context(), q)
 			if err != nil {

@@ -36,11 +36,9 @@ func newQuotaStatusCmd(a *app) *cobra.Command {
 left, the oldest entry, when one more unit and the largest configured cost
 fit again (Retry-After), and units spent since the last Pacific midnight
 (Google's quota day). Reading the status admits and changes nothing.`,
-		Args: cobra.NoArgs,
+		Args:    cobra.NoArgs,
+		PreRunE: a.withConfig,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := a.loadConfig(); err != nil {
-				return err
-			}
 			// Reading never creates the embedded quota database: a missing
 			// one means nothing was spent through it.
 			st, err := a.engine().QuotaStatus(cmd.Context(), a.cfg.Credential)
@@ -123,12 +121,10 @@ made outside trendfetch (debugging with curl, another tool on the same Cloud
 project) is counted. Stops at the first denial and exits 75.`,
 		Example: "  trendfetch quota charge --method search.list --count 3",
 		Args:    cobra.NoArgs,
+		PreRunE: a.withConfig,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if count < 1 {
 				return usagef("trendfetch quota charge --method videos.list --count 1", "--count %d: must be at least 1", count)
-			}
-			if err := a.loadConfig(); err != nil {
-				return err
 			}
 			if err := a.knownMethod("trendfetch quota charge", method); err != nil {
 				return err
@@ -154,9 +150,10 @@ project) is counted. Stops at the first denial and exits 75.`,
 func newQuotaResetCmd(a *app) *cobra.Command {
 	var yes bool
 	cmd := &cobra.Command{
-		Use:   "reset --credential NAME --yes",
-		Short: "Forget every recorded call and exhaustion marker of a credential",
-		Args:  cobra.NoArgs,
+		Use:     "reset --credential NAME --yes",
+		Short:   "Forget every recorded call and exhaustion marker of a credential",
+		Args:    cobra.NoArgs,
+		PreRunE: a.withConfig,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			credential := a.flag("credential")
 			if credential == "" {
@@ -164,9 +161,6 @@ func newQuotaResetCmd(a *app) *cobra.Command {
 			}
 			if !yes {
 				return usagef("trendfetch quota reset --credential "+credential+" --yes", "reset forgets all recorded usage of %s: confirm with --yes", credential)
-			}
-			if err := a.loadConfig(); err != nil {
-				return err
 			}
 			lim, err := a.engine().OpenLimiter(false)
 			if err != nil {

@@ -41,12 +41,10 @@ Exit 0 when the calls fit now, 75 when they fit later, 2 when they never fit
 (more than a bucket's limit).`,
 		Example: "  trendfetch quota check --method search.list --count 5\n  trendfetch quota check --method videos.list --json",
 		Args:    cobra.NoArgs,
+		PreRunE: a.withConfig,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if count < 1 {
 				return usagef("trendfetch quota check --method videos.list --count 1", "--count %d: must be at least 1", count)
-			}
-			if err := a.loadConfig(); err != nil {
-				return err
 			}
 			if err := a.knownMethod("trendfetch quota check", method); err != nil {
 				return err

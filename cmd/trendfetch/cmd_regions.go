@@ -40,10 +40,8 @@ English name. Configured regions (config key regions) are marked with their
 stagger offset and the next time 'trendfetch schedule' runs them.`,
 		Example: "  trendfetch regions\n  trendfetch regions --json",
 		Args:    cobra.NoArgs,
+		PreRunE: a.withConfig,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := a.loadConfig(); err != nil {
-				return err
-			}
 			out, err := regionList(a.cfg, time.Now())
 			if err != nil {
 				return err

@@ -39,15 +39,13 @@ and trendfetch exits 75; the next cron tick resumes.
 			}
 			return usagef("trendfetch run --region US", "run takes no arguments (got %q): regions are given as --region CODE", termtext.Clip(args[0], 80))
 		},
+		PreRunE: a.withConfig,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if len(regionFlags) == 0 && !all {
 				return usagef("trendfetch run --region US", "run needs --region CODE or --all")
 			}
 			if len(regionFlags) > 0 && all {
 				return usagef("trendfetch run --help", "--region and --all exclude each other")
-			}
-			if err := a.loadConfig(); err != nil {
-				return err
 			}
 			list := a.cfg.Regions
 			if !all {

@@ -26,9 +26,10 @@ func newRunsCmd(a *app) *cobra.Command {
 		asJSON bool
 	)
 	cmd := &cobra.Command{
-		Use:   "runs",
-		Short: "Show recent runs: region, outcome, pages, videos, units, Retry-After",
-		Args:  cobra.NoArgs,
+		Use:     "runs",
+		Short:   "Show recent runs: region, outcome, pages, videos, units, Retry-After",
+		Args:    cobra.NoArgs,
+		PreRunE: a.withConfig,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if limit < 1 {
 				return usagef("trendfetch runs --limit 20", "--limit %d: must be at least 1", limit)
@@ -39,9 +40,6 @@ func newRunsCmd(a *app) *cobra.Command {
 					return &usageError{err: err, hint: "trendfetch regions"}
 				}
 				region = r
-			}
-			if err := a.loadConfig(); err != nil {
-				return err
 			}
 			st, err := a.openReadStore(cmd.Context())
 			if err != nil {

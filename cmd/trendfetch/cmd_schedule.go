@@ -39,10 +39,8 @@ trendfetch serve (same rules: loopback unless serve.token_file), with the
 scheduler's metrics on its /metrics.`,
 		Example: "  trendfetch schedule\n  trendfetch --config /etc/trendfetch/trendfetch.yaml schedule --metrics-addr 127.0.0.1:9464",
 		Args:    cobra.NoArgs,
+		PreRunE: a.withConfig,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := a.loadConfig(); err != nil {
-				return err
-			}
 			return a.schedule(cmd.Context(), metricsAddr, serveAddr)
 		},
 	}

@@ -29,6 +29,7 @@ Chinese, Korean and Thai match as substrings of titles and channel titles.
 No API call is made.`,
 		Example: "  trendfetch search \"bruno mars\"\n  trendfetch search 'official \"music video\"' --region US --limit 5 --json",
 		Args:    cobra.MinimumNArgs(1),
+		PreRunE: a.withConfig,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if limit < 1 || limit > store.MaxSearchLimit {
 				return usagef("trendfetch search QUERY --limit 20", "--limit %d: must be between 1 and %d", limit, store.MaxSearchLimit)
@@ -44,9 +45,6 @@ No API call is made.`,
 					return err
 				}
 				region = r
-			}
-			if err := a.loadConfig(); err != nil {
-				return err
 			}
 			st, err := a.openReadStore(cmd.Context())
 			if err != nil {

@@ -37,10 +37,8 @@ address or one of serve.hosts (421 otherwise). quota.db is only read.
 SIGTERM or SIGINT stops it gracefully (exit 0).`,
 		Example: "  trendfetch serve\n  trendfetch serve --addr 0.0.0.0:8080 --token-file /etc/trendfetch/api-token",
 		Args:    cobra.NoArgs,
+		PreRunE: a.withConfig,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := a.loadConfig(); err != nil {
-				return err
-			}
 			if addr != "" {
 				a.cfg.Serve.Addr = addr
 			}

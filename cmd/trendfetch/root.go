@@ -216,6 +216,9 @@ func (a *app) flag(name string) string {
 	return ""
 }
 
+// withConfig is the PreRunE of the commands that need the configuration.
+func (a *app) withConfig(*cobra.Command, []string) error { return a.loadConfig() }
+
 // loadConfig loads defaults -> file -> env -> flags, validates, and builds
 // the logger. No I/O beyond reading the config file and key files.
 func (a *app) loadConfig() error {
