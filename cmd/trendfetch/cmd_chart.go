@@ -41,7 +41,7 @@ search needs --query Q (the search.list q of config searches).`,
 			}
 			r, err := regions.Parse(region)
 			if err != nil {
-				return &usageError{err: err, hint: "trendfetch regions"}
+				return &usageError{Err: err, Hint: "trendfetch regions"}
 			}
 			q := store.CaptureQuery{Region: r, Kind: kind, Query: query, RunID: runID, Partial: partial}
 			switch kind {

@@ -108,7 +108,7 @@ Costs no quota.`,
 			}
 			rs, err := regions.ParseList(regionList)
 			if err != nil {
-				return &usageError{err: err, hint: "trendfetch regions"}
+				return &usageError{Err: err, Hint: "trendfetch regions"}
 			}
 			q.Regions = rs
 			if since != "" {

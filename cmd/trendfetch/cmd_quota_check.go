@@ -64,7 +64,7 @@ Exit 0 when the calls fit now, 75 when they fit later, 2 when they never fit
 			case out.Fits:
 				return nil
 			case out.FitsBy == nil:
-				return &usageError{err: errNeverFits}
+				return &usageError{Err: errNeverFits}
 			}
 			return errWouldNotFit
 		},

@@ -37,7 +37,7 @@ func newRunsCmd(a *app) *cobra.Command {
 			if region != "" {
 				r, err := regions.Parse(region)
 				if err != nil {
-					return &usageError{err: err, hint: "trendfetch regions"}
+					return &usageError{Err: err, Hint: "trendfetch regions"}
 				}
 				region = r
 			}

@@ -24,18 +24,11 @@ import (
 	"github.com/trendfetch/trendfetch/internal/termtext"
 )
 
-// usageError is a mistake in how trendfetch was invoked: exit 2, with a hint.
-type usageError struct {
-	err  error
-	hint string
-}
+// usageError is a mistake in how trendfetch was invoked: exit 2, with a
+// hint; usagef makes one.
+type usageError = engine.UsageError
 
-func (e *usageError) Error() string { return e.err.Error() }
-func (e *usageError) Unwrap() error { return e.err }
-
-func usagef(hint, format string, args ...any) error {
-	return &usageError{err: fmt.Errorf(format, args...), hint: hint}
-}
+var usagef = engine.Usagef
 
 // signalError is the cancellation cause when a signal stops trendfetch.
 type signalError struct{ sig os.Signal }
@@ -128,7 +121,7 @@ func argsAreUsage(c *cobra.Command) {
 				if errors.As(err, &ue) {
 					return err
 				}
-				return &usageError{err: err, hint: cmd.CommandPath() + " --help"}
+				return &usageError{Err: err, Hint: cmd.CommandPath() + " --help"}
 			}
 			return nil
 		}

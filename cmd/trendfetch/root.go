@@ -92,7 +92,7 @@ func (a *app) reportError(err error, code int) {
 	hint := ""
 	var ue *usageError
 	if errors.As(err, &ue) {
-		hint = ue.hint
+		hint = ue.Hint
 	}
 	env, _ := a.lookupEnv(config.Lookup("log.format").Env)
 	if jsonLogs(cmp.Or(a.logFormat, env), a.stderrTTY) {
@@ -190,7 +190,7 @@ Redis shared by every host); on denial a run stops cleanly and exits 75.
 	root.SetOut(a.stdout)
 	root.SetErr(a.stderr)
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
-		return &usageError{err: flagError(c, err), hint: c.CommandPath() + " --help"}
+		return &usageError{Err: flagError(c, err), Hint: c.CommandPath() + " --help"}
 	})
 	root.Version = versionString()
 	root.SetVersionTemplate("{{.Version}}\n")
@@ -228,7 +228,7 @@ func (a *app) loadConfig() error {
 	}
 	cfg, used, err := config.Load(a.lookupEnv, flags)
 	if err != nil {
-		return &usageError{err: err}
+		return &usageError{Err: err}
 	}
 	a.configFile = used
 	a.logFormat = cfg.Log.Format

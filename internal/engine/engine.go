@@ -64,6 +64,25 @@ func New(o Options) *Engine {
 	return &Engine{o: o, cfg: o.Config, log: o.Log}
 }
 
+// UsageError is a mistake in how trendfetch was invoked or configured,
+// for the user to fix (exit 2): Err, and Hint, a command to try ("" =
+// none). The CLI makes its flag errors of this type too.
+type UsageError struct {
+	Err  error
+	Hint string
+}
+
+// Error is Err's message.
+func (e *UsageError) Error() string { return e.Err.Error() }
+
+// Unwrap returns Err.
+func (e *UsageError) Unwrap() error { return e.Err }
+
+// Usagef returns a *UsageError of hint and the formatted message.
+func Usagef(hint, format string, args ...any) error {
+	return &UsageError{Err: fmt.Errorf(format, args...), Hint: hint}
+}
+
 // SettingError is a setting whose value cannot be used, found when the
 // engine opens something (a Redis URL that cannot be connected to as
 // written): a configuration error (exit 2). It names the setting and the

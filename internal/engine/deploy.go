@@ -1,0 +1,138 @@
+package engine
+
+import (
+	"cmp"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/trendfetch/trendfetch/internal/config"
+	"github.com/trendfetch/trendfetch/internal/deploy"
+	"github.com/trendfetch/trendfetch/internal/schedule"
+)
+
+// Crontab is the crontab lines of the configured regions under sc (the
+// schedule with `crontab`'s flags applied), each job run as inv, its
+// output appended to a file under schedule.log_dir.
+func (e *Engine) Crontab(sc config.Schedule, title string, inv Invocation) (deploy.Crontab, error) {
+	jobs, err := e.cronJobs(sc, "crontab")
+	if err != nil {
+		return deploy.Crontab{}, err
+	}
+	logDir, err := filepath.Abs(cmp.Or(sc.LogDir, config.DefaultLogDir))
+	if err != nil {
+		return deploy.Crontab{}, err
+	}
+	if err := Writable("schedule.log_dir (--log-dir)", logDir); err != nil {
+		return deploy.Crontab{}, err
+	}
+	return deploy.Crontab{Title: title, Comments: inv.Warnings, Args: inv.Args, Env: inv.Env, LogDir: logDir,
+		TimeZone: sc.Timezone, Jobs: jobs}, nil
+}
+
+// SystemdUnits is, per configured region under sc, a oneshot .service
+// running the region as inv and a .timer firing it at the region's
+// staggered ticks. A region's own cron spec is refused: it has no
+// OnCalendar= form here.
+func (e *Engine) SystemdUnits(sc config.Schedule, title string, inv Invocation) (deploy.Units, error) {
+	cfg := e.cfg
+	u := deploy.Units{
+		Title: title, Binary: inv.Args[0], Env: inv.Env, Comments: inv.Warnings, MetricsTextfile: cfg.Runs.MetricsTextfile,
+		SecretFiles: cfg.SecretFiles(), KeyCredential: config.KeyCredentialPrefix + cfg.Credential,
+	}
+	for i := 1; i+1 < len(inv.Args); i += 2 {
+		switch inv.Args[i] {
+		case "--config":
+			u.Config = inv.Args[i+1]
+		case "--database": // cfg.Database below
+		default:
+			u.Flags = append(u.Flags, inv.Args[i], inv.Args[i+1])
+		}
+	}
+	if r := cfg.Runs; r.CheckinURL != "" && r.CheckinURLFile == "" {
+		u.Credentials = append(u.Credentials, config.CheckinURLCredential)
+	}
+	var err error
+	if u.Database, err = filepath.Abs(cfg.Database); err != nil {
+		return u, err
+	}
+	if q := cfg.Quota; q.Backend == "sqlite" && q.SQLite.Path != filepath.Join(filepath.Dir(cfg.Database), "quota.db") {
+		if u.QuotaDB, err = filepath.Abs(q.SQLite.Path); err != nil {
+			return u, err
+		}
+	}
+	for _, cr := range cfg.Credentials {
+		if cr.Name == cfg.Credential && cr.KeyCredential != "" {
+			u.KeyCredential = cr.KeyCredential
+		}
+	}
+	plan, err := sc.Plan(cfg.Regions)
+	if err != nil {
+		return u, err
+	}
+	for _, p := range plan {
+		if p.Explicit {
+			return u, Usagef("trendfetch crontab --format systemd --help", "schedule.regions.%s %q: a cron spec is not converted to OnCalendar; write its timer by hand", p.Region, p.Spec)
+		}
+		cal, err := schedule.OnCalendar(sc.Every.Std(), p.Offset)
+		if err != nil {
+			return u, Usagef("trendfetch crontab --format systemd --every 2h --stagger 3m", "region %s: %v", p.Region, err)
+		}
+		if sc.Timezone != "" {
+			cal += " " + sc.Timezone
+		}
+		u.Timers = append(u.Timers, deploy.Timer{Region: p.Region, OnCalendar: cal, Spec: p.Spec})
+	}
+	return u, nil
+}
+
+// KubernetesCronJobs is one batch/v1 CronJob per configured region under
+// sc, running image: Redis for quota, the dataset and secrets from a
+// Secret. The credential must read its key from an environment variable.
+func (e *Engine) KubernetesCronJobs(sc config.Schedule, title, image string) (deploy.CronJobs, error) {
+	jobs, err := e.cronJobs(sc, "kubernetes")
+	if err != nil {
+		return deploy.CronJobs{}, err
+	}
+	cj := deploy.CronJobs{Jobs: jobs, Title: title, Image: image, TimeZone: cmp.Or(sc.Timezone, os.Getenv("TZ"), "Etc/UTC"), Every: sc.Every.Std()}
+	if e.cfg.Credential != config.Default().Credential {
+		cj.Flags = []string{"--credential", e.cfg.Credential}
+	}
+	cr, err := e.cfg.FindCredential(e.cfg.Credential)
+	if err != nil {
+		return cj, err
+	}
+	if cj.KeyEnv = cr.KeyEnv; cj.KeyEnv == "" {
+		return cj, Usagef("trendfetch crontab --format kubernetes --help", "credential %q has no api_key_env: a CronJob gives the key from its Secret as an environment variable; set api_key_env", cr.Name)
+	}
+	return cj, nil
+}
+
+// cronJobs returns each configured region's five crontab fields, for
+// format (crontab or kubernetes): regions that would collide, and a
+// region's own spec with a time zone prefix, seconds or @every, are usage
+// errors.
+func (e *Engine) cronJobs(sc config.Schedule, format string) ([]deploy.Job, error) {
+	every, step := sc.Every.Std(), sc.StaggerStep()
+	if n := len(e.cfg.Regions); n > 1 && time.Duration(n-1)*step >= every {
+		return nil, Usagef("trendfetch crontab --stagger 1m", "%d regions x stagger %s reach the next tick (every %s): regions would collide", n, step, every)
+	}
+	plan, err := sc.Plan(e.cfg.Regions)
+	if err != nil {
+		return nil, err
+	}
+	var jobs []deploy.Job
+	for _, p := range plan {
+		fields := p.Spec
+		if p.Explicit {
+			if schedule.HasTZ(p.Spec) || strings.HasPrefix(p.Spec, "@every") || len(strings.Fields(p.Spec)) == 6 {
+				return nil, Usagef("trendfetch crontab --help", "schedule.regions.%s %q has a time zone prefix, seconds or @every: --format %s cannot express it", p.Region, p.Spec, format)
+			}
+		} else if fields, err = schedule.CrontabFields(every, p.Offset); err != nil {
+			return nil, Usagef("trendfetch crontab --format "+format+" --every 2h --stagger 3m", "region %s: %v", p.Region, err)
+		}
+		jobs = append(jobs, deploy.Job{Region: p.Region, Schedule: fields})
+	}
+	return jobs, nil
+}
