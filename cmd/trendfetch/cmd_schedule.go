@@ -2,15 +2,10 @@ package main
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"net"
-	"strconv"
 
 	"github.com/spf13/cobra"
 
 	"github.com/trendfetch/trendfetch/internal/engine"
-	"github.com/trendfetch/trendfetch/internal/termtext"
 )
 
 func newScheduleCmd(a *app) *cobra.Command {
@@ -49,18 +44,6 @@ scheduler's metrics on its /metrics.`,
 	return cmd
 }
 
-// checkListenAddr checks that addr is host:port with a port of 0-65535.
-func checkListenAddr(addr string) error {
-	_, port, err := net.SplitHostPort(addr)
-	if err != nil {
-		return errors.New("want host:port, e.g. 127.0.0.1:9464")
-	}
-	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
-		return fmt.Errorf("port %q: want a number 0-65535", termtext.Clip(port, 20))
-	}
-	return nil
-}
-
 // schedule runs the scheduler until ctx is cancelled (a signal): nil after
 // a clean stop, a *fetch.CredentialError when the API rejects the key, or
 // an error opening the engine or the metrics listener.
@@ -75,32 +58,29 @@ func (a *app) schedule(ctx context.Context, metricsAddr, serveAddr string) error
 			return err
 		}
 	}
-	var (
-		ln  net.Listener
-		err error
-	)
+	var srv engine.Servers
 	if metricsAddr != "" {
-		if err := checkListenAddr(metricsAddr); err != nil {
-			return usagef("trendfetch schedule --metrics-addr 127.0.0.1:9464", "--metrics-addr %q: %v", termtext.Clip(metricsAddr, 80), err)
-		}
-		if ln, err = net.Listen("tcp", metricsAddr); err != nil {
-			return fmt.Errorf("cannot serve metrics: %w", err)
-		}
-		defer ln.Close()
-	}
-	var sln net.Listener
-	var token string
-	if serveAddr != "" {
-		a.cfg.Serve.Addr = serveAddr
-		if sln, token, err = a.listenServe(); err != nil {
+		ln, err := engine.ListenMetrics(metricsAddr)
+		if err != nil {
 			return err
 		}
-		defer sln.Close()
+		defer ln.Close()
+		srv.Metrics = ln
+	}
+	if serveAddr != "" {
+		a.cfg.Serve.Addr = serveAddr
+		ln, token, err := a.engine().ListenServe()
+		if err != nil {
+			return err
+		}
+		defer ln.Close()
+		a.secrets.Add(token)
+		srv.API, srv.Token = ln, token
 	}
 	r, err := a.engine().OpenRunner(ctx)
 	if err != nil {
 		return err
 	}
 	defer r.Close()
-	return r.Schedule(ctx, engine.Servers{Metrics: ln, API: sln, Token: token})
+	return r.Schedule(ctx, srv)
 }

@@ -2,9 +2,11 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -13,19 +15,74 @@ import (
 	"github.com/trendfetch/trendfetch/internal/quota"
 	"github.com/trendfetch/trendfetch/internal/regions"
 	"github.com/trendfetch/trendfetch/internal/sdnotify"
+	"github.com/trendfetch/trendfetch/internal/secret"
 	"github.com/trendfetch/trendfetch/internal/serve"
+	"github.com/trendfetch/trendfetch/internal/store"
+	"github.com/trendfetch/trendfetch/internal/termtext"
 )
 
 // serveShutdownGrace bounds a graceful stop of Serve: connections still
 // open then are closed.
 const serveShutdownGrace = 10 * time.Second
 
+// ListenServe checks serve.addr and serve.token_file and listens, capped
+// by serve.max_conns and serve.max_conns_per_ip; token is the file's
+// ("" = none). A non-loopback address without a token file, an unreadable
+// or short token and an address that cannot be listened on are usage
+// errors.
+func (e *Engine) ListenServe() (ln net.Listener, token string, err error) {
+	sc := e.cfg.Serve
+	host, _, err := net.SplitHostPort(sc.Addr)
+	if err != nil {
+		return nil, "", Usagef("trendfetch serve --addr 127.0.0.1:8080", "--addr %q: want host:port (%v)", termtext.Clip(sc.Addr, 80), err)
+	}
+	if sc.TokenFile != "" {
+		if token, err = secret.ReadFile(sc.TokenFile); err != nil {
+			return nil, "", Usagef("", "serve.token_file %s: %v", sc.TokenFile, err)
+		}
+		if len(token) < 16 {
+			return nil, "", Usagef("head -c 24 /dev/urandom | base64 > "+sc.TokenFile, "serve.token_file %s: the token must be at least 16 characters", sc.TokenFile)
+		}
+	}
+	if !serve.IsLoopbackHost(host) && token == "" {
+		return nil, "", Usagef("trendfetch serve --addr "+sc.Addr+" --token-file FILE",
+			"--addr %s is not a loopback address: give --token-file (serve.token_file) so that only clients with the token can read", sc.Addr)
+	}
+	if ln, err = net.Listen("tcp", sc.Addr); err != nil {
+		return nil, "", Usagef("trendfetch serve --addr 127.0.0.1:8080", "--addr %s: cannot listen: %v", sc.Addr, err)
+	}
+	return serve.LimitListener(ln, sc.MaxConns, sc.MaxConnsPerIP), token, nil
+}
+
+// ListenMetrics listens on addr, host:port with a port of 0-65535, for
+// the scheduler's /metrics and /healthz; a malformed addr is a usage
+// error.
+func ListenMetrics(addr string) (net.Listener, error) {
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		err = errors.New("want host:port, e.g. 127.0.0.1:9464")
+	} else if n, perr := strconv.Atoi(port); perr != nil || n < 0 || n > 65535 {
+		err = fmt.Errorf("port %q: want a number 0-65535", termtext.Clip(port, 20))
+	}
+	if err != nil {
+		return nil, Usagef("trendfetch schedule --metrics-addr 127.0.0.1:9464", "--metrics-addr %q: %v", termtext.Clip(addr, 80), err)
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("cannot serve metrics: %w", err)
+	}
+	return ln, nil
+}
+
 // Serve serves the read API and dashboard on ln until ctx is done, then
 // shuts down within serveShutdownGrace; it tells systemd it is ready
-// (Type=notify). token and m are ServeHandler's. Errors: ServeHandler's,
-// or the listener failing.
+// (Type=notify). token and m are ServeHandler's. Errors: ServeHandler's
+// (no database yet: a usage error), or the listener failing.
 func (e *Engine) Serve(ctx context.Context, ln net.Listener, token string, m *metrics.Metrics) error {
 	h, closeAll, err := e.ServeHandler(ctx, token, m)
+	if nd := (*store.NoDatabaseError)(nil); errors.As(err, &nd) {
+		return Usagef("trendfetch run --region US", "no database at %s yet: run trendfetch run first, or set database", e.cfg.Database)
+	}
 	if err != nil {
 		return err
 	}
