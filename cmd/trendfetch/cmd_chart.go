@@ -35,6 +35,7 @@ meaning the end of that day). --kind category needs --query CATEGORY_ID, --kind
 search needs --query Q (the search.list q of config searches).`,
 		Example: "  trendfetch chart --region US\n  trendfetch chart --region JP --at 2026-03-02 --json\n  trendfetch chart --region US --kind category --query 10 --csv",
 		Args:    cobra.NoArgs,
+		PreRunE: a.withConfig,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if region == "" {
 				return usagef("trendfetch chart --region US", "--region is required")
@@ -70,7 +71,7 @@ search needs --query Q (the search.list q of config searches).`,
 					return usagef("trendfetch chart --region US --at 2026-03-02T08:00:00Z", "--at %q: %v", at, err)
 				}
 			}
-			st, err := a.loadReadStore(cmd.Context())
+			st, err := a.engine().OpenReadStore(cmd.Context())
 			if err != nil {
 				return err
 			}

@@ -73,7 +73,8 @@ Costs no quota.`,
 		Example: "  trendfetch export --layout youtube-new --region US --since 2026-01-01 > us.csv\n" +
 			"  trendfetch export --layout trending-daily --output datasets/\n" +
 			"  trendfetch export --format jsonl --every capture --output all.jsonl",
-		Args: cobra.NoArgs,
+		Args:    cobra.NoArgs,
+		PreRunE: a.withConfig,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			q := store.ExportQuery{NoDescription: noDescription}
 			switch format {
@@ -130,7 +131,7 @@ Costs no quota.`,
 			if len(partition) > 0 && dir == "" {
 				return usagef("trendfetch export --format parquet --partition region,date --output DIR/", "--partition needs --output DIR/ (a directory)")
 			}
-			st, err := a.loadReadStore(cmd.Context())
+			st, err := a.engine().OpenReadStore(cmd.Context())
 			if err != nil {
 				return err
 			}

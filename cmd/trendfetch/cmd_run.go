@@ -106,6 +106,3 @@ func (a *app) runRegions(ctx context.Context, list []string) error {
 	defer r.Close()
 	return r.RunRegions(ctx, list)
 }
-
-// regionFailures are the failures of several regions, printed one a line.
-type regionFailures = engine.Failures

@@ -1,12 +1,14 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/url"
 	"regexp"
-	"sort"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -58,9 +60,6 @@ func newRunsCmd(a *app) *cobra.Command {
 				a.policyNotice(cmd.Context(), st)
 			}
 			if asJSON {
-				if runs == nil {
-					runs = []store.Run{}
-				}
 				return a.printJSON(runs)
 			}
 			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
@@ -110,32 +109,14 @@ var urlRE = regexp.MustCompile(`"?https?://[^\s"]+"?`)
 // formatUnits renders units per bucket as "units=4 search=1", plus
 // unmetered (fail-open) calls.
 func formatUnits(units map[string]int64, unmetered int) string {
-	names := make([]string, 0, len(units))
-	for n := range units {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	parts := make([]string, 0, len(names)+1)
-	for _, n := range names {
+	var parts []string
+	for _, n := range slices.Sorted(maps.Keys(units)) {
 		parts = append(parts, fmt.Sprintf("%s=%d", n, units[n]))
 	}
 	if unmetered > 0 {
 		parts = append(parts, fmt.Sprintf("unmetered=%d", unmetered))
 	}
-	if len(parts) == 0 {
-		return "0"
-	}
-	return strings.Join(parts, " ")
-}
-
-// loadReadStore loads the configuration and opens its database read-only,
-// for the commands that read history (chart, video, export): a missing
-// database is a *store.NoDatabaseError saying to run `trendfetch run`.
-func (a *app) loadReadStore(ctx context.Context) (store.Backend, error) {
-	if err := a.loadConfig(); err != nil {
-		return nil, err
-	}
-	return a.engine().OpenReadStore(ctx)
+	return cmp.Or(strings.Join(parts, " "), "0")
 }
 
 // openReadStore opens the database for a read-only command. A database that

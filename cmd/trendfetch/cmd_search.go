@@ -58,13 +58,10 @@ No API call is made.`,
 				}
 			}
 			if asJSON {
-				if hits == nil {
-					hits = []store.Hit{}
-				}
 				return a.printJSON(hits)
 			}
 			if len(hits) == 0 {
-				fmt.Fprintf(a.stdout, "no videos match %q\n", termtext.Clip(text, maxEcho))
+				fmt.Fprintf(a.stdout, "no videos match %q\n", termtext.Clip(text, 200))
 				return nil
 			}
 			open, close := "[", "]" // the matches in bold on a terminal

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"runtime"
 	"runtime/debug"
 	"slices"
@@ -82,9 +83,12 @@ func versionString() string {
 	return fmt.Sprintf("trendfetch %s%s %s %s\n%s", v.Version, rev, v.GoVersion, v.Platform, strings.Join(v.mods, ", "))
 }
 
-// printJSON writes v to stdout as indented JSON, & < > as they are (the
-// --json output of every command).
+// printJSON writes v to stdout as indented JSON, & < > as they are, a nil
+// slice as [] (the --json output of every command).
 func (a *app) printJSON(v any) error {
+	if rv := reflect.ValueOf(v); rv.Kind() == reflect.Slice && rv.IsNil() {
+		v = []any{}
+	}
 	enc := json.NewEncoder(a.stdout)
 	enc.SetIndent("", "  ")
 	enc.SetEscapeHTML(false)

@@ -47,7 +47,10 @@ parameters ignored), youtu.be/ID, youtube.com/shorts/ID, /live/ID, /embed/ID.`,
 			if err != nil {
 				return usagef("trendfetch video dQw4w9WgXcQ", "%v", err)
 			}
-			st, err := a.loadReadStore(cmd.Context())
+			if err := a.loadConfig(); err != nil { // flags parsed above, not before PreRunE
+				return err
+			}
+			st, err := a.engine().OpenReadStore(cmd.Context())
 			if err != nil {
 				return err
 			}

@@ -82,21 +82,24 @@ func Main(args []string, stdout, stderr io.Writer) int {
 // JSON event when logs are JSON (so a log file holds JSON only), else
 // "trendfetch: ..." lines and a "Try: ..." hint for people.
 func (a *app) reportError(err error, code int) {
-	var lines []string
-	var rf *regionFailures
-	if errors.As(err, &rf) {
+	// One line (at most 2,000 characters), or one a failed region.
+	lines := []string{termtext.Clip(strings.Join(strings.Fields(err.Error()), " "), 2000)}
+	if rf := (*engine.Failures)(nil); errors.As(err, &rf) {
 		lines = strings.Split(rf.Error(), "\n")
-	} else {
-		lines = []string{termtext.Clip(oneLine(err), maxErrorLine)}
 	}
 	hint := ""
-	var ue *usageError
-	if errors.As(err, &ue) {
+	if ue := (*usageError)(nil); errors.As(err, &ue) {
 		hint = ue.Hint
 	}
 	env, _ := a.lookupEnv(config.Lookup("log.format").Env)
 	if jsonLogs(cmp.Or(a.logFormat, env), a.stderrTTY) {
-		log := a.errorLogger().Level(zerolog.TraceLevel) // printed whatever log.level
+		// The process's logger, or before the config loaded a JSON one;
+		// printed whatever log.level.
+		log := a.log
+		if a.cfg == nil {
+			log = newLogger(a.stderr, config.Log{Level: "info", Format: "json"}, false)
+		}
+		log = log.Level(zerolog.TraceLevel)
 		for _, line := range lines {
 			ev := log.Error()
 			switch code {
@@ -132,24 +135,6 @@ func jsonLogs(format string, tty bool) bool {
 	}
 	return !tty
 }
-
-// errorLogger is the process's logger, or a JSON logger at info level when
-// the config did not load (a configuration error is logged as JSON too).
-func (a *app) errorLogger() zerolog.Logger {
-	if a.cfg != nil {
-		return a.log
-	}
-	return newLogger(a.stderr, config.Log{Level: "info", Format: "json"}, false)
-}
-
-// maxEcho bounds a user value quoted in output (a 100 KB query, a 50 MB
-// setting); maxErrorLine bounds the final error line.
-const (
-	maxEcho      = 200
-	maxErrorLine = 2000
-)
-
-func oneLine(err error) string { return strings.Join(strings.Fields(err.Error()), " ") }
 
 // app holds what every command shares: output streams, the environment and
 // the global flags. It is built once per process (or per test).
