@@ -2,9 +2,13 @@ package main
 
 import (
 	"net"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/trendfetch/trendfetch/internal/deploy"
 )
 
 // TestPostgresUnreachable: a run whose PostgreSQL store cannot be reached
@@ -50,5 +54,30 @@ func TestPostgresUnreachable(t *testing.T) {
 				t.Errorf("quota used %d units, want 0 (no reservation)", used)
 			}
 		})
+	}
+}
+
+// TestCrontabWithPostgres: with the URL in store.url_file, the crontab
+// lines leave the database to the config (no --database, no warning, no
+// password); systemd units of a PostgreSQL dataset pass a password-less
+// URL as it is and claim no database file (docs/design.md §10a).
+func TestCrontabWithPostgres(t *testing.T) {
+	e := newEnv(t)
+	const pw = "pg-s3cret-pw"
+	urlFile := filepath.Join(e.dir, "database-url")
+	if err := os.WriteFile(urlFile, []byte("postgres://tf:"+pw+"@db.example:5432/trendfetch\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg := e.writeConfig("regions: [US, GB]\nstore:\n  url_file: " + urlFile + "\n")
+	res := e.run("--config", cfg, "crontab")
+	if res.code != 0 || strings.Contains(res.stdout+res.rawStderr, pw) || strings.Contains(res.stdout, "--database") ||
+		strings.Contains(res.stdout, "WARNING") || !strings.Contains(res.stdout, " --config "+cfg+" run --region GB >>") {
+		t.Errorf("crontab with store.url_file: exit %d\n%s%s", res.code, res.stdout, res.rawStderr)
+	}
+	const db = "postgres://tf@db.example:5432/trendfetch?sslmode=verify-full"
+	res = e.run("--config", e.writeConfig("regions: [US]\n"), "--database", db, "crontab", "--format", "systemd")
+	if res.code != 0 || !strings.Contains(res.stdout, " --database "+deploy.Quote(db)+" run --region US\n") ||
+		strings.Contains(res.stdout, "ReadWritePaths") || !strings.Contains(res.stdout, "# The dataset is in PostgreSQL") {
+		t.Errorf("crontab --format systemd --database %s: exit %d\n%s%s", db, res.code, res.stdout, res.rawStderr)
 	}
 }

@@ -81,6 +81,9 @@ type Units struct {
 	Binary, Config string
 	// Database is the SQLite database ("" = StateDir/trendfetch.db).
 	Database string
+	// Postgres: the dataset is a PostgreSQL database (docs/design.md §10a),
+	// no file here; Database is unused and Flags carry its --database, if any.
+	Postgres bool
 	// QuotaDB is the embedded quota backend's file when it is not quota.db
 	// beside Database ("" otherwise, or with Redis).
 	QuotaDB string
@@ -135,14 +138,16 @@ func (u Units) Render(w io.Writer) (warnings []string, err error) {
 		to := filepath.Join(EtcDir, "trendfetch.yaml")
 		cfg = moved("the config file", cfg, to, "copy it there: install -D -m 644 "+cfg+" "+to)
 	}
-	if db == "" {
+	if db == "" && !u.Postgres {
 		db = filepath.Join(StateDir, "trendfetch.db")
-	} else if privateTree(db) != "" {
+	} else if db != "" && privateTree(db) != "" {
 		to := filepath.Join(StateDir, filepath.Base(db))
 		db = moved("the database", db, to, "to keep its data, stop its runs and copy it (with quota.db beside it) there, owned by "+User)
 	}
-	if err := writable("database", filepath.Dir(db)); err != nil {
-		return nil, err
+	if db != "" {
+		if err := writable("database", filepath.Dir(db)); err != nil {
+			return nil, err
+		}
 	}
 	if qdb != "" {
 		if privateTree(qdb) != "" {
@@ -178,7 +183,11 @@ func (u Units) Render(w io.Writer) (warnings []string, err error) {
 	}
 	fmt.Fprintf(&b, "#   systemctl daemon-reload && systemctl enable --now %s\n", strings.Join(timers, " "))
 	b.WriteString("# Check: systemctl list-timers 'trendfetch-*'; journalctl -u 'trendfetch-*'\n")
-	fmt.Fprintf(&b, "# The database is %s (StateDirectory=, owned by %s).\n", db, User)
+	if u.Postgres {
+		b.WriteString("# The dataset is in PostgreSQL (store.url_file in the config, or --database).\n")
+	} else {
+		fmt.Fprintf(&b, "# The database is %s (StateDirectory=, owned by %s).\n", db, User)
+	}
 	b.WriteString("# A tick missed while the host was down runs at boot (Persistent=true), the regions one after\n# another in the stagger's order (After=), never together.\n")
 	for _, c := range u.Comments {
 		fmt.Fprintf(&b, "# %s\n", c)
@@ -191,7 +200,10 @@ func (u Units) Render(w io.Writer) (warnings []string, err error) {
 	if cfg != "" {
 		args = append(args, "--config", cfg)
 	}
-	args = append(append(args, "--database", db), u.Flags...)
+	if db != "" {
+		args = append(args, "--database", db)
+	}
+	args = append(args, u.Flags...)
 	for i := range args {
 		args[i] = Quote(args[i])
 	}

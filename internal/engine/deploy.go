@@ -10,6 +10,7 @@ import (
 	"github.com/trendfetch/trendfetch/internal/config"
 	"github.com/trendfetch/trendfetch/internal/deploy"
 	"github.com/trendfetch/trendfetch/internal/schedule"
+	"github.com/trendfetch/trendfetch/internal/store"
 )
 
 // Crontab is the crontab lines of the configured regions under sc (the
@@ -45,7 +46,10 @@ func (e *Engine) SystemdUnits(sc config.Schedule, title string, inv Invocation) 
 		switch inv.Args[i] {
 		case "--config":
 			u.Config = inv.Args[i+1]
-		case "--database": // cfg.Database below
+		case "--database": // cfg.Database below, a PostgreSQL URL as Invocation wrote it
+			if store.IsPostgresURL(cfg.Database) {
+				u.Flags = append(u.Flags, inv.Args[i], inv.Args[i+1])
+			}
 		default:
 			u.Flags = append(u.Flags, inv.Args[i], inv.Args[i+1])
 		}
@@ -54,8 +58,10 @@ func (e *Engine) SystemdUnits(sc config.Schedule, title string, inv Invocation) 
 		u.Credentials = append(u.Credentials, config.CheckinURLCredential)
 	}
 	var err error
-	if u.Database, err = filepath.Abs(cfg.Database); err != nil {
-		return u, err
+	if u.Postgres = store.IsPostgresURL(cfg.Database); !u.Postgres {
+		if u.Database, err = filepath.Abs(cfg.Database); err != nil {
+			return u, err
+		}
 	}
 	if q := cfg.Quota; q.Backend == "sqlite" && q.SQLite.Path != filepath.Join(filepath.Dir(cfg.Database), "quota.db") {
 		if u.QuotaDB, err = filepath.Abs(q.SQLite.Path); err != nil {

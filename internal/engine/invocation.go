@@ -58,6 +58,9 @@ func (e *Engine) Invocation(configFile string, flagged func(flag string) bool) (
 		case s.Always || s.Flag != "" && flagged(s.Flag) || fromEnv(s.Env):
 			value = s.Value(e.cfg)
 		}
+		if s.Key == "database" && e.cfg.Store.URLFile != "" {
+			continue // the job reads store.url_file from the config, as here
+		}
 		if s.Key == "database" && len(DatabaseSecrets(value)) > 0 { // never written out
 			inv.Warnings = append(inv.Warnings, "WARNING: the database URL holds a password, which no job line shows: give the URL in store.url_file")
 			continue
