@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -19,6 +20,7 @@ import (
 	"google.golang.org/api/youtube/v3"
 
 	"github.com/trendfetch/trendfetch/internal/fetch/youtubetest"
+	"github.com/trendfetch/trendfetch/internal/pgtest"
 	"github.com/trendfetch/trendfetch/internal/quota"
 	"github.com/trendfetch/trendfetch/internal/quota/redistest"
 	"github.com/trendfetch/trendfetch/internal/store"
@@ -42,8 +44,29 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	code := m.Run()
+	if pg.srv != nil {
+		pg.srv.Stop()
+	}
 	os.RemoveAll(dir)
 	os.Exit(code)
+}
+
+// pg is the package's PostgreSQL server, started by the first test that
+// needs one (pgDatabase) and stopped by TestMain.
+var pg struct {
+	once sync.Once
+	srv  *pgtest.Server
+	err  error
+}
+
+// pgDatabase returns the package's PostgreSQL server and the URL of an
+// empty database of t's own; without a server it skips t, or fails it
+// under CI=true (pgtest.Require).
+func pgDatabase(t *testing.T) (*pgtest.Server, string) {
+	t.Helper()
+	pg.once.Do(func() { pg.srv, pg.err = pgtest.Start() })
+	s := pgtest.Require(t, pg.srv, pg.err)
+	return s, s.Database(t)
 }
 
 // env is a sandbox for one CLI invocation: its own XDG dirs, database and

@@ -4,6 +4,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -59,7 +60,7 @@ func TestPostgresUnreachable(t *testing.T) {
 
 // TestCrontabWithPostgres: with the URL in store.url_file, the crontab
 // lines leave the database to the config (no --database, no warning, no
-// password); systemd units of a PostgreSQL dataset pass a password-less
+// password), as README.md's several-hosts section shows them; systemd units of a PostgreSQL dataset pass a password-less
 // URL as it is and claim no database file (docs/design.md §10a).
 func TestCrontabWithPostgres(t *testing.T) {
 	e := newEnv(t)
@@ -73,6 +74,22 @@ func TestCrontabWithPostgres(t *testing.T) {
 	if res.code != 0 || strings.Contains(res.stdout+res.rawStderr, pw) || strings.Contains(res.stdout, "--database") ||
 		strings.Contains(res.stdout, "WARNING") || !strings.Contains(res.stdout, " --config "+cfg+" run --region GB >>") {
 		t.Errorf("crontab with store.url_file: exit %d\n%s%s", res.code, res.stdout, res.rawStderr)
+	}
+	var readme []string // the lines README.md's several-hosts section shows, as written here
+	for _, line := range strings.Split(readmeSection(t, "Several hosts, one dataset"), "\n") {
+		if strings.HasPrefix(line, "    ") && strings.Contains(line, " run --region ") {
+			line = strings.ReplaceAll(strings.TrimSpace(line), "/etc/trendfetch/trendfetch.yaml", cfg)
+			readme = append(readme, strings.Replace(line, "/usr/local/bin/trendfetch", binary, 1))
+		}
+	}
+	var lines []string
+	for _, line := range strings.Split(res.stdout, "\n") {
+		if strings.Contains(line, " run ") {
+			lines = append(lines, line)
+		}
+	}
+	if !slices.Equal(readme, lines) {
+		t.Errorf("README.md shows the crontab lines\n%s\ncrontab writes\n%s", strings.Join(readme, "\n"), strings.Join(lines, "\n"))
 	}
 	const db = "postgres://tf@db.example:5432/trendfetch?sslmode=verify-full"
 	res = e.run("--config", e.writeConfig("regions: [US]\n"), "--database", db, "crontab", "--format", "systemd")

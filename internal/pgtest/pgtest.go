@@ -21,6 +21,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -131,6 +132,27 @@ func Require(t testing.TB, s *Server, startErr error) *Server {
 	}
 	t.Fatalf("pgtest: %v", startErr)
 	return nil
+}
+
+// Psql runs Debian's psql (beside the server's binaries, else psql on
+// PATH) on the database at url with args, no psqlrc and ON_ERROR_STOP, as
+// the calling user, and returns its standard output. Errors: ErrNotInstalled
+// when there is no psql; else psql's exit status with its standard error.
+func (s *Server) Psql(url string, args ...string) (string, error) {
+	bin := filepath.Join(s.bin, "psql")
+	if _, err := os.Stat(bin); err != nil {
+		if bin, err = exec.LookPath("psql"); err != nil {
+			return "", fmt.Errorf("%w: no psql", ErrNotInstalled)
+		}
+	}
+	cmd := exec.Command(bin, append([]string{"-X", "-v", "ON_ERROR_STOP=1", url}, args...)...)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return string(out), fmt.Errorf("psql: %w: %s", err, stderr.String())
+	}
+	return string(out), nil
 }
 
 // run runs a server binary, as the unprivileged user when root.

@@ -3,6 +3,7 @@ package pgtest
 import (
 	"context"
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -50,5 +51,18 @@ func TestDatabase(t *testing.T) {
 	var sim float64
 	if err := conn.QueryRow(ctx, "SELECT similarity('trending', 'trend')").Scan(&sim); err != nil || sim <= 0 {
 		t.Fatalf("similarity = %v, %v", sim, err)
+	}
+}
+
+// TestPsql: Psql answers a query through Debian's psql, and a failing
+// statement is an error carrying psql's message.
+func TestPsql(t *testing.T) {
+	s := Require(t, server, startErr)
+	url := s.Database(t)
+	if out, err := s.Psql(url, "-tAc", "SELECT 6 * 7"); err != nil || out != "42\n" {
+		t.Errorf("Psql SELECT 6 * 7 = %q, %v", out, err)
+	}
+	if _, err := s.Psql(url, "-c", "SELECT nope"); err == nil || !strings.Contains(err.Error(), "nope") {
+		t.Errorf("Psql of a bad statement: %v", err)
 	}
 }
