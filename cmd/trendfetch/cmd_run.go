@@ -2,15 +2,12 @@ package main
 
 import (
 	"context"
-	"sync"
 
 	"github.com/spf13/cobra"
 
-	"github.com/trendfetch/trendfetch/internal/checkin"
 	"github.com/trendfetch/trendfetch/internal/engine"
 	"github.com/trendfetch/trendfetch/internal/exitcode"
 	"github.com/trendfetch/trendfetch/internal/regions"
-	"github.com/trendfetch/trendfetch/internal/store"
 	"github.com/trendfetch/trendfetch/internal/termtext"
 )
 
@@ -69,32 +66,7 @@ and trendfetch exits 75; the next cron tick resumes.
 // engine returns the application layer of the loaded configuration.
 func (a *app) engine() *engine.Engine {
 	return engine.New(engine.Options{Config: a.cfg, Log: a.log, LookupEnv: a.lookupEnv, Scrub: a.secrets.String,
-		Notes: a.stderr, Version: version, Hooks: a.checkins()})
-}
-
-// checkins reports each region's run to runs.checkin_url (package checkin):
-// /start as it begins, its exit status and summary as it ends.
-func (a *app) checkins() engine.Hooks {
-	url := a.cfg.Runs.CheckinURL
-	if url == "" {
-		return engine.Hooks{}
-	}
-	var mu sync.Mutex
-	runs := map[string]*checkin.Run{} // by region: a region never runs twice at once here
-	return engine.Hooks{
-		OnRunStart: func(_ context.Context, region string) {
-			mu.Lock()
-			defer mu.Unlock()
-			runs[region] = checkin.Begin(url, region, a.log)
-		},
-		OnRunEnd: func(ctx context.Context, region string, run store.Run, err error) {
-			mu.Lock()
-			ci := runs[region]
-			delete(runs, region)
-			mu.Unlock()
-			ci.End(exitCode(ctx, err), checkin.Summary(region, run, err))
-		},
-	}
+		Notes: a.stderr, Version: version, ExitCode: exitCode})
 }
 
 // runRegions runs each region in turn (engine.Runner.RunRegions).

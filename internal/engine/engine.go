@@ -41,8 +41,9 @@ type Options struct {
 	Notes io.Writer
 	// Version is the build's version, on the metrics' build info.
 	Version string
-	// Hooks are called around each region's run.
-	Hooks Hooks
+	// ExitCode maps a run's error to the process exit code a check-in
+	// reports (runs.checkin_url; nil: 0 for nil, else 1).
+	ExitCode func(context.Context, error) int
 }
 
 // Engine is the application layer of one process, built by New. It holds
@@ -60,6 +61,14 @@ func New(o Options) *Engine {
 	}
 	if o.Notes == nil {
 		o.Notes = io.Discard
+	}
+	if o.ExitCode == nil {
+		o.ExitCode = func(_ context.Context, err error) int {
+			if err != nil {
+				return 1
+			}
+			return 0
+		}
 	}
 	return &Engine{o: o, cfg: o.Config, log: o.Log}
 }

@@ -4,14 +4,18 @@ import (
 	"bytes"
 	"context"
 	"encoding/csv"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/rs/zerolog"
 
+	"github.com/trendfetch/trendfetch/internal/checkin"
 	"github.com/trendfetch/trendfetch/internal/config"
 	"github.com/trendfetch/trendfetch/internal/fetch/youtubetest"
 	"github.com/trendfetch/trendfetch/internal/store"
@@ -47,7 +51,7 @@ func newTestEngine(t *testing.T, policy store.Policy, regions ...string) (*Engin
 }
 
 // TestRunPolicyExport runs the use cases in-process, as the commands call
-// them: a run of two regions (hooks, metrics textfile, run records, units
+// them: a run of two regions (check-ins, metrics textfile, run records, units
 // spent at the emulator), the storage policy judged 31 days later (dry run,
 // then applied), and exports to a file before and after.
 func TestRunPolicyExport(t *testing.T) {
@@ -55,13 +59,18 @@ func TestRunPolicyExport(t *testing.T) {
 	e, emu, logs := newTestEngine(t, store.PolicyYouTube, "US", "GB")
 	textfiles := t.TempDir()
 	e.cfg.Runs.MetricsTextfile = textfiles
-	var hooks []string
-	e.o.Hooks = Hooks{
-		OnRunStart: func(_ context.Context, region string) { hooks = append(hooks, "start "+region) },
-		OnRunEnd: func(_ context.Context, region string, run store.Run, err error) {
-			hooks = append(hooks, "end "+region+" "+string(run.Outcome))
-		},
-	}
+	var (
+		mu    sync.Mutex
+		pings []string // the check-ins received, in order
+	)
+	monitor := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		pings = append(pings, r.URL.Path)
+	}))
+	defer monitor.Close()
+	e.cfg.Runs.CheckinURL = monitor.URL + "/" + checkin.RegionPlaceholder
+	e.o.ExitCode = func(context.Context, error) int { return 42 } // the CLI's mapping
 
 	r, err := e.OpenRunner(ctx)
 	if err != nil {
@@ -74,9 +83,11 @@ func TestRunPolicyExport(t *testing.T) {
 	if err != nil || len(runs) != 1 || runs[0].Outcome != store.OutcomeSuccess || runs[0].Videos != youtubetest.SampleSize {
 		t.Fatalf("GB's runs: %+v, %v", runs, err)
 	}
-	if got, want := strings.Join(hooks, ","), "start US,end US success,start GB,end GB success"; got != want {
-		t.Errorf("hooks: %s, want %s", got, want)
+	mu.Lock()
+	if got, want := strings.Join(pings, ","), "/us/start,/us/42,/gb/start,/gb/42"; got != want {
+		t.Errorf("check-ins: %s, want %s", got, want)
 	}
+	mu.Unlock()
 	if u := emu.Units("engine-test-key"); u != 4 { // two pages a region
 		t.Errorf("%d units spent at the emulator, want 4", u)
 	}

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/trendfetch/trendfetch/internal/checkin"
 	"github.com/trendfetch/trendfetch/internal/config"
 	"github.com/trendfetch/trendfetch/internal/fetch"
 	"github.com/trendfetch/trendfetch/internal/metrics"
@@ -19,17 +20,6 @@ import (
 	"github.com/trendfetch/trendfetch/internal/sdnotify"
 	"github.com/trendfetch/trendfetch/internal/store"
 )
-
-// Hooks are called around each region's run, by `run` and `schedule`
-// alike, after the storage policy is applied and under the run deadline.
-// A nil hook is skipped.
-type Hooks struct {
-	// OnRunStart is called before the run of region starts.
-	OnRunStart func(ctx context.Context, region string)
-	// OnRunEnd is called after it, with its record (zero when the run
-	// did not start, e.g. a held lease) and its error.
-	OnRunEnd func(ctx context.Context, region string, run store.Run, err error)
-}
 
 // Runner is what running regions needs, opened once per process by
 // OpenRunner: the store, the limiter and the API client, wired into one
@@ -164,7 +154,7 @@ func (r *Runner) RunRegions(ctx context.Context, list []string) error {
 }
 
 // RunOne runs region as one tick of `schedule` does: the storage policy,
-// then the run under the run deadline, with the hooks; each run sends its
+// then the run under the run deadline, with its check-ins; each run sends its
 // own channel remainder. The runner logged the run; what it cannot log (a
 // lease held elsewhere, a run that did not start) is logged here.
 func (r *Runner) RunOne(ctx context.Context, region string) (store.Run, error) {
@@ -187,19 +177,17 @@ func (r *Runner) RunOne(ctx context.Context, region string) (store.Run, error) {
 }
 
 // run is the one code path of a region's run, once the storage policy is
-// applied: the hooks, the run under runs.timeout, and with
-// textfile set the region's metrics textfile in that directory (a failure
-// to write it is logged; it never fails the run).
+// applied: the run under runs.timeout, its check-ins (runs.checkin_url,
+// with the exit code of Options.ExitCode), and with textfile set the
+// region's metrics textfile in that directory (a failure to write it is
+// logged; it never fails the run).
 func (r *Runner) run(ctx context.Context, fr *fetch.Runner, region, textfile string) (store.Run, error) {
 	if d := r.e.cfg.Runs.Timeout.Std(); d > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeoutCause(ctx, d, fmt.Errorf("run of %s exceeded runs.timeout %s", region, d))
 		defer cancel()
 	}
-	h := r.e.o.Hooks
-	if h.OnRunStart != nil {
-		h.OnRunStart(ctx, region)
-	}
+	ci := checkin.Begin(r.e.cfg.Runs.CheckinURL, region, r.e.log) // nil without runs.checkin_url
 	var m *metrics.Metrics
 	path := ""
 	if textfile != "" {
@@ -218,8 +206,8 @@ func (r *Runner) run(ctx context.Context, fr *fetch.Runner, region, textfile str
 			r.e.log.Warn().Err(werr).Str("file", path).Msg("cannot write the metrics textfile")
 		}
 	}
-	if h.OnRunEnd != nil {
-		h.OnRunEnd(ctx, region, run, err)
+	if ci != nil {
+		ci.End(r.e.o.ExitCode(ctx, err), checkin.Summary(region, run, err))
 	}
 	return run, err
 }
