@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 )
@@ -71,7 +72,9 @@ func (s *Store) UpsertChannels(ctx context.Context, chs []Channel, at time.Time)
 		at = time.Now()
 	}
 	ts := fmtTime(at)
-	// One row per id per statement: ON CONFLICT cannot update a row twice.
+	// One row per id per statement: ON CONFLICT cannot update a row twice;
+	// in id order, so that hosts storing the same channels lock them in one
+	// order (upsertVideos).
 	last := make(map[string]int, len(chs))
 	for i := range chs {
 		last[chs[i].ID] = i
@@ -82,6 +85,7 @@ func (s *Store) UpsertChannels(ctx context.Context, chs []Channel, at time.Time)
 			uniq = append(uniq, chs[i])
 		}
 	}
+	slices.SortFunc(uniq, func(a, b Channel) int { return strings.Compare(a.ID, b.ID) })
 	err := s.withTx(ctx, func(tx *sql.Tx) error {
 		for len(uniq) > 0 {
 			n := min(len(uniq), maxRowsPerStatement)

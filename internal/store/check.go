@@ -16,10 +16,20 @@ import (
 // Store: FTS5 checks are requested with an INSERT, which a read-only handle
 // refuses. It returns nil when everything is consistent, otherwise an error
 // naming the first problems found. PostgreSQL enforces its constraints
-// as it writes: there Check only checks that the server answers.
+// as it writes: there Check compares the search index (video_search) with
+// every video's current text, as the migration's functions derive it.
 func (s *Store) Check(ctx context.Context) error {
 	if s.pg {
-		return s.db.PingContext(ctx)
+		var stale int64
+		if err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM videos v LEFT JOIN video_search x ON x.video_rowid = v.rowid
+WHERE x.doc IS DISTINCT FROM search_doc(v.title, v.channel_title, v.tags, v.description)
+   OR x.tri IS DISTINCT FROM search_fold(v.title || E'\n' || v.channel_title)`).Scan(&stale); err != nil {
+			return fmt.Errorf("search index check: %w", err)
+		}
+		if stale > 0 {
+			return fmt.Errorf("search index video_search check failed: %d videos not indexed as their text is", stale)
+		}
+		return nil
 	}
 	rows, err := s.db.QueryContext(ctx, `PRAGMA integrity_check(20)`)
 	if err != nil {

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -11,68 +12,132 @@ import (
 func timeNow() time.Time { return time.Now() }
 
 // TestConcurrentWriters: several goroutines, each with its own *Store (as
-// separate cron processes would have), write pages of overlapping videos to
-// one file at once. None may fail with "database is locked".
+// separate cron processes or hosts would have), write pages of overlapping
+// videos, their channels and refreshed text to one database at once, half
+// of them in the opposite order (two regions' charts rank the same videos
+// differently). None may fail: not with "database is locked" (SQLite), nor
+// with a deadlock (PostgreSQL, where each write locks its rows in one
+// order).
 func TestConcurrentWriters(t *testing.T) {
-	ctx := context.Background()
-	_, path := openTest(t)
-	const writers, pages = 5, 4
-	var wg sync.WaitGroup
-	errs := make(chan error, writers)
-	for w := 0; w < writers; w++ {
-		wg.Add(1)
-		go func(w int) {
-			defer wg.Done()
-			s, err := Open(ctx, path)
-			if err != nil {
-				errs <- err
-				return
-			}
-			defer s.Close()
-			region := fmt.Sprintf("R%d", w)
-			run, err := s.StartRun(ctx, Run{Region: region})
-			if err != nil {
-				errs <- err
-				return
-			}
-			for p := 0; p < pages; p++ {
-				// Shared ids across writers: upserts of the same rows race.
-				vs := testVideos(fmt.Sprintf("p%d", p), 50)
-				for i := range vs {
-					vs[i].Views = i64(int64(w*1000 + i))
-				}
-				if err := s.SaveSnapshot(ctx, Snapshot{RunID: run, Region: region, FirstRank: p*50 + 1, Videos: vs, At: time.Now()}); err != nil {
-					errs <- fmt.Errorf("writer %d page %d: %w", w, p, err)
+	forEachEngine(t, func(t *testing.T, s *Store) {
+		ctx := context.Background()
+		const writers, pages = 5, 4
+		var wg sync.WaitGroup
+		errs := make(chan error, writers)
+		for w := 0; w < writers; w++ {
+			s := reopen(t, s)
+			wg.Add(1)
+			go func(w int) {
+				defer wg.Done()
+				region := fmt.Sprintf("R%d", w)
+				run, err := s.StartRun(ctx, Run{Region: region})
+				if err != nil {
+					errs <- err
 					return
 				}
-				if _, err := s.Search(ctx, SearchQuery{Text: "number"}); err != nil {
-					errs <- fmt.Errorf("writer %d search: %w", w, err)
-					return
+				for p := 0; p < pages; p++ {
+					// Shared ids across writers: upserts of the same rows race.
+					vs := testVideos(fmt.Sprintf("p%d", p), 50)
+					for i := range vs {
+						vs[i].Views = i64(int64(w*1000 + i))
+					}
+					if w%2 == 1 {
+						slices.Reverse(vs)
+					}
+					if err := s.SaveSnapshot(ctx, Snapshot{RunID: run, Region: region, FirstRank: p*50 + 1, Videos: vs, At: time.Now()}); err != nil {
+						errs <- fmt.Errorf("writer %d page %d: %w", w, p, err)
+						return
+					}
+					chs := make([]Channel, 20)
+					for i := range chs {
+						chs[i] = Channel{ID: fmt.Sprintf("UC%02d", i), Title: fmt.Sprintf("writer %d", w)}
+					}
+					if w%2 == 1 {
+						slices.Reverse(chs)
+					}
+					if err := s.UpsertChannels(ctx, chs, time.Now()); err != nil {
+						errs <- fmt.Errorf("writer %d channels: %w", w, err)
+						return
+					}
+					if err := s.RefreshText(ctx, vs, time.Now()); err != nil {
+						errs <- fmt.Errorf("writer %d refresh: %w", w, err)
+						return
+					}
+					if _, err := s.Search(ctx, SearchQuery{Text: "number"}); err != nil {
+						errs <- fmt.Errorf("writer %d search: %w", w, err)
+						return
+					}
 				}
+				errs <- s.FinishRun(ctx, Run{ID: run, Outcome: OutcomeSuccess})
+			}(w)
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			if err != nil {
+				t.Error(err)
 			}
-			errs <- s.FinishRun(ctx, Run{ID: run, Outcome: OutcomeSuccess})
-		}(w)
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		if err != nil {
-			t.Error(err)
 		}
-	}
-	s, err := Open(ctx, path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	if n, _ := s.CountVideos(ctx); n != pages*50 {
-		t.Errorf("%d videos, want %d", n, pages*50)
-	}
-	runs, _ := s.Runs(ctx, 0)
-	for _, r := range runs {
-		if r.Pages != pages || r.Videos != pages*50 || r.Outcome != OutcomeSuccess {
-			t.Errorf("run %+v", r)
+		if n, _ := s.CountVideos(ctx); n != pages*50 {
+			t.Errorf("%d videos, want %d", n, pages*50)
 		}
-	}
-	ftsIntegrity(t, s)
+		runs, _ := s.Runs(ctx, 0)
+		for _, r := range runs {
+			if r.Pages != pages || r.Videos != pages*50 || r.Outcome != OutcomeSuccess {
+				t.Errorf("run %+v", r)
+			}
+		}
+		ftsIntegrity(t, s)
+	})
+}
+
+// TestOneVersionPerChange: two hosts storing the same video's changed text
+// at the same moment (two handles on one database) make one new version,
+// and a retried page adds no entry.
+func TestOneVersionPerChange(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, a *Store) {
+		ctx := context.Background()
+		b := reopen(t, a)
+		at := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+		vs := testVideos("r", 50)
+		if err := a.SaveSnapshot(ctx, Snapshot{RunID: startRun(t, a, "US"), Region: "US", FirstRank: 1, Videos: vs, At: at}); err != nil {
+			t.Fatal(err)
+		}
+		for round := range 5 {
+			for i := range vs {
+				vs[i].Title = fmt.Sprintf("changed %d %d", round, i)
+			}
+			runA, runB := startRun(t, a, "US"), startRun(t, b, "GB")
+			at = at.Add(time.Hour)
+			var wg sync.WaitGroup
+			errs := make([]error, 2)
+			for i, x := range []struct {
+				s   *Store
+				run int64
+				reg string
+			}{{a, runA, "US"}, {b, runB, "GB"}} {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					errs[i] = x.s.SaveSnapshot(ctx, Snapshot{RunID: x.run, Region: x.reg, FirstRank: 1, Videos: vs, At: at})
+				}()
+			}
+			wg.Wait()
+			if errs[0] != nil || errs[1] != nil {
+				t.Fatal(errs)
+			}
+			// A retried page (same run, region and ranks) finds its capture.
+			if err := a.SaveSnapshot(ctx, Snapshot{RunID: runA, Region: "US", FirstRank: 1, Videos: vs, At: at}); err == nil {
+				t.Errorf("round %d: a page stored twice was accepted", round)
+			}
+		}
+		var versions, maxVersion, captures, entries int
+		if err := a.db.QueryRow(`SELECT (SELECT count(*) FROM video_texts), (SELECT max(text_version) FROM videos),
+       (SELECT count(*) FROM captures), (SELECT count(*) FROM entries)`).Scan(&versions, &maxVersion, &captures, &entries); err != nil {
+			t.Fatal(err)
+		}
+		if versions != 5*50 || maxVersion != 5 || captures != 11 || entries != 11*50 {
+			t.Errorf("%d old versions, newest %d, %d captures, %d entries; want 250, 5, 11, 550", versions, maxVersion, captures, entries)
+		}
+	})
 }

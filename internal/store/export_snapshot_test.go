@@ -12,8 +12,11 @@ import (
 // everything while an export runs changes nothing the export sees: it
 // writes every row of the database as it was when it started.
 func TestExportSnapshotUnderPrune(t *testing.T) {
+	forEachEngine(t, testExportSnapshotUnderPrune)
+}
+
+func testExportSnapshotUnderPrune(t *testing.T, s *Store) {
 	ctx := context.Background()
-	s, path := openTest(t)
 	const captures, per = 30, 20
 	for c := 0; c < captures; c++ {
 		run := startRun(t, s, "US")
@@ -22,13 +25,9 @@ func TestExportSnapshotUnderPrune(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	other, err := Open(ctx, path) // another process's handle, in effect
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer other.Close()
+	other := reopen(t, s) // another process's handle, in effect
 	rows, titles := 0, 0
-	err = s.Export(ctx, ExportQuery{}, func(r *ExportRow) error {
+	err := s.Export(ctx, ExportQuery{}, func(r *ExportRow) error {
 		rows++
 		if strings.HasPrefix(r.Title, "Video p number") {
 			titles++

@@ -107,7 +107,7 @@ SELECT `+fmt.Sprint(c+1)+`, i, v, `+fmt.Sprint((c+1)*1000000)+` + v, NULL, 0 FRO
 	})
 }
 
-// TestReadOnlyMmap: read-only connections map the database
+// TestReadOnlyMmap (SQLite only: the memory map of its file): read-only connections map the database
 // (ReadOnlyMmapBytes); Export turns the map off on its connection and
 // restores it before the connection returns to the pool.
 func TestReadOnlyMmap(t *testing.T) {

@@ -16,16 +16,57 @@ import (
 func openTest(t testing.TB) (*Store, string) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "sub", "trendfetch.db")
-	s, err := Open(context.Background(), path)
+	return openAt(t, path), path
+}
+
+// databases maps each store a test opened to its database setting (a file
+// path or a PostgreSQL URL), so reopen can open another handle on it.
+var databases sync.Map
+
+// openAt opens database for writing, fails t on error and closes the store
+// at cleanup.
+func openAt(t testing.TB, database string) *Store {
+	t.Helper()
+	s, err := Open(context.Background(), database)
 	if err != nil {
 		t.Fatalf("Open: %v", err)
 	}
+	databases.Store(s, database)
 	t.Cleanup(func() {
+		databases.Delete(s)
 		if err := s.Close(); err != nil {
 			t.Errorf("Close: %v", err)
 		}
 	})
-	return s, path
+	return s
+}
+
+// database is the database setting s was opened with (by openAt).
+func database(t testing.TB, s *Store) string {
+	t.Helper()
+	d, ok := databases.Load(s)
+	if !ok {
+		t.Fatal("store not opened by openAt")
+	}
+	return d.(string)
+}
+
+// reopen opens another handle on s's database, as another process or
+// host would, and closes it at cleanup.
+func reopen(t testing.TB, s *Store) *Store {
+	t.Helper()
+	return openAt(t, database(t, s))
+}
+
+// reopenReadOnly is reopen through OpenReadOnly.
+func reopenReadOnly(t testing.TB, s *Store) *Store {
+	t.Helper()
+	r, err := OpenReadOnly(context.Background(), database(t, s))
+	if err != nil {
+		t.Fatalf("OpenReadOnly: %v", err)
+	}
+	t.Cleanup(func() { r.Close() })
+	return r
 }
 
 func i64(v int64) *int64 { return &v }
@@ -62,17 +103,13 @@ func startRun(t testing.TB, s *Store, region string) int64 {
 	return id
 }
 
-// ftsIntegrity runs FTS5's integrity-check against the content table.
+// ftsIntegrity checks the search indexes against the videos' text
+// (SQLite: FTS5's integrity-check; PostgreSQL: Check).
 func ftsIntegrity(t testing.TB, s *Store) {
 	t.Helper()
 	if s.pg {
-		// video_search holds every video's current text, as the
-		// migration's functions derive it (the triggers kept it current).
-		var stale int
-		if err := s.db.QueryRow(`SELECT count(*) FROM videos v LEFT JOIN video_search x ON x.video_rowid = v.rowid
-WHERE x.doc IS DISTINCT FROM search_doc(v.title, v.channel_title, v.tags, v.description)
-   OR x.tri IS DISTINCT FROM search_fold(v.title || E'\n' || v.channel_title)`).Scan(&stale); err != nil || stale > 0 {
-			t.Fatalf("video_search: %d videos not indexed as their text is (%v)", stale, err)
+		if err := s.Check(context.Background()); err != nil {
+			t.Fatal(err)
 		}
 		return
 	}
@@ -89,28 +126,33 @@ var pg struct {
 	err  error
 }
 
-// openPG opens a fresh PostgreSQL store in a database of its own; without
-// a server it skips t, or fails it under CI=true (pgtest.Require).
-func openPG(t testing.TB) *Store {
+// pgURL returns the URL of a fresh, empty database on the package's
+// server; without a server it skips t, or fails it under CI=true
+// (pgtest.Require).
+func pgURL(t testing.TB) string {
 	t.Helper()
 	pg.once.Do(func() { pg.srv, pg.err = pgtest.Start() })
-	url := pgtest.Require(t, pg.srv, pg.err).Database(t)
-	s, err := Open(context.Background(), url)
-	if err != nil {
-		t.Fatalf("Open: %v", err)
-	}
-	t.Cleanup(func() { s.Close() })
-	return s
+	return pgtest.Require(t, pg.srv, pg.err).Database(t)
+}
+
+// openPG opens a fresh PostgreSQL store in a database of its own.
+func openPG(t testing.TB) *Store {
+	t.Helper()
+	return openAt(t, pgURL(t))
+}
+
+// forEachDatabase runs body as one subtest per store engine, each with the
+// setting of a fresh database that does not exist yet (a file path) or is
+// empty (a PostgreSQL URL).
+func forEachDatabase(t *testing.T, body func(t *testing.T, database string)) {
+	t.Run("sqlite", func(t *testing.T) { body(t, filepath.Join(t.TempDir(), "sub", "trendfetch.db")) })
+	t.Run("postgres", func(t *testing.T) { body(t, pgURL(t)) })
 }
 
 // forEachEngine runs body as one subtest per store engine, each on a fresh
 // store: the behaviour suite (docs/design.md §10a).
 func forEachEngine(t *testing.T, body func(t *testing.T, s *Store)) {
-	t.Run("sqlite", func(t *testing.T) {
-		s, _ := openTest(t)
-		body(t, s)
-	})
-	t.Run("postgres", func(t *testing.T) { body(t, openPG(t)) })
+	forEachDatabase(t, func(t *testing.T, database string) { body(t, openAt(t, database)) })
 }
 
 // exportAll writes every capture of s in format f and returns the bytes.

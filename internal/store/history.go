@@ -84,7 +84,7 @@ func (s *Store) CaptureAt(ctx context.Context, q CaptureQuery) (Capture, []Entry
 	}
 	// One read transaction: the capture and its entries come from one
 	// snapshot, whatever a prune or a run writes in between.
-	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true, Isolation: s.snapshotLevel()})
 	if err != nil {
 		return Capture{}, nil, fmt.Errorf("cannot read capture: %w", err)
 	}

@@ -153,13 +153,12 @@ func TestCaptureAtInProgress(t *testing.T) {
 // reads the latest: the capture and its entries come from one snapshot, so
 // the reader never sees a capture without its entries.
 func TestCaptureAtOneSnapshot(t *testing.T) {
+	forEachEngine(t, testCaptureAtOneSnapshot)
+}
+
+func testCaptureAtOneSnapshot(t *testing.T, w *Store) {
 	ctx := context.Background()
-	w, path := openTest(t)
-	r, err := OpenReadOnly(ctx, path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
+	r := reopenReadOnly(t, w)
 	at := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	vs := testVideos("s", 20)
 	store := func(i int) {

@@ -277,22 +277,27 @@ func TestRunCallsAndAbandon(t *testing.T) {
 }
 
 func TestCheck(t *testing.T) {
-	ctx := context.Background()
-	s, _ := openTest(t)
-	if err := s.SaveSnapshot(ctx, Snapshot{RunID: startRun(t, s, "US"), Region: "US", FirstRank: 1, Videos: testVideos("i", 20), At: time.Now()}); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Check(ctx); err != nil {
-		t.Fatalf("Check on a sound database: %v", err)
-	}
-	// Change a title behind the trigram index's back.
-	if _, err := s.db.Exec(`DROP TRIGGER videos_tri_au`); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.db.Exec(`UPDATE videos SET title = 'something else entirely' WHERE id = 'i-003'`); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Check(ctx); err == nil || !strings.Contains(err.Error(), "videos_tri") {
-		t.Errorf("Check missed a stale trigram index: %v", err)
-	}
+	forEachEngine(t, func(t *testing.T, s *Store) {
+		ctx := context.Background()
+		if err := s.SaveSnapshot(ctx, Snapshot{RunID: startRun(t, s, "US"), Region: "US", FirstRank: 1, Videos: testVideos("i", 20), At: time.Now()}); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Check(ctx); err != nil {
+			t.Fatalf("Check on a sound database: %v", err)
+		}
+		// Change a title behind the search index's back.
+		drop, index := `DROP TRIGGER videos_tri_au`, "videos_tri"
+		if s.pg {
+			drop, index = `DROP TRIGGER videos_search_au ON videos`, "video_search"
+		}
+		if _, err := s.db.Exec(drop); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.db.Exec(`UPDATE videos SET title = 'something else entirely' WHERE id = 'i-003'`); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Check(ctx); err == nil || !strings.Contains(err.Error(), index) {
+			t.Errorf("Check missed a stale search index: %v", err)
+		}
+	})
 }

@@ -19,6 +19,8 @@ import (
 	"github.com/trendfetch/trendfetch/internal/sqlitedb"
 )
 
+// TestMigrateFresh: SQLite only (its file: tables in sqlite_schema, WAL,
+// the directory's mode); TestOpenConcurrentGoroutines migrates both engines.
 func TestMigrateFresh(t *testing.T) {
 	ctx := context.Background()
 	s, path := openTest(t)
@@ -71,32 +73,36 @@ func TestMigrateFresh(t *testing.T) {
 }
 
 func TestMigrateNewerRefused(t *testing.T) {
-	ctx := context.Background()
-	s, path := openTest(t)
-	if _, err := s.db.Exec(`INSERT INTO schema_migrations (version, name, applied_at) VALUES (999, '0999_future.sql', 'x')`); err != nil {
-		t.Fatal(err)
-	}
-	for name, open := range map[string]func(context.Context, string) (*Store, error){"Open": Open, "OpenReadOnly": OpenReadOnly} {
-		_, err := open(ctx, path)
-		var sve *SchemaVersionError
-		if !errors.As(err, &sve) || sve.Have != 999 || !strings.Contains(err.Error(), "newer") {
-			t.Errorf("%s: %v", name, err)
+	forEachEngine(t, func(t *testing.T, s *Store) {
+		ctx := context.Background()
+		if _, err := s.db.Exec(`INSERT INTO schema_migrations (version, name, applied_at) VALUES (999, '0999_future.sql', 'x')`); err != nil {
+			t.Fatal(err)
 		}
-	}
+		for name, open := range map[string]func(context.Context, string) (*Store, error){"Open": Open, "OpenReadOnly": OpenReadOnly} {
+			_, err := open(ctx, database(t, s))
+			var sve *SchemaVersionError
+			if !errors.As(err, &sve) || sve.Have != 999 || !strings.Contains(err.Error(), "newer") {
+				t.Errorf("%s: %v", name, err)
+			}
+		}
+	})
 }
 
 func TestOpenReadOnlyOlderSchema(t *testing.T) {
-	ctx := context.Background()
-	s, path := openTest(t)
-	s.db.Exec(`DELETE FROM schema_migrations WHERE version > 1`)
-	_, err := OpenReadOnly(ctx, path)
-	var sve *SchemaVersionError
-	if !errors.As(err, &sve) || !strings.Contains(err.Error(), "older") {
-		t.Errorf("OpenReadOnly on old schema: %v", err)
-	}
+	forEachEngine(t, func(t *testing.T, s *Store) {
+		if _, err := s.db.Exec(`DELETE FROM schema_migrations WHERE version > 1`); err != nil {
+			t.Fatal(err)
+		}
+		_, err := OpenReadOnly(context.Background(), database(t, s))
+		var sve *SchemaVersionError
+		if !errors.As(err, &sve) || !strings.Contains(err.Error(), "older") {
+			t.Errorf("OpenReadOnly on old schema: %v", err)
+		}
+	})
 }
 
 func TestMigrateUpgrade(t *testing.T) {
+	// SQLite only: it migrates an old release's file.
 	// A database at version 1 with a video gets 0002 (FTS) applied and the
 	// existing video indexed by its 'rebuild'.
 	ctx := context.Background()
@@ -117,6 +123,7 @@ func TestMigrateUpgrade(t *testing.T) {
 }
 
 func TestMigrateFromV2(t *testing.T) {
+	// SQLite only: it migrates an old release's file.
 	// A released v2 database with a chart keeps it through 0003's rebuild
 	// of snapshots, and its videos become findable by substring (0004).
 	ctx := context.Background()
@@ -153,40 +160,47 @@ func TestMigrateFromV2(t *testing.T) {
 	}
 }
 
+// TestOpenConcurrentGoroutines: hosts that open a new database at once
+// (SQLite: BEGIN IMMEDIATE; PostgreSQL: the migration advisory lock) all
+// succeed and migrate it once.
 func TestOpenConcurrentGoroutines(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "c.db")
-	const n = 8
-	var wg sync.WaitGroup
-	errs := make(chan error, n)
-	for i := 0; i < n; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			s, err := Open(context.Background(), path)
-			if err != nil {
-				errs <- err
-				return
-			}
-			errs <- s.Close()
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		if err != nil {
-			t.Error(err)
+	forEachDatabase(t, func(t *testing.T, path string) {
+		const n = 8
+		var wg sync.WaitGroup
+		errs := make(chan error, n)
+		for i := 0; i < n; i++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				s, err := Open(context.Background(), path)
+				if err != nil {
+					errs <- err
+					return
+				}
+				errs <- s.Close()
+			}()
 		}
-	}
-	checkMigratedOnce(t, path)
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			if err != nil {
+				t.Error(err)
+			}
+		}
+		checkMigratedOnce(t, path)
+	})
 }
 
 // TestOpenConcurrentProcesses re-runs this test binary as several OS
-// processes that open one fresh file at the same moment.
+// processes that open one fresh database at the same moment.
 func TestOpenConcurrentProcesses(t *testing.T) {
 	if os.Getenv("TRENDFETCH_STORE_HELPER") != "" {
 		t.Skip("helper")
 	}
-	path := filepath.Join(t.TempDir(), "p.db")
+	forEachDatabase(t, testOpenConcurrentProcesses)
+}
+
+func testOpenConcurrentProcesses(t *testing.T, path string) {
 	start := filepath.Join(t.TempDir(), "go")
 	const n = 6
 	cmds := make([]*exec.Cmd, n)
@@ -261,7 +275,7 @@ func checkMigratedOnce(t *testing.T, path string) {
 	}
 }
 
-// TestMigrateFromV5 builds a database with the schema of the release before
+// TestMigrateFromV5 (SQLite only: it migrates an old release's file) builds a database with the schema of the release before
 // captures (migrations 0001-0005) holding runs, a chart, a category chart
 // and search hits, and opens it with this binary: every run, snapshot and
 // video is kept; snapshots become captures (complete when their run
@@ -367,7 +381,8 @@ func openAtVersion(t *testing.T, path string, n int) *sql.DB {
 	return db
 }
 
-// TestMigrateRunsSuccessUnmetered opens a database of the release before
+// TestMigrateRunsSuccessUnmetered (SQLite only: it migrates an old
+// release's file) opens a database of the release before
 // runs stored success_unmetered, where such a run was outcome 'success'
 // with unmetered > 0 (mapped on read), holding every kind of run and a
 // capture that refers to one: the migration stores success_unmetered, keeps
@@ -474,23 +489,24 @@ func TestMigrateRunsSuccessUnmetered(t *testing.T) {
 // given, success_unmetered with its unmetered calls, and refuses a plain
 // success with unmetered calls.
 func TestFinishRunStoresSuccessUnmetered(t *testing.T) {
-	ctx := context.Background()
-	s, _ := openTest(t)
-	id, err := s.StartRun(ctx, Run{Region: "US"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.FinishRun(ctx, Run{ID: id, Outcome: OutcomeSuccess, Unmetered: 2}); err == nil {
-		t.Error("a plain success with 2 unmetered calls was stored")
-	}
-	if err := s.FinishRun(ctx, Run{ID: id, Outcome: OutcomeSuccessUnmetered, Unmetered: 2}); err != nil {
-		t.Fatal(err)
-	}
-	var stored string
-	if err := s.db.QueryRow(`SELECT outcome FROM runs WHERE id = ?`, id).Scan(&stored); err != nil || stored != string(OutcomeSuccessUnmetered) {
-		t.Errorf("stored outcome %q, %v; want success_unmetered", stored, err)
-	}
-	if runs, err := s.Runs(ctx, 1); err != nil || runs[0].Outcome != OutcomeSuccessUnmetered {
-		t.Errorf("Runs: %+v, %v", runs, err)
-	}
+	forEachEngine(t, func(t *testing.T, s *Store) {
+		ctx := context.Background()
+		id, err := s.StartRun(ctx, Run{Region: "US"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.FinishRun(ctx, Run{ID: id, Outcome: OutcomeSuccess, Unmetered: 2}); err == nil {
+			t.Error("a plain success with 2 unmetered calls was stored")
+		}
+		if err := s.FinishRun(ctx, Run{ID: id, Outcome: OutcomeSuccessUnmetered, Unmetered: 2}); err != nil {
+			t.Fatal(err)
+		}
+		var stored string
+		if err := s.db.QueryRow(`SELECT outcome FROM runs WHERE id = ?`, id).Scan(&stored); err != nil || stored != string(OutcomeSuccessUnmetered) {
+			t.Errorf("stored outcome %q, %v; want success_unmetered", stored, err)
+		}
+		if runs, err := s.Runs(ctx, 1); err != nil || runs[0].Outcome != OutcomeSuccessUnmetered {
+			t.Errorf("Runs: %+v, %v", runs, err)
+		}
+	})
 }

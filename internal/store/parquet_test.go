@@ -214,7 +214,10 @@ func TestParquetRowGroupPerRegion(t *testing.T) {
 // YouTube's changes between its first and last capture; every JSON Lines
 // row names the change in effect at its capture.
 func TestExportMarksYouTubeChanges(t *testing.T) {
-	s, _ := openTest(t)
+	forEachEngine(t, testExportMarksYouTubeChanges)
+}
+
+func testExportMarksYouTubeChanges(t *testing.T, s *Store) {
 	ctx := context.Background()
 	vs := testVideos("y", 2)
 	for _, at := range []time.Time{time.Date(2026, 8, 20, 0, 0, 0, 0, time.UTC), time.Date(2026, 9, 1, 0, 0, 0, 0, time.UTC)} {

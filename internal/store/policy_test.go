@@ -43,6 +43,10 @@ func TestApplyPolicyFakeClock(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			forEachEngine(t, func(t *testing.T, s *Store) {
 				ctx := context.Background()
+				// A new database is not legacy: an unset policy is youtube.
+				if p, legacy, err := InForce(ctx, "", s); p != PolicyYouTube || legacy || err != nil {
+					t.Fatalf("InForce on a new database: %s %v %v", p, legacy, err)
+				}
 				setup(t, s)
 				dry, err := c.policy.Apply(ctx, s, c.now, true)
 				if err != nil {

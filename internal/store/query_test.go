@@ -105,8 +105,11 @@ func TestNeedsTrigram(t *testing.T) {
 // search command does before opening the store) is what Search runs; its
 // Text is not parsed again.
 func TestSearchTakesTheParsedQuery(t *testing.T) {
+	forEachEngine(t, testSearchTakesTheParsedQuery)
+}
+
+func testSearchTakesTheParsedQuery(t *testing.T, s *Store) {
 	ctx := context.Background()
-	s, _ := openTest(t)
 	if err := s.SaveSnapshot(ctx, Snapshot{RunID: startRun(t, s, "US"), Region: "US", FirstRank: 1, Videos: testVideos("lofi", 3)}); err != nil {
 		t.Fatal(err)
 	}

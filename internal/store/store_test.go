@@ -88,12 +88,28 @@ func TestSavePage(t *testing.T) {
 		if err := s.SaveSnapshot(ctx, Snapshot{RunID: run, Region: "US", FirstRank: 200, Videos: []Video{{Title: "x"}}, At: at}); err == nil {
 			t.Error("video without id accepted")
 		}
+		// A page that holds a video twice stores both ranks and the video
+		// once, with the later one's statistics.
+		twice := append(testVideos("e", 1), testVideos("e", 1)...)
+		twice[1].Views = i64(7)
+		if err := s.SaveSnapshot(ctx, Snapshot{RunID: run, Region: "US", FirstRank: 101, Videos: twice, At: at}); err != nil {
+			t.Fatalf("a page holding a video twice: %v", err)
+		}
+		if chart, err := s.Chart(ctx, run, "US"); err != nil || len(chart) != 102 || chart[101].VideoID != "e-000" {
+			t.Errorf("chart after a page holding a video twice: %d entries, %v", len(chart), err)
+		}
+		if v, err := s.Video(ctx, "e-000"); err != nil || *v.Views != 7 {
+			t.Errorf("video stored twice in a page: %+v, %v", v, err)
+		}
 	})
 }
 
 func TestUpsertUpdatesStatsKeepsIndex(t *testing.T) {
+	forEachEngine(t, testUpsertUpdatesStatsKeepsIndex)
+}
+
+func testUpsertUpdatesStatsKeepsIndex(t *testing.T, s *Store) {
 	ctx := context.Background()
-	s, _ := openTest(t)
 	t0 := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	vs := testVideos("u", 50)
 	vs[0].Title = "Original zebra title"
@@ -103,12 +119,18 @@ func TestUpsertUpdatesStatsKeepsIndex(t *testing.T) {
 	var rowid0 int64
 	s.db.QueryRow(`SELECT rowid FROM videos WHERE id = 'u-000'`).Scan(&rowid0)
 
-	// The guarded trigger must not touch the FTS index for unchanged text:
-	// fingerprint the index's shadow table (any FTS5 write changes at least
-	// its structure record, whose cookie counts writes).
+	// The guarded trigger must not touch the search index for unchanged
+	// text: fingerprint the index (SQLite: its FTS5 shadow table, where any
+	// write changes at least the structure record, whose cookie counts
+	// writes; PostgreSQL: the row versions of video_search, which any
+	// write replaces).
 	ftsWrites := func() string {
+		q := `SELECT group_concat(id || ':' || hex(block), ',') FROM (SELECT * FROM videos_fts_data ORDER BY id)`
+		if s.pg {
+			q = `SELECT string_agg(video_rowid || ':' || xmin, ',' ORDER BY video_rowid) FROM video_search`
+		}
 		var fp string
-		if err := s.db.QueryRow(`SELECT group_concat(id || ':' || hex(block), ',') FROM (SELECT * FROM videos_fts_data ORDER BY id)`).Scan(&fp); err != nil {
+		if err := s.db.QueryRow(q).Scan(&fp); err != nil {
 			t.Fatal(err)
 		}
 		return fp
@@ -229,6 +251,7 @@ func TestCategories(t *testing.T) {
 	})
 }
 
+// TestOpenOddPath: SQLite only (a file path).
 func TestOpenOddPath(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "dir with space?#%25", "a?b#c%.db")
@@ -247,38 +270,38 @@ func TestOpenOddPath(t *testing.T) {
 	ro.Close()
 }
 
+// TestOpenReadOnly: the read-only open of a database that does not exist
+// (or holds no schema) says so and creates nothing; of a migrated one, it
+// reads and fails every write.
 func TestOpenReadOnly(t *testing.T) {
-	ctx := context.Background()
-	dir := t.TempDir()
-	missing := filepath.Join(dir, "nope", "x.db")
-	_, err := OpenReadOnly(ctx, missing)
-	var nde *NoDatabaseError
-	if !errors.As(err, &nde) || !errors.Is(err, fs.ErrNotExist) || !strings.Contains(err.Error(), "trendfetch run") {
-		t.Fatalf("missing db: %v", err)
-	}
-	if _, err := filepath.Glob(filepath.Join(dir, "nope")); err != nil {
-		t.Fatal(err)
-	}
-	if m, _ := filepath.Glob(filepath.Join(dir, "*")); len(m) != 0 {
-		t.Errorf("OpenReadOnly created %v", m)
-	}
-
-	s, path := openTest(t)
-	run := startRun(t, s, "US")
-	if err := s.SaveSnapshot(ctx, Snapshot{RunID: run, Region: "US", FirstRank: 1, Videos: testVideos("r", 3), At: time.Now()}); err != nil {
-		t.Fatal(err)
-	}
-	ro, err := OpenReadOnly(ctx, path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ro.Close()
-	if hits := search(t, ro, SearchQuery{Text: "number"}); len(hits) != 3 {
-		t.Errorf("read-only search: %d hits", len(hits))
-	}
-	if _, err := ro.StartRun(ctx, Run{Region: "US"}); err == nil {
-		t.Error("read-only store accepted a write")
-	}
+	forEachDatabase(t, func(t *testing.T, database string) {
+		ctx := context.Background()
+		_, err := OpenReadOnly(ctx, database)
+		var nde *NoDatabaseError
+		if !errors.As(err, &nde) || !errors.Is(err, fs.ErrNotExist) || !strings.Contains(err.Error(), "trendfetch run") {
+			t.Fatalf("missing db: %v", err)
+		}
+		if !IsPostgresURL(database) {
+			if m, _ := filepath.Glob(filepath.Join(filepath.Dir(filepath.Dir(database)), "*")); len(m) != 0 {
+				t.Errorf("OpenReadOnly created %v", m)
+			}
+		}
+		s := openAt(t, database)
+		run := startRun(t, s, "US")
+		if err := s.SaveSnapshot(ctx, Snapshot{RunID: run, Region: "US", FirstRank: 1, Videos: testVideos("r", 3), At: time.Now()}); err != nil {
+			t.Fatal(err)
+		}
+		ro := reopenReadOnly(t, s)
+		if hits := search(t, ro, SearchQuery{Text: "number"}); len(hits) != 3 {
+			t.Errorf("read-only search: %d hits", len(hits))
+		}
+		if runs, err := ro.RunsPage(ctx, RunsQuery{}); err != nil || len(runs) != 1 {
+			t.Errorf("read-only RunsPage: %v %v", runs, err)
+		}
+		if _, err := ro.StartRun(ctx, Run{Region: "US"}); err == nil {
+			t.Error("read-only store accepted a write")
+		}
+	})
 }
 
 // TestRunReasonIsCapped: an upstream error quoting a 7 MB answer is stored

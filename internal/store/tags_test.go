@@ -62,7 +62,8 @@ func TestTagsRoundTrip(t *testing.T) {
 	})
 }
 
-// TestMigrateTagsEscaped: tags stored before tags were escaped (a backslash
+// TestMigrateTagsEscaped (SQLite only: it migrates an old release's
+// file): tags stored before tags were escaped (a backslash
 // written as itself) read back the same after the migration.
 func TestMigrateTagsEscaped(t *testing.T) {
 	entries, err := fs.ReadDir(migrationsFS, ".")

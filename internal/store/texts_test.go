@@ -102,7 +102,8 @@ func TestTextAsCaptured(t *testing.T) {
 	})
 }
 
-// TestMigrateTextVersions: captures stored before text versions existed
+// TestMigrateTextVersions (SQLite only: it migrates an old release's
+// file): captures stored before text versions existed
 // refer to the video's current text (version 0); a change after the
 // migration keeps it for them.
 func TestMigrateTextVersions(t *testing.T) {

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 )
@@ -221,13 +222,28 @@ func (s *Store) txExec(ctx context.Context, tx *sql.Tx, query string, rows int, 
 const maxRowsPerStatement = 500
 
 // upsertVideos stores the text and statistics of vs, captured at ts, with
-// two statements per maxRowsPerStatement videos.
+// two statements per maxRowsPerStatement videos. It writes them in id
+// order, once per id (the last one given wins, as it would row by row):
+// writers then lock rows in one order, so two hosts storing pages that rank
+// the same videos differently never deadlock (PostgreSQL), and a page that
+// holds a video twice updates it once (PostgreSQL's ON CONFLICT refuses to
+// update a row twice in one statement).
 func (s *Store) upsertVideos(ctx context.Context, tx *sql.Tx, vs []Video, ts string) error {
-	for len(vs) > 0 {
-		n := min(len(vs), maxRowsPerStatement)
+	order := make([]*Video, len(vs))
+	for i := range vs {
+		order[i] = &vs[i]
+	}
+	slices.SortStableFunc(order, func(a, b *Video) int { return strings.Compare(a.ID, b.ID) })
+	uniq := order[:0]
+	for i, v := range order {
+		if i+1 == len(order) || order[i+1].ID != v.ID {
+			uniq = append(uniq, v)
+		}
+	}
+	for order = uniq; len(order) > 0; {
+		n := min(len(order), maxRowsPerStatement)
 		args := make([]any, 0, 11*n)
-		for i := range vs[:n] {
-			v := &vs[i]
+		for _, v := range order[:n] {
 			args = append(args,
 				v.ID, v.Title, v.Description, v.ChannelID, v.ChannelTitle, v.CategoryID, joinTags(v.Tags),
 				nullTime(v.PublishedAt), nullString(v.Duration), v.ThumbnailURL, ts)
@@ -236,14 +252,13 @@ func (s *Store) upsertVideos(ctx context.Context, tx *sql.Tx, vs []Video, ts str
 			return fmt.Errorf("upsert videos: %w", err)
 		}
 		args = args[:0]
-		for i := range vs[:n] {
-			v := &vs[i]
+		for _, v := range order[:n] {
 			args = append(args, v.ID, nullInt(v.Views), nullInt(v.Likes), nullInt(v.Comments), ts)
 		}
 		if err := s.txExec(ctx, tx, upsertStatsSQL(n), n, args); err != nil {
 			return fmt.Errorf("upsert video stats: %w", err)
 		}
-		vs = vs[n:]
+		order = order[n:]
 	}
 	return nil
 }
