@@ -4,7 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/trendfetch/trendfetch/internal/fetch"
@@ -55,12 +56,7 @@ func StatusError(st quota.Status) error {
 
 // Methods returns the methods of the cost table (quota.costs), sorted.
 func (e *Engine) Methods() []string {
-	out := make([]string, 0, len(e.cfg.Quota.Costs))
-	for m := range e.cfg.Quota.Costs {
-		out = append(out, m)
-	}
-	sort.Strings(out)
-	return out
+	return slices.Sorted(maps.Keys(e.cfg.Quota.Costs))
 }
 
 // Charge reserves count calls of method (a key of quota.costs) for the

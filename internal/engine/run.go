@@ -7,7 +7,6 @@ import (
 	"net"
 	"net/http"
 	"runtime"
-	"sort"
 	"strings"
 	"time"
 
@@ -302,12 +301,7 @@ func (e *Engine) Metrics(quotaReader metrics.StatusReader, regions []string, st 
 	for _, b := range e.cfg.Quota.Buckets {
 		buckets = append(buckets, b.Name)
 	}
-	methods := make([]string, 0, len(e.cfg.Quota.Costs))
-	for m := range e.cfg.Quota.Costs {
-		methods = append(methods, m)
-	}
-	sort.Strings(methods)
-	m.ZeroSeries(creds, buckets, methods)
+	m.ZeroSeries(creds, buckets, e.Methods())
 	cred := e.cfg.Credential
 	m.ReadLastSuccess(func(ctx context.Context) (map[string]time.Time, error) { return st.LastSuccess(ctx, cred) })
 	return m

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -294,12 +296,7 @@ func New(backend Backend, buckets []Bucket, costs Costs) (*Limiter, error) {
 		l.byName[b.Name] = b
 		l.buckets = append(l.buckets, b)
 	}
-	methods := make([]string, 0, len(costs))
-	for m := range costs {
-		methods = append(methods, m)
-	}
-	sort.Strings(methods)
-	for _, m := range methods {
+	for _, m := range slices.Sorted(maps.Keys(costs)) {
 		seen := map[string]bool{}
 		for _, c := range costs[m] {
 			b, ok := l.byName[c.Bucket]
