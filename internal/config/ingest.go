@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/trendfetch/trendfetch/internal/regions"
@@ -97,15 +98,8 @@ func (c *Config) validateIngest() error {
 func (c *Config) SearchesFor(region string) []Search {
 	var out []Search
 	for _, s := range c.Searches {
-		if len(s.Regions) == 0 {
+		if len(s.Regions) == 0 || slices.Contains(s.Regions, region) {
 			out = append(out, s)
-			continue
-		}
-		for _, r := range s.Regions {
-			if r == region {
-				out = append(out, s)
-				break
-			}
 		}
 	}
 	return out

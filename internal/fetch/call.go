@@ -23,13 +23,6 @@ import (
 // maxBackoff caps the exponential backoff between attempts of one call.
 const maxBackoff = 30 * time.Second
 
-// This file is the call-site protocol, in the order a call runs it:
-// reserve (quota, or the call site's policy when the limiter is down) ->
-// send (under the request timeout, counted, key redacted) -> refund (only
-// an attempt that provably never left the host, see neverLeft) -> classify
-// (the API's error answers, docs/design.md §3) -> retry (transient failures,
-// with full-jitter backoff, every attempt reserved again).
-
 // call sends one API call of method through the whole call-site protocol:
 // reserve its cost (or apply the call site's policy when the limiter is
 // unavailable), send it under the request timeout, and on a transient

@@ -1,7 +1,6 @@
 package fetch
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 
@@ -42,20 +41,14 @@ func (r *Runner) chart(ctx context.Context, st *runState, category string) error
 		if token != "" {
 			req = req.PageToken(token)
 		}
-		var raw bytes.Buffer
-		resp, err := call(ctx, r, st, callsite.VideosList, func(ctx context.Context) (*youtube.VideoListResponse, error) {
-			raw.Reset()
-			return req.Context(withRawBody(ctx, &raw)).Do()
+		resp, counts, err := callGiven(ctx, r, st, callsite.VideosList, func(ctx context.Context) (*youtube.VideoListResponse, error) {
+			return req.Context(ctx).Do()
 		})
 		if err != nil {
 			return err
 		}
 		if n := len(resp.Items); n > int(pageSize) || rank-1+n > callsite.ChartMax {
 			return fmt.Errorf("page %d of the %s chart is malformed: %d items for maxResults=%d (at most %d videos a chart): nothing of it stored", page+1, run.Region, n, pageSize, callsite.ChartMax)
-		}
-		counts, err := givenCounts(raw.Bytes())
-		if err != nil {
-			return fmt.Errorf("page %d of the %s chart: %w", page+1, run.Region, err)
 		}
 		videos := make([]store.Video, 0, len(resp.Items))
 		for _, it := range resp.Items {

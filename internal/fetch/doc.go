@@ -33,8 +33,9 @@
 //
 // Every API call of steps 4-8 goes through call.go, the call-site protocol:
 // reserve (quota units, or the call site's policy) -> send (request
-// timeout, counted, key redacted) -> classify (quotaExceeded, keyInvalid,
-// videoChartNotFound) -> retry (transient failures, full-jitter backoff,
+// timeout, counted, key redacted) -> refund (only an attempt that provably
+// never left the host) -> classify (the API's error answers,
+// docs/design.md §3) -> retry (transient failures, full-jitter backoff,
 // each attempt reserved again). Call sites, their default charges and
 // policies are declared once, in package callsite.
 package fetch

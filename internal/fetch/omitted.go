@@ -32,6 +32,21 @@ func withRawBody(ctx context.Context, buf *bytes.Buffer) context.Context {
 	return context.WithValue(ctx, rawBodyKey{}, buf)
 }
 
+// callGiven sends a call whose answer carries statistics (see call), and
+// returns with it which counts each video's statistics gave (givenCounts).
+func callGiven[T any](ctx context.Context, r *Runner, st *runState, method string, do func(context.Context) (T, error)) (T, map[string]given, error) {
+	var raw bytes.Buffer
+	resp, err := call(ctx, r, st, method, func(ctx context.Context) (T, error) {
+		raw.Reset()
+		return do(withRawBody(ctx, &raw))
+	})
+	if err != nil {
+		return resp, nil, err
+	}
+	counts, err := givenCounts(raw.Bytes())
+	return resp, counts, err
+}
+
 // given says which statistics counts the API sent for one video.
 type given struct{ views, likes, comments bool }
 

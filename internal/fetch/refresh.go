@@ -2,8 +2,8 @@ package fetch
 
 import (
 	"context"
-	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"google.golang.org/api/youtube/v3"
@@ -44,15 +44,13 @@ func (r *Runner) refreshText(ctx context.Context, st *runState) error {
 		st.log.Warn().Err(err).Msg("text refresh skipped")
 	}
 	refreshed := 0
-	for start := 0; start < len(ids); start += callsite.MaxIDs {
-		batch := ids[start:min(start+callsite.MaxIDs, len(ids))]
+	for batch := range slices.Chunk(ids, callsite.MaxIDs) {
 		req := r.Service.Videos.List([]string{"snippet"}).Id(batch...).MaxResults(callsite.MaxIDs)
 		resp, err := call(ctx, r, st, callsite.VideosListRefresh, func(ctx context.Context) (*youtube.VideoListResponse, error) {
 			return req.Context(ctx).Do()
 		})
 		if err != nil {
-			var cred *CredentialError
-			if ctx.Err() != nil || errors.As(err, &cred) {
+			if stopsRun(ctx, err) {
 				return err
 			}
 			st.note = fmt.Sprintf("text refresh stopped after %d of %d old texts: %v", refreshed, len(ids), err)

@@ -1,11 +1,11 @@
 package fetch
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"time"
 
 	"google.golang.org/api/youtube/v3"
@@ -65,23 +65,14 @@ func (r *Runner) searches(ctx context.Context, st *runState, searches []Search) 
 			}
 		}
 	}
-	for start := 0; start < len(missing); start += callsite.MaxIDs {
-		batch := missing[start:min(start+callsite.MaxIDs, len(missing))]
+	for batch := range slices.Chunk(missing, callsite.MaxIDs) {
 		req := r.Service.Videos.List([]string{"snippet", "contentDetails", "statistics"}).Id(batch...).MaxResults(callsite.MaxIDs)
-		var raw bytes.Buffer
-		resp, err := call(ctx, r, st, callsite.VideosList, func(ctx context.Context) (*youtube.VideoListResponse, error) {
-			raw.Reset()
-			return req.Context(withRawBody(ctx, &raw)).Do()
+		resp, counts, err := callGiven(ctx, r, st, callsite.VideosList, func(ctx context.Context) (*youtube.VideoListResponse, error) {
+			return req.Context(ctx).Do()
 		})
-		if err != nil {
-			warnUnstored(st, all)
-			return err
+		if err == nil && len(resp.Items) > len(batch) {
+			err = fmt.Errorf("videos.list for %d search hits is malformed: %d items: nothing of it stored", len(batch), len(resp.Items))
 		}
-		if len(resp.Items) > len(batch) {
-			warnUnstored(st, all)
-			return fmt.Errorf("videos.list for %d search hits is malformed: %d items: nothing of it stored", len(batch), len(resp.Items))
-		}
-		counts, err := givenCounts(raw.Bytes())
 		if err != nil {
 			warnUnstored(st, all)
 			return err

@@ -1,10 +1,10 @@
 package fetch
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"google.golang.org/api/youtube/v3"
 
@@ -40,26 +40,17 @@ func (r *Runner) sampleStats(ctx context.Context, st *runState) error {
 		return nil
 	}
 	sampled := 0
-	for start := 0; start < len(due); start += callsite.MaxIDs {
-		batch := due[start:min(start+callsite.MaxIDs, len(due))]
+	for batch := range slices.Chunk(due, callsite.MaxIDs) {
 		req := r.Service.Videos.BatchGetStats().Part("statistics", "contentDetails", "snippet").Id(batch...)
-		var raw bytes.Buffer
-		resp, err := call(ctx, r, st, callsite.VideosBatchGetStats, func(ctx context.Context) (*youtube.BatchGetStatsResponse, error) {
-			raw.Reset()
-			return req.Context(withRawBody(ctx, &raw)).Do()
+		resp, counts, err := callGiven(ctx, r, st, callsite.VideosBatchGetStats, func(ctx context.Context) (*youtube.BatchGetStatsResponse, error) {
+			return req.Context(ctx).Do()
 		})
 		if err != nil {
-			var cred *CredentialError
-			if ctx.Err() != nil || errors.As(err, &cred) {
+			if stopsRun(ctx, err) {
 				return err
 			}
 			st.note = fmt.Sprintf("statistics step stopped after %d of %d due videos: %v", sampled, len(due), err)
 			st.log.Warn().Err(err).Int("sampled", sampled).Int("due", len(due)).Msg("statistics step stopped; the chart is stored")
-			return nil
-		}
-		counts, err := givenCounts(raw.Bytes())
-		if err != nil {
-			st.note = fmt.Sprintf("statistics step stopped after %d of %d due videos: %v", sampled, len(due), err)
 			return nil
 		}
 		samples := make([]store.Sample, 0, len(resp.Items))
@@ -67,7 +58,8 @@ func (r *Runner) sampleStats(ctx context.Context, st *runState) error {
 			if it == nil || it.Id == "" || it.Statistics == nil {
 				continue
 			}
-			s := ConvertStat(it)
+			views, likes, comments := it.Statistics.ViewCount, it.Statistics.LikeCount, it.Statistics.CommentCount
+			s := store.Sample{VideoID: it.Id, Views: &views, Likes: &likes, Comments: &comments}
 			clearOmitted(counts, s.VideoID, &s.Views, &s.Likes, &s.Comments)
 			samples = append(samples, s)
 		}
@@ -82,15 +74,10 @@ func (r *Runner) sampleStats(ctx context.Context, st *runState) error {
 	return nil
 }
 
-// ConvertStat maps a videos.batchGetStats item to a store.Sample, like
-// ConvertVideo does for videos.list; a sample without statistics has nil
-// counts. The Go client decodes an omitted count as 0: the call site sets
-// counts the response did not give to nil afterwards (see omitted.go).
-func ConvertStat(it *youtube.VideoStat) store.Sample {
-	s := store.Sample{VideoID: it.Id}
-	if st := it.Statistics; st != nil {
-		views, likes, comments := st.ViewCount, st.LikeCount, st.CommentCount
-		s.Views, s.Likes, s.Comments = &views, &likes, &comments
-	}
-	return s
+// stopsRun reports whether err, which stopped a step that never fails the
+// run (statistics, text refresh), ends the run anyway: a cancelled context
+// or a rejected key.
+func stopsRun(ctx context.Context, err error) bool {
+	var cred *CredentialError
+	return ctx.Err() != nil || errors.As(err, &cred)
 }

@@ -163,12 +163,11 @@ func (s *Server) serveControl(w http.ResponseWriter, r *http.Request) {
 	switch r.Method {
 	case http.MethodGet:
 	case http.MethodPost, http.MethodPut:
-		if err := r.ParseForm(); err != nil {
-			w.WriteHeader(http.StatusBadRequest)
-			_ = json.NewEncoder(w).Encode(map[string]string{"error": err.Error()})
-			return
+		err := r.ParseForm()
+		if err == nil {
+			err = s.SetDate(r.Form.Get("date"))
 		}
-		if err := s.SetDate(r.Form.Get("date")); err != nil {
+		if err != nil {
 			w.WriteHeader(http.StatusBadRequest)
 			_ = json.NewEncoder(w).Encode(map[string]string{"error": err.Error()})
 			return

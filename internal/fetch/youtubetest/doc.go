@@ -22,17 +22,5 @@
 // option.WithAPIKey and sends no key.
 //
 // The command cmd/ytemulator serves a Server on a loopback address for demos; it links
-// this package but not package testing. Files, by what they serve:
-//
-//   - server.go: the Server, New, NewService.
-//   - charts.go: setting and reading charts (SetChart, AddVideos).
-//   - recorded.go: categories, search pages and channels (SetCategories, SetSearchPages,
-//     SetChannels) and their handlers.
-//   - gate.go: the request gate: ServeHTTP, keys, daily limit, costs, call counts, faults.
-//   - response.go: part projection, etags and list/error writing.
-//   - paging.go: page tokens.
-//   - videos.go: videos.list (chart=mostPopular and id lists).
-//   - csv.go, sample.go, errors.go, data.go: recorded CSVs, the synthetic sample, Google's
-//     error bodies, locating the recorded data.
-//   - testing.go: helpers for tests (StartTest, DataDir) without importing package testing.
+// this package but not package testing (the test helpers take the TB interface).
 package youtubetest
