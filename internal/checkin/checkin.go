@@ -11,7 +11,6 @@ package checkin
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
 	"errors"
 	"fmt"
 	"maps"
@@ -21,6 +20,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/rs/zerolog"
 
 	"github.com/trendfetch/trendfetch/internal/store"
@@ -56,7 +56,7 @@ func Begin(rawURL, region string, log zerolog.Logger) *Run {
 	}
 	r := &Run{
 		base:    strings.TrimRight(strings.ReplaceAll(rawURL, RegionPlaceholder, strings.ToLower(region)), "/"),
-		rid:     newUUID(),
+		rid:     uuid.NewString(), // a random (version 4) UUID, as healthchecks.io's rid wants
 		log:     log,
 		started: make(chan error, 1),
 	}
@@ -143,15 +143,6 @@ func Summary(region string, run store.Run, err error) string {
 		b.WriteString("; " + strings.Join(strings.Fields(reason), " "))
 	}
 	return b.String()
-}
-
-// newUUID returns a random (version 4) UUID, as healthchecks.io's rid wants.
-func newUUID() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:])
-	b[6] = b[6]&0x0f | 0x40
-	b[8] = b[8]&0x3f | 0x80
-	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:])
 }
 
 // Secrets returns the parts of a check-in URL to mask in output: the
