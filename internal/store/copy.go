@@ -1,0 +1,282 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// Copied is what Copy wrote into one table: Rows inserted, or updated
+// because the source's row was newer (a run finished, a capture completed,
+// a video's text changed, a channel fetched again since the last copy).
+type Copied struct {
+	Table string `json:"table"`
+	Rows  int64  `json:"rows"`
+}
+
+// copyBatchBytes bounds the JSON one batch carries (one transaction on
+// the destination): memory stays bounded whatever the dataset size.
+const copyBatchBytes = 1 << 20
+
+// copyStep copies one source table. Its rows travel as JSON objects:
+// fields lists them ("name" text, "name:bigint", "name:video" a video
+// referred to by its YouTube id, "name=expr" read from a SQLite expression
+// instead of t.name); from is the SQLite source, aliased t. Each statement
+// of write takes the batch (a JSON array) as ?1 through the batch table b
+// (%[1]s); its rows written are counted under counted[i]. Without write,
+// the rows are inserted and a row already there is updated where newer
+// holds, else kept.
+type copyStep struct {
+	table, fields, from, key, newer string
+	write, counted                  []string
+}
+
+// runID finds the destination run of the source run named by b's fields
+// with prefix p: the same id when the copy kept it (the usual case, one
+// index lookup), else the run with the same natural key.
+func runID(p string) string {
+	same := fmt.Sprintf(`r.region = b.%[1]sregion AND r.started_at = b.%[1]sstarted_at AND r.host = b.%[1]shost
+AND r.pid IS NOT DISTINCT FROM b.%[1]spid AND r.credential = b.%[1]scredential`, p)
+	return fmt.Sprintf(`coalesce((SELECT r.id FROM runs r WHERE r.id = b.%sid AND %s), (SELECT min(r.id) FROM runs r WHERE %s))`, p, same, same)
+}
+
+// keepID is the id column of a copied run or capture: the source's, unless
+// the destination holds another row with that id.
+func keepID(table string) string {
+	return fmt.Sprintf(`CASE WHEN EXISTS (SELECT 1 FROM %[1]s WHERE id = b.id) THEN nextval(pg_get_serial_sequence('%[1]s', 'id')) ELSE b.id END`, table)
+}
+
+const runFields = `credential region started_at finished_at pages:bigint videos:bigint units unmetered:bigint outcome reason
+retry_after_ms:bigint retry_at pid:bigint host calls`
+
+// copySteps is the copy's order: a row's references are copied before it.
+var copySteps = []copyStep{
+	{table: "channels", fields: "id title country subscriber_count:bigint video_count:bigint view_count:bigint fetched_at",
+		from: "channels t", key: "id", newer: "channels.fetched_at < excluded.fetched_at"},
+	{table: "categories", fields: "region id title assignable:bigint fetched_at", from: "categories t",
+		key: "region, id", newer: "categories.fetched_at < excluded.fetched_at"},
+	{table: "category_fetches", fields: "region fetched_at", from: "category_fetches t",
+		key: "region", newer: "category_fetches.fetched_at < excluded.fetched_at"},
+	{table: "store_meta", fields: "key value", from: "store_meta t", key: "key"},
+	// A newer text version updates the video; the destination's trigger
+	// keeps the version it replaces, as a run's change would.
+	{table: "videos", fields: `id title description channel_id channel_title category_id tags published_at duration
+thumbnail_url first_seen_at text_version:bigint text_since text_refreshed_at`, from: "videos t ORDER BY t.rowid", key: "id",
+		newer: "(videos.text_version, coalesce(videos.text_refreshed_at, '')) < (excluded.text_version, coalesce(excluded.text_refreshed_at, ''))"},
+	{table: "video_stats", fields: "video_rowid:video view_count:bigint like_count:bigint comment_count:bigint last_seen_at",
+		from: "video_stats t", key: "video_rowid", newer: "video_stats.last_seen_at < excluded.last_seen_at"},
+	{table: "video_texts", fields: "video:video version:bigint title description channel_title category_id tags thumbnail_url since",
+		from: "video_texts t ORDER BY t.rowid", key: "video, version"},
+	{table: "stats_samples", fields: "video:video sampled_at view_count:bigint like_count:bigint comment_count:bigint",
+		from: "stats_samples t", key: "video, sampled_at"},
+	{table: "runs", fields: "id:bigint " + runFields, from: "runs t ORDER BY t.id", counted: []string{"runs", "runs"}, write: []string{`
+INSERT INTO runs (id, ` + strings.Join(strings.Fields(stripTypes(runFields)), ", ") + `)
+SELECT ` + keepID("runs") + `, ` + prefixed("b.", runFields) + ` FROM %[1]s WHERE ` + runID("") + ` IS NULL`, `
+UPDATE runs r SET (finished_at, pages, videos, units, unmetered, outcome, reason, retry_after_ms, retry_at, calls) =
+    (b.finished_at, b.pages, b.videos, b.units, b.unmetered, b.outcome, b.reason, b.retry_after_ms, b.retry_at, b.calls)
+FROM %[1]s WHERE r.id = ` + runID("") + ` AND r.outcome = 'running' AND b.outcome <> 'running'`}},
+	// A capture travels with its entries (e: rank, video id, views, likes,
+	// comments, text version) and its run's natural key (run_*).
+	{table: "captures", fields: `id:bigint region kind query captured_at complete:bigint e:jsonb=json(t.e) run_id:bigint=r.id
+run_region=r.region run_started_at=r.started_at run_host=r.host run_pid:bigint=r.pid run_credential=r.credential`,
+		from: `(SELECT c.*, (SELECT json_group_array(json_array(e.rank, v.id, e.view_count, e.like_count, e.comment_count, e.text))
+FROM entries e JOIN videos v ON v.rowid = e.video WHERE e.capture_id = c.id) AS e FROM captures c) t
+JOIN runs r ON r.id = t.run_id ORDER BY t.id`,
+		counted: []string{"captures", "captures", "entries"}, write: []string{`
+INSERT INTO captures (id, run_id, region, kind, query, captured_at, complete)
+SELECT ` + keepID("captures") + `, b.run, b.region, b.kind, b.query, b.captured_at, b.complete FROM %[1]s
+WHERE NOT EXISTS (SELECT 1 FROM captures c WHERE ` + sameCapture + `)`, `
+UPDATE captures c SET complete = 1 FROM %[1]s WHERE ` + sameCapture + ` AND c.complete = 0 AND b.complete = 1`, `
+INSERT INTO entries (capture_id, rank, video, view_count, like_count, comment_count, text)
+SELECT c.id, (x.e->>0)::bigint, (SELECT rowid FROM videos WHERE id = x.e->>1), (x.e->>2)::bigint, (x.e->>3)::bigint,
+       (x.e->>4)::bigint, (x.e->>5)::bigint
+FROM %[1]s JOIN captures c ON ` + sameCapture + ` CROSS JOIN LATERAL jsonb_array_elements(b.e) AS x(e)
+ON CONFLICT (capture_id, rank) DO NOTHING`}},
+}
+
+// sameCapture matches captures c to b's capture by its natural key.
+const sameCapture = `c.run_id = b.run AND c.region = b.region AND c.kind = b.kind AND c.query = b.query`
+
+// stripTypes is fields without their types and expressions.
+func stripTypes(fields string) string {
+	var names []string
+	for _, f := range strings.Fields(fields) {
+		names = append(names, strings.FieldsFunc(f, func(r rune) bool { return r == ':' || r == '=' })[0])
+	}
+	return strings.Join(names, " ")
+}
+
+// prefixed is fields' names as p.name, a video as its destination rowid.
+func prefixed(p, fields string) string {
+	var cols []string
+	for _, f := range strings.Fields(fields) {
+		name := strings.Fields(stripTypes(f))[0]
+		if strings.HasPrefix(f, name+":video") {
+			cols = append(cols, "(SELECT rowid FROM videos WHERE id = "+p+name+")")
+		} else {
+			cols = append(cols, p+name)
+		}
+	}
+	return strings.Join(cols, ", ")
+}
+
+// sql returns the step's SQLite query (one JSON object a row) and its
+// PostgreSQL statements.
+func (c copyStep) sql() (read string, write []string) {
+	var obj, rec []string
+	for _, f := range strings.Fields(c.fields) {
+		f, expr, ok := strings.Cut(f, "=")
+		name, typ, _ := strings.Cut(f, ":")
+		if !ok {
+			expr = "t." + name
+		}
+		switch typ {
+		case "":
+			typ = "text"
+		case "video":
+			typ, expr = "text", "(SELECT id FROM videos WHERE rowid = "+expr+")"
+		}
+		obj = append(obj, fmt.Sprintf("'%s', %s", name, expr))
+		rec = append(rec, name+" "+typ)
+	}
+	read = "SELECT json_object(" + strings.Join(obj, ", ") + ") FROM " + c.from
+	batch := "jsonb_to_recordset(?::jsonb) AS b(" + strings.Join(rec, ", ") + ")"
+	if strings.Contains(c.fields, "run_id:") {
+		batch = "(SELECT b.*, " + runID("run_") + " AS run FROM " + batch + ") b"
+	}
+	if c.write == nil {
+		cols := strings.Fields(stripTypes(c.fields))
+		conflict := "DO NOTHING"
+		if c.newer != "" {
+			conflict = fmt.Sprintf("DO UPDATE SET (%s) = ROW(excluded.%s) WHERE %s", strings.Join(cols, ", "),
+				strings.Join(cols, ", excluded."), c.newer)
+		}
+		return read, []string{fmt.Sprintf("INSERT INTO %s (%s) SELECT %s FROM %s ON CONFLICT (%s) %s",
+			c.table, strings.Join(cols, ", "), prefixed("b.", c.fields), batch, c.key, conflict)}
+	}
+	for _, w := range c.write {
+		write = append(write, fmt.Sprintf(w, batch))
+	}
+	return read, write
+}
+
+// CopyFrom copies the SQLite dataset src into this PostgreSQL store:
+// channels, categories and their fetch times, videos with their current
+// text, statistics and older text versions, statistics samples, runs, and
+// captures with their entries, as src holds them in one read snapshot
+// (docs/design.md §10a). Each batch of rows (at most copyBatchBytes of
+// them) is one transaction, so memory stays bounded and an interrupted copy
+// keeps what it wrote.
+//
+// Rows are matched by their natural keys (a video's YouTube id, a run's
+// region, start, host, pid and credential, a capture's run, region, kind
+// and query), so a second copy writes nothing and a copy after more runs
+// writes what they added or changed. Ids that only say which row another
+// refers to (videos.rowid) are mapped; run and capture ids are kept where
+// the destination does not use them for other rows, so that a copy into
+// an empty database exports the same bytes as src (run_id included). Rows
+// src no longer holds (pruned) are not deleted here.
+//
+// It returns the rows written per table, in copy order. Errors: s not
+// PostgreSQL or src not SQLite; database errors, after which a copy can be
+// run again.
+func (s *Store) CopyFrom(ctx context.Context, src *Store) ([]Copied, error) {
+	if !s.pg || src.pg {
+		return nil, errors.New("copy: the source must be a SQLite store and the destination a PostgreSQL one")
+	}
+	tx, err := src.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return nil, fmt.Errorf("cannot read %s: %w", src.path, err)
+	}
+	defer tx.Rollback() //nolint:errcheck // read only
+	var out []Copied
+	for _, c := range copySteps {
+		n, err := s.copyStep(ctx, tx, c)
+		if c.counted == nil {
+			c.counted = []string{c.table}
+		}
+		for i, t := range c.counted {
+			j := slices.IndexFunc(out, func(c Copied) bool { return c.Table == t })
+			if j < 0 {
+				j, out = len(out), append(out, Copied{Table: t})
+			}
+			out[j].Rows += n[i]
+		}
+		if err != nil {
+			return out, fmt.Errorf("cannot copy %s: %w", c.table, err)
+		}
+	}
+	return out, nil
+}
+
+// copyStep streams c's source rows and writes them in batches; it returns
+// the rows each statement wrote.
+func (s *Store) copyStep(ctx context.Context, src *sql.Tx, c copyStep) ([]int64, error) {
+	read, write := c.sql()
+	n := make([]int64, len(write))
+	if strings.HasPrefix(c.fields, "id:bigint") {
+		// Kept ids stay clear of the ids the destination hands out
+		// meanwhile and later: its sequence moves past src's.
+		var max sql.NullInt64
+		if err := src.QueryRowContext(ctx, "SELECT max(id) FROM "+c.table).Scan(&max); err != nil || !max.Valid {
+			return n, err
+		}
+		if _, err := s.db.ExecContext(ctx, `SELECT setval(q, greatest(?, coalesce(pg_sequence_last_value(q), 0)))
+FROM (SELECT pg_get_serial_sequence(?, 'id')::regclass AS q) s`, max.Int64, c.table); err != nil {
+			return n, err
+		}
+	}
+	rows, err := src.QueryContext(ctx, read)
+	if err != nil {
+		return n, err
+	}
+	defer rows.Close()
+	var batch []byte
+	flush := func() error {
+		if len(batch) == 0 {
+			return nil
+		}
+		wrote := make([]int64, len(write))
+		err := s.withTx(ctx, func(tx *sql.Tx) error {
+			for i, w := range write {
+				res, err := tx.ExecContext(ctx, w, string(append(batch, ']')))
+				if err != nil {
+					return err
+				}
+				wrote[i], _ = res.RowsAffected()
+			}
+			return nil
+		})
+		for i := range n {
+			if err == nil {
+				n[i] += wrote[i]
+			}
+		}
+		batch = batch[:0]
+		return err
+	}
+	for rows.Next() {
+		var row sql.RawBytes
+		if err := rows.Scan(&row); err != nil {
+			return n, err
+		}
+		if len(batch) == 0 {
+			batch = append(batch, '[')
+		} else {
+			batch = append(batch, ',')
+		}
+		batch = append(batch, row...)
+		if len(batch) >= copyBatchBytes {
+			if err := flush(); err != nil {
+				return n, err
+			}
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return n, err
+	}
+	return n, flush()
+}
