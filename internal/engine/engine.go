@@ -121,6 +121,31 @@ func (e *Engine) OpenReadStore(ctx context.Context) (store.Backend, error) {
 	return store.OpenReadOnly(ctx, e.cfg.Database)
 }
 
+// CopyFrom copies the SQLite dataset at path into the configured
+// database, which must be PostgreSQL, and returns the rows written per
+// table (store.Store.CopyFrom: a second copy writes nothing). Errors:
+// *SettingError when the database is not a PostgreSQL URL or path holds no
+// trendfetch SQLite database; the stores' errors.
+func (e *Engine) CopyFrom(ctx context.Context, path string) ([]store.Copied, error) {
+	if db := config.Lookup("database"); !store.IsPostgresURL(e.cfg.Database) {
+		return nil, &SettingError{Setting: "database", Err: fmt.Errorf("copy writes into PostgreSQL: set --database, %s or store.url_file to a postgres:// URL", db.Env)}
+	}
+	var none *store.NoDatabaseError
+	src, err := store.OpenReadOnly(ctx, path)
+	if errors.As(err, &none) || store.IsPostgresURL(path) {
+		return nil, &SettingError{Setting: "--from " + path, Err: errors.New("no trendfetch SQLite database there: give the path of its file (trendfetch.db)")}
+	} else if err != nil {
+		return nil, err
+	}
+	defer src.Close()
+	dst, err := store.Open(ctx, e.cfg.Database)
+	if err != nil {
+		return nil, err
+	}
+	defer dst.Close()
+	return dst.CopyFrom(ctx, src)
+}
+
 // OpenLimiter builds the quota limiter of the configuration: the embedded
 // SQLite backend (quota.sqlite.path) or Redis (quota.redis). readOnly
 // opens the embedded backend without creating or migrating anything, for

@@ -1,0 +1,169 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/trendfetch/trendfetch/internal/fetch/youtubetest"
+	"github.com/trendfetch/trendfetch/internal/pgtest"
+	"github.com/trendfetch/trendfetch/internal/store"
+)
+
+// pg is the package's PostgreSQL server, started by the first test that
+// needs it and stopped by TestMain.
+var pg struct {
+	once sync.Once
+	srv  *pgtest.Server
+	err  error
+}
+
+// pgDatabase returns the URL of a fresh database on the package's server;
+// without a server it skips t, or fails it under CI=true.
+func pgDatabase(t *testing.T) string {
+	t.Helper()
+	pg.once.Do(func() { pg.srv, pg.err = pgtest.Start() })
+	return pgtest.Require(t, pg.srv, pg.err).Database(t)
+}
+
+// TestCopyCommand replays four days of the recorded 2017 US and GB charts
+// into SQLite (searches, channels, categories, the statistics step), then
+// `copy` moves them into PostgreSQL: both stores export the same bytes
+// (CSV in both layouts, JSON Lines), a second copy copies nothing, and the
+// URL's password is in no output. Without a PostgreSQL destination, or
+// without a SQLite source, it exits 2 naming the setting.
+func TestCopyCommand(t *testing.T) {
+	data := youtubetest.DataDir(t)
+	emu := youtubetest.New()
+	var dates []string // US's; GB's chart is its latest on or before
+	for _, f := range []string{"GBvideos.csv", "USvideos.csv"} {
+		_, d, err := emu.LoadDaysFile(filepath.Join(data, "kaggle_youtube_new_2017", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		dates = d
+	}
+	read := func(p string) []byte {
+		b, err := os.ReadFile(filepath.Join(data, p))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	if err := emu.SetCategories("", read("rsrishav_trending_2020/US_category_id.json")); err != nil {
+		t.Fatal(err)
+	}
+	if err := emu.SetChannels(read("api_json/pyyoutube__channels_info_multiple.json")); err != nil {
+		t.Fatal(err)
+	}
+	if err := emu.SetSearchPages(read("api_json/pyyoutube__search_search_by_keywords_p1.json"), read("api_json/pyyoutube__search_search_by_keywords_p2.json")); err != nil {
+		t.Fatal(err)
+	}
+	url := emu.StartTest(t)
+	e := newEnv(t)
+	e.vars["YOUTUBE_API_KEY"] = "k"
+	cfg := e.writeConfig("regions: [US, GB]\nsearches:\n  - {q: python, max_pages: 2}\nchannels:\n  enabled: true\n  refresh: 1d\ncategories:\n  enabled: true\n  refresh: 7d\nstats:\n  every: 0s\n")
+	for _, d := range dates[:4] {
+		if err := emu.SetDate(d); err != nil {
+			t.Fatal(err)
+		}
+		if res := e.run("--config", cfg, "--api-endpoint", url, "run", "--all"); res.code != 0 {
+			t.Fatalf("%s: exit %d\n%s", d, res.code, res.stderr)
+		}
+	}
+	src, err := store.OpenReadOnly(context.Background(), e.dbPath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var texts, samples int
+	if err := src.DB().QueryRow(`SELECT (SELECT count(*) FROM video_texts), (SELECT count(*) FROM stats_samples)`).Scan(&texts, &samples); err != nil || texts == 0 || samples == 0 {
+		t.Fatalf("the replay stored %d text versions and %d samples (%v); the test needs both", texts, samples, err)
+	}
+	src.Close()
+
+	const pw = "copy-s3cret"
+	db := strings.Replace(pgDatabase(t), "://trendfetch@", "://trendfetch:"+pw+"@", 1) // trust: any password
+	exports := func(database string) []string {
+		var out []string
+		for _, f := range [][]string{{"--layout", "youtube-new"}, {"--layout", "trending-daily"}, {"--format", "jsonl"}} {
+			args := append([]string{"--config", cfg, "--database", database, "export", "--every", "capture"}, f...)
+			if f[0] == "--layout" {
+				args = append(args, "--region-column")
+			}
+			res := e.run(args...)
+			if res.code != 0 || len(res.stdout) < 100000 {
+				t.Fatalf("export %v: exit %d, %d bytes\n%s", f, res.code, len(res.stdout), res.stderr)
+			}
+			out = append(out, res.stdout)
+		}
+		return out
+	}
+	want := exports(e.dbPath())
+	copied := func() map[string]int64 {
+		res := e.run("--config", cfg, "--database", db, "copy", "--from", e.dbPath(), "--json")
+		if res.code != 0 || strings.Contains(res.stdout+res.rawStderr, pw) {
+			t.Fatalf("copy: exit %d (or the password shows)\n%s%s", res.code, res.stdout, res.rawStderr)
+		}
+		var out struct{ Tables []store.Copied }
+		if err := json.Unmarshal([]byte(res.stdout), &out); err != nil {
+			t.Fatalf("copy --json: %v\n%s", err, res.stdout)
+		}
+		n := map[string]int64{}
+		for _, c := range out.Tables {
+			n[c.Table] = c.Rows
+		}
+		for i, got := range exports(db) {
+			if got != want[i] {
+				t.Fatalf("export %d: PostgreSQL wrote %d bytes, SQLite %d:\n%s", i, len(got), len(want[i]), firstLineDiff(want[i], got))
+			}
+		}
+		return n
+	}
+	n := copied()
+	for _, table := range []string{"channels", "categories", "videos", "video_texts", "stats_samples", "runs", "captures", "entries"} {
+		if n[table] == 0 {
+			t.Errorf("copied no %s: %v", table, n)
+		}
+	}
+	if n["runs"] != 8 || n["video_texts"] != int64(texts) || n["stats_samples"] != int64(samples) {
+		t.Errorf("copied %v; want 8 runs, %d text versions, %d samples", n, texts, samples)
+	}
+	for table, rows := range copied() {
+		if rows != 0 {
+			t.Errorf("the second copy wrote %d rows into %s", rows, table)
+		}
+	}
+	res := e.run("--config", cfg, "--database", db, "copy", "--from", e.dbPath())
+	if res.code != 0 || !strings.Contains(res.stdout, "entries                   0 rows copied") {
+		t.Errorf("copy: exit %d\n%s%s", res.code, res.stdout, res.stderr)
+	}
+
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"copy", "--from", e.dbPath()}, "database: copy writes into PostgreSQL"},
+		{[]string{"--database", db, "copy", "--from", filepath.Join(e.dir, "none.db")}, "--from " + filepath.Join(e.dir, "none.db") + ": no trendfetch SQLite database"},
+		{[]string{"--database", db, "copy"}, "--from: give the SQLite database"},
+	} {
+		res := e.run(append([]string{"--config", cfg}, c.args...)...)
+		if res.code != 2 || !strings.Contains(res.stderr, c.want) || strings.Contains(res.rawStderr, pw) {
+			t.Errorf("%v: exit %d, want 2 and %q\n%s", c.args, res.code, c.want, res.rawStderr)
+		}
+	}
+}
+
+// firstLineDiff shows the first line where a and b differ.
+func firstLineDiff(a, b string) string {
+	al, bl := strings.Split(a, "\n"), strings.Split(b, "\n")
+	for i := range min(len(al), len(bl)) {
+		if al[i] != bl[i] {
+			return "line " + al[i][:min(len(al[i]), 300)] + "\n     " + bl[i][:min(len(bl[i]), 300)]
+		}
+	}
+	return "one is a prefix of the other"
+}
