@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -239,4 +240,47 @@ DELETE FROM category_fetches WHERE region = 'JP'`); err != nil {
 			t.Errorf("%+v export differs after a copy into a shared store:\n%s", f, firstDiff(string(a), string(b)))
 		}
 	}
+}
+
+// BenchmarkCopyToPostgres copies the history fixture (200,000 videos with
+// full text, TRENDFETCH_BENCH_ENTRIES entries, default 10,000,000) into an
+// empty PostgreSQL store: rows written per second over every table, and
+// the Go heap's peak (sampled) against the fixture's size.
+func BenchmarkCopyToPostgres(b *testing.B) {
+	src := openHistory(b)
+	done, peak := make(chan struct{}), make(chan uint64)
+	go func() {
+		var m runtime.MemStats
+		var most uint64
+		for {
+			select {
+			case <-done:
+				peak <- most
+				return
+			case <-time.After(20 * time.Millisecond):
+				runtime.ReadMemStats(&m)
+				most = max(most, m.HeapInuse)
+			}
+		}
+	}()
+	var rows int64
+	var took time.Duration
+	for b.Loop() {
+		b.StopTimer()
+		dst := openPG(b)
+		b.StartTimer()
+		start := time.Now()
+		copied, err := dst.CopyFrom(context.Background(), src)
+		if err != nil {
+			b.Fatal(err)
+		}
+		took += time.Since(start)
+		for _, c := range copied {
+			rows += c.Rows
+			b.Logf("%s: %d rows", c.Table, c.Rows)
+		}
+	}
+	close(done)
+	b.ReportMetric(float64(rows)/took.Seconds(), "rows/s")
+	b.ReportMetric(float64(<-peak)/(1<<20), "MB-heap-peak")
 }
