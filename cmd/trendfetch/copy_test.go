@@ -6,29 +6,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/trendfetch/trendfetch/internal/fetch/youtubetest"
-	"github.com/trendfetch/trendfetch/internal/pgtest"
 	"github.com/trendfetch/trendfetch/internal/store"
 )
-
-// pg is the package's PostgreSQL server, started by the first test that
-// needs it and stopped by TestMain.
-var pg struct {
-	once sync.Once
-	srv  *pgtest.Server
-	err  error
-}
-
-// pgDatabase returns the URL of a fresh database on the package's server;
-// without a server it skips t, or fails it under CI=true.
-func pgDatabase(t *testing.T) string {
-	t.Helper()
-	pg.once.Do(func() { pg.srv, pg.err = pgtest.Start() })
-	return pgtest.Require(t, pg.srv, pg.err).Database(t)
-}
 
 // TestCopyCommand replays four days of the recorded 2017 US and GB charts
 // into SQLite (searches, channels, categories, the statistics step), then
@@ -86,7 +68,8 @@ func TestCopyCommand(t *testing.T) {
 	src.Close()
 
 	const pw = "copy-s3cret"
-	db := strings.Replace(pgDatabase(t), "://trendfetch@", "://trendfetch:"+pw+"@", 1) // trust: any password
+	_, pgURL := pgDatabase(t)
+	db := strings.Replace(pgURL, "://trendfetch@", "://trendfetch:"+pw+"@", 1) // trust: any password
 	exports := func(database string) []string {
 		var out []string
 		for _, f := range [][]string{{"--layout", "youtube-new"}, {"--layout", "trending-daily"}, {"--format", "jsonl"}} {
