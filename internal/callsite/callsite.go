@@ -5,12 +5,8 @@
 // sends. Config defaults and checks, plan, the fetch pipeline and the
 // emulator all read the rows.
 //
-// Adding a call site is one row plus its handler:
-//  1. a name constant and a row in sites (Calls and Why say when and how
-//     often a run sends it; a new setting it depends on goes into Use and
-//     config's Use);
-//  2. the fetch step that sends it through fetch's call;
-//  3. the emulator's answer, in the switch of its ServeHTTP.
+// Adding a call site is one row plus its handler (docs/design.md, "Adding
+// a call site", lists the steps).
 //
 // Sources: YouTube Data API "determine quota cost" page and revision history
 // of 2026-06-01 and 2026-06-03, as summarised in docs/design.md §3 and §4.

@@ -51,24 +51,8 @@ var Outcomes = []store.Outcome{store.OutcomeSuccess, store.OutcomeSuccessUnmeter
 // New registers the collectors. quotaReader (may be nil: no quota metrics)
 // is asked for each of credentials at every scrape, with scrapeTimeout
 // (default 5s) per credential. The per-region series of regions start at 0.
-//
-// Metrics (units are quota units unless named otherwise):
-//
-//	trendfetch_quota_used_units{credential,bucket}        gauge, sum in the current window
-//	trendfetch_quota_remaining_units{credential,bucket}   gauge, limit - used, >= 0
-//	trendfetch_quota_limit_units{credential,bucket}       gauge
-//	trendfetch_quota_window_seconds{credential,bucket}    gauge, 0 for a calendar (Pacific day) bucket
-//	trendfetch_quota_used_today_units{credential,bucket}  gauge, since the last Pacific midnight
-//	trendfetch_quota_backend_up{credential,backend}       gauge, 1 when the limiter answered
-//	trendfetch_quota_exhausted_until_timestamp_seconds{credential}  gauge, Unix time of an upstream exhaustion marker, 0 if none
-//	trendfetch_runs_total{region,outcome}                 counter
-//	trendfetch_run_duration_seconds{region}               histogram
-//	trendfetch_last_success_timestamp_seconds{region}     gauge, Unix time a run last succeeded (read from the database with ReadLastSuccess; 0: never)
-//	trendfetch_units_spent_total{credential,bucket}       counter, units reserved by finished runs
-//	trendfetch_unmetered_calls_total{credential}          counter, calls sent fail-open without the limiter
-//	trendfetch_api_calls_total{method,status}             counter, status "0" when no HTTP answer arrived
-//	trendfetch_api_call_duration_seconds{method}          histogram
-//	trendfetch_build_info{version,goversion}              gauge, 1 (SetBuildInfo)
+// The metrics, their labels and units are listed in docs/operations.md
+// ("Metrics"); each one's Help below says what it counts.
 func New(quotaReader StatusReader, credentials, regions []string, scrapeTimeout time.Duration) *Metrics {
 	if scrapeTimeout <= 0 {
 		scrapeTimeout = 5 * time.Second
