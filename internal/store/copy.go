@@ -25,10 +25,10 @@ const copyBatchBytes = 1 << 20
 // fields lists them ("name" text, "name:bigint", "name:video" a video
 // referred to by its YouTube id, "name=expr" read from a SQLite expression
 // instead of t.name); from is the SQLite source, aliased t. Each statement
-// of write takes the batch (a JSON array) as ?1 through the batch table b
-// (%[1]s); its rows written are counted under counted[i]. Without write,
-// the rows are inserted and a row already there is updated where newer
-// holds, else kept.
+// of write takes the batch (a JSON array) as ?1 (see sql); the rows it
+// writes are counted under counted[i]. Without write, the rows are
+// inserted, and a row already there (key) is updated where newer holds,
+// else kept.
 type copyStep struct {
 	table, fields, from, key, newer string
 	write, counted                  []string
@@ -42,15 +42,6 @@ func runID(p string) string {
 AND r.pid IS NOT DISTINCT FROM b.%[1]spid AND r.credential = b.%[1]scredential`, p)
 	return fmt.Sprintf(`coalesce((SELECT r.id FROM runs r WHERE r.id = b.%sid AND %s), (SELECT min(r.id) FROM runs r WHERE %s))`, p, same, same)
 }
-
-// keepID is the id column of a copied run or capture: the source's, unless
-// the destination holds another row with that id.
-func keepID(table string) string {
-	return fmt.Sprintf(`CASE WHEN EXISTS (SELECT 1 FROM %[1]s WHERE id = b.id) THEN nextval(pg_get_serial_sequence('%[1]s', 'id')) ELSE b.id END`, table)
-}
-
-const runFields = `credential region started_at finished_at pages:bigint videos:bigint units unmetered:bigint outcome reason
-retry_after_ms:bigint retry_at pid:bigint host calls`
 
 // copySteps is the copy's order: a row's references are copied before it.
 var copySteps = []copyStep{
@@ -72,9 +63,10 @@ thumbnail_url first_seen_at text_version:bigint text_since text_refreshed_at`, f
 		from: "video_texts t ORDER BY t.rowid", key: "video, version"},
 	{table: "stats_samples", fields: "video:video sampled_at view_count:bigint like_count:bigint comment_count:bigint",
 		from: "stats_samples t", key: "video, sampled_at"},
-	{table: "runs", fields: "id:bigint " + runFields, from: "runs t ORDER BY t.id", counted: []string{"runs", "runs"}, write: []string{`
-INSERT INTO runs (id, ` + strings.Join(strings.Fields(stripTypes(runFields)), ", ") + `)
-SELECT ` + keepID("runs") + `, ` + prefixed("b.", runFields) + ` FROM %[1]s WHERE ` + runID("") + ` IS NULL`, `
+	{table: "runs", fields: `id:bigint credential region started_at finished_at pages:bigint videos:bigint units unmetered:bigint
+outcome reason retry_after_ms:bigint retry_at pid:bigint host calls`, from: "runs t ORDER BY t.id",
+		counted: []string{"runs", "runs"}, write: []string{`
+INSERT INTO runs (%[2]s) SELECT %[3]s FROM %[1]s WHERE ` + runID("") + ` IS NULL`, `
 UPDATE runs r SET (finished_at, pages, videos, units, unmetered, outcome, reason, retry_after_ms, retry_at, calls) =
     (b.finished_at, b.pages, b.videos, b.units, b.unmetered, b.outcome, b.reason, b.retry_after_ms, b.retry_at, b.calls)
 FROM %[1]s WHERE r.id = ` + runID("") + ` AND r.outcome = 'running' AND b.outcome <> 'running'`}},
@@ -87,7 +79,7 @@ FROM entries e JOIN videos v ON v.rowid = e.video WHERE e.capture_id = c.id) AS 
 JOIN runs r ON r.id = t.run_id ORDER BY t.id`,
 		counted: []string{"captures", "captures", "entries"}, write: []string{`
 INSERT INTO captures (id, run_id, region, kind, query, captured_at, complete)
-SELECT ` + keepID("captures") + `, b.run, b.region, b.kind, b.query, b.captured_at, b.complete FROM %[1]s
+SELECT %[4]s, b.run, b.region, b.kind, b.query, b.captured_at, b.complete FROM %[1]s
 WHERE NOT EXISTS (SELECT 1 FROM captures c WHERE ` + sameCapture + `)`, `
 UPDATE captures c SET complete = 1 FROM %[1]s WHERE ` + sameCapture + ` AND c.complete = 0 AND b.complete = 1`, `
 INSERT INTO entries (capture_id, rank, video, view_count, like_count, comment_count, text)
@@ -100,47 +92,31 @@ ON CONFLICT (capture_id, rank) DO NOTHING`}},
 // sameCapture matches captures c to b's capture by its natural key.
 const sameCapture = `c.run_id = b.run AND c.region = b.region AND c.kind = b.kind AND c.query = b.query`
 
-// stripTypes is fields without their types and expressions.
-func stripTypes(fields string) string {
-	var names []string
-	for _, f := range strings.Fields(fields) {
-		names = append(names, strings.FieldsFunc(f, func(r rune) bool { return r == ':' || r == '=' })[0])
-	}
-	return strings.Join(names, " ")
-}
-
-// prefixed is fields' names as p.name, a video as its destination rowid.
-func prefixed(p, fields string) string {
-	var cols []string
-	for _, f := range strings.Fields(fields) {
-		name := strings.Fields(stripTypes(f))[0]
-		if strings.HasPrefix(f, name+":video") {
-			cols = append(cols, "(SELECT rowid FROM videos WHERE id = "+p+name+")")
-		} else {
-			cols = append(cols, p+name)
-		}
-	}
-	return strings.Join(cols, ", ")
-}
-
 // sql returns the step's SQLite query (one JSON object a row) and its
-// PostgreSQL statements.
+// PostgreSQL statements. Each statement is given the batch table (%[1]s),
+// the fields' names (%[2]s), what the batch gives each column (%[3]s: b.name,
+// a video's rowid, an id kept where free) and the kept id alone (%[4]s).
 func (c copyStep) sql() (read string, write []string) {
-	var obj, rec []string
+	var names, sel, obj, rec []string
+	keep := fmt.Sprintf(`CASE WHEN EXISTS (SELECT 1 FROM %[1]s WHERE id = b.id)
+THEN nextval(pg_get_serial_sequence('%[1]s', 'id')) ELSE b.id END`, c.table)
 	for _, f := range strings.Fields(c.fields) {
 		f, expr, ok := strings.Cut(f, "=")
 		name, typ, _ := strings.Cut(f, ":")
 		if !ok {
 			expr = "t." + name
 		}
-		switch typ {
-		case "":
+		col := "b." + name
+		switch {
+		case typ == "":
 			typ = "text"
-		case "video":
-			typ, expr = "text", "(SELECT id FROM videos WHERE rowid = "+expr+")"
+		case typ == "video":
+			typ, expr, col = "text", "(SELECT id FROM videos WHERE rowid = "+expr+")", "(SELECT rowid FROM videos WHERE id = b."+name+")"
+		case f == "id:bigint":
+			col = keep
 		}
-		obj = append(obj, fmt.Sprintf("'%s', %s", name, expr))
-		rec = append(rec, name+" "+typ)
+		names, sel = append(names, name), append(sel, col)
+		obj, rec = append(obj, "'"+name+"', "+expr), append(rec, name+" "+typ)
 	}
 	read = "SELECT json_object(" + strings.Join(obj, ", ") + ") FROM " + c.from
 	batch := "jsonb_to_recordset(?::jsonb) AS b(" + strings.Join(rec, ", ") + ")"
@@ -148,17 +124,14 @@ func (c copyStep) sql() (read string, write []string) {
 		batch = "(SELECT b.*, " + runID("run_") + " AS run FROM " + batch + ") b"
 	}
 	if c.write == nil {
-		cols := strings.Fields(stripTypes(c.fields))
 		conflict := "DO NOTHING"
 		if c.newer != "" {
-			conflict = fmt.Sprintf("DO UPDATE SET (%s) = ROW(excluded.%s) WHERE %s", strings.Join(cols, ", "),
-				strings.Join(cols, ", excluded."), c.newer)
+			conflict = "DO UPDATE SET (%[2]s) = ROW(excluded." + strings.Join(names, ", excluded.") + ") WHERE " + c.newer
 		}
-		return read, []string{fmt.Sprintf("INSERT INTO %s (%s) SELECT %s FROM %s ON CONFLICT (%s) %s",
-			c.table, strings.Join(cols, ", "), prefixed("b.", c.fields), batch, c.key, conflict)}
+		c.write = []string{"INSERT INTO " + c.table + " (%[2]s) SELECT %[3]s FROM %[1]s ON CONFLICT (" + c.key + ") " + conflict}
 	}
 	for _, w := range c.write {
-		write = append(write, fmt.Sprintf(w, batch))
+		write = append(write, fmt.Sprintf(w, batch, strings.Join(names, ", "), strings.Join(sel, ", "), keep))
 	}
 	return read, write
 }
