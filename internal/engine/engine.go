@@ -130,10 +130,14 @@ func (e *Engine) CopyFrom(ctx context.Context, path string) ([]store.Copied, err
 	if db := config.Lookup("database"); !store.IsPostgresURL(e.cfg.Database) {
 		return nil, &SettingError{Setting: "database", Err: fmt.Errorf("copy writes into PostgreSQL: set --database, %s or store.url_file to a postgres:// URL", db.Env)}
 	}
+	noSource := &SettingError{Setting: "--from " + path, Err: errors.New("no trendfetch SQLite database there: give the path of its file (trendfetch.db)")}
+	if store.IsPostgresURL(path) {
+		return nil, noSource
+	}
 	var none *store.NoDatabaseError
 	src, err := store.OpenReadOnly(ctx, path)
-	if errors.As(err, &none) || store.IsPostgresURL(path) {
-		return nil, &SettingError{Setting: "--from " + path, Err: errors.New("no trendfetch SQLite database there: give the path of its file (trendfetch.db)")}
+	if errors.As(err, &none) {
+		return nil, noSource
 	} else if err != nil {
 		return nil, err
 	}
