@@ -132,6 +132,7 @@ func TestCopyCommand(t *testing.T) {
 		{[]string{"copy", "--from", e.dbPath()}, "database: copy writes into PostgreSQL"},
 		{[]string{"--database", db, "copy", "--from", filepath.Join(e.dir, "none.db")}, "--from " + filepath.Join(e.dir, "none.db") + ": no trendfetch SQLite database"},
 		{[]string{"--database", db, "copy"}, "--from: give the SQLite database"},
+		{[]string{"--database", db, "copy", "--from", db}, "--from: copy reads a SQLite file"},
 	} {
 		res := e.run(append([]string{"--config", cfg}, c.args...)...)
 		if res.code != 2 || !strings.Contains(res.stderr, c.want) || strings.Contains(res.rawStderr, pw) {

@@ -130,14 +130,13 @@ func (e *Engine) CopyFrom(ctx context.Context, path string) ([]store.Copied, err
 	if db := config.Lookup("database"); !store.IsPostgresURL(e.cfg.Database) {
 		return nil, &SettingError{Setting: "database", Err: fmt.Errorf("copy writes into PostgreSQL: set --database, %s or store.url_file to a postgres:// URL", db.Env)}
 	}
-	noSource := &SettingError{Setting: "--from " + path, Err: errors.New("no trendfetch SQLite database there: give the path of its file (trendfetch.db)")}
-	if store.IsPostgresURL(path) {
-		return nil, noSource
+	if store.IsPostgresURL(path) { // not echoed: it may hold a password
+		return nil, &SettingError{Setting: "--from", Err: errors.New("copy reads a SQLite file, not a PostgreSQL URL")}
 	}
 	var none *store.NoDatabaseError
 	src, err := store.OpenReadOnly(ctx, path)
 	if errors.As(err, &none) {
-		return nil, noSource
+		return nil, &SettingError{Setting: "--from " + path, Err: errors.New("no trendfetch SQLite database there: give the path of its file (trendfetch.db)")}
 	} else if err != nil {
 		return nil, err
 	}
