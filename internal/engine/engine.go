@@ -111,14 +111,32 @@ func (e *SettingError) Unwrap() error { return e.Err }
 // creating and migrating it as needed. This and OpenReadStore are the one
 // place the store is chosen.
 func (e *Engine) OpenStore(ctx context.Context) (store.Backend, error) {
-	return store.Open(ctx, e.cfg.Database)
+	st, err := store.Open(ctx, e.cfg.Database)
+	return st, e.storeError(err)
 }
 
 // OpenReadStore opens the configured database read-only: it creates and
 // migrates nothing, and write methods fail. A database that does not exist
 // is a *store.NoDatabaseError.
 func (e *Engine) OpenReadStore(ctx context.Context) (store.Backend, error) {
-	return store.OpenReadOnly(ctx, e.cfg.Database)
+	st, err := store.OpenReadOnly(ctx, e.cfg.Database)
+	return st, e.storeError(err)
+}
+
+// storeError names the setting that gave a PostgreSQL URL that cannot be
+// used (*store.URLError) in a *SettingError: store.url_file when set, else
+// database with its flag and environment variable.
+func (e *Engine) storeError(err error) error {
+	var ue *store.URLError
+	if !errors.As(err, &ue) {
+		return err
+	}
+	setting := "store.url_file " + e.cfg.Store.URLFile
+	if e.cfg.Store.URLFile == "" {
+		s := config.Lookup("database")
+		setting = fmt.Sprintf("%s (--%s, %s)", s.Key, s.Flag, s.Env)
+	}
+	return &SettingError{Setting: setting, Err: ue}
 }
 
 // CopyFrom copies the SQLite dataset at path into the configured

@@ -80,7 +80,12 @@ func (e *Engine) OpenRunner(ctx context.Context) (*Runner, error) {
 		}
 		set.TextRefreshPerDay = p.RefreshCalls(c.Store.RefreshPerDay)
 	}
+	storeName := "SQLite"
+	if store.IsPostgresURL(c.Database) {
+		storeName = "PostgreSQL"
+	}
 	return &Runner{e: e, store: st, limiter: lim, fetch: &fetch.Runner{
+		StoreName:  storeName,
 		Service:    svc,
 		Limiter:    lim,
 		Store:      st,

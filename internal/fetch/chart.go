@@ -60,7 +60,7 @@ func (r *Runner) chart(ctx context.Context, st *runState, category string) error
 			videos = append(videos, v)
 		}
 		if err := r.save(ctx, st, kind, query, rank, videos); err != nil {
-			return fmt.Errorf("cannot store page %d of the %s chart: %w", page+1, run.Region, err)
+			return r.lost(st, fmt.Errorf("cannot store page %d of the %s chart: %w", page+1, run.Region, err))
 		}
 		rank += len(videos)
 		st.log.Debug().Int("page", page+1).Int("videos", len(videos)).Str("category", category).Msg("chart page stored")
@@ -91,6 +91,7 @@ func (r *Runner) save(ctx context.Context, st *runState, kind, query string, fir
 	}
 	st.run.Pages++
 	st.run.Videos += len(videos)
+	st.stored()
 	return nil
 }
 
@@ -99,7 +100,8 @@ func (r *Runner) save(ctx context.Context, st *runState, kind, query string, fir
 func (r *Runner) complete(ctx context.Context, st *runState, kind, query string) error {
 	r.scrubTexts(&query) // as save stored it
 	if err := r.Store.CompleteCapture(context.WithoutCancel(ctx), st.run.ID, st.run.Region, kind, query, r.now()); err != nil {
-		return fmt.Errorf("cannot store the end of the %s %s list: %w", st.run.Region, kind, err)
+		return r.lost(st, fmt.Errorf("cannot store the end of the %s %s list: %w", st.run.Region, kind, err))
 	}
+	st.stored()
 	return nil
 }

@@ -35,7 +35,11 @@ func (r *Runner) categories(ctx context.Context, st *runState) error {
 		cats = append(cats, store.Category{ID: c.Id, Title: c.Snippet.Title, Assignable: c.Snippet.Assignable})
 	}
 	r.scrubTexts(cats)
-	return r.Store.UpsertCategories(context.WithoutCancel(ctx), st.run.Region, cats, r.now())
+	if err := r.Store.UpsertCategories(context.WithoutCancel(ctx), st.run.Region, cats, r.now()); err != nil {
+		return r.lost(st, fmt.Errorf("cannot store categories: %w", err))
+	}
+	st.stored()
+	return nil
 }
 
 // channels sends channels.list id= for the channels of this run's videos
@@ -97,7 +101,8 @@ func (r *Runner) channelBatch(ctx context.Context, st *runState, ids []string) e
 	}
 	r.scrubTexts(chans)
 	if err := r.Store.UpsertChannels(context.WithoutCancel(ctx), chans, r.now()); err != nil {
-		return fmt.Errorf("cannot store channels: %w", err)
+		return r.lost(st, fmt.Errorf("cannot store channels: %w", err))
 	}
+	st.stored()
 	return nil
 }

@@ -78,6 +78,9 @@ type Runner struct {
 	OnCall func(method string, status int, latency time.Duration)
 	// OnRun, when set, is told of every finished run record.
 	OnRun func(run store.Run)
+	// StoreName names the store in errors: "PostgreSQL" or "SQLite"
+	// (default "the store").
+	StoreName string
 	// Scrub, when set, removes secrets from every text the run stores: its
 	// reason (an upstream error body may echo the request URL, key
 	// included) and each string of what the API returned (videos, channels,
@@ -135,6 +138,31 @@ type runState struct {
 	// note is kept as the run's reason when it otherwise has none: a step
 	// that stopped without failing the run (the statistics step).
 	note string
+	// storedUnits is the sum of run.Units at the run's last stored write.
+	storedUnits int64
+}
+
+// spent is the sum of the run's units over its buckets.
+func (st *runState) spent() int64 {
+	var n int64
+	for _, u := range st.run.Units {
+		n += u
+	}
+	return n
+}
+
+// stored notes a stored write of what the run fetched: the units spent so
+// far are kept.
+func (st *runState) stored() { st.storedUnits = st.spent() }
+
+// lost is the *StoreError of a failed write of what the run fetched: the
+// units spent since its last stored write are spent and not stored.
+func (r *Runner) lost(st *runState, err error) error {
+	name := r.StoreName
+	if name == "" {
+		name = "the store"
+	}
+	return &StoreError{Store: name, Region: st.run.Region, Units: st.spent() - st.storedUnits, Err: err}
 }
 
 func (st *runState) remember(v store.Video) {
@@ -172,6 +200,35 @@ func (e *StopError) Error() string {
 	}
 	return msg
 }
+
+// StoreError reports that the store failed while a run was storing what it
+// had fetched (PostgreSQL lost mid-run, a disk error). What was stored
+// before is kept; the run stops. Units is what the run spent since its
+// last stored write, answers now lost: at most the page in flight and its
+// retries (docs/design.md §10a). The CLI exits 1.
+type StoreError struct {
+	Store, Region string
+	Units         int64
+	// RecordLost is set when the run record could not be finished either:
+	// it stays running until the region's next run marks it abandoned.
+	RecordLost bool
+	Err        error
+}
+
+func (e *StoreError) Error() string {
+	unit := "units"
+	if e.Units == 1 {
+		unit = "unit"
+	}
+	msg := fmt.Sprintf("%s lost mid-run: %d %s spent, not stored; region %s: %v", e.Store, e.Units, unit, e.Region, e.Err)
+	if e.RecordLost {
+		msg += "; the run record stays running until the region's next run marks it abandoned"
+	}
+	return msg
+}
+
+// Unwrap returns the store's error.
+func (e *StoreError) Unwrap() error { return e.Err }
 
 // CredentialError reports that the API rejected the credential's key
 // (keyInvalid / API_KEY_INVALID). It names the credential, never the key.
@@ -260,6 +317,11 @@ func (r *Runner) Run(ctx context.Context, region string) (store.Run, error) {
 	}
 	// The record must be written even when ctx was cancelled by a signal.
 	if err := r.Store.FinishRun(context.WithoutCancel(ctx), run); err != nil {
+		var lost *StoreError
+		if errors.As(runErr, &lost) {
+			lost.RecordLost = true
+			return run, runErr
+		}
 		return run, errors.Join(runErr, fmt.Errorf("cannot record run end: %w", err))
 	}
 	if r.OnRun != nil {

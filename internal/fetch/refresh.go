@@ -65,8 +65,9 @@ func (r *Runner) refreshText(ctx context.Context, st *runState) error {
 		}
 		r.scrubTexts(vs)
 		if err := r.Store.RefreshText(context.WithoutCancel(ctx), vs, r.now()); err != nil {
-			return fmt.Errorf("cannot store refreshed text: %w", err)
+			return r.lost(st, fmt.Errorf("cannot store refreshed text: %w", err))
 		}
+		st.stored()
 		refreshed += len(vs)
 	}
 	rep, err := r.Store.ApplyCutoffs(context.WithoutCancel(ctx), time.Time{}, before, false)

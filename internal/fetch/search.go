@@ -125,13 +125,13 @@ func (r *Runner) saveHits(ctx context.Context, st *runState, h searchHits) error
 			videos = append(videos, v)
 		}
 		if err := r.save(ctx, st, store.KindSearch, h.q, first+1, videos); err != nil {
-			return err
+			return r.lost(st, fmt.Errorf("cannot store search %q: %w", h.q, err))
 		}
 		saved = true
 	}
 	if !saved {
 		if err := r.save(ctx, st, store.KindSearch, h.q, 1, nil); err != nil {
-			return err
+			return r.lost(st, fmt.Errorf("cannot store search %q: %w", h.q, err))
 		}
 	}
 	switch {

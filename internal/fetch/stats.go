@@ -64,8 +64,9 @@ func (r *Runner) sampleStats(ctx context.Context, st *runState) error {
 			samples = append(samples, s)
 		}
 		if _, err := r.Store.SaveSamples(context.WithoutCancel(ctx), samples, r.now()); err != nil {
-			return fmt.Errorf("cannot store statistics of %s: %w", st.run.Region, err)
+			return r.lost(st, fmt.Errorf("cannot store statistics of %s: %w", st.run.Region, err))
 		}
+		st.stored()
 		sampled += len(batch)
 	}
 	if len(due) > 0 {

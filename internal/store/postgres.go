@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	neturl "net/url"
 	"sort"
 	"strconv"
 	"strings"
@@ -48,8 +49,7 @@ const migrationLockKey = 0x7472656e64666574
 func openPostgres(ctx context.Context, url string, readOnly bool) (*Store, error) {
 	cfg, err := pgx.ParseConfig(url)
 	if err != nil {
-		// pgx's parse errors quote the URL, password included.
-		return nil, errors.New("cannot parse the PostgreSQL database URL: want postgres://user:password@host:port/dbname?sslmode=verify-full")
+		return nil, urlError(err)
 	}
 	if readOnly {
 		cfg.RuntimeParams["default_transaction_read_only"] = "on"
@@ -86,6 +86,30 @@ func openPostgres(ctx context.Context, url string, readOnly bool) (*Store, error
 		return fail(&SchemaVersionError{Path: name, Have: have, Want: want})
 	}
 	return &Store{db: db, path: name, pg: true}, nil
+}
+
+// URLError is a PostgreSQL URL that cannot be used as written (a bad port,
+// an unknown sslmode, a bad %-escape, an sslrootcert file that cannot be
+// read): a configuration error. Reason never quotes the URL.
+type URLError struct{ Reason string }
+
+// Error is "the PostgreSQL URL ...: REASON; want ...".
+func (e *URLError) Error() string {
+	return "the PostgreSQL URL cannot be used: " + e.Reason + "; fix it as postgres://user:password@host:5432/dbname?sslmode=verify-full&sslrootcert=/path/ca.pem (special characters in the password %-escaped)"
+}
+
+// urlError is pgx's parse error without the URL it quotes: pgx's own
+// message and cause, a *url.Error reduced to its cause.
+func urlError(err error) *URLError {
+	msg := err.Error()
+	if i := strings.LastIndex(msg, "`: "); i >= 0 {
+		msg = msg[i+3:]
+	}
+	var ue *neturl.Error
+	if errors.As(err, &ue) {
+		msg = strings.Replace(msg, ue.Error(), ue.Err.Error(), 1)
+	}
+	return &URLError{Reason: msg}
 }
 
 // postgresVersion is the highest applied migration, 0 with no schema.

@@ -1,0 +1,250 @@
+package main
+
+// Process-level tests of the PostgreSQL store's faults and secrets (issue
+// 30 item 6, docs/design.md §10a): malformed URLs, TLS settings, a server
+// lost mid-run, the password masked everywhere.
+
+import (
+	"context"
+	"io"
+	"net"
+	"net/http"
+	neturl "net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/trendfetch/trendfetch/internal/fetch/youtubetest"
+	"github.com/trendfetch/trendfetch/internal/pgtest"
+	"github.com/trendfetch/trendfetch/internal/store"
+)
+
+// pg is the package's PostgreSQL server, started by the first test that
+// asks for a database (pgDatabase) and stopped by TestMain.
+var pg struct {
+	once sync.Once
+	srv  *pgtest.Server
+	err  error
+}
+
+// pgDatabase returns the URL of an empty database for t on the package's
+// server; t is skipped without PostgreSQL, failed under CI=true.
+func pgDatabase(t *testing.T) string {
+	t.Helper()
+	pg.once.Do(func() { pg.srv, pg.err = pgtest.Start() })
+	return pgtest.Require(t, pg.srv, pg.err).Database(t)
+}
+
+// TestPostgresMalformedURL: a PostgreSQL URL that cannot be used as
+// written (bad port, unknown sslmode, bad %-escape, an sslrootcert that
+// cannot be read) is a configuration error: exit 2 before any reservation,
+// one line naming the setting that gave it and how to write it, never the
+// password.
+func TestPostgresMalformedURL(t *testing.T) {
+	emu, url, e := sampleEnv(t, "US")
+	const pw = "pg-s3cret-pw"
+	missing := filepath.Join(e.dir, "no-such-ca.pem")
+	e.vars["TRENDFETCH_QUOTA_DB"] = filepath.Join(e.dir, "quota.db") // whatever the database
+	cases := []struct{ name, db, want string }{
+		{"port", "postgres://tf:" + pw + "@127.0.0.1:99999/trendfetch", "invalid port"},
+		{"sslmode", "postgres://tf:" + pw + "@127.0.0.1:5432/trendfetch?sslmode=sometimes", "sslmode is invalid"},
+		{"escape", "postgres://tf:" + pw + "%ZZ@127.0.0.1:5432/trendfetch", "invalid percent-encoded token in password"},
+		{"sslrootcert", "postgres://tf:" + pw + "@127.0.0.1:5432/trendfetch?sslmode=verify-full&sslrootcert=" + missing, "unable to read CA file"},
+		{"timeout", "postgresql://tf@127.0.0.1/trendfetch?password=" + pw + "&connect_timeout=soon", "invalid connect_timeout"},
+	}
+	urlFile := filepath.Join(e.dir, "pg-url")
+	fileCfg := e.writeConfig("store:\n  url_file: " + urlFile + "\n")
+	for _, c := range cases {
+		for _, how := range []string{"flag", "env", "url_file"} {
+			var global []string
+			setting := "database (--database, TRENDFETCH_DATABASE): "
+			switch how {
+			case "flag":
+				global = []string{"--database", c.db}
+			case "env":
+				e.vars["TRENDFETCH_DATABASE"] = c.db
+			case "url_file":
+				if err := os.WriteFile(urlFile, []byte(c.db+"\n"), 0o600); err != nil {
+					t.Fatal(err)
+				}
+				global = []string{"--config", fileCfg}
+				setting = "store.url_file " + urlFile + ": "
+			}
+			for _, args := range [][]string{{"--api-endpoint", url, "run", "--region", "US"}, {"search", "x"}} {
+				res := e.runBounded(60*time.Second, append(global, args...)...)
+				assertNoPanic(t, res.stderr)
+				line := lastLine(res.stderr)
+				if res.code != 2 || !strings.HasPrefix(line, "trendfetch: "+setting+"the PostgreSQL URL cannot be used: ") ||
+					!strings.Contains(line, c.want) || !strings.Contains(line, "fix it as postgres://") {
+					t.Errorf("%s by %s, %s: exit %d, want 2 and one line naming %q and %q\n%s", c.name, how, args[len(args)-2], res.code, setting, c.want, res.stderr)
+				}
+				if strings.Contains(res.rawStderr, pw) {
+					t.Errorf("%s by %s: the password reached the output:\n%s", c.name, how, res.rawStderr)
+				}
+			}
+			delete(e.vars, "TRENDFETCH_DATABASE")
+		}
+	}
+	if u := emu.Units("k"); u != 0 {
+		t.Errorf("the API charged %d units", u)
+	}
+	if used := bucketUsed(quotaStatus(t, e), "units"); used != 0 {
+		t.Errorf("quota used %d units, want 0 (no reservation)", used)
+	}
+}
+
+// pgProxy forwards loopback TCP connections to a PostgreSQL server until
+// cut: then every connection it carried is closed and new ones are
+// refused, as when the server's host goes away.
+type pgProxy struct {
+	l      net.Listener
+	target string
+	mu     sync.Mutex
+	conns  []net.Conn
+	gone   bool
+}
+
+// proxied starts a proxy to the server of db and returns it and db's URL
+// through it.
+func proxied(t *testing.T, db string) (*pgProxy, string) {
+	t.Helper()
+	u, err := neturl.Parse(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &pgProxy{l: l, target: u.Host}
+	t.Cleanup(p.cut)
+	go p.serve()
+	u.Host = l.Addr().String()
+	return p, u.String()
+}
+
+func (p *pgProxy) serve() {
+	for {
+		c, err := p.l.Accept()
+		if err != nil {
+			return
+		}
+		up, err := net.Dial("tcp", p.target)
+		if err != nil {
+			c.Close()
+			continue
+		}
+		p.mu.Lock()
+		if p.gone {
+			c.Close()
+			up.Close()
+		} else {
+			p.conns = append(p.conns, c, up)
+		}
+		p.mu.Unlock()
+		go func() { io.Copy(up, c); up.Close() }() //nolint:errcheck
+		go func() { io.Copy(c, up); c.Close() }()  //nolint:errcheck
+	}
+}
+
+// cut closes every connection and refuses new ones.
+func (p *pgProxy) cut() {
+	p.l.Close()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.gone = true
+	for _, c := range p.conns {
+		c.Close()
+	}
+}
+
+// TestPostgresLostMidRun: PostgreSQL goes away (every connection cut,
+// new ones refused) while the third of four chart pages is answered. The
+// run stops with exit 1 and one error naming PostgreSQL and the units
+// spent and not stored (that page's 1 unit); the two pages stored before
+// are intact; the run record shows the 3 units the quota counts, and the
+// region's next run, with PostgreSQL back, stores the whole chart and
+// marks the lost run abandoned (docs/design.md §10a).
+func TestPostgresLostMidRun(t *testing.T) {
+	db := pgDatabase(t)
+	proxy, viaProxy := proxied(t, db)
+	emu := youtubetest.New()
+	emu.SetChart("US", usChart(t))
+	var pages atomic.Int32
+	emu.SetHook(func(w http.ResponseWriter, r *http.Request) bool {
+		if r.URL.Query().Get("chart") != "" && pages.Add(1) == 3 {
+			proxy.cut()
+		}
+		return false
+	})
+	url := emu.StartTest(t)
+	e := newEnv(t)
+	e.vars["YOUTUBE_API_KEY"] = "k"
+	e.vars["TRENDFETCH_QUOTA_DB"] = filepath.Join(e.dir, "quota.db")
+
+	res := e.runBounded(60*time.Second, "--database", viaProxy, "--api-endpoint", url, "run", "--region", "US")
+	assertNoPanic(t, res.stderr)
+	line := lastLine(res.stderr)
+	if res.code != 1 || !strings.HasPrefix(line, "trendfetch: PostgreSQL lost mid-run: 1 unit spent, not stored; region US: cannot store page 3 of the US chart: ") ||
+		!strings.HasSuffix(line, "the run record stays running until the region's next run marks it abandoned") {
+		t.Fatalf("exit %d: want 1 and the units not stored\n%s", res.code, res.stderr)
+	}
+	if u := emu.Units("k"); u != 3 {
+		t.Errorf("the API charged %d units, want 3 (3 pages)", u)
+	}
+	if used := bucketUsed(quotaStatus(t, e), "units"); used != 3 {
+		t.Errorf("quota used %d units, want 3", used)
+	}
+	runs, chart := pgRuns(t, db)
+	if len(runs) != 1 || runs[0].Outcome != store.OutcomeRunning || runs[0].Units["units"] != 3 || runs[0].Pages != 2 || runs[0].Videos != 100 {
+		t.Fatalf("after the loss: runs %+v, want one running with 3 units, 2 pages, 100 videos", runs)
+	}
+	if c := chart[runs[0].ID]; c != (chartRow{rows: 100, minRank: 1, maxRank: 100}) {
+		t.Errorf("stored before the loss: %+v, want ranks 1-100", c)
+	}
+
+	res = e.runBounded(60*time.Second, "--database", db, "--api-endpoint", url, "run", "--region", "US")
+	if res.code != 0 {
+		t.Fatalf("the next run: exit %d\n%s", res.code, res.stderr)
+	}
+	runs, chart = pgRuns(t, db)
+	if len(runs) != 2 || runs[0].Outcome != store.OutcomeSuccess || runs[1].Outcome != store.OutcomeAbandoned ||
+		chart[runs[0].ID] != (chartRow{rows: 200, minRank: 1, maxRank: 200}) || chart[runs[1].ID].rows != 100 {
+		t.Errorf("after the next run: runs %+v, chart rows %+v", runs, chart)
+	}
+}
+
+// pgRuns returns the runs of the PostgreSQL database db, newest first, and
+// each run's chart rows.
+func pgRuns(t *testing.T, db string) ([]store.Run, map[int64]chartRow) {
+	t.Helper()
+	ctx := context.Background()
+	st, err := store.OpenReadOnly(ctx, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	runs, err := st.Runs(ctx, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, err := st.DB().QueryContext(ctx, `SELECT c.run_id, count(*), min(e.rank), max(e.rank) FROM captures c JOIN entries e ON e.capture_id = c.id WHERE c.kind = 'chart' GROUP BY c.run_id`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	chart := map[int64]chartRow{}
+	for rows.Next() {
+		var id int64
+		var c chartRow
+		if err := rows.Scan(&id, &c.rows, &c.minRank, &c.maxRank); err != nil {
+			t.Fatal(err)
+		}
+		chart[id] = c
+	}
+	return runs, chart
+}
