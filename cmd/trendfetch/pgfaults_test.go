@@ -6,6 +6,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -15,29 +16,15 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/trendfetch/trendfetch/internal/fetch/youtubetest"
-	"github.com/trendfetch/trendfetch/internal/pgtest"
 	"github.com/trendfetch/trendfetch/internal/store"
 )
-
-// pg is the package's PostgreSQL server, started by the first test that
-// asks for a database (pgDatabase) and stopped by TestMain.
-var pg struct {
-	once sync.Once
-	srv  *pgtest.Server
-	err  error
-}
-
-// pgDatabase returns the URL of an empty database for t on the package's
-// server; t is skipped without PostgreSQL, failed under CI=true.
-func pgDatabase(t *testing.T) string {
-	t.Helper()
-	pg.once.Do(func() { pg.srv, pg.err = pgtest.Start() })
-	return pgtest.Require(t, pg.srv, pg.err).Database(t)
-}
 
 // TestPostgresMalformedURL: a PostgreSQL URL that cannot be used as
 // written (bad port, unknown sslmode, bad %-escape, an sslrootcert that
@@ -74,7 +61,7 @@ func TestPostgresMalformedURL(t *testing.T) {
 				global = []string{"--config", fileCfg}
 				setting = "store.url_file " + urlFile + ": "
 			}
-			for _, args := range [][]string{{"--api-endpoint", url, "run", "--region", "US"}, {"search", "x"}} {
+			for _, args := range [][]string{{"--api-endpoint", url, "run", "--region", "US"}, {"search", "x"}, {"serve", "--addr", "127.0.0.1:0"}} {
 				res := e.runBounded(60*time.Second, append(global, args...)...)
 				assertNoPanic(t, res.stderr)
 				line := lastLine(res.stderr)
@@ -170,7 +157,7 @@ func (p *pgProxy) cut() {
 // region's next run, with PostgreSQL back, stores the whole chart and
 // marks the lost run abandoned (docs/design.md §10a).
 func TestPostgresLostMidRun(t *testing.T) {
-	db := pgDatabase(t)
+	_, db := pgDatabase(t)
 	proxy, viaProxy := proxied(t, db)
 	emu := youtubetest.New()
 	emu.SetChart("US", usChart(t))
@@ -247,4 +234,127 @@ func pgRuns(t *testing.T, db string) ([]store.Run, map[int64]chartRow) {
 		chart[id] = c
 	}
 	return runs, chart
+}
+
+// readmeStatements returns the SQL statements of the README's section
+// "### Read-only role for serve": its indented lines, split at ";".
+func readmeStatements(t *testing.T) []string {
+	t.Helper()
+	raw, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(raw), "\n### Read-only role for serve\n")
+	if !ok {
+		t.Fatal("README.md has no ### Read-only role for serve")
+	}
+	section, _, _ = strings.Cut(section, "\n#")
+	var sql strings.Builder
+	for _, line := range strings.Split(section, "\n") {
+		if strings.HasPrefix(line, "    ") {
+			sql.WriteString(strings.TrimSpace(line) + "\n")
+		}
+	}
+	var out []string
+	for _, s := range strings.Split(sql.String(), ";") {
+		if s = strings.TrimSpace(s); s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// TestServeAsReadOnlyRole: the README's GRANTs, run as written (the
+// database's name aside) on a dataset that `run` filled, give a role that
+// `serve` works with: it starts (no migration attempted), answers the
+// chart, search, video, runs and dashboard endpoints as the owner's
+// `serve` does, logs no error, and shows the role's password nowhere. The
+// role also reads a table created after the GRANTs (a later migration's).
+func TestServeAsReadOnlyRole(t *testing.T) {
+	srv, db := pgDatabase(t)
+	_, url, e := sampleEnv(t, "US")
+	if res := e.run("--database", db, "--api-endpoint", url, "run", "--region", "US"); res.code != 0 {
+		t.Fatalf("run: exit %d\n%s", res.code, res.stderr)
+	}
+	u, err := neturl.Parse(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := strings.TrimPrefix(u.Path, "/")
+	ctx := context.Background()
+	owner, err := pgx.Connect(ctx, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer owner.Close(ctx)
+	stmts := readmeStatements(t)
+	if len(stmts) == 0 || !strings.HasPrefix(stmts[0], "CREATE ROLE trendfetch_reader LOGIN PASSWORD 'change-me'") {
+		t.Fatalf("README's statements: %q", stmts)
+	}
+	for _, s := range stmts {
+		s = strings.Replace(s, "ON DATABASE trendfetch ", "ON DATABASE "+name+" ", 1)
+		if _, err := owner.Exec(ctx, s); err != nil {
+			t.Fatalf("%s: %v", s, err)
+		}
+	}
+	t.Cleanup(func() {
+		owner, err := pgx.Connect(ctx, srv.URL("postgres"))
+		if err == nil {
+			owner.Exec(ctx, "DROP DATABASE "+name+" WITH (FORCE)") //nolint:errcheck
+			owner.Exec(ctx, "DROP ROLE trendfetch_reader")         //nolint:errcheck
+			owner.Close(ctx)
+		}
+	})
+	reader := *u
+	reader.User = neturl.UserPassword("trendfetch_reader", "change-me")
+	if _, err := owner.Exec(ctx, "CREATE TABLE later_migration (x int); INSERT INTO later_migration VALUES (1)"); err != nil {
+		t.Fatal(err)
+	}
+	rc, err := pgx.Connect(ctx, reader.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var x int
+	if err := rc.QueryRow(ctx, "SELECT x FROM later_migration").Scan(&x); err != nil || x != 1 {
+		t.Errorf("the role cannot read a table created after the GRANTs: %v", err)
+	}
+	if _, err := rc.Exec(ctx, "INSERT INTO later_migration VALUES (2)"); err == nil {
+		t.Errorf("the role can write")
+	}
+	rc.Close(ctx)
+
+	answers := map[string]map[string]any{}
+	for _, as := range []string{db, reader.String()} {
+		d := e.start("--database", as, "serve", "--addr", "127.0.0.1:0")
+		base := "http://" + d.serveAddr()
+		for _, path := range []string{"/v1/charts/US", "/v1/search?q=sample", "/v1/videos/sample-0001", "/v1/runs", "/v1/dashboard"} {
+			code, body := getJSON(t, base+path)
+			if code != 200 || len(body) == 0 {
+				t.Errorf("GET %s as %s: %d %v", path, u.User.Username(), code, body)
+			}
+			if want, ok := answers[path]; ok && fmt.Sprint(dropTimes(want)) != fmt.Sprint(dropTimes(body)) {
+				t.Errorf("GET %s: the read-only role's answer differs from the owner's:\n%v\n%v", path, body, want)
+			}
+			answers[path] = body
+		}
+		if code := d.stop(syscall.SIGTERM); code != 0 {
+			t.Errorf("serve exit %d after SIGTERM, want 0", code)
+		}
+		log := d.stderr.String()
+		if strings.Contains(log, `"level":"error"`) || strings.Contains(log, `"level":"warn"`) || strings.Contains(log, "change-me") {
+			t.Errorf("serve's log shows an error, a warning or the password:\n%s", log)
+		}
+	}
+}
+
+// dropTimes is an answer without the keys that change from one request to
+// the next (the server's clock, the quota backend's status).
+func dropTimes(m map[string]any) map[string]any {
+	out := map[string]any{}
+	for k, v := range m {
+		if k != "generated_at" && k != "credentials" {
+			out[k] = v
+		}
+	}
+	return out
 }

@@ -120,14 +120,14 @@ func (e *Engine) Serve(ctx context.Context, ln net.Listener, token string, m *me
 // Errors: a missing database is a *store.NoDatabaseError.
 func (e *Engine) ServeHandler(ctx context.Context, token string, m *metrics.Metrics) (h http.Handler, close func(), err error) {
 	var closers []func() error
-	close = func() {
+	closeAll := func() {
 		for i := len(closers) - 1; i >= 0; i-- {
 			closers[i]()
 		}
 	}
 	defer func() {
-		if err != nil {
-			close()
+		if err != nil { // close is nil then: the error returns set it
+			closeAll()
 		}
 	}()
 	st, err := e.OpenReadStore(ctx)
@@ -188,7 +188,7 @@ func (e *Engine) ServeHandler(ctx context.Context, token string, m *metrics.Metr
 		Hosts:       e.cfg.Serve.Hosts,
 		CORSOrigins: e.cfg.Serve.CORSOrigins,
 		Log:         e.log,
-	}), close, nil
+	}), closeAll, nil
 }
 
 // serveRateLimit builds the per-client limiter of serve.rate_limit: the
