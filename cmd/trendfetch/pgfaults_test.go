@@ -236,27 +236,18 @@ func pgRuns(t *testing.T, db string) ([]store.Run, map[int64]chartRow) {
 	return runs, chart
 }
 
-// readmeStatements returns the SQL statements of the README's section
-// "### Read-only role for serve": its indented lines, split at ";".
+// readmeStatements returns the SQL statements of the README's subsection
+// "### Read-only role for serve": its fenced sql block, split at ";".
 func readmeStatements(t *testing.T) []string {
 	t.Helper()
-	raw, err := os.ReadFile("../../README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, section, ok := strings.Cut(string(raw), "\n### Read-only role for serve\n")
+	_, section, ok := strings.Cut(readmeSection(t, "Several hosts, one dataset"), "\n### Read-only role for serve\n")
 	if !ok {
 		t.Fatal("README.md has no ### Read-only role for serve")
 	}
-	section, _, _ = strings.Cut(section, "\n#")
-	var sql strings.Builder
-	for _, line := range strings.Split(section, "\n") {
-		if strings.HasPrefix(line, "    ") {
-			sql.WriteString(strings.TrimSpace(line) + "\n")
-		}
-	}
+	_, block, _ := strings.Cut(section, "```sql\n")
+	block, _, _ = strings.Cut(block, "```")
 	var out []string
-	for _, s := range strings.Split(sql.String(), ";") {
+	for _, s := range strings.Split(block, ";") {
 		if s = strings.TrimSpace(s); s != "" {
 			out = append(out, s)
 		}
