@@ -47,20 +47,13 @@ type fault struct {
 	answer Answer // when set, instead of status
 }
 
-// Server is an in-memory emulator of the YouTube Data API v3, an http.Handler serving
-// GET /youtube/v3/videos, /search, /channels and /videoCategories in the real API's JSON
-// shape (the library's own youtube.* types, marshalled), so that the real
-// google.golang.org/api/youtube/v3 client decodes exactly what it would from Google.
-//
-// It counts quota units per API key like Google (every request costs its call site's
-// callsite.Site.Units, errors included), enforces an optional daily limit with the real 403
-// quotaExceeded body, an optional key allow-list with the real 400 keyInvalid body, and
-// can inject failures. Differences from Google, on purpose: the quota never resets by
-// itself (call ResetQuota); requests rejected for an invalid key or an exhausted quota
-// cost nothing (no project to charge / nothing left); the "fields" and "hl" parameters are
-// ignored (responses are a superset); statistics.dislikeCount is never served (the API
-// stopped returning it on 2021-12-13) even when loaded data has it.
-//
+// Server is the emulator (see the package doc), an http.Handler (ServeHTTP) answering in
+// the library's own youtube.* types, marshalled. Every request costs its call site's
+// callsite.Site.Units, errors included. Differences from Google, on purpose: the quota
+// never resets by itself (call ResetQuota); requests rejected for an invalid key or an
+// exhausted quota cost nothing (no project to charge / nothing left); the "fields" and
+// "hl" parameters are ignored (responses are a superset); statistics.dislikeCount is
+// never served (the API stopped returning it on 2021-12-13) even when loaded data has it.
 // All methods are safe for concurrent use. Keys are never logged or recorded.
 type Server struct {
 	mu         sync.Mutex
