@@ -529,7 +529,7 @@ func TestRedisClientURL(t *testing.T) {
 		}
 	})
 	t.Run("TLS", func(t *testing.T) {
-		tsrv, _ := redistest.StartTLS(t, "--requirepass", secret)
+		tsrv := redistest.StartTLS(t, "--requirepass", secret)
 		u := fmt.Sprintf("rediss://:%s@127.0.0.1:%d/0", secret, tsrv.TLSPort)
 		// A certificate of a CA the system does not trust is rejected:
 		// ErrUnavailable, not a silent plain-text fallback.
