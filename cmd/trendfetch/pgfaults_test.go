@@ -349,3 +349,104 @@ func dropTimes(m map[string]any) map[string]any {
 	}
 	return out
 }
+
+// TestPostgresPasswordMasked: a PostgreSQL URL's password, given by flag,
+// environment or store.url_file, appears in no output of the commands
+// that read or write the dataset, in no log line of run or serve, in no
+// answer of serve (its metrics included), in no metrics textfile and in
+// no export. The notes that name the database by its URL (an empty
+// database: runs, serve) show it masked. The test server trusts loopback
+// connections, so the password is sent and ignored.
+func TestPostgresPasswordMasked(t *testing.T) {
+	_, plain := pgDatabase(t)
+	_, empty := pgDatabase(t)
+	const pw = "pg-s3cret-Pw9"
+	withPW := func(db string) string {
+		u, err := neturl.Parse(db)
+		if err != nil {
+			t.Fatal(err)
+		}
+		u.User = neturl.UserPassword("trendfetch", pw)
+		return u.String()
+	}
+	db := withPW(plain)
+	_, url, e := sampleEnv(t, "US")
+	textfiles := filepath.Join(e.dir, "textfiles")
+	if err := os.Mkdir(textfiles, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	urlFile := filepath.Join(e.dir, "pg-url")
+	if err := os.WriteFile(urlFile, []byte(db+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	fileCfg := e.writeConfig("store:\n  url_file: " + urlFile + "\n")
+	var seen strings.Builder
+	check := func(what string, res result) {
+		t.Helper()
+		assertNoPanic(t, res.stderr)
+		seen.WriteString(res.stdout + res.rawStderr)
+		if strings.Contains(res.stdout+res.rawStderr, pw) {
+			t.Errorf("%s: the password reached the output:\n%s%s", what, res.stdout, res.rawStderr)
+		}
+	}
+	ways := map[string][]string{
+		"flag":     {"--database", db},
+		"url_file": {"--config", fileCfg},
+	}
+	for _, how := range []string{"flag", "env", "url_file"} {
+		global := ways[how]
+		if how == "env" {
+			e.vars["TRENDFETCH_DATABASE"] = db
+			global = nil
+		}
+		res := e.run(append(global, "--api-endpoint", url, "--log-level", "debug", "run", "--region", "US", "--metrics-textfile", textfiles)...)
+		if res.code != 0 {
+			t.Fatalf("run by %s: exit %d\n%s", how, res.code, res.stderr)
+		}
+		check("run by "+how, res)
+		for _, args := range [][]string{
+			{"runs"}, {"runs", "--json"}, {"quota", "status"}, {"quota", "status", "--json"}, {"search", "sample", "--json"},
+			{"chart", "--region", "US", "--json"}, {"video", "sample-0001", "--json"}, {"export", "--format", "jsonl"},
+			{"prune", "--dry-run"}, {"plan", "--json"}, {"crontab"},
+		} {
+			check(strings.Join(args, " ")+" by "+how, e.run(append(global, args...)...))
+		}
+		d := e.start(append(global, "--log-level", "debug", "serve", "--addr", "127.0.0.1:0")...)
+		base := "http://" + d.serveAddr()
+		for _, path := range []string{"/v1/runs", "/v1/dashboard", "/v1/quota", "/metrics", "/healthz"} {
+			resp, err := http.Get(base + path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if strings.Contains(string(body), pw) {
+				t.Errorf("serve by %s: GET %s shows the password", how, path)
+			}
+		}
+		d.stop(syscall.SIGTERM)
+		check("serve by "+how, result{rawStderr: d.stderr.String()})
+		delete(e.vars, "TRENDFETCH_DATABASE")
+	}
+	entries, _ := os.ReadDir(textfiles)
+	if len(entries) == 0 {
+		t.Errorf("no metrics textfile written")
+	}
+	for _, f := range entries {
+		raw, _ := os.ReadFile(filepath.Join(textfiles, f.Name()))
+		if strings.Contains(string(raw), pw) {
+			t.Errorf("metrics textfile %s shows the password", f.Name())
+		}
+	}
+	// An empty database: the notes name it by its URL, masked.
+	for _, args := range [][]string{{"runs"}, {"serve", "--addr", "127.0.0.1:0"}} {
+		res := e.runBounded(60*time.Second, append([]string{"--database", withPW(empty)}, args...)...)
+		check(args[0]+" on an empty database", res)
+		if !strings.Contains(res.stderr, "no database at postgres://trendfetch:") {
+			t.Errorf("%s on an empty database: no note naming it\n%s", args[0], res.stderr)
+		}
+	}
+	if !strings.Contains(seen.String(), "sample-0001") {
+		t.Errorf("the commands showed no data: is the test reading the right dataset?")
+	}
+}

@@ -18,6 +18,9 @@ import (
 // in the job lines of crontab (docs/design.md §10a).
 func TestPostgresUnreachable(t *testing.T) {
 	emu, url, e := sampleEnv(t, "US")
+	// quota status below reads the run's quota database (without the URL
+	// it would read the one beside the default SQLite database).
+	e.vars["TRENDFETCH_QUOTA_DB"] = filepath.Join(e.dir, "quota.db")
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
