@@ -14,7 +14,7 @@ import (
 func newRunCmd(a *app) *cobra.Command {
 	var (
 		regionFlags []string
-		all         bool
+		all, force  bool
 		textfileDir string
 	)
 	cmd := &cobra.Command{
@@ -23,7 +23,9 @@ func newRunCmd(a *app) *cobra.Command {
 		Long: `Ingest chart=mostPopular for each region, one run per region, in order.
 Every page is reserved from the quota limiter before it is sent. A quota
 denial stops cleanly (no sleeping): the run is recorded with its Retry-After
-and trendfetch exits 75; the next cron tick resumes.
+and trendfetch exits 75; the next cron tick resumes. A region that another
+host captured in the current slot of its schedule is not fetched again
+(exit 0) unless --force.
 
 ` + exitcode.Help(),
 		Example: "  trendfetch run --region US\n  trendfetch run --region US --region GB\n  trendfetch run --all",
@@ -54,12 +56,13 @@ and trendfetch exits 75; the next cron tick resumes.
 			if cmd.Flags().Changed("metrics-textfile") {
 				a.cfg.Runs.MetricsTextfile = textfileDir
 			}
-			return a.runRegions(cmd.Context(), list)
+			return a.runRegions(cmd.Context(), list, force)
 		},
 	}
 	cmd.Flags().StringVar(&textfileDir, "metrics-textfile", "", "write each region's metrics to DIR/trendfetch_REGION.prom for node_exporter's textfile collector (default: runs.metrics_textfile)")
 	cmd.Flags().StringSliceVarP(&regionFlags, "region", "r", nil, "region code (regionCode), repeatable or comma-separated, e.g. US,GB")
 	cmd.Flags().BoolVar(&all, "all", false, "every region in the config's regions list")
+	cmd.Flags().BoolVar(&force, "force", false, "fetch even a region another host captured in the current slot of its schedule")
 	return cmd
 }
 
@@ -69,12 +72,14 @@ func (a *app) engine() *engine.Engine {
 		Notes: a.stderr, Version: version, ExitCode: exitCode})
 }
 
-// runRegions runs each region in turn (engine.Runner.RunRegions).
-func (a *app) runRegions(ctx context.Context, list []string) error {
+// runRegions runs each region in turn (engine.Runner.RunRegions); force
+// skips the once-per-tick check.
+func (a *app) runRegions(ctx context.Context, list []string, force bool) error {
 	r, err := a.engine().OpenRunner(ctx)
 	if err != nil {
 		return err
 	}
 	defer r.Close()
+	r.Force = force
 	return r.RunRegions(ctx, list)
 }

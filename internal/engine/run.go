@@ -6,9 +6,12 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
 	"runtime"
 	"strings"
 	"time"
+
+	"github.com/robfig/cron/v3"
 
 	"github.com/trendfetch/trendfetch/internal/checkin"
 	"github.com/trendfetch/trendfetch/internal/config"
@@ -25,10 +28,17 @@ import (
 // fetch.Runner whose Run is the code path of a region for both `run` (one
 // invocation) and `schedule` (its lifetime). Close releases it.
 type Runner struct {
+	// Force runs regions that another host captured in the current slot
+	// of their schedule (`run --force`; see capturedElsewhere).
+	Force bool
+
 	e       *Engine
 	store   store.Backend
 	limiter *quota.Limiter
 	fetch   *fetch.Runner
+	// slots is each scheduled region's schedule (config regions), whose
+	// slots the once-per-tick check reads.
+	slots map[string]cron.Schedule
 }
 
 // OpenRunner opens the store (migrating it), the limiter and the API
@@ -84,7 +94,13 @@ func (e *Engine) OpenRunner(ctx context.Context) (*Runner, error) {
 	if store.IsPostgresURL(c.Database) {
 		storeName = "PostgreSQL"
 	}
-	return &Runner{e: e, store: st, limiter: lim, fetch: &fetch.Runner{
+	r := &Runner{e: e, store: st, limiter: lim, slots: map[string]cron.Schedule{}}
+	if plan, err := c.Schedule.Plan(c.Regions); err == nil { // Validate checked it
+		for _, p := range plan {
+			r.slots[p.Region] = p.Schedule
+		}
+	}
+	r.fetch = &fetch.Runner{
 		StoreName:  storeName,
 		Service:    svc,
 		Limiter:    lim,
@@ -95,7 +111,67 @@ func (e *Engine) OpenRunner(ctx context.Context) (*Runner, error) {
 		Searches:   searchesOf(c),
 		Log:        e.log,
 		Scrub:      e.o.Scrub,
-	}}, nil
+		Skip:       r.capturedElsewhere,
+	}
+	return r, nil
+}
+
+// capturedError is a run not started because another host captured its
+// region in the current slot of its schedule (docs/design.md §10a).
+type capturedError struct {
+	region, host string
+	run          int64
+	at           time.Time // when that run finished
+	from, to     time.Time // the slot
+	loc          *time.Location
+}
+
+func (e *capturedError) Error() string {
+	const layout = "2006-01-02 15:04:05 MST"
+	return fmt.Sprintf("%s was captured by host %s at %s (run %d) in this slot of its schedule (%s to %s): nothing fetched; `trendfetch run --force` fetches it anyway",
+		e.region, e.host, e.at.In(e.loc).Format(layout), e.run, e.from.In(e.loc).Format(layout), e.to.In(e.loc).Format(layout))
+}
+
+// capturedElsewhere is the once-per-tick check of hosts that run one
+// schedule for redundancy (fetch.Runner.Skip, asked under the region's
+// lease): a *capturedError when a run of region by another host (runs.host)
+// that started at or after the start of the region's current slot (its
+// latest scheduled tick at or before now, stagger included) succeeded:
+// success or success_unmetered, a complete capture. Partial captures
+// (denied, failed, interrupted, abandoned runs) and this host's own runs
+// do not count. Nil with Force, for a region outside the schedule (not in
+// regions), and when the runs cannot be read (logged; the run goes on).
+func (r *Runner) capturedElsewhere(ctx context.Context, region string) error {
+	sch := r.slots[region]
+	if r.Force || sch == nil {
+		return nil
+	}
+	from, to := schedule.Slot(sch, time.Now())
+	if from.IsZero() {
+		return nil
+	}
+	host, _ := os.Hostname()
+	q := store.RunsQuery{Region: region, Limit: 50}
+	for {
+		runs, err := r.store.RunsPage(ctx, q) // newest first
+		if err != nil {
+			r.e.log.Warn().Err(err).Str("region", region).Msg("cannot read the runs of this slot: running without the once-per-tick check")
+			return nil
+		}
+		for _, run := range runs {
+			if run.StartedAt.Before(from) {
+				return nil
+			}
+			if run.Host != host && (run.Outcome == store.OutcomeSuccess || run.Outcome == store.OutcomeSuccessUnmetered) {
+				return &capturedError{region: region, host: run.Host, run: run.ID, at: run.FinishedAt,
+					from: from, to: to, loc: r.e.cfg.Schedule.Location()}
+			}
+		}
+		if len(runs) < q.Limit {
+			return nil
+		}
+		q.Before = runs[len(runs)-1].ID
+	}
 }
 
 // searchesOf returns the fetch view of the searches configured per region.
@@ -205,6 +281,13 @@ func (r *Runner) run(ctx context.Context, fr *fetch.Runner, region, textfile str
 		fr = &f
 	}
 	run, err := fr.Run(ctx, region)
+	var captured *capturedError
+	if errors.As(err, &captured) {
+		r.e.log.Info().Str("region", region).Str("host", captured.host).Int64("run", captured.run).
+			Time("captured_at", captured.at.UTC()).Time("slot_start", captured.from.UTC()).Time("slot_end", captured.to.UTC()).
+			Msg(captured.Error())
+		run.Reason, err = captured.Error(), nil
+	}
 	if m != nil {
 		if werr := m.WriteTextfile(path, region); werr != nil {
 			r.e.log.Warn().Err(werr).Str("file", path).Msg("cannot write the metrics textfile")

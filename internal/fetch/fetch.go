@@ -81,6 +81,13 @@ type Runner struct {
 	// StoreName names the store in errors: "PostgreSQL" or "SQLite"
 	// (default "the store").
 	StoreName string
+	// Skip, when set, is asked once the run holds its region's lease (or
+	// goes on without one, fail-open), before the run is recorded or any
+	// unit reserved: a non-nil error ends Run at once with that error,
+	// nothing recorded or spent. The lease makes the answer hold for the
+	// whole run: a run of the region that finishes before it is seen
+	// (docs/design.md §10a, once per tick).
+	Skip func(ctx context.Context, region string) error
 	// Scrub, when set, removes secrets from every text the run stores: its
 	// reason (an upstream error body may echo the request URL, key
 	// included) and each string of what the API returned (videos, channels,
@@ -252,8 +259,8 @@ func roundUp(d time.Duration) time.Duration {
 // searches, channel enrichment (when enabled), then the text step (store.policy
 // amended: refreshText), and records the run. It
 // returns the finished run record and nil on success, a *quota.LeaseHeldError
-// when another process is running the region (nothing recorded), a
-// *StopError on a clean stop, a *CredentialError when the key is rejected,
+// when another process is running the region (nothing recorded), Skip's
+// error (nothing recorded), a *StopError on a clean stop, a *CredentialError when the key is rejected,
 // an error wrapping context.Canceled when ctx was cancelled (the run is
 // recorded as interrupted), or another error (recorded as failed). Every page
 // already stored is kept in every case.
@@ -277,6 +284,11 @@ func (r *Runner) Run(ctx context.Context, region string) (store.Run, error) {
 		return run, leaseErr
 	}
 	defer release()
+	if r.Skip != nil {
+		if err := r.Skip(ctx, region); err != nil {
+			return run, err
+		}
+	}
 	id, err := r.Store.StartRun(ctx, run)
 	if err != nil {
 		return run, fmt.Errorf("cannot record run start: %w", err)

@@ -124,3 +124,31 @@ func (s Shift) Next(t time.Time) time.Time {
 	}
 	return n.Add(s.Offset)
 }
+
+// slotLookBack bounds how far back Slot looks for a tick: past any cron
+// spec's longest gap (29 February comes every 4 years, at worst 8).
+const slotLookBack = 9 * 366 * 24 * time.Hour
+
+// Slot returns the slot of s that holds t: from its latest tick at or
+// before t (from is the zero time when s has none within 9 years) to its
+// first tick after t (to is zero when there is none). Two runs of one
+// region in one slot belong to the same tick (docs/design.md §10a).
+func Slot(s cron.Schedule, t time.Time) (from, to time.Time) {
+	to = s.Next(t)
+	// Widen the window back from t until it holds a tick, then walk to the
+	// latest tick at or before t.
+	for d := time.Second; d <= slotLookBack; d *= 2 {
+		tick := s.Next(t.Add(-d))
+		if tick.IsZero() || tick.After(t) {
+			continue
+		}
+		for {
+			next := s.Next(tick)
+			if next.IsZero() || next.After(t) {
+				return tick, to
+			}
+			tick = next
+		}
+	}
+	return time.Time{}, to
+}

@@ -189,3 +189,46 @@ func TestLayoutStaggers(t *testing.T) {
 		}
 	}
 }
+
+// TestSlot: a slot runs from the latest tick at or before t (a tick itself
+// opens its slot) to the next, for staggered Every schedules, shifted cron
+// specs and sparse specs (29 February), and is empty before a spec's first
+// tick.
+func TestSlot(t *testing.T) {
+	ny := mustLoc(t, "America/New_York")
+	leap, err := ParseSpec("0 6 29 2 *", "UTC")
+	if err != nil {
+		t.Fatal(err)
+	}
+	halfPast, err := ParseSpec("30 * * * *", "UTC")
+	if err != nil {
+		t.Fatal(err)
+	}
+	twice, err := ParseSpec("0,1 0 * * *", "UTC") // uneven: 00:00 and 00:01
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name     string
+		s        cron.Schedule
+		t        string
+		from, to string
+	}{
+		{"every 2h +3m, mid-slot", Every{Interval: 2 * time.Hour, Offset: 3 * time.Minute, Location: time.UTC}, "2026-03-10T11:00:00Z", "2026-03-10T10:03:00Z", "2026-03-10T12:03:00Z"},
+		{"every 2h +3m, on a tick", Every{Interval: 2 * time.Hour, Offset: 3 * time.Minute, Location: time.UTC}, "2026-03-10T12:03:00Z", "2026-03-10T12:03:00Z", "2026-03-10T14:03:00Z"},
+		{"every 2h +3m, just before a tick", Every{Interval: 2 * time.Hour, Offset: 3 * time.Minute, Location: time.UTC}, "2026-03-10T12:02:59.999Z", "2026-03-10T10:03:00Z", "2026-03-10T12:03:00Z"},
+		{"every 6h New York, after midnight", Every{Interval: 6 * time.Hour, Location: ny}, "2026-01-10T05:30:00Z", "2026-01-10T05:00:00Z", "2026-01-10T11:00:00Z"},
+		{"every 5s", Every{Interval: 5 * time.Second, Location: time.UTC}, "2026-03-10T10:00:07.5Z", "2026-03-10T10:00:05Z", "2026-03-10T10:00:10Z"},
+		{"cron shifted 6m", Shift{Schedule: halfPast, Offset: 6 * time.Minute}, "2026-03-10T10:20:00Z", "2026-03-10T09:36:00Z", "2026-03-10T10:36:00Z"},
+		{"uneven ticks", twice, "2026-03-10T12:00:00Z", "2026-03-10T00:01:00Z", "2026-03-11T00:00:00Z"},
+		{"29 February", leap, "2026-03-10T10:00:00Z", "2024-02-29T06:00:00Z", "2028-02-29T06:00:00Z"},
+	} {
+		from, to := Slot(tc.s, utc(tc.t))
+		if !from.Equal(utc(tc.from)) || !to.Equal(utc(tc.to)) {
+			t.Errorf("%s: Slot(%s) = [%s, %s), want [%s, %s)", tc.name, tc.t, from, to, tc.from, tc.to)
+		}
+	}
+	if from, _ := Slot(Every{}, utc("2026-03-10T10:00:00Z")); !from.IsZero() {
+		t.Errorf("a schedule without ticks has a slot from %s", from)
+	}
+}
