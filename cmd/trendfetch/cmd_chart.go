@@ -113,9 +113,7 @@ search needs --query Q (the search.list q of config searches).`,
 				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t\t%s\n", e.Rank, humanInt(e.Views), humanInt(e.Likes), humanInt(e.Comments),
 					termtext.Safe(e.Title+" — "+e.ChannelTitle))
 			}
-			if err := tw.Flush(); err != nil {
-				return err
-			}
+			tw.Flush() // a failed write is bw's error
 			return bw.Flush()
 		},
 	}

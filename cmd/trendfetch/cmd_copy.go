@@ -23,12 +23,10 @@ resumes an interrupted copy. Copied into an empty database, both export the
 same bytes. Prints the rows written per table. Costs no quota.`,
 		Example: "  trendfetch --database postgres://tf@db.example/trendfetch copy --from ~/.local/share/trendfetch/trendfetch.db",
 		Args:    cobra.NoArgs,
+		PreRunE: a.withConfig,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if from == "" {
 				return usagef("trendfetch copy --from ~/.local/share/trendfetch/trendfetch.db", "--from: give the SQLite database to copy")
-			}
-			if err := a.loadConfig(); err != nil {
-				return err
 			}
 			start := time.Now()
 			copied, err := a.engine().CopyFrom(cmd.Context(), from)

@@ -70,22 +70,20 @@ memory (docs/design.md §6).`,
 			}
 			rep := res.Report
 			if asJSON {
-				var pol *store.Policy
-				if res.Policy != "" {
-					pol = &res.Policy
-				}
-				var cut *time.Time
-				if !res.Before.IsZero() {
-					u := res.Before.UTC()
-					cut = &u
-				}
-				return a.printJSON(struct {
-					Policy *store.Policy `json:"policy"`
+				out := struct {
+					Policy *store.Policy `json:"policy"` // null with --older-than
 					AsOf   time.Time     `json:"as_of"`
-					Before *time.Time    `json:"before"`
+					Before *time.Time    `json:"before"` // null with a policy
 					DryRun bool          `json:"dry_run"`
 					store.PruneReport
-				}{pol, res.AsOf.UTC(), cut, dryRun, rep})
+				}{AsOf: res.AsOf.UTC(), DryRun: dryRun, PruneReport: rep}
+				if res.Policy != "" {
+					out.Policy = &res.Policy
+				}
+				if before := res.Before.UTC(); !before.IsZero() {
+					out.Before = &before
+				}
+				return a.printJSON(out)
 			}
 			verb := "removed"
 			if dryRun {

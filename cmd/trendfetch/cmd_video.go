@@ -64,9 +64,7 @@ parameters ignored), youtu.be/ID, youtube.com/shorts/ID, /live/ID, /embed/ID.`,
 			}
 			// One buffered write: the scrubbing stdout costs per Write call.
 			bw := bufio.NewWriterSize(a.stdout, 64<<10)
-			if err := printHistory(bw, h, a.stdoutTTY); err != nil {
-				return err
-			}
+			printHistory(bw, h, a.stdoutTTY)
 			return bw.Flush()
 		},
 	}
@@ -105,9 +103,10 @@ func videoArgs(cmd *cobra.Command, raw []string) (args []string, help bool, err 
 
 const utcMinute = "2006-01-02 15:04"
 
-// printHistory writes the human form of `trendfetch video`; spark adds a
+// printHistory writes the human form of `trendfetch video` to w (a
+// bufio.Writer, whose Flush reports a failed write); spark adds a
 // views-over-time sparkline (terminals only).
-func printHistory(w io.Writer, h store.VideoHistory, spark bool) error {
+func printHistory(w io.Writer, h store.VideoHistory, spark bool) {
 	v := h.Video
 	fmt.Fprintf(w, "%s\n%s · https://youtu.be/%s", termtext.Safe(v.Title), termtext.Safe(v.ChannelTitle), termtext.Safe(v.ID))
 	if !v.PublishedAt.IsZero() {
@@ -121,9 +120,7 @@ func printHistory(w io.Writer, h store.VideoHistory, spark bool) error {
 		for _, c := range h.Titles {
 			fmt.Fprintf(tw, "%s\t%s\n", c.At.Format(utcMinute), c.Title)
 		}
-		if err := tw.Flush(); err != nil {
-			return err
-		}
+		tw.Flush()
 	}
 	if len(h.Regions) > 0 {
 		fmt.Fprintln(w)
@@ -133,9 +130,7 @@ func printHistory(w io.Writer, h store.VideoHistory, spark bool) error {
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\n", r.Region, r.FirstAt.Format(utcMinute), r.LastAt.Format(utcMinute),
 				r.BestRank, r.LastRank, r.Days)
 		}
-		if err := tw.Flush(); err != nil {
-			return err
-		}
+		tw.Flush()
 	}
 	if spark {
 		if line := sparkline(h.Points); line != "" {
@@ -180,13 +175,10 @@ func printHistory(w io.Writer, h store.VideoHistory, spark bool) error {
 	for _, r := range rows {
 		fmt.Fprint(tw, r.line)
 	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
+	tw.Flush()
 	for _, c := range h.Changes {
 		fmt.Fprintf(w, "* %s: YouTube changed %s (%s); not comparable as-is across it. Source: %s\n", c.Date, c.Affects, c.Summary, c.Source)
 	}
-	return nil
 }
 
 // sparkline renders known view counts, oldest first, on one line of at
