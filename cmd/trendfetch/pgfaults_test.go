@@ -5,7 +5,9 @@ package main
 // lost mid-run, the password masked everywhere.
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -13,6 +15,8 @@ import (
 	neturl "net/url"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -21,6 +25,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/parquet-go/parquet-go"
 
 	"github.com/trendfetch/trendfetch/internal/fetch/youtubetest"
 	"github.com/trendfetch/trendfetch/internal/store"
@@ -449,4 +454,201 @@ func TestPostgresPasswordMasked(t *testing.T) {
 	if !strings.Contains(seen.String(), "sample-0001") {
 		t.Errorf("the commands showed no data: is the test reading the right dataset?")
 	}
+}
+
+// clockFields matches what differs between two runs of the same data at
+// two moments: times, durations, process ids, latencies; and capture ids
+// (PostgreSQL's sequence skips the values of inserts that found the row).
+var clockFields = regexp.MustCompile(`\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:?\d{2})?|"(pid|duration_ms|latency_ms|age_seconds|capture_id|id)":\s*[0-9.]+`)
+
+// unclocked is out with clockFields replaced.
+func unclocked(out string) string { return clockFields.ReplaceAllString(out, "<clock>") }
+
+// TestPostgresCommandsMatchSQLite: every command that reads the dataset
+// (search, chart, video, runs, export in every format and layout, prune,
+// plan, serve's endpoints) answers the same on a PostgreSQL dataset as on a
+// SQLite one that the same two runs of two regions filled, times and
+// process ids aside (search: the same videos, in any order).
+func TestPostgresCommandsMatchSQLite(t *testing.T) {
+	_, db := pgDatabase(t)
+	emu := youtubetest.New()
+	sample := youtubetest.Sample()
+	emu.SetChart("US", sample)
+	emu.SetChart("GB", sample[10:40])
+	url := emu.StartTest(t)
+	e := newEnv(t)
+	e.vars["YOUTUBE_API_KEY"] = "k"
+	stores := []struct {
+		name   string
+		global []string
+	}{
+		{"sqlite", []string{"--database", e.dbPath()}},
+		{"postgres", []string{"--database", db}},
+	}
+	run := func(args ...string) map[string]result {
+		t.Helper()
+		out := map[string]result{}
+		for _, s := range stores {
+			e.vars["TRENDFETCH_QUOTA_DB"] = filepath.Join(e.dir, s.name+"-quota.db")
+			out[s.name] = e.run(append(s.global, args...)...)
+		}
+		return out
+	}
+	for i := range 2 {
+		for name, res := range run("--api-endpoint", url, "run", "--region", "US", "--region", "GB") {
+			if res.code != 0 {
+				t.Fatalf("run %d on %s: exit %d\n%s", i+1, name, res.code, res.stderr)
+			}
+		}
+		slices.Reverse(sample) // the second run's chart moves every video
+		emu.SetChart("US", sample)
+	}
+	parquetFile := func(name string) string { return filepath.Join(e.dir, name+".parquet") }
+	cases := []struct {
+		args  []string
+		same  func(t *testing.T, sqlite, postgres string)
+		store bool // the command's --output names a file per store
+	}{
+		{args: []string{"search", "sample", "--json", "--limit", "200"}, same: sameHits},
+		{args: []string{"search", `"sample video 1"`, "--region", "GB", "--json"}, same: sameHits},
+		{args: []string{"search", "synth* -music", "--json", "--limit", "200"}, same: sameHits},
+		{args: []string{"chart", "--region", "US", "--json"}},
+		{args: []string{"chart", "--region", "GB", "--csv"}},
+		{args: []string{"chart", "--region", "US", "--run", "1", "--json"}},
+		{args: []string{"video", "sample-0001", "--json"}},
+		{args: []string{"video", "sample-0015"}},
+		{args: []string{"runs", "--json"}},
+		{args: []string{"runs", "--region", "GB", "--json"}},
+		{args: []string{"export", "--layout", "youtube-new", "--region", "US"}},
+		{args: []string{"export", "--layout", "trending-daily", "--region-column"}},
+		{args: []string{"export", "--format", "jsonl"}},
+		{args: []string{"export", "--format", "jsonl", "--every", "capture"}},
+		{args: []string{"export", "--format", "parquet", "--output"}, same: sameParquet(parquetFile), store: true},
+		{args: []string{"prune", "--dry-run", "--older-than", "1h", "--json"}},
+		{args: []string{"prune", "--dry-run", "--policy", "youtube", "--json"}},
+		{args: []string{"plan", "--json"}},
+	}
+	for _, c := range cases {
+		t.Run(strings.Join(c.args, " "), func(t *testing.T) {
+			out := map[string]string{}
+			for _, s := range stores {
+				e.vars["TRENDFETCH_QUOTA_DB"] = filepath.Join(e.dir, s.name+"-quota.db")
+				args := c.args
+				if c.store {
+					args = append(slices.Clone(args), parquetFile(s.name))
+				}
+				res := e.run(append(s.global, args...)...)
+				if res.code != 0 {
+					t.Fatalf("%s: exit %d\n%s", s.name, res.code, res.stderr)
+				}
+				out[s.name] = res.stdout
+			}
+			if c.same != nil {
+				c.same(t, out["sqlite"], out["postgres"])
+			} else if a, b := unclocked(out["sqlite"]), unclocked(out["postgres"]); a != b || len(a) < 20 {
+				t.Errorf("the stores answer differently (or nothing): %s", firstDiff(a, b))
+			}
+		})
+	}
+	t.Run("serve", func(t *testing.T) {
+		answers := map[string]map[string]string{}
+		paths := []string{"/v1/charts/US", "/v1/charts/GB?run=1", "/v1/videos/sample-0001", "/v1/runs", "/v1/runs?region=US", "/v1/dashboard", "/v1/search?q=sample&limit=100"}
+		for _, s := range stores {
+			e.vars["TRENDFETCH_QUOTA_DB"] = filepath.Join(e.dir, s.name+"-quota.db")
+			d := e.start(append(s.global, "serve", "--addr", "127.0.0.1:0")...)
+			base := "http://" + d.serveAddr()
+			answers[s.name] = map[string]string{}
+			for _, p := range paths {
+				resp, err := http.Get(base + p)
+				if err != nil {
+					t.Fatal(err)
+				}
+				body, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != 200 {
+					t.Errorf("%s: GET %s: %d %s", s.name, p, resp.StatusCode, body)
+				}
+				answers[s.name][p] = string(body)
+			}
+			d.stop(syscall.SIGTERM)
+		}
+		for _, p := range paths {
+			a, b := answers["sqlite"][p], answers["postgres"][p]
+			if strings.HasPrefix(p, "/v1/search") {
+				sameHits(t, a, b)
+				continue
+			}
+			if strings.HasPrefix(p, "/v1/dashboard") {
+				a, b = dashboardData(t, a), dashboardData(t, b)
+			}
+			if unclocked(a) != unclocked(b) {
+				t.Errorf("GET %s differs: %s", p, firstDiff(unclocked(a), unclocked(b)))
+			}
+		}
+	})
+}
+
+// dashboardData is a /v1/dashboard answer without its quota part (each
+// store's run has its own quota database here) and its latencies.
+func dashboardData(t *testing.T, body string) string {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal([]byte(body), &m); err != nil {
+		t.Fatalf("dashboard: %v\n%s", err, body)
+	}
+	delete(m, "credentials")
+	out, _ := json.Marshal(m)
+	return string(out)
+}
+
+// sameHits compares two search answers (--json, or /v1/search) as sets of
+// video ids, not empty.
+func sameHits(t *testing.T, sqlite, postgres string) {
+	t.Helper()
+	ids := func(out string) []string {
+		var set []string
+		for _, m := range regexp.MustCompile(`"(?:video_)?id":\s*"([^"]+)"`).FindAllStringSubmatch(out, -1) {
+			set = append(set, m[1])
+		}
+		slices.Sort(set)
+		return slices.Compact(set)
+	}
+	a, b := ids(sqlite), ids(postgres)
+	if !slices.Equal(a, b) || len(a) == 0 {
+		t.Errorf("search finds %d videos on SQLite, %d on PostgreSQL (or none):\n%v\n%v", len(a), len(b), a, b)
+	}
+}
+
+// sameParquet compares the Parquet exports written to file(store) row by
+// row, times aside.
+func sameParquet(file func(store string) string) func(t *testing.T, _, _ string) {
+	return func(t *testing.T, _, _ string) {
+		t.Helper()
+		rows := map[string]string{}
+		for _, s := range []string{"sqlite", "postgres"} {
+			raw, err := os.ReadFile(file(s))
+			if err != nil {
+				t.Fatal(err)
+			}
+			r, err := parquet.Read[store.ParquetRow](bytes.NewReader(raw), int64(len(raw)))
+			if err != nil || len(r) == 0 {
+				t.Fatalf("%s parquet: %d rows, %v", s, len(r), err)
+			}
+			j, _ := json.Marshal(r)
+			rows[s] = unclocked(string(j))
+		}
+		if rows["sqlite"] != rows["postgres"] {
+			t.Errorf("the Parquet exports differ: %s", firstDiff(rows["sqlite"], rows["postgres"]))
+		}
+	}
+}
+
+// firstDiff shows where sqlite and postgres first differ.
+func firstDiff(sqlite, postgres string) string {
+	i := 0
+	for i < len(sqlite) && i < len(postgres) && sqlite[i] == postgres[i] {
+		i++
+	}
+	from := max(i-300, 0)
+	return fmt.Sprintf("at byte %d of %d and %d\nsqlite:   ...%.500s\npostgres: ...%.500s", i, len(sqlite), len(postgres), sqlite[from:], postgres[from:])
 }
