@@ -542,6 +542,15 @@ func TestRedisClientURL(t *testing.T) {
 		if _, err := b2.Reserve(context.Background(), "tls", "", charge(units, 1)); !errors.Is(err, ErrUnavailable) {
 			t.Fatalf("TLS with an unknown CA: %v, want ErrUnavailable", err)
 		}
+		// The same server through TLS without verification admits: the
+		// refusal above was the certificate's, and the port speaks TLS.
+		c3, err := redisconn.New(u+"?skip_verify=true", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b3 := NewRedis(c3)
+		defer b3.Close()
+		mustAllow(t, b3, "tls", charge(units, 1))
 	})
 }
 
