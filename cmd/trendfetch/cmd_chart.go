@@ -9,7 +9,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/trendfetch/trendfetch/internal/regions"
 	"github.com/trendfetch/trendfetch/internal/store"
 	"github.com/trendfetch/trendfetch/internal/termtext"
 )
@@ -40,9 +39,9 @@ search needs --query Q (the search.list q of config searches).`,
 			if region == "" {
 				return usagef("trendfetch chart --region US", "--region is required")
 			}
-			r, err := regions.Parse(region)
+			r, err := parseRegion(region)
 			if err != nil {
-				return &usageError{Err: err, Hint: "trendfetch regions"}
+				return err
 			}
 			q := store.CaptureQuery{Region: r, Kind: kind, Query: query, RunID: runID, Partial: partial}
 			switch kind {

@@ -87,7 +87,7 @@ the ConfigMap "trendfetch"), with the kubectl steps in the header.`,
 			default:
 				return usagef("trendfetch crontab --format systemd", "--format %q: want cron, systemd or kubernetes", termtext.Clip(format, 40))
 			}
-			inv, err := e.Invocation(a.configFile, func(f string) bool { return a.flag(f) != "" })
+			inv, err := e.Invocation(a.configFile, func(f string) bool { return *a.flags[f] != "" })
 			if err != nil {
 				return err
 			}

@@ -123,10 +123,7 @@ project) is counted. Stops at the first denial and exits 75.`,
 		Args:    cobra.NoArgs,
 		PreRunE: a.withConfig,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if count < 1 {
-				return usagef("trendfetch quota charge --method videos.list --count 1", "--count %d: must be at least 1", count)
-			}
-			if err := a.knownMethod("trendfetch quota charge", method); err != nil {
+			if err := a.checkCalls("trendfetch quota charge", method, int64(count)); err != nil {
 				return err
 			}
 			n, err := a.engine().Charge(cmd.Context(), method, count)
@@ -155,7 +152,7 @@ func newQuotaResetCmd(a *app) *cobra.Command {
 		Args:    cobra.NoArgs,
 		PreRunE: a.withConfig,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			credential := a.flag("credential")
+			credential := *a.flags["credential"]
 			if credential == "" {
 				return usagef("trendfetch quota reset --credential default --yes", "reset needs --credential NAME")
 			}

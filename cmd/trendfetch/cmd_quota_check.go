@@ -43,10 +43,7 @@ Exit 0 when the calls fit now, 75 when they fit later, 2 when they never fit
 		Args:    cobra.NoArgs,
 		PreRunE: a.withConfig,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if count < 1 {
-				return usagef("trendfetch quota check --method videos.list --count 1", "--count %d: must be at least 1", count)
-			}
-			if err := a.knownMethod("trendfetch quota check", method); err != nil {
+			if err := a.checkCalls("trendfetch quota check", method, count); err != nil {
 				return err
 			}
 			out, err := a.engine().Check(cmd.Context(), method, count)
@@ -76,9 +73,13 @@ Exit 0 when the calls fit now, 75 when they fit later, 2 when they never fit
 	return cmd
 }
 
-// knownMethod refuses (exit 2) a method that is not a key of quota.costs,
-// with the closest one in the hint to cmdLine ("trendfetch quota check").
-func (a *app) knownMethod(cmdLine, method string) error {
+// checkCalls refuses (exit 2) a --count below 1 and a method that is not a
+// key of quota.costs, with the closest one in the hint to cmdLine
+// ("trendfetch quota check").
+func (a *app) checkCalls(cmdLine, method string, count int64) error {
+	if count < 1 {
+		return usagef(cmdLine+" --method videos.list --count 1", "--count %d: must be at least 1", count)
+	}
 	if _, ok := a.cfg.Quota.Costs[method]; ok {
 		return nil
 	}

@@ -2,32 +2,25 @@ package main
 
 import (
 	"fmt"
+	"slices"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/trendfetch/trendfetch/internal/config"
 	"github.com/trendfetch/trendfetch/internal/regions"
 )
 
-// regionOut is one line of `trendfetch regions --json`.
+// regionOut is one line of `trendfetch regions --json`; the fields after
+// Configured are set for configured regions only.
 type regionOut struct {
-	// Code is the regionCode, e.g. "GB".
-	Code string `json:"code"`
-	// Name is the English name, e.g. "United Kingdom".
-	Name string `json:"name"`
-	// Configured reports that the region is in the config's regions list.
-	Configured bool `json:"configured"`
-	// The fields below are set for configured regions only.
-	// Index is the position in the regions list, from 0.
-	Index *int `json:"index,omitempty"`
-	// OffsetSeconds is the stagger offset in seconds (0 for an explicit spec).
-	OffsetSeconds *float64 `json:"offset_seconds,omitempty"`
-	// Schedule describes the schedule, e.g. "every 2h0m0s +3m0s" or a cron spec.
-	Schedule string `json:"schedule,omitempty"`
-	// NextRun is when `trendfetch schedule` runs the region next (RFC 3339).
-	NextRun *time.Time `json:"next_run,omitempty"`
+	Code          string     `json:"code"`                     // the regionCode, e.g. "GB"
+	Name          string     `json:"name"`                     // in English, e.g. "United Kingdom"
+	Configured    bool       `json:"configured"`               // in the config's regions list
+	Index         *int       `json:"index,omitempty"`          // its position in that list, from 0
+	OffsetSeconds *float64   `json:"offset_seconds,omitempty"` // its stagger offset (0 for an explicit spec)
+	Schedule      string     `json:"schedule,omitempty"`       // "every 2h0m0s +3m0s" or a cron spec
+	NextRun       *time.Time `json:"next_run,omitempty"`       // when `trendfetch schedule` runs it next
 }
 
 func newRegionsCmd(a *app) *cobra.Command {
@@ -42,9 +35,22 @@ stagger offset and the next time 'trendfetch schedule' runs them.`,
 		Args:    cobra.NoArgs,
 		PreRunE: a.withConfig,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			out, err := regionList(a.cfg, time.Now())
+			// Every supported region; the configured ones with their place in
+			// the schedule and next run.
+			plan, err := a.cfg.Schedule.Plan(a.cfg.Regions)
 			if err != nil {
 				return err
+			}
+			all, now := regions.All(), time.Now()
+			out := make([]regionOut, len(all))
+			for i, code := range all {
+				out[i] = regionOut{Code: code, Name: regions.Name(code)}
+			}
+			for _, p := range plan {
+				if i := slices.Index(all, p.Region); i >= 0 {
+					idx, off, next := p.Index, p.Offset.Seconds(), p.Schedule.Next(now)
+					out[i].Configured, out[i].Index, out[i].OffsetSeconds, out[i].Schedule, out[i].NextRun = true, &idx, &off, p.Spec, &next
+				}
 			}
 			if asJSON {
 				return a.printJSON(out)
@@ -69,28 +75,4 @@ stagger offset and the next time 'trendfetch schedule' runs them.`,
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON: [{code, name, configured, index, offset_seconds, schedule, next_run}]")
 	return cmd
-}
-
-// regionList returns every supported region, configured ones with their
-// place in cfg's schedule and next run after now.
-func regionList(cfg *config.Config, now time.Time) ([]regionOut, error) {
-	plan, err := cfg.Schedule.Plan(cfg.Regions)
-	if err != nil {
-		return nil, err
-	}
-	byCode := map[string]config.RegionPlan{}
-	for _, p := range plan {
-		byCode[p.Region] = p
-	}
-	all := regions.All()
-	out := make([]regionOut, len(all))
-	for i, code := range all {
-		r := regionOut{Code: code, Name: regions.Name(code)}
-		if p, ok := byCode[code]; ok {
-			idx, off, next := p.Index, p.Offset.Seconds(), p.Schedule.Next(now)
-			r.Configured, r.Index, r.OffsetSeconds, r.Schedule, r.NextRun = true, &idx, &off, p.Spec, &next
-		}
-		out[i] = r
-	}
-	return out, nil
 }

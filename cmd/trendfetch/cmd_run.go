@@ -1,8 +1,6 @@
 package main
 
 import (
-	"context"
-
 	"github.com/spf13/cobra"
 
 	"github.com/trendfetch/trendfetch/internal/engine"
@@ -46,17 +44,23 @@ host captured in the current slot of its schedule is not fetched again
 			if len(regionFlags) > 0 && all {
 				return usagef("trendfetch run --help", "--region and --all exclude each other")
 			}
-			list := a.cfg.Regions
-			if !all {
-				var err error
-				if list, err = regions.ParseList(regionFlags); err != nil {
-					return err
-				}
+			list, err := regions.ParseList(regionFlags)
+			if all {
+				list, err = a.cfg.Regions, nil
+			}
+			if err != nil {
+				return err
 			}
 			if cmd.Flags().Changed("metrics-textfile") {
 				a.cfg.Runs.MetricsTextfile = textfileDir
 			}
-			return a.runRegions(cmd.Context(), list, force)
+			r, err := a.engine().OpenRunner(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer r.Close()
+			r.Force = force // no once-per-tick check
+			return r.RunRegions(cmd.Context(), list)
 		},
 	}
 	cmd.Flags().StringVar(&textfileDir, "metrics-textfile", "", "write each region's metrics to DIR/trendfetch_REGION.prom for node_exporter's textfile collector (default: runs.metrics_textfile)")
@@ -70,16 +74,4 @@ host captured in the current slot of its schedule is not fetched again
 func (a *app) engine() *engine.Engine {
 	return engine.New(engine.Options{Config: a.cfg, Log: a.log, LookupEnv: a.lookupEnv, Scrub: a.secrets.String,
 		Notes: a.stderr, Version: version, ExitCode: exitCode})
-}
-
-// runRegions runs each region in turn (engine.Runner.RunRegions); force
-// skips the once-per-tick check.
-func (a *app) runRegions(ctx context.Context, list []string, force bool) error {
-	r, err := a.engine().OpenRunner(ctx)
-	if err != nil {
-		return err
-	}
-	defer r.Close()
-	r.Force = force
-	return r.RunRegions(ctx, list)
 }

@@ -15,7 +15,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/trendfetch/trendfetch/internal/regions"
 	"github.com/trendfetch/trendfetch/internal/store"
 	"github.com/trendfetch/trendfetch/internal/termtext"
 )
@@ -36,12 +35,9 @@ func newRunsCmd(a *app) *cobra.Command {
 			if limit < 1 {
 				return usagef("trendfetch runs --limit 20", "--limit %d: must be at least 1", limit)
 			}
-			if region != "" {
-				r, err := regions.Parse(region)
-				if err != nil {
-					return &usageError{Err: err, Hint: "trendfetch regions"}
-				}
-				region = r
+			region, err := parseRegion(region)
+			if err != nil {
+				return err
 			}
 			st, err := a.openReadStore(cmd.Context())
 			if err != nil {

@@ -7,7 +7,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/trendfetch/trendfetch/internal/regions"
 	"github.com/trendfetch/trendfetch/internal/store"
 	"github.com/trendfetch/trendfetch/internal/termtext"
 )
@@ -39,12 +38,9 @@ No API call is made.`,
 			if err != nil {
 				return err
 			}
-			if region != "" {
-				r, err := regions.Parse(region)
-				if err != nil {
-					return err
-				}
-				region = r
+			region, err := parseRegion(region)
+			if err != nil {
+				return err
 			}
 			st, err := a.openReadStore(cmd.Context())
 			if err != nil {

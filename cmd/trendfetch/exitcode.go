@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -71,6 +72,19 @@ func exitCode(ctx context.Context, err error) int {
 	return exitcode.Error
 }
 
+// parseRegion reads --region: "" stays "" (every region); a code that is
+// no region is a usage error pointing at `trendfetch regions`.
+func parseRegion(s string) (string, error) {
+	if s == "" {
+		return "", nil
+	}
+	r, err := regions.Parse(s)
+	if err != nil {
+		return "", &usageError{Err: err, Hint: "trendfetch regions"}
+	}
+	return r, nil
+}
+
 // is reports whether err's chain holds a T (errors.As).
 func is[T error](err error) bool {
 	var t T
@@ -96,18 +110,11 @@ func flagError(c *cobra.Command, err error) error {
 	if m == nil {
 		return err
 	}
-	want := "a valid value"
-	switch {
-	case m[3] == "Int" || m[3] == "Uint":
-		want = "a whole number"
-	case m[3] == "Float":
-		want = "a number"
-	case m[3] == "Bool":
-		want = "true or false"
-	case strings.Contains(err.Error(), "time: "), strings.Contains(err.Error(), "want a duration"):
+	want := map[string]string{"Int": "a whole number", "Uint": "a whole number", "Float": "a number", "Bool": "true or false"}[m[3]]
+	if strings.Contains(err.Error(), "time: ") || strings.Contains(err.Error(), "want a duration") {
 		want = "a duration such as 30s, 2h or 90d"
 	}
-	return fmt.Errorf("%s %q: want %s", m[2], termtext.Clip(m[1], 80), want)
+	return fmt.Errorf("%s %q: want %s", m[2], termtext.Clip(m[1], 80), cmp.Or(want, "a valid value"))
 }
 
 // argsAreUsage makes the positional-argument validators of c and its

@@ -150,7 +150,7 @@ type app struct {
 	secrets *secret.Set
 
 	// flags holds the root flags of the settings table (config.Settings),
-	// by name.
+	// by name ("" = not given).
 	flags map[string]*string
 	// configFile is the absolute path of the config file read ("" = defaults).
 	configFile string
@@ -190,15 +190,6 @@ Redis shared by every host); on denial a run stops cleanly and exits 75.
 	root.AddCommand(newChartCmd(a), newVideoCmd(a), newExportCmd(a), newPruneCmd(a), newServeCmd(a), newCopyCmd(a))
 	argsAreUsage(root)
 	return root
-}
-
-// flag returns the value of root flag name of the settings table ("" =
-// not given).
-func (a *app) flag(name string) string {
-	if v := a.flags[name]; v != nil {
-		return *v
-	}
-	return ""
 }
 
 // withConfig is the PreRunE of the commands that need the configuration.
