@@ -7,9 +7,16 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/json"
+	"encoding/pem"
 	"fmt"
 	"io"
+	"math/big"
 	"net"
 	"net/http"
 	neturl "net/url"
@@ -651,4 +658,123 @@ func firstDiff(sqlite, postgres string) string {
 	}
 	from := max(i-300, 0)
 	return fmt.Sprintf("at byte %d of %d and %d\nsqlite:   ...%.500s\npostgres: ...%.500s", i, len(sqlite), len(postgres), sqlite[from:], postgres[from:])
+}
+
+// selfSigned writes a self-signed certificate for 127.0.0.1 and its key
+// (PEM) into dir, owned by uid and gid, and returns their paths.
+func selfSigned(t *testing.T, dir string, uid, gid int) (cert, key string) {
+	t.Helper()
+	priv, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: "127.0.0.1"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
+		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}, IsCA: true, BasicConstraintsValid: true,
+		KeyUsage:    x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &priv.PublicKey, priv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kder, err := x509.MarshalPKCS8PrivateKey(priv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, key = filepath.Join(dir, "server.crt"), filepath.Join(dir, "server.key")
+	for _, f := range []struct {
+		path, typ string
+		der       []byte
+	}{{cert, "CERTIFICATE", der}, {key, "PRIVATE KEY", kder}} {
+		if err := os.WriteFile(f.path, pem.EncodeToMemory(&pem.Block{Type: f.typ, Bytes: f.der}), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chown(f.path, uid, gid); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return cert, key
+}
+
+// TestPostgresTLSSettings: the URL's sslmode and sslrootcert reach pgx.
+// Against the test server without TLS, sslmode=require fails (exit 1, an
+// error naming PostgreSQL and the refused TLS). With TLS turned on (a
+// self-signed certificate for 127.0.0.1), sslmode=verify-full with that
+// certificate as sslrootcert runs, and with another root certificate it
+// fails naming the unknown authority. (An unreadable sslrootcert is a
+// configuration error: TestPostgresMalformedURL.)
+func TestPostgresTLSSettings(t *testing.T) {
+	srv, db := pgDatabase(t)
+	emu, url, e := sampleEnv(t, "US")
+	e.vars["TRENDFETCH_QUOTA_DB"] = filepath.Join(e.dir, "quota.db")
+	tls := func(q string) string { return strings.Replace(db, "sslmode=disable", q, 1) }
+	runWith := func(database string) result {
+		res := e.runBounded(60*time.Second, "--database", database, "--api-endpoint", url, "run", "--region", "US")
+		assertNoPanic(t, res.stderr)
+		return res
+	}
+	if res := runWith(tls("sslmode=require")); res.code != 1 || !strings.Contains(lastLine(res.stderr), "PostgreSQL") ||
+		!strings.Contains(lastLine(res.stderr), "server refused TLS connection") {
+		t.Errorf("sslmode=require without TLS: exit %d, want 1 naming PostgreSQL and the refused TLS\n%s", res.code, res.stderr)
+	}
+	if u := emu.Units("k"); u != 0 {
+		t.Fatalf("the API charged %d units before the store was open", u)
+	}
+
+	// Turn TLS on: the server reads its files as its own user.
+	ctx := context.Background()
+	admin, err := pgx.Connect(ctx, srv.URL("postgres"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close(ctx)
+	var dataDir string
+	if err := admin.QueryRow(ctx, "SHOW data_directory").Scan(&dataDir); err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(dataDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	owner := fi.Sys().(*syscall.Stat_t)
+	dir, err := os.MkdirTemp("", "trendfetch-tls-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cert, key := selfSigned(t, dir, int(owner.Uid), int(owner.Gid))
+	other, _ := selfSigned(t, t.TempDir(), os.Getuid(), os.Getgid())
+	reload := func(stmts ...string) {
+		t.Helper()
+		for _, s := range append(stmts, "SELECT pg_reload_conf()") {
+			if _, err := admin.Exec(ctx, s); err != nil {
+				t.Fatalf("%s: %v", s, err)
+			}
+		}
+	}
+	reload("ALTER SYSTEM SET ssl_cert_file = '"+cert+"'", "ALTER SYSTEM SET ssl_key_file = '"+key+"'", "ALTER SYSTEM SET ssl = on")
+	defer reload("ALTER SYSTEM RESET ssl", "ALTER SYSTEM RESET ssl_cert_file", "ALTER SYSTEM RESET ssl_key_file")
+	verified := tls("sslmode=verify-full&sslrootcert=" + cert)
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		c, err := pgx.Connect(ctx, verified)
+		if err == nil {
+			c.Close(ctx)
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the server did not turn TLS on: %v", err)
+		}
+	}
+	if res := runWith(verified); res.code != 0 {
+		t.Errorf("sslmode=verify-full with the server's certificate: exit %d\n%s", res.code, res.stderr)
+	}
+	if res := runWith(tls("sslmode=verify-full&sslrootcert=" + other)); res.code != 1 || !strings.Contains(lastLine(res.stderr), "PostgreSQL") ||
+		!strings.Contains(lastLine(res.stderr), "certificate signed by unknown authority") {
+		t.Errorf("sslmode=verify-full with another root certificate: exit %d, want 1 naming the unknown authority\n%s", res.code, res.stderr)
+	}
 }
