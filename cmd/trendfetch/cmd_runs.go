@@ -122,7 +122,7 @@ func (a *app) openReadStore(ctx context.Context) (store.Backend, error) {
 	st, err := a.engine().OpenReadStore(ctx)
 	var nd *store.NoDatabaseError
 	if errors.As(err, &nd) {
-		fmt.Fprintf(a.stderr, "note: no database at %s yet: nothing recorded; `trendfetch run` creates it\n", a.cfg.Database)
+		fmt.Fprintf(a.stderr, "note: no database at %s yet: nothing recorded; `trendfetch run` creates it\n", nd.Path)
 		return nil, nil
 	}
 	return st, err

@@ -81,7 +81,7 @@ func ListenMetrics(addr string) (net.Listener, error) {
 func (e *Engine) Serve(ctx context.Context, ln net.Listener, token string, m *metrics.Metrics) error {
 	h, closeAll, err := e.ServeHandler(ctx, token, m)
 	if nd := (*store.NoDatabaseError)(nil); errors.As(err, &nd) {
-		return Usagef("trendfetch run --region US", "no database at %s yet: run trendfetch run first, or set database", e.cfg.Database)
+		return Usagef("trendfetch run --region US", "no database at %s yet: run trendfetch run first, or set database", nd.Path)
 	}
 	if err != nil {
 		return err
