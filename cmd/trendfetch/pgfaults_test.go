@@ -423,6 +423,13 @@ func TestPostgresPasswordMasked(t *testing.T) {
 		} {
 			check(strings.Join(args, " ")+" by "+how, e.run(append(global, args...)...))
 		}
+		// search echoes its query: the scrubber knows the password from
+		// each source (without it, this output would show it).
+		res = e.run(append(global, "search", pw)...)
+		check("search PASSWORD by "+how, res)
+		if !strings.HasPrefix(res.stdout, "no videos match ") {
+			t.Errorf("search PASSWORD by %s: %q, want no videos match and the query masked", how, res.stdout)
+		}
 		d := e.start(append(global, "--log-level", "debug", "serve", "--addr", "127.0.0.1:0")...)
 		base := "http://" + d.serveAddr()
 		for _, path := range []string{"/v1/runs", "/v1/dashboard", "/v1/quota", "/metrics", "/healthz"} {
