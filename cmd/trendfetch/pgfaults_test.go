@@ -517,11 +517,12 @@ func TestPostgresCommandsMatchSQLite(t *testing.T) {
 		slices.Reverse(sample) // the second run's chart moves every video
 		emu.SetChart("US", sample)
 	}
-	parquetFile := func(name string) string { return filepath.Join(e.dir, name+".parquet") }
 	cases := []struct {
-		args  []string
-		same  func(t *testing.T, sqlite, postgres string)
-		store bool // the command's --output names a file per store
+		args []string
+		same func(t *testing.T, sqlite, postgres string)
+		// output, when set, is given to --output per store (a file, or a
+		// directory when it ends in /), and what is written is compared.
+		output string
 	}{
 		{args: []string{"search", "sample", "--json", "--limit", "200"}, same: sameHits},
 		{args: []string{"search", `"sample video 1"`, "--region", "GB", "--json"}, same: sameHits},
@@ -534,28 +535,37 @@ func TestPostgresCommandsMatchSQLite(t *testing.T) {
 		{args: []string{"runs", "--json"}},
 		{args: []string{"runs", "--region", "GB", "--json"}},
 		{args: []string{"export", "--layout", "youtube-new", "--region", "US"}},
-		{args: []string{"export", "--layout", "trending-daily", "--region-column"}},
+		{args: []string{"export", "--layout", "trending-daily", "--region-column", "--spreadsheet-safe"}},
 		{args: []string{"export", "--format", "jsonl"}},
 		{args: []string{"export", "--format", "jsonl", "--every", "capture"}},
-		{args: []string{"export", "--format", "parquet", "--output"}, same: sameParquet(parquetFile), store: true},
+		{args: []string{"export", "--layout", "trending-daily"}, output: "csv/"},
+		{args: []string{"export", "--format", "parquet"}, output: "all.parquet"},
+		{args: []string{"export", "--format", "parquet", "--partition", "region,date"}, output: "parts/"},
 		{args: []string{"prune", "--dry-run", "--older-than", "1h", "--json"}},
 		{args: []string{"prune", "--dry-run", "--policy", "youtube", "--json"}},
 		{args: []string{"plan", "--json"}},
 	}
-	for _, c := range cases {
+	for i, c := range cases {
 		t.Run(strings.Join(c.args, " "), func(t *testing.T) {
 			out := map[string]string{}
 			for _, s := range stores {
 				e.vars["TRENDFETCH_QUOTA_DB"] = filepath.Join(e.dir, s.name+"-quota.db")
 				args := c.args
-				if c.store {
-					args = append(slices.Clone(args), parquetFile(s.name))
+				output := filepath.Join(e.dir, fmt.Sprintf("%s-%d-%s", s.name, i, c.output))
+				if c.output != "" {
+					if strings.HasSuffix(c.output, "/") {
+						output += "/"
+					}
+					args = append(slices.Clone(args), "--output", output)
 				}
 				res := e.run(append(s.global, args...)...)
 				if res.code != 0 {
 					t.Fatalf("%s: exit %d\n%s", s.name, res.code, res.stderr)
 				}
 				out[s.name] = res.stdout
+				if c.output != "" {
+					out[s.name] = written(t, output)
+				}
 			}
 			if c.same != nil {
 				c.same(t, out["sqlite"], out["postgres"])
@@ -633,28 +643,34 @@ func sameHits(t *testing.T, sqlite, postgres string) {
 	}
 }
 
-// sameParquet compares the Parquet exports written to file(store) row by
-// row, times aside.
-func sameParquet(file func(store string) string) func(t *testing.T, _, _ string) {
-	return func(t *testing.T, _, _ string) {
-		t.Helper()
-		rows := map[string]string{}
-		for _, s := range []string{"sqlite", "postgres"} {
-			raw, err := os.ReadFile(file(s))
+// written is what an export wrote to path, a file or a directory: each
+// file's name (relative) and content, Parquet files as their rows in JSON.
+func written(t *testing.T, path string) string {
+	t.Helper()
+	var b strings.Builder
+	err := filepath.WalkDir(path, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		raw, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		if strings.HasSuffix(p, ".parquet") {
+			rows, err := parquet.Read[store.ParquetRow](bytes.NewReader(raw), int64(len(raw)))
 			if err != nil {
-				t.Fatal(err)
+				return fmt.Errorf("%s: %w", p, err)
 			}
-			r, err := parquet.Read[store.ParquetRow](bytes.NewReader(raw), int64(len(raw)))
-			if err != nil || len(r) == 0 {
-				t.Fatalf("%s parquet: %d rows, %v", s, len(r), err)
-			}
-			j, _ := json.Marshal(r)
-			rows[s] = unclocked(string(j))
+			raw, _ = json.Marshal(rows)
 		}
-		if rows["sqlite"] != rows["postgres"] {
-			t.Errorf("the Parquet exports differ: %s", firstDiff(rows["sqlite"], rows["postgres"]))
-		}
+		rel, _ := filepath.Rel(path, p)
+		fmt.Fprintf(&b, "== %s\n%s\n", rel, raw)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
+	return b.String()
 }
 
 // firstDiff shows where sqlite and postgres first differ.
