@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -30,6 +31,57 @@ type PruneReport struct {
 // pruneBatch bounds one write transaction of Prune, so that concurrent
 // runs wait at most a few hundred milliseconds for the write lock.
 const pruneBatch = 200
+
+// policyLockKey is the pg_advisory_xact_lock key every write transaction
+// of Prune and ApplyCutoffs holds on PostgreSQL: hosts applying the
+// storage policy at once take turns a transaction at a time, so each row
+// is deleted (and counted) by one of them and two passes never deadlock
+// (docs/design.md §10a). SQLite's write transactions take turns already.
+const policyLockKey = migrationLockKey + 1
+
+// pruneTx is withTx for the storage policy's writes (policyLockKey).
+func (s *Store) pruneTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	return s.withTx(ctx, func(tx *sql.Tx) error {
+		if s.pg {
+			if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(?)`, int64(policyLockKey)); err != nil {
+				return err
+			}
+		}
+		return fn(tx)
+	})
+}
+
+// pick runs query, a SELECT of one id column of table (its name or alias)
+// ending in LIMIT, in tx, and returns the ids and the placeholders
+// "?first, ?first+1, ..." of the list, for the batch write that follows.
+// On PostgreSQL the rows are locked, skipping those another transaction
+// holds (a host storing a capture holds its videos): the write never
+// touches a row another host is writing, and as its statement sees what
+// was committed before the locks, it must test its condition again.
+func (s *Store) pick(ctx context.Context, tx *sql.Tx, query, table string, first int, args ...any) ([]any, string, error) {
+	if s.pg {
+		query += ` FOR UPDATE OF ` + table + ` SKIP LOCKED`
+	}
+	rows, err := tx.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, "", err
+	}
+	defer rows.Close()
+	var ids []any
+	var list strings.Builder
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, "", err
+		}
+		if len(ids) > 0 {
+			list.WriteByte(',')
+		}
+		fmt.Fprintf(&list, "?%d", first+len(ids))
+		ids = append(ids, id)
+	}
+	return ids, list.String(), rows.Err()
+}
 
 // Prune deletes captures captured before before (with their entries),
 // stats samples taken before it, the superseded text versions no entry
@@ -68,14 +120,18 @@ SELECT (SELECT count(*) FROM captures WHERE captured_at < ?1),
 	}
 	for {
 		var n, entries int64
-		err := s.withTx(ctx, func(tx *sql.Tx) error {
-			const pick = `SELECT id FROM captures WHERE captured_at < ? ORDER BY captured_at LIMIT ?`
-			res, err := tx.ExecContext(ctx, `DELETE FROM entries WHERE capture_id IN (`+pick+`)`, cut, pruneBatch)
+		picked := 0
+		err := s.pruneTx(ctx, func(tx *sql.Tx) error {
+			ids, list, err := s.pick(ctx, tx, `SELECT id FROM captures WHERE captured_at < ?1 ORDER BY captured_at LIMIT ?2`, "captures", 1, cut, pruneBatch)
+			if picked = len(ids); err != nil || picked == 0 {
+				return err
+			}
+			res, err := tx.ExecContext(ctx, `DELETE FROM entries WHERE capture_id IN (`+list+`)`, ids...)
 			if err != nil {
 				return err
 			}
 			entries, _ = res.RowsAffected()
-			res, err = tx.ExecContext(ctx, `DELETE FROM captures WHERE id IN (`+pick+`)`, cut, pruneBatch)
+			res, err = tx.ExecContext(ctx, `DELETE FROM captures WHERE id IN (`+list+`)`, ids...)
 			if err != nil {
 				return err
 			}
@@ -87,11 +143,11 @@ SELECT (SELECT count(*) FROM captures WHERE captured_at < ?1),
 		}
 		rep.Captures += n
 		rep.Entries += entries
-		if n < pruneBatch {
+		if picked < pruneBatch {
 			break
 		}
 	}
-	err := s.withTx(ctx, func(tx *sql.Tx) error {
+	err := s.pruneTx(ctx, func(tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, `DELETE FROM stats_samples WHERE sampled_at < ?`, cut)
 		if err != nil {
 			return err
@@ -104,15 +160,17 @@ SELECT (SELECT count(*) FROM captures WHERE captured_at < ?1),
 	}
 	// After the deletions above no capture or sample older than the cut-off
 	// remains, so "referenced by nothing" is the plain test.
+	const unreferenced = `NOT EXISTS (SELECT 1 FROM entries e WHERE e.video = videos.rowid)
+  AND NOT EXISTS (SELECT 1 FROM stats_samples x WHERE x.video = videos.rowid)`
 	for {
 		var n int64
-		err := s.withTx(ctx, func(tx *sql.Tx) error {
-			res, err := tx.ExecContext(ctx, `
-DELETE FROM videos WHERE rowid IN (
-    SELECT v.rowid FROM videos v
-    WHERE NOT EXISTS (SELECT 1 FROM entries e WHERE e.video = v.rowid)
-      AND NOT EXISTS (SELECT 1 FROM stats_samples x WHERE x.video = v.rowid)
-    LIMIT ?)`, pruneBatch)
+		picked := 0
+		err := s.pruneTx(ctx, func(tx *sql.Tx) error {
+			ids, list, err := s.pick(ctx, tx, `SELECT rowid FROM videos WHERE `+unreferenced+` LIMIT ?1`, "videos", 1, pruneBatch)
+			if picked = len(ids); err != nil || picked == 0 {
+				return err
+			}
+			res, err := tx.ExecContext(ctx, `DELETE FROM videos WHERE rowid IN (`+list+`) AND `+unreferenced, ids...)
 			if err != nil {
 				return err
 			}
@@ -123,12 +181,12 @@ DELETE FROM videos WHERE rowid IN (
 			return rep, fmt.Errorf("cannot prune videos: %w", err)
 		}
 		rep.Videos += n
-		if n < pruneBatch {
+		if picked < pruneBatch {
 			break
 		}
 	}
 	// Versions of deleted videos went with them (ON DELETE CASCADE).
-	err = s.withTx(ctx, func(tx *sql.Tx) error {
+	err = s.pruneTx(ctx, func(tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, `
 DELETE FROM video_texts WHERE NOT EXISTS (
     SELECT 1 FROM entries e WHERE e.video = video_texts.video AND e.text = video_texts.version)`)
@@ -214,10 +272,15 @@ SELECT (SELECT count(*) FROM videos WHERE rowid IN (`+stale+`) `+keep+`),
 	}
 	for {
 		var n int64
-		err := s.withTx(ctx, func(tx *sql.Tx) error {
+		picked := 0
+		err := s.pruneTx(ctx, func(tx *sql.Tx) error {
+			ids, list, err := s.pick(ctx, tx, stale+` LIMIT ?2`, "v", 2, cut, pruneBatch)
+			if picked = len(ids); err != nil || picked == 0 {
+				return err
+			}
 			res, err := tx.ExecContext(ctx, `
 UPDATE videos SET title = '', description = '', tags = '', channel_title = '', category_id = '', thumbnail_url = ''
-WHERE rowid IN (`+stale+` LIMIT ?2)`, cut, pruneBatch)
+WHERE rowid IN (`+stale+` AND v.rowid IN (`+list+`))`, append([]any{cut}, ids...)...)
 			if err != nil {
 				return err
 			}
@@ -228,11 +291,11 @@ WHERE rowid IN (`+stale+` LIMIT ?2)`, cut, pruneBatch)
 			return rep, fmt.Errorf("cannot remove old text: %w", err)
 		}
 		rep.TextsCleared += n
-		if n < pruneBatch {
+		if picked < pruneBatch {
 			break
 		}
 	}
-	err := s.withTx(ctx, func(tx *sql.Tx) error {
+	err := s.pruneTx(ctx, func(tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, `DELETE FROM video_texts WHERE rowid IN (`+oldVersions+`)`, cut)
 		if err != nil {
 			return err

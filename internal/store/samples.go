@@ -83,7 +83,7 @@ func (s *Store) SaveSamples(ctx context.Context, samples []Sample, at time.Time)
 			for _, x := range chunk {
 				args = append(args, x.VideoID, ts, nullInt(x.Views), nullInt(x.Likes), nullInt(x.Comments))
 			}
-			st, err := s.txStmt(ctx, tx, insertSamplesSQL(len(chunk)), len(chunk))
+			st, err := s.txStmt(ctx, tx, s.insertSamplesSQL(len(chunk)), len(chunk))
 			if err != nil {
 				return err
 			}
@@ -104,15 +104,22 @@ func (s *Store) SaveSamples(ctx context.Context, samples []Sample, at time.Time)
 }
 
 // insertSamplesSQL inserts n samples, 5 parameters each: video id (text),
-// sampled at, views, likes, comments.
-func insertSamplesSQL(n int) string {
+// sampled at, views, likes, comments. On PostgreSQL it locks the videos it
+// finds (FOR KEY SHARE, the lock of the foreign key check, taken before
+// it): a video the storage policy is deleting meanwhile is skipped once
+// gone, like one never stored, rather than failing the foreign key.
+func (s *Store) insertSamplesSQL(n int) string {
 	var b strings.Builder
 	b.WriteString(`INSERT INTO stats_samples (video, sampled_at, view_count, like_count, comment_count)
 SELECT v.rowid, x.column2, x.column3, x.column4, x.column5
 FROM (VALUES `)
 	b.WriteString(intRows(n, 5, 3, 4, 5))
 	b.WriteString(`) AS x JOIN videos v ON v.id = x.column1
-WHERE true
+WHERE true`)
+	if s.pg {
+		b.WriteString(` FOR KEY SHARE OF v`)
+	}
+	b.WriteString(`
 ON CONFLICT (video, sampled_at) DO NOTHING`)
 	return b.String()
 }

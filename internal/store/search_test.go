@@ -19,9 +19,10 @@ func search(t testing.TB, s *Store, q SearchQuery) []Hit {
 	return hits
 }
 
-func TestSearch(t *testing.T) {
+func TestSearch(t *testing.T) { forEachEngine(t, testSearch) }
+
+func testSearch(t *testing.T, s *Store) {
 	ctx := context.Background()
-	s, _ := openTest(t)
 	at := time.Now()
 	us := []Video{
 		{ID: "desc", Title: "Evening news", Description: "Tonight: a long report about the kākāpō parrot and other birds."},
@@ -152,9 +153,10 @@ func contains(ss []string, s string) bool {
 	return false
 }
 
-func TestSearchTrigram(t *testing.T) {
+func TestSearchTrigram(t *testing.T) { forEachEngine(t, testSearchTrigram) }
+
+func testSearchTrigram(t *testing.T, s *Store) {
 	ctx := context.Background()
-	s, _ := openTest(t)
 	at := time.Now()
 	jp := []Video{
 		{ID: "halloween", Title: "【閲覧注意】ハロウィン気乗りしない奴がホラー飯作ってみたw", ChannelTitle: "しばなんチャンネル"},
@@ -234,16 +236,21 @@ func TestSearchTrigram(t *testing.T) {
 }
 
 // TestSearchCancel: a search whose context ends while it runs stops (the
-// driver interrupts SQLite) and returns the context's error, in a fraction
-// of the time the whole search takes; the store keeps working. The query
+// driver interrupts SQLite; pgx cancels the PostgreSQL query) and returns
+// the context's error, in a fraction of the time the whole search takes;
+// the store keeps working. The query
 // is the heaviest shape (OR of phrases and short prefixes, limit 1000)
 // over 3,000 videos that all match.
-func TestSearchCancel(t *testing.T) {
+func TestSearchCancel(t *testing.T) { forEachEngine(t, testSearchCancel) }
+
+func testSearchCancel(t *testing.T, s *Store) {
 	ctx := context.Background()
-	s, _ := openTest(t)
-	if _, err := s.db.Exec(`WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c WHERE i < 3000)
-INSERT INTO videos (id, title, tags, description, first_seen_at)
-SELECT printf('v%06d', i), 'alpha beta ' || (i % 97) || ' gamma ' || (i % 13), 'alpha', 'alpha delta ' || (i % 7) || ' alpha', 'x' FROM c`); err != nil {
+	vs := make([]Video, 3000)
+	for i := range vs {
+		vs[i] = Video{ID: fmt.Sprintf("v%06d", i+1), Title: fmt.Sprintf("alpha beta %d gamma %d", (i+1)%97, (i+1)%13),
+			Tags: []string{"alpha"}, Description: fmt.Sprintf("alpha delta %d alpha", (i+1)%7)}
+	}
+	if err := s.SaveSnapshot(ctx, Snapshot{RunID: startRun(t, s, "US"), Region: "US", FirstRank: 1, Videos: vs}); err != nil {
 		t.Fatal(err)
 	}
 	q := SearchQuery{Text: `"alpha beta" OR "beta alpha" OR "alpha delta" OR al* OR be* OR ga* OR de*`, Limit: MaxSearchLimit}
@@ -280,11 +287,12 @@ SELECT printf('v%06d', i), 'alpha beta ' || (i % 97) || ' gamma ' || (i % 13), '
 // the word index). Each case stores older matches that pass its filter and
 // then more than the cap of newer ones that do not: a bounded search finds
 // none of the older ones, as it never reads them.
-func TestSearchWorkIsBounded(t *testing.T) {
+func TestSearchWorkIsBounded(t *testing.T) { forEachEngine(t, testSearchWorkIsBounded) }
+
+func testSearchWorkIsBounded(t *testing.T, s *Store) {
 	ctx := context.Background()
 	defer func(n int) { searchCandidates = n }(searchCandidates)
 	searchCandidates = 20
-	s, _ := openTest(t)
 	at := time.Now()
 	save := func(region, id string, n int, title string) {
 		vs := make([]Video, n)
@@ -322,8 +330,11 @@ func TestSearchWorkIsBounded(t *testing.T) {
 // the plain snippet, so brackets in a title are only text (issue 31 item
 // 16: "[Official Video]" and "BTS ([방탄소년단])" looked like matches).
 func TestSearchHighlightsCannotBeForged(t *testing.T) {
+	forEachEngine(t, testSearchHighlightsCannotBeForged)
+}
+
+func testSearchHighlightsCannotBeForged(t *testing.T, s *Store) {
 	ctx := context.Background()
-	s, _ := openTest(t)
 	vs := []Video{
 		{ID: "mv", Title: "Kakapo song [Official Video]", ChannelTitle: "Birds"},
 		{ID: "bts", Title: "BTS ([방탄소년단]) 노래", ChannelTitle: "ibighit"},
@@ -345,9 +356,10 @@ func TestSearchHighlightsCannotBeForged(t *testing.T) {
 
 // TestSearchPages: SearchPage's next offset walks the hits a page at a
 // time, in the order of one big page, and ends at the last hit.
-func TestSearchPages(t *testing.T) {
+func TestSearchPages(t *testing.T) { forEachEngine(t, testSearchPages) }
+
+func testSearchPages(t *testing.T, s *Store) {
 	ctx := context.Background()
-	s, _ := openTest(t)
 	if err := s.SaveSnapshot(ctx, Snapshot{RunID: startRun(t, s, "US"), Region: "US", FirstRank: 1, Videos: testVideos("p", 7), At: time.Now()}); err != nil {
 		t.Fatal(err)
 	}
