@@ -68,40 +68,35 @@ func piece(w string) string {
 func TestSearchEveryScript(t *testing.T) {
 	ctx := context.Background()
 	dir := youtubetest.DataDir(t)
-	st, err := Open(ctx, filepath.Join(t.TempDir(), "scripts.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-
 	type doc struct{ id, title string }
 	var docs []doc
-	for _, region := range []string{"JP", "KR", "RU"} {
-		_, vs, err := youtubetest.LoadCSVFile(filepath.Join(dir, "api_snapshot_2018-11-01", "18.01.11_"+region+"_videos.csv"), "")
-		if err != nil {
-			t.Fatal(err)
+	// load stores the three charts in st.
+	load := func(t *testing.T, st *Store) {
+		docs = docs[:0]
+		for _, region := range []string{"JP", "KR", "RU"} {
+			_, vs, err := youtubetest.LoadCSVFile(filepath.Join(dir, "api_snapshot_2018-11-01", "18.01.11_"+region+"_videos.csv"), "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			page := make([]Video, len(vs))
+			for i, v := range vs {
+				page[i] = toStore(v)
+				docs = append(docs, doc{v.Id, page[i].Title})
+			}
+			if err := st.SaveSnapshot(ctx, Snapshot{RunID: startRun(t, st, region), Region: region, FirstRank: 1, Videos: page, At: time.Now()}); err != nil {
+				t.Fatal(err)
+			}
 		}
-		page := make([]Video, len(vs))
-		for i, v := range vs {
-			page[i] = toStore(v)
-			docs = append(docs, doc{v.Id, page[i].Title})
-		}
-		run, err := st.StartRun(ctx, Run{Region: region})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := st.SaveSnapshot(ctx, Snapshot{RunID: run, Region: region, FirstRank: 1, Videos: page, At: time.Now()}); err != nil {
+		if err := st.Check(ctx); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := st.Check(ctx); err != nil {
-		t.Fatal(err)
-	}
-
-	// matching returns the ids of videos whose indexed text contains term
-	// according to one index.
+	// The SQLite store's indexes say which videos contain a term, for
+	// both engines.
+	ref, _ := openTest(t)
+	load(t, ref)
 	matching := func(table, term string) map[string]bool {
-		rows, err := st.db.QueryContext(ctx, `SELECT v.id FROM `+table+` f JOIN videos v ON v.rowid = f.rowid WHERE `+table+` MATCH ?`,
+		rows, err := ref.db.QueryContext(ctx, `SELECT v.id FROM `+table+` f JOIN videos v ON v.rowid = f.rowid WHERE `+table+` MATCH ?`,
 			`"`+strings.ReplaceAll(term, `"`, `""`)+`"`)
 		if err != nil {
 			t.Fatal(err)
@@ -115,52 +110,58 @@ func TestSearchEveryScript(t *testing.T) {
 		}
 		return ids
 	}
-
-	var searches, first int
-	for i, d := range docs {
-		if raceEnabled && i%8 != 0 {
-			continue // a sample of 75 titles under -race
+	forEachEngine(t, func(t *testing.T, st *Store) {
+		if st.pg {
+			load(t, st)
+		} else {
+			st = ref
 		}
-		// The two longest words of 3 or more characters and a piece from
-		// inside the longest (the -race build is ~15x slower; every word
-		// of every title was checked when this was written: 4120 searches).
-		ws := words(d.title)
-		sort.SliceStable(ws, func(i, j int) bool { return utf8.RuneCountInString(ws[i]) > utf8.RuneCountInString(ws[j]) })
-		var terms []string
-		for _, w := range ws {
-			if utf8.RuneCountInString(w) >= TrigramMinChars && len(terms) < 2 && !slices.Contains(terms, w) {
-				terms = append(terms, w)
+		var searches, first int
+		for i, d := range docs {
+			if raceEnabled && i%8 != 0 {
+				continue // a sample of 75 titles under -race
 			}
-		}
-		if len(terms) == 0 {
-			t.Errorf("%s %q: no word of 3 or more characters", d.id, d.title)
-			continue
-		}
-		if p := piece(ws[0]); p != "" && !slices.Contains(terms, p) {
-			terms = append(terms, p)
-		}
-		for _, term := range terms {
-			searches++
-			hits, err := st.Search(ctx, SearchQuery{Text: term, Limit: 100})
-			if err != nil {
-				t.Errorf("%q: %v", term, err)
+			// The two longest words of 3 or more characters and a piece from
+			// inside the longest (the -race build is ~15x slower; every word
+			// of every title was checked when this was written: 4120 searches).
+			ws := words(d.title)
+			sort.SliceStable(ws, func(i, j int) bool { return utf8.RuneCountInString(ws[i]) > utf8.RuneCountInString(ws[j]) })
+			var terms []string
+			for _, w := range ws {
+				if utf8.RuneCountInString(w) >= TrigramMinChars && len(terms) < 2 && !slices.Contains(terms, w) {
+					terms = append(terms, w)
+				}
+			}
+			if len(terms) == 0 {
+				t.Errorf("%s %q: no word of 3 or more characters", d.id, d.title)
 				continue
 			}
-			pos := slices.IndexFunc(hits, func(h Hit) bool { return h.VideoID == d.id })
-			switch {
-			case pos == 0:
-				first++
-			case pos < 0:
-				t.Errorf("%q (from %s %q) does not find it: %d hits", term, d.id, d.title, len(hits))
-			default:
-				tri, word := matching("videos_tri", term), matching("videos_fts", term)
-				if len(tri) == 1 && tri[d.id] && (len(word) == 0 || len(word) == 1 && word[d.id]) {
-					t.Errorf("%q occurs only in %s %q, found at position %d: %s", term, d.id, d.title, pos+1, fmtHits(hits[:pos+1]))
+			if p := piece(ws[0]); p != "" && !slices.Contains(terms, p) {
+				terms = append(terms, p)
+			}
+			for _, term := range terms {
+				searches++
+				hits, err := st.Search(ctx, SearchQuery{Text: term, Limit: 100})
+				if err != nil {
+					t.Errorf("%q: %v", term, err)
+					continue
+				}
+				pos := slices.IndexFunc(hits, func(h Hit) bool { return h.VideoID == d.id })
+				switch {
+				case pos == 0:
+					first++
+				case pos < 0:
+					t.Errorf("%q (from %s %q) does not find it: %d hits", term, d.id, d.title, len(hits))
+				default:
+					tri, word := matching("videos_tri", term), matching("videos_fts", term)
+					if len(tri) == 1 && tri[d.id] && (len(word) == 0 || len(word) == 1 && word[d.id]) {
+						t.Errorf("%q occurs only in %s %q, found at position %d: %s", term, d.id, d.title, pos+1, fmtHits(hits[:pos+1]))
+					}
 				}
 			}
 		}
-	}
-	t.Logf("%d titles, %d searches, all found, %d first", len(docs), searches, first)
+		t.Logf("%d titles, %d searches, all found, %d first", len(docs), searches, first)
+	})
 }
 
 func fmtHits(hs []Hit) string {
