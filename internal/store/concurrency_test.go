@@ -92,8 +92,8 @@ func TestConcurrentWriters(t *testing.T) {
 }
 
 // TestOneVersionPerChange: two hosts storing the same video's changed text
-// at the same moment (two handles on one database) make one new version,
-// and a retried page adds no entry.
+// at the same moment (two handles on one database) make one new version;
+// a retried page, samples or capture completion adds no row.
 func TestOneVersionPerChange(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, a *Store) {
 		ctx := context.Background()
@@ -138,6 +138,21 @@ func TestOneVersionPerChange(t *testing.T) {
 		}
 		if versions != 5*50 || maxVersion != 5 || captures != 11 || entries != 11*50 {
 			t.Errorf("%d old versions, newest %d, %d captures, %d entries; want 250, 5, 11, 550", versions, maxVersion, captures, entries)
+		}
+		samples := []Sample{{VideoID: "r-000", Views: i64(1)}, {VideoID: "r-001"}}
+		for i, want := range []int{2, 0} {
+			if n, err := b.SaveSamples(ctx, samples, at); err != nil || n != want {
+				t.Errorf("samples, attempt %d: %d stored, %v; want %d", i+1, n, err, want)
+			}
+		}
+		run := startRun(t, a, "FR")
+		for range 2 {
+			if err := b.CompleteCapture(ctx, run, "FR", KindChart, "", at); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := a.db.QueryRow(`SELECT (SELECT count(*) FROM stats_samples), (SELECT count(*) FROM captures WHERE run_id = ?)`, run).Scan(&versions, &captures); err != nil || versions != 2 || captures != 1 {
+			t.Errorf("after retries: %d samples, %d captures of the run, %v; want 2, 1", versions, captures, err)
 		}
 	})
 }

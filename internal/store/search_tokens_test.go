@@ -13,7 +13,8 @@ import (
 // TestSearchTokenClass: the character class search_tokens cuts words
 // with in the PostgreSQL search migration is the set of characters
 // SQLite's unicode61 tokenizer (as this store builds it) keeps in tokens,
-// code point by code point, so both engines find the same words.
+// code point by code point, so both engines find the same words (SQLite's
+// tokenizer is the reference: this test reads it, and the migration's text).
 func TestSearchTokenClass(t *testing.T) {
 	st, err := Open(context.Background(), filepath.Join(t.TempDir(), "x.db"))
 	if err != nil {
