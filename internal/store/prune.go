@@ -90,7 +90,9 @@ func (s *Store) pick(ctx context.Context, tx *sql.Tx, query, table string, first
 // its latest statistics). Runs, channels and categories are kept. It works
 // in short transactions (pruneBatch captures or videos each), so running
 // fetches are not blocked; a prune interrupted midway leaves a consistent
-// database and can be run again.
+// database and can be run again. Hosts may prune one PostgreSQL database
+// at once: each row is deleted (and counted) by one of them (pruneTx), and
+// none that another host is writing (pick).
 //
 // With dryRun it writes nothing and returns what it would remove: the same
 // numbers, if nothing is stored meanwhile.
