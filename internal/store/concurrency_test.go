@@ -26,15 +26,14 @@ func TestConcurrentWriters(t *testing.T) {
 		errs := make(chan error, writers)
 		for w := 0; w < writers; w++ {
 			s := reopen(t, s)
+			region := fmt.Sprintf("R%d", w)
+			run, err := s.StartRun(ctx, Run{Region: region})
+			if err != nil {
+				t.Fatal(err)
+			}
 			wg.Add(1)
 			go func(w int) {
 				defer wg.Done()
-				region := fmt.Sprintf("R%d", w)
-				run, err := s.StartRun(ctx, Run{Region: region})
-				if err != nil {
-					errs <- err
-					return
-				}
 				for p := 0; p < pages; p++ {
 					// Shared ids across writers: upserts of the same rows race.
 					vs := testVideos(fmt.Sprintf("p%d", p), 50)
@@ -48,20 +47,11 @@ func TestConcurrentWriters(t *testing.T) {
 						errs <- fmt.Errorf("writer %d page %d: %w", w, p, err)
 						return
 					}
-					chs := make([]Channel, 20)
-					for i := range chs {
-						chs[i] = Channel{ID: fmt.Sprintf("UC%02d", i), Title: fmt.Sprintf("writer %d", w)}
-					}
-					if w%2 == 1 {
-						slices.Reverse(chs)
-					}
-					if err := s.UpsertChannels(ctx, chs, time.Now()); err != nil {
-						errs <- fmt.Errorf("writer %d channels: %w", w, err)
-						return
-					}
-					if err := s.RefreshText(ctx, vs, time.Now()); err != nil {
-						errs <- fmt.Errorf("writer %d refresh: %w", w, err)
-						return
+					if p == 0 {
+						if err := writeOthers(s, w, vs); err != nil {
+							errs <- fmt.Errorf("writer %d: %w", w, err)
+							return
+						}
 					}
 					if _, err := s.Search(ctx, SearchQuery{Text: "number"}); err != nil {
 						errs <- fmt.Errorf("writer %d search: %w", w, err)
@@ -89,6 +79,26 @@ func TestConcurrentWriters(t *testing.T) {
 		}
 		ftsIntegrity(t, s)
 	})
+}
+
+// writeOthers stores 500 channels and refreshes the text of vs, in writer
+// w's order (odd writers: reversed).
+func writeOthers(s *Store, w int, vs []Video) error {
+	ctx := context.Background()
+	chs := make([]Channel, 500)
+	for i := range chs {
+		chs[i] = Channel{ID: fmt.Sprintf("UC%03d", i), Title: fmt.Sprintf("writer %d", w)}
+	}
+	if w%2 == 1 {
+		slices.Reverse(chs)
+	}
+	if err := s.UpsertChannels(ctx, chs, time.Now()); err != nil {
+		return fmt.Errorf("channels: %w", err)
+	}
+	if err := s.RefreshText(ctx, vs, time.Now()); err != nil {
+		return fmt.Errorf("refresh: %w", err)
+	}
+	return nil
 }
 
 // TestOneVersionPerChange: two hosts storing the same video's changed text
