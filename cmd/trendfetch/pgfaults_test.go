@@ -610,6 +610,20 @@ func TestPostgresCommandsMatchSQLite(t *testing.T) {
 			}
 		}
 	})
+	// Last, as it deletes: the youtube policy applied 31 days ahead (every
+	// text and statistic is older than 30 days then), and what is left.
+	asOf := time.Now().AddDate(0, 0, 31).UTC().Format(time.DateOnly)
+	for _, args := range [][]string{
+		{"prune", "--policy", "youtube", "--as-of", asOf, "--json"},
+		{"video", "sample-0001", "--json"}, {"export", "--format", "jsonl"}, {"runs", "--json"},
+	} {
+		out := run(args...)
+		a, b := unclocked(out["sqlite"].stdout), unclocked(out["postgres"].stdout)
+		if out["sqlite"].code != out["postgres"].code || a != b || (args[0] == "prune" || args[0] == "runs") && len(a) < 20 {
+			t.Errorf("%s after the prune: exit %d and %d, the stores answer differently (or nothing): %s\n%s%s", strings.Join(args, " "),
+				out["sqlite"].code, out["postgres"].code, firstDiff(a, b), out["sqlite"].stderr, out["postgres"].stderr)
+		}
+	}
 }
 
 // dashboardData is a /v1/dashboard answer without its quota part (each
