@@ -1,8 +1,10 @@
 // Package pgtest starts a throwaway PostgreSQL server for tests: Debian's
 // postgresql package (initdb, pg_ctl from /usr/lib/postgresql/VERSION/bin),
 // a data directory in a temporary folder, loopback TCP on a free port, fsync
-// off. One server per test package (Start in TestMain), one database per
-// test (Database).
+// off, the C.UTF-8 locale (under the C locale pg_trgm ignores every
+// character outside ASCII, so CJK substrings have no trigram to look up).
+// One server per test package (Start in TestMain), one database per test
+// (Database).
 //
 // initdb and pg_ctl refuse to run as root; as root (CI runs as root) the
 // server runs as the postgres user the Debian package creates, or as nobody.
@@ -65,7 +67,7 @@ func Start() (*Server, error) {
 		}
 	}
 	data := filepath.Join(dir, "data")
-	if err := s.run("initdb", "-D", data, "-U", "trendfetch", "-A", "trust", "-E", "UTF8", "--locale=C", "--no-sync"); err != nil {
+	if err := s.run("initdb", "-D", data, "-U", "trendfetch", "-A", "trust", "-E", "UTF8", "--locale=C.UTF-8", "--no-sync"); err != nil {
 		os.RemoveAll(dir)
 		return nil, err
 	}
@@ -98,12 +100,20 @@ func (s *Server) URL(name string) string {
 // dropped when t ends.
 func (s *Server) Database(t testing.TB) string {
 	t.Helper()
-	name := fmt.Sprintf("t%d_%d", os.Getpid(), s.n.Add(1))
-	if err := s.exec("CREATE DATABASE " + name); err != nil {
+	url, name, err := s.NewDatabase()
+	if err != nil {
 		t.Fatalf("pgtest: %v", err)
 	}
 	t.Cleanup(func() { _ = s.exec("DROP DATABASE IF EXISTS " + name + " WITH (FORCE)") })
-	return s.URL(name)
+	return url
+}
+
+// NewDatabase creates an empty database that lives as long as the server
+// (a fixture several tests or benchmarks share) and returns its URL and
+// name.
+func (s *Server) NewDatabase() (url, name string, err error) {
+	name = fmt.Sprintf("t%d_%d", os.Getpid(), s.n.Add(1))
+	return s.URL(name), name, s.exec("CREATE DATABASE " + name)
 }
 
 // exec runs one statement on the maintenance database.

@@ -52,6 +52,13 @@ func TestDatabase(t *testing.T) {
 	if err := conn.QueryRow(ctx, "SELECT similarity('trending', 'trend')").Scan(&sim); err != nil || sim <= 0 {
 		t.Fatalf("similarity = %v, %v", sim, err)
 	}
+	// The locale classifies every script's letters: pg_trgm indexes CJK
+	// text (under the C locale it has no trigram, and a CJK search reads
+	// every row).
+	var trigrams int
+	if err := conn.QueryRow(ctx, "SELECT cardinality(show_trgm('東京ラーメン'))").Scan(&trigrams); err != nil || trigrams == 0 {
+		t.Fatalf("show_trgm('東京ラーメン') has %d trigrams (%v): the cluster's locale is not UTF-8", trigrams, err)
+	}
 }
 
 // TestPsql: Psql answers a query through Debian's psql, and a failing

@@ -54,6 +54,12 @@ func openPostgres(ctx context.Context, url string, readOnly bool) (*Store, error
 	if readOnly {
 		cfg.RuntimeParams["default_transaction_read_only"] = "on"
 	}
+	if _, set := cfg.RuntimeParams["work_mem"]; !set {
+		// A search sorts up to SearchCandidates rows with their tsvector
+		// (about 1 KB each) by rowid: in memory, not on disk as the
+		// server's default 4MB would (the URL's work_mem wins).
+		cfg.RuntimeParams["work_mem"] = "32MB"
+	}
 	db := sql.OpenDB(rebindConnector{stdlib.GetConnector(*cfg)})
 	db.SetMaxOpenConns(16)
 	db.SetMaxIdleConns(16)

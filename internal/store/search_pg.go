@@ -125,14 +125,15 @@ func likePattern(s string) string {
 // exclusions against: title and channel title, only ASCII lower-cased.
 const pgRaw = `lower((v.title || E'\n' || v.channel_title) COLLATE "C")`
 
-// conds are the conditions on a candidate v shared by the statements (the
-// SQLite searchCond): region, groups of short terms (one of each group
-// must occur) and substrings none of which may occur.
-func (p *pgSearch) conds(region string, groups [][]string, exclude []string) string {
+// conds are the conditions on a candidate c shared by the statements
+// (the SQLite searchCond): region, groups of short terms (one of each
+// group must occur) and substrings none of which may occur. join is the
+// join to videos v that the substring checks need ("" when none do).
+func (p *pgSearch) conds(region string, groups [][]string, exclude []string) (join, where string) {
 	var b strings.Builder
 	if region != "" {
 		b.WriteString(` AND EXISTS (SELECT 1 FROM entries e JOIN captures cp ON cp.id = e.capture_id
-            WHERE e.video = v.rowid AND cp.region = ` + p.arg(region) + `)`)
+            WHERE e.video = c.video_rowid AND cp.region = ` + p.arg(region) + `)`)
 	}
 	for _, g := range groups {
 		var or []string
@@ -144,25 +145,42 @@ func (p *pgSearch) conds(region string, groups [][]string, exclude []string) str
 	for _, s := range exclude {
 		b.WriteString(` AND strpos(` + pgRaw + `, lower(` + p.arg(s) + ` COLLATE "C")) = 0`)
 	}
-	return b.String()
+	if len(groups)+len(exclude) > 0 {
+		join = ` JOIN videos v ON v.rowid = c.video_rowid`
+	}
+	return join, b.String()
 }
 
-// pgHit columns: id, title, channel title, last seen, score, tags,
-// description.
-const pgHitCols = `v.id, v.title, v.channel_title, st.last_seen_at, %s, v.tags, v.description`
+// ranked is the statement of a search: the candidates (a statement
+// returning video_rowid and the columns score needs, at most
+// searchCandidates rows), filtered by conds, ordered by score (lower
+// first, then newest first; ranked false: newest first), the first
+// limit joined to their videos. Only the winners are joined: candidates
+// are never materialized nor joined whole.
+func (p *pgSearch) ranked(cands, score string, ranked bool, join, where string, limit int) string {
+	order, outer := `score, c.video_rowid`, `r.score, r.video_rowid`
+	if !ranked {
+		order, outer = `c.video_rowid DESC`, `r.video_rowid DESC`
+	}
+	return `
+SELECT v.id, v.title, v.channel_title, st.last_seen_at, r.score, v.tags, v.description
+FROM (
+    SELECT c.video_rowid, ` + score + ` AS score
+    FROM (` + cands + `
+          ORDER BY video_rowid DESC LIMIT ` + p.arg(searchCandidates) + `) c` + join + `
+    WHERE TRUE` + where + `
+    ORDER BY ` + order + ` LIMIT ` + p.arg(limit) + `) r
+JOIN videos v ON v.rowid = r.video_rowid
+LEFT JOIN video_stats st ON st.video_rowid = r.video_rowid
+ORDER BY ` + outer
+}
 
 // wordSQL is the ranked word search of tsquery q.
 func (p *pgSearch) wordSQL(q, region string, exclude []string, limit int) string {
 	tq := p.arg(q) + `::tsquery`
-	return `
-WITH c AS MATERIALIZED (
-    SELECT video_rowid, doc FROM video_search WHERE doc @@ ` + tq + `
-    ORDER BY video_rowid DESC LIMIT ` + p.arg(searchCandidates) + `)
-SELECT ` + fmt.Sprintf(pgHitCols, `-ts_rank_cd(`+pgRank+`, c.doc, `+tq+`)::float8 AS score`) + `
-FROM c JOIN videos v ON v.rowid = c.video_rowid
-LEFT JOIN video_stats st ON st.video_rowid = c.video_rowid
-WHERE TRUE` + p.conds(region, nil, exclude) + `
-ORDER BY score, c.video_rowid LIMIT ` + p.arg(limit)
+	join, where := p.conds(region, nil, exclude)
+	return p.ranked(`SELECT video_rowid, doc FROM video_search WHERE doc @@ `+tq,
+		`-ts_rank_cd(`+pgRank+`, c.doc, `+tq+`)::float8`, true, join, where, limit)
 }
 
 // substrSQL is the substring search of the groups long (folded terms of
@@ -182,23 +200,12 @@ func (p *pgSearch) substrSQL(long [][]string, region string, short [][]string, e
 		}
 		match = append(match, "("+strings.Join(or, " OR ")+")")
 	}
-	order := `score, c.video_rowid DESC`
-	if !ranked {
-		order = `c.video_rowid DESC`
-	}
-	not := ""
+	join, where := p.conds(region, short, exclude)
 	if notWords != "" {
-		not = ` AND NOT c.doc @@ ` + p.arg(notWords) + `::tsquery`
+		where += ` AND NOT c.doc @@ ` + p.arg(notWords) + `::tsquery`
 	}
-	return `
-WITH c AS MATERIALIZED (
-    SELECT s.video_rowid, s.tri, s.doc FROM video_search s WHERE ` + strings.Join(match, " AND ") + `
-    ORDER BY s.video_rowid DESC LIMIT ` + p.arg(searchCandidates) + `)
-SELECT ` + fmt.Sprintf(pgHitCols, `-(`+strings.Join(score, " + ")+`)::float8 AS score`) + `
-FROM c JOIN videos v ON v.rowid = c.video_rowid
-LEFT JOIN video_stats st ON st.video_rowid = c.video_rowid
-WHERE TRUE` + not + p.conds(region, short, exclude) + `
-ORDER BY ` + order + ` LIMIT ` + p.arg(limit)
+	return p.ranked(`SELECT s.video_rowid, s.tri, s.doc FROM video_search s WHERE `+strings.Join(match, " AND "),
+		`-(`+strings.Join(score, " + ")+`)::float8`, ranked, join, where, limit)
 }
 
 // searchPostgres answers t on a PostgreSQL store: the choice of index of
