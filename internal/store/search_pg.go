@@ -10,6 +10,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/jackc/pgx/v5"
 	"golang.org/x/text/unicode/norm"
 )
 
@@ -273,7 +274,11 @@ func searchPostgres(ctx context.Context, db *sql.DB, t terms, text, region strin
 // of its best column (words: where t's words are; else where its folded
 // substrings are).
 func pgRun(ctx context.Context, db *sql.DB, text, query string, args []any, t terms, f map[string]pgTerm, words bool) ([]Hit, error) {
-	rows, err := db.QueryContext(ctx, query, args...)
+	// Planned for its arguments on every run: a cached statement's
+	// generic plan cannot tell a rare term from a common one (nor use
+	// the trigram index for a LIKE pattern it does not know), and
+	// PostgreSQL switches to it after five runs.
+	rows, err := db.QueryContext(ctx, query, append([]any{pgx.QueryExecModeCacheDescribe}, args...)...)
 	if err != nil {
 		return nil, searchErr(text, err)
 	}
