@@ -20,6 +20,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/trendfetch/trendfetch/internal/pgtest"
 	"github.com/trendfetch/trendfetch/internal/quota"
 	"github.com/trendfetch/trendfetch/internal/quota/redistest"
 	"github.com/trendfetch/trendfetch/internal/redisconn"
@@ -100,7 +101,12 @@ func searchURLs(base string) []string {
 // benchServer serves the bench store; limited adds the 60/min memory limiter
 // with a limit too high to deny.
 func benchServer(b *testing.B, limited bool) string {
-	db := benchStore(b)
+	return serveDB(b, benchStore(b), limited)
+}
+
+// serveDB is benchServer over the database db (a SQLite path or a
+// PostgreSQL URL), opened read-only as serve opens it.
+func serveDB(b *testing.B, db string, limited bool) string {
 	st, err := store.OpenReadOnly(context.Background(), db)
 	if err != nil {
 		b.Fatal(err)
@@ -134,8 +140,8 @@ func fetchOK(b *testing.B, url string) {
 }
 
 // sequential measures one client requesting urls round-robin: p50 and
-// p99 latency per request.
-func sequential(b *testing.B, urls ...string) {
+// p99 latency per request; it returns the p50 in microseconds.
+func sequential(b *testing.B, urls ...string) float64 {
 	for _, u := range urls {
 		fetchOK(b, u) // warm
 	}
@@ -150,6 +156,7 @@ func sequential(b *testing.B, urls ...string) {
 	slices.Sort(lat)
 	b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50_µs")
 	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99_µs")
+	return float64(lat[len(lat)/2].Microseconds())
 }
 
 // parallel32 measures 32 concurrent clients requesting urls round-robin:
@@ -251,6 +258,33 @@ func cpuTime() time.Duration {
 
 func BenchmarkChartsUSOneClient(b *testing.B) {
 	sequential(b, benchServer(b, true)+"/v1/charts/US")
+}
+
+// BenchmarkChartsEngines serves /v1/charts/US to one client from the
+// same captures (fillStore) on SQLite and on PostgreSQL, and reports
+// under postgres its p50 over SQLite's as x-sqlite (issue 30 item 8:
+// PostgreSQL p50 <= 2x SQLite's).
+func BenchmarkChartsEngines(b *testing.B) {
+	lite, _ := filledStore(b)
+	srv, err := pgtest.Start()
+	srv = pgtest.Require(b, srv, err)
+	b.Cleanup(srv.Stop)
+	pg := srv.Database(b)
+	st, err := store.Open(context.Background(), pg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	fillStore(b, st)
+	if err := st.Close(); err != nil {
+		b.Fatal(err)
+	}
+	var p50 float64
+	b.Run("sqlite", func(b *testing.B) { p50 = sequential(b, serveDB(b, lite, false)+"/v1/charts/US") })
+	b.Run("postgres", func(b *testing.B) {
+		if p := sequential(b, serveDB(b, pg, false)+"/v1/charts/US"); p50 > 0 {
+			b.ReportMetric(p/p50, "x-sqlite")
+		}
+	})
 }
 
 func BenchmarkChartsUS32Clients(b *testing.B) {

@@ -37,6 +37,23 @@ import (
 // limiter the runs spent from.
 func filledStore(t testing.TB) (string, *quota.Limiter) {
 	t.Helper()
+	db := filepath.Join(t.TempDir(), "tf.db")
+	st, err := store.Open(context.Background(), db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lim := fillStore(t, st)
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return db, lim
+}
+
+// fillStore stores in st (either engine) what filledStore's store holds:
+// the emulator's US and GB charts, then the US chart reversed, through
+// the fetch runner; it returns the runner's quota limiter.
+func fillStore(t testing.TB, st *store.Store) *quota.Limiter {
+	t.Helper()
 	ctx := context.Background()
 	emu := youtubetest.New()
 	sample := youtubetest.Sample()
@@ -47,17 +64,11 @@ func filledStore(t testing.TB) (string, *quota.Limiter) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := t.TempDir()
-	db := filepath.Join(dir, "tf.db")
-	st, err := store.Open(ctx, db)
-	if err != nil {
-		t.Fatal(err)
-	}
 	buckets, costs, err := config.Default().Limits()
 	if err != nil {
 		t.Fatal(err)
 	}
-	qb, err := quota.NewSQLite(filepath.Join(dir, "quota.db"))
+	qb, err := quota.NewSQLite(filepath.Join(t.TempDir(), "quota.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,10 +90,7 @@ func filledStore(t testing.TB) (string, *quota.Limiter) {
 	if _, err := r.Run(ctx, "US"); err != nil {
 		t.Fatal(err)
 	}
-	if err := st.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return db, lim
+	return lim
 }
 
 type fixture struct {

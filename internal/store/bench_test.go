@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -242,9 +244,12 @@ var benchIDs = struct {
 }{next: benchVideos}
 
 // BenchmarkSavePageNew stores one page of 50 never-seen videos per op.
-func BenchmarkSavePageNew(b *testing.B) {
+func BenchmarkSavePageNew(b *testing.B) { benchSaveNew(b, openBench(b)) }
+
+// benchSaveNew stores one page of 50 never-seen videos per op in s and
+// returns the milliseconds per page.
+func benchSaveNew(b *testing.B, s *Store) float64 {
 	ctx := context.Background()
-	s := openBench(b)
 	run, err := s.StartRun(ctx, Run{Region: "BN"})
 	if err != nil {
 		b.Fatal(err)
@@ -266,6 +271,15 @@ func BenchmarkSavePageNew(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+	return msPerOp(b, at)
+}
+
+// msPerOp stops b's timer and returns the milliseconds per op since t0.
+func msPerOp(b *testing.B, t0 time.Time) float64 {
+	b.StopTimer()
+	ms := float64(time.Since(t0)) / float64(time.Millisecond) / float64(b.N)
+	b.ReportMetric(ms, "ms/page")
+	return ms
 }
 
 // BenchmarkSavePageUnchanged re-stores 50 known videos per op with new
@@ -277,7 +291,7 @@ func BenchmarkSavePageUnchanged(b *testing.B) {
 	for j := range ids {
 		ids[j] = fmt.Sprintf("v%07d", benchVideos-200+j*4)
 	}
-	benchUnchanged(b, ids)
+	benchUnchangedOn(b, openBench(b), ids)
 }
 
 // BenchmarkSavePageUnchangedScattered is the worst case of
@@ -288,12 +302,13 @@ func BenchmarkSavePageUnchangedScattered(b *testing.B) {
 	for j := range ids {
 		ids[j] = fmt.Sprintf("v%07d", 1000+j*3001)
 	}
-	benchUnchanged(b, ids)
+	benchUnchangedOn(b, openBench(b), ids)
 }
 
-func benchUnchanged(b *testing.B, ids []string) {
+// benchUnchangedOn re-stores the videos ids of s per op (see
+// BenchmarkSavePageUnchanged) and returns the milliseconds per page.
+func benchUnchangedOn(b *testing.B, s *Store, ids []string) float64 {
 	ctx := context.Background()
-	s := openBench(b)
 	run, err := s.StartRun(ctx, Run{Region: "BU"})
 	if err != nil {
 		b.Fatal(err)
@@ -308,6 +323,7 @@ func benchUnchanged(b *testing.B, ids []string) {
 	}
 	at := time.Now()
 	b.ResetTimer()
+	t0 := time.Now()
 	for i := 0; i < b.N; i++ {
 		for j := range page {
 			page[j].Views = i64(int64(i*100 + j))
@@ -316,6 +332,126 @@ func benchUnchanged(b *testing.B, ids []string) {
 			b.Fatal(err)
 		}
 	}
+	return msPerOp(b, t0)
+}
+
+// BenchmarkSaveEngines stores pages of 50 videos on SQLite and on
+// PostgreSQL, each a fresh store first holding 5,000 videos of the
+// fixture's kind: new (never-seen videos) and unchanged (known videos
+// with new statistics, as a chart mostly repeats itself), and reports
+// ms/page and, under postgres, its ms/page over SQLite's as x-sqlite
+// (issue 30 item 8: PostgreSQL <= 3x SQLite).
+func BenchmarkSaveEngines(b *testing.B) {
+	ctx := context.Background()
+	lite, _ := openTest(b)
+	engines := []struct {
+		name string
+		s    *Store
+	}{{"sqlite", lite}, {"postgres", openPG(b)}}
+	for _, e := range engines {
+		if err := fillFixture(ctx, e.s, 5000, benchText{storetest.NewVocab(7, 30_000)}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	known := make([]string, 50)
+	for j := range known {
+		known[j] = fmt.Sprintf("v%07d", 4800+j*4)
+	}
+	for _, kind := range []string{"new", "unchanged"} {
+		var sqlite float64
+		for _, e := range engines {
+			b.Run(kind+"/"+e.name, func(b *testing.B) {
+				var ms float64
+				if kind == "new" {
+					ms = benchSaveNew(b, e.s)
+				} else {
+					ms = benchUnchangedOn(b, e.s, known)
+				}
+				if e.name == "sqlite" {
+					sqlite = ms
+				} else if sqlite > 0 {
+					b.ReportMetric(ms/sqlite, "x-sqlite")
+				}
+			})
+		}
+	}
+}
+
+// BenchmarkExportEngines exports the fixture's chart capture (50,000 rows,
+// full text) as CSV from SQLite and from PostgreSQL, holding the same
+// videos (BenchmarkSearchEngines' fixtures), and reports rows per
+// CPU-second of this process (getrusage, user+system) and, under
+// postgres, its rows/cpu-s over SQLite's as x-sqlite (issue 30 item 8:
+// PostgreSQL >= 0.5x SQLite) and the server's own rows per CPU-second
+// (server-rows/cpu-s: its postmaster and backends, read from /proc).
+// The target is about this process: SQLite's work runs inside it,
+// PostgreSQL's in the server.
+func BenchmarkExportEngines(b *testing.B) {
+	var sqlite float64
+	for _, e := range []struct {
+		name string
+		open func(*testing.B) *Store
+	}{{"sqlite", openBench}, {"postgres", openBenchPG}} {
+		b.Run(e.name, func(b *testing.B) {
+			s := e.open(b)
+			ctx := context.Background()
+			w, err := NewExportWriter(io.Discard, ExportFormat{Format: "csv", Layout: LayoutYoutubeNew, PerCapture: true})
+			if err != nil {
+				b.Fatal(err)
+			}
+			var rows int64
+			var cpu, server float64
+			b.ResetTimer()
+			for range b.N {
+				c0, s0 := cpuSeconds(), serverCPU(b, s)
+				err := s.Export(ctx, ExportQuery{}, func(r *ExportRow) error {
+					rows++
+					return w.Row(r)
+				})
+				if err != nil {
+					b.Fatal(err)
+				}
+				cpu += cpuSeconds() - c0
+				server += serverCPU(b, s) - s0
+			}
+			b.StopTimer()
+			rate := float64(rows) / cpu
+			b.ReportMetric(rate, "rows/cpu-s")
+			if e.name == "sqlite" {
+				sqlite = rate
+				return
+			}
+			if sqlite > 0 {
+				b.ReportMetric(rate/sqlite, "x-sqlite")
+			}
+			if server > 0 {
+				b.ReportMetric(float64(rows)/server, "server-rows/cpu-s")
+			}
+		})
+	}
+}
+
+// serverCPU is the CPU seconds the PostgreSQL server of s has used: its
+// postmaster's, with its ended children's, and its running processes'
+// (/proc: a server on this machine); 0 for SQLite.
+func serverCPU(b *testing.B, s *Store) float64 {
+	if !s.pg {
+		return 0
+	}
+	var backend int
+	if err := s.db.QueryRow(`SELECT pg_backend_pid()`).Scan(&backend); err != nil {
+		b.Fatal(err)
+	}
+	postmaster, _, _ := procCPU(strconv.Itoa(backend))
+	_, own, children := procCPU(strconv.Itoa(postmaster))
+	total := own + children
+	procs, _ := filepath.Glob("/proc/[0-9]*")
+	for _, p := range procs {
+		if ppid, own, _ := procCPU(filepath.Base(p)); ppid == postmaster {
+			total += own
+		}
+	}
+	return total
 }
 
 // benchSearch runs queries round-robin, reports p50/p95 latency and

@@ -40,7 +40,7 @@ const pgRank = `'{0.1, 0.2, 0.3, 1.0}'`
 
 // pgTerm is one query term as the PostgreSQL indexes see it.
 type pgTerm struct {
-	words  []string // its lexemes (search_words' cut), in order
+	words  []string // its lexemes (search_tokens' cut), in order
 	folded string   // search_fold of its text
 }
 
