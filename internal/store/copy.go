@@ -9,7 +9,7 @@ import (
 	"strings"
 )
 
-// Copied is what Copy wrote into one table: Rows inserted, or updated
+// Copied is what CopyFrom wrote into one table: Rows inserted, or updated
 // because the source's row was newer (a run finished, a capture completed,
 // a video's text changed, a channel fetched again since the last copy).
 type Copied struct {
@@ -208,12 +208,12 @@ func (s *Store) copyStep(ctx context.Context, src *sql.Tx, c copyStep) ([]int64,
 	if strings.HasPrefix(c.fields, "id:bigint") {
 		// Kept ids stay clear of the ids the destination hands out
 		// meanwhile and later: its sequence moves past src's.
-		var max sql.NullInt64
-		if err := src.QueryRowContext(ctx, "SELECT max(id) FROM "+c.table).Scan(&max); err != nil || !max.Valid {
+		var last sql.NullInt64
+		if err := src.QueryRowContext(ctx, "SELECT max(id) FROM "+c.table).Scan(&last); err != nil || !last.Valid {
 			return n, err
 		}
 		if _, err := s.db.ExecContext(ctx, `SELECT setval(q, greatest(?, coalesce(pg_sequence_last_value(q), 0)))
-FROM (SELECT pg_get_serial_sequence(?, 'id')::regclass AS q) s`, max.Int64, c.table); err != nil {
+FROM (SELECT pg_get_serial_sequence(?, 'id')::regclass AS q) s`, last.Int64, c.table); err != nil {
 			return n, err
 		}
 	}
