@@ -155,14 +155,15 @@ func (p *pgSearch) conds(region string, groups [][]string, exclude []string) (jo
 // ranked is the statement of a search: the candidates (a statement
 // returning video_rowid and the columns score needs, at most
 // searchCandidates rows), filtered by conds, ordered by score (lower
-// first, then newest first; ranked false: newest first), the first
-// limit joined to their videos. Only the winners are joined: candidates
-// are never materialized nor joined whole.
-func (p *pgSearch) ranked(cands, score string, ranked bool, join, where string, limit int) string {
-	order, outer := `score, c.video_rowid`, `r.score, r.video_rowid`
+// first) and rowid as order says (ranked false: newest first only), the
+// first limit joined to their videos. Only the winners are joined:
+// candidates are never materialized nor joined whole.
+func (p *pgSearch) ranked(cands, score, order string, ranked bool, join, where string, limit int) string {
+	order = `score, c.video_rowid ` + order
 	if !ranked {
-		order, outer = `c.video_rowid DESC`, `r.video_rowid DESC`
+		order = `c.video_rowid DESC`
 	}
+	outer := strings.NewReplacer("score", "r.score", "c.", "r.").Replace(order)
 	return `
 SELECT v.id, v.title, v.channel_title, st.last_seen_at, r.score, v.tags, v.description
 FROM (
@@ -181,7 +182,7 @@ func (p *pgSearch) wordSQL(q, region string, exclude []string, limit int) string
 	tq := p.arg(q) + `::tsquery`
 	join, where := p.conds(region, nil, exclude)
 	return p.ranked(`SELECT video_rowid, doc FROM video_search WHERE doc @@ `+tq,
-		`-ts_rank_cd(`+pgRank+`, c.doc, `+tq+`)::float8`, true, join, where, limit)
+		`-ts_rank_cd(`+pgRank+`, c.doc, `+tq+`)::float8`, "ASC", true, join, where, limit)
 }
 
 // substrSQL is the substring search of the groups long (folded terms of
@@ -206,7 +207,7 @@ func (p *pgSearch) substrSQL(long [][]string, region string, short [][]string, e
 		where += ` AND NOT c.doc @@ ` + p.arg(notWords) + `::tsquery`
 	}
 	return p.ranked(`SELECT s.video_rowid, s.tri, s.doc FROM video_search s WHERE `+strings.Join(match, " AND "),
-		`-(`+strings.Join(score, " + ")+`)::float8`, ranked, join, where, limit)
+		`-(`+strings.Join(score, " + ")+`)::float8`, "DESC", ranked, join, where, limit)
 }
 
 // searchPostgres answers t on a PostgreSQL store: the choice of index of
