@@ -75,8 +75,20 @@ BEGIN
     RETURN NULL;
 END
 $$;
-CREATE TRIGGER videos_search_ai AFTER INSERT ON videos
-FOR EACH ROW EXECUTE FUNCTION video_search_sync();
+-- New videos are indexed once per statement (a page's videos in one
+-- INSERT): a row trigger set search_doc up again for every video, half
+-- the cost of storing a page of new videos.
+CREATE FUNCTION video_search_insert() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO video_search (video_rowid, doc, tri)
+    SELECT rowid, search_doc(title, channel_title, tags, description), search_fold(title || E'\n' || channel_title)
+    FROM new_videos
+    ON CONFLICT (video_rowid) DO UPDATE SET doc = EXCLUDED.doc, tri = EXCLUDED.tri;
+    RETURN NULL;
+END
+$$;
+CREATE TRIGGER videos_search_ai AFTER INSERT ON videos REFERENCING NEW TABLE AS new_videos
+FOR EACH STATEMENT EXECUTE FUNCTION video_search_insert();
 CREATE TRIGGER videos_search_au AFTER UPDATE OF title, tags, channel_title, description ON videos
 FOR EACH ROW WHEN (OLD.title IS DISTINCT FROM NEW.title
                 OR OLD.tags IS DISTINCT FROM NEW.tags
