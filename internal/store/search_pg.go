@@ -312,6 +312,12 @@ func pgRun(ctx context.Context, db *sql.DB, text, query string, args []any, t te
 // (U+0300-U+036F after decomposition) removed; other decompositions
 // (Hangul syllables) are kept whole.
 func foldRune(r rune) rune {
+	if r < utf8.RuneSelf { // ASCII: no decomposition to look up
+		if 'A' <= r && r <= 'Z' {
+			r += 'a' - 'A'
+		}
+		return r
+	}
 	r = unicode.ToLower(r)
 	d := []rune(norm.NFD.String(string(r)))
 	for _, m := range d[1:] {
@@ -325,6 +331,9 @@ func foldRune(r rune) rune {
 // wordChar is a character search_tokens keeps in words (nearly: it
 // places the snippet's highlights only).
 func wordChar(r rune) bool {
+	if r < utf8.RuneSelf {
+		return '0' <= r && r <= '9' || 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z'
+	}
 	return unicode.IsLetter(r) || unicode.IsNumber(r) || unicode.Is(unicode.Co, r) || r >= 0x1F900
 }
 
@@ -349,6 +358,7 @@ func wordSnippet(cols []string, t terms, f map[string]pgTerm, tokens int) (strin
 	best, bestN := 0, -1
 	var bestWords []span
 	var bestHit []bool
+	var fw []rune // the folded word being read
 	for ci, col := range cols {
 		rs := []rune(col)
 		var ws []span
@@ -360,7 +370,7 @@ func wordSnippet(cols []string, t terms, f map[string]pgTerm, tokens int) (strin
 				continue
 			}
 			j := i
-			var fw []rune
+			fw = fw[:0]
 			for j < len(rs) && wordChar(rs[j]) {
 				fw = append(fw, foldRune(rs[j]))
 				j++
