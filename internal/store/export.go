@@ -85,7 +85,7 @@ type ExportRow struct {
 // streamed, and one capture's entries (a few hundred) are read at a time.
 // fn's error stops the export and is returned as is; so is ctx's.
 func (s *Store) Export(ctx context.Context, q ExportQuery, fn func(*ExportRow) error) error {
-	desc := "CASE WHEN ?2 = v.text_version THEN v.description ELSE t.description END"
+	desc := "CASE WHEN e.text = v.text_version THEN v.description ELSE t.description END"
 	if q.NoDescription {
 		desc = "''"
 	}
@@ -124,8 +124,9 @@ func (s *Store) Export(ctx context.Context, q ExportQuery, fn func(*ExportRow) e
 		return fmt.Errorf("cannot export: %w", err)
 	}
 	defer tx.Rollback() //nolint:errcheck // read only
-	// A capture's entries are read alone (six integers a row); the text
-	// of each (video, version) is read once while it stays in the cache.
+	// A capture's entries are read alone (six integers a row); the texts
+	// not in the cache are then read by rank, exportTextBatch at a time
+	// (one round trip per batch on PostgreSQL, not one per video).
 	entries, err := tx.PrepareContext(ctx, `
 SELECT rank, video, text, view_count, like_count, comment_count
 FROM entries WHERE capture_id = ? ORDER BY rank`)
@@ -135,28 +136,34 @@ FROM entries WHERE capture_id = ? ORDER BY rank`)
 	defer entries.Close()
 	// The current version is in videos, older ones in video_texts; a
 	// version whose text was removed (store.policy) reads as empty text.
-	video, err := tx.PrepareContext(ctx, `
-SELECT v.id,
-       coalesce(CASE WHEN ?2 = v.text_version THEN v.title ELSE t.title END, ''),
+	ranks := make([]string, exportTextBatch)
+	for i := range ranks {
+		ranks[i] = fmt.Sprintf("?%d", i+2)
+	}
+	texts, err := tx.PrepareContext(ctx, `
+SELECT e.video, e.text, v.id,
+       coalesce(CASE WHEN e.text = v.text_version THEN v.title ELSE t.title END, ''),
        coalesce(`+desc+`, ''),
        v.channel_id,
-       coalesce(CASE WHEN ?2 = v.text_version THEN v.channel_title ELSE t.channel_title END, ''),
-       coalesce(CASE WHEN ?2 = v.text_version THEN v.category_id ELSE t.category_id END, ''),
-       coalesce(CASE WHEN ?2 = v.text_version THEN v.tags ELSE t.tags END, ''),
+       coalesce(CASE WHEN e.text = v.text_version THEN v.channel_title ELSE t.channel_title END, ''),
+       coalesce(CASE WHEN e.text = v.text_version THEN v.category_id ELSE t.category_id END, ''),
+       coalesce(CASE WHEN e.text = v.text_version THEN v.tags ELSE t.tags END, ''),
        v.published_at, v.duration,
-       coalesce(CASE WHEN ?2 = v.text_version THEN v.thumbnail_url ELSE t.thumbnail_url END, '')
-FROM videos v LEFT JOIN video_texts t ON t.video = v.rowid AND t.version = ?2
-WHERE v.rowid = ?1`)
+       coalesce(CASE WHEN e.text = v.text_version THEN v.thumbnail_url ELSE t.thumbnail_url END, '')
+FROM entries e JOIN videos v ON v.rowid = e.video
+LEFT JOIN video_texts t ON t.video = e.video AND t.version = e.text
+WHERE e.capture_id = ?1 AND e.rank IN (`+strings.Join(ranks, ", ")+`)`)
 	if err != nil {
 		return fmt.Errorf("cannot export: %w", err)
 	}
-	defer video.Close()
+	defer texts.Close()
 	caps, err := s.exportCaptures(ctx, tx, q)
 	if err != nil {
 		return err
 	}
 	defer caps.close()
-	x := exporter{entries: entries, video: video, cache: make(map[textKey]*exportVideo, ExportVideoCache), fn: fn}
+	x := exporter{entries: entries, texts: texts, cache: make(map[textKey]*exportVideo, ExportVideoCache),
+		read: make(map[textKey]*exportVideo, exportTextBatch), fn: fn}
 	for {
 		batch, err := caps.next(ctx)
 		if err != nil {
@@ -222,12 +229,17 @@ func (l *captureList) close() {
 	}
 }
 
+// exportTextBatch is the most texts one read of a capture's texts asks for.
+const exportTextBatch = 128
+
 // exporter is the state of one Export: its statements, the text cache and
 // the row handed to fn.
 type exporter struct {
-	entries, video *sql.Stmt
+	entries, texts *sql.Stmt
 	cache          map[textKey]*exportVideo
-	keys           int64 // VideoKeys given out beyond exportKey's range
+	read           map[textKey]*exportVideo // the last batch read, not yet all cached
+	args           []any                    // the texts statement's arguments
+	keys           int64                    // VideoKeys given out beyond exportKey's range
 	fn             func(*ExportRow) error
 	row            ExportRow
 	rows           []exportEntry // the current capture's entries
@@ -284,8 +296,8 @@ func (x *exporter) capture(ctx context.Context) error {
 		return fmt.Errorf("cannot export capture %d: %w", id, err)
 	}
 	r := &x.row
-	for _, e := range x.rows {
-		v, err := x.videoText(ctx, e.text)
+	for i, e := range x.rows {
+		v, err := x.videoText(ctx, i)
 		if err != nil {
 			return fmt.Errorf("cannot export capture %d: %w", id, err)
 		}
@@ -300,31 +312,74 @@ func (x *exporter) capture(ctx context.Context) error {
 	return ctx.Err()
 }
 
-// videoText returns text version k, from the cache or read (and cached
-// under a new VideoKey; a full cache is emptied first).
-func (x *exporter) videoText(ctx context.Context, k textKey) (*exportVideo, error) {
+// videoText returns the text of entry x.rows[i], from the cache or read
+// (and cached; a full cache is emptied first). A read asks for the texts
+// of the next entries missing from the cache too, up to exportTextBatch.
+func (x *exporter) videoText(ctx context.Context, i int) (*exportVideo, error) {
+	k := x.rows[i].text
 	if v, ok := x.cache[k]; ok {
 		return v, nil
 	}
-	var (
-		v        exportVideo
-		pub, dur sql.NullString
-	)
-	if err := x.video.QueryRowContext(ctx, k.video, k.version).Scan(&v.id, &v.title, &v.description, &v.channelID, &v.channelTitle,
-		&v.categoryID, &v.tags, &pub, &dur, &v.thumbnailURL); err != nil {
-		return nil, fmt.Errorf("video %d: %w", k.video, err)
+	v, ok := x.read[k]
+	if !ok {
+		if err := x.readTexts(ctx, i); err != nil {
+			return nil, err
+		}
+		if v, ok = x.read[k]; !ok {
+			return nil, fmt.Errorf("video %d: %w", k.video, sql.ErrNoRows)
+		}
 	}
-	v.publishedAt, v.duration = parseTime(pub), dur.String
 	if len(x.cache) >= ExportVideoCache {
 		clear(x.cache)
 	}
-	v.key = k.exportKey()
-	if v.key == 0 {
-		x.keys++ // beyond exportKey's range: a key of its own, never reused
-		v.key = -x.keys
+	x.cache[k] = v
+	return v, nil
+}
+
+// readTexts replaces x.read with the texts of x.rows[i] and of the next
+// entries missing from the cache, exportTextBatch at most, each under a new
+// VideoKey.
+func (x *exporter) readTexts(ctx context.Context, i int) error {
+	clear(x.read)
+	x.args = append(x.args[:0], x.row.CaptureID)
+	for _, e := range x.rows[i:] {
+		if len(x.args) > exportTextBatch {
+			break
+		}
+		if _, ok := x.cache[e.text]; !ok {
+			x.args = append(x.args, e.rank)
+		}
 	}
-	x.cache[k] = &v
-	return &v, nil
+	for len(x.args) <= exportTextBatch {
+		x.args = append(x.args, 0) // no rank
+	}
+	rows, err := x.texts.QueryContext(ctx, x.args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var (
+			k        textKey
+			v        exportVideo
+			pub, dur sql.NullString
+		)
+		if err := rows.Scan(&k.video, &k.version, &v.id, &v.title, &v.description, &v.channelID, &v.channelTitle,
+			&v.categoryID, &v.tags, &pub, &dur, &v.thumbnailURL); err != nil {
+			return err
+		}
+		if _, ok := x.read[k]; ok {
+			continue // on the chart twice
+		}
+		v.publishedAt, v.duration = parseTime(pub), dur.String
+		v.key = k.exportKey()
+		if v.key == 0 {
+			x.keys++ // beyond exportKey's range: a key of its own, never reused
+			v.key = -x.keys
+		}
+		x.read[k] = &v
+	}
+	return rows.Err()
 }
 
 // exportWhere is the WHERE clause (and its arguments) of the chart
