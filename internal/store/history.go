@@ -63,9 +63,30 @@ type CaptureQuery struct {
 	Partial bool
 }
 
+// CaptureAt's statement: captureSQL, byRun or latest picking the capture,
+// entriesSQL joining its entries (none: one row of NULL entry columns).
+const (
+	captureSQL = `
+WITH c AS (SELECT id, run_id, region, kind, query, captured_at, complete FROM captures `
+	byRun  = `WHERE run_id = ? AND region = ? AND kind = ? AND query = ?`
+	latest = `WHERE region = ? AND kind = ? AND query = ? AND captured_at <= ? AND (complete = 1 OR ? = 1)
+ORDER BY captured_at DESC, id DESC LIMIT 1`
+	entriesSQL = `)
+SELECT c.id, c.run_id, c.region, c.kind, c.query, c.captured_at, c.complete,
+       e.rank, v.id,
+       coalesce(CASE WHEN e.text = v.text_version THEN v.title ELSE t.title END, ''),
+       coalesce(CASE WHEN e.text = v.text_version THEN v.channel_title ELSE t.channel_title END, ''),
+       e.view_count, e.like_count, e.comment_count
+FROM c LEFT JOIN entries e ON e.capture_id = c.id
+LEFT JOIN videos v ON v.rowid = e.video
+LEFT JOIN video_texts t ON t.video = e.video AND t.version = e.text
+ORDER BY e.rank`
+)
+
 // CaptureAt returns the capture selected by q and its entries in rank
-// order, read in one read transaction (one snapshot: a prune or a run
-// committing in between cannot pair a capture with other entries).
+// order, read by one statement (one snapshot on both engines, without a
+// transaction's round trips: a prune or a run committing in between
+// cannot pair a capture with other entries).
 // Errors: an empty region or an unknown kind; a wrapped ErrNotFound when
 // no capture matches.
 //
@@ -82,33 +103,47 @@ func (s *Store) CaptureAt(ctx context.Context, q CaptureQuery) (Capture, []Entry
 	case q.Kind != KindChart && q.Kind != KindCategory && q.Kind != KindSearch:
 		return Capture{}, nil, fmt.Errorf("cannot read capture: unknown kind %q", q.Kind)
 	}
-	// One read transaction: the capture and its entries come from one
-	// snapshot, whatever a prune or a run writes in between.
-	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true, Isolation: s.snapshotLevel()})
-	if err != nil {
-		return Capture{}, nil, fmt.Errorf("cannot read capture: %w", err)
-	}
-	defer tx.Rollback() //nolint:errcheck // read only
-	const cols = `SELECT id, run_id, region, kind, query, captured_at, complete FROM captures `
-	var row *sql.Row
-	if q.RunID != 0 {
-		row = tx.QueryRowContext(ctx, cols+`WHERE run_id = ? AND region = ? AND kind = ? AND query = ?`,
-			q.RunID, q.Region, q.Kind, q.Query)
-	} else {
+	query, args := captureSQL+byRun+entriesSQL, []any{q.RunID, q.Region, q.Kind, q.Query}
+	if q.RunID == 0 {
 		at := "9999"
 		if !q.At.IsZero() {
 			at = fmtTime(q.At)
 		}
-		row = tx.QueryRowContext(ctx, cols+`
-WHERE region = ? AND kind = ? AND query = ? AND captured_at <= ? AND (complete = 1 OR ? = 1)
-ORDER BY captured_at DESC, id DESC LIMIT 1`, q.Region, q.Kind, q.Query, at, q.Partial)
+		query = captureSQL + latest + entriesSQL
+		args = []any{q.Region, q.Kind, q.Query, at, q.Partial}
 	}
+	rows, err := s.db.QueryContext(ctx, query, args...)
+	if err != nil {
+		return Capture{}, nil, fmt.Errorf("cannot read capture: %w", err)
+	}
+	defer rows.Close()
 	var (
-		c  Capture
-		ts sql.NullString
+		c       Capture
+		found   bool
+		entries = []Entry{}
 	)
-	err = row.Scan(&c.ID, &c.RunID, &c.Region, &c.Kind, &c.Query, &ts, &c.Complete)
-	if errors.Is(err, sql.ErrNoRows) {
+	for rows.Next() {
+		var (
+			e          Entry
+			ts, id     sql.NullString
+			rank       sql.NullInt64
+			vw, lk, cm sql.NullInt64
+		)
+		if err := rows.Scan(&c.ID, &c.RunID, &c.Region, &c.Kind, &c.Query, &ts, &c.Complete,
+			&rank, &id, &e.Title, &e.ChannelTitle, &vw, &lk, &cm); err != nil {
+			return Capture{}, nil, fmt.Errorf("cannot read capture: %w", err)
+		}
+		c.CapturedAt, found = parseTime(ts), true
+		if rank.Valid {
+			e.Rank, e.VideoID = int(rank.Int64), id.String
+			e.Views, e.Likes, e.Comments = intPtr(vw), intPtr(lk), intPtr(cm)
+			entries = append(entries, e)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return Capture{}, nil, fmt.Errorf("cannot read capture: %w", err)
+	}
+	if !found {
 		what, of := "complete ", ""
 		if q.Partial || q.RunID != 0 {
 			what = ""
@@ -118,57 +153,7 @@ ORDER BY captured_at DESC, id DESC LIMIT 1`, q.Region, q.Kind, q.Query, at, q.Pa
 		}
 		return Capture{}, nil, fmt.Errorf("no %s%s capture of %s%s: %w", what, q.Kind, q.Region, of, ErrNotFound)
 	}
-	if err != nil {
-		return Capture{}, nil, fmt.Errorf("cannot read capture: %w", err)
-	}
-	c.CapturedAt = parseTime(ts)
-	entries, err := entries(ctx, tx, c.ID)
-	if err != nil {
-		return Capture{}, nil, err
-	}
 	return c, entries, nil
-}
-
-// Entries returns the entries of capture id in rank order (empty for an
-// unknown id), each with the title and channel title it was captured with.
-func (s *Store) Entries(ctx context.Context, captureID int64) ([]Entry, error) {
-	return entries(ctx, s.db, captureID)
-}
-
-// rowsQuerier is a *sql.DB or *sql.Tx.
-type rowsQuerier interface {
-	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
-}
-
-func entries(ctx context.Context, db rowsQuerier, captureID int64) ([]Entry, error) {
-	rows, err := db.QueryContext(ctx, `
-SELECT e.rank, v.id,
-       coalesce(CASE WHEN e.text = v.text_version THEN v.title ELSE t.title END, ''),
-       coalesce(CASE WHEN e.text = v.text_version THEN v.channel_title ELSE t.channel_title END, ''),
-       e.view_count, e.like_count, e.comment_count
-FROM entries e JOIN videos v ON v.rowid = e.video
-LEFT JOIN video_texts t ON t.video = e.video AND t.version = e.text
-WHERE e.capture_id = ? ORDER BY e.rank`, captureID)
-	if err != nil {
-		return nil, fmt.Errorf("cannot read entries of capture %d: %w", captureID, err)
-	}
-	defer rows.Close()
-	out := []Entry{}
-	for rows.Next() {
-		var (
-			e          Entry
-			vw, lk, cm sql.NullInt64
-		)
-		if err := rows.Scan(&e.Rank, &e.VideoID, &e.Title, &e.ChannelTitle, &vw, &lk, &cm); err != nil {
-			return nil, fmt.Errorf("cannot read entries of capture %d: %w", captureID, err)
-		}
-		e.Views, e.Likes, e.Comments = intPtr(vw), intPtr(lk), intPtr(cm)
-		out = append(out, e)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("cannot read entries of capture %d: %w", captureID, err)
-	}
-	return out, nil
 }
 
 // Statistics point sources (StatsPoint.Source).
