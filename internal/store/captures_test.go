@@ -76,6 +76,9 @@ func TestCaptureKeepsStatistics(t *testing.T) {
 		if got, c := entryStats(t, s, r2, "US", KindSearch, "nothing"); len(got) != 0 || !c {
 			t.Errorf("empty capture: %v complete=%v", got, c)
 		}
+		if c, es, err := s.CaptureAt(ctx, CaptureQuery{Region: "US", Kind: KindSearch, Query: "nothing"}); err != nil || !c.Complete || es == nil || len(es) != 0 {
+			t.Errorf("CaptureAt of the empty capture: %+v, %d entries, %v", c, len(es), err)
+		}
 		if err := s.CompleteCapture(ctx, 999, "US", KindChart, "", time.Time{}); !errors.Is(err, ErrNotFound) {
 			t.Errorf("unknown run: %v", err)
 		}
