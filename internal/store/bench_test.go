@@ -387,8 +387,8 @@ func BenchmarkSaveEngines(b *testing.B) {
 // Two fixtures: charts (fillCharts: a chart of 200 every 2 hours for 14
 // days, each video on about 50 charts, as BenchmarkHistoryExport's) and
 // distinct (the search fixture's one capture of 50,000 videos, each
-// exported once: every row a text lookup, one round trip each on
-// PostgreSQL).
+// exported once: every row's text read, exportTextBatch of them per
+// round trip on PostgreSQL).
 func BenchmarkExportEngines(b *testing.B) {
 	fixtures := []struct {
 		name string
