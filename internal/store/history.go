@@ -63,24 +63,25 @@ type CaptureQuery struct {
 	Partial bool
 }
 
-// CaptureAt's statement: captureSQL, byRun or latest picking the capture,
-// entriesSQL joining its entries (none: one row of NULL entry columns).
+// CaptureAt's statement: captureSQL, then byRun or latest picking the
+// capture (one row of it, so SQLite reads entries in key order rather than
+// sorting them), then byRank. A capture without entries is one row of NULL
+// entry columns.
 const (
 	captureSQL = `
-WITH c AS (SELECT id, run_id, region, kind, query, captured_at, complete FROM captures `
-	byRun  = `WHERE run_id = ? AND region = ? AND kind = ? AND query = ?`
-	latest = `WHERE region = ? AND kind = ? AND query = ? AND captured_at <= ? AND (complete = 1 OR ? = 1)
-ORDER BY captured_at DESC, id DESC LIMIT 1`
-	entriesSQL = `)
-SELECT c.id, c.run_id, c.region, c.kind, c.query, c.captured_at, c.complete,
-       e.rank, v.id,
+SELECT c.id, c.run_id, c.captured_at, c.complete, e.rank, v.id,
        coalesce(CASE WHEN e.text = v.text_version THEN v.title ELSE t.title END, ''),
        coalesce(CASE WHEN e.text = v.text_version THEN v.channel_title ELSE t.channel_title END, ''),
        e.view_count, e.like_count, e.comment_count
-FROM c LEFT JOIN entries e ON e.capture_id = c.id
+FROM captures c LEFT JOIN entries e ON e.capture_id = c.id
 LEFT JOIN videos v ON v.rowid = e.video
 LEFT JOIN video_texts t ON t.video = e.video AND t.version = e.text
-ORDER BY e.rank`
+WHERE `
+	byRun  = `c.run_id = ? AND c.region = ? AND c.kind = ? AND c.query = ?`
+	latest = `c.id = (SELECT id FROM captures
+  WHERE region = ? AND kind = ? AND query = ? AND captured_at <= ? AND (complete = 1 OR ? = 1)
+  ORDER BY captured_at DESC, id DESC LIMIT 1)`
+	byRank = ` ORDER BY e.rank`
 )
 
 // CaptureAt returns the capture selected by q and its entries in rank
@@ -103,13 +104,13 @@ func (s *Store) CaptureAt(ctx context.Context, q CaptureQuery) (Capture, []Entry
 	case q.Kind != KindChart && q.Kind != KindCategory && q.Kind != KindSearch:
 		return Capture{}, nil, fmt.Errorf("cannot read capture: unknown kind %q", q.Kind)
 	}
-	query, args := captureSQL+byRun+entriesSQL, []any{q.RunID, q.Region, q.Kind, q.Query}
+	query, args := captureSQL+byRun+byRank, []any{q.RunID, q.Region, q.Kind, q.Query}
 	if q.RunID == 0 {
 		at := "9999"
 		if !q.At.IsZero() {
 			at = fmtTime(q.At)
 		}
-		query = captureSQL + latest + entriesSQL
+		query = captureSQL + latest + byRank
 		args = []any{q.Region, q.Kind, q.Query, at, q.Partial}
 	}
 	rows, err := s.db.QueryContext(ctx, query, args...)
@@ -118,22 +119,28 @@ func (s *Store) CaptureAt(ctx context.Context, q CaptureQuery) (Capture, []Entry
 	}
 	defer rows.Close()
 	var (
-		c       Capture
-		found   bool
-		entries = []Entry{}
+		c          Capture
+		found      bool
+		entries    = []Entry{}
+		e          Entry
+		ts, id     sql.NullString
+		rank       sql.NullInt64
+		vw, lk, cm sql.NullInt64
+		again      [4]sql.RawBytes // the capture's columns again, not copied
 	)
+	c.Region, c.Kind, c.Query = q.Region, q.Kind, q.Query // what the statement matches
+	dest := []any{&c.ID, &c.RunID, &ts, &c.Complete,
+		&rank, &id, &e.Title, &e.ChannelTitle, &vw, &lk, &cm}
 	for rows.Next() {
-		var (
-			e          Entry
-			ts, id     sql.NullString
-			rank       sql.NullInt64
-			vw, lk, cm sql.NullInt64
-		)
-		if err := rows.Scan(&c.ID, &c.RunID, &c.Region, &c.Kind, &c.Query, &ts, &c.Complete,
-			&rank, &id, &e.Title, &e.ChannelTitle, &vw, &lk, &cm); err != nil {
+		if err := rows.Scan(dest...); err != nil {
 			return Capture{}, nil, fmt.Errorf("cannot read capture: %w", err)
 		}
-		c.CapturedAt, found = parseTime(ts), true
+		if !found {
+			c.CapturedAt, found = parseTime(ts), true
+			for i := range again {
+				dest[i] = &again[i]
+			}
+		}
 		if rank.Valid {
 			e.Rank, e.VideoID = int(rank.Int64), id.String
 			e.Views, e.Likes, e.Comments = intPtr(vw), intPtr(lk), intPtr(cm)
