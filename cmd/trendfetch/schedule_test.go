@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"math"
 	"net/http"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"sort"
@@ -638,5 +639,36 @@ func TestScheduleLogsSkippedTicksAndEndsAStuckRun(t *testing.T) {
 		if r.Region == "JP" && r.Outcome == store.OutcomeFailed && !strings.Contains(r.Reason, "deadline") {
 			t.Errorf("JP run failed with %q, want the deadline named", r.Reason)
 		}
+	}
+}
+
+// TestScheduleOnPostgres: `schedule` over a PostgreSQL dataset seeds the
+// last success from it (a `run` before the restart) and stores its own
+// ticks' runs there; SIGTERM ends it with exit 0.
+func TestScheduleOnPostgres(t *testing.T) {
+	_, db := pgDatabase(t)
+	_, url, e := sampleEnv(t, "US")
+	if res := e.run("--database", db, "--api-endpoint", url, "run", "--region", "US"); res.code != 0 {
+		t.Fatalf("run: exit %d\n%s", res.code, res.stderr)
+	}
+	first := storedRuns(t, db)
+	if len(first) != 1 || first[0].Outcome != store.OutcomeSuccess {
+		t.Fatalf("runs after run: %+v", first)
+	}
+	cfg := e.writeConfig("regions: [US]\nschedule:\n  every: 1s\n")
+	d := e.start("--config", cfg, "--database", db, "--api-endpoint", url, "schedule", "--metrics-addr", "127.0.0.1:0")
+	mf := scrapeMetrics(t, d.metricsAddr())
+	got := metricValue(mf, "trendfetch_last_success_timestamp_seconds", map[string]string{"region": "US"})
+	if want := float64(first[0].FinishedAt.UnixNano()) / 1e9; got < want-0.001 {
+		t.Errorf("last success = %f at start, want at least the stored run's %f", got, want)
+	}
+	d.waitFor("two more successful runs in PostgreSQL", func() bool {
+		return countRuns(storedRuns(t, db), "US", store.OutcomeSuccess) >= 3
+	})
+	if code := d.stop(syscall.SIGTERM); code != 0 {
+		t.Errorf("exit %d after SIGTERM", code)
+	}
+	if _, err := os.Stat(e.dbPath()); err == nil {
+		t.Errorf("a SQLite file %s was written beside a PostgreSQL dataset", e.dbPath())
 	}
 }
