@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -29,22 +28,7 @@ func TestCopyCommand(t *testing.T) {
 		}
 		dates = d
 	}
-	read := func(p string) []byte {
-		b, err := os.ReadFile(filepath.Join(data, p))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return b
-	}
-	if err := emu.SetCategories("", read("rsrishav_trending_2020/US_category_id.json")); err != nil {
-		t.Fatal(err)
-	}
-	if err := emu.SetChannels(read("api_json/pyyoutube__channels_info_multiple.json")); err != nil {
-		t.Fatal(err)
-	}
-	if err := emu.SetSearchPages(read("api_json/pyyoutube__search_search_by_keywords_p1.json"), read("api_json/pyyoutube__search_search_by_keywords_p2.json")); err != nil {
-		t.Fatal(err)
-	}
+	loadRecordedExtras(t, emu, data)
 	url := emu.StartTest(t)
 	e := newEnv(t)
 	e.vars["YOUTUBE_API_KEY"] = "k"

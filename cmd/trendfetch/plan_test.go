@@ -87,22 +87,7 @@ func TestPlanBracketsAReplayedDay(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	read := func(p string) []byte {
-		b, err := os.ReadFile(filepath.Join(data, p))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return b
-	}
-	if err := emu.SetCategories("", read("rsrishav_trending_2020/US_category_id.json")); err != nil {
-		t.Fatal(err)
-	}
-	if err := emu.SetChannels(read("api_json/pyyoutube__channels_info_multiple.json")); err != nil {
-		t.Fatal(err)
-	}
-	if err := emu.SetSearchPages(read("api_json/pyyoutube__search_search_by_keywords_p1.json"), read("api_json/pyyoutube__search_search_by_keywords_p2.json")); err != nil {
-		t.Fatal(err)
-	}
+	loadRecordedExtras(t, emu, data)
 	url := emu.StartTest(t)
 	e := newEnv(t)
 	e.vars["YOUTUBE_API_KEY"] = "k"
@@ -139,5 +124,28 @@ func TestPlanBracketsAReplayedDay(t *testing.T) {
 	}
 	if spent["stats"] == 0 || spent["search"] == 0 {
 		t.Errorf("the replay exercised no statistics or search step: %v", spent)
+	}
+}
+
+// loadRecordedExtras gives emu the recorded categories, channels and two
+// search pages (from data, the shared recorded data directory) that the
+// replays of a full configuration ask for.
+func loadRecordedExtras(t *testing.T, emu *youtubetest.Server, data string) {
+	t.Helper()
+	read := func(p string) []byte {
+		b, err := os.ReadFile(filepath.Join(data, p))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	if err := emu.SetCategories("", read("rsrishav_trending_2020/US_category_id.json")); err != nil {
+		t.Fatal(err)
+	}
+	if err := emu.SetChannels(read("api_json/pyyoutube__channels_info_multiple.json")); err != nil {
+		t.Fatal(err)
+	}
+	if err := emu.SetSearchPages(read("api_json/pyyoutube__search_search_by_keywords_p1.json"), read("api_json/pyyoutube__search_search_by_keywords_p2.json")); err != nil {
+		t.Fatal(err)
 	}
 }
