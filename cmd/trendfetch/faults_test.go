@@ -105,6 +105,27 @@ type chartRow struct {
 	rows, minRank, maxRank int
 }
 
+// chartRows returns each run's chart rows in st: how many, lowest and
+// highest rank.
+func chartRows(t *testing.T, st *store.Store) map[int64]chartRow {
+	t.Helper()
+	rows, err := st.DB().QueryContext(context.Background(), `SELECT c.run_id, count(*), min(e.rank), max(e.rank) FROM captures c JOIN entries e ON e.capture_id = c.id WHERE c.kind = 'chart' GROUP BY c.run_id`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	byRun := map[int64]chartRow{}
+	for rows.Next() {
+		var id int64
+		var c chartRow
+		if err := rows.Scan(&id, &c.rows, &c.minRank, &c.maxRank); err != nil {
+			t.Fatal(err)
+		}
+		byRun[id] = c
+	}
+	return byRun
+}
+
 // checkStore opens the database like a run does (store.Open), runs the
 // integrity checks (PRAGMA integrity_check, foreign keys, FTS5
 // integrity-check of both indexes against videos) and checks that every
@@ -127,20 +148,7 @@ func checkStore(t *testing.T, path string, chartLen func(region string) int) []s
 	if err != nil {
 		t.Fatal(err)
 	}
-	rows, err := st.DB().QueryContext(ctx, `SELECT c.run_id, count(*), min(e.rank), max(e.rank) FROM captures c JOIN entries e ON e.capture_id = c.id WHERE c.kind = 'chart' GROUP BY c.run_id`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	byRun := map[int64]chartRow{}
-	for rows.Next() {
-		var id int64
-		var c chartRow
-		if err := rows.Scan(&id, &c.rows, &c.minRank, &c.maxRank); err != nil {
-			t.Fatal(err)
-		}
-		byRun[id] = c
-	}
-	rows.Close()
+	byRun := chartRows(t, st)
 	for _, r := range runs {
 		c := byRun[r.ID]
 		if c.rows != r.Videos || (c.rows > 0 && (c.minRank != 1 || c.maxRank != c.rows)) {

@@ -231,21 +231,7 @@ func pgRuns(t *testing.T, db string) ([]store.Run, map[int64]chartRow) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rows, err := st.DB().QueryContext(ctx, `SELECT c.run_id, count(*), min(e.rank), max(e.rank) FROM captures c JOIN entries e ON e.capture_id = c.id WHERE c.kind = 'chart' GROUP BY c.run_id`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
-	chart := map[int64]chartRow{}
-	for rows.Next() {
-		var id int64
-		var c chartRow
-		if err := rows.Scan(&id, &c.rows, &c.minRank, &c.maxRank); err != nil {
-			t.Fatal(err)
-		}
-		chart[id] = c
-	}
-	return runs, chart
+	return runs, chartRows(t, st)
 }
 
 // readmeStatements returns the SQL statements of the README's subsection
