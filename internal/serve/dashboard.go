@@ -1,6 +1,7 @@
 package serve
 
 import (
+	"cmp"
 	"errors"
 	"net/http"
 	"time"
@@ -51,47 +52,37 @@ type DashboardEntry struct {
 	RankChange   *int `json:"rank_change"`
 }
 
-func (s *server) dashboard(w http.ResponseWriter, r *http.Request) {
+func (s *server) dashboard(r *http.Request) (any, error) {
 	ctx := r.Context()
 	runs, err := s.o.Store.RunsPage(ctx, store.RunsQuery{Limit: DashboardRuns})
 	if err != nil {
-		s.fail(w, r, err)
-		return
+		return nil, err
 	}
 	d := Dashboard{GeneratedAt: s.o.Now().UTC(), Credentials: s.credentials(ctx), Runs: nonNil(runs), Regions: []DashboardRegion{}}
 	for _, reg := range s.configuredRegions() {
 		dr := DashboardRegion{Region: reg}
 		if dr.Health, err = s.o.Store.Health(ctx, reg.Region, quota.DayStart(d.GeneratedAt)); err != nil {
-			s.fail(w, r, err)
-			return
+			return nil, err
 		}
 		if reg.Interval > 0 {
 			iv := int64(reg.Interval / time.Second)
 			dr.IntervalSeconds = &iv
-			if h := dr.Health; h.LastSuccessAt != nil {
-				dr.Late = d.GeneratedAt.Sub(*h.LastSuccessAt) > 2*reg.Interval
-			} else if h.LastStartedAt != nil {
-				dr.Late = d.GeneratedAt.Sub(*h.LastStartedAt) > 2*reg.Interval
+			if last := cmp.Or(dr.Health.LastSuccessAt, dr.Health.LastStartedAt); last != nil {
+				dr.Late = d.GeneratedAt.Sub(*last) > 2*reg.Interval
 			}
 		}
 		c, entries, err := s.o.Store.CaptureAt(ctx, store.CaptureQuery{Region: reg.Region})
-		switch {
-		case errors.Is(err, store.ErrNotFound):
-		case err != nil:
-			s.fail(w, r, err)
-			return
-		default:
-			chart := &DashboardChart{Capture: c, Entries: []DashboardEntry{}}
-			prev := map[string]int{}
+		if err != nil && !errors.Is(err, store.ErrNotFound) {
+			return nil, err
+		} else if err == nil {
 			pc, pe, err := s.o.Store.CaptureAt(ctx, store.CaptureQuery{Region: reg.Region, At: c.CapturedAt.Add(-time.Microsecond)})
-			switch {
-			case errors.Is(err, store.ErrNotFound):
-			case err != nil:
-				s.fail(w, r, err)
-				return
-			default:
-				at := pc.CapturedAt
-				chart.PreviousCapturedAt = &at
+			if err != nil && !errors.Is(err, store.ErrNotFound) {
+				return nil, err
+			}
+			dr.Chart = &DashboardChart{Capture: c, Entries: []DashboardEntry{}}
+			prev := map[string]int{}
+			if err == nil {
+				dr.Chart.PreviousCapturedAt = &pc.CapturedAt
 				for _, e := range pe {
 					prev[e.VideoID] = e.Rank
 				}
@@ -102,11 +93,10 @@ func (s *server) dashboard(w http.ResponseWriter, r *http.Request) {
 					change := was - e.Rank
 					de.PreviousRank, de.RankChange = &was, &change
 				}
-				chart.Entries = append(chart.Entries, de)
+				dr.Chart.Entries = append(dr.Chart.Entries, de)
 			}
-			dr.Chart = chart
 		}
 		d.Regions = append(d.Regions, dr)
 	}
-	writeJSON(w, http.StatusOK, d)
+	return d, nil
 }

@@ -1,16 +1,8 @@
 // Package serve is trendfetch's read API and operator dashboard (`trendfetch
 // serve`, `trendfetch schedule --serve`; docs/design.md §8): JSON under /v1/ in
-// the same snake_case shapes as the CLI's --json, an OpenAPI 3 description
-// at /v1/openapi.yaml, /healthz, /metrics and the dashboard at /. Nothing it
-// serves spends upstream quota or writes the store.
-//
-// Start at Handler (routes and what guards them: Host check, security
-// headers, bearer token, per-client rate limit, a deadline per request,
-// bounded concurrent heavy queries) and NewServer/LimitListener (timeouts
-// and connection caps). Rate limiters are in ratelimit.go: the
-// sliding-window counter (memory or Redis, ratelimit.lua) by default, or
-// the exact sliding-window log of internal/quota. What serve bounds and the
-// headers it sends are listed in docs/api.md ("What serve bounds").
+// the CLI's --json shapes, /v1/openapi.yaml, /healthz, /metrics and the
+// dashboard at /. Nothing it serves spends upstream quota or writes the store.
+// What it bounds and the headers it sends are in docs/api.md ("What serve bounds").
 package serve
 
 import (
@@ -26,6 +18,7 @@ import (
 	"math"
 	"net"
 	"net/http"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -51,19 +44,14 @@ const (
 	MaxLimit = 200
 	// MaxQueryBytes bounds the raw query string of a request.
 	MaxQueryBytes = 2048
-	// MaxResponseBytes bounds every JSON answer: one that would be longer
-	// is not sent (500 response_too_large). Within it, each
-	// endpoint's own bounds are in openapi.yaml (run reasons are at most
-	// store.MaxReasonBytes).
+	// MaxResponseBytes bounds every JSON answer: a longer one is not sent
+	// (500 response_too_large). Each endpoint's own bounds are in openapi.yaml.
 	MaxResponseBytes = 4 << 20
 	// DashboardRuns and DashboardEntries are the runs and chart entries
 	// per region in /v1/dashboard.
 	DashboardRuns    = 10
 	DashboardEntries = 20
 )
-
-// DefaultTimeout is a request's deadline when Options.Timeout is 0.
-const DefaultTimeout = config.DefaultServeTimeout
 
 // SecurityHeaders are sent with every response: the dashboard is
 // self-contained (no inline script or style, no framing), answers are never
@@ -98,8 +86,8 @@ type RateLimit struct {
 	Limit  int64
 	Window time.Duration
 	// Key is "ip" (the connection's address, IPv6 by /64; proxies' headers
-	// are not trusted) or "token" (the bearer token, hashed: never stored).
-	// Failed tokens always count against the address.
+	// are not trusted) or "token" (the bearer token, hashed). Failed tokens
+	// always count against the address.
 	Key string
 }
 
@@ -115,22 +103,18 @@ type Options struct {
 	// Metrics serves /metrics (Prometheus); nil answers 404.
 	Metrics http.Handler
 	// Token, when set, is required as "Authorization: Bearer <token>" on
-	// every route but /healthz and the dashboard's files (compared in
-	// constant time; the scheme is case-insensitive).
+	// every route but /healthz and the dashboard's files.
 	Token string
 	// RateLimit limits /v1/ per client; a nil Limiter means no limit.
 	RateLimit RateLimit
-	// Timeout is each request's deadline (0: DefaultTimeout); its database
-	// work is cancelled then and the answer is 503.
+	// Timeout is each request's deadline (0: config.DefaultServeTimeout);
+	// its database work is cancelled then and the answer is 503.
 	Timeout time.Duration
 	// Hosts are the Host names accepted besides loopback names and IP
 	// addresses (serve.hosts); others get 421.
 	Hosts []string
-	// CORSOrigins are the origins (scheme://host[:port]) whose browser
-	// apps may read the answers (serve.cors_origins; none by default):
-	// a request with one of them in its Origin header gets
-	// Access-Control-Allow-Origin, and its preflight (OPTIONS) is allowed
-	// GET with an Authorization header.
+	// CORSOrigins are the origins (scheme://host[:port]) whose browser apps
+	// may read the answers and send a preflight (serve.cors_origins).
 	CORSOrigins []string
 	// Now is the clock of next-run times (default time.Now).
 	Now func() time.Time
@@ -138,19 +122,14 @@ type Options struct {
 }
 
 // HeavyPerClient is how many heavy requests (search, chart, video,
-// dashboard) of one client (the rate limit's key: address or token) run
-// at once; its others wait for a slot of its own, until their deadline
-// (503). One client's streams of expensive searches then take at most
-// this many of the server's heavy slots and cores, whatever its rate limit
-// allows: other clients' requests keep theirs.
+// dashboard) of one client (its rate limit key) run at once; its others
+// wait for a slot of its own until their deadline (503).
 const HeavyPerClient = 1
 
 type server struct {
 	o Options
-	// heavy holds a slot per running heavy request (search, chart, video,
-	// dashboard): half the store's connections, so that heavy requests can
-	// never take every connection and /healthz and light requests still
-	// get one.
+	// heavy holds a slot per running heavy request: half the store's
+	// connections, so that /healthz and light requests still get one.
 	heavy chan struct{}
 	// clients holds each client's HeavyPerClient slots (taken before a
 	// slot of heavy, so that a waiting client holds none).
@@ -202,44 +181,40 @@ func (c *clientSlots) acquire(ctx context.Context, client string) (release func(
 //go:embed openapi.yaml dashboard.html dashboard.js dashboard.css favicon.ico
 var assets embed.FS
 
-// access says what guards a route.
+// access says what guards a route; each level adds to the one before.
 type access int
 
 const (
-	// public: no token, no rate limit (health and the dashboard's files,
-	// which hold no data).
-	public access = iota
-	// private: the token when one is set.
-	private
-	// api: the token and the per-client rate limit.
-	api
+	public  access = iota // no token, no rate limit (health, the dashboard's files)
+	private               // the token when one is set
+	api                   // and the per-client rate limit
+	heavy                 // and a slot of the client's and of server.heavy
 )
 
 type route struct {
 	pattern string
 	handler http.HandlerFunc
 	access  access
-	// heavy routes take a slot of server.heavy.
-	heavy bool
 }
 
 // routes is the route table.
 func (s *server) routes() []route {
+	const noCache = "no-cache"
 	return []route{
-		{"GET /healthz", s.healthz, public, false},
-		{"GET /{$}", s.asset("dashboard.html", "text/html; charset=utf-8"), public, false},
-		{"GET /dashboard.js", s.asset("dashboard.js", "text/javascript; charset=utf-8"), public, false},
-		{"GET /dashboard.css", s.asset("dashboard.css", "text/css; charset=utf-8"), public, false},
-		{"GET /favicon.ico", s.asset("favicon.ico", "image/x-icon"), public, false},
-		{"GET /metrics", s.metrics, private, false},
-		{"GET /v1/openapi.yaml", s.openapi, api, false},
-		{"GET /v1/dashboard", s.dashboard, api, true},
-		{"GET /v1/search", s.search, api, true},
-		{"GET /v1/charts/{region}", s.chart, api, true},
-		{"GET /v1/videos/{id}", s.video, api, true},
-		{"GET /v1/runs", s.runs, api, false},
-		{"GET /v1/quota", s.quota, api, false},
-		{"GET /v1/regions", s.regions, api, false},
+		{"GET /healthz", s.healthz, public},
+		{"GET /{$}", static(asset("dashboard.html"), "text/html; charset=utf-8", noCache), public},
+		{"GET /dashboard.js", static(asset("dashboard.js"), "text/javascript; charset=utf-8", noCache), public},
+		{"GET /dashboard.css", static(asset("dashboard.css"), "text/css; charset=utf-8", noCache), public},
+		{"GET /favicon.ico", static(asset("favicon.ico"), "image/x-icon", "public, max-age=604800"), public},
+		{"GET /metrics", s.metrics, private},
+		{"GET /v1/openapi.yaml", static(openAPI, "application/yaml", noCache), api},
+		{"GET /v1/dashboard", s.answer(s.dashboard), heavy},
+		{"GET /v1/search", s.answer(s.search), heavy},
+		{"GET /v1/charts/{region}", s.answer(s.chart), heavy},
+		{"GET /v1/videos/{id}", s.answer(s.video), heavy},
+		{"GET /v1/runs", s.answer(s.runs), api},
+		{"GET /v1/quota", s.answer(s.quota), api},
+		{"GET /v1/regions", s.answer(s.regions), api},
 	}
 }
 
@@ -251,7 +226,7 @@ func newServer(o Options) *server {
 		o.Now = time.Now
 	}
 	if o.Timeout <= 0 {
-		o.Timeout = DefaultTimeout
+		o.Timeout = config.DefaultServeTimeout
 	}
 	slots := 1
 	if o.Store != nil {
@@ -291,7 +266,7 @@ func (s *server) handler() http.Handler {
 }
 
 // outer applies what every request gets: the security headers, the Host
-// check, the query size bound and the deadline.
+// check, CORS, the query size bound and the deadline.
 func (s *server) outer(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		for k, v := range SecurityHeaders {
@@ -353,6 +328,18 @@ func (s *server) hostAllowed(hostport string) bool {
 	return host == "" || net.ParseIP(host) != nil || IsLoopbackHost(host) || slices.Contains(s.o.Hosts, host)
 }
 
+// IsLoopbackHost reports whether host (no port) names only the loopback
+// interface: localhost, a name under .localhost (RFC 6761), or a loopback
+// IP address.
+func IsLoopbackHost(host string) bool {
+	host = strings.ToLower(strings.TrimSuffix(host, "."))
+	if host == "localhost" || strings.HasSuffix(host, ".localhost") {
+		return true
+	}
+	ip := net.ParseIP(strings.Trim(host, "[]"))
+	return ip != nil && ip.IsLoopback()
+}
+
 // bearer returns the token of an "Authorization: Bearer <token>" header;
 // the scheme is case-insensitive (RFC 7235).
 func bearer(r *http.Request) (string, bool) {
@@ -364,7 +351,8 @@ func bearer(r *http.Request) (string, bool) {
 	return tok, tok != ""
 }
 
-// guard applies a route's access (token, rate limit) and heavy slot.
+// guard applies a route's access: token (compared in constant time), rate
+// limit and heavy slots.
 func (s *server) guard(rt route) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		tokenKey := ""
@@ -387,10 +375,10 @@ func (s *server) guard(rt route) http.Handler {
 			}
 		}
 		client := clientKey(r.RemoteAddr, tokenKey)
-		if rt.access == api && !s.admit(w, r, client) {
+		if rt.access >= api && !s.admit(w, r, client) {
 			return
 		}
-		if rt.heavy {
+		if rt.access == heavy {
 			release, err := s.clients.acquire(r.Context(), client)
 			if err != nil {
 				s.fail(w, r, err)
@@ -426,20 +414,15 @@ func (s *server) admit(w http.ResponseWriter, r *http.Request, client string) bo
 	h.Set("RateLimit-Limit", strconv.FormatInt(rl.Limit, 10))
 	h.Set("RateLimit-Remaining", strconv.FormatInt(d.Remaining, 10))
 	if !d.Allowed {
-		secs := ceilSeconds(d.RetryAfter)
+		secs := int64(math.Ceil(d.RetryAfter.Seconds())) // never early
 		h.Set("RateLimit-Reset", strconv.FormatInt(secs, 10))
 		h.Set("Retry-After", strconv.FormatInt(secs, 10))
 		writeError(w, http.StatusTooManyRequests, "rate_limited",
 			fmt.Sprintf("more than %d requests in %s from this client; retry after %d s", rl.Limit, rl.Window, secs))
 		return false
 	}
-	h.Set("RateLimit-Reset", strconv.FormatInt(ceilSeconds(rl.Window), 10))
+	h.Set("RateLimit-Reset", strconv.FormatInt(int64(math.Ceil(rl.Window.Seconds())), 10))
 	return true
-}
-
-// ceilSeconds rounds d up to whole seconds (never early).
-func ceilSeconds(d time.Duration) int64 {
-	return int64(math.Ceil(d.Seconds()))
 }
 
 // Health is the body of /healthz, here and on the scheduler's
@@ -477,12 +460,17 @@ func (s *server) metrics(w http.ResponseWriter, r *http.Request) {
 	s.o.Metrics.ServeHTTP(w, r)
 }
 
-// openAPI is openapi.yaml with the limits declared in Go filled in.
-var openAPI = func() []byte {
-	b, err := assets.ReadFile("openapi.yaml")
+// asset is the embedded file name.
+func asset(name string) []byte {
+	b, err := assets.ReadFile(name)
 	if err != nil {
 		panic(err) // embedded: cannot happen
 	}
+	return b
+}
+
+// openAPI is openapi.yaml with the limits declared in Go filled in.
+var openAPI = func() []byte {
 	n := strconv.Itoa
 	return []byte(strings.NewReplacer(
 		"${MAX_SEARCH_LIMIT}", n(store.MaxSearchLimit), "${DEFAULT_SEARCH_LIMIT}", n(store.DefaultSearchLimit),
@@ -490,42 +478,51 @@ var openAPI = func() []byte {
 		"${DASHBOARD_RUNS}", n(DashboardRuns), "${DASHBOARD_ENTRIES}", n(DashboardEntries),
 		"${HEAVY_PER_CLIENT}", n(HeavyPerClient), "${MAX_RESPONSE_BYTES}", n(MaxResponseBytes),
 		"${SEARCH_CANDIDATES}", n(store.SearchCandidates), "${MAX_REASON_BYTES}", n(store.MaxReasonBytes),
-	).Replace(string(b)))
+	).Replace(string(asset("openapi.yaml"))))
 }()
 
-func (s *server) openapi(w http.ResponseWriter, r *http.Request) {
-	w.Header().Set("Content-Type", "application/yaml")
-	w.Header().Set("Cache-Control", "no-cache")
-	w.Write(openAPI)
-}
-
-func (s *server) asset(name, contentType string) http.HandlerFunc {
+// static answers b with its Content-Type and Cache-Control.
+func static(b []byte, contentType, cacheControl string) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		b, err := assets.ReadFile(name)
-		if err != nil {
-			writeError(w, http.StatusInternalServerError, "internal", err.Error())
-			return
-		}
 		w.Header().Set("Content-Type", contentType)
-		w.Header().Set("Cache-Control", "no-cache")
-		if name == "favicon.ico" { // never changes
-			w.Header().Set("Cache-Control", "public, max-age=604800")
-		}
+		w.Header().Set("Cache-Control", cacheControl)
 		w.Write(b)
 	}
 }
 
-// limitParam reads the limit parameter: def when absent, else 1..maxLimit.
-func limitParam(r *http.Request, def, maxLimit int) (int, error) {
-	v := r.URL.Query().Get("limit")
-	if v == "" {
-		return def, nil
+// answer serves what h returns as JSON (200), or its error (fail).
+func (s *server) answer(h func(r *http.Request) (any, error)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		v, err := h(r)
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, v)
 	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n < 1 || n > maxLimit {
-		return 0, &paramError{"limit", fmt.Sprintf("limit=%q: want a whole number 1-%d", clip(v), maxLimit)}
+}
+
+// paramError is a bad request parameter: 400 with this message.
+type paramError string
+
+func (e paramError) Error() string { return string(e) }
+
+// badParam is the error of parameter name with value v (clipped): `name="v": want`.
+func badParam(name, v, want string) error {
+	return paramError(fmt.Sprintf("%s=%q: %s", name, termtext.Clip(v, 64), want))
+}
+
+// listParams reads the limit (def when absent, else 1..maxLimit) and the
+// optional region.
+func listParams(q url.Values, def, maxLimit int) (limit int, region string, err error) {
+	limit = def
+	if v := q.Get("limit"); v != "" {
+		if limit, err = strconv.Atoi(v); err != nil || limit < 1 || limit > maxLimit {
+			return 0, "", badParam("limit", v, fmt.Sprintf("want a whole number 1-%d", maxLimit))
+		}
 	}
-	return n, nil
+	region, err = regionParam(q.Get("region"))
+	return limit, region, err
 }
 
 // regionParam reads an optional region code.
@@ -535,61 +532,55 @@ func regionParam(v string) (string, error) {
 	}
 	code, err := regions.Parse(v)
 	if err != nil {
-		return "", &paramError{"region", "region=" + strconv.Quote(clip(v)) + ": " + err.Error()}
+		return "", badParam("region", v, err.Error())
 	}
 	return code, nil
 }
 
-// paramError is a bad request parameter: 400 naming it.
-type paramError struct{ param, msg string }
+// cursorParam reads the cursor parameter: 0 when absent, else 1..maxCursor.
+func cursorParam(q url.Values, maxCursor int64, hint string) (int64, error) {
+	c := q.Get("cursor")
+	if c == "" {
+		return 0, nil
+	}
+	n, err := strconv.ParseInt(c, 10, 64)
+	if err != nil || n < 1 || n > maxCursor {
+		return 0, badParam("cursor", c, "want the next_cursor of the previous page"+hint)
+	}
+	return n, nil
+}
 
-func (e *paramError) Error() string { return e.msg }
+// nextCursor is the next_cursor of an answer: null for 0 (the last page).
+func nextCursor(n int64) *string {
+	if n == 0 {
+		return nil
+	}
+	c := strconv.FormatInt(n, 10)
+	return &c
+}
 
-// clip shortens a value echoed in a message.
-func clip(s string) string { return termtext.Clip(s, 64) }
-
-func (s *server) search(w http.ResponseWriter, r *http.Request) {
+func (s *server) search(r *http.Request) (any, error) {
 	q := r.URL.Query()
 	text := strings.TrimSpace(q.Get("q"))
 	if text == "" {
-		s.fail(w, r, &paramError{"q", "q is required: the search text"})
-		return
+		return nil, paramError("q is required: the search text")
 	}
-	limit, err := limitParam(r, store.DefaultSearchLimit, store.MaxSearchLimit)
+	limit, region, err := listParams(q, store.DefaultSearchLimit, store.MaxSearchLimit)
 	if err != nil {
-		s.fail(w, r, err)
-		return
+		return nil, err
 	}
-	region, err := regionParam(q.Get("region"))
+	offset, err := cursorParam(q, store.MaxSearchLimit-1, " (with the same q)")
 	if err != nil {
-		s.fail(w, r, err)
-		return
+		return nil, err
 	}
-	offset := 0
-	if c := q.Get("cursor"); c != "" {
-		if offset, err = strconv.Atoi(c); err != nil || offset < 1 || offset >= store.MaxSearchLimit {
-			s.fail(w, r, &paramError{"cursor", fmt.Sprintf("cursor=%q: want the next_cursor of the previous page (with the same q)", clip(c))})
-			return
-		}
-	}
-	hits, next, err := s.o.Store.SearchPage(r.Context(), store.SearchQuery{Text: text, Region: region, Limit: limit, Offset: offset})
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	var cursor *string
-	if next > 0 {
-		c := strconv.Itoa(next)
-		cursor = &c
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"query": text, "hits": nonNil(hits), "next_cursor": cursor})
+	hits, next, err := s.o.Store.SearchPage(r.Context(), store.SearchQuery{Text: text, Region: region, Limit: limit, Offset: int(offset)})
+	return map[string]any{"query": text, "hits": nonNil(hits), "next_cursor": nextCursor(int64(next))}, err
 }
 
-func (s *server) chart(w http.ResponseWriter, r *http.Request) {
+func (s *server) chart(r *http.Request) (any, error) {
 	region, err := regionParam(r.PathValue("region"))
 	if err != nil {
-		s.fail(w, r, err)
-		return
+		return nil, err
 	}
 	q := r.URL.Query()
 	cq := store.CaptureQuery{Region: region, Kind: q.Get("kind"), Query: q.Get("query")}
@@ -598,79 +589,45 @@ func (s *server) chart(w http.ResponseWriter, r *http.Request) {
 	case "true":
 		cq.Partial = true
 	default:
-		s.fail(w, r, &paramError{"partial", fmt.Sprintf("partial=%q: want true or false", clip(p))})
-		return
+		return nil, badParam("partial", p, "want true or false")
 	}
-	switch cq.Kind {
-	case "", store.KindChart, store.KindCategory, store.KindSearch:
-	default:
-		s.fail(w, r, &paramError{"kind", fmt.Sprintf("kind=%q: want chart, category or search", clip(cq.Kind))})
-		return
+	if !slices.Contains([]string{"", store.KindChart, store.KindCategory, store.KindSearch}, cq.Kind) {
+		return nil, badParam("kind", cq.Kind, "want chart, category or search")
 	}
 	if at := q.Get("at"); at != "" {
-		t, err := store.ParseAt(at)
-		if err != nil {
-			s.fail(w, r, &paramError{"at", fmt.Sprintf("at=%q: %v", clip(at), err)})
-			return
+		if cq.At, err = store.ParseAt(at); err != nil {
+			return nil, badParam("at", at, err.Error())
 		}
-		cq.At = t
 	}
 	c, entries, err := s.o.Store.CaptureAt(r.Context(), cq)
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	if entries == nil {
-		entries = []store.Entry{}
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"capture": c, "entries": entries})
+	return map[string]any{"capture": c, "entries": nonNil(entries)}, err
 }
 
-func (s *server) video(w http.ResponseWriter, r *http.Request) {
+func (s *server) video(r *http.Request) (any, error) {
 	id := r.PathValue("id")
 	if !store.IsVideoID(id) {
-		s.fail(w, r, &paramError{"id", fmt.Sprintf("id %q: want a video id, 11 characters of A-Z a-z 0-9 _ -", clip(id))})
-		return
+		return nil, paramError(fmt.Sprintf("id %q: want a video id, 11 characters of A-Z a-z 0-9 _ -", termtext.Clip(id, 64)))
 	}
-	h, err := s.o.Store.History(r.Context(), id)
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, h)
+	return s.o.Store.History(r.Context(), id)
 }
 
-func (s *server) runs(w http.ResponseWriter, r *http.Request) {
-	limit, err := limitParam(r, DefaultLimit, MaxLimit)
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
+func (s *server) runs(r *http.Request) (any, error) {
 	q := r.URL.Query()
-	region, err := regionParam(q.Get("region"))
+	limit, region, err := listParams(q, DefaultLimit, MaxLimit)
 	if err != nil {
-		s.fail(w, r, err)
-		return
+		return nil, err
 	}
-	var before int64
-	if c := q.Get("cursor"); c != "" {
-		if before, err = strconv.ParseInt(c, 10, 64); err != nil || before < 1 {
-			s.fail(w, r, &paramError{"cursor", fmt.Sprintf("cursor=%q: want the next_cursor of the previous page", clip(c))})
-			return
-		}
+	before, err := cursorParam(q, math.MaxInt64, "")
+	if err != nil {
+		return nil, err
 	}
 	out, err := s.o.Store.RunsPage(r.Context(), store.RunsQuery{Region: region, Before: before, Limit: limit + 1})
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	var next *string
+	var next int64
 	if len(out) > limit {
 		out = out[:limit]
-		c := strconv.FormatInt(out[limit-1].ID, 10)
-		next = &c
+		next = out[limit-1].ID
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"runs": nonNil(out), "next_cursor": next})
+	return map[string]any{"runs": nonNil(out), "next_cursor": nextCursor(next)}, err
 }
 
 // nonNil returns s, or an empty slice for nil (JSON [] rather than null).
@@ -691,27 +648,26 @@ func (s *server) credentials(ctx context.Context) []quota.StatusView {
 	return views
 }
 
-func (s *server) quota(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, map[string]any{"credentials": s.credentials(r.Context())})
+func (s *server) quota(r *http.Request) (any, error) {
+	return map[string]any{"credentials": s.credentials(r.Context())}, nil
 }
 
 func (s *server) configuredRegions() []Region {
-	out := []Region{}
-	if s.o.Regions != nil {
-		out = append(out, s.o.Regions(s.o.Now())...)
+	if s.o.Regions == nil {
+		return []Region{}
 	}
-	return out
+	return nonNil(s.o.Regions(s.o.Now()))
 }
 
-func (s *server) regions(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, map[string]any{"regions": s.configuredRegions()})
+func (s *server) regions(*http.Request) (any, error) {
+	return map[string]any{"regions": s.configuredRegions()}, nil
 }
 
 // fail answers err: 400 for a bad parameter or search syntax, 404 for
 // nothing found, 503 when the request's deadline passed, nothing when the
 // client went away, 500 otherwise (logged; the message is generic).
 func (s *server) fail(w http.ResponseWriter, r *http.Request, err error) {
-	var pe *paramError
+	var pe paramError
 	var qe *store.QueryError
 	switch ctxErr := r.Context().Err(); {
 	case errors.Is(ctxErr, context.DeadlineExceeded):
@@ -721,15 +677,14 @@ func (s *server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	case ctxErr != nil:
 		// the client went away: its work is cancelled, nobody to answer
 	case errors.As(err, &pe):
-		writeError(w, http.StatusBadRequest, "bad_parameter", pe.msg)
+		writeError(w, http.StatusBadRequest, "bad_parameter", pe.Error())
 	case errors.As(err, &qe):
 		writeError(w, http.StatusBadRequest, "bad_query", "q: "+qe.Error())
 	case errors.Is(err, store.ErrNotFound):
 		writeError(w, http.StatusNotFound, "not_found", err.Error())
 	case sqlitedb.Transient(err):
 		// A writer was rebuilding the WAL index this read-only reader
-		// cannot write: nothing was read; the same request succeeds a
-		// moment later.
+		// cannot write: nothing was read; the same request succeeds soon.
 		w.Header().Set("Retry-After", "1")
 		writeError(w, http.StatusServiceUnavailable, "busy", "the database was being opened by a writer; retry in a second")
 	default:
