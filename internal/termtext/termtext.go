@@ -10,11 +10,14 @@ package termtext
 
 import (
 	"fmt"
+	"math"
 	"slices"
-	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/agnivade/levenshtein"
+	"github.com/dustin/go-humanize"
 )
 
 // Ellipsis marks text cut by Clip.
@@ -45,24 +48,16 @@ func escape(r rune) (esc string, ok bool) {
 	return "", false
 }
 
-// needsWork reports whether s has a rune to escape or invalid UTF-8.
-func needsWork(s string) bool {
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c >= 0x20 && c < 0x7f {
-			i++
-			continue
-		}
-		r, n := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && n == 1 {
-			return true
-		}
-		if _, ok := escape(r); ok {
-			return true
-		}
-		i += n
+// visible returns the visible form of the first rune of s (its escape,
+// `\xHH` for a byte of invalid UTF-8, else itself) and its length in s.
+func visible(s string) (string, int) {
+	r, n := utf8.DecodeRuneInString(s)
+	if esc, ok := escape(r); ok {
+		return esc, n
+	} else if r == utf8.RuneError && n == 1 {
+		return fmt.Sprintf(`\x%02x`, s[0]), n
 	}
-	return false
+	return s[:n], n
 }
 
 // Safe returns s with every control character, bidirectional control and
@@ -70,24 +65,14 @@ func needsWork(s string) bool {
 // `\u202e`) and each byte of invalid UTF-8 by `\xHH`. Printable text,
 // including every script and emoji, is kept. Safe never shortens s.
 func Safe(s string) string {
-	if !needsWork(s) {
-		return s
-	}
-	var b strings.Builder
-	b.Grow(len(s) + 8)
 	for i := 0; i < len(s); {
-		r, n := utf8.DecodeRuneInString(s[i:])
-		switch esc, ok := escape(r); {
-		case r == utf8.RuneError && n == 1:
-			fmt.Fprintf(&b, `\x%02x`, s[i])
-		case ok:
-			b.WriteString(esc)
-		default:
-			b.WriteString(s[i : i+n])
+		p, n := visible(s[i:])
+		if p != s[i:i+n] {
+			return Clip(s, math.MaxInt)
 		}
 		i += n
 	}
-	return b.String()
+	return s
 }
 
 // Clip is Safe(s) cut to at most width runes (width >= 1), the cut marked
@@ -100,18 +85,11 @@ func Clip(s string, width int) string {
 	var b strings.Builder
 	used := 0
 	for i := 0; i < len(s); {
-		r, n := utf8.DecodeRuneInString(s[i:])
-		piece := s[i : i+n]
-		if esc, ok := escape(r); ok {
-			piece = esc
-		} else if r == utf8.RuneError && n == 1 {
-			piece = fmt.Sprintf(`\x%02x`, s[i])
-		}
+		piece, n := visible(s[i:])
 		w := utf8.RuneCountInString(piece)
-		rest := s[i+n:]
 		// The piece fits if it leaves room for the ellipsis, or if it
 		// ends s exactly at width.
-		if used+w > width-1 && !(rest == "" && used+w <= width) {
+		if used+w > width-1 && !(i+n == len(s) && used+w <= width) {
 			b.WriteString(Ellipsis)
 			return b.String()
 		}
@@ -124,15 +102,19 @@ func Clip(s string, width int) string {
 
 // Thousands writes n for people, grouped by thousands with commas:
 // 1234567 is "1,234,567", -9500 is "-9,500".
-func Thousands(n int64) string {
-	s, sign := strconv.FormatInt(n, 10), ""
-	if n < 0 {
-		s, sign = s[1:], "-"
+func Thousands(n int64) string { return humanize.Comma(n) }
+
+// Closest returns the candidate nearest to s by edit distance (Levenshtein
+// in runes, case-insensitive), or "" when none is within a third of s's
+// length (at least 1, at most 3 edits): close enough to be a typo.
+func Closest(s string, candidates []string) string {
+	best, bestD := "", 1+min(3, max(1, len(s)/3))
+	for _, c := range candidates {
+		if d := levenshtein.ComputeDistance(strings.ToLower(s), strings.ToLower(c)); d < bestD {
+			best, bestD = c, d
+		}
 	}
-	for i := len(s) - 3; i > 0; i -= 3 {
-		s = s[:i] + "," + s[i:]
-	}
-	return sign + s
+	return best
 }
 
 // Mark returns Safe(s) with each whitespace run made one space and each
