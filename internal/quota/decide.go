@@ -5,21 +5,16 @@ import (
 	"time"
 )
 
-// The decision of the embedded backends (SQLite and memory): their storage
-// differs, the arithmetic is this one. (Redis decides the same way in
-// lua/reserve.lua, next to its data.)
+// The decision of the embedded backends (SQLite and memory); Redis decides
+// the same way in lua/reserve.lua.
 
-// logWindow is what a decision needs to know of one bucket's log at now.
+// logWindow is what a decision needs to know of one bucket's log at now:
+// the units and entries of the window (stamps > windowCutoffUS), its oldest
+// stamp and the log's newest (Unix µs, 0: none), and freeing(need), the
+// stamp of the window's entry whose leaving frees need units (0 < need <= used).
 type logWindow struct {
-	// used and entries are the units and entries of the window (stamps >
-	// windowCutoffUS); oldest is the oldest such stamp (Unix µs, 0: none).
-	used, entries, oldest int64
-	// newest is the newest entry's stamp (Unix µs; 0: the log is empty).
-	newest int64
-	// freeing returns the stamp of the window's entry at which the units
-	// from the window's start first reach need (0 < need <= used): once
-	// it leaves, need units have.
-	freeing func(need int64) (int64, error)
+	used, entries, oldest, newest int64
+	freeing                       func(need int64) (int64, error)
 }
 
 // ceilTo is d >= 0 in whole units, rounded up (a window or wait is never
@@ -27,11 +22,10 @@ type logWindow struct {
 func ceilTo(d, unit time.Duration) int64 { return int64((d + unit - 1) / unit) }
 
 // windowCutoffUS returns c such that an entry counts in b's window at nowUS
-// iff its stamp > c: it expires exactly window after its stamp, or at the
-// next Pacific midnight for a calendar bucket.
+// iff its stamp > c (calendar: since the last Pacific midnight).
 func windowCutoffUS(b Bucket, nowUS int64) int64 {
 	if b.Calendar {
-		return pacificMidnight(time.UnixMicro(nowUS)).UnixMicro() - 1
+		return DayStart(time.UnixMicro(nowUS)).UnixMicro() - 1
 	}
 	return nowUS - ceilTo(b.Window, time.Microsecond)
 }
@@ -39,12 +33,12 @@ func windowCutoffUS(b Bucket, nowUS int64) int64 {
 // evictCutoffUS is the stamp at or before which b's entries matter neither
 // to its window nor to today's units (UsedToday).
 func evictCutoffUS(b Bucket, nowUS int64) int64 {
-	return min(windowCutoffUS(b, nowUS), pacificMidnight(time.UnixMicro(nowUS)).UnixMicro()-1)
+	return min(windowCutoffUS(b, nowUS), DayStart(time.UnixMicro(nowUS)).UnixMicro()-1)
 }
 
-// retryAfter is how long after nowUS a call of units fits b (0 when it fits
-// now): until the entry that frees the last needed unit has left the
-// window, or the next Pacific midnight for a calendar bucket.
+// retryAfter is how long after nowUS a call of units fits b (0: now): until
+// the entry that frees the last needed unit has left the window (calendar:
+// the next Pacific midnight).
 func (w logWindow) retryAfter(b Bucket, units, nowUS int64) (time.Duration, error) {
 	need := w.used + units - b.Limit
 	if need <= 0 || units > b.Limit {
@@ -60,16 +54,12 @@ func (w logWindow) retryAfter(b Bucket, units, nowUS int64) (time.Duration, erro
 	return time.Duration(ts+ceilTo(b.Window, time.Microsecond)-nowUS) * time.Microsecond, nil
 }
 
-// decide admits a call of charges when every charge fits its bucket's
-// window (used + units <= limit) and neither the credential (credUS) nor the
-// call site (siteUS) is marked exhausted until after nowUS (Unix µs; 0: no
-// mark). A bucket whose newest entry is
-// more than ClockStepTolerance after the clock denies until the clock has
-// caught up (Decision.ClockBehind). On denial RetryAfter is the largest wait
-// among the denying buckets and the marker, and DeniedBucket the bucket
-// with the largest wait (the first on ties; "" when the marker alone
-// decides). Remaining is after the call when it is admitted. The caller
-// records the entries (stamped no earlier than newest) and the Reservation.
+// decide admits a call of charges when every charge fits its bucket's window
+// and neither the credential (credUS) nor the call site (siteUS) is marked
+// until after nowUS (Unix µs; 0: no mark), and no bucket's newest entry is
+// more than ClockStepTolerance ahead. On denial RetryAfter is the largest
+// wait and DeniedBucket the first bucket with it ("" when a mark decides).
+// The caller records the entries (stamped no earlier than newest).
 func decide(charges []bucketCharge, logs []logWindow, nowUS, credUS, siteUS int64) (Decision, error) {
 	d := Decision{Now: time.UnixMicro(nowUS), Remaining: make(map[string]int64, len(charges))}
 	if exhaustedUS := max(credUS, siteUS); exhaustedUS > nowUS {
@@ -109,8 +99,8 @@ func decide(charges []bucketCharge, logs []logWindow, nowUS, credUS, siteUS int6
 	return d, nil
 }
 
-// bucketStatus is b's status from its window at nowUS, the largest cost of
-// a method in it and its units since the last Pacific midnight.
+// bucketStatus is b's status from its window at nowUS, its largest cost and
+// its units since the last Pacific midnight.
 func bucketStatus(b Bucket, w logWindow, maxCost, usedToday, nowUS int64) (BucketStatus, error) {
 	bs := BucketStatus{Bucket: b, Used: w.used, Remaining: max(b.Limit-w.used, 0), Entries: w.entries,
 		MaxCost: max(maxCost, 1), UsedToday: usedToday}

@@ -11,35 +11,25 @@ import (
 	"time"
 )
 
-// Run leases (docs/design.md §5: two runs of the same region never overlap): a
-// named lock with a time to live, kept in the quota backend so that every
-// process and host sharing the limiter shares the locks (lease_sqlite.go,
-// lease_redis.go). A crashed holder stops renewing and its lease expires
-// ttl after the last renewal; a holder that is a process of this host that
-// is gone is stale and taken over at once (lease_holder.go). Backend
-// failures wrap ErrUnavailable and take nothing: the caller may run without
-// a lease (fail-open) or give up.
+// Run leases: two runs of the same region never overlap (docs/design.md §5;
+// docs/quota.md, "Run leases").
 
-// leaseLocker is the lease store of a backend (*sqliteBackend,
-// *redisBackend). id names the lease; token is
-// "<random id> <holder>", unique per acquisition, and the holder reported to
-// others is the text after the first space (leaseHolderOf). ttl is rounded
-// up to whole milliseconds.
+// leaseLocker is the lease store of a backend. id names the lease; token is
+// "<random id> <holder>", unique per acquisition (leaseHolderOf). ttl is
+// rounded up to whole milliseconds.
 type leaseLocker interface {
-	// TryLock takes the lease for ttl if it is free, expired or already
-	// held with token (then it is extended). It returns acquired = true with
-	// the caller's own holder and remaining = ttl, or false with the
-	// current holder and the time until its lease expires (0 if unknown).
+	// TryLock takes the lease for ttl if it is free, expired or already held
+	// with token (then extended). It returns the holder and the time until
+	// its lease expires (0 if unknown): the caller's and ttl when acquired.
 	TryLock(ctx context.Context, id leaseID, token string, ttl time.Duration) (acquired bool, holder string, remaining time.Duration, err error)
 	// Renew extends the lease to ttl from now if it is still held with
-	// token and not expired; false means it was lost and is not re-taken.
+	// token and not expired; false means it was lost.
 	Renew(ctx context.Context, id leaseID, token string, ttl time.Duration) (bool, error)
 	// Unlock frees the lease only if it is still held with token.
 	Unlock(ctx context.Context, id leaseID, token string) error
 	// Leases returns the unexpired leases of credential, by region.
 	Leases(ctx context.Context, credential string) ([]LeaseInfo, error)
-	// BreakLease frees lease id only if it is held by holder (as TryLock
-	// or Leases reported it) and reports whether it did.
+	// BreakLease frees lease id only if it is held by holder.
 	BreakLease(ctx context.Context, id leaseID, holder string) (bool, error)
 }
 
@@ -48,8 +38,7 @@ var (
 	_ leaseLocker = (*redisBackend)(nil)
 )
 
-// leaseID names the run lease of (credential, region). region never
-// contains ':' (region codes never do).
+// leaseID names the run lease of (credential, region); region has no ':'.
 type leaseID struct{ credential, region string }
 
 // leaseHolderOf returns the holder of a token: the text after the first
@@ -69,16 +58,13 @@ func (l *Limiter) leases() (leaseLocker, error) {
 	return nil, fmt.Errorf("quota: backend %s does not support run leases", l.backend.Name())
 }
 
-// LeaseInfo is one held (unexpired) run lease.
+// LeaseInfo is one held (unexpired) run lease: its Holder for people, e.g.
+// "host-a pid 123 since 2026-11-23T07:00:00Z", and the time Remaining until
+// it expires unless renewed (0 if unknown).
 type LeaseInfo struct {
-	// Credential and Region name the lease.
-	Credential, Region string
-	// Holder describes the holder, e.g. "host-a pid 123 since 2026-11-23T07:00:00Z".
-	Holder string
-	// stored is the holder as the lease stores it, which BreakLease matches.
-	stored string
-	// Remaining is the time until the lease expires unless renewed (0 if unknown).
-	Remaining time.Duration
+	Credential, Region, Holder string
+	stored                     string // the holder as stored, which BreakLease matches
+	Remaining                  time.Duration
 }
 
 // Leases returns the held run leases of credential, by region. Backend
@@ -107,16 +93,10 @@ func (l *Limiter) BreakLease(ctx context.Context, li LeaseInfo) (bool, error) {
 }
 
 // LeaseHeldError is returned by AcquireLease when another holder has the
-// lease (use errors.As). It is not a backend failure: the backend answered.
+// lease (not a backend failure); fields as LeaseInfo's.
 type LeaseHeldError struct {
-	// Credential and Region name the lease.
-	Credential, Region string
-	// Holder describes the current holder, e.g. "host-a pid 123 since
-	// 2026-11-23T07:00:00Z".
-	Holder string
-	// Remaining is the time until the holder's lease expires unless renewed
-	// (0 if unknown).
-	Remaining time.Duration
+	Credential, Region, Holder string
+	Remaining                  time.Duration
 }
 
 // Error implements error, e.g.
@@ -133,8 +113,7 @@ func (e *LeaseHeldError) Error() string {
 	return msg
 }
 
-// errLeaseLost is the cause reported by runLease.Err when a renewal found the
-// lease expired or taken by another holder.
+// errLeaseLost is wrapped by runLease.Err when the lease was lost.
 var errLeaseLost = errors.New("quota: run lease lost")
 
 // runLease is a held run lease of (credential, region), renewed in the
@@ -145,8 +124,7 @@ type runLease struct {
 	token      string
 	owner      string
 	ttl, every time.Duration
-	// tookOver describes the stale holder this lease replaced ("" if none).
-	tookOver string
+	tookOver   string // the stale holder this lease replaced ("" if none)
 
 	stopCtx context.Context // cancelled by Release: stops the renewal, even mid-call
 	stop    context.CancelFunc
@@ -160,12 +138,11 @@ type runLease struct {
 
 // AcquireLease takes the run lease of (credential, region) for ttl and renews
 // it every ttl/3 until Release, which the caller must call; the run should
-// stop when Lost closes. holder describes this run for others (no secrets);
-// "" means this process (lease_holder.go). A stale holder's lease is taken
-// over at once (TookOver says whose). Errors: *LeaseHeldError when another
-// holder has an unexpired lease; ErrUnavailable wrapped when the backend
-// cannot be reached (nothing is held); others for an empty credential or
-// region, a region with ':', ttl < 3ms or a backend without leases.
+// stop when Lost closes. holder describes this run for others ("": this
+// process). A stale holder's lease is taken over at once (TookOver). Errors:
+// *LeaseHeldError, ErrUnavailable wrapped (nothing held), others for an
+// empty credential or region, a region with ':', ttl < 3ms or a backend
+// without leases.
 func (l *Limiter) AcquireLease(ctx context.Context, credential, region string, ttl time.Duration, holder string) (*runLease, error) {
 	lk, err := l.leases()
 	if err != nil {
@@ -177,8 +154,7 @@ func (l *Limiter) AcquireLease(ctx context.Context, credential, region string, t
 	return acquireLease(ctx, lk, credential, region, ttl, ttl/3, holder)
 }
 
-// acquireLease is AcquireLease with the renewal period every (0: never renew,
-// for tests).
+// acquireLease is AcquireLease renewing every every (0: never, for tests).
 func acquireLease(ctx context.Context, locker leaseLocker, credential, region string, ttl, every time.Duration, holder string) (*runLease, error) {
 	if credential == "" {
 		return nil, errors.New("quota: lease: empty credential name")
@@ -223,9 +199,8 @@ func acquireLease(ctx context.Context, locker leaseLocker, credential, region st
 }
 
 // renew extends the lease every l.every until Release; acquired is the
-// local time just before the successful TryLock. The lease is lost when a
-// renewal answers false, or when renewals keep failing until the next
-// attempt would come after the lease may have expired.
+// local time just before TryLock. The lease is lost when a renewal answers
+// false, or when renewals fail until the lease may have expired.
 func (l *runLease) renew(acquired time.Time) {
 	defer close(l.done)
 	if l.every <= 0 {
@@ -263,7 +238,7 @@ func (l *runLease) renew(acquired time.Time) {
 }
 
 // Lost returns a channel closed when the lease is lost (see renew): the run
-// should stop, another run of the region may start. Release does not close it.
+// should stop. Release does not close it.
 func (l *runLease) Lost() <-chan struct{} { return l.lost }
 
 // Err returns why the lease was lost (wrapping errLeaseLost, and
@@ -280,13 +255,11 @@ func (l *runLease) Err() error {
 // Holder returns this holder's description, as others see it.
 func (l *runLease) Holder() string { return describeHolder(l.owner) }
 
-// TookOver describes the stale holder (a process of this host that is gone)
-// whose lease AcquireLease broke and took, or "" when the lease was free.
+// TookOver describes the stale holder whose lease AcquireLease took, or "".
 func (l *runLease) TookOver() string { return l.tookOver }
 
-// Release stops the renewal and frees the lease if it is still ours. Later
-// calls return the first call's result. A backend failure wraps
-// ErrUnavailable; the lease then expires by itself after at most its ttl.
+// Release stops the renewal and frees the lease if it is still ours; later
+// calls return the first call's result. Backend failures wrap ErrUnavailable.
 func (l *runLease) Release(ctx context.Context) error {
 	l.releaseOnce.Do(func() {
 		l.stop()

@@ -10,31 +10,19 @@ import (
 	"github.com/trendfetch/trendfetch/internal/proc"
 )
 
-// The holder of a run lease and the rule that makes it stale, in one place
-// (restic's rule: a lock whose holder is a process of this host that no
-// longer exists is stale and taken over at once; others expire with their
-// TTL). The holder is stored as JSON; a pid means something only within one
-// boot and one PID namespace, so a holder from another host, boot or
-// namespace (another container) is never stale here. Within them the holder
-// is its pid and its start in clock ticks after boot, which no step of the
-// wall clock changes: a live holder is never taken for a gone one.
+// The holder of a run lease, stored as JSON, and the rule that makes it
+// stale (restic's rule; docs/quota.md, "Run leases").
 
-// leaseHolder identifies the process that holds a run lease.
+// leaseHolder identifies the process that holds a run lease: its host, pid,
+// boot id, PID namespace and start (clock ticks after boot; "" and 0 when
+// unknown), and when it asked (for people only: the wall clock steps).
 type leaseHolder struct {
-	Host string `json:"host"`
-	PID  int    `json:"pid"`
-	// BootID is /proc/sys/kernel/random/boot_id ("" when unknown).
-	BootID string `json:"boot_id,omitempty"`
-	// PIDNS is the holder's PID namespace, readlink /proc/self/ns/pid
-	// ("" when unknown).
-	PIDNS string `json:"pid_ns,omitempty"`
-	// StartTicks is when the holder process started, clock ticks after
-	// boot (proc.StartTicks; 0 when unknown): with the pid, the boot and
-	// the namespace it names the process, so a reused pid is not it.
-	StartTicks uint64 `json:"start_ticks,omitempty"`
-	// Since is when the lease was asked for (whole seconds, UTC), for
-	// people only: the stale rule never reads it (the wall clock steps).
-	Since time.Time `json:"since"`
+	Host       string    `json:"host"`
+	PID        int       `json:"pid"`
+	BootID     string    `json:"boot_id,omitempty"`
+	PIDNS      string    `json:"pid_ns,omitempty"`
+	StartTicks uint64    `json:"start_ticks,omitempty"`
+	Since      time.Time `json:"since"`
 }
 
 // thisHolder returns the stored holder description of this process asking
@@ -48,7 +36,7 @@ func thisHolder(since time.Time) string {
 }
 
 // parseHolder decodes a stored holder description; ok is false for one not
-// written by thisHolder (a test's, an older release's).
+// written by thisHolder.
 func parseHolder(desc string) (h leaseHolder, ok bool) {
 	if json.Unmarshal([]byte(desc), &h) != nil || h.Host == "" || h.PID <= 0 {
 		return leaseHolder{}, false
@@ -66,11 +54,9 @@ func describeHolder(desc string) string {
 	return fmt.Sprintf("%s pid %d since %s", h.Host, h.PID, h.Since.UTC().Format(time.RFC3339))
 }
 
-// staleHolder is the stale rule: desc names a process of this host, this
-// boot and this PID namespace, not this process, that is gone (no such pid,
-// a zombie, or a pid reused by a process that started at another tick than
-// the recorded StartTicks: proc.Gone). Anything it cannot tell is not
-// stale; a holder without StartTicks is gone only when its pid is.
+// staleHolder is the stale rule: desc names a process of this host, boot and
+// PID namespace, not this one, that is gone (proc.Gone). Anything it cannot
+// tell is not stale.
 func staleHolder(desc string) bool {
 	h, ok := parseHolder(desc)
 	if !ok {

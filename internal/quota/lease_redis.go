@@ -12,12 +12,8 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// Run leases on Redis (see lease.go): one string key per lease,
-// trendfetch:{<credential>}:lease:<region> = token, PX = ttl, in the
-// credential's hash tag (Reset keeps it: a lease is not usage).
-// lua/lease.lua takes it when free and renews, frees or breaks it only
-// while it holds the token (holder), so a holder never touches a lease
-// that expired and was taken by another. Expiry is Redis's own clock.
+// Run leases on Redis: one key per lease (leaseKey) holding the token, with
+// PX = ttl, changed only by lua/lease.lua.
 
 //go:embed lua/lease.lua
 var luaLease string
@@ -36,8 +32,7 @@ func (r *redisBackend) lease(ctx context.Context, op string, id leaseID, args ..
 	return res, nil
 }
 
-// TryLock implements leaseLocker; id's credential must be a valid
-// credential name.
+// TryLock implements leaseLocker.
 func (r *redisBackend) TryLock(ctx context.Context, id leaseID, token string, ttl time.Duration) (bool, string, time.Duration, error) {
 	ms := ceilTo(ttl, time.Millisecond)
 	reply, err := r.lease(ctx, "lock", id, token, ms)
@@ -74,8 +69,7 @@ func (r *redisBackend) BreakLease(ctx context.Context, id leaseID, holder string
 	return n == int64(1), err
 }
 
-// Leases implements leaseLocker with SCAN over the credential's lease keys
-// and one GET and PTTL per lease.
+// Leases implements leaseLocker: SCAN, then GET and PTTL per lease.
 func (r *redisBackend) Leases(ctx context.Context, credential string) ([]LeaseInfo, error) {
 	prefix := r.leaseKey(credential, "")
 	var out []LeaseInfo

@@ -8,13 +8,10 @@ import (
 	"time"
 )
 
-// Run leases on the embedded backend (see lease.go): one row per lease in
-// table leases of quota.db, named "<credential>:<region>" (leaseID.name),
-// decided by the backend's clock at microsecond precision, each operation one transaction like a quota decision. Rows of
-// released leases are deleted; rows of crashed holders stay until taken.
+// Run leases on the embedded backend: one row per lease in table leases of
+// quota.db, each operation one transaction on the backend's clock.
 
-// TryLock implements leaseLocker: it takes the lease when it has no row,
-// its row expired (expires_us <= now) or its row holds token.
+// TryLock implements leaseLocker.
 func (s *sqliteBackend) TryLock(ctx context.Context, id leaseID, token string, ttl time.Duration) (ok bool, holder string, remaining time.Duration, err error) {
 	err = s.inTx(ctx, "lease lock", true, func(tx *sql.Tx, nowUS int64) error {
 		var curToken string
@@ -40,50 +37,42 @@ func (s *sqliteBackend) TryLock(ctx context.Context, id leaseID, token string, t
 	return ok, holder, remaining, nil
 }
 
-// Renew implements leaseLocker: it moves expires_us to now + ttl only if
-// the row holds token and has not expired.
-func (s *sqliteBackend) Renew(ctx context.Context, id leaseID, token string, ttl time.Duration) (renewed bool, err error) {
-	err = s.inTx(ctx, "lease renew", true, func(tx *sql.Tx, nowUS int64) error {
-		renewed, err = execOne(ctx, tx, `UPDATE leases SET expires_us = ? WHERE name = ? AND token = ? AND expires_us > ?`,
-			nowUS+ceilTo(ttl, time.Millisecond)*1000, id.name(), token, nowUS)
-		return err
-	})
-	return renewed && err == nil, err
+// Renew implements leaseLocker.
+func (s *sqliteBackend) Renew(ctx context.Context, id leaseID, token string, ttl time.Duration) (bool, error) {
+	return s.leaseExec(ctx, "renew", `UPDATE leases SET expires_us = ?2 + ?4 WHERE name = ?1 AND token = ?3 AND expires_us > ?2`,
+		id, token, ceilTo(ttl, time.Millisecond)*1000)
 }
 
-// Unlock implements leaseLocker: it deletes the row only if it holds token.
+// Unlock implements leaseLocker.
 func (s *sqliteBackend) Unlock(ctx context.Context, id leaseID, token string) error {
-	return s.inTx(ctx, "lease unlock", true, func(tx *sql.Tx, _ int64) error {
-		_, err := execOne(ctx, tx, `DELETE FROM leases WHERE name = ? AND token = ?`, id.name(), token)
-		return err
-	})
+	_, err := s.leaseExec(ctx, "unlock", `DELETE FROM leases WHERE name = ?1 AND token = ?3`, id, token)
+	return err
 }
 
-// BreakLease implements leaseLocker: it deletes the row of name if its
-// holder is holder.
-func (s *sqliteBackend) BreakLease(ctx context.Context, id leaseID, holder string) (broke bool, err error) {
-	err = s.inTx(ctx, "lease break", true, func(tx *sql.Tx, _ int64) error {
-		broke, err = execOne(ctx, tx, `DELETE FROM leases WHERE name = ? AND holder = ?`, id.name(), holder)
+// BreakLease implements leaseLocker.
+func (s *sqliteBackend) BreakLease(ctx context.Context, id leaseID, holder string) (bool, error) {
+	return s.leaseExec(ctx, "break", `DELETE FROM leases WHERE name = ?1 AND holder = ?3`, id, holder)
+}
+
+// leaseExec runs query (?1 the lease's name, ?2 now in Unix µs, then args)
+// in a write transaction and reports whether it changed exactly one row.
+func (s *sqliteBackend) leaseExec(ctx context.Context, op, query string, id leaseID, args ...any) (one bool, err error) {
+	err = s.inTx(ctx, "lease "+op, true, func(tx *sql.Tx, nowUS int64) error {
+		res, err := tx.ExecContext(ctx, query, append([]any{id.name(), nowUS}, args...)...)
+		if err != nil {
+			return err
+		}
+		n, err := res.RowsAffected()
+		one = n == 1
 		return err
 	})
-	return broke && err == nil, err
+	return one && err == nil, err
 }
 
 // name is the row name of lease id.
 func (id leaseID) name() string { return id.credential + ":" + id.region }
 
-// execOne runs query in tx and reports whether it changed exactly one row.
-func execOne(ctx context.Context, tx *sql.Tx, query string, args ...any) (bool, error) {
-	res, err := tx.ExecContext(ctx, query, args...)
-	if err != nil {
-		return false, err
-	}
-	n, err := res.RowsAffected()
-	return n == 1, err
-}
-
-// Leases implements leaseLocker with one read-only transaction; it writes
-// nothing, so it works on a backend opened WithSQLiteReadOnly.
+// Leases implements leaseLocker with one read-only transaction.
 func (s *sqliteBackend) Leases(ctx context.Context, credential string) (out []LeaseInfo, err error) {
 	err = s.inTx(ctx, "lease list", false, func(tx *sql.Tx, nowUS int64) error {
 		rows, err := tx.QueryContext(ctx, `SELECT name, holder, expires_us FROM leases WHERE expires_us > ? ORDER BY name`, nowUS)

@@ -345,7 +345,7 @@ func TestRedisLeaseSuite(t *testing.T) {
 }
 
 func TestRedisClusterLeaseSuite(t *testing.T) {
-	redistest.SkipIfShort(t, "starts a Redis Cluster")
+	skipIfShort(t, "starts a Redis Cluster")
 	b := newTestRedisCluster(t, redistest.StartCluster(t, 3))
 	runLeaseSuite(t, func(t *testing.T) Backend { return b })
 }
@@ -618,7 +618,7 @@ func runLeaseCrash(t *testing.T, backendSpec string, foreign bool) {
 }
 
 func TestSQLiteLeaseCrashedHolder(t *testing.T) {
-	redistest.SkipIfShort(t, "multi-process test")
+	skipIfShort(t, "multi-process test")
 	t.Parallel()
 	for _, foreign := range []bool{true, false} {
 		runLeaseCrash(t, "sqlite:"+filepath.Join(t.TempDir(), "quota.db"), foreign)
@@ -626,7 +626,7 @@ func TestSQLiteLeaseCrashedHolder(t *testing.T) {
 }
 
 func TestRedisLeaseCrashedHolder(t *testing.T) {
-	redistest.SkipIfShort(t, "multi-process test")
+	skipIfShort(t, "multi-process test")
 	srv := redistest.Start(t)
 	for _, foreign := range []bool{true, false} {
 		runLeaseCrash(t, "redis:"+srv.URL(), foreign)

@@ -7,12 +7,9 @@ import (
 	"time"
 )
 
-// memoryBackend is a Backend in one process's memory (serve's per-client
-// log limiter of one instance): the same log and decision (decide) as the
-// SQLite backend on the local clock; nothing survives a restart. A bucket
-// keeps the entries of its window and of the current Pacific day; a
-// credential with no recent entry is dropped by a sweep every
-// memorySweepEvery reservations, so memory is bounded by active clients.
+// memoryBackend is a Backend in one process's memory (serve's per-client log
+// limiter of one instance), deciding with decide on the local clock
+// (docs/quota.md, "Data layout").
 type memoryBackend struct {
 	mu      sync.Mutex
 	clock   func() time.Time
@@ -21,10 +18,10 @@ type memoryBackend struct {
 	lastID  int64 // the id of the newest entry recorded (ids start at 1)
 }
 
-// memorySweepEvery is how many reservations pass between sweeps of idle
-// credentials.
+// memorySweepEvery is how many reservations pass between sweeps of idle credentials.
 const memorySweepEvery = 1024
 
+// memoryCredential is one credential's logs and marks.
 type memoryCredential struct {
 	logs  map[string][]memoryEntry // by bucket name, oldest first
 	marks map[string]Mark          // by site ("": the credential's)
@@ -47,12 +44,9 @@ func (cr *memoryCredential) dropMarks(nowUS int64) {
 	}
 }
 
-// memoryEntry is one entry of a bucket's log.
-type memoryEntry struct {
-	ts    int64 // µs, non-decreasing along the log
-	units int64
-	id    int64 // unique per backend: the entry's identity for Refund
-}
+// memoryEntry is one entry of a bucket's log: stamp (µs, non-decreasing),
+// cost and id (unique per backend, for Refund).
+type memoryEntry struct{ ts, units, id int64 }
 
 // NewMemory returns an empty in-memory backend deciding by the clock now
 // (time.Now, or a test's).
@@ -73,7 +67,7 @@ func (m *memoryBackend) credential(name string) *memoryCredential {
 // Name implements Backend.
 func (m *memoryBackend) Name() string { return "memory" }
 
-// Close implements Backend; it frees nothing (the garbage collector does).
+// Close implements Backend; it frees nothing.
 func (m *memoryBackend) Close() error { return nil }
 
 // memoryWindow is the window of log at cutoff (entries stamped > cutoff).
@@ -124,8 +118,6 @@ func (m *memoryBackend) Reserve(ctx context.Context, credential, site string, ch
 		return d, err
 	}
 	for i, c := range charges {
-		// Stamped never before the newest entry; entries that matter
-		// neither to the window nor to today (UsedToday) are evicted.
 		m.lastID++
 		e := memoryEntry{ts: max(nowUS, windows[i].newest), units: c.Units, id: m.lastID}
 		log := append(cr.logs[c.Name], e)
@@ -159,7 +151,7 @@ func (m *memoryBackend) Refund(ctx context.Context, credential string, r Reserva
 	return true, nil
 }
 
-// sweep drops credentials with no entry younger than a day and no marker.
+// sweep drops credentials with no entry in the last 25 h and no mark.
 func (m *memoryBackend) sweep(nowUS int64) {
 	dayAgo := nowUS - (25 * time.Hour).Microseconds()
 	for name, cr := range m.creds {
@@ -192,7 +184,7 @@ func (m *memoryBackend) Status(ctx context.Context, credential string, buckets [
 		}
 	}
 	sortMarks(st.Marks)
-	midnightUS := pacificMidnight(st.Now).UnixMicro()
+	midnightUS := DayStart(st.Now).UnixMicro()
 	for _, b := range buckets {
 		log := cr.logs[b.Name]
 		bs, err := bucketStatus(b, memoryWindow(log, windowCutoffUS(b, nowUS)), maxCost[b.Name], memoryWindow(log, midnightUS-1).used, nowUS)

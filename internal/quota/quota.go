@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 	"time"
+	_ "time/tzdata" // the Pacific quota day is the same on hosts without a zoneinfo database
 	"unicode/utf8"
 )
 
@@ -48,26 +49,21 @@ type Decision struct {
 	// denied by an upstream mark.
 	DeniedBucket string
 	// Exhausted reports a denial by an upstream mark (MarkExhausted) until
-	// ExhaustedUntil: the credential's, or the call site's own (SiteExhausted).
-	Exhausted bool
-	// ExhaustedUntil is the end of the mark when Exhausted.
+	// ExhaustedUntil; SiteExhausted when the mark is the call site's, not the
+	// credential's (the other call sites go on).
+	Exhausted      bool
 	ExhaustedUntil time.Time
-	// SiteExhausted reports that the mark that denies is the call site's
-	// (its own Google bucket is spent), not the credential's: the other call
-	// sites go on.
-	SiteExhausted bool
+	SiteExhausted  bool
 	// RetryAfter is, on denial, the earliest wait after which the same
 	// reservation can succeed (never early; microsecond precision).
 	RetryAfter time.Duration
 	// Now is the backend clock at the decision (Redis TIME or local clock).
 	Now time.Time
-	// ClockBehind is, on a denial by an embedded backend (SQLite, memory),
-	// how far its clock reads earlier than a charged bucket's newest entry
-	// when that exceeds ClockStepTolerance: a clock stepped back admits
-	// nothing until it has caught up (RetryAfter).
+	// ClockBehind is, on a denial by an embedded backend, how far its clock
+	// reads earlier than a charged bucket's newest entry (> ClockStepTolerance).
 	ClockBehind time.Duration
 	// Reservation identifies the entries an admitted call recorded, for
-	// Refund; it is the zero Reservation on denial.
+	// Refund; the zero Reservation on denial.
 	Reservation Reservation
 }
 
@@ -78,16 +74,11 @@ type Reservation struct {
 	entries []reservedEntry
 }
 
-// reservedEntry is one bucket's entry of a reservation.
+// reservedEntry is one bucket's entry of a reservation: its cost, its stamp
+// (Unix µs) and its id (SQLite rid, memory id; Redis scores are unique).
 type reservedEntry struct {
-	bucket Bucket
-	// units is the entry's cost in bucket.
-	units int64
-	// at is the entry's stamp, Unix µs.
-	at int64
-	// id is the entry's identity where the backend stores one (SQLite rid,
-	// memory id; never 0); Redis scores are unique within a bucket.
-	id int64
+	bucket        Bucket
+	units, at, id int64
 }
 
 // IsZero reports whether r identifies no entry (a denial, or the zero value).
@@ -106,14 +97,12 @@ func (r Reservation) Units() map[string]int64 {
 }
 
 // ClockStepTolerance is how far the clock of an embedded backend (SQLite,
-// memory) may read earlier than a bucket's newest entry: a smaller step back
-// is absorbed, a larger one denies with Decision.ClockBehind until the clock
-// has caught up (docs/quota.md, "Clock steps"). Redis uses Redis TIME.
+// memory) may read earlier than a bucket's newest entry before it denies
+// with Decision.ClockBehind (docs/quota.md, "Clock steps").
 const ClockStepTolerance = 2 * time.Second
 
-// clockStepWait is how far the clock nowUS reads earlier than a bucket's
-// newest entry newestUS when that exceeds ClockStepTolerance (else 0), and
-// the wait until admissions into the bucket resume.
+// clockStepWait is, when the clock nowUS reads more than ClockStepTolerance
+// before newestUS, the wait until admissions resume and how far it is behind.
 func clockStepWait(newestUS, nowUS int64) (wait, behind time.Duration) {
 	back, tol := newestUS-nowUS, ClockStepTolerance.Microseconds()
 	if back <= tol {
@@ -148,14 +137,12 @@ type Status struct {
 	Credential string
 	// Backend is "sqlite" or "redis".
 	Backend string
-	// Reachable reports whether the backend answered; Err holds why not
-	// (an *AccessError when Redis refused the user).
+	// Reachable reports whether the backend answered; Err holds why not.
 	Reachable bool
 	Err       error
-	// Latency is the round trip of the status query.
+	// Latency is the round trip of the status query; Now the backend clock.
 	Latency time.Duration
-	// Now is the backend clock.
-	Now time.Time
+	Now     time.Time
 	// Marks are the upstream marks in force, the credential's (Site "")
 	// first, then the call sites' by name.
 	Marks   []Mark
@@ -173,16 +160,14 @@ func (st Status) ExhaustedUntil() time.Time {
 }
 
 // Mark is an upstream mark: Google answered that a daily quota is spent, so
-// reservations it covers are denied until Until (docs/design.md §4,
-// upstream feedback).
+// reservations it covers are denied until Until (docs/design.md §4).
 type Mark struct {
-	// Site is the call site (callsite name) whose own Google bucket is
-	// spent; "" marks the credential, every call site.
+	// Site is the call site whose own Google bucket is spent; "" marks the
+	// credential, every call site.
 	Site string
 	// Until is when the mark ends: the next Pacific midnight after the answer.
 	Until time.Time
-	// Why is the answer that set it, one line of at most MaxWhy bytes, e.g.
-	// "HTTP 429 RESOURCE_EXHAUSTED: Search Queries per day".
+	// Why is the answer that set it, one line of at most MaxWhy bytes.
 	Why string
 }
 
@@ -195,56 +180,45 @@ func sortMarks(ms []Mark) {
 }
 
 // Backend stores sliding-window logs and decides reservations atomically:
-// Redis (NewRedis), embedded SQLite (NewSQLite) or one process's memory
-// (NewMemory). Every method takes the credential name (never the API key);
-// failures to reach the backend wrap ErrUnavailable. The Limiter methods of
-// the same names document the behaviour.
+// NewRedis, NewSQLite or NewMemory. Methods take the credential name (never
+// the API key); failures to reach the backend wrap ErrUnavailable. The
+// Limiter methods of the same names document the behaviour.
 type Backend interface {
 	// Name is "redis", "sqlite" or "memory".
 	Name() string
-	// Reserve records one entry per charge, or none; charges are New's. A
-	// mark of the credential or of site ("" : none) denies.
+	// Reserve records one entry per charge (New's), or none; a mark of the
+	// credential or of site denies.
 	Reserve(ctx context.Context, credential, site string, charges []bucketCharge) (Decision, error)
-	// Status reads the buckets without writing; maxCost is the largest
-	// configured cost per bucket name.
+	// Status reads the buckets without writing; maxCost is the largest cost per bucket.
 	Status(ctx context.Context, credential string, buckets []Bucket, maxCost map[string]int64) (Status, error)
-	// MarkExhausted sets m (Until in whole µs, Why at most MaxWhy bytes)
-	// unless the same site's mark ends later.
+	// MarkExhausted sets m unless the same site's mark ends later.
 	MarkExhausted(ctx context.Context, credential string, m Mark) error
 	// Refund removes r's entries while each is the newest of its bucket.
 	Refund(ctx context.Context, credential string, r Reservation) (refunded bool, err error)
-	// Reset removes every entry and the marker; run leases are kept.
+	// Reset removes every entry and mark; run leases are kept.
 	Reset(ctx context.Context, credential string) error
 	// Close releases connections.
 	Close() error
 }
 
-// bucketCharge is a charge joined with its bucket definition, as passed to a Backend.
+// bucketCharge is a charge (Units) joined with its bucket, as passed to a Backend.
 type bucketCharge struct {
 	Bucket
-	// Units is the cost of the call in this bucket.
 	Units int64
 }
 
 // ErrUnavailable wraps a failure to reach the backend or to get its answer
-// in time; call sites apply their fail-open/fail-closed policy when
-// errors.Is(err, ErrUnavailable). (Out of memory: ErrOutOfMemory; refused
-// permissions: *AccessError.)
+// in time; call sites apply their fail-open/fail-closed policy.
 var ErrUnavailable = errors.New("quota backend unavailable")
 
 // errUnknownMethod is returned by Reserve for a method missing from the cost table.
 var errUnknownMethod = errors.New("method not in the quota cost table")
 
-// CostError reports a charge larger than its bucket's limit: such a call can
-// never be admitted, so it is a configuration error, never a throttle.
+// CostError reports a charge (Units) of Method larger than its Bucket's
+// Limit: a configuration error, never a throttle.
 type CostError struct {
-	// Method is the API method of the cost table entry.
-	Method string
-	// Bucket is the bucket whose limit the charge exceeds.
-	Bucket string
-	// Units is the charge and Limit the bucket's limit, in units.
-	Units int64
-	Limit int64
+	Method, Bucket string
+	Units, Limit   int64
 }
 
 // Error implements error.
@@ -313,9 +287,7 @@ func New(backend Backend, buckets []Bucket, costs Costs) (*Limiter, error) {
 			if c.Units > b.Limit {
 				return nil, &CostError{Method: m, Bucket: c.Bucket, Units: c.Units, Limit: b.Limit}
 			}
-			if c.Units > l.maxCost[c.Bucket] {
-				l.maxCost[c.Bucket] = c.Units
-			}
+			l.maxCost[c.Bucket] = max(l.maxCost[c.Bucket], c.Units)
 		}
 	}
 	return l, nil
@@ -356,12 +328,10 @@ func (l *Limiter) Status(ctx context.Context, credential string) Status {
 	return st
 }
 
-// Refund gives back the units of reservation r (an admitted Decision's, for
-// credential) in every bucket it charged while its entries are still the
-// newest there, else nothing (they stay counted). Call it only for a call
-// that provably never left the host (DNS failure, connection refused):
-// Google counts every request it receives. Refunding twice or the zero
-// Reservation is a no-op. Backend failures wrap ErrUnavailable.
+// Refund gives back the units of reservation r in every bucket it charged
+// while its entries are still the newest there, else nothing (docs/quota.md,
+// "Refund"): only for a call that provably never left the host. Refunding
+// twice or the zero Reservation is a no-op. Backend failures wrap ErrUnavailable.
 func (l *Limiter) Refund(ctx context.Context, credential string, r Reservation) (refunded bool, err error) {
 	if r.IsZero() {
 		return false, nil
@@ -370,10 +340,8 @@ func (l *Limiter) Refund(ctx context.Context, credential string, r Reservation) 
 }
 
 // MarkExhausted marks m for credential: every reservation of credential
-// (m.Site "") or of the call site m.Site is denied until m.Until (rounded up
-// to the microsecond: never early), the next Pacific midnight after Google
-// answered a per-day quota. A mark only moves later; Why is cut to one line
-// of MaxWhy bytes.
+// (m.Site "") or of the call site m.Site is denied until m.Until, rounded up
+// to the µs. A mark only moves later; Why is cut to one line of MaxWhy bytes.
 func (l *Limiter) MarkExhausted(ctx context.Context, credential string, m Mark) error {
 	if t := m.Until.Truncate(time.Microsecond); t.Before(m.Until) {
 		m.Until = t.Add(time.Microsecond)
@@ -395,29 +363,16 @@ func (l *Limiter) Reset(ctx context.Context, credential string) error {
 // Close closes the backend.
 func (l *Limiter) Close() error { return l.backend.Close() }
 
-// pacific is Google's quota clock zone (tzdata.go links the tz database in).
-var pacific = mustLoad("America/Los_Angeles")
+// pacific is Google's quota clock zone (YouTube Data API docs: "daily quotas
+// reset at midnight Pacific Time").
+var pacific, _ = time.LoadLocation("America/Los_Angeles") // cannot fail: tzdata is linked in
 
-func mustLoad(name string) *time.Location {
-	loc, err := time.LoadLocation(name)
-	if err != nil {
-		panic(err)
-	}
-	return loc
-}
-
-// pacificMidnight returns the start of the Google quota day containing t:
-// the last midnight America/Los_Angeles at or before t (days of 23 or 25
-// hours at DST changes; YouTube Data API docs: "daily quotas reset at
-// midnight Pacific Time").
-func pacificMidnight(t time.Time) time.Time {
+// DayStart returns the start of the Google quota day containing t: the last
+// midnight America/Los_Angeles at or before t (days of 23 or 25 hours at DST).
+func DayStart(t time.Time) time.Time {
 	p := t.In(pacific)
 	return time.Date(p.Year(), p.Month(), p.Day(), 0, 0, 0, 0, pacific)
 }
-
-// DayStart returns the start of the quota day containing t (the last
-// midnight Pacific Time at or before t).
-func DayStart(t time.Time) time.Time { return pacificMidnight(t) }
 
 // NextPacificMidnight returns the first midnight America/Los_Angeles strictly after t.
 func NextPacificMidnight(t time.Time) time.Time {

@@ -70,9 +70,9 @@ func TestPacificMidnight(t *testing.T) {
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			start, end := pacificMidnight(tc.t), NextPacificMidnight(tc.t)
+			start, end := DayStart(tc.t), NextPacificMidnight(tc.t)
 			if !start.Equal(tc.start) {
-				t.Errorf("pacificMidnight(%v) = %v, want %v", tc.t, start.UTC(), tc.start)
+				t.Errorf("DayStart(%v) = %v, want %v", tc.t, start.UTC(), tc.start)
 			}
 			if !end.Equal(tc.end) {
 				t.Errorf("NextPacificMidnight(%v) = %v, want %v", tc.t, end.UTC(), tc.end)
@@ -83,7 +83,7 @@ func TestPacificMidnight(t *testing.T) {
 			if !NextPacificMidnight(start.Add(-time.Nanosecond)).Equal(start) {
 				t.Errorf("NextPacificMidnight just before %v is not it", start)
 			}
-			if !pacificMidnight(end.Add(-time.Nanosecond)).Equal(start) {
+			if !DayStart(end.Add(-time.Nanosecond)).Equal(start) {
 				t.Errorf("pacificMidnight just before the next midnight is not %v", start)
 			}
 		})

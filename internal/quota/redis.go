@@ -12,10 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// Every key of the Redis backend is built below: RedisKeyPrefix:{<credential>}
-// then the bucket name, stateKeySuffix (the state hash: the exhaustion
-// marker, field "exhausted", and what lua/ keeps per bucket) or
-// leaseKeyInfix:<region> (run leases).
+// Every key of the Redis backend is built below (layout: lua/lib.lua).
 const (
 	// RedisKeyPrefix starts every Redis key trendfetch writes (quota and
 	// serve's rate limiter alike): one ACL pattern, RedisKeyPrefix:*, grants them.
@@ -25,7 +22,7 @@ const (
 )
 
 // reservedBucketName reports whether name would collide with the keys or
-// fields above: "state", "exhausted", "lease" and "lease:...".
+// state hash fields: "state", "exhausted", "lease" and "lease:...".
 func reservedBucketName(name string) bool {
 	return name == stateKeySuffix || name == "exhausted" || name == leaseKeyInfix || strings.HasPrefix(name, leaseKeyInfix+":")
 }
@@ -35,14 +32,12 @@ func reservedBucketName(name string) bool {
 // TIME as the only clock. It is safe for concurrent use.
 type redisBackend struct {
 	client redis.UniversalClient
-	// midnights returns the Pacific midnights (Unix µs, ascending) passed to
-	// the scripts; tests replace it to move "midnight" next to Redis TIME.
-	midnights func(now time.Time) []int64
-	// waitReplicas and waitTimeout: see WithRedisWaitReplicas.
-	waitReplicas int
-	waitTimeout  time.Duration
-	// user is the ACL user of client, for *AccessError.
-	user string
+	// midnights returns the Pacific midnights passed to the scripts
+	// (redisMidnightTable; tests move "midnight" next to Redis TIME).
+	midnights    func(now time.Time) []int64
+	waitReplicas int           // WithRedisWaitReplicas
+	waitTimeout  time.Duration // WithRedisWaitReplicas
+	user         string        // the ACL user of client, for *AccessError
 }
 
 var _ Backend = (*redisBackend)(nil)
@@ -59,23 +54,19 @@ const DefaultRedisWaitTimeout = 100 * time.Millisecond
 var errNotReplicated = errors.New("admission not confirmed by enough replicas")
 
 // WithRedisWaitReplicas makes an admission count only once n replicas have
-// it (n = 0, the default: no check): after the reserve script admits,
-// Reserve runs WAIT n timeout on the same connection, and when fewer
-// confirm within timeout (<= 0: DefaultRedisWaitTimeout) it returns an
-// error wrapping ErrUnavailable, so the call site's policy applies; the
-// entry stays counted on the master. Denials never wait. This makes an
-// admission lost in a failover unlikely, not impossible (docs/quota.md,
-// "Replication").
+// it (0, the default: no check): Reserve runs WAIT n timeout (<= 0:
+// DefaultRedisWaitTimeout) after an admission and, when fewer confirm,
+// returns an error wrapping ErrUnavailable; the entry stays counted
+// (docs/quota.md, "Replication").
 func WithRedisWaitReplicas(n int, timeout time.Duration) redisOption {
 	return func(r *redisBackend) {
 		r.waitReplicas, r.waitTimeout = max(n, 0), cmp.Or(max(timeout, 0), DefaultRedisWaitTimeout)
 	}
 }
 
-// NewRedis returns a Redis backend using client, which it owns from now on
-// (Close closes it). Build the client with redisconn.New to get short
-// timeouts; any redis.UniversalClient (Client, ClusterClient, FailoverClient)
-// works, a Ring does not (the credential's keys must live on one node).
+// NewRedis returns a Redis backend owning client (Close closes it), built
+// by redisconn.New for short timeouts; a Ring does not work (a credential's
+// keys must live on one node).
 func NewRedis(client redis.UniversalClient, opts ...redisOption) *redisBackend {
 	r := &redisBackend{client: client, midnights: redisMidnightTable, user: redisUser(client)}
 	for _, o := range opts {
@@ -90,26 +81,25 @@ func (r *redisBackend) Name() string { return "redis" }
 // Close closes the Redis client.
 func (r *redisBackend) Close() error { return r.client.Close() }
 
-// credTag is the start of every key of a credential: the braces make the
-// credential the Redis Cluster hash tag, so a multi-bucket script touches
-// one slot (no CROSSSLOT).
+// credTag starts every key of a credential: the braces make the credential
+// the Redis Cluster hash tag, so a multi-bucket script touches one slot.
 func (r *redisBackend) credTag(credential string) string {
 	return RedisKeyPrefix + ":{" + credential + "}"
 }
 
-// bucketKey is the sorted-set log of one bucket: trendfetch:{<credential>}:<bucket>.
+// bucketKey is a bucket's log.
 func (r *redisBackend) bucketKey(credential, bucket string) string {
 	return r.credTag(credential) + ":" + bucket
 }
 
-// stateKey is the credential's state hash: trendfetch:{<credential>}:state.
+// stateKey is the credential's state hash (marks and the buckets' caches).
 func (r *redisBackend) stateKey(credential string) string {
-	return r.credTag(credential) + ":" + stateKeySuffix
+	return r.bucketKey(credential, stateKeySuffix)
 }
 
-// leaseKey is the run lease of (credential, region): trendfetch:{<credential>}:lease:<region>.
+// leaseKey is the run lease of region.
 func (r *redisBackend) leaseKey(credential, region string) string {
-	return r.credTag(credential) + ":" + leaseKeyInfix + ":" + region
+	return r.bucketKey(credential, leaseKeyInfix+":"+region)
 }
 
 // redisGlobEscape escapes the glob characters of s for SCAN MATCH.
@@ -125,27 +115,21 @@ func redisGlobEscape(s string) string {
 	return b.String()
 }
 
+// redisCheckCredential refuses an empty name and braces (two credentials
+// could share a hash tag).
 func redisCheckCredential(credential string) error {
 	if credential == "" {
 		return errors.New("quota: empty credential name")
 	}
 	if strings.ContainsAny(credential, "{}") {
-		// A '}' would end the hash tag early; keys would still share a slot
-		// but two credentials could share a tag. Names never need braces.
 		return fmt.Errorf("quota: credential name %q must not contain '{' or '}'", credential)
 	}
 	return nil
 }
 
 // fail classifies a Redis failure of op for credential (docs/design.md §4,
-// "Backend errors are not all unreachable"):
-//   - NOPERM, NOAUTH, WRONGPASS: an *AccessError, a configuration error;
-//   - OOM (maxmemory reached under noeviction): wraps ErrOutOfMemory, so
-//     every call site fails closed;
-//   - a connection that cannot be made or answered in time, and the replies
-//     of a server that is failing over or loading (redisDidNotRun): wraps
-//     ErrUnavailable, where the call site's fail-open/closed policy applies;
-//   - any other reply of the server: a plain error (the call stops).
+// "Backend failure"): *AccessError, ErrOutOfMemory, ErrUnavailable (no
+// connection or answer in time, or redisDidNotRun), else a plain error.
 func (r *redisBackend) fail(op, credential string, err error) error {
 	var reply redis.Error
 	isReply := errors.As(err, &reply)
@@ -171,20 +155,14 @@ func redisQuoted(msg string) string {
 }
 
 // ErrOutOfMemory is wrapped by the error of a backend out of memory (Redis
-// "OOM command not allowed" under maxmemory with noeviction): call sites
-// fail closed on it whatever their policy.
+// "OOM command not allowed"): call sites fail closed whatever their policy.
 var ErrOutOfMemory = errors.New("quota backend out of memory")
 
-// AccessError reports that Redis refused trendfetch's user (NOPERM, NOAUTH,
-// WRONGPASS): a configuration error (exit 2), never a reason to send calls
-// unmetered. It names the user and the refused command, never the password.
+// AccessError reports that Redis refused trendfetch's User ("default" when
+// the URL names none) with Reply (NOPERM, NOAUTH, WRONGPASS), naming the
+// refused Command (lower case) when it did: a configuration error (exit 2).
 type AccessError struct {
-	// User is the Redis ACL user ("default" when the URL names none).
-	User string
-	// Command is the refused command, lower case, when Redis named one.
-	Command string
-	// Reply is Redis's error reply.
-	Reply string
+	User, Command, Reply string
 }
 
 // Error implements error: one line naming the user and what to grant.
@@ -211,8 +189,7 @@ func redisUser(client redis.UniversalClient) string {
 }
 
 // waitConn takes one connection to the master holding credential's keys,
-// for a reserve script followed by WAIT. On Cluster that is the master of
-// the credential's slot (a MOVED during resharding fails the reservation).
+// for a reserve script followed by WAIT.
 func (r *redisBackend) waitConn(ctx context.Context, credential string) (*redis.Conn, error) {
 	switch c := r.client.(type) {
 	case *redis.Client:
@@ -228,8 +205,7 @@ func (r *redisBackend) waitConn(ctx context.Context, credential string) (*redis.
 }
 
 // waitReplicated runs WAIT on conn, which has just admitted a call, and
-// returns an error wrapping ErrUnavailable and errNotReplicated unless at
-// least r.waitReplicas replicas acknowledged it (WithRedisWaitReplicas).
+// fails (errNotReplicated) unless r.waitReplicas replicas acknowledged it.
 func (r *redisBackend) waitReplicated(ctx context.Context, conn *redis.Conn, credential string) error {
 	got, err := conn.Wait(ctx, r.waitReplicas, r.waitTimeout).Result()
 	if err != nil {
@@ -241,9 +217,8 @@ func (r *redisBackend) waitReplicated(ctx context.Context, conn *redis.Conn, cre
 	return nil
 }
 
-// scan calls fn with each batch of keys of credential matching pattern, from
-// SCAN on the node that owns the credential's slot (Cluster) and that node.
-// Failures are r.fail(op).
+// scan calls fn with each batch of keys of credential matching pattern
+// (SCAN on the node owning the credential's slot) and that node.
 func (r *redisBackend) scan(ctx context.Context, op, credential, pattern string, fn func(node redis.Cmdable, keys []string) error) error {
 	if err := redisCheckCredential(credential); err != nil {
 		return err
@@ -270,8 +245,7 @@ func (r *redisBackend) scan(ctx context.Context, op, credential, pattern string,
 	}
 }
 
-// Reset deletes the usage keys of credential, its bucket logs and its
-// state hash, and keeps its run leases (a running job keeps its region).
+// Reset deletes the logs and the state hash of credential, not its leases.
 func (r *redisBackend) Reset(ctx context.Context, credential string) error {
 	return r.scan(ctx, "reset", credential, redisGlobEscape(r.credTag(credential))+":*", func(node redis.Cmdable, keys []string) error {
 		keys = slices.DeleteFunc(keys, func(k string) bool { return strings.HasPrefix(k, r.leaseKey(credential, "")) })

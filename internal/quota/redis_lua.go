@@ -14,17 +14,10 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// The Redis backend's decisions: each Lua script is a file of lua/ with its
-// KEYS, ARGV and reply in its header, embedded here and run right below by
-// the method that builds its arguments and decodes its reply (Reserve,
-// Status, MarkExhausted, Refund; the lease script in lease_redis.go). They
-// run as EVALSHA, falling back to EVAL on NOSCRIPT (restart, failover,
-// SCRIPT FLUSH): Script.Run, or redisOnceScript.RunOnce for the two that
-// must not run twice for one call. lua/lib.lua holds the functions the
-// reserve, status and refund scripts share and is put before each (one
-// declaration per script below). Redis TIME is the only clock; lua/lib.lua
-// describes the data layout, lua/reserve.lua the buckets' cache in the
-// state hash. Arguments are decimal numbers, replies tables of integers.
+// The Redis backend's decisions: each script of lua/ (KEYS, ARGV and reply
+// in its header; lib.lua put before those that use it) is run right below
+// by the method that builds its arguments and decodes its reply
+// (docs/quota.md, "The scripts").
 
 //go:embed lua/lib.lua
 var luaLib string
@@ -41,8 +34,7 @@ var luaRefund string
 //go:embed lua/mark.lua
 var luaMark string
 
-// withMidnights appends to a script's ARGV the Pacific midnights around now
-// (redisMidnightTable, or the table a test sets), Unix µs, ascending.
+// withMidnights appends to a script's ARGV the Pacific midnights around now.
 func (r *redisBackend) withMidnights(args []any) []any {
 	for _, m := range r.midnights(time.Now()) {
 		args = append(args, m)
@@ -50,7 +42,7 @@ func (r *redisBackend) withMidnights(args []any) []any {
 	return args
 }
 
-// redisWindowUS is the bucket's window in µs as passed to the scripts; 0 means calendar mode.
+// redisWindowUS is the bucket's window in µs as passed to the scripts (0: calendar).
 func redisWindowUS(b Bucket) int64 {
 	if b.Calendar {
 		return 0
@@ -58,22 +50,16 @@ func redisWindowUS(b Bucket) int64 {
 	return b.Window.Microseconds()
 }
 
-// redisMidnightTable returns the Pacific midnights (America/Los_Angeles,
-// embedded tzdata) that start the day before now's Pacific date, that date,
-// and the two days after, as Unix µs, ascending. The scripts pick the last
-// one <= Redis TIME and the next one after it, so Redis, not this clock,
-// decides; the table covers a client clock up to a day off either way. Days
-// are 23 or 25 hours long across DST changes.
-//
-// The table is the same for every decision of a Pacific day, so it is
-// computed once per day (time.Date in a location costs about a µs a call)
-// and shared: a decision reads it with one atomic load.
+// redisMidnightTable returns the Pacific midnights starting the day before
+// now's Pacific date, that date and the two days after (Unix µs): the
+// scripts pick the day of Redis TIME, so a client clock up to a day off does
+// not matter. Computed once per day (time.Date in a location costs ~1µs).
 func redisMidnightTable(now time.Time) []int64 {
 	us := now.UnixMicro()
 	if t := midnightCache.Load(); t != nil && us >= t[1] && us < t[2] {
 		return t[:]
 	}
-	p := pacificMidnight(now).In(pacific)
+	p := DayStart(now).In(pacific)
 	var t [4]int64
 	for d := -1; d <= 2; d++ {
 		t[d+1] = time.Date(p.Year(), p.Month(), p.Day()+d, 0, 0, 0, 0, pacific).UnixMicro()
@@ -85,14 +71,9 @@ func redisMidnightTable(now time.Time) []int64 {
 // midnightCache holds the last midnight table (see redisMidnightTable).
 var midnightCache atomic.Pointer[[4]int64]
 
-// redisOnceScript is a script that must not run twice for one call: the
-// reserve (it would charge twice) and the refund (a counter bucket would be
-// given its units back twice). RunOnce runs it like Script.Run (EVALSHA,
-// then EVAL on NOSCRIPT) but as commands go-redis never sends a second time
-// (redisOnceCmd), because a command whose reply was lost (read timeout,
-// connection reset) may have run; it is sent again, once and after
-// redisResendPause, only when the error proves it did not run
-// (redisDidNotRun).
+// redisOnceScript is a script that must not run twice for one call (reserve,
+// refund): a command whose reply was lost may have run, so it is sent again,
+// once, only when the error proves it did not (redisDidNotRun).
 type redisOnceScript struct {
 	*redis.Script
 	src string
@@ -106,8 +87,8 @@ func newRedisOnceScript(src string) redisOnceScript {
 	return redisOnceScript{Script: redis.NewScript(src), src: src}
 }
 
-// RunOnce runs s on c (the backend's client or, with wait_replicas, one
-// connection); the reply or go-redis's error is in the returned command.
+// RunOnce runs s on c like Script.Run (EVALSHA, then EVAL on NOSCRIPT), as
+// commands go-redis never retries; the reply or error is in the command.
 func (s redisOnceScript) RunOnce(ctx context.Context, c redisProcessor, keys []string, args ...any) *redis.Cmd {
 	var cmd redisOnceCmd
 	for attempt := 0; ; attempt++ {
@@ -133,15 +114,13 @@ type redisProcessor interface {
 	Process(ctx context.Context, cmd redis.Cmder) error
 }
 
-// redisOnceCmd is a command go-redis must not retry (Cmder.NoRetry): it
-// fails with the first attempt's error instead of being sent again.
+// redisOnceCmd is a command go-redis must not retry.
 type redisOnceCmd struct{ *redis.Cmd }
 
 // NoRetry implements redis.Cmder: always true.
 func (redisOnceCmd) NoRetry() bool { return true }
 
-// redisOnce builds "<name> <script> <numkeys> keys... args..." (EVALSHA
-// or EVAL) as a redisOnceCmd.
+// redisOnce builds "<name> <script> <numkeys> keys... args..." (EVALSHA or EVAL).
 func redisOnce(ctx context.Context, name, script string, keys []string, args []any) redisOnceCmd {
 	a := make([]any, 0, 3+len(keys)+len(args))
 	a = append(a, name, script, len(keys))
@@ -151,13 +130,10 @@ func redisOnce(ctx context.Context, name, script string, keys []string, args []a
 	return redisOnceCmd{redis.NewCmd(ctx, append(a, args...)...)}
 }
 
-// redisDidNotRun reports whether err proves that a command never ran: the
-// connection could not be made or was refused (maxclients), or Redis
-// refused the command, or the script's first write, before anything was
-// written: READONLY (a replica, e.g. the old master after a failover),
-// LOADING (loading its data), MASTERDOWN (a replica without its master),
-// CLUSTERDOWN and TRYAGAIN (Cluster), NOREPLICAS (min-replicas-to-write).
-// The same replies go-redis retries other commands on.
+// redisDidNotRun reports whether err proves that a command never ran: no
+// connection, or a refusal before anything was written (a replica, a server
+// loading or without its master, Cluster down, min-replicas-to-write): the
+// replies go-redis retries other commands on.
 func redisDidNotRun(err error) bool {
 	var op *net.OpError
 	if errors.As(err, &op) && op.Op == "dial" {
@@ -173,13 +149,8 @@ func redisDidNotRun(err error) bool {
 
 var redisReserveScript = newRedisOnceScript(luaLib + luaReserve)
 
-// Reserve admits the call only if every charge fits its bucket, recording one
-// entry per bucket, or none (see Backend), with lua/reserve.lua: one round
-// trip, whatever the cost, reading each bucket from its cache (O(log n) in
-// its entries when it reads the log). The charges
-// are New's (checked there); a bad credential name is an error. Redis failures: see redisBackend.fail. With
-// WithRedisWaitReplicas, an admission is confirmed by WAIT on the same
-// connection (a second round trip) or fails with errNotReplicated.
+// Reserve implements Backend with lua/reserve.lua, one round trip (plus WAIT
+// on the same connection with WithRedisWaitReplicas).
 func (r *redisBackend) Reserve(ctx context.Context, credential, site string, charges []bucketCharge) (Decision, error) {
 	if err := redisCheckCredential(credential); err != nil {
 		return Decision{}, err
@@ -194,7 +165,6 @@ func (r *redisBackend) Reserve(ctx context.Context, credential, site string, cha
 		args = append(args, c.Units, c.Limit, redisWindowUS(c.Bucket))
 	}
 	args = r.withMidnights(append(args, markField(site)))
-	// With wait_replicas, the script and WAIT share one connection.
 	var conn *redis.Conn
 	var runner redisProcessor = r.client
 	if r.waitReplicas > 0 {
@@ -205,8 +175,8 @@ func (r *redisBackend) Reserve(ctx context.Context, credential, site string, cha
 		defer conn.Close()
 		runner = conn
 	}
-	// The reply: allowed, now, denied, retry_us, exhausted, then per bucket
-	// left, at, then by_site (lua/reserve.lua).
+	// The reply (lua/reserve.lua): allowed, now, denied, retry_us, exhausted,
+	// per bucket left, at, then by_site.
 	v, err := redisReserveScript.RunOnce(ctx, runner, keys, args...).Int64Slice()
 	if err == nil && len(v) != 6+2*len(charges) {
 		err = fmt.Errorf("unexpected reply of %d values", len(v))
@@ -245,10 +215,7 @@ func (r *redisBackend) Reserve(ctx context.Context, credential, site string, cha
 
 var redisStatusScript = redis.NewScript(luaLib + luaStatus)
 
-// Status reads every bucket of credential with lua/status.lua, which writes
-// nothing (no admission, eviction or PEXPIRE). Now is Redis TIME; UsedToday
-// counts units since the last Pacific midnight; Retry-After figures assume
-// no other reservation happens meanwhile.
+// Status implements Backend with lua/status.lua, which writes nothing.
 func (r *redisBackend) Status(ctx context.Context, credential string, buckets []Bucket, maxCost map[string]int64) (Status, error) {
 	st := Status{Credential: credential, Backend: r.Name()}
 	if err := redisCheckCredential(credential); err != nil {
@@ -260,8 +227,8 @@ func (r *redisBackend) Status(ctx context.Context, credential string, buckets []
 		args = append(args, b.Limit, redisWindowUS(b), max(maxCost[b.Name], 1))
 	}
 	args = r.withMidnights(args)
-	// The reply: now, then per bucket used, entries, oldest, retry_1,
-	// retry_max, today, then each mark's field and value (lua/status.lua).
+	// The reply (lua/status.lua): now, per bucket used, entries, oldest,
+	// retry_1, retry_max, today, then each mark's field and value.
 	reply, err := redisStatusScript.Run(ctx, r.client, keys, args...).Slice()
 	n := 1 + 6*len(buckets)
 	if err == nil && (len(reply) < n || (len(reply)-n)%2 != 0) {
@@ -306,8 +273,7 @@ func (r *redisBackend) Status(ctx context.Context, credential string, buckets []
 
 var redisMarkScript = redis.NewScript(luaLib + luaMark)
 
-// markField is the state hash's field of the mark of site ("": the
-// credential's): "exhausted" or "exhausted:<site>" (lua/lib.lua).
+// markField is the state hash's field of the mark of site ("": the credential's).
 func markField(site string) string {
 	if site == "" {
 		return "exhausted"
@@ -315,10 +281,7 @@ func markField(site string) string {
 	return "exhausted:" + site
 }
 
-// MarkExhausted sets the mark m with lua/mark.lua; every Reserve of the
-// credential (m.Site "") or of the call site m.Site is denied with Exhausted
-// and a Retry-After up to m.Until meanwhile. A mark is never shortened by a
-// later call with an earlier until, and an until already past marks nothing.
+// MarkExhausted implements Backend with lua/mark.lua.
 func (r *redisBackend) MarkExhausted(ctx context.Context, credential string, m Mark) error {
 	if err := redisCheckCredential(credential); err != nil {
 		return err
@@ -331,10 +294,7 @@ func (r *redisBackend) MarkExhausted(ctx context.Context, credential string, m M
 
 var redisRefundScript = newRedisOnceScript(luaLib + luaRefund)
 
-// Refund implements Backend with lua/refund.lua: one round trip. The
-// entries are removed only while each is still the newest of its log;
-// otherwise (another admission came after one, or it was refunded, evicted
-// or reset) they all stay, counted. A bad credential name is an error.
+// Refund implements Backend with lua/refund.lua, one round trip.
 func (r *redisBackend) Refund(ctx context.Context, credential string, res Reservation) (bool, error) {
 	if err := redisCheckCredential(credential); err != nil {
 		return false, err

@@ -2,8 +2,14 @@ package quota
 
 import (
 	"context"
+	"crypto/x509"
+	"encoding/pem"
 	"errors"
 	"fmt"
+	"net"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -40,6 +46,53 @@ func newTestRedisCluster(t testing.TB, cl *redistest.Cluster) *redisBackend {
 	return b
 }
 
+// skipIfShort skips a slow test (a cluster, several processes, a wait for a
+// wall-clock boundary) under `go test -short`, except in CI (CI=true), where
+// every Redis test must run: there -short is ignored.
+func skipIfShort(tb testing.TB, why string) {
+	tb.Helper()
+	if testing.Short() && os.Getenv("CI") != "true" {
+		tb.Skip("-short: " + why)
+	}
+}
+
+// startTLS starts a server like redistest.Start that also accepts TLS on the
+// port it returns, with net/http/httptest's self-signed test certificate
+// (for 127.0.0.1; no client certificate required): a certificate no system
+// trusts. The plain port stays open for setup and PING.
+func startTLS(tb testing.TB, args ...string) (tlsPort int) {
+	tb.Helper()
+	ts := httptest.NewUnstartedServer(nil) // started only to hand out its certificate
+	ts.StartTLS()
+	ts.Close()
+	cert := ts.TLS.Certificates[0]
+	key, err := x509.MarshalPKCS8PrivateKey(cert.PrivateKey)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	dir := tb.TempDir()
+	certFile, keyFile := filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+	for file, block := range map[string]*pem.Block{certFile: {Type: "CERTIFICATE", Bytes: cert.Certificate[0]}, keyFile: {Type: "PRIVATE KEY", Bytes: key}} {
+		if err := os.WriteFile(file, pem.EncodeToMemory(block), 0o600); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tlsPort = l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	redistest.Start(tb, append([]string{
+		"--tls-port", strconv.Itoa(tlsPort),
+		"--tls-cert-file", certFile,
+		"--tls-key-file", keyFile,
+		"--tls-ca-cert-file", certFile,
+		"--tls-auth-clients", "no",
+	}, args...)...)
+	return tlsPort
+}
+
 // Backend specs for the multi-process helpers (procs_test.go):
 // "redis:<URL>" and "rediscluster:<host:port>,<host:port>,...".
 var (
@@ -62,7 +115,7 @@ var (
 // TestRedisProcessesNoOverAdmission: 8 OS processes, limit 9,500, a random
 // mix of cost 1 and cost 100 until a cost-1 call is denied: exactly 9,500.
 func TestRedisProcessesNoOverAdmission(t *testing.T) {
-	redistest.SkipIfShort(t, "multi-process test")
+	skipIfShort(t, "multi-process test")
 	srv := redistest.Start(t)
 	runOverAdmission(t, "redis:"+srv.URL(), 8, 9500)
 }
@@ -78,7 +131,7 @@ func TestRedisBackendSuite(t *testing.T) {
 // behaviour suite, two-bucket reservations on credentials spread over every
 // master, and the 8-process over-admission test.
 func TestRedisCluster(t *testing.T) {
-	redistest.SkipIfShort(t, "starts a Redis Cluster")
+	skipIfShort(t, "starts a Redis Cluster")
 	cl := redistest.StartCluster(t, 3)
 	b := newTestRedisCluster(t, cl)
 	t.Run("Suite", func(t *testing.T) {
@@ -471,7 +524,7 @@ func TestRedisCalendarMidnight(t *testing.T) {
 // issue's figures: limit 50 per 10 s, 50 calls just before a 10-second
 // wall-clock boundary and 50 just after: exactly 50 admitted.
 func TestRedisBoundaryBurst(t *testing.T) {
-	redistest.SkipIfShort(t, "waits for a 10-second boundary")
+	skipIfShort(t, "waits for a 10-second boundary")
 	srv := redistest.Start(t)
 	b := newTestRedis(t, srv)
 	units := Bucket{Name: "units", Limit: 50, Window: 10 * time.Second}
@@ -529,8 +582,8 @@ func TestRedisClientURL(t *testing.T) {
 		}
 	})
 	t.Run("TLS", func(t *testing.T) {
-		tsrv := redistest.StartTLS(t, "--requirepass", secret)
-		u := fmt.Sprintf("rediss://:%s@127.0.0.1:%d/0", secret, tsrv.TLSPort)
+		tlsPort := startTLS(t, "--requirepass", secret)
+		u := fmt.Sprintf("rediss://:%s@127.0.0.1:%d/0", secret, tlsPort)
 		// A certificate of a CA the system does not trust is rejected:
 		// ErrUnavailable, not a silent plain-text fallback.
 		c2, err := redisconn.New(u, nil)

@@ -374,7 +374,7 @@ func TestRedisWaitReplicas(t *testing.T) {
 // recorded but not confirmed.
 func TestRedisClusterWaitReplicas(t *testing.T) {
 	t.Parallel()
-	redistest.SkipIfShort(t, "starts a Redis Cluster")
+	skipIfShort(t, "starts a Redis Cluster")
 	cl := redistest.StartCluster(t, 3)
 	b := newTestRedisCluster(t, cl)
 	cc := b.client.(*redis.ClusterClient)

@@ -15,15 +15,14 @@ import (
 )
 
 // sqliteBackend is the embedded Backend: every credential's logs in one
-// SQLite file of this host, one BEGIN IMMEDIATE transaction per decision
-// (exact across processes) on the local clock, decide's arithmetic over
-// running totals (index lookups, O(log n)). It is safe for concurrent use.
+// SQLite file of this host, one BEGIN IMMEDIATE transaction per decision on
+// the local clock, decide over running totals (docs/quota.md, "Data layout").
+// It is safe for concurrent use.
 type sqliteBackend struct {
 	db       *sql.DB
 	clock    func() time.Time
 	readOnly bool
-	// stmts holds the statements below, prepared once at open.
-	stmts map[string]*sql.Stmt
+	stmts    map[string]*sql.Stmt // the statements below, prepared at open
 }
 
 // sqliteOption configures NewSQLite.
@@ -36,13 +35,11 @@ func WithSQLiteReadOnly() sqliteOption {
 	return func(s *sqliteBackend) { s.readOnly = true }
 }
 
-// sqliteMigrations holds quota.db's schema as numbered migrations
-// (migrations/NNNN_name.sql), applied by sqlitedb.Open.
+// sqliteMigrations holds quota.db's numbered migrations, applied by sqlitedb.Open.
 //
 //go:embed migrations/*.sql
 var sqliteMigrations embed.FS
 
-// Statements, prepared once at open (the pool holds one connection).
 const (
 	// The newest entry of a bucket: its running totals and timestamp.
 	sqlLast = `SELECT cum, seq, ts_us FROM quota_log
@@ -50,8 +47,7 @@ const (
 	// The oldest entry with ts_us > cutoff, i.e. the first one still counting.
 	sqlFirstAfter = `SELECT cum, cost, seq, ts_us FROM quota_log
 		WHERE credential = ? AND bucket = ? AND ts_us > ? ORDER BY ts_us, cum LIMIT 1`
-	// The oldest entry whose expiry frees at least the units needed: the
-	// first with cum >= base + need.
+	// The first entry with cum >= base + need: its expiry frees need units.
 	sqlFreeing = `SELECT ts_us FROM quota_log
 		WHERE credential = ? AND bucket = ? AND cum >= ? ORDER BY cum LIMIT 1`
 	sqlInsert = `INSERT INTO quota_log (credential, bucket, cum, seq, ts_us, cost, rid)
@@ -66,18 +62,15 @@ const (
 		ON CONFLICT (credential, site) DO UPDATE SET until_us = excluded.until_us, why = excluded.why
 		WHERE excluded.until_us > until_us`
 	sqlDropMarker = `DELETE FROM quota_exhausted WHERE credential = ? AND until_us <= ?`
-
-	// Refund: the entry a Reservation names, only while it is the newest
-	// of its bucket (no later running total counts it).
+	// Refund: the entry a Reservation names, only while it is the newest of its bucket.
 	sqlRefund = `DELETE FROM quota_log WHERE credential = ?1 AND bucket = ?2 AND ts_us = ?3 AND rid = ?4 AND cost = ?5
 		AND cum = (SELECT max(cum) FROM quota_log WHERE credential = ?1 AND bucket = ?2)`
 )
 
 // NewSQLite opens the quota database at path, creating it (and its parent
 // directory, mode 0o700) if needed, and applies its pending migrations. With
-// WithSQLiteReadOnly nothing is created or written and any quota.db with
-// the tables is read; a missing file or schema wraps fs.ErrNotExist.
-// Errors wrap ErrUnavailable and the *sqlitedb error, if any.
+// WithSQLiteReadOnly a missing file or schema wraps fs.ErrNotExist. Errors
+// wrap ErrUnavailable and the *sqlitedb error, if any.
 func NewSQLite(path string, opts ...sqliteOption) (*sqliteBackend, error) {
 	s := &sqliteBackend{clock: time.Now, stmts: map[string]*sql.Stmt{}}
 	for _, opt := range opts {
@@ -90,9 +83,8 @@ func NewSQLite(path string, opts ...sqliteOption) (*sqliteBackend, error) {
 	if err != nil {
 		return fail("cannot open", err)
 	}
-	// One connection: this process's goroutines queue in database/sql,
-	// other processes wait in busy_timeout under BEGIN IMMEDIATE, so two
-	// processes never both read the old log and both admit.
+	// One connection: goroutines queue in database/sql, other processes in
+	// busy_timeout under BEGIN IMMEDIATE.
 	dbOpts := sqlitedb.Options{ReadOnly: s.readOnly, MaxConns: 1}
 	if !s.readOnly {
 		dbOpts.Migrations = migs
@@ -132,8 +124,7 @@ func (s *sqliteBackend) Close() error {
 	return s.db.Close()
 }
 
-// stmt returns the prepared statement query bound to tx (prepared at open;
-// a read-only open prepares only the reads: see errSQLiteReadOnly).
+// stmt returns the prepared statement query bound to tx.
 func (s *sqliteBackend) stmt(ctx context.Context, tx *sql.Tx, query string) *sql.Stmt {
 	return tx.StmtContext(ctx, s.stmts[query])
 }
@@ -148,11 +139,10 @@ func sqliteUnavailable(op string, err error) error {
 	return fmt.Errorf("quota: sqlite %s: %w: %w", op, ErrUnavailable, err)
 }
 
-// inTx runs fn in one transaction, BEGIN IMMEDIATE when write (decisions of
-// every process serialized) else a read-only BEGIN, with the local clock
-// read once the lock is held (so stamps follow commit order across
-// processes), and commits unless fn fails. errRollback rolls back quietly;
-// any other failure wraps ErrUnavailable.
+// inTx runs fn in one transaction, BEGIN IMMEDIATE when write else a
+// read-only BEGIN, with the local clock read once the lock is held (stamps
+// follow commit order), and commits unless fn fails. errRollback rolls back
+// quietly; any other failure wraps ErrUnavailable.
 func (s *sqliteBackend) inTx(ctx context.Context, op string, write bool, fn func(tx *sql.Tx, nowUS int64) error) error {
 	if write && s.readOnly {
 		return sqliteUnavailable(op, errSQLiteReadOnly)
@@ -174,7 +164,7 @@ func (s *sqliteBackend) inTx(ctx context.Context, op string, write bool, fn func
 	return nil
 }
 
-// sqliteLog is what one bucket's log looks like at a moment.
+// sqliteLog is one bucket's log at a moment.
 type sqliteLog struct {
 	lastCum, lastSeq int64 // the newest entry's running totals (0: empty)
 	base             int64 // cum just before the first entry in the window
@@ -227,11 +217,9 @@ func (s *sqliteBackend) marks(ctx context.Context, tx *sql.Tx, credential string
 	return out, rows.Err()
 }
 
-// Reserve implements Backend in one write transaction: it reads each
-// charged bucket's window, decides (decide), and when admitted records one
-// entry per bucket, stamped no earlier than the newest (a clock stepped
-// back), and evicts what matters neither to the window nor to today. A
-// denial writes nothing.
+// Reserve implements Backend in one write transaction: decide, then on
+// admission one entry per bucket, stamped no earlier than the newest, and
+// the eviction of what matters neither to the window nor to today.
 func (s *sqliteBackend) Reserve(ctx context.Context, credential, site string, charges []bucketCharge) (d Decision, err error) {
 	err = s.inTx(ctx, "reserve", true, func(tx *sql.Tx, nowUS int64) error {
 		marks, err := s.marks(ctx, tx, credential, nowUS)
@@ -276,9 +264,8 @@ func (s *sqliteBackend) Reserve(ctx context.Context, credential, site string, ch
 	return d, nil
 }
 
-// sqliteNewRID returns a random non-zero rid: unique across the processes
-// sharing the file without coordination (a collision also needs the same
-// credential, bucket, timestamp and cost to matter).
+// sqliteNewRID returns a random non-zero rid (a collision also needs the
+// same credential, bucket, stamp and cost to matter).
 func sqliteNewRID() int64 {
 	for {
 		if id := rand.Int64(); id != 0 {
@@ -287,9 +274,7 @@ func sqliteNewRID() int64 {
 	}
 }
 
-// Refund implements Backend in one write transaction: the entries of r
-// (matched by bucket, stamp, cost and rid) are deleted when each is still
-// the newest of its bucket, else none.
+// Refund implements Backend in one write transaction: all of r's entries or none.
 func (s *sqliteBackend) Refund(ctx context.Context, credential string, r Reservation) (refunded bool, err error) {
 	err = s.inTx(ctx, "refund", true, func(tx *sql.Tx, _ int64) error {
 		for _, e := range r.entries {
@@ -307,15 +292,14 @@ func (s *sqliteBackend) Refund(ctx context.Context, credential string, r Reserva
 	return refunded && err == nil, err
 }
 
-// Status implements Backend with a read-only transaction: a consistent
-// snapshot that neither admits nor evicts.
+// Status implements Backend with a read-only transaction.
 func (s *sqliteBackend) Status(ctx context.Context, credential string, buckets []Bucket, maxCost map[string]int64) (st Status, err error) {
 	err = s.inTx(ctx, "status", false, func(tx *sql.Tx, nowUS int64) error {
 		st.Now = time.UnixMicro(nowUS)
 		if st.Marks, err = s.marks(ctx, tx, credential, nowUS); err != nil {
 			return err
 		}
-		midnightUS := pacificMidnight(st.Now).UnixMicro()
+		midnightUS := DayStart(st.Now).UnixMicro()
 		for _, b := range buckets {
 			w, err := s.readLog(ctx, tx, credential, b, windowCutoffUS(b, nowUS))
 			if err != nil {
@@ -339,8 +323,7 @@ func (s *sqliteBackend) Status(ctx context.Context, credential string, buckets [
 	return st, nil
 }
 
-// MarkExhausted implements Backend; a mark only moves later (Reset clears
-// it), and the credential's marks already over are dropped.
+// MarkExhausted implements Backend, dropping the credential's marks already over.
 func (s *sqliteBackend) MarkExhausted(ctx context.Context, credential string, m Mark) error {
 	return s.inTx(ctx, "mark exhausted", true, func(tx *sql.Tx, nowUS int64) error {
 		if _, err := s.stmt(ctx, tx, sqlDropMarker).ExecContext(ctx, credential, nowUS); err != nil {
@@ -351,8 +334,7 @@ func (s *sqliteBackend) MarkExhausted(ctx context.Context, credential string, m 
 	})
 }
 
-// Reset implements Backend: it deletes every log entry and the exhaustion
-// marker of credential.
+// Reset implements Backend.
 func (s *sqliteBackend) Reset(ctx context.Context, credential string) error {
 	return s.inTx(ctx, "reset", true, func(tx *sql.Tx, _ int64) error {
 		if _, err := tx.ExecContext(ctx, `DELETE FROM quota_log WHERE credential = ?`, credential); err != nil {

@@ -155,7 +155,7 @@ func approx(t *testing.T, what string, got, want, tol time.Duration) {
 // nearMidnight reports whether now is so close to a Pacific midnight that
 // "today" figures may legitimately change during a test.
 func nearMidnight(now time.Time) bool {
-	return NextPacificMidnight(now).Sub(now) < time.Minute || now.Sub(pacificMidnight(now)) < time.Minute
+	return NextPacificMidnight(now).Sub(now) < time.Minute || now.Sub(DayStart(now)) < time.Minute
 }
 
 func suiteAdmitsUpToLimit(t *testing.T, b Backend, cred string) {

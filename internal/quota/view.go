@@ -62,7 +62,7 @@ func (st Status) View() StatusView {
 		out.Error = &msg
 	}
 	if !st.Now.IsZero() {
-		out.DayStart = utcOrNil(pacificMidnight(st.Now))
+		out.DayStart = utcOrNil(DayStart(st.Now))
 	}
 	for _, b := range st.Buckets {
 		out.Buckets = append(out.Buckets, bucketView{Name: b.Name, Limit: b.Limit, WindowSeconds: b.Window.Seconds(),

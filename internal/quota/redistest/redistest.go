@@ -1,13 +1,9 @@
 // Package redistest starts real redis-server processes for tests and
-// benchmarks: a standalone server on a free loopback port (Start), a Redis
-// Cluster of several masters (StartCluster), or a master with replicas
-// watched by redis-sentinel processes (StartSentinel). Servers keep no data
-// on disk (--save "" --appendonly no), live in the test's TempDir, are
-// killed by tb.Cleanup, and die with the test binary (Linux: Pdeathsig).
-//
-// When redis-server, redis-cli or redis-sentinel is not on PATH the helpers
-// skip the test, except under CI=true where they fail it: CI must always
-// run the Redis tests (scripts/ensure-redis.sh installs them).
+// benchmarks on free loopback ports: a standalone server (Start), a Redis
+// Cluster (StartCluster) or a master with replicas watched by redis-sentinel
+// processes (StartSentinel). Servers keep no data on disk, live in the
+// test's TempDir and are killed by tb.Cleanup or with the test binary. A
+// missing binary skips the test, or fails it under CI=true.
 package redistest
 
 import (
@@ -26,8 +22,7 @@ import (
 	"time"
 )
 
-// debianPackage names the Debian package that installs each binary the
-// helpers run, for the message when it is missing.
+// debianPackage names the Debian package of each binary the helpers run.
 var debianPackage = map[string]string{
 	"redis-server":   "redis-server",
 	"redis-cli":      "redis-tools",
@@ -48,13 +43,9 @@ type Server struct {
 	Port int
 	// Addr is "127.0.0.1:Port".
 	Addr string
-	// TLSPort is the TLS port of a server started by StartTLS, else 0.
-	TLSPort int
 
-	// conf is the config file of a redis-sentinel process (StartSentinel).
-	conf string
-	// password is sent by Do (servers of StartSentinel with a password).
-	password string
+	conf     string // the config file of a redis-sentinel process
+	password string // sent by Do (StartSentinel with a password)
 
 	mu     sync.Mutex
 	proc   *os.Process
@@ -72,8 +63,7 @@ func Start(tb testing.TB, args ...string) *Server {
 }
 
 // launch starts the server mk builds in a fresh TempDir directory on a free
-// loopback port (with bus, port+10000 free too), trying other ports while
-// one fails to start, and registers tb.Cleanup to kill it.
+// port (with bus, port+10000 free too), trying others while one fails.
 func launch(tb testing.TB, bus bool, mk func(dir string) *Server) *Server {
 	tb.Helper()
 	var err error
@@ -115,8 +105,7 @@ func (s *Server) Kill() {
 }
 
 // Freeze stops the server process (SIGSTOP): it keeps its connections but
-// answers nothing, like a hung or partitioned Redis. Thaw resumes it; Kill
-// and Cleanup work on a frozen server.
+// answers nothing, like a hung or partitioned Redis.
 func (s *Server) Freeze() {
 	s.tb.Helper()
 	s.signal(syscall.SIGSTOP)
@@ -140,15 +129,13 @@ func (s *Server) signal(sig os.Signal) {
 }
 
 // Restart kills the server if it runs and starts a fresh, empty one on the
-// same port (no data survives: persistence is off). It fails the test when
-// the server does not come back.
+// same port, failing the test when it does not come back.
 func (s *Server) Restart() {
 	s.tb.Helper()
 	s.Kill()
 	var err error
 	for attempt := 0; attempt < 20; attempt++ {
-		// A process of another test may have taken the port while the
-		// server was down: then its PING would pass for ours.
+		// Another test's process may have taken the port: its PING would pass for ours.
 		var l net.Listener
 		if l, err = net.Listen("tcp", s.Addr); err != nil {
 			time.Sleep(50 * time.Millisecond) // port still held by the dying process, or taken
@@ -163,9 +150,8 @@ func (s *Server) Restart() {
 	s.tb.Fatalf("redistest: cannot restart redis-server on %s: %v", s.Addr, err)
 }
 
-// Do sends one command with redis-cli and returns its raw output; it fails
-// the test on error. Meant for setup and assertions (CLUSTER INFO, MEMORY
-// USAGE), not for the code under test.
+// Do sends one command with redis-cli and returns its output, failing the
+// test on error: for setup and assertions, not for the code under test.
 func (s *Server) Do(args ...string) string {
 	s.tb.Helper()
 	out, err := s.cli(args...)
@@ -236,8 +222,7 @@ func (s *Server) start() error {
 	return fmt.Errorf("%s on %s did not answer PING within %s", filepath.Base(s.bin), s.Addr, startTimeout)
 }
 
-// ping reports whether addr answers a raw RESP PING, with +PONG or, on a
-// server with requirepass, -NOAUTH.
+// ping reports whether addr answers a raw RESP PING (+PONG, or -NOAUTH).
 func ping(addr string) bool {
 	c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
 	if err != nil {
@@ -252,8 +237,8 @@ func ping(addr string) bool {
 	return err == nil && (strings.HasPrefix(line, "+PONG") || strings.HasPrefix(line, "-NOAUTH"))
 }
 
-// freePort returns a loopback TCP port that is free now; with bus it also
-// requires port+10000 (the cluster bus port) to be free.
+// freePort returns a free loopback TCP port; with bus, port+10000 (the
+// cluster bus port) is free too.
 func freePort(bus bool) (int, error) {
 	if !bus {
 		l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -300,18 +285,13 @@ func cli(tb testing.TB, args ...string) (string, error) {
 	return string(out), err
 }
 
-// Cluster is a Redis Cluster of masters on loopback ports; AddReplica
-// gives a master a replica.
+// Cluster is a Redis Cluster: its masters (Nodes) and the Replicas added by AddReplica.
 type Cluster struct {
-	// Nodes are the masters, in creation order.
-	Nodes []*Server
-	// Replicas are the replicas added by AddReplica.
-	Replicas []*Server
-	tb       testing.TB
+	Nodes, Replicas []*Server
+	tb              testing.TB
 }
 
-// startClusterNode starts one cluster-enabled server (nodes.conf in its
-// directory, no full-sync delay; launch does the rest).
+// startClusterNode starts one cluster-enabled server.
 func startClusterNode(tb testing.TB) *Server {
 	tb.Helper()
 	bin := lookPath(tb, "redis-server")
@@ -325,9 +305,8 @@ func startClusterNode(tb testing.TB) *Server {
 	})
 }
 
-// AddReplica starts a cluster node, joins it as a replica of master
-// (`redis-cli --cluster add-node --cluster-slave --cluster-master-id`) and
-// waits until master counts it online (WAIT then counts it). Cleanup kills it.
+// AddReplica starts a cluster node, joins it as a replica of master and
+// waits until master counts it online.
 func (c *Cluster) AddReplica(master *Server) *Server {
 	c.tb.Helper()
 	r := startClusterNode(c.tb)
@@ -340,8 +319,7 @@ func (c *Cluster) AddReplica(master *Server) *Server {
 	return r
 }
 
-// Addrs returns the "127.0.0.1:port" address of every master, for
-// redis.ClusterOptions.Addrs.
+// Addrs returns the address of every master, for redis.ClusterOptions.Addrs.
 func (c *Cluster) Addrs() []string {
 	out := make([]string, len(c.Nodes))
 	for i, n := range c.Nodes {
@@ -350,10 +328,8 @@ func (c *Cluster) Addrs() []string {
 	return out
 }
 
-// StartCluster starts n (>= 3) cluster-enabled masters with their cluster
-// config files in TempDir, joins them with
-// `redis-cli --cluster create ... --cluster-replicas 0 --cluster-yes`, and
-// waits until every node reports cluster_state:ok. Cleanup kills them.
+// StartCluster starts n (>= 3) cluster-enabled masters, joins them with
+// `redis-cli --cluster create` and waits until each reports cluster_state:ok.
 func StartCluster(tb testing.TB, n int) *Cluster {
 	tb.Helper()
 	if n < 3 {
@@ -378,14 +354,4 @@ func StartCluster(tb testing.TB, n int) *Cluster {
 		return true
 	})
 	return c
-}
-
-// SkipIfShort skips a slow test (a cluster, several processes, a wait for a
-// wall-clock boundary) under `go test -short`, except in CI (CI=true), where
-// every Redis test must run: there -short is ignored.
-func SkipIfShort(tb testing.TB, why string) {
-	tb.Helper()
-	if testing.Short() && os.Getenv("CI") != "true" {
-		tb.Skip("-short: " + why)
-	}
 }

@@ -10,51 +10,36 @@ import (
 	"time"
 )
 
-// Timings of the Sentinels StartSentinel starts, small so that a failover
-// test takes seconds: a master that does not answer for DownAfter is
-// subjectively down; a failover attempt may take FailoverTimeout.
+// Sentinel timings, small so that a failover takes seconds: a master silent
+// for sentinelDownAfter is down; a failover may take sentinelFailoverTimeout.
 const (
-	SentinelDownAfter       = 500 * time.Millisecond
-	SentinelFailoverTimeout = 2 * time.Second
+	sentinelDownAfter       = 500 * time.Millisecond
+	sentinelFailoverTimeout = 2 * time.Second
 )
 
-// Sentinel is a replicated Redis watched by Redis Sentinel: a master, its
-// replicas and the redis-sentinel processes, all on free loopback ports.
-// Roles change after a failover; MasterAddr asks the Sentinels for the
-// current master and Server finds its process.
+// Sentinel is a replicated Redis watched by Redis Sentinel: the initial
+// Master, its Replicas and the redis-sentinel processes (Sentinels), which
+// monitor it as Name ("mymaster"). Roles change after a failover.
 type Sentinel struct {
-	// Name is the master name the Sentinels monitor ("mymaster").
-	Name string
-	// Master is the initial master; Replicas replicate it at the start.
-	Master   *Server
-	Replicas []*Server
-	// Sentinels are the redis-sentinel processes.
-	Sentinels []*Server
-	tb        testing.TB
+	Name                string
+	Master              *Server
+	Replicas, Sentinels []*Server
+	tb                  testing.TB
 }
 
-// StartSentinel starts a master, replicas replicas of it (waiting until
-// each has synced), and sentinels (>= 1) redis-sentinel processes monitoring
-// it as "mymaster" with quorum sentinels/2+1, down-after-milliseconds 500
-// and failover-timeout 2000. It returns once every Sentinel knows every
-// replica and every other Sentinel (Sentinels discover each other through
-// hello messages every 2 s, so this takes a few seconds), so that a failover
-// can start as soon as the master dies. Cleanup kills every process. A
-// missing redis-server, redis-cli or redis-sentinel skips the test, or
-// fails it under CI=true.
-//
-// With a password, every server requires it (requirepass, masterauth) and
-// the Sentinels use it (auth-pass); the Sentinels themselves need none
-// (StartSentinelAuth). Server.Do authenticates with it.
+// StartSentinel starts a master, replicas replicas of it (synced) and
+// sentinels (>= 1) redis-sentinel processes monitoring it with quorum
+// sentinels/2+1. It returns once every Sentinel knows every replica and
+// every other Sentinel (a few seconds), so a failover can start as soon as
+// the master dies. With a password, every server requires it and the
+// Sentinels use it; Server.Do authenticates with it.
 func StartSentinel(tb testing.TB, replicas, sentinels int, password string) *Sentinel {
 	tb.Helper()
 	return StartSentinelAuth(tb, replicas, sentinels, password, "")
 }
 
 // StartSentinelAuth is StartSentinel with Sentinels that require
-// sentinelPassword from their clients and from each other (requirepass in
-// sentinel.conf, Redis >= 5.0.1); "" requires none. Server.Do on a
-// Sentinel authenticates with it.
+// sentinelPassword ("": none) from their clients and each other.
 func StartSentinelAuth(tb testing.TB, replicas, sentinels int, password, sentinelPassword string) *Sentinel {
 	tb.Helper()
 	if sentinels < 1 {
@@ -63,8 +48,7 @@ func StartSentinelAuth(tb testing.TB, replicas, sentinels int, password, sentine
 	sbin := lookPath(tb, "redis-sentinel")
 	lookPath(tb, "redis-cli")
 	g := &Sentinel{Name: "mymaster", tb: tb}
-	// Any server may become the master: none delays a full sync (the
-	// default waits 5 s for more replicas to share a diskless transfer).
+	// Any server may become the master: none delays a full sync (default 5 s).
 	args := []string{"--repl-diskless-sync-delay", "0"}
 	if password != "" {
 		args = append(args, "--requirepass", password, "--masterauth", password)
@@ -82,7 +66,7 @@ func StartSentinelAuth(tb testing.TB, replicas, sentinels int, password, sentine
 		"sentinel down-after-milliseconds %[1]s %[4]d\n"+
 		"sentinel failover-timeout %[1]s %[5]d\n"+
 		"sentinel parallel-syncs %[1]s 1\n",
-		g.Name, g.Master.Port, quorum, SentinelDownAfter.Milliseconds(), SentinelFailoverTimeout.Milliseconds())
+		g.Name, g.Master.Port, quorum, sentinelDownAfter.Milliseconds(), sentinelFailoverTimeout.Milliseconds())
 	if password != "" {
 		conf += fmt.Sprintf("sentinel auth-pass %s %s\n", g.Name, password)
 	}
@@ -110,8 +94,7 @@ func StartSentinelAuth(tb testing.TB, replicas, sentinels int, password, sentine
 	return g
 }
 
-// Addrs returns the "127.0.0.1:port" address of every Sentinel, for
-// redis.FailoverOptions.SentinelAddrs.
+// Addrs returns the address of every Sentinel, for redis.FailoverOptions.SentinelAddrs.
 func (g *Sentinel) Addrs() []string {
 	out := make([]string, len(g.Sentinels))
 	for i, s := range g.Sentinels {
@@ -132,8 +115,7 @@ func (g *Sentinel) MasterAddr() string {
 	return ""
 }
 
-// masterOf returns the master address Sentinel s reports, or "" when s is
-// down or does not answer.
+// masterOf returns the master address Sentinel s reports, or "".
 func (g *Sentinel) masterOf(s *Server) string {
 	if !s.running() {
 		return ""
@@ -155,9 +137,8 @@ func (g *Sentinel) Server(addr string) *Server {
 	return nil
 }
 
-// WaitFailover waits until every running Sentinel names a master other
-// than old, and that server answers ROLE as master; it returns that server
-// (failing the test after timeout).
+// WaitFailover waits until every running Sentinel names the same master
+// other than old and it answers ROLE as master, and returns it.
 func (g *Sentinel) WaitFailover(old string, timeout time.Duration) *Server {
 	g.tb.Helper()
 	var promoted *Server
@@ -198,11 +179,8 @@ func (g *Sentinel) masterInfo(s *Server) map[string]string {
 }
 
 // WaitReplicasOnline waits until n replicas of the master s are online and
-// have acknowledged a write made on s after that (a probe key set and
-// deleted again), failing the test after 10 s. Only then does WAIT count
-// them: after a diskless full sync a replica shows state=online at once,
-// but the master starts its command stream only on the replica's first
-// acknowledgement, up to a second later.
+// have acknowledged a probe write made after that: only then does WAIT count
+// them (after a diskless sync, the stream starts on the replica's first ack).
 func (s *Server) WaitReplicasOnline(n int) {
 	s.tb.Helper()
 	what := fmt.Sprintf("%d replicas of %s online", n, s.Addr)
@@ -258,8 +236,7 @@ func (s *Server) running() bool {
 	return s.proc != nil
 }
 
-// waitFor polls cond every 50 ms until it holds, failing the test with what
-// it waited for after timeout.
+// waitFor polls cond every 50 ms until it holds, failing the test after timeout.
 func waitFor(tb testing.TB, timeout time.Duration, what string, cond func() bool) {
 	tb.Helper()
 	deadline := time.Now().Add(timeout)
