@@ -9,22 +9,18 @@ import (
 	"github.com/trendfetch/trendfetch/internal/exitcode"
 )
 
-// Crontab is what the crontab lines of one configuration need.
+// Crontab is what the crontab lines of one configuration need: the
+// header's Title and further Comments (warnings about the environment);
+// this trendfetch (absolute) and its flags (Args), NAME=value settings
+// without a flag (Env); the absolute directory of the per-region logs
+// (LogDir/REGION.log); the schedule's TimeZone ("" = the system's); the
+// regions in stagger order (Jobs).
 type Crontab struct {
-	// Title is the header's first line; Comments are further header lines
-	// (warnings about the environment).
-	Title    string
-	Comments []string
-	// Args are this trendfetch (absolute) and its flags; Env are NAME=value
-	// settings without a flag.
-	Args, Env []string
-	// LogDir is the absolute directory of the per-region logs
-	// (LogDir/REGION.log).
-	LogDir string
-	// TimeZone is the schedule's time zone ("" = the system's).
-	TimeZone string
-	// Jobs are the regions in stagger order with their crontab fields.
-	Jobs []Job
+	Title            string
+	Comments         []string
+	Args, Env        []string
+	LogDir, TimeZone string
+	Jobs             []Job
 }
 
 // Render writes the header and one crontab line per region, appending
@@ -69,8 +65,7 @@ func ShellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
-// isSafe reports whether s is non-empty and needs no quotes, for sh and
-// systemd alike.
+// isSafe reports whether s is non-empty and needs no quotes (sh, systemd).
 func isSafe(s string) bool {
 	return s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./:=,+@") == ""
 }

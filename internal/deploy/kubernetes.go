@@ -12,15 +12,14 @@ import (
 	"github.com/trendfetch/trendfetch/internal/exitcode"
 )
 
-// Names the CronJobs expect in their namespace: a Secret and a ConfigMap
-// both called Name. The Secret's keys are SecretKeys' values.
+// Name is the Secret and the ConfigMap the CronJobs expect in their
+// namespace.
 const Name = "trendfetch"
 
 // SecretKeys maps each environment variable the CronJobs take from the
-// Secret to its key there, besides the API key (key youtube-api-key): the
-// Redis URL of the shared quota backend, the dataset store of
-// docs/design.md §10a and, if the Secret has it, the check-in URL. Secrets
-// are never inline in a manifest.
+// Secret to its key there, besides the API key (youtube-api-key): the
+// shared quota backend, the dataset store (docs/design.md §10a) and the
+// optional check-in URL. Secrets are never inline in a manifest.
 var SecretKeys = []struct {
 	Env, Key string
 	Optional bool
@@ -30,23 +29,16 @@ var SecretKeys = []struct {
 	{config.Lookup("runs.checkin_url").Env, "checkin-url", true},
 }
 
-// CronJobs is what the Kubernetes CronJobs of one configuration need.
+// CronJobs is what the Kubernetes CronJobs of one configuration need: the
+// header's Title, the container Image whose PATH holds trendfetch, the
+// variable the credential reads its API key from (KeyEnv), further Flags
+// (--credential ...), the schedule's IANA TimeZone, the interval between
+// two runs of a region (Every) and the regions in stagger order (Jobs).
 type CronJobs struct {
-	// Title is the header's first line.
-	Title string
-	// Image is the container image whose PATH holds trendfetch.
-	Image string
-	// KeyEnv is the environment variable the credential reads its API key
-	// from (api_key_env).
-	KeyEnv string
-	// Flags are further flags of the invocation (--credential ...).
-	Flags []string
-	// TimeZone is the schedule's IANA time zone.
-	TimeZone string
-	// Every is the interval between two runs of a region.
-	Every time.Duration
-	// Jobs are the regions in stagger order with their crontab fields.
-	Jobs []Job
+	Title, Image, KeyEnv, TimeZone string
+	Flags                          []string
+	Every                          time.Duration
+	Jobs                           []Job
 }
 
 // Job is one region's CronJob: Schedule is five crontab fields.

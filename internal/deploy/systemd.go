@@ -27,27 +27,19 @@ var successExitStatus = func() string {
 	return fmt.Sprintf("# %s: not failures.\nSuccessExitStatus=%s\n", strings.Join(notes, ", "), strings.Join(codes, " "))
 }()
 
-// Where the systemd units put things. The service runs as User=trendfetch
-// with ProtectSystem=strict (the whole file system read-only but its
-// StateDirectory= and ReadWritePaths=), ProtectHome=read-only and
-// PrivateTmp=yes (systemd.exec(5)).
+// Where the systemd units put things. The service runs as User with
+// ProtectSystem=strict (all read-only but StateDirectory= and
+// ReadWritePaths=), ProtectHome=read-only and PrivateTmp=yes
+// (systemd.exec(5)).
 const (
-	// StateDir is StateDirectory=trendfetch: systemd creates it owned by
-	// the service user and the sandbox leaves it writable.
-	StateDir = "/var/lib/trendfetch"
-	// Binary is where the units expect trendfetch when it sits where the
-	// service cannot see it.
-	Binary = "/usr/local/bin/trendfetch"
-	// EtcDir holds the config file (EtcDir/trendfetch.yaml) and the files
-	// LoadCredential= reads as root before the sandbox starts.
-	EtcDir = "/etc/trendfetch"
-	// User is the system user (and group) the services run as.
-	User = "trendfetch"
+	StateDir = "/var/lib/trendfetch"       // StateDirectory=trendfetch, owned by User
+	Binary   = "/usr/local/bin/trendfetch" // trendfetch when it sits where the service cannot see it
+	EtcDir   = "/etc/trendfetch"           // the config file and the files LoadCredential= reads as root
+	User     = "trendfetch"                // the system user and group of the services
 )
 
 // private maps the trees the units' sandbox hides or leaves read-only to
-// the option that does it. A person's home is not the service user's to
-// read either.
+// the option that does it.
 var private = map[string]string{
 	"/tmp": "PrivateTmp=yes hides it", "/var/tmp": "PrivateTmp=yes hides it",
 	"/home": "ProtectHome=read-only", "/root": "ProtectHome=read-only", "/run/user": "ProtectHome=read-only",
@@ -72,40 +64,26 @@ type Timer struct {
 	Region, OnCalendar, Spec string
 }
 
-// Units is what the systemd units of one configuration need. Paths are
-// absolute, as the caller sees them.
+// Units is what the systemd units of one configuration need; paths are
+// absolute, as the caller sees them. Title is the header's first line,
+// Comments further ones. Binary is this trendfetch, Config the config file
+// ("" = none), Database the SQLite database ("" = StateDir/trendfetch.db;
+// unused when Postgres, whose --database, if any, is in Flags), QuotaDB the
+// embedded quota backend's file when not quota.db beside Database. Flags
+// are further flags (--credential ...), Env NAME=value settings without a
+// flag (QuotaDB replaces TRENDFETCH_QUOTA_DB's). KeyCredential is the
+// systemd credential holding the API key; Credentials are further ones
+// loaded from EtcDir/NAME (secrets the caller's environment gave).
+// SecretFiles are the files the service reads secrets from;
+// MetricsTextfile is runs.metrics_textfile ("" = off); Timers are the
+// regions in stagger order.
 type Units struct {
-	// Title is the header's first line.
-	Title string
-	// Binary is this trendfetch; Config the config file in use ("" = none).
-	Binary, Config string
-	// Database is the SQLite database ("" = StateDir/trendfetch.db).
-	Database string
-	// Postgres: the dataset is a PostgreSQL database (docs/design.md §10a),
-	// no file here; Database is unused and Flags carry its --database, if any.
-	Postgres bool
-	// QuotaDB is the embedded quota backend's file when it is not quota.db
-	// beside Database ("" otherwise, or with Redis).
-	QuotaDB string
-	// Flags are further flags of the invocation (--credential ...).
-	Flags []string
-	// Env are NAME=value settings without a flag (TRENDFETCH_QUOTA_DB is
-	// taken from QuotaDB).
-	Env []string
-	// KeyCredential is the systemd credential holding the API key.
-	KeyCredential string
-	// Credentials are further systemd credentials the service loads from
-	// EtcDir/NAME (checkin-url, redis-url): secrets the caller's environment
-	// gave, which the service must get from a file.
-	Credentials []string
-	// MetricsTextfile is runs.metrics_textfile ("" = off).
-	MetricsTextfile string
-	// SecretFiles are files the service reads secrets from (key files).
-	SecretFiles []string
-	// Comments are header lines (warnings about the environment).
-	Comments []string
-	// Timers are the regions in stagger order.
-	Timers []Timer
+	Title, Binary, Config, Database, QuotaDB string
+	Postgres                                 bool
+	Flags, Env, Credentials, SecretFiles     []string
+	KeyCredential, MetricsTextfile           string
+	Comments                                 []string
+	Timers                                   []Timer
 }
 
 // Render writes the header and, per region, trendfetch-REGION.service and

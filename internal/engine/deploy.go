@@ -14,8 +14,8 @@ import (
 )
 
 // Crontab is the crontab lines of the configured regions under sc (the
-// schedule with `crontab`'s flags applied), each job run as inv, its
-// output appended to a file under schedule.log_dir.
+// schedule with `crontab`'s flags), each run as inv, logging under
+// schedule.log_dir.
 func (e *Engine) Crontab(sc config.Schedule, title string, inv Invocation) (deploy.Crontab, error) {
 	jobs, err := e.cronJobs(sc, "crontab")
 	if err != nil {
@@ -25,7 +25,7 @@ func (e *Engine) Crontab(sc config.Schedule, title string, inv Invocation) (depl
 	if err != nil {
 		return deploy.Crontab{}, err
 	}
-	if err := Writable("schedule.log_dir (--log-dir)", logDir); err != nil {
+	if err := writable("schedule.log_dir (--log-dir)", logDir); err != nil {
 		return deploy.Crontab{}, err
 	}
 	return deploy.Crontab{Title: title, Comments: inv.Warnings, Args: inv.Args, Env: inv.Env, LogDir: logDir,
@@ -33,9 +33,8 @@ func (e *Engine) Crontab(sc config.Schedule, title string, inv Invocation) (depl
 }
 
 // SystemdUnits is, per configured region under sc, a oneshot .service
-// running the region as inv and a .timer firing it at the region's
-// staggered ticks. A region's own cron spec is refused: it has no
-// OnCalendar= form here.
+// running it as inv and a .timer at its staggered ticks. A region's own
+// cron spec is refused (no OnCalendar= form here).
 func (e *Engine) SystemdUnits(sc config.Schedule, title string, inv Invocation) (deploy.Units, error) {
 	cfg := e.cfg
 	u := deploy.Units{
@@ -94,8 +93,7 @@ func (e *Engine) SystemdUnits(sc config.Schedule, title string, inv Invocation) 
 }
 
 // KubernetesCronJobs is one batch/v1 CronJob per configured region under
-// sc, running image: Redis for quota, the dataset and secrets from a
-// Secret. The credential must read its key from an environment variable.
+// sc, running image; the credential must read its key from api_key_env.
 func (e *Engine) KubernetesCronJobs(sc config.Schedule, title, image string) (deploy.CronJobs, error) {
 	jobs, err := e.cronJobs(sc, "kubernetes")
 	if err != nil {
@@ -115,10 +113,9 @@ func (e *Engine) KubernetesCronJobs(sc config.Schedule, title, image string) (de
 	return cj, nil
 }
 
-// cronJobs returns each configured region's five crontab fields, for
-// format (crontab or kubernetes): regions that would collide, and a
-// region's own spec with a time zone prefix, seconds or @every, are usage
-// errors.
+// cronJobs returns each configured region's five crontab fields for format
+// (crontab or kubernetes): colliding regions, and a region's own spec with
+// a time zone prefix, seconds or @every, are usage errors.
 func (e *Engine) cronJobs(sc config.Schedule, format string) ([]deploy.Job, error) {
 	every, step := sc.Every.Std(), sc.StaggerStep()
 	if n := len(e.cfg.Regions); n > 1 && time.Duration(n-1)*step >= every {

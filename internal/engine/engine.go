@@ -1,9 +1,8 @@
 // Package engine is trendfetch's application layer (docs/design.md §2):
 // built from the configuration, it opens the store and the quota limiter,
-// runs regions (one, a list, or on a schedule), applies the storage
-// policy, builds the read API and writes exports. The commands of
-// cmd/trendfetch parse flags, call it, print and map errors to exit codes;
-// tests call it in-process.
+// runs regions, applies the storage policy, serves the read API and writes
+// exports. cmd/trendfetch parses flags, calls it, prints and maps errors
+// to exit codes; tests call it in-process.
 package engine
 
 import (
@@ -24,25 +23,18 @@ import (
 	"github.com/trendfetch/trendfetch/internal/store"
 )
 
-// Options are the engine's inputs. Config is required; the rest may be
-// zero.
+// Options are the engine's inputs: Config (validated) is required, the
+// rest may be zero.
 type Options struct {
-	// Config is the validated configuration (config.Load, Validate).
 	Config *config.Config
-	// Log receives the engine's and the runs' log lines.
-	Log zerolog.Logger
-	// LookupEnv reads the environment for API keys (nil: os.LookupEnv).
+	Log    zerolog.Logger // the engine's and the runs' log lines
+	// LookupEnv reads API keys from the environment (nil: os.LookupEnv).
 	LookupEnv func(string) (string, bool)
-	// Scrub masks secrets in text the engine stores, such as run reasons
-	// (nil: none).
-	Scrub func(string) string
-	// Notes receives the one-line notes for people ("note: ..."), such as
-	// a quota database that does not exist yet (nil: discarded).
-	Notes io.Writer
-	// Version is the build's version, on the metrics' build info.
-	Version string
-	// ExitCode maps a run's error to the process exit code a check-in
-	// reports (runs.checkin_url; nil: 0 for nil, else 1).
+	Scrub     func(string) string // masks secrets in stored text, such as run reasons (nil: none)
+	Notes     io.Writer           // one-line notes for people, "note: ..." (nil: discarded)
+	Version   string              // the build's version, on the metrics' build info
+	// ExitCode maps a run's error to the exit code its check-in reports
+	// (runs.checkin_url; nil: 0 for nil, else 1).
 	ExitCode func(context.Context, error) int
 }
 
@@ -73,9 +65,8 @@ func New(o Options) *Engine {
 	return &Engine{o: o, cfg: o.Config, log: o.Log}
 }
 
-// UsageError is a mistake in how trendfetch was invoked or configured,
-// for the user to fix (exit 2): Err, and Hint, a command to try ("" =
-// none). The CLI makes its flag errors of this type too.
+// UsageError is a mistake in how trendfetch was invoked or configured
+// (exit 2): Err, and Hint, a command to try ("" = none).
 type UsageError struct {
 	Err  error
 	Hint string
@@ -93,9 +84,8 @@ func Usagef(hint, format string, args ...any) error {
 }
 
 // SettingError is a setting whose value cannot be used, found when the
-// engine opens something (a Redis URL that cannot be connected to as
-// written): a configuration error (exit 2). It names the setting and the
-// problem, never a secret.
+// engine opens something (exit 2): it names the setting and the problem,
+// never a secret.
 type SettingError struct {
 	Setting string
 	Err     error
@@ -107,41 +97,38 @@ func (e *SettingError) Error() string { return e.Setting + ": " + e.Err.Error() 
 // Unwrap returns the problem.
 func (e *SettingError) Unwrap() error { return e.Err }
 
-// OpenStore opens the configured database for reading and writing,
-// creating and migrating it as needed. This and OpenReadStore are the one
-// place the store is chosen.
-func (e *Engine) OpenStore(ctx context.Context) (store.Backend, error) {
-	st, err := store.Open(ctx, e.cfg.Database)
-	return st, e.storeError(err)
-}
-
 // OpenReadStore opens the configured database read-only: it creates and
 // migrates nothing, and write methods fail. A database that does not exist
 // is a *store.NoDatabaseError.
 func (e *Engine) OpenReadStore(ctx context.Context) (store.Backend, error) {
-	st, err := store.OpenReadOnly(ctx, e.cfg.Database)
-	return st, e.storeError(err)
+	return e.openStore(ctx, true)
 }
 
-// storeError names the setting that gave a PostgreSQL URL that cannot be
-// used (*store.URLError) in a *SettingError: store.url_file when set, else
-// database with its flag and environment variable.
-func (e *Engine) storeError(err error) error {
+// openStore opens the configured database, read-only or else creating and
+// migrating it: the one place the store is chosen. A PostgreSQL URL that
+// cannot be used (*store.URLError) is a *SettingError naming store.url_file
+// when set, else database with its flag and environment variable.
+func (e *Engine) openStore(ctx context.Context, readOnly bool) (store.Backend, error) {
+	open := store.Open
+	if readOnly {
+		open = store.OpenReadOnly
+	}
+	st, err := open(ctx, e.cfg.Database)
 	var ue *store.URLError
 	if !errors.As(err, &ue) {
-		return err
+		return st, err
 	}
 	setting := "store.url_file " + e.cfg.Store.URLFile
 	if e.cfg.Store.URLFile == "" {
 		s := config.Lookup("database")
 		setting = fmt.Sprintf("%s (--%s, %s)", s.Key, s.Flag, s.Env)
 	}
-	return &SettingError{Setting: setting, Err: ue}
+	return st, &SettingError{Setting: setting, Err: ue}
 }
 
-// CopyFrom copies the SQLite dataset at path into the configured
-// database, which must be PostgreSQL, and returns the rows written per
-// table (store.Store.CopyFrom: a second copy writes nothing). Errors:
+// CopyFrom copies the SQLite dataset at path into the configured database,
+// which must be PostgreSQL, and returns the rows written per table
+// (store.Store.CopyFrom: a second copy writes nothing). Errors: a
 // *SettingError when the database is not a PostgreSQL URL or path holds no
 // trendfetch SQLite database; the stores' errors.
 func (e *Engine) CopyFrom(ctx context.Context, path string) ([]store.Copied, error) {
@@ -167,25 +154,22 @@ func (e *Engine) CopyFrom(ctx context.Context, path string) ([]store.Copied, err
 	return dst.CopyFrom(ctx, src)
 }
 
-// OpenLimiter builds the quota limiter of the configuration: the embedded
-// SQLite backend (quota.sqlite.path) or Redis (quota.redis). readOnly
-// opens the embedded backend without creating or migrating anything, for
-// the commands that only read (it works on read-only media).
+// OpenLimiter builds the configured quota limiter: the embedded SQLite
+// backend (quota.sqlite.path) or Redis (quota.redis). readOnly opens the
+// embedded backend without creating or migrating anything (read-only media).
 func (e *Engine) OpenLimiter(readOnly bool) (*quota.Limiter, error) {
 	buckets, costs, err := e.cfg.Limits()
 	if err != nil {
 		return nil, err
 	}
 	var backend quota.Backend
-	switch e.cfg.Quota.Backend {
-	case "redis":
-		backend, err = e.OpenRedisBackend()
+	switch {
+	case e.cfg.Quota.Backend == "redis":
+		backend, err = e.openRedisBackend()
+	case readOnly:
+		backend, err = quota.NewSQLite(e.cfg.Quota.SQLite.Path, quota.WithSQLiteReadOnly())
 	default:
-		if readOnly {
-			backend, err = quota.NewSQLite(e.cfg.Quota.SQLite.Path, quota.WithSQLiteReadOnly())
-		} else {
-			backend, err = quota.NewSQLite(e.cfg.Quota.SQLite.Path)
-		}
+		backend, err = quota.NewSQLite(e.cfg.Quota.SQLite.Path)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("cannot open %s quota backend: %w", e.cfg.Quota.Backend, err)
@@ -193,16 +177,14 @@ func (e *Engine) OpenLimiter(readOnly bool) (*quota.Limiter, error) {
 	lim, err := quota.New(backend, buckets, costs)
 	if err != nil {
 		backend.Close()
-		return nil, err
 	}
-	return lim, nil
+	return lim, err
 }
 
-// QuotaDBMissing reports whether the embedded quota backend is configured
-// and its database does not exist yet: the commands that only read then
-// report nothing spent and nothing held, without creating it. It notes so
-// on Options.Notes.
-func (e *Engine) QuotaDBMissing() bool {
+// quotaDBMissing reports (and notes) that the embedded quota backend is
+// configured and its database does not exist yet: the commands that only
+// read then report nothing spent and nothing held, creating nothing.
+func (e *Engine) quotaDBMissing() bool {
 	if e.cfg.Quota.Backend != "sqlite" {
 		return false
 	}
@@ -213,12 +195,11 @@ func (e *Engine) QuotaDBMissing() bool {
 	return true
 }
 
-// OpenRedisBackend connects the quota backend to the configured Redis,
-// with quota.redis.wait_replicas. The connection is lazy: an unreachable
-// Redis surfaces on the first decision, where each call site's policy
-// applies.
-func (e *Engine) OpenRedisBackend() (quota.Backend, error) {
-	client, err := e.OpenRedisClient()
+// openRedisBackend is the Redis quota backend, with quota.redis.wait_replicas.
+// The connection is lazy: an unreachable Redis surfaces on the first
+// decision, where each call site's policy applies.
+func (e *Engine) openRedisBackend() (quota.Backend, error) {
+	client, err := e.openRedisClient()
 	if err != nil {
 		return nil, err
 	}
@@ -226,11 +207,10 @@ func (e *Engine) OpenRedisBackend() (quota.Backend, error) {
 	return quota.NewRedis(client, quota.WithRedisWaitReplicas(rc.WaitReplicas, rc.WaitTimeout.Std())), nil
 }
 
-// OpenRedisClient connects to the configured Redis (quota.redis: URL,
-// Sentinel or Cluster). A URL redisconn refuses is a *SettingError. go-redis's
-// own log lines (pool dial failures) go to the log at debug level: the
-// limiter already reports backend failures once per run.
-func (e *Engine) OpenRedisClient() (redis.UniversalClient, error) {
+// openRedisClient connects to the configured Redis (URL, Sentinel or
+// Cluster); a URL redisconn refuses is a *SettingError. go-redis's own log
+// lines go to the log at debug level: the limiter reports backend failures.
+func (e *Engine) openRedisClient() (redis.UniversalClient, error) {
 	redis.SetLogger(redisLogger{e.log})
 	rc := e.cfg.Quota.Redis
 	var opts []redisconn.Option
@@ -241,12 +221,9 @@ func (e *Engine) OpenRedisClient() (redis.UniversalClient, error) {
 		}
 	}
 	client, err := redisconn.New(rc.URL, rc.Cluster, opts...)
-	if err != nil {
-		// The message names the problem, never the URL (redisconn
-		// redacts it; a URL that does not parse stops at Validate).
-		msg := strings.TrimPrefix(err.Error(), "redisconn: ")
-		redisURL := config.Lookup("quota.redis.url")
-		return nil, &SettingError{Setting: redisURL.Key + " (" + redisURL.Env + " or " + redisURL.Secret + ")", Err: fmt.Errorf("%s", msg)}
+	if err != nil { // redisconn's message names the problem, never the URL
+		u := config.Lookup("quota.redis.url")
+		return nil, &SettingError{Setting: u.Key + " (" + u.Env + " or " + u.Secret + ")", Err: errors.New(strings.TrimPrefix(err.Error(), "redisconn: "))}
 	}
 	return client, nil
 }

@@ -13,29 +13,25 @@ import (
 	"github.com/trendfetch/trendfetch/internal/store"
 )
 
-// Export is one export: what to read, how to write it, and where.
+// Export is one export: Query selects the captures (Export sets its
+// GroupBy), written in Format to Dir (one file per region under the
+// datasets' names, or with Partition "region" and/or "date" hive-style
+// directories), else to File, else to Stdout. OneRegion refuses a second
+// region (one CSV without a region column); Row, when set, is called
+// before each row (progress).
 type Export struct {
-	// Query selects the captures (Export sets its GroupBy).
-	Query store.ExportQuery
-	// Format is the file format and its options.
-	Format store.ExportFormat
-	// Dir, when set, receives one file per region (dataset file names) or,
-	// with Partition, hive-style directories.
-	Dir string
-	// Partition is "region" and/or "date" (UTC day), with Dir.
+	Query     store.ExportQuery
+	Format    store.ExportFormat
+	Dir       string
 	Partition []string
-	// File, when set (and Dir not), is the one output file; else Stdout.
-	File string
-	// Stdout is the output when neither Dir nor File is set.
-	Stdout io.Writer
-	// OneRegion refuses a second region (one CSV without a region column).
+	File      string
+	Stdout    io.Writer
 	OneRegion bool
-	// Row, when set, is called after each row (progress).
-	Row func()
+	Row       func()
 }
 
-// OutputError is an output that cannot be created (a directory or a
-// temporary file of Export): the output setting is wrong.
+// OutputError is an output of Export that cannot be created (a directory
+// or a temporary file): the output setting is wrong.
 type OutputError struct {
 	Path string
 	Err  error
@@ -48,21 +44,16 @@ func (e *OutputError) Error() string { return e.Path + ": " + e.Err.Error() }
 func (e *OutputError) Unwrap() error { return e.Err }
 
 // Export writes the rows of x.Query from st (one read snapshot) to x's
-// outputs. Files are written under a temporary name in their directory and
-// renamed into place when every row is written: a failed export leaves no
-// partial file and an existing file keeps its content (a FIFO, a device or
-// a symbolic link is written in place, createOutput). One output is open
-// at a time, whatever the number of regions and days.
+// outputs, renamed into place when every row is written (createOutput): a
+// failed export leaves no partial file. One output is open at a time.
 func (e *Engine) Export(ctx context.Context, st store.Backend, x Export) error {
 	if x.Dir != "" {
 		if err := os.MkdirAll(x.Dir, 0o755); err != nil {
 			return &OutputError{Path: x.Dir, Err: err}
 		}
 	}
-	// Each output's rows must come together (sinks.writer): region by
-	// region for outputs per region and for Parquet (a row group then
-	// holds one region's charts: smaller dictionaries), day by day for
-	// date partitions alone (each day region by region).
+	// Each output's rows must come together (sinks.writer); Parquet region
+	// by region too (a row group holds one region: smaller dictionaries).
 	q := x.Query
 	switch {
 	case slices.Equal(x.Partition, []string{"date"}):
@@ -100,8 +91,7 @@ func (e *Engine) Export(ctx context.Context, st store.Backend, x Export) error {
 	return err
 }
 
-// sinks holds the outputs of one export: standard output, one file, one
-// file per region in a directory, or hive-style partitions.
+// sinks holds the outputs of one export.
 type sinks struct {
 	format    store.ExportFormat
 	dir       string   // one file per region or partition, or ""
@@ -112,19 +102,18 @@ type sinks struct {
 	last      *sink            // the output of the last row
 }
 
-// sink is one output: its temporary file (nil for standard output), buffer
-// and writer; w is nil once the sink is flushed and closed.
+// sink is one output (no file for standard output); w is nil once it is
+// flushed and closed.
 type sink struct {
-	tmp    *os.File // renamed to path by commit
-	direct *os.File // path itself, written in place (createOutput)
-	path   string
-	bw     *bufio.Writer
-	w      store.ExportWriter
+	f       *os.File // renamed to path by commit, unless inPlace (createOutput)
+	inPlace bool
+	path    string
+	bw      *bufio.Writer
+	w       store.ExportWriter
 }
 
-// datasetFile is the file name of region's rows in a dataset layout:
-// USvideos.csv (youtube-new), US_youtube_trending_data.csv
-// (trending-daily); US.jsonl, US.parquet.
+// datasetFile is the file name of region's rows: USvideos.csv
+// (youtube-new), US_youtube_trending_data.csv (trending-daily), US.jsonl.
 func datasetFile(f store.ExportFormat, region string) string {
 	switch {
 	case f.Format != "csv":
@@ -154,10 +143,9 @@ func (x *sinks) path(region, day string) string {
 	return x.file
 }
 
-// writer returns the writer of a row of region captured at at, opening its
-// output first. The rows of one output come together (Export sets
-// GroupBy so), so opening an output finishes the one before: one output
-// is open at a time (a Parquet writer buffers a row group).
+// writer returns the writer of a row of region captured at at. The rows of
+// one output come together (Export's GroupBy), so opening an output
+// finishes the one before (a Parquet writer buffers a row group).
 func (x *sinks) writer(region string, at time.Time) (store.ExportWriter, error) {
 	path := x.path(region, at.UTC().Format(time.DateOnly))
 	if x.last != nil && x.last.path == path {
@@ -179,16 +167,11 @@ func (x *sinks) writer(region string, at time.Time) (store.ExportWriter, error) 
 				return nil, err
 			}
 		}
-		f, inPlace, err := createOutput(path)
-		if err != nil {
+		var err error
+		if s.f, s.inPlace, err = createOutput(path); err != nil {
 			return nil, &OutputError{Path: path, Err: err}
 		}
-		out = f
-		if inPlace {
-			s.direct = f
-		} else {
-			s.tmp = f
-		}
+		out = s.f
 		x.open[path] = s // abort removes it from here on
 	}
 	s.bw = bufio.NewWriterSize(out, 256<<10)
@@ -201,8 +184,8 @@ func (x *sinks) writer(region string, at time.Time) (store.ExportWriter, error) 
 	return w, nil
 }
 
-// finish flushes s and closes its file (renamed later by commit). It lets
-// its writer and buffer go: x.open keeps every output until commit.
+// finish flushes s and closes its file (renamed later by commit), letting
+// its writer and buffer go.
 func (s *sink) finish() error {
 	if err := s.w.Flush(); err != nil {
 		return err
@@ -211,15 +194,10 @@ func (s *sink) finish() error {
 		return err
 	}
 	s.w, s.bw = nil, nil
-	if s.tmp != nil {
-		return s.tmp.Close()
+	if s.f == nil {
+		return nil
 	}
-	if s.direct != nil {
-		f := s.direct
-		s.direct = nil
-		return f.Close()
-	}
-	return nil
+	return s.f.Close()
 }
 
 // commit finishes every output and renames the files into place. With no
@@ -238,36 +216,33 @@ func (x *sinks) commit() error {
 		}
 	}
 	for _, s := range x.open {
-		if s.tmp != nil {
-			if err := os.Rename(s.tmp.Name(), s.path); err != nil {
+		if s.f != nil && !s.inPlace {
+			if err := os.Rename(s.f.Name(), s.path); err != nil {
 				return err
 			}
-			s.tmp = nil
+			s.f = nil
 		}
 	}
 	return nil
 }
 
-// abort removes the temporary files not renamed yet.
+// abort closes the files and removes the temporary ones not renamed yet.
 func (x *sinks) abort() {
 	for _, s := range x.open {
-		if s.tmp != nil {
-			s.tmp.Close()
-			os.Remove(s.tmp.Name())
-		}
-		if s.direct != nil {
-			s.direct.Close()
+		if s.f != nil {
+			s.f.Close()
+			if !s.inPlace {
+				os.Remove(s.f.Name())
+			}
 		}
 	}
 }
 
-// createOutput opens the file an export writes to path. A new path or a
-// regular file is written under a temporary name in its directory (mode
-// 0644), which commit renames to path; anything else is written in place
-// (inPlace), as a shell's > does: a FIFO, a device such as /dev/null, or a
-// symbolic link such as /dev/stdout or a process substitution's /dev/fd/N
-// (replacing those would destroy the node, or leave the reader nothing).
-// A directory is refused ("is a directory").
+// createOutput opens the file an export writes to path: a new path or a
+// regular file under a temporary name in its directory (mode 0644), which
+// commit renames; anything else in place (inPlace), as a shell's > does: a
+// FIFO, a device, a symbolic link such as /dev/stdout (replacing those
+// would destroy the node). A directory is refused ("is a directory").
 func createOutput(path string) (f *os.File, inPlace bool, err error) {
 	if fi, err := os.Lstat(path); err == nil && !fi.Mode().IsRegular() {
 		f, err := os.OpenFile(path, os.O_WRONLY|os.O_TRUNC, 0) // a directory: EISDIR

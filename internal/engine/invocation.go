@@ -17,20 +17,18 @@ import (
 
 // Invocation is how a job started outside this shell (cron, systemd) runs
 // trendfetch with the settings in force here: the binary's absolute path
-// and flags (Args), NAME=value settings that have no flag (Env), and
-// comments about secrets the environment holds here that the job will not
-// have (Warnings).
+// and flags (Args), NAME=value settings without a flag (Env), and warnings
+// about secrets the environment holds that the job will not have.
 type Invocation struct {
 	Args, Env, Warnings []string
 }
 
 // Invocation builds the command that reproduces this process's settings
-// for cron or systemd, which inherit none of its environment: configFile
-// (the config file read), and each setting of the table (config.Settings)
-// that a root flag (flagged) or a variable set here (the database always),
-// as its flag, or as NAME=value when it has none. A secret is never
-// written: a warning names the file setting to use instead. A value that
-// cannot be written safely is refused (Writable).
+// for cron or systemd, which inherit none of its environment: configFile,
+// and each setting of config.Settings given by a root flag (flagged) or a
+// variable set here (the database always), as its flag or as NAME=value.
+// A secret is never written (a warning names the file setting to use); a
+// value that cannot be written safely is refused (writable).
 func (e *Engine) Invocation(configFile string, flagged func(flag string) bool) (Invocation, error) {
 	var inv Invocation
 	bin, err := os.Executable()
@@ -40,7 +38,7 @@ func (e *Engine) Invocation(configFile string, flagged func(flag string) bool) (
 	if bin, err = filepath.Abs(bin); err != nil {
 		return inv, err
 	}
-	if err := Writable("this binary's path", bin); err != nil {
+	if err := writable("this binary's path", bin); err != nil {
 		return inv, err
 	}
 	inv.Args = []string{bin}
@@ -77,7 +75,7 @@ func (e *Engine) Invocation(configFile string, flagged func(flag string) bool) (
 		if s.Flag != "" {
 			name = cmp.Or(s.Key, "config") + " (--" + s.Flag + ", " + s.Env + ")"
 		}
-		if err := Writable(name, value); err != nil {
+		if err := writable(name, value); err != nil {
 			return inv, err
 		}
 		if s.Flag != "" {
@@ -94,11 +92,10 @@ func (e *Engine) Invocation(configFile string, flagged func(flag string) bool) (
 	return inv, nil
 }
 
-// Writable refuses (a *SettingError naming setting) a value that cannot be
-// written safely into a crontab line or a systemd unit: a newline would end
-// the line and start another, a command of its own; other control
-// characters corrupt it.
-func Writable(setting, value string) error {
+// writable refuses (a *SettingError naming setting) a value with a control
+// character: in a crontab line or a systemd unit a newline would start a
+// command of its own.
+func writable(setting, value string) error {
 	if strings.IndexFunc(value, unicode.IsControl) < 0 {
 		return nil
 	}
@@ -106,8 +103,8 @@ func Writable(setting, value string) error {
 		"holds a newline or another control character, which cannot be written safely into a crontab line or a systemd unit; use a name without them")}
 }
 
-// DatabaseSecrets is the password of a PostgreSQL database URL; nothing
-// for a SQLite path.
+// DatabaseSecrets is the password of a PostgreSQL database URL (none for a
+// SQLite path).
 func DatabaseSecrets(database string) []string {
 	if !store.IsPostgresURL(database) {
 		return nil

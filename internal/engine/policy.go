@@ -7,11 +7,10 @@ import (
 	"github.com/trendfetch/trendfetch/internal/store"
 )
 
-// applyRetention applies the storage policy in force (store.InForce,
-// Policy.ApplyBeforeRun) and store.retention before a run, logging what
-// they removed; with keep it logs once that nothing is deleted, and with
-// an unset policy on an older database holding data older than 30 days it
-// warns what to choose. A failure is logged, never fails the run.
+// applyRetention applies the storage policy in force and store.retention
+// before a run, logging what they removed (docs/design.md §10): keep logs
+// that nothing is deleted; an unset policy on an older database warns what
+// to choose (PolicyNote). A failure is logged, never fails the run.
 func (e *Engine) applyRetention(ctx context.Context, st store.Backend) {
 	now := time.Now()
 	policy, legacy, err := store.InForce(ctx, e.cfg.Store.Policy, st)
@@ -20,8 +19,8 @@ func (e *Engine) applyRetention(ctx context.Context, st store.Backend) {
 		e.log.Warn().Err(err).Msg("store.policy: cannot tell which policy applies; nothing deleted")
 		return
 	case legacy:
-		if due, err := store.UnsetNoteDue(ctx, e.cfg.Store.Policy, st, now); err == nil && due {
-			e.log.Warn().Msg(store.UnsetNote)
+		if note := e.PolicyNote(ctx, st); note != "" {
+			e.log.Warn().Msg(note)
 		}
 	case policy == store.PolicyKeep:
 		e.log.Info().Msg("store.policy keep: nothing is deleted; only for data you may keep under YouTube's API policies (III.E.4)")
@@ -56,45 +55,34 @@ func (e *Engine) applyRetention(ctx context.Context, st store.Backend) {
 		Int64("videos", rep.Videos).Time("before", before).Msg("store.retention: pruned")
 }
 
-// PruneRequest is what `prune` asks: the storage policy at AsOf, or an
-// age.
+// PruneRequest is what `prune` asks: the storage policy at AsOf (zero:
+// now), or with OlderThan > 0 an age instead. Policy overrides the policy
+// in force (""); DryRun counts, deleting nothing.
 type PruneRequest struct {
-	// AsOf is when ages are judged (zero: now).
-	AsOf time.Time
-	// OlderThan > 0 deletes by age instead of applying a policy.
+	AsOf      time.Time
 	OlderThan time.Duration
-	// Policy overrides the policy in force ("": store.policy, or the rule
-	// for older databases).
-	Policy store.Policy
-	// DryRun counts, deleting nothing.
-	DryRun bool
+	Policy    store.Policy
+	DryRun    bool
 }
 
-// PruneResult is what Prune did.
+// PruneResult is what Prune did: when ages were judged, the policy applied
+// ("" with OlderThan) or OlderThan's cut-off Before, and what was (DryRun:
+// would be) removed.
 type PruneResult struct {
-	// AsOf is when ages were judged.
-	AsOf time.Time
-	// Policy is the policy applied ("" with OlderThan).
+	AsOf   time.Time
 	Policy store.Policy
-	// Before is OlderThan's cut-off (zero when a policy was applied).
 	Before time.Time
-	// Report counts what was (DryRun: would be) removed.
 	Report store.PruneReport
 }
 
 // Prune applies the storage policy in force (or q.Policy) at q.AsOf, or
-// deletes what is older than q.OlderThan, in the configured database
-// (opened read-only for a dry run).
+// deletes what is older than q.OlderThan (opened read-only for a dry run).
 func (e *Engine) Prune(ctx context.Context, q PruneRequest) (PruneResult, error) {
 	res := PruneResult{AsOf: q.AsOf, Policy: q.Policy}
 	if res.AsOf.IsZero() {
 		res.AsOf = time.Now()
 	}
-	open := e.OpenStore
-	if q.DryRun {
-		open = e.OpenReadStore
-	}
-	st, err := open(ctx)
+	st, err := e.openStore(ctx, q.DryRun)
 	if err != nil {
 		return res, err
 	}
@@ -115,7 +103,6 @@ func (e *Engine) Prune(ctx context.Context, q PruneRequest) (PruneResult, error)
 
 // PolicyNote returns store.UnsetNote when it applies to st (store.policy
 // unset on an older database holding data older than 30 days), else "".
-// It only reads.
 func (e *Engine) PolicyNote(ctx context.Context, st store.Backend) string {
 	if due, err := store.UnsetNoteDue(ctx, e.cfg.Store.Policy, st, time.Now()); err == nil && due {
 		return store.UnsetNote

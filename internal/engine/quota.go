@@ -12,12 +12,11 @@ import (
 	"github.com/trendfetch/trendfetch/internal/quota"
 )
 
-// QuotaStatus reads the status of credential's buckets without changing
-// anything. A quota database that does not exist yet is read as every
-// bucket unused (and noted). A backend that cannot be read is in the
-// status (Reachable false; StatusError says what to report).
+// QuotaStatus reads the status of credential's buckets, changing nothing;
+// a quota database that does not exist yet is every bucket unused (noted).
+// A backend that cannot be read is in the status (StatusError).
 func (e *Engine) QuotaStatus(ctx context.Context, credential string) (quota.Status, error) {
-	if e.QuotaDBMissing() {
+	if e.quotaDBMissing() {
 		buckets, costs, err := e.cfg.Limits()
 		st := quota.Status{Credential: credential, Backend: e.cfg.Quota.Backend, Reachable: true, Now: time.Now()}
 		for _, b := range buckets {
@@ -41,9 +40,9 @@ func (e *Engine) QuotaStatus(ctx context.Context, credential string) (quota.Stat
 	return lim.Status(ctx, credential), nil
 }
 
-// StatusError is the error of a status read that failed: a Redis user
-// refused by ACL is a configuration error (*quota.AccessError, exit 2),
-// anything else an unreachable backend. Nil when st is reachable.
+// StatusError is the error of a status read that failed (nil when st is
+// reachable): a Redis user refused by ACL (*quota.AccessError, exit 2), or
+// an unreachable backend.
 func StatusError(st quota.Status) error {
 	if st.Reachable {
 		return nil
@@ -60,9 +59,9 @@ func (e *Engine) Methods() []string {
 }
 
 // Charge reserves count calls of method (a key of quota.costs) for the
-// configured credential without calling the API, so usage made outside
-// trendfetch is counted. It stops at the first denial (a *fetch.StopError)
-// and returns how many calls it charged.
+// configured credential without calling the API (usage made outside
+// trendfetch); it stops at the first denial (*fetch.StopError) and returns
+// how many calls it charged.
 func (e *Engine) Charge(ctx context.Context, method string, count int) (int, error) {
 	lim, err := e.OpenLimiter(false)
 	if err != nil {
@@ -81,10 +80,9 @@ func (e *Engine) Charge(ctx context.Context, method string, count int) (int, err
 	return count, nil
 }
 
-// Leases returns the region leases held for every configured credential
-// (none when the quota database does not exist yet).
+// Leases returns the region leases held for every configured credential.
 func (e *Engine) Leases(ctx context.Context) ([]quota.LeaseInfo, error) {
-	if e.QuotaDBMissing() {
+	if e.quotaDBMissing() {
 		return nil, nil
 	}
 	lim, err := e.OpenLimiter(true)
@@ -103,19 +101,18 @@ func (e *Engine) Leases(ctx context.Context) ([]quota.LeaseInfo, error) {
 	return all, nil
 }
 
-// CheckResult answers whether some calls of a method fit a credential's
-// buckets now, and if not when: the machine shape of `quota check --json`.
+// CheckResult answers whether Count calls of Method fit a credential's
+// buckets now (Fits), and if not when: FitsAt is the earliest time they can
+// (null: now, or never), FitsBy the latest (exact when equal). The machine
+// shape of `quota check --json`.
 type CheckResult struct {
-	Credential string `json:"credential"`
-	Method     string `json:"method"`
-	Count      int64  `json:"count"`
-	// Fits reports that the calls fit now.
-	Fits bool `json:"fits"`
-	// FitsAt is the earliest time they can fit (null: now, or never);
-	// FitsBy the time by which they fit at the latest. Exact when equal.
-	FitsAt  *time.Time    `json:"fits_at"`
-	FitsBy  *time.Time    `json:"fits_by"`
-	Buckets []CheckBucket `json:"buckets"`
+	Credential string        `json:"credential"`
+	Method     string        `json:"method"`
+	Count      int64         `json:"count"`
+	Fits       bool          `json:"fits"`
+	FitsAt     *time.Time    `json:"fits_at"`
+	FitsBy     *time.Time    `json:"fits_by"`
+	Buckets    []CheckBucket `json:"buckets"`
 }
 
 // CheckBucket is one bucket the method charges.
@@ -128,9 +125,9 @@ type CheckBucket struct {
 	FitsBy    *time.Time `json:"fits_by"`
 }
 
-// Check answers whether count calls of method (a key of quota.costs) fit
-// the configured credential's buckets now, and if not when, from the
-// limiter's public Status; it reserves nothing. Errors: StatusError's.
+// Check answers whether count calls of method fit the configured
+// credential's buckets now, and if not when, from the limiter's Status;
+// it reserves nothing. Errors: StatusError's.
 func (e *Engine) Check(ctx context.Context, method string, count int64) (CheckResult, error) {
 	st, err := e.QuotaStatus(ctx, e.cfg.Credential)
 	if err == nil {
@@ -145,10 +142,9 @@ func (e *Engine) Check(ctx context.Context, method string, count int64) (CheckRe
 }
 
 // checkCalls answers whether count calls of method charging charges
-// (bucket: units per call) fit the status st now, and if not the earliest
-// and latest time: exactly when the status knows (one call of cost 1, a
-// call of the largest cost, a calendar bucket's next Pacific midnight, an
-// upstream mark of the credential or of method).
+// (bucket: units per call) fit st now, and if not the earliest and latest
+// time: exact when the status knows (one call of cost 1, one of the
+// largest cost, a calendar bucket, an upstream mark).
 func checkCalls(st quota.Status, method string, charges map[string]int64, count int64) CheckResult {
 	now := st.Now
 	out := CheckResult{Count: count, Fits: true}
@@ -179,14 +175,11 @@ func checkCalls(st quota.Status, method string, charges map[string]int64, count 
 			var lo, hi time.Time
 			switch {
 			case b.Calendar:
-				lo = quota.NextPacificMidnight(now)
-				hi = lo
+				lo, hi = quota.NextPacificMidnight(now), quota.NextPacificMidnight(now)
 			case cb.Need == 1 && b.RetryAfterOne > 0:
-				lo = now.Add(b.RetryAfterOne)
-				hi = lo
+				lo, hi = now.Add(b.RetryAfterOne), now.Add(b.RetryAfterOne)
 			case cb.Need == b.MaxCost && b.RetryAfterMax > 0:
-				lo = now.Add(b.RetryAfterMax)
-				hi = lo
+				lo, hi = now.Add(b.RetryAfterMax), now.Add(b.RetryAfterMax)
 			default:
 				// The oldest entry leaving is the soonest anything frees;
 				// by now + window every entry in the window has left.
@@ -224,9 +217,8 @@ func ceilSecond(t time.Time) time.Time {
 }
 
 // ReleaseLease releases region's run lease of the configured credential,
-// whatever its holder, so that the next run starts at once; with confirm
-// false it releases nothing. It returns the lease held (held false: none).
-// Errors: the lease changed holder meanwhile.
+// whatever its holder (with confirm false, nothing), and returns the lease
+// held (held false: none). Errors: the lease changed holder meanwhile.
 func (e *Engine) ReleaseLease(ctx context.Context, region string, confirm bool) (l quota.LeaseInfo, held bool, err error) {
 	lim, err := e.OpenLimiter(false)
 	if err != nil {

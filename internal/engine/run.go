@@ -23,27 +23,24 @@ import (
 	"github.com/trendfetch/trendfetch/internal/store"
 )
 
-// Runner is what running regions needs, opened once per process by
-// OpenRunner: the store, the limiter and the API client, wired into one
-// fetch.Runner whose Run is the code path of a region for both `run` (one
-// invocation) and `schedule` (its lifetime). Close releases it.
+// Runner is the store, the limiter and the API client wired into one
+// fetch.Runner, the code path of a region for `run` and `schedule`, opened
+// by OpenRunner; Close releases it.
 type Runner struct {
-	// Force runs regions that another host captured in the current slot
-	// of their schedule (`run --force`; see capturedElsewhere).
+	// Force runs regions another host captured in the current slot of
+	// their schedule (`run --force`; see capturedElsewhere).
 	Force bool
 
 	e       *Engine
 	store   store.Backend
 	limiter *quota.Limiter
 	fetch   *fetch.Runner
-	// slots is each scheduled region's schedule (config regions), whose
-	// slots the once-per-tick check reads.
-	slots map[string]cron.Schedule
+	slots   map[string]cron.Schedule // each configured region's schedule
 }
 
 // OpenRunner opens the store (migrating it), the limiter and the API
 // client of the configured credential. Errors: a missing API key (exit 2),
-// the database or the quota backend cannot be opened (exit 1).
+// the database or the quota backend cannot be opened.
 func (e *Engine) OpenRunner(ctx context.Context) (*Runner, error) {
 	cred, err := e.cfg.FindCredential(e.cfg.Credential)
 	if err != nil {
@@ -53,7 +50,7 @@ func (e *Engine) OpenRunner(ctx context.Context) (*Runner, error) {
 	if err != nil {
 		return nil, err
 	}
-	st, err := e.OpenStore(ctx)
+	st, err := e.openStore(ctx, false)
 	if err != nil {
 		return nil, err
 	}
@@ -81,8 +78,7 @@ func (e *Engine) OpenRunner(ctx context.Context) (*Runner, error) {
 		StatsTrackFor:     c.Stats.TrackFor.Std(),
 		StatsEvery:        c.Stats.Every.Std(),
 	}
-	// A policy whose runs refresh old text (amended) gets the text step;
-	// applyRetention leaves text to it.
+	// A policy whose runs refresh old text (amended) gets the text step.
 	if p, _, err := store.InForce(ctx, c.Store.Policy, st); err == nil && p.RunsRefreshText() {
 		set.TextCutoff = func(now time.Time) time.Time {
 			_, text := p.Cutoffs(now)
@@ -133,14 +129,11 @@ func (e *capturedError) Error() string {
 }
 
 // capturedElsewhere is the once-per-tick check of hosts that run one
-// schedule for redundancy (fetch.Runner.Skip, asked under the region's
-// lease): a *capturedError when a run of region by another host (runs.host)
-// that started at or after the start of the region's current slot (its
-// latest scheduled tick at or before now, stagger included) succeeded:
-// success or success_unmetered, a complete capture. Partial captures
-// (denied, failed, interrupted, abandoned runs) and this host's own runs
-// do not count. Nil with Force, for a region outside the schedule (not in
-// regions), and when the runs cannot be read (logged; the run goes on).
+// schedule for redundancy (fetch.Runner.Skip, docs/design.md §10a): a
+// *capturedError when another host's run of region that started in the
+// region's current slot succeeded (success or success_unmetered). Nil with
+// Force, for a region outside the schedule, and when the runs cannot be
+// read (logged; the run goes on).
 func (r *Runner) capturedElsewhere(ctx context.Context, region string) error {
 	sch := r.slots[region]
 	if r.Force || sch == nil {
@@ -194,16 +187,13 @@ func enabled(r config.Refresh) time.Duration {
 }
 
 // Close closes the limiter and the store.
-func (r *Runner) Close() error {
-	return errors.Join(r.limiter.Close(), r.store.Close())
-}
+func (r *Runner) Close() error { return errors.Join(r.limiter.Close(), r.store.Close()) }
 
-// RunRegions runs each region of list in turn, as `trendfetch run` does.
-// A clean stop (quota denial), a rejected key or a cancelled ctx ends the
-// whole list; other failures are collected and the next region still
-// runs. The error is nil, the stop, or the failures (a *Failures when they
-// are several and not all held leases). Stale channels are batched across
-// the regions; the last region sends the remainder.
+// RunRegions runs each region of list in turn (`run`). A clean stop (quota
+// denial), a rejected key or a cancelled ctx ends the list; other failures
+// are collected and the next region runs. The error is nil, the stop, or
+// the failures (joinFailures). Stale channels are batched across the
+// regions; the last one sends the remainder.
 func (r *Runner) RunRegions(ctx context.Context, list []string) error {
 	r.e.applyRetention(ctx, r.store)
 	var failed []error
@@ -233,10 +223,9 @@ func (r *Runner) RunRegions(ctx context.Context, list []string) error {
 	return joinFailures(failed)
 }
 
-// RunOne runs region as one tick of `schedule` does: the storage policy,
-// then the run under the run deadline, with its check-ins; each run sends its
-// own channel remainder. The runner logged the run; what it cannot log (a
-// lease held elsewhere, a run that did not start) is logged here.
+// RunOne runs region as a tick of `schedule` does (its own channel
+// remainder), logging what the runner cannot: a lease held elsewhere, a
+// run that did not start.
 func (r *Runner) RunOne(ctx context.Context, region string) (store.Run, error) {
 	r.e.applyRetention(ctx, r.store)
 	run, err := r.run(ctx, r.fetch, region, "")
@@ -256,11 +245,9 @@ func (r *Runner) RunOne(ctx context.Context, region string) (store.Run, error) {
 	return run, err
 }
 
-// run is the one code path of a region's run, once the storage policy is
-// applied: the run under runs.timeout, its check-ins (runs.checkin_url,
-// with the exit code of Options.ExitCode), and with textfile set the
-// region's metrics textfile in that directory (a failure to write it is
-// logged; it never fails the run).
+// run is the one code path of a region's run after the storage policy:
+// under runs.timeout, with its check-ins (Options.ExitCode) and, with
+// textfile set, the region's metrics textfile there (a failure is logged).
 func (r *Runner) run(ctx context.Context, fr *fetch.Runner, region, textfile string) (store.Run, error) {
 	if d := r.e.cfg.Runs.Timeout.Std(); d > 0 {
 		var cancel context.CancelFunc
@@ -272,7 +259,7 @@ func (r *Runner) run(ctx context.Context, fr *fetch.Runner, region, textfile str
 	path := ""
 	if textfile != "" {
 		path = metrics.TextfileName(textfile, region)
-		m = r.e.Metrics(r.limiter, []string{region}, r.store)
+		m = r.e.metrics(r.limiter, []string{region}, r.store)
 		if err := m.CarryCounters(path); err != nil {
 			r.e.log.Warn().Err(err).Msg("metrics textfile: earlier counters not carried over")
 		}
@@ -299,22 +286,17 @@ func (r *Runner) run(ctx context.Context, fr *fetch.Runner, region, textfile str
 	return run, err
 }
 
-// Servers are what `schedule` serves beside its runs; a nil listener
-// serves nothing.
+// Servers are what `schedule` serves beside its runs (nil: nothing):
+// Metrics /metrics and /healthz; API the read API and dashboard (Serve,
+// with Token) with the scheduler's metrics.
 type Servers struct {
-	// Metrics serves Prometheus metrics on /metrics and a liveness check
-	// on /healthz.
-	Metrics net.Listener
-	// API serves the read API and dashboard (Serve, with Token), with the
-	// scheduler's metrics on its /metrics.
-	API   net.Listener
-	Token string
+	Metrics, API net.Listener
+	Token        string
 }
 
 // Schedule runs every configured region on its schedule until ctx is
-// cancelled (schedule.*), serving srv meanwhile: nil after a clean stop, a
-// *fetch.CredentialError when the API rejects the key. It tells systemd
-// it is ready (Type=notify).
+// cancelled, serving srv meanwhile and telling systemd it is ready: nil
+// after a clean stop, a *fetch.CredentialError when the API rejects the key.
 func (r *Runner) Schedule(ctx context.Context, srv Servers) error {
 	cfg, log := r.e.cfg, r.e.log
 	plan, err := cfg.Schedule.Plan(cfg.Regions)
@@ -323,7 +305,7 @@ func (r *Runner) Schedule(ctx context.Context, srv Servers) error {
 	}
 	var m *metrics.Metrics
 	if srv.Metrics != nil || srv.API != nil {
-		m = r.e.Metrics(r.limiter, cfg.Regions, r.store)
+		m = r.e.metrics(r.limiter, cfg.Regions, r.store)
 		r.fetch.OnCall, r.fetch.OnRun = m.ObserveCall, m.ObserveRun
 	}
 	if srv.API != nil {
@@ -377,12 +359,11 @@ func (r *Runner) Schedule(ctx context.Context, srv Servers) error {
 	return s.Run(ctx)
 }
 
-// Metrics returns the metrics of regions with what every /metrics and
-// textfile shows: build info (Options.Version), counter series at 0 from
-// the start, and each region's last success read from st. quotaReader may
-// be nil (no quota gauges).
-func (e *Engine) Metrics(quotaReader metrics.StatusReader, regions []string, st store.Backend) *metrics.Metrics {
-	creds := e.CredentialNames()
+// metrics returns the metrics of regions: build info, counter series at 0
+// from the start, each region's last success read from st, and quota
+// gauges unless quotaReader is nil.
+func (e *Engine) metrics(quotaReader metrics.StatusReader, regions []string, st store.Backend) *metrics.Metrics {
+	creds := e.credentialNames()
 	m := metrics.New(quotaReader, creds, regions, 0)
 	m.SetBuildInfo(e.o.Version, runtime.Version())
 	var buckets []string
@@ -395,8 +376,8 @@ func (e *Engine) Metrics(quotaReader metrics.StatusReader, regions []string, st 
 	return m
 }
 
-// CredentialNames returns the configured credentials' names.
-func (e *Engine) CredentialNames() []string {
+// credentialNames returns the configured credentials' names.
+func (e *Engine) credentialNames() []string {
 	out := make([]string, len(e.cfg.Credentials))
 	for i, c := range e.cfg.Credentials {
 		out[i] = c.Name
@@ -404,9 +385,9 @@ func (e *Engine) CredentialNames() []string {
 	return out
 }
 
-// joinFailures joins the failures of several regions. When they are not
-// all held leases (exit 3), the result is a *Failures, so the exit code is
-// 1: a failed region needs attention more than a skipped one.
+// joinFailures joins the failures of several regions: a *Failures (exit 1)
+// unless they are all held leases (exit 3), as a failed region needs
+// attention more than a skipped one.
 func joinFailures(errs []error) error {
 	for _, err := range errs {
 		var held *quota.LeaseHeldError
@@ -420,8 +401,8 @@ func joinFailures(errs []error) error {
 	return errors.Join(errs...)
 }
 
-// Failures are the failures of several regions of one RunRegions. It does
-// not unwrap, so it exits 1 even when some are held leases.
+// Failures are the failures of several regions of one RunRegions; it does
+// not unwrap (exit 1 even when some are held leases).
 type Failures struct{ Errs []error }
 
 // Error is one line per region.

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/http"
 	"strconv"
 	"time"
 
@@ -21,15 +20,10 @@ import (
 	"github.com/trendfetch/trendfetch/internal/termtext"
 )
 
-// serveShutdownGrace bounds a graceful stop of Serve: connections still
-// open then are closed.
-const serveShutdownGrace = 10 * time.Second
-
 // ListenServe checks serve.addr and serve.token_file and listens, capped
-// by serve.max_conns and serve.max_conns_per_ip; token is the file's
-// ("" = none). A non-loopback address without a token file, an unreadable
-// or short token and an address that cannot be listened on are usage
-// errors.
+// by serve.max_conns(_per_ip); token is the file's ("" = none). A
+// non-loopback address without a token, an unreadable or short token and
+// an address that cannot be listened on are usage errors.
 func (e *Engine) ListenServe() (ln net.Listener, token string, err error) {
 	sc := e.cfg.Serve
 	host, _, err := net.SplitHostPort(sc.Addr)
@@ -54,9 +48,8 @@ func (e *Engine) ListenServe() (ln net.Listener, token string, err error) {
 	return serve.LimitListener(ln, sc.MaxConns, sc.MaxConnsPerIP), token, nil
 }
 
-// ListenMetrics listens on addr, host:port with a port of 0-65535, for
-// the scheduler's /metrics and /healthz; a malformed addr is a usage
-// error.
+// ListenMetrics listens on addr (host:port, port 0-65535) for the
+// scheduler's /metrics and /healthz; a malformed addr is a usage error.
 func ListenMetrics(addr string) (net.Listener, error) {
 	_, port, err := net.SplitHostPort(addr)
 	if err != nil {
@@ -75,91 +68,44 @@ func ListenMetrics(addr string) (net.Listener, error) {
 }
 
 // Serve serves the read API and dashboard on ln until ctx is done, then
-// shuts down within serveShutdownGrace; it tells systemd it is ready
-// (Type=notify). token and m are ServeHandler's. Errors: ServeHandler's
-// (no database yet: a usage error), or the listener failing.
+// shuts down within 10s; it tells systemd it is ready (Type=notify). It
+// reads the store and the quota backend read-only (not at all when the
+// embedded one does not exist yet) and limits clients by serve.rate_limit;
+// token is the bearer token ("" = none); m, when set, is the scheduler's
+// metrics, else a fresh registry's quota collectors are served. Errors: no
+// database yet (a usage error), what cannot be opened, the listener failing.
 func (e *Engine) Serve(ctx context.Context, ln net.Listener, token string, m *metrics.Metrics) error {
-	h, closeAll, err := e.ServeHandler(ctx, token, m)
+	st, err := e.OpenReadStore(ctx)
 	if nd := (*store.NoDatabaseError)(nil); errors.As(err, &nd) {
 		return Usagef("trendfetch run --region US", "no database at %s yet: run trendfetch run first, or set database", nd.Path)
-	}
-	if err != nil {
+	} else if err != nil {
 		return err
 	}
-	defer closeAll()
-	sc := e.cfg.Serve
-	srv := serve.NewServer(h, serve.DefaultTimeouts, sc.Timeout.Std(), e.log)
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
-	defer sdnotify.Ready(ctx, e.log)() // systemd Type=notify: ready, watchdog, stopping
-	e.log.Info().Str("addr", ln.Addr().String()).Bool("token", token != "").Int64("rate_limit", max(sc.RateLimit.Limit, 0)).
-		Str("rate_limit_algorithm", sc.RateLimit.Algorithm).Dur("timeout", sc.Timeout.Std()).
-		Msg("serving the read API and dashboard")
-	select {
-	case err := <-errc:
-		return fmt.Errorf("serve: %w", err)
-	case <-ctx.Done():
-	}
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), serveShutdownGrace)
-	defer cancel()
-	if err := srv.Shutdown(sctx); err != nil {
-		e.log.Warn().Err(err).Msg("connections still open after the shutdown grace: closed")
-		srv.Close()
-	}
-	e.log.Info().Msg("server stopped")
-	return nil
-}
-
-// ServeHandler opens what the read API and dashboard read (the store
-// read-only; the quota backend read-only, unless the embedded one does not
-// exist yet; the rate limiter of serve.rate_limit) and returns their
-// handler, with token as the bearer token ("" = none). m, when set, is the
-// scheduler's metrics (schedule --serve); otherwise the quota collectors of
-// a fresh registry are served. close releases what it opened.
-//
-// Errors: a missing database is a *store.NoDatabaseError.
-func (e *Engine) ServeHandler(ctx context.Context, token string, m *metrics.Metrics) (h http.Handler, close func(), err error) {
-	var closers []func() error
-	closeAll := func() {
-		for i := len(closers) - 1; i >= 0; i-- {
-			closers[i]()
-		}
-	}
-	defer func() {
-		if err != nil { // close is nil then: the error returns set it
-			closeAll()
-		}
-	}()
-	st, err := e.OpenReadStore(ctx)
-	if err != nil {
-		return nil, nil, err
-	}
-	closers = append(closers, st.Close)
+	defer st.Close()
 	var lim *quota.Limiter
-	if !e.QuotaDBMissing() {
-		// Read-only: serve may run as a user who cannot write quota.db.
+	if !e.quotaDBMissing() { // read-only: serve may run as a user who cannot write quota.db
 		if lim, err = e.OpenLimiter(true); err != nil {
-			return nil, nil, err
+			return err
 		}
-		closers = append(closers, lim.Close)
+		defer lim.Close()
 	}
 	if m == nil {
 		var reader metrics.StatusReader
 		if lim != nil {
 			reader = lim
 		}
-		m = e.Metrics(reader, e.cfg.Regions, st)
+		m = e.metrics(reader, e.cfg.Regions, st)
 	}
 	rate, err := e.serveRateLimit()
 	if err != nil {
-		return nil, nil, err
+		return err
 	}
 	if rate.Limiter != nil {
-		closers = append(closers, rate.Limiter.Close)
+		defer rate.Limiter.Close()
 	}
-	creds := e.CredentialNames()
+	sc, creds := e.cfg.Serve, e.credentialNames()
 	plan, _ := e.cfg.Schedule.Plan(e.cfg.Regions)
-	return serve.Handler(serve.Options{
+	h := serve.Handler(serve.Options{
 		Store: st,
 		Quota: func(ctx context.Context) []quota.Status {
 			out := make([]quota.Status, 0, len(creds))
@@ -181,20 +127,34 @@ func (e *Engine) ServeHandler(ctx context.Context, token string, m *metrics.Metr
 			}
 			return out
 		},
-		Metrics:     m.Handler(),
-		Token:       token,
-		RateLimit:   rate,
-		Timeout:     e.cfg.Serve.Timeout.Std(),
-		Hosts:       e.cfg.Serve.Hosts,
-		CORSOrigins: e.cfg.Serve.CORSOrigins,
-		Log:         e.log,
-	}), closeAll, nil
+		Metrics: m.Handler(), Token: token, RateLimit: rate, Timeout: sc.Timeout.Std(),
+		Hosts: sc.Hosts, CORSOrigins: sc.CORSOrigins, Log: e.log,
+	})
+	srv := serve.NewServer(h, serve.DefaultTimeouts, sc.Timeout.Std(), e.log)
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	defer sdnotify.Ready(ctx, e.log)() // systemd Type=notify: ready, watchdog, stopping
+	e.log.Info().Str("addr", ln.Addr().String()).Bool("token", token != "").Int64("rate_limit", max(sc.RateLimit.Limit, 0)).
+		Str("rate_limit_algorithm", sc.RateLimit.Algorithm).Dur("timeout", sc.Timeout.Std()).
+		Msg("serving the read API and dashboard")
+	select {
+	case err := <-errc:
+		return fmt.Errorf("serve: %w", err)
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		e.log.Warn().Err(err).Msg("connections still open after the shutdown grace: closed")
+		srv.Close()
+	}
+	e.log.Info().Msg("server stopped")
+	return nil
 }
 
 // serveRateLimit builds the per-client limiter of serve.rate_limit: the
-// sliding-window counter (default) or log, in the configured Redis when the
-// quota backend is Redis (instances share one budget per client), else in
-// memory.
+// sliding-window counter or log, in Redis when the quota backend is Redis
+// (instances share one budget per client), else in memory.
 func (e *Engine) serveRateLimit() (serve.RateLimit, error) {
 	rl := e.cfg.Serve.RateLimit
 	if rl.Limit < 0 {
@@ -206,7 +166,7 @@ func (e *Engine) serveRateLimit() (serve.RateLimit, error) {
 	switch redisBacked := e.cfg.Quota.Backend == "redis"; {
 	case rl.Algorithm == "log" && redisBacked:
 		var b quota.Backend
-		if b, err = e.OpenRedisBackend(); err == nil {
+		if b, err = e.openRedisBackend(); err == nil {
 			if l, err = serve.NewLog(b, rl.Limit, window); err != nil {
 				b.Close()
 			}
@@ -215,7 +175,7 @@ func (e *Engine) serveRateLimit() (serve.RateLimit, error) {
 		l, err = serve.NewLog(quota.NewMemory(time.Now), rl.Limit, window)
 	case redisBacked:
 		var c redis.UniversalClient
-		if c, err = e.OpenRedisClient(); err == nil {
+		if c, err = e.openRedisClient(); err == nil {
 			if l, err = serve.NewRedisCounter(c, rl.Limit, window); err != nil {
 				c.Close()
 			}
