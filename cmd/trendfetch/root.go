@@ -25,11 +25,9 @@ import (
 )
 
 // Main runs trendfetch with args and returns the process exit code.
-// Signals (SIGINT, SIGTERM, SIGHUP) become context cancellation here; a
-// second signal exits at once.
+// SIGINT, SIGTERM and SIGHUP cancel the context; a second signal exits at
+// once. Every byte printed passes the secrets scrubber.
 func Main(args []string, stdout, stderr io.Writer) int {
-	// Every byte trendfetch prints passes the secrets scrubber: whatever
-	// error or log line quotes a key or a Redis password, it leaves masked.
 	zerolog.TimestampFunc = func() time.Time { return time.Now().UTC() } // newLogger's stamps
 	secrets := &secret.Set{}
 	a := &app{lookupEnv: os.LookupEnv, secrets: secrets, stderrTTY: isTerminal(stderr), stdoutTTY: isTerminal(stdout)}
@@ -78,11 +76,10 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	return code
 }
 
-// reportError prints the error that ends the process, once, to stderr: a
-// JSON event when logs are JSON (so a log file holds JSON only), else
-// "trendfetch: ..." lines and a "Try: ..." hint for people.
+// reportError prints the error that ends the process to stderr: one line
+// (at most 2,000 characters) or one per failed region, as JSON events when
+// logs are JSON, else "trendfetch: ..." lines and a "Try: ..." hint.
 func (a *app) reportError(err error, code int) {
-	// One line (at most 2,000 characters), or one a failed region.
 	lines := []string{termtext.Clip(strings.Join(strings.Fields(err.Error()), " "), 2000)}
 	if rf := (*engine.Failures)(nil); errors.As(err, &rf) {
 		lines = strings.Split(rf.Error(), "\n")
@@ -93,9 +90,7 @@ func (a *app) reportError(err error, code int) {
 	}
 	env, _ := a.lookupEnv(config.Lookup("log.format").Env)
 	if jsonLogs(cmp.Or(a.logFormat, env), a.stderrTTY) {
-		// The process's logger, or before the config loaded a JSON one;
-		// printed whatever log.level.
-		log := a.log
+		log := a.log // before the config loaded a JSON one; whatever log.level
 		if a.cfg == nil {
 			log = newLogger(a.stderr, config.Log{Level: "info", Format: "json"}, false)
 		}
@@ -123,8 +118,7 @@ func (a *app) reportError(err error, code int) {
 	}
 }
 
-// jsonLogs reports whether log lines are JSON: log.format (before the
-// config loaded, its environment variable) is json, or auto (the default)
+// jsonLogs reports whether log lines are JSON: log.format json, or auto
 // with stderr not a terminal (tty). The one place the format is decided.
 func jsonLogs(format string, tty bool) bool {
 	switch format {
@@ -136,24 +130,15 @@ func jsonLogs(format string, tty bool) bool {
 	return !tty
 }
 
-// app holds what every command shares: output streams, the environment and
-// the global flags. It is built once per process (or per test).
+// app holds what every command of one process (or test) shares.
 type app struct {
-	stdout, stderr io.Writer
-	lookupEnv      func(string) (string, bool)
-	// logFormat is log.format once the config is read ("" before).
-	logFormat string
-	// stderrTTY reports that stderr is a terminal (log.format auto:
-	// console); stdoutTTY that stdout is (search's bold, video's sparkline).
-	stderrTTY, stdoutTTY bool
-	// secrets holds every known secret value; stdout and stderr scrub them.
-	secrets *secret.Set
-
-	// flags holds the root flags of the settings table (config.Settings),
-	// by name ("" = not given).
-	flags map[string]*string
-	// configFile is the absolute path of the config file read ("" = defaults).
-	configFile string
+	stdout, stderr       io.Writer // scrubbed of secrets
+	lookupEnv            func(string) (string, bool)
+	logFormat            string // log.format once the config is read ("" before)
+	stderrTTY, stdoutTTY bool   // terminals: console logs; search's bold, video's sparkline
+	secrets              *secret.Set
+	flags                map[string]*string // root flags of config.Settings by name ("" = not given)
+	configFile           string             // absolute path of the config file read ("" = defaults)
 
 	cfg *config.Config
 	log zerolog.Logger
@@ -195,8 +180,8 @@ Redis shared by every host); on denial a run stops cleanly and exits 75.
 // withConfig is the PreRunE of the commands that need the configuration.
 func (a *app) withConfig(*cobra.Command, []string) error { return a.loadConfig() }
 
-// loadConfig loads defaults -> file -> env -> flags, validates, and builds
-// the logger. No I/O beyond reading the config file and key files.
+// loadConfig loads defaults, file, env and flags, validates, and builds
+// the logger, reading nothing but the config file and key files.
 func (a *app) loadConfig() error {
 	flags := map[string]string{}
 	for name, v := range a.flags {
@@ -222,10 +207,8 @@ func (a *app) loadConfig() error {
 	return nil
 }
 
-// registerSecrets adds the API key of every credential that has one
-// readable now, the Redis URL's password and the Sentinels' password to
-// a.secrets. Unreadable keys are skipped here: the command that needs one
-// reports it.
+// registerSecrets adds the configured secrets readable now to a.secrets
+// (an unreadable key is reported by the command that needs it).
 func (a *app) registerSecrets(cfg *config.Config) {
 	for _, cr := range cfg.Credentials {
 		if k, err := cr.APIKey(a.lookupEnv); err == nil {
@@ -238,12 +221,9 @@ func (a *app) registerSecrets(cfg *config.Config) {
 	a.secrets.Add(checkin.Secrets(cfg.Runs.CheckinURL)...)
 }
 
-// newLogger writes JSON to w, or the console format when asked
-// (log.format console, or auto with stderr a terminal: tty). The console
-// format has colours on a terminal only, and never when NO_COLOR is set
-// (no-color.org). Every event is stamped (in UTC, set by Main: RFC 3339
-// "time":"2026-11-23T07:00:00Z"): logs, runs and quota status name one
-// zone, UTC.
+// newLogger writes JSON to w, or the console format (jsonLogs), coloured
+// on a terminal unless NO_COLOR is set (no-color.org). Events are stamped
+// in UTC (Main sets zerolog.TimestampFunc).
 func newLogger(w io.Writer, lc config.Log, tty bool) zerolog.Logger {
 	level, err := zerolog.ParseLevel(lc.Level)
 	if err != nil {

@@ -1,7 +1,6 @@
-// Package exitcode is trendfetch's table of process exit codes
-// (docs/design.md §5): the codes and their meanings, written once. The CLI
-// maps errors to them; --help, the README's table, crontab's header and the
-// systemd and Kubernetes schedules are rendered from Codes.
+// Package exitcode is trendfetch's table of process exit codes and their
+// meanings (docs/design.md §5), from which --help, crontab's header and the
+// systemd and Kubernetes schedules are rendered.
 package exitcode
 
 import (
@@ -22,9 +21,8 @@ const (
 	SIGTERM  = 143
 )
 
-// Code is one exit code with its meaning, and its meaning in a few words
-// for crontab's header (Short; "" = not listed there: a job is not sent
-// signals by cron).
+// Code is one exit code with its Meaning, and in a few words for crontab's
+// header (Short; "" = not listed: cron sends a job no signal).
 type Code struct {
 	Code           int
 	Short, Meaning string
@@ -43,13 +41,11 @@ var Codes = []Code{
 	{SIGTERM, "", "terminated by SIGTERM (run recorded as interrupted)"},
 }
 
-// NotFailures are the exit codes of a scheduled run that are no failure:
-// the quota was denied or another process runs the region; the next tick
-// resumes.
+// NotFailures are the exit codes of a scheduled run that are no failure
+// (the next tick resumes).
 var NotFailures = []int{TempFail, Running}
 
-// NotRetried are the exit codes a retry cannot fix: NotFailures and a
-// configuration error.
+// NotRetried are the exit codes a retry cannot fix.
 var NotRetried = []int{Usage, Running, TempFail}
 
 // Short returns code's meaning in a few words ("" for a code Codes lacks).

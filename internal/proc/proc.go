@@ -1,22 +1,14 @@
 // Package proc answers whether a process that took a lock is gone, for the
-// stale-lock rule of restic (docs/design.md §5: a lock is stale when its
-// holder is on this host and its process no longer exists),
-// and names what makes a pid meaningful: the boot (BootID), the PID
-// namespace (PIDNamespace) it was issued in and the process's start
-// (StartTicks). To survive pid reuse, a process with the pid that started
-// at another tick is a different process: the holder is gone too; so is a
-// zombie (killed, not yet reaped by its parent). Start ticks count from
-// boot, so no step of the wall clock (date -s, an NTP step, a resumed VM)
-// changes a process's identity.
+// stale-lock rule of docs/design.md §5, and names what makes a pid
+// meaningful: the boot (BootID), the PID namespace (PIDNamespace) and the
+// process's start in clock ticks after boot (StartTicks: a pid reused by a
+// later process, or a zombie, is gone; no step of the wall clock changes it).
 package proc
 
 // Gone reports whether the process pid (in this PID namespace, since this
-// boot) that started at startTicks (StartTicks of that process; 0 when
-// unknown) is gone: no process has that pid, it is a zombie (state Z:
-// exited, not yet reaped), or the process that has it started at another
-// tick (the pid was reused). It answers false when it cannot tell (a
-// platform without process inspection): a lock must never be broken on a
-// guess.
+// boot) that started at startTicks (0 when unknown) is gone: no process has
+// that pid, it is a zombie, or the pid's process started at another tick.
+// It answers false when it cannot tell: a lock is never broken on a guess.
 func Gone(pid int, startTicks uint64) bool {
 	if pid <= 0 {
 		return false
@@ -32,9 +24,7 @@ func Gone(pid int, startTicks uint64) bool {
 }
 
 // StartTicks returns when process pid started, in clock ticks after boot
-// (field 22 of /proc/<pid>/stat, proc(5)), or 0 when unknown (no such
-// process, a platform without process inspection). Unlike a wall-clock
-// start time it is the same whatever the wall clock does.
+// (field 22 of /proc/<pid>/stat, proc(5)), or 0 when unknown.
 func StartTicks(pid int) uint64 {
 	exists, started, ok := inspect(pid)
 	if !ok || !exists {

@@ -30,11 +30,9 @@ func PIDNamespace() string {
 	return ns
 }
 
-// inspect reports whether pid exists (kill(pid, 0): ESRCH means no such
-// process; EPERM means it exists under another user; state Z or X in
-// /proc/<pid>/stat means it exited and is only not reaped yet) and, from
-// proc(5), when it started: field 22 of /proc/<pid>/stat, clock ticks after
-// boot (0 when unreadable). ok is false when it cannot tell.
+// inspect reports whether pid exists (kill(pid, 0): ESRCH none, EPERM
+// another user's; state Z or X in /proc/<pid>/stat: exited, not reaped)
+// and its start ticks (0 when unreadable); ok is false when it cannot tell.
 func inspect(pid int) (exists bool, started uint64, ok bool) {
 	switch err := syscall.Kill(pid, 0); {
 	case errors.Is(err, syscall.ESRCH):
