@@ -1,21 +1,30 @@
-// Package metrics exposes trendfetch's scheduler-mode metrics in the
-// Prometheus text format (github.com/prometheus/client_golang): quota
-// used/remaining/limit per credential and bucket (read from the limiter at
-// scrape time), runs by region and outcome, API calls by method and status,
-// units spent per bucket, run durations and the last success per region.
-// Every metric is in a private registry: no Go runtime or process metrics
-// unless added, no global state.
+// Package metrics exposes trendfetch's metrics in the Prometheus text format
+// (github.com/prometheus/client_golang), served by the scheduler or written
+// to node_exporter's textfile collector: quota per credential and bucket
+// (read from the limiter at scrape time), runs, API calls, units spent, run
+// durations and the last success per region (docs/operations.md "Metrics").
+// They live in a private registry: no Go runtime or process metrics.
 package metrics
 
 import (
+	"cmp"
 	"context"
+	"errors"
+	"fmt"
+	"io/fs"
 	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
 	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/trendfetch/trendfetch/internal/quota"
 	"github.com/trendfetch/trendfetch/internal/serve"
@@ -48,11 +57,9 @@ type Metrics struct {
 // alerts see a 0 before the first event.
 var Outcomes = []store.Outcome{store.OutcomeSuccess, store.OutcomeSuccessUnmetered, store.OutcomeDenied, store.OutcomeFailed, store.OutcomeInterrupted}
 
-// New registers the collectors. quotaReader (may be nil: no quota metrics)
-// is asked for each of credentials at every scrape, with scrapeTimeout
+// New registers the collectors. quotaReader (nil: no quota metrics) is
+// asked for each of credentials at every scrape, with scrapeTimeout
 // (default 5s) per credential. The per-region series of regions start at 0.
-// The metrics, their labels and units are listed in docs/operations.md
-// ("Metrics"); each one's Help below says what it counts.
 func New(quotaReader StatusReader, credentials, regions []string, scrapeTimeout time.Duration) *Metrics {
 	if scrapeTimeout <= 0 {
 		scrapeTimeout = 5 * time.Second
@@ -116,10 +123,9 @@ func (m *Metrics) SetBuildInfo(version, goVersion string) {
 	m.reg.MustRegister(g)
 }
 
-// ZeroSeries creates, at 0, the counter series whose labels are known before
-// any event: units spent and unmetered calls per credential (and bucket),
-// API calls per method with status 200, so that rates and alerts see a 0
-// from the first scrape.
+// ZeroSeries creates, at 0, the series whose labels are known before any
+// event: units spent and unmetered calls per credential (and bucket), API
+// calls per method with status 200.
 func (m *Metrics) ZeroSeries(credentials, buckets, methods []string) {
 	for _, c := range credentials {
 		m.unmetered.WithLabelValues(c)
@@ -133,18 +139,15 @@ func (m *Metrics) ZeroSeries(credentials, buckets, methods []string) {
 	}
 }
 
-// ReadLastSuccess makes trendfetch_last_success_timestamp_seconds come from
-// read (store.LastSuccess: each region's last successful run, whichever
-// process ran it) at every scrape, bounded by the scrape timeout; a region
-// that never succeeded reads 0. Runs observed by ObserveRun still count
-// when read fails or lags. Call it once, before serving.
+// ReadLastSuccess makes trendfetch_last_success_timestamp_seconds the later
+// of read's (store.LastSuccess, whichever process ran it; called at every
+// scrape within the scrape timeout) and ObserveRun's. Call it once, before
+// serving.
 func (m *Metrics) ReadLastSuccess(read func(ctx context.Context) (map[string]time.Time, error)) {
 	m.reg.Unregister(m.lastSuccess)
 	m.reg.MustRegister(&lastSuccessCollector{own: m.lastSuccess, read: read, timeout: m.scrapeTimeout})
 }
 
-// lastSuccessCollector reports the later of the database's and this
-// process's last success per region.
 type lastSuccessCollector struct {
 	own     *prometheus.GaugeVec
 	read    func(ctx context.Context) (map[string]time.Time, error)
@@ -177,17 +180,15 @@ func gaugeValue(g prometheus.Gauge) float64 {
 	return pb.Gauge.GetValue()
 }
 
-// ObserveCall records one API call; its signature is fetch.Runner.OnCall's.
-// status is the HTTP status, 0 when no answer arrived; latency is the
-// call's wall time.
+// ObserveCall records one API call (fetch.Runner.OnCall): status is the
+// HTTP status, 0 when no answer arrived.
 func (m *Metrics) ObserveCall(method string, status int, latency time.Duration) {
 	m.calls.WithLabelValues(method, strconv.Itoa(status)).Inc()
 	m.callLatency.WithLabelValues(method).Observe(latency.Seconds())
 }
 
-// ObserveRun records a finished run record; its signature is
-// fetch.Runner.OnRun's: the outcome, the duration, the units it reserved per
-// bucket, its unmetered calls and, on success, the region's last success.
+// ObserveRun records a finished run (fetch.Runner.OnRun): its outcome,
+// duration, units, unmetered calls and, on success, the last success.
 func (m *Metrics) ObserveRun(run store.Run) {
 	m.runs.WithLabelValues(run.Region, string(run.Outcome)).Inc()
 	if !run.FinishedAt.IsZero() && !run.StartedAt.IsZero() {
@@ -207,9 +208,7 @@ func (m *Metrics) ObserveRun(run store.Run) {
 }
 
 // Handler serves GET /metrics (Prometheus text format, or OpenMetrics when
-// asked) and GET /healthz (200 {"status":"ok","error":null} while the
-// process serves: serve.Health); other paths
-// are 404.
+// asked) and GET /healthz (200, serve.Health); other paths are 404.
 func (m *Metrics) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg}))
@@ -219,9 +218,8 @@ func (m *Metrics) Handler() http.Handler {
 	return mux
 }
 
-// quotaCollector reads the limiter at scrape time, so the figures are the
-// shared backend's (every host's and cron job's spending), not this
-// process's own.
+// quotaCollector reads the limiter at scrape time: the shared backend's
+// figures, not this process's own.
 type quotaCollector struct {
 	reader      StatusReader
 	credentials []string
@@ -276,4 +274,87 @@ func (c *quotaCollector) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(descToday, prometheus.GaugeValue, float64(b.UsedToday), cred, b.Name)
 		}
 	}
+}
+
+// TextfileName is the file of region in node_exporter's textfile collector
+// directory: one file per region, so concurrent cron runs of different
+// regions never write the same file.
+func TextfileName(dir, region string) string {
+	return filepath.Join(dir, "trendfetch_"+region+".prom")
+}
+
+// CarryCounters adds the counters of an earlier textfile at path (written by
+// WriteTextfile) to m, so a region's counters keep counting across cron
+// runs as one long-lived process's would. A missing file carries nothing.
+func (m *Metrics) CarryCounters(path string) error {
+	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(f)
+	if err != nil {
+		return fmt.Errorf("metrics textfile %s: %w", path, err)
+	}
+	for name, vec := range map[string]*prometheus.CounterVec{
+		Namespace + "_runs_total":            m.runs,
+		Namespace + "_units_spent_total":     m.units,
+		Namespace + "_unmetered_calls_total": m.unmetered,
+		Namespace + "_api_calls_total":       m.calls,
+	} {
+		mf := families[name]
+		if mf == nil || mf.GetType() != dto.MetricType_COUNTER {
+			continue
+		}
+		for _, metric := range mf.Metric {
+			labels := prometheus.Labels{}
+			for _, l := range metric.Label {
+				labels[l.GetName()] = l.GetValue()
+			}
+			c, err := vec.GetMetricWith(labels)
+			if err != nil { // the region label WriteTextfile added
+				delete(labels, "region")
+				c, err = vec.GetMetricWith(labels)
+			}
+			if err != nil {
+				continue // labels of another version: start again at 0
+			}
+			c.Add(metric.GetCounter().GetValue())
+		}
+	}
+	return nil
+}
+
+// WriteTextfile writes m's metrics of region to path atomically (mode 0644)
+// for node_exporter's textfile collector, which refuses a series found in
+// two files: series of another region are left out, every other series gets
+// the label region (aggregate quota gauges with max()), histograms are left
+// out (one run's observations cannot be carried over).
+func (m *Metrics) WriteTextfile(path, region string) error {
+	return prometheus.WriteToTextfile(path, prometheus.GathererFunc(func() ([]*dto.MetricFamily, error) {
+		mfs, err := m.reg.Gather()
+		out := mfs[:0]
+		for _, mf := range mfs {
+			if mf.GetType() == dto.MetricType_HISTOGRAM {
+				continue
+			}
+			mf.Metric = slices.DeleteFunc(mf.Metric, func(metric *dto.Metric) bool {
+				i := slices.IndexFunc(metric.Label, func(l *dto.LabelPair) bool { return l.GetName() == "region" })
+				if i >= 0 {
+					return metric.Label[i].GetValue() != region
+				}
+				metric.Label = append(metric.Label, &dto.LabelPair{Name: proto.String("region"), Value: proto.String(region)})
+				slices.SortFunc(metric.Label, func(a, b *dto.LabelPair) int { return cmp.Compare(a.GetName(), b.GetName()) })
+				return false
+			})
+			if len(mf.Metric) > 0 {
+				out = append(out, mf)
+			}
+		}
+		return out, err
+	}))
 }

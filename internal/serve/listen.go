@@ -15,21 +15,15 @@ import (
 	"golang.org/x/net/netutil"
 )
 
-// Timeouts bound what a client can hold (docs/design.md §8): a stalled client
-// never keeps a connection for long.
+// Timeouts bound what a client can hold (docs/design.md §8): the time to send
+// a request's headers, the whole request, the answer (from the end of the
+// headers), and idle between keep-alive requests of a connection that sent
+// the right token (or any, without a token) and of one that did not.
 type Timeouts struct {
-	// ReadHeader is the time to send a request's headers, Read the whole
-	// request, Write the answer (counted from the end of the headers), Idle
-	// between keep-alive requests of a connection that sent the right
-	// token (or of any connection when no token is set), IdleAnonymous of
-	// one that did not.
 	ReadHeader, Read, Write, Idle, IdleAnonymous time.Duration
 }
 
-// DefaultTimeouts: 5 s to send the headers, 10 s for the whole request,
-// 30 s to write the answer, 60 s idle between keep-alive requests, 5 s for
-// connections without the token. Read and Write must exceed the request
-// deadline (Options.Timeout): NewServer raises them when needed.
+// DefaultTimeouts are 5 s, 10 s, 30 s, 60 s and 5 s (docs/api.md).
 var DefaultTimeouts = Timeouts{ReadHeader: 5 * time.Second, Read: 10 * time.Second, Write: 30 * time.Second,
 	Idle: 60 * time.Second, IdleAnonymous: 5 * time.Second}
 
@@ -37,10 +31,9 @@ var DefaultTimeouts = Timeouts{ReadHeader: 5 * time.Second, Read: 10 * time.Seco
 const MaxHeaderBytes = 16 << 10
 
 // NewServer returns an http.Server for h with the timeouts t (Read and
-// Write at least ReadHeader + requestTimeout), MaxHeaderBytes, and its
-// error log (e.g. "http: Accept error") written to l as JSON warnings.
-// Serve it on a LimitListener: connections that did not authenticate are
-// then closed after t.IdleAnonymous idle.
+// Write raised to ReadHeader + requestTimeout + 1 s), MaxHeaderBytes, and
+// its error log written to l as JSON warnings. On a LimitListener,
+// connections that did not authenticate are closed after t.IdleAnonymous.
 func NewServer(h http.Handler, t Timeouts, requestTimeout time.Duration, l zerolog.Logger) *http.Server {
 	floor := t.ReadHeader + requestTimeout + time.Second
 	return &http.Server{
@@ -62,8 +55,7 @@ func NewServer(h http.Handler, t Timeouts, requestTimeout time.Duration, l zerol
 	}
 }
 
-// errorLog writes net/http's error log lines as zerolog warnings, so that
-// the log stays JSON.
+// errorLog writes net/http's error log lines as zerolog warnings.
 type errorLog struct{ l zerolog.Logger }
 
 func (e errorLog) Write(p []byte) (int, error) {
@@ -82,9 +74,8 @@ func authenticated(r *http.Request) {
 }
 
 // LimitListener caps ln's open connections: at most total at once (more
-// wait in the kernel's backlog, golang.org/x/net/netutil) and perIP per
-// client address (an IPv6 client by its /64); a connection over perIP is
-// answered 503 and closed.
+// wait in the backlog) and perIP per client address (IPv6 by /64); a
+// connection over perIP is answered 503 and closed.
 func LimitListener(ln net.Listener, total, perIP int) net.Listener {
 	return &limitListener{Listener: netutil.LimitListener(ln, total), perIP: perIP, open: map[string]int{}}
 }
@@ -140,8 +131,8 @@ type limitedConn struct {
 	release       func()
 	once          sync.Once
 	authenticated atomic.Bool
-	// idleAnonymous, when not 0, shortens the next read deadline (the
-	// server's idle wait, set right after the StateIdle hook) to it.
+	// idleAnonymous, when not 0, bounds the next read deadline (the
+	// server's idle wait, set right after the StateIdle hook).
 	idleAnonymous atomic.Int64
 }
 

@@ -16,12 +16,10 @@ import (
 )
 
 // Limiter decides, per client, whether a request of the read API is
-// admitted (RateLimit.Limiter). NewCounter, NewRedisCounter and NewLog
-// build one.
+// admitted (RateLimit.Limiter): NewCounter, NewRedisCounter or NewLog.
 type Limiter interface {
-	// Allow counts one request of the client named key if it is admitted.
-	// An error means the backend could not decide (the server then serves
-	// the request unmetered, logged).
+	// Allow counts one request of the client named key if it is admitted;
+	// an error means the backend could not decide.
 	Allow(ctx context.Context, key string) (Decision, error)
 	// Close releases the limiter's backend.
 	Close() error
@@ -33,25 +31,19 @@ type Decision struct {
 	Allowed bool
 	// Remaining is how many more requests fit now (0 when denied).
 	Remaining int64
-	// RetryAfter is, when denied, the wait after which one request fits
-	// again if the client sends nothing meanwhile (rounded up to a
-	// millisecond, never early).
+	// RetryAfter is, when denied, the wait until one request fits again if
+	// the client sends nothing meanwhile (rounded up to a millisecond).
 	RetryAfter time.Duration
 }
 
-// RateMethod is the call site name under which the log limiter (NewLog)
-// counts API requests; RateBucket is its bucket.
-const (
-	RateMethod = "serve.request"
-	RateBucket = "requests"
-)
+// rateMethod and rateBucket are the log limiter's call site and bucket.
+const rateMethod, rateBucket = "serve.request", "requests"
 
-// NewLog returns the exact sliding-window log limiter (serve.rate_limit
-// algorithm "log") of limit requests per client per window over backend:
-// quota.NewMemory(time.Now) for one instance, the Redis backend for several.
+// NewLog returns the exact sliding-window log limiter (algorithm "log") of
+// limit requests per client per window over backend (memory or Redis).
 func NewLog(backend quota.Backend, limit int64, window time.Duration) (Limiter, error) {
-	l, err := quota.New(backend, []quota.Bucket{{Name: RateBucket, Limit: limit, Window: window}},
-		quota.Costs{RateMethod: {{Bucket: RateBucket, Units: 1}}})
+	l, err := quota.New(backend, []quota.Bucket{{Name: rateBucket, Limit: limit, Window: window}},
+		quota.Costs{rateMethod: {{Bucket: rateBucket, Units: 1}}})
 	if err != nil {
 		return nil, err
 	}
@@ -61,30 +53,27 @@ func NewLog(backend quota.Backend, limit int64, window time.Duration) (Limiter, 
 type logLimiter struct{ l *quota.Limiter }
 
 func (g logLimiter) Allow(ctx context.Context, key string) (Decision, error) {
-	d, err := g.l.Reserve(ctx, key, RateMethod)
+	d, err := g.l.Reserve(ctx, key, rateMethod)
 	if err != nil {
 		return Decision{}, err
 	}
-	return Decision{Allowed: d.Allowed, Remaining: d.Remaining[RateBucket], RetryAfter: d.RetryAfter}, nil
+	return Decision{Allowed: d.Allowed, Remaining: d.Remaining[rateBucket], RetryAfter: d.RetryAfter}, nil
 }
 
 func (g logLimiter) Close() error { return g.l.Close() }
 
 // counterState is one client's sliding-window counter: the index of its
-// current window (unix milliseconds / window), the requests admitted in
-// the window before it and in it. 16 bytes.
+// current window (unix ms / window), the requests admitted in the window
+// before it and in it.
 type counterState struct {
 	win       int64
 	prev, cur int32
 }
 
-// counterDecide is the sliding-window counter (serve.rate_limit algorithm
-// "counter", docs/design.md §4): the estimate of the requests in the sliding
-// window ending at nowMS is prev x (the part of the previous fixed window
-// still inside it) + cur; a request is admitted when the estimate plus one
-// is at most limit. It returns the state after the decision (unchanged on a
-// denial). ratelimit.lua is the same arithmetic on Redis; both compute in
-// integers (exact below 2^53: limit x window in ms).
+// counterDecide is the sliding-window counter (algorithm "counter",
+// docs/api.md): admitted when prev x (the part of the previous window still
+// inside the sliding one) + cur + 1 <= limit. It returns the state after the
+// decision. ratelimit.lua is the same integer arithmetic on Redis.
 func counterDecide(st counterState, nowMS, windowMS, limit int64) (counterState, Decision) {
 	idx := nowMS / windowMS
 	elapsed := nowMS - idx*windowMS
@@ -123,9 +112,8 @@ func checkCounter(limit int64, window time.Duration) error {
 	return nil
 }
 
-// memoryCounter keeps the counters of one instance. A client's state is
-// dropped once it no longer counts (two windows after its current one
-// began): the map is swept at the first decision of each window.
+// memoryCounter keeps the counters of one instance; a client's state is
+// swept at the first decision of the second window after its own.
 type memoryCounter struct {
 	limit, windowMS int64
 	now             func() time.Time
@@ -171,11 +159,10 @@ func (m *memoryCounter) Close() error { return nil }
 //go:embed ratelimit.lua
 var counterLua string
 
-// counterScript is ratelimit.lua, run by EVALSHA (EVAL after NOSCRIPT).
 var counterScript = redis.NewScript(counterLua)
 
-// redisCounter keeps the counters in Redis, so that several instances
-// share one budget per client: one hash per client (counterKey), with a TTL.
+// redisCounter keeps the counters in Redis, one hash per client with a TTL,
+// so that several instances share one budget per client.
 type redisCounter struct {
 	client   redis.UniversalClient
 	limit    int64
@@ -183,8 +170,8 @@ type redisCounter struct {
 }
 
 // NewRedisCounter returns the sliding-window counter of limit requests per
-// client per window in Redis (ratelimit.lua: one script call per decision,
-// the server's clock). Close closes client.
+// client per window in Redis (one ratelimit.lua call per decision, on the
+// server's clock). Close closes client.
 func NewRedisCounter(client redis.UniversalClient, limit int64, window time.Duration) (Limiter, error) {
 	if err := checkCounter(limit, window); err != nil {
 		return nil, err
@@ -192,12 +179,10 @@ func NewRedisCounter(client redis.UniversalClient, limit int64, window time.Dura
 	return &redisCounter{client: client, limit: limit, windowMS: window.Milliseconds()}, nil
 }
 
-// counterKey is the Redis key of a client's counter; the client name is the
-// hash tag (Redis Cluster) and holds no secret (see clientKey).
-func counterKey(client string) string { return quota.RedisKeyPrefix + ":serve:{" + client + "}" }
-
 func (r *redisCounter) Allow(ctx context.Context, key string) (Decision, error) {
-	res, err := counterScript.Run(ctx, r.client, []string{counterKey(key)}, r.limit, r.windowMS).Int64Slice()
+	// The client name (no secret: clientKey) is the key's Redis Cluster hash tag.
+	k := quota.RedisKeyPrefix + ":serve:{" + key + "}"
+	res, err := counterScript.Run(ctx, r.client, []string{k}, r.limit, r.windowMS).Int64Slice()
 	if err != nil {
 		return Decision{}, fmt.Errorf("rate limiter: %w", err)
 	}
@@ -210,9 +195,8 @@ func (r *redisCounter) Allow(ctx context.Context, key string) (Decision, error) 
 
 func (r *redisCounter) Close() error { return r.client.Close() }
 
-// clientKey names a client for the limiter: "serve-token-<first 16 hex
-// digits of the token's SHA-256>" when limiting by token and a valid token
-// was sent (a secret never becomes a key), else "serve-ip-<address>", an
+// clientKey names a client for the limiter: "serve-token-<tokenHash>"
+// (a secret never becomes a key) when given, else "serve-ip-<address>", an
 // IPv6 address by its /64 (one host usually has a whole /64).
 func clientKey(remoteAddr, tokenHash string) string {
 	if tokenHash != "" {
