@@ -1,15 +1,19 @@
-// Package secret keeps the secret values a process knows (API keys of every
-// credential, Redis passwords) and scrubs them from text at the process's
-// boundaries: the log and output writers, printed errors and stored run
-// reasons. Scrubbing at the boundary catches a secret whatever its source
-// (an upstream error body that echoes the request URL, a parse error that
-// quotes a URL), so code below need not know which errors may carry one.
+// Package secret reads secret files and keeps the secret values a process
+// knows (API keys, Redis and PostgreSQL passwords) to scrub them from text at
+// the process's boundaries: the log and output writers, printed errors and
+// stored run reasons, whatever their source (e.g. an upstream error body that
+// echoes the request URL).
 package secret
 
 import (
+	"encoding/binary"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"io"
 	"net/url"
+	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -23,10 +27,8 @@ const Mask = "[REDACTED]"
 const minLen = 4
 
 // FragmentLen is the length in bytes of the shortest fragment of a secret
-// that is scrubbed: any run of FragmentLen or more bytes of a secret (of
-// one of its encoded forms) is masked wherever it appears, so an upstream
-// body that echoes a key minus its last characters, or a parser error that
-// quotes a password with a neighbouring ':' or '@', leaks nothing. Values
+// (of one of its encoded forms) that is scrubbed wherever it appears, so a
+// body that echoes a key minus its last characters leaks nothing. Values
 // shorter than FragmentLen are masked only whole.
 const FragmentLen = 8
 
@@ -66,8 +68,7 @@ func (f *fragments) has(b string) bool {
 }
 
 // Add registers values and their encoded forms (URL query and path escaping,
-// JSON string escaping), so a secret quoted in a URL or a JSON log field is
-// caught too. Values shorter than 4 bytes and blank values are ignored.
+// JSON string escaping). Values shorter than 4 bytes are ignored.
 func (s *Set) Add(values ...string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -110,11 +111,7 @@ func (s *Set) Add(values ...string) {
 }
 
 // word is the first FragmentLen bytes of b as a little-endian word.
-func word(b string) uint64 {
-	_ = b[FragmentLen-1]
-	return uint64(b[0]) | uint64(b[1])<<8 | uint64(b[2])<<16 | uint64(b[3])<<24 |
-		uint64(b[4])<<32 | uint64(b[5])<<40 | uint64(b[6])<<48 | uint64(b[7])<<56
-}
+func word(b string) uint64 { return binary.LittleEndian.Uint64([]byte(b[:FragmentLen])) }
 
 // String returns text with every registered value, and every fragment of
 // FragmentLen or more bytes of one, replaced by Mask (one Mask per
@@ -181,10 +178,9 @@ type scrubbed struct {
 func (e *scrubbed) Error() string { return e.msg }
 func (e *scrubbed) Unwrap() error { return e.err }
 
-// Writer returns a writer that scrubs each Write before passing it to w.
-// A secret split across two Writes is not caught: zerolog and fmt.Fprint*
-// write one event or one call per Write. It reports len(p) written when w
-// accepts the scrubbed bytes.
+// Writer returns a writer that scrubs each Write before passing it to w (a
+// secret split across two Writes is not caught: zerolog and fmt.Fprint*
+// write once per event or call). It reports len(p) written.
 func (s *Set) Writer(w io.Writer) io.Writer { return &writer{s: s, w: w} }
 
 type writer struct {
@@ -200,13 +196,11 @@ func (w *writer) Write(p []byte) (int, error) {
 }
 
 // URLSecrets returns the secret parts of a Redis or PostgreSQL URL, even of
-// one that does not parse: the userinfo password (after the first ':' that follows
-// the scheme and its slashes, however many, up to the last '@', so a
-// password holding '/', '#' or '?' is caught whole) and the value of a
-// "password" query parameter. Content that has neither and is not a
-// well-formed redis://, rediss://, postgres://, postgresql:// or unix: URL
-// (a file holding only the password) is returned whole: it may be nothing
-// but a password.
+// one that does not parse: the userinfo password (from the first ':' after
+// the scheme and its slashes to the last '@', so a password holding '/', '#'
+// or '?' is caught whole) and a "password" query parameter's value. Content
+// with neither that is not a well-formed redis://, rediss://, postgres://,
+// postgresql:// or unix: URL may be a bare password: it is returned whole.
 func URLSecrets(raw string) []string {
 	var out []string
 	rest := raw
@@ -236,9 +230,8 @@ func URLSecrets(raw string) []string {
 	return out
 }
 
-// wellFormedURL reports whether raw parses as a URL whose scheme is
-// redis://, rediss://, postgres:// or postgresql:// (with both slashes) or
-// unix:.
+// wellFormedURL reports whether raw parses as a redis://, rediss://,
+// postgres://, postgresql:// (both slashes) or unix: URL.
 func wellFormedURL(raw string) bool {
 	u, err := url.Parse(raw)
 	if err != nil {
@@ -251,4 +244,54 @@ func wellFormedURL(raw string) bool {
 		return true
 	}
 	return false
+}
+
+// MaxFileBytes bounds a secret file (64 KiB): a larger one is refused, not
+// read whole.
+const MaxFileBytes = 64 << 10
+
+// ReadFile returns the first line of the regular file at path, trimmed (a
+// FIFO, which would block, or a directory is refused). Errors never include
+// the content; they say what to do.
+func ReadFile(path string) (string, error) {
+	fi, err := os.Stat(path)
+	switch {
+	case err != nil:
+		return "", fmt.Errorf("cannot read it: %w", errors.Unwrap(err))
+	case !fi.Mode().IsRegular():
+		return "", fmt.Errorf("not a regular file (%s): write the secret alone on the first line of a regular file, chmod 600", fi.Mode().Type())
+	case fi.Size() > MaxFileBytes:
+		return "", fmt.Errorf("%d bytes, larger than %d KiB: a secret file holds one line; check the path", fi.Size(), MaxFileBytes>>10)
+	}
+	f, err := os.Open(path)
+	var raw []byte
+	if err == nil {
+		defer f.Close()
+		raw, err = io.ReadAll(io.LimitReader(f, MaxFileBytes))
+	}
+	if err != nil {
+		return "", fmt.Errorf("cannot read it: %w", errors.Unwrap(err))
+	}
+	line, _, _ := strings.Cut(string(raw), "\n")
+	return strings.TrimSpace(line), nil
+}
+
+// Exposed reports whether path is a regular file its group or other users
+// can read or write (mode & 0o077 != 0): a secret in it is exposed.
+func Exposed(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o077 != 0
+}
+
+// SystemdCredential returns the path of systemd credential name
+// (LoadCredential=NAME:PATH in a unit) when the service's
+// $CREDENTIALS_DIRECTORY (read with lookup) holds it.
+func SystemdCredential(lookup func(string) (string, bool), name string) (string, bool) {
+	dir, ok := lookup("CREDENTIALS_DIRECTORY")
+	if !ok || dir == "" || name == "" || strings.ContainsAny(name, "/\x00") {
+		return "", false
+	}
+	path := filepath.Join(dir, name)
+	_, err := os.Stat(path)
+	return path, err == nil
 }
