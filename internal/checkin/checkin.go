@@ -1,11 +1,8 @@
 // Package checkin reports runs to a monitor in healthchecks.io's ping
-// protocol (https://healthchecks.io/docs/http_api/), which Healthchecks,
-// Cronitor-style and self-hosted monitors accept: URL/start when a run
-// begins, URL/<exit status> (URL/0, URL/1, URL/75, ...) with the run's
-// one-line summary as the body when it ends, each with ?rid=<run id> so a
-// monitor tells overlapping runs apart. Start a run with Begin and end it
-// with Run.End. A check-in never changes a run's outcome and never delays it
-// by more than Timeout; a run whose pings fail logs one warning.
+// protocol (https://healthchecks.io/docs/http_api/): URL/start when a run
+// begins (Begin), URL/<exit status> with the run's one-line summary when it
+// ends (Run.End), each with ?rid=<run id>. A check-in never changes a run's
+// outcome nor delays it by more than Timeout; failed pings log one warning.
 package checkin
 
 import (
@@ -31,8 +28,7 @@ import (
 const Timeout = 5 * time.Second
 
 // RegionPlaceholder in the URL is replaced by the run's region in lower
-// case, so one setting serves a monitor per region
-// (https://hc-ping.com/PING_KEY/trendfetch-{region}).
+// case: one setting serves a monitor per region (.../trendfetch-{region}).
 const RegionPlaceholder = "{region}"
 
 // client sends pings; it follows no redirect (the URL holds a ping key).
@@ -68,10 +64,9 @@ func Begin(rawURL, region string, log zerolog.Logger) *Run {
 	return r
 }
 
-// End waits for the start ping, then sends the exit status
-// (rawURL/<code>?rid=...) with summary as the body, both within Timeout. It
-// logs one warning, naming the monitor's host but never the URL, when
-// either ping failed.
+// End waits for the start ping, then sends rawURL/<code>?rid=... with
+// summary as the body, both within Timeout. When either failed it logs one
+// warning naming the monitor's host, never the URL.
 func (r *Run) End(code int, summary string) {
 	if r == nil {
 		return
@@ -130,8 +125,7 @@ func Summary(region string, run store.Run, err error) string {
 		fmt.Fprintf(&b, "%s not run", region)
 	} else {
 		fmt.Fprintf(&b, "%s %s: %d pages, %d videos", region, run.Outcome, run.Pages, run.Videos)
-		buckets := slices.Sorted(maps.Keys(run.Units))
-		for _, k := range buckets {
+		for _, k := range slices.Sorted(maps.Keys(run.Units)) {
 			fmt.Fprintf(&b, ", %s %d", k, run.Units[k])
 		}
 	}
@@ -145,11 +139,9 @@ func Summary(region string, run store.Run, err error) string {
 	return b.String()
 }
 
-// Secrets returns the parts of a check-in URL to mask in output: the
-// password of its user info and its path segments but the last (the ping
-// key in https://hc-ping.com/PING_KEY/SLUG), or the only segment (the
-// check's UUID in https://hc-ping.com/UUID). The host and a slug stay
-// readable.
+// Secrets returns the parts of a check-in URL to mask in output: its
+// userinfo password and its path segments but the last (the ping key of
+// .../PING_KEY/SLUG), or the only one (the UUID of .../UUID).
 func Secrets(rawURL string) []string {
 	u, err := url.Parse(rawURL)
 	if err != nil {

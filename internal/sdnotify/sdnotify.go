@@ -1,8 +1,7 @@
 // Package sdnotify speaks systemd's notify protocol (sd_notify(3), through
-// go-systemd's daemon package): a service of Type=notify tells systemd it
-// is ready (READY=1), that it is alive (WATCHDOG=1, when WatchdogSec= asks)
-// and that it is stopping (STOPPING=1). Outside systemd (no NOTIFY_SOCKET)
-// it does nothing. Start with Ready.
+// go-systemd's daemon package) for a Type=notify service: READY=1,
+// WATCHDOG=1 when WatchdogSec= asks, STOPPING=1. Outside systemd (no
+// NOTIFY_SOCKET) it does nothing.
 package sdnotify
 
 import (
@@ -15,18 +14,14 @@ import (
 	"github.com/rs/zerolog"
 )
 
-// readyOnce makes Ready notify once per process: systemd watches the
-// process, not its parts.
+// readyOnce makes Ready notify once per process (schedule --serve starts
+// the scheduler and the read API): later calls return a stop that does nothing.
 var readyOnce sync.Once
 
-// Ready tells systemd the service is ready and, when a watchdog is asked
-// for this process, pings it every half of WatchdogSec=
-// (sd_watchdog_enabled(3)). When ctx is done (a stop began) or the returned
-// stop is called, it sends STOPPING=1 once and stops pinging. Failures to
-// notify are logged at debug level (systemd then times the start out and
-// says so). The service is one process: only the first call notifies
-// (schedule --serve starts the scheduler and the read API), later ones
-// return a stop that does nothing.
+// Ready tells systemd the service is ready and pings the watchdog every half
+// of WatchdogSec= when asked (sd_watchdog_enabled(3)). When ctx is done or
+// stop is called it sends STOPPING=1 once and stops pinging. Failures to
+// notify are logged at debug level (systemd then times the start out).
 func Ready(ctx context.Context, log zerolog.Logger) (stop func()) {
 	first := false
 	readyOnce.Do(func() { first = true })
