@@ -10,9 +10,8 @@ import (
 	"github.com/trendfetch/trendfetch/internal/termtext"
 )
 
-// Use is what the configuration asks of the API in the runs of region, or
-// in any region's for "": the input of the call-site rows (callsite.Site's
-// Calls and Enabled).
+// Use is what the configuration asks of the API in region's runs (any
+// region's for ""): the input of callsite.Site's Calls and Enabled.
 func (c *Config) Use(region string) callsite.Use {
 	u := callsite.Use{Charts: 1 + int64(len(c.Chart.Categories[region])), PageSize: c.API.PageSize,
 		StatsTrackFor: c.Stats.TrackFor.Std(), StatsEvery: c.Stats.Every.Std()}
@@ -34,12 +33,9 @@ func (c *Config) Use(region string) callsite.Use {
 	return u
 }
 
-// validateCallSites checks quota.costs and quota.policies against the
-// call-site table (package callsite): every key must be a known call site
-// (a typo such as search.lst would otherwise be accepted and the real call
-// site would fail mid-run, after spending units), and every call site this
-// config enables (callsite.Site.Enabled) must have a cost unless a run
-// skips it without one.
+// validateCallSites refuses a quota.costs or quota.policies key that is no
+// call site (a typo would fail mid-run, after spending units) and a call
+// site this config enables without a cost (unless a run skips it).
 func (c *Config) validateCallSites() error {
 	known := callsite.Names()
 	for _, section := range []struct {

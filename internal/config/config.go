@@ -1,7 +1,6 @@
-// Package config loads trendfetch's configuration: defaults, then a YAML
-// file, then environment variables, then flags (the Settings table), then
-// Validate before any I/O. Secrets (API keys, Redis passwords) come only from
-// the environment or from key files, never from the YAML itself.
+// Package config loads trendfetch's configuration: defaults, YAML file,
+// environment, flags (the Settings table), then Validate before any I/O.
+// Secrets come only from the environment or files, never from the YAML.
 package config
 
 import (
@@ -10,6 +9,7 @@ import (
 	"maps"
 	"net/url"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -22,9 +22,8 @@ import (
 	"github.com/trendfetch/trendfetch/internal/termtext"
 )
 
-// Config is the whole configuration, one field per section of the YAML
-// file; configs/trendfetch.example.yaml documents every key with its
-// default. The zero value is not useful: start from Default() or Load.
+// Config is the whole configuration, one field per YAML section (the
+// example config documents every key); start from Default() or Load.
 type Config struct {
 	Database    string        `yaml:"database"`
 	Credential  string        `yaml:"credential"` // the credential runs spend from
@@ -48,33 +47,18 @@ type Config struct {
 // days (package duration).
 type Duration = duration.Duration
 
-// Runs is the `runs` section: the region lease's time to live (renewed
-// every third of it; it bounds how long a killed run blocks its region,
-// docs/design.md §5), a run's deadline (0 = none), node_exporter's
-// textfile directory ("" = off), and the check-in URL's file.
+// Runs is the `runs` section: the region lease's TTL (docs/design.md §5),
+// a run's deadline (0 = none), node_exporter's textfile directory ("" =
+// off), and the check-in URL's file.
 type Runs struct {
 	LeaseTTL        Duration `yaml:"lease_ttl"`
 	Timeout         Duration `yaml:"timeout"`
 	MetricsTextfile string   `yaml:"metrics_textfile"`
 	CheckinURLFile  string   `yaml:"checkin_url_file"`
-	// CheckinURL is a monitor's ping URL in healthchecks.io's protocol
-	// (package checkin; "{region}" becomes the region in lower case). It
-	// holds a ping key, so it is a secret: from TRENDFETCH_CHECKIN_URL,
-	// CheckinURLFile or the systemd credential checkin-url, never YAML.
+	// CheckinURL is a healthchecks.io ping URL (package checkin), a secret
+	// (it holds a ping key): from the environment or a file, never YAML.
 	CheckinURL string `yaml:"-"`
 }
-
-// DefaultRunTimeout is runs.timeout's default: a full run takes seconds; 15
-// minutes leaves room for every retry of every call.
-const DefaultRunTimeout = 15 * time.Minute
-
-// Bounds of runs.lease_ttl: renewals every third of it must be cheap and
-// survive a slow backend (>= 1s); a crashed run must not block a region
-// for more than a day.
-const (
-	minLeaseTTL = time.Second
-	maxLeaseTTL = 24 * time.Hour
-)
 
 // API is the `api` section: the base URL ("" = Google's), one request's
 // timeout, maxResults per page (1-50), how many times a call answered 5xx,
@@ -88,15 +72,13 @@ type API struct {
 	RetryBackoff Duration `yaml:"retry_backoff"`
 }
 
-// Log is the `log` section: level (trace, debug, info, warn, error) and
-// format (auto: console on a terminal, JSON otherwise; json; console).
+// Log is the `log` section: level and format (settings table).
 type Log struct {
 	Level  string `yaml:"level"`
 	Format string `yaml:"format"`
 }
 
-// Default returns the built-in configuration, completed: the defaults the
-// example config lists, from the settings table and package callsite.
+// Default returns the built-in configuration, completed.
 func Default() *Config {
 	c := defaults()
 	c.complete()
@@ -110,19 +92,19 @@ const (
 	DefaultKeyEnv     = "YOUTUBE_API_KEY"
 )
 
-// defaults is Default before complete: the base that a file, the
-// environment and flags are applied over before the one complete step.
+// defaults is Default before complete: the base the file, environment and
+// flags are applied over.
 func defaults() *Config {
 	run := callsite.RunDefaults()
 	c := &Config{
 		Credentials: []Credential{{Name: DefaultCredential, KeyEnv: DefaultKeyEnv}},
 		API:         API{Timeout: Duration(run.Timeout), PageSize: run.PageSize, Retries: run.Retries, RetryBackoff: Duration(run.RetryBackoff)},
-		Channels:    Refresh{Enabled: false, Refresh: Duration(defaultChannelsRefresh)},
-		Categories:  Refresh{Enabled: false, Refresh: Duration(defaultCategoriesRefresh)},
+		Channels:    Refresh{Refresh: Duration(24 * time.Hour)},
+		Categories:  Refresh{Refresh: Duration(7 * 24 * time.Hour)}, // categories rarely change
 		Quota:       defaultQuota(),
-		Runs:        Runs{LeaseTTL: Duration(run.LeaseTTL), Timeout: Duration(DefaultRunTimeout)},
+		Runs:        Runs{LeaseTTL: Duration(run.LeaseTTL), Timeout: Duration(15 * time.Minute)},
 		Stats:       Stats{TrackFor: Duration(run.StatsTrackFor), Every: Duration(run.StatsEvery)},
-		Store:       StoreSettings{RefreshPerDay: DefaultRefreshPerDay},
+		Store:       StoreSettings{RefreshPerDay: 20},
 	}
 	if dir := xdgDir("XDG_DATA_HOME", ".local", "share"); dir != "" {
 		c.Database = filepath.Join(dir, "trendfetch.db")
@@ -135,9 +117,8 @@ func defaults() *Config {
 	return c
 }
 
-// complete fills in the defaults that depend on other settings and
-// normalizes values (region codes upper case, when valid), in one step
-// after every source and before Validate. It is idempotent and never fails.
+// complete fills the defaults that depend on other settings and normalizes
+// values, after every source and before Validate; idempotent.
 func (c *Config) complete() {
 	for i, cr := range c.Credentials {
 		if cr.KeyEnv == "" && cr.KeyFile == "" {
@@ -171,9 +152,8 @@ func (c *Config) complete() {
 	c.Serve.complete()
 }
 
-// Validate checks the whole configuration without I/O and without changing
-// it (Load and Default complete it first). It returns
-// the first problem as a *ValidationError or *regions.Error.
+// Validate checks the configuration without I/O or changes; it returns the
+// first problem as a *ValidationError or *regions.Error.
 func (c *Config) Validate() error {
 	if c.Database == "" {
 		return invalid("database", `""`, "no data directory: HOME and XDG_DATA_HOME are unset; set database in the config (or --database, %s), or set HOME", Lookup("database").Env)
@@ -210,11 +190,25 @@ func (c *Config) Validate() error {
 	if c.API.Timeout <= 0 {
 		return invalid("api.timeout", time.Duration(c.API.Timeout), "must be > 0")
 	}
-	if c.Runs.Timeout < 0 {
-		return invalid("runs.timeout", c.Runs.Timeout.Std(), "must be 0 (no deadline) or positive, e.g. 15m")
+	for _, d := range []struct {
+		key  string
+		v    Duration
+		want string
+	}{
+		{"runs.timeout", c.Runs.Timeout, "0 (no deadline) or positive, e.g. 15m"},
+		{"api.retry_backoff", c.API.RetryBackoff, "0 or positive"},
+		{"stats.track_for", c.Stats.TrackFor, "0 (off) or positive, e.g. 168h"},
+		{"stats.every", c.Stats.Every, "0 (every run) or positive, e.g. 6h"},
+		{"store.retention", c.Store.Retention, "0 (keep everything) or positive, e.g. 2160h"},
+	} {
+		if d.v < 0 {
+			return invalid(d.key, d.v.Std(), "must be %s", d.want)
+		}
 	}
-	if ttl := c.Runs.LeaseTTL.Std(); ttl < minLeaseTTL || ttl > maxLeaseTTL {
-		return invalid("runs.lease_ttl", ttl, "must be between %s and %s", minLeaseTTL, maxLeaseTTL)
+	// Renewals (every third) must survive a slow backend; a crashed run
+	// blocks its region for one TTL.
+	if ttl := c.Runs.LeaseTTL.Std(); ttl < time.Second || ttl > 24*time.Hour {
+		return invalid("runs.lease_ttl", ttl, "must be between 1s and 24h0m0s")
 	}
 	if u, err := url.Parse(c.Runs.CheckinURL); c.Runs.CheckinURL != "" && (err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "") {
 		return invalid("runs.checkin_url", "(set; a secret, not shown)", "must be an http:// or https:// ping URL such as https://hc-ping.com/PING_KEY/trendfetch-{region}")
@@ -228,23 +222,11 @@ func (c *Config) Validate() error {
 	if c.Quota.Backend == "redis" && !c.Quota.Redis.Configured() {
 		return invalid("quota.backend", "redis", "no Redis configured: set %s, quota.redis.url_file, quota.redis.cluster or quota.redis.sentinel", Lookup("quota.redis.url").Env)
 	}
-	if err := c.validateRedis(); err != nil {
-		return err
-	}
-	if _, _, err := c.Limits(); err != nil {
-		return err
-	}
-	if err := c.validateCallSites(); err != nil {
-		return err
-	}
-	if err := c.validateIngest(); err != nil {
-		return err
-	}
-	if err := c.Stats.validate(); err != nil {
-		return err
-	}
-	if err := c.Store.validate(); err != nil {
-		return err
+	limits := func() error { _, _, err := c.Limits(); return err }
+	for _, check := range []func() error{c.validateRedis, limits, c.validateCallSites, c.validateIngest, c.Store.validate} {
+		if err := check(); err != nil {
+			return err
+		}
 	}
 	for m, p := range c.Quota.Policies {
 		if _, ok := c.Quota.Costs[m]; !ok {
@@ -289,14 +271,5 @@ func oneOf[T ~string](field string, value T, want ...T) error {
 	return invalid(field, value, "want %s", strings.Trim(strings.Join(strings.Fields(fmt.Sprint(want)), ", "), "[]"))
 }
 
-func validName(s string) bool {
-	if len(s) == 0 || len(s) > 64 {
-		return false
-	}
-	for _, r := range s {
-		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-') {
-			return false
-		}
-	}
-	return true
-}
+// validName accepts a credential's or bucket's name.
+var validName = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`).MatchString

@@ -1,9 +1,9 @@
 package config
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
-	"time"
 
 	"github.com/trendfetch/trendfetch/internal/regions"
 )
@@ -14,11 +14,10 @@ type Chart struct {
 	Categories map[string][]string `yaml:"categories"`
 }
 
-// Search is one entry of `searches`, a search.list query
-// (type=video&regionCode=..) run for Regions (empty = every configured
-// region): q, order (default relevance), videos published within
+// Search is one entry of `searches`, a search.list query run for Regions
+// (empty = all): q, order (default relevance), published within
 // PublishedAfter before the run (0 = any), at most MaxPages pages of 50
-// (1-10, default 1). The ids found are fetched with videos.list id=.
+// (1-10, default 1); the ids found are fetched with videos.list.
 type Search struct {
 	Regions        []string `yaml:"regions"`
 	Q              string   `yaml:"q"`
@@ -34,10 +33,7 @@ type Refresh struct {
 	Refresh Duration `yaml:"refresh"`
 }
 
-var searchOrders = map[string]bool{"": true, "date": true, "rating": true, "relevance": true, "title": true, "videoCount": true, "viewCount": true}
-
-// completeIngest fills the searches' defaults (one page) and normalizes
-// their region codes when valid; part of Complete.
+// completeIngest fills the searches' defaults and normalizes their regions.
 func (c *Config) completeIngest() {
 	for i, s := range c.Searches {
 		if s.MaxPages == 0 {
@@ -49,8 +45,7 @@ func (c *Config) completeIngest() {
 	}
 }
 
-// validateIngest checks the chart, searches, channels, categories and retry
-// settings; it is called by Validate.
+// validateIngest checks chart, searches, channels, categories and retries.
 func (c *Config) validateIngest() error {
 	for region, cats := range c.Chart.Categories {
 		if _, err := regions.Parse(region); err != nil {
@@ -67,8 +62,8 @@ func (c *Config) validateIngest() error {
 		if s.Q == "" {
 			return invalid(f+".q", `""`, "a search needs query text")
 		}
-		if !searchOrders[s.Order] {
-			return invalid(f+".order", s.Order, "want date, rating, relevance, title, videoCount or viewCount")
+		if err := oneOf(f+".order", cmp.Or(s.Order, "relevance"), "date", "rating", "relevance", "title", "videoCount", "viewCount"); err != nil {
+			return err
 		}
 		if s.PublishedAfter < 0 {
 			return invalid(f+".published_after", s.PublishedAfter.Std(), "must not be negative")
@@ -88,9 +83,6 @@ func (c *Config) validateIngest() error {
 	if c.API.Retries < 0 || c.API.Retries > 10 {
 		return invalid("api.retries", c.API.Retries, "must be 0-10 (every attempt costs quota)")
 	}
-	if c.API.RetryBackoff < 0 {
-		return invalid("api.retry_backoff", c.API.RetryBackoff.Std(), "must not be negative")
-	}
 	return nil
 }
 
@@ -105,8 +97,10 @@ func (c *Config) SearchesFor(region string) []Search {
 	return out
 }
 
-// defaultRefresh: channels daily, categories weekly (they rarely change).
-const (
-	defaultChannelsRefresh   = 24 * time.Hour
-	defaultCategoriesRefresh = 7 * 24 * time.Hour
-)
+// Stats is the `stats` section: videos on the region's chart within
+// TrackFor (0 = off) but not on the chart just fetched are sampled with
+// videos.batchGetStats, each at most once per Every.
+type Stats struct {
+	TrackFor Duration `yaml:"track_for"`
+	Every    Duration `yaml:"every"`
+}

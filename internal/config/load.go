@@ -21,9 +21,9 @@ const MaxConfigBytes = 1 << 20
 
 // Load reads the defaults, the config file (--config, else
 // $TRENDFETCH_CONFIG: both must exist; else the XDG default if it exists),
-// the environment (lookup), the flags (a Setting's Flag -> its value, ""
-// = not given), and completes. It returns the config and the absolute path
-// of the file read ("" = none); errors name the file. The caller validates.
+// the environment (lookup), the flags (Setting.Flag -> value, "" = not
+// given), and completes. It returns the config and the absolute path of the
+// file read ("" = none); errors name the file. The caller validates.
 func Load(lookup func(string) (string, bool), flags map[string]string) (*Config, string, error) {
 	row := Lookup("")
 	path, explicit := flags[row.Flag], true
@@ -57,7 +57,7 @@ func Load(lookup func(string) (string, bool), flags map[string]string) (*Config,
 }
 
 // openConfig opens the config file at path ("" = none: ErrNotExist), a
-// regular file of at most MaxConfigBytes (stat first: a FIFO would block).
+// regular file (stat first: a FIFO would block).
 func openConfig(path string) (*os.File, error) {
 	if path == "" {
 		return nil, os.ErrNotExist
@@ -70,8 +70,6 @@ func openConfig(path string) (*os.File, error) {
 		return nil, fmt.Errorf("config %s is a directory, want a YAML file", path)
 	case !fi.Mode().IsRegular():
 		return nil, fmt.Errorf("config %s is not a regular file (%s), want a YAML file", path, fi.Mode().Type())
-	case fi.Size() > MaxConfigBytes:
-		return nil, fmt.Errorf("config %s is %d MB, larger than %d KiB: a trendfetch config is a few KB; check the path", path, fi.Size()>>20, MaxConfigBytes>>10)
 	}
 	f, err := os.Open(path)
 	if err != nil {
@@ -96,10 +94,9 @@ func read(r io.Reader, lookup func(string) (string, bool), flags map[string]stri
 	return cfg, nil
 }
 
-// decode reads YAML from r over c (the defaults). Unknown keys and values
-// of the wrong shape are errors naming the key and its line (yamlcheck).
-// quota.buckets merge into the preset's (Buckets), quota.costs replace
-// them, quota.policies override per method.
+// decode reads YAML from r over c (the defaults); errors name the key and
+// line (yamlcheck). quota.buckets merge into the preset's, quota.costs
+// replace them, quota.policies override per method.
 func (c *Config) decode(r io.Reader) error {
 	raw, err := io.ReadAll(io.LimitReader(r, MaxConfigBytes+1))
 	if err != nil {
@@ -172,8 +169,8 @@ func secretsHint() string {
 	return " (secrets are read only from the environment or a file: use " + strings.Join(where, ", ") + ")"
 }
 
-// xdgDir is $env/trendfetch, else ~/home.../trendfetch, else "" (a bare
-// cron environment: the database is then never guessed from the cwd).
+// xdgDir is $env/trendfetch, else ~/home.../trendfetch, else "" (never
+// the cwd).
 func xdgDir(env string, home ...string) string {
 	if d := os.Getenv(env); d != "" {
 		return filepath.Join(d, "trendfetch")

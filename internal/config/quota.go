@@ -16,13 +16,12 @@ import (
 	"github.com/trendfetch/trendfetch/internal/termtext"
 )
 
-// Quota is the `quota` section: the limiter's backend, buckets, costs and
-// policies (configs/trendfetch.example.yaml documents each key).
+// Quota is the `quota` section: the limiter's backend (sqlite or redis;
+// "" = redis when Redis is configured), buckets, costs and policies.
 type Quota struct {
-	// Backend is sqlite or redis ("" = redis when Redis is configured).
 	Backend  string                      `yaml:"backend"`
 	SQLite   QuotaSQLite                 `yaml:"sqlite"`
-	Redis    QuotaRedis                  `yaml:"redis"`
+	Redis    redisconn.Settings          `yaml:"redis"`
 	Buckets  Buckets                     `yaml:"buckets"`
 	Costs    map[string]map[string]int64 `yaml:"costs"`    // method -> bucket -> units
 	Policies map[string]callsite.Policy  `yaml:"policies"` // method -> backend-failure policy
@@ -36,15 +35,8 @@ type QuotaSQLite struct {
 	Path string `yaml:"path"`
 }
 
-// QuotaRedis is quota.redis and RedisSentinel quota.redis.sentinel: package
-// redisconn connects with them and checks them.
-type (
-	QuotaRedis    = redisconn.Settings
-	RedisSentinel = redisconn.Sentinel
-)
-
-// BucketConfig is one entry of quota.buckets. Algorithm may only be log
-// (exact sliding-window logs); Remove removes the preset's bucket Name.
+// BucketConfig is one entry of quota.buckets; Algorithm may only be log;
+// Remove removes the preset's bucket Name.
 type BucketConfig struct {
 	Name      string   `yaml:"name"`
 	Limit     int64    `yaml:"limit"`
@@ -55,9 +47,9 @@ type BucketConfig struct {
 	key       string   // the entry as the file wrote it ("quota.buckets[0]"); "" = the preset's
 }
 
-// Buckets are the quota buckets in display order. The file's list is
-// merged into the preset's by name: an entry replaces the bucket of its
-// name whole, or is added; {name: N, remove: true} removes bucket N.
+// Buckets are the quota buckets in display order. The file's entries
+// replace the preset's bucket of their name whole, or are added;
+// {name: N, remove: true} removes bucket N.
 type Buckets []BucketConfig
 
 // UnmarshalYAML merges the file's list into bs; errors name the entry.
@@ -103,7 +95,6 @@ func (bs Buckets) field(i int, name string) string {
 	return fmt.Sprintf("quota.buckets[%d].%s", i, name)
 }
 
-// defaultQuota is the classic preset with each call site's policy.
 func defaultQuota() Quota {
 	q := Quota{Preset: callsite.PresetClassic, Policies: map[string]callsite.Policy{}}
 	_ = q.setPreset(q.Preset, 0) // the classic preset cannot fail
@@ -114,8 +105,8 @@ func defaultQuota() Quota {
 	return q
 }
 
-// setPreset sets the buckets and costs of preset name, with headroom
-// percent kept back from each google-2026 limit.
+// setPreset sets the buckets and costs of preset name, headroom percent
+// kept back from each limit.
 func (q *Quota) setPreset(name string, headroom int) error {
 	if headroom < 0 || headroom > 90 {
 		return invalid("quota.headroom", headroom, "want a percent 0-90")
@@ -135,8 +126,8 @@ func (q *Quota) setPreset(name string, headroom int) error {
 	return nil
 }
 
-// dropCostsOfMissingBuckets deletes the cost of each method charging a
-// bucket q does not have (one the file removed): that call site is then off.
+// dropCostsOfMissingBuckets deletes the costs charging a bucket the file
+// removed: that call site is then off.
 func (q *Quota) dropCostsOfMissingBuckets() {
 	for m, per := range q.Costs {
 		for b := range per {
@@ -148,8 +139,7 @@ func (q *Quota) dropCostsOfMissingBuckets() {
 	}
 }
 
-// noCost is the error for a call site enabled (why) without a cost: it
-// names quota.buckets when the file removed a bucket it charges.
+// noCost is the error for a call site enabled (why) without a cost.
 func (c *Config) noCost(site, why string) error {
 	_, costs, _ := callsite.Preset(c.Quota.Preset)
 	for _, b := range slices.Sorted(maps.Keys(costs[site])) {
@@ -161,9 +151,8 @@ func (c *Config) noCost(site, why string) error {
 	return invalid("quota.costs", "{"+strings.Join(slices.Sorted(maps.Keys(c.Quota.Costs)), ", ")+"}", "%s has no cost, but %s: add quota.costs.%s", site, why, site)
 }
 
-// Limits converts the buckets and the cost table into the quota package's
-// types, checked by quota.New (their one home) and here for what only the
-// file can get wrong; errors are *ValidationError naming the file's key.
+// Limits converts the buckets and costs into the quota package's types,
+// checked by quota.New; errors are *ValidationError naming the file's key.
 func (c *Config) Limits() ([]quota.Bucket, quota.Costs, error) {
 	if len(c.Quota.Buckets) == 0 {
 		return nil, nil, invalid("quota.buckets", "[]", "at least one bucket is needed (an entry with remove: true removes one)")
@@ -219,8 +208,8 @@ func (c *Config) Limits() ([]quota.Bucket, quota.Costs, error) {
 	return buckets, costs, nil
 }
 
-// Policy returns the backend-failure policy of method: its configured value,
-// else the call site's default (package callsite), else fail-open.
+// Policy returns method's backend-failure policy: configured, else the
+// call site's default, else fail-open.
 func (c *Config) Policy(method string) callsite.Policy {
 	if p, ok := c.Quota.Policies[method]; ok {
 		return p
@@ -231,8 +220,7 @@ func (c *Config) Policy(method string) callsite.Policy {
 	return callsite.FailOpen
 }
 
-// validateRedis checks quota.redis (redisconn.Settings.Check), naming the
-// setting: the Sentinels' password by its environment variable.
+// validateRedis checks quota.redis, naming secrets by their variable.
 func (c *Config) validateRedis() error {
 	var se *redisconn.SettingError
 	switch err := c.Quota.Redis.Check("quota.redis.", c.Quota.Backend == "redis"); {

@@ -15,17 +15,14 @@ import (
 
 // Schedule defaults, filled by complete.
 const (
-	DefaultEvery       = 2 * time.Hour
-	DefaultStagger     = 3 * time.Minute
-	DefaultConcurrency = 1
-	DefaultGrace       = schedule.DefaultGrace
-	DefaultLogDir      = "/var/log/trendfetch"
-	maxConcurrency     = 64
+	DefaultEvery   = 2 * time.Hour
+	DefaultStagger = 3 * time.Minute
+	DefaultLogDir  = "/var/log/trendfetch"
+	maxConcurrency = 64
 )
 
-// Schedule is the `schedule` section of `trendfetch schedule` and `crontab`
-// (how regions share it: schedule.Layout). Stagger nil is unset; 0s is no
-// stagger.
+// Schedule is the `schedule` section of `schedule` and `crontab` (how
+// regions share it: schedule.Layout). Stagger nil is unset; 0s is none.
 type Schedule struct {
 	Every       Duration          `yaml:"every"`
 	Cron        string            `yaml:"cron"`
@@ -36,9 +33,6 @@ type Schedule struct {
 	Grace       Duration          `yaml:"grace"`
 	LogDir      string            `yaml:"log_dir"`
 }
-
-// RegionPlan is one region's place in the schedule.
-type RegionPlan = schedule.Region
 
 // StaggerStep returns the stagger step (the default 3m when unset).
 func (s Schedule) StaggerStep() time.Duration {
@@ -58,11 +52,9 @@ func (s Schedule) Location() *time.Location {
 }
 
 // Plan returns each region's schedule, in list order; errors name the key.
-func (s Schedule) Plan(list []string) ([]RegionPlan, error) {
+func (s Schedule) Plan(list []string) ([]schedule.Region, error) {
 	l := schedule.Layout{Every: s.Every.Std(), Cron: s.Cron, Stagger: s.StaggerStep(), Timezone: s.Timezone, Own: s.Regions}
-	if l.Every == 0 {
-		l.Every = DefaultEvery
-	}
+	l.Every = cmp.Or(l.Every, DefaultEvery)
 	out, err := l.Regions(list)
 	var se *schedule.SpecError
 	if errors.As(err, &se) {
@@ -84,8 +76,8 @@ func (s *Schedule) complete() {
 		d := Duration(DefaultStagger)
 		s.Stagger = &d
 	}
-	s.Concurrency = cmp.Or(s.Concurrency, DefaultConcurrency)
-	s.Grace = cmp.Or(s.Grace, Duration(DefaultGrace))
+	s.Concurrency = cmp.Or(s.Concurrency, 1)
+	s.Grace = cmp.Or(s.Grace, Duration(schedule.DefaultGrace))
 	s.LogDir = cmp.Or(s.LogDir, DefaultLogDir)
 	if len(s.Regions) == 0 {
 		return
@@ -93,10 +85,7 @@ func (s *Schedule) complete() {
 	norm := make(map[string]string, len(s.Regions))
 	for k, v := range s.Regions {
 		code, err := regions.Parse(k)
-		if err != nil {
-			return // Validate reports it
-		}
-		if _, dup := norm[code]; dup {
+		if _, dup := norm[code]; err != nil || dup {
 			return // Validate reports it
 		}
 		norm[code] = v

@@ -11,8 +11,8 @@ import (
 	"github.com/trendfetch/trendfetch/internal/store"
 )
 
-// Credential is one Google Cloud project: its Name is the quota scope; its
-// key is read when needed (APIKey), never stored in Config.
+// Credential is one Google Cloud project: Name is the quota scope; the key
+// is read when needed (APIKey), never stored in Config.
 type Credential struct {
 	Name          string `yaml:"name"`
 	KeyEnv        string `yaml:"api_key_env"`
@@ -21,7 +21,7 @@ type Credential struct {
 }
 
 // Systemd credentials (LoadCredential=NAME:PATH) read when the environment
-// and the files give nothing (a key's: KeyCredentialPrefix + its name).
+// and files give nothing (a key's: KeyCredentialPrefix + its name).
 const (
 	KeyCredentialPrefix        = "youtube-api-key-"
 	RedisURLCredential         = "redis-url"
@@ -29,9 +29,8 @@ const (
 	CheckinURLCredential       = "checkin-url"
 )
 
-// readSecrets fills each secret no environment variable gave from its
-// file setting, else its systemd credential. Errors name the setting,
-// never the content.
+// readSecrets fills each secret the environment did not give from its file
+// setting, else its systemd credential; errors never hold the content.
 func (c *Config) readSecrets(lookup func(string) (string, bool)) error {
 	r := &c.Quota.Redis
 	for _, s := range []struct {
@@ -85,9 +84,9 @@ func (c *Config) FindCredential(name string) (Credential, error) {
 // ErrNoAPIKey is APIKey's error when no source gives a key.
 var ErrNoAPIKey = errors.New("no API key")
 
-// APIKey returns the credential's API key from KeyEnv, else KeyFile, else
-// the systemd credential KeyCredential (default KeyCredentialPrefix + Name).
-// Errors name the source, never a key's content.
+// APIKey returns the credential's key from KeyEnv, else KeyFile, else the
+// systemd credential KeyCredential (default KeyCredentialPrefix + Name).
+// Errors name the source (ErrNoAPIKey: none), never the key.
 func (cr Credential) APIKey(lookup func(string) (string, bool)) (string, error) {
 	if cr.KeyEnv != "" {
 		if v, ok := lookup(cr.KeyEnv); ok && strings.TrimSpace(v) != "" {
@@ -116,9 +115,8 @@ func (cr Credential) APIKey(lookup func(string) (string, bool)) (string, error) 
 	return "", fmt.Errorf("credential %q: %w: set %s", cr.Name, ErrNoAPIKey, where)
 }
 
-// SecretFiles returns the files of c that hold secrets: every credential's
-// api_key_file, quota.redis.url_file, quota.redis.sentinel.password_file and
-// runs.checkin_url_file and store.url_file.
+// SecretFiles returns the files of c that hold secrets (the *_file
+// settings).
 func (c *Config) SecretFiles() []string {
 	var out []string
 	for _, cr := range c.Credentials {

@@ -9,9 +9,8 @@ import (
 	"time"
 )
 
-// Serve is the `serve` section (`trendfetch serve`, `schedule --serve`);
-// a non-loopback Addr requires TokenFile. complete fills the defaults of
-// zero values.
+// Serve is the `serve` section (`serve`, `schedule --serve`); a
+// non-loopback Addr requires TokenFile.
 type Serve struct {
 	Addr          string         `yaml:"addr"`
 	TokenFile     string         `yaml:"token_file"`
@@ -24,8 +23,8 @@ type Serve struct {
 }
 
 // ServeRateLimit is serve.rate_limit: at most Limit requests per Window per
-// client (Key: ip or token); a negative Limit turns it off. Algorithm is
-// counter (approximate, O(1) memory per client) or log (exact).
+// client (Key: ip or token; Limit < 0: off), by Algorithm counter
+// (approximate, O(1) memory) or log (exact).
 type ServeRateLimit struct {
 	Limit     int64    `yaml:"limit"`
 	Window    Duration `yaml:"window"`
@@ -33,38 +32,31 @@ type ServeRateLimit struct {
 	Algorithm string   `yaml:"algorithm"`
 }
 
-// Defaults of serve (docs/design.md §8: the seed's public endpoint limiter).
-const (
-	DefaultServeAddr          = "127.0.0.1:8080"
-	DefaultServeLimit         = 60
-	DefaultServeWindow        = time.Minute
-	DefaultServeTimeout       = 5 * time.Second
-	DefaultServeMaxConns      = 512
-	DefaultServeMaxConnsPerIP = 32
-	DefaultServeAlgorithm     = "counter"
-)
+// DefaultServeTimeout is serve.timeout's default.
+const DefaultServeTimeout = 5 * time.Second
 
+// complete fills the defaults (docs/design.md §8).
 func (s *Serve) complete() {
-	s.Addr = cmp.Or(s.Addr, DefaultServeAddr)
+	s.Addr = cmp.Or(s.Addr, "127.0.0.1:8080")
 	s.Timeout = cmp.Or(s.Timeout, Duration(DefaultServeTimeout))
-	s.MaxConns = cmp.Or(s.MaxConns, DefaultServeMaxConns)
-	s.MaxConnsPerIP = cmp.Or(s.MaxConnsPerIP, DefaultServeMaxConnsPerIP)
+	s.MaxConns = cmp.Or(s.MaxConns, 512)
+	s.MaxConnsPerIP = cmp.Or(s.MaxConnsPerIP, 32)
 	for i, h := range s.Hosts {
 		s.Hosts[i] = strings.ToLower(strings.TrimSuffix(strings.TrimSpace(h), "."))
 	}
 	r := &s.RateLimit
-	r.Limit = cmp.Or(r.Limit, DefaultServeLimit)
-	r.Window = cmp.Or(r.Window, Duration(DefaultServeWindow))
+	r.Limit = cmp.Or(r.Limit, 60)
+	r.Window = cmp.Or(r.Window, Duration(time.Minute))
 	r.Key = cmp.Or(r.Key, "ip")
-	r.Algorithm = cmp.Or(r.Algorithm, DefaultServeAlgorithm)
+	r.Algorithm = cmp.Or(r.Algorithm, "counter")
 }
 
 func (s *Serve) validate() error {
 	if s.Timeout.Std() < time.Millisecond {
-		return invalid("serve.timeout", s.Timeout.Std(), "must be at least 1ms (default 5s)")
+		return invalid("serve.timeout", s.Timeout.Std(), "must be at least 1ms (default %s)", DefaultServeTimeout)
 	}
 	if s.MaxConns < 1 {
-		return invalid("serve.max_conns", s.MaxConns, "must be at least 1 (default %d)", DefaultServeMaxConns)
+		return invalid("serve.max_conns", s.MaxConns, "must be at least 1")
 	}
 	if s.MaxConnsPerIP < 1 || s.MaxConnsPerIP > s.MaxConns {
 		return invalid("serve.max_conns_per_ip", s.MaxConnsPerIP, "must be between 1 and serve.max_conns (%d)", s.MaxConns)

@@ -6,16 +6,12 @@ import (
 	"strings"
 )
 
-// Setting is one setting that an environment variable or a root flag can
-// set: a row of the one table of them (Settings), the only place their
-// names are written. Load reads the environment and the flags through it,
-// the CLI declares its root flags from it and `crontab` writes the settings
-// in force out of it (docs/design.md, "Adding a setting").
+// Setting is a row of the settings table: a setting an environment
+// variable or a root flag sets (docs/design.md §2, "Adding a setting").
 type Setting struct {
 	// Key is the YAML path of the field it sets ("quota.sqlite.path"); a
-	// field YAML never sets (yaml:"-") is named by its Go name in lower case,
-	// underscores ignored ("runs.checkin_url" is Runs.CheckinURL).
-	// "" only for --config, which names the file.
+	// yaml:"-" field is named by its Go name in lower case, underscores
+	// ignored (Runs.CheckinURL is "runs.checkin_url"); "" only for --config.
 	Key       string
 	Env, Flag string // "" = none; Flag without "--"
 	Help      string
@@ -111,8 +107,6 @@ func (c *Config) apply(lookup func(string) (string, bool), flags map[string]stri
 		if v, ok := lookup(s.Env); s.Key != "" && s.Env != "" && ok && v != "" {
 			s.set(c, v)
 		}
-	}
-	for _, s := range settings {
 		if v := flags[s.Flag]; s.Key != "" && s.Flag != "" && v != "" {
 			s.set(c, v)
 		}
