@@ -1,6 +1,5 @@
 // Package duration reads durations as trendfetch takes them everywhere (the
-// config file, flags): Go's syntax with a leading whole number of days
-// ("90d", "1d12h"; a day is 24h).
+// config file, flags): Go's syntax with leading days ("90d", "1d12h").
 package duration
 
 import (
@@ -15,18 +14,13 @@ import (
 	"github.com/trendfetch/trendfetch/internal/termtext"
 )
 
-// Duration is a time.Duration read from YAML and from flags as a Go
-// duration ("90s", "2h30m") or with days ("90d", "1d12h"; a day is 24h):
-// see Parse. It implements pflag.Value, so a flag of this type reads
-// durations exactly as the config file does.
+// Duration is a time.Duration read by Parse from YAML and from flags (it
+// implements pflag.Value).
 type Duration time.Duration
 
-// day is the "d" unit of Parse.
-const day = 24 * time.Hour
-
-// Parse parses a duration everywhere trendfetch reads one: Go's
-// syntax (time.ParseDuration: "500ms", "90s", "30m", "2h") with a leading
-// whole number of days allowed ("90d", "1d12h"). Errors say what is wanted.
+// Parse parses Go's syntax (time.ParseDuration: "500ms", "2h") with a
+// leading whole number of 24h days allowed ("90d", "1d12h"). Errors say
+// what is wanted.
 func Parse(s string) (time.Duration, error) {
 	s = strings.TrimSpace(s)
 	var days time.Duration
@@ -35,7 +29,7 @@ func Parse(s string) (time.Duration, error) {
 		if err != nil || n < 0 {
 			return 0, errBadDuration
 		}
-		days, s = time.Duration(n)*day, s[i+1:]
+		days, s = time.Duration(n)*24*time.Hour, s[i+1:]
 		if s == "" {
 			return days, nil
 		}
@@ -47,17 +41,14 @@ func Parse(s string) (time.Duration, error) {
 	return days + v, nil
 }
 
-// errBadDuration is Parse's error: what is wanted, not Go's parser
-// message.
 var errBadDuration = errors.New("want a duration such as 90s, 30m, 2h or 90d")
 
-// ErrAmbiguousMinutes is ParseAge's error for a value in minutes ("1m",
-// "6m"): minute or month? trendfetch has no month unit.
+// ErrAmbiguousMinutes is ParseAge's error for minutes ("6m": minutes or
+// months?); trendfetch has no month unit.
 var ErrAmbiguousMinutes = errors.New(`"m" is minutes, not months: write 30d for a month (or 60s, 1h for minutes)`)
 
-// ParseAge parses an age counted in days or months by people (a retention,
-// prune --older-than): Parse, positive, with "m" (minutes) refused
-// as ambiguous (ErrAmbiguousMinutes).
+// ParseAge parses a positive age (prune --older-than) with Parse, refusing
+// minutes as ambiguous (ErrAmbiguousMinutes).
 func ParseAge(s string) (time.Duration, error) {
 	if strings.Contains(strings.ReplaceAll(s, "ms", ""), "m") {
 		return 0, ErrAmbiguousMinutes
@@ -69,8 +60,7 @@ func ParseAge(s string) (time.Duration, error) {
 	return v, nil
 }
 
-// UnmarshalYAML parses the duration with Parse; its error says what is
-// wanted and what was given.
+// UnmarshalYAML parses the duration with Parse; errors quote the value.
 func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
 	v, err := Parse(n.Value)
 	if err != nil || n.Kind != yaml.ScalarNode {

@@ -1,7 +1,6 @@
 // Package redisconn builds trendfetch's go-redis clients (standalone,
-// Sentinel or Cluster) from quota.redis settings, with the short timeouts
-// a limiter decision needs, and keeps Redis passwords out of its errors.
-// The quota backend and serve's per-client limiter both use it.
+// Sentinel or Cluster) from quota.redis settings, with the short timeouts a
+// limiter decision needs, keeping passwords out of its errors.
 package redisconn
 
 import (
@@ -9,71 +8,49 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
-	"regexp"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 )
 
-// Defaults of New. A limiter decision is one round trip of a few hundred
-// microseconds; waiting seconds on a dead Redis would stall every call
-// site, so failures surface fast and the call site's fail-open/closed
-// policy applies (docs/design.md §4 "Backend failure").
+// Defaults of New: failures surface fast and the call site's policy
+// applies (docs/design.md §4 "Short timeouts"). Scripts that must not run
+// twice opt out of the retry per command.
 const (
-	// defaultDialTimeout bounds establishing one connection.
 	defaultDialTimeout = 300 * time.Millisecond
-	// defaultIOTimeout bounds each socket read and write.
-	defaultIOTimeout = 300 * time.Millisecond
-	// defaultMaxRetries is the number of retries of a failed command
-	// (go-redis semantics: 0 means its default of 3, -1 disables). The
-	// quota scripts that must not run twice opt out per command.
-	defaultMaxRetries = 1
+	defaultIOTimeout   = 300 * time.Millisecond // each read and write
+	defaultMaxRetries  = 1                      // go-redis: 0 = its default of 3
 )
 
 // Option adjusts New.
 type Option func(*config)
 
 type config struct {
-	// sentinelMaster and sentinelAddrs select a Sentinel-managed master;
-	// sentinelUser and sentinelPassword authenticate to the Sentinels.
 	sentinelMaster                 string
 	sentinelAddrs                  []string
 	sentinelUser, sentinelPassword string
 }
 
-// WithSentinel makes New return a failover client (go-redis
-// NewFailoverClient): the master named master is looked up from the Redis
-// Sentinels at addrs ("host:port"), and connections follow it after a
-// failover. User, password, db and TLS still come from the URL, whose host
-// is then ignored except as the TLS server name of a rediss:// URL. It
-// cannot be combined with Cluster addresses.
+// WithSentinel makes New return a failover client following the master
+// named master of the Sentinels at addrs ("host:port"); user, password, db
+// and TLS still come from the URL, whose host is ignored (but for TLS).
 func WithSentinel(master string, addrs []string) Option {
 	return func(c *config) { c.sentinelMaster, c.sentinelAddrs = master, slices.Clone(addrs) }
 }
 
-// WithSentinelAuth authenticates to the Sentinels of WithSentinel
-// (Sentinel's own requirepass or ACL user, which may differ from the
-// master's); username may be "" (the default user). It is an error without
-// WithSentinel. The password is never part of an error of New.
+// WithSentinelAuth authenticates to the Sentinels of WithSentinel (their
+// own user, "" = default, and password); an error without WithSentinel.
 func WithSentinelAuth(username, password string) Option {
 	return func(c *config) { c.sentinelUser, c.sentinelPassword = username, password }
 }
 
-// New builds a go-redis client with short timeouts (dial 300ms, read and
-// write 300ms, one retry; URL parameters such as ?dial_timeout=1s win).
-//
-// rawURL is redis://[user:password@]host[:port][/db][?param=value],
-// rediss://... (TLS, server name from the host) or unix:///path/to.sock
-// (go-redis ParseURL syntax). With cluster ("host:port" of some Cluster
-// nodes) the result is a *redis.ClusterClient that takes user, password and
-// TLS from rawURL (which may be empty; a db other than 0 is an error). With
-// WithSentinel it is a failover *redis.Client that takes user, password, db
-// and TLS from rawURL (which may be empty). Otherwise rawURL is required
-// and the result is a *redis.Client. Sentinel with Cluster, or Sentinel
-// with a unix:// URL, are errors. Errors never contain the password.
-// No connection is made here; the first command dials.
+// New builds a go-redis client with short timeouts (dial, read and write
+// 300ms, one retry; URL parameters such as ?dial_timeout=1s win), without
+// connecting. rawURL is go-redis ParseURL syntax. With cluster ("host:port"
+// of some nodes) it is a *redis.ClusterClient (db 0 only), with WithSentinel
+// a failover *redis.Client, both taking user, password and TLS from rawURL
+// ("" = none); otherwise rawURL is required. Errors never hold a password.
 func New(rawURL string, cluster []string, opts ...Option) (redis.UniversalClient, error) {
 	var cfg config
 	for _, o := range opts {
@@ -96,7 +73,7 @@ func New(rawURL string, cluster []string, opts ...Option) (redis.UniversalClient
 	if rawURL != "" {
 		var err error
 		if o, err = redis.ParseURL(rawURL); err != nil {
-			return nil, fmt.Errorf("redisconn: invalid Redis URL %s: %s", redact(rawURL), scrubSecret(err.Error(), rawURL))
+			return nil, fmt.Errorf("redisconn: invalid Redis URL %s: %s", redact(rawURL), URLProblem(rawURL))
 		}
 		if sentinel && o.Network == "unix" {
 			return nil, fmt.Errorf("redisconn: Redis URL %s is a unix socket, but with Sentinel the master's address comes from the Sentinels: use redis:// or rediss://", redact(rawURL))
@@ -109,8 +86,7 @@ func New(rawURL string, cluster []string, opts ...Option) (redis.UniversalClient
 	if o.MaxRetries == 0 {
 		o.MaxRetries = defaultMaxRetries
 	}
-	// What every kind of client shares: one dial attempt per command (a
-	// dead Redis fails fast), short retry backoffs, context deadlines.
+	// One dial attempt per command (a dead Redis fails fast).
 	o.DialerRetries = 1
 	o.MinRetryBackoff, o.MaxRetryBackoff = 8*time.Millisecond, 64*time.Millisecond
 	o.ContextTimeoutEnabled = true
@@ -129,34 +105,18 @@ func New(rawURL string, cluster []string, opts ...Option) (redis.UniversalClient
 		u.Addrs, u.MaxRedirects = cluster, 3
 		return redis.NewClusterClient(u.Cluster()), nil
 	case sentinel:
-		// A dial during a failover fails fast, and the retry (after
-		// backoff) asks the Sentinels again.
 		u.MasterName, u.Addrs = cfg.sentinelMaster, cfg.sentinelAddrs
 		u.SentinelUsername, u.SentinelPassword = cfg.sentinelUser, cfg.sentinelPassword
 		return redis.NewFailoverClient(u.Failover()), nil
 	}
-	// A single server keeps every option of its URL (network, query settings).
 	return redis.NewClient(o), nil
 }
 
-var userinfoRE = regexp.MustCompile(`(//[^/@]*?:)[^/@]*@`)
-
-// redact returns rawURL with its password replaced by "xxxxx", for logs and
-// errors; an unparsable URL has its userinfo password masked too.
+// redact returns rawURL with its password replaced by "xxxxx"; a URL that
+// does not parse is not shown.
 func redact(rawURL string) string {
 	if u, err := url.Parse(rawURL); err == nil {
 		return u.Redacted()
 	}
-	return userinfoRE.ReplaceAllString(rawURL, "${1}xxxxx@")
-}
-
-// scrubSecret removes the password of rawURL (and the raw URL itself) from msg.
-func scrubSecret(msg, rawURL string) string {
-	msg = strings.ReplaceAll(msg, rawURL, redact(rawURL))
-	if m := userinfoRE.FindStringSubmatchIndex(rawURL); m != nil {
-		if pw := rawURL[m[3] : m[1]-1]; pw != "" {
-			msg = strings.ReplaceAll(msg, pw, "xxxxx")
-		}
-	}
-	return msg
+	return "(not shown: it does not parse)"
 }

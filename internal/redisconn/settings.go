@@ -11,11 +11,9 @@ import (
 	"github.com/trendfetch/trendfetch/internal/duration"
 )
 
-// Settings is what a configuration says about the Redis that New connects
-// to (trendfetch's quota.redis section): the URL's file (the URL itself may
-// hold a password, so it comes from the environment or that file, never
-// the YAML), Cluster seed addresses, Sentinel, and how many replicas an
-// admission waits for (quota.WithRedisWaitReplicas; 0 = none) and how long.
+// Settings is the quota.redis section: the URL (a secret: from the
+// environment or URLFile, never YAML), Cluster seed addresses, Sentinel,
+// and how many replicas an admission waits for (0 = none) and how long.
 type Settings struct {
 	URLFile      string            `yaml:"url_file"`
 	Cluster      []string          `yaml:"cluster"`
@@ -25,9 +23,8 @@ type Settings struct {
 	URL          string            `yaml:"-"`
 }
 
-// Sentinel is the master's name as the Sentinels know it (`sentinel monitor
-// <master> ...`), host:port of some Sentinels, and the Sentinels' own user
-// and password (the master's password comes from the URL).
+// Sentinel is the master's name (`sentinel monitor <master> ...`),
+// host:port of some Sentinels, and the Sentinels' own user and password.
 type Sentinel struct {
 	Master       string   `yaml:"master"`
 	Addrs        []string `yaml:"addrs"`
@@ -45,16 +42,15 @@ func (r Settings) Configured() bool {
 	return r.URL != "" || len(r.Cluster) > 0 || r.Sentinel.Configured()
 }
 
-// Bounds of WaitTimeout: WAIT 0 would block forever; a decision must never
-// wait for long (docs/design.md §4 "Short timeouts").
+// Bounds of WaitTimeout: WAIT 0 blocks forever; a decision must never wait
+// long (docs/design.md §4 "Short timeouts").
 const (
 	MinWaitTimeout = time.Millisecond
 	MaxWaitTimeout = 10 * time.Second
 )
 
-// SettingError is a setting Check refuses: Setting is its path (the
-// prefix given to Check, then e.g. "sentinel.addrs[0]"), Value what to show
-// of it.
+// SettingError is a setting Check refuses: Setting is its path (Check's
+// prefix + e.g. "sentinel.addrs[0]"), Value what to show of it.
 type SettingError struct {
 	Setting string
 	Value   any
@@ -65,11 +61,9 @@ func (e *SettingError) Error() string {
 	return fmt.Sprintf("%s = %v: %s", e.Setting, e.Value, e.Reason)
 }
 
-// Check checks r before any connection (used is whether the quota backend
-// is Redis; prefix is the settings' path, e.g. "quota.redis."): the URL
-// (URLProblem, never quoted), the Cluster and Sentinel addresses, their
-// combination, and the WAIT settings. It returns the first problem as a
-// *SettingError.
+// Check checks r without connecting (used: the quota backend is Redis;
+// prefix: the settings' path, "quota.redis."); it returns the first problem
+// as a *SettingError, never quoting the URL.
 func (r Settings) Check(prefix string, used bool) error {
 	e := func(setting string, value any, format string, args ...any) error {
 		return &SettingError{prefix + setting, value, strings.ReplaceAll(fmt.Sprintf(format, args...), "$.", prefix)}

@@ -1,23 +1,17 @@
-// Package regions knows the YouTube-supported region codes (regionCode, ISO
-// 3166-1 alpha-2) and validates operator input against them.
-//
-// Source: the list is the recorded i18nRegions.list response
-// yamapi0103__i18nRegions_items_hl-zh-TW_2020.json (docs/design.md §7; 106
-// regions, 2020), the API's own answer to "which regionCode values are
-// supported". A region YouTube added later is refused until its code is added
-// to names (names.go) with its English name.
+// Package regions knows the YouTube-supported region codes (ISO 3166-1
+// alpha-2) and validates operator input against them. Source: the recorded
+// i18nRegions.list response (docs/design.md §7; 106 regions, 2020); a region
+// added later is refused until names has it.
 package regions
 
 import (
 	"fmt"
 	"maps"
 	"slices"
-	"sort"
 	"strings"
 )
 
-// codes is sorted: the keys of names (see the package comment for their
-// source).
+// codes is the keys of names, sorted.
 var codes = slices.Sorted(maps.Keys(names))
 
 // aliases maps codes operators commonly type for a region to its ISO code.
@@ -36,10 +30,7 @@ var aliases = map[string]string{
 func All() []string { return append([]string(nil), codes...) }
 
 // Supported reports whether code (already upper case) is a supported region.
-func Supported(code string) bool {
-	i := sort.SearchStrings(codes, code)
-	return i < len(codes) && codes[i] == code
-}
+func Supported(code string) bool { return names[code] != "" }
 
 // Error is returned by Parse for an unsupported code; Suggestion is "" when
 // no close code is known.
@@ -66,8 +57,8 @@ func Parse(s string) (string, error) {
 	return "", &Error{Input: s, Suggestion: suggest(code)}
 }
 
-// ParseList parses each code with Parse and removes duplicates, keeping the
-// first occurrence's position. It returns the first error.
+// ParseList parses each code with Parse, dropping repeats; it returns the
+// first error.
 func ParseList(in []string) ([]string, error) {
 	out := make([]string, 0, len(in))
 	seen := make(map[string]bool, len(in))

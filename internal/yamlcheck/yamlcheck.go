@@ -1,14 +1,14 @@
 // Package yamlcheck checks a YAML document against the yaml tags of the Go
-// type it is decoded into, before decoding: the first key no field
-// declares, or a value of the wrong shape, is an error naming the key's
-// path and line, in words (no Go type names), with the closest valid key
-// suggested. yaml.v3's own errors name Go types and no path.
+// type it decodes into: the first unknown key or value of the wrong shape
+// is an error naming the key's path and line in words, with the closest
+// valid key suggested (yaml.v3's errors name Go types and no path).
 package yamlcheck
 
 import (
 	"fmt"
+	"maps"
 	"reflect"
-	"sort"
+	"slices"
 	"strings"
 
 	"gopkg.in/yaml.v3"
@@ -16,9 +16,8 @@ import (
 	"github.com/trendfetch/trendfetch/internal/termtext"
 )
 
-// Error is the first problem Check found. Key is the unknown key itself
-// (for an unknown key) or the path of a value of the wrong shape; Msg is the
-// whole message, starting with "line N: ".
+// Error is the first problem Check found: Key is the unknown key, or the
+// path of a value of the wrong shape; Msg starts with "line N: ".
 type Error struct {
 	Key, Msg string
 }
@@ -26,12 +25,9 @@ type Error struct {
 func (e *Error) Error() string { return e.Msg }
 
 // Check walks doc (a document or its root node) against the yaml tags of t
-// and returns an *Error for the first mapping key no field declares, or the
-// first value that cannot decode into its field: a mapping for a struct or
-// a map, a list for a slice, a scalar of the right kind for a number or a
-// bool; a type with its own UnmarshalYAML is asked, and its error is what
-// it wants. Maps have free keys; aliases and nulls are not checked. It
-// returns nil when every key is known.
+// and returns an *Error for the first key no field declares or the first
+// value that cannot decode into its field (a type's own UnmarshalYAML
+// error says what it wants). Map keys, aliases and nulls are not checked.
 func Check(doc *yaml.Node, t reflect.Type) error {
 	if doc.Kind == yaml.DocumentNode && len(doc.Content) > 0 {
 		doc = doc.Content[0]
@@ -58,16 +54,12 @@ func walk(n *yaml.Node, t reflect.Type, path string) error {
 		}
 	case n.Kind == yaml.MappingNode && t.Kind() == reflect.Struct:
 		fields := map[string]reflect.Type{}
-		var names []string
-		for i := 0; i < t.NumField(); i++ {
-			f := t.Field(i)
-			name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
-			if name != "" && name != "-" && f.IsExported() {
+		for f := range t.Fields() {
+			if name, _, _ := strings.Cut(f.Tag.Get("yaml"), ","); name != "" && name != "-" && f.IsExported() {
 				fields[name] = f.Type
-				names = append(names, name)
 			}
 		}
-		sort.Strings(names)
+		names := slices.Sorted(maps.Keys(fields))
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			k, v := n.Content[i], n.Content[i+1]
 			p := strings.TrimPrefix(path+"."+k.Value, ".")
@@ -108,23 +100,21 @@ func shape(n *yaml.Node, t reflect.Type) (want string, ok bool) {
 		return "a list, e.g. [a, b] or - lines", n.Kind == yaml.SequenceNode
 	case n.Kind != yaml.ScalarNode:
 		return "a single value", false
+	}
+	err := n.Decode(reflect.New(t).Interface())
+	switch k := t.Kind(); {
+	case err == nil:
+		return "", true
 	case custom:
-		if err := reflect.New(t).Interface().(yaml.Unmarshaler).UnmarshalYAML(n); err != nil {
-			return err.Error(), false
-		}
+		return err.Error(), false
+	case k >= reflect.Int && k <= reflect.Uint64:
+		want = "a whole number"
+	case k == reflect.Float32 || k == reflect.Float64:
+		want = "a number"
+	case k == reflect.Bool:
+		want = "true or false"
+	default:
 		return "", true
 	}
-	got := fmt.Sprintf(" (got %q)", termtext.Clip(n.Value, 40))
-	switch t.Kind() {
-	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64, reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-		var v int64
-		return "a whole number" + got, n.Decode(&v) == nil
-	case reflect.Float32, reflect.Float64:
-		var v float64
-		return "a number" + got, n.Decode(&v) == nil
-	case reflect.Bool:
-		var v bool
-		return "true or false" + got, n.Decode(&v) == nil
-	}
-	return "", true
+	return fmt.Sprintf("%s (got %q)", want, termtext.Clip(n.Value, 40)), false
 }
