@@ -5,13 +5,10 @@ import (
 	"time"
 )
 
-// CrontabFields returns the five crontab time fields ("m h dom mon dow")
-// that fire at the ticks of Every{Interval: every, Offset: offset} in the cron
-// daemon's time zone: every must be whole minutes dividing an hour (1m,
-// 5m, 15m, 30m), whole hours dividing a day (1h, 2h, 3h, 4h, 6h, 8h, 12h)
-// or 24h; offset must be whole minutes in [0, every). For example
-// CrontabFields(2h, 3m) = "3 */2 * * *" and CrontabFields(15m, 5m) =
-// "5-59/15 * * * *". Errors say which constraint failed.
+// CrontabFields returns the crontab time fields of the ticks of
+// Every{every, offset}: CrontabFields(2h, 3m) = "3 */2 * * *",
+// (15m, 5m) = "5-59/15 * * * *". every must divide an hour in minutes or a
+// day in hours; offset is whole minutes in [0, every). Errors say which.
 func CrontabFields(every, offset time.Duration) (string, error) {
 	if err := calendarTicks(every, offset, "a crontab line"); err != nil {
 		return "", err
@@ -43,8 +40,8 @@ func CrontabFields(every, offset time.Duration) (string, error) {
 	}
 }
 
-// calendarTicks returns an error naming form (the calendar schedule
-// written) unless CrontabFields and OnCalendar can express every and offset.
+// calendarTicks returns an error naming form unless CrontabFields and
+// OnCalendar can express every and offset.
 func calendarTicks(every, offset time.Duration, form string) error {
 	switch {
 	case every <= 0 || every%time.Minute != 0:
@@ -60,9 +57,8 @@ func calendarTicks(every, offset time.Duration, form string) error {
 }
 
 // OnCalendar returns the systemd calendar event (systemd.time(7)) of the
-// same ticks as CrontabFields(every, offset), in the same forms: for
-// example OnCalendar(2h, 3m) = "*-*-* 00/2:03:00" and OnCalendar(15m, 5m) =
-// "*-*-* *:05/15:00". Errors are CrontabFields's, naming OnCalendar=.
+// ticks of CrontabFields(every, offset): (2h, 3m) = "*-*-* 00/2:03:00",
+// (15m, 5m) = "*-*-* *:05/15:00". Errors are CrontabFields's.
 func OnCalendar(every, offset time.Duration) (string, error) {
 	if err := calendarTicks(every, offset, "a systemd OnCalendar= event"); err != nil {
 		return "", err

@@ -8,10 +8,9 @@ import (
 	"github.com/robfig/cron/v3"
 )
 
-// Layout is how regions share one schedule: the shared schedule (Every, or
-// the cron spec Cron) shifted by Stagger per region in list order, except
-// the regions Own gives a cron spec of their own. Timezone is the IANA zone
-// of Every and of specs without a CRON_TZ= prefix ("" = the local zone).
+// Layout is how regions share one schedule (Every, or the cron spec Cron)
+// shifted by Stagger per region in list order, except the regions Own gives
+// a spec of their own. Timezone: Every's and the specs' ("" = local).
 type Layout struct {
 	Every    time.Duration
 	Cron     string
@@ -22,28 +21,25 @@ type Layout struct {
 
 // Region is one region's place in a Layout.
 type Region struct {
-	Region string
-	Index  int           // position in the list, from 0
-	Offset time.Duration // Index × Stagger; 0 for a spec of its own
-	// Spec describes the schedule: "every 2h0m0s +3m0s", or the cron spec.
-	Spec     string
-	Explicit bool // a spec of its own (Layout.Own)
+	Region   string
+	Index    int           // position in the list, from 0
+	Offset   time.Duration // Index × Stagger; 0 for a spec of its own
+	Spec     string        // "every 2h0m0s +3m0s", or the cron spec
+	Explicit bool          // a spec of its own (Layout.Own)
 	Schedule cron.Schedule
 }
 
-// SpecError is a setting of a Layout that cannot be scheduled: Setting is
-// "timezone", "cron" or "regions.<CODE>", Value the value as written.
+// SpecError is a Layout setting ("timezone", "cron", "regions.<CODE>")
+// that cannot be scheduled, with its value as written.
 type SpecError struct {
 	Setting, Value, Reason string
 }
 
 func (e *SpecError) Error() string { return fmt.Sprintf("%s %q: %s", e.Setting, e.Value, e.Reason) }
 
-// Regions returns each region's schedule, in list order: the i-th region
-// (from 0) of the shared schedule starts i × Stagger after its tick (none
-// for a Stagger <= 0), so that the offsets depend only on the list's order
-// and are distinct. An Every schedule staggers in wall-clock time (like
-// crontab lines), a cron spec by Shift. Errors are *SpecError.
+// Regions returns each region's schedule in list order: the i-th starts
+// i × Stagger after the shared tick (Every in wall-clock time, a cron spec
+// by Shift). Errors are *SpecError.
 func (l Layout) Regions(list []string) ([]Region, error) {
 	loc := time.Local
 	if l.Timezone != "" {

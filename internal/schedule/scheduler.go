@@ -1,3 +1,7 @@
+// Package schedule runs trendfetch's scheduler mode (robfig/cron/v3: one
+// entry per region, a region never runs twice at once, a semaphore bounds
+// how many run together, a graceful stop) and computes the schedules
+// themselves (Every, Shift, ParseSpec) without starting it.
 package schedule
 
 import (
@@ -13,54 +17,43 @@ import (
 	"github.com/rs/zerolog"
 )
 
-// DefaultGrace is how long running jobs may finish after Stop begins when
-// Options.Grace is 0.
+// DefaultGrace is Options.Grace's default.
 const DefaultGrace = 30 * time.Second
 
-// ErrGraceExpired is the cancellation cause of a job context cancelled
-// because the grace period ended before the job did.
+// ErrGraceExpired is the cause of a job context cancelled when the grace
+// period ended before the job.
 var ErrGraceExpired = errors.New("scheduler stopping: grace period expired")
 
 // Job is one cron entry: a region's run.
 type Job struct {
-	// Name identifies the entry in logs (the region code); unique.
-	Name string
-	// Schedule gives the entry's ticks.
+	Name     string // the region code, unique
 	Schedule cron.Schedule
-	// Run does the work. ctx is the job's own context, cancelled only when
-	// the grace period of a stop expires (cause ErrGraceExpired); it is not
-	// the context passed to Scheduler.Run.
+	// Run does the work; ctx is cancelled only when a stop's grace period
+	// expires (cause ErrGraceExpired).
 	Run func(ctx context.Context) error
 }
 
 // Options configure a Scheduler. The zero value is usable.
 type Options struct {
-	// Concurrency is how many jobs may run at once across entries (default
-	// 1). A tick that finds no free slot waits for one (logged with the
-	// regions holding the slots); meanwhile further ticks of that entry are
-	// skipped, each logged at warn level with the same.
+	// Concurrency is how many jobs may run at once (default 1); a tick
+	// without a free slot waits, and the entry's ticks meanwhile are skipped.
 	Concurrency int
 	// Grace is how long running jobs may finish once a stop begins before
-	// their contexts are cancelled (default DefaultGrace; < 0 means none).
+	// their contexts are cancelled (default DefaultGrace; < 0: none).
 	Grace time.Duration
-	// Log receives the scheduler's lines; recovered panics at error level.
-	Log zerolog.Logger
-	// Fatal, when set, reports whether a job's error must stop the whole
-	// scheduler (e.g. a rejected API key): Run then stops gracefully and
-	// returns that error. Other errors only end their job.
+	Log   zerolog.Logger
+	// Fatal, when set, reports whether a job's error stops the scheduler
+	// (Run then returns it); other errors only end their job.
 	Fatal func(error) bool
 }
 
-// Entry is a job's next run, as computed from its schedule.
+// Entry is a job's next run.
 type Entry struct {
-	// Name is the job's name.
 	Name string
-	// Next is the first tick after the time asked about.
 	Next time.Time
 }
 
-// Scheduler runs Jobs on their schedules with robfig/cron/v3. Build it with
-// New, then call Run (or Start and Stop).
+// Scheduler runs Jobs on their schedules: New, then Run (or Start and Stop).
 type Scheduler struct {
 	cron  *cron.Cron
 	jobs  []Job
@@ -75,18 +68,13 @@ type Scheduler struct {
 	jobCtx     context.Context
 	cancelJobs context.CancelCauseFunc
 
-	mu sync.Mutex
-	// active holds the entries with a tick in progress (waiting or running);
-	// running those holding a concurrency slot, in the order they took it.
-	active  map[string]bool
-	running []string
+	mu      sync.Mutex
+	active  map[string]bool // entries with a tick waiting or running
+	running []string        // entries holding a slot, in the order they took it
 }
 
-// New builds a Scheduler for jobs. Each job is wrapped, outermost first, in
-// cron.Recover, a guard that skips (and logs) a tick while the entry's
-// previous one is still waiting or running, and a panic guard of its own
-// (see runJob). It returns an error when a job has no
-// name, no schedule or no Run function, or when two jobs share a name.
+// New builds a Scheduler for jobs; it returns an error when a job lacks a
+// name, a schedule or Run, or when two jobs share a name.
 func New(jobs []Job, opts Options) (*Scheduler, error) {
 	if opts.Concurrency <= 0 {
 		opts.Concurrency = 1
@@ -125,8 +113,7 @@ func New(jobs []Job, opts Options) (*Scheduler, error) {
 	return s, nil
 }
 
-// Entries returns each job's next run after now, in job order. It needs no
-// running scheduler.
+// Entries returns each job's next run after now, in job order.
 func (s *Scheduler) Entries(now time.Time) []Entry {
 	out := make([]Entry, len(s.jobs))
 	for i, j := range s.jobs {
@@ -135,48 +122,33 @@ func (s *Scheduler) Entries(now time.Time) []Entry {
 	return out
 }
 
-// wrap turns j into the cron job: skip the tick when the entry's previous
-// tick is still in progress, wait for a concurrency slot (giving up when a
-// stop begins), run with the job context, report fatal errors. Skipped and
-// waiting ticks are logged with the regions holding the slots (held_by).
+// wrap turns j into the cron job: skip the tick while the entry's previous
+// one is in progress, wait for a slot (giving up when a stop begins), run,
+// report fatal errors. Skips and waits log the slots' holders (held_by).
 func (s *Scheduler) wrap(j Job) cron.Job {
 	return cron.FuncJob(func() {
-		s.mu.Lock()
-		if s.active[j.Name] {
-			held := append([]string(nil), s.running...)
-			s.mu.Unlock()
+		busy := false
+		held := s.locked(func() { busy, s.active[j.Name] = s.active[j.Name], true })
+		if busy {
 			s.log.Warn().Str("region", j.Name).Strs("held_by", held).Msg("tick skipped: the region's previous tick is still waiting or running")
 			return
 		}
-		s.active[j.Name] = true
-		s.mu.Unlock()
-		defer func() {
-			s.mu.Lock()
-			delete(s.active, j.Name)
-			s.mu.Unlock()
-		}()
+		defer s.locked(func() { delete(s.active, j.Name) })
 		select {
 		case <-s.stopping:
 			return
 		case s.sem <- struct{}{}:
 		default:
-			s.mu.Lock()
-			held := append([]string(nil), s.running...)
-			s.mu.Unlock()
-			s.log.Info().Str("region", j.Name).Strs("held_by", held).Msg("tick waits for a run slot")
+			s.log.Info().Str("region", j.Name).Strs("held_by", s.locked(func() {})).Msg("tick waits for a run slot")
 			select {
 			case <-s.stopping:
 				return
 			case s.sem <- struct{}{}:
 			}
 		}
-		s.mu.Lock()
-		s.running = append(s.running, j.Name)
-		s.mu.Unlock()
+		s.locked(func() { s.running = append(s.running, j.Name) })
 		defer func() {
-			s.mu.Lock()
-			s.running = slices.DeleteFunc(s.running, func(n string) bool { return n == j.Name })
-			s.mu.Unlock()
+			s.locked(func() { s.running = slices.DeleteFunc(s.running, func(n string) bool { return n == j.Name }) })
 			<-s.sem
 		}()
 		select {
@@ -196,8 +168,16 @@ func (s *Scheduler) wrap(j Job) cron.Job {
 	})
 }
 
-// runJob runs j, turning a panic into an error logged at error level, so
-// that the guards of wrap are always released.
+// locked runs f holding s.mu and returns the entries holding a slot.
+func (s *Scheduler) locked(f func()) (held []string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	f()
+	return slices.Clone(s.running)
+}
+
+// runJob runs j, turning a panic into a logged error so that wrap's
+// guards are always released.
 func (s *Scheduler) runJob(ctx context.Context, j Job) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
@@ -208,8 +188,7 @@ func (s *Scheduler) runJob(ctx context.Context, j Job) (err error) {
 	return j.Run(ctx)
 }
 
-// Start starts firing the entries in the background and logs each entry's
-// next run time. It returns at once.
+// Start fires the entries in the background and logs their next runs.
 func (s *Scheduler) Start() {
 	s.cron.Start()
 	for _, e := range s.Entries(time.Now()) {
@@ -217,12 +196,10 @@ func (s *Scheduler) Start() {
 	}
 }
 
-// Stop stops the scheduler: no job starts from now on (ticks waiting for a
-// concurrency slot give up), and running jobs may finish until ctx is done
-// (the grace period); then their contexts are cancelled with cause
-// ErrGraceExpired and Stop waits for them to return. It returns nil when
-// every job finished within the grace period, else ErrGraceExpired.
-// Calling Stop again waits again and returns the same way.
+// Stop stops the scheduler: no job starts from now on, running jobs may
+// finish until ctx is done, then their contexts are cancelled and Stop
+// waits for them. It returns nil when every job finished in time, else
+// ErrGraceExpired.
 func (s *Scheduler) Stop(ctx context.Context) error {
 	s.stopOnce.Do(func() { close(s.stopping) })
 	done := s.cron.Stop().Done()
@@ -237,10 +214,8 @@ func (s *Scheduler) Stop(ctx context.Context) error {
 	return ErrGraceExpired
 }
 
-// Run starts the scheduler and runs until ctx is done or a job reports a
-// fatal error (Options.Fatal), then stops with the grace period
-// (Options.Grace). It returns nil after a stop caused by ctx, whether or not
-// jobs had to be cancelled, and the fatal error otherwise.
+// Run starts the scheduler until ctx is done (then nil) or a job reports a
+// fatal error (then that error), and stops with the grace period.
 func (s *Scheduler) Run(ctx context.Context) error {
 	s.Start()
 	var err error
@@ -258,8 +233,7 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	return err
 }
 
-// cronLogger adapts zerolog to cron.Logger: Info at debug level, Error
-// (recovered panics) at error level.
+// cronLogger adapts zerolog to cron.Logger (Info at debug level).
 type cronLogger struct{ log zerolog.Logger }
 
 func (l cronLogger) Info(msg string, kv ...any) {
