@@ -346,7 +346,7 @@ func TestRedisLeaseSuite(t *testing.T) {
 
 func TestRedisClusterLeaseSuite(t *testing.T) {
 	skipIfShort(t, "starts a Redis Cluster")
-	b := newTestRedisCluster(t, redistest.StartCluster(t, 3))
+	b := newTestRedisCluster(t, startCluster(t, 3))
 	runLeaseSuite(t, func(t *testing.T) Backend { return b })
 }
 

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -35,7 +36,67 @@ func newTestRedis(t testing.TB, srv *redistest.Server, opts ...redisOption) *red
 	return b
 }
 
-func newTestRedisCluster(t testing.TB, cl *redistest.Cluster) *redisBackend {
+// redisCluster is a Redis Cluster of masters (Nodes) on loopback ports.
+type redisCluster struct{ Nodes []*redistest.Server }
+
+// startClusterNode starts one cluster-enabled server (nodes.conf in its own
+// directory). Its bus port is port+10000: redistest.Start tries other ports
+// while the server fails to start (a bus port taken or above 65535).
+func startClusterNode(tb testing.TB) *redistest.Server {
+	tb.Helper()
+	return redistest.Start(tb, "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
+		"--cluster-node-timeout", "3000", "--repl-diskless-sync-delay", "0")
+}
+
+// startCluster starts n (>= 3) cluster-enabled masters, joins them with
+// `redis-cli --cluster create` and waits until each reports cluster_state:ok.
+func startCluster(tb testing.TB, n int) *redisCluster {
+	tb.Helper()
+	c := &redisCluster{}
+	for range n {
+		c.Nodes = append(c.Nodes, startClusterNode(tb))
+	}
+	redisCLI(tb, append(append([]string{"--cluster", "create"}, c.Addrs()...), "--cluster-replicas", "0", "--cluster-yes")...)
+	deadline := time.Now().Add(20 * time.Second)
+	for _, s := range c.Nodes {
+		for !strings.Contains(s.Do("CLUSTER", "INFO"), "cluster_state:ok") {
+			if time.Now().After(deadline) {
+				tb.Fatalf("cluster node %s not ok after 20s", s.Addr)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	return c
+}
+
+// Addrs returns the address of every master, for redis.ClusterOptions.Addrs.
+func (c *redisCluster) Addrs() []string {
+	out := make([]string, len(c.Nodes))
+	for i, n := range c.Nodes {
+		out[i] = n.Addr
+	}
+	return out
+}
+
+// addReplica starts a cluster node, joins it as a replica of master and
+// waits until master counts it online.
+func (c *redisCluster) addReplica(tb testing.TB, master *redistest.Server) *redistest.Server {
+	tb.Helper()
+	r := startClusterNode(tb)
+	redisCLI(tb, "--cluster", "add-node", r.Addr, master.Addr, "--cluster-slave", "--cluster-master-id", master.Do("CLUSTER", "MYID"))
+	master.WaitReplicasOnline(1)
+	return r
+}
+
+// redisCLI runs redis-cli with args, failing the test on error.
+func redisCLI(tb testing.TB, args ...string) {
+	tb.Helper()
+	if out, err := exec.Command("redis-cli", args...).CombinedOutput(); err != nil {
+		tb.Fatalf("redis-cli %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+}
+
+func newTestRedisCluster(t testing.TB, cl *redisCluster) *redisBackend {
 	t.Helper()
 	c, err := redisconn.New("", cl.Addrs())
 	if err != nil {
@@ -132,7 +193,7 @@ func TestRedisBackendSuite(t *testing.T) {
 // master, and the 8-process over-admission test.
 func TestRedisCluster(t *testing.T) {
 	skipIfShort(t, "starts a Redis Cluster")
-	cl := redistest.StartCluster(t, 3)
+	cl := startCluster(t, 3)
 	b := newTestRedisCluster(t, cl)
 	t.Run("Suite", func(t *testing.T) {
 		runBackendSuite(t, func(t *testing.T) Backend { return b })

@@ -39,6 +39,59 @@ func newSentinelBackend(t *testing.T, g *redistest.Sentinel, opts ...redisOption
 	return b
 }
 
+// masterOf returns the master address Sentinel s of g reports, or "" when
+// it does not answer.
+func masterOf(g *redistest.Sentinel, s *redistest.Server) string {
+	sc := redis.NewSentinelClient(&redis.Options{Addr: s.Addr, MaxRetries: -1})
+	defer sc.Close()
+	if a, err := sc.GetMasterAddrByName(context.Background(), g.Name).Result(); err == nil && len(a) == 2 {
+		return a[0] + ":" + a[1]
+	}
+	return ""
+}
+
+// masterAddr returns the master address the first answering Sentinel of g
+// reports, or "".
+func masterAddr(g *redistest.Sentinel) string {
+	for _, s := range g.Sentinels {
+		if a := masterOf(g, s); a != "" {
+			return a
+		}
+	}
+	return ""
+}
+
+// serverAt returns the master or replica process of g listening on addr, or nil.
+func serverAt(g *redistest.Sentinel, addr string) *redistest.Server {
+	for _, s := range append([]*redistest.Server{g.Master}, g.Replicas...) {
+		if s.Addr == addr {
+			return s
+		}
+	}
+	return nil
+}
+
+// waitFailover waits until every Sentinel of g names the same master other
+// than old and that server answers ROLE as master, and returns it (failing
+// the test after timeout).
+func waitFailover(t *testing.T, g *redistest.Sentinel, old string, timeout time.Duration) *redistest.Server {
+	t.Helper()
+	for deadline := time.Now().Add(timeout); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		addr := masterOf(g, g.Sentinels[0])
+		agreed := addr != "" && addr != old && !slices.ContainsFunc(g.Sentinels, func(s *redistest.Server) bool { return masterOf(g, s) != addr })
+		if promoted := serverAt(g, addr); agreed && promoted != nil {
+			rc := redis.NewClient(&redis.Options{Addr: addr, Password: sentinelPassword, MaxRetries: -1})
+			role, err := rc.Do(context.Background(), "ROLE").Slice()
+			rc.Close()
+			if err == nil && len(role) > 0 && role[0] == "master" {
+				return promoted
+			}
+		}
+	}
+	t.Fatalf("no Sentinel failover away from %s within %s", old, timeout)
+	return nil
+}
+
 // outcome is one reservation of a run across a failover.
 type outcome struct {
 	allowed, denied bool
@@ -167,7 +220,7 @@ func TestRedisSentinelFailover(t *testing.T) {
 		}
 	})
 	<-killDone
-	promoted := g.WaitFailover(oldMaster, 20*time.Second)
+	promoted := waitFailover(t, g, oldMaster, 20*time.Second)
 
 	var before, unavailable, after int
 	for _, o := range out {
@@ -257,8 +310,8 @@ func TestRedisSentinelWaitReplicasNothingLost(t *testing.T) {
 			thawed = true
 		case thawed && !rejoined && time.Since(lastPoll) > 100*time.Millisecond:
 			lastPoll = time.Now()
-			if addr := g.MasterAddr(); addr != "" && addr != master.Addr {
-				promoted = g.Server(addr)
+			if addr := masterAddr(g); addr != "" && addr != master.Addr {
+				promoted = serverAt(g, addr)
 				// The old master comes back empty and replicates the new
 				// one, as an operator (or, later, the Sentinels) would do.
 				master.Restart()
@@ -375,7 +428,7 @@ func TestRedisWaitReplicas(t *testing.T) {
 func TestRedisClusterWaitReplicas(t *testing.T) {
 	t.Parallel()
 	skipIfShort(t, "starts a Redis Cluster")
-	cl := redistest.StartCluster(t, 3)
+	cl := startCluster(t, 3)
 	b := newTestRedisCluster(t, cl)
 	cc := b.client.(*redis.ClusterClient)
 	ctx := testCtx(t)
@@ -394,7 +447,7 @@ func TestRedisClusterWaitReplicas(t *testing.T) {
 		return nil
 	}
 	withReplica := masterOf("cluster-wait-0")
-	replica := cl.AddReplica(withReplica)
+	replica := cl.addReplica(t, withReplica)
 	var onIt, elsewhere string
 	for i := 0; onIt == "" || elsewhere == ""; i++ {
 		cred := fmt.Sprintf("cluster-wait-%d", i)

@@ -9,7 +9,6 @@ package redistest
 import (
 	"bufio"
 	"fmt"
-	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -59,16 +58,16 @@ type Server struct {
 func Start(tb testing.TB, args ...string) *Server {
 	tb.Helper()
 	bin := lookPath(tb, "redis-server")
-	return launch(tb, false, func(string) *Server { return &Server{bin: bin, args: args} })
+	return launch(tb, func(string) *Server { return &Server{bin: bin, args: args} })
 }
 
 // launch starts the server mk builds in a fresh TempDir directory on a free
-// port (with bus, port+10000 free too), trying others while one fails.
-func launch(tb testing.TB, bus bool, mk func(dir string) *Server) *Server {
+// port, trying others while one fails.
+func launch(tb testing.TB, mk func(dir string) *Server) *Server {
 	tb.Helper()
 	var err error
 	for attempt := 0; attempt < 10; attempt++ {
-		port, perr := freePort(bus)
+		port, perr := freePort()
 		if perr != nil {
 			tb.Fatalf("redistest: cannot find a free port: %v", perr)
 		}
@@ -168,7 +167,8 @@ func (s *Server) cli(args ...string) (string, error) {
 	if s.password != "" {
 		pre = append(pre, "-a", s.password, "--no-auth-warning")
 	}
-	return cli(s.tb, append(pre, args...)...)
+	out, err := exec.Command(lookPath(s.tb, "redis-cli"), append(pre, args...)...).CombinedOutput()
+	return string(out), err
 }
 
 func (s *Server) start() error {
@@ -237,32 +237,14 @@ func ping(addr string) bool {
 	return err == nil && (strings.HasPrefix(line, "+PONG") || strings.HasPrefix(line, "-NOAUTH"))
 }
 
-// freePort returns a free loopback TCP port; with bus, port+10000 (the
-// cluster bus port) is free too.
-func freePort(bus bool) (int, error) {
-	if !bus {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return 0, err
-		}
-		defer l.Close()
-		return l.Addr().(*net.TCPAddr).Port, nil
+// freePort returns a free loopback TCP port.
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
 	}
-	for i := 0; i < 200; i++ {
-		p := 20000 + rand.IntN(25000)
-		l1, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p))
-		if err != nil {
-			continue
-		}
-		l2, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p+10000))
-		l1.Close()
-		if err != nil {
-			continue
-		}
-		l2.Close()
-		return p, nil
-	}
-	return 0, fmt.Errorf("no free port pair (p, p+10000) found")
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 func lookPath(tb testing.TB, name string) string {
@@ -276,82 +258,4 @@ func lookPath(tb testing.TB, name string) string {
 		tb.Skip(missing)
 	}
 	return p
-}
-
-func cli(tb testing.TB, args ...string) (string, error) {
-	tb.Helper()
-	bin := lookPath(tb, "redis-cli")
-	out, err := exec.Command(bin, args...).CombinedOutput()
-	return string(out), err
-}
-
-// Cluster is a Redis Cluster: its masters (Nodes) and the Replicas added by AddReplica.
-type Cluster struct {
-	Nodes, Replicas []*Server
-	tb              testing.TB
-}
-
-// startClusterNode starts one cluster-enabled server.
-func startClusterNode(tb testing.TB) *Server {
-	tb.Helper()
-	bin := lookPath(tb, "redis-server")
-	return launch(tb, true, func(dir string) *Server {
-		return &Server{bin: bin, args: []string{
-			"--cluster-enabled", "yes",
-			"--cluster-config-file", filepath.Join(dir, "nodes.conf"),
-			"--cluster-node-timeout", "3000",
-			"--repl-diskless-sync-delay", "0",
-		}}
-	})
-}
-
-// AddReplica starts a cluster node, joins it as a replica of master and
-// waits until master counts it online.
-func (c *Cluster) AddReplica(master *Server) *Server {
-	c.tb.Helper()
-	r := startClusterNode(c.tb)
-	id := master.Do("CLUSTER", "MYID")
-	if out, err := cli(c.tb, "--cluster", "add-node", r.Addr, master.Addr, "--cluster-slave", "--cluster-master-id", id); err != nil {
-		c.tb.Fatalf("redistest: redis-cli --cluster add-node %s as replica of %s: %v\n%s", r.Addr, master.Addr, err, out)
-	}
-	master.WaitReplicasOnline(1)
-	c.Replicas = append(c.Replicas, r)
-	return r
-}
-
-// Addrs returns the address of every master, for redis.ClusterOptions.Addrs.
-func (c *Cluster) Addrs() []string {
-	out := make([]string, len(c.Nodes))
-	for i, n := range c.Nodes {
-		out[i] = n.Addr
-	}
-	return out
-}
-
-// StartCluster starts n (>= 3) cluster-enabled masters, joins them with
-// `redis-cli --cluster create` and waits until each reports cluster_state:ok.
-func StartCluster(tb testing.TB, n int) *Cluster {
-	tb.Helper()
-	if n < 3 {
-		tb.Fatalf("redistest: a Redis Cluster needs at least 3 masters, got %d", n)
-	}
-	lookPath(tb, "redis-cli")
-	c := &Cluster{tb: tb}
-	for i := 0; i < n; i++ {
-		c.Nodes = append(c.Nodes, startClusterNode(tb))
-	}
-	args := append([]string{"--cluster", "create"}, c.Addrs()...)
-	args = append(args, "--cluster-replicas", "0", "--cluster-yes")
-	if out, err := cli(tb, args...); err != nil {
-		tb.Fatalf("redistest: redis-cli --cluster create: %v\n%s", err, out)
-	}
-	waitFor(tb, 20*time.Second, "every cluster node to report cluster_state:ok", func() bool {
-		for _, s := range c.Nodes {
-			if !strings.Contains(s.Do("CLUSTER", "INFO"), "cluster_state:ok") {
-				return false
-			}
-		}
-		return true
-	})
-	return c
 }

@@ -24,7 +24,6 @@ type Sentinel struct {
 	Name                string
 	Master              *Server
 	Replicas, Sentinels []*Server
-	tb                  testing.TB
 }
 
 // StartSentinel starts a master, replicas replicas of it (synced) and
@@ -47,7 +46,7 @@ func StartSentinelAuth(tb testing.TB, replicas, sentinels int, password, sentine
 	}
 	sbin := lookPath(tb, "redis-sentinel")
 	lookPath(tb, "redis-cli")
-	g := &Sentinel{Name: "mymaster", tb: tb}
+	g := &Sentinel{Name: "mymaster"}
 	// Any server may become the master: none delays a full sync (default 5 s).
 	args := []string{"--repl-diskless-sync-delay", "0"}
 	if password != "" {
@@ -74,7 +73,7 @@ func StartSentinelAuth(tb testing.TB, replicas, sentinels int, password, sentine
 		conf += fmt.Sprintf("requirepass %s\n", sentinelPassword)
 	}
 	for i := 0; i < sentinels; i++ {
-		g.Sentinels = append(g.Sentinels, launch(tb, false, func(dir string) *Server {
+		g.Sentinels = append(g.Sentinels, launch(tb, func(dir string) *Server {
 			file := filepath.Join(dir, "sentinel.conf") // redis-sentinel rewrites it
 			if err := os.WriteFile(file, []byte(conf), 0o644); err != nil {
 				tb.Fatal(err)
@@ -101,67 +100,6 @@ func (g *Sentinel) Addrs() []string {
 		out[i] = s.Addr
 	}
 	return out
-}
-
-// MasterAddr returns the master address the first reachable Sentinel
-// reports (SENTINEL GET-MASTER-ADDR-BY-NAME), or "" if none answers.
-func (g *Sentinel) MasterAddr() string {
-	g.tb.Helper()
-	for _, s := range g.Sentinels {
-		if a := g.masterOf(s); a != "" {
-			return a
-		}
-	}
-	return ""
-}
-
-// masterOf returns the master address Sentinel s reports, or "".
-func (g *Sentinel) masterOf(s *Server) string {
-	if !s.running() {
-		return ""
-	}
-	out, err := s.cli("SENTINEL", "GET-MASTER-ADDR-BY-NAME", g.Name)
-	if f := strings.Fields(out); err == nil && len(f) == 2 {
-		return f[0] + ":" + f[1]
-	}
-	return ""
-}
-
-// Server returns the master or replica process listening on addr, or nil.
-func (g *Sentinel) Server(addr string) *Server {
-	for _, s := range append([]*Server{g.Master}, g.Replicas...) {
-		if s.Addr == addr {
-			return s
-		}
-	}
-	return nil
-}
-
-// WaitFailover waits until every running Sentinel names the same master
-// other than old and it answers ROLE as master, and returns it.
-func (g *Sentinel) WaitFailover(old string, timeout time.Duration) *Server {
-	g.tb.Helper()
-	var promoted *Server
-	waitFor(g.tb, timeout, "a Sentinel failover away from "+old, func() bool {
-		addr := ""
-		for _, s := range g.Sentinels {
-			if !s.running() {
-				continue
-			}
-			a := g.masterOf(s)
-			if a == "" || a == old || (addr != "" && a != addr) {
-				return false
-			}
-			addr = a
-		}
-		promoted = g.Server(addr)
-		if promoted == nil || !promoted.running() {
-			return false
-		}
-		role, err := promoted.cli("ROLE")
-		return err == nil && strings.HasPrefix(strings.TrimSpace(role), "master")
-	})
-	return promoted
 }
 
 // masterInfo returns SENTINEL MASTER <name> as a field map, or nil.
@@ -227,13 +165,6 @@ func replInfo(info, name string) int64 {
 		}
 	}
 	return -1
-}
-
-// running reports whether the process is up (not killed).
-func (s *Server) running() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.proc != nil
 }
 
 // waitFor polls cond every 50 ms until it holds, failing the test after timeout.
