@@ -13,26 +13,21 @@ import (
 	"unicode/utf8"
 )
 
-// Bucket is one quota allocation of a credential: at most Limit units
-// admitted in any window of length Window (an exact sliding-window log), or
-// in Google's quota day (from midnight America/Los_Angeles) when Calendar.
+// Bucket is one quota allocation of a credential, named in config, keys and
+// status (e.g. "units"): at most Limit (> 0) units admitted in any window of
+// length Window (> 0; an exact sliding-window log), or in Google's quota day
+// (from midnight America/Los_Angeles) when Calendar.
 type Bucket struct {
-	// Name identifies the bucket in config, keys and status, e.g. "units".
-	Name string
-	// Limit is the most units admitted within one window; must be > 0.
-	Limit int64
-	// Window is the sliding window length (e.g. 24h); must be > 0 unless Calendar.
-	Window time.Duration
-	// Calendar switches the window to the current Pacific quota day.
+	Name     string
+	Limit    int64
+	Window   time.Duration
 	Calendar bool
 }
 
-// Charge is the cost of one call in one bucket, in units.
+// Charge is the cost of one call in one bucket: Units (> 0, <= its limit).
 type Charge struct {
-	// Bucket names the bucket charged.
 	Bucket string
-	// Units is the cost in that bucket; must be > 0 and <= its limit.
-	Units int64
+	Units  int64
 }
 
 // Costs is the cost table: API method (a call site, e.g. callsite.VideosList)
@@ -111,25 +106,19 @@ func clockStepWait(newestUS, nowUS int64) (wait, behind time.Duration) {
 	return time.Duration(back-tol) * time.Microsecond, time.Duration(back) * time.Microsecond
 }
 
-// BucketStatus is the read-only state of one bucket.
+// BucketStatus is the read-only state of one bucket: the units Used and the
+// Entries in the current window (Remaining = Limit - Used, >= 0), its Oldest
+// stamp (zero if none), the waits until a cost-1 call and a MaxCost call
+// (the largest configured cost in the bucket) fit (0: now), and the units
+// UsedToday since the last Pacific midnight.
 type BucketStatus struct {
 	Bucket
-	// Used is the sum of units of entries in the current window.
-	Used int64
-	// Remaining is Limit - Used, never below 0.
-	Remaining int64
-	// Entries is the number of log entries (admitted calls) in the window.
-	Entries int64
-	// Oldest is the stamp of the oldest entry in the window (zero if none).
-	Oldest time.Time
-	// RetryAfterOne is the wait until a cost-1 call fits (0 if it fits now).
-	RetryAfterOne time.Duration
-	// MaxCost is the largest configured cost of any method in this bucket.
-	MaxCost int64
-	// RetryAfterMax is the wait until a MaxCost call fits (0 if it fits now).
-	RetryAfterMax time.Duration
-	// UsedToday is the sum of units recorded since the last Pacific midnight.
-	UsedToday int64
+	Used, Remaining, Entries int64
+	Oldest                   time.Time
+	RetryAfterOne            time.Duration
+	MaxCost                  int64
+	RetryAfterMax            time.Duration
+	UsedToday                int64
 }
 
 // Status is what `trendfetch quota status` shows for one credential.

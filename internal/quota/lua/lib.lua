@@ -1,18 +1,10 @@
--- lib.lua: the functions reserve.lua, status.lua and refund.lua share;
--- redis_lua.go puts this file before each. It defines nothing else.
---
--- A bucket's log: a sorted set, one entry per admitted call, score = its
--- Redis TIME (Unix µs, unique in the log), member = "<cum>:<cost>", cum =
--- the log's running total after it (16 digits). The units of the entries
--- with score >= lo are total - base: total = the newest entry's cum, base
--- = the cum before the first entry with score >= lo.
--- A bucket's cache: the field <log key> of the state hash, five packed
--- doubles (newest, total, head, base, since: reserve.lua), then pending
--- entries, the bucket's newest not yet in the log, three doubles each
--- (score, cum, cost). The log plus the pending entries are the truth.
+-- lib.lua: the functions reserve.lua, status.lua and refund.lua share (put
+-- before each); the data layout is docs/quota.md's "Data layout":
+-- a bucket's log: a sorted set, score = Redis TIME (Unix µs, unique),
+-- member = "<cum>:<cost>" (cum: the running total after it, 16 digits);
+-- a bucket's cache: the state hash field <log key>, five packed doubles
+-- (newest, total, head, base, since), then pending entries (score, cum, cost).
 -- Numbers stay below 2^53 (exact doubles); strings use %d, never tostring.
--- Lua creates a script's functions anew at every run, so the ones that
--- read a log are built by log_readers(), only when a cache cannot answer.
 
 -- clock() -> now: Redis TIME, Unix µs (effects replication, for Redis < 5).
 local function clock()
@@ -31,18 +23,16 @@ local function pacific_day(now, first)
   error(redis.error_reply('ERR trendfetch: the Pacific midnight table does not cover Redis TIME (client clock off by a day or more?)'))
 end
 
--- An upstream mark (mark.lua): the field exhausted (the credential's) or
--- exhausted:<call site> of the state hash, "<until, Unix µs> <why>".
--- mark_until(value, now) -> its until, 0 when none or over.
+-- mark_until(value, now) -> the until of a mark (state hash field exhausted
+-- or exhausted:<call site> = "<until, Unix µs> <why>"), 0 when none or over.
 local function mark_until(v, now)
   local till = tonumber(v and string.match(v, '^%d+')) or 0
   return till > now and till or 0
 end
 
 -- read_state(keys, now, site) -> exhausted (the later end of the
--- credential's mark and of the mark field site, Unix µs; 0: none or over),
--- by_site (1 when site's mark ends later), caches (caches[i]: the log
--- keys[1 + i]'s) of keys[1].
+-- credential's mark and of the mark field site; 0: none), by_site (1 when
+-- site's ends later), caches (caches[i]: the log keys[1 + i]'s).
 local function read_state(keys, now, site)
   local caches = redis.call('HMGET', keys[1], 'exhausted', site, unpack(keys, 2))
   local cred, own = mark_until(table.remove(caches, 1), now), mark_until(table.remove(caches, 1), now)
@@ -71,15 +61,16 @@ local function log_add(log, packed)
   if #args > 0 then redis.call('ZADD', log, unpack(args)) end
 end
 
--- log_readers() -> log_read, retry_after, pending_entry
+-- log_readers() -> log_read, retry_after, pending_entry (built only when a
+-- cache cannot answer: Lua creates a script's functions at every run)
 local function log_readers()
   -- pending_entry(cache, j) -> score, cum, cost of the jth pending entry
   local function pending_entry(cache, j) return struct.unpack('<ddd', cache, 17 + 24 * j) end
   -- cum_cost(member) -> cum, cost
   local function cum_cost(m) return tonumber(string.sub(m, 1, 16)), tonumber(string.sub(m, 18)) end
-  -- log_read(log, lo, cache) -> total, base, newest, first: as above, with
-  -- the newest score and the score of the first entry with score >= lo (0
-  -- when there is none), from the log and the cache's pending entries.
+  -- log_read(log, lo, cache) -> total (the newest cum), base (the cum before
+  -- the first entry with score >= lo), the newest score and that first
+  -- score (0: none), from the log and the cache's pending entries.
   local function log_read(log, lo, cache)
     local total, newest = 0, 0
     if cache then
@@ -101,10 +92,9 @@ local function log_readers()
     return log_read(log, lo) -- the cache counts entries the log lost: the log alone
   end
   -- retry_after(log, lo, window, base, need, cache, now, day_end) -> µs
-  -- until need more units have left the window (window 0: at day_end, the
-  -- next Pacific midnight): the entry whose cum first reaches base + need
-  -- (binary search over the log's ranks, else the pending entries) leaves at
-  -- its score + window.
+  -- until need more units have left the window (window 0: day_end): the
+  -- entry whose cum first reaches base + need (binary search over ranks,
+  -- else the pending entries) leaves at its score + window.
   local function retry_after(log, lo, window, base, need, cache, now, day_end)
     if window == 0 then return day_end - now end
     local a, b = redis.call('ZCOUNT', log, '-inf', '(' .. string.format('%d', lo)), redis.call('ZCARD', log) - 1

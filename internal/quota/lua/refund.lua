@@ -1,8 +1,6 @@
 -- refund.lua (after lib.lua): remove the entries one reservation recorded,
--- only while each is still the newest entry of its log, all or none (a
--- later entry's running total counts it: it then stays, the safe side).
--- The buckets' pending entries (lib.lua) move to the logs first, and their
--- caches go, so the next admission reads the logs.
+-- all or none, only while each is the newest of its log; the pending
+-- entries move to the logs first and the caches go.
 --
 -- KEYS[1]     state  trendfetch:{<credential>}:state (reserve.lua)
 -- KEYS[1+i]   log    bucket i's log, i = 1..n

@@ -17,16 +17,12 @@
 -- per bucket i: left (units left before this call), at (the entry's score,
 -- Unix µs; 0 on denial), then by_site (1: the call site's mark is later).
 --
--- The cache (lib.lua): head = the first entry's score with score >= since,
--- base = the cum before it; they answer for a window start lo in [since,
--- head], and newest < lo is an empty window. Anything else (no cache, lo
--- before since: a longer window or a clock step back, head out of the
--- window) reads the log, as does a bucket the cache would deny. An
--- admission appends its entry to the pending ones; they move to the log
--- when MAX_PENDING wait, or at housekeeping: a log's first admission of a
--- PERIOD_US (or with no cache) evicts what matters neither to the window
--- nor to today, and sets the TTL of the log (and of the state hash, if
--- longer) to outlive the window (or today) by TTL_MARGIN_MS (> PERIOD_US).
+-- The cache and housekeeping: docs/quota.md, "Data layout". The cache
+-- answers for a window start lo in [since, head] (head: the first score >=
+-- since, base: the cum before it) or an empty window (newest < lo); else,
+-- or when it would deny, the log is read. Pending entries move to the log
+-- when MAX_PENDING wait or at housekeeping (a log's first admission of a
+-- PERIOD_US), whose TTL outlives the window (or today) by TTL_MARGIN_MS.
 local PERIOD_US = 120000000
 local TTL_MARGIN_MS = 300000
 local MAX_PENDING = 16

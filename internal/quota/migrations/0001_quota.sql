@@ -1,17 +1,7 @@
--- quota.db: the logs of the embedded backend (sqlite.go), its exhaustion
--- markers and its run leases.
---
--- quota_log: one row per admitted call per bucket. ts_us is the local
--- clock in µs (never decreasing along cum); cum and seq are the running
--- totals of cost and entries, so the rows of a window are a contiguous
--- range; rid is a random id, the entry's identity for Refund.
--- quota_exhausted: MarkExhausted's marker per credential (Unix µs).
--- leases: name = leaseName(credential, region), the holder's token and
--- description, expires_us = Unix µs at which the lease stops counting.
---
--- A quota.db written before numbered migrations (PRAGMA user_version 1 to
--- 4, no schema_migrations) is rebuilt here in place: its entries keep
--- counting; their rid becomes 0, which no refund matches (the safe side).
+-- quota.db: the embedded backend's logs (quota_log: running totals cum and
+-- seq, rid the entry's identity for Refund), marks and run leases
+-- (docs/quota.md, "Data layout"). A quota.db written before numbered
+-- migrations (user_version 1 to 4) is rebuilt in place; its rids become 0.
 CREATE TABLE IF NOT EXISTS quota_log (
 	credential TEXT    NOT NULL,
 	bucket     TEXT    NOT NULL,

@@ -1,6 +1,5 @@
--- quota_exhausted holds MarkExhausted's marks: per credential, the
--- credential's (site '') and each call site's whose own Google bucket is
--- spent (site = its name), until Unix µs, and why (the answer, one line).
+-- quota_exhausted: MarkExhausted's marks per credential and call site ('':
+-- the credential's), until Unix µs, and why.
 CREATE TABLE quota_exhausted_0002 (
 	credential TEXT    NOT NULL,
 	site       TEXT    NOT NULL DEFAULT '',
