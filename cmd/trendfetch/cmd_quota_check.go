@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -12,16 +14,13 @@ import (
 	"github.com/trendfetch/trendfetch/internal/termtext"
 )
 
-// errWouldNotFit ends `quota check` when the calls do not fit now (exit 75,
-// like a denial: retry later); errNeverFits when they exceed a bucket's
-// limit (exit 2).
+// errWouldNotFit ends `quota check` when the calls fit later (exit 75);
+// errNeverFits when they exceed a bucket's limit (exit 2).
 var (
 	errWouldNotFit = errors.New("the calls do not fit now")
 	errNeverFits   = errors.New("the calls can never fit: they exceed a bucket's limit")
 )
 
-// newQuotaCheckCmd is `trendfetch quota check`: built only on the
-// limiter's public Status and the configured cost table.
 func newQuotaCheckCmd(a *app) *cobra.Command {
 	var (
 		method string
@@ -73,9 +72,8 @@ Exit 0 when the calls fit now, 75 when they fit later, 2 when they never fit
 	return cmd
 }
 
-// checkCalls refuses (exit 2) a --count below 1 and a method that is not a
-// key of quota.costs, with the closest one in the hint to cmdLine
-// ("trendfetch quota check").
+// checkCalls refuses (exit 2) a --count below 1 and a method not in
+// quota.costs, hinting cmdLine with the closest one.
 func (a *app) checkCalls(cmdLine, method string, count int64) error {
 	if count < 1 {
 		return usagef(cmdLine+" --method videos.list --count 1", "--count %d: must be at least 1", count)
@@ -83,13 +81,13 @@ func (a *app) checkCalls(cmdLine, method string, count int64) error {
 	if _, ok := a.cfg.Quota.Costs[method]; ok {
 		return nil
 	}
-	known := a.engine().Methods()
+	known := slices.Sorted(maps.Keys(a.cfg.Quota.Costs))
 	return usagef(cmdLine+" --method "+cmp.Or(termtext.Closest(method, known), methodOf(method, known), known[0]),
 		"--method %q: not in the cost table (quota.costs has %s)", termtext.Clip(method, 80), strings.Join(known, ", "))
 }
 
-// methodOf returns the shortest of known that is prefix and a dot ("search"
-// -> search.list), or "".
+// methodOf returns the shortest of known that is prefix and a dot
+// ("search" -> search.list), or "".
 func methodOf(prefix string, known []string) string {
 	best := ""
 	for _, k := range known {

@@ -83,12 +83,9 @@ func newRunsCmd(a *app) *cobra.Command {
 	return cmd
 }
 
-// maxReasonWidth bounds the REASON column; `runs --json` has the full text.
-const maxReasonWidth = 72
-
-// shortReason is a run's reason for the table: URLs (an API error quoting
-// its request) replaced by their host and path, control characters made
-// visible, at most maxReasonWidth characters (termtext.Clip).
+// shortReason is a run's reason for the table (`runs --json` has it all):
+// URLs replaced by their host and path, control characters made visible,
+// at most 72 characters (termtext.Clip).
 func shortReason(reason string) string {
 	reason = urlRE.ReplaceAllStringFunc(reason, func(raw string) string {
 		u, err := url.Parse(strings.Trim(raw, `"'`))
@@ -97,13 +94,13 @@ func shortReason(reason string) string {
 		}
 		return u.Host + u.Path
 	})
-	return termtext.Clip(strings.Join(strings.Fields(reason), " "), maxReasonWidth)
+	return termtext.Clip(strings.Join(strings.Fields(reason), " "), 72)
 }
 
 var urlRE = regexp.MustCompile(`"?https?://[^\s"]+"?`)
 
-// formatUnits renders units per bucket as "units=4 search=1", plus
-// unmetered (fail-open) calls.
+// formatUnits renders units per bucket and unmetered (fail-open) calls:
+// "units=4 search=1 unmetered=2".
 func formatUnits(units map[string]int64, unmetered int) string {
 	var parts []string
 	for _, n := range slices.Sorted(maps.Keys(units)) {
@@ -115,9 +112,8 @@ func formatUnits(units map[string]int64, unmetered int) string {
 	return cmp.Or(strings.Join(parts, " "), "0")
 }
 
-// openReadStore opens the database for a read-only command. A database that
-// does not exist yet is not an error: it returns nil and notes on stderr
-// that nothing was recorded, and the command prints an empty result.
+// openReadStore opens the database for a read-only command; one that does
+// not exist yet is nil, noted on stderr (the command prints nothing found).
 func (a *app) openReadStore(ctx context.Context) (store.Backend, error) {
 	st, err := a.engine().OpenReadStore(ctx)
 	var nd *store.NoDatabaseError
@@ -128,8 +124,7 @@ func (a *app) openReadStore(ctx context.Context) (store.Backend, error) {
 	return st, err
 }
 
-// policyNotice prints store.UnsetNote to stderr when it applies to st
-// (engine.PolicyNote: it checks, never deletes).
+// policyNotice prints engine.PolicyNote to stderr when there is one.
 func (a *app) policyNotice(ctx context.Context, st store.Backend) {
 	if note := a.engine().PolicyNote(ctx, st); note != "" {
 		fmt.Fprintf(a.stderr, "note: %s\n", note)

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"context"
-
 	"github.com/spf13/cobra"
 
 	"github.com/trendfetch/trendfetch/internal/engine"
@@ -36,51 +34,44 @@ scheduler's metrics on its /metrics.`,
 		Args:    cobra.NoArgs,
 		PreRunE: a.withConfig,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return a.schedule(cmd.Context(), metricsAddr, serveAddr)
+			if _, err := a.cfg.Schedule.Plan(a.cfg.Regions); err != nil {
+				return err
+			}
+			// Every key must be readable now, not at a first tick hours later
+			// (exit 2: systemd's RestartPreventExitStatus=2 stops retrying).
+			for _, cr := range a.cfg.Credentials {
+				if _, err := cr.APIKey(a.lookupEnv); err != nil {
+					return err
+				}
+			}
+			var srv engine.Servers
+			if metricsAddr != "" {
+				ln, err := engine.ListenMetrics(metricsAddr)
+				if err != nil {
+					return err
+				}
+				defer ln.Close()
+				srv.Metrics = ln
+			}
+			if serveAddr != "" {
+				a.cfg.Serve.Addr = serveAddr
+				ln, token, err := a.engine().ListenServe()
+				if err != nil {
+					return err
+				}
+				defer ln.Close()
+				a.secrets.Add(token)
+				srv.API, srv.Token = ln, token
+			}
+			r, err := a.engine().OpenRunner(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer r.Close()
+			return r.Schedule(cmd.Context(), srv)
 		},
 	}
 	cmd.Flags().StringVar(&metricsAddr, "metrics-addr", "", `serve /metrics and /healthz on this host:port, e.g. 127.0.0.1:9464 ("" = off)`)
 	cmd.Flags().StringVar(&serveAddr, "serve", "", `also serve the read API and dashboard (trendfetch serve) on this host:port ("" = off)`)
 	return cmd
-}
-
-// schedule runs the scheduler until ctx is cancelled (a signal): nil after
-// a clean stop, a *fetch.CredentialError when the API rejects the key, or
-// an error opening the engine or the metrics listener.
-func (a *app) schedule(ctx context.Context, metricsAddr, serveAddr string) error {
-	if _, err := a.cfg.Schedule.Plan(a.cfg.Regions); err != nil {
-		return err
-	}
-	// Every configured key must be readable now, not at a first tick hours
-	// later (exit 2: systemd's RestartPreventExitStatus=2 stops retrying).
-	for _, cr := range a.cfg.Credentials {
-		if _, err := cr.APIKey(a.lookupEnv); err != nil {
-			return err
-		}
-	}
-	var srv engine.Servers
-	if metricsAddr != "" {
-		ln, err := engine.ListenMetrics(metricsAddr)
-		if err != nil {
-			return err
-		}
-		defer ln.Close()
-		srv.Metrics = ln
-	}
-	if serveAddr != "" {
-		a.cfg.Serve.Addr = serveAddr
-		ln, token, err := a.engine().ListenServe()
-		if err != nil {
-			return err
-		}
-		defer ln.Close()
-		a.secrets.Add(token)
-		srv.API, srv.Token = ln, token
-	}
-	r, err := a.engine().OpenRunner(ctx)
-	if err != nil {
-		return err
-	}
-	defer r.Close()
-	return r.Schedule(ctx, srv)
 }

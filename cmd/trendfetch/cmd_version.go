@@ -17,21 +17,20 @@ import (
 var version = "dev"
 
 // pinnedModules are the dependencies whose versions change what trendfetch
-// does (the API client, SQLite, Redis, cron, metrics, the CLI): their
-// versions are part of `trendfetch version`.
+// does: `trendfetch version` shows them.
 var pinnedModules = []string{"google.golang.org/api", "modernc.org/sqlite", "github.com/redis/go-redis/v9",
 	"github.com/robfig/cron/v3", "github.com/prometheus/client_golang", "github.com/spf13/cobra", "github.com/rs/zerolog"}
 
-// versionInfo is what `trendfetch version --json` prints (runtime/debug.ReadBuildInfo).
+// versionInfo is what `trendfetch version --json` prints: Revision is the
+// VCS commit (null when unknown), Modules each pinned dependency's version
+// (mods: "path version" in pinnedModules' order).
 type versionInfo struct {
-	Version   string  `json:"version"`
-	Revision  *string `json:"revision"` // the VCS commit built; null when unknown
-	GoVersion string  `json:"go_version"`
-	Platform  string  `json:"platform"`
-	// Modules maps each pinned dependency linked in to its version.
-	Modules map[string]string `json:"modules"`
-	// mods are the pinned modules as "path version", in pinnedModules' order.
-	mods []string
+	Version   string            `json:"version"`
+	Revision  *string           `json:"revision"`
+	GoVersion string            `json:"go_version"`
+	Platform  string            `json:"platform"`
+	Modules   map[string]string `json:"modules"`
+	mods      []string
 }
 
 func buildInfo() versionInfo {
@@ -72,9 +71,8 @@ func newVersionCmd(a *app) *cobra.Command {
 	return cmd
 }
 
-// versionString is what `trendfetch version` and `trendfetch --version`
-// print: "trendfetch v1.2.3 (0123456789ab) go1.26.0 linux/amd64" and a
-// second line with the pinned modules' versions.
+// versionString is what `version` and `--version` print: "trendfetch
+// v1.2.3 (0123456789ab) go1.26.0 linux/amd64", then the pinned modules.
 func versionString() string {
 	v, rev := buildInfo(), ""
 	if v.Revision != nil && len(*v.Revision) >= 12 {
@@ -83,8 +81,8 @@ func versionString() string {
 	return fmt.Sprintf("trendfetch %s%s %s %s\n%s", v.Version, rev, v.GoVersion, v.Platform, strings.Join(v.mods, ", "))
 }
 
-// printJSON writes v to stdout as indented JSON, & < > as they are, a nil
-// slice as [] (the --json output of every command).
+// printJSON writes v to stdout as every --json does: indented, & < > as
+// they are, a nil slice as [].
 func (a *app) printJSON(v any) error {
 	if rv := reflect.ValueOf(v); rv.Kind() == reflect.Slice && rv.IsNil() {
 		v = []any{}

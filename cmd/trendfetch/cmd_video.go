@@ -72,11 +72,9 @@ parameters ignored), youtu.be/ID, youtube.com/shorts/ID, /live/ID, /embed/ID.`,
 	return cmd
 }
 
-// videoArgs parses the flags of `video` from raw (its arguments, flag
-// parsing being disabled) and returns the positional arguments. An
-// argument that is a video id starting with '-' (and not "--" + a flag's
-// name) is positional, wherever it stands. help reports --help (usage
-// printed).
+// videoArgs parses the flags of `video` from raw and returns the
+// positional arguments: a video id starting with '-' (not "--" + a flag's
+// name) is one, wherever it stands. help reports --help (usage printed).
 func videoArgs(cmd *cobra.Command, raw []string) (args []string, help bool, err error) {
 	cmd.InheritedFlags() // merges the global flags into cmd.Flags()
 	fs := cmd.Flags()
@@ -103,9 +101,8 @@ func videoArgs(cmd *cobra.Command, raw []string) (args []string, help bool, err 
 
 const utcMinute = "2006-01-02 15:04"
 
-// printHistory writes the human form of `trendfetch video` to w (a
-// bufio.Writer, whose Flush reports a failed write); spark adds a
-// views-over-time sparkline (terminals only).
+// printHistory writes the human form of `video` to w (a bufio.Writer:
+// its Flush reports a failed write); spark adds a views sparkline.
 func printHistory(w io.Writer, h store.VideoHistory, spark bool) {
 	v := h.Video
 	fmt.Fprintf(w, "%s\n%s · https://youtu.be/%s", termtext.Safe(v.Title), termtext.Safe(v.ChannelTitle), termtext.Safe(v.ID))
@@ -181,9 +178,8 @@ func printHistory(w io.Writer, h store.VideoHistory, spark bool) {
 	}
 }
 
-// sparkline renders known view counts, oldest first, on one line of at
-// most 60 block characters, with the first and the last; "" with fewer
-// than two.
+// sparkline renders known view counts, oldest first, in at most 60 block
+// characters with the first and the last; "" with fewer than two.
 func sparkline(points []store.StatsPoint) string {
 	var vals []int64
 	for _, p := range points {

@@ -25,8 +25,7 @@ import (
 	"github.com/trendfetch/trendfetch/internal/termtext"
 )
 
-// usageError is a mistake in how trendfetch was invoked: exit 2, with a
-// hint; usagef makes one.
+// usageError is a mistake in how trendfetch was invoked (exit 2).
 type usageError = engine.UsageError
 
 var usagef = engine.Usagef
@@ -39,8 +38,7 @@ func (e *signalError) Error() string { return "interrupted by " + signalName(e.s
 // signalName is a signal's conventional name ("SIGTERM").
 func signalName(s os.Signal) string { return unix.SignalName(s.(syscall.Signal)) }
 
-// signalExit is the exit code after signal s: 128 + its number, as shells
-// report it (exitcode.SIGHUP, SIGINT, SIGTERM).
+// signalExit is the exit code after signal s: 128 + its number.
 func signalExit(s os.Signal) int { return 128 + int(s.(syscall.Signal)) }
 
 // exitCode maps an error to the process exit code; this is the only place
@@ -72,8 +70,8 @@ func exitCode(ctx context.Context, err error) int {
 	return exitcode.Error
 }
 
-// parseRegion reads --region: "" stays "" (every region); a code that is
-// no region is a usage error pointing at `trendfetch regions`.
+// parseRegion reads --region ("" = every region): a usage error pointing
+// at `trendfetch regions` when it is no region.
 func parseRegion(s string) (string, error) {
 	if s == "" {
 		return "", nil
@@ -96,8 +94,7 @@ func is[T error](err error) bool {
 var flagValueRE = regexp.MustCompile(`^invalid argument "(.*)" for "(?:-\w, )?(--[\w-]+)" flag: (?:strconv\.Parse(Int|Uint|Float|Bool)|time: |.*)`)
 
 // flagError rewrites pflag's parse errors to name the flag and the wanted
-// form without Go function names, and truncates long values; an unknown
-// flag of c gets the closest known one ("did you mean --region?").
+// form, values clipped; an unknown flag gets the closest known one.
 func flagError(c *cobra.Command, err error) error {
 	if name, ok := strings.CutPrefix(err.Error(), "unknown flag: --"); ok {
 		var names []string
@@ -117,9 +114,8 @@ func flagError(c *cobra.Command, err error) error {
 	return fmt.Errorf("%s %q: want %s", m[2], termtext.Clip(m[1], 80), cmp.Or(want, "a valid value"))
 }
 
-// argsAreUsage makes the positional-argument validators of c and its
-// subcommands (cobra.MinimumNArgs, NoArgs, ...) return *usageError, so a
-// wrong number of arguments exits 2 like a bad flag.
+// argsAreUsage makes the argument validators of c and its subcommands
+// return *usageError: a wrong number of arguments exits 2.
 func argsAreUsage(c *cobra.Command) {
 	if validate := c.Args; validate != nil {
 		c.Args = func(cmd *cobra.Command, args []string) error {

@@ -67,10 +67,8 @@ func (e *Engine) SystemdUnits(sc config.Schedule, title string, inv Invocation) 
 			return u, err
 		}
 	}
-	for _, cr := range cfg.Credentials {
-		if cr.Name == cfg.Credential && cr.KeyCredential != "" {
-			u.KeyCredential = cr.KeyCredential
-		}
+	if cr, err := cfg.FindCredential(cfg.Credential); err == nil && cr.KeyCredential != "" {
+		u.KeyCredential = cr.KeyCredential
 	}
 	plan, err := sc.Plan(cfg.Regions)
 	if err != nil {

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
-	"slices"
 	"time"
 
 	"github.com/trendfetch/trendfetch/internal/fetch"
@@ -51,11 +49,6 @@ func StatusError(st quota.Status) error {
 		return *acl
 	}
 	return fmt.Errorf("quota backend %s unreachable: %v", st.Backend, st.Err)
-}
-
-// Methods returns the methods of the cost table (quota.costs), sorted.
-func (e *Engine) Methods() []string {
-	return slices.Sorted(maps.Keys(e.cfg.Quota.Costs))
 }
 
 // Charge reserves count calls of method (a key of quota.costs) for the

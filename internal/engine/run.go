@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"net/http"
 	"os"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 
@@ -42,11 +44,16 @@ type Runner struct {
 // client of the configured credential. Errors: a missing API key (exit 2),
 // the database or the quota backend cannot be opened.
 func (e *Engine) OpenRunner(ctx context.Context) (*Runner, error) {
-	cred, err := e.cfg.FindCredential(e.cfg.Credential)
+	c := e.cfg
+	cred, err := c.FindCredential(c.Credential)
 	if err != nil {
 		return nil, err
 	}
 	key, err := cred.APIKey(e.o.LookupEnv)
+	if err != nil {
+		return nil, err
+	}
+	svc, err := fetch.NewService(ctx, key, c.API.Endpoint) // no I/O
 	if err != nil {
 		return nil, err
 	}
@@ -59,25 +66,16 @@ func (e *Engine) OpenRunner(ctx context.Context) (*Runner, error) {
 		st.Close()
 		return nil, err
 	}
-	svc, err := fetch.NewService(ctx, key, e.cfg.API.Endpoint)
-	if err != nil {
-		st.Close()
-		lim.Close()
-		return nil, err
+	enabled := func(r config.Refresh) time.Duration { // the interval of an enabled call site, else 0
+		if !r.Enabled {
+			return 0
+		}
+		return r.Refresh.Std()
 	}
-	c := e.cfg
-	set := fetch.Settings{
-		PageSize:          c.API.PageSize,
-		Timeout:           c.API.Timeout.Std(),
-		Retries:           c.API.Retries,
-		RetryBackoff:      c.API.RetryBackoff.Std(),
-		LeaseTTL:          c.Runs.LeaseTTL.Std(),
-		ChartCategories:   c.Chart.Categories,
-		ChannelsRefresh:   enabled(c.Channels),
-		CategoriesRefresh: enabled(c.Categories),
-		StatsTrackFor:     c.Stats.TrackFor.Std(),
-		StatsEvery:        c.Stats.Every.Std(),
-	}
+	set := fetch.Settings{PageSize: c.API.PageSize, Timeout: c.API.Timeout.Std(), Retries: c.API.Retries,
+		RetryBackoff: c.API.RetryBackoff.Std(), LeaseTTL: c.Runs.LeaseTTL.Std(), ChartCategories: c.Chart.Categories,
+		ChannelsRefresh: enabled(c.Channels), CategoriesRefresh: enabled(c.Categories),
+		StatsTrackFor: c.Stats.TrackFor.Std(), StatsEvery: c.Stats.Every.Std()}
 	// A policy whose runs refresh old text (amended) gets the text step.
 	if p, _, err := store.InForce(ctx, c.Store.Policy, st); err == nil && p.RunsRefreshText() {
 		set.TextCutoff = func(now time.Time) time.Time {
@@ -86,29 +84,25 @@ func (e *Engine) OpenRunner(ctx context.Context) (*Runner, error) {
 		}
 		set.TextRefreshPerDay = p.RefreshCalls(c.Store.RefreshPerDay)
 	}
-	storeName := "SQLite"
-	if store.IsPostgresURL(c.Database) {
-		storeName = "PostgreSQL"
-	}
 	r := &Runner{e: e, store: st, limiter: lim, slots: map[string]cron.Schedule{}}
 	if plan, err := c.Schedule.Plan(c.Regions); err == nil { // Validate checked it
 		for _, p := range plan {
 			r.slots[p.Region] = p.Schedule
 		}
 	}
-	r.fetch = &fetch.Runner{
-		StoreName:  storeName,
-		Service:    svc,
-		Limiter:    lim,
-		Store:      st,
-		Credential: cred.Name,
-		Policy:     c.Policy,
-		Settings:   set,
-		Searches:   searchesOf(c),
-		Log:        e.log,
-		Scrub:      e.o.Scrub,
-		Skip:       r.capturedElsewhere,
+	storeName := "SQLite"
+	if store.IsPostgresURL(c.Database) {
+		storeName = "PostgreSQL"
 	}
+	r.fetch = &fetch.Runner{StoreName: storeName, Service: svc, Limiter: lim, Store: st, Credential: cred.Name,
+		Policy: c.Policy, Settings: set, Log: e.log, Scrub: e.o.Scrub, Skip: r.capturedElsewhere,
+		Searches: func(region string) []fetch.Search {
+			var out []fetch.Search
+			for _, s := range c.SearchesFor(region) {
+				out = append(out, fetch.Search{Q: s.Q, Order: s.Order, PublishedAfter: s.PublishedAfter.Std(), MaxPages: s.MaxPages})
+			}
+			return out
+		}}
 	return r, nil
 }
 
@@ -165,25 +159,6 @@ func (r *Runner) capturedElsewhere(ctx context.Context, region string) error {
 		}
 		q.Before = runs[len(runs)-1].ID
 	}
-}
-
-// searchesOf returns the fetch view of the searches configured per region.
-func searchesOf(cfg *config.Config) func(region string) []fetch.Search {
-	return func(region string) []fetch.Search {
-		var out []fetch.Search
-		for _, s := range cfg.SearchesFor(region) {
-			out = append(out, fetch.Search{Q: s.Q, Order: s.Order, PublishedAfter: s.PublishedAfter.Std(), MaxPages: s.MaxPages})
-		}
-		return out
-	}
-}
-
-// enabled returns the refresh interval of an enabled call site, else 0.
-func enabled(r config.Refresh) time.Duration {
-	if !r.Enabled {
-		return 0
-	}
-	return r.Refresh.Std()
 }
 
 // Close closes the limiter and the store.
@@ -370,7 +345,7 @@ func (e *Engine) metrics(quotaReader metrics.StatusReader, regions []string, st 
 	for _, b := range e.cfg.Quota.Buckets {
 		buckets = append(buckets, b.Name)
 	}
-	m.ZeroSeries(creds, buckets, e.Methods())
+	m.ZeroSeries(creds, buckets, slices.Sorted(maps.Keys(e.cfg.Quota.Costs)))
 	cred := e.cfg.Credential
 	m.ReadLastSuccess(func(ctx context.Context) (map[string]time.Time, error) { return st.LastSuccess(ctx, cred) })
 	return m
