@@ -25,11 +25,7 @@ const marked = (text, marks) => {
 // reaches the server or its logs).
 const token = new URLSearchParams(location.hash.slice(1)).get("token");
 
-// RateLimited is thrown for a 429; retryAfter is in seconds.
-class RateLimited extends Error {
-  constructor(message, retryAfter) { super(message); this.retryAfter = retryAfter; }
-}
-
+// api GETs path; a 429 shows the notice (limited) and throws an error marked rateLimited.
 async function api(path) {
   const headers = {"Accept": "application/json"};
   if (token) headers["Authorization"] = "Bearer " + token;
@@ -38,20 +34,20 @@ async function api(path) {
   if (r.status === 429) {
     const ra = Number(r.headers.get("Retry-After")) || 60;
     limited(ra);
-    throw new RateLimited(body.error ? body.error.message : "rate limited", ra);
+    throw Object.assign(new Error(body.error ? body.error.message : "rate limited"), {rateLimited: true});
   }
   if (!r.ok) throw new Error(body.error ? body.error.message : r.status + " " + r.statusText);
   return body;
 }
 
+const notice = (text) => { $("notice").textContent = text; $("notice").hidden = !text; };
 // limited shows that the API refused this client for now, and when it
 // will try again.
 let retryTimer = null;
 function limited(retryAfter) {
   const at = new Date(Date.now() + retryAfter * 1000).toISOString().slice(11, 19);
-  $("notice").textContent = `Rate limited: this client sent more requests than the API allows. ` +
-    `The figures below are from the last successful refresh; the next try is in ${retryAfter} s (${at} UTC).`;
-  $("notice").hidden = false;
+  notice(`Rate limited: this client sent more requests than the API allows. ` +
+    `The figures below are from the last successful refresh; the next try is in ${retryAfter} s (${at} UTC).`);
   clearTimeout(retryTimer);
   retryTimer = setTimeout(refresh, retryAfter * 1000);
 }
@@ -190,7 +186,7 @@ async function refresh() {
   clearTimeout(retryTimer);
   try {
     const d = await api("/v1/dashboard");
-    $("notice").hidden = true;
+    notice("");
     $("now").textContent = "updated " + utc(d.generated_at.replace(/\.\d+Z$/, "Z")) + " · times in UTC";
     renderHealth(d.regions, d.generated_at);
     renderQuota(d.credentials);
@@ -198,9 +194,8 @@ async function refresh() {
     renderCharts(d.regions);
     retryTimer = setTimeout(refresh, REFRESH_MS);
   } catch (e) {
-    if (!(e instanceof RateLimited)) {
-      $("notice").textContent = "Cannot refresh: " + e.message;
-      $("notice").hidden = false;
+    if (!e.rateLimited) {
+      notice("Cannot refresh: " + e.message);
       retryTimer = setTimeout(refresh, REFRESH_MS);
     }
   }
