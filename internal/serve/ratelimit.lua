@@ -1,17 +1,12 @@
--- ratelimit.lua: the sliding-window counter of one serve client
--- (docs/design.md §4 and §8; the arithmetic of counterDecide in ratelimit.go).
--- The estimate is the previous window's count weighted by the part of it
--- still inside the sliding window, plus the current window's count.
---
+-- ratelimit.lua: the sliding-window counter of one serve client (docs/api.md;
+-- the arithmetic of counterDecide in ratelimit.go), on the server's TIME.
 -- KEYS[1]  the client's hash: w (index of the current window, now_ms // window),
 --          p (requests admitted in window w-1), c (requests admitted in w)
 -- ARGV[1]  limit: requests per window (integer >= 1)
 -- ARGV[2]  window in milliseconds (integer >= 1)
---
 -- Reply: {allowed (1 or 0), remaining (after this request), retry_after_ms (0 when allowed)}
--- The clock is the server's TIME. An admission writes the hash and sets its
--- TTL to the end of the next window, when the state stops counting; a
--- denial writes nothing.
+-- An admission writes the hash with a TTL to the end of the next window (when
+-- it stops counting); a denial writes nothing.
 local key = KEYS[1]
 local limit = tonumber(ARGV[1])
 local window = tonumber(ARGV[2])

@@ -152,9 +152,6 @@ type clientSlot struct {
 // back.
 func (c *clientSlots) acquire(ctx context.Context, client string) (release func(), err error) {
 	c.mu.Lock()
-	if c.m == nil {
-		c.m = map[string]*clientSlot{}
-	}
 	cs := c.m[client]
 	if cs == nil {
 		cs = &clientSlot{ch: make(chan struct{}, HeavyPerClient)}
@@ -232,26 +229,15 @@ func newServer(o Options) *server {
 	if o.Store != nil {
 		slots = max(1, o.Store.MaxOpenConns()/2)
 	}
-	return &server{o: o, heavy: make(chan struct{}, slots)}
+	return &server{o: o, heavy: make(chan struct{}, slots), clients: clientSlots{m: map[string]*clientSlot{}}}
 }
 
 func (s *server) handler() http.Handler {
 	mux := http.NewServeMux()
-	methods := map[string][]string{}
-	var paths []string
+	const allow = "GET, HEAD, OPTIONS" // every route is a GET; OPTIONS is answered by outer
 	for _, r := range s.routes() {
 		mux.Handle(r.pattern, s.guard(r))
-		method, path, _ := strings.Cut(r.pattern, " ")
-		if methods[path] == nil {
-			paths = append(paths, path)
-		}
-		methods[path] = append(methods[path], method)
-	}
-	// Other methods on a known path: 405 with Allow (OPTIONS is answered
-	// by outer).
-	for _, path := range paths {
-		allow := strings.Join(append(methods[path], "HEAD", "OPTIONS"), ", ")
-		mux.HandleFunc(path, func(w http.ResponseWriter, r *http.Request) {
+		mux.HandleFunc(strings.TrimPrefix(r.pattern, "GET "), func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Allow", allow)
 			writeError(w, http.StatusMethodNotAllowed, "method_not_allowed", "this path answers "+allow)
 		})
