@@ -53,6 +53,15 @@ type Metrics struct {
 	callLatency *prometheus.HistogramVec
 }
 
+// counter and gauge make the metric Namespace_name.
+func counter(name, help string, labels ...string) *prometheus.CounterVec {
+	return prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: Namespace, Name: name, Help: help}, labels)
+}
+
+func gauge(name, help string, labels ...string) *prometheus.GaugeVec {
+	return prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: Namespace, Name: name, Help: help}, labels)
+}
+
 // Outcomes are the run outcomes pre-created per region, so that rates and
 // alerts see a 0 before the first event.
 var Outcomes = []store.Outcome{store.OutcomeSuccess, store.OutcomeSuccessUnmetered, store.OutcomeDenied, store.OutcomeFailed, store.OutcomeInterrupted}
@@ -67,33 +76,21 @@ func New(quotaReader StatusReader, credentials, regions []string, scrapeTimeout 
 	m := &Metrics{
 		reg:           prometheus.NewRegistry(),
 		scrapeTimeout: scrapeTimeout,
-		runs: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: Namespace, Name: "runs_total",
-			Help: "Finished region runs by outcome (success, success_unmetered, denied, failed, interrupted).",
-		}, []string{"region", "outcome"}),
-		runDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Namespace: Namespace, Name: "run_duration_seconds",
+		runs: counter("runs_total",
+			"Finished region runs by outcome (success, success_unmetered, denied, failed, interrupted).", "region", "outcome"),
+		runDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: Namespace, Name: "run_duration_seconds",
 			Help:    "Duration of finished region runs, start to finish, in seconds.",
 			Buckets: prometheus.ExponentialBuckets(0.05, 2, 14), // 50ms .. ~7min
 		}, []string{"region"}),
-		lastSuccess: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Namespace: Namespace, Name: "last_success_timestamp_seconds",
-			Help: "Unix time at which a run of the region last finished successfully (0: never).",
-		}, []string{"region"}),
-		units: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: Namespace, Name: "units_spent_total",
-			Help: "Quota units reserved by finished runs, per credential and bucket.",
-		}, []string{"credential", "bucket"}),
-		unmetered: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: Namespace, Name: "unmetered_calls_total",
-			Help: "API calls sent fail-open while the quota backend was unreachable.",
-		}, []string{"credential"}),
-		calls: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: Namespace, Name: "api_calls_total",
-			Help: "YouTube Data API calls sent, by method (call site) and HTTP status (0: no answer).",
-		}, []string{"method", "status"}),
-		callLatency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Namespace: Namespace, Name: "api_call_duration_seconds",
+		lastSuccess: gauge("last_success_timestamp_seconds",
+			"Unix time at which a run of the region last finished successfully (0: never).", "region"),
+		units: counter("units_spent_total",
+			"Quota units reserved by finished runs, per credential and bucket.", "credential", "bucket"),
+		unmetered: counter("unmetered_calls_total",
+			"API calls sent fail-open while the quota backend was unreachable.", "credential"),
+		calls: counter("api_calls_total",
+			"YouTube Data API calls sent, by method (call site) and HTTP status (0: no answer).", "method", "status"),
+		callLatency: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: Namespace, Name: "api_call_duration_seconds",
 			Help:    "Latency of YouTube Data API calls in seconds.",
 			Buckets: prometheus.ExponentialBuckets(0.01, 2, 12), // 10ms .. ~20s
 		}, []string{"method"}),
@@ -115,10 +112,8 @@ func New(quotaReader StatusReader, credentials, regions []string, scrapeTimeout 
 // SetBuildInfo registers trendfetch_build_info{version,goversion} = 1.
 // Call it once.
 func (m *Metrics) SetBuildInfo(version, goVersion string) {
-	g := prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Namespace: Namespace, Name: "build_info",
-		Help: "Always 1; the labels name the trendfetch version and the Go version that built it.",
-	}, []string{"version", "goversion"})
+	g := gauge("build_info",
+		"Always 1; the labels name the trendfetch version and the Go version that built it.", "version", "goversion")
 	g.WithLabelValues(version, goVersion).Set(1)
 	m.reg.MustRegister(g)
 }

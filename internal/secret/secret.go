@@ -6,6 +6,7 @@
 package secret
 
 import (
+	"cmp"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -14,7 +15,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 	"sync"
 )
@@ -72,24 +73,14 @@ func (f *fragments) has(b string) bool {
 func (s *Set) Add(values ...string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	seen := map[string]bool{}
-	for _, v := range s.values {
-		seen[v] = true
-	}
 	for _, v := range values {
-		v = strings.TrimSpace(v)
-		if len(v) < minLen {
-			continue
-		}
-		j, _ := json.Marshal(v)
-		for _, form := range []string{v, url.QueryEscape(v), url.PathEscape(v), string(j[1 : len(j)-1])} {
-			if !seen[form] {
-				seen[form] = true
-				s.values = append(s.values, form)
-			}
+		if v = strings.TrimSpace(v); len(v) >= minLen {
+			j, _ := json.Marshal(v)
+			s.values = append(s.values, v, url.QueryEscape(v), url.PathEscape(v), string(j[1:len(j)-1]))
 		}
 	}
-	sort.Slice(s.values, func(i, k int) bool { return len(s.values[i]) > len(s.values[k]) })
+	slices.SortFunc(s.values, func(a, b string) int { return cmp.Or(len(b)-len(a), strings.Compare(a, b)) })
+	s.values = slices.Compact(s.values)
 	frags := &fragments{words: map[uint64]struct{}{}}
 	var pairs []string
 	for _, v := range s.values {
