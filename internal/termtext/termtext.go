@@ -134,15 +134,13 @@ func Mark(s string, marks [][2]int, open, close string) string {
 			b.WriteString(open)
 			in = true
 		}
-		if unicode.IsSpace(r) {
-			if !space {
-				piece.WriteByte(' ')
-			}
-			space = true
-		} else {
+		sp := unicode.IsSpace(r)
+		if !sp {
 			piece.WriteRune(r)
-			space = false
+		} else if !space {
+			piece.WriteByte(' ')
 		}
+		space = sp
 		if in && marks[m][1] == i+1 {
 			flush()
 			b.WriteString(close)
