@@ -1,15 +1,8 @@
-// Package pgtest starts a throwaway PostgreSQL server for tests: Debian's
-// postgresql package (initdb, pg_ctl from /usr/lib/postgresql/VERSION/bin),
-// a data directory in a temporary folder, loopback TCP on a free port, fsync
-// off, the C.UTF-8 locale (under the C locale pg_trgm ignores every
-// character outside ASCII, so CJK substrings have no trigram to look up).
-// One server per test package (Start in TestMain), one database per test
-// (Database).
-//
-// initdb and pg_ctl refuse to run as root; as root (CI runs as root) the
-// server runs as the postgres user the Debian package creates, or as nobody.
-// With no PostgreSQL installed, Start returns ErrNotInstalled: Require then
-// skips a test, except under CI=true where it fails it.
+// Package pgtest starts a throwaway PostgreSQL server for tests (Debian's
+// binaries, a temporary data directory, a free loopback port, fsync off,
+// the C.UTF-8 locale: under C pg_trgm ignores non-ASCII). One server per
+// test package (Start), one database per test (Database). As root (CI) the
+// server runs as postgres or nobody: initdb and pg_ctl refuse root.
 package pgtest
 
 import (
@@ -21,7 +14,7 @@ import (
 	"os/exec"
 	"os/user"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -32,8 +25,7 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// ErrNotInstalled is returned by Start when no PostgreSQL server binaries
-// are found (Debian: apt-get install postgresql postgresql-contrib).
+// ErrNotInstalled is Start's error when no PostgreSQL server is installed.
 var ErrNotInstalled = errors.New("pgtest: PostgreSQL not installed (Debian: apt-get install postgresql postgresql-contrib)")
 
 // Server is a running PostgreSQL server owned by the test process.
@@ -46,7 +38,7 @@ type Server struct {
 
 // Start initializes a data directory and starts a server on a free loopback
 // port. Errors: ErrNotInstalled, or initdb/pg_ctl failures with their output.
-func Start() (*Server, error) {
+func Start() (_ *Server, err error) {
 	bin, err := binDir()
 	if err != nil {
 		return nil, err
@@ -55,30 +47,30 @@ func Start() (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	defer func() {
+		if err != nil {
+			os.RemoveAll(dir)
+		}
+	}()
 	s := &Server{dir: dir, bin: bin}
 	if os.Geteuid() == 0 {
 		if s.cred, err = unprivileged(); err != nil {
-			os.RemoveAll(dir)
 			return nil, err
 		}
 		if err := os.Chown(dir, int(s.cred.Uid), int(s.cred.Gid)); err != nil {
-			os.RemoveAll(dir)
 			return nil, err
 		}
 	}
 	data := filepath.Join(dir, "data")
 	if err := s.run("initdb", "-D", data, "-U", "trendfetch", "-A", "trust", "-E", "UTF8", "--locale=C.UTF-8", "--no-sync"); err != nil {
-		os.RemoveAll(dir)
 		return nil, err
 	}
 	if s.port, err = freePort(); err != nil {
-		os.RemoveAll(dir)
 		return nil, err
 	}
 	opts := fmt.Sprintf("-c listen_addresses=127.0.0.1 -p %d -k %s -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=300", s.port, dir)
 	if err := s.run("pg_ctl", "-D", data, "-l", filepath.Join(dir, "log"), "-w", "-t", "60", "-o", opts, "start"); err != nil {
 		log, _ := os.ReadFile(filepath.Join(dir, "log"))
-		os.RemoveAll(dir)
 		return nil, fmt.Errorf("%w\n%s", err, log)
 	}
 	return s, nil
@@ -90,8 +82,7 @@ func (s *Server) Stop() {
 	os.RemoveAll(s.dir)
 }
 
-// URL is the connection URL of database name on s (no password: trust
-// authentication on loopback).
+// URL is the connection URL of database name on s (trust authentication).
 func (s *Server) URL(name string) string {
 	return fmt.Sprintf("postgres://trendfetch@127.0.0.1:%d/%s?sslmode=disable", s.port, name)
 }
@@ -109,8 +100,7 @@ func (s *Server) Database(t testing.TB) string {
 }
 
 // NewDatabase creates an empty database that lives as long as the server
-// (a fixture several tests or benchmarks share) and returns its URL and
-// name.
+// (a shared fixture) and returns its URL and name.
 func (s *Server) NewDatabase() (url, name string, err error) {
 	name = fmt.Sprintf("t%d_%d", os.Getpid(), s.n.Add(1))
 	return s.URL(name), name, s.exec("CREATE DATABASE " + name)
@@ -130,8 +120,7 @@ func (s *Server) exec(sql string) error {
 }
 
 // Require returns the package's server for t, or ends t: a skip when
-// PostgreSQL is not installed, a failure under CI=true (CI installs it) or
-// when the server did not start.
+// PostgreSQL is not installed, else (and under CI=true) a failure.
 func Require(t testing.TB, s *Server, startErr error) *Server {
 	t.Helper()
 	switch {
@@ -144,10 +133,9 @@ func Require(t testing.TB, s *Server, startErr error) *Server {
 	return nil
 }
 
-// Psql runs Debian's psql (beside the server's binaries, else psql on
-// PATH) on the database at url with args, no psqlrc and ON_ERROR_STOP, as
-// the calling user, and returns its standard output. Errors: ErrNotInstalled
-// when there is no psql; else psql's exit status with its standard error.
+// Psql runs psql (beside the server's binaries, else on PATH) on the
+// database at url with args, no psqlrc and ON_ERROR_STOP, and returns its
+// output. Errors: ErrNotInstalled without psql, else psql's stderr.
 func (s *Server) Psql(url string, args ...string) (string, error) {
 	bin := filepath.Join(s.bin, "psql")
 	if _, err := os.Stat(bin); err != nil {
@@ -181,10 +169,8 @@ func (s *Server) run(name string, args ...string) error {
 // binDir is the newest /usr/lib/postgresql/VERSION/bin holding initdb, or
 // the directory of an initdb on PATH.
 func binDir() (string, error) {
-	dirs, _ := filepath.Glob("/usr/lib/postgresql/*/bin/initdb")
-	sort.Slice(dirs, func(i, j int) bool { return version(dirs[i]) > version(dirs[j]) })
-	if len(dirs) > 0 {
-		return filepath.Dir(dirs[0]), nil
+	if dirs, _ := filepath.Glob("/usr/lib/postgresql/*/bin/initdb"); len(dirs) > 0 {
+		return filepath.Dir(slices.MaxFunc(dirs, func(a, b string) int { return version(a) - version(b) })), nil
 	}
 	if p, err := exec.LookPath("initdb"); err == nil {
 		return filepath.Dir(p), nil
