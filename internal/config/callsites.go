@@ -60,3 +60,16 @@ func (c *Config) validateCallSites() error {
 	}
 	return nil
 }
+
+// validatePolicies refuses a policy without a cost or of an unknown name.
+func (c *Config) validatePolicies() error {
+	for m, p := range c.Quota.Policies {
+		if _, ok := c.Quota.Costs[m]; !ok {
+			return invalid("quota.policies."+m, p, "no cost configured for this method in quota.costs")
+		}
+		if p != callsite.FailOpen && p != callsite.FailClosed {
+			return invalid("quota.policies."+m, p, "want fail-open or fail-closed")
+		}
+	}
+	return nil
+}

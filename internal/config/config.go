@@ -216,36 +216,15 @@ func (c *Config) Validate() error {
 	if c.API.PageSize < 1 || c.API.PageSize > callsite.MaxIDs {
 		return invalid("api.page_size", c.API.PageSize, "must be 1-%d (the API's maxResults range)", callsite.MaxIDs)
 	}
-	if err := oneOf("quota.backend", c.Quota.Backend, "sqlite", "redis"); err != nil {
-		return err
-	}
 	if c.Quota.Backend == "redis" && !c.Quota.Redis.Configured() {
 		return invalid("quota.backend", "redis", "no Redis configured: set %s, quota.redis.url_file, quota.redis.cluster or quota.redis.sentinel", Lookup("quota.redis.url").Env)
 	}
-	limits := func() error { _, _, err := c.Limits(); return err }
-	for _, check := range []func() error{c.validateRedis, limits, c.validateCallSites, c.validateIngest, c.Store.validate} {
-		if err := check(); err != nil {
-			return err
-		}
-	}
-	for m, p := range c.Quota.Policies {
-		if _, ok := c.Quota.Costs[m]; !ok {
-			return invalid("quota.policies."+m, p, "no cost configured for this method in quota.costs")
-		}
-		if p != callsite.FailOpen && p != callsite.FailClosed {
-			return invalid("quota.policies."+m, p, "want fail-open or fail-closed")
-		}
-	}
-	if err := oneOf("log.level", c.Log.Level, "trace", "debug", "info", "warn", "error"); err != nil {
-		return err
-	}
-	if err := oneOf("log.format", c.Log.Format, "auto", "json", "console"); err != nil {
-		return err
-	}
-	if err := c.Serve.validate(); err != nil {
-		return err
-	}
-	return c.Schedule.validate(c.Regions)
+	_, _, limitsErr := c.Limits()
+	// The first problem, in this order (cmp.Or: the first non-nil error).
+	return cmp.Or(oneOf("quota.backend", c.Quota.Backend, "sqlite", "redis"), c.validateRedis(), limitsErr,
+		c.validateCallSites(), c.validateIngest(), c.Store.validate(), c.validatePolicies(),
+		oneOf("log.level", c.Log.Level, "trace", "debug", "info", "warn", "error"),
+		oneOf("log.format", c.Log.Format, "auto", "json", "console"), c.Serve.validate(), c.Schedule.validate(c.Regions))
 }
 
 // ValidationError names the config field, the value and why it is wrong.
