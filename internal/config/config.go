@@ -43,8 +43,8 @@ type Config struct {
 	Serve       Serve         `yaml:"serve"`
 }
 
-// Duration is a duration in the config file and in flags: Go's syntax with
-// days (package duration).
+// Duration is a duration as the config file and flags take it (package
+// duration).
 type Duration = duration.Duration
 
 // Runs is the `runs` section: the region lease's TTL (docs/design.md §5),
@@ -60,10 +60,9 @@ type Runs struct {
 	CheckinURL string `yaml:"-"`
 }
 
-// API is the `api` section: the base URL ("" = Google's), one request's
-// timeout, maxResults per page (1-50), how many times a call answered 5xx,
-// timed out or reset is sent again (each attempt reserved), and the first
-// backoff (doubling, full jitter, capped at 30s).
+// API is the `api` section: base URL ("" = Google's), one request's
+// timeout, maxResults (1-50), retries of a 5xx, timeout or reset (each
+// reserved), and the first backoff (doubling, full jitter, capped at 30s).
 type API struct {
 	Endpoint     string   `yaml:"endpoint"`
 	Timeout      Duration `yaml:"timeout"`
@@ -85,8 +84,7 @@ func Default() *Config {
 	return c
 }
 
-// DefaultCredential names the credential of the defaults; DefaultKeyEnv is
-// the environment variable a credential's key is read from by default.
+// The defaults' credential, and the variable a key is read from by default.
 const (
 	DefaultCredential = "default"
 	DefaultKeyEnv     = "YOUTUBE_API_KEY"

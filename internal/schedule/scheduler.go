@@ -5,6 +5,7 @@
 package schedule
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -59,7 +60,6 @@ type Scheduler struct {
 	jobs  []Job
 	opts  Options
 	sem   chan struct{}
-	log   zerolog.Logger
 	fatal chan error
 
 	stopOnce sync.Once
@@ -76,15 +76,8 @@ type Scheduler struct {
 // New builds a Scheduler for jobs; it returns an error when a job lacks a
 // name, a schedule or Run, or when two jobs share a name.
 func New(jobs []Job, opts Options) (*Scheduler, error) {
-	if opts.Concurrency <= 0 {
-		opts.Concurrency = 1
-	}
-	if opts.Grace == 0 {
-		opts.Grace = DefaultGrace
-	}
-	if opts.Grace < 0 {
-		opts.Grace = 0
-	}
+	opts.Concurrency = max(opts.Concurrency, 1)
+	opts.Grace = max(cmp.Or(opts.Grace, DefaultGrace), 0)
 	seen := map[string]bool{}
 	for _, j := range jobs {
 		if j.Name == "" || j.Schedule == nil || j.Run == nil {
@@ -102,7 +95,6 @@ func New(jobs []Job, opts Options) (*Scheduler, error) {
 		jobs:     jobs,
 		opts:     opts,
 		sem:      make(chan struct{}, opts.Concurrency),
-		log:      opts.Log,
 		fatal:    make(chan error, 1),
 		stopping: make(chan struct{}),
 	}
@@ -130,7 +122,7 @@ func (s *Scheduler) wrap(j Job) cron.Job {
 		busy := false
 		held := s.locked(func() { busy, s.active[j.Name] = s.active[j.Name], true })
 		if busy {
-			s.log.Warn().Str("region", j.Name).Strs("held_by", held).Msg("tick skipped: the region's previous tick is still waiting or running")
+			s.opts.Log.Warn().Str("region", j.Name).Strs("held_by", held).Msg("tick skipped: the region's previous tick is still waiting or running")
 			return
 		}
 		defer s.locked(func() { delete(s.active, j.Name) })
@@ -139,7 +131,7 @@ func (s *Scheduler) wrap(j Job) cron.Job {
 			return
 		case s.sem <- struct{}{}:
 		default:
-			s.log.Info().Str("region", j.Name).Strs("held_by", s.locked(func() {})).Msg("tick waits for a run slot")
+			s.opts.Log.Info().Str("region", j.Name).Strs("held_by", s.locked(func() {})).Msg("tick waits for a run slot")
 			select {
 			case <-s.stopping:
 				return
@@ -182,7 +174,7 @@ func (s *Scheduler) runJob(ctx context.Context, j Job) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("job %s panicked: %v", j.Name, r)
-			s.log.Error().Str("region", j.Name).Str("stack", string(debug.Stack())).Err(err).Msg("job panicked")
+			s.opts.Log.Error().Str("region", j.Name).Str("stack", string(debug.Stack())).Err(err).Msg("job panicked")
 		}
 	}()
 	return j.Run(ctx)
@@ -192,7 +184,7 @@ func (s *Scheduler) runJob(ctx context.Context, j Job) (err error) {
 func (s *Scheduler) Start() {
 	s.cron.Start()
 	for _, e := range s.Entries(time.Now()) {
-		s.log.Info().Str("region", e.Name).Time("next_run", e.Next.UTC()).Msg("scheduled")
+		s.opts.Log.Info().Str("region", e.Name).Time("next_run", e.Next.UTC()).Msg("scheduled")
 	}
 }
 
@@ -208,7 +200,7 @@ func (s *Scheduler) Stop(ctx context.Context) error {
 		return nil
 	case <-ctx.Done():
 	}
-	s.log.Warn().Msg("grace period over: cancelling running jobs")
+	s.opts.Log.Warn().Msg("grace period over: cancelling running jobs")
 	s.cancelJobs(ErrGraceExpired)
 	<-done
 	return ErrGraceExpired
@@ -221,15 +213,15 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	var err error
 	select {
 	case <-ctx.Done():
-		s.log.Info().Int64("grace_ms", s.opts.Grace.Milliseconds()).Msg("stopping: no new runs; waiting for running ones")
+		s.opts.Log.Info().Int64("grace_ms", s.opts.Grace.Milliseconds()).Msg("stopping: no new runs; waiting for running ones")
 	case err = <-s.fatal:
-		s.log.Error().Err(err).Int64("grace_ms", s.opts.Grace.Milliseconds()).Msg("stopping on a fatal error")
+		s.opts.Log.Error().Err(err).Int64("grace_ms", s.opts.Grace.Milliseconds()).Msg("stopping on a fatal error")
 	}
 	gctx, cancel := context.WithTimeout(context.Background(), s.opts.Grace)
 	defer cancel()
 	s.Stop(gctx)
 	s.cancelJobs(context.Canceled) // every job has returned; release the context
-	s.log.Info().Msg("scheduler stopped")
+	s.opts.Log.Info().Msg("scheduler stopped")
 	return err
 }
 

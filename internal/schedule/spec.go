@@ -1,6 +1,8 @@
 package schedule
 
 import (
+	"cmp"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -17,7 +19,7 @@ var specParser = cron.NewParser(cron.SecondOptional | cron.Minute | cron.Hour | 
 func ParseSpec(spec, tz string) (cron.Schedule, error) {
 	spec = strings.TrimSpace(spec)
 	if spec == "" {
-		return nil, fmt.Errorf("empty cron spec")
+		return nil, errors.New("empty cron spec")
 	}
 	if tz != "" && !HasTZ(spec) {
 		spec = "CRON_TZ=" + tz + " " + spec
@@ -52,17 +54,11 @@ func (e Every) Next(t time.Time) time.Time {
 	if iv <= 0 {
 		return time.Time{}
 	}
-	off := e.Offset % iv
-	if off < 0 {
-		off += iv
-	}
+	off := (e.Offset%iv + iv) % iv
 	if (24*time.Hour)%iv != 0 {
 		return t.Add(-off).Truncate(iv).Add(iv + off)
 	}
-	loc := e.Location
-	if loc == nil {
-		loc = time.Local
-	}
+	loc := cmp.Or(e.Location, time.Local)
 	t = t.In(loc)
 	y, m, d := t.Date()
 	wall := time.Duration(t.Hour())*time.Hour + time.Duration(t.Minute())*time.Minute +
