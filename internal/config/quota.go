@@ -12,7 +12,6 @@ import (
 
 	"github.com/trendfetch/trendfetch/internal/callsite"
 	"github.com/trendfetch/trendfetch/internal/quota"
-	"github.com/trendfetch/trendfetch/internal/redisconn"
 	"github.com/trendfetch/trendfetch/internal/termtext"
 )
 
@@ -21,7 +20,7 @@ import (
 type Quota struct {
 	Backend  string                      `yaml:"backend"`
 	SQLite   QuotaSQLite                 `yaml:"sqlite"`
-	Redis    redisconn.Settings          `yaml:"redis"`
+	Redis    QuotaRedis                  `yaml:"redis"`
 	Buckets  Buckets                     `yaml:"buckets"`
 	Costs    map[string]map[string]int64 `yaml:"costs"`    // method -> bucket -> units
 	Policies map[string]callsite.Policy  `yaml:"policies"` // method -> backend-failure policy
@@ -218,21 +217,4 @@ func (c *Config) Policy(method string) callsite.Policy {
 		return site.Policy
 	}
 	return callsite.FailOpen
-}
-
-// validateRedis checks quota.redis, naming secrets by their variable.
-func (c *Config) validateRedis() error {
-	var se *redisconn.SettingError
-	switch err := c.Quota.Redis.Check("quota.redis.", c.Quota.Backend == "redis"); {
-	case errors.As(err, &se) && se.Setting == "quota.redis.url":
-		s := Lookup("quota.redis.url")
-		return invalid(s.Env+" / "+s.Secret, se.Value, "%s", se.Reason)
-	case errors.As(err, &se):
-		if se.Setting == "quota.redis.sentinel.password" {
-			se.Setting = Lookup(se.Setting).Env
-		}
-		return invalid(se.Setting, se.Value, "%s", se.Reason)
-	default:
-		return err
-	}
 }

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/trendfetch/trendfetch/internal/quota"
-	"github.com/trendfetch/trendfetch/internal/redisconn"
 )
 
 // quota.redis.sentinel, wait_replicas and wait_timeout (issue 13).
@@ -84,7 +83,7 @@ func TestRedisSentinelPassword(t *testing.T) {
 
 func TestRedisSentinelAndWaitValidate(t *testing.T) {
 	sentinel := func(master string, addrs ...string) func(*Config) {
-		return func(c *Config) { c.Quota.Redis.Sentinel = redisconn.Sentinel{Master: master, Addrs: addrs} }
+		return func(c *Config) { c.Quota.Redis.Sentinel = RedisSentinel{Master: master, Addrs: addrs} }
 	}
 	for _, tc := range []struct {
 		name  string
