@@ -52,12 +52,6 @@ type fragments struct {
 	heads [1 << 16 / 64]uint64
 }
 
-func (f *fragments) add(w uint64) {
-	f.words[w] = struct{}{}
-	h := uint16(w)
-	f.heads[h/64] |= 1 << (h % 64)
-}
-
 // has reports whether the FragmentLen bytes at the start of b are a window.
 func (f *fragments) has(b string) bool {
 	h := uint16(b[0]) | uint16(b[1])<<8
@@ -89,7 +83,9 @@ func (s *Set) Add(values ...string) {
 			continue
 		}
 		for i := 0; i+FragmentLen <= len(v); i++ {
-			frags.add(word(v[i:]))
+			w := word(v[i:])
+			frags.words[w] = struct{}{}
+			frags.heads[uint16(w)/64] |= 1 << (uint16(w) % 64)
 		}
 	}
 	if len(frags.words) == 0 {
