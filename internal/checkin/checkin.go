@@ -7,6 +7,7 @@ package checkin
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -79,10 +80,7 @@ func (r *Run) End(code int, summary string) {
 	case <-ctx.Done():
 		err = errors.New("/start: no answer in time")
 	}
-	if err2 := r.ping(ctx, fmt.Sprint(code), summary); err == nil {
-		err = err2
-	}
-	if err != nil {
+	if err = cmp.Or(err, r.ping(ctx, fmt.Sprint(code), summary)); err != nil {
 		host := ""
 		if u, perr := url.Parse(r.base); perr == nil {
 			host = u.Host

@@ -7,7 +7,7 @@ package sdnotify
 import (
 	"context"
 	"os"
-	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/coreos/go-systemd/v22/daemon"
@@ -16,16 +16,14 @@ import (
 
 // readyOnce makes Ready notify once per process (schedule --serve starts
 // the scheduler and the read API): later calls return a stop that does nothing.
-var readyOnce sync.Once
+var readyOnce atomic.Bool
 
 // Ready tells systemd the service is ready and pings the watchdog every half
 // of WatchdogSec= when asked (sd_watchdog_enabled(3)). When ctx is done or
 // stop is called it sends STOPPING=1 once and stops pinging. Failures to
 // notify are logged at debug level (systemd then times the start out).
 func Ready(ctx context.Context, log zerolog.Logger) (stop func()) {
-	first := false
-	readyOnce.Do(func() { first = true })
-	if !first || os.Getenv("NOTIFY_SOCKET") == "" {
+	if !readyOnce.CompareAndSwap(false, true) || os.Getenv("NOTIFY_SOCKET") == "" {
 		return func() {}
 	}
 	send := func(state string) {
