@@ -330,15 +330,14 @@ func IsLoopbackHost(host string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// bearer returns the token of an "Authorization: Bearer <token>" header;
-// the scheme is case-insensitive (RFC 7235).
-func bearer(r *http.Request) (string, bool) {
-	scheme, tok, ok := strings.Cut(strings.TrimSpace(r.Header.Get("Authorization")), " ")
-	if !ok || !strings.EqualFold(scheme, "Bearer") {
-		return "", false
+// bearer returns the token of an "Authorization: Bearer <token>" header, ""
+// without one; the scheme is case-insensitive (RFC 7235).
+func bearer(r *http.Request) string {
+	scheme, tok, _ := strings.Cut(strings.TrimSpace(r.Header.Get("Authorization")), " ")
+	if !strings.EqualFold(scheme, "Bearer") {
+		return ""
 	}
-	tok = strings.TrimSpace(tok)
-	return tok, tok != ""
+	return strings.TrimSpace(tok)
 }
 
 // guard applies a route's access: token (compared in constant time), rate
@@ -347,7 +346,7 @@ func (s *server) guard(rt route) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		tokenKey := ""
 		if rt.access != public && s.o.Token != "" {
-			tok, _ := bearer(r)
+			tok := bearer(r)
 			if subtle.ConstantTimeCompare([]byte(tok), []byte(s.o.Token)) != 1 {
 				// A wrong token costs the address a request, so that
 				// guessing is rate-limited too.
