@@ -1,11 +1,8 @@
-// Package plan estimates the quota a configuration spends in one Pacific
-// day (Google's quota day), before it is deployed: per call site the calls
-// a day (least, expected, most; the most counts every call retried
-// api.retries times, since Google charges every attempt), then per bucket
-// the units, compared with each configured bucket's limit and with
-// Google's 2026 allocations (callsite.PresetGoogle2026). Costs and buckets
-// come only from the configuration and package callsite. Start with
-// Compute.
+// Package plan estimates the quota a configuration spends in one Pacific day
+// before it is deployed: per call site the calls (callsite.Site.Calls, the
+// most retried api.retries times since Google charges every attempt), then
+// per bucket the units against each configured bucket and Google's 2026
+// allocations (callsite.PresetGoogle2026). Start with Compute.
 package plan
 
 import (
@@ -23,36 +20,30 @@ import (
 
 // Options change what Compute assumes.
 type Options struct {
-	// RunsPerDay, when > 0, replaces every region's schedule: each region
-	// runs this many times a day.
+	// RunsPerDay, when > 0, replaces every region's schedule.
 	RunsPerDay int
-	// Day is any time in the Pacific day to plan (default: tomorrow's, a
-	// whole day from its midnight); a DST change makes it 23 or 25 hours.
+	// Day is any time in the Pacific day to plan (default: tomorrow's).
 	Day time.Time
 }
 
 // Range is a quantity per day: the least, the expected and the most.
 type Range = callsite.Range
 
-// Verdicts of a bucket.
+// Verdicts of a bucket: even the most fits its limit; the expected fits,
+// the most does not (a warning); the expected does not (a configuration to fix).
 const (
-	// Fits: even the most fits the limit.
-	Fits = "fits"
-	// MostExceeds: the expected use fits, the most does not (a warning).
+	Fits        = "fits"
 	MostExceeds = "most exceeds"
-	// DoesNotFit: the expected use exceeds the limit (a configuration to fix).
-	DoesNotFit = "does not fit"
+	DoesNotFit  = "does not fit"
 )
 
 // Bucket is one bucket's day.
 type Bucket struct {
-	// Name is the bucket's name.
 	Name string `json:"name"`
-	// Scope is "config" (a configured bucket) or "google-2026" (Google's
-	// allocation, callsite.PresetGoogle2026).
+	// Scope is "config" (a configured bucket) or callsite.PresetGoogle2026.
 	Scope string `json:"scope"`
-	// Limit is what the bucket admits in the planned day: its limit, scaled
-	// to the day for a sliding window other than the day.
+	// Limit is what the bucket admits in the day (a sliding window's limit
+	// scaled to the day's length).
 	Limit int64 `json:"limit"`
 	// Units are the units charged to the bucket in the day.
 	Units Range `json:"units"`
@@ -64,9 +55,9 @@ type Bucket struct {
 
 // Group is the regions sharing a schedule and what they charge a bucket.
 type Group struct {
-	// Regions are the region codes of the group, in config order.
+	// Regions are the group's region codes, in config order.
 	Regions []string `json:"regions"`
-	// Schedule is the group's schedule ("every 2h", a cron spec, "12 runs a day").
+	// Schedule is e.g. "every 2h", a cron spec or "12 runs a day".
 	Schedule string `json:"schedule"`
 	// Units are the expected units the group charges the bucket.
 	Units int64 `json:"units"`
@@ -106,7 +97,7 @@ func (p *Plan) MostFits() bool {
 	return !slices.ContainsFunc(p.Buckets, func(b Bucket) bool { return b.Verdict != Fits })
 }
 
-// Compute plans cfg (completed and validated) for one Pacific day.
+// Compute plans cfg (completed and validated) for one Pacific day (23-25 hours).
 func Compute(cfg *config.Config, opts Options) (*Plan, error) {
 	day := opts.Day
 	if day.IsZero() {
@@ -121,6 +112,7 @@ func Compute(cfg *config.Config, opts Options) (*Plan, error) {
 	p := &Plan{Day: start.Format(time.DateOnly), Hours: length.Hours(), Start: start.UTC()}
 	perRegion := map[string]map[string]Range{} // region -> method -> calls
 	group := map[string]string{}               // region -> schedule group
+	var allRuns int64
 	for _, rp := range sched {
 		runs, desc := int64(opts.RunsPerDay), fmt.Sprintf("%d runs a day", opts.RunsPerDay)
 		if runs <= 0 {
@@ -136,10 +128,7 @@ func Compute(cfg *config.Config, opts Options) (*Plan, error) {
 		p.Regions = append(p.Regions, Region{Region: rp.Region, Schedule: desc, Runs: runs})
 		group[rp.Region] = desc
 		perRegion[rp.Region] = calls(cfg, rp.Region, runs, length)
-	}
-	var allRuns int64
-	for _, r := range p.Regions {
-		allRuns += r.Runs
+		allRuns += runs
 	}
 	shared := calls(cfg, "", allRuns, length)
 	total := maps.Clone(shared)
@@ -165,9 +154,8 @@ func Compute(cfg *config.Config, opts Options) (*Plan, error) {
 	return p, nil
 }
 
-// bucketDay sums the units charged to bucket name by costs, the regions'
-// calls and the shared ones, and finds the schedule group spending most of
-// the regions' units.
+// bucketDay sums the units costs charge bucket name for the regions' and the
+// shared calls, and finds the schedule group spending most of the regions'.
 func bucketDay(name, scope string, limit int64, costs map[string]map[string]int64, perRegion map[string]map[string]Range, shared map[string]Range, group map[string]string, order []string) Bucket {
 	b := Bucket{Name: name, Scope: scope, Limit: limit}
 	for m, r := range shared {
@@ -204,25 +192,18 @@ func bucketDay(name, scope string, limit int64, costs map[string]map[string]int6
 	return b
 }
 
-// calls is what runs runs send in a day of length, per enabled call site
-// with a cost (callsite.Site.Calls, every call retried api.retries times at
-// most): of region, or for region "" of the call sites capped per
-// credential, runs being every region's.
+// calls is what runs runs send in a day of length, per call site with a cost,
+// the most retried api.retries times: of region, or for region "" of the call
+// sites capped per credential (runs being every region's).
 func calls(cfg *config.Config, region string, runs int64, length time.Duration) map[string]Range {
 	out := map[string]Range{}
 	for _, s := range callsite.All() {
 		if _, ok := cfg.Quota.Costs[s.Name]; ok && runs > 0 && s.PerCredential == (region == "") {
 			if r := s.Calls(cfg.Use(region), runs, length); r != (Range{}) {
-				out[s.Name] = retried(cfg, r)
+				r.Most *= int64(1 + cfg.API.Retries)
+				out[s.Name] = r
 			}
 		}
 	}
 	return out
-}
-
-// retried is r with its most sent 1+api.retries times: every attempt of a
-// call that failed transiently costs again (docs/design.md §3).
-func retried(cfg *config.Config, r Range) Range {
-	r.Most *= int64(1 + cfg.API.Retries)
-	return r
 }
