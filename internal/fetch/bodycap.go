@@ -8,9 +8,8 @@ import (
 	"net/http"
 )
 
-// MaxResponseBytes caps one API response body (8 MiB). A real page of
-// videos.list with 50 videos is about 100 KB; a body beyond the cap is
-// refused as a malformed page (ErrResponseTooLarge) instead of being read
+// MaxResponseBytes caps one API response body (8 MiB; a page of 50 videos is
+// about 100 KB): a longer body is refused (ErrResponseTooLarge), never read
 // into memory whole.
 const MaxResponseBytes = 8 << 20
 
@@ -19,12 +18,9 @@ const MaxResponseBytes = 8 << 20
 var ErrResponseTooLarge = errors.New("response body too large")
 
 // capBody is an http.RoundTripper whose response bodies fail with
-// ErrResponseTooLarge after max bytes, and are copied into the buffer of
-// withRawBody when the request's context carries one.
-type capBody struct {
-	base http.RoundTripper
-	max  int64
-}
+// ErrResponseTooLarge past MaxResponseBytes, and are copied into the buffer
+// of withRawBody when the request's context carries one.
+type capBody struct{ base http.RoundTripper }
 
 // RoundTrip implements http.RoundTripper.
 func (c capBody) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -32,13 +28,17 @@ func (c capBody) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err != nil || resp.Body == nil {
 		return resp, err
 	}
-	if resp.ContentLength > c.max {
+	if resp.ContentLength > MaxResponseBytes {
 		resp.Body.Close()
-		return nil, fmt.Errorf("%w: Content-Length %d exceeds %d MiB", ErrResponseTooLarge, resp.ContentLength, c.max>>20)
+		return nil, fmt.Errorf("%w: Content-Length %d exceeds %d MiB", ErrResponseTooLarge, resp.ContentLength, MaxResponseBytes>>20)
 	}
-	resp.Body = &cappedBody{rc: resp.Body, left: c.max}
+	body := &cappedBody{rc: resp.Body, left: MaxResponseBytes}
+	resp.Body = body
 	if buf, ok := req.Context().Value(rawBodyKey{}).(*bytes.Buffer); ok {
-		resp.Body = teeBody{Reader: io.TeeReader(resp.Body, buf), Closer: resp.Body}
+		resp.Body = struct {
+			io.Reader
+			io.Closer
+		}{io.TeeReader(body, buf), body}
 	}
 	return resp, nil
 }
@@ -50,25 +50,15 @@ type cappedBody struct {
 
 func (b *cappedBody) Read(p []byte) (int, error) {
 	if b.left <= 0 {
-		// One more byte tells a body of exactly max bytes from a longer one.
-		var one [1]byte
-		if n, _ := b.rc.Read(one[:]); n > 0 {
+		// One more byte tells a body of exactly the cap from a longer one.
+		if n, _ := b.rc.Read(make([]byte, 1)); n > 0 {
 			return 0, fmt.Errorf("%w: more than %d MiB", ErrResponseTooLarge, MaxResponseBytes>>20)
 		}
 		return 0, io.EOF
 	}
-	if int64(len(p)) > b.left {
-		p = p[:b.left]
-	}
-	n, err := b.rc.Read(p)
+	n, err := b.rc.Read(p[:min(int64(len(p)), b.left)])
 	b.left -= int64(n)
 	return n, err
 }
 
 func (b *cappedBody) Close() error { return b.rc.Close() }
-
-// teeBody is a response body read through an io.TeeReader.
-type teeBody struct {
-	io.Reader
-	io.Closer
-}

@@ -20,18 +20,14 @@ import (
 	"google.golang.org/api/googleapi"
 )
 
-// maxBackoff caps the exponential backoff between attempts of one call.
-const maxBackoff = 30 * time.Second
+// maxBackoff caps the exponential backoff between attempts of one call;
+// maxRetryAfter the wait an answer's Retry-After asks for.
+const maxBackoff, maxRetryAfter = 30 * time.Second, time.Minute
 
-// call sends one API call of method through the whole call-site protocol:
-// reserve its cost (or apply the call site's policy when the limiter is
-// unavailable), send it under the request timeout, and on a transient
-// failure (5xx, a per-minute quota answer, timeout, connection reset,
-// truncated body) wait (the answer's Retry-After, else full-jitter backoff)
-// and try again, reserving every attempt because Google charges every
-// attempt. After the last attempt, or on a permanent error, it returns the classified error (see apiError). An attempt that
-// provably never left the host (DNS failure, connection refused) has its
-// reservation refunded: Google never saw it.
+// call sends one call of method through the call-site protocol (package
+// doc): each attempt reserved (Google charges every attempt), a transient
+// failure (retryable) retried after the answer's Retry-After or a backoff,
+// the last or a permanent error classified (apiError).
 func call[T any](ctx context.Context, r *Runner, st *runState, method string, send func(context.Context) (T, error)) (T, error) {
 	var zero T
 	for attempt := 0; ; attempt++ {
@@ -72,12 +68,9 @@ func call[T any](ctx context.Context, r *Runner, st *runState, method string, se
 	}
 }
 
-// sendOnce runs one attempt under the per-request timeout, reports it to
-// OnCall and counts it on the run, and redacts the API key from transport
-// errors (net/url errors quote the request URL). unsent reports a failed
-// attempt that provably never left the host (neverLeft): no connection was
-// obtained for it (an httptrace.ClientTrace on the request context watches
-// GotConn) and its error is a DNS failure or a failed dial.
+// sendOnce runs one attempt under the request timeout, counts it and tells
+// OnCall, and redacts the key from its error. unsent reports an attempt that
+// provably never left the host (neverLeft, GotConn watched by httptrace).
 func sendOnce[T any](ctx context.Context, r *Runner, st *runState, method string, send func(context.Context) (T, error)) (resp T, unsent bool, err error) {
 	reqCtx, cancel := context.WithTimeout(ctx, st.set.Timeout)
 	defer cancel()
@@ -90,28 +83,21 @@ func sendOnce[T any](ctx context.Context, r *Runner, st *runState, method string
 	st.calls[method]++
 	if r.OnCall != nil {
 		status := 200
-		var ge *googleapi.Error
-		switch {
-		case errors.As(err, &ge):
+		if ge, ok := errors.AsType[*googleapi.Error](err); ok {
 			status = ge.Code
-		case err != nil:
+		} else if err != nil {
 			status = 0
 		}
 		r.OnCall(method, status, time.Since(start))
 	}
-	return resp, neverLeft(err, gotConn.Load()), Redact(err)
+	return resp, neverLeft(err, gotConn.Load()), redact(err)
 }
 
-// neverLeft reports whether a failed attempt provably never left the host,
-// so that Google cannot have counted it: no connection was obtained for the
-// request (gotConn false: no byte of it can have been written, not even by
-// net/http's own retry of a request first written on a reused connection)
-// and err is one of net/http's errors from before a connection exists, a
-// *net.DNSError (the name did not resolve) or a *net.OpError with Op
-// "dial" (connection refused, network unreachable, no answer to the
-// connect). Everything else may have reached Google: timeouts once
-// connected, resets, TLS failures, a proxy's refusal (Op "proxyconnect")
-// and every answer.
+// neverLeft reports whether a failed attempt provably never left the host, so
+// Google cannot have counted it: no connection was obtained (not even for
+// net/http's own retry on a reused one) and err is a *net.DNSError or a
+// *net.OpError with Op "dial". Anything else may have reached Google
+// (timeouts once connected, resets, TLS failures, "proxyconnect", answers).
 func neverLeft(err error, gotConn bool) bool {
 	if err == nil || gotConn {
 		return false
@@ -124,15 +110,15 @@ func neverLeft(err error, gotConn bool) bool {
 	return errors.As(err, &opErr) && opErr.Op == "dial"
 }
 
-// refund gives back the reservation of an attempt that never left the host
-// (neverLeft), in the quota backend and on the run record. A refund that
-// fails only leaves the units counted (the safe side) and is logged.
+// refund gives back the reservation of an attempt that never left the host,
+// in the quota backend and on the run record; a failed refund leaves the
+// units counted (the safe side).
 func (r *Runner) refund(ctx context.Context, st *runState, method string, res quota.Reservation, cause error) {
 	if res.IsZero() {
 		return // sent unmetered (fail-open): nothing was reserved
 	}
 	ctx = context.WithoutCancel(ctx)
-	log := st.log.With().Str("method", method).AnErr("cause", Redact(cause)).Logger()
+	log := st.log.With().Str("method", method).AnErr("cause", redact(cause)).Logger()
 	refunded, err := r.Limiter.Refund(ctx, r.Credential, res)
 	switch {
 	case err != nil:
@@ -153,9 +139,8 @@ func (r *Runner) refund(ctx context.Context, st *runState, method string, res qu
 }
 
 // retryable reports whether err is a transient failure worth another
-// (charged) attempt: HTTP 5xx, a per-minute quota answer (quotaAnswerOf),
-// timeouts, connection resets and bodies cut short. A per-day quota answer,
-// keyInvalid, videoChartNotFound and malformed JSON are not.
+// (charged) attempt: HTTP 5xx, a per-minute quota answer, timeouts,
+// connection resets and bodies cut short.
 func retryable(err error) bool {
 	var ge *googleapi.Error
 	if errors.As(err, &ge) {
@@ -176,6 +161,12 @@ func retryable(err error) bool {
 	return strings.Contains(err.Error(), "server closed") || strings.Contains(err.Error(), "connection reset")
 }
 
+// backendDown reports whether err says the quota backend is unreachable or
+// out of memory: the call sites' policies apply (docs/design.md §4).
+func backendDown(err error) bool {
+	return errors.Is(err, quota.ErrUnavailable) || errors.Is(err, quota.ErrOutOfMemory)
+}
+
 // backoff returns the wait before attempt+1: full jitter over an
 // exponential ceiling base·2^attempt capped at maxBackoff (AWS Architecture
 // Blog, "Exponential Backoff And Jitter", 2015).
@@ -191,15 +182,14 @@ func backoff(base time.Duration, attempt int) time.Duration {
 }
 
 // reserve reserves one call of method before it is sent. It returns nil
-// when the call may go ahead (admitted, with its Reservation, or unmetered
-// under fail-open, with none), a *StopError on denial or fail-closed, or a
+// when the call may go ahead (admitted with its Reservation, or unmetered
+// under fail-open with none), a *StopError on denial or fail-closed, or a
 // configuration error.
 func (r *Runner) reserve(ctx context.Context, st *runState, method string) (quota.Reservation, error) {
 	run, log := st.run, st.log
 	if st.limiterDown == nil {
-		// The cost is on the run record before the limiter records it, and
-		// taken back unless admitted: a run killed at any point shows at
-		// least the units the limiter holds for it (at most this call's more).
+		// On the record before the limiter has it, taken back unless admitted
+		// (docs/design.md §5).
 		cs, _ := r.Limiter.Charges(method)
 		r.recordUnits(ctx, st, cs, 1)
 		d, err := r.Limiter.Reserve(ctx, r.Credential, method)
@@ -215,7 +205,7 @@ func (r *Runner) reserve(ctx context.Context, st *runState, method string) (quot
 					Msg("the local clock went back: the quota backend admits nothing until it catches up")
 			}
 			return quota.Reservation{}, Denied(run.Region, method, d)
-		case errors.Is(err, quota.ErrUnavailable), errors.Is(err, quota.ErrOutOfMemory):
+		case backendDown(err):
 			if ctx.Err() != nil {
 				return quota.Reservation{}, ctx.Err()
 			}
@@ -225,8 +215,7 @@ func (r *Runner) reserve(ctx context.Context, st *runState, method string) (quot
 			return quota.Reservation{}, err
 		}
 	}
-	if errors.Is(st.limiterDown, quota.ErrOutOfMemory) {
-		// Every call site fails closed: nothing can be recorded.
+	if errors.Is(st.limiterDown, quota.ErrOutOfMemory) { // nothing can be recorded: every call site fails closed
 		return quota.Reservation{}, &StopError{Region: run.Region, Reason: fmt.Sprintf("quota backend out of memory: it cannot record %s (Redis maxmemory reached under noeviction); failing closed", method)}
 	}
 	if r.Policy(method) == callsite.FailClosed {
@@ -237,8 +226,8 @@ func (r *Runner) reserve(ctx context.Context, st *runState, method string) (quot
 	return quota.Reservation{}, nil
 }
 
-// recordUnits adds sign times the charges cs to the run's units and stores
-// them on its record (kept current while the run goes: docs/design.md §5).
+// recordUnits adds sign times the charges cs to the run's units and its
+// stored record (docs/design.md §5).
 func (r *Runner) recordUnits(ctx context.Context, st *runState, cs []quota.Charge, sign int64) {
 	for _, c := range cs {
 		st.run.Units[c.Bucket] += sign * c.Units
@@ -271,21 +260,20 @@ func Denied(region, method string, d quota.Decision) *StopError {
 	return &StopError{Region: region, Reason: reason, RetryAfter: d.RetryAfter, RetryAt: base.Add(d.RetryAfter), Site: site}
 }
 
-// quotaAnswer is what a quota answer of the API says (docs/design.md §3).
+// quotaAnswer is what a quota answer of the API says (docs/design.md §3, §4
+// upstream feedback): per minute is retried, per day never.
 type quotaAnswer int
 
 const (
-	notQuota  quotaAnswer = iota
-	perMinute             // a rate limit: retried after its Retry-After or the backoff
-	perDay                // a daily quota spent: never retried, marked until the next Pacific midnight
+	notQuota quotaAnswer = iota
+	perMinute
+	perDay
 )
 
-// quotaAnswerOf classifies ge, and names it in one line (why). Per day,
-// whatever the status or reason: reason quotaExceeded or
-// dailyLimitExceeded, or a message or an ErrorInfo detail's quota_limit
-// saying "per day". Else per minute: one saying "per minute", reason
-// rateLimitExceeded or userRateLimitExceeded, or any other HTTP 429
-// (RESOURCE_EXHAUSTED).
+// quotaAnswerOf classifies ge and names it in one line (why). Per day: reason
+// quotaExceeded or dailyLimitExceeded, or a message or ErrorInfo quota_limit
+// saying "per day". Per minute: one saying "per minute", reason
+// rateLimitExceeded or userRateLimitExceeded, or any other HTTP 429.
 func quotaAnswerOf(ge *googleapi.Error) (kind quotaAnswer, why string) {
 	texts := []string{ge.Message}
 	reasons := map[string]bool{}
@@ -334,21 +322,15 @@ func quotaAnswerOf(ge *googleapi.Error) (kind quotaAnswer, why string) {
 	return kind, why
 }
 
-// maxRetryAfter caps the wait an answer's Retry-After asks for.
-const maxRetryAfter = time.Minute
-
 // retryAfter is the wait the Retry-After header of an API answer in err asks
 // for (whole seconds, at most maxRetryAfter), 0 when none.
 func retryAfter(err error) time.Duration {
-	var ge *googleapi.Error
-	if !errors.As(err, &ge) {
+	ge, ok := errors.AsType[*googleapi.Error](err)
+	if !ok {
 		return 0
 	}
-	secs, perr := strconv.Atoi(ge.Header.Get("Retry-After"))
-	if perr != nil || secs <= 0 {
-		return 0
-	}
-	return min(time.Duration(secs)*time.Second, maxRetryAfter)
+	secs, _ := strconv.Atoi(ge.Header.Get("Retry-After"))
+	return min(time.Duration(max(secs, 0))*time.Second, maxRetryAfter)
 }
 
 // apiError classifies an error answer of the API (docs/design.md §3).
@@ -357,8 +339,8 @@ func (r *Runner) apiError(ctx context.Context, st *runState, method string, err 
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
-	var ge *googleapi.Error
-	if !errors.As(err, &ge) {
+	ge, ok := errors.AsType[*googleapi.Error](err)
+	if !ok {
 		return fmt.Errorf("%s for %s failed: %w", method, run.Region, err)
 	}
 	reason := ""
@@ -379,37 +361,30 @@ func (r *Runner) apiError(ctx context.Context, st *runState, method string, err 
 	return fmt.Errorf("%s for %s: API answered HTTP %d %s: %s", method, run.Region, ge.Code, reason, ge.Message)
 }
 
-// Redact removes API keys from the URL quoted by a *url.Error; other errors
-// pass unchanged. Secrets must never reach logs or run records.
-func Redact(err error) error {
-	var ue *url.Error
-	if err == nil || !errors.As(err, &ue) {
+// redact removes the API key and user info from the URL a *url.Error quotes;
+// other errors pass unchanged.
+func redact(err error) error {
+	ue, ok := errors.AsType[*url.Error](err)
+	if !ok {
 		return err
 	}
-	return &url.Error{Op: ue.Op, URL: redactURL(ue.URL), Err: ue.Err}
-}
-
-func redactURL(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return "(url redacted)"
+	u, perr := url.Parse(ue.URL)
+	if perr != nil {
+		return &url.Error{Op: ue.Op, URL: "(url redacted)", Err: ue.Err}
 	}
-	q := u.Query()
-	if q.Has("key") {
+	if q := u.Query(); q.Has("key") {
 		q.Set("key", "REDACTED")
 		u.RawQuery = q.Encode()
 	}
 	u.User = nil
-	return u.String()
+	return &url.Error{Op: ue.Op, URL: u.String(), Err: ue.Err}
 }
 
 // markSpent marks what a per-day quota answer (HTTP code, why) to method
-// names as spent until the next Pacific midnight, in the quota backend that
-// every host shares, and returns the run's *StopError. A 429 (Google's
-// per-method buckets since 2026-06-01) or an answer to a method with its own
-// Google bucket (callsite.Site.GoogleBucket) names the method's bucket: only
-// the call site is marked (StopError.Site), the run goes on without it.
-// Anything else names the project's units: the credential is marked.
+// names as spent until the next Pacific midnight in the shared backend, and
+// returns the run's *StopError (docs/design.md §4, upstream feedback): a 429
+// or a method with its own Google bucket marks only the call site
+// (StopError.Site), anything else the credential.
 func (r *Runner) markSpent(ctx context.Context, st *runState, method string, code int, why string) error {
 	if r.Scrub != nil {
 		why = r.Scrub(why)

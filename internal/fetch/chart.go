@@ -11,11 +11,9 @@ import (
 )
 
 // chart fetches chart=mostPopular for the run's region (narrowed by
-// videoCategoryId when category is not ""), following nextPageToken to the
-// end. Each page is reserved before it is sent and stored in one
-// transaction after it arrives. It stops with an error on a page token seen
-// twice, or on a next page offered once the documented 200 results are
-// stored (that page is not fetched).
+// videoCategoryId when category is not ""), page by page, each stored in one
+// transaction. A page token seen twice, a malformed page or a page past the
+// documented 200 videos stops it with an error.
 func (r *Runner) chart(ctx context.Context, st *runState, category string) error {
 	run := st.run
 	pageSize := st.set.PageSize
@@ -78,9 +76,8 @@ func (r *Runner) chart(ctx context.Context, st *runState, category string) error
 	}
 }
 
-// save stores one page of a snapshot in one transaction. A page that was
-// paid for is stored whole even if a signal arrives now: the transaction
-// makes it all or nothing, and it does not observe ctx's cancellation.
+// save stores one page of a snapshot in one transaction, whole even if a
+// signal arrives now (it does not observe ctx's cancellation).
 func (r *Runner) save(ctx context.Context, st *runState, kind, query string, firstRank int, videos []store.Video) error {
 	ctx = context.WithoutCancel(ctx)
 	r.scrubTexts(&query)
@@ -95,8 +92,8 @@ func (r *Runner) save(ctx context.Context, st *runState, kind, query string, fir
 	return nil
 }
 
-// complete marks the run's capture of (kind, query) complete: its last page
-// is stored. Like save, it does not observe ctx's cancellation.
+// complete marks the run's capture of (kind, query) complete; like save, it
+// does not observe ctx's cancellation.
 func (r *Runner) complete(ctx context.Context, st *runState, kind, query string) error {
 	r.scrubTexts(&query) // as save stored it
 	if err := r.Store.CompleteCapture(context.WithoutCancel(ctx), st.run.ID, st.run.Region, kind, query, r.now()); err != nil {

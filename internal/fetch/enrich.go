@@ -10,8 +10,8 @@ import (
 	"github.com/trendfetch/trendfetch/internal/store"
 )
 
-// categories refreshes the region's videoCategories.list (1 unit) when the
-// stored copy is older than CategoriesRefresh.
+// categories refreshes the region's categories when the stored copy is
+// older than CategoriesRefresh.
 func (r *Runner) categories(ctx context.Context, st *runState) error {
 	at, err := r.Store.CategoriesFetchedAt(ctx, st.run.Region)
 	if err != nil {
@@ -43,9 +43,8 @@ func (r *Runner) categories(ctx context.Context, st *runState) error {
 }
 
 // channels sends channels.list id= for the channels of this run's videos
-// whose stored data is older than ChannelsRefresh, in full batches of 50.
-// With a Backlog that holds, a remainder of fewer than 50 waits for the next
-// run of the invocation; otherwise it is sent as a last, partial batch.
+// whose stored data is older than ChannelsRefresh, in full batches of 50; a
+// remainder waits in a holding Backlog, else is sent as a last batch.
 func (r *Runner) channels(ctx context.Context, st *runState) error {
 	stale, err := r.Store.StaleChannels(ctx, st.channelOrder, r.now().Add(-st.set.ChannelsRefresh))
 	if err != nil {
@@ -92,8 +91,7 @@ func (r *Runner) channelBatch(ctx context.Context, st *runState, ids []string) e
 		}
 		chans = append(chans, ch)
 	}
-	// Channels the API did not return (closed, terminated) are recorded too,
-	// so they are not asked for again before the next refresh.
+	// Channels the API did not return (closed) are recorded too: not asked again.
 	for _, id := range ids {
 		if !found[id] {
 			chans = append(chans, store.Channel{ID: id})

@@ -1,6 +1,7 @@
 package fetch
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -20,40 +21,32 @@ import (
 	"github.com/trendfetch/trendfetch/internal/store"
 )
 
-// NewService builds a youtube/v3 client for apiKey; endpoint "" means
-// Google's, otherwise e.g. the emulator's "http://127.0.0.1:8080/". No
-// Application Default Credentials are looked up.
+// NewService builds a youtube/v3 client for apiKey against endpoint ("" for
+// Google's, else e.g. the emulator's "http://127.0.0.1:8080/"), without
+// Application Default Credentials. Response bodies are capped
+// (MaxResponseBytes) and redirects refused: the key in the query goes to
+// api.endpoint only (apiError names a 3xx's status, never its location).
 func NewService(ctx context.Context, apiKey, endpoint string) (*youtube.Service, error) {
 	opts := []option.ClientOption{option.WithAPIKey(apiKey), option.WithUserAgent("trendfetch")}
 	if endpoint != "" {
 		opts = append(opts, option.WithEndpoint(endpoint))
 	}
-	// The library's client (key, user agent), with every response body
-	// capped: a hostile or broken server must not grow memory without bound.
 	client, _, err := htransport.NewClient(ctx, opts...)
 	if err != nil {
-		return nil, fmt.Errorf("cannot create YouTube client: %w", Redact(err))
+		return nil, fmt.Errorf("cannot create YouTube client: %w", redact(err))
 	}
-	client.Transport = capBody{base: client.Transport, max: MaxResponseBytes}
-	// Requests carry the key in their query: they go to api.endpoint and
-	// nowhere else. A redirect is answered to the caller as the 3xx it is
-	// (apiError names the status, never the location).
+	client.Transport = capBody{client.Transport}
 	client.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
-	opts = []option.ClientOption{option.WithHTTPClient(client)}
-	if endpoint != "" {
-		opts = append(opts, option.WithEndpoint(endpoint))
-	}
-	svc, err := youtube.NewService(ctx, opts...)
+	svc, err := youtube.NewService(ctx, append(opts[2:], option.WithHTTPClient(client))...) // opts[2:]: the endpoint
 	if err != nil {
-		return nil, fmt.Errorf("cannot create YouTube client: %w", Redact(err))
+		return nil, fmt.Errorf("cannot create YouTube client: %w", redact(err))
 	}
 	return svc, nil
 }
 
-// Runner runs one region at a time. It holds the run's dependencies and
-// Settings and is never changed by Run, so a copy per scheduled job is
-// safe; what a run accumulates lives in that run (runState). Service,
-// Limiter, Store, Credential and Policy are required; the rest is optional.
+// Runner runs one region at a time. Run never changes it (a copy per
+// scheduled job is safe). Service, Limiter, Store, Credential and Policy are
+// required.
 type Runner struct {
 	Service *youtube.Service
 	Limiter *quota.Limiter
@@ -62,42 +55,35 @@ type Runner struct {
 	Credential string
 	// Policy returns a call site's backend-failure policy.
 	Policy func(method string) callsite.Policy
-	// Settings are the run's tunables; Run applies WithDefaults.
+	// Settings are the run's tunables; Run applies their defaults.
 	Settings Settings
 	// Searches returns the search.list queries of a region (nil: none).
 	Searches func(region string) []Search
-	// Backlog, when set, carries stale channels across the runs of one
-	// invocation (see Backlog).
+	// Backlog, when set, carries stale channels across the runs of one invocation.
 	Backlog *Backlog
 	Log     zerolog.Logger
-	// Now is the clock of run records (default time.Now). Quota decisions use
-	// the backend's clock, never this one.
+	// Now is the clock of run records (default time.Now); quota decisions
+	// use the backend's clock.
 	Now func() time.Time
-	// OnCall, when set, is told of every API call sent: the method (call
-	// site), the HTTP status (0 when no answer arrived) and its latency.
+	// OnCall, when set, is told of every API call sent: the call site, the
+	// HTTP status (0 when no answer arrived) and its latency.
 	OnCall func(method string, status int, latency time.Duration)
 	// OnRun, when set, is told of every finished run record.
 	OnRun func(run store.Run)
-	// StoreName names the store in errors: "PostgreSQL" or "SQLite"
-	// (default "the store").
+	// StoreName names the store in errors (default "the store").
 	StoreName string
-	// Skip, when set, is asked once the run holds its region's lease (or
-	// goes on without one, fail-open), before the run is recorded or any
-	// unit reserved: a non-nil error ends Run at once with that error,
-	// nothing recorded or spent. The lease makes the answer hold for the
-	// whole run: a run of the region that finishes before it is seen
-	// (docs/design.md §10a, once per tick).
+	// Skip, when set, is asked once the run holds its region's lease (or goes
+	// on without one), before anything is recorded or reserved: a non-nil
+	// error ends Run with it (docs/design.md §10a, once per tick).
 	Skip func(ctx context.Context, region string) error
 	// Scrub, when set, removes secrets from every text the run stores: its
-	// reason (an upstream error body may echo the request URL, key
-	// included) and each string of what the API returned (videos, channels,
-	// categories) and of the search queries (scrubTexts).
+	// reason (an error body may echo the key) and every string of what the
+	// API returned and of the search queries.
 	Scrub func(string) string
 }
 
 // scrubTexts applies r.Scrub, in place, to every string reachable from p (a
-// pointer to a struct, a slice or a string): every field of what is stored,
-// including fields added later.
+// pointer, slice or string), fields added later included.
 func (r *Runner) scrubTexts(p any) {
 	if r.Scrub == nil {
 		return
@@ -130,46 +116,38 @@ func (r *Runner) scrubTexts(p any) {
 type runState struct {
 	run *store.Run
 	log zerolog.Logger
-	// set is the Runner's Settings with defaults applied.
-	set Settings
+	set Settings // with defaults applied
 	// videos fetched in this run by id: never fetched twice.
 	videos map[string]store.Video
 	// channelOrder lists the channel ids of fetched videos, first seen first.
 	channelOrder []string
 	channelSet   map[string]bool
 	calls        map[string]int
-	// limiterDown is set after the first backend failure in this run, so
-	// later calls apply their policy at once instead of waiting a timeout
-	// each; the next run tries the backend again.
+	// limiterDown is the first backend failure of this run: later calls apply
+	// their policy at once (docs/design.md §4, short timeouts).
 	limiterDown error
-	// note is kept as the run's reason when it otherwise has none: a step
-	// that stopped without failing the run (the statistics step).
+	// note is the run's reason when it has none: a step that stopped
+	// without failing the run.
 	note string
 	// storedUnits is the sum of run.Units at the run's last stored write.
 	storedUnits int64
 }
 
-// spent is the sum of the run's units over its buckets.
-func (st *runState) spent() int64 {
-	var n int64
-	for _, u := range st.run.Units {
+// stored notes a stored write of what the run fetched: the units spent so
+// far are kept.
+func (st *runState) stored() { st.storedUnits = sum(st.run.Units) }
+
+func sum(units map[string]int64) (n int64) {
+	for _, u := range units {
 		n += u
 	}
 	return n
 }
 
-// stored notes a stored write of what the run fetched: the units spent so
-// far are kept.
-func (st *runState) stored() { st.storedUnits = st.spent() }
-
-// lost is the *StoreError of a failed write of what the run fetched: the
-// units spent since its last stored write are spent and not stored.
+// lost is the *StoreError of a failed write of what the run fetched.
 func (r *Runner) lost(st *runState, err error) error {
-	name := r.StoreName
-	if name == "" {
-		name = "the store"
-	}
-	return &StoreError{Store: name, Region: st.run.Region, Units: st.spent() - st.storedUnits, Err: err}
+	return &StoreError{Store: cmp.Or(r.StoreName, "the store"), Region: st.run.Region,
+		Units: sum(st.run.Units) - st.storedUnits, Err: err}
 }
 
 func (st *runState) remember(v store.Video) {
@@ -182,16 +160,16 @@ func (st *runState) remember(v store.Video) {
 
 // StopError reports a run stopped cleanly before finishing: the limiter
 // denied a reservation, a fail-closed call site found the limiter
-// unavailable, or the API answered quotaExceeded. The CLI exits 75
-// (EX_TEMPFAIL); the next cron tick resumes.
+// unavailable, or the API answered quotaExceeded. The CLI exits 75; the next
+// tick resumes.
 type StopError struct {
 	Region string
 	// Reason is one line, e.g. `quota denied by bucket "units"`.
 	Reason string
-	// RetryAfter is how long until the denied call can succeed (0 if unknown).
+	// RetryAfter is how long until the denied call can succeed (0 if
+	// unknown); RetryAt the matching wall-clock time.
 	RetryAfter time.Duration
-	// RetryAt is the wall-clock time matching RetryAfter.
-	RetryAt time.Time
+	RetryAt    time.Time
 	// Site, when set, is the call site whose own Google quota is spent
 	// (quota.Mark): its step stops, noted on the run, and the run goes on.
 	Site string
@@ -209,15 +187,12 @@ func (e *StopError) Error() string {
 }
 
 // StoreError reports that the store failed while a run was storing what it
-// had fetched (PostgreSQL lost mid-run, a disk error). What was stored
-// before is kept; the run stops. Units is what the run spent since its
-// last stored write, answers now lost: at most the page in flight and its
-// retries (docs/design.md §10a). The CLI exits 1.
+// had fetched; what was stored before is kept and the run stops (exit 1).
+// Units is what the run spent since its last stored write (docs/design.md §10a).
 type StoreError struct {
 	Store, Region string
 	Units         int64
-	// RecordLost is set when the run record could not be finished either:
-	// it stays running until the region's next run marks it abandoned.
+	// RecordLost is set when the run record could not be finished either.
 	RecordLost bool
 	Err        error
 }
@@ -238,8 +213,7 @@ func (e *StoreError) Error() string {
 func (e *StoreError) Unwrap() error { return e.Err }
 
 // CredentialError reports that the API rejected the credential's key
-// (keyInvalid / API_KEY_INVALID). It names the credential, never the key.
-// The CLI exits 2 (configuration error).
+// (keyInvalid / API_KEY_INVALID), naming the credential, never the key (exit 2).
 type CredentialError struct {
 	Credential string
 	Reason     string
@@ -254,16 +228,11 @@ func roundUp(d time.Duration) time.Duration {
 	return (d + time.Second - 1).Truncate(time.Second)
 }
 
-// Run ingests region: categories (when due), the chart=mostPopular chart
-// page by page (and any configured category charts), the configured
-// searches, channel enrichment (when enabled), then the text step (store.policy
-// amended: refreshText), and records the run. It
-// returns the finished run record and nil on success, a *quota.LeaseHeldError
-// when another process is running the region (nothing recorded), Skip's
-// error (nothing recorded), a *StopError on a clean stop, a *CredentialError when the key is rejected,
-// an error wrapping context.Canceled when ctx was cancelled (the run is
-// recorded as interrupted), or another error (recorded as failed). Every page
-// already stored is kept in every case.
+// Run runs region's steps and records the run. It returns the finished run
+// record and nil on success; a *quota.LeaseHeldError or Skip's error (nothing
+// recorded); a *StopError on a clean stop; a *CredentialError; an error
+// wrapping context.Canceled (recorded interrupted); or another error
+// (recorded failed). Pages already stored are kept in every case.
 func (r *Runner) Run(ctx context.Context, region string) (store.Run, error) {
 	now := r.now
 	host, _ := os.Hostname()
@@ -277,10 +246,10 @@ func (r *Runner) Run(ctx context.Context, region string) (store.Run, error) {
 		Host:       host,
 	}
 	log := r.Log.With().Str("region", region).Str("credential", r.Credential).Logger()
-	set := r.Settings.WithDefaults()
+	set := r.Settings.withDefaults()
 
 	ctx, release, leaseErr := r.lease(ctx, log, region, set.LeaseTTL)
-	if leaseErr != nil && !errors.Is(leaseErr, quota.ErrUnavailable) && !errors.Is(leaseErr, quota.ErrOutOfMemory) {
+	if leaseErr != nil && !backendDown(leaseErr) {
 		return run, leaseErr
 	}
 	defer release()
@@ -295,9 +264,7 @@ func (r *Runner) Run(ctx context.Context, region string) (store.Run, error) {
 	}
 	run.ID = id
 	log = log.With().Int64("run", id).Logger()
-	// Holding the lease, any other run of this region still marked running
-	// belongs to a process that died. Without it (fail-open) another run
-	// may be live: only a lease's holder abandons runs.
+	// Only a lease's holder knows other runs marked running are dead.
 	if leaseErr == nil {
 		if n, err := r.Store.AbandonRuns(ctx, r.Credential, region, run.StartedAt); err != nil {
 			log.Warn().Err(err).Msg("cannot mark abandoned runs")
@@ -357,17 +324,14 @@ func (r *Runner) Run(ctx context.Context, region string) (store.Run, error) {
 	return run, runErr
 }
 
-// ingest runs the call sites of one region in order.
+// ingest runs the steps of one region in order.
 func (r *Runner) ingest(ctx context.Context, st *runState) error {
 	if st.set.CategoriesRefresh > 0 {
 		if err := r.categories(ctx, st); err != nil {
 			return err
 		}
 	}
-	if err := r.chart(ctx, st, ""); err != nil {
-		return err
-	}
-	for _, cat := range st.set.ChartCategories[st.run.Region] {
+	for _, cat := range append([]string{""}, st.set.ChartCategories[st.run.Region]...) {
 		if err := r.chart(ctx, st, cat); err != nil {
 			return err
 		}
@@ -416,10 +380,9 @@ func outcome(ctx context.Context, err error) (store.Outcome, string) {
 	}
 }
 
-// ConvertVideo maps an API video resource to the stored shape. Counts are
-// as the Go client decoded them (an omitted count reads 0); the call sites
-// set the counts a response did not give to nil (omitted.go).
-func ConvertVideo(v *youtube.Video) store.Video {
+// convertVideo maps an API video to the stored shape; omitted counts read 0
+// (videoWithGiven sets them to nil).
+func convertVideo(v *youtube.Video) store.Video {
 	out := store.Video{ID: v.Id}
 	if s := v.Snippet; s != nil {
 		out.Title = s.Title
@@ -446,9 +409,8 @@ func ConvertVideo(v *youtube.Video) store.Video {
 	return out
 }
 
-// i64 is u as a stored count, or nil (unknown) when u does not fit in an
-// int64: the API sends counts as decimal strings that the Go client decodes
-// as uint64, and a count above 2^63-1 must never be stored negative.
+// i64 is u as a stored count, or nil (unknown) when it does not fit an int64
+// (the client decodes counts as uint64; never store one negative).
 func i64(u uint64) *int64 {
 	if u > math.MaxInt64 {
 		return nil

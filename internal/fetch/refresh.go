@@ -12,19 +12,11 @@ import (
 	"github.com/trendfetch/trendfetch/internal/store"
 )
 
-// refreshText is the text step at the end of a run under store.policy
-// amended (Settings.TextCutoff set): stored text older than TextCutoff(now)
-// (neither captured nor refreshed since, store.StaleText) is refreshed with
-// videos.list id= in batches of 50 (call site videos.list.refresh, each
-// call reserved like every other), at most TextRefreshPerDay calls per
-// credential in 24 hours (counted from the runs' records and this run's
-// calls). What is not refreshed — the cap is reached, the quota denied a
-// call, the call failed, or the API no longer returns the video — has its
-// text removed, its id kept (store.Policy.Apply), as YouTube's policies
-// (III.E.4) ask of data older than 30 days.
-//
-// Like the statistics step it never fails the run: a stop is noted on the
-// run (st.note). Only a cancelled context or a rejected key is returned.
+// refreshText is the text step under store.policy amended (TextCutoff set):
+// stored text older than TextCutoff(now) is refreshed with videos.list id=
+// (videos.list.refresh), at most TextRefreshPerDay calls per credential in
+// 24 hours; the rest has its text removed, its id kept (docs/design.md §10).
+// Like sampleStats it never fails the run.
 func (r *Runner) refreshText(ctx context.Context, st *runState) error {
 	if st.set.TextCutoff == nil {
 		return nil
@@ -60,7 +52,7 @@ func (r *Runner) refreshText(ctx context.Context, st *runState) error {
 		vs := make([]store.Video, 0, len(resp.Items))
 		for _, it := range resp.Items {
 			if it != nil && it.Id != "" {
-				vs = append(vs, ConvertVideo(it))
+				vs = append(vs, convertVideo(it))
 			}
 		}
 		r.scrubTexts(vs)

@@ -22,17 +22,11 @@ type searchHits struct {
 	units map[string]int64
 }
 
-// searches runs the region's search.list queries (type=video&regionCode=..,
-// up to MaxPages pages of 50 each), then fetches every hit not already
-// fetched in this run with videos.list id= in full batches of 50, and
-// stores each query's hits as a "search" snapshot, separate from chart
-// ranks: every query that was sent is stored, each hit at its rank in the
-// search results, also when videos.list returned none of them (an empty
-// capture records that the search found nothing storable). Hits that
-// videos.list did not return (deleted or private since they were indexed)
-// leave a gap in the ranks and a warning naming the units the query cost.
-// When search.list's own Google quota is spent (StopError.Site) the
-// remaining queries are skipped, noted on the run, and the run goes on.
+// searches runs the region's search.list queries, fetches every hit not yet
+// fetched in this run with videos.list id= in batches of 50, and stores each
+// query's hits as a search capture (docs/operations.md, "What a run does").
+// When search.list's own Google quota is spent (StopError.Site) the remaining
+// queries are skipped, noted on the run, and the run goes on.
 func (r *Runner) searches(ctx context.Context, st *runState, searches []Search) error {
 	if len(searches) == 0 {
 		return nil
@@ -42,8 +36,6 @@ func (r *Runner) searches(ctx context.Context, st *runState, searches []Search) 
 		hits, err := r.search(ctx, st, s)
 		var stop *StopError
 		if errors.As(err, &stop) && stop.Site != "" {
-			// search.list's own quota is spent: the queries done so far are
-			// stored, the rest wait for the next Pacific day.
 			warnUnstored(st, []searchHits{hits})
 			st.note = stop.Reason
 			st.log.Warn().Str("reason", stop.Reason).Msg("searches stopped; the run goes on without search.list")
@@ -91,8 +83,7 @@ func (r *Runner) searches(ctx context.Context, st *runState, searches []Search) 
 	return nil
 }
 
-// warnUnstored logs, for each query in all that cost units, that its hits
-// are not stored because the run stopped before they were fetched.
+// warnUnstored logs each query in all that cost units: its hits are not stored.
 func warnUnstored(st *runState, all []searchHits) {
 	for _, h := range all {
 		if len(h.units) > 0 {
@@ -102,10 +93,9 @@ func warnUnstored(st *runState, all []searchHits) {
 	}
 }
 
-// saveHits stores one query's hits as its search capture: each run of
-// consecutive hits that videos.list returned is saved at its ranks (rank i
-// = the i-th hit), and a query with no storable hit is saved as an empty
-// capture. Missing hits are logged as a warning with the query's units.
+// saveHits stores one query's hits as its search capture, each at its rank
+// (the i-th hit is rank i; missing ones leave a gap and a warning); a query
+// with no storable hit is an empty capture.
 func (r *Runner) saveHits(ctx context.Context, st *runState, h searchHits) error {
 	var missing []string
 	saved := false
@@ -189,8 +179,8 @@ func (r *Runner) search(ctx context.Context, st *runState, s Search) (searchHits
 	return hits, nil
 }
 
-// spentSince returns the units per bucket added to now since before (both
-// a run's Units); buckets without a change are left out.
+// spentSince returns the units per bucket added to now since before; buckets
+// without a change are left out.
 func spentSince(before, now map[string]int64) map[string]int64 {
 	out := map[string]int64{}
 	for b, u := range now {

@@ -12,18 +12,10 @@ import (
 	"github.com/trendfetch/trendfetch/internal/store"
 )
 
-// sampleStats is the statistics step after the chart (Settings.StatsTrackFor
-// > 0): the region's followed videos that are due (store.DueForStats) are
-// sampled with videos.batchGetStats in batches of 50 ids (the last one
-// holds the rest), each batch reserved first (bucket stats by default), and
-// stored as stats samples.
-//
-// The chart is already stored, so this step never fails the run: a denial
-// (or the limiter's fail-closed policy, or another API error) stops only
-// this step and is noted on the run (st.note, kept in the run's reason).
-// Only a cancelled context or a rejected key is returned as an error. The
-// step is skipped when the cost table has no videos.batchGetStats (a config
-// that lists buckets without stats).
+// sampleStats samples the region's followed videos that are due
+// (store.DueForStats) with videos.batchGetStats, 50 ids a call, as stats
+// samples. It never fails the run: a stop is noted on it (st.note); only
+// stopsRun's errors are returned. Off without a cost for the call site.
 func (r *Runner) sampleStats(ctx context.Context, st *runState) error {
 	if st.set.StatsTrackFor <= 0 {
 		return nil
@@ -76,8 +68,7 @@ func (r *Runner) sampleStats(ctx context.Context, st *runState) error {
 }
 
 // stopsRun reports whether err, which stopped a step that never fails the
-// run (statistics, text refresh), ends the run anyway: a cancelled context
-// or a rejected key.
+// run, ends it anyway: a cancelled context or a rejected key.
 func stopsRun(ctx context.Context, err error) bool {
 	var cred *CredentialError
 	return ctx.Err() != nil || errors.As(err, &cred)
