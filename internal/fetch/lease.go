@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
-
 )
 
 // errLeaseLost is the cause of a run's cancellation when its lease was lost
