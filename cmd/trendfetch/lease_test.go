@@ -163,7 +163,7 @@ func TestLeaseHoldersByRule(t *testing.T) {
 	host, _ := os.Hostname()
 	now := time.Now().UTC().Format(time.RFC3339)
 	// holder is a lease holder as trendfetch stores it (quota's
-	// lease_holder.go): this boot and PID namespace, pid started at ticks
+	// staleHolder): this boot and PID namespace, pid started at ticks
 	// after boot; desc is how it is shown.
 	holder := func(host string, pid int, ticks uint64, since string) (stored, desc string) {
 		ns, _ := os.Readlink("/proc/self/ns/pid")

@@ -99,18 +99,32 @@ func decide(charges []bucketCharge, logs []logWindow, nowUS, credUS, siteUS int6
 	return d, nil
 }
 
-// bucketStatus is b's status from its window at nowUS, its largest cost and
-// its units since the last Pacific midnight.
-func bucketStatus(b Bucket, w logWindow, maxCost, usedToday, nowUS int64) (BucketStatus, error) {
-	bs := BucketStatus{Bucket: b, Used: w.used, Remaining: max(b.Limit-w.used, 0), Entries: w.entries,
-		MaxCost: max(maxCost, 1), UsedToday: usedToday}
-	if w.oldest != 0 {
-		bs.Oldest = time.UnixMicro(w.oldest)
+// embeddedStatus is the Status at nowUS of buckets, with marks, from window,
+// which reads a bucket's entries stamped > cutoffUS.
+func embeddedStatus(nowUS int64, marks []Mark, buckets []Bucket, maxCost map[string]int64,
+	window func(b Bucket, cutoffUS int64) (logWindow, error)) (Status, error) {
+	st := Status{Now: time.UnixMicro(nowUS), Marks: marks}
+	for _, b := range buckets {
+		w, err := window(b, windowCutoffUS(b, nowUS))
+		if err != nil {
+			return st, err
+		}
+		today, err := window(b, DayStart(st.Now).UnixMicro()-1)
+		if err != nil {
+			return st, err
+		}
+		bs := BucketStatus{Bucket: b, Used: w.used, Remaining: max(b.Limit-w.used, 0), Entries: w.entries,
+			MaxCost: max(maxCost[b.Name], 1), UsedToday: today.used}
+		if w.oldest != 0 {
+			bs.Oldest = time.UnixMicro(w.oldest)
+		}
+		if bs.RetryAfterOne, err = w.retryAfter(b, 1, nowUS); err == nil {
+			bs.RetryAfterMax, err = w.retryAfter(b, bs.MaxCost, nowUS)
+		}
+		if err != nil {
+			return st, err
+		}
+		st.Buckets = append(st.Buckets, bs)
 	}
-	var err error
-	if bs.RetryAfterOne, err = w.retryAfter(b, 1, nowUS); err != nil {
-		return bs, err
-	}
-	bs.RetryAfterMax, err = w.retryAfter(b, bs.MaxCost, nowUS)
-	return bs, err
+	return st, nil
 }

@@ -23,6 +23,9 @@ import (
 // t.TempDir() and real redis-server processes; never mocks.
 
 // leaseLimiter wraps b in a Limiter with one bucket (leases need no buckets).
+// Holder returns this holder's description, as others see it.
+func (l *runLease) Holder() string { return describeHolder(l.owner) }
+
 func leaseLimiter(t testing.TB, b Backend) *Limiter {
 	t.Helper()
 	l, err := New(b, []Bucket{{Name: "units", Limit: 10, Window: time.Hour}}, Costs{"videos.list": {{Bucket: "units", Units: 1}}})
@@ -518,7 +521,7 @@ func leaseChild(stdout io.Writer) error {
 // ttls) and is killed with SIGKILL. As a holder of another host (foreign),
 // the parent acquires only once the child's last renewal has expired,
 // within ttl of the kill; as this host's process, the parent takes the
-// lease over at once (the stale rule, lease_holder.go).
+// lease over at once (the stale rule, lease.go staleHolder).
 func runLeaseCrash(t *testing.T, backendSpec string, foreign bool) {
 	t.Helper()
 	b, err := openProcBackend(backendSpec)

@@ -173,27 +173,20 @@ func (m *memoryBackend) Status(ctx context.Context, credential string, buckets [
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	nowUS := m.clock().UnixMicro()
-	st := Status{Now: time.UnixMicro(nowUS)}
 	cr := m.creds[credential]
 	if cr == nil {
 		cr = &memoryCredential{} // read only: nothing is created
 	}
+	var marks []Mark
 	for _, mk := range cr.marks {
 		if mk.Until.UnixMicro() > nowUS {
-			st.Marks = append(st.Marks, mk)
+			marks = append(marks, mk)
 		}
 	}
-	sortMarks(st.Marks)
-	midnightUS := DayStart(st.Now).UnixMicro()
-	for _, b := range buckets {
-		log := cr.logs[b.Name]
-		bs, err := bucketStatus(b, memoryWindow(log, windowCutoffUS(b, nowUS)), maxCost[b.Name], memoryWindow(log, midnightUS-1).used, nowUS)
-		if err != nil {
-			return st, err
-		}
-		st.Buckets = append(st.Buckets, bs)
-	}
-	return st, nil
+	sortMarks(marks)
+	return embeddedStatus(nowUS, marks, buckets, maxCost, func(b Bucket, cutoffUS int64) (logWindow, error) {
+		return memoryWindow(cr.logs[b.Name], cutoffUS), nil
+	})
 }
 
 // MarkExhausted implements Backend.

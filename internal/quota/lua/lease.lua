@@ -1,4 +1,4 @@
--- lease.lua: take, renew, free or break a run lease (lease_redis.go). A
+-- lease.lua: take, renew, free or break a run lease (redis_lua.go). A
 -- lease is a string key trendfetch:{<credential>}:lease:<region> holding
 -- the token "<random id> <holder>" with a PX expiry.
 --

@@ -1,7 +1,6 @@
 // Package redistest starts real redis-server processes for tests and
-// benchmarks on free loopback ports: a standalone server (Start), a Redis
-// Cluster (StartCluster) or a master with replicas watched by redis-sentinel
-// processes (StartSentinel). Servers keep no data on disk, live in the
+// benchmarks on free loopback ports: a standalone server (Start) or a master
+// with replicas watched by redis-sentinel processes (StartSentinel). Servers keep no data on disk, live in the
 // test's TempDir and are killed by tb.Cleanup or with the test binary. A
 // missing binary skips the test, or fails it under CI=true.
 package redistest
@@ -13,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -20,13 +20,6 @@ import (
 	"testing"
 	"time"
 )
-
-// debianPackage names the Debian package of each binary the helpers run.
-var debianPackage = map[string]string{
-	"redis-server":   "redis-server",
-	"redis-cli":      "redis-tools",
-	"redis-sentinel": "redis-sentinel",
-}
 
 // startTimeout bounds how long a server may take to answer PING.
 const startTimeout = 10 * time.Second
@@ -49,7 +42,6 @@ type Server struct {
 	mu     sync.Mutex
 	proc   *os.Process
 	exited chan error // receives cmd.Wait's result once the process is reaped
-	log    *os.File
 }
 
 // Start launches redis-server on a free loopback port with persistence off
@@ -97,26 +89,18 @@ func (s *Server) Kill() {
 	_ = s.proc.Kill()
 	<-s.exited
 	s.proc = nil
-	if s.log != nil {
-		_ = s.log.Close()
-		s.log = nil
-	}
 }
 
 // Freeze stops the server process (SIGSTOP): it keeps its connections but
 // answers nothing, like a hung or partitioned Redis.
-func (s *Server) Freeze() {
-	s.tb.Helper()
-	s.signal(syscall.SIGSTOP)
-}
+func (s *Server) Freeze() { s.signal(syscall.SIGSTOP) }
 
 // Thaw resumes a server stopped by Freeze (SIGCONT).
-func (s *Server) Thaw() {
-	s.tb.Helper()
-	s.signal(syscall.SIGCONT)
-}
+func (s *Server) Thaw() { s.signal(syscall.SIGCONT) }
 
+// signal sends sig to the server process, failing the test if it is not running.
 func (s *Server) signal(sig os.Signal) {
+	s.tb.Helper()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.proc == nil {
@@ -174,30 +158,21 @@ func (s *Server) cli(args ...string) (string, error) {
 func (s *Server) start() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	args := []string{
-		"--port", strconv.Itoa(s.Port),
-		"--bind", "127.0.0.1",
-		"--save", "",
-		"--appendonly", "no",
-		"--dir", s.dir,
-		"--protected-mode", "no",
-	}
+	args := []string{"--port", strconv.Itoa(s.Port), "--bind", "127.0.0.1", "--dir", s.dir, "--protected-mode", "no"}
 	if s.conf != "" {
-		// redis-sentinel: its config file (which it rewrites) comes first.
-		args = []string{s.conf, "--port", strconv.Itoa(s.Port), "--bind", "127.0.0.1", "--dir", s.dir, "--protected-mode", "no"}
+		args = append([]string{s.conf}, args...) // redis-sentinel: its config file (which it rewrites) first
+	} else {
+		args = append(args, "--save", "", "--appendonly", "no")
 	}
-	args = append(args, s.args...)
 	logf, err := os.OpenFile(filepath.Join(s.dir, fmt.Sprintf("redis-%d.log", s.Port)), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return err
 	}
-	cmd := exec.Command(s.bin, args...)
-	cmd.Stdout = logf
-	cmd.Stderr = logf
-	cmd.Dir = s.dir
+	defer logf.Close() // the process has its own descriptor
+	cmd := exec.Command(s.bin, append(args, s.args...)...)
+	cmd.Stdout, cmd.Stderr, cmd.Dir = logf, logf, s.dir
 	setPdeathsig(cmd)
 	if err := cmd.Start(); err != nil {
-		_ = logf.Close()
 		return err
 	}
 	exited := make(chan error, 1)
@@ -206,19 +181,17 @@ func (s *Server) start() error {
 	for time.Now().Before(deadline) {
 		select {
 		case err := <-exited:
-			_ = logf.Close()
 			return fmt.Errorf("%s exited early (%v); see %s", filepath.Base(s.bin), err, logf.Name())
 		default:
 		}
 		if ping(s.Addr) {
-			s.proc, s.exited, s.log = cmd.Process, exited, logf
+			s.proc, s.exited = cmd.Process, exited
 			return nil
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
 	_ = cmd.Process.Kill()
 	<-exited
-	_ = logf.Close()
 	return fmt.Errorf("%s on %s did not answer PING within %s", filepath.Base(s.bin), s.Addr, startTimeout)
 }
 
@@ -247,15 +220,177 @@ func freePort() (int, error) {
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
+// lookPath finds the binary name, skipping the test (failing it under CI=true) when it is missing.
 func lookPath(tb testing.TB, name string) string {
 	tb.Helper()
 	p, err := exec.LookPath(name)
 	if err != nil {
-		missing := fmt.Sprintf("%s not found: install it (apt-get install -y %s, or scripts/ensure-redis.sh)", name, debianPackage[name])
+		pkg := strings.Replace(name, "redis-cli", "redis-tools", 1) // the Debian package
+		missing := fmt.Sprintf("%s not found: install it (apt-get install -y %s, or scripts/ensure-redis.sh)", name, pkg)
 		if os.Getenv("CI") == "true" {
 			tb.Fatal(missing)
 		}
 		tb.Skip(missing)
 	}
 	return p
+}
+
+// Sentinel timings, small so that a failover takes seconds: a master silent
+// for sentinelDownAfter is down; a failover may take sentinelFailoverTimeout.
+const (
+	sentinelDownAfter       = 500 * time.Millisecond
+	sentinelFailoverTimeout = 2 * time.Second
+)
+
+// Sentinel is a replicated Redis watched by Redis Sentinel: the initial
+// Master, its Replicas and the redis-sentinel processes (Sentinels), which
+// monitor it as Name ("mymaster"). Roles change after a failover.
+type Sentinel struct {
+	Name                string
+	Master              *Server
+	Replicas, Sentinels []*Server
+}
+
+// StartSentinel starts a master, replicas replicas of it (synced) and
+// sentinels (>= 1) redis-sentinel processes monitoring it with quorum
+// sentinels/2+1. It returns once every Sentinel knows every replica and
+// every other Sentinel (a few seconds), so a failover can start as soon as
+// the master dies. With a password, every server requires it and the
+// Sentinels use it; Server.Do authenticates with it.
+func StartSentinel(tb testing.TB, replicas, sentinels int, password string) *Sentinel {
+	tb.Helper()
+	return StartSentinelAuth(tb, replicas, sentinels, password, "")
+}
+
+// StartSentinelAuth is StartSentinel with Sentinels that require
+// sentinelPassword ("": none) from their clients and each other.
+func StartSentinelAuth(tb testing.TB, replicas, sentinels int, password, sentinelPassword string) *Sentinel {
+	tb.Helper()
+	if sentinels < 1 {
+		tb.Fatalf("redistest: StartSentinel needs at least one Sentinel, got %d", sentinels)
+	}
+	sbin := lookPath(tb, "redis-sentinel")
+	lookPath(tb, "redis-cli")
+	g := &Sentinel{Name: "mymaster"}
+	// Any server may become the master: none delays a full sync (default 5 s).
+	args := []string{"--repl-diskless-sync-delay", "0"}
+	if password != "" {
+		args = append(args, "--requirepass", password, "--masterauth", password)
+	}
+	g.Master = Start(tb, args...)
+	g.Master.password = password
+	for i := 0; i < replicas; i++ {
+		r := Start(tb, append(args, "--replicaof", "127.0.0.1", strconv.Itoa(g.Master.Port))...)
+		r.password = password
+		g.Replicas = append(g.Replicas, r)
+	}
+	g.Master.WaitReplicasOnline(replicas)
+	quorum := sentinels/2 + 1
+	conf := fmt.Sprintf("sentinel monitor %[1]s 127.0.0.1 %[2]d %[3]d\n"+
+		"sentinel down-after-milliseconds %[1]s %[4]d\n"+
+		"sentinel failover-timeout %[1]s %[5]d\n"+
+		"sentinel parallel-syncs %[1]s 1\n",
+		g.Name, g.Master.Port, quorum, sentinelDownAfter.Milliseconds(), sentinelFailoverTimeout.Milliseconds())
+	if password != "" {
+		conf += fmt.Sprintf("sentinel auth-pass %s %s\n", g.Name, password)
+	}
+	if sentinelPassword != "" {
+		conf += fmt.Sprintf("requirepass %s\n", sentinelPassword)
+	}
+	for i := 0; i < sentinels; i++ {
+		g.Sentinels = append(g.Sentinels, launch(tb, func(dir string) *Server {
+			file := filepath.Join(dir, "sentinel.conf") // redis-sentinel rewrites it
+			if err := os.WriteFile(file, []byte(conf), 0o644); err != nil {
+				tb.Fatal(err)
+			}
+			return &Server{bin: sbin, conf: file, password: sentinelPassword}
+		}))
+	}
+	waitFor(tb, 20*time.Second, "the Sentinels to discover each other and the replicas", func() bool {
+		for _, s := range g.Sentinels {
+			m := g.masterInfo(s)
+			if m["num-slaves"] != strconv.Itoa(replicas) || m["num-other-sentinels"] != strconv.Itoa(sentinels-1) {
+				return false
+			}
+		}
+		return true
+	})
+	return g
+}
+
+// Addrs returns the address of every Sentinel, for redis.FailoverOptions.SentinelAddrs.
+func (g *Sentinel) Addrs() []string {
+	out := make([]string, len(g.Sentinels))
+	for i, s := range g.Sentinels {
+		out[i] = s.Addr
+	}
+	return out
+}
+
+// masterInfo returns SENTINEL MASTER <name> as a field map, or nil.
+func (g *Sentinel) masterInfo(s *Server) map[string]string {
+	out, err := s.cli("SENTINEL", "MASTER", g.Name)
+	if err != nil {
+		return nil
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	m := map[string]string{}
+	for i := 0; i+1 < len(lines); i += 2 {
+		m[strings.TrimSpace(lines[i])] = strings.TrimSpace(lines[i+1])
+	}
+	return m
+}
+
+// WaitReplicasOnline waits until n replicas of the master s are online and
+// have acknowledged a probe write made after that: only then does WAIT count
+// them (after a diskless sync, the stream starts on the replica's first ack).
+func (s *Server) WaitReplicasOnline(n int) {
+	s.tb.Helper()
+	what := fmt.Sprintf("%d replicas of %s online", n, s.Addr)
+	waitFor(s.tb, 10*time.Second, what, func() bool {
+		return strings.Count(s.Do("INFO", "replication"), "state=online") >= n
+	})
+	// A probe key this master owns (on Cluster, one of its slots).
+	for i := 0; ; i++ {
+		key := fmt.Sprintf("redistest:probe:%d", i)
+		if out := s.Do("SET", key, "1"); out == "OK" {
+			s.Do("DEL", key)
+			break
+		}
+		if i > 10000 {
+			s.tb.Fatalf("redistest: no probe key accepted by %s", s.Addr)
+		}
+	}
+	target := int64(-1)
+	if m := masterOffset.FindStringSubmatch(s.Do("INFO", "replication")); m != nil {
+		target, _ = strconv.ParseInt(m[1], 10, 64)
+	}
+	waitFor(s.tb, 10*time.Second, fmt.Sprintf("%s and acknowledging offset %d", what, target), func() bool {
+		acked := 0
+		for _, m := range replicaOffset.FindAllStringSubmatch(s.Do("INFO", "replication"), -1) {
+			if off, err := strconv.ParseInt(m[1], 10, 64); err == nil && off >= target {
+				acked++
+			}
+		}
+		return acked >= n
+	})
+}
+
+// masterOffset and replicaOffset find the master's replication offset and
+// each online replica's acknowledged one in INFO replication.
+var (
+	masterOffset  = regexp.MustCompile(`(?m)^master_repl_offset:(\d+)`)
+	replicaOffset = regexp.MustCompile(`(?m)^slave\d+:.*state=online,offset=(\d+)`)
+)
+
+// waitFor polls cond every 50 ms until it holds, failing the test after timeout.
+func waitFor(tb testing.TB, timeout time.Duration, what string, cond func() bool) {
+	tb.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			tb.Fatalf("redistest: timed out after %s waiting for %s", timeout, what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
