@@ -112,19 +112,19 @@ function renderCharts(regions) {
   }).join("") || '<span class="muted">no regions configured</span>';
 }
 
-async function search(q) {
-  try {
-    const {hits} = await api("/v1/search?limit=20&q=" + encodeURIComponent(q));
-    $("search").innerHTML = hits.length ? "<ol>" + hits.map((h) =>
-      `<li class="hit"><a data-video="${esc(h.video_id)}">${esc(h.title)}</a> <span class="muted">— ${esc(h.channel_title)}${
-        h.regions.length ? " · " + h.regions.map((r) => esc(r.region) + " best* #" + r.best_rank + ", #" + r.last_rank + " at " + utc(r.last_at)).join("; ") : ""}</span>
-        <div class="snippet">${marked(h.snippet, h.highlights)}</div></li>`).join("") +
-      '</ol><div class="muted computed">* best rank: computed by trendfetch from the stored charts.</div>'
-      : `<span class="muted">no videos match “${esc(q)}”</span>`;
-  } catch (e) {
-    $("search").innerHTML = `<span class="bad">${esc(e.message)}</span>`;
-  }
-}
+// fill sets the HTML of element id to what make resolves to, or shows the error it throws.
+const fill = (id, make) => make().then((html) => { $(id).innerHTML = html; },
+  (e) => { $(id).innerHTML = `<span class="bad">${esc(e.message)}</span>`; });
+
+const search = (q) => fill("search", async () => {
+  const {hits} = await api("/v1/search?limit=20&q=" + encodeURIComponent(q));
+  return hits.length ? "<ol>" + hits.map((h) =>
+    `<li class="hit"><a data-video="${esc(h.video_id)}">${esc(h.title)}</a> <span class="muted">— ${esc(h.channel_title)}${
+      h.regions.length ? " · " + h.regions.map((r) => esc(r.region) + " best* #" + r.best_rank + ", #" + r.last_rank + " at " + utc(r.last_at)).join("; ") : ""}</span>
+      <div class="snippet">${marked(h.snippet, h.highlights)}</div></li>`).join("") +
+    '</ol><div class="muted computed">* best rank: computed by trendfetch from the stored charts.</div>'
+    : `<span class="muted">no videos match “${esc(q)}”</span>`;
+});
 
 // sparkline draws views over time as an SVG polyline on a labelled
 // y-axis (min, max and round ticks between; it need not start at 0, the
@@ -155,22 +155,18 @@ function sparkline(points, changes) {
     <text x="${W - R}" y="${H - 6}" font-size="11" text-anchor="end">${utc(pts[pts.length - 1].at)}</text></svg>`;
 }
 
-async function showVideo(id) {
-  try {
-    const h = await api("/v1/videos/" + encodeURIComponent(id));
-    $("video-title").hidden = false;
-    $("video-title").textContent = h.video.title;
-    $("video").innerHTML = `<div class="muted">${esc(h.video.channel_title)} · ${num(h.video.view_count)} views as of ${utc(h.video.last_seen_at)}</div>` +
-      sparkline(h.points, h.changes) + (h.changes.length ? '<ul class="changes">' + h.changes.map((c) =>
-        `<li>Not comparable as-is across ${esc(c.date)}: YouTube changed ${esc(c.affects)}: ${esc(c.summary)} (<a href="${esc(c.source)}" rel="noreferrer">source</a>).</li>`).join("") + "</ul>" : "") +
-      "<table><tr><th>Region</th><th>First (UTC)</th><th>Last (UTC)</th><th class=num>Best rank*</th><th class=num>Days on chart*</th></tr>" +
-      h.regions.map((r) => `<tr><td>${esc(r.region)}</td><td>${utc(r.first_at)}</td><td>${utc(r.last_at)}</td><td class="num">#${r.best_rank}</td><td class="num">${r.days}</td></tr>`).join("") +
-      '</table><div class="muted computed">* computed by trendfetch from the captures between First and Last.</div>';
-    $("video-title").scrollIntoView();
-  } catch (e) {
-    $("video").innerHTML = `<span class="bad">${esc(e.message)}</span>`;
-  }
-}
+const showVideo = (id) => fill("video", async () => {
+  const h = await api("/v1/videos/" + encodeURIComponent(id));
+  $("video-title").hidden = false;
+  $("video-title").textContent = h.video.title;
+  $("video-title").scrollIntoView();
+  return `<div class="muted">${esc(h.video.channel_title)} · ${num(h.video.view_count)} views as of ${utc(h.video.last_seen_at)}</div>` +
+    sparkline(h.points, h.changes) + (h.changes.length ? '<ul class="changes">' + h.changes.map((c) =>
+      `<li>Not comparable as-is across ${esc(c.date)}: YouTube changed ${esc(c.affects)}: ${esc(c.summary)} (<a href="${esc(c.source)}" rel="noreferrer">source</a>).</li>`).join("") + "</ul>" : "") +
+    "<table><tr><th>Region</th><th>First (UTC)</th><th>Last (UTC)</th><th class=num>Best rank*</th><th class=num>Days on chart*</th></tr>" +
+    h.regions.map((r) => `<tr><td>${esc(r.region)}</td><td>${utc(r.first_at)}</td><td>${utc(r.last_at)}</td><td class="num">#${r.best_rank}</td><td class="num">${r.days}</td></tr>`).join("") +
+    '</table><div class="muted computed">* computed by trendfetch from the captures between First and Last.</div>';
+});
 
 // A video has a URL of its own: /?video=ID (the token stays in the fragment).
 const videoParam = () => new URLSearchParams(location.search).get("video");
