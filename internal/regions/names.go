@@ -1,117 +1,33 @@
 package regions
 
-// names are the supported regions' English names from the Unicode CLDR
-// (golang.org/x/text/language/display, whose tables add 2.4 MB to the
-// binary); "MK" follows ISO 3166-1's current name.
-var names = map[string]string{
-	"AE": "United Arab Emirates",
-	"AR": "Argentina",
-	"AT": "Austria",
-	"AU": "Australia",
-	"AZ": "Azerbaijan",
-	"BA": "Bosnia & Herzegovina",
-	"BE": "Belgium",
-	"BG": "Bulgaria",
-	"BH": "Bahrain",
-	"BO": "Bolivia",
-	"BR": "Brazil",
-	"BY": "Belarus",
-	"CA": "Canada",
-	"CH": "Switzerland",
-	"CL": "Chile",
-	"CO": "Colombia",
-	"CR": "Costa Rica",
-	"CY": "Cyprus",
-	"CZ": "Czechia",
-	"DE": "Germany",
-	"DK": "Denmark",
-	"DO": "Dominican Republic",
-	"DZ": "Algeria",
-	"EC": "Ecuador",
-	"EE": "Estonia",
-	"EG": "Egypt",
-	"ES": "Spain",
-	"FI": "Finland",
-	"FR": "France",
-	"GB": "United Kingdom",
-	"GE": "Georgia",
-	"GH": "Ghana",
-	"GR": "Greece",
-	"GT": "Guatemala",
-	"HK": "Hong Kong SAR China",
-	"HN": "Honduras",
-	"HR": "Croatia",
-	"HU": "Hungary",
-	"ID": "Indonesia",
-	"IE": "Ireland",
-	"IL": "Israel",
-	"IN": "India",
-	"IQ": "Iraq",
-	"IS": "Iceland",
-	"IT": "Italy",
-	"JM": "Jamaica",
-	"JO": "Jordan",
-	"JP": "Japan",
-	"KE": "Kenya",
-	"KR": "South Korea",
-	"KW": "Kuwait",
-	"KZ": "Kazakhstan",
-	"LB": "Lebanon",
-	"LI": "Liechtenstein",
-	"LK": "Sri Lanka",
-	"LT": "Lithuania",
-	"LU": "Luxembourg",
-	"LV": "Latvia",
-	"LY": "Libya",
-	"MA": "Morocco",
-	"ME": "Montenegro",
-	"MK": "North Macedonia",
-	"MT": "Malta",
-	"MX": "Mexico",
-	"MY": "Malaysia",
-	"NG": "Nigeria",
-	"NI": "Nicaragua",
-	"NL": "Netherlands",
-	"NO": "Norway",
-	"NP": "Nepal",
-	"NZ": "New Zealand",
-	"OM": "Oman",
-	"PA": "Panama",
-	"PE": "Peru",
-	"PG": "Papua New Guinea",
-	"PH": "Philippines",
-	"PK": "Pakistan",
-	"PL": "Poland",
-	"PR": "Puerto Rico",
-	"PT": "Portugal",
-	"PY": "Paraguay",
-	"QA": "Qatar",
-	"RO": "Romania",
-	"RS": "Serbia",
-	"RU": "Russia",
-	"SA": "Saudi Arabia",
-	"SE": "Sweden",
-	"SG": "Singapore",
-	"SI": "Slovenia",
-	"SK": "Slovakia",
-	"SN": "Senegal",
-	"SV": "El Salvador",
-	"TH": "Thailand",
-	"TN": "Tunisia",
-	"TR": "Turkey",
-	"TW": "Taiwan",
-	"TZ": "Tanzania",
-	"UA": "Ukraine",
-	"UG": "Uganda",
-	"US": "United States",
-	"UY": "Uruguay",
-	"VE": "Venezuela",
-	"VN": "Vietnam",
-	"YE": "Yemen",
-	"ZA": "South Africa",
-	"ZW": "Zimbabwe",
-}
+import (
+	"strings"
+	"sync"
+
+	"golang.org/x/text/language"
+	"golang.org/x/text/language/display"
+)
+
+// codes are the supported region codes, sorted (source: the package comment).
+var codes = strings.Fields(`
+	AE AR AT AU AZ BA BE BG BH BO BR BY CA CH CL CO CR CY CZ DE DK DO DZ EC EE EG ES FI FR GB GE GH
+	GR GT HK HN HR HU ID IE IL IN IQ IS IT JM JO JP KE KR KW KZ LB LI LK LT LU LV LY MA ME MK MT MX
+	MY NG NI NL NO NP NZ OM PA PE PG PH PK PL PR PT PY QA RO RS RU SA SE SG SI SK SN SV TH TN TR TW
+	TZ UA UG US UY VE VN YE ZA ZW`)
+
+// names are the regions' English names from the Unicode CLDR
+// (golang.org/x/text/language/display), built on first use; "MK" follows
+// ISO 3166-1's current name, which x/text's CLDR predates.
+var names = sync.OnceValue(func() map[string]string {
+	m := map[string]string{"MK": "North Macedonia"}
+	for _, c := range codes {
+		if m[c] == "" {
+			m[c] = display.English.Regions().Name(language.MustParseRegion(c))
+		}
+	}
+	return m
+})
 
 // Name returns the English name of a supported region code (upper case),
 // e.g. Name("GB") = "United Kingdom", or "" for an unsupported code.
-func Name(code string) string { return names[code] }
+func Name(code string) string { return names()[code] }

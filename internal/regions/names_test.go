@@ -1,6 +1,9 @@
 package regions
 
-import "testing"
+import (
+	"slices"
+	"testing"
+)
 
 func TestEveryRegionHasAName(t *testing.T) {
 	for _, c := range All() {
@@ -8,8 +11,8 @@ func TestEveryRegionHasAName(t *testing.T) {
 			t.Errorf("region %s has no English name", c)
 		}
 	}
-	if len(names) != len(codes) {
-		t.Errorf("%d names for %d codes: a name for an unsupported code", len(names), len(codes))
+	if len(names()) != len(codes) || !slices.IsSorted(codes) {
+		t.Errorf("%d names for %d codes (a name for an unsupported code), or the codes are not sorted", len(names()), len(codes))
 	}
 	for code, want := range map[string]string{"GB": "United Kingdom", "US": "United States", "JP": "Japan", "MK": "North Macedonia"} {
 		if got := Name(code); got != want {

@@ -1,18 +1,14 @@
 // Package regions knows the YouTube-supported region codes (ISO 3166-1
 // alpha-2) and validates operator input against them. Source: the recorded
 // i18nRegions.list response (docs/design.md §7; 106 regions, 2020); a region
-// added later is refused until names has it.
+// added later is refused until codes has it.
 package regions
 
 import (
 	"fmt"
-	"maps"
 	"slices"
 	"strings"
 )
-
-// codes is the keys of names, sorted.
-var codes = slices.Sorted(maps.Keys(names))
 
 // aliases maps codes operators commonly type for a region to its ISO code.
 var aliases = map[string]string{
@@ -30,7 +26,10 @@ var aliases = map[string]string{
 func All() []string { return append([]string(nil), codes...) }
 
 // Supported reports whether code (already upper case) is a supported region.
-func Supported(code string) bool { return names[code] != "" }
+func Supported(code string) bool {
+	_, ok := slices.BinarySearch(codes, code)
+	return ok
+}
 
 // Error is returned by Parse for an unsupported code; Suggestion is "" when
 // no close code is known.
