@@ -2,12 +2,13 @@ package config
 
 import (
 	"cmp"
-	"errors"
 	"fmt"
 	"maps"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/robfig/cron/v3"
 
 	"github.com/trendfetch/trendfetch/internal/regions"
 	"github.com/trendfetch/trendfetch/internal/schedule"
@@ -22,7 +23,7 @@ const (
 )
 
 // Schedule is the `schedule` section of `schedule` and `crontab` (how
-// regions share it: schedule.Layout). Stagger nil is unset; 0s is none.
+// regions share it: Plan). Stagger nil is unset; 0s is none.
 type Schedule struct {
 	Every       Duration          `yaml:"every"`
 	Cron        string            `yaml:"cron"`
@@ -51,20 +52,51 @@ func (s Schedule) Location() *time.Location {
 	return time.Local
 }
 
-// Plan returns each region's schedule, in list order; errors name the key.
+// Plan returns each region's schedule in list order: the i-th starts i ×
+// stagger after the shared tick (every in wall-clock time, a cron spec by
+// schedule.Shift), a region of schedule.regions on its own spec. Errors
+// name the key.
 func (s Schedule) Plan(list []string) ([]schedule.Region, error) {
-	l := schedule.Layout{Every: s.Every.Std(), Cron: s.Cron, Stagger: s.StaggerStep(), Timezone: s.Timezone, Own: s.Regions}
-	l.Every = cmp.Or(l.Every, DefaultEvery)
-	out, err := l.Regions(list)
-	var se *schedule.SpecError
-	if errors.As(err, &se) {
-		value := se.Value
-		if se.Setting != "timezone" {
-			value = fmt.Sprintf("%q", value)
-		}
-		return nil, invalid("schedule."+se.Setting, value, "%s", se.Reason)
+	if _, err := time.LoadLocation(s.Timezone); err != nil {
+		return nil, invalid("schedule.timezone", s.Timezone, "unknown time zone (want an IANA name such as Europe/London)")
 	}
-	return out, err
+	every, loc := cmp.Or(s.Every.Std(), DefaultEvery), s.Location()
+	at := func(off time.Duration) cron.Schedule {
+		return schedule.Every{Interval: every, Offset: off, Location: loc}
+	}
+	desc := "every " + every.String()
+	if s.Cron != "" {
+		shared, err := schedule.ParseSpec(s.Cron, s.Timezone)
+		if err != nil {
+			return nil, invalid("schedule.cron", fmt.Sprintf("%q", s.Cron), "%s", specReason(err))
+		}
+		at = func(off time.Duration) cron.Schedule { return schedule.Shift{Schedule: shared, Offset: off} }
+		desc = s.Cron
+	}
+	out := make([]schedule.Region, len(list))
+	for i, code := range list {
+		r := schedule.Region{Region: code, Index: i, Offset: time.Duration(i) * max(s.StaggerStep(), 0)}
+		if spec, ok := s.Regions[code]; ok {
+			sch, err := schedule.ParseSpec(spec, s.Timezone)
+			if err != nil {
+				return nil, invalid("schedule.regions."+code, fmt.Sprintf("%q", spec), "%s", specReason(err))
+			}
+			r.Offset, r.Spec, r.Explicit, r.Schedule = 0, spec, true, sch
+		} else if r.Schedule, r.Spec = at(r.Offset), desc; r.Offset > 0 {
+			r.Spec += " +" + r.Offset.String()
+		}
+		out[i] = r
+	}
+	return out, nil
+}
+
+// specReason is a cron parser's error without the spec it quotes.
+func specReason(err error) string {
+	msg := err.Error()
+	if i := strings.LastIndex(msg, ": "); i >= 0 {
+		msg = msg[i+2:]
+	}
+	return msg + ` (want e.g. "7 */2 * * *", "CRON_TZ=Europe/London 30 6 * * *" or "@every 2h")`
 }
 
 // complete fills the defaults and normalizes schedule.regions' codes.

@@ -126,3 +126,13 @@ func Slot(s cron.Schedule, t time.Time) (from, to time.Time) {
 	}
 	return time.Time{}, to
 }
+
+// Region is one region's place in the schedule (config.Schedule.Plan).
+type Region struct {
+	Region   string
+	Index    int           // position in the list, from 0
+	Offset   time.Duration // Index × stagger; 0 for a spec of its own
+	Spec     string        // "every 2h0m0s +3m0s", or the cron spec
+	Explicit bool          // a spec of its own (schedule.regions)
+	Schedule cron.Schedule
+}

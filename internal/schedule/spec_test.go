@@ -57,39 +57,6 @@ func TestEveryAlignedToMidnight(t *testing.T) {
 	}
 }
 
-func TestStaggeredNextRunsAreDistinctAndMatchCrontab(t *testing.T) {
-	list := []string{"US", "GB", "JP"}
-	from := utc("2026-03-10T10:59:00Z")
-	base := Every{Interval: 2 * time.Hour, Location: time.UTC}
-	// What `trendfetch crontab` prints for the same config, read by cron's
-	// standard parser: the scheduler must fire at exactly these times.
-	crontab := map[string]string{"US": "0 */2 * * *", "GB": "3 */2 * * *", "JP": "6 */2 * * *"}
-	seen := map[time.Time]string{}
-	rs, err := Layout{Every: base.Interval, Stagger: 3 * time.Minute, Timezone: "UTC"}.Regions(list)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, o := range rs {
-		s := o.Schedule
-		std, err := cron.ParseStandard("CRON_TZ=UTC " + crontab[o.Region])
-		if err != nil {
-			t.Fatal(err)
-		}
-		at := from
-		for range 30 {
-			got, want := s.Next(at), std.Next(at)
-			if !got.Equal(want) {
-				t.Fatalf("%s: next after %s = %s, cron line %q says %s", o.Region, at, got, crontab[o.Region], want)
-			}
-			if prev, dup := seen[got]; dup {
-				t.Fatalf("%s and %s both run at %s", prev, o.Region, got)
-			}
-			seen[got] = o.Region
-			at = got
-		}
-	}
-}
-
 func TestParseSpecTimeZones(t *testing.T) {
 	from := utc("2026-07-01T00:00:00Z")
 	for _, tc := range []struct {
@@ -147,45 +114,6 @@ func TestShiftAddsTheOffset(t *testing.T) {
 	} {
 		if got := s.Next(utc(from)); !got.Equal(utc(want)) {
 			t.Errorf("Next(%s) = %s, want %s", from, got, want)
-		}
-	}
-}
-
-// TestLayoutStaggers: the i-th region starts i × Stagger after the shared
-// tick, the same for the same list, distinct, decided by the order alone;
-// a Stagger of 0 or below staggers nothing.
-func TestLayoutStaggers(t *testing.T) {
-	list := []string{"US", "GB", "JP", "DE", "FR"}
-	offsets := func(list []string, step time.Duration) []time.Duration {
-		rs, err := Layout{Every: time.Hour, Stagger: step, Timezone: "UTC"}.Regions(list)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var out []time.Duration
-		for i, r := range rs {
-			if r.Region != list[i] || r.Index != i {
-				t.Errorf("region %d = %+v, want %s", i, r, list[i])
-			}
-			out = append(out, r.Offset)
-		}
-		return out
-	}
-	a, b := offsets(list, 3*time.Minute), offsets(append([]string(nil), list...), 3*time.Minute)
-	seen := map[time.Duration]bool{}
-	for i, o := range a {
-		if o != b[i] || o != time.Duration(i)*3*time.Minute || seen[o] {
-			t.Errorf("offset %d = %s (then %s), want %s, distinct", i, o, b[i], time.Duration(i)*3*time.Minute)
-		}
-		seen[o] = true
-	}
-	if c := offsets([]string{"GB", "US"}, time.Minute); c[0] != 0 || c[1] != time.Minute {
-		t.Errorf("GB, US: offsets %v, want [0 1m]", c)
-	}
-	for _, step := range []time.Duration{0, -time.Minute} {
-		for i, o := range offsets(list, step) {
-			if o != 0 {
-				t.Errorf("stagger %s: offset %d = %s", step, i, o)
-			}
 		}
 	}
 }
