@@ -55,8 +55,6 @@ type Options struct {
 	// Migrations holds the schema as NNNN_name.sql files at its root,
 	// numbered contiguously from 0001 (see Open). nil: no schema handling.
 	Migrations fs.FS
-	// BusyTimeout overrides DefaultBusyTimeout (rounded to milliseconds).
-	BusyTimeout time.Duration
 	// MaxConns overrides DefaultMaxConns (1 makes this process's goroutines
 	// queue in database/sql rather than on the file lock).
 	MaxConns int
@@ -126,12 +124,8 @@ func dsn(abs string, o Options) string {
 		p = "/" + p // Windows drive paths: file:///C:/...
 	}
 	u := url.URL{Scheme: "file", Path: p}
-	busy := o.BusyTimeout
-	if busy <= 0 {
-		busy = DefaultBusyTimeout
-	}
 	q := []string{
-		"_pragma=busy_timeout(" + strconv.FormatInt(busy.Milliseconds(), 10) + ")",
+		"_pragma=busy_timeout(" + strconv.FormatInt(DefaultBusyTimeout.Milliseconds(), 10) + ")",
 		"_pragma=foreign_keys(1)",
 	}
 	if o.ReadOnly {

@@ -48,26 +48,6 @@ ON CONFLICT (region) DO UPDATE SET fetched_at = excluded.fetched_at`, region, fm
 	return nil
 }
 
-// Categories returns the stored categories of region ordered by id (as
-// text); empty when none were fetched.
-func (s *Store) Categories(ctx context.Context, region string) ([]Category, error) {
-	rows, err := s.db.QueryContext(ctx,
-		`SELECT id, title, assignable FROM categories WHERE region = ? ORDER BY id`, region)
-	if err != nil {
-		return nil, fmt.Errorf("cannot read categories: %w", err)
-	}
-	defer rows.Close()
-	var out []Category
-	for rows.Next() {
-		var c Category
-		if err := rows.Scan(&c.ID, &c.Title, &c.Assignable); err != nil {
-			return nil, fmt.Errorf("cannot read categories: %w", err)
-		}
-		out = append(out, c)
-	}
-	return out, rows.Err()
-}
-
 // CategoriesFetchedAt returns when the categories of region were last
 // stored by UpsertCategories, an empty answer included, or the zero time if
 // never. The pipeline refreshes them at most every categories.refresh.

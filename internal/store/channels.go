@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -20,12 +19,6 @@ type Channel struct {
 	// Subscribers, Videos and Views are nil when the API hides or omits
 	// them (statistics.hiddenSubscriberCount, no statistics part).
 	Subscribers, Videos, Views *int64
-}
-
-// StoredChannel is a Channel with the time it was fetched.
-type StoredChannel struct {
-	Channel
-	FetchedAt time.Time
 }
 
 // maxIDsPerQuery bounds the ids bound into one IN (...) list (SQLite
@@ -107,28 +100,6 @@ func (s *Store) UpsertChannels(ctx context.Context, chs []Channel, at time.Time)
 	return nil
 }
 
-// Channel returns the stored channel with the given id, or an error
-// wrapping ErrNotFound.
-func (s *Store) Channel(ctx context.Context, id string) (StoredChannel, error) {
-	var (
-		c                 StoredChannel
-		subs, vids, views sql.NullInt64
-		fetched           sql.NullString
-	)
-	err := s.db.QueryRowContext(ctx, `
-SELECT id, title, country, subscriber_count, video_count, view_count, fetched_at
-FROM channels WHERE id = ?`, id).Scan(&c.ID, &c.Title, &c.Country, &subs, &vids, &views, &fetched)
-	if errors.Is(err, sql.ErrNoRows) {
-		return StoredChannel{}, fmt.Errorf("channel %s: %w", id, ErrNotFound)
-	}
-	if err != nil {
-		return StoredChannel{}, fmt.Errorf("cannot read channel %s: %w", id, err)
-	}
-	c.Subscribers, c.Videos, c.Views = intPtr(subs), intPtr(vids), intPtr(views)
-	c.FetchedAt = parseTime(fetched)
-	return c, nil
-}
-
 // CountChannels returns the number of stored channels.
 func (s *Store) CountChannels(ctx context.Context) (int64, error) {
 	var n int64
@@ -159,17 +130,6 @@ func (s *Store) StaleChannels(ctx context.Context, ids []string, olderThan time.
 		out = append(out, id)
 	}
 	return out, nil
-}
-
-// KnownVideos returns the set of ids among ids that are stored in videos
-// (map value true; unknown ids are absent). Any number of ids is accepted
-// (queried in chunks of 500, one index lookup per id).
-func (s *Store) KnownVideos(ctx context.Context, ids []string) (map[string]bool, error) {
-	known, err := s.existing(ctx, `SELECT id FROM videos WHERE id IN `, nil, ids)
-	if err != nil {
-		return nil, fmt.Errorf("cannot look up videos: %w", err)
-	}
-	return known, nil
 }
 
 // existing runs prefix + "(?,?,...)" over ids in chunks, with args bound

@@ -415,16 +415,8 @@ func (v StoredVideo) MarshalJSON() ([]byte, error) {
 		FirstSeen    *time.Time `json:"first_seen_at"`
 		LastSeen     *time.Time `json:"last_seen_at"`
 	}{v.ID, v.Title, v.Description, v.ChannelID, v.ChannelTitle, v.CategoryID, tags,
-		timePtr(v.PublishedAt), strPtr(v.Duration), v.Views, v.Likes, v.Comments, v.ThumbnailURL,
-		timePtr(v.FirstSeen), timePtr(v.LastSeen)})
-}
-
-func timePtr(t time.Time) *time.Time {
-	if t.IsZero() {
-		return nil
-	}
-	t = t.UTC()
-	return &t
+		jsonTime(v.PublishedAt), strPtr(v.Duration), v.Views, v.Likes, v.Comments, v.ThumbnailURL,
+		jsonTime(v.FirstSeen), jsonTime(v.LastSeen)})
 }
 
 func strPtr(s string) *string {

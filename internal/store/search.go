@@ -225,45 +225,12 @@ JOIN videos v ON v.rowid = f.rid
 LEFT JOIN video_stats st ON st.video_rowid = f.rid
 ORDER BY f.rid DESC`
 
-// Search runs a full-text query and returns hits best first (see Hit.Score
-// and SearchCandidates for how the work is bounded). It stops when ctx is
-// cancelled (modernc.org/sqlite interrupts the statement) and returns
-// ctx's error. Errors: *QueryError for bad text or limit (including FTS5
-// syntax errors, which ParseQuery should already prevent); other errors
-// are database failures.
-//
-// Two indexes can answer, chosen per query:
-//
-//   - the word index (unicode61: title, tags, channel title, description),
-//     by default: whole words, case and diacritics folded, "word*" prefixes
-//     (prefixes of 1-3 characters from its prefix indexes);
-//   - the trigram index (title and channel title only): every term matches
-//     as a substring (case and diacritics folded). It answers when a term
-//     contains Han, Hiragana, Katakana, Hangul, Thai, Lao, Khmer or Myanmar
-//     characters, which the word index cannot split into words; and to fill
-//     up the results when the word index finds fewer than the limit (parts
-//     of words, e.g. inflections: "путин" also finds "Путина"). Fill-up hits
-//     come after the word index's hits, newest first, unranked (their Score
-//     is still their bm25).
-//
-// The trigram index can only look up terms of TrigramMinChars (3) or more
-// characters. In a trigram query, an AND-ed term (or OR group) with a
-// shorter term is checked by substring on the title and channel title of
-// the candidates the longer terms found; a query with no term of 3 or more
-// characters is answered by the word index with every term as a prefix
-// ("東京" finds titles with a word starting 東京), which is best effort.
-//
-// Exclusions (-word) are part of the word index's MATCH; fill-up hits are
-// checked against them in the word index too. A query the trigram index
-// answers checks them by substring on the title and channel title (the
-// columns it has).
-func (s *Store) Search(ctx context.Context, q SearchQuery) ([]Hit, error) {
-	hits, _, err := s.SearchPage(ctx, q)
-	return hits, err
-}
-
-// SearchPage is Search, plus next: the Offset of the next page, or 0 when
-// there is none (no more hits, or the MaxSearchLimit-th hit reached).
+// SearchPage runs a full-text query (ParseQuery's syntax; the index that
+// answers it: docs/design.md §6) and returns hits best first, and next: the
+// Offset of the next page, or 0 when there is none (no more hits, or the
+// MaxSearchLimit-th hit reached). It stops when ctx is cancelled and returns
+// ctx's error. Errors: *QueryError for bad text, limit or offset; other
+// errors are database failures.
 func (s *Store) SearchPage(ctx context.Context, q SearchQuery) (hits []Hit, next int, err error) {
 	if q.Limit == 0 {
 		q.Limit = DefaultSearchLimit

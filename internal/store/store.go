@@ -97,23 +97,6 @@ func open(ctx context.Context, path string, o sqlitedb.Options) (*Store, error) 
 	return &Store{db: db, path: abs}, nil
 }
 
-// SchemaVersion returns the database's schema version (the highest applied
-// migration number) and the version this binary knows.
-func (s *Store) SchemaVersion(ctx context.Context) (have, want int, err error) {
-	if s.pg {
-		if want, err = sqlitedb.Migrations(postgresFS); err != nil {
-			return 0, 0, err
-		}
-		have, err = postgresVersion(ctx, s.db)
-		return have, want, err
-	}
-	if want, err = sqlitedb.Migrations(migrationsFS); err != nil {
-		return 0, 0, err
-	}
-	have, err = sqlitedb.Version(ctx, s.db)
-	return have, want, err
-}
-
 // Close closes the database. In WAL mode the last connection to close
 // checkpoints the log into the main file.
 func (s *Store) Close() error {
@@ -153,9 +136,6 @@ func (s *Store) txStmt(ctx context.Context, tx *sql.Tx, query string, rows int) 
 	s.mu.Unlock()
 	return tx.StmtContext(ctx, st), nil
 }
-
-// Path returns the absolute path of the database file.
-func (s *Store) Path() string { return s.path }
 
 // DB returns the underlying *sql.DB for diagnostics and tests. Writes through
 // it bypass the store's invariants; prefer the methods.
