@@ -144,22 +144,12 @@ func (s *Store) existing(ctx context.Context, prefix string, args []any, ids []s
 			a = append(a, id)
 		}
 		q := prefix + "(" + strings.Repeat("?,", n-1) + "?)"
-		rows, err := s.db.QueryContext(ctx, q, a...)
+		found, err := column[string](ctx, s.db, q, a...)
 		if err != nil {
 			return nil, err
 		}
-		for rows.Next() {
-			var id string
-			if err := rows.Scan(&id); err != nil {
-				rows.Close()
-				return nil, err
-			}
+		for _, id := range found {
 			out[id] = true
-		}
-		err = rows.Err()
-		rows.Close()
-		if err != nil {
-			return nil, err
 		}
 		ids = ids[n:]
 	}

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -31,27 +32,11 @@ WHERE x.doc IS DISTINCT FROM search_doc(v.title, v.channel_title, v.tags, v.desc
 		}
 		return nil
 	}
-	rows, err := s.db.QueryContext(ctx, `PRAGMA integrity_check(20)`)
+	problems, err := column[string](ctx, s.db, `PRAGMA integrity_check(20)`)
 	if err != nil {
 		return fmt.Errorf("integrity check: %w", err)
 	}
-	var problems []string
-	for rows.Next() {
-		var msg string
-		if err := rows.Scan(&msg); err != nil {
-			rows.Close()
-			return fmt.Errorf("integrity check: %w", err)
-		}
-		if msg != "ok" {
-			problems = append(problems, msg)
-		}
-	}
-	err = rows.Err()
-	rows.Close()
-	if err != nil {
-		return fmt.Errorf("integrity check: %w", err)
-	}
-	if len(problems) > 0 {
+	if problems = slices.DeleteFunc(problems, func(m string) bool { return m == "ok" }); len(problems) > 0 {
 		return fmt.Errorf("integrity check failed: %s", strings.Join(problems, "; "))
 	}
 

@@ -244,33 +244,31 @@ type TitleChange struct {
 // titles returns the title changes of video id (see VideoHistory.Titles):
 // its superseded text versions and the current one, in version order.
 func (s *Store) titles(ctx context.Context, id string) ([]TitleChange, error) {
-	rows, err := s.db.QueryContext(ctx, `
+	out := []TitleChange{}
+	err := each(ctx, s.db, `
 SELECT t.version, t.title, coalesce(t.since, v.first_seen_at)
 FROM videos v JOIN video_texts t ON t.video = v.rowid WHERE v.id = ?1
 UNION ALL
 SELECT v.text_version, v.title, coalesce(v.text_since, v.first_seen_at) FROM videos v WHERE v.id = ?1
-ORDER BY 1`, id)
-	if err != nil {
-		return nil, fmt.Errorf("cannot read titles of %s: %w", id, err)
-	}
-	defer rows.Close()
-	out := []TitleChange{}
-	for rows.Next() {
+ORDER BY 1`, []any{id}, func(rows *sql.Rows) error {
 		var (
 			version int64
 			c       TitleChange
 			ts      sql.NullString
 		)
 		if err := rows.Scan(&version, &c.Title, &ts); err != nil {
-			return nil, fmt.Errorf("cannot read titles of %s: %w", id, err)
+			return err
 		}
-		if n := len(out); n > 0 && out[n-1].Title == c.Title {
-			continue // another field changed
+		if n := len(out); n == 0 || out[n-1].Title != c.Title { // else another field changed
+			c.At = parseTime(ts)
+			out = append(out, c)
 		}
-		c.At = parseTime(ts)
-		out = append(out, c)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("cannot read titles of %s: %w", id, err)
 	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // History returns the video with the given id and its history. Errors: a
@@ -284,21 +282,16 @@ func (s *Store) History(ctx context.Context, id string) (VideoHistory, error) {
 		return VideoHistory{}, err
 	}
 	h := VideoHistory{Video: v, Appearances: []Appearance{}, Points: []StatsPoint{}, Regions: []RegionSummary{}}
-	rows, err := s.db.QueryContext(ctx, `
+	byRegion := map[string]*RegionSummary{}
+	days := map[string]map[string]bool{}
+	err = each(ctx, s.db, `
 SELECT c.id, c.run_id, c.region, c.kind, c.query, c.captured_at, c.complete,
        e.rank, e.view_count, e.like_count, e.comment_count
 FROM videos v
 JOIN entries e ON e.video = v.rowid
 JOIN captures c ON c.id = e.capture_id
 WHERE v.id = ?
-ORDER BY c.captured_at, c.id`, id)
-	if err != nil {
-		return VideoHistory{}, fmt.Errorf("cannot read history of %s: %w", id, err)
-	}
-	defer rows.Close()
-	byRegion := map[string]*RegionSummary{}
-	days := map[string]map[string]bool{}
-	for rows.Next() {
+ORDER BY c.captured_at, c.id`, []any{id}, func(rows *sql.Rows) error {
 		var (
 			a          Appearance
 			ts         sql.NullString
@@ -306,7 +299,7 @@ ORDER BY c.captured_at, c.id`, id)
 		)
 		if err := rows.Scan(&a.CaptureID, &a.RunID, &a.Region, &a.Kind, &a.Query, &ts, &a.Complete,
 			&a.Rank, &vw, &lk, &cm); err != nil {
-			return VideoHistory{}, fmt.Errorf("cannot read history of %s: %w", id, err)
+			return err
 		}
 		a.CapturedAt = parseTime(ts)
 		a.Views, a.Likes, a.Comments = intPtr(vw), intPtr(lk), intPtr(cm)
@@ -320,7 +313,7 @@ ORDER BY c.captured_at, c.id`, id)
 				Comments: intPtr(cm), Source: src, Region: a.Region})
 		}
 		if a.Kind != KindChart {
-			continue
+			return nil
 		}
 		r := byRegion[a.Region]
 		if r == nil {
@@ -331,11 +324,11 @@ ORDER BY c.captured_at, c.id`, id)
 		r.LastAt, r.LastRank = a.CapturedAt, a.Rank
 		r.BestRank = min(r.BestRank, a.Rank)
 		days[a.Region][a.CapturedAt.Format(time.DateOnly)] = true
-	}
-	if err := rows.Err(); err != nil {
+		return nil
+	})
+	if err != nil {
 		return VideoHistory{}, fmt.Errorf("cannot read history of %s: %w", id, err)
 	}
-	rows.Close()
 	for region, r := range byRegion {
 		r.Days = len(days[region])
 		h.Regions = append(h.Regions, *r)
@@ -369,26 +362,23 @@ ORDER BY c.captured_at, c.id`, id)
 
 // samples returns the stats samples of video id, oldest first.
 func (s *Store) samples(ctx context.Context, id string) ([]StatsPoint, error) {
-	rows, err := s.db.QueryContext(ctx, `
+	var out []StatsPoint
+	err := each(ctx, s.db, `
 SELECT x.sampled_at, x.view_count, x.like_count, x.comment_count
 FROM videos v JOIN stats_samples x ON x.video = v.rowid
-WHERE v.id = ? ORDER BY x.sampled_at`, id)
-	if err != nil {
-		return nil, fmt.Errorf("cannot read stats samples of %s: %w", id, err)
-	}
-	defer rows.Close()
-	var out []StatsPoint
-	for rows.Next() {
+WHERE v.id = ? ORDER BY x.sampled_at`, []any{id}, func(rows *sql.Rows) error {
 		var (
 			ts         sql.NullString
 			vw, lk, cm sql.NullInt64
 		)
-		if err := rows.Scan(&ts, &vw, &lk, &cm); err != nil {
-			return nil, fmt.Errorf("cannot read stats samples of %s: %w", id, err)
-		}
+		err := rows.Scan(&ts, &vw, &lk, &cm)
 		out = append(out, StatsPoint{At: parseTime(ts), Views: intPtr(vw), Likes: intPtr(lk), Comments: intPtr(cm), Source: SourceStats})
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("cannot read stats samples of %s: %w", id, err)
 	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // MarshalJSON encodes the video with snake_case keys, RFC 3339 UTC times

@@ -62,25 +62,13 @@ func (s *Store) pick(ctx context.Context, tx *sql.Tx, query, table string, first
 	if s.pg {
 		query += ` FOR UPDATE OF ` + table + ` SKIP LOCKED`
 	}
-	rows, err := tx.QueryContext(ctx, query, args...)
-	if err != nil {
-		return nil, "", err
+	picked, err := column[int64](ctx, tx, query, args...)
+	ids := make([]any, len(picked))
+	marks := make([]string, len(picked))
+	for i, id := range picked {
+		ids[i], marks[i] = id, fmt.Sprintf("?%d", first+i)
 	}
-	defer rows.Close()
-	var ids []any
-	var list strings.Builder
-	for rows.Next() {
-		var id int64
-		if err := rows.Scan(&id); err != nil {
-			return nil, "", err
-		}
-		if len(ids) > 0 {
-			list.WriteByte(',')
-		}
-		fmt.Fprintf(&list, "?%d", first+len(ids))
-		ids = append(ids, id)
-	}
-	return ids, list.String(), rows.Err()
+	return ids, strings.Join(marks, ","), err
 }
 
 // Prune deletes captures captured before before (with their entries),

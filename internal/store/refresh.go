@@ -31,24 +31,12 @@ func (s *Store) StaleText(ctx context.Context, before time.Time, limit int) ([]s
 	if limit <= 0 {
 		return nil, nil
 	}
-	rows, err := s.db.QueryContext(ctx, `
+	ids, err := column[string](ctx, s.db, `
 SELECT v.id FROM videos v LEFT JOIN video_stats st ON st.video_rowid = v.rowid
 WHERE v.rowid IN (`+staleText+`)
 ORDER BY `+textUsedAt+`, v.rowid LIMIT ?2`,
 		fmtTime(before), limit)
 	if err != nil {
-		return nil, fmt.Errorf("cannot list stale text: %w", err)
-	}
-	defer rows.Close()
-	var ids []string
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			return nil, fmt.Errorf("cannot list stale text: %w", err)
-		}
-		ids = append(ids, id)
-	}
-	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("cannot list stale text: %w", err)
 	}
 	return ids, nil

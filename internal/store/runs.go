@@ -244,18 +244,13 @@ func (s *Store) RunsPage(ctx context.Context, q RunsQuery) ([]Run, error) {
 	}
 	// substr counts characters: MaxReasonBytes+1 of them are enough for
 	// capReason to see that a reason is longer than MaxReasonBytes bytes.
-	rows, err := s.db.QueryContext(ctx, `
+	var out []Run
+	err := each(ctx, s.db, `
 SELECT id, credential, region, started_at, finished_at, pages, videos, units, calls, unmetered,
        outcome, substr(reason, 1, ?4), retry_after_ms, retry_at, pid, host
 FROM runs
 WHERE (?1 = '' OR region = ?1) AND (?2 <= 0 OR id < ?2)
-ORDER BY id DESC LIMIT ?3`, q.Region, q.Before, limit, MaxReasonBytes+1)
-	if err != nil {
-		return nil, fmt.Errorf("cannot list runs: %w", err)
-	}
-	defer rows.Close()
-	var out []Run
-	for rows.Next() {
+ORDER BY id DESC LIMIT ?3`, []any{q.Region, q.Before, limit, MaxReasonBytes + 1}, func(rows *sql.Rows) error {
 		var (
 			r                          Run
 			started, finished, retryAt sql.NullString
@@ -264,21 +259,22 @@ ORDER BY id DESC LIMIT ?3`, q.Region, q.Before, limit, MaxReasonBytes+1)
 		)
 		if err := rows.Scan(&r.ID, &r.Credential, &r.Region, &started, &finished, &r.Pages, &r.Videos,
 			&units, &calls, &r.Unmetered, &outcome, &r.Reason, &retryMS, &retryAt, &pid, &r.Host); err != nil {
-			return nil, fmt.Errorf("cannot list runs: %w", err)
+			return err
 		}
 		r.StartedAt, r.FinishedAt, r.RetryAt = parseTime(started), parseTime(finished), parseTime(retryAt)
 		r.Outcome, r.Reason = Outcome(outcome), capReason(r.Reason)
 		r.RetryAfter = time.Duration(retryMS.Int64) * time.Millisecond
 		r.PID = int(pid.Int64)
 		if err := json.Unmarshal([]byte(units), &r.Units); err != nil {
-			return nil, fmt.Errorf("cannot list runs: run %d units: %w", r.ID, err)
+			return fmt.Errorf("run %d units: %w", r.ID, err)
 		}
 		if err := json.Unmarshal([]byte(calls), &r.Calls); err != nil {
-			return nil, fmt.Errorf("cannot list runs: run %d calls: %w", r.ID, err)
+			return fmt.Errorf("run %d calls: %w", r.ID, err)
 		}
 		out = append(out, r)
-	}
-	if err := rows.Err(); err != nil {
+		return nil
+	})
+	if err != nil {
 		return nil, fmt.Errorf("cannot list runs: %w", err)
 	}
 	return out, nil
@@ -329,26 +325,25 @@ WHERE credential = ? AND region = ? AND outcome = ? AND started_at < ?`,
 // trendfetch_last_success_timestamp_seconds from it at start, so a restart
 // does not look like a stale region.
 func (s *Store) LastSuccess(ctx context.Context, credential string) (map[string]time.Time, error) {
-	rows, err := s.db.QueryContext(ctx, `
+	out := map[string]time.Time{}
+	err := each(ctx, s.db, `
 SELECT region, max(finished_at) FROM runs
 WHERE credential = ? AND outcome = ? AND finished_at IS NOT NULL
-GROUP BY region`, credential, string(OutcomeSuccess))
-	if err != nil {
-		return nil, fmt.Errorf("cannot read last successful runs: %w", err)
-	}
-	defer rows.Close()
-	out := map[string]time.Time{}
-	for rows.Next() {
+GROUP BY region`, []any{credential, string(OutcomeSuccess)}, func(rows *sql.Rows) error {
 		var region string
 		var at sql.NullString
 		if err := rows.Scan(&region, &at); err != nil {
-			return nil, fmt.Errorf("cannot read last successful runs: %w", err)
+			return err
 		}
 		if t := parseTime(at); !t.IsZero() {
 			out[region] = t
 		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("cannot read last successful runs: %w", err)
 	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // RegionHealth is how a region's runs stand, as the dashboard's first rows
@@ -395,23 +390,21 @@ SELECT (SELECT at FROM ok), (SELECT count(*) FROM runs WHERE region = ?1 AND id 
 			h.LastReason = nil
 		}
 	}
-	rows, err := s.db.QueryContext(ctx, `SELECT units FROM runs WHERE region = ?1 AND started_at >= ?2`, region, fmtTime(dayStart))
+	err = each(ctx, s.db, `SELECT units FROM runs WHERE region = ?1 AND started_at >= ?2`,
+		[]any{region, fmtTime(dayStart)}, func(rows *sql.Rows) error {
+			var units string
+			var m map[string]int64
+			if err := rows.Scan(&units); err != nil {
+				return err
+			}
+			err := json.Unmarshal([]byte(units), &m)
+			for k, n := range m {
+				h.UnitsToday[k] += n
+			}
+			return err
+		})
 	if err != nil {
 		return h, fmt.Errorf("cannot read the units of %s: %w", region, err)
 	}
-	defer rows.Close()
-	for rows.Next() {
-		var units string
-		var m map[string]int64
-		if err := rows.Scan(&units); err != nil {
-			return h, fmt.Errorf("cannot read the units of %s: %w", region, err)
-		}
-		if err := json.Unmarshal([]byte(units), &m); err != nil {
-			return h, fmt.Errorf("cannot read the units of %s: %w", region, err)
-		}
-		for k, n := range m {
-			h.UnitsToday[k] += n
-		}
-	}
-	return h, rows.Err()
+	return h, nil
 }

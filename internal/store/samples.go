@@ -31,7 +31,7 @@ type Sample struct {
 // their entries, and per followed video its entries (entries_video) and
 // samples (stats_samples key).
 func (s *Store) DueForStats(ctx context.Context, region string, runID int64, followedSince, sampledBefore time.Time) ([]string, error) {
-	rows, err := s.db.QueryContext(ctx, `
+	ids, err := column[string](ctx, s.db, `
 WITH followed AS (
     SELECT e.video, max(c.captured_at) AS last_chart
     FROM captures c JOIN entries e ON e.capture_id = c.id
@@ -50,16 +50,7 @@ ORDER BY f.last_chart DESC, v.id`, region, fmtTime(followedSince), runID, fmtTim
 	if err != nil {
 		return nil, fmt.Errorf("cannot list videos due for statistics in %s: %w", region, err)
 	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			return nil, fmt.Errorf("cannot list videos due for statistics in %s: %w", region, err)
-		}
-		out = append(out, id)
-	}
-	return out, rows.Err()
+	return ids, nil
 }
 
 // SaveSamples stores samples taken at at (zero means now) in one

@@ -99,25 +99,20 @@ func (s *Store) hitRegions(ctx context.Context, hits []Hit) error {
 		byID[hits[i].VideoID] = i
 		hits[i].Regions = []HitRegion{}
 	}
-	rows, err := s.db.QueryContext(ctx, `
+	err := each(ctx, s.db, `
 SELECT v.id, c.region, e.rank, c.captured_at
 FROM videos v
 JOIN entries e ON e.video = v.rowid
 JOIN captures c ON c.id = e.capture_id
 WHERE v.id IN (`+strings.TrimSuffix(strings.Repeat("?,", len(ids)), ",")+`) AND c.kind = 'chart'
-ORDER BY v.id, c.region, c.captured_at, c.id`, ids...)
-	if err != nil {
-		return fmt.Errorf("cannot read chart ranks of hits: %w", err)
-	}
-	defer rows.Close()
-	for rows.Next() {
+ORDER BY v.id, c.region, c.captured_at, c.id`, ids, func(rows *sql.Rows) error {
 		var (
 			id, region string
 			rank       int
 			ts         sql.NullString
 		)
 		if err := rows.Scan(&id, &region, &rank, &ts); err != nil {
-			return fmt.Errorf("cannot read chart ranks of hits: %w", err)
+			return err
 		}
 		h := &hits[byID[id]]
 		n := len(h.Regions)
@@ -128,8 +123,12 @@ ORDER BY v.id, c.region, c.captured_at, c.id`, ids...)
 		r := &h.Regions[n-1]
 		r.BestRank = min(r.BestRank, rank)
 		r.LastRank, r.LastAt = rank, parseTime(ts)
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("cannot read chart ranks of hits: %w", err)
 	}
-	return rows.Err()
+	return nil
 }
 
 // searchCandidates is SearchCandidates; tests lower it.
@@ -397,26 +396,18 @@ func markTerms(snip string, marks [][2]int, terms [][]rune) [][2]int {
 
 // runSearch runs one of the search statements and reads its hits.
 func (s *Store) runSearch(ctx context.Context, text, query string, args ...any) ([]Hit, error) {
-	rows, err := s.db.QueryContext(ctx, query, args...)
-	if err != nil {
-		return nil, searchErr(text, err)
-	}
-	defer rows.Close()
 	var hits []Hit
-	for rows.Next() {
+	err := each(ctx, s.db, query, args, func(rows *sql.Rows) error {
 		var (
-			h       Hit
-			last    sql.NullString
-			snippet sql.NullString
+			h             Hit
+			last, snippet sql.NullString
 		)
-		if err := rows.Scan(&h.VideoID, &h.Title, &h.ChannelTitle, &last, &h.Score, &snippet); err != nil {
-			return nil, searchErr(text, err)
-		}
-		h.LastSeen = parseTime(last)
-		h.Snippet = snippet.String
+		err := rows.Scan(&h.VideoID, &h.Title, &h.ChannelTitle, &last, &h.Score, &snippet)
+		h.LastSeen, h.Snippet = parseTime(last), snippet.String
 		hits = append(hits, h)
-	}
-	if err := rows.Err(); err != nil {
+		return err
+	})
+	if err != nil {
 		return nil, searchErr(text, err)
 	}
 	return hits, nil

@@ -68,22 +68,15 @@ func pgFold(ctx context.Context, db *sql.DB, t terms) (map[string]pgTerm, error)
 		texts = append(texts, q.text)
 	}
 	in, _ := json.Marshal(texts) // []string cannot fail
-	rows, err := db.QueryContext(ctx, `
-SELECT x, search_fold(x), coalesce((SELECT string_agg(word, ' ' ORDER BY n) FROM search_tokens(x)), '')
-FROM jsonb_array_elements_text($1::jsonb) AS u(x)`, string(in))
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
 	out := make(map[string]pgTerm, len(texts))
-	for rows.Next() {
+	return out, each(ctx, db, `
+SELECT x, search_fold(x), coalesce((SELECT string_agg(word, ' ' ORDER BY n) FROM search_tokens(x)), '')
+FROM jsonb_array_elements_text($1::jsonb) AS u(x)`, []any{string(in)}, func(rows *sql.Rows) error {
 		var x, folded, words string
-		if err := rows.Scan(&x, &folded, &words); err != nil {
-			return nil, err
-		}
+		err := rows.Scan(&x, &folded, &words)
 		out[x] = pgTerm{words: strings.Fields(words), folded: folded}
-	}
-	return out, rows.Err()
+		return err
+	})
 }
 
 // tsquery writes t (allPrefix: every included term a prefix) as tsquery
@@ -279,20 +272,15 @@ func pgRun(ctx context.Context, db *sql.DB, text, query string, args []any, t te
 	// generic plan cannot tell a rare term from a common one (nor use
 	// the trigram index for a LIKE pattern it does not know), and
 	// PostgreSQL switches to it after five runs.
-	rows, err := db.QueryContext(ctx, query, append([]any{pgx.QueryExecModeCacheDescribe}, args...)...)
-	if err != nil {
-		return nil, searchErr(text, err)
-	}
-	defer rows.Close()
 	var hits []Hit
-	for rows.Next() {
+	err := each(ctx, db, query, append([]any{pgx.QueryExecModeCacheDescribe}, args...), func(rows *sql.Rows) error {
 		var (
 			h                 Hit
 			last              sql.NullString
 			tags, description string
 		)
 		if err := rows.Scan(&h.VideoID, &h.Title, &h.ChannelTitle, &last, &h.Score, &tags, &description); err != nil {
-			return nil, searchErr(text, err)
+			return err
 		}
 		h.LastSeen = parseTime(last)
 		if words {
@@ -301,8 +289,9 @@ func pgRun(ctx context.Context, db *sql.DB, text, query string, args []any, t te
 			h.Snippet, h.Highlights = substrSnippet([]string{h.Title, h.ChannelTitle}, t, f, 64)
 		}
 		hits = append(hits, h)
-	}
-	if err := rows.Err(); err != nil {
+		return nil
+	})
+	if err != nil {
 		return nil, searchErr(text, err)
 	}
 	return hits, nil

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"context"
 	"database/sql"
 	"time"
 )
@@ -53,4 +54,38 @@ func intPtr(ni sql.NullInt64) *int64 {
 	}
 	v := ni.Int64
 	return &v
+}
+
+// querier is *sql.DB or *sql.Tx.
+type querier interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}
+
+// each runs query and calls fn on every row, stopping at fn's first error.
+func each(ctx context.Context, q querier, query string, args []any, fn func(*sql.Rows) error) error {
+	rows, err := q.QueryContext(ctx, query, args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		if err := fn(rows); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
+}
+
+// column returns the first column of every row of query (nil on error).
+func column[T any](ctx context.Context, q querier, query string, args ...any) ([]T, error) {
+	var out []T
+	err := each(ctx, q, query, args, func(r *sql.Rows) error {
+		var v T
+		out = append(out, v)
+		return r.Scan(&out[len(out)-1])
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
 }

@@ -387,26 +387,20 @@ func (s *Store) CategoryChart(ctx context.Context, runID int64, region, category
 }
 
 func (s *Store) snapshot(ctx context.Context, runID int64, region, kind, query string) ([]ChartEntry, error) {
-	rows, err := s.db.QueryContext(ctx, `
+	var out []ChartEntry
+	err := each(ctx, s.db, `
 SELECT e.rank, v.id, v.title
 FROM captures c
 JOIN entries e ON e.capture_id = c.id
 JOIN videos v ON v.rowid = e.video
 WHERE c.run_id = ? AND c.region = ? AND c.kind = ? AND c.query = ?
-ORDER BY e.rank`, runID, region, kind, query)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []ChartEntry
-	for rows.Next() {
+ORDER BY e.rank`, []any{runID, region, kind, query}, func(rows *sql.Rows) error {
 		var e ChartEntry
-		if err := rows.Scan(&e.Rank, &e.VideoID, &e.Title); err != nil {
-			return nil, err
-		}
+		err := rows.Scan(&e.Rank, &e.VideoID, &e.Title)
 		out = append(out, e)
-	}
-	return out, rows.Err()
+		return err
+	})
+	return out, err
 }
 
 // StoredVideo is a Video with the store's bookkeeping.
