@@ -1,20 +1,7 @@
 // Package sqlitedb opens trendfetch's SQLite databases (the store and
-// quota.db) one way: modernc.org/sqlite, WAL, a busy timeout, foreign keys,
-// every pragma declared once in the DSN (see dsn), and numbered *.sql
-// migrations applied from an fs.FS, each with its version row in one
-// transaction.
-//
-// Start with Open:
-//
-//	db, err := sqlitedb.Open(ctx, path, sqlitedb.Options{Migrations: migrations.FS})
-//	ro, err := sqlitedb.Open(ctx, path, sqlitedb.Options{ReadOnly: true, Migrations: migrations.FS})
-//
-// A read-write open creates the file (and its directory, mode 0700) and
-// migrates it; a read-only open creates nothing, writes nothing and
-// requires the schema to be current. Errors a person can fix are typed:
-// *PathError (the path is not a usable database file, or this user lacks
-// what a reader needs), *NoDatabaseError (nothing there yet, wraps
-// fs.ErrNotExist) and *SchemaVersionError.
+// quota.db) one way (docs/design.md §6): modernc.org/sqlite, WAL, a busy
+// timeout, foreign keys, every pragma declared once in the DSN, and numbered
+// *.sql migrations, each applied with its version row in one transaction.
 package sqlitedb
 
 import (
@@ -35,15 +22,12 @@ import (
 )
 
 // DefaultBusyTimeout is how long a connection waits for another writer's
-// lock before failing with SQLITE_BUSY ("database is locked"). trendfetch's
-// write transactions are short (one chart page, one admission), so 10 s is
-// generous even with many cron processes starting in the same minute.
+// lock before failing with SQLITE_BUSY: generous, as write transactions are
+// short (one chart page, one admission).
 const DefaultBusyTimeout = 10 * time.Second
 
-// DefaultMaxConns is the connection pool size when Options.MaxConns is 0.
-// Each connection runs the DSN's pragmas once and keeps its page cache, so
-// all stay open when idle; SQLite serialises writers anyway and WAL readers
-// run in parallel, so a handful is plenty.
+// DefaultMaxConns is the pool size when Options.MaxConns is 0; idle
+// connections stay open (each keeps its pragmas and page cache).
 const DefaultMaxConns = 8
 
 // Options says how Open opens a database. The zero value opens it for
@@ -58,10 +42,7 @@ type Options struct {
 	// MaxConns overrides DefaultMaxConns (1 makes this process's goroutines
 	// queue in database/sql rather than on the file lock).
 	MaxConns int
-	// MmapBytes, when > 0, maps up to that many bytes of the file
-	// (mmap_size): reads then bypass SQLite's page cache, which modernc
-	// shares between all connections of a process behind one mutex. The
-	// file must never shrink under a map (no VACUUM while readers run).
+	// MmapBytes, when > 0, is the mmap_size pragma (docs/design.md §6).
 	MmapBytes int64
 }
 
@@ -91,33 +72,13 @@ func (e *NoDatabaseError) Error() string {
 // Unwrap returns fs.ErrNotExist, so errors.Is(err, fs.ErrNotExist) holds.
 func (e *NoDatabaseError) Unwrap() error { return fs.ErrNotExist }
 
-// dsn builds the modernc.org/sqlite data source name for the absolute path
-// abs. The path is given as a file: URI, so '?', '#' and '%' in it are
-// escaped rather than parsed. The driver runs the pragmas on every new
-// connection, busy_timeout first:
-//
-//   - busy_timeout: wait for a lock held by another connection or process
-//     instead of failing at once with SQLITE_BUSY ("database is locked").
-//   - foreign_keys(1): enforce references (SQLite leaves them off per
-//     connection by default).
-//   - journal_mode(WAL), read-write only: readers never block the writer
-//     and the writer never blocks readers; persistent in the file, so a
-//     no-op after the first open.
-//   - synchronous(NORMAL), read-write only: in WAL mode durable against
-//     application crashes; a power loss may lose the last commits but
-//     never corrupts.
-//   - mmap_size, when asked: see Options.MmapBytes.
-//
-// _txlock=immediate (read-write) makes BeginTx issue BEGIN IMMEDIATE, which
-// takes the write lock up front, waiting via busy_timeout: a deferred
-// transaction that reads and then writes can fail with SQLITE_BUSY on the
-// lock upgrade without the busy handler being able to help. Reads outside
-// transactions are unaffected.
-//
-// mode=ro (read-only) opens the file read-only: no statement can write it
-// and the last reader to close never checkpoints. readonly_shm=1 is added
-// by Open only when the WAL index (-shm) exists but this user cannot write
-// it (see openReadOnly).
+// dsn is the data source name for the absolute path abs, as a file: URI
+// ('?', '#' and '%' escaped). The driver runs the pragmas on every new
+// connection. synchronous(NORMAL) in WAL mode: a power loss may lose the
+// last commits but never corrupts. _txlock=immediate: BEGIN IMMEDIATE takes
+// the write lock up front, waiting via busy_timeout (a deferred transaction
+// upgrading its lock gets SQLITE_BUSY the busy handler cannot help with).
+// mode=ro: nothing can write the file and no reader checkpoints.
 func dsn(abs string, o Options) string {
 	p := filepath.ToSlash(abs)
 	if !strings.HasPrefix(p, "/") {
@@ -140,27 +101,15 @@ func dsn(abs string, o Options) string {
 }
 
 // Open opens the SQLite database at path (a file path, not a URI).
-//
-// Read-write (the default): it creates the parent directory (mode 0700) and
-// the file if needed, and applies the pending migrations of o.Migrations,
-// each with its schema_migrations row in one BEGIN IMMEDIATE transaction,
-// so that processes opening a fresh file at once all succeed. When the
-// schema is current this costs one version read.
-//
-// Read-only: it creates and writes nothing. A reader that is not the
-// writer (a service user) needs the WAL index: if this user cannot write
-// it, it is read as-is while it exists (SQLite's readonly_shm mode, which
-// stays correct while writers write); if it does not exist and cannot be
-// created, Open refuses with a *PathError saying what to change. It opens
-// the file as immutable only on a read-only filesystem (without a -wal),
-// where no writer can come: anywhere else that returned wrong data or
-// "database disk image is malformed" once a writer wrote.
+// Read-write (the default) creates the parent directory (mode 0700) and the
+// file if needed and applies the pending migrations of o.Migrations (see
+// migrate); when the schema is current this costs one version read.
+// Read-only creates and writes nothing and requires the current schema.
 //
 // Errors: *PathError for an empty path, a path that is not a regular file
 // or a reader without the permissions it needs; *NoDatabaseError (read-only)
 // when there is no file or no schema; *SchemaVersionError when the schema
-// is newer than o.Migrations, or (read-only) older; other errors are I/O or
-// SQLite failures.
+// is newer than o.Migrations, or (read-only) older.
 func Open(ctx context.Context, path string, o Options) (*sql.DB, error) {
 	if path == "" {
 		return nil, &PathError{Path: `""`, Reason: "empty path; give the path of a database file"}
@@ -204,7 +153,11 @@ func Open(ctx context.Context, path string, o Options) (*sql.DB, error) {
 	return db, nil
 }
 
-// openReadOnly is Open with o.ReadOnly, once path is known to be a file.
+// openReadOnly is Open with o.ReadOnly, once path is known to be a file. A
+// reader that cannot write the WAL index reads it as-is while it exists
+// (readonly_shm, correct while writers write), else gets a *PathError
+// saying what to change. immutable=1 only on a read-only filesystem without
+// a -wal: anywhere else it returned wrong data once a writer wrote.
 func openReadOnly(ctx context.Context, path, abs string, o Options, migs []migration) (*sql.DB, error) {
 	db, v, err := openVersion(ctx, dsn(abs, o))
 	if err != nil && cannotOpen(err) {
@@ -212,15 +165,10 @@ func openReadOnly(ctx context.Context, path, abs string, o Options, migs []migra
 		_, shmErr := os.Stat(abs + "-shm")
 		switch {
 		case errors.Is(walErr, fs.ErrNotExist) && readOnlyFS(filepath.Dir(abs)):
-			// Read-only media: no process can write the file and no WAL
-			// holds pending commits, so treating it as immutable (no
-			// locks, no -shm) is exact. Anywhere else a writer may come.
 			db, v, err = openVersion(ctx, dsn(abs, o)+"&immutable=1")
 		case walErr != nil || shmErr != nil:
 			return nil, readerNeeds(path, abs)
 		default:
-			// The WAL and its index exist, written by a writer we cannot
-			// write as: read the index without writing it.
 			if db, v, err = openVersion(ctx, dsn(abs, o)+"&readonly_shm=1"); err != nil && cannotOpen(err) {
 				return nil, readerNeeds(path, abs)
 			}

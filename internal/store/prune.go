@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 )
@@ -51,24 +52,61 @@ func (s *Store) pruneTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	})
 }
 
-// pick runs query, a SELECT of one id column of table (its name or alias)
-// ending in LIMIT, in tx, and returns the ids and the placeholders
-// "?first, ?first+1, ..." of the list, for the batch write that follows.
-// On PostgreSQL the rows are locked, skipping those another transaction
-// holds (a host storing a capture holds its videos): the write never
-// touches a row another host is writing, and as its statement sees what
-// was committed before the locks, it must test its condition again.
-func (s *Store) pick(ctx context.Context, tx *sql.Tx, query, table string, first int, args ...any) ([]any, string, error) {
+// pruneExec runs one statement in a pruneTx; it returns the rows changed.
+func (s *Store) pruneExec(ctx context.Context, query string, args ...any) (n int64, err error) {
+	err = s.pruneTx(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, query, args...)
+		if err == nil {
+			n, err = res.RowsAffected()
+		}
+		return err
+	})
+	return n, err
+}
+
+// sweep runs batches, a pruneTx each, until one picks fewer than pruneBatch
+// ids: pick (a SELECT of one id column of table, its name or alias, ending
+// in a LIMIT that binds pruneBatch after args) and then each of writes on
+// the picked ids ({ids} in it: their placeholders, bound after lead). It
+// returns the rows each write changed. On PostgreSQL the picked rows are
+// locked, skipping those another transaction holds (a host storing a
+// capture holds its videos), so a write must test its condition again.
+func (s *Store) sweep(ctx context.Context, pick, table string, args, lead []any, writes ...string) ([]int64, error) {
 	if s.pg {
-		query += ` FOR UPDATE OF ` + table + ` SKIP LOCKED`
+		pick += ` FOR UPDATE OF ` + table + ` SKIP LOCKED`
 	}
-	picked, err := column[int64](ctx, tx, query, args...)
-	ids := make([]any, len(picked))
-	marks := make([]string, len(picked))
-	for i, id := range picked {
-		ids[i], marks[i] = id, fmt.Sprintf("?%d", first+i)
+	total := make([]int64, len(writes))
+	for {
+		n := make([]int64, len(writes))
+		var picked []int64
+		err := s.pruneTx(ctx, func(tx *sql.Tx) error {
+			var err error
+			if picked, err = column[int64](ctx, tx, pick, append(args, pruneBatch)...); err != nil || len(picked) == 0 {
+				return err
+			}
+			ids, marks := slices.Clone(lead), make([]string, len(picked))
+			for i, id := range picked {
+				ids, marks[i] = append(ids, id), fmt.Sprintf("?%d", len(lead)+1+i)
+			}
+			for i, w := range writes {
+				res, err := tx.ExecContext(ctx, strings.ReplaceAll(w, "{ids}", strings.Join(marks, ",")), ids...)
+				if err != nil {
+					return err
+				}
+				n[i], _ = res.RowsAffected()
+			}
+			return nil
+		})
+		if err != nil {
+			return total, err
+		}
+		for i := range n {
+			total[i] += n[i]
+		}
+		if len(picked) < pruneBatch {
+			return total, nil
+		}
 	}
-	return ids, strings.Join(marks, ","), err
 }
 
 // Prune deletes captures captured before before (with their entries),
@@ -108,85 +146,28 @@ SELECT (SELECT count(*) FROM captures WHERE captured_at < ?1),
 		}
 		return rep, nil
 	}
-	for {
-		var n, entries int64
-		picked := 0
-		err := s.pruneTx(ctx, func(tx *sql.Tx) error {
-			ids, list, err := s.pick(ctx, tx, `SELECT id FROM captures WHERE captured_at < ?1 ORDER BY captured_at LIMIT ?2`, "captures", 1, cut, pruneBatch)
-			if picked = len(ids); err != nil || picked == 0 {
-				return err
-			}
-			res, err := tx.ExecContext(ctx, `DELETE FROM entries WHERE capture_id IN (`+list+`)`, ids...)
-			if err != nil {
-				return err
-			}
-			entries, _ = res.RowsAffected()
-			res, err = tx.ExecContext(ctx, `DELETE FROM captures WHERE id IN (`+list+`)`, ids...)
-			if err != nil {
-				return err
-			}
-			n, _ = res.RowsAffected()
-			return nil
-		})
-		if err != nil {
-			return rep, fmt.Errorf("cannot prune captures: %w", err)
-		}
-		rep.Captures += n
-		rep.Entries += entries
-		if picked < pruneBatch {
-			break
-		}
-	}
-	err := s.pruneTx(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `DELETE FROM stats_samples WHERE sampled_at < ?`, cut)
-		if err != nil {
-			return err
-		}
-		rep.Samples, _ = res.RowsAffected()
-		return nil
-	})
+	n, err := s.sweep(ctx, `SELECT id FROM captures WHERE captured_at < ?1 ORDER BY captured_at LIMIT ?2`, "captures",
+		[]any{cut}, nil, `DELETE FROM entries WHERE capture_id IN ({ids})`, `DELETE FROM captures WHERE id IN ({ids})`)
+	rep.Entries, rep.Captures = n[0], n[1]
 	if err != nil {
+		return rep, fmt.Errorf("cannot prune captures: %w", err)
+	}
+	if rep.Samples, err = s.pruneExec(ctx, `DELETE FROM stats_samples WHERE sampled_at < ?`, cut); err != nil {
 		return rep, fmt.Errorf("cannot prune stats samples: %w", err)
 	}
 	// After the deletions above no capture or sample older than the cut-off
 	// remains, so "referenced by nothing" is the plain test.
 	const unreferenced = `NOT EXISTS (SELECT 1 FROM entries e WHERE e.video = videos.rowid)
   AND NOT EXISTS (SELECT 1 FROM stats_samples x WHERE x.video = videos.rowid)`
-	for {
-		var n int64
-		picked := 0
-		err := s.pruneTx(ctx, func(tx *sql.Tx) error {
-			ids, list, err := s.pick(ctx, tx, `SELECT rowid FROM videos WHERE `+unreferenced+` LIMIT ?1`, "videos", 1, pruneBatch)
-			if picked = len(ids); err != nil || picked == 0 {
-				return err
-			}
-			res, err := tx.ExecContext(ctx, `DELETE FROM videos WHERE rowid IN (`+list+`) AND `+unreferenced, ids...)
-			if err != nil {
-				return err
-			}
-			n, _ = res.RowsAffected()
-			return nil
-		})
-		if err != nil {
-			return rep, fmt.Errorf("cannot prune videos: %w", err)
-		}
-		rep.Videos += n
-		if picked < pruneBatch {
-			break
-		}
+	n, err = s.sweep(ctx, `SELECT rowid FROM videos WHERE `+unreferenced+` LIMIT ?1`, "videos",
+		nil, nil, `DELETE FROM videos WHERE rowid IN ({ids}) AND `+unreferenced)
+	if rep.Videos = n[0]; err != nil {
+		return rep, fmt.Errorf("cannot prune videos: %w", err)
 	}
 	// Versions of deleted videos went with them (ON DELETE CASCADE).
-	err = s.pruneTx(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `
+	if rep.Texts, err = s.pruneExec(ctx, `
 DELETE FROM video_texts WHERE NOT EXISTS (
-    SELECT 1 FROM entries e WHERE e.video = video_texts.video AND e.text = video_texts.version)`)
-		if err != nil {
-			return err
-		}
-		rep.Texts, _ = res.RowsAffected()
-		return nil
-	})
-	if err != nil {
+    SELECT 1 FROM entries e WHERE e.video = video_texts.video AND e.text = video_texts.version)`); err != nil {
 		return rep, fmt.Errorf("cannot prune text versions: %w", err)
 	}
 	return rep, nil
@@ -260,41 +241,14 @@ SELECT (SELECT count(*) FROM videos WHERE rowid IN (`+stale+`) `+keep+`),
 		rep.Texts, rep.TextsCleared = texts, cleared
 		return rep, nil
 	}
-	for {
-		var n int64
-		picked := 0
-		err := s.pruneTx(ctx, func(tx *sql.Tx) error {
-			ids, list, err := s.pick(ctx, tx, stale+` LIMIT ?2`, "v", 2, cut, pruneBatch)
-			if picked = len(ids); err != nil || picked == 0 {
-				return err
-			}
-			res, err := tx.ExecContext(ctx, `
+	n, err := s.sweep(ctx, stale+` LIMIT ?2`, "v", []any{cut}, []any{cut}, `
 UPDATE videos SET title = '', description = '', tags = '', channel_title = '', category_id = '', thumbnail_url = ''
-WHERE rowid IN (`+stale+` AND v.rowid IN (`+list+`))`, append([]any{cut}, ids...)...)
-			if err != nil {
-				return err
-			}
-			n, _ = res.RowsAffected()
-			return nil
-		})
-		if err != nil {
-			return rep, fmt.Errorf("cannot remove old text: %w", err)
-		}
-		rep.TextsCleared += n
-		if picked < pruneBatch {
-			break
-		}
+WHERE rowid IN (`+stale+` AND v.rowid IN ({ids}))`)
+	if rep.TextsCleared += n[0]; err != nil {
+		return rep, fmt.Errorf("cannot remove old text: %w", err)
 	}
-	err := s.pruneTx(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `DELETE FROM video_texts WHERE rowid IN (`+oldVersions+`)`, cut)
-		if err != nil {
-			return err
-		}
-		n, _ := res.RowsAffected()
-		rep.Texts += n
-		return nil
-	})
-	if err != nil {
+	texts, err := s.pruneExec(ctx, `DELETE FROM video_texts WHERE rowid IN (`+oldVersions+`)`, cut)
+	if rep.Texts += texts; err != nil {
 		return rep, fmt.Errorf("cannot remove old text versions: %w", err)
 	}
 	return rep, nil

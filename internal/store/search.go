@@ -18,14 +18,9 @@ const (
 	DefaultSearchLimit = 20
 	// MaxSearchLimit is the largest accepted SearchQuery.Limit.
 	MaxSearchLimit = 1000
-	// SearchCandidates bounds the work of one search (docs/design.md §6: bm25 over
-	// hundreds of thousands of matches costs 0.2-1 s). Only the
-	// SearchCandidates most recently first-seen matching videos (highest
-	// rowid) are examined, whatever the query's form: the region filter,
-	// exclusions and short terms apply to them, and they are scored with
-	// bm25; a query matching fewer is ranked exactly. For very common terms
-	// this biases results towards recent videos, which suits a trending
-	// archive; a filter that only older matches pass finds nothing.
+	// SearchCandidates bounds the work of one search: only the most
+	// recently first-seen matches (highest rowid) are filtered and scored
+	// (docs/design.md §6).
 	SearchCandidates = 10000
 	// SnippetEllipsis marks text cut from Hit.Snippet.
 	SnippetEllipsis = "…"
@@ -56,19 +51,15 @@ type Hit struct {
 	// channel or description), plain text (SnippetEllipsis marks cuts).
 	Snippet string
 	// Highlights are the matched parts of Snippet, in order and not
-	// overlapping: [start, end) offsets in Unicode code points (not bytes
-	// nor UTF-16 units). Marking by offsets, no text can forge a match. A
-	// term of an unsegmented script (CJK, Thai, ...) is marked where it
-	// occurs, not the whole run of text around it.
+	// overlapping: [start, end) offsets in code points (so no text can forge
+	// a match). A term of an unsegmented script (CJK, Thai) is marked where
+	// it occurs, not the whole run of text around it.
 	Highlights [][2]int
-	// Score is bm25 with column weights title 10, tags 2, channel 3,
-	// description 1 (word index), or title 10, channel 3 (trigram index; see
-	// Search). FTS5 scores are negative: lower is better, and hits are
-	// returned best first (trigram fill-up hits after word hits, see
-	// Search). Scores of different queries or indexes are not comparable.
-	// On PostgreSQL (search_pg.go) it is minus ts_rank_cd, or minus 10 per
-	// substring term in the title and 3 in the channel title: lower is
-	// better there too, comparable within one store only.
+	// Score is lower for better hits, comparable within one query and
+	// index only: bm25 with weights title 10, tags 2, channel 3,
+	// description 1 (word index) or title 10, channel 3 (trigram index);
+	// on PostgreSQL minus ts_rank_cd, or minus 10 per substring term in the
+	// title and 3 in the channel title.
 	Score float64
 	// LastSeen is the latest capture time of the video.
 	LastSeen time.Time
@@ -145,25 +136,13 @@ func boundSQL(fts string) string {
 }
 
 // searchSQL builds the ranked search statement on the FTS5 table fts
-// (videos_fts or videos_tri), with snippets of up to tokens tokens.
-//
-// It ranks inside a subquery on the FTS table and joins to videos only
-// for the winners (docs/design.md §6: joining first is 2-4x slower above ~40k
-// matches). The work is bounded twice:
-//
-//   - candidates: only the ?3 newest matches (boundSQL) are examined:
-//     filtered (region, short terms, exclusions checked by substring) and
-//     scored with bm25; a query matching fewer is ranked exactly;
-//   - snippets: ORDER BY rank (bm25 with the weights migration 0008 set as
-//     the table's rank function) lets FTS5 sort inside the MATCH query, so
-//     snippet() runs in that same query, only for the ?4 rows returned;
-//     nothing re-runs the MATCH per hit.
-//
-// ?1 MATCH expression, ?2 region (” = all), ?3 candidate cap, ?4 limit,
-// ?5/?6 highlight markers, ?7 ellipsis; ?8 a JSON array of groups of
-// short terms (see trigramQuery), each needing a term that occurs in the
-// title or channel title, and ?9 a JSON array of excluded terms none of
-// which may occur there, both checked by substring ('[]' skips either).
+// (videos_fts or videos_tri), with snippets of up to tokens tokens. It
+// ranks inside a subquery on the FTS table and joins the winners to videos
+// (docs/design.md §6); ORDER BY rank (bm25 with migration 0008's weights)
+// lets FTS5 sort inside the MATCH query, so snippet() runs only for the ?4
+// rows returned. ?1 MATCH expression, ?2 region (empty: all), ?3 candidate
+// cap (boundSQL), ?4 limit, ?5/?6 highlight markers, ?7 ellipsis, ?8 and ?9
+// the JSON filter and exclude of trigramQuery ('[]' skips either).
 func searchSQL(fts string, tokens int) string {
 	return `
 SELECT v.id, v.title, v.channel_title, st.last_seen_at, f.score, f.snip
@@ -201,14 +180,11 @@ var (
 	trigramSQL = searchSQL("videos_tri", 24)
 )
 
-// fillSQL is the trigram fill-up of a word search (see Search): among the
-// ?3 newest matches (boundSQL), newest first, without ranking them
-// (nothing to sort: the walk stops once ?4 rows passed the conditions).
-// Arguments as searchSQL (?9 is not needed, see ?10), plus ?10: the
-// word-index expression of the query's exclusions (” = none). A fill-up
-// hit never has an excluded word anywhere: the excluded rows are read
-// once, from the word index, only from the candidates' rowid range
-// (never looked up row by row).
+// fillSQL is the trigram fill-up of a word search: the ?3 newest matches
+// (boundSQL), newest first, unranked (the walk stops once ?4 rows passed).
+// Arguments as searchSQL, but ?10, the word-index expression of the
+// query's exclusions (empty: none), replaces ?9: their rows are read once
+// from the word index, over the candidates' rowid range only.
 var fillSQL = `
 SELECT v.id, v.title, v.channel_title, st.last_seen_at, f.score, f.snip
 FROM (
@@ -375,6 +351,13 @@ func markTerms(snip string, marks [][2]int, terms [][]rune) [][2]int {
 			out = append(out, m)
 		}
 	}
+	return mergeMarks(append(out, occurrences(text, terms)...))
+}
+
+// occurrences returns the [start, end) offsets of every occurrence of each
+// of terms in text.
+func occurrences(text []rune, terms [][]rune) [][2]int {
+	var out [][2]int
 	for _, term := range terms {
 		for i := 0; i+len(term) <= len(text); i++ {
 			if slices.Equal(text[i:i+len(term)], term) {
@@ -382,9 +365,14 @@ func markTerms(snip string, marks [][2]int, terms [][]rune) [][2]int {
 			}
 		}
 	}
-	slices.SortFunc(out, func(a, b [2]int) int { return cmp.Or(a[0]-b[0], a[1]-b[1]) })
-	merged := out[:0]
-	for _, m := range out {
+	return out
+}
+
+// mergeMarks sorts marks and merges those that overlap or touch ([] when none).
+func mergeMarks(marks [][2]int) [][2]int {
+	slices.SortFunc(marks, func(a, b [2]int) int { return cmp.Or(a[0]-b[0], a[1]-b[1]) })
+	merged := [][2]int{}
+	for _, m := range marks {
 		if n := len(merged); n > 0 && m[0] <= merged[n-1][1] {
 			merged[n-1][1] = max(merged[n-1][1], m[1])
 			continue

@@ -421,15 +421,7 @@ func substrSnippet(cols []string, t terms, f map[string]pgTerm, chars int) (stri
 		for i, r := range rs {
 			folded[i] = foldRune(r)
 		}
-		var out [][2]int
-		for _, s := range subs {
-			for i := 0; i+len(s) <= len(folded); i++ {
-				if slices.Equal(folded[i:i+len(s)], s) {
-					out = append(out, [2]int{i, i + len(s)})
-				}
-			}
-		}
-		return out
+		return occurrences(folded, subs)
 	}
 	col, marks := cols[0], find(cols[0])
 	if len(marks) == 0 {
@@ -461,14 +453,5 @@ func substrSnippet(cols []string, t terms, f map[string]pgTerm, chars int) (stri
 			in = append(in, [2]int{m[0] + off, m[1] + off})
 		}
 	}
-	slices.SortFunc(in, func(a, b [2]int) int { return a[0] - b[0] })
-	merged := [][2]int{}
-	for _, m := range in {
-		if n := len(merged); n > 0 && m[0] <= merged[n-1][1] {
-			merged[n-1][1] = max(merged[n-1][1], m[1])
-			continue
-		}
-		merged = append(merged, m)
-	}
-	return prefix + string(rs[from:to]) + suffix, merged
+	return prefix + string(rs[from:to]) + suffix, mergeMarks(in)
 }

@@ -11,9 +11,8 @@ import (
 	"github.com/trendfetch/trendfetch/migrations"
 )
 
-// Store is a handle on one trendfetch SQLite database. It is safe for
-// concurrent use by multiple goroutines; several processes may also open the
-// same file at once.
+// Store is a handle on one trendfetch database (SQLite or PostgreSQL), safe
+// for concurrent use; several processes may open the same database at once.
 type Store struct {
 	db   *sql.DB
 	path string
@@ -31,38 +30,20 @@ type NoDatabaseError = sqlitedb.NoDatabaseError
 // this binary (see sqlitedb.SchemaVersionError).
 type SchemaVersionError = sqlitedb.SchemaVersionError
 
-// ReadOnlyMmapBytes is the mmap_size of read-only connections (OpenReadOnly:
-// serve and the read commands), 1 GiB. modernc.org/sqlite is built with
-// SQLITE_ENABLE_MEMORY_MANAGEMENT, so every connection of a process shares
-// one page cache behind one mutex (pcache1's LRU group); concurrent readers
-// queue on it (measured: 8 goroutines searching got 0.8 CPU cores of 2).
-// Pages read through the memory map bypass that cache, so readers scale
-// with cores. Mapped pages are the OS page cache: they count in RSS
-// (RssFile) but are shared and reclaimable. Export turns it off on its
-// connection to keep its peak RSS bounded. A 32-bit process that cannot
-// map that much falls back to plain reads. A mapped file must not shrink
-// under its readers (SQLite's documented mmap hazard: a manual VACUUM while
-// serve runs can SIGBUS it, which SQLite cannot catch); trendfetch never
-// truncates it: no VACUUM (prune has no --vacuum), no auto_vacuum. Freed
-// pages are reused by later runs, so a database pruned by its policy stops
-// growing; giving the space back is an offline job (docs/data.md).
+// ReadOnlyMmapBytes is the mmap_size of read-only connections (OpenReadOnly),
+// 1 GiB: pages read through the map bypass modernc's one shared page cache,
+// so readers scale with cores; the file never shrinks under it (docs/design.md
+// §6). Export turns it off on its connection to bound its peak RSS.
 const ReadOnlyMmapBytes = 1 << 30
 
 // migrationsFS is the embedded schema; a variable so tests can substitute one.
 var migrationsFS fs.FS = migrations.FS
 
-// Open opens the database at path for reading and writing, creating its
-// parent directory (mode 0700) and the file if needed, and applies pending
-// migrations (sqlitedb.Open: each in its own BEGIN IMMEDIATE transaction,
-// so concurrent processes opening a fresh file both succeed). When the
-// schema is current this costs one version read.
-//
-// Errors: *sqlitedb.PathError when path is not a regular file (e.g.
-// /dev/null); *SchemaVersionError if the database was written by a newer
-// trendfetch.
-//
-// A path that is a postgres:// or postgresql:// URL opens the PostgreSQL
-// store instead (openPostgres): this is the one place the engine is chosen.
+// Open opens the database at path for reading and writing, creating it
+// and applying pending migrations (sqlitedb.Open). A postgres:// or
+// postgresql:// URL opens the PostgreSQL store instead: the one place the
+// engine is chosen. Errors: *sqlitedb.PathError when path is not a regular
+// file; *SchemaVersionError if a newer trendfetch wrote the database.
 func Open(ctx context.Context, path string) (*Store, error) {
 	if IsPostgresURL(path) {
 		return openPostgres(ctx, path, false)
@@ -71,16 +52,11 @@ func Open(ctx context.Context, path string) (*Store, error) {
 }
 
 // OpenReadOnly opens an existing database for the read-only commands and
-// serve: it never creates or writes a file or directory and does no
-// migration work beyond one version read; write methods fail. A reader
-// that is not the writer sees correct data while writers write, or is
-// refused at once (sqlitedb.Open says when and why).
-//
-// Errors: *NoDatabaseError (wrapping fs.ErrNotExist) when path does not
-// exist or holds no trendfetch schema; *SchemaVersionError when the schema
-// is older (run any write command, e.g. `trendfetch run`, to migrate) or
-// newer than this binary; *sqlitedb.PathError when path is not a regular
-// file or this user cannot read it as a WAL database.
+// serve: it creates and writes nothing, and write methods fail. Errors:
+// *NoDatabaseError (wrapping fs.ErrNotExist) when there is no database or
+// schema; *SchemaVersionError when the schema is not this binary's;
+// *sqlitedb.PathError when path is not a regular file or this user cannot
+// read it as a WAL database.
 func OpenReadOnly(ctx context.Context, path string) (*Store, error) {
 	if IsPostgresURL(path) {
 		return openPostgres(ctx, path, true)
@@ -113,9 +89,8 @@ func (s *Store) Close() error {
 // page) are prepared once and reused; larger ones are prepared per call.
 const maxCachedRows = 50
 
-// txStmt returns query prepared for use in tx. Statements built for up to
-// maxCachedRows rows are cached on the Store, so the SQL of a 50-row upsert
-// is parsed once per connection rather than once per page.
+// txStmt returns query prepared for use in tx, cached on the Store when built
+// for up to maxCachedRows rows (a 50-row upsert is parsed once, not per page).
 func (s *Store) txStmt(ctx context.Context, tx *sql.Tx, query string, rows int) (*sql.Stmt, error) {
 	if rows > maxCachedRows {
 		return tx.PrepareContext(ctx, query)

@@ -97,27 +97,14 @@ func unescapeTag(t string) string {
 	return tagUnescaper.Replace(t)
 }
 
-// upsertVideosSQL returns an upsert of the text of n videos in ONE
-// statement, 11 parameters per video (see upsertVideos); the statistics go
-// to video_stats in a second statement (upsertStatsSQL).
-//
-// It keeps the rowid (ON CONFLICT DO UPDATE, never INSERT OR REPLACE) so the
-// FTS index stays valid. The DO UPDATE only rewrites a row whose stored text
-// differs, so re-storing known videos dirties no videos page, and the
-// guarded FTS trigger re-indexes only changed text. A capture older than
-// the stored statistics (excluded.first_seen_at carries the capture time)
-// does not overwrite newer text. Changed text becomes a new version (see
-// textChanged); the entries stored next refer to it.
-//
-// Known limit: a capture older than the video's newest stored one (two
-// regions' runs storing out of order across an edit) refers to the newer
-// version, as it does not overwrite it.
-//
-// One multi-row statement rather than 50 single-row ones matters for FTS5:
-// every write statement inside a transaction opens a statement savepoint,
-// and FTS5 flushes its pending terms to a new index segment at each
-// savepoint. Row by row that is one tiny segment per video plus the merging
-// to clean them up; this way a page becomes one segment.
+// upsertVideosSQL upserts the text of n videos in one statement, 11
+// parameters each (upsertVideos). It keeps the rowid (DO UPDATE, never
+// REPLACE) so the FTS index stays valid, rewrites only a row whose text
+// differs (nothing re-indexed otherwise), and never lets a capture older
+// than the stored statistics (excluded.first_seen_at is the capture time)
+// overwrite newer text; such a capture refers to the newer version. One
+// multi-row statement because FTS5 flushes a new index segment at each
+// statement savepoint: a page becomes one segment, not one per video.
 func upsertVideosSQL(n int) string {
 	var b strings.Builder
 	b.WriteString(`INSERT INTO videos (
@@ -138,13 +125,8 @@ ON CONFLICT (id) DO UPDATE SET
     thumbnail_url = excluded.thumbnail_url,
     text_version  = videos.text_version + CASE WHEN ` + textChanged + ` THEN 1 ELSE 0 END,
     text_since    = CASE WHEN ` + textChanged + ` THEN excluded.first_seen_at ELSE videos.text_since END
-WHERE (videos.title IS DISTINCT FROM excluded.title
-    OR videos.description IS DISTINCT FROM excluded.description
+WHERE (` + textChanged + `
     OR videos.channel_id IS DISTINCT FROM excluded.channel_id
-    OR videos.channel_title IS DISTINCT FROM excluded.channel_title
-    OR videos.category_id IS DISTINCT FROM excluded.category_id
-    OR videos.tags IS DISTINCT FROM excluded.tags
-    OR videos.thumbnail_url IS DISTINCT FROM excluded.thumbnail_url
     OR coalesce(excluded.published_at, videos.published_at) IS DISTINCT FROM videos.published_at
     OR coalesce(excluded.duration, videos.duration) IS DISTINCT FROM videos.duration)
   AND excluded.first_seen_at >=
@@ -152,10 +134,9 @@ WHERE (videos.title IS DISTINCT FROM excluded.title
 	return b.String()
 }
 
-// textChanged is true in upsertVideosSQL's DO UPDATE when the captured
-// text differs from the current version: then the version number goes up
-// and the trigger videos_texts_au (migration 0009_text_versions) keeps the old version in
-// video_texts, so entries stored before keep the text they saw.
+// textChanged is true in upsertVideosSQL's DO UPDATE when the captured text
+// differs from the current version: the version goes up and the trigger
+// videos_texts_au (migration 0009) keeps the old one in video_texts.
 const textChanged = `(videos.title IS DISTINCT FROM excluded.title
     OR videos.description IS DISTINCT FROM excluded.description
     OR videos.channel_title IS DISTINCT FROM excluded.channel_title
@@ -163,10 +144,10 @@ const textChanged = `(videos.title IS DISTINCT FROM excluded.title
     OR videos.tags IS DISTINCT FROM excluded.tags
     OR videos.thumbnail_url IS DISTINCT FROM excluded.thumbnail_url)`
 
-// upsertStatsSQL stores the statistics of n videos (already in videos) in
-// one statement, 5 parameters each: id, views, likes, comments, captured
-// at. Older captures do not overwrite newer ones. ("WHERE true" resolves
-// the parsing ambiguity of INSERT ... SELECT ... ON CONFLICT.)
+// upsertStatsSQL stores the statistics of n stored videos, 5 parameters
+// each: id, views, likes, comments, captured at; older captures do not
+// overwrite newer ones. ("WHERE true": INSERT ... SELECT ... ON CONFLICT
+// is ambiguous to parse without it.)
 func upsertStatsSQL(n int) string {
 	var b strings.Builder
 	b.WriteString(`INSERT INTO video_stats (video_rowid, view_count, like_count, comment_count, last_seen_at)
@@ -221,13 +202,10 @@ func (s *Store) txExec(ctx context.Context, tx *sql.Tx, query string, rows int, 
 // of 32766 bound parameters (15 per video).
 const maxRowsPerStatement = 500
 
-// upsertVideos stores the text and statistics of vs, captured at ts, with
-// two statements per maxRowsPerStatement videos. It writes them in id
-// order, once per id (the last one given wins, as it would row by row):
-// writers then lock rows in one order, so two hosts storing pages that rank
-// the same videos differently never deadlock (PostgreSQL), and a page that
-// holds a video twice updates it once (PostgreSQL's ON CONFLICT refuses to
-// update a row twice in one statement).
+// upsertVideos stores the text and statistics of vs, captured at ts, two
+// statements per maxRowsPerStatement videos, once per id (the last given
+// wins) and in id order: PostgreSQL's ON CONFLICT cannot update a row twice
+// in one statement, and hosts locking rows in one order never deadlock.
 func (s *Store) upsertVideos(ctx context.Context, tx *sql.Tx, vs []Video, ts string) error {
 	order := make([]*Video, len(vs))
 	for i := range vs {
