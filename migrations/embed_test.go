@@ -11,7 +11,7 @@ import (
 // applies on load (NNNN_name.sql, contiguous from 0001, non-empty, nothing
 // else at the root), so a bad file fails here rather than at first open.
 func TestFilesNumbered(t *testing.T) {
-	if n, err := sqlitedb.Migrations(migrations.FS); err != nil || n == 0 {
-		t.Fatalf("embedded migrations: %d, %v", n, err)
+	if migs, err := sqlitedb.Migrations(migrations.FS); err != nil || len(migs) == 0 {
+		t.Fatalf("embedded migrations: %d, %v", len(migs), err)
 	}
 }

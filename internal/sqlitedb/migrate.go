@@ -33,24 +33,24 @@ func (e *SchemaVersionError) Error() string {
 		e.Path, e.Have, e.Want)
 }
 
-// migration is one numbered SQL file.
-type migration struct {
-	version int
-	name    string // file name, e.g. "0001_init.sql"
-	sql     string
+// Migration is one numbered SQL file of a schema.
+type Migration struct {
+	Version int
+	Name    string // file name, e.g. "0001_init.sql"
+	SQL     string
 }
 
 var migrationName = regexp.MustCompile(`^(\d{4})_([a-z0-9_]+)\.sql$`)
 
-// loadMigrations reads and validates the files at the root of fsys: every
-// one named NNNN_name.sql (lower-case snake_case), non-empty, numbered
-// contiguously from 0001.
-func loadMigrations(fsys fs.FS) ([]migration, error) {
+// Migrations reads and validates the files at the root of fsys, in order:
+// every one named NNNN_name.sql (lower-case snake_case), non-empty, numbered
+// contiguously from 0001. Their number is the schema version they make.
+func Migrations(fsys fs.FS) ([]Migration, error) {
 	entries, err := fs.ReadDir(fsys, ".")
 	if err != nil {
 		return nil, fmt.Errorf("cannot read migrations: %w", err)
 	}
-	var migs []migration
+	var migs []Migration
 	for _, e := range entries {
 		if e.IsDir() {
 			continue
@@ -67,12 +67,12 @@ func loadMigrations(fsys fs.FS) ([]migration, error) {
 		if len(b) == 0 {
 			return nil, fmt.Errorf("migration %s is empty", e.Name())
 		}
-		migs = append(migs, migration{version: v, name: e.Name(), sql: string(b)})
+		migs = append(migs, Migration{Version: v, Name: e.Name(), SQL: string(b)})
 	}
-	sort.Slice(migs, func(i, j int) bool { return migs[i].version < migs[j].version })
+	sort.Slice(migs, func(i, j int) bool { return migs[i].Version < migs[j].Version })
 	for i, m := range migs {
-		if m.version != i+1 {
-			return nil, fmt.Errorf("migrations are not numbered contiguously from 0001: %s is number %d", m.name, i+1)
+		if m.Version != i+1 {
+			return nil, fmt.Errorf("migrations are not numbered contiguously from 0001: %s is number %d", m.Name, i+1)
 		}
 	}
 	if len(migs) == 0 {
@@ -81,16 +81,9 @@ func loadMigrations(fsys fs.FS) ([]migration, error) {
 	return migs, nil
 }
 
-// Migrations returns the number of migrations in fsys (the schema version
-// a database migrated with them has), after validating them as Open does.
-func Migrations(fsys fs.FS) (int, error) {
-	migs, err := loadMigrations(fsys)
-	return len(migs), err
-}
-
-// createSchemaMigrations is the bookkeeping table: one row per applied
-// migration, written in the migration's own transaction.
-const createSchemaMigrations = `CREATE TABLE IF NOT EXISTS schema_migrations (
+// CreateSchemaMigrations creates the bookkeeping table (both engines): one
+// row per applied migration, written in the migration's own transaction.
+const CreateSchemaMigrations = `CREATE TABLE IF NOT EXISTS schema_migrations (
     version    INTEGER PRIMARY KEY,
     name       TEXT NOT NULL,
     applied_at TEXT NOT NULL
@@ -121,7 +114,7 @@ func Version(ctx context.Context, q Querier) (int, error) {
 // pending migration runs with its schema_migrations row in one BEGIN
 // IMMEDIATE transaction, re-reading the version inside it, so a concurrent
 // process applying the same migration simply finds it done.
-func migrate(ctx context.Context, db *sql.DB, path string, migs []migration) error {
+func migrate(ctx context.Context, db *sql.DB, path string, migs []Migration) error {
 	want := len(migs)
 	v, err := Version(ctx, db)
 	if err != nil {
@@ -148,16 +141,16 @@ func migrate(ctx context.Context, db *sql.DB, path string, migs []migration) err
 // restored after.
 const foreignKeysOff = "-- sqlitedb: foreign_keys off\n"
 
-func apply(ctx context.Context, db *sql.DB, path string, m migration, want int) error {
+func apply(ctx context.Context, db *sql.DB, path string, m Migration, want int) error {
 	conn, err := db.Conn(ctx)
 	if err != nil {
-		return fmt.Errorf("cannot begin migration %s: %w", m.name, err)
+		return fmt.Errorf("cannot begin migration %s: %w", m.Name, err)
 	}
 	defer conn.Close()
-	fkOff := strings.HasPrefix(m.sql, foreignKeysOff)
+	fkOff := strings.HasPrefix(m.SQL, foreignKeysOff)
 	if fkOff {
 		if _, err := conn.ExecContext(ctx, `PRAGMA foreign_keys = OFF`); err != nil {
-			return fmt.Errorf("cannot begin migration %s: %w", m.name, err)
+			return fmt.Errorf("cannot begin migration %s: %w", m.Name, err)
 		}
 		defer func() {
 			if _, err := conn.ExecContext(context.WithoutCancel(ctx), `PRAGMA foreign_keys = ON`); err != nil {
@@ -167,10 +160,10 @@ func apply(ctx context.Context, db *sql.DB, path string, m migration, want int) 
 	}
 	tx, err := conn.BeginTx(ctx, nil) // BEGIN IMMEDIATE: takes the write lock now
 	if err != nil {
-		return fmt.Errorf("cannot begin migration %s: %w", m.name, err)
+		return fmt.Errorf("cannot begin migration %s: %w", m.Name, err)
 	}
 	defer tx.Rollback() //nolint:errcheck // no-op after Commit
-	if _, err := tx.ExecContext(ctx, createSchemaMigrations); err != nil {
+	if _, err := tx.ExecContext(ctx, CreateSchemaMigrations); err != nil {
 		return fmt.Errorf("cannot create schema_migrations: %w", err)
 	}
 	v, err := Version(ctx, tx)
@@ -179,30 +172,30 @@ func apply(ctx context.Context, db *sql.DB, path string, m migration, want int) 
 		return fmt.Errorf("cannot read schema version of %s: %w", path, err)
 	case v > want:
 		return &SchemaVersionError{Path: path, Have: v, Want: want}
-	case v >= m.version:
+	case v >= m.Version:
 		return nil // another process applied it while we waited for the lock
-	case v != m.version-1:
-		return fmt.Errorf("cannot apply migration %s: database is at version %d", m.name, v)
+	case v != m.Version-1:
+		return fmt.Errorf("cannot apply migration %s: database is at version %d", m.Name, v)
 	}
-	if _, err := tx.ExecContext(ctx, m.sql); err != nil {
-		return fmt.Errorf("migration %s failed: %w", m.name, err)
+	if _, err := tx.ExecContext(ctx, m.SQL); err != nil {
+		return fmt.Errorf("migration %s failed: %w", m.Name, err)
 	}
 	if fkOff {
 		var table string
 		switch err := tx.QueryRowContext(ctx, `SELECT "table" FROM pragma_foreign_key_check`).Scan(&table); {
 		case err == nil:
-			return fmt.Errorf("migration %s failed: it leaves rows of %s referring to rows that do not exist", m.name, table)
+			return fmt.Errorf("migration %s failed: it leaves rows of %s referring to rows that do not exist", m.Name, table)
 		case !errors.Is(err, sql.ErrNoRows):
-			return fmt.Errorf("migration %s failed: cannot check foreign keys: %w", m.name, err)
+			return fmt.Errorf("migration %s failed: cannot check foreign keys: %w", m.Name, err)
 		}
 	}
 	if _, err := tx.ExecContext(ctx,
 		`INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)`,
-		m.version, m.name, time.Now().UTC().Format("2006-01-02T15:04:05.000000Z")); err != nil {
-		return fmt.Errorf("cannot record migration %s: %w", m.name, err)
+		m.Version, m.Name, time.Now().UTC().Format("2006-01-02T15:04:05.000000Z")); err != nil {
+		return fmt.Errorf("cannot record migration %s: %w", m.Name, err)
 	}
 	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("cannot commit migration %s: %w", m.name, err)
+		return fmt.Errorf("cannot commit migration %s: %w", m.Name, err)
 	}
 	return nil
 }

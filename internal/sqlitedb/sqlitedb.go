@@ -118,9 +118,9 @@ func Open(ctx context.Context, path string, o Options) (*sql.DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cannot open database %s: %w", path, err)
 	}
-	var migs []migration
+	var migs []Migration
 	if o.Migrations != nil {
-		if migs, err = loadMigrations(o.Migrations); err != nil {
+		if migs, err = Migrations(o.Migrations); err != nil {
 			return nil, err
 		}
 	}
@@ -158,7 +158,7 @@ func Open(ctx context.Context, path string, o Options) (*sql.DB, error) {
 // (readonly_shm, correct while writers write), else gets a *PathError
 // saying what to change. immutable=1 only on a read-only filesystem without
 // a -wal: anywhere else it returned wrong data once a writer wrote.
-func openReadOnly(ctx context.Context, path, abs string, o Options, migs []migration) (*sql.DB, error) {
+func openReadOnly(ctx context.Context, path, abs string, o Options, migs []Migration) (*sql.DB, error) {
 	db, v, err := openVersion(ctx, dsn(abs, o))
 	if err != nil && cannotOpen(err) {
 		_, walErr := os.Stat(abs + "-wal")

@@ -27,15 +27,15 @@ func TestLoadMigrationsValidation(t *testing.T) {
 		"dup":      {"0001_a.sql": file("SELECT 1"), "0001_b.sql": file("SELECT 1")},
 	}
 	for name, fsys := range tests {
-		if _, err := loadMigrations(fsys); err == nil {
+		if _, err := Migrations(fsys); err == nil {
 			t.Errorf("%s: accepted", name)
 		}
 		if _, err := Open(context.Background(), filepath.Join(t.TempDir(), "x.db"), Options{Migrations: fsys}); err == nil {
 			t.Errorf("%s: Open accepted it", name)
 		}
 	}
-	migs, err := loadMigrations(fstest.MapFS{"0002_b.sql": file("B"), "0001_a.sql": file("A")})
-	if err != nil || len(migs) != 2 || migs[0].sql != "A" || migs[1].name != "0002_b.sql" {
+	migs, err := Migrations(fstest.MapFS{"0002_b.sql": file("B"), "0001_a.sql": file("A")})
+	if err != nil || len(migs) != 2 || migs[0].SQL != "A" || migs[1].Name != "0002_b.sql" {
 		t.Errorf("valid set: %+v, %v", migs, err)
 	}
 }

@@ -58,7 +58,7 @@ func historyDB(b *testing.B) string {
 			return
 		}
 		n := histEntries()
-		histPath = filepath.Join(os.TempDir(), fmt.Sprintf("trendfetch-history-bench-%d-v%d.db", n, migs))
+		histPath = filepath.Join(os.TempDir(), fmt.Sprintf("trendfetch-history-bench-%d-v%d.db", n, len(migs)))
 		if _, err := os.Stat(histPath); err == nil {
 			return
 		}

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io/fs"
 	neturl "net/url"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -72,12 +71,13 @@ func openPostgres(ctx context.Context, url string, readOnly bool) (*Store, error
 	if err := db.PingContext(ctx); err != nil {
 		return fail(err)
 	}
-	want, err := sqlitedb.Migrations(postgresFS)
+	migs, err := sqlitedb.Migrations(postgresFS)
 	if err != nil {
 		return fail(err)
 	}
+	want := len(migs)
 	if !readOnly {
-		if err := migratePostgres(ctx, db, want); err != nil {
+		if err := migratePostgres(ctx, db, migs); err != nil {
 			return fail(err)
 		}
 	}
@@ -133,7 +133,7 @@ func postgresVersion(ctx context.Context, q sqlitedb.Querier) (int, error) {
 // with its schema_migrations row in one transaction, while holding the
 // migration advisory lock: hosts that start together wait for the first
 // one and then find the schema current.
-func migratePostgres(ctx context.Context, db *sql.DB, want int) error {
+func migratePostgres(ctx context.Context, db *sql.DB, migs []sqlitedb.Migration) error {
 	conn, err := db.Conn(ctx)
 	if err != nil {
 		return err
@@ -143,46 +143,32 @@ func migratePostgres(ctx context.Context, db *sql.DB, want int) error {
 		return fmt.Errorf("cannot take the migration lock: %w", err)
 	}
 	defer conn.ExecContext(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock(?)`, int64(migrationLockKey)) //nolint:errcheck
-	if _, err := conn.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
-    version    INTEGER PRIMARY KEY,
-    name       TEXT NOT NULL,
-    applied_at TEXT NOT NULL
-)`); err != nil {
+	if _, err := conn.ExecContext(ctx, sqlitedb.CreateSchemaMigrations); err != nil {
 		return err
 	}
 	have, err := postgresVersion(ctx, conn)
 	if err != nil {
 		return err
 	}
-	if have > want {
-		return &SchemaVersionError{Have: have, Want: want}
+	if have > len(migs) {
+		return &SchemaVersionError{Have: have, Want: len(migs)}
 	}
-	names, err := fs.Glob(postgresFS, "*.sql")
-	if err != nil {
-		return err
-	}
-	sort.Strings(names) // validated contiguous by sqlitedb.Migrations
-	for v := have + 1; v <= want; v++ {
-		name := names[v-1]
-		b, err := fs.ReadFile(postgresFS, name)
-		if err != nil {
-			return err
-		}
+	for _, m := range migs[have:] {
 		tx, err := conn.BeginTx(ctx, nil)
 		if err != nil {
 			return err
 		}
-		if _, err := tx.ExecContext(ctx, string(b)); err != nil {
+		if _, err := tx.ExecContext(ctx, m.SQL); err != nil {
 			tx.Rollback() //nolint:errcheck
-			return fmt.Errorf("migration %s: %w", name, err)
+			return fmt.Errorf("migration %s: %w", m.Name, err)
 		}
 		if _, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)`,
-			v, name, fmtTime(time.Now())); err != nil {
+			m.Version, m.Name, fmtTime(time.Now())); err != nil {
 			tx.Rollback() //nolint:errcheck
 			return err
 		}
 		if err := tx.Commit(); err != nil {
-			return fmt.Errorf("migration %s: %w", name, err)
+			return fmt.Errorf("migration %s: %w", m.Name, err)
 		}
 	}
 	return nil

@@ -80,16 +80,14 @@ func (s *Store) KnownVideos(ctx context.Context, ids []string) (map[string]bool,
 // SchemaVersion returns the database's schema version (the highest applied
 // migration number) and the version this binary knows.
 func (s *Store) SchemaVersion(ctx context.Context) (have, want int, err error) {
+	schema, version := migrationsFS, sqlitedb.Version
 	if s.pg {
-		if want, err = sqlitedb.Migrations(postgresFS); err != nil {
-			return 0, 0, err
-		}
-		have, err = postgresVersion(ctx, s.db)
-		return have, want, err
+		schema, version = postgresFS, postgresVersion
 	}
-	if want, err = sqlitedb.Migrations(migrationsFS); err != nil {
+	migs, err := sqlitedb.Migrations(schema)
+	if err != nil {
 		return 0, 0, err
 	}
-	have, err = sqlitedb.Version(ctx, s.db)
-	return have, want, err
+	have, err = version(ctx, s.db)
+	return have, len(migs), err
 }
