@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 )
@@ -65,20 +64,7 @@ func (s *Store) UpsertChannels(ctx context.Context, chs []Channel, at time.Time)
 		at = time.Now()
 	}
 	ts := fmtTime(at)
-	// One row per id per statement: ON CONFLICT cannot update a row twice;
-	// in id order, so that hosts storing the same channels lock them in one
-	// order (upsertVideos).
-	last := make(map[string]int, len(chs))
-	for i := range chs {
-		last[chs[i].ID] = i
-	}
-	uniq := make([]Channel, 0, len(last))
-	for i := range chs {
-		if last[chs[i].ID] == i {
-			uniq = append(uniq, chs[i])
-		}
-	}
-	slices.SortFunc(uniq, func(a, b Channel) int { return strings.Compare(a.ID, b.ID) })
+	uniq := lastByID(chs, func(c *Channel) string { return c.ID }) // as upsertVideos
 	err := s.withTx(ctx, func(tx *sql.Tx) error {
 		for len(uniq) > 0 {
 			n := min(len(uniq), maxRowsPerStatement)

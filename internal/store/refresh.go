@@ -4,8 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"slices"
-	"strings"
 	"time"
 )
 
@@ -46,17 +44,12 @@ ORDER BY `+textUsedAt+`, v.rowid LIMIT ?2`,
 // category, thumbnail) of vs as refreshed at at with videos.list id=,
 // outside any capture: the text's age starts again at at, a changed text
 // becomes a new version (as a capture's would) and statistics are not
-// touched. Videos not stored are ignored. One transaction, in id order
-// (the lock order of upsertVideos).
+// touched. Videos not stored are ignored. One transaction, once per id (the
+// last given wins) in id order, as upsertVideos.
 func (s *Store) RefreshText(ctx context.Context, vs []Video, at time.Time) error {
 	ts := fmtTime(at)
-	order := make([]*Video, len(vs))
-	for i := range vs {
-		order[i] = &vs[i]
-	}
-	slices.SortStableFunc(order, func(a, b *Video) int { return strings.Compare(a.ID, b.ID) })
 	return s.withTx(ctx, func(tx *sql.Tx) error {
-		for _, v := range order {
+		for _, v := range lastByID(vs, videoID) {
 			_, err := tx.ExecContext(ctx, `
 UPDATE videos SET
     text_version  = text_version + CASE WHEN `+refreshChanged+` THEN 1 ELSE 0 END,

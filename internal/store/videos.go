@@ -207,18 +207,7 @@ const maxRowsPerStatement = 500
 // wins) and in id order: PostgreSQL's ON CONFLICT cannot update a row twice
 // in one statement, and hosts locking rows in one order never deadlock.
 func (s *Store) upsertVideos(ctx context.Context, tx *sql.Tx, vs []Video, ts string) error {
-	order := make([]*Video, len(vs))
-	for i := range vs {
-		order[i] = &vs[i]
-	}
-	slices.SortStableFunc(order, func(a, b *Video) int { return strings.Compare(a.ID, b.ID) })
-	uniq := order[:0]
-	for i, v := range order {
-		if i+1 == len(order) || order[i+1].ID != v.ID {
-			uniq = append(uniq, v)
-		}
-	}
-	for order = uniq; len(order) > 0; {
+	for order := lastByID(vs, videoID); len(order) > 0; {
 		n := min(len(order), maxRowsPerStatement)
 		args := make([]any, 0, 11*n)
 		for _, v := range order[:n] {
@@ -240,6 +229,24 @@ func (s *Store) upsertVideos(ctx context.Context, tx *sql.Tx, vs []Video, ts str
 	}
 	return nil
 }
+
+// lastByID returns pointers to xs in id order, only the last of each id.
+func lastByID[T any](xs []T, id func(*T) string) []*T {
+	order := make([]*T, len(xs))
+	for i := range xs {
+		order[i] = &xs[i]
+	}
+	slices.SortStableFunc(order, func(a, b *T) int { return strings.Compare(id(a), id(b)) })
+	uniq := order[:0]
+	for i, x := range order {
+		if i+1 == len(order) || id(order[i+1]) != id(x) {
+			uniq = append(uniq, x)
+		}
+	}
+	return uniq
+}
+
+func videoID(v *Video) string { return v.ID }
 
 // Snapshot is one page of a capture, stored by SaveSnapshot.
 type Snapshot struct {
@@ -336,32 +343,20 @@ func (s *Store) SaveSnapshot(ctx context.Context, p Snapshot) error {
 // Chart returns the chart snapshot of runID in region, in rank order; empty
 // (not an error) when nothing was stored. Search hits are not included.
 func (s *Store) Chart(ctx context.Context, runID int64, region string) ([]ChartEntry, error) {
-	out, err := s.snapshot(ctx, runID, region, KindChart, "")
-	if err != nil {
-		return nil, fmt.Errorf("cannot read chart: %w", err)
-	}
-	return out, nil
+	return s.snapshot(ctx, runID, region, KindChart, "")
 }
 
 // SearchHits returns the search hits of query stored by runID in region
 // (SaveSnapshot with KindSearch), in rank order; empty (not an error) when
 // nothing was stored.
 func (s *Store) SearchHits(ctx context.Context, runID int64, region, query string) ([]ChartEntry, error) {
-	out, err := s.snapshot(ctx, runID, region, KindSearch, query)
-	if err != nil {
-		return nil, fmt.Errorf("cannot read search hits: %w", err)
-	}
-	return out, nil
+	return s.snapshot(ctx, runID, region, KindSearch, query)
 }
 
 // CategoryChart returns the chart narrowed by videoCategoryId categoryID
 // stored by runID in region (SaveSnapshot with KindCategory), in rank order.
 func (s *Store) CategoryChart(ctx context.Context, runID int64, region, categoryID string) ([]ChartEntry, error) {
-	out, err := s.snapshot(ctx, runID, region, KindCategory, categoryID)
-	if err != nil {
-		return nil, fmt.Errorf("cannot read category chart: %w", err)
-	}
-	return out, nil
+	return s.snapshot(ctx, runID, region, KindCategory, categoryID)
 }
 
 func (s *Store) snapshot(ctx context.Context, runID int64, region, kind, query string) ([]ChartEntry, error) {
@@ -378,7 +373,10 @@ ORDER BY e.rank`, []any{runID, region, kind, query}, func(rows *sql.Rows) error 
 		out = append(out, e)
 		return err
 	})
-	return out, err
+	if err != nil {
+		return nil, fmt.Errorf("cannot read %s capture: %w", kind, err)
+	}
+	return out, nil
 }
 
 // StoredVideo is a Video with the store's bookkeeping.
