@@ -5,15 +5,10 @@ import (
 	"time"
 )
 
-// Backend is what trendfetch needs of a dataset store: the run pipeline
-// (internal/fetch), the read API (internal/serve), the application layer
-// (internal/engine) and the commands reach the store through it only, and
-// internal/engine chooses the implementation in one place, from the
-// database setting (docs/design.md §2, §10a). *Store (SQLite) implements
-// it; the PostgreSQL store implements the same methods with the same
-// meaning, documented on *Store's methods.
-//
-// A store opened read-only (OpenReadOnly) fails every write method.
+// Backend is what trendfetch needs of a dataset store: every caller reaches
+// the store through it (docs/design.md §2, §10a). *Store implements it on
+// both engines; its methods document the meaning. A store opened read-only
+// (OpenReadOnly) fails every write method.
 type Backend interface {
 	// Runs: one record per run of a region (docs/design.md §5).
 	StartRun(ctx context.Context, r Run) (int64, error)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"strings"
 	"time"
 )
 
@@ -29,13 +28,9 @@ RETURNING id`, runID, region, kind, query, ts).Scan(&id)
 // current text version, which the page's upsert just set), views, likes,
 // comments.
 func insertEntriesSQL(n int) string {
-	var b strings.Builder
-	b.WriteString(`INSERT INTO entries (capture_id, rank, video, text, view_count, like_count, comment_count)
+	return `INSERT INTO entries (capture_id, rank, video, text, view_count, like_count, comment_count)
 SELECT x.column1, x.column2, v.rowid, v.text_version, x.column4, x.column5, x.column6
-FROM (VALUES `)
-	b.WriteString(intRows(n, 6, 1, 2, 4, 5, 6))
-	b.WriteString(`) AS x JOIN videos v ON v.id = x.column3`)
-	return b.String()
+FROM (VALUES ` + intRows(n, 6, 1, 2, 4, 5, 6) + `) AS x JOIN videos v ON v.id = x.column3`
 }
 
 // insertEntries stores videos as entries of captureID from rank firstRank
@@ -48,7 +43,7 @@ func (s *Store) insertEntries(ctx context.Context, tx *sql.Tx, captureID int64, 
 			v := &chunk[i]
 			args = append(args, captureID, firstRank+off+i, v.ID, nullInt(v.Views), nullInt(v.Likes), nullInt(v.Comments))
 		}
-		if err := s.txExec(ctx, tx, insertEntriesSQL(len(chunk)), len(chunk), args); err != nil {
+		if _, err := s.txExec(ctx, tx, insertEntriesSQL(len(chunk)), len(chunk), args); err != nil {
 			return fmt.Errorf("insert entries: %w", err)
 		}
 	}
@@ -66,7 +61,7 @@ func (s *Store) CompleteCapture(ctx context.Context, runID int64, region, kind, 
 		at = time.Now()
 	}
 	err := s.withTx(ctx, func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, `
+		res, err := tx.ExecContext(ctx, `
 INSERT INTO captures (run_id, region, kind, query, captured_at, complete)
 SELECT id, ?, ?, ?, ?, 1 FROM runs WHERE id = ?
 ON CONFLICT (run_id, region, kind, query) DO UPDATE SET complete = 1`,
@@ -74,11 +69,7 @@ ON CONFLICT (run_id, region, kind, query) DO UPDATE SET complete = 1`,
 		if err != nil {
 			return err
 		}
-		var n int
-		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM runs WHERE id = ?`, runID).Scan(&n); err != nil {
-			return err
-		}
-		if n == 0 {
+		if n, _ := res.RowsAffected(); n == 0 { // no such run: nothing inserted or updated
 			return fmt.Errorf("run %d: %w", runID, ErrNotFound)
 		}
 		return nil

@@ -27,10 +27,8 @@ const maxIDsPerQuery = 500
 // upsertChannelsSQL upserts n channels in one statement, 7 parameters
 // each. An older fetch does not overwrite a newer one.
 func upsertChannelsSQL(n int) string {
-	var b strings.Builder
-	b.WriteString(`INSERT INTO channels (id, title, country, subscriber_count, video_count, view_count, fetched_at) VALUES `)
-	b.WriteString(valueRows(n, 7))
-	b.WriteString(`
+	return `INSERT INTO channels (id, title, country, subscriber_count, video_count, view_count, fetched_at)
+VALUES ` + valueRows(n, 7) + `
 ON CONFLICT (id) DO UPDATE SET
     title            = excluded.title,
     country          = excluded.country,
@@ -38,8 +36,7 @@ ON CONFLICT (id) DO UPDATE SET
     video_count      = excluded.video_count,
     view_count       = excluded.view_count,
     fetched_at       = excluded.fetched_at
-WHERE excluded.fetched_at >= channels.fetched_at`)
-	return b.String()
+WHERE excluded.fetched_at >= channels.fetched_at`
 }
 
 // UpsertChannels stores channels in one transaction, replacing every field
@@ -73,7 +70,7 @@ func (s *Store) UpsertChannels(ctx context.Context, chs []Channel, at time.Time)
 				args = append(args, c.ID, c.Title, c.Country,
 					nullInt(c.Subscribers), nullInt(c.Videos), nullInt(c.Views), ts)
 			}
-			if err := s.txExec(ctx, tx, upsertChannelsSQL(n), n, args); err != nil {
+			if _, err := s.txExec(ctx, tx, upsertChannelsSQL(n), n, args); err != nil {
 				return err
 			}
 			uniq = uniq[n:]

@@ -12,7 +12,7 @@ import (
 )
 
 // Capture is one chart, narrowed category chart or list of search hits
-// fetched by a run (the captures table). JSON keys are snake_case.
+// fetched by a run (the captures table).
 type Capture struct {
 	// ID is the capture's integer id; RunID the run that fetched it.
 	ID    int64 `json:"id"`
@@ -55,18 +55,15 @@ type CaptureQuery struct {
 	// At selects the capture in force at that time: the latest captured at
 	// or before it. Zero means the latest.
 	At time.Time
-	// Partial makes At (or the latest) consider partial captures too: a
-	// run still fetching the list or stopped before its last page. By
-	// default only complete captures are shown, so a chart in progress is
-	// never served as the latest. A capture selected by RunID is returned
-	// whatever its state.
+	// Partial makes At (or the latest) consider partial captures too (a
+	// run still fetching, or stopped early); by default a chart in progress
+	// is never the latest. RunID selects a capture whatever its state.
 	Partial bool
 }
 
-// CaptureAt's statement: captureSQL, then byRun or latest picking the
-// capture (one row of it, so SQLite reads entries in key order rather than
-// sorting them), then byRank. A capture without entries is one row of NULL
-// entry columns.
+// CaptureAt's statement: captureSQL, byRun or latest (picking one capture
+// row, so SQLite reads entries in key order unsorted), byRank. A capture
+// without entries is one row of NULL entry columns.
 const (
 	captureSQL = `
 SELECT c.id, c.run_id, c.captured_at, c.complete, e.rank, v.id,
@@ -85,15 +82,10 @@ WHERE `
 )
 
 // CaptureAt returns the capture selected by q and its entries in rank
-// order, read by one statement (one snapshot on both engines, without a
-// transaction's round trips: a prune or a run committing in between
-// cannot pair a capture with other entries).
-// Errors: an empty region or an unknown kind; a wrapped ErrNotFound when
-// no capture matches.
-//
-// Cost: one probe of captures_region_at (or of the (run, region, kind,
-// query) key), stepping back over partial captures unless q.Partial, and
-// one range scan of entries by its primary key.
+// order, read by one statement (one snapshot on both engines). Errors: an
+// empty region or an unknown kind; a wrapped ErrNotFound when no capture
+// matches. Cost: one probe of captures_region_at (or the run's key) and one
+// range scan of entries by its primary key.
 func (s *Store) CaptureAt(ctx context.Context, q CaptureQuery) (Capture, []Entry, error) {
 	if q.Kind == "" {
 		q.Kind = KindChart
@@ -272,10 +264,8 @@ ORDER BY 1`, []any{id}, func(rows *sql.Rows) error {
 }
 
 // History returns the video with the given id and its history. Errors: a
-// wrapped ErrNotFound for an unknown id.
-//
-// Cost: the video by its id index, its entries by entries_video, each
-// capture by its primary key, its samples by the stats_samples key.
+// wrapped ErrNotFound for an unknown id. Cost: index lookups only (entries
+// by entries_video, captures by key, samples by the stats_samples key).
 func (s *Store) History(ctx context.Context, id string) (VideoHistory, error) {
 	v, err := s.Video(ctx, id)
 	if err != nil {

@@ -6,13 +6,10 @@ import (
 	"time"
 )
 
-// Policy is a storage policy (config store.policy): what trendfetch keeps
-// of the data it fetches with an API key, which YouTube's API Services
-// Developer Policies (section III.E.4) call Non-Authorized Data
-// (docs/design.md §10). Everything about it is declared here: its names,
-// its cut-offs, the rule for databases older than the setting, and how it
-// is applied. config validates it, runs and `prune` apply it, `plan`
-// counts the calls it spends.
+// Policy is a storage policy (config store.policy): what trendfetch keeps of
+// the data YouTube's API Services Developer Policies (III.E.4) call
+// Non-Authorized Data (docs/design.md §10). Its names, cut-offs, the rule for
+// older databases and how it is applied are declared here only.
 type Policy string
 
 // The storage policies.

@@ -17,27 +17,23 @@ type PruneReport struct {
 	Entries  int64 `json:"entries"`
 	// Samples: stats samples older than the cut-off.
 	Samples int64 `json:"samples"`
-	// Texts: superseded text versions no remaining entry refers to (with a
-	// text cut-off, see ApplyCutoffs: none captured since it).
+	// Texts: superseded text versions no remaining entry (with a text
+	// cut-off: none captured since it) refers to.
 	Texts int64 `json:"texts"`
-	// TextsCleared: videos whose text was removed, their id kept
-	// (ApplyCutoffs: not captured since the text cut-off).
+	// TextsCleared: videos whose text was removed, their id kept.
 	TextsCleared int64 `json:"texts_cleared"`
-	// Videos: videos no capture or sample references any more (their
-	// full-text index rows, text versions and latest statistics go with
-	// them).
+	// Videos: videos nothing references any more (their index rows, text
+	// versions and latest statistics go with them).
 	Videos int64 `json:"videos"`
 }
 
-// pruneBatch bounds one write transaction of Prune, so that concurrent
-// runs wait at most a few hundred milliseconds for the write lock.
+// pruneBatch bounds one write transaction of Prune: runs wait at most a few
+// hundred milliseconds for the write lock.
 const pruneBatch = 200
 
-// policyLockKey is the pg_advisory_xact_lock key every write transaction
-// of Prune and ApplyCutoffs holds on PostgreSQL: hosts applying the
-// storage policy at once take turns a transaction at a time, so each row
-// is deleted (and counted) by one of them and two passes never deadlock
-// (docs/design.md §10a). SQLite's write transactions take turns already.
+// policyLockKey is the pg_advisory_xact_lock key of every write transaction
+// of Prune and ApplyCutoffs on PostgreSQL: hosts applying the policy at once
+// take turns, so each row is deleted (and counted) once and none deadlock.
 const policyLockKey = migrationLockKey + 1
 
 // pruneTx is withTx for the storage policy's writes (policyLockKey).
@@ -110,18 +106,11 @@ func (s *Store) sweep(ctx context.Context, pick, table string, args, lead []any,
 }
 
 // Prune deletes captures captured before before (with their entries),
-// stats samples taken before it, the superseded text versions no entry
-// refers to any more, and then every video that no capture and
-// no sample references any more (with its FTS rows, via the triggers, and
-// its latest statistics). Runs, channels and categories are kept. It works
-// in short transactions (pruneBatch captures or videos each), so running
-// fetches are not blocked; a prune interrupted midway leaves a consistent
-// database and can be run again. Hosts may prune one PostgreSQL database
-// at once: each row is deleted (and counted) by one of them (pruneTx), and
-// none that another host is writing (pick).
-//
-// With dryRun it writes nothing and returns what it would remove: the same
-// numbers, if nothing is stored meanwhile.
+// stats samples taken before it, the text versions no entry refers to any
+// more, then every video nothing references any more; runs, channels and
+// categories are kept. Short transactions (sweep): running fetches are not
+// blocked, and an interrupted prune leaves a consistent database. With
+// dryRun it writes nothing and returns what it would remove.
 func (s *Store) Prune(ctx context.Context, before time.Time, dryRun bool) (PruneReport, error) {
 	cut := fmtTime(before)
 	var rep PruneReport
@@ -186,19 +175,13 @@ SELECT EXISTS (SELECT 1 FROM captures WHERE captured_at < ?1)
 	return due, nil
 }
 
-// ApplyCutoffs deletes what a storage policy's cut-offs (Policy.Cutoffs)
-// no longer allow, in short transactions like Prune:
-//
-//   - statsBefore (zero: nothing): Prune — captures with their entries and
-//     stats samples older than it, then the videos nothing references;
-//   - textBefore (zero: nothing): the text (title, description, tags,
-//     channel title, category, thumbnail) of every video not captured since
-//     (nor refreshed, RefreshText) since then is removed, its id, channel id, publish time and duration kept,
-//     and the superseded text versions no capture since then refers to are
-//     deleted. A capture refreshes its video's text (the API returned it
-//     again); statistics samples (videos.batchGetStats) do not.
-//
-// With dryRun it writes nothing and returns what it would remove.
+// ApplyCutoffs deletes what a policy's cut-offs (Policy.Cutoffs; zero:
+// none) no longer allow: statsBefore is Prune's; before textBefore, the
+// text (title, description, tags, channel title, category, thumbnail) of
+// every video neither captured nor refreshed (RefreshText) since is removed,
+// its id, channel id, publish time and duration kept, with the text
+// versions no capture since refers to. With dryRun it writes nothing and
+// returns what it would remove.
 func (s *Store) ApplyCutoffs(ctx context.Context, statsBefore, textBefore time.Time, dryRun bool) (PruneReport, error) {
 	var rep PruneReport
 	if !statsBefore.IsZero() {
@@ -214,15 +197,12 @@ func (s *Store) ApplyCutoffs(ctx context.Context, statsBefore, textBefore time.T
 		return rep, fmt.Errorf("cannot apply policy: text cut-off %s before the statistics cut-off %s", textBefore, statsBefore)
 	}
 	cut := fmtTime(textBefore)
-	// Videos whose text is older than the cut-off and not yet removed.
-	const stale = staleText
 	const oldVersions = `
 SELECT t.rowid FROM video_texts t
 WHERE NOT EXISTS (SELECT 1 FROM entries e JOIN captures c ON c.id = e.capture_id
                   WHERE e.video = t.video AND e.text = t.version AND c.captured_at >= ?1)`
 	if dryRun {
-		// What Prune would delete is not counted twice: its videos go
-		// with their text.
+		// What Prune deletes is not counted twice: its videos go with their text.
 		keep := ""
 		if !statsBefore.IsZero() {
 			keep = `AND rowid IN (SELECT e.video FROM entries e JOIN captures c ON c.id = e.capture_id WHERE c.captured_at >= ?2
@@ -230,20 +210,19 @@ WHERE NOT EXISTS (SELECT 1 FROM entries e JOIN captures c ON c.id = e.capture_id
 		}
 		var texts, cleared int64
 		err := s.db.QueryRowContext(ctx, `
-SELECT (SELECT count(*) FROM videos WHERE rowid IN (`+stale+`) `+keep+`),
+SELECT (SELECT count(*) FROM videos WHERE rowid IN (`+staleText+`) `+keep+`),
        (SELECT count(*) FROM video_texts WHERE rowid IN (`+oldVersions+`) AND video IN (SELECT rowid FROM videos WHERE true `+keep+`))`,
 			cut, fmtTime(statsBefore)).Scan(&cleared, &texts)
 		if err != nil {
 			return rep, fmt.Errorf("cannot count text to remove: %w", err)
 		}
-		// Prune's count of versions is part of this one (its cut-off is not
-		// later than the text's).
+		// Prune's count of versions is part of this one (its cut-off is not later).
 		rep.Texts, rep.TextsCleared = texts, cleared
 		return rep, nil
 	}
-	n, err := s.sweep(ctx, stale+` LIMIT ?2`, "v", []any{cut}, []any{cut}, `
+	n, err := s.sweep(ctx, staleText+` LIMIT ?2`, "v", []any{cut}, []any{cut}, `
 UPDATE videos SET title = '', description = '', tags = '', channel_title = '', category_id = '', thumbnail_url = ''
-WHERE rowid IN (`+stale+` AND v.rowid IN ({ids}))`)
+WHERE rowid IN (`+staleText+` AND v.rowid IN ({ids}))`)
 	if rep.TextsCleared += n[0]; err != nil {
 		return rep, fmt.Errorf("cannot remove old text: %w", err)
 	}
@@ -255,9 +234,7 @@ WHERE rowid IN (`+stale+` AND v.rowid IN ({ids}))`)
 }
 
 // LegacyData reports whether the database held captures or stats samples
-// before store.policy existed (store_meta legacy_data): then an unset
-// policy keeps everything, as an existing database is never pruned by a
-// new default.
+// before store.policy existed (store_meta legacy_data; see InForce).
 func (s *Store) LegacyData(ctx context.Context) (bool, error) {
 	var v string
 	err := s.db.QueryRowContext(ctx, `SELECT value FROM store_meta WHERE key = 'legacy_data'`).Scan(&v)

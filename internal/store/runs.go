@@ -280,17 +280,12 @@ ORDER BY id DESC LIMIT ?3`, []any{q.Region, q.Before, limit, MaxReasonBytes + 1}
 	return out, nil
 }
 
-// AbandonRuns marks the runs of (credential, region) that are still
-// OutcomeRunning and started before before as OutcomeAbandoned: their
-// process died without recording an end (SIGKILL, power loss, OOM). It
-// returns how many runs it marked.
-//
-// The caller must hold the (credential, region) lease lock, so that no live
-// run can be hit; it normally calls this right after StartRun of its own run
-// N with before = N's StartedAt. The reason recorded is "process died; found
-// by run N", N being the newest run of (credential, region) started at or
-// after before, or "process died; found at TIME" when there is none.
-// FinishedAt stays zero: when the process died is unknown.
+// AbandonRuns marks the runs of (credential, region) still OutcomeRunning
+// that started before before as OutcomeAbandoned (their process died;
+// FinishedAt stays zero) and returns how many. The caller holds the region's
+// lease, right after StartRun of its run N with before = N's StartedAt. The
+// reason is "process died; found by run N" (N the newest run started at or
+// after before) or "process died; found at TIME" when there is none.
 func (s *Store) AbandonRuns(ctx context.Context, credential, region string, before time.Time) (int, error) {
 	var n int64
 	err := s.withTx(ctx, func(tx *sql.Tx) error {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"strings"
 	"time"
 )
 
@@ -74,16 +73,10 @@ func (s *Store) SaveSamples(ctx context.Context, samples []Sample, at time.Time)
 			for _, x := range chunk {
 				args = append(args, x.VideoID, ts, nullInt(x.Views), nullInt(x.Likes), nullInt(x.Comments))
 			}
-			st, err := s.txStmt(ctx, tx, s.insertSamplesSQL(len(chunk)), len(chunk))
-			if err != nil {
-				return err
-			}
-			res, err := st.ExecContext(ctx, args...)
-			st.Close()
+			n, err := s.txExec(ctx, tx, s.insertSamplesSQL(len(chunk)), len(chunk), args)
 			if err != nil {
 				return fmt.Errorf("insert stats samples: %w", err)
 			}
-			n, _ := res.RowsAffected()
 			stored += n
 		}
 		return nil
@@ -100,17 +93,13 @@ func (s *Store) SaveSamples(ctx context.Context, samples []Sample, at time.Time)
 // it): a video the storage policy is deleting meanwhile is skipped once
 // gone, like one never stored, rather than failing the foreign key.
 func (s *Store) insertSamplesSQL(n int) string {
-	var b strings.Builder
-	b.WriteString(`INSERT INTO stats_samples (video, sampled_at, view_count, like_count, comment_count)
-SELECT v.rowid, x.column2, x.column3, x.column4, x.column5
-FROM (VALUES `)
-	b.WriteString(intRows(n, 5, 3, 4, 5))
-	b.WriteString(`) AS x JOIN videos v ON v.id = x.column1
-WHERE true`)
+	lock := ""
 	if s.pg {
-		b.WriteString(` FOR KEY SHARE OF v`)
+		lock = ` FOR KEY SHARE OF v`
 	}
-	b.WriteString(`
-ON CONFLICT (video, sampled_at) DO NOTHING`)
-	return b.String()
+	return `INSERT INTO stats_samples (video, sampled_at, view_count, like_count, comment_count)
+SELECT v.rowid, x.column2, x.column3, x.column4, x.column5
+FROM (VALUES ` + intRows(n, 5, 3, 4, 5) + `) AS x JOIN videos v ON v.id = x.column1
+WHERE true` + lock + `
+ON CONFLICT (video, sampled_at) DO NOTHING`
 }

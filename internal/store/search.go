@@ -237,21 +237,14 @@ func (s *Store) SearchPage(ctx context.Context, q SearchQuery) (hits []Hit, next
 	return hits, next, nil
 }
 
-// search returns the best limit hits of text, highlights narrowed to the
-// terms of unsegmented scripts.
+// search returns the best limit hits of q, highlights narrowed to its terms
+// of unsegmented scripts (markTerms).
 func (s *Store) search(ctx context.Context, q SearchQuery, limit int) ([]Hit, error) {
 	t, err := q.terms()
 	if err != nil {
 		return nil, err
 	}
 	hits, err := s.searchIndexes(ctx, t, q.Text, q.Region, limit)
-	markUnsegmented(t, hits)
-	return hits, err
-}
-
-// markUnsegmented narrows the hits' highlights to t's terms of
-// unsegmented scripts (see markTerms).
-func markUnsegmented(t terms, hits []Hit) {
 	var cjk [][]rune
 	for _, g := range t.and {
 		for _, term := range g {
@@ -265,9 +258,10 @@ func markUnsegmented(t terms, hits []Hit) {
 			hits[i].Highlights = markTerms(hits[i].Snippet, hits[i].Highlights, cjk)
 		}
 	}
+	return hits, err
 }
 
-// searchIndexes picks the index(es) that answer t (see Search).
+// searchIndexes picks the index(es) that answer t (docs/design.md §6).
 func (s *Store) searchIndexes(ctx context.Context, t terms, text, region string, limit int) ([]Hit, error) {
 	if s.pg {
 		return searchPostgres(ctx, s.db, t, text, region, limit)
@@ -277,11 +271,22 @@ func (s *Store) searchIndexes(ctx context.Context, t terms, text, region string,
 	open, close := "\x02"+nonce+"\x03", "\x03"+nonce+"\x02"
 	run := func(query, match, filter, exclude string, more ...any) ([]Hit, error) {
 		args := []any{match, region, searchCandidates, limit, open, close, SnippetEllipsis, filter, exclude}
-		hits, err := s.runSearch(ctx, text, query, append(args, more...)...)
-		for i := range hits {
-			hits[i].Snippet, hits[i].Highlights = unmark(hits[i].Snippet, open, close)
+		var hits []Hit
+		err := each(ctx, s.db, query, append(args, more...), func(rows *sql.Rows) error {
+			var (
+				h             Hit
+				last, snippet sql.NullString
+			)
+			err := rows.Scan(&h.VideoID, &h.Title, &h.ChannelTitle, &last, &h.Score, &snippet)
+			h.LastSeen = parseTime(last)
+			h.Snippet, h.Highlights = unmark(snippet.String, open, close)
+			hits = append(hits, h)
+			return err
+		})
+		if err != nil {
+			return nil, searchErr(text, err)
 		}
-		return hits, err
+		return hits, nil
 	}
 	tri, triOK := planTrigram(t)
 	if needsTrigram(t) {
@@ -291,7 +296,7 @@ func (s *Store) searchIndexes(ctx context.Context, t terms, text, region string,
 		// Exclusions the word index cannot split out of a token are
 		// checked by substring, like the trigram index's short terms.
 		words, unsegmented := splitUnsegmented(t)
-		return run(wordSQL, renderMatch(words, true), "[]", unsegmented)
+		return run(wordSQL, renderMatch(words, true), "[]", jsonText(unsegmented))
 	}
 	hits, err := run(wordSQL, renderMatch(t, false), "[]", "[]")
 	if err != nil || len(hits) >= limit || !triOK {
@@ -380,25 +385,6 @@ func mergeMarks(marks [][2]int) [][2]int {
 		merged = append(merged, m)
 	}
 	return merged
-}
-
-// runSearch runs one of the search statements and reads its hits.
-func (s *Store) runSearch(ctx context.Context, text, query string, args ...any) ([]Hit, error) {
-	var hits []Hit
-	err := each(ctx, s.db, query, args, func(rows *sql.Rows) error {
-		var (
-			h             Hit
-			last, snippet sql.NullString
-		)
-		err := rows.Scan(&h.VideoID, &h.Title, &h.ChannelTitle, &last, &h.Score, &snippet)
-		h.LastSeen, h.Snippet = parseTime(last), snippet.String
-		hits = append(hits, h)
-		return err
-	})
-	if err != nil {
-		return nil, searchErr(text, err)
-	}
-	return hits, nil
 }
 
 func searchErr(text string, err error) error {

@@ -14,25 +14,10 @@ import (
 	"golang.org/x/text/unicode/norm"
 )
 
-// Search on PostgreSQL (docs/design.md §6, §10a): the same parsed query
-// (parseTerms), the same choice of index and the same bounds as the SQLite
-// statements in search.go, over the video_search table of the PostgreSQL
-// migration 0002_search:
-//
-//   - words: the query becomes a tsquery written lexeme by lexeme (never
-//     parsed by a text search configuration, so nothing is stemmed): a
-//     term's words joined with <-> (a phrase), :* on the last word of a
-//     prefix term, | within an OR group, & between groups, & ! for each
-//     exclusion; ranked with ts_rank_cd, weights title 1.0, channel title
-//     0.3, tags 0.2, description 0.1;
-//   - substrings (terms of scripts without spaces, and the fill-up of a
-//     word search that found fewer than asked): LIKE on the folded title
-//     and channel title under pg_trgm; terms of 1-2 characters and
-//     exclusions are checked by substring inside the bounded candidates.
-//
-// Work is bounded as on SQLite: only the searchCandidates newest matches
-// (highest rowid) are filtered and ranked, and the statement stops at the
-// context's deadline (pgx cancels it on the server).
+// Search on PostgreSQL (docs/design.md §10a): the same parsed query, choice
+// of index and bounds as search.go, over video_search (PostgreSQL migration
+// 0002): words as a tsquery written lexeme by lexeme (nothing stemmed),
+// substrings as LIKE under pg_trgm on the folded title and channel title.
 
 // pgRank is ts_rank_cd's weights {D, C, B, A}: description, tags, channel
 // title, title.
@@ -215,38 +200,24 @@ func searchPostgres(ctx context.Context, db *sql.DB, t terms, text, region strin
 		query := build(&p)
 		return pgRun(ctx, db, text, query, p.args, t, f, words)
 	}
-	// The substring plan (planTrigram): groups whose terms all have 3 or
-	// more characters are looked up, the others checked.
+	// The substring plan of planTrigram.
 	var long, short [][]string
-	for _, g := range t.and {
-		var folded, raw []string
-		isShort := false
+	lg, sg := trigramGroups(t)
+	for _, g := range lg {
+		var folded []string
 		for _, q := range g {
 			folded = append(folded, f[q.text].folded)
-			raw = append(raw, q.text)
-			isShort = isShort || utf8.RuneCountInString(q.text) < TrigramMinChars
 		}
-		if isShort {
-			short = append(short, raw)
-		} else {
-			long = append(long, folded)
-		}
+		long = append(long, folded)
 	}
-	var excluded []string
-	for _, q := range t.not {
-		excluded = append(excluded, q.text)
+	for _, g := range sg {
+		short = append(short, texts(g))
 	}
 	if needsTrigram(t) {
 		if len(long) > 0 {
-			return run(func(p *pgSearch) string { return p.substrSQL(long, region, short, excluded, "", true, limit) }, false)
+			return run(func(p *pgSearch) string { return p.substrSQL(long, region, short, texts(t.not), "", true, limit) }, false)
 		}
-		words, _ := splitUnsegmented(t)
-		var subs []string
-		for _, q := range t.not {
-			if unsegmented(q.text) {
-				subs = append(subs, q.text)
-			}
-		}
+		words, subs := splitUnsegmented(t)
 		return run(func(p *pgSearch) string { return p.wordSQL(tsquery(words, f, true), region, subs, limit) }, true)
 	}
 	hits, err := run(func(p *pgSearch) string { return p.wordSQL(tsquery(t, f, false), region, nil, limit) }, true)
@@ -385,21 +356,39 @@ func wordSnippet(cols []string, t terms, f map[string]pgTerm, tokens int) (strin
 	from := max(0, min(first-tokens/4, len(bestWords)-tokens))
 	to := min(len(bestWords), from+tokens)
 	start, end := 0, len(rs)
-	prefix, suffix := "", ""
 	if from > 0 {
-		start, prefix = bestWords[from].start, SnippetEllipsis
+		start = bestWords[from].start
 	}
 	if to < len(bestWords) {
-		end, suffix = bestWords[to-1].end, SnippetEllipsis
+		end = bestWords[to-1].end
 	}
-	off := utf8.RuneCountInString(prefix) - start
-	marks := [][2]int{}
-	for i := from; i < to; i++ {
+	var marks [][2]int
+	for i, w := range bestWords {
 		if bestHit[i] {
-			marks = append(marks, [2]int{bestWords[i].start + off, bestWords[i].end + off})
+			marks = append(marks, [2]int{w.start, w.end})
 		}
 	}
-	return prefix + string(rs[start:end]) + suffix, marks
+	return window(rs, start, end, marks)
+}
+
+// window is rs[start:end] with SnippetEllipsis where cut, and the marks
+// inside it at their offsets in the result ([] when none).
+func window(rs []rune, start, end int, marks [][2]int) (string, [][2]int) {
+	prefix, suffix := "", ""
+	if start > 0 {
+		prefix = SnippetEllipsis
+	}
+	if end < len(rs) {
+		suffix = SnippetEllipsis
+	}
+	off := utf8.RuneCountInString(prefix) - start
+	in := [][2]int{}
+	for _, m := range marks {
+		if m[0] >= start && m[1] <= end {
+			in = append(in, [2]int{m[0] + off, m[1] + off})
+		}
+	}
+	return prefix + string(rs[start:end]) + suffix, in
 }
 
 // substrSnippet is the snippet of the column of cols (title, channel
@@ -438,20 +427,6 @@ func substrSnippet(cols []string, t terms, f map[string]pgTerm, chars int) (stri
 		}
 		from = max(0, min(from-chars/4, len(rs)-chars))
 	}
-	to := min(len(rs), from+chars)
-	prefix, suffix := "", ""
-	if from > 0 {
-		prefix = SnippetEllipsis
-	}
-	if to < len(rs) {
-		suffix = SnippetEllipsis
-	}
-	off := utf8.RuneCountInString(prefix) - from
-	var in [][2]int
-	for _, m := range marks {
-		if m[0] >= from && m[1] <= to {
-			in = append(in, [2]int{m[0] + off, m[1] + off})
-		}
-	}
-	return prefix + string(rs[from:to]) + suffix, mergeMarks(in)
+	snip, in := window(rs, from, min(len(rs), from+chars), marks)
+	return snip, mergeMarks(in)
 }

@@ -2,6 +2,7 @@ package store
 
 import (
 	"encoding/json"
+	"slices"
 	"unicode"
 	"unicode/utf8"
 )
@@ -43,10 +44,9 @@ func unsegmented(s string) bool {
 	return false
 }
 
-// splitUnsegmented moves q's exclusions with unsegmented characters into
-// a JSON array of substrings, for the word index to check them by
-// substring.
-func splitUnsegmented(q terms) (terms, string) {
+// splitUnsegmented moves q's exclusions with unsegmented characters out,
+// for the word index to check them by substring.
+func splitUnsegmented(q terms) (terms, []string) {
 	out := terms{and: q.and}
 	subs := []string{}
 	for _, t := range q.not {
@@ -56,8 +56,36 @@ func splitUnsegmented(q terms) (terms, string) {
 			out.not = append(out.not, t)
 		}
 	}
-	b, _ := json.Marshal(subs) // []string cannot fail
-	return out, string(b)
+	return out, subs
+}
+
+// texts returns the texts of ts ([] when none).
+func texts(ts []qterm) []string {
+	out := []string{}
+	for _, t := range ts {
+		out = append(out, t.text)
+	}
+	return out
+}
+
+// jsonText is v in JSON ([]string values cannot fail).
+func jsonText(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+// trigramGroups splits q's AND-ed groups into those whose terms all have
+// TrigramMinChars or more characters (looked up) and the others (checked
+// by substring).
+func trigramGroups(q terms) (long, short [][]qterm) {
+	for _, g := range q.and {
+		if slices.ContainsFunc(g, func(t qterm) bool { return utf8.RuneCountInString(t.text) < TrigramMinChars }) {
+			short = append(short, g)
+		} else {
+			long = append(long, g)
+		}
+	}
+	return long, short
 }
 
 // trigramQuery is a query against videos_tri: match is the FTS5
@@ -78,40 +106,21 @@ type trigramQuery struct {
 // has only terms of TrigramMinChars or more characters: the index cannot
 // answer such a query.
 func planTrigram(q terms) (tq trigramQuery, ok bool) {
-	var long terms
-	filter := [][]string{}
-	exclude := []string{}
-	for _, t := range q.not {
-		exclude = append(exclude, t.text)
+	groups, short := trigramGroups(q)
+	if len(groups) == 0 {
+		return trigramQuery{}, false
 	}
-	for _, g := range q.and {
-		short := false
-		for _, t := range g {
-			if utf8.RuneCountInString(t.text) < TrigramMinChars {
-				short = true
-			}
-		}
-		if short {
-			var alts []string
-			for _, t := range g {
-				alts = append(alts, t.text)
-			}
-			filter = append(filter, alts)
-			continue
-		}
-		// Prefix (*) is implied: a substring match finds every word that
-		// starts with the term.
-		exact := make([]qterm, len(g))
-		for i, t := range g {
-			exact[i] = t
-			exact[i].prefix = false
+	var long terms
+	for _, g := range groups {
+		exact := slices.Clone(g)
+		for i := range exact {
+			exact[i].prefix = false // implied: a substring is found in every word it starts
 		}
 		long.and = append(long.and, exact)
 	}
-	if len(long.and) == 0 {
-		return trigramQuery{}, false
+	filter := [][]string{}
+	for _, g := range short {
+		filter = append(filter, texts(g))
 	}
-	f, _ := json.Marshal(filter) // []string values cannot fail
-	x, _ := json.Marshal(exclude)
-	return trigramQuery{match: renderMatch(long, false), filter: string(f), exclude: string(x)}, true
+	return trigramQuery{match: renderMatch(long, false), filter: jsonText(filter), exclude: jsonText(texts(q.not))}, true
 }

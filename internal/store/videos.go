@@ -106,13 +106,10 @@ func unescapeTag(t string) string {
 // multi-row statement because FTS5 flushes a new index segment at each
 // statement savepoint: a page becomes one segment, not one per video.
 func upsertVideosSQL(n int) string {
-	var b strings.Builder
-	b.WriteString(`INSERT INTO videos (
+	return `INSERT INTO videos (
     id, title, description, channel_id, channel_title, category_id, tags,
     published_at, duration, thumbnail_url, first_seen_at
-) VALUES `)
-	b.WriteString(valueRows(n, 11))
-	b.WriteString(`
+) VALUES ` + valueRows(n, 11) + `
 ON CONFLICT (id) DO UPDATE SET
     title         = excluded.title,
     description   = excluded.description,
@@ -130,8 +127,7 @@ WHERE (` + textChanged + `
     OR coalesce(excluded.published_at, videos.published_at) IS DISTINCT FROM videos.published_at
     OR coalesce(excluded.duration, videos.duration) IS DISTINCT FROM videos.duration)
   AND excluded.first_seen_at >=
-      coalesce((SELECT last_seen_at FROM video_stats WHERE video_rowid = videos.rowid), '')`)
-	return b.String()
+      coalesce((SELECT last_seen_at FROM video_stats WHERE video_rowid = videos.rowid), '')`
 }
 
 // textChanged is true in upsertVideosSQL's DO UPDATE when the captured text
@@ -149,20 +145,16 @@ const textChanged = `(videos.title IS DISTINCT FROM excluded.title
 // overwrite newer ones. ("WHERE true": INSERT ... SELECT ... ON CONFLICT
 // is ambiguous to parse without it.)
 func upsertStatsSQL(n int) string {
-	var b strings.Builder
-	b.WriteString(`INSERT INTO video_stats (video_rowid, view_count, like_count, comment_count, last_seen_at)
+	return `INSERT INTO video_stats (video_rowid, view_count, like_count, comment_count, last_seen_at)
 SELECT v.rowid, CAST(x.column2 AS BIGINT), CAST(x.column3 AS BIGINT), CAST(x.column4 AS BIGINT), x.column5
-FROM (VALUES `)
-	b.WriteString(intRows(n, 5, 2, 3, 4))
-	b.WriteString(`) AS x JOIN videos v ON v.id = x.column1
+FROM (VALUES ` + intRows(n, 5, 2, 3, 4) + `) AS x JOIN videos v ON v.id = x.column1
 WHERE true
 ON CONFLICT (video_rowid) DO UPDATE SET
     view_count    = excluded.view_count,
     like_count    = excluded.like_count,
     comment_count = excluded.comment_count,
     last_seen_at  = excluded.last_seen_at
-WHERE excluded.last_seen_at >= video_stats.last_seen_at`)
-	return b.String()
+WHERE excluded.last_seen_at >= video_stats.last_seen_at`
 }
 
 // valueRows returns n rows of cols "?" placeholders for a multi-row VALUES
@@ -187,15 +179,19 @@ func intRows(n, cols int, ints ...int) string {
 	return row + "," + valueRows(n-1, cols)
 }
 
-// txExec executes a (possibly cached) multi-row statement of rows rows in tx.
-func (s *Store) txExec(ctx context.Context, tx *sql.Tx, query string, rows int, args []any) error {
+// txExec executes a (possibly cached) multi-row statement of rows rows in
+// tx and returns how many rows it changed.
+func (s *Store) txExec(ctx context.Context, tx *sql.Tx, query string, rows int, args []any) (int64, error) {
 	st, err := s.txStmt(ctx, tx, query, rows)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	defer st.Close()
-	_, err = st.ExecContext(ctx, args...)
-	return err
+	res, err := st.ExecContext(ctx, args...)
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
 }
 
 // maxRowsPerStatement keeps multi-row statements well under SQLite's limit
@@ -215,14 +211,14 @@ func (s *Store) upsertVideos(ctx context.Context, tx *sql.Tx, vs []Video, ts str
 				v.ID, v.Title, v.Description, v.ChannelID, v.ChannelTitle, v.CategoryID, joinTags(v.Tags),
 				nullTime(v.PublishedAt), nullString(v.Duration), v.ThumbnailURL, ts)
 		}
-		if err := s.txExec(ctx, tx, upsertVideosSQL(n), n, args); err != nil {
+		if _, err := s.txExec(ctx, tx, upsertVideosSQL(n), n, args); err != nil {
 			return fmt.Errorf("upsert videos: %w", err)
 		}
 		args = args[:0]
 		for _, v := range order[:n] {
 			args = append(args, v.ID, nullInt(v.Views), nullInt(v.Likes), nullInt(v.Comments), ts)
 		}
-		if err := s.txExec(ctx, tx, upsertStatsSQL(n), n, args); err != nil {
+		if _, err := s.txExec(ctx, tx, upsertStatsSQL(n), n, args); err != nil {
 			return fmt.Errorf("upsert video stats: %w", err)
 		}
 		order = order[n:]
