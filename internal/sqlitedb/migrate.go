@@ -15,9 +15,8 @@ import (
 )
 
 // SchemaVersionError reports a database whose schema version does not match
-// the migrations given to Open: Have > Want means it was written by a newer
-// trendfetch (never migrated down; upgrade the binary); Have < Want on a
-// read-only open means a command that writes it must run first.
+// the migrations given to Open: Have > Want, a newer trendfetch wrote it;
+// Have < Want on a read-only open, a command that writes it must run first.
 type SchemaVersionError struct {
 	Path       string
 	Have, Want int
@@ -110,10 +109,9 @@ func Version(ctx context.Context, q Querier) (int, error) {
 	return int(v.Int64), nil
 }
 
-// migrate brings db up to len(migs). The fast path is one version read. Each
-// pending migration runs with its schema_migrations row in one BEGIN
-// IMMEDIATE transaction, re-reading the version inside it, so a concurrent
-// process applying the same migration simply finds it done.
+// migrate brings db up to len(migs), each pending migration with its
+// schema_migrations row in one BEGIN IMMEDIATE transaction that re-reads the
+// version, so a concurrent process applying it finds it done.
 func migrate(ctx context.Context, db *sql.DB, path string, migs []Migration) error {
 	want := len(migs)
 	v, err := Version(ctx, db)
@@ -132,13 +130,9 @@ func migrate(ctx context.Context, db *sql.DB, path string, migs []Migration) err
 }
 
 // foreignKeysOff, as the first line of a migration file, applies it with
-// foreign keys off and checks every reference before it commits: the way
-// SQLite's documentation rebuilds a table that others reference (a new
-// table, copy, drop, rename; lang_altertable.html "Making Other Kinds Of
-// Table Schema Changes"), which dropping the referenced table would
-// otherwise refuse. PRAGMA foreign_keys is a no-op inside a transaction,
-// so the migration gets a connection of its own, set before BEGIN and
-// restored after.
+// foreign keys off (on a connection of its own: the pragma is a no-op in a
+// transaction) and checks every reference before it commits: how SQLite's
+// lang_altertable.html rebuilds a table that others reference.
 const foreignKeysOff = "-- sqlitedb: foreign_keys off\n"
 
 func apply(ctx context.Context, db *sql.DB, path string, m Migration, want int) error {

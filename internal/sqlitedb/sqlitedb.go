@@ -256,11 +256,9 @@ func pingRetry(ctx context.Context, db *sql.DB) error {
 	}
 }
 
-// Transient reports a read that met another process initialising or
-// recovering the WAL index, which a reader that cannot write the -shm may
-// not do itself (SQLITE_READONLY_CANTINIT, SQLITE_READONLY_RECOVERY: a
-// writer that just opened the database is rebuilding it). Nothing was read;
-// the same read succeeds a moment later. Source:
+// Transient reports a read that met a writer initialising or recovering the
+// WAL index, which a reader that cannot write the -shm may not do itself:
+// nothing was read, and the same read succeeds a moment later. Source:
 // https://www.sqlite.org/rescode.html#readonly_cantinit.
 func Transient(err error) bool {
 	var se *sqlite.Error

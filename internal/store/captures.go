@@ -23,9 +23,8 @@ RETURNING id`, runID, region, kind, query, ts).Scan(&id)
 	return id, nil
 }
 
-// insertEntriesSQL inserts n entries in one statement, 6 parameters each:
-// capture id, rank, video id (text, resolved to videos.rowid and its
-// current text version, which the page's upsert just set), views, likes,
+// insertEntriesSQL inserts n entries, 6 parameters each: capture id, rank,
+// video id (resolved to its rowid and current text version), views, likes,
 // comments.
 func insertEntriesSQL(n int) string {
 	return `INSERT INTO entries (capture_id, rank, video, text, view_count, like_count, comment_count)
@@ -50,12 +49,10 @@ func (s *Store) insertEntries(ctx context.Context, tx *sql.Tx, captureID int64, 
 	return nil
 }
 
-// CompleteCapture marks the capture (runID, region, kind, query) complete:
-// every page of the list was fetched and stored. The fetch pipeline calls
-// it after the last page; a run that stops earlier (denial, signal, error)
-// leaves its capture partial. A list that had no page at all (an empty
-// chart) is recorded as a complete, empty capture captured at at (zero
-// means now). Errors: an unknown runID wraps ErrNotFound.
+// CompleteCapture marks the capture (runID, region, kind, query) complete
+// once its last page is stored (a run that stops earlier leaves it
+// partial); a list without pages becomes a complete, empty capture
+// captured at at (zero: now). An unknown runID wraps ErrNotFound.
 func (s *Store) CompleteCapture(ctx context.Context, runID int64, region, kind, query string, at time.Time) error {
 	if at.IsZero() {
 		at = time.Now()

@@ -39,15 +39,11 @@ ON CONFLICT (id) DO UPDATE SET
 WHERE excluded.fetched_at >= channels.fetched_at`
 }
 
-// UpsertChannels stores channels in one transaction, replacing every field
-// of known ids and stamping fetched_at with at (zero means now); a channel
-// stored with a later fetched_at is kept as it is. A channel that
-// channels.list did not return (deleted, terminated) may be stored as
-// Channel{ID: id} so that StaleChannels does not offer it again before the
-// next refresh. If an id appears twice in chs, the last one wins.
-//
-// Errors: a channel without ID is rejected before writing; database
-// errors leave nothing stored.
+// UpsertChannels stores chs in one transaction (the last of an id wins),
+// stamped fetched_at at (zero: now); a channel stored with a later
+// fetched_at is kept. A channel channels.list did not return may be stored
+// as Channel{ID: id}, so StaleChannels does not offer it again before the
+// next refresh. A channel without ID is rejected before writing.
 func (s *Store) UpsertChannels(ctx context.Context, chs []Channel, at time.Time) error {
 	for i := range chs {
 		if chs[i].ID == "" {
@@ -92,11 +88,9 @@ func (s *Store) CountChannels(ctx context.Context) (int64, error) {
 	return n, nil
 }
 
-// StaleChannels returns the ids among ids that need a channels.list call:
-// no stored row, or fetched before olderThan. The result keeps the input
-// order without duplicates or empty ids, and is empty (nil) when every
-// channel is fresh. Any number of ids is accepted (queried in chunks of
-// 500).
+// StaleChannels returns the ids among ids (any number) not stored or
+// fetched before olderThan, in input order without duplicates or empty
+// ids; nil when every channel is fresh.
 func (s *Store) StaleChannels(ctx context.Context, ids []string, olderThan time.Time) ([]string, error) {
 	fresh, err := s.existing(ctx,
 		`SELECT id FROM channels WHERE fetched_at >= ? AND id IN `, []any{fmtTime(olderThan)}, ids)

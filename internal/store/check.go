@@ -9,16 +9,12 @@ import (
 	"strings"
 )
 
-// Check verifies the database: PRAGMA integrity_check (b-trees, indexes,
-// constraints of every table), PRAGMA foreign_key_check, and FTS5's
-// integrity-check of both search indexes (videos_fts, videos_tri) against
-// their content table. It reads the whole file, so it takes about as long
-// as reading it (seconds for a large archive), and it needs a writable
-// Store: FTS5 checks are requested with an INSERT, which a read-only handle
-// refuses. It returns nil when everything is consistent, otherwise an error
-// naming the first problems found. PostgreSQL enforces its constraints
-// as it writes: there Check compares the search index (video_search) with
-// every video's current text, as the migration's functions derive it.
+// Check verifies the database and returns an error naming the first
+// problems found: on SQLite PRAGMA integrity_check, foreign_key_check and
+// FTS5's integrity-check of both search indexes (reading the whole file;
+// a writable Store, as FTS5 checks are INSERTs); on PostgreSQL, which
+// enforces constraints as it writes, that video_search matches every
+// video's current text.
 func (s *Store) Check(ctx context.Context) error {
 	if s.pg {
 		var stale int64

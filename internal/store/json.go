@@ -5,10 +5,6 @@ import (
 	"time"
 )
 
-// This file gives the machine shapes of Run and Hit, shared by `--json` and
-// the read API (`trendfetch serve`): snake_case keys, null for unknown
-// values, RFC 3339 UTC times, durations in milliseconds (*_ms).
-
 // jsonTime is t in UTC, or nil (JSON null) for the zero time.
 func jsonTime(t time.Time) *time.Time {
 	if t.IsZero() {

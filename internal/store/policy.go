@@ -15,32 +15,28 @@ type Policy string
 // The storage policies.
 const (
 	// PolicyYouTube deletes captures, statistics samples and text older
-	// than 30 days at each run (III.E.4: statistics at most 30 days; other
-	// data deleted or refreshed after 30 calendar days). The default for
-	// new databases.
+	// than 30 days at each run (III.E.4); the default for new databases.
 	PolicyYouTube Policy = "youtube"
-	// PolicyAmended keeps statistics up to 36 months (the 2026 "derived
-	// metrics and data storage" amendment, audited clients only); each run
-	// refreshes the text of videos not captured within 30 days
-	// (videos.list.refresh, store.refresh_per_day calls a day) and removes
-	// the rest, leaving their ids.
+	// PolicyAmended keeps statistics up to 36 months (the 2026 amendment,
+	// audited clients); each run refreshes text older than 30 days
+	// (videos.list.refresh, store.refresh_per_day) and removes the rest.
 	PolicyAmended Policy = "amended"
-	// PolicyKeep deletes nothing automatically; each run logs once that
-	// this is only for data the operator may keep.
+	// PolicyKeep deletes nothing; each run logs that this is only for data
+	// the operator may keep.
 	PolicyKeep Policy = "keep"
 )
 
 // Cut-offs of the policies, in calendar days and months.
 const (
 	// textDays is how old text may get under every policy that deletes,
-	// and statistics under youtube (III.E.4: 30 days).
+	// and statistics under youtube.
 	textDays = 30
 	// amendedStatsMonths is how old statistics may get under amended.
 	amendedStatsMonths = 36
 )
 
-// ParsePolicy returns the policy named s; "" is unset (InForce decides).
-// Any other name is an error saying which names there are.
+// ParsePolicy returns the policy named s ("" is unset: InForce decides),
+// or an error listing the names.
 func ParsePolicy(s string) (Policy, error) {
 	switch p := Policy(s); p {
 	case "", PolicyYouTube, PolicyAmended, PolicyKeep:
@@ -50,10 +46,8 @@ func ParsePolicy(s string) (Policy, error) {
 }
 
 // Cutoffs returns what p deletes at now: statistics (captures with their
-// entries, stats samples) older than stats, and the text of videos not
-// captured (nor refreshed) since text; a zero time deletes nothing.
-// youtube: both 30 calendar days; amended: statistics 36 calendar months,
-// text 30 days; keep (or unset): nothing.
+// entries, stats samples) older than stats, and the text of videos neither
+// captured nor refreshed since text; a zero time deletes nothing.
 func (p Policy) Cutoffs(now time.Time) (stats, text time.Time) {
 	switch p {
 	case PolicyYouTube:
@@ -66,9 +60,8 @@ func (p Policy) Cutoffs(now time.Time) (stats, text time.Time) {
 }
 
 // RunsRefreshText reports that each run handles text older than p's text
-// cut-off itself, at its end (amended: refreshed with videos.list.refresh
-// within the cap, else removed leaving the id), so the policy applied
-// before a run leaves text to it.
+// cut-off itself, at its end (refreshed within the cap, else removed), so
+// the policy applied before a run leaves text to it.
 func (p Policy) RunsRefreshText() bool { return p == PolicyAmended }
 
 // RefreshCalls is how many videos.list.refresh calls (50 ids, 1 unit each)
@@ -81,10 +74,9 @@ func (p Policy) RefreshCalls(refreshPerDay int) int {
 	return refreshPerDay
 }
 
-// InForce returns the policy that applies to st: configured when set;
-// when unset, youtube for a database created since store.policy exists and
-// keep (legacy true) for one that held data before: an existing database
-// is never pruned by a changed default.
+// InForce returns the policy that applies to st: configured when set, else
+// youtube, or keep (legacy true) for a database that held data before
+// store.policy existed (docs/design.md §10).
 func InForce(ctx context.Context, configured Policy, st Backend) (p Policy, legacy bool, err error) {
 	if configured != "" {
 		return configured, false, nil
@@ -105,8 +97,7 @@ const UnsetNote = "store.policy is not set and this database holds data older th
 	"YouTube's API policies (III.E.4) allow 30 days; set store.policy to youtube (delete after 30 days), " +
 	"amended (audited clients: statistics 36 months) or keep; see `trendfetch prune --policy youtube --dry-run`"
 
-// UnsetNoteDue reports whether UnsetNote applies to st at now, given the
-// configured policy. It only reads.
+// UnsetNoteDue reports whether UnsetNote applies to st at now (reads only).
 func UnsetNoteDue(ctx context.Context, configured Policy, st Backend, now time.Time) (bool, error) {
 	if _, legacy, err := InForce(ctx, configured, st); err != nil || !legacy {
 		return false, err
@@ -115,17 +106,15 @@ func UnsetNoteDue(ctx context.Context, configured Policy, st Backend, now time.T
 	return st.PruneDue(ctx, stats)
 }
 
-// Apply deletes from st what p no longer allows at now (Cutoffs,
-// Backend.ApplyCutoffs); with dryRun it deletes nothing and counts what it
-// would delete.
+// Apply deletes from st what p no longer allows at now (ApplyCutoffs); with
+// dryRun it only counts.
 func (p Policy) Apply(ctx context.Context, st Backend, now time.Time, dryRun bool) (PruneReport, error) {
 	stats, text := p.Cutoffs(now)
 	return st.ApplyCutoffs(ctx, stats, text, dryRun)
 }
 
-// ApplyBeforeRun is Apply as a run does it before fetching: under a
-// policy whose runs refresh text (RunsRefreshText), the text is left to
-// the run's text step, which refreshes what it can first.
+// ApplyBeforeRun is Apply as a run does it before fetching: text is left
+// to the run's own text step when RunsRefreshText.
 func (p Policy) ApplyBeforeRun(ctx context.Context, st Backend, now time.Time) (PruneReport, error) {
 	stats, text := p.Cutoffs(now)
 	if p.RunsRefreshText() {

@@ -20,12 +20,9 @@ import (
 	"github.com/trendfetch/trendfetch/migrations"
 )
 
-// The PostgreSQL store (docs/design.md §10a) is the same *Store over
-// database/sql, through pgx's database/sql driver: the SQL both engines
-// accept is written once in the store's files. What differs is here and
-// in the few places that ask Store.pg: placeholders (rebind), migrations
-// (migratePostgres, under an advisory lock), the transaction start, the
-// export snapshot, and search (search_pg.go).
+// The PostgreSQL store (docs/design.md §10a) is the same *Store through
+// pgx's database/sql driver, the shared SQL written once; what differs is
+// here and where Store.pg is asked.
 
 // IsPostgresURL reports whether a database setting names a PostgreSQL
 // server (postgres:// or postgresql://) rather than a SQLite file.
@@ -37,14 +34,12 @@ func IsPostgresURL(database string) bool {
 var postgresFS, _ = fs.Sub(migrations.PostgresFS, "postgres")
 
 // migrationLockKey is the pg_advisory_lock key migrations hold, so hosts
-// starting a new release together migrate once ("trendfetch" in ASCII, cut
-// to 63 bits).
+// starting together migrate once ("trendfetch" in ASCII, cut to 63 bits).
 const migrationLockKey = 0x7472656e64666574
 
-// openPostgres connects to url (libpq URL syntax: sslmode, sslrootcert and
-// the other TLS parameters pass through to pgx), checks that the server
-// answers, and migrates the schema unless readOnly; a read-only store runs
-// every transaction read-only and requires the current schema.
+// openPostgres connects to url (libpq syntax, TLS parameters passed to pgx),
+// checks that the server answers, and migrates the schema unless readOnly
+// (then every transaction is read-only and the schema must be current).
 func openPostgres(ctx context.Context, url string, readOnly bool) (*Store, error) {
 	cfg, err := pgx.ParseConfig(url)
 	if err != nil {
@@ -55,8 +50,7 @@ func openPostgres(ctx context.Context, url string, readOnly bool) (*Store, error
 	}
 	if _, set := cfg.RuntimeParams["work_mem"]; !set {
 		// A search sorts up to SearchCandidates rows with their tsvector
-		// (about 1 KB each) by rowid: in memory, not on disk as the
-		// server's default 4MB would (the URL's work_mem wins).
+		// (~1 KB each): in memory, not on disk as the default 4MB would.
 		cfg.RuntimeParams["work_mem"] = "32MB"
 	}
 	db := sql.OpenDB(rebindConnector{stdlib.GetConnector(*cfg)})
@@ -130,9 +124,8 @@ func postgresVersion(ctx context.Context, q sqlitedb.Querier) (int, error) {
 }
 
 // migratePostgres applies the migrations past the database's version, each
-// with its schema_migrations row in one transaction, while holding the
-// migration advisory lock: hosts that start together wait for the first
-// one and then find the schema current.
+// with its schema_migrations row in one transaction, holding the migration
+// advisory lock (hosts starting together wait, then find it current).
 func migratePostgres(ctx context.Context, db *sql.DB, migs []sqlitedb.Migration) error {
 	conn, err := db.Conn(ctx)
 	if err != nil {
@@ -184,8 +177,7 @@ func (s *Store) snapshotLevel() sql.IsolationLevel {
 }
 
 // rebindConnector hands out connections that rewrite the store's SQLite
-// placeholders (? and ?NNN) into PostgreSQL's ($N), so the shared SQL is
-// written once.
+// placeholders (? and ?NNN) into PostgreSQL's ($N).
 type rebindConnector struct{ driver.Connector }
 
 func (c rebindConnector) Connect(ctx context.Context) (driver.Conn, error) {

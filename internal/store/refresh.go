@@ -22,9 +22,8 @@ WHERE ` + textUsedAt + ` < ?1
        OR v.category_id <> '' OR v.thumbnail_url <> '')`
 
 // StaleText returns the ids of at most limit videos whose text is older
-// than before (neither captured nor refreshed with RefreshText since) and
-// not removed yet, the oldest first: what store.policy amended refreshes
-// with videos.list id= (ApplyCutoffs removes the text of the rest).
+// than before and not removed yet, oldest first: what store.policy amended
+// refreshes (ApplyCutoffs removes the text of the rest).
 func (s *Store) StaleText(ctx context.Context, before time.Time, limit int) ([]string, error) {
 	if limit <= 0 {
 		return nil, nil
@@ -40,12 +39,10 @@ ORDER BY `+textUsedAt+`, v.rowid LIMIT ?2`,
 	return ids, nil
 }
 
-// RefreshText stores the text (title, description, tags, channel title,
-// category, thumbnail) of vs as refreshed at at with videos.list id=,
-// outside any capture: the text's age starts again at at, a changed text
-// becomes a new version (as a capture's would) and statistics are not
-// touched. Videos not stored are ignored. One transaction, once per id (the
-// last given wins) in id order, as upsertVideos.
+// RefreshText stores the text of vs as refreshed at at, outside any
+// capture: its age starts again, a changed text becomes a new version, and
+// statistics are not touched. Videos not stored are ignored. One
+// transaction, once per id (the last given wins), in id order.
 func (s *Store) RefreshText(ctx context.Context, vs []Video, at time.Time) error {
 	ts := fmtTime(at)
 	return s.withTx(ctx, func(tx *sql.Tx) error {

@@ -21,9 +21,8 @@ const (
 	// OutcomeSuccess: every page fetched and stored, every call metered.
 	OutcomeSuccess Outcome = "success"
 	// OutcomeSuccessUnmetered: every page fetched and stored, but Unmetered
-	// > 0 calls were sent fail-open without the limiter (docs/design.md §4): never
-	// plain success. The runs table's CHECK refuses a success with
-	// unmetered calls, and a success_unmetered without.
+	// > 0 calls were sent fail-open (docs/design.md §4); the runs table's
+	// CHECK ties the two.
 	OutcomeSuccessUnmetered Outcome = "success_unmetered"
 	// OutcomeDenied: stopped cleanly on a quota denial or a fail-closed
 	// policy; RetryAfter/RetryAt say when to try again.
@@ -87,9 +86,7 @@ const (
 	ReasonCut      = " …[cut]"
 )
 
-// capReason returns s if it fits MaxReasonBytes, else its longest prefix
-// that ends on a character boundary and leaves room for ReasonCut, plus
-// ReasonCut.
+// capReason returns s cut to MaxReasonBytes (see ReasonCut).
 func capReason(s string) string {
 	if len(s) <= MaxReasonBytes {
 		return s
@@ -110,10 +107,9 @@ func marshalJSONMap[V int | int64](m map[string]V) (string, error) {
 	return string(b), err
 }
 
-// StartRun records a new run with outcome running and returns its id.
-// r.ID, r.Outcome, r.FinishedAt, r.Pages, r.Videos and the retry fields are
-// ignored (r.Units, r.Calls and r.Unmetered are stored as given); r.Region is
-// required; a zero r.StartedAt means now.
+// StartRun records a new run with outcome running and returns its id:
+// r.Credential, r.Region (required), r.StartedAt (zero: now), r.Units,
+// r.Calls, r.Unmetered, r.PID and r.Host are stored, the rest ignored.
 func (s *Store) StartRun(ctx context.Context, r Run) (int64, error) {
 	if r.Region == "" {
 		return 0, errors.New("cannot start run: empty region")
@@ -187,8 +183,8 @@ WHERE id = ?`,
 }
 
 // RecordUsage stores r.Units, r.Calls and r.Unmetered on running run r.ID,
-// so a run killed later (SIGKILL, power loss) still shows what it spent. A
-// finished run is left alone. An unknown or finished id wraps ErrNotFound.
+// so a run killed later still shows what it spent. An unknown or finished
+// id wraps ErrNotFound.
 func (s *Store) RecordUsage(ctx context.Context, r Run) error {
 	units, calls, err := marshalUsage(r)
 	if err != nil {
@@ -235,15 +231,13 @@ type RunsQuery struct {
 }
 
 // RunsPage returns the runs q selects, newest first (by id), each reason
-// at most MaxReasonBytes (a longer one stored before the bound is cut
-// when read).
+// cut to MaxReasonBytes.
 func (s *Store) RunsPage(ctx context.Context, q RunsQuery) ([]Run, error) {
 	limit := int64(q.Limit)
 	if limit <= 0 {
 		limit = 1 << 62 // no limit, on both engines (an int64: 32-bit builds too)
 	}
-	// substr counts characters: MaxReasonBytes+1 of them are enough for
-	// capReason to see that a reason is longer than MaxReasonBytes bytes.
+	// substr counts characters: MaxReasonBytes+1 tell capReason it is longer.
 	var out []Run
 	err := each(ctx, s.db, `
 SELECT id, credential, region, started_at, finished_at, pages, videos, units, calls, unmetered,
@@ -316,9 +310,8 @@ WHERE credential = ? AND region = ? AND outcome = ? AND started_at < ?`,
 }
 
 // LastSuccess returns, per region, when the latest successful run of
-// credential finished; regions without one are absent. The scheduler seeds
-// trendfetch_last_success_timestamp_seconds from it at start, so a restart
-// does not look like a stale region.
+// credential finished (regions without one absent): the scheduler's
+// last-success metric at start.
 func (s *Store) LastSuccess(ctx context.Context, credential string) (map[string]time.Time, error) {
 	out := map[string]time.Time{}
 	err := each(ctx, s.db, `

@@ -14,21 +14,12 @@ type Sample struct {
 	Views, Likes, Comments *int64
 }
 
-// DueForStats returns the ids of the videos region's runs follow after they
-// left the chart and that are due for a statistics sample (config stats:
-// track_for and every), oldest chart appearance last:
-//
-//   - on a chart capture (kind chart) of region captured at or after
-//     followedSince (now - track_for);
-//   - not on the chart capture of region fetched by runID (the chart just
-//     fetched already carries their statistics);
-//   - whose newest statistics point (a chart or search entry with a known
-//     view count, in any region, or a stats sample) is older than
-//     sampledBefore (now - every).
-//
-// Cost: the region's chart captures since followedSince (captures_region_at),
-// their entries, and per followed video its entries (entries_video) and
-// samples (stats_samples key).
+// DueForStats returns the ids of the videos due for a statistics sample
+// (config stats), oldest chart appearance last: on a chart of region
+// captured at or after followedSince, not on runID's chart of region (which
+// carries their statistics), and whose newest statistics point (an entry
+// with a view count in any region, or a sample) is older than sampledBefore.
+// Cost: index lookups (captures_region_at, entries_video, stats_samples).
 func (s *Store) DueForStats(ctx context.Context, region string, runID int64, followedSince, sampledBefore time.Time) ([]string, error) {
 	ids, err := column[string](ctx, s.db, `
 WITH followed AS (
@@ -53,10 +44,9 @@ ORDER BY f.last_chart DESC, v.id`, region, fmtTime(followedSince), runID, fmtTim
 }
 
 // SaveSamples stores samples taken at at (zero means now) in one
-// transaction: a stats_samples row each (a second sample of a video at the
-// same time is ignored). The latest-statistics cache (Video, search's
-// LastSeen) stays that of the latest capture. Samples of videos not stored
-// are skipped. It returns how many samples were stored.
+// transaction and returns how many it stored: a second sample of a video at
+// the same time, and samples of videos not stored, are skipped. The latest
+// statistics (Video, Hit.LastSeen) stay the latest capture's.
 func (s *Store) SaveSamples(ctx context.Context, samples []Sample, at time.Time) (int, error) {
 	if len(samples) == 0 {
 		return 0, nil
@@ -87,11 +77,9 @@ func (s *Store) SaveSamples(ctx context.Context, samples []Sample, at time.Time)
 	return int(stored), nil
 }
 
-// insertSamplesSQL inserts n samples, 5 parameters each: video id (text),
-// sampled at, views, likes, comments. On PostgreSQL it locks the videos it
-// finds (FOR KEY SHARE, the lock of the foreign key check, taken before
-// it): a video the storage policy is deleting meanwhile is skipped once
-// gone, like one never stored, rather than failing the foreign key.
+// insertSamplesSQL inserts n samples, 5 parameters each: video id, sampled
+// at, views, likes, comments. On PostgreSQL FOR KEY SHARE (the foreign key
+// check's lock, taken first) skips a video the policy is deleting meanwhile.
 func (s *Store) insertSamplesSQL(n int) string {
 	lock := ""
 	if s.pg {

@@ -104,10 +104,9 @@ func likePattern(s string) string {
 // exclusions against: title and channel title, only ASCII lower-cased.
 const pgRaw = `lower((v.title || E'\n' || v.channel_title) COLLATE "C")`
 
-// conds are the conditions on a candidate c shared by the statements
-// (the SQLite searchCond): region, groups of short terms (one of each
-// group must occur) and substrings none of which may occur. join is the
-// join to videos v that the substring checks need ("" when none do).
+// conds are searchCond's conditions on a candidate c: region, groups of
+// short terms and excluded substrings; join is the join to videos v the
+// substring checks need ("" when none do).
 func (p *pgSearch) conds(region string, groups [][]string, exclude []string) (join, where string) {
 	var b strings.Builder
 	if region != "" {
@@ -130,12 +129,10 @@ func (p *pgSearch) conds(region string, groups [][]string, exclude []string) (jo
 	return join, b.String()
 }
 
-// ranked is the statement of a search: the candidates (a statement
-// returning video_rowid and the columns score needs, at most
-// searchCandidates rows), filtered by conds, ordered by score (lower
-// first) and rowid as order says (ranked false: newest first only), the
-// first limit joined to their videos. Only the winners are joined:
-// candidates are never materialized nor joined whole.
+// ranked is a search statement: the searchCandidates newest cands
+// (video_rowid and what score needs) filtered by join and where, ordered
+// by score then rowid in order (ranked false: newest first), the first
+// limit joined to their videos: only the winners are joined.
 func (p *pgSearch) ranked(cands, score, order string, ranked bool, join, where string, limit int) string {
 	order = `score, c.video_rowid ` + order
 	if !ranked {
@@ -163,11 +160,10 @@ func (p *pgSearch) wordSQL(q, region string, exclude []string, limit int) string
 		`-ts_rank_cd(`+pgRank+`, c.doc, `+tq+`)::float8`, "ASC", true, join, where, limit)
 }
 
-// substrSQL is the substring search of the groups long (folded terms of
-// 3 or more characters, one of each group in the title or channel title).
-// ranked: title hits 10 and channel title hits 3 per term, else newest
-// first (the fill-up); notWords, when set, is a tsquery none of whose
-// matches may be returned.
+// substrSQL is the substring search of the long groups (folded terms, one
+// of each group in the title or channel title), ranked 10 per term in the
+// title and 3 in the channel title, else newest first (the fill-up);
+// notWords, when set, is a tsquery whose matches are left out.
 func (p *pgSearch) substrSQL(long [][]string, region string, short [][]string, exclude []string, notWords string, ranked bool, limit int) string {
 	var match, score []string
 	for _, g := range long {
@@ -188,8 +184,7 @@ func (p *pgSearch) substrSQL(long [][]string, region string, short [][]string, e
 		`-(`+strings.Join(score, " + ")+`)::float8`, "DESC", ranked, join, where, limit)
 }
 
-// searchPostgres answers t on a PostgreSQL store: the choice of index of
-// searchIndexes (see Search), hits best first with snippets.
+// searchPostgres is searchIndexes on PostgreSQL.
 func searchPostgres(ctx context.Context, db *sql.DB, t terms, text, region string, limit int) ([]Hit, error) {
 	f, err := pgFold(ctx, db, t)
 	if err != nil {
@@ -235,14 +230,11 @@ func searchPostgres(ctx context.Context, db *sql.DB, t terms, text, region strin
 	return fillUp(hits, more, limit), nil
 }
 
-// pgRun runs a search statement and reads its hits, each with a snippet
-// of its best column (words: where t's words are; else where its folded
-// substrings are).
+// pgRun runs a search statement and reads its hits, each with the snippet
+// of its best column (of t's words, else of its folded substrings).
 func pgRun(ctx context.Context, db *sql.DB, text, query string, args []any, t terms, f map[string]pgTerm, words bool) ([]Hit, error) {
-	// Planned for its arguments on every run: a cached statement's
-	// generic plan cannot tell a rare term from a common one (nor use
-	// the trigram index for a LIKE pattern it does not know), and
-	// PostgreSQL switches to it after five runs.
+	// Planned for its arguments every time: a generic plan (used after five
+	// runs) cannot tell rare terms from common ones nor use pg_trgm.
 	var hits []Hit
 	err := each(ctx, db, query, append([]any{pgx.QueryExecModeCacheDescribe}, args...), func(rows *sql.Rows) error {
 		var (

@@ -88,23 +88,19 @@ func trigramGroups(q terms) (long, short [][]qterm) {
 	return long, short
 }
 
-// trigramQuery is a query against videos_tri: match is the FTS5
-// expression of the groups whose terms all have TrigramMinChars or more
-// characters (each a quoted string, i.e. a phrase of its trigrams, which
-// matches wherever it occurs as a substring); filter is the JSON array of
-// the other groups, e.g. [["ab","東京"]], each of which must have a term
-// that is a substring of the title or channel title; exclude the JSON array
-// of the exclusions, none of which may be (SQLite lower(): only ASCII
-// letters are case folded, which suits the short CJK words this is for).
-// Exclusions stay out of match: bm25 would count the rows of each excluded
-// phrase over the whole index, and common trigrams make that slow.
+// trigramQuery is a query against videos_tri: match is the FTS5 expression
+// of the long groups (trigramGroups; a quoted term is a phrase of trigrams,
+// found as a substring); filter the JSON array of the short groups, e.g.
+// [["ab","東京"]], each needing a term in the title or channel title;
+// exclude the JSON array of exclusions, none of which may be there (lower()
+// folds ASCII only, enough for short CJK words). Exclusions stay out of
+// match: bm25 would count each excluded phrase's rows over the whole index.
 type trigramQuery struct {
 	match, filter, exclude string
 }
 
-// planTrigram builds the trigramQuery for q. ok is false when no group
-// has only terms of TrigramMinChars or more characters: the index cannot
-// answer such a query.
+// planTrigram builds the trigramQuery for q; ok is false when no group is
+// long (the index cannot answer).
 func planTrigram(q terms) (tq trigramQuery, ok bool) {
 	groups, short := trigramGroups(q)
 	if len(groups) == 0 {

@@ -14,8 +14,8 @@ import (
 var ErrNotFound = errors.New("not found")
 
 // Video is one YouTube video as stored (videos.list snippet, contentDetails,
-// statistics). Videos are upserted by ID: the most recently captured title,
-// text and statistics win.
+// statistics), upserted by ID: the most recently captured text and
+// statistics win.
 type Video struct {
 	// ID is the YouTube video id; required.
 	ID           string
@@ -24,8 +24,7 @@ type Video struct {
 	ChannelID    string
 	ChannelTitle string
 	CategoryID   string
-	// Tags are stored as given (any text: see joinTags) and indexed for
-	// search.
+	// Tags are stored as given (any text: see joinTags).
 	Tags []string
 	// PublishedAt is the zero time when unknown.
 	PublishedAt time.Time
@@ -58,9 +57,8 @@ const (
 	KindCategory = "category"
 )
 
-// Tags are stored as the API gave them (spaces, empty tags: exports must
-// reproduce them), joined with '\n'; inside a tag a backslash is written
-// `\\` and a newline `\n`, so that any tag text round-trips (migration
+// Tags are stored as the API gave them (exports reproduce them), joined
+// with '\n', a backslash in a tag written `\\` and a newline `\n` (migration
 // 0013). joinTags encodes, splitTags and unescapeTag decode.
 var (
 	tagEscaper   = strings.NewReplacer(`\`, `\\`, "\n", `\n`)
@@ -165,8 +163,7 @@ func valueRows(n, cols int) string {
 }
 
 // intRows is valueRows whose columns ints (1-based) are integers: the
-// first row casts them, which types the whole VALUES column on PostgreSQL
-// (its parameters would be text otherwise).
+// first row's casts type the VALUES column on PostgreSQL (text otherwise).
 func intRows(n, cols int, ints ...int) string {
 	first := strings.Split(strings.Trim(valueRows(1, cols), "()"), ",")
 	for _, c := range ints {
@@ -194,8 +191,8 @@ func (s *Store) txExec(ctx context.Context, tx *sql.Tx, query string, rows int, 
 	return res.RowsAffected()
 }
 
-// maxRowsPerStatement keeps multi-row statements well under SQLite's limit
-// of 32766 bound parameters (15 per video).
+// maxRowsPerStatement keeps multi-row statements well under SQLite's 32766
+// bound parameters.
 const maxRowsPerStatement = 500
 
 // upsertVideos stores the text and statistics of vs, captured at ts, two
@@ -263,23 +260,15 @@ type Snapshot struct {
 	At time.Time
 }
 
-// SaveSnapshot stores one page of a chart or of search hits in ONE
-// transaction: it upserts the videos, creates the capture of (run, region,
-// kind, query) if this is its first page (captured_at = p.At, not
-// complete: see CompleteCapture), inserts an entry per video with ranks
-// p.FirstRank .. p.FirstRank+len(p.Videos)-1 and the video's statistics of
-// this moment (nil ones are stored as NULL), and adds 1 to runs.pages and
-// len(p.Videos) to runs.videos of the run. An empty page still creates the
-// capture.
-//
-// Ranks are numbered per (run, region, kind, query): the hits of each
-// query of a run start at rank 1, and never mix with the chart (Chart
-// returns only chart ranks, SearchHits one query's).
-//
-// Errors: an unknown kind, a chart with a query, a video without ID or
-// FirstRank < 1 is rejected before writing; an unknown run wraps
-// ErrNotFound; saving the same (run, region, kind, query, rank) twice fails
-// with a constraint error and stores nothing (the whole page).
+// SaveSnapshot stores one page of a capture in one transaction: it upserts
+// the videos, creates the capture of (run, region, kind, query) on its
+// first page (captured_at p.At, partial until CompleteCapture), inserts an
+// entry per video with ranks from p.FirstRank (numbered per capture) and
+// the statistics of this moment, and adds the page to runs.pages and
+// runs.videos. An empty page still creates the capture. Errors: an unknown
+// kind, a chart with a query, a video without ID or FirstRank < 1 is
+// rejected before writing; an unknown run wraps ErrNotFound; a rank stored
+// twice fails with a constraint error and stores nothing.
 func (s *Store) SaveSnapshot(ctx context.Context, p Snapshot) error {
 	runID, region, kind, query, firstRank, videos, at := p.RunID, p.Region, p.Kind, p.Query, p.FirstRank, p.Videos, p.At
 	if kind == "" {
@@ -336,21 +325,18 @@ func (s *Store) SaveSnapshot(ctx context.Context, p Snapshot) error {
 	return nil
 }
 
-// Chart returns the chart snapshot of runID in region, in rank order; empty
-// (not an error) when nothing was stored. Search hits are not included.
+// Chart returns the chart entries stored by runID in region, in rank
+// order; empty (not an error) when none.
 func (s *Store) Chart(ctx context.Context, runID int64, region string) ([]ChartEntry, error) {
 	return s.snapshot(ctx, runID, region, KindChart, "")
 }
 
-// SearchHits returns the search hits of query stored by runID in region
-// (SaveSnapshot with KindSearch), in rank order; empty (not an error) when
-// nothing was stored.
+// SearchHits is Chart for the search hits of query.
 func (s *Store) SearchHits(ctx context.Context, runID int64, region, query string) ([]ChartEntry, error) {
 	return s.snapshot(ctx, runID, region, KindSearch, query)
 }
 
-// CategoryChart returns the chart narrowed by videoCategoryId categoryID
-// stored by runID in region (SaveSnapshot with KindCategory), in rank order.
+// CategoryChart is Chart for the chart narrowed to categoryID.
 func (s *Store) CategoryChart(ctx context.Context, runID int64, region, categoryID string) ([]ChartEntry, error) {
 	return s.snapshot(ctx, runID, region, KindCategory, categoryID)
 }

@@ -9,10 +9,9 @@ import (
 )
 
 // DuckDB runs sql with DuckDB's Node.js client (scripts/duckdb/query.mjs,
-// installed by scripts/ensure-duckdb.sh) and returns its result rows, one
-// JSON array a line (BIGINT as strings). Tests use it to read trendfetch's
-// Parquet export with a reader trendfetch did not write. A missing node or
-// DuckDB skips the test, and fails it under CI=true.
+// installed by scripts/ensure-duckdb.sh) and returns its rows, one JSON
+// array a line (BIGINT as strings). A missing node or DuckDB skips the
+// test, and fails it under CI=true.
 func DuckDB(t testing.TB, sql string) string {
 	t.Helper()
 	script, err := repoFile(filepath.Join("scripts", "duckdb", "query.mjs"))

@@ -1,9 +1,7 @@
-// Package storetest generates synthetic video text for the store and serve
-// benchmarks: pseudo-words drawn from a Zipf distribution, so a search
-// benchmark sees posting lists shaped like real titles and descriptions
-// (a few very common words, a long tail of rare ones); and DuckDB, the
-// reader the Parquet export tests use. It imports nothing of trendfetch,
-// so package store's own tests can use it.
+// Package storetest holds test helpers shared by several packages' tests:
+// synthetic video text (Zipf-distributed pseudo-words, so searches see
+// posting lists shaped like real text) and DuckDB, the Parquet reader. It
+// imports nothing of trendfetch, so package store's own tests can use it.
 package storetest
 
 import (
@@ -11,9 +9,8 @@ import (
 	"strings"
 )
 
-// Vocab is a deterministic list of pseudo-words and a Zipf sampler over
-// it (exponent 1.1); Words[0] is the most common. Not safe for concurrent
-// use.
+// Vocab is a deterministic list of pseudo-words and a Zipf sampler over it
+// (exponent 1.1), not safe for concurrent use.
 type Vocab struct {
 	// Words are the distinct pseudo-words, most common first.
 	Words []string
@@ -66,9 +63,8 @@ func (v *Vocab) Tags(n int) []string {
 	return tags
 }
 
-// TwoWordQueries returns n queries of two mid-frequency words (vocabulary
-// ranks 20-399, the words a person searches for: not stop-word common, not
-// hapaxes), the same for the same seed.
+// TwoWordQueries returns n queries of two mid-frequency words (ranks
+// 20-399: not stop words, not hapaxes), the same for the same seed.
 func (v *Vocab) TwoWordQueries(seed uint64, n int) []string {
 	rng := rand.New(rand.NewPCG(seed, seed))
 	qs := make([]string, n)
