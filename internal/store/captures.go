@@ -35,16 +35,11 @@ FROM (VALUES ` + intRows(n, 6, 1, 2, 4, 5, 6) + `) AS x JOIN videos v ON v.id = 
 // insertEntries stores videos as entries of captureID from rank firstRank
 // on, with their statistics. The videos must already be in videos.
 func (s *Store) insertEntries(ctx context.Context, tx *sql.Tx, captureID int64, firstRank int, videos []Video) error {
-	for off := 0; off < len(videos); off += maxRowsPerStatement {
-		chunk := videos[off:min(len(videos), off+maxRowsPerStatement)]
-		args := make([]any, 0, 6*len(chunk))
-		for i := range chunk {
-			v := &chunk[i]
-			args = append(args, captureID, firstRank+off+i, v.ID, nullInt(v.Views), nullInt(v.Likes), nullInt(v.Comments))
-		}
-		if _, err := s.txExec(ctx, tx, insertEntriesSQL(len(chunk)), len(chunk), args); err != nil {
-			return fmt.Errorf("insert entries: %w", err)
-		}
+	_, err := execRows(ctx, s, tx, videos, insertEntriesSQL, func(i int, v Video) []any {
+		return []any{captureID, firstRank + i, v.ID, nullInt(v.Views), nullInt(v.Likes), nullInt(v.Comments)}
+	})
+	if err != nil {
+		return fmt.Errorf("insert entries: %w", err)
 	}
 	return nil
 }

@@ -59,19 +59,10 @@ func (s *Store) UpsertChannels(ctx context.Context, chs []Channel, at time.Time)
 	ts := fmtTime(at)
 	uniq := lastByID(chs, func(c *Channel) string { return c.ID }) // as upsertVideos
 	err := s.withTx(ctx, func(tx *sql.Tx) error {
-		for len(uniq) > 0 {
-			n := min(len(uniq), maxRowsPerStatement)
-			args := make([]any, 0, 7*n)
-			for _, c := range uniq[:n] {
-				args = append(args, c.ID, c.Title, c.Country,
-					nullInt(c.Subscribers), nullInt(c.Videos), nullInt(c.Views), ts)
-			}
-			if _, err := s.txExec(ctx, tx, upsertChannelsSQL(n), n, args); err != nil {
-				return err
-			}
-			uniq = uniq[n:]
-		}
-		return nil
+		_, err := execRows(ctx, s, tx, uniq, upsertChannelsSQL, func(_ int, c *Channel) []any {
+			return []any{c.ID, c.Title, c.Country, nullInt(c.Subscribers), nullInt(c.Videos), nullInt(c.Views), ts}
+		})
+		return err
 	})
 	if err != nil {
 		return fmt.Errorf("cannot store channels: %w", err)

@@ -336,12 +336,12 @@ ORDER BY c.captured_at, c.id`, []any{id}, func(rows *sql.Rows) error {
 		h.Points = append(h.Points, samples...)
 		sort.SliceStable(h.Points, func(i, j int) bool { return h.Points[i].At.Before(h.Points[j].At) })
 	}
-	var span []time.Time // first and last of each series, both sorted
-	if n := len(h.Appearances); n > 0 {
-		span = append(span, h.Appearances[0].CapturedAt, h.Appearances[n-1].CapturedAt)
+	var span []time.Time // every time of every series
+	for _, a := range h.Appearances {
+		span = append(span, a.CapturedAt)
 	}
-	if n := len(h.Points); n > 0 {
-		span = append(span, h.Points[0].At, h.Points[n-1].At)
+	for _, p := range samples {
+		span = append(span, p.At)
 	}
 	h.Changes = []Change{}
 	if len(span) > 0 {

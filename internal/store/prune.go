@@ -67,7 +67,8 @@ func (s *Store) pruneExec(ctx context.Context, query string, args ...any) (n int
 // returns the rows each write changed. On PostgreSQL the picked rows are
 // locked, skipping those another transaction holds (a host storing a
 // capture holds its videos), so a write must test its condition again.
-func (s *Store) sweep(ctx context.Context, pick, table string, args, lead []any, writes ...string) ([]int64, error) {
+func (s *Store) sweep(ctx context.Context, pick, table string, args, lead []any,
+	writes ...string) ([]int64, error) {
 	if s.pg {
 		pick += ` FOR UPDATE OF ` + table + ` SKIP LOCKED`
 	}

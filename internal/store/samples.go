@@ -56,20 +56,11 @@ func (s *Store) SaveSamples(ctx context.Context, samples []Sample, at time.Time)
 	}
 	ts := fmtTime(at)
 	var stored int64
-	err := s.withTx(ctx, func(tx *sql.Tx) error {
-		for off := 0; off < len(samples); off += maxRowsPerStatement {
-			chunk := samples[off:min(len(samples), off+maxRowsPerStatement)]
-			args := make([]any, 0, 5*len(chunk))
-			for _, x := range chunk {
-				args = append(args, x.VideoID, ts, nullInt(x.Views), nullInt(x.Likes), nullInt(x.Comments))
-			}
-			n, err := s.txExec(ctx, tx, s.insertSamplesSQL(len(chunk)), len(chunk), args)
-			if err != nil {
-				return fmt.Errorf("insert stats samples: %w", err)
-			}
-			stored += n
-		}
-		return nil
+	err := s.withTx(ctx, func(tx *sql.Tx) (err error) {
+		stored, err = execRows(ctx, s, tx, samples, s.insertSamplesSQL, func(_ int, x Sample) []any {
+			return []any{x.VideoID, ts, nullInt(x.Views), nullInt(x.Likes), nullInt(x.Comments)}
+		})
+		return err
 	})
 	if err != nil {
 		return 0, fmt.Errorf("cannot save %d stats samples: %w", len(samples), err)

@@ -210,7 +210,9 @@ func searchPostgres(ctx context.Context, db *sql.DB, t terms, text, region strin
 	}
 	if needsTrigram(t) {
 		if len(long) > 0 {
-			return run(func(p *pgSearch) string { return p.substrSQL(long, region, short, texts(t.not), "", true, limit) }, false)
+			return run(func(p *pgSearch) string {
+				return p.substrSQL(long, region, short, texts(t.not), "", true, limit)
+			}, false)
 		}
 		words, subs := splitUnsegmented(t)
 		return run(func(p *pgSearch) string { return p.wordSQL(tsquery(words, f, true), region, subs, limit) }, true)

@@ -118,5 +118,6 @@ func planTrigram(q terms) (tq trigramQuery, ok bool) {
 	for _, g := range short {
 		filter = append(filter, texts(g))
 	}
-	return trigramQuery{match: renderMatch(long, false), filter: jsonText(filter), exclude: jsonText(texts(q.not))}, true
+	tq = trigramQuery{match: renderMatch(long, false), filter: jsonText(filter), exclude: jsonText(texts(q.not))}
+	return tq, true
 }

@@ -176,19 +176,31 @@ func intRows(n, cols int, ints ...int) string {
 	return row + "," + valueRows(n-1, cols)
 }
 
-// txExec executes a (possibly cached) multi-row statement of rows rows in
-// tx and returns how many rows it changed.
-func (s *Store) txExec(ctx context.Context, tx *sql.Tx, query string, rows int, args []any) (int64, error) {
-	st, err := s.txStmt(ctx, tx, query, rows)
-	if err != nil {
-		return 0, err
+// execRows runs build(n)'s (possibly cached) multi-row statement in tx over
+// xs, maxRowsPerStatement at a time, row giving the parameters of xs[i];
+// it returns the rows changed.
+func execRows[T any](ctx context.Context, s *Store, tx *sql.Tx, xs []T,
+	build func(n int) string, row func(i int, x T) []any) (int64, error) {
+	var changed int64
+	for off := 0; off < len(xs); off += maxRowsPerStatement {
+		chunk := xs[off:min(len(xs), off+maxRowsPerStatement)]
+		var args []any
+		for i, x := range chunk {
+			args = append(args, row(off+i, x)...)
+		}
+		st, err := s.txStmt(ctx, tx, build(len(chunk)), len(chunk))
+		if err != nil {
+			return changed, err
+		}
+		res, err := st.ExecContext(ctx, args...)
+		st.Close()
+		if err != nil {
+			return changed, err
+		}
+		n, _ := res.RowsAffected()
+		changed += n
 	}
-	defer st.Close()
-	res, err := st.ExecContext(ctx, args...)
-	if err != nil {
-		return 0, err
-	}
-	return res.RowsAffected()
+	return changed, nil
 }
 
 // maxRowsPerStatement keeps multi-row statements well under SQLite's 32766
@@ -200,25 +212,17 @@ const maxRowsPerStatement = 500
 // wins) and in id order: PostgreSQL's ON CONFLICT cannot update a row twice
 // in one statement, and hosts locking rows in one order never deadlock.
 func (s *Store) upsertVideos(ctx context.Context, tx *sql.Tx, vs []Video, ts string) error {
-	for order := lastByID(vs, videoID); len(order) > 0; {
-		n := min(len(order), maxRowsPerStatement)
-		args := make([]any, 0, 11*n)
-		for _, v := range order[:n] {
-			args = append(args,
-				v.ID, v.Title, v.Description, v.ChannelID, v.ChannelTitle, v.CategoryID, joinTags(v.Tags),
-				nullTime(v.PublishedAt), nullString(v.Duration), v.ThumbnailURL, ts)
-		}
-		if _, err := s.txExec(ctx, tx, upsertVideosSQL(n), n, args); err != nil {
-			return fmt.Errorf("upsert videos: %w", err)
-		}
-		args = args[:0]
-		for _, v := range order[:n] {
-			args = append(args, v.ID, nullInt(v.Views), nullInt(v.Likes), nullInt(v.Comments), ts)
-		}
-		if _, err := s.txExec(ctx, tx, upsertStatsSQL(n), n, args); err != nil {
-			return fmt.Errorf("upsert video stats: %w", err)
-		}
-		order = order[n:]
+	order := lastByID(vs, videoID)
+	if _, err := execRows(ctx, s, tx, order, upsertVideosSQL, func(_ int, v *Video) []any {
+		return []any{v.ID, v.Title, v.Description, v.ChannelID, v.ChannelTitle, v.CategoryID, joinTags(v.Tags),
+			nullTime(v.PublishedAt), nullString(v.Duration), v.ThumbnailURL, ts}
+	}); err != nil {
+		return fmt.Errorf("upsert videos: %w", err)
+	}
+	if _, err := execRows(ctx, s, tx, order, upsertStatsSQL, func(_ int, v *Video) []any {
+		return []any{v.ID, nullInt(v.Views), nullInt(v.Likes), nullInt(v.Comments), ts}
+	}); err != nil {
+		return fmt.Errorf("upsert video stats: %w", err)
 	}
 	return nil
 }
