@@ -30,17 +30,15 @@ const (
 type SearchQuery struct {
 	// Text is user search text; see ParseQuery for the syntax.
 	Text string
-	// Parsed, when set, is Text parsed by ParseSearch (Text is then its
-	// text): the search does not parse it again.
+	// Parsed, when set, is Text parsed by ParseSearch (not parsed again).
 	Parsed *ParsedQuery
 	// Region, if set, keeps only videos with a snapshot in that region.
 	Region string
 	// Limit is the most hits returned: 0 means DefaultSearchLimit; negative
-	// or above MaxSearchLimit is a *QueryError (callers should validate
-	// user input first and reject <= 0).
+	// or above MaxSearchLimit is a *QueryError.
 	Limit int
-	// Offset skips the best Offset hits (a page's cursor, see SearchPage):
-	// 0 to MaxSearchLimit-1. Pages end at the MaxSearchLimit-th hit.
+	// Offset skips the best Offset hits (SearchPage's cursor), 0 to
+	// MaxSearchLimit-1: pages end at the MaxSearchLimit-th hit.
 	Offset int
 }
 
@@ -64,8 +62,7 @@ type Hit struct {
 	// LastSeen is the latest capture time of the video.
 	LastSeen time.Time
 	// Regions are the regions whose chart (kind chart) the video was in,
-	// by region code, with its best and last rank there; empty when it was
-	// only in search or category captures.
+	// by region code, with its best and last rank there.
 	Regions []HitRegion
 }
 
@@ -73,8 +70,7 @@ type Hit struct {
 type HitRegion struct {
 	Region string `json:"region"`
 	// BestRank is its highest chart position (lowest number); LastRank its
-	// position in the latest chart capture of the region it was in, at
-	// LastAt.
+	// position in the latest chart capture it was in, at LastAt.
 	BestRank int       `json:"best_rank"`
 	LastRank int       `json:"last_rank"`
 	LastAt   time.Time `json:"last_at"`
@@ -126,9 +122,8 @@ ORDER BY v.id, c.region, c.captured_at, c.id`, ids, func(rows *sql.Rows) error {
 var searchCandidates = SearchCandidates
 
 // boundSQL is the rowid of the ?3-th newest match of ?1 in fts (0 when
-// there are fewer): the candidates of a search are the matches at or above
-// it. Walking matches newest first without scoring or filtering them
-// reads only the index's position lists.
+// fewer): the candidates are the matches at or above it. Walking matches
+// unscored and unfiltered reads only the index's position lists.
 func boundSQL(fts string) string {
 	return `coalesce((
             SELECT rowid FROM ` + fts + ` WHERE ` + fts + ` MATCH ?1
@@ -158,8 +153,7 @@ LEFT JOIN video_stats st ON st.video_rowid = f.rid
 ORDER BY f.score, f.rid`
 }
 
-// searchCond is the WHERE conditions on fts's rows shared by the search
-// statements: ?2, ?8 and ?9 of searchSQL.
+// searchCond is the conditions ?2, ?8 and ?9 of searchSQL on fts's rows.
 func searchCond(fts string) string {
 	text := `lower(` + fts + `.title || char(10) || ` + fts + `.channel_title)`
 	return `
@@ -293,8 +287,7 @@ func (s *Store) searchIndexes(ctx context.Context, t terms, text, region string,
 		if triOK {
 			return run(trigramSQL, tri.match, tri.filter, tri.exclude)
 		}
-		// Exclusions the word index cannot split out of a token are
-		// checked by substring, like the trigram index's short terms.
+		// Exclusions the word index cannot split out are checked by substring.
 		words, unsegmented := splitUnsegmented(t)
 		return run(wordSQL, renderMatch(words, true), "[]", jsonText(unsegmented))
 	}
@@ -313,8 +306,8 @@ func (s *Store) searchIndexes(ctx context.Context, t terms, text, region string,
 	return fillUp(hits, more, limit), nil
 }
 
-// unmark removes the match markers open and close from snip and returns
-// the text with the marked parts' code point offsets.
+// unmark removes the markers open and close from snip and returns the
+// marked parts' code point offsets.
 func unmark(snip, open, close string) (string, [][2]int) {
 	var b strings.Builder
 	marks := [][2]int{}
@@ -343,11 +336,9 @@ func unmark(snip, open, close string) (string, [][2]int) {
 }
 
 // markTerms narrows the highlights of snip to the terms: a highlight with
-// a character of an unsegmented script (a whole run of CJK text, one
-// token for the word index) is replaced by the terms' occurrences in it,
-// and the terms' occurrences elsewhere (short terms the trigram index
-// checks by substring) are added. Terms are matched as written (those
-// scripts have no case).
+// an unsegmented character (a whole run of CJK text is one word-index
+// token) gives way to the terms' occurrences, found anywhere as written
+// (those scripts have no case).
 func markTerms(snip string, marks [][2]int, terms [][]rune) [][2]int {
 	text := []rune(snip)
 	out := [][2]int{}
@@ -396,8 +387,7 @@ func searchErr(text string, err error) error {
 }
 
 // fillUp appends to hits the videos of more it does not hold yet, in
-// order, until it holds limit: the word index's hits first, then the
-// substring fill-up's (both engines).
+// order, until it holds limit (both engines' fill-up).
 func fillUp(hits, more []Hit, limit int) []Hit {
 	seen := make(map[string]bool, len(hits))
 	for _, h := range hits {
