@@ -103,3 +103,12 @@ func ParseAt(s string) (time.Time, error) {
 	}
 	return time.Time{}, errors.New("want an RFC 3339 time (2026-03-02T08:00:00Z) or a date (2026-03-02)")
 }
+
+// jsonTime is t in UTC, or nil (JSON null) for the zero time.
+func jsonTime(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	u := t.UTC()
+	return &u
+}
