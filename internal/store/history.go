@@ -111,28 +111,20 @@ func (s *Store) CaptureAt(ctx context.Context, q CaptureQuery) (Capture, []Entry
 	}
 	defer rows.Close()
 	var (
-		c          Capture
+		c          = Capture{Region: q.Region, Kind: q.Kind, Query: q.Query} // what the statement matches
 		found      bool
 		entries    = []Entry{}
 		e          Entry
 		ts, id     sql.NullString
 		rank       sql.NullInt64
 		vw, lk, cm sql.NullInt64
-		again      [4]sql.RawBytes // the capture's columns again, not copied
 	)
-	c.Region, c.Kind, c.Query = q.Region, q.Kind, q.Query // what the statement matches
-	dest := []any{&c.ID, &c.RunID, &ts, &c.Complete,
-		&rank, &id, &e.Title, &e.ChannelTitle, &vw, &lk, &cm}
 	for rows.Next() {
-		if err := rows.Scan(dest...); err != nil {
+		err := rows.Scan(&c.ID, &c.RunID, &ts, &c.Complete, &rank, &id, &e.Title, &e.ChannelTitle, &vw, &lk, &cm)
+		if err != nil {
 			return Capture{}, nil, fmt.Errorf("cannot read capture: %w", err)
 		}
-		if !found {
-			c.CapturedAt, found = parseTime(ts), true
-			for i := range again {
-				dest[i] = &again[i]
-			}
-		}
+		found = true
 		if rank.Valid {
 			e.Rank, e.VideoID = int(rank.Int64), id.String
 			e.Views, e.Likes, e.Comments = intPtr(vw), intPtr(lk), intPtr(cm)
@@ -142,7 +134,7 @@ func (s *Store) CaptureAt(ctx context.Context, q CaptureQuery) (Capture, []Entry
 	if err := rows.Err(); err != nil {
 		return Capture{}, nil, fmt.Errorf("cannot read capture: %w", err)
 	}
-	if !found {
+	if c.CapturedAt = parseTime(ts); !found {
 		what, of := "complete ", ""
 		if q.Partial || q.RunID != 0 {
 			what = ""
