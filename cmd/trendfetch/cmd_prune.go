@@ -45,8 +45,8 @@ memory (docs/design.md §6).`,
 		PreRunE: a.withConfig,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			q := engine.PruneRequest{DryRun: dryRun}
+			var err error
 			if olderThan != "" {
-				var err error
 				if q.OlderThan, err = duration.ParseAge(olderThan); err != nil {
 					return usagef("trendfetch prune --older-than 90d", "--older-than %q: %v", olderThan, err)
 				}
@@ -55,12 +55,10 @@ memory (docs/design.md §6).`,
 				}
 			}
 			if asOf != "" {
-				var err error
 				if q.AsOf, err = store.ParseAt(asOf); err != nil {
 					return usagef("trendfetch prune --as-of 2026-12-31 --dry-run", "--as-of %q: %v", asOf, err)
 				}
 			}
-			var err error
 			if q.Policy, err = store.ParsePolicy(policy); err != nil {
 				return usagef("trendfetch prune --policy youtube --dry-run", "--policy %q: %v", policy, err)
 			}

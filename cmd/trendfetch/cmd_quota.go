@@ -39,8 +39,6 @@ fit again (Retry-After), and units spent since the last Pacific midnight
 		Args:    cobra.NoArgs,
 		PreRunE: a.withConfig,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			// Reading never creates the embedded quota database: a missing
-			// one means nothing was spent through it.
 			st, err := a.engine().QuotaStatus(cmd.Context(), a.cfg.Credential)
 			if err != nil {
 				return err
@@ -54,9 +52,7 @@ fit again (Retry-After), and units spent since the last Pacific midnight
 			} else if !errors.As(st.Err, new(*quota.AccessError)) {
 				printStatus(a, st)
 			}
-			// What to choose when store.policy is unset on a database
-			// holding data older than 30 days, as `runs` says; best effort:
-			// the status does not need the database.
+			// The storage policy's note, as `runs` prints it (best effort).
 			if db, err := a.engine().OpenReadStore(cmd.Context()); err == nil {
 				a.policyNotice(cmd.Context(), db)
 				db.Close()
