@@ -23,10 +23,8 @@ type Credential struct {
 // Systemd credentials (LoadCredential=NAME:PATH) read when the environment
 // and files give nothing (a key's: KeyCredentialPrefix + its name).
 const (
-	KeyCredentialPrefix        = "youtube-api-key-"
-	RedisURLCredential         = "redis-url"
-	SentinelPasswordCredential = "redis-sentinel-password"
-	CheckinURLCredential       = "checkin-url"
+	KeyCredentialPrefix  = "youtube-api-key-"
+	CheckinURLCredential = "checkin-url"
 )
 
 // readSecrets fills each secret the environment did not give from its file
@@ -38,8 +36,8 @@ func (c *Config) readSecrets(lookup func(string) (string, bool)) error {
 		file, credential string
 		setting          string
 	}{
-		{&r.URL, r.URLFile, RedisURLCredential, "quota.redis.url_file"},
-		{&r.Sentinel.Password, r.Sentinel.PasswordFile, SentinelPasswordCredential, "quota.redis.sentinel.password_file"},
+		{&r.URL, r.URLFile, "redis-url", "quota.redis.url_file"},
+		{&r.Sentinel.Password, r.Sentinel.PasswordFile, "redis-sentinel-password", "quota.redis.sentinel.password_file"},
 		{&c.Runs.CheckinURL, c.Runs.CheckinURLFile, CheckinURLCredential, "runs.checkin_url_file"},
 	} {
 		if *s.dst != "" {
@@ -88,10 +86,8 @@ var ErrNoAPIKey = errors.New("no API key")
 // systemd credential KeyCredential (default KeyCredentialPrefix + Name).
 // Errors name the source (ErrNoAPIKey: none), never the key.
 func (cr Credential) APIKey(lookup func(string) (string, bool)) (string, error) {
-	if cr.KeyEnv != "" {
-		if v, ok := lookup(cr.KeyEnv); ok && strings.TrimSpace(v) != "" {
-			return strings.TrimSpace(v), nil
-		}
+	if v, _ := lookup(cr.KeyEnv); cr.KeyEnv != "" && strings.TrimSpace(v) != "" {
+		return strings.TrimSpace(v), nil
 	}
 	name := cmp.Or(cr.KeyCredential, KeyCredentialPrefix+cr.Name)
 	credPath, _ := secret.SystemdCredential(lookup, name)
