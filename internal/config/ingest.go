@@ -33,7 +33,6 @@ type Refresh struct {
 	Refresh Duration `yaml:"refresh"`
 }
 
-// completeIngest fills the searches' defaults and normalizes their regions.
 func (c *Config) completeIngest() {
 	for i, s := range c.Searches {
 		if s.MaxPages == 0 {

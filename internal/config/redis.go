@@ -90,7 +90,6 @@ func (c *Config) validateRedis() error {
 	return nil
 }
 
-// checkHostPort accepts "host:port" with a non-empty host and a port 1-65535.
 func checkHostPort(addr string) error {
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil || host == "" {

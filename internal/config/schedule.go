@@ -14,7 +14,6 @@ import (
 	"github.com/trendfetch/trendfetch/internal/schedule"
 )
 
-// Schedule defaults, filled by complete.
 const (
 	DefaultEvery   = 2 * time.Hour
 	DefaultStagger = 3 * time.Minute
@@ -125,7 +124,6 @@ func (s *Schedule) complete() {
 	s.Regions = norm
 }
 
-// validate checks the schedule against the (normalized) region list.
 func (s *Schedule) validate(list []string) error {
 	if s.Every != 0 && s.Cron != "" {
 		return invalid("schedule.every", time.Duration(s.Every), "set either schedule.every or schedule.cron, not both")

@@ -22,7 +22,6 @@ type Setting struct {
 	Secret    string // the file setting a job reads this secret from; never written out
 }
 
-// settings is the table; see Settings.
 var settings = []Setting{
 	{Env: "TRENDFETCH_CONFIG", Flag: "config", File: true,
 		Help: "config file (default $XDG_CONFIG_HOME/trendfetch/config.yaml)"},
@@ -82,7 +81,6 @@ func (s Setting) set(c *Config, v string) {
 	s.field(c).SetString(v)
 }
 
-// field is the field of c that s.Key names.
 func (s Setting) field(c *Config) reflect.Value {
 	v := reflect.ValueOf(c).Elem()
 	for _, name := range strings.Split(s.Key, ".") {

@@ -198,7 +198,6 @@ func unprivileged() (*syscall.Credential, error) {
 	return nil, errors.New("pgtest: running as root and no postgres or nobody user to run PostgreSQL as")
 }
 
-// freePort is a loopback TCP port free at the time of the call.
 func freePort() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
