@@ -83,9 +83,7 @@ func New(rawURL string, cluster []string, opts ...Option) (redis.UniversalClient
 	o.ReadTimeout = cmp.Or(o.ReadTimeout, defaultIOTimeout)
 	o.WriteTimeout = cmp.Or(o.WriteTimeout, defaultIOTimeout)
 	o.PoolTimeout = cmp.Or(o.PoolTimeout, o.DialTimeout+o.ReadTimeout)
-	if o.MaxRetries == 0 {
-		o.MaxRetries = defaultMaxRetries
-	}
+	o.MaxRetries = cmp.Or(o.MaxRetries, defaultMaxRetries)
 	// One dial attempt per command (a dead Redis fails fast).
 	o.DialerRetries = 1
 	o.MinRetryBackoff, o.MaxRetryBackoff = 8*time.Millisecond, 64*time.Millisecond

@@ -2,6 +2,7 @@ package schedule
 
 import (
 	"fmt"
+	"strconv"
 	"time"
 )
 
@@ -14,30 +15,23 @@ func CrontabFields(every, offset time.Duration) (string, error) {
 		return "", err
 	}
 	min := int(offset % time.Hour / time.Minute)
-	switch {
-	case every < time.Hour && time.Hour%every == 0:
-		n := int(every / time.Minute)
-		switch {
-		case n == 1:
-			return "* * * * *", nil
-		case min == 0:
-			return fmt.Sprintf("*/%d * * * *", n), nil
-		default:
-			return fmt.Sprintf("%d-59/%d * * * *", min, n), nil
-		}
-	default: // hours dividing a day (calendarTicks)
-		n, start := int(every/time.Hour), int(offset/time.Hour)
-		switch {
-		case n == 1:
-			return fmt.Sprintf("%d * * * *", min), nil
-		case n == 24:
-			return fmt.Sprintf("%d %d * * *", min, start), nil
-		case start == 0:
-			return fmt.Sprintf("%d */%d * * *", min, n), nil
-		default:
-			return fmt.Sprintf("%d %d-23/%d * * *", min, start, n), nil
-		}
+	if every < time.Hour {
+		return cronStep(min, int(every/time.Minute), 59) + " * * * *", nil
 	}
+	return fmt.Sprintf("%d %s * * *", min, cronStep(int(offset/time.Hour), int(every/time.Hour), 23)), nil
+}
+
+// cronStep is a crontab field firing every n from start up to last.
+func cronStep(start, n, last int) string {
+	switch {
+	case n == 1:
+		return "*"
+	case n > last:
+		return strconv.Itoa(start)
+	case start == 0:
+		return "*/" + strconv.Itoa(n)
+	}
+	return fmt.Sprintf("%d-%d/%d", start, last, n)
 }
 
 // calendarTicks returns an error naming form unless CrontabFields and
