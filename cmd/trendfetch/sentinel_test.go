@@ -19,7 +19,7 @@ import (
 // site stops the run with exit 75.
 func TestRedisSentinelWiring(t *testing.T) {
 	const pw = "wiring-pw"
-	g := redistest.StartSentinel(t, 1, 1, pw)
+	g := redistest.StartSentinel(t, 1, 1, pw, "")
 	_, url, e := sampleEnv(t, "US")
 	e.vars["TRENDFETCH_REDIS_URL"] = "redis://:" + pw + "@ignored.invalid:1/3"
 	cfg := e.writeConfig(`quota:
@@ -64,7 +64,7 @@ func TestRedisSentinelWiring(t *testing.T) {
 // the Sentinels' answer, and no output quotes either password.
 func TestRedisSentinelPassword(t *testing.T) {
 	const pw, sentinelPW = "master-pw-1", "sentinel-pw-2"
-	g := redistest.StartSentinelAuth(t, 0, 1, pw, sentinelPW)
+	g := redistest.StartSentinel(t, 0, 1, pw, sentinelPW)
 	e := newEnv(t)
 	e.vars["TRENDFETCH_REDIS_URL"] = "redis://:" + pw + "@ignored.invalid:1/3"
 	sentinelYAML := "quota:\n  redis:\n    sentinel:\n      master: " + g.Name + "\n      addrs: [" + strings.Join(g.Addrs(), ", ") + "]\n"

@@ -37,8 +37,7 @@ func evictCutoffUS(b Bucket, nowUS int64) int64 {
 }
 
 // retryAfter is how long after nowUS a call of units fits b (0: now): until
-// the entry that frees the last needed unit has left the window (calendar:
-// the next Pacific midnight).
+// the entry freeing the last unit needed leaves (calendar: next midnight).
 func (w logWindow) retryAfter(b Bucket, units, nowUS int64) (time.Duration, error) {
 	need := w.used + units - b.Limit
 	if need <= 0 || units > b.Limit {

@@ -83,9 +83,7 @@ func (l *Limiter) Leases(ctx context.Context, credential string) ([]LeaseInfo, e
 }
 
 // BreakLease frees the run lease li (from Leases) if its holder still holds
-// it and reports whether it did. Use it only when the holder is known to be
-// gone: a live holder loses its lease at its next renewal and stops.
-// Backend failures wrap ErrUnavailable.
+// it, for a holder known to be gone. Backend failures wrap ErrUnavailable.
 func (l *Limiter) BreakLease(ctx context.Context, li LeaseInfo) (bool, error) {
 	lk, err := l.leases()
 	if err != nil {
@@ -141,13 +139,11 @@ type runLease struct {
 	releaseErr  error
 }
 
-// AcquireLease takes the run lease of (credential, region) for ttl and renews
-// it every ttl/3 until Release, which the caller must call; the run should
-// stop when Lost closes. holder describes this run for others ("": this
-// process). A stale holder's lease is taken over at once (TookOver). Errors:
-// *LeaseHeldError, ErrUnavailable wrapped (nothing held), others for an
-// empty credential or region, a region with ':', ttl < 3ms or a backend
-// without leases.
+// AcquireLease takes the run lease of (credential, region) for ttl, renewed
+// every ttl/3 until Release; the run should stop when Lost closes. holder
+// describes this run ("": this process); a stale holder's lease is taken
+// over (TookOver). Errors: *LeaseHeldError, ErrUnavailable wrapped, bad
+// arguments (ttl < 3ms, a region with ':') or a backend without leases.
 func (l *Limiter) AcquireLease(ctx context.Context, credential, region string, ttl time.Duration, holder string) (*runLease, error) {
 	lk, err := l.leases()
 	if err != nil {

@@ -208,5 +208,3 @@ func (m *memoryBackend) Reset(ctx context.Context, credential string) error {
 	delete(m.creds, credential)
 	return nil
 }
-
-var _ Backend = (*memoryBackend)(nil)

@@ -62,12 +62,9 @@ type Decision struct {
 	Reservation Reservation
 }
 
-// Reservation identifies the log entries one admitted reservation recorded,
-// one per bucket charged, for Refund. It is opaque; the zero value (a
-// denial's) refunds nothing.
-type Reservation struct {
-	entries []reservedEntry
-}
+// Reservation identifies the log entries, one per bucket charged, that an
+// admitted reservation recorded, for Refund; the zero value refunds nothing.
+type Reservation struct{ entries []reservedEntry }
 
 // reservedEntry is one bucket's entry of a reservation: its cost, its stamp
 // (Unix µs) and its id (SQLite rid, memory id; Redis scores are unique).
@@ -91,9 +88,8 @@ func (r Reservation) Units() map[string]int64 {
 	return out
 }
 
-// ClockStepTolerance is how far the clock of an embedded backend (SQLite,
-// memory) may read earlier than a bucket's newest entry before it denies
-// with Decision.ClockBehind (docs/quota.md, "Clock steps").
+// ClockStepTolerance is how far an embedded backend's clock may read before a
+// bucket's newest entry before it denies (docs/quota.md, "Clock steps").
 const ClockStepTolerance = 2 * time.Second
 
 // clockStepWait is, when the clock nowUS reads more than ClockStepTolerance
@@ -168,10 +164,9 @@ func sortMarks(ms []Mark) {
 	sort.Slice(ms, func(i, j int) bool { return ms[i].Site < ms[j].Site })
 }
 
-// Backend stores sliding-window logs and decides reservations atomically:
-// NewRedis, NewSQLite or NewMemory. Methods take the credential name (never
-// the API key); failures to reach the backend wrap ErrUnavailable. The
-// Limiter methods of the same names document the behaviour.
+// Backend stores sliding-window logs and decides reservations atomically
+// (NewRedis, NewSQLite, NewMemory), as the Limiter methods of the same names
+// say; failures to reach it wrap ErrUnavailable.
 type Backend interface {
 	// Name is "redis", "sqlite" or "memory".
 	Name() string
@@ -238,10 +233,9 @@ func (e *SettingError) Error() string {
 	return fmt.Sprintf("quota: %s = %v: %s", e.Setting, e.Value, e.Reason)
 }
 
-// New builds a Limiter: the one place buckets and costs are checked
-// (backends trust them). It returns a *SettingError for an invalid bucket
-// (name, limit, window) or a cost naming an unknown bucket or not positive,
-// and a *CostError for a cost above its bucket's limit.
+// New builds a Limiter, the one place buckets and costs are checked: a
+// *SettingError for an invalid bucket or cost, a *CostError for a cost above
+// its bucket's limit.
 func New(backend Backend, buckets []Bucket, costs Costs) (*Limiter, error) {
 	l := &Limiter{backend: backend, byName: map[string]Bucket{}, costs: costs, maxCost: map[string]int64{}}
 	for i, b := range buckets {
@@ -291,10 +285,8 @@ func (l *Limiter) Charges(method string) ([]Charge, error) {
 	return cs, nil
 }
 
-// Reserve reserves one call of method for credential. It returns
-// errUnknownMethod for a method missing from the cost table, and an error
-// wrapping ErrUnavailable when the backend cannot decide; a denial is not an
-// error (Decision.Allowed is false).
+// Reserve reserves one call of method for credential; a denial is not an
+// error. Errors: errUnknownMethod, ErrUnavailable wrapped.
 func (l *Limiter) Reserve(ctx context.Context, credential, method string) (Decision, error) {
 	cs, err := l.Charges(method)
 	if err != nil {
@@ -317,10 +309,9 @@ func (l *Limiter) Status(ctx context.Context, credential string) Status {
 	return st
 }
 
-// Refund gives back the units of reservation r in every bucket it charged
-// while its entries are still the newest there, else nothing (docs/quota.md,
-// "Refund"): only for a call that provably never left the host. Refunding
-// twice or the zero Reservation is a no-op. Backend failures wrap ErrUnavailable.
+// Refund gives back the units of r, only for a call that provably never left
+// the host, while its entries are still the newest (docs/quota.md, "Refund").
+// Refunding twice or the zero Reservation is a no-op.
 func (l *Limiter) Refund(ctx context.Context, credential string, r Reservation) (refunded bool, err error) {
 	if r.IsZero() {
 		return false, nil

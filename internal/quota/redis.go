@@ -28,8 +28,7 @@ func reservedBucketName(name string) bool {
 }
 
 // redisBackend is the Backend shared by hosts on Redis (standalone,
-// Sentinel or Cluster): one Lua script per decision (redis_lua.go), Redis
-// TIME as the only clock. It is safe for concurrent use.
+// Sentinel or Cluster): one Lua script per decision (redis_lua.go).
 type redisBackend struct {
 	client redis.UniversalClient
 	// midnights returns the Pacific midnights passed to the scripts
@@ -39,8 +38,6 @@ type redisBackend struct {
 	waitTimeout  time.Duration // WithRedisWaitReplicas
 	user         string        // the ACL user of client, for *AccessError
 }
-
-var _ Backend = (*redisBackend)(nil)
 
 // redisOption configures NewRedis.
 type redisOption func(*redisBackend)
@@ -64,9 +61,8 @@ func WithRedisWaitReplicas(n int, timeout time.Duration) redisOption {
 	}
 }
 
-// NewRedis returns a Redis backend owning client (Close closes it), built
-// by redisconn.New for short timeouts; a Ring does not work (a credential's
-// keys must live on one node).
+// NewRedis returns a Redis backend owning client (built by redisconn.New;
+// not a Ring: a credential's keys must live on one node).
 func NewRedis(client redis.UniversalClient, opts ...redisOption) *redisBackend {
 	r := &redisBackend{client: client, midnights: redisMidnightTable, user: redisUser(client)}
 	for _, o := range opts {

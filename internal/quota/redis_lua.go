@@ -2,7 +2,7 @@ package quota
 
 import (
 	"context"
-	_ "embed"
+	"embed"
 	"errors"
 	"fmt"
 	"net"
@@ -15,25 +15,25 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// The Redis backend's decisions: each script of lua/ (KEYS, ARGV and reply
-// in its header; lib.lua put before those that use it) is run right below
-// by the method that builds its arguments and decodes its reply
-// (docs/quota.md, "The scripts").
+// The Redis backend's decisions: each script of lua/ is run right below by
+// the method that builds its arguments and decodes its reply (docs/quota.md,
+// "The scripts").
 
-//go:embed lua/lib.lua
-var luaLib string
+//go:embed lua/*.lua
+var luaFiles embed.FS
 
-//go:embed lua/reserve.lua
-var luaReserve string
-
-//go:embed lua/status.lua
-var luaStatus string
-
-//go:embed lua/refund.lua
-var luaRefund string
-
-//go:embed lua/mark.lua
-var luaMark string
+// luaSource returns the scripts lua/<name>.lua of names, concatenated.
+func luaSource(names ...string) string {
+	var src []byte
+	for _, name := range names {
+		b, err := luaFiles.ReadFile("lua/" + name + ".lua")
+		if err != nil {
+			panic(err) // embedded: cannot happen
+		}
+		src = append(src, b...)
+	}
+	return string(src)
+}
 
 // withMidnights appends to a script's ARGV the Pacific midnights around now.
 func (r *redisBackend) withMidnights(args []any) []any {
@@ -148,7 +148,7 @@ func redisDidNotRun(err error) bool {
 	return false
 }
 
-var redisReserveScript = newRedisOnceScript(luaLib + luaReserve)
+var redisReserveScript = newRedisOnceScript(luaSource("lib", "reserve"))
 
 // Reserve implements Backend with lua/reserve.lua, one round trip (plus WAIT
 // on the same connection with WithRedisWaitReplicas).
@@ -214,7 +214,7 @@ func (r *redisBackend) Reserve(ctx context.Context, credential, site string, cha
 	return d, nil
 }
 
-var redisStatusScript = redis.NewScript(luaLib + luaStatus)
+var redisStatusScript = redis.NewScript(luaSource("lib", "status"))
 
 // Status implements Backend with lua/status.lua, which writes nothing.
 func (r *redisBackend) Status(ctx context.Context, credential string, buckets []Bucket, maxCost map[string]int64) (Status, error) {
@@ -272,7 +272,7 @@ func (r *redisBackend) Status(ctx context.Context, credential string, buckets []
 	return st, nil
 }
 
-var redisMarkScript = redis.NewScript(luaLib + luaMark)
+var redisMarkScript = redis.NewScript(luaSource("lib", "mark"))
 
 // markField is the state hash's field of the mark of site ("": the credential's).
 func markField(site string) string {
@@ -293,7 +293,7 @@ func (r *redisBackend) MarkExhausted(ctx context.Context, credential string, m M
 	return nil
 }
 
-var redisRefundScript = newRedisOnceScript(luaLib + luaRefund)
+var redisRefundScript = newRedisOnceScript(luaSource("lib", "refund"))
 
 // Refund implements Backend with lua/refund.lua, one round trip.
 func (r *redisBackend) Refund(ctx context.Context, credential string, res Reservation) (bool, error) {
@@ -318,10 +318,7 @@ func (r *redisBackend) Refund(ctx context.Context, credential string, res Reserv
 // Run leases on Redis: one key per lease (leaseKey) holding the token, with
 // PX = ttl, changed only by lua/lease.lua.
 
-//go:embed lua/lease.lua
-var luaLease string
-
-var redisLeaseScript = redis.NewScript(luaLease)
+var redisLeaseScript = redis.NewScript(luaSource("lease"))
 
 // lease runs lua/lease.lua's op on lease id with args.
 func (r *redisBackend) lease(ctx context.Context, op string, id leaseID, args ...any) (any, error) {

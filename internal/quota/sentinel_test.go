@@ -201,7 +201,7 @@ return n`
 // test does not require every earlier admission to survive; it reports how
 // many did not.
 func TestRedisSentinelFailover(t *testing.T) {
-	g := redistest.StartSentinel(t, 1, 3, sentinelPassword)
+	g := redistest.StartSentinel(t, 1, 3, sentinelPassword, "")
 	b := newSentinelBackend(t, g)
 	cred := fmt.Sprintf("sentinel-failover-%d", time.Now().UnixNano())
 	units := Bucket{Name: "units", Limit: 40, Window: time.Hour}
@@ -274,7 +274,7 @@ func TestRedisSentinelFailover(t *testing.T) {
 // are admitted than the limit (without WAIT, the admissions of the cut-off
 // phase are lost with the old master and admitted again).
 func TestRedisSentinelWaitReplicasNothingLost(t *testing.T) {
-	g := redistest.StartSentinel(t, 1, 3, sentinelPassword)
+	g := redistest.StartSentinel(t, 1, 3, sentinelPassword, "")
 	b := newSentinelBackend(t, g, WithRedisWaitReplicas(1, time.Second)) // confirmations arrive on a loaded machine too
 	cred := fmt.Sprintf("sentinel-wait-%d", time.Now().UnixNano())
 	units := Bucket{Name: "units", Limit: 40, Window: time.Hour}
@@ -490,7 +490,7 @@ func TestRedisClusterWaitReplicas(t *testing.T) {
 // password.
 func TestRedisSentinelAuth(t *testing.T) {
 	const sentinelPW = "only-the-sentinels-know"
-	g := redistest.StartSentinelAuth(t, 0, 1, sentinelPassword, sentinelPW)
+	g := redistest.StartSentinel(t, 0, 1, sentinelPassword, sentinelPW)
 	units := Bucket{Name: "units", Limit: 10, Window: time.Hour}
 	reserve := func(opts ...redisconn.Option) (Decision, error) {
 		c, err := redisconn.New("redis://:"+sentinelPassword+"@ignored.invalid:1/2?dial_timeout=1s", nil,

@@ -14,10 +14,8 @@ import (
 	"github.com/trendfetch/trendfetch/internal/sqlitedb"
 )
 
-// sqliteBackend is the embedded Backend: every credential's logs in one
-// SQLite file of this host, one BEGIN IMMEDIATE transaction per decision on
-// the local clock, decide over running totals (docs/quota.md, "Data layout").
-// It is safe for concurrent use.
+// sqliteBackend is the embedded Backend: one SQLite file of this host, one
+// BEGIN IMMEDIATE transaction per decision (docs/quota.md, "Data layout").
 type sqliteBackend struct {
 	db       *sql.DB
 	clock    func() time.Time
@@ -28,9 +26,8 @@ type sqliteBackend struct {
 // sqliteOption configures NewSQLite.
 type sqliteOption func(*sqliteBackend)
 
-// WithSQLiteReadOnly opens an existing quota database for reading only
-// (quota status; read-only media too): nothing is created, and writes fail
-// with ErrUnavailable.
+// WithSQLiteReadOnly opens an existing quota database for reading only:
+// nothing is created, and writes fail with ErrUnavailable.
 func WithSQLiteReadOnly() sqliteOption {
 	return func(s *sqliteBackend) { s.readOnly = true }
 }
@@ -217,9 +214,8 @@ func (s *sqliteBackend) marks(ctx context.Context, tx *sql.Tx, credential string
 	return out, rows.Err()
 }
 
-// Reserve implements Backend in one write transaction: decide, then on
-// admission one entry per bucket, stamped no earlier than the newest, and
-// the eviction of what matters neither to the window nor to today.
+// Reserve implements Backend in one write transaction: decide, then record
+// and evict.
 func (s *sqliteBackend) Reserve(ctx context.Context, credential, site string, charges []bucketCharge) (d Decision, err error) {
 	err = s.inTx(ctx, "reserve", true, func(tx *sql.Tx, nowUS int64) error {
 		marks, err := s.marks(ctx, tx, credential, nowUS)
@@ -333,8 +329,6 @@ func (s *sqliteBackend) Reset(ctx context.Context, credential string) error {
 	})
 }
 
-var _ Backend = (*sqliteBackend)(nil)
-
 // Run leases on the embedded backend: one row per lease in table leases of
 // quota.db, each operation one transaction on the backend's clock.
 
@@ -366,8 +360,8 @@ func (s *sqliteBackend) TryLock(ctx context.Context, id leaseID, token string, t
 
 // Renew implements leaseLocker.
 func (s *sqliteBackend) Renew(ctx context.Context, id leaseID, token string, ttl time.Duration) (bool, error) {
-	return s.leaseExec(ctx, "renew", `UPDATE leases SET expires_us = ?2 + ?4 WHERE name = ?1 AND token = ?3 AND expires_us > ?2`,
-		id, token, ceilTo(ttl, time.Millisecond)*1000)
+	return s.leaseExec(ctx, "renew", `UPDATE leases SET expires_us = ?2 + ?4
+		WHERE name = ?1 AND token = ?3 AND expires_us > ?2`, id, token, ceilTo(ttl, time.Millisecond)*1000)
 }
 
 // Unlock implements leaseLocker.

@@ -1,8 +1,9 @@
 // Package redistest starts real redis-server processes for tests and
 // benchmarks on free loopback ports: a standalone server (Start) or a master
-// with replicas watched by redis-sentinel processes (StartSentinel). Servers keep no data on disk, live in the
-// test's TempDir and are killed by tb.Cleanup or with the test binary. A
-// missing binary skips the test, or fails it under CI=true.
+// with replicas watched by redis-sentinel processes (StartSentinel). Servers
+// keep no data on disk, live in the test's TempDir and are killed by
+// tb.Cleanup or with the test binary. A missing binary skips the test, or
+// fails it under CI=true.
 package redistest
 
 import (
@@ -158,7 +159,8 @@ func (s *Server) cli(args ...string) (string, error) {
 func (s *Server) start() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	args := []string{"--port", strconv.Itoa(s.Port), "--bind", "127.0.0.1", "--dir", s.dir, "--protected-mode", "no"}
+	args := []string{"--port", strconv.Itoa(s.Port), "--bind", "127.0.0.1", "--dir", s.dir,
+		"--protected-mode", "no"}
 	if s.conf != "" {
 		args = append([]string{s.conf}, args...) // redis-sentinel: its config file (which it rewrites) first
 	} else {
@@ -235,13 +237,6 @@ func lookPath(tb testing.TB, name string) string {
 	return p
 }
 
-// Sentinel timings, small so that a failover takes seconds: a master silent
-// for sentinelDownAfter is down; a failover may take sentinelFailoverTimeout.
-const (
-	sentinelDownAfter       = 500 * time.Millisecond
-	sentinelFailoverTimeout = 2 * time.Second
-)
-
 // Sentinel is a replicated Redis watched by Redis Sentinel: the initial
 // Master, its Replicas and the redis-sentinel processes (Sentinels), which
 // monitor it as Name ("mymaster"). Roles change after a failover.
@@ -253,18 +248,11 @@ type Sentinel struct {
 
 // StartSentinel starts a master, replicas replicas of it (synced) and
 // sentinels (>= 1) redis-sentinel processes monitoring it with quorum
-// sentinels/2+1. It returns once every Sentinel knows every replica and
-// every other Sentinel (a few seconds), so a failover can start as soon as
-// the master dies. With a password, every server requires it and the
-// Sentinels use it; Server.Do authenticates with it.
-func StartSentinel(tb testing.TB, replicas, sentinels int, password string) *Sentinel {
-	tb.Helper()
-	return StartSentinelAuth(tb, replicas, sentinels, password, "")
-}
-
-// StartSentinelAuth is StartSentinel with Sentinels that require
-// sentinelPassword ("": none) from their clients and each other.
-func StartSentinelAuth(tb testing.TB, replicas, sentinels int, password, sentinelPassword string) *Sentinel {
+// sentinels/2+1, and returns once every Sentinel knows every replica and
+// every other Sentinel, so a failover can start as soon as the master dies.
+// With a password, every server requires it and the Sentinels use it; the
+// Sentinels require sentinelPassword ("": none). Server.Do authenticates.
+func StartSentinel(tb testing.TB, replicas, sentinels int, password, sentinelPassword string) *Sentinel {
 	tb.Helper()
 	if sentinels < 1 {
 		tb.Fatalf("redistest: StartSentinel needs at least one Sentinel, got %d", sentinels)
@@ -285,12 +273,10 @@ func StartSentinelAuth(tb testing.TB, replicas, sentinels int, password, sentine
 		g.Replicas = append(g.Replicas, r)
 	}
 	g.Master.WaitReplicasOnline(replicas)
-	quorum := sentinels/2 + 1
+	// Small timings, so that a failover takes seconds.
 	conf := fmt.Sprintf("sentinel monitor %[1]s 127.0.0.1 %[2]d %[3]d\n"+
-		"sentinel down-after-milliseconds %[1]s %[4]d\n"+
-		"sentinel failover-timeout %[1]s %[5]d\n"+
-		"sentinel parallel-syncs %[1]s 1\n",
-		g.Name, g.Master.Port, quorum, sentinelDownAfter.Milliseconds(), sentinelFailoverTimeout.Milliseconds())
+		"sentinel down-after-milliseconds %[1]s 500\nsentinel failover-timeout %[1]s 2000\n"+
+		"sentinel parallel-syncs %[1]s 1\n", g.Name, g.Master.Port, sentinels/2+1)
 	if password != "" {
 		conf += fmt.Sprintf("sentinel auth-pass %s %s\n", g.Name, password)
 	}
