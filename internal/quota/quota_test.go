@@ -84,7 +84,7 @@ func TestPacificMidnight(t *testing.T) {
 				t.Errorf("NextPacificMidnight just before %v is not it", start)
 			}
 			if !DayStart(end.Add(-time.Nanosecond)).Equal(start) {
-				t.Errorf("pacificMidnight just before the next midnight is not %v", start)
+				t.Errorf("DayStart just before the next midnight is not %v", start)
 			}
 		})
 	}
