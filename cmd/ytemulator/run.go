@@ -1,22 +1,23 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/rs/zerolog"
-	"google.golang.org/api/youtube/v3"
 
 	"github.com/trendfetch/trendfetch/internal/fetch/youtubetest"
 )
@@ -43,15 +44,9 @@ func (l *stringList) Set(v string) error {
 
 // options are the parsed command-line flags.
 type options struct {
-	addr       string
-	dataDir    string
-	csvFiles   stringList
-	date       string
-	categories stringList
-	apiJSON    string
-	keys       stringList
-	dailyLimit int64
-	urlFile    string
+	addr, dataDir, date, apiJSON, urlFile string
+	csvFiles, categories, keys            stringList
+	dailyLimit                            int64
 }
 
 func parseFlags(args []string, stderr io.Writer) (options, error) {
@@ -79,30 +74,25 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	return o, nil
 }
 
-func newLogger(w io.Writer) zerolog.Logger {
-	if f, ok := w.(*os.File); ok {
-		if st, err := f.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
-			return zerolog.New(zerolog.ConsoleWriter{Out: w, TimeFormat: time.TimeOnly}).With().Timestamp().Logger()
-		}
-	}
-	return zerolog.New(w).With().Timestamp().Logger()
-}
-
 // run is the whole command: it returns the exit code. ctx is cancelled by the first signal;
 // stopSignals restores default signal handling, so that a second signal kills the process.
 func run(ctx context.Context, stopSignals func(), args []string, stderr io.Writer) int {
 	o, err := parseFlags(args, stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		return exitOK
-	}
-	if err != nil {
+	} else if err != nil {
 		fmt.Fprintf(stderr, "ytemulator: %v\nTry: ytemulator -h\n", err)
 		return exitUsage
 	}
-	log := newLogger(stderr)
-
+	log := zerolog.New(stderr).With().Timestamp().Logger()
+	if f, ok := stderr.(*os.File); ok {
+		if st, err := f.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
+			log = log.Output(zerolog.ConsoleWriter{Out: stderr, TimeFormat: time.TimeOnly})
+		}
+	}
 	srv := youtubetest.New()
-	if err := load(srv, o, log); err != nil {
+	regions, err := load(srv, o, log)
+	if err != nil {
 		log.Error().Err(err).Msg("cannot load data")
 		return exitError
 	}
@@ -120,16 +110,20 @@ func run(ctx context.Context, stopSignals func(), args []string, stderr io.Write
 	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(ln) }()
-
-	if o.urlFile != "" {
-		if err := writeFileAtomic(o.urlFile, url+"\n"); err != nil {
+	if o.urlFile != "" { // written whole, then renamed: a reader never sees a partial URL
+		tmp := o.urlFile + ".tmp"
+		err := os.WriteFile(tmp, []byte(url+"\n"), 0o644)
+		if err == nil {
+			err = os.Rename(tmp, o.urlFile)
+		}
+		if err != nil {
 			log.Error().Err(err).Msg("cannot write url file")
 			_ = hs.Close()
 			return exitError
 		}
 		defer os.Remove(o.urlFile)
 	}
-	log.Info().Str("url", url).Strs("regions", srv.Regions()).Int64("daily_limit", o.dailyLimit).
+	log.Info().Str("url", url).Strs("regions", regions).Int64("daily_limit", o.dailyLimit).
 		Int("keys", len(o.keys)).Msg("serving YouTube Data API emulator; client endpoint is url + \"/\"")
 
 	select {
@@ -154,158 +148,80 @@ func run(ctx context.Context, stopSignals func(), args []string, stderr io.Write
 
 var categoryFile = regexp.MustCompile(`^([A-Z]{2})_category_id\.json$`)
 
-// load fills srv from the flags.
-func load(srv *youtubetest.Server, o options, log zerolog.Logger) error {
-	files := append([]string(nil), o.csvFiles...)
-	categories := append([]string(nil), o.categories...)
+// load fills srv from the flags and returns the regions of the charts served, sorted.
+func load(srv *youtubetest.Server, o options, log zerolog.Logger) (regions []string, err error) {
+	files, categories := slices.Clone(o.csvFiles), slices.Clone(o.categories)
 	if o.dataDir != "" {
 		entries, err := os.ReadDir(o.dataDir)
 		if err != nil {
-			return fmt.Errorf("cannot read --data directory: %w", err)
+			return nil, fmt.Errorf("cannot read --data directory: %w", err)
 		}
 		var found []string
 		for _, e := range entries {
-			if e.IsDir() {
-				continue
-			}
-			name := e.Name()
-			if _, ok := youtubetest.RegionFromFileName(name); ok {
-				found = append(found, filepath.Join(o.dataDir, name))
-			} else if strings.HasSuffix(name, "_category_id.json") {
-				categories = append([]string{filepath.Join(o.dataDir, name)}, categories...)
+			if _, ok := youtubetest.RegionFromFileName(e.Name()); ok && !e.IsDir() {
+				found = append(found, filepath.Join(o.dataDir, e.Name()))
+			} else if strings.HasSuffix(e.Name(), "_category_id.json") && !e.IsDir() {
+				categories = append([]string{filepath.Join(o.dataDir, e.Name())}, categories...)
 			}
 		}
 		if len(found) == 0 {
-			return fmt.Errorf("no trending CSV (yy.dd.mm_XX_videos.csv, XXvideos.csv, XX_youtube_trending_data.csv) in --data %s", o.dataDir)
+			return nil, fmt.Errorf("no trending CSV (yy.dd.mm_XX_videos.csv, XXvideos.csv, XX_youtube_trending_data.csv) in --data %s", o.dataDir)
 		}
-		sort.Strings(found)
-		files = append(found, files...)
+		files = append(found, files...) // os.ReadDir sorts by name
 	}
-
-	regions := map[string]string{} // region -> file
+	byRegion := map[string]string{} // region -> file
 	for _, path := range files {
-		region, videos, date, err := loadFile(srv, path, o.date)
+		// Every date is loaded (POST /emulator/date switches), the chart of --date served at once.
+		region, dates, err := srv.LoadDaysFile(path)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		if prev, ok := regions[region]; ok {
-			return fmt.Errorf("region %s is in both %s and %s; load one file per region", region, prev, path)
+		_, videos, err := youtubetest.LoadCSVFile(path, o.date)
+		if err != nil {
+			return nil, err
 		}
-		regions[region] = path
+		if prev, ok := byRegion[region]; ok {
+			return nil, fmt.Errorf("region %s is in both %s and %s; load one file per region", region, prev, path)
+		}
+		byRegion[region] = path
 		srv.SetChart(region, videos)
-		log.Info().Str("region", region).Int("rows", len(videos)).Str("date", date).Str("file", path).Msg("loaded chart")
+		log.Info().Str("region", region).Int("rows", len(videos)).Str("date", cmp.Or(o.date, dates[0])).Str("file", path).Msg("loaded chart")
 	}
 	if len(files) == 0 {
+		byRegion["US"] = "built-in synthetic sample"
 		srv.SetChart("US", youtubetest.Sample())
-		log.Info().Str("region", "US").Int("rows", youtubetest.SampleSize).Str("date", "").Str("file", "built-in synthetic sample").Msg("loaded chart")
+		log.Info().Str("region", "US").Int("rows", youtubetest.SampleSize).Str("date", "").Str("file", byRegion["US"]).Msg("loaded chart")
 		if len(categories) == 0 {
 			if err := srv.SetCategories("", youtubetest.SampleCategories()); err != nil {
-				return err
+				return nil, err
 			}
 		}
 	}
-
 	for _, path := range categories {
 		raw, err := os.ReadFile(path)
 		if err != nil {
-			return fmt.Errorf("cannot read --categories: %w", err)
+			return nil, fmt.Errorf("cannot read --categories: %w", err)
 		}
 		region := ""
 		if m := categoryFile.FindStringSubmatch(filepath.Base(path)); m != nil {
 			region = m[1]
 		}
 		if err := srv.SetCategories(region, raw); err != nil {
-			return fmt.Errorf("%s: %w", path, err)
+			return nil, fmt.Errorf("%s: %w", path, err)
 		}
 		log.Info().Str("region", region).Str("file", path).Msg("loaded categories")
 	}
-
 	if o.apiJSON != "" {
-		read := func(name string) ([]byte, error) {
-			b, err := os.ReadFile(filepath.Join(o.apiJSON, name))
-			if err != nil {
+		var raw [3][]byte
+		for i, name := range []string{"search_search_by_keywords_p1", "search_search_by_keywords_p2", "channels_info_multiple"} {
+			if raw[i], err = os.ReadFile(filepath.Join(o.apiJSON, "pyyoutube__"+name+".json")); err != nil {
 				return nil, fmt.Errorf("cannot read --api-json file: %w", err)
 			}
-			return b, nil
 		}
-		p1, err := read("pyyoutube__search_search_by_keywords_p1.json")
-		if err != nil {
-			return err
-		}
-		p2, err := read("pyyoutube__search_search_by_keywords_p2.json")
-		if err != nil {
-			return err
-		}
-		if err := srv.SetSearchPages(p1, p2); err != nil {
-			return err
-		}
-		ch, err := read("pyyoutube__channels_info_multiple.json")
-		if err != nil {
-			return err
-		}
-		if err := srv.SetChannels(ch); err != nil {
-			return err
+		if err := errors.Join(srv.SetSearchPages(raw[0], raw[1]), srv.SetChannels(raw[2])); err != nil {
+			return nil, err
 		}
 		log.Info().Str("dir", o.apiJSON).Msg("loaded recorded search.list and channels.list responses")
 	}
-	return nil
-}
-
-// loadFile loads one CSV: its chart of date ("" = its first date) is served at once, and
-// every date of it is loaded as recorded days (Server.LoadDays), so POST /emulator/date can
-// switch the trending date while the emulator runs. It returns the date served.
-func loadFile(srv *youtubetest.Server, path, date string) (region string, videos []*youtube.Video, served string, err error) {
-	region, ok := youtubetest.RegionFromFileName(path)
-	if !ok {
-		return "", nil, "", fmt.Errorf("cannot load %s: no region in file name; expected yy.dd.mm_XX_videos.csv, XXvideos.csv or XX_youtube_trending_data.csv", path)
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		return "", nil, "", fmt.Errorf("cannot load trending CSV: %w", err)
-	}
-	defer f.Close()
-	dates, charts, err := youtubetest.LoadCSVCharts(f, region)
-	if err != nil {
-		return "", nil, "", fmt.Errorf("%s: %w", path, err)
-	}
-	served = date
-	if served == "" {
-		served = dates[0]
-	}
-	for _, d := range dates {
-		if d == served || (len(d) > len(served) && strings.HasPrefix(d, served+"T")) {
-			videos = charts[d]
-			break
-		}
-	}
-	if videos == nil {
-		return "", nil, "", fmt.Errorf("%s: trending date %q not in file; dates present: %s", path, served, strings.Join(dates, ", "))
-	}
-	if err := srv.LoadDays(region, dates, charts); err != nil {
-		return "", nil, "", fmt.Errorf("%s: %w", path, err)
-	}
-	return region, videos, served, nil
-}
-
-// writeFileAtomic writes data to path via a temporary file and a rename, so a reader never
-// sees a partial URL.
-func writeFileAtomic(path, data string) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".ytemulator-url-*")
-	if err != nil {
-		return err
-	}
-	if _, err := tmp.WriteString(data); err != nil {
-		tmp.Close()
-		os.Remove(tmp.Name())
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		os.Remove(tmp.Name())
-		return err
-	}
-	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
-		os.Remove(tmp.Name())
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
+	return slices.Sorted(maps.Keys(byRegion)), nil
 }

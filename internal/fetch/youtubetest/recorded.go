@@ -1,10 +1,12 @@
 package youtubetest
 
 import (
-	"encoding/json"
+	"cmp"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 
 	"google.golang.org/api/youtube/v3"
@@ -12,23 +14,18 @@ import (
 	"github.com/trendfetch/trendfetch/internal/callsite"
 )
 
-// SetCategories sets the videoCategories.list answer for region from raw, a recorded
-// youtube#videoCategoryListResponse such as the public datasets' US_category_id.json or
-// nonUS_category_id.json (docs/design.md §7). region "" sets the default
-// served to every region without its own list. The items are served with their recorded ids,
-// etags and snippets; the envelope etag is recomputed from the content. raw must decode as
-// a videoCategoryListResponse with at least one item, else SetCategories returns an error and
-// changes nothing.
+// SetCategories sets the videoCategories.list answer for region ("" = the default of every
+// region without its own) from raw, a recorded youtube#videoCategoryListResponse such as the
+// datasets' US_category_id.json (docs/design.md §7), served with its recorded items. raw
+// that does not decode as one with at least one item is an error and changes nothing.
 func (s *Server) SetCategories(region string, raw []byte) error {
 	var resp youtube.VideoCategoryListResponse
-	if err := json.Unmarshal(raw, &resp); err != nil {
+	err := decodeKind(raw, &resp, "youtube#videoCategoryListResponse")
+	if err == nil && len(resp.Items) == 0 {
+		err = errors.New("no items")
+	}
+	if err != nil {
 		return fmt.Errorf("cannot set categories for region %q: %w", region, err)
-	}
-	if resp.Kind != "" && resp.Kind != "youtube#videoCategoryListResponse" {
-		return fmt.Errorf("cannot set categories for region %q: kind is %q, want youtube#videoCategoryListResponse", region, resp.Kind)
-	}
-	if len(resp.Items) == 0 {
-		return fmt.Errorf("cannot set categories for region %q: no items", region)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -36,41 +33,28 @@ func (s *Server) SetCategories(region string, raw []byte) error {
 	return nil
 }
 
-// SetSearchPages sets the pages that search.list serves, in order, each raw a recorded
-// youtube#searchListResponse such as the recorded pyyoutube__search_search_by_keywords_p1.json
-// and _p2.json (docs/design.md §7). The first page is served without pageToken; page i+1 is served for page i's
-// nextPageToken; the last page's nextPageToken is removed so a client's pagination ends.
-// The query (q, type, regionCode, maxResults, ...) is not interpreted: every search returns
-// these pages. Each request costs the search.list cost (100 units by default). An error
-// changes nothing.
+// SetSearchPages sets the pages search.list serves, each raw a recorded
+// youtube#searchListResponse (docs/design.md §7): the first without pageToken, page i+1 for
+// page i's nextPageToken; the last page's nextPageToken is removed. The query is not
+// interpreted: every search returns these pages. An error changes nothing.
 //
-// Every video the pages find is also served by videos.list id= (as Google serves a video
-// it finds), built from its search result: id and snippet (title, description, channel,
-// publishedAt, thumbnails), without statistics or contentDetails, which a search result
-// does not carry. A video of a chart or of AddVideos with the same id takes precedence.
+// Every video the pages find is also served by videos.list id= (as Google serves a video it
+// finds), from its search result: id and snippet, no statistics or contentDetails. A video
+// of a chart or of AddVideos with the same id takes precedence.
 func (s *Server) SetSearchPages(raw ...[]byte) error {
-	pages := make([]*youtube.SearchListResponse, 0, len(raw))
+	pages := make([]*youtube.SearchListResponse, len(raw))
+	found := map[string]*youtube.Video{}
 	for i, b := range raw {
-		var p youtube.SearchListResponse
-		if err := json.Unmarshal(b, &p); err != nil {
+		pages[i] = new(youtube.SearchListResponse)
+		if err := decodeKind(b, pages[i], "youtube#searchListResponse"); err != nil {
 			return fmt.Errorf("cannot set search page %d: %w", i+1, err)
 		}
-		if p.Kind != "" && p.Kind != "youtube#searchListResponse" {
-			return fmt.Errorf("cannot set search page %d: kind is %q, want youtube#searchListResponse", i+1, p.Kind)
+		if i == len(raw)-1 {
+			pages[i].NextPageToken = ""
+		} else if pages[i].NextPageToken == "" {
+			return fmt.Errorf("cannot set search page %d: page %d has no nextPageToken", i+2, i+1)
 		}
-		pages = append(pages, &p)
-	}
-	if n := len(pages); n > 0 {
-		pages[n-1].NextPageToken = ""
-	}
-	for i := 1; i < len(pages); i++ {
-		if pages[i-1].NextPageToken == "" {
-			return fmt.Errorf("cannot set search page %d: page %d has no nextPageToken", i+1, i)
-		}
-	}
-	found := map[string]*youtube.Video{}
-	for _, p := range pages {
-		for _, it := range p.Items {
+		for _, it := range pages[i].Items {
 			if it != nil && it.Id != nil && it.Id.VideoId != "" && found[it.Id.VideoId] == nil {
 				found[it.Id.VideoId] = videoOfSearchResult(it)
 			}
@@ -92,40 +76,32 @@ func videoOfSearchResult(it *youtube.SearchResult) *youtube.Video {
 			Thumbnails: sn.Thumbnails, ChannelTitle: sn.ChannelTitle, LiveBroadcastContent: sn.LiveBroadcastContent,
 		}
 	}
-	b, _ := json.Marshal(v)
-	v.Etag = etagOf(b)
-	return v
+	return cloneVideos([]*youtube.Video{v})[0]
 }
 
-// SetChannels adds the channels of raw, a recorded youtube#channelListResponse such as
-// pyyoutube__channels_info_multiple.json (docs/design.md §7), to those channels.list
-// serves (a channel with an id already known replaces it). channels.list answers id=a,b,...
-// (unknown ids are absent) and forHandle=@name (matched against snippet.customUrl,
-// case-insensitively); other filters return no channels.
+// SetChannels adds the channels of raw, a recorded youtube#channelListResponse
+// (docs/design.md §7), to those channels.list serves, replacing a channel of the same id.
+// channels.list answers id=a,b,... (unknown ids absent) and forHandle=@name (matched
+// against snippet.customUrl, case-insensitively); other filters return no channels.
 func (s *Server) SetChannels(raw []byte) error {
 	var resp youtube.ChannelListResponse
-	if err := json.Unmarshal(raw, &resp); err != nil {
+	if err := decodeKind(raw, &resp, "youtube#channelListResponse"); err != nil {
 		return fmt.Errorf("cannot set channels: %w", err)
-	}
-	if resp.Kind != "" && resp.Kind != "youtube#channelListResponse" {
-		return fmt.Errorf("cannot set channels: kind is %q, want youtube#channelListResponse", resp.Kind)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, c := range resp.Items {
-		replaced := false
-		for i, old := range s.channels {
-			if old.Id == c.Id {
-				s.channels[i], replaced = c, true
-			}
-		}
-		if !replaced {
+		if i := slices.IndexFunc(s.channels, func(old *youtube.Channel) bool { return old.Id == c.Id }); i >= 0 {
+			s.channels[i] = c
+		} else {
 			s.channels = append(s.channels, c)
 		}
 	}
 	return nil
 }
 
+// serveCategories answers GET /youtube/v3/videoCategories: part, and regionCode (its list,
+// else the default) or id (the categories of those ids in any list).
 func (s *Server) serveCategories(w http.ResponseWriter, r *http.Request, q url.Values) {
 	parts, ok := parseParts(w, q, &youtube.VideoCategory{})
 	if !ok {
@@ -136,28 +112,17 @@ func (s *Server) serveCategories(w http.ResponseWriter, r *http.Request, q url.V
 		writeError(w, errMissingFilter("id, regionCode"))
 		return
 	}
-	resp := &youtube.VideoCategoryListResponse{Kind: "youtube#videoCategoryListResponse", Items: []*youtube.VideoCategory{}}
-	resp.ForceSendFields = []string{"Items"}
+	resp := &youtube.VideoCategoryListResponse{Kind: "youtube#videoCategoryListResponse"}
 	s.mu.Lock()
-	if region != "" {
-		list := s.categories[region]
-		if list == nil {
-			list = s.categories[""]
+	if list := cmp.Or(s.categories[region], s.categories[""]); region != "" && list != nil {
+		for _, c := range list.Items {
+			resp.Items = append(resp.Items, project(c, parts))
 		}
-		if list != nil {
-			for _, c := range list.Items {
-				resp.Items = append(resp.Items, project(c, parts))
-			}
-		}
-	} else {
-		want := map[string]bool{}
-		for _, id := range ids {
-			want[id] = true
-		}
+	} else if region == "" {
 		seen := map[string]bool{}
 		for _, list := range s.categories {
 			for _, c := range list.Items {
-				if want[c.Id] && !seen[c.Id] {
+				if slices.Contains(ids, c.Id) && !seen[c.Id] {
 					seen[c.Id] = true
 					resp.Items = append(resp.Items, project(c, parts))
 				}
@@ -165,82 +130,63 @@ func (s *Server) serveCategories(w http.ResponseWriter, r *http.Request, q url.V
 		}
 	}
 	s.mu.Unlock()
-	writeList(w, r, resp, func(e string) { resp.Etag = e })
+	writeList(w, r, resp)
 }
 
+// serveSearch answers GET /youtube/v3/search: part and pageToken; see SetSearchPages.
 func (s *Server) serveSearch(w http.ResponseWriter, r *http.Request, q url.Values) {
 	parts, ok := parseParts(w, q, &youtube.SearchResult{})
 	if !ok {
 		return
 	}
-	s.mu.Lock()
-	pages := s.search
-	s.mu.Unlock()
+	pages := get(s, func() []*youtube.SearchListResponse { return s.search })
 	idx := 0
 	if tok := q.Get("pageToken"); tok != "" {
-		idx = -1
-		for i := 1; i < len(pages); i++ {
-			if pages[i-1].NextPageToken == tok {
-				idx = i
-				break
-			}
-		}
-		if idx < 0 {
-			writeError(w, errInvalidPageToken())
+		if idx = 1 + slices.IndexFunc(pages, func(p *youtube.SearchListResponse) bool { return p.NextPageToken == tok }); idx == 0 {
+			writeError(w, errInvalidPageToken)
 			return
 		}
 	}
-	resp := &youtube.SearchListResponse{Kind: "youtube#searchListResponse", Items: []*youtube.SearchResult{}}
-	resp.ForceSendFields = []string{"Items"}
+	resp := &youtube.SearchListResponse{Kind: "youtube#searchListResponse", PageInfo: pageInfo(0, 0)}
 	if idx < len(pages) {
 		p := pages[idx]
-		resp.NextPageToken, resp.PrevPageToken, resp.RegionCode = p.NextPageToken, p.PrevPageToken, p.RegionCode
-		resp.PageInfo = p.PageInfo
+		resp.NextPageToken, resp.PrevPageToken, resp.RegionCode, resp.PageInfo = p.NextPageToken, p.PrevPageToken, p.RegionCode, p.PageInfo
 		for _, it := range p.Items {
 			resp.Items = append(resp.Items, project(it, parts))
 		}
-	} else {
-		resp.PageInfo = pageInfo(0, 0)
 	}
-	writeList(w, r, resp, func(e string) { resp.Etag = e })
+	writeList(w, r, resp)
 }
 
+// serveChannels answers GET /youtube/v3/channels: part, and id or forHandle (SetChannels).
 func (s *Server) serveChannels(w http.ResponseWriter, r *http.Request, q url.Values) {
 	parts, ok := parseParts(w, q, &youtube.Channel{})
 	if !ok {
 		return
 	}
-	ids, handle := multi(q, "id"), q.Get("forHandle")
+	ids, handle := multi(q, "id"), "@"+strings.TrimPrefix(strings.ToLower(q.Get("forHandle")), "@")
 	if filters(q, "id", "forHandle", "forUsername", "mine", "managedByMe", "categoryId") != 1 {
 		writeError(w, errMissingFilter("categoryId, forHandle, forUsername, id, managedByMe, mine"))
 		return
+	} else if len(ids) > callsite.MaxIDs {
+		writeError(w, errTooManyIDs(len(ids)))
+		return
 	}
-	resp := &youtube.ChannelListResponse{Kind: "youtube#channelListResponse", Items: []*youtube.Channel{}}
-	resp.ForceSendFields = []string{"Items"}
+	resp := &youtube.ChannelListResponse{Kind: "youtube#channelListResponse"}
 	s.mu.Lock()
-	switch {
-	case len(ids) > 0:
-		if len(ids) > callsite.MaxIDs {
-			s.mu.Unlock()
-			writeError(w, errTooManyIDs(len(ids)))
-			return
-		}
-		for _, id := range ids {
-			for _, c := range s.channels {
-				if c.Id == id {
-					resp.Items = append(resp.Items, project(c, parts))
-				}
-			}
-		}
-	case handle != "":
-		h := "@" + strings.TrimPrefix(strings.ToLower(handle), "@")
+	for _, id := range ids {
 		for _, c := range s.channels {
-			if c.Snippet != nil && strings.ToLower(c.Snippet.CustomUrl) == h {
+			if c.Id == id {
 				resp.Items = append(resp.Items, project(c, parts))
 			}
 		}
 	}
+	for _, c := range s.channels {
+		if q.Get("forHandle") != "" && c.Snippet != nil && strings.ToLower(c.Snippet.CustomUrl) == handle {
+			resp.Items = append(resp.Items, project(c, parts))
+		}
+	}
 	s.mu.Unlock()
 	resp.PageInfo = pageInfo(int64(len(resp.Items)), max(int64(len(resp.Items)), defaultPage))
-	writeList(w, r, resp, func(e string) { resp.Etag = e })
+	writeList(w, r, resp)
 }

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/url"
 	"reflect"
@@ -18,54 +19,69 @@ func etagOf(b []byte) string {
 	return base64.RawURLEncoding.EncodeToString(sum[:])[:27]
 }
 
-func writeError(w http.ResponseWriter, e errorResponse) {
-	b, err := json.Marshal(e)
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusInternalServerError)
-		return
-	}
+// writeJSON answers status with the JSON of v.
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, _ := json.Marshal(v) // only the youtube types and maps of strings: they always marshal
 	w.Header().Set("Content-Type", "application/json; charset=UTF-8")
-	w.WriteHeader(e.Error.Code)
+	w.WriteHeader(status)
 	_, _ = w.Write(b)
 }
 
-// writeList marshals a list response, sets its etag from the content and answers 304 when
-// the request's If-None-Match equals it (still charged; docs/design.md §3 assumes a 304 costs).
-// setEtag stores the etag in the response value.
-func writeList(w http.ResponseWriter, r *http.Request, resp any, setEtag func(string)) {
-	b, err := json.Marshal(resp)
-	if err != nil {
-		writeError(w, apiError(http.StatusInternalServerError, "global", "backendError", "cannot marshal response: "+err.Error(), ""))
-		return
+func writeError(w http.ResponseWriter, e errorResponse) {
+	if e.retryAfter != "" {
+		w.Header().Set("Retry-After", e.retryAfter)
 	}
+	writeJSON(w, e.Error.Code, e)
+}
+
+// writeList answers resp, a pointer to a youtube list response, with items always sent and
+// its etag computed from its content; 304 when the request's If-None-Match equals that etag
+// (still charged; docs/design.md §3 assumes a 304 costs).
+func writeList(w http.ResponseWriter, r *http.Request, resp any) {
+	v := reflect.ValueOf(resp).Elem()
+	v.FieldByName("ForceSendFields").Set(reflect.ValueOf([]string{"Items"}))
+	b, _ := json.Marshal(resp)
 	etag := etagOf(b)
-	setEtag(etag)
-	if inm := r.Header.Get("If-None-Match"); inm != "" && strings.Trim(inm, `"`) == etag {
+	v.FieldByName("Etag").SetString(etag)
+	if strings.Trim(r.Header.Get("If-None-Match"), `"`) == etag {
 		w.WriteHeader(http.StatusNotModified)
 		return
 	}
-	if b, err = json.Marshal(resp); err != nil {
-		writeError(w, apiError(http.StatusInternalServerError, "global", "backendError", "cannot marshal response: "+err.Error(), ""))
-		return
-	}
-	w.Header().Set("Content-Type", "application/json; charset=UTF-8")
-	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(b)
+	writeJSON(w, http.StatusOK, resp)
 }
 
-// parseParts splits and validates the part parameter against the json names of the
-// resource's part fields (plus "id").
-func parseParts(w http.ResponseWriter, q url.Values, resource any) (map[string]bool, bool) {
+// decodeKind unmarshals raw, a recorded answer, into v; its kind, when set, must be kind.
+func decodeKind(raw []byte, v any, kind string) error {
+	var k struct{ Kind string }
+	if err := json.Unmarshal(raw, v); err != nil {
+		return err
+	}
+	_ = json.Unmarshal(raw, &k) // raw is a JSON object: v decoded it
+	if k.Kind != "" && k.Kind != kind {
+		return fmt.Errorf("kind is %q, want %s", k.Kind, kind)
+	}
+	return nil
+}
+
+// parseParts splits and validates the part parameter against the parts of resource (the
+// json names of its pointer and map fields) and "id"; ok is false when it answered an error.
+func parseParts(w http.ResponseWriter, q url.Values, resource any) (parts map[string]bool, ok bool) {
 	raw := multi(q, "part")
 	if len(raw) == 0 {
 		writeError(w, errRequired("part"))
 		return nil, false
 	}
-	valid := partNames(resource)
-	parts := map[string]bool{}
+	t := reflect.TypeOf(resource).Elem()
+	valid := map[string]bool{"id": true}
+	for i := range t.NumField() {
+		if k := t.Field(i).Type.Kind(); k == reflect.Pointer || k == reflect.Map {
+			valid[jsonName(t.Field(i))] = true
+		}
+	}
+	parts = map[string]bool{}
 	for _, p := range raw {
 		if !valid[p] {
-			writeError(w, errUnknownPart(p))
+			writeError(w, apiError(http.StatusBadRequest, "youtube.part", "unknownPart", "'"+p+"'", "part"))
 			return nil, false
 		}
 		parts[p] = true
@@ -73,9 +89,8 @@ func parseParts(w http.ResponseWriter, q url.Values, resource any) (map[string]b
 	return parts, true
 }
 
-// multi returns the values of a list parameter, which clients send either repeated
-// (part=a&part=b, as google.golang.org/api does) or comma-separated (part=a,b); empty
-// elements are dropped.
+// multi returns the values of a list parameter, sent repeated (part=a&part=b, as
+// google.golang.org/api does) or comma-separated (part=a,b), without empty elements.
 func multi(q url.Values, name string) []string {
 	var out []string
 	for _, v := range q[name] {
@@ -88,43 +103,17 @@ func multi(q url.Values, name string) []string {
 	return out
 }
 
-// partNames returns the json names of the pointer and map fields of a resource struct,
-// which are its parts, plus "id".
-func partNames(resource any) map[string]bool {
-	t := reflect.TypeOf(resource).Elem()
-	names := map[string]bool{"id": true}
-	for i := 0; i < t.NumField(); i++ {
-		f := t.Field(i)
-		if k := f.Type.Kind(); k != reflect.Pointer && k != reflect.Map {
-			continue
-		}
-		if name := jsonName(f); name != "" {
-			names[name] = true
-		}
-	}
-	return names
-}
-
 func jsonName(f reflect.StructField) string {
-	tag := f.Tag.Get("json")
-	if tag == "" || tag == "-" {
-		return ""
-	}
-	name, _, _ := strings.Cut(tag, ",")
+	name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
 	return name
 }
 
-// project returns a shallow copy of the resource (a pointer to struct) holding only kind,
-// etag, id and the requested parts.
+// project returns a shallow copy of res holding only kind, etag, id and the requested parts.
 func project[T any](res *T, parts map[string]bool) *T {
-	src := reflect.ValueOf(res).Elem()
-	out := new(T)
+	src, out := reflect.ValueOf(res).Elem(), new(T)
 	dst := reflect.ValueOf(out).Elem()
-	t := src.Type()
-	for i := 0; i < t.NumField(); i++ {
-		f := t.Field(i)
-		switch name := jsonName(f); {
-		case name == "kind" || name == "etag" || name == "id", parts[name]:
+	for i := range src.NumField() {
+		if name := jsonName(src.Type().Field(i)); name == "kind" || name == "etag" || name == "id" || parts[name] {
 			dst.Field(i).Set(src.Field(i))
 		}
 	}

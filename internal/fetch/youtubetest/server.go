@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 
@@ -17,8 +18,8 @@ import (
 // defaultPage is the default maxResults of videos.list (discovery document: default "5").
 const defaultPage = 5
 
-// pathMethods maps a REST path to its API method: the first call site of
-// the path by name (videos.list, not its refresh call site videos.list.refresh).
+// pathMethods maps a REST path to its API method: the first call site of the path by name
+// (videos.list, not its refresh call site videos.list.refresh).
 var pathMethods = func() map[string]string {
 	out := map[string]string{}
 	for _, site := range callsite.All() {
@@ -29,84 +30,286 @@ var pathMethods = func() map[string]string {
 	return out
 }()
 
-// Request is what the Server recorded about one request it received, for assertions in
-// tests. The API key is never recorded: Query has "key" removed.
+// handlers answer the served methods, after the key, quota and fault checks.
+var handlers = map[string]func(*Server, http.ResponseWriter, *http.Request, url.Values){
+	callsite.VideosList:          (*Server).serveVideos,
+	callsite.CategoriesList:      (*Server).serveCategories,
+	callsite.SearchList:          (*Server).serveSearch,
+	callsite.ChannelsList:        (*Server).serveChannels,
+	callsite.VideosBatchGetStats: (*Server).serveBatchGetStats,
+}
+
+// Request is what the Server recorded about one request, for assertions in tests.
 type Request struct {
 	// Method is the API method (e.g. callsite.VideosList), or "" for a path the emulator does not serve.
 	Method string
-	// Query is the request's query parameters without "key".
+	// Query is the request's query parameters without "key" (keys are never recorded).
 	Query url.Values
 	// Status is the HTTP status answered (0 if a hook wrote nothing).
 	Status int
 }
 
+// fault is an injected answer (FailNext, AnswerNext) for the next n requests to method.
 type fault struct {
 	method string
 	n      int
-	status int
-	answer Answer // when set, instead of status
+	answer func(method string) errorResponse
 }
 
-// Server is the emulator (see the package doc), an http.Handler (ServeHTTP) answering in
-// the library's own youtube.* types, marshalled. Every request costs its call site's
-// callsite.Site.Units, errors included. Differences from Google, on purpose: the quota
-// never resets by itself (call ResetQuota); requests rejected for an invalid key or an
-// exhausted quota cost nothing (no project to charge / nothing left); the "fields" and
-// "hl" parameters are ignored (responses are a superset); statistics.dislikeCount is
-// never served (the API stopped returning it on 2021-12-13) even when loaded data has it.
-// All methods are safe for concurrent use. Keys are never logged or recorded.
+// Server is the emulator, an http.Handler answering in the library's own youtube.* types,
+// marshalled. Every request costs its call site's callsite.Site.Units, errors included.
+// Differences from Google, on purpose: the quota never resets by itself (ResetQuota);
+// requests rejected for an invalid key or an exhausted quota cost nothing; "fields" and
+// "hl" are ignored (responses are a superset); statistics.dislikeCount is never served (the
+// API stopped returning it on 2021-12-13). Safe for concurrent use; keys are never logged.
 type Server struct {
-	mu         sync.Mutex
-	charts     map[string][]*youtube.Video // region -> rank order
-	extra      []*youtube.Video            // AddVideos
-	byID       map[string]*youtube.Video
-	categories map[string]*youtube.VideoCategoryListResponse // region ("" = default)
-	search     []*youtube.SearchListResponse
-	channels   []*youtube.Channel
-	keys       map[string]bool // nil = any key (or none) is accepted
-	limit      int64           // 0 = no limit
-	units      map[string]int64
-	calls      map[string]int
-	total      int
-	faults     []fault
-	hook       func(http.ResponseWriter, *http.Request) bool
-	requests   []Request
-	// days are the recorded trending days and the date served (days.go).
-	days days
-	// bucketUnits counts units of methods with their own Google bucket
-	// (callsite.Site.GoogleBucket): bucket -> key -> units.
-	bucketUnits map[string]map[string]int64
-
-	// searchVideos are the videos the search pages find, by id (SetSearchPages).
-	searchVideos map[string]*youtube.Video
+	mu           sync.Mutex
+	charts       map[string][]*youtube.Video // region -> rank order
+	extra        []*youtube.Video            // AddVideos
+	byID         map[string]*youtube.Video
+	searchVideos map[string]*youtube.Video                     // found by the search pages, by id
+	categories   map[string]*youtube.VideoCategoryListResponse // region ("" = default)
+	search       []*youtube.SearchListResponse
+	channels     []*youtube.Channel
+	days         days                        // the recorded trending days and the date served
+	keys         map[string]bool             // nil = any key (or none) is accepted
+	limit        int64                       // 0 = no limit
+	units        map[string]map[string]int64 // Google bucket ("" = the shared units) -> key -> units
+	faults       []fault
+	hook         func(http.ResponseWriter, *http.Request) bool
+	requests     []Request
 }
 
 // New returns an empty Server: no charts (every region answers videoChartNotFound), no
-// categories, search results or channels, any API key accepted, no daily limit. Serve it with StartTest in tests or any http.Server.
+// categories, search results or channels, any API key accepted, no daily limit. Serve it
+// with StartTest in tests or with any http.Server.
 func New() *Server {
-	return &Server{
-		charts:     map[string][]*youtube.Video{},
-		byID:       map[string]*youtube.Video{},
-		categories: map[string]*youtube.VideoCategoryListResponse{},
-		units:      map[string]int64{},
-		calls:      map[string]int{},
-	}
+	return &Server{charts: map[string][]*youtube.Video{}, byID: map[string]*youtube.Video{},
+		categories: map[string]*youtube.VideoCategoryListResponse{}, units: map[string]map[string]int64{}}
 }
 
-// NewService returns a real youtube/v3 client for the emulator at baseURL (as returned by
-// StartTest), sending key as the "key" query parameter. It uses only WithEndpoint and
-// WithAPIKey: adding option.WithHTTPClient would make the library drop the API key, since
-// WithHTTPClient takes precedence over all other options. An empty key sends none.
+// NewService returns a real youtube/v3 client for the emulator at baseURL (as StartTest
+// returns), sending key as the "key" parameter (none when key is ""). Do not add
+// option.WithHTTPClient: it takes precedence over every other option and the key is dropped.
 func NewService(ctx context.Context, baseURL, key string) (*youtube.Service, error) {
-	opts := []option.ClientOption{option.WithEndpoint(strings.TrimSuffix(baseURL, "/") + "/")}
+	auth := option.WithoutAuthentication()
 	if key != "" {
-		opts = append(opts, option.WithAPIKey(key))
-	} else {
-		opts = append(opts, option.WithoutAuthentication())
+		auth = option.WithAPIKey(key)
 	}
-	svc, err := youtube.NewService(ctx, opts...)
+	svc, err := youtube.NewService(ctx, option.WithEndpoint(strings.TrimSuffix(baseURL, "/")+"/"), auth)
 	if err != nil {
 		return nil, fmt.Errorf("cannot create youtube client for %s: %w", baseURL, err)
 	}
 	return svc, nil
+}
+
+// get returns f's result under s.mu.
+func get[T any](s *Server, f func() T) T {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return f()
+}
+
+// SetKeys restricts the accepted API keys to keys; with none, every key (and none) is
+// accepted again, the default. Any other key gets the real 400 keyInvalid answer
+// (docs/design.md §3) and costs no units.
+func (s *Server) SetKeys(keys ...string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.keys = nil
+	for _, k := range keys {
+		if s.keys == nil {
+			s.keys = map[string]bool{}
+		}
+		s.keys[k] = true
+	}
+}
+
+// SetDailyLimit sets the shared units each API key may spend (0, the default, is unlimited).
+// A request that would take its key past it gets the recorded 403 quotaExceeded body
+// (docs/design.md §7) and costs nothing. Units spent so far are kept (see ResetQuota).
+func (s *Server) SetDailyLimit(units int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.limit = units
+}
+
+// ResetQuota forgets the units spent by every key, as Google's daily reset at midnight
+// Pacific Time does. Call counts and the request log are kept.
+func (s *Server) ResetQuota() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.units = map[string]map[string]int64{}
+}
+
+// Units returns the units API key key ("" = requests without a key) spent from the project's
+// shared daily units (every method without its own Google bucket).
+func (s *Server) Units(key string) int64 { return s.BucketUnits("", key) }
+
+// BucketUnits returns the units key spent from a method's own Google bucket, e.g.
+// callsite.BucketStats for videos.batchGetStats (see callsite.Site.GoogleBucket).
+func (s *Server) BucketUnits(bucket, key string) int64 {
+	return get(s, func() int64 { return s.units[bucket][key] })
+}
+
+// Calls returns how many requests method (a callsite name) received, whatever their
+// outcome (errors, rejected keys and quota denials included).
+func (s *Server) Calls(method string) int {
+	return get(s, func() int {
+		n := 0
+		for _, r := range s.requests {
+			if r.Method == method {
+				n++
+			}
+		}
+		return n
+	})
+}
+
+// TotalCalls returns how many requests the Server received, on any path.
+func (s *Server) TotalCalls() int { return get(s, func() int { return len(s.requests) }) }
+
+// Requests returns a copy of the log of requests received, oldest first.
+func (s *Server) Requests() []Request {
+	return get(s, func() []Request {
+		out := slices.Clone(s.requests)
+		for i, r := range out {
+			out[i].Query = url.Values{}
+			for k, v := range r.Query {
+				out[i].Query[k] = slices.Clone(v)
+			}
+		}
+		return out
+	})
+}
+
+// FailNext makes the next n requests to method ("" = any method) fail with HTTP status and
+// Google's body for it (errStatus: 5xx backendError, 429 rateLimitExceeded, 403
+// quotaExceeded, else badRequest). Injected failures pass the key and quota checks first and
+// are charged. Calls queue: FailNext(callsite.VideosList, 2, 503) then FailNext("", 1, 500)
+// fails the next two videos.list requests and then one more request.
+func (s *Server) FailNext(method string, n int, status int) {
+	s.queueFault(fault{method, n, func(string) errorResponse { return errStatus(status) }})
+}
+
+// AnswerNext makes the next n requests to method ("" = any method) get the quota answer a,
+// charged and queued like FailNext's failures.
+func (s *Server) AnswerNext(method string, n int, a Answer) {
+	s.queueFault(fault{method, n, func(m string) errorResponse { return answerBody(a, m) }})
+}
+
+func (s *Server) queueFault(f fault) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if f.n > 0 {
+		s.faults = append(s.faults, f)
+	}
+}
+
+// SetHook installs h (nil removes it). It runs for every request to a served method after
+// the key and quota checks and the charge, before any injected failure and the answer,
+// without the Server's lock. h may delay, write its own answer or break the connection
+// (http.ResponseController reaches Hijack and Flush); if it returns true nothing more is written.
+func (s *Server) SetHook(h func(w http.ResponseWriter, r *http.Request) bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.hook = h
+}
+
+// statusWriter records the status written.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController reach the underlying writer (Hijack, Flush).
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// ServeHTTP answers one API request (GET /youtube/v3/videos, videos:batchGetStats,
+// videoCategories, search, channels; see each serve method) or ControlPath. The key comes
+// as the "key" parameter or the X-Goog-Api-Key header; list parameters such as part and id
+// may be repeated or comma-separated. Every answer carries kind and an etag of its content;
+// If-None-Match equal to it gets 304 (still charged). Other paths are 404, other HTTP
+// methods 405, both uncharged.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path == ControlPath {
+		s.serveControl(w, r)
+		return
+	}
+	method := pathMethods[strings.TrimSuffix(r.URL.Path, "/")]
+	q := r.URL.Query()
+	key := q.Get("key")
+	if key == "" {
+		key = r.Header.Get("X-Goog-Api-Key")
+	}
+	q.Del("key")
+	sw := &statusWriter{ResponseWriter: w}
+	s.mu.Lock()
+	s.requests = append(s.requests, Request{Method: method, Query: q})
+	idx := len(s.requests) - 1
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		s.requests[idx].Status = sw.status
+		s.mu.Unlock()
+	}()
+	if method == "" {
+		writeError(sw, apiError(http.StatusNotFound, "global", "notFound", "Not Found", ""))
+		return
+	}
+	if r.Method != http.MethodGet {
+		writeError(sw, apiError(http.StatusMethodNotAllowed, "global", "httpMethodNotAllowed", "Method Not Allowed", ""))
+		return
+	}
+	denial, injected, hook := s.admit(method, key)
+	switch {
+	case denial != nil:
+		writeError(sw, *denial)
+	case hook != nil && hook(sw, r):
+	case injected != nil:
+		writeError(sw, injected(method))
+	default:
+		handlers[method](s, sw, r, q)
+	}
+}
+
+// admit checks key and quota and charges method's units. It returns the denial answered
+// instead (nil when admitted), the next injected fault for method (nil if none) and the hook.
+func (s *Server) admit(method, key string) (denial *errorResponse, injected func(string) errorResponse,
+	hook func(http.ResponseWriter, *http.Request) bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.keys != nil && !s.keys[key] {
+		return &errKeyInvalid, nil, nil
+	}
+	site, _ := callsite.Lookup(method)
+	bucket := site.GoogleBucket // a method's own Google bucket has neither the shared units nor their limit
+	if bucket == "" && s.limit > 0 && s.units[""][key]+site.Units > s.limit {
+		return &errQuotaExceeded, nil, nil
+	}
+	if s.units[bucket] == nil {
+		s.units[bucket] = map[string]int64{}
+	}
+	s.units[bucket][key] += site.Units
+	if i := slices.IndexFunc(s.faults, func(f fault) bool { return f.method == "" || f.method == method }); i >= 0 {
+		injected = s.faults[i].answer
+		if s.faults[i].n--; s.faults[i].n == 0 {
+			s.faults = slices.Delete(s.faults, i, i+1)
+		}
+	}
+	return nil, injected, s.hook
 }

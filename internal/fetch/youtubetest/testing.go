@@ -1,27 +1,23 @@
 package youtubetest
 
-// This file holds the helpers for tests. It does not import package testing, so that the
-// ytemulator binary, which links this package, does not link it either: the helpers take
-// the TB interface, which *testing.T and *testing.B satisfy.
-
 import (
 	"errors"
+	"fmt"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
 )
 
-// TB is the part of testing.TB the helpers use.
+// TB is the part of testing.TB the helpers use (*testing.T and *testing.B satisfy it).
 type TB interface {
 	Helper()
 	Cleanup(func())
-	Fatal(args ...any)
 	Fatalf(format string, args ...any)
 	Skipf(format string, args ...any)
 }
 
 // StartTest serves s on a new loopback httptest.Server, closed by tb.Cleanup, and returns
-// its base URL without a trailing slash ("http://127.0.0.1:PORT"). Point the client at
-// url+"/" (see NewService).
+// its base URL without a trailing slash ("http://127.0.0.1:PORT"; see NewService).
 func (s *Server) StartTest(tb TB) (url string) {
 	tb.Helper()
 	ts := httptest.NewServer(s)
@@ -29,21 +25,32 @@ func (s *Server) StartTest(tb TB) (url string) {
 	return ts.URL
 }
 
-// DataDir returns the recorded data directory (see FindDataDir) for a test, looking up from
-// the working directory (the package directory under go test). When it is absent the test
-// is skipped, unless the environment has CI=true, where it fails: CI must run against the
-// recorded data.
+// DataDir returns the recorded data (docs/design.md §7): the directory shared/data beside the
+// repository root, the first directory holding go.mod above the working directory. When it
+// is absent the test is skipped, unless CI=true, where it fails: CI must use the recorded data.
 func DataDir(tb TB) string {
 	tb.Helper()
-	dir, err := FindDataDir(".")
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			tb.Fatalf("recorded YouTube data is required in CI (CI=true): %v; check out ../shared/data next to the repository", err)
+	dir, err := filepath.Abs(".")
+	for err == nil {
+		if _, serr := os.Stat(filepath.Join(dir, "go.mod")); serr == nil {
+			dir = filepath.Join(filepath.Dir(dir), "shared", "data")
+			_, err = os.Stat(dir)
+			break
 		}
-		if errors.Is(err, os.ErrNotExist) {
-			tb.Skipf("skipping: recorded YouTube data not available: %v", err)
+		if filepath.Dir(dir) == dir {
+			err = fmt.Errorf("no go.mod above the working directory: %w", os.ErrNotExist)
 		}
-		tb.Fatal(err)
+		dir = filepath.Dir(dir)
 	}
-	return dir
+	switch {
+	case err == nil:
+		return dir
+	case os.Getenv("CI") == "true":
+		tb.Fatalf("recorded YouTube data is required in CI (CI=true): %v; check out ../shared/data next to the repository", err)
+	case errors.Is(err, os.ErrNotExist):
+		tb.Skipf("skipping: recorded YouTube data not available: %v", err)
+	default:
+		tb.Fatalf("cannot find the recorded YouTube data: %v", err)
+	}
+	return ""
 }

@@ -1,8 +1,15 @@
 package youtubetest
 
 import (
+	"cmp"
+	"encoding/base64"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -11,25 +18,122 @@ import (
 	"github.com/trendfetch/trendfetch/internal/callsite"
 )
 
+// SetChart sets the mostPopular chart of region (ISO 3166-1 alpha-2, case-insensitive) to
+// videos in rank order, deep-copied, cut to callsite.ChartMax, missing Kind and Etag filled
+// in. A nil slice removes the chart (videoChartNotFound); an empty one is a chart with no
+// videos. Chart videos are found by id (id=...), the first region alphabetically winning.
+func (s *Server) SetChart(region string, videos []*youtube.Video) {
+	var chart []*youtube.Video
+	if videos != nil {
+		chart = cloneVideos(videos[:min(len(videos), callsite.ChartMax)])
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if chart == nil {
+		delete(s.charts, strings.ToUpper(region))
+	} else {
+		s.charts[strings.ToUpper(region)] = chart
+	}
+	s.reindexLocked()
+}
+
+// AddVideos makes videos findable by id (videos.list id=...) without putting them in any
+// chart, e.g. a video that has left the chart; chart videos take precedence. Deep-copied.
+func (s *Server) AddVideos(videos ...*youtube.Video) {
+	c := cloneVideos(videos)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.extra = append(s.extra, c...)
+	s.reindexLocked()
+}
+
+// Chart returns a deep copy of the chart of region, nil if none is set.
+func (s *Server) Chart(region string) []*youtube.Video {
+	if chart := get(s, func() []*youtube.Video { return s.charts[strings.ToUpper(region)] }); chart != nil {
+		return cloneVideos(chart)
+	}
+	return nil
+}
+
+// reindexLocked rebuilds byID: the charts by region, then AddVideos.
+func (s *Server) reindexLocked() {
+	var all [][]*youtube.Video
+	for _, r := range slices.Sorted(maps.Keys(s.charts)) {
+		all = append(all, s.charts[r])
+	}
+	s.byID = map[string]*youtube.Video{}
+	for _, v := range slices.Concat(append(all, s.extra)...) {
+		if _, ok := s.byID[v.Id]; !ok {
+			s.byID[v.Id] = v
+		}
+	}
+}
+
+func cloneVideos(videos []*youtube.Video) []*youtube.Video {
+	out := make([]*youtube.Video, 0, len(videos))
+	for _, v := range videos {
+		if v == nil {
+			continue
+		}
+		b, err := json.Marshal(v)
+		c := new(youtube.Video)
+		if err == nil {
+			err = json.Unmarshal(b, c)
+		}
+		if err != nil {
+			panic(fmt.Sprintf("youtubetest: cannot copy video %q: %v", v.Id, err)) // only on programmer error
+		}
+		if v.Statistics != nil { // keep the zero counts the original forced (likeCount "0")
+			c.Statistics.ForceSendFields = slices.Clone(v.Statistics.ForceSendFields)
+		}
+		if c.Kind == "" {
+			c.Kind = "youtube#video"
+		}
+		if c.Etag == "" {
+			c.Etag = etagOf(b)
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// serveVideos answers GET /youtube/v3/videos: part (required; unknown parts are 400
+// unknownPart) and exactly one of chart=mostPopular or id. With chart: regionCode (default
+// US; no chart is 400 videoChartNotFound), videoCategoryId (the chart's videos of that
+// category, in rank order), maxResults 1..50 (default 5), pageToken (nextPageToken or
+// prevPageToken as answered, e.g. "CDIQAA" = offset 50; else 400 invalidPageToken);
+// nextPageToken is absent on the last page, pageInfo.totalResults is the chart length and
+// resultsPerPage the maxResults asked. With id: up to 50 ids answered in request order,
+// unknown ids absent.
 func (s *Server) serveVideos(w http.ResponseWriter, r *http.Request, q url.Values) {
 	parts, ok := parseParts(w, q, &youtube.Video{})
 	if !ok {
 		return
 	}
 	chart, ids := q.Get("chart"), multi(q, "id")
-	if filters(q, "chart", "id", "myRating") != 1 {
+	switch {
+	case filters(q, "chart", "id", "myRating") != 1:
 		writeError(w, errMissingFilter("myRating, id, chart"))
 		return
-	}
-	if q.Get("myRating") != "" {
+	case q.Get("myRating") != "":
 		writeError(w, apiError(http.StatusUnauthorized, "global", "required", "Login Required.", "Authorization"))
 		return
-	}
-	if len(ids) > 0 {
-		s.serveVideoIDs(w, r, ids, parts)
+	case len(ids) > callsite.MaxIDs:
+		writeError(w, errTooManyIDs(len(ids)))
 		return
-	}
-	if chart != "mostPopular" {
+	case len(ids) > 0:
+		resp := &youtube.VideoListResponse{Kind: "youtube#videoListResponse"}
+		s.mu.Lock()
+		for _, id := range ids {
+			if v := cmp.Or(s.byID[id], s.searchVideos[id]); v != nil {
+				resp.Items = append(resp.Items, serveVideo(v, parts))
+			}
+		}
+		s.mu.Unlock()
+		resp.PageInfo = pageInfo(int64(len(resp.Items)), int64(len(resp.Items)))
+		writeList(w, r, resp)
+		return
+	case chart != "mostPopular":
 		writeError(w, errInvalidValue("chart", chart, "Allowed values: [mostPopular]"))
 		return
 	}
@@ -42,76 +146,40 @@ func (s *Server) serveVideos(w http.ResponseWriter, r *http.Request, q url.Value
 		}
 		maxResults = n
 	}
-	region := strings.ToUpper(q.Get("regionCode"))
-	if region == "" {
-		region = "US"
-	}
 	s.mu.Lock()
-	all, found := s.charts[region]
+	videos, found := s.charts[cmp.Or(strings.ToUpper(q.Get("regionCode")), "US")]
 	s.mu.Unlock()
 	if !found {
-		writeError(w, errChartNotFound())
+		writeError(w, errChartNotFound)
 		return
 	}
-	chartVideos := all
 	if cat := q.Get("videoCategoryId"); cat != "" {
-		chartVideos = nil
-		for _, v := range all {
-			if v.Snippet != nil && v.Snippet.CategoryId == cat {
-				chartVideos = append(chartVideos, v)
-			}
-		}
+		videos = slices.DeleteFunc(slices.Clone(videos), func(v *youtube.Video) bool { return v.Snippet == nil || v.Snippet.CategoryId != cat })
 	}
 	start, end := 0, maxResults
 	if tok := q.Get("pageToken"); tok != "" {
 		off, back, ok := parsePageToken(tok)
-		if !ok || off > len(chartVideos) {
-			writeError(w, errInvalidPageToken())
+		if !ok || off > len(videos) {
+			writeError(w, errInvalidPageToken)
 			return
 		}
+		start, end = off, off+maxResults
 		if back {
 			start, end = max(off-maxResults, 0), off
-		} else {
-			start, end = off, off+maxResults
 		}
 	}
-	end = min(end, len(chartVideos))
-	resp := &youtube.VideoListResponse{
-		Kind:     "youtube#videoListResponse",
-		Items:    make([]*youtube.Video, 0, end-start),
-		PageInfo: pageInfo(int64(len(chartVideos)), int64(maxResults)),
-	}
-	resp.ForceSendFields = []string{"Items"}
-	for _, v := range chartVideos[start:end] {
+	end = min(end, len(videos))
+	resp := &youtube.VideoListResponse{Kind: "youtube#videoListResponse", PageInfo: pageInfo(int64(len(videos)), int64(maxResults))}
+	for _, v := range videos[start:end] {
 		resp.Items = append(resp.Items, serveVideo(v, parts))
 	}
-	if end < len(chartVideos) {
+	if end < len(videos) {
 		resp.NextPageToken = pageToken(end, false)
 	}
 	if start > 0 {
 		resp.PrevPageToken = pageToken(start, true)
 	}
-	writeList(w, r, resp, func(e string) { resp.Etag = e })
-}
-
-func (s *Server) serveVideoIDs(w http.ResponseWriter, r *http.Request, ids []string, parts map[string]bool) {
-	if len(ids) > callsite.MaxIDs {
-		writeError(w, errTooManyIDs(len(ids)))
-		return
-	}
-	resp := &youtube.VideoListResponse{Kind: "youtube#videoListResponse", Items: []*youtube.Video{}}
-	resp.ForceSendFields = []string{"Items"}
-	s.mu.Lock()
-	for _, id := range ids {
-		if v, ok := s.byID[id]; ok {
-			resp.Items = append(resp.Items, serveVideo(v, parts))
-		} else if v, ok := s.searchVideos[id]; ok {
-			resp.Items = append(resp.Items, serveVideo(v, parts))
-		}
-	}
-	s.mu.Unlock()
-	resp.PageInfo = pageInfo(int64(len(resp.Items)), int64(len(resp.Items)))
-	writeList(w, r, resp, func(e string) { resp.Etag = e })
+	writeList(w, r, resp)
 }
 
 // serveVideo projects v onto parts and drops dislikeCount, which the API no longer returns.
@@ -120,13 +188,32 @@ func serveVideo(v *youtube.Video, parts map[string]bool) *youtube.Video {
 	if out.Statistics != nil {
 		st := *out.Statistics
 		st.DislikeCount = 0
-		st.ForceSendFields = nil
-		for _, f := range out.Statistics.ForceSendFields {
-			if f != "DislikeCount" {
-				st.ForceSendFields = append(st.ForceSendFields, f)
-			}
-		}
+		st.ForceSendFields = slices.DeleteFunc(slices.Clone(st.ForceSendFields), func(f string) bool { return f == "DislikeCount" })
 		out.Statistics = &st
 	}
 	return out
+}
+
+// pageToken encodes an offset the way the real API's tokens look: a protobuf with field 1 the
+// offset and field 2 the direction (0 forward, 1 backward), base64url without padding.
+// Offset 50 forward is "CDIQAA", offset 5 backward is "CAUQAQ", as in the recorded responses.
+func pageToken(offset int, backward bool) string {
+	dir := byte(0)
+	if backward {
+		dir = 1
+	}
+	return base64.RawURLEncoding.EncodeToString(append(binary.AppendUvarint([]byte{0x08}, uint64(offset)), 0x10, dir))
+}
+
+// parsePageToken is the inverse of pageToken; ok is false for anything else.
+func parsePageToken(tok string) (offset int, backward bool, ok bool) {
+	b, err := base64.RawURLEncoding.DecodeString(strings.TrimRight(tok, "="))
+	if err != nil || len(b) < 4 || b[0] != 0x08 {
+		return 0, false, false
+	}
+	v, n := binary.Uvarint(b[1:])
+	if rest := b[1+max(n, 0):]; n <= 0 || v > 1<<20 || len(rest) != 2 || rest[0] != 0x10 || rest[1] > 1 {
+		return 0, false, false
+	}
+	return int(v), b[len(b)-1] == 1, true
 }
