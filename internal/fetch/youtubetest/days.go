@@ -23,13 +23,6 @@ import (
 // several trending days of a running emulator with it.
 const ControlPath = "/emulator/date"
 
-// days is the recorded trending days loaded with LoadDays, and the date served.
-type days struct {
-	charts  map[string][]dated // region -> ascending days of its chart, one video each row
-	stats   map[string][]dated // video id -> its rows, ascending by date (videos:batchGetStats)
-	current string             // the date served ("" until SetDate)
-}
-
 // dated is a day's chart (videos) or one video's row of that day (videos[0]).
 type dated struct {
 	date   string // YYYY-MM-DD
@@ -65,25 +58,22 @@ func (s *Server) LoadDays(region string, dates []string, charts map[string][]*yo
 	slices.SortStableFunc(loaded, byDate)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.days.charts == nil {
-		s.days.charts = map[string][]dated{}
-	}
-	s.days.charts[region] = loaded
+	s.dayCharts[region] = loaded
 	// Rebuild the statistics index; a video on several regions' charts of a date: the
 	// first region in alphabetical order wins.
-	s.days.stats = map[string][]dated{}
+	s.dayStats = map[string][]dated{}
 	seen := map[string]bool{} // id + date
-	for _, r := range slices.Sorted(maps.Keys(s.days.charts)) {
-		for _, d := range s.days.charts[r] {
+	for _, r := range slices.Sorted(maps.Keys(s.dayCharts)) {
+		for _, d := range s.dayCharts[r] {
 			for _, v := range d.videos {
 				if k := v.Id + "\x00" + d.date; !seen[k] {
 					seen[k] = true
-					s.days.stats[v.Id] = append(s.days.stats[v.Id], dated{d.date, []*youtube.Video{v}})
+					s.dayStats[v.Id] = append(s.dayStats[v.Id], dated{d.date, []*youtube.Video{v}})
 				}
 			}
 		}
 	}
-	for _, rows := range s.days.stats {
+	for _, rows := range s.dayStats {
 		slices.SortStableFunc(rows, byDate)
 	}
 	return nil
@@ -124,28 +114,28 @@ func (s *Server) SetDate(date string) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if len(s.days.charts) == 0 {
+	if len(s.dayCharts) == 0 {
 		return fmt.Errorf("cannot set date %s: no recorded days loaded (LoadDays)", key)
 	}
-	for region, ds := range s.days.charts {
+	for region, ds := range s.dayCharts {
 		if i := at(ds, key); i >= 0 {
 			s.charts[region] = ds[i].videos
 		} else {
 			delete(s.charts, region)
 		}
 	}
-	s.days.current = key
+	s.date = key
 	s.reindexLocked()
 	return nil
 }
 
 // Date returns the trending date set by SetDate as YYYY-MM-DD ("" before any).
-func (s *Server) Date() string { return get(s, func() string { return s.days.current }) }
+func (s *Server) Date() string { return get(s, func() string { return s.date }) }
 
 // Dates returns the loaded dates of region (LoadDays), ascending, as YYYY-MM-DD.
 func (s *Server) Dates(region string) []string {
 	return get(s, func() (out []string) {
-		for _, d := range s.days.charts[strings.ToUpper(region)] {
+		for _, d := range s.dayCharts[strings.ToUpper(region)] {
 			out = append(out, d.date)
 		}
 		return out
@@ -204,9 +194,9 @@ func (s *Server) serveBatchGetStats(w http.ResponseWriter, r *http.Request, q ur
 	s.mu.Lock()
 	for _, id := range ids {
 		v := s.byID[id]
-		if rows := s.days.stats[id]; len(rows) > 0 && s.days.current != "" {
+		if rows := s.dayStats[id]; len(rows) > 0 && s.date != "" {
 			v = nil // not published yet as of the current date, unless:
-			if i := at(rows, s.days.current); i >= 0 {
+			if i := at(rows, s.date); i >= 0 {
 				v = rows[i].videos[0]
 			}
 		}

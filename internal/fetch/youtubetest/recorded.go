@@ -27,20 +27,15 @@ func (s *Server) SetCategories(region string, raw []byte) error {
 	if err != nil {
 		return fmt.Errorf("cannot set categories for region %q: %w", region, err)
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.categories[strings.ToUpper(region)] = &resp
+	s.locked(func() { s.categories[strings.ToUpper(region)] = &resp })
 	return nil
 }
 
-// SetSearchPages sets the pages search.list serves, each raw a recorded
-// youtube#searchListResponse (docs/design.md §7): the first without pageToken, page i+1 for
-// page i's nextPageToken; the last page's nextPageToken is removed. The query is not
-// interpreted: every search returns these pages. An error changes nothing.
-//
-// Every video the pages find is also served by videos.list id= (as Google serves a video it
-// finds), from its search result: id and snippet, no statistics or contentDetails. A video
-// of a chart or of AddVideos with the same id takes precedence.
+// SetSearchPages sets the pages every search.list serves, whatever its query, each raw a
+// recorded youtube#searchListResponse (docs/design.md §7): the first without pageToken, page
+// i+1 for page i's nextPageToken (removed from the last). An error changes nothing. The
+// videos found are served by videos.list id= too, from their search results (id, snippet),
+// after the charts' and AddVideos'.
 func (s *Server) SetSearchPages(raw ...[]byte) error {
 	pages := make([]*youtube.SearchListResponse, len(raw))
 	found := map[string]*youtube.Video{}
@@ -60,14 +55,11 @@ func (s *Server) SetSearchPages(raw ...[]byte) error {
 			}
 		}
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.search, s.searchVideos = pages, found
+	s.locked(func() { s.search, s.searchVideos = pages, found })
 	return nil
 }
 
-// videoOfSearchResult is the youtube#video that videos.list serves for a video a search
-// result found: its id and the snippet fields the two resources share.
+// videoOfSearchResult is the youtube#video of a search result: id and the shared snippet fields.
 func videoOfSearchResult(it *youtube.SearchResult) *youtube.Video {
 	v := &youtube.Video{Kind: "youtube#video", Id: it.Id.VideoId}
 	if sn := it.Snippet; sn != nil {

@@ -1,6 +1,7 @@
 package youtubetest
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net/http"
@@ -39,13 +40,12 @@ var handlers = map[string]func(*Server, http.ResponseWriter, *http.Request, url.
 	callsite.VideosBatchGetStats: (*Server).serveBatchGetStats,
 }
 
-// Request is what the Server recorded about one request, for assertions in tests.
+// Request is what the Server recorded about one request, for assertions in tests: its API
+// method (e.g. callsite.VideosList; "" for a path not served), query parameters without "key"
+// (keys are never recorded) and HTTP status answered (0 if a hook wrote nothing).
 type Request struct {
-	// Method is the API method (e.g. callsite.VideosList), or "" for a path the emulator does not serve.
 	Method string
-	// Query is the request's query parameters without "key" (keys are never recorded).
-	Query url.Values
-	// Status is the HTTP status answered (0 if a hook wrote nothing).
+	Query  url.Values
 	Status int
 }
 
@@ -71,8 +71,10 @@ type Server struct {
 	categories   map[string]*youtube.VideoCategoryListResponse // region ("" = default)
 	search       []*youtube.SearchListResponse
 	channels     []*youtube.Channel
-	days         days                        // the recorded trending days and the date served
-	keys         map[string]bool             // nil = any key (or none) is accepted
+	dayCharts    map[string][]dated          // LoadDays: region -> ascending days of its chart
+	dayStats     map[string][]dated          // LoadDays: video id -> its rows, ascending by date (one video each)
+	date         string                      // the date served ("" until SetDate)
+	keys         []string                    // nil = any key (or none) is accepted
 	limit        int64                       // 0 = no limit
 	units        map[string]map[string]int64 // Google bucket ("" = the shared units) -> key -> units
 	faults       []fault
@@ -80,12 +82,12 @@ type Server struct {
 	requests     []Request
 }
 
-// New returns an empty Server: no charts (every region answers videoChartNotFound), no
-// categories, search results or channels, any API key accepted, no daily limit. Serve it
-// with StartTest in tests or with any http.Server.
+// New returns an empty Server (no charts, categories, search results or channels; any API
+// key accepted; no daily limit), to serve with StartTest or any http.Server.
 func New() *Server {
 	return &Server{charts: map[string][]*youtube.Video{}, byID: map[string]*youtube.Video{},
-		categories: map[string]*youtube.VideoCategoryListResponse{}, units: map[string]map[string]int64{}}
+		categories: map[string]*youtube.VideoCategoryListResponse{}, units: map[string]map[string]int64{},
+		dayCharts: map[string][]dated{}}
 }
 
 // NewService returns a real youtube/v3 client for the emulator at baseURL (as StartTest
@@ -110,6 +112,13 @@ func get[T any](s *Server, f func() T) T {
 	return f()
 }
 
+// locked runs f under s.mu.
+func (s *Server) locked(f func()) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	f()
+}
+
 // SetKeys restricts the accepted API keys to keys; with none, every key (and none) is
 // accepted again, the default. Any other key gets the real 400 keyInvalid answer
 // (docs/design.md §3) and costs no units.
@@ -117,30 +126,19 @@ func (s *Server) SetKeys(keys ...string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.keys = nil
-	for _, k := range keys {
-		if s.keys == nil {
-			s.keys = map[string]bool{}
-		}
-		s.keys[k] = true
+	if len(keys) > 0 {
+		s.keys = slices.Clone(keys)
 	}
 }
 
 // SetDailyLimit sets the shared units each API key may spend (0, the default, is unlimited).
 // A request that would take its key past it gets the recorded 403 quotaExceeded body
 // (docs/design.md §7) and costs nothing. Units spent so far are kept (see ResetQuota).
-func (s *Server) SetDailyLimit(units int64) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.limit = units
-}
+func (s *Server) SetDailyLimit(units int64) { s.locked(func() { s.limit = units }) }
 
-// ResetQuota forgets the units spent by every key, as Google's daily reset at midnight
-// Pacific Time does. Call counts and the request log are kept.
-func (s *Server) ResetQuota() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.units = map[string]map[string]int64{}
-}
+// ResetQuota forgets the units spent, as Google's reset at midnight Pacific Time does; call
+// counts and the request log are kept.
+func (s *Server) ResetQuota() { s.locked(func() { s.units = map[string]map[string]int64{} }) }
 
 // Units returns the units API key key ("" = requests without a key) spent from the project's
 // shared daily units (every method without its own Google bucket).
@@ -169,25 +167,16 @@ func (s *Server) Calls(method string) int {
 // TotalCalls returns how many requests the Server received, on any path.
 func (s *Server) TotalCalls() int { return get(s, func() int { return len(s.requests) }) }
 
-// Requests returns a copy of the log of requests received, oldest first.
+// Requests returns a copy of the log of requests received, oldest first (read-only: the
+// Query values are the log's own).
 func (s *Server) Requests() []Request {
-	return get(s, func() []Request {
-		out := slices.Clone(s.requests)
-		for i, r := range out {
-			out[i].Query = url.Values{}
-			for k, v := range r.Query {
-				out[i].Query[k] = slices.Clone(v)
-			}
-		}
-		return out
-	})
+	return get(s, func() []Request { return slices.Clone(s.requests) })
 }
 
-// FailNext makes the next n requests to method ("" = any method) fail with HTTP status and
-// Google's body for it (errStatus: 5xx backendError, 429 rateLimitExceeded, 403
-// quotaExceeded, else badRequest). Injected failures pass the key and quota checks first and
-// are charged. Calls queue: FailNext(callsite.VideosList, 2, 503) then FailNext("", 1, 500)
-// fails the next two videos.list requests and then one more request.
+// FailNext makes the next n requests to method ("" = any) fail with HTTP status and Google's
+// body for it (5xx backendError, 429 rateLimitExceeded, 403 quotaExceeded, else badRequest),
+// after the key and quota checks and the charge. Calls queue: FailNext(callsite.VideosList,
+// 2, 503) then FailNext("", 1, 500) fails two videos.list requests, then one more request.
 func (s *Server) FailNext(method string, n int, status int) {
 	s.queueFault(fault{method, n, func(string) errorResponse { return errStatus(status) }})
 }
@@ -211,9 +200,7 @@ func (s *Server) queueFault(f fault) {
 // without the Server's lock. h may delay, write its own answer or break the connection
 // (http.ResponseController reaches Hijack and Flush); if it returns true nothing more is written.
 func (s *Server) SetHook(h func(w http.ResponseWriter, r *http.Request) bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.hook = h
+	s.locked(func() { s.hook = h })
 }
 
 // statusWriter records the status written.
@@ -223,50 +210,36 @@ type statusWriter struct {
 }
 
 func (w *statusWriter) WriteHeader(code int) {
-	if w.status == 0 {
-		w.status = code
-	}
+	w.status = cmp.Or(w.status, code)
 	w.ResponseWriter.WriteHeader(code)
 }
 
 func (w *statusWriter) Write(b []byte) (int, error) {
-	if w.status == 0 {
-		w.status = http.StatusOK
-	}
+	w.status = cmp.Or(w.status, http.StatusOK)
 	return w.ResponseWriter.Write(b)
 }
 
 // Unwrap lets http.ResponseController reach the underlying writer (Hijack, Flush).
 func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
-// ServeHTTP answers one API request (GET /youtube/v3/videos, videos:batchGetStats,
-// videoCategories, search, channels; see each serve method) or ControlPath. The key comes
-// as the "key" parameter or the X-Goog-Api-Key header; list parameters such as part and id
-// may be repeated or comma-separated. Every answer carries kind and an etag of its content;
-// If-None-Match equal to it gets 304 (still charged). Other paths are 404, other HTTP
-// methods 405, both uncharged.
+// ServeHTTP answers one GET of an API method (see the serve methods) or ControlPath. The key
+// is the "key" parameter or the X-Goog-Api-Key header; list parameters may be repeated or
+// comma-separated; If-None-Match equal to the answer's etag gets 304 (charged). Other paths
+// are 404, other HTTP methods 405, both uncharged.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.URL.Path == ControlPath {
 		s.serveControl(w, r)
 		return
 	}
-	method := pathMethods[strings.TrimSuffix(r.URL.Path, "/")]
-	q := r.URL.Query()
-	key := q.Get("key")
-	if key == "" {
-		key = r.Header.Get("X-Goog-Api-Key")
-	}
+	method, q := pathMethods[strings.TrimSuffix(r.URL.Path, "/")], r.URL.Query()
+	key := cmp.Or(q.Get("key"), r.Header.Get("X-Goog-Api-Key"))
 	q.Del("key")
 	sw := &statusWriter{ResponseWriter: w}
-	s.mu.Lock()
-	s.requests = append(s.requests, Request{Method: method, Query: q})
-	idx := len(s.requests) - 1
-	s.mu.Unlock()
-	defer func() {
-		s.mu.Lock()
-		s.requests[idx].Status = sw.status
-		s.mu.Unlock()
-	}()
+	idx := get(s, func() int {
+		s.requests = append(s.requests, Request{Method: method, Query: q})
+		return len(s.requests) - 1
+	})
+	defer s.locked(func() { s.requests[idx].Status = sw.status })
 	if method == "" {
 		writeError(sw, apiError(http.StatusNotFound, "global", "notFound", "Not Found", ""))
 		return
@@ -293,7 +266,7 @@ func (s *Server) admit(method, key string) (denial *errorResponse, injected func
 	hook func(http.ResponseWriter, *http.Request) bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.keys != nil && !s.keys[key] {
+	if s.keys != nil && !slices.Contains(s.keys, key) {
 		return &errKeyInvalid, nil, nil
 	}
 	site, _ := callsite.Lookup(method)

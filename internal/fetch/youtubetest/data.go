@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/csv"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -15,6 +16,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"google.golang.org/api/youtube/v3"
 )
@@ -36,33 +38,28 @@ var (
 	exportExtra = []string{"captured_at", "rank"}
 )
 
-// csvRow is one record by (2018) column name, with the line it started on.
-type csvRow struct {
-	line   int
-	fields map[string]string
-}
-
-// readCSV reads a whole trending CSV, detects its layout from the header (is2017 for the
-// Kaggle one) and returns the records. Errors name the line.
-func readCSV(r io.Reader) (is2017 bool, rows []csvRow, err error) {
+// readCSV reads a whole trending CSV, its layout detected from the header, and returns
+// LoadCSVCharts' dates and charts. Errors name the line.
+func readCSV(r io.Reader) (dates []string, charts map[string][]*youtube.Video, err error) {
 	data, err := io.ReadAll(r)
 	if err != nil {
-		return false, nil, fmt.Errorf("cannot read trending CSV: %w", err)
+		return nil, nil, err
 	}
 	data = bytes.TrimPrefix(data, []byte("\ufeff"))
 	header, err := csv.NewReader(bytes.NewReader(data)).Read()
 	if err == io.EOF {
-		return false, nil, errors.New("cannot read trending CSV: empty input, expected a header line")
+		return nil, nil, errors.New("empty input, expected a header line")
 	} else if err != nil {
-		return false, nil, fmt.Errorf("cannot read trending CSV header: %w", err)
+		return nil, nil, fmt.Errorf("header: %w", err)
 	}
 	base := header
 	if n := len(header) - len(exportExtra); n > 0 && slices.Equal(header[n:], exportExtra) {
 		base = header[:n]
 	}
-	switch is2017 = slices.Equal(base, header2017); {
+	is2017 := slices.Equal(base, header2017)
+	switch {
 	case !is2017 && !slices.Equal(base, header2018):
-		return false, nil, fmt.Errorf("cannot read trending CSV: line 1: unknown header %q; expected the 2018 scraper columns (%s) or the 2017 Kaggle columns (%s)",
+		return nil, nil, fmt.Errorf("line 1: unknown header %q; expected the 2018 scraper columns (%s) or the 2017 Kaggle columns (%s)",
 			strings.Join(header, ","), strings.Join(header2018, ","), strings.Join(header2017, ","))
 	case !is2017:
 		data = keepQuotedCRLF(data)
@@ -73,22 +70,35 @@ func readCSV(r io.Reader) (is2017 bool, rows []csvRow, err error) {
 	// files quote every field and are read strictly.
 	cr.LazyQuotes = is2017
 	if _, err := cr.Read(); err != nil {
-		return false, nil, fmt.Errorf("cannot read trending CSV header: %w", err)
+		return nil, nil, fmt.Errorf("header: %w", err)
 	}
+	charts = map[string][]*youtube.Video{}
 	for {
 		rec, err := cr.Read()
 		if err == io.EOF {
-			return is2017, rows, nil
+			break
 		} else if err != nil { // *csv.ParseError carries "record on line N"
-			return false, nil, fmt.Errorf("cannot read trending CSV: %w", err)
+			return nil, nil, err
 		}
 		line, _ := cr.FieldPos(0)
-		m := make(map[string]string, len(header))
+		f := make(map[string]string, len(header))
 		for i, h := range header {
-			m[cmp.Or(alias2017[h], h)] = rec[i]
+			f[cmp.Or(alias2017[h], h)] = rec[i]
 		}
-		rows = append(rows, csvRow{line: line, fields: m})
+		v, err := rowVideo(is2017, f)
+		if err != nil {
+			return nil, nil, fmt.Errorf("line %d: %w", line, err)
+		}
+		d := f["trending_date"]
+		if charts[d] == nil {
+			dates = append(dates, d)
+		}
+		charts[d] = append(charts[d], v)
 	}
+	if len(dates) == 0 {
+		return nil, nil, errors.New("no data rows after the header")
+	}
+	return dates, charts, nil
 }
 
 // keepQuotedCRLF returns data with every CRLF inside a quoted field written CR CR LF, so
@@ -132,7 +142,7 @@ func LoadCSV(r io.Reader, region, trendingDate string) ([]*youtube.Video, error)
 		}
 	}
 	if len(videos) == 0 {
-		return nil, fmt.Errorf("cannot load trending CSV%s: trending date %q not in file; dates present: %s",
+		return nil, fmt.Errorf("cannot read trending CSV%s: trending date %q not in file; dates present: %s",
 			forRegion(region), trendingDate, strings.Join(dates, ", "))
 	}
 	return videos, nil
@@ -141,26 +151,8 @@ func LoadCSV(r io.Reader, region, trendingDate string) ([]*youtube.Video, error)
 // LoadCSVCharts parses a recorded trending CSV once and returns every trending date as
 // written, in order of first appearance, with its chart as LoadCSV maps it.
 func LoadCSVCharts(r io.Reader, region string) (dates []string, charts map[string][]*youtube.Video, err error) {
-	is2017, rows, err := readCSV(r)
-	if err != nil && region != "" {
-		return nil, nil, fmt.Errorf("region %s: %w", region, err)
-	} else if err != nil {
-		return nil, nil, err
-	}
-	if len(rows) == 0 {
-		return nil, nil, fmt.Errorf("cannot load trending CSV%s: no data rows after the header", forRegion(region))
-	}
-	charts = map[string][]*youtube.Video{}
-	for _, row := range rows {
-		v, err := rowVideo(is2017, row.fields)
-		if err != nil {
-			return nil, nil, fmt.Errorf("cannot load trending CSV%s: line %d: %w", forRegion(region), row.line, err)
-		}
-		d := row.fields["trending_date"]
-		if charts[d] == nil {
-			dates = append(dates, d)
-		}
-		charts[d] = append(charts[d], v)
+	if dates, charts, err = readCSV(r); err != nil {
+		return nil, nil, fmt.Errorf("cannot read trending CSV%s: %w", forRegion(region), err)
 	}
 	return dates, charts, nil
 }
@@ -172,6 +164,7 @@ func forRegion(region string) string {
 	return " for region " + region
 }
 
+// rowVideo maps a row (by 2018 column names) onto a youtube#video (docs/design.md §7).
 func rowVideo(is2017 bool, f map[string]string) (*youtube.Video, error) {
 	if f["video_id"] == "" {
 		return nil, errors.New("empty video_id")
@@ -222,12 +215,11 @@ func rowVideo(is2017 bool, f map[string]string) (*youtube.Video, error) {
 	return v, nil
 }
 
+var bools = map[string]bool{"True": true, "true": true, "TRUE": true, "False": false, "false": false, "FALSE": false, "": false}
+
 func parseBool(f map[string]string, col string) (bool, error) {
-	switch f[col] {
-	case "True", "true", "TRUE":
-		return true, nil
-	case "False", "false", "FALSE", "":
-		return false, nil
+	if b, ok := bools[f[col]]; ok {
+		return b, nil
 	}
 	return false, fmt.Errorf("column %s: %q is not True or False", col, f[col])
 }
@@ -279,4 +271,70 @@ func openCSV(path string) (region string, f *os.File, err error) {
 		return "", nil, fmt.Errorf("cannot load trending CSV: %w", err)
 	}
 	return region, f, nil
+}
+
+// SampleSize is the number of videos in Sample: 60, so a client paging with maxResults=50
+// sees two pages.
+const SampleSize = 60
+
+// sampleCategories are real YouTube category ids and titles (public, stable).
+var sampleCategories = []struct{ id, title string }{
+	{"1", "Film & Animation"}, {"2", "Autos & Vehicles"}, {"10", "Music"}, {"15", "Pets & Animals"},
+	{"17", "Sports"}, {"20", "Gaming"}, {"22", "People & Blogs"}, {"23", "Comedy"},
+	{"24", "Entertainment"}, {"25", "News & Politics"}, {"26", "Howto & Style"},
+	{"27", "Education"}, {"28", "Science & Technology"},
+}
+
+// Sample returns a built-in synthetic chart of SampleSize fresh videos in rank order, for
+// demos and tests without the recorded data. Everything is invented and says so: ids
+// "sample-0001" ... "sample-0060" (11 characters, like real ids), titles "Sample video N
+// (synthetic)", 12 channels "Sample Channel N" (SyntheticChannelID), real category ids in
+// turn, descending counts (every 10th video without ratings, every 7th without comments,
+// every 5th without tags), durations, and published times in January 2026.
+func Sample() []*youtube.Video {
+	base := time.Date(2026, 1, 31, 12, 0, 0, 0, time.UTC)
+	videos := make([]*youtube.Video, 0, SampleSize)
+	for i := 1; i <= SampleSize; i++ {
+		id, ch, cat := fmt.Sprintf("sample-%04d", i), fmt.Sprintf("Sample Channel %d", (i-1)%12+1), sampleCategories[(i-1)%len(sampleCategories)]
+		stats := &youtube.VideoStatistics{ViewCount: uint64(5_000_000 / i), ForceSendFields: []string{"ViewCount", "FavoriteCount"}}
+		if i%10 != 0 {
+			stats.LikeCount = uint64(200_000 / i)
+			stats.ForceSendFields = append(stats.ForceSendFields, "LikeCount")
+		}
+		if i%7 != 0 {
+			stats.CommentCount = uint64(20_000 / i)
+			stats.ForceSendFields = append(stats.ForceSendFields, "CommentCount")
+		}
+		var tags []string
+		if i%5 != 0 {
+			tags = []string{"sample", "synthetic", cat.title}
+		}
+		videos = append(videos, &youtube.Video{Kind: "youtube#video", Id: id, Statistics: stats,
+			Snippet: &youtube.VideoSnippet{
+				Title:       fmt.Sprintf("Sample video %d (synthetic)", i),
+				Description: fmt.Sprintf("Synthetic sample video %d of the trendfetch YouTube emulator.\nCategory: %s. Not real data.", i, cat.title),
+				PublishedAt: base.Add(-time.Duration(i) * 7 * time.Hour).Format(time.RFC3339),
+				ChannelId:   SyntheticChannelID(ch), ChannelTitle: ch, CategoryId: cat.id, Tags: tags, LiveBroadcastContent: "none",
+				Thumbnails: &youtube.ThumbnailDetails{
+					Default: &youtube.Thumbnail{Url: "https://i.ytimg.com/vi/" + id + "/default.jpg", Width: 120, Height: 90}},
+			},
+			ContentDetails: &youtube.VideoContentDetails{Duration: fmt.Sprintf("PT%dM%dS", 1+i%14, (i*17)%60), Dimension: "2d", Definition: "hd", Caption: "false"},
+		})
+	}
+	return videos
+}
+
+// SampleCategories returns a youtube#videoCategoryListResponse of the categories Sample uses,
+// for SetCategories: YouTube's real ids and titles, etags computed by the emulator.
+func SampleCategories() []byte {
+	resp := youtube.VideoCategoryListResponse{Kind: "youtube#videoCategoryListResponse"}
+	for _, c := range sampleCategories {
+		item := &youtube.VideoCategory{Kind: "youtube#videoCategory", Id: c.id, Snippet: &youtube.VideoCategorySnippet{
+			Title: c.title, Assignable: true, ChannelId: "UCBR8-60-B28hp2BmDPdntcQ", ForceSendFields: []string{"Assignable"}}}
+		b, _ := json.Marshal(item)
+		item.Etag = etagOf(b)
+		resp.Items = append(resp.Items, item)
+	}
+	b, _ := json.Marshal(&resp) // the envelope's etag is the one the emulator serves (writeList)
+	return b
 }
