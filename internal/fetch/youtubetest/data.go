@@ -173,13 +173,13 @@ func rowVideo(is2017 bool, f map[string]string) (*youtube.Video, error) {
 	if is2017 {
 		channelID, description = SyntheticChannelID(f["channelTitle"]), strings.ReplaceAll(description, `\n`, "\n")
 	}
-	ratingsOff, err := parseBool(f, "ratings_disabled")
-	if err != nil {
-		return nil, err
-	}
-	commentsOff, err := parseBool(f, "comments_disabled")
-	if err != nil {
-		return nil, err
+	off := map[string]bool{}
+	for _, col := range []string{"ratings_disabled", "comments_disabled"} {
+		b, ok := bools[f[col]]
+		if !ok {
+			return nil, fmt.Errorf("column %s: %q is not True or False", col, f[col])
+		}
+		off[col] = b
 	}
 	// The API omits likeCount and dislikeCount when ratings are disabled, commentCount when
 	// comments are; favoriteCount is always 0.
@@ -188,12 +188,14 @@ func rowVideo(is2017 bool, f map[string]string) (*youtube.Video, error) {
 		col, field string
 		dst        *uint64
 		off        bool
-	}{{"view_count", "ViewCount", &stats.ViewCount, false}, {"likes", "LikeCount", &stats.LikeCount, ratingsOff},
-		{"dislikes", "DislikeCount", &stats.DislikeCount, ratingsOff}, {"comment_count", "CommentCount", &stats.CommentCount, commentsOff}} {
+	}{{"view_count", "ViewCount", &stats.ViewCount, false}, {"likes", "LikeCount", &stats.LikeCount, off["ratings_disabled"]},
+		{"dislikes", "DislikeCount", &stats.DislikeCount, off["ratings_disabled"]},
+		{"comment_count", "CommentCount", &stats.CommentCount, off["comments_disabled"]}} {
 		if c.off {
 			continue
 		}
 		if s := f[c.col]; s != "" {
+			var err error
 			if *c.dst, err = strconv.ParseUint(s, 10, 64); err != nil {
 				return nil, fmt.Errorf("column %s: %q is not a non-negative integer", c.col, s)
 			}
@@ -215,14 +217,8 @@ func rowVideo(is2017 bool, f map[string]string) (*youtube.Video, error) {
 	return v, nil
 }
 
+// bools are the values of the *_disabled columns.
 var bools = map[string]bool{"True": true, "true": true, "TRUE": true, "False": false, "false": false, "FALSE": false, "": false}
-
-func parseBool(f map[string]string, col string) (bool, error) {
-	if b, ok := bools[f[col]]; ok {
-		return b, nil
-	}
-	return false, fmt.Errorf("column %s: %q is not True or False", col, f[col])
-}
 
 // SyntheticChannelID returns the channel id the emulator invents for a channel title when the
 // data has none (the 2017 Kaggle CSVs): "UC" and the first 22 characters of the unpadded

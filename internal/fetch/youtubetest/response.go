@@ -70,7 +70,7 @@ func decodeKind(raw []byte, v any, kind string) error {
 func parseParts(w http.ResponseWriter, q url.Values, resource any) (parts map[string]bool, ok bool) {
 	raw := multi(q, "part")
 	if len(raw) == 0 {
-		writeError(w, errRequired("part"))
+		writeError(w, apiError(http.StatusBadRequest, "global", "required", "Required parameter: part", "part"))
 		return nil, false
 	}
 	t := reflect.TypeOf(resource).Elem()
@@ -191,10 +191,6 @@ var (
 )
 
 const msgKeyInvalid = "API key not valid. Please pass a valid API key."
-
-func errRequired(param string) errorResponse {
-	return apiError(http.StatusBadRequest, "global", "required", "Required parameter: "+param, param)
-}
 
 func errInvalidValue(param, value, want string) errorResponse {
 	return apiError(http.StatusBadRequest, "global", "invalidParameter", "Invalid value '"+value+"'. "+want, param)
