@@ -193,9 +193,9 @@ func load(srv *youtubetest.Server, o options, log zerolog.Logger) (regions []str
 		if err != nil {
 			return nil, err
 		}
-		_, videos, err := youtubetest.LoadCSVFile(path, o.date)
-		if err != nil {
-			return nil, err
+		videos := srv.DayChart(region, cmp.Or(o.date, dates[0]))
+		if videos == nil {
+			return nil, fmt.Errorf("%s: trending date %q not in file; dates present: %s", path, o.date, strings.Join(dates, ", "))
 		}
 		if prev, ok := byRegion[region]; ok {
 			return nil, fmt.Errorf("region %s is in both %s and %s; load one file per region", region, prev, path)

@@ -142,6 +142,20 @@ func (s *Server) Dates(region string) []string {
 	})
 }
 
+// DayChart returns a deep copy of region's loaded chart of date (LoadDays; any form
+// NormalizeDate accepts), nil if that date is not loaded.
+func (s *Server) DayChart(region, date string) []*youtube.Video {
+	key, _ := NormalizeDate(date)
+	return cloneVideos(get(s, func() []*youtube.Video {
+		for _, d := range s.dayCharts[strings.ToUpper(region)] {
+			if d.date == key {
+				return d.videos
+			}
+		}
+		return nil
+	}))
+}
+
 // serveControl answers ControlPath.
 func (s *Server) serveControl(w http.ResponseWriter, r *http.Request) {
 	reply := func(status int, v any) { // one JSON line

@@ -78,12 +78,7 @@ func cloneVideos(videos []*youtube.Video) []*youtube.Video {
 		if v.Statistics != nil { // keep the zero counts the original forced (likeCount "0")
 			c.Statistics.ForceSendFields = slices.Clone(v.Statistics.ForceSendFields)
 		}
-		if c.Kind == "" {
-			c.Kind = "youtube#video"
-		}
-		if c.Etag == "" {
-			c.Etag = etagOf(b)
-		}
+		c.Kind, c.Etag = cmp.Or(c.Kind, "youtube#video"), cmp.Or(c.Etag, etagOf(b))
 		out = append(out, c)
 	}
 	return out
