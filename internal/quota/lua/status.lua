@@ -35,13 +35,9 @@ for i = 1, n do
   local _, day_base = log_read(log, day_start, cache)
   for _, v in ipairs({used, entries, oldest, retry_1, retry_max, total - day_base}) do reply[#reply + 1] = v end
 end
-local cursor = '0'
-repeat
-  local page = redis.call('HSCAN', KEYS[1], cursor, 'MATCH', 'exhausted*', 'COUNT', 100)
-  cursor = page[1]
-  for j = 1, #page[2], 2 do
-    local field, value = page[2][j], page[2][j + 1]
-    if mark_until(value, now) > 0 then reply[#reply + 1], reply[#reply + 2] = field, value end
-  end
-until cursor == '0'
+local state = redis.call('HGETALL', KEYS[1])
+for j = 1, #state, 2 do
+  local f, v = state[j], state[j + 1] -- a mark's field and value, or a cache's
+  if string.find(f, '^exhausted') and mark_until(v, now) > 0 then reply[#reply + 1], reply[#reply + 2] = f, v end
+end
 return reply
