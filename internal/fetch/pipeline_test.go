@@ -318,7 +318,7 @@ func TestSearchCallSite(t *testing.T) {
 			t.Errorf("videos.list id= batch of %d, want the %d hits not already fetched", n, len(uniq)-10)
 		}
 	}
-	got, err := r.Store.(*store.Store).SearchHits(context.Background(), run.ID, "US", "python")
+	got, err := r.Store.(*store.Store).Entries(context.Background(), run.ID, "US", store.KindSearch, "python")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -480,7 +480,7 @@ func TestCategoryCharts(t *testing.T) {
 				want = append(want, v.Id)
 			}
 		}
-		got, err := r.Store.(*store.Store).CategoryChart(context.Background(), run.ID, "US", cat)
+		got, err := r.Store.(*store.Store).Entries(context.Background(), run.ID, "US", store.KindCategory, cat)
 		if err != nil {
 			t.Fatal(err)
 		}

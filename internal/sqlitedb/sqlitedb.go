@@ -30,14 +30,12 @@ const DefaultBusyTimeout = 10 * time.Second
 // connections stay open (each keeps its pragmas and page cache).
 const DefaultMaxConns = 8
 
-// Options says how Open opens a database. The zero value opens it for
+// Options says how Open opens a database; the zero value opens it for
 // reading and writing, without schema management.
 type Options struct {
-	// ReadOnly opens an existing file without creating or writing anything
-	// (no directory, file or schema). The schema must be current.
+	// ReadOnly opens an existing file, creating and writing nothing.
 	ReadOnly bool
-	// Migrations holds the schema as NNNN_name.sql files at its root,
-	// numbered contiguously from 0001 (see Open). nil: no schema handling.
+	// Migrations holds the schema (see Migrations); nil: no schema handling.
 	Migrations fs.FS
 	// MaxConns overrides DefaultMaxConns (1 makes this process's goroutines
 	// queue in database/sql rather than on the file lock).
@@ -46,10 +44,9 @@ type Options struct {
 	MmapBytes int64
 }
 
-// PathError reports a database path that cannot be used as given: not a
-// regular file (/dev/null, a directory), or a read-only open that this user
-// lacks the permissions for. Reason is one line that says what to do. It is
-// a configuration error (exit 2).
+// PathError reports a database path that cannot be used as given (not a
+// regular file, or a read-only open this user lacks the permissions for): a
+// configuration error (exit 2). Reason is one line saying what to do.
 type PathError struct {
 	Path   string
 	Reason string
@@ -102,14 +99,11 @@ func dsn(abs string, o Options) string {
 
 // Open opens the SQLite database at path (a file path, not a URI).
 // Read-write (the default) creates the parent directory (mode 0700) and the
-// file if needed and applies the pending migrations of o.Migrations (see
-// migrate); when the schema is current this costs one version read.
-// Read-only creates and writes nothing and requires the current schema.
-//
-// Errors: *PathError for an empty path, a path that is not a regular file
-// or a reader without the permissions it needs; *NoDatabaseError (read-only)
-// when there is no file or no schema; *SchemaVersionError when the schema
-// is newer than o.Migrations, or (read-only) older.
+// file if needed and applies o.Migrations (migrate). Errors: *PathError for
+// an empty path, not a regular file or a reader without the permissions it
+// needs; *NoDatabaseError (read-only) when there is no file or no schema;
+// *SchemaVersionError when the schema is newer than o.Migrations, or
+// (read-only) older.
 func Open(ctx context.Context, path string, o Options) (*sql.DB, error) {
 	if path == "" {
 		return nil, &PathError{Path: `""`, Reason: "empty path; give the path of a database file"}
@@ -236,9 +230,8 @@ func openPool(ctx context.Context, dataSource string, o Options) (*sql.DB, error
 	return db, nil
 }
 
-// pingRetry opens the first connection. Switching a fresh file to WAL needs
-// an exclusive lock and may report SQLITE_BUSY without consulting the busy
-// handler when another process is doing the same thing, so retry briefly.
+// pingRetry opens the first connection, retrying SQLITE_BUSY briefly:
+// switching a fresh file to WAL does not consult the busy handler.
 func pingRetry(ctx context.Context, db *sql.DB) error {
 	deadline := time.Now().Add(DefaultBusyTimeout)
 	delay := 5 * time.Millisecond
@@ -277,9 +270,8 @@ func isBusy(err error) bool {
 	return strings.Contains(msg, "SQLITE_BUSY") || strings.Contains(msg, "database is locked")
 }
 
-// cannotOpen reports SQLite's "unable to open database file" and read-only
-// errors, which on a file that exists mean this user cannot open or create
-// its -wal or -shm.
+// cannotOpen reports SQLite's errors meaning, on a file that exists, that
+// this user cannot open or create its -wal or -shm.
 func cannotOpen(err error) bool {
 	msg := err.Error()
 	return strings.Contains(msg, "unable to open database file") || strings.Contains(msg, "readonly") ||

@@ -363,8 +363,7 @@ WHERE v.id = ? ORDER BY x.sampled_at`, []any{id}, func(rows *sql.Rows) error {
 	return out, nil
 }
 
-// MarshalJSON encodes the video with snake_case keys, RFC 3339 UTC times
-// and null for unknown values (unknown publish time, duration, statistics).
+// MarshalJSON encodes the video with the keys below, null for unknown.
 func (v StoredVideo) MarshalJSON() ([]byte, error) {
 	tags := v.Tags
 	if tags == nil {

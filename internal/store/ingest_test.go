@@ -46,15 +46,15 @@ func TestSaveSnapshotKinds(t *testing.T) {
 		if err != nil || ids(got) != "c-000 c-001 c-002" {
 			t.Errorf("Chart = %v, %v", got, err)
 		}
-		got, err = s.SearchHits(ctx, run, "JP", "lofi")
+		got, err = s.Entries(ctx, run, "JP", KindSearch, "lofi")
 		if err != nil || ids(got) != "a-000 a-001 c-000" || got[2].Title != chart[0].Title {
 			t.Errorf("SearchHits(lofi) = %+v, %v", got, err)
 		}
-		got, err = s.SearchHits(ctx, run, "JP", "gaming")
+		got, err = s.Entries(ctx, run, "JP", KindSearch, "gaming")
 		if err != nil || ids(got) != "b-000 b-001 b2-000" {
 			t.Errorf("SearchHits(gaming) = %v, %v", got, err)
 		}
-		if got, err := s.SearchHits(ctx, run, "JP", "nothing"); err != nil || len(got) != 0 {
+		if got, err := s.Entries(ctx, run, "JP", KindSearch, "nothing"); err != nil || len(got) != 0 {
 			t.Errorf("SearchHits(nothing) = %v, %v", got, err)
 		}
 		runs, _ := s.Runs(ctx, 1)

@@ -50,9 +50,8 @@ type Run struct {
 	ID         int64
 	Credential string // credential/project name, never a key
 	Region     string
-	// StartedAt defaults to now in StartRun; FinishedAt to now in FinishRun
-	// and is the zero time while the run is running (and for abandoned runs,
-	// whose end is unknown; see AbandonRuns).
+	// StartedAt and FinishedAt default to now in StartRun and FinishRun;
+	// FinishedAt is zero while running and for abandoned runs.
 	StartedAt, FinishedAt time.Time
 	// Pages and Videos are counted by SaveSnapshot (FinishRun leaves them).
 	Pages, Videos int
@@ -65,12 +64,10 @@ type Run struct {
 	Unmetered int
 	Outcome   Outcome
 	// Reason is the error or denial reason; on success "" or a note on a
-	// step that stopped without failing the run (the statistics step). At
-	// most MaxReasonBytes: a longer one (an upstream error quoting a huge
-	// answer) is stored cut, ending with ReasonCut.
+	// step that stopped without failing the run. Cut to MaxReasonBytes.
 	Reason string
-	// RetryAfter and RetryAt are set on a quota denial (zero otherwise);
-	// RetryAfter is stored with millisecond precision.
+	// RetryAfter (stored in milliseconds) and RetryAt are set on a quota
+	// denial, zero otherwise.
 	RetryAfter time.Duration
 	RetryAt    time.Time
 	// PID and Host identify the process that ran it.
@@ -150,11 +147,10 @@ func nullPID(pid int) any {
 	return pid
 }
 
-// FinishRun updates run r.ID: finished_at (zero means now), outcome, reason,
-// retry_after_ms, retry_at, units, calls and unmetered. Pages and videos are not
-// touched (SaveSnapshot counts them). Errors: an invalid or running outcome;
-// OutcomeSuccess with r.Unmetered > 0, or OutcomeSuccessUnmetered without
-// (the table's CHECK); an unknown id wraps ErrNotFound.
+// FinishRun records the end of run r.ID (all but pages and videos, which
+// SaveSnapshot counts). Errors: an invalid or running outcome; a success
+// outcome that does not match r.Unmetered (the table's CHECK); an unknown
+// id wraps ErrNotFound.
 func (s *Store) FinishRun(ctx context.Context, r Run) error {
 	if !r.Outcome.Valid() || r.Outcome == OutcomeRunning {
 		return fmt.Errorf("cannot finish run %d: invalid outcome %q", r.ID, r.Outcome)
@@ -198,7 +194,7 @@ func (s *Store) RecordUsage(ctx context.Context, r Run) error {
 	return nil
 }
 
-// updateOneRun runs query, an UPDATE of one runs row, in a transaction;
+// updateOneRun runs query, an UPDATE of one run, in a transaction;
 // ErrNotFound when it matched no row.
 func (s *Store) updateOneRun(ctx context.Context, query string, args ...any) error {
 	return s.withTx(ctx, func(tx *sql.Tx) error {
@@ -334,15 +330,13 @@ GROUP BY region`, []any{credential, string(OutcomeSuccess)}, func(rows *sql.Rows
 	return out, nil
 }
 
-// RegionHealth is how a region's runs stand, as the dashboard's first rows
-// show them (GET /v1/dashboard).
+// RegionHealth is how a region's runs stand (GET /v1/dashboard).
 type RegionHealth struct {
 	// LastSuccessAt is when its newest successful run (success or
 	// success_unmetered) finished (UTC); null when none.
 	LastSuccessAt *time.Time `json:"last_success_at"`
-	// ConsecutiveFailures counts its runs since that success (all its
-	// runs when none) that ended otherwise: failed, denied, interrupted,
-	// abandoned.
+	// ConsecutiveFailures counts its runs since that success (or ever)
+	// that ended failed, denied, interrupted or abandoned.
 	ConsecutiveFailures int `json:"consecutive_failures"`
 	// LastStartedAt, LastOutcome and LastReason are its newest run's
 	// (LastReason at most MaxReasonBytes); null when none.
@@ -397,12 +391,8 @@ SELECT (SELECT at FROM ok), (SELECT count(*) FROM runs WHERE region = ?1 AND id 
 	return h, nil
 }
 
-// MarshalJSON writes r as {"id", "credential", "region", "started_at",
-// "finished_at" (null while running or when abandoned), "duration_ms"
-// (null when unfinished), "pages", "videos", "units" (bucket to units),
-// "calls" (method to calls), "unmetered", "outcome", "reason" (null when
-// none), "retry_after_ms" and "retry_at" (null unless denied), "pid",
-// "host"}.
+// MarshalJSON writes r with the keys below: times RFC 3339 UTC, durations
+// in milliseconds, null for unknown (unfinished, no reason, not denied).
 func (r Run) MarshalJSON() ([]byte, error) {
 	var dur, retryMS *int64
 	if !r.FinishedAt.IsZero() && !r.StartedAt.IsZero() {

@@ -406,42 +406,33 @@ func fillUp(hits, more []Hit, limit int) []Hit {
 	return hits
 }
 
-// hitJSON is the machine shape of a Hit.
-type hitJSON struct {
-	VideoID      string      `json:"video_id"`
-	Title        string      `json:"title"`
-	ChannelTitle string      `json:"channel_title"`
-	Snippet      string      `json:"snippet"`
-	Highlights   [][2]int    `json:"highlights"`
-	Score        float64     `json:"score"`
-	LastSeen     *time.Time  `json:"last_seen"`
-	Regions      []HitRegion `json:"regions"`
-}
-
-// MarshalJSON writes h as {"video_id", "title", "channel_title",
-// "snippet", "highlights" ([[start, end], ...] in code points of snippet),
-// "score" (bm25, lower is better), "last_seen" (null if never
-// captured), "regions": [{"region", "best_rank", "last_rank", "last_at"}]}.
+// MarshalJSON writes h with the keys below ("last_seen" null if never
+// captured, [] for no highlights or regions).
 func (h Hit) MarshalJSON() ([]byte, error) {
-	regions := h.Regions
-	if regions == nil {
-		regions = []HitRegion{}
+	if h.Regions == nil {
+		h.Regions = []HitRegion{}
 	}
-	marks := h.Highlights
-	if marks == nil {
-		marks = [][2]int{}
+	if h.Highlights == nil {
+		h.Highlights = [][2]int{}
 	}
-	return json.Marshal(hitJSON{h.VideoID, h.Title, h.ChannelTitle, h.Snippet, marks, h.Score, jsonTime(h.LastSeen), regions})
+	return json.Marshal(struct {
+		VideoID      string      `json:"video_id"`
+		Title        string      `json:"title"`
+		ChannelTitle string      `json:"channel_title"`
+		Snippet      string      `json:"snippet"`
+		Highlights   [][2]int    `json:"highlights"`
+		Score        float64     `json:"score"`
+		LastSeen     *time.Time  `json:"last_seen"`
+		Regions      []HitRegion `json:"regions"`
+	}{h.VideoID, h.Title, h.ChannelTitle, h.Snippet, h.Highlights, h.Score, jsonTime(h.LastSeen), h.Regions})
 }
 
 // TrigramMinChars is the shortest term the trigram index can look up: it
 // indexes every window of 3 characters, so a shorter string has no trigram.
 const TrigramMinChars = 3
 
-// unsegmentedScripts are scripts that unicode61 cannot split into words:
-// written without spaces (Han, Kana, Thai, Lao, Khmer, Myanmar) or, for
-// Hangul, with particles attached to words ("방탄소년단이"), so that the word
-// a user searches for is rarely a whole token.
+// unsegmentedScripts are scripts unicode61 cannot split into words: written
+// without spaces, or (Hangul) with particles attached ("방탄소년단이").
 var unsegmentedScripts = []*unicode.RangeTable{
 	unicode.Han, unicode.Hiragana, unicode.Katakana, unicode.Hangul,
 	unicode.Thai, unicode.Lao, unicode.Khmer, unicode.Myanmar,

@@ -77,8 +77,7 @@ func open(ctx context.Context, path string, o sqlitedb.Options) (*Store, error) 
 	return &Store{db: db, path: abs}, nil
 }
 
-// Close closes the database. In WAL mode the last connection to close
-// checkpoints the log into the main file.
+// Close closes the database (the last SQLite connection checkpoints the WAL).
 func (s *Store) Close() error {
 	s.mu.Lock()
 	for _, st := range s.stmts {
@@ -89,8 +88,7 @@ func (s *Store) Close() error {
 	return s.db.Close()
 }
 
-// maxCachedRows: multi-row statements for up to this many rows (one API
-// page) are prepared once and reused; larger ones are prepared per call.
+// maxCachedRows is the most rows (one API page) of a cached statement.
 const maxCachedRows = 50
 
 // txStmt returns query prepared for use in tx, cached on the Store when built
@@ -116,12 +114,10 @@ func (s *Store) txStmt(ctx context.Context, tx *sql.Tx, query string, rows int) 
 	return tx.StmtContext(ctx, st), nil
 }
 
-// DB returns the underlying *sql.DB for diagnostics and tests. Writes through
-// it bypass the store's invariants; prefer the methods.
+// DB returns the underlying *sql.DB for diagnostics and tests.
 func (s *Store) DB() *sql.DB { return s.db }
 
-// withTx runs fn in one write transaction (BEGIN IMMEDIATE via the DSN) and
-// commits it, or rolls back if fn or the commit fails.
+// withTx runs fn in one write transaction (BEGIN IMMEDIATE on SQLite).
 func (s *Store) withTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {

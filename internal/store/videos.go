@@ -329,23 +329,15 @@ func (s *Store) SaveSnapshot(ctx context.Context, p Snapshot) error {
 	return nil
 }
 
-// Chart returns the chart entries stored by runID in region, in rank
-// order; empty (not an error) when none.
+// Chart is Entries of runID's chart of region.
 func (s *Store) Chart(ctx context.Context, runID int64, region string) ([]ChartEntry, error) {
-	return s.snapshot(ctx, runID, region, KindChart, "")
+	return s.Entries(ctx, runID, region, KindChart, "")
 }
 
-// SearchHits is Chart for the search hits of query.
-func (s *Store) SearchHits(ctx context.Context, runID int64, region, query string) ([]ChartEntry, error) {
-	return s.snapshot(ctx, runID, region, KindSearch, query)
-}
-
-// CategoryChart is Chart for the chart narrowed to categoryID.
-func (s *Store) CategoryChart(ctx context.Context, runID int64, region, categoryID string) ([]ChartEntry, error) {
-	return s.snapshot(ctx, runID, region, KindCategory, categoryID)
-}
-
-func (s *Store) snapshot(ctx context.Context, runID int64, region, kind, query string) ([]ChartEntry, error) {
+// Entries returns the entries of the capture (runID, region, kind, query)
+// in rank order, with the videos' current titles; empty (not an error) when
+// none were stored.
+func (s *Store) Entries(ctx context.Context, runID int64, region, kind, query string) ([]ChartEntry, error) {
 	var out []ChartEntry
 	err := each(ctx, s.db, `
 SELECT e.rank, v.id, v.title
