@@ -61,12 +61,10 @@ func (s *Store) pruneExec(ctx context.Context, query string, args ...any) (n int
 }
 
 // sweep runs batches, a pruneTx each, until one picks fewer than pruneBatch
-// ids: pick (a SELECT of one id column of table, its name or alias, ending
-// in a LIMIT that binds pruneBatch after args) and then each of writes on
-// the picked ids ({ids} in it: their placeholders, bound after lead). It
-// returns the rows each write changed. On PostgreSQL the picked rows are
-// locked, skipping those another transaction holds (a host storing a
-// capture holds its videos), so a write must test its condition again.
+// ids: pick (a SELECT of table's id, its LIMIT binding pruneBatch after
+// args), then each of writes on them ({ids}: their placeholders, bound
+// after lead); it returns the rows each write changed. On PostgreSQL picked
+// rows are locked, skipping locked ones, so writes test their condition again.
 func (s *Store) sweep(ctx context.Context, pick, table string, args, lead []any,
 	writes ...string) ([]int64, error) {
 	if s.pg {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 	"unicode/utf8"
 )
@@ -37,11 +38,8 @@ const (
 
 // Valid reports whether o is one of the Outcome constants.
 func (o Outcome) Valid() bool {
-	switch o {
-	case OutcomeRunning, OutcomeSuccess, OutcomeSuccessUnmetered, OutcomeDenied, OutcomeFailed, OutcomeInterrupted, OutcomeAbandoned:
-		return true
-	}
-	return false
+	return slices.Contains([]Outcome{OutcomeRunning, OutcomeSuccess, OutcomeSuccessUnmetered, OutcomeDenied,
+		OutcomeFailed, OutcomeInterrupted, OutcomeAbandoned}, o)
 }
 
 // Run is one `trendfetch run` of one region (the runs table).
@@ -270,12 +268,10 @@ ORDER BY id DESC LIMIT ?3`, []any{q.Region, q.Before, limit, MaxReasonBytes + 1}
 	return out, nil
 }
 
-// AbandonRuns marks the runs of (credential, region) still OutcomeRunning
-// that started before before as OutcomeAbandoned (their process died;
-// FinishedAt stays zero) and returns how many. The caller holds the region's
-// lease, right after StartRun of its run N with before = N's StartedAt. The
-// reason is "process died; found by run N" (N the newest run started at or
-// after before) or "process died; found at TIME" when there is none.
+// AbandonRuns marks the runs of (credential, region) still running that
+// started before before as OutcomeAbandoned, with reason "process died;
+// found by run N" (N the newest run started since) or "...; found at TIME",
+// and returns how many. The caller holds the region's lease.
 func (s *Store) AbandonRuns(ctx context.Context, credential, region string, before time.Time) (int, error) {
 	var n int64
 	err := s.withTx(ctx, func(tx *sql.Tx) error {

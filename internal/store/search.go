@@ -198,10 +198,8 @@ ORDER BY f.rid DESC`
 
 // SearchPage runs a full-text query (ParseQuery's syntax; the index that
 // answers it: docs/design.md §6) and returns hits best first, and next: the
-// Offset of the next page, or 0 when there is none (no more hits, or the
-// MaxSearchLimit-th hit reached). It stops when ctx is cancelled and returns
-// ctx's error. Errors: *QueryError for bad text, limit or offset; other
-// errors are database failures.
+// Offset of the next page, or 0 when none. It stops when ctx is cancelled.
+// Errors: *QueryError for bad text, limit or offset.
 func (s *Store) SearchPage(ctx context.Context, q SearchQuery) (hits []Hit, next int, err error) {
 	if q.Limit == 0 {
 		q.Limit = DefaultSearchLimit

@@ -40,8 +40,8 @@ func (p *pgSearch) arg(v any) string {
 	return fmt.Sprintf("$%d", len(p.args))
 }
 
-// pgFold cuts and folds the texts of all terms of t in one round trip, so
-// the query's words are cut by the same SQL functions as the stored text.
+// pgFold cuts and folds the texts of t's terms in one round trip, by the
+// SQL functions that cut the stored text.
 func pgFold(ctx context.Context, db *sql.DB, t terms) (map[string]pgTerm, error) {
 	var texts []string
 	for _, g := range t.and {
@@ -64,8 +64,8 @@ FROM jsonb_array_elements_text($1::jsonb) AS u(x)`, []any{string(in)}, func(rows
 	})
 }
 
-// tsquery writes t (allPrefix: every included term a prefix) as tsquery
-// text; a term without words matches nothing.
+// tsquery writes t as tsquery text (allPrefix: every included term a
+// prefix); a term without words matches nothing.
 func tsquery(t terms, f map[string]pgTerm, allPrefix bool) string {
 	term := func(q qterm, prefix bool) string {
 		ws := f[q.text].words
@@ -100,8 +100,8 @@ func likePattern(s string) string {
 	return "%" + strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(s) + "%"
 }
 
-// pgRaw is the text the SQLite statements check short terms and
-// exclusions against: title and channel title, only ASCII lower-cased.
+// pgRaw is the text short terms and exclusions are checked against, as on
+// SQLite: title and channel title, only ASCII lower-cased.
 const pgRaw = `lower((v.title || E'\n' || v.channel_title) COLLATE "C")`
 
 // conds are searchCond's conditions on a candidate c: region, groups of
@@ -263,8 +263,7 @@ func pgRun(ctx context.Context, db *sql.DB, text, query string, args []any, t te
 }
 
 // foldRune is r as search_fold compares it: lower case, a diacritic
-// (U+0300-U+036F after decomposition) removed; other decompositions
-// (Hangul syllables) are kept whole.
+// (U+0300-U+036F after NFD) removed, other decompositions kept whole.
 func foldRune(r rune) rune {
 	if r < utf8.RuneSelf { // ASCII: no decomposition to look up
 		if 'A' <= r && r <= 'Z' {
@@ -282,8 +281,7 @@ func foldRune(r rune) rune {
 	return d[0]
 }
 
-// wordChar is a character search_tokens keeps in words (nearly: it
-// places the snippet's highlights only).
+// wordChar is (nearly) a character search_tokens keeps in words.
 func wordChar(r rune) bool {
 	if r < utf8.RuneSelf {
 		return '0' <= r && r <= '9' || 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z'
@@ -291,9 +289,9 @@ func wordChar(r rune) bool {
 	return unicode.IsLetter(r) || unicode.IsNumber(r) || unicode.Is(unicode.Co, r) || r >= 0x1F900
 }
 
-// wordSnippet is the snippet of the column of cols (title, tags, channel
-// title, description) with most words of t (the first on a tie): up to
-// tokens words from shortly before its first match, matches highlighted.
+// wordSnippet is the snippet of the column of cols with most words of t
+// (the first on a tie): up to tokens words from shortly before its first
+// match, matches highlighted.
 func wordSnippet(cols []string, t terms, f map[string]pgTerm, tokens int) (string, [][2]int) {
 	type span struct{ start, end int } // rune offsets
 	var want []string
@@ -386,9 +384,8 @@ func window(rs []rune, start, end int, marks [][2]int) (string, [][2]int) {
 }
 
 // substrSnippet is the snippet of the column of cols (title, channel
-// title) holding t's folded terms (the title when both or neither): up
-// to chars characters from shortly before the first, every occurrence of
-// a term highlighted.
+// title) holding t's folded terms (else the title): up to chars characters
+// from shortly before the first, every occurrence highlighted.
 func substrSnippet(cols []string, t terms, f map[string]pgTerm, chars int) (string, [][2]int) {
 	var subs [][]rune
 	for _, g := range t.and {

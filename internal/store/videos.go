@@ -66,14 +66,11 @@ var (
 )
 
 func joinTags(tags []string) string {
-	var b strings.Builder
+	esc := make([]string, len(tags))
 	for i, t := range tags {
-		if i > 0 {
-			b.WriteByte('\n')
-		}
-		tagEscaper.WriteString(&b, t)
+		esc[i] = tagEscaper.Replace(t)
 	}
-	return b.String()
+	return strings.Join(esc, "\n")
 }
 
 func splitTags(s string) []string {
