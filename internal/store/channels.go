@@ -4,7 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"strings"
+	"slices"
 	"time"
 )
 
@@ -89,13 +89,11 @@ func (s *Store) StaleChannels(ctx context.Context, ids []string, olderThan time.
 		return nil, fmt.Errorf("cannot find stale channels: %w", err)
 	}
 	var out []string
-	seen := make(map[string]bool, len(ids))
 	for _, id := range ids {
-		if id == "" || seen[id] || fresh[id] {
-			continue
+		if id != "" && !fresh[id] {
+			fresh[id] = true // once
+			out = append(out, id)
 		}
-		seen[id] = true
-		out = append(out, id)
 	}
 	return out, nil
 }
@@ -104,22 +102,18 @@ func (s *Store) StaleChannels(ctx context.Context, ids []string, olderThan time.
 // before the ids, and returns the set of the first column's values.
 func (s *Store) existing(ctx context.Context, prefix string, args []any, ids []string) (map[string]bool, error) {
 	out := make(map[string]bool)
-	for len(ids) > 0 {
-		n := min(len(ids), maxIDsPerQuery)
-		a := make([]any, 0, len(args)+n)
-		a = append(a, args...)
-		for _, id := range ids[:n] {
+	for chunk := range slices.Chunk(ids, maxIDsPerQuery) {
+		a := slices.Clone(args)
+		for _, id := range chunk {
 			a = append(a, id)
 		}
-		q := prefix + "(" + strings.Repeat("?,", n-1) + "?)"
-		found, err := column[string](ctx, s.db, q, a...)
+		found, err := column[string](ctx, s.db, prefix+valueRows(1, len(chunk)), a...)
 		if err != nil {
 			return nil, err
 		}
 		for _, id := range found {
 			out[id] = true
 		}
-		ids = ids[n:]
 	}
 	return out, nil
 }

@@ -93,7 +93,7 @@ SELECT v.id, c.region, e.rank, c.captured_at
 FROM videos v
 JOIN entries e ON e.video = v.rowid
 JOIN captures c ON c.id = e.capture_id
-WHERE v.id IN (`+strings.TrimSuffix(strings.Repeat("?,", len(ids)), ",")+`) AND c.kind = 'chart'
+WHERE v.id IN `+valueRows(1, len(ids))+` AND c.kind = 'chart'
 ORDER BY v.id, c.region, c.captured_at, c.id`, ids, func(rows *sql.Rows) error {
 		var (
 			id, region string
