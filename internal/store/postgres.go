@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io/fs"
 	neturl "net/url"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -223,6 +224,10 @@ func (c rebindConn) CheckNamedValue(v *driver.NamedValue) error {
 // rebound caches rebind's answers: the store's statements are few.
 var rebound sync.Map
 
+// rebindable matches what rebind rewrites (? and ?NNN) and what it leaves
+// alone: string literals, quoted identifiers and comments.
+var rebindable = regexp.MustCompile(`'[^']*(?:'|$)|"[^"]*(?:"|$)|--[^\n]*|\?[0-9]*`)
+
 // rebind rewrites ?NNN as $NNN and each bare ? as the next $N, outside
 // string literals, quoted identifiers and comments.
 func rebind(query string) string {
@@ -232,46 +237,17 @@ func rebind(query string) string {
 	if r, ok := rebound.Load(query); ok {
 		return r.(string)
 	}
-	var b strings.Builder
-	b.Grow(len(query) + 16)
 	n := 0
-	for i := 0; i < len(query); i++ {
-		ch := query[i]
+	r := rebindable.ReplaceAllStringFunc(query, func(m string) string {
 		switch {
-		case ch == '\'' || ch == '"':
-			j := strings.IndexByte(query[i+1:], ch)
-			if j < 0 {
-				b.WriteString(query[i:])
-				i = len(query)
-				break
-			}
-			b.WriteString(query[i : i+j+2])
-			i += j + 1
-		case ch == '-' && strings.HasPrefix(query[i:], "--"):
-			j := strings.IndexByte(query[i:], '\n')
-			if j < 0 {
-				j = len(query) - i
-			}
-			b.WriteString(query[i : i+j])
-			i += j - 1
-		case ch == '?':
-			j := i + 1
-			for j < len(query) && query[j] >= '0' && query[j] <= '9' {
-				j++
-			}
-			b.WriteByte('$')
-			if j > i+1 {
-				b.WriteString(query[i+1 : j])
-			} else {
-				n++
-				b.WriteString(strconv.Itoa(n))
-			}
-			i = j - 1
-		default:
-			b.WriteByte(ch)
+		case m[0] != '?':
+			return m
+		case len(m) > 1:
+			return "$" + m[1:]
 		}
-	}
-	r := b.String()
+		n++
+		return "$" + strconv.Itoa(n)
+	})
 	if len(query) < 4096 {
 		rebound.Store(query, r)
 	}
