@@ -280,17 +280,14 @@ func cannotOpen(err error) bool {
 
 // fileKind names a non-regular file mode for PathError.
 func fileKind(m fs.FileMode) string {
-	switch {
-	case m.IsDir():
-		return "a directory"
-	case m&fs.ModeCharDevice != 0:
-		return "a character device"
-	case m&fs.ModeDevice != 0:
-		return "a block device"
-	case m&fs.ModeNamedPipe != 0:
-		return "a named pipe"
-	case m&fs.ModeSocket != 0:
-		return "a socket"
+	for _, k := range []struct {
+		bit  fs.FileMode
+		name string
+	}{{fs.ModeDir, "a directory"}, {fs.ModeCharDevice, "a character device"}, {fs.ModeDevice, "a block device"},
+		{fs.ModeNamedPipe, "a named pipe"}, {fs.ModeSocket, "a socket"}} {
+		if m&k.bit != 0 {
+			return k.name
+		}
 	}
 	return "mode " + m.String()
 }

@@ -305,9 +305,14 @@ func (s *Store) SaveSnapshot(ctx context.Context, p Snapshot) error {
 		if n, _ := res.RowsAffected(); n != 1 {
 			return fmt.Errorf("run %d: %w", runID, ErrNotFound)
 		}
-		captureID, err := s.captureID(ctx, tx, runID, region, kind, query, ts)
-		if err != nil {
-			return err
+		// The natural key finds the capture a retried or concurrent write made
+		// (the no-op update makes RETURNING answer for an existing row too).
+		var captureID int64
+		if err := tx.QueryRowContext(ctx, `
+INSERT INTO captures (run_id, region, kind, query, captured_at) VALUES (?, ?, ?, ?, ?)
+ON CONFLICT (run_id, region, kind, query) DO UPDATE SET run_id = excluded.run_id
+RETURNING id`, runID, region, kind, query, ts).Scan(&captureID); err != nil {
+			return fmt.Errorf("create capture: %w", err)
 		}
 		if len(videos) == 0 {
 			return nil
@@ -315,7 +320,12 @@ func (s *Store) SaveSnapshot(ctx context.Context, p Snapshot) error {
 		if err := s.upsertVideos(ctx, tx, videos, ts); err != nil {
 			return err
 		}
-		return s.insertEntries(ctx, tx, captureID, firstRank, videos)
+		if _, err := execRows(ctx, s, tx, videos, insertEntriesSQL, func(i int, v Video) []any {
+			return []any{captureID, firstRank + i, v.ID, nullInt(v.Views), nullInt(v.Likes), nullInt(v.Comments)}
+		}); err != nil {
+			return fmt.Errorf("insert entries: %w", err)
+		}
+		return nil
 	})
 	if err != nil {
 		if kind == KindSearch {
@@ -401,22 +411,6 @@ func (s *Store) CountVideos(ctx context.Context) (int64, error) {
 	return n, nil
 }
 
-// captureID returns the id of the capture (runID, region, kind, query),
-// creating it (not complete, captured_at = ts) if it does not exist yet.
-func (s *Store) captureID(ctx context.Context, tx *sql.Tx, runID int64, region, kind, query, ts string) (int64, error) {
-	// The natural key finds the capture a retried or concurrent write made
-	// (the no-op update makes RETURNING answer for an existing row too).
-	var id int64
-	err := tx.QueryRowContext(ctx, `
-INSERT INTO captures (run_id, region, kind, query, captured_at) VALUES (?, ?, ?, ?, ?)
-ON CONFLICT (run_id, region, kind, query) DO UPDATE SET run_id = excluded.run_id
-RETURNING id`, runID, region, kind, query, ts).Scan(&id)
-	if err != nil {
-		return 0, fmt.Errorf("create capture: %w", err)
-	}
-	return id, nil
-}
-
 // insertEntriesSQL inserts n entries, 6 parameters each: capture id, rank,
 // video id (resolved to its rowid and current text version), views, likes,
 // comments.
@@ -424,18 +418,6 @@ func insertEntriesSQL(n int) string {
 	return `INSERT INTO entries (capture_id, rank, video, text, view_count, like_count, comment_count)
 SELECT x.column1, x.column2, v.rowid, v.text_version, x.column4, x.column5, x.column6
 FROM (VALUES ` + intRows(n, 6, 1, 2, 4, 5, 6) + `) AS x JOIN videos v ON v.id = x.column3`
-}
-
-// insertEntries stores videos as entries of captureID from rank firstRank
-// on, with their statistics. The videos must already be in videos.
-func (s *Store) insertEntries(ctx context.Context, tx *sql.Tx, captureID int64, firstRank int, videos []Video) error {
-	_, err := execRows(ctx, s, tx, videos, insertEntriesSQL, func(i int, v Video) []any {
-		return []any{captureID, firstRank + i, v.ID, nullInt(v.Views), nullInt(v.Likes), nullInt(v.Comments)}
-	})
-	if err != nil {
-		return fmt.Errorf("insert entries: %w", err)
-	}
-	return nil
 }
 
 // CompleteCapture marks the capture (runID, region, kind, query) complete
