@@ -122,7 +122,7 @@ func (s *Store) StartRun(ctx context.Context, r Run) (int64, error) {
 INSERT INTO runs (credential, region, started_at, units, calls, unmetered, outcome, pid, host)
 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
 			r.Credential, r.Region, fmtTime(r.StartedAt), units, calls, r.Unmetered, string(OutcomeRunning),
-			nullPID(r.PID), r.Host).Scan(&id)
+			sql.Null[int]{V: r.PID, Valid: r.PID != 0}, r.Host).Scan(&id)
 	})
 	if err != nil {
 		return 0, fmt.Errorf("cannot start run: %w", err)
@@ -136,13 +136,6 @@ func marshalUsage(r Run) (units, calls string, err error) {
 	}
 	calls, err = marshalJSONMap(r.Calls)
 	return units, calls, err
-}
-
-func nullPID(pid int) any {
-	if pid == 0 {
-		return nil
-	}
-	return pid
 }
 
 // FinishRun records the end of run r.ID (all but pages and videos, which

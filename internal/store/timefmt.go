@@ -21,13 +21,6 @@ func nullTime(t time.Time) any {
 	return fmtTime(t)
 }
 
-func nullString(s string) any {
-	if s == "" {
-		return nil
-	}
-	return s
-}
-
 func nullInt(p *int64) any {
 	if p == nil {
 		return nil

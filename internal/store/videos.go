@@ -212,7 +212,7 @@ func (s *Store) upsertVideos(ctx context.Context, tx *sql.Tx, vs []Video, ts str
 	order := lastByID(vs, videoID)
 	if _, err := execRows(ctx, s, tx, order, upsertVideosSQL, func(_ int, v *Video) []any {
 		return []any{v.ID, v.Title, v.Description, v.ChannelID, v.ChannelTitle, v.CategoryID, joinTags(v.Tags),
-			nullTime(v.PublishedAt), nullString(v.Duration), v.ThumbnailURL, ts}
+			nullTime(v.PublishedAt), sql.Null[string]{V: v.Duration, Valid: v.Duration != ""}, v.ThumbnailURL, ts}
 	}); err != nil {
 		return fmt.Errorf("upsert videos: %w", err)
 	}
