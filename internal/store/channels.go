@@ -127,8 +127,7 @@ type Category struct {
 }
 
 // UpsertCategories stores the categories of region in one transaction,
-// replacing title/assignable of known ids and stamping fetched_at with at
-// (zero means now). Categories missing from cats are kept.
+// stamped fetched_at at (zero: now); categories missing from cats are kept.
 func (s *Store) UpsertCategories(ctx context.Context, region string, cats []Category, at time.Time) error {
 	if at.IsZero() {
 		at = time.Now()
@@ -160,8 +159,7 @@ ON CONFLICT (region) DO UPDATE SET fetched_at = excluded.fetched_at`, region, fm
 }
 
 // CategoriesFetchedAt returns when the categories of region were last
-// stored by UpsertCategories, an empty answer included, or the zero time if
-// never. The pipeline refreshes them at most every categories.refresh.
+// stored (an empty answer included), or the zero time if never.
 func (s *Store) CategoriesFetchedAt(ctx context.Context, region string) (time.Time, error) {
 	var ts sql.NullString
 	if err := s.db.QueryRowContext(ctx,

@@ -255,9 +255,8 @@ ORDER BY 1`, []any{id}, func(rows *sql.Rows) error {
 	return out, nil
 }
 
-// History returns the video with the given id and its history. Errors: a
-// wrapped ErrNotFound for an unknown id. Cost: index lookups only (entries
-// by entries_video, captures by key, samples by the stats_samples key).
+// History returns the video with the given id and its history (index
+// lookups only); an unknown id wraps ErrNotFound.
 func (s *Store) History(ctx context.Context, id string) (VideoHistory, error) {
 	v, err := s.Video(ctx, id)
 	if err != nil {
@@ -443,8 +442,7 @@ func ChangesCrossed(first, last time.Time) []Change {
 }
 
 // ChangeInEffect returns the latest Change in effect at t, nil before the
-// first: JSON Lines exports write its Date on every row as youtube_change,
-// so rows of one series with different values are not comparable as-is.
+// first (JSON Lines exports' youtube_change).
 func ChangeInEffect(t time.Time) *Change {
 	var in *Change
 	for i := range Changes {

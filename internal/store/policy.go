@@ -64,9 +64,8 @@ func (p Policy) Cutoffs(now time.Time) (stats, text time.Time) {
 // the policy applied before a run leaves text to it.
 func (p Policy) RunsRefreshText() bool { return p == PolicyAmended }
 
-// RefreshCalls is how many videos.list.refresh calls (50 ids, 1 unit each)
-// the runs of a credential may send in 24 hours under p, given
-// store.refresh_per_day: refreshPerDay under amended, else 0.
+// RefreshCalls is how many videos.list.refresh calls a credential's runs
+// may send in 24 hours under p: refreshPerDay under amended, else 0.
 func (p Policy) RefreshCalls(refreshPerDay int) int {
 	if !p.RunsRefreshText() || refreshPerDay < 0 {
 		return 0
@@ -91,8 +90,7 @@ func InForce(ctx context.Context, configured Policy, st Backend) (p Policy, lega
 }
 
 // UnsetNote is what runs log, and `runs` and `quota status` print, when
-// store.policy is unset on a database that held data before it existed and
-// holds data older than 30 days (UnsetNoteDue).
+// UnsetNoteDue.
 const UnsetNote = "store.policy is not set and this database holds data older than 30 days: kept. " +
 	"YouTube's API policies (III.E.4) allow 30 days; set store.policy to youtube (delete after 30 days), " +
 	"amended (audited clients: statistics 36 months) or keep; see `trendfetch prune --policy youtube --dry-run`"

@@ -89,9 +89,9 @@ func openPostgres(ctx context.Context, url string, readOnly bool) (*Store, error
 	return &Store{db: db, path: name, pg: true}, nil
 }
 
-// URLError is a PostgreSQL URL that cannot be used as written (a bad port,
-// an unknown sslmode, a bad %-escape, an sslrootcert file that cannot be
-// read): a configuration error. Reason never quotes the URL.
+// URLError is a PostgreSQL URL that cannot be used as written (port,
+// sslmode, %-escape, sslrootcert): a configuration error. Reason never
+// quotes the URL.
 type URLError struct{ Reason string }
 
 // Error is "the PostgreSQL URL ...: REASON; want ...".

@@ -246,9 +246,8 @@ func (s *Store) LegacyData(ctx context.Context) (bool, error) {
 	return v == "1", nil
 }
 
-// textUsedAt is when a video's text was last captured or refreshed: the
-// greater of the two (written as CASE: SQLite's max(a, b) is PostgreSQL's
-// greatest(a, b)).
+// textUsedAt is when a video's text was last captured or refreshed (a CASE:
+// SQLite's max(a, b) is PostgreSQL's greatest).
 const textUsedAt = `CASE WHEN coalesce(st.last_seen_at, v.first_seen_at) > coalesce(v.text_refreshed_at, '')
     THEN coalesce(st.last_seen_at, v.first_seen_at) ELSE coalesce(v.text_refreshed_at, '') END`
 
@@ -261,8 +260,7 @@ WHERE ` + textUsedAt + ` < ?1
        OR v.category_id <> '' OR v.thumbnail_url <> '')`
 
 // StaleText returns the ids of at most limit videos whose text is older
-// than before and not removed yet, oldest first: what store.policy amended
-// refreshes (ApplyCutoffs removes the text of the rest).
+// than before and not removed yet, oldest first (what amended refreshes).
 func (s *Store) StaleText(ctx context.Context, before time.Time, limit int) ([]string, error) {
 	if limit <= 0 {
 		return nil, nil

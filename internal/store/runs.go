@@ -21,9 +21,8 @@ const (
 	OutcomeRunning Outcome = "running"
 	// OutcomeSuccess: every page fetched and stored, every call metered.
 	OutcomeSuccess Outcome = "success"
-	// OutcomeSuccessUnmetered: every page fetched and stored, but Unmetered
-	// > 0 calls were sent fail-open (docs/design.md §4); the runs table's
-	// CHECK ties the two.
+	// OutcomeSuccessUnmetered: a success with Unmetered > 0 calls sent
+	// fail-open (docs/design.md §4; the runs table's CHECK ties the two).
 	OutcomeSuccessUnmetered Outcome = "success_unmetered"
 	// OutcomeDenied: stopped cleanly on a quota denial or a fail-closed
 	// policy; RetryAfter/RetryAt say when to try again.
@@ -73,9 +72,8 @@ type Run struct {
 	Host string
 }
 
-// MaxReasonBytes bounds a stored run reason (runs.reason) and every reason
-// read back; ReasonCut ends a reason that was longer, cut on a UTF-8
-// boundary so that the result, marker included, fits.
+// MaxReasonBytes bounds a run reason stored or read; ReasonCut ends one cut
+// (on a UTF-8 boundary, the marker included in the bound).
 const (
 	MaxReasonBytes = 1024
 	ReasonCut      = " …[cut]"
@@ -169,9 +167,8 @@ WHERE id = ?`,
 	return nil
 }
 
-// RecordUsage stores r.Units, r.Calls and r.Unmetered on running run r.ID,
-// so a run killed later still shows what it spent. An unknown or finished
-// id wraps ErrNotFound.
+// RecordUsage stores r.Units, r.Calls and r.Unmetered on running run r.ID
+// (a killed run still shows them); an unknown or finished id: ErrNotFound.
 func (s *Store) RecordUsage(ctx context.Context, r Run) error {
 	units, calls, err := marshalUsage(r)
 	if err != nil {
@@ -295,8 +292,7 @@ WHERE credential = ? AND region = ? AND outcome = ? AND started_at < ?`,
 }
 
 // LastSuccess returns, per region, when the latest successful run of
-// credential finished (regions without one absent): the scheduler's
-// last-success metric at start.
+// credential finished (regions without one absent).
 func (s *Store) LastSuccess(ctx context.Context, credential string) (map[string]time.Time, error) {
 	out := map[string]time.Time{}
 	err := each(ctx, s.db, `

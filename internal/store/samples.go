@@ -43,10 +43,9 @@ ORDER BY f.last_chart DESC, v.id`, region, fmtTime(followedSince), runID, fmtTim
 	return ids, nil
 }
 
-// SaveSamples stores samples taken at at (zero means now) in one
-// transaction and returns how many it stored: a second sample of a video at
-// the same time, and samples of videos not stored, are skipped. The latest
-// statistics (Video, Hit.LastSeen) stay the latest capture's.
+// SaveSamples stores samples taken at at (zero: now) in one transaction and
+// returns how many it stored (a repeat at the same time and unknown videos
+// are skipped); the latest statistics stay the latest capture's.
 func (s *Store) SaveSamples(ctx context.Context, samples []Sample, at time.Time) (int, error) {
 	if len(samples) == 0 {
 		return 0, nil
@@ -68,9 +67,8 @@ func (s *Store) SaveSamples(ctx context.Context, samples []Sample, at time.Time)
 	return int(stored), nil
 }
 
-// insertSamplesSQL inserts n samples, 5 parameters each: video id, sampled
-// at, views, likes, comments. On PostgreSQL FOR KEY SHARE (the foreign key
-// check's lock, taken first) skips a video the policy is deleting meanwhile.
+// insertSamplesSQL inserts n samples (video id, sampled at, views, likes,
+// comments); on PostgreSQL FOR KEY SHARE skips a video being deleted.
 func (s *Store) insertSamplesSQL(n int) string {
 	lock := ""
 	if s.pg {

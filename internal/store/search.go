@@ -20,9 +20,8 @@ const (
 	DefaultSearchLimit = 20
 	// MaxSearchLimit is the largest accepted SearchQuery.Limit.
 	MaxSearchLimit = 1000
-	// SearchCandidates bounds the work of one search: only the most
-	// recently first-seen matches (highest rowid) are filtered and scored
-	// (docs/design.md §6).
+	// SearchCandidates bounds a search: only the newest matches (highest
+	// rowid) are filtered and scored (docs/design.md §6).
 	SearchCandidates = 10000
 	// SnippetEllipsis marks text cut from Hit.Snippet.
 	SnippetEllipsis = "…"
@@ -490,9 +489,8 @@ func jsonText(v any) string {
 	return string(b)
 }
 
-// trigramGroups splits q's AND-ed groups into those whose terms all have
-// TrigramMinChars or more characters (looked up) and the others (checked
-// by substring).
+// trigramGroups splits q's AND-ed groups: long ones (every term of
+// TrigramMinChars or more, looked up) and short ones (checked by substring).
 func trigramGroups(q terms) (long, short [][]qterm) {
 	for _, g := range q.and {
 		if slices.ContainsFunc(g, func(t qterm) bool { return utf8.RuneCountInString(t.text) < TrigramMinChars }) {

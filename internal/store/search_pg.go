@@ -104,9 +104,8 @@ func likePattern(s string) string {
 // SQLite: title and channel title, only ASCII lower-cased.
 const pgRaw = `lower((v.title || E'\n' || v.channel_title) COLLATE "C")`
 
-// conds are searchCond's conditions on a candidate c: region, groups of
-// short terms and excluded substrings; join is the join to videos v the
-// substring checks need ("" when none do).
+// conds are searchCond's conditions on a candidate c, and the join to
+// videos v their substring checks need ("" when none).
 func (p *pgSearch) conds(region string, groups [][]string, exclude []string) (join, where string) {
 	var b strings.Builder
 	if region != "" {
@@ -289,9 +288,8 @@ func wordChar(r rune) bool {
 	return unicode.IsLetter(r) || unicode.IsNumber(r) || unicode.Is(unicode.Co, r) || r >= 0x1F900
 }
 
-// wordSnippet is the snippet of the column of cols with most words of t
-// (the first on a tie): up to tokens words from shortly before its first
-// match, matches highlighted.
+// wordSnippet is up to tokens words of the column of cols with most words
+// of t, from shortly before its first match, matches highlighted.
 func wordSnippet(cols []string, t terms, f map[string]pgTerm, tokens int) (string, [][2]int) {
 	type span struct{ start, end int } // rune offsets
 	var want []string
@@ -383,9 +381,8 @@ func window(rs []rune, start, end int, marks [][2]int) (string, [][2]int) {
 	return prefix + string(rs[start:end]) + suffix, in
 }
 
-// substrSnippet is the snippet of the column of cols (title, channel
-// title) holding t's folded terms (else the title): up to chars characters
-// from shortly before the first, every occurrence highlighted.
+// substrSnippet is up to chars characters of the column of cols holding t's
+// folded terms (else the first), every occurrence highlighted.
 func substrSnippet(cols []string, t terms, f map[string]pgTerm, chars int) (string, [][2]int) {
 	var subs [][]rune
 	for _, g := range t.and {

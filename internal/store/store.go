@@ -55,12 +55,11 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	return open(ctx, path, sqlitedb.Options{Migrations: migrationsFS})
 }
 
-// OpenReadOnly opens an existing database for the read-only commands and
-// serve: it creates and writes nothing, and write methods fail. Errors:
-// *NoDatabaseError (wrapping fs.ErrNotExist) when there is no database or
-// schema; *SchemaVersionError when the schema is not this binary's;
-// *sqlitedb.PathError when path is not a regular file or this user cannot
-// read it as a WAL database.
+// OpenReadOnly opens an existing database, creating and writing nothing;
+// write methods fail. Errors: *NoDatabaseError (wrapping fs.ErrNotExist)
+// when there is no database or schema; *SchemaVersionError when the schema
+// is not this binary's; *sqlitedb.PathError as Open's, or when this user
+// cannot read it as a WAL database.
 func OpenReadOnly(ctx context.Context, path string) (*Store, error) {
 	if IsPostgresURL(path) {
 		return openPostgres(ctx, path, true)

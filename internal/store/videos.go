@@ -14,8 +14,7 @@ import (
 var ErrNotFound = errors.New("not found")
 
 // Video is one YouTube video as stored (videos.list snippet, contentDetails,
-// statistics), upserted by ID: the most recently captured text and
-// statistics win.
+// statistics), upserted by ID: the latest capture's text and statistics win.
 type Video struct {
 	// ID is the YouTube video id; required.
 	ID           string
@@ -125,9 +124,8 @@ WHERE (` + textChanged + `
       coalesce((SELECT last_seen_at FROM video_stats WHERE video_rowid = videos.rowid), '')`
 }
 
-// textChanged is true in upsertVideosSQL's DO UPDATE when the captured text
-// differs from the current version: the version goes up and the trigger
-// videos_texts_au (migration 0009) keeps the old one in video_texts.
+// textChanged is true when the captured text differs from the current
+// version: it goes up, and trigger videos_texts_au keeps the old one.
 const textChanged = `(videos.title IS DISTINCT FROM excluded.title
     OR videos.description IS DISTINCT FROM excluded.description
     OR videos.channel_title IS DISTINCT FROM excluded.channel_title
@@ -135,10 +133,9 @@ const textChanged = `(videos.title IS DISTINCT FROM excluded.title
     OR videos.tags IS DISTINCT FROM excluded.tags
     OR videos.thumbnail_url IS DISTINCT FROM excluded.thumbnail_url)`
 
-// upsertStatsSQL stores the statistics of n stored videos, 5 parameters
-// each: id, views, likes, comments, captured at; older captures do not
-// overwrite newer ones. ("WHERE true": INSERT ... SELECT ... ON CONFLICT
-// is ambiguous to parse without it.)
+// upsertStatsSQL stores the statistics of n videos (id, views, likes,
+// comments, captured at), never over newer ones. ("WHERE true": INSERT ...
+// SELECT ... ON CONFLICT is ambiguous without it.)
 func upsertStatsSQL(n int) string {
 	return `INSERT INTO video_stats (video_rowid, view_count, like_count, comment_count, last_seen_at)
 SELECT v.rowid, CAST(x.column2 AS BIGINT), CAST(x.column3 AS BIGINT), CAST(x.column4 AS BIGINT), x.column5
@@ -173,9 +170,8 @@ func intRows(n, cols int, ints ...int) string {
 	return row + "," + valueRows(n-1, cols)
 }
 
-// execRows runs build(n)'s (possibly cached) multi-row statement in tx over
-// xs, maxRowsPerStatement at a time, row giving the parameters of xs[i];
-// it returns the rows changed.
+// execRows runs build(n)'s multi-row statement over xs, maxRowsPerStatement
+// at a time, row giving xs[i]'s parameters; it returns the rows changed.
 func execRows[T any](ctx context.Context, s *Store, tx *sql.Tx, xs []T,
 	build func(n int) string, row func(i int, x T) []any) (int64, error) {
 	var changed int64
@@ -342,8 +338,7 @@ func (s *Store) Chart(ctx context.Context, runID int64, region string) ([]ChartE
 }
 
 // Entries returns the entries of the capture (runID, region, kind, query)
-// in rank order, with the videos' current titles; empty (not an error) when
-// none were stored.
+// in rank order, with current titles; empty (not an error) when none.
 func (s *Store) Entries(ctx context.Context, runID int64, region, kind, query string) ([]ChartEntry, error) {
 	var out []ChartEntry
 	err := each(ctx, s.db, `
@@ -411,9 +406,8 @@ func (s *Store) CountVideos(ctx context.Context) (int64, error) {
 	return n, nil
 }
 
-// insertEntriesSQL inserts n entries, 6 parameters each: capture id, rank,
-// video id (resolved to its rowid and current text version), views, likes,
-// comments.
+// insertEntriesSQL inserts n entries: capture id, rank, video id (its rowid
+// and current text version), views, likes, comments.
 func insertEntriesSQL(n int) string {
 	return `INSERT INTO entries (capture_id, rank, video, text, view_count, like_count, comment_count)
 SELECT x.column1, x.column2, v.rowid, v.text_version, x.column4, x.column5, x.column6
