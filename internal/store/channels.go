@@ -39,11 +39,9 @@ ON CONFLICT (id) DO UPDATE SET
 WHERE excluded.fetched_at >= channels.fetched_at`
 }
 
-// UpsertChannels stores chs in one transaction (the last of an id wins),
-// stamped fetched_at at (zero: now); a channel stored with a later
-// fetched_at is kept. A channel channels.list did not return may be stored
-// as Channel{ID: id}, so StaleChannels does not offer it again before the
-// next refresh. A channel without ID is rejected before writing.
+// UpsertChannels stores chs (the last of an id wins; one without ID fails
+// it) in one transaction, fetched at at (zero: now), keeping a channel
+// fetched later. Channel{ID: id} records one channels.list did not return.
 func (s *Store) UpsertChannels(ctx context.Context, chs []Channel, at time.Time) error {
 	for i := range chs {
 		if chs[i].ID == "" {

@@ -6,10 +6,8 @@ import (
 	"time"
 )
 
-// Policy is a storage policy (config store.policy): what trendfetch keeps of
-// the data YouTube's API Services Developer Policies (III.E.4) call
-// Non-Authorized Data (docs/design.md §10). Its names, cut-offs, the rule for
-// older databases and how it is applied are declared here only.
+// Policy is a storage policy (config store.policy, docs/design.md §10): its
+// names, cut-offs, the rule for older databases and how it is applied.
 type Policy string
 
 // The storage policies.

@@ -124,9 +124,8 @@ func postgresVersion(ctx context.Context, q sqlitedb.Querier) (int, error) {
 	return int(v.Int64), err
 }
 
-// migratePostgres applies the migrations past the database's version, each
-// with its schema_migrations row in one transaction, holding the migration
-// advisory lock (hosts starting together wait, then find it current).
+// migratePostgres applies the migrations past the database's version under
+// the advisory lock, each with its schema_migrations row in a transaction.
 func migratePostgres(ctx context.Context, db *sql.DB, migs []sqlitedb.Migration) error {
 	conn, err := db.Conn(ctx)
 	if err != nil {

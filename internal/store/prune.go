@@ -104,12 +104,10 @@ func (s *Store) sweep(ctx context.Context, pick, table string, args, lead []any,
 	}
 }
 
-// Prune deletes captures captured before before (with their entries),
-// stats samples taken before it, the text versions no entry refers to any
-// more, then every video nothing references any more; runs, channels and
-// categories are kept. Short transactions (sweep): running fetches are not
-// blocked, and an interrupted prune leaves a consistent database. With
-// dryRun it writes nothing and returns what it would remove.
+// Prune deletes captures (with entries) and stats samples older than
+// before, then the videos and text versions nothing references any more,
+// in short transactions that block no run (an interrupted prune leaves a
+// consistent database). With dryRun it only counts.
 func (s *Store) Prune(ctx context.Context, before time.Time, dryRun bool) (PruneReport, error) {
 	cut := fmtTime(before)
 	var rep PruneReport
@@ -174,13 +172,11 @@ SELECT EXISTS (SELECT 1 FROM captures WHERE captured_at < ?1)
 	return due, nil
 }
 
-// ApplyCutoffs deletes what a policy's cut-offs (Policy.Cutoffs; zero:
-// none) no longer allow: statsBefore is Prune's; before textBefore, the
-// text (title, description, tags, channel title, category, thumbnail) of
-// every video neither captured nor refreshed (RefreshText) since is removed,
-// its id, channel id, publish time and duration kept, with the text
-// versions no capture since refers to. With dryRun it writes nothing and
-// returns what it would remove.
+// ApplyCutoffs deletes what a policy's cut-offs (zero: none) no longer
+// allow: statsBefore is Prune's; textBefore removes the text of videos
+// neither captured nor refreshed since (id, channel id, publish time and
+// duration kept) and the versions no capture since refers to. With dryRun
+// it writes nothing and returns what it would remove.
 func (s *Store) ApplyCutoffs(ctx context.Context, statsBefore, textBefore time.Time, dryRun bool) (PruneReport, error) {
 	var rep PruneReport
 	if !statsBefore.IsZero() {
@@ -276,10 +272,9 @@ ORDER BY `+textUsedAt+`, v.rowid LIMIT ?2`,
 	return ids, nil
 }
 
-// RefreshText stores the text of vs as refreshed at at, outside any
-// capture: its age starts again, a changed text becomes a new version, and
-// statistics are not touched. Videos not stored are ignored. One
-// transaction, once per id (the last given wins), in id order.
+// RefreshText stores the text of vs (once per id, the last wins; unknown
+// ids ignored) as refreshed at at, in one transaction: its age starts
+// again, a changed text becomes a new version, statistics are untouched.
 func (s *Store) RefreshText(ctx context.Context, vs []Video, at time.Time) error {
 	ts := fmtTime(at)
 	return s.withTx(ctx, func(tx *sql.Tx) error {

@@ -14,12 +14,10 @@ type Sample struct {
 	Views, Likes, Comments *int64
 }
 
-// DueForStats returns the ids of the videos due for a statistics sample
-// (config stats), oldest chart appearance last: on a chart of region
-// captured at or after followedSince, not on runID's chart of region (which
-// carries their statistics), and whose newest statistics point (an entry
-// with a view count in any region, or a sample) is older than sampledBefore.
-// Cost: index lookups (captures_region_at, entries_video, stats_samples).
+// DueForStats returns the ids of videos due for a statistics sample, oldest
+// chart appearance last: on a chart of region since followedSince, not on
+// runID's, and whose newest statistics (an entry with a view count, or a
+// sample) are older than sampledBefore. Index lookups only.
 func (s *Store) DueForStats(ctx context.Context, region string, runID int64, followedSince, sampledBefore time.Time) ([]string, error) {
 	ids, err := column[string](ctx, s.db, `
 WITH followed AS (

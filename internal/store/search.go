@@ -131,14 +131,11 @@ func boundSQL(fts string) string {
             ORDER BY rowid DESC LIMIT 1 OFFSET ?3 - 1), 0)`
 }
 
-// searchSQL builds the ranked search statement on the FTS5 table fts
-// (videos_fts or videos_tri), with snippets of up to tokens tokens. It
-// ranks inside a subquery on the FTS table and joins the winners to videos
-// (docs/design.md §6); ORDER BY rank (bm25 with migration 0008's weights)
-// lets FTS5 sort inside the MATCH query, so snippet() runs only for the ?4
-// rows returned. ?1 MATCH expression, ?2 region (empty: all), ?3 candidate
-// cap (boundSQL), ?4 limit, ?5/?6 highlight markers, ?7 ellipsis, ?8 and ?9
-// the JSON filter and exclude of trigramQuery ('[]' skips either).
+// searchSQL is the ranked search on FTS5 table fts, snippets of up to tokens
+// tokens: ranked inside the FTS query (docs/design.md §6), so snippet() runs
+// for the ?4 rows returned only. ?1 MATCH expression, ?2 region (empty:
+// all), ?3 candidate cap (boundSQL), ?4 limit, ?5/?6 highlight markers, ?7
+// ellipsis, ?8/?9 trigramQuery's filter and exclude ('[]' skips either).
 func searchSQL(fts string, tokens int) string {
 	return `
 SELECT v.id, v.title, v.channel_title, st.last_seen_at, f.score, f.snip
@@ -175,11 +172,9 @@ var (
 	trigramSQL = searchSQL("videos_tri", 24)
 )
 
-// fillSQL is the trigram fill-up of a word search: the ?3 newest matches
-// (boundSQL), newest first, unranked (the walk stops once ?4 rows passed).
-// Arguments as searchSQL, but ?10, the word-index expression of the
-// query's exclusions (empty: none), replaces ?9: their rows are read once
-// from the word index, over the candidates' rowid range only.
+// fillSQL is the trigram fill-up of a word search, newest first, unranked.
+// Arguments as searchSQL, but ?10 (the word-index expression of the
+// exclusions, empty: none) replaces ?9, read once over the candidates' range.
 var fillSQL = `
 SELECT v.id, v.title, v.channel_title, st.last_seen_at, f.score, f.snip
 FROM (
@@ -335,9 +330,8 @@ func unmark(snip, open, close string) (string, [][2]int) {
 }
 
 // markTerms narrows the highlights of snip to the terms: a highlight with
-// an unsegmented character (a whole run of CJK text is one word-index
-// token) gives way to the terms' occurrences, found anywhere as written
-// (those scripts have no case).
+// an unsegmented character (a whole run of CJK text) gives way to the
+// terms' occurrences anywhere, as written.
 func markTerms(snip string, marks [][2]int, terms [][]rune) [][2]int {
 	text := []rune(snip)
 	out := [][2]int{}
@@ -502,13 +496,12 @@ func trigramGroups(q terms) (long, short [][]qterm) {
 	return long, short
 }
 
-// trigramQuery is a query against videos_tri: match is the FTS5 expression
-// of the long groups (trigramGroups; a quoted term is a phrase of trigrams,
-// found as a substring); filter the JSON array of the short groups, e.g.
-// [["ab","東京"]], each needing a term in the title or channel title;
-// exclude the JSON array of exclusions, none of which may be there (lower()
-// folds ASCII only, enough for short CJK words). Exclusions stay out of
-// match: bm25 would count each excluded phrase's rows over the whole index.
+// trigramQuery is a query against videos_tri: match the FTS5 expression of
+// the long groups (a quoted term is found as a substring); filter the JSON
+// array of short groups, e.g. [["ab","東京"]], each needing a term in the
+// title or channel title; exclude the JSON array of exclusions, none of
+// which may be there. Exclusions stay out of match, where bm25 would count
+// each excluded phrase's rows over the whole index.
 type trigramQuery struct {
 	match, filter, exclude string
 }

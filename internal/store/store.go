@@ -129,12 +129,9 @@ func (s *Store) withTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	return tx.Commit()
 }
 
-// Check verifies the database and returns an error naming the first
-// problems found: on SQLite PRAGMA integrity_check, foreign_key_check and
-// FTS5's integrity-check of both search indexes (reading the whole file;
-// a writable Store, as FTS5 checks are INSERTs); on PostgreSQL, which
-// enforces constraints as it writes, that video_search matches every
-// video's current text.
+// Check verifies the database, or names the first problems: on SQLite the
+// integrity, foreign key and both FTS5 index checks (a writable Store: FTS5
+// checks are INSERTs); on PostgreSQL that video_search matches every text.
 func (s *Store) Check(ctx context.Context) error {
 	if s.pg {
 		var stale int64
