@@ -69,13 +69,11 @@ func (e *NoDatabaseError) Error() string {
 // Unwrap returns fs.ErrNotExist, so errors.Is(err, fs.ErrNotExist) holds.
 func (e *NoDatabaseError) Unwrap() error { return fs.ErrNotExist }
 
-// dsn is the data source name for the absolute path abs, as a file: URI
-// ('?', '#' and '%' escaped). The driver runs the pragmas on every new
-// connection. synchronous(NORMAL) in WAL mode: a power loss may lose the
-// last commits but never corrupts. _txlock=immediate: BEGIN IMMEDIATE takes
-// the write lock up front, waiting via busy_timeout (a deferred transaction
-// upgrading its lock gets SQLITE_BUSY the busy handler cannot help with).
-// mode=ro: nothing can write the file and no reader checkpoints.
+// dsn is the data source name for the absolute path abs, a file: URI whose
+// pragmas run on every new connection. synchronous(NORMAL) in WAL mode may
+// lose the last commits on power loss, never corrupts; _txlock=immediate
+// takes the write lock up front, waiting via busy_timeout (a deferred
+// transaction's lock upgrade gets SQLITE_BUSY the busy handler cannot help).
 func dsn(abs string, o Options) string {
 	p := filepath.ToSlash(abs)
 	if !strings.HasPrefix(p, "/") {
@@ -147,11 +145,10 @@ func Open(ctx context.Context, path string, o Options) (*sql.DB, error) {
 	return db, nil
 }
 
-// openReadOnly is Open with o.ReadOnly, once path is known to be a file. A
-// reader that cannot write the WAL index reads it as-is while it exists
-// (readonly_shm, correct while writers write), else gets a *PathError
-// saying what to change. immutable=1 only on a read-only filesystem without
-// a -wal: anywhere else it returned wrong data once a writer wrote.
+// openReadOnly is Open with o.ReadOnly on a file. A reader that cannot write
+// the WAL index reads it as-is while it exists (readonly_shm), else gets a
+// *PathError; immutable=1 only on a read-only filesystem without a -wal
+// (anywhere else it returned wrong data once a writer wrote).
 func openReadOnly(ctx context.Context, path, abs string, o Options, migs []Migration) (*sql.DB, error) {
 	db, v, err := openVersion(ctx, dsn(abs, o))
 	if err != nil && cannotOpen(err) {

@@ -68,15 +68,6 @@ func (s *Store) UpsertChannels(ctx context.Context, chs []Channel, at time.Time)
 	return nil
 }
 
-// CountChannels returns the number of stored channels.
-func (s *Store) CountChannels(ctx context.Context) (int64, error) {
-	var n int64
-	if err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM channels`).Scan(&n); err != nil {
-		return 0, fmt.Errorf("cannot count channels: %w", err)
-	}
-	return n, nil
-}
-
 // StaleChannels returns the ids among ids (any number) not stored or
 // fetched before olderThan, in input order without duplicates or empty
 // ids; nil when every channel is fresh.

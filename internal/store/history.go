@@ -19,8 +19,7 @@ type Capture struct {
 	RunID int64 `json:"run_id"`
 	// Region is an ISO 3166-1 alpha-2 code, e.g. "US".
 	Region string `json:"region"`
-	// Kind is KindChart, KindCategory or KindSearch; Query is "" for a
-	// chart, the videoCategoryId for a category chart, the q of a search.
+	// Kind and Query are as in Snapshot.
 	Kind  string `json:"kind"`
 	Query string `json:"query"`
 	// CapturedAt is when its first page was stored (UTC).
@@ -36,8 +35,7 @@ type Entry struct {
 	VideoID      string `json:"video_id"`
 	Title        string `json:"title"`
 	ChannelTitle string `json:"channel_title"`
-	// Views, Likes and Comments are nil (JSON null) when the API omitted
-	// them or they are unknown (captures migrated from snapshots).
+	// Views, Likes and Comments are nil (JSON null) when unknown.
 	Views    *int64 `json:"view_count"`
 	Likes    *int64 `json:"like_count"`
 	Comments *int64 `json:"comment_count"`
@@ -47,8 +45,7 @@ type Entry struct {
 type CaptureQuery struct {
 	// Region is required (e.g. "US").
 	Region string
-	// Kind is KindChart when "", or KindCategory / KindSearch; Query is the
-	// category id or search q those need ("" for a chart).
+	// Kind ("" is KindChart) and Query are as in Snapshot.
 	Kind, Query string
 	// RunID, when not 0, selects the capture of that run (At is ignored).
 	RunID int64

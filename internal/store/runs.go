@@ -323,8 +323,8 @@ type RegionHealth struct {
 	// ConsecutiveFailures counts its runs since that success (or ever)
 	// that ended failed, denied, interrupted or abandoned.
 	ConsecutiveFailures int `json:"consecutive_failures"`
-	// LastStartedAt, LastOutcome and LastReason are its newest run's
-	// (LastReason at most MaxReasonBytes); null when none.
+	// LastStartedAt, LastOutcome and LastReason are its newest run's (null
+	// when none).
 	LastStartedAt *time.Time `json:"last_started_at"`
 	LastOutcome   *Outcome   `json:"last_outcome"`
 	LastReason    *string    `json:"last_reason"`
@@ -357,19 +357,17 @@ SELECT (SELECT at FROM ok), (SELECT count(*) FROM runs WHERE region = ?1 AND id 
 			h.LastReason = nil
 		}
 	}
-	err = each(ctx, s.db, `SELECT units FROM runs WHERE region = ?1 AND started_at >= ?2`,
-		[]any{region, fmtTime(dayStart)}, func(rows *sql.Rows) error {
-			var units string
-			var m map[string]int64
-			if err := rows.Scan(&units); err != nil {
-				return err
-			}
-			err := json.Unmarshal([]byte(units), &m)
-			for k, n := range m {
-				h.UnitsToday[k] += n
-			}
-			return err
-		})
+	units, err := column[string](ctx, s.db, `SELECT units FROM runs WHERE region = ?1 AND started_at >= ?2`,
+		region, fmtTime(dayStart))
+	for _, u := range units {
+		var m map[string]int64
+		if err = json.Unmarshal([]byte(u), &m); err != nil {
+			break
+		}
+		for k, n := range m {
+			h.UnitsToday[k] += n
+		}
+	}
 	if err != nil {
 		return h, fmt.Errorf("cannot read the units of %s: %w", region, err)
 	}

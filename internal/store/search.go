@@ -432,14 +432,9 @@ var unsegmentedScripts = []*unicode.RangeTable{
 // needsTrigram reports whether an included term of q contains a character
 // of an unsegmented script.
 func needsTrigram(q terms) bool {
-	for _, g := range q.and {
-		for _, t := range g {
-			if unsegmented(t.text) {
-				return true
-			}
-		}
-	}
-	return false
+	return slices.ContainsFunc(q.and, func(g []qterm) bool {
+		return slices.ContainsFunc(g, func(t qterm) bool { return unsegmented(t.text) })
+	})
 }
 
 // unsegmented reports whether s contains a character of an unsegmented

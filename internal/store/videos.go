@@ -398,10 +398,15 @@ WHERE v.id = ?`, id).Scan(
 }
 
 // CountVideos returns the number of distinct videos stored.
-func (s *Store) CountVideos(ctx context.Context) (int64, error) {
-	var n int64
-	if err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM videos`).Scan(&n); err != nil {
-		return 0, fmt.Errorf("cannot count videos: %w", err)
+func (s *Store) CountVideos(ctx context.Context) (int64, error) { return s.count(ctx, "videos") }
+
+// CountChannels returns the number of stored channels.
+func (s *Store) CountChannels(ctx context.Context) (int64, error) { return s.count(ctx, "channels") }
+
+// count returns the number of rows of table.
+func (s *Store) count(ctx context.Context, table string) (n int64, err error) {
+	if err = s.db.QueryRowContext(ctx, `SELECT count(*) FROM `+table).Scan(&n); err != nil {
+		return 0, fmt.Errorf("cannot count %s: %w", table, err)
 	}
 	return n, nil
 }
