@@ -144,14 +144,12 @@ func (s *Store) CaptureAt(ctx context.Context, q CaptureQuery) (Capture, []Entry
 	return c, entries, nil
 }
 
-// Statistics point sources (StatsPoint.Source).
+// Statistics point sources (StatsPoint.Source): an entry of a chart or
+// category chart capture, of a search capture, or a stats sample.
 const (
-	// SourceChart: an entry of a chart or category chart capture.
-	SourceChart = "chart"
-	// SourceSearch: an entry of a search capture.
+	SourceChart  = "chart"
 	SourceSearch = "search"
-	// SourceStats: a stats sample (videos.batchGetStats).
-	SourceStats = "stats"
+	SourceStats  = "stats"
 )
 
 // Appearance is one capture a video was in.

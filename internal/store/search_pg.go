@@ -14,10 +14,8 @@ import (
 	"golang.org/x/text/unicode/norm"
 )
 
-// Search on PostgreSQL (docs/design.md §10a): the same parsed query, choice
-// of index and bounds as search.go, over video_search (PostgreSQL migration
-// 0002): words as a tsquery written lexeme by lexeme (nothing stemmed),
-// substrings as LIKE under pg_trgm on the folded title and channel title.
+// Search on PostgreSQL (docs/design.md §10a): search.go's query, index
+// choice and bounds over video_search (tsquery lexemes; LIKE under pg_trgm).
 
 // pgRank is ts_rank_cd's weights {D, C, B, A}: description, tags, channel
 // title, title.

@@ -43,16 +43,12 @@ type ChartEntry struct {
 	Title   string
 }
 
-// Capture kinds (captures.kind), see SaveSnapshot.
+// Capture kinds (captures.kind): a videos.list chart=mostPopular, the
+// search.list hits of one query (Snapshot.Query), a chart narrowed by
+// videoCategoryId (Snapshot.Query is the category id); rank is the position.
 const (
-	// KindChart is a page of videos.list chart=mostPopular; rank = chart
-	// position.
-	KindChart = "chart"
-	// KindSearch is a page of search.list hits (fetched with videos.list
-	// id=); rank = position in the search results of one query.
-	KindSearch = "search"
-	// KindCategory is a page of a chart narrowed by videoCategoryId; query
-	// is the category id, rank = position in that narrowed chart.
+	KindChart    = "chart"
+	KindSearch   = "search"
 	KindCategory = "category"
 )
 
