@@ -93,10 +93,8 @@ func tsquery(t terms, f map[string]pgTerm, allPrefix bool) string {
 	return strings.Join(and, " & ")
 }
 
-// likePattern is a LIKE pattern finding s anywhere.
-func likePattern(s string) string {
-	return "%" + strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(s) + "%"
-}
+// likeEscaper escapes LIKE's wildcards.
+var likeEscaper = strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`)
 
 // pgRaw is the text short terms and exclusions are checked against, as on
 // SQLite: title and channel title, only ASCII lower-cased.
@@ -166,7 +164,7 @@ func (p *pgSearch) substrSQL(long [][]string, region string, short [][]string, e
 	for _, g := range long {
 		var or []string
 		for _, s := range g {
-			or = append(or, `s.tri LIKE `+p.arg(likePattern(s)))
+			or = append(or, `s.tri LIKE `+p.arg("%"+likeEscaper.Replace(s)+"%"))
 			a := p.arg(s)
 			score = append(score, `CASE WHEN strpos(split_part(c.tri, E'\n', 1), `+a+`) > 0 THEN 10
                  WHEN strpos(c.tri, `+a+`) > 0 THEN 3 ELSE 0 END`)

@@ -35,20 +35,18 @@ type NoDatabaseError = sqlitedb.NoDatabaseError
 // this binary (see sqlitedb.SchemaVersionError).
 type SchemaVersionError = sqlitedb.SchemaVersionError
 
-// ReadOnlyMmapBytes is the mmap_size of read-only connections (OpenReadOnly),
-// 1 GiB: pages read through the map bypass modernc's one shared page cache,
-// so readers scale with cores; the file never shrinks under it (docs/design.md
-// §6). Export turns it off on its connection to bound its peak RSS.
+// ReadOnlyMmapBytes is the mmap_size of read-only connections, 1 GiB, so
+// readers scale with cores (docs/design.md §6); Export turns it off on its
+// connection to bound its peak RSS.
 const ReadOnlyMmapBytes = 1 << 30
 
 // migrationsFS is the embedded schema; a variable so tests can substitute one.
 var migrationsFS fs.FS = migrations.FS
 
-// Open opens the database at path for reading and writing, creating it
-// and applying pending migrations (sqlitedb.Open). A postgres:// or
-// postgresql:// URL opens the PostgreSQL store instead: the one place the
-// engine is chosen. Errors: *sqlitedb.PathError when path is not a regular
-// file; *SchemaVersionError if a newer trendfetch wrote the database.
+// Open opens the database at path for writing, creating and migrating it
+// (sqlitedb.Open); a postgres:// or postgresql:// URL opens PostgreSQL (the
+// one place the engine is chosen). Errors: *sqlitedb.PathError when path is
+// not a regular file; *SchemaVersionError if a newer trendfetch wrote it.
 func Open(ctx context.Context, path string) (*Store, error) {
 	if IsPostgresURL(path) {
 		return openPostgres(ctx, path, false)
@@ -57,10 +55,9 @@ func Open(ctx context.Context, path string) (*Store, error) {
 }
 
 // OpenReadOnly opens an existing database, creating and writing nothing;
-// write methods fail. Errors: *NoDatabaseError (wrapping fs.ErrNotExist)
-// when there is no database or schema; *SchemaVersionError when the schema
-// is not this binary's; *sqlitedb.PathError as Open's, or when this user
-// cannot read it as a WAL database.
+// write methods fail. Errors: *NoDatabaseError (wrapping fs.ErrNotExist);
+// *SchemaVersionError when the schema is not this binary's;
+// *sqlitedb.PathError as Open's, or when this user cannot read the file.
 func OpenReadOnly(ctx context.Context, path string) (*Store, error) {
 	if IsPostgresURL(path) {
 		return openPostgres(ctx, path, true)
@@ -174,10 +171,9 @@ WHERE x.doc IS DISTINCT FROM search_doc(v.title, v.channel_title, v.tags, v.desc
 	return nil
 }
 
-// Backend is what trendfetch needs of a dataset store: every caller reaches
-// the store through it (docs/design.md §2, §10a). *Store implements it on
-// both engines; its methods document the meaning. A store opened read-only
-// (OpenReadOnly) fails every write method.
+// Backend is what every caller needs of a dataset store (docs/design.md §2,
+// §10a), implemented by *Store on both engines (its methods document the
+// meaning); a store opened read-only fails every write method.
 type Backend interface {
 	// Runs: one record per run of a region (docs/design.md §5).
 	StartRun(ctx context.Context, r Run) (int64, error)
@@ -224,3 +220,101 @@ var _ Backend = (*Store)(nil)
 
 // MaxOpenConns is the size of the connection pool.
 func (s *Store) MaxOpenConns() int { return s.db.Stats().MaxOpenConnections }
+
+// tsLayout is how timestamps are stored: UTC, fixed width, microseconds, so
+// text order is time order.
+const tsLayout = "2006-01-02T15:04:05.000000Z"
+
+func fmtTime(t time.Time) string { return t.UTC().Format(tsLayout) }
+
+// nullTime stores the zero time as NULL.
+func nullTime(t time.Time) any {
+	if t.IsZero() {
+		return nil
+	}
+	return fmtTime(t)
+}
+
+func nullInt(p *int64) any {
+	if p == nil {
+		return nil
+	}
+	return *p
+}
+
+// parseTime reads a stored timestamp; NULL or unparsable text is the zero time.
+func parseTime(ns sql.NullString) time.Time {
+	if !ns.Valid || ns.String == "" {
+		return time.Time{}
+	}
+	t, err := time.Parse(tsLayout, ns.String)
+	if err != nil {
+		if t, err = time.Parse(time.RFC3339Nano, ns.String); err != nil {
+			return time.Time{}
+		}
+	}
+	return t.UTC()
+}
+
+func intPtr(ni sql.NullInt64) *int64 {
+	if !ni.Valid {
+		return nil
+	}
+	v := ni.Int64
+	return &v
+}
+
+// querier is *sql.DB or *sql.Tx.
+type querier interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}
+
+// each runs query and calls fn on every row, stopping at fn's first error.
+func each(ctx context.Context, q querier, query string, args []any, fn func(*sql.Rows) error) error {
+	rows, err := q.QueryContext(ctx, query, args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		if err := fn(rows); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
+}
+
+// column returns the first column of every row of query (nil on error).
+func column[T any](ctx context.Context, q querier, query string, args ...any) ([]T, error) {
+	var out []T
+	err := each(ctx, q, query, args, func(r *sql.Rows) error {
+		var v T
+		out = append(out, v)
+		return r.Scan(&out[len(out)-1])
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// ParseAt reads a point in time as --at, --until and ?at= take it: RFC 3339
+// (2026-03-02T08:00:00Z), or a UTC date (2026-03-02) meaning its end; UTC.
+func ParseAt(s string) (time.Time, error) {
+	if t, err := time.Parse(time.RFC3339, s); err == nil {
+		return t.UTC(), nil
+	}
+	if d, err := time.Parse(time.DateOnly, s); err == nil {
+		return d.Add(24*time.Hour - time.Microsecond), nil
+	}
+	return time.Time{}, errors.New("want an RFC 3339 time (2026-03-02T08:00:00Z) or a date (2026-03-02)")
+}
+
+// jsonTime is t in UTC, or nil (JSON null) for the zero time.
+func jsonTime(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	u := t.UTC()
+	return &u
+}
