@@ -97,13 +97,11 @@ func dsn(abs string, o Options) string {
 	return u.String() + "?" + strings.Join(q, "&")
 }
 
-// Open opens the SQLite database at path (a file path, not a URI).
-// Read-write (the default) creates the parent directory (mode 0700) and the
-// file if needed and applies o.Migrations (migrate). Errors: *PathError for
-// an empty path, not a regular file or a reader without the permissions it
-// needs; *NoDatabaseError (read-only) when there is no file or no schema;
-// *SchemaVersionError when the schema is newer than o.Migrations, or
-// (read-only) older.
+// Open opens the SQLite database at path (a file path, not a URI), read-write
+// creating its directory (0700) and file and applying o.Migrations. Errors:
+// *PathError (empty path, not a regular file, a reader without permissions);
+// *NoDatabaseError (read-only: no file or schema); *SchemaVersionError when
+// the schema is newer than o.Migrations, or (read-only) older.
 func Open(ctx context.Context, path string, o Options) (*sql.DB, error) {
 	if path == "" {
 		return nil, &PathError{Path: `""`, Reason: "empty path; give the path of a database file"}
@@ -248,10 +246,9 @@ func pingRetry(ctx context.Context, db *sql.DB) error {
 	}
 }
 
-// Transient reports a read that met a writer initialising or recovering the
-// WAL index, which a reader that cannot write the -shm may not do itself:
-// nothing was read, and the same read succeeds a moment later. Source:
-// https://www.sqlite.org/rescode.html#readonly_cantinit.
+// Transient reports a read that met a writer initialising the WAL index (a
+// reader that cannot write the -shm waits for it): nothing was read, and a
+// retry succeeds. Source: https://www.sqlite.org/rescode.html#readonly_cantinit.
 func Transient(err error) bool {
 	var se *sqlite.Error
 	if !errors.As(err, &se) {

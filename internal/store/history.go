@@ -78,11 +78,9 @@ WHERE `
 	byRank = ` ORDER BY e.rank`
 )
 
-// CaptureAt returns the capture selected by q and its entries in rank
-// order, read by one statement (one snapshot on both engines). Errors: an
-// empty region or an unknown kind; a wrapped ErrNotFound when no capture
-// matches. Cost: one probe of captures_region_at (or the run's key) and one
-// range scan of entries by its primary key.
+// CaptureAt returns the capture selected by q and its entries in rank order,
+// read by one statement (one snapshot; an index probe and a range scan).
+// Errors: an empty region or unknown kind; ErrNotFound (wrapped) when none.
 func (s *Store) CaptureAt(ctx context.Context, q CaptureQuery) (Capture, []Entry, error) {
 	if q.Kind == "" {
 		q.Kind = KindChart

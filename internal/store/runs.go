@@ -136,10 +136,9 @@ func marshalUsage(r Run) (units, calls string, err error) {
 	return units, calls, err
 }
 
-// FinishRun records the end of run r.ID (all but pages and videos, which
-// SaveSnapshot counts). Errors: an invalid or running outcome; a success
-// outcome that does not match r.Unmetered (the table's CHECK); an unknown
-// id wraps ErrNotFound.
+// FinishRun records the end of run r.ID (all but the pages and videos
+// SaveSnapshot counts). Errors: an invalid or running outcome, a success
+// not matching r.Unmetered (the table's CHECK); ErrNotFound (wrapped).
 func (s *Store) FinishRun(ctx context.Context, r Run) error {
 	if !r.Outcome.Valid() || r.Outcome == OutcomeRunning {
 		return fmt.Errorf("cannot finish run %d: invalid outcome %q", r.ID, r.Outcome)

@@ -49,10 +49,9 @@ type Hit struct {
 	// Snippet is a short extract of the best-matching column (title, tags,
 	// channel or description), plain text (SnippetEllipsis marks cuts).
 	Snippet string
-	// Highlights are the matched parts of Snippet, in order and not
-	// overlapping: [start, end) offsets in code points (so no text can forge
-	// a match). A term of an unsegmented script (CJK, Thai) is marked where
-	// it occurs, not the whole run of text around it.
+	// Highlights are the matched parts of Snippet, in order, not overlapping,
+	// as [start, end) code point offsets (no text can forge a match); a CJK
+	// or Thai term is marked where it occurs, not the whole run around it.
 	Highlights [][2]int
 	// Score is lower for better hits, comparable within one query and
 	// index only: bm25 with weights title 10, tags 2, channel 3,

@@ -155,10 +155,9 @@ func (p *pgSearch) wordSQL(q, region string, exclude []string, limit int) string
 		`-ts_rank_cd(`+pgRank+`, c.doc, `+tq+`)::float8`, "ASC", true, join, where, limit)
 }
 
-// substrSQL is the substring search of the long groups (folded terms, one
-// of each group in the title or channel title), ranked 10 per term in the
-// title and 3 in the channel title, else newest first (the fill-up);
-// notWords, when set, is a tsquery whose matches are left out.
+// substrSQL is the substring search of the long groups (folded), ranked 10
+// per term in the title and 3 in the channel title, else newest first (the
+// fill-up); notWords, when set, is a tsquery whose matches are left out.
 func (p *pgSearch) substrSQL(long [][]string, region string, short [][]string, exclude []string, notWords string, ranked bool, limit int) string {
 	var match, score []string
 	for _, g := range long {

@@ -87,14 +87,11 @@ func unescapeTag(t string) string {
 	return tagUnescaper.Replace(t)
 }
 
-// upsertVideosSQL upserts the text of n videos in one statement, 11
-// parameters each (upsertVideos). It keeps the rowid (DO UPDATE, never
-// REPLACE) so the FTS index stays valid, rewrites only a row whose text
-// differs (nothing re-indexed otherwise), and never lets a capture older
-// than the stored statistics (excluded.first_seen_at is the capture time)
-// overwrite newer text; such a capture refers to the newer version. One
-// multi-row statement because FTS5 flushes a new index segment at each
-// statement savepoint: a page becomes one segment, not one per video.
+// upsertVideosSQL upserts the text of n videos, keeping the rowid (the FTS
+// index stays valid) and rewriting only changed text no newer capture wrote
+// (excluded.first_seen_at is the capture time; an older capture refers to
+// the newer version). One statement, as FTS5 flushes an index segment per
+// statement savepoint: a page is one segment.
 func upsertVideosSQL(n int) string {
 	return `INSERT INTO videos (
     id, title, description, channel_id, channel_title, category_id, tags,
@@ -253,15 +250,12 @@ type Snapshot struct {
 	At time.Time
 }
 
-// SaveSnapshot stores one page of a capture in one transaction: it upserts
-// the videos, creates the capture of (run, region, kind, query) on its
-// first page (captured_at p.At, partial until CompleteCapture), inserts an
-// entry per video with ranks from p.FirstRank (numbered per capture) and
-// the statistics of this moment, and adds the page to runs.pages and
-// runs.videos. An empty page still creates the capture. Errors: an unknown
-// kind, a chart with a query, a video without ID or FirstRank < 1 is
-// rejected before writing; an unknown run wraps ErrNotFound; a rank stored
-// twice fails with a constraint error and stores nothing.
+// SaveSnapshot stores one page of a capture in one transaction: the
+// videos, the capture (run, region, kind, query; created by its first page,
+// even empty, at p.At; partial until CompleteCapture), an entry per video
+// ranked from p.FirstRank with its statistics, and the run's counts. Errors: a bad kind,
+// query, rank or video id before writing; an unknown run wraps ErrNotFound;
+// a rank stored twice fails and stores nothing.
 func (s *Store) SaveSnapshot(ctx context.Context, p Snapshot) error {
 	runID, region, kind, query, firstRank, videos, at := p.RunID, p.Region, p.Kind, p.Query, p.FirstRank, p.Videos, p.At
 	if kind == "" {
