@@ -160,21 +160,11 @@ func (s *Store) CopyFrom(ctx context.Context, src *Store) ([]Copied, error) {
 	if !s.pg || src.pg {
 		return nil, errors.New("copy: the source must be a SQLite store and the destination a PostgreSQL one")
 	}
-	// One connection without a memory map (see ReadOnlyMmapBytes): the
-	// copy reads the whole file once, and mapped pages count in its RSS.
-	conn, err := src.db.Conn(ctx)
+	conn, release, err := src.scanConn(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("cannot read %s: %w", src.path, err)
 	}
-	defer conn.Close()
-	var mmap int64
-	if err := conn.QueryRowContext(ctx, "PRAGMA mmap_size").Scan(&mmap); err != nil {
-		return nil, fmt.Errorf("cannot read %s: %w", src.path, err)
-	}
-	if _, err := conn.ExecContext(ctx, "PRAGMA mmap_size = 0"); err != nil {
-		return nil, fmt.Errorf("cannot read %s: %w", src.path, err)
-	}
-	defer conn.ExecContext(context.WithoutCancel(ctx), fmt.Sprintf("PRAGMA mmap_size = %d", mmap)) //nolint:errcheck
+	defer release()
 	tx, err := conn.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
 		return nil, fmt.Errorf("cannot read %s: %w", src.path, err)

@@ -8,17 +8,14 @@ import (
 	"time"
 )
 
-// exportCacheKiB is the page cache of Export's connection: enough for the
-// hot part of the videos table (each video is on ~50 charts), well under the
-// 100 MB export budget (Go heap and buffers take the rest).
+// exportCacheKiB is the page cache of a connection that reads the whole
+// database (scanConn): the hot part of the videos table (each video is on
+// ~50 charts), well under the 100 MB export budget.
 const exportCacheKiB = 8 << 10
 
-// ExportVideoCache bounds the videos whose text Export keeps between rows
-// (and a writer may keep rendered): a video stays on a chart for days, so
-// consecutive captures share most of their videos and one read of its text
-// serves all its rows. 4,096 videos of ~1.5 KB is ~6 MB; the cache is
-// emptied when full (captures are read in time order, so it refills with
-// the videos of the moment).
+// ExportVideoCache bounds the video texts Export (and a writer) keeps
+// between rows: consecutive captures share most of their videos. 4,096 of
+// ~1.5 KB is ~6 MB; a full cache is emptied (captures come in time order).
 const ExportVideoCache = 4096
 
 // ExportQuery selects the chart captures (kind chart) Export streams.
@@ -31,14 +28,10 @@ type ExportQuery struct {
 	// capture of the day (the public datasets' one row per video per
 	// day); otherwise every capture, partial ones included.
 	EveryDay bool
-	// NoDescription leaves ExportRow.Description empty without reading it
-	// (a description is most of a row's bytes).
+	// NoDescription leaves ExportRow.Description empty without reading it.
 	NoDescription bool
-	// GroupBy streams the captures grouped by these keys in turn:
-	// "region" (by code) or "date" (UTC day); each group's captures in
-	// capture order. Empty is all captures in capture order. A writer of
-	// one file per group then finishes each before starting the next, and
-	// a Parquet row group holds one region's charts.
+	// GroupBy streams the captures grouped by these keys in turn: "region"
+	// (by code) or "date" (UTC day); within a group, in capture order.
 	GroupBy []string
 }
 
@@ -76,94 +69,62 @@ type ExportRow struct {
 
 // Export streams the chart entries selected by q to fn in capture order
 // (captured_at, then id; grouped first by q.GroupBy) and rank order
-// within a capture, each with the video text of its capture (the text
-// version the entry refers to) and the statistics of that moment.
-//
-// It reads ONE snapshot: everything is read in one read transaction, so a
-// prune or run writing meanwhile changes nothing it sees (WAL keeps the
-// snapshot's pages until it ends). Memory stays constant: captures are
-// streamed, and one capture's entries (a few hundred) are read at a time.
-// fn's error stops the export and is returned as is; so is ctx's.
+// within a capture, each with the text version and statistics of its
+// capture. It reads one snapshot (one read transaction) in constant memory
+// (docs/design.md §6). fn's error stops the export and is returned as is;
+// so is ctx's.
 func (s *Store) Export(ctx context.Context, q ExportQuery, fn func(*ExportRow) error) error {
-	desc := "CASE WHEN e.text = v.text_version THEN v.description ELSE t.description END"
-	if q.NoDescription {
-		desc = "''"
-	}
-	// One connection with a larger page cache (exportCacheKiB; with the
-	// default 2 MB the random video lookups re-read pages).
-	conn, err := s.db.Conn(ctx)
+	conn, release, err := s.scanConn(ctx)
 	if err != nil {
 		return fmt.Errorf("cannot export: %w", err)
 	}
-	defer conn.Close()
-	if !s.pg {
-		// No memory map (see ReadOnlyMmapBytes): an export reads the whole
-		// database once, and mapped pages would count in its RSS.
-		var mmap int64
-		if err := conn.QueryRowContext(ctx, "PRAGMA mmap_size").Scan(&mmap); err != nil {
-			return fmt.Errorf("cannot export: %w", err)
-		}
-		if _, err := conn.ExecContext(ctx, fmt.Sprintf("PRAGMA cache_size = -%d", exportCacheKiB)); err != nil {
-			return fmt.Errorf("cannot export: %w", err)
-		}
-		if _, err := conn.ExecContext(ctx, "PRAGMA mmap_size = 0"); err != nil {
-			return fmt.Errorf("cannot export: %w", err)
-		}
-		// Back to the defaults before the connection returns to the pool.
-		defer func() {
-			bg := context.WithoutCancel(ctx)
-			conn.ExecContext(bg, "PRAGMA cache_size = -2000")                //nolint:errcheck
-			conn.ExecContext(bg, fmt.Sprintf("PRAGMA mmap_size = %d", mmap)) //nolint:errcheck
-		}()
-	}
-	// ReadOnly: a deferred BEGIN (the driver's _txlock=immediate would
-	// take the write lock); the snapshot starts at the first read.
-	// PostgreSQL: REPEATABLE READ is one snapshot for the whole export.
+	defer release()
+	// SQLite: a deferred BEGIN (ReadOnly; the driver's _txlock=immediate
+	// would take the write lock). PostgreSQL: REPEATABLE READ.
 	tx, err := conn.BeginTx(ctx, &sql.TxOptions{ReadOnly: true, Isolation: s.snapshotLevel()})
 	if err != nil {
 		return fmt.Errorf("cannot export: %w", err)
 	}
 	defer tx.Rollback() //nolint:errcheck // read only
-	// A capture's entries are read alone (six integers a row); the texts
-	// not in the cache are then read by rank, exportTextBatch at a time
-	// (one round trip per batch on PostgreSQL, not one per video).
-	entries, err := tx.PrepareContext(ctx, `
+	x := exporter{fn: fn, cache: make(map[textKey]*ExportRow, ExportVideoCache),
+		read: make(map[textKey]*ExportRow, exportTextBatch)}
+	// A capture's entries are read alone, then the texts not cached by
+	// rank, exportTextBatch at a time (one round trip each on PostgreSQL).
+	x.entries, err = tx.PrepareContext(ctx, `
 SELECT rank, video, text, view_count, like_count, comment_count
 FROM entries WHERE capture_id = ? ORDER BY rank`)
 	if err != nil {
 		return fmt.Errorf("cannot export: %w", err)
 	}
-	defer entries.Close()
-	// The current version is in videos, older ones in video_texts; a
-	// version whose text was removed (store.policy) reads as empty text.
+	defer x.entries.Close()
+	// Older text versions are in video_texts; one the storage policy
+	// removed reads as empty text.
+	text := func(c string) string {
+		return "coalesce(CASE WHEN e.text = v.text_version THEN v." + c + " ELSE t." + c + " END, '')"
+	}
+	desc := text("description")
+	if q.NoDescription {
+		desc = "''"
+	}
 	ranks := make([]string, exportTextBatch)
 	for i := range ranks {
 		ranks[i] = fmt.Sprintf("?%d", i+2)
 	}
-	texts, err := tx.PrepareContext(ctx, `
-SELECT e.video, e.text, v.id,
-       coalesce(CASE WHEN e.text = v.text_version THEN v.title ELSE t.title END, ''),
-       coalesce(`+desc+`, ''),
-       v.channel_id,
-       coalesce(CASE WHEN e.text = v.text_version THEN v.channel_title ELSE t.channel_title END, ''),
-       coalesce(CASE WHEN e.text = v.text_version THEN v.category_id ELSE t.category_id END, ''),
-       coalesce(CASE WHEN e.text = v.text_version THEN v.tags ELSE t.tags END, ''),
-       v.published_at, v.duration,
-       coalesce(CASE WHEN e.text = v.text_version THEN v.thumbnail_url ELSE t.thumbnail_url END, '')
+	x.texts, err = tx.PrepareContext(ctx, `
+SELECT e.video, e.text, v.id, v.channel_id, v.published_at, v.duration, `+text("title")+`, `+desc+`,
+       `+text("channel_title")+`, `+text("category_id")+`, `+text("tags")+`, `+text("thumbnail_url")+`
 FROM entries e JOIN videos v ON v.rowid = e.video
 LEFT JOIN video_texts t ON t.video = e.video AND t.version = e.text
 WHERE e.capture_id = ?1 AND e.rank IN (`+strings.Join(ranks, ", ")+`)`)
 	if err != nil {
 		return fmt.Errorf("cannot export: %w", err)
 	}
-	defer texts.Close()
+	defer x.texts.Close()
 	caps, err := s.exportCaptures(ctx, tx, q)
 	if err != nil {
 		return err
 	}
 	defer caps.close()
-	x := exporter{entries: entries, texts: texts, cache: make(map[textKey]*exportVideo, ExportVideoCache),
-		read: make(map[textKey]*exportVideo, exportTextBatch), fn: fn}
 	for {
 		batch, err := caps.next(ctx)
 		if err != nil {
@@ -173,13 +134,36 @@ WHERE e.capture_id = ?1 AND e.rank IN (`+strings.Join(ranks, ", ")+`)`)
 			return nil
 		}
 		for _, c := range batch {
-			r := &x.row
-			r.CaptureID, r.RunID, r.Region, r.CapturedAt, r.Complete = c.id, c.run, c.region, c.at, c.complete
-			if err := x.capture(ctx); err != nil {
+			if err := x.capture(ctx, c); err != nil {
 				return err
 			}
 		}
 	}
+}
+
+// scanConn returns a connection for reading the whole database once and
+// the func that returns it to the pool. On SQLite it has no memory map
+// (mapped pages would count in the RSS; see ReadOnlyMmapBytes) and a page
+// cache of exportCacheKiB (with the default 2 MB, random video lookups
+// re-read pages), both restored on release.
+func (s *Store) scanConn(ctx context.Context) (*sql.Conn, func(), error) {
+	conn, err := s.db.Conn(ctx)
+	if err != nil || s.pg {
+		return conn, func() { conn.Close() }, err
+	}
+	var mmap int64
+	if err := conn.QueryRowContext(ctx, "PRAGMA mmap_size").Scan(&mmap); err != nil {
+		conn.Close()
+		return nil, nil, err
+	}
+	if _, err := conn.ExecContext(ctx, fmt.Sprintf("PRAGMA cache_size = -%d; PRAGMA mmap_size = 0", exportCacheKiB)); err != nil {
+		conn.Close()
+		return nil, nil, err
+	}
+	return conn, func() {
+		_, _ = conn.ExecContext(context.WithoutCancel(ctx), fmt.Sprintf("PRAGMA cache_size = -2000; PRAGMA mmap_size = %d", mmap))
+		conn.Close()
+	}, nil
 }
 
 // exportCapture is one captures row an export writes.
@@ -190,15 +174,15 @@ type exportCapture struct {
 	complete bool
 }
 
-// captureList hands out the captures of an export in batches: from one
-// open query on SQLite, from a cursor on PostgreSQL (where a connection
-// runs one query at a time, and the export also reads entries and texts).
+// captureList hands out the captures of an export in batches of
+// exportBatch: from one open query on SQLite, from a cursor on PostgreSQL
+// (whose connection runs one query at a time, and the export reads
+// entries and texts meanwhile).
 type captureList struct {
 	tx   *sql.Tx
 	rows *sql.Rows // SQLite
 }
 
-// exportBatch is the most captures a batch holds.
 const exportBatch = 256
 
 func (l *captureList) next(ctx context.Context) ([]exportCapture, error) {
@@ -232,14 +216,14 @@ func (l *captureList) close() {
 // exportTextBatch is the most texts one read of a capture's texts asks for.
 const exportTextBatch = 128
 
-// exporter is the state of one Export: its statements, the text cache and
-// the row handed to fn.
+// exporter is the state of one Export: its statements, the texts (rows
+// with only VideoKey and the text fields set) and the row handed to fn.
 type exporter struct {
 	entries, texts *sql.Stmt
-	cache          map[textKey]*exportVideo
-	read           map[textKey]*exportVideo // the last batch read, not yet all cached
-	args           []any                    // the texts statement's arguments
-	keys           int64                    // VideoKeys given out beyond exportKey's range
+	cache          map[textKey]*ExportRow
+	read           map[textKey]*ExportRow // the last batch read, not yet all cached
+	args           []any                  // the texts statement's arguments
+	keys           int64                  // VideoKeys given out beyond exportKey's range
 	fn             func(*ExportRow) error
 	row            ExportRow
 	rows           []exportEntry // the current capture's entries
@@ -265,46 +249,36 @@ type exportEntry struct {
 	views, likes, comments sql.NullInt64
 }
 
-// exportVideo is the text of one video version as ExportRow carries it,
-// with the VideoKey it was given.
-type exportVideo struct {
-	key                                                                                       int64
-	id, title, description, channelID, channelTitle, categoryID, tags, duration, thumbnailURL string
-	publishedAt                                                                               time.Time
-}
-
-// capture streams the entries of x.row.CaptureID. It reads the capture's
-// entries (at most a chart's few hundred) before looking texts up, so only
-// one statement is stepping at a time besides the captures list.
-func (x *exporter) capture(ctx context.Context) error {
-	id := x.row.CaptureID
-	rows, err := x.entries.QueryContext(ctx, id)
+// capture streams the entries of c. It reads them all (a chart's few
+// hundred) before looking texts up, so only one statement steps at a time
+// besides the captures list.
+func (x *exporter) capture(ctx context.Context, c exportCapture) error {
+	rows, err := x.entries.QueryContext(ctx, c.id)
 	if err != nil {
-		return fmt.Errorf("cannot export capture %d: %w", id, err)
+		return fmt.Errorf("cannot export capture %d: %w", c.id, err)
 	}
 	x.rows = x.rows[:0]
 	for rows.Next() {
 		var e exportEntry
 		if err := rows.Scan(&e.rank, &e.text.video, &e.text.version, &e.views, &e.likes, &e.comments); err != nil {
 			rows.Close()
-			return fmt.Errorf("cannot export capture %d: %w", id, err)
+			return fmt.Errorf("cannot export capture %d: %w", c.id, err)
 		}
 		x.rows = append(x.rows, e)
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
-		return fmt.Errorf("cannot export capture %d: %w", id, err)
+		return fmt.Errorf("cannot export capture %d: %w", c.id, err)
 	}
-	r := &x.row
 	for i, e := range x.rows {
-		v, err := x.videoText(ctx, i)
+		v, err := x.videoText(ctx, c.id, i)
 		if err != nil {
-			return fmt.Errorf("cannot export capture %d: %w", id, err)
+			return fmt.Errorf("cannot export capture %d: %w", c.id, err)
 		}
-		r.Rank, r.VideoKey = e.rank, v.key
-		r.VideoID, r.Title, r.Description, r.ChannelID, r.ChannelTitle = v.id, v.title, v.description, v.channelID, v.channelTitle
-		r.CategoryID, r.Tags, r.PublishedAt, r.Duration, r.ThumbnailURL = v.categoryID, v.tags, v.publishedAt, v.duration, v.thumbnailURL
-		r.Views, r.Likes, r.Comments = e.views, e.likes, e.comments
+		r := &x.row
+		*r = *v
+		r.CaptureID, r.RunID, r.Region, r.CapturedAt, r.Complete = c.id, c.run, c.region, c.at, c.complete
+		r.Rank, r.Views, r.Likes, r.Comments = e.rank, e.views, e.likes, e.comments
 		if err := x.fn(r); err != nil {
 			return err
 		}
@@ -312,17 +286,18 @@ func (x *exporter) capture(ctx context.Context) error {
 	return ctx.Err()
 }
 
-// videoText returns the text of entry x.rows[i], from the cache or read
-// (and cached; a full cache is emptied first). A read asks for the texts
-// of the next entries missing from the cache too, up to exportTextBatch.
-func (x *exporter) videoText(ctx context.Context, i int) (*exportVideo, error) {
+// videoText returns the text of entry x.rows[i] of capture id, from the
+// cache or read (and cached; a full cache is emptied first). A read asks
+// for the texts of the next entries missing from the cache too, up to
+// exportTextBatch, each under a new VideoKey.
+func (x *exporter) videoText(ctx context.Context, id int64, i int) (*ExportRow, error) {
 	k := x.rows[i].text
 	if v, ok := x.cache[k]; ok {
 		return v, nil
 	}
 	v, ok := x.read[k]
 	if !ok {
-		if err := x.readTexts(ctx, i); err != nil {
+		if err := x.readTexts(ctx, id, i); err != nil {
 			return nil, err
 		}
 		if v, ok = x.read[k]; !ok {
@@ -336,12 +311,9 @@ func (x *exporter) videoText(ctx context.Context, i int) (*exportVideo, error) {
 	return v, nil
 }
 
-// readTexts replaces x.read with the texts of x.rows[i] and of the next
-// entries missing from the cache, exportTextBatch at most, each under a new
-// VideoKey.
-func (x *exporter) readTexts(ctx context.Context, i int) error {
+func (x *exporter) readTexts(ctx context.Context, id int64, i int) error {
 	clear(x.read)
-	x.args = append(x.args[:0], x.row.CaptureID)
+	x.args = append(x.args[:0], id)
 	for _, e := range x.rows[i:] {
 		if len(x.args) > exportTextBatch {
 			break
@@ -361,21 +333,20 @@ func (x *exporter) readTexts(ctx context.Context, i int) error {
 	for rows.Next() {
 		var (
 			k        textKey
-			v        exportVideo
+			v        ExportRow
 			pub, dur sql.NullString
 		)
-		if err := rows.Scan(&k.video, &k.version, &v.id, &v.title, &v.description, &v.channelID, &v.channelTitle,
-			&v.categoryID, &v.tags, &pub, &dur, &v.thumbnailURL); err != nil {
+		if err := rows.Scan(&k.video, &k.version, &v.VideoID, &v.ChannelID, &pub, &dur, &v.Title, &v.Description,
+			&v.ChannelTitle, &v.CategoryID, &v.Tags, &v.ThumbnailURL); err != nil {
 			return err
 		}
 		if _, ok := x.read[k]; ok {
 			continue // on the chart twice
 		}
-		v.publishedAt, v.duration = parseTime(pub), dur.String
-		v.key = k.exportKey()
-		if v.key == 0 {
+		v.PublishedAt, v.Duration = parseTime(pub), dur.String
+		if v.VideoKey = k.exportKey(); v.VideoKey == 0 {
 			x.keys++ // beyond exportKey's range: a key of its own, never reused
-			v.key = -x.keys
+			v.VideoKey = -x.keys
 		}
 		x.read[k] = &v
 	}
@@ -394,12 +365,10 @@ func exportWhere(q ExportQuery) (string, []any) {
 		}
 	}
 	if !q.Since.IsZero() {
-		where = append(where, "captured_at >= ?")
-		args = append(args, fmtTime(q.Since))
+		where, args = append(where, "captured_at >= ?"), append(args, fmtTime(q.Since))
 	}
 	if !q.Until.IsZero() {
-		where = append(where, "captured_at <= ?")
-		args = append(args, fmtTime(q.Until))
+		where, args = append(where, "captured_at <= ?"), append(args, fmtTime(q.Until))
 	}
 	if q.EveryDay {
 		where = append(where, "complete = 1")
@@ -407,8 +376,7 @@ func exportWhere(q ExportQuery) (string, []any) {
 	return strings.Join(where, " AND "), args
 }
 
-// exportCaptures lists the captures q selects, in export order, in tx:
-// id, run_id, region, captured_at, complete.
+// exportCaptures lists the captures q selects in tx, in export order.
 func (s *Store) exportCaptures(ctx context.Context, tx *sql.Tx, q ExportQuery) (*captureList, error) {
 	where, args := exportWhere(q)
 	query := `SELECT id, run_id, region, captured_at, complete FROM captures WHERE ` + where
@@ -419,25 +387,25 @@ func (s *Store) exportCaptures(ctx context.Context, tx *sql.Tx, q ExportQuery) (
     FROM captures WHERE ` + where + `
 ) AS c WHERE n = 1`
 	}
-	order := ` ORDER BY `
+	query += ` ORDER BY `
 	for _, k := range q.GroupBy {
 		switch k {
 		case "region":
-			order += "region, "
+			query += "region, "
 		case "date":
-			order += "substr(captured_at, 1, 10), "
+			query += "substr(captured_at, 1, 10), "
 		default:
 			return nil, fmt.Errorf("cannot list captures to export: unknown group %q (want region or date)", k)
 		}
 	}
-	order += "captured_at, id"
+	query += "captured_at, id"
 	if s.pg {
-		if _, err := tx.ExecContext(ctx, `DECLARE export_captures NO SCROLL CURSOR FOR `+query+order, args...); err != nil {
+		if _, err := tx.ExecContext(ctx, `DECLARE export_captures NO SCROLL CURSOR FOR `+query, args...); err != nil {
 			return nil, fmt.Errorf("cannot list captures to export: %w", err)
 		}
 		return &captureList{tx: tx}, nil
 	}
-	rows, err := tx.QueryContext(ctx, query+order, args...)
+	rows, err := tx.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, fmt.Errorf("cannot list captures to export: %w", err)
 	}

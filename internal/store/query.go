@@ -2,6 +2,7 @@ package store
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -9,23 +10,23 @@ import (
 	"github.com/trendfetch/trendfetch/internal/termtext"
 )
 
-// Limits on search text, so that one query cannot make FTS5 do unbounded work.
+// Limits on search text, so that one query cannot make FTS5 do unbounded
+// work: MaxQueryBytes bytes, MaxQueryTerms words or phrases.
 const (
-	// MaxQueryBytes is the longest accepted search text.
 	MaxQueryBytes = 1000
-	// MaxQueryTerms is the most words/phrases in one query.
 	MaxQueryTerms = 32
 )
 
 // QueryError reports search text (or search parameters) that cannot be
-// turned into a query. Reason is one line, e.g. "unbalanced double quote".
-// Callers should treat it as a usage error.
+// turned into a query, a usage error. Reason is one line, e.g.
+// "unbalanced double quote".
 type QueryError struct {
 	Query  string
 	Reason string
 }
 
-// Error returns `invalid search query "TEXT": REASON`.
+// Error returns `invalid search query "TEXT" (N bytes): REASON`, TEXT
+// clipped to 200 bytes.
 func (e *QueryError) Error() string {
 	return fmt.Sprintf("invalid search query %q (%d bytes): %s", termtext.Clip(e.Query, 200), len(e.Query), e.Reason)
 }
@@ -44,10 +45,12 @@ type terms struct {
 	not []qterm
 }
 
-// ParseQuery translates user search text into an FTS5 MATCH expression,
-// which the caller must bind as a parameter (never splice into SQL).
-//
-// Syntax:
+// ParsedQuery is search text parsed once (ParseSearch), carried on by
+// SearchQuery.Parsed so that text validated before a store is opened is
+// not parsed again.
+type ParsedQuery struct{ terms terms }
+
+// ParseSearch parses user search text, whose syntax is:
 //
 //	lofi beats        both words (AND); punctuation such as - : . is literal
 //	"lofi hip hop"    exact phrase
@@ -56,38 +59,18 @@ type terms struct {
 //	cats -dogs        exclusion: a leading - drops videos that match the word
 //	                  (or -"phrase", -prefix*); a - inside a word is literal
 //
-// Every word and phrase becomes a quoted FTS5 string, so FTS5 operators and
-// column filters in user text are just text. Words without any letter or
-// digit are dropped (the tokenizer would ignore them anyway); an OR at the
-// start, at the end or next to another OR or an exclusion is an ordinary
-// word.
-//
-// It returns a *QueryError for empty text, an unbalanced double quote, no
-// searchable words, only exclusions, more than MaxQueryBytes bytes or
-// MaxQueryTerms terms. It never panics.
-func ParseQuery(text string) (string, error) {
-	t, err := parseTerms(text)
-	if err != nil {
-		return "", err
-	}
-	return renderMatch(t, false), nil
-}
-
-// ParsedQuery is search text parsed once (ParseSearch), carried on by
-// SearchQuery.Parsed so that text validated before a store is opened is
-// not parsed again.
-type ParsedQuery struct {
-	text  string
-	terms terms
-}
-
-// ParseSearch parses search text: the syntax and errors of ParseQuery.
+// Each word and phrase becomes a quoted FTS5 string bound as a parameter,
+// so FTS5 operators in user text are just text. Words without a letter or
+// digit are dropped; an OR at either end or next to another OR or an
+// exclusion is an ordinary word. It returns a *QueryError for empty text,
+// an unbalanced double quote, no searchable words, only exclusions, more
+// than MaxQueryBytes bytes or MaxQueryTerms terms. It never panics.
 func ParseSearch(text string) (*ParsedQuery, error) {
 	t, err := parseTerms(text)
 	if err != nil {
 		return nil, err
 	}
-	return &ParsedQuery{text: text, terms: t}, nil
+	return &ParsedQuery{terms: t}, nil
 }
 
 // terms returns q's parsed text: q.Parsed's, else q.Text parsed now.
@@ -99,7 +82,7 @@ func (q SearchQuery) terms() (terms, error) {
 }
 
 // parseTerms splits search text into AND-ed groups of OR-ed terms and
-// exclusions (see ParseQuery for the syntax and errors).
+// exclusions (see ParseSearch for the syntax and errors).
 func parseTerms(text string) (terms, error) {
 	qerr := func(reason string) error { return &QueryError{Query: text, Reason: reason} }
 	if len(text) > MaxQueryBytes {
@@ -158,13 +141,7 @@ func parseTerms(text string) (terms, error) {
 	}
 
 	// Drop terms the tokenizer would find no token in.
-	kept := all[:0]
-	for _, t := range all {
-		if t.or || searchable(t.text) {
-			kept = append(kept, t)
-		}
-	}
-	all = kept
+	all = slices.DeleteFunc(all, func(t qterm) bool { return !t.or && !searchable(t.text) })
 
 	// Resolve OR: an operator only between two included terms.
 	var groups [][]qterm

@@ -125,3 +125,13 @@ func testSearchTakesTheParsedQuery(t *testing.T, s *Store) {
 		t.Error(`ParseSearch("\"unbalanced"): no error`)
 	}
 }
+
+// ParseQuery renders search text as the FTS5 MATCH expression the word
+// index is asked (ParseSearch's syntax and errors).
+func ParseQuery(text string) (string, error) {
+	t, err := parseTerms(text)
+	if err != nil {
+		return "", err
+	}
+	return renderMatch(t, false), nil
+}

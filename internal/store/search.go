@@ -29,7 +29,7 @@ const (
 
 // SearchQuery is a full-text search over stored videos.
 type SearchQuery struct {
-	// Text is user search text; see ParseQuery for the syntax.
+	// Text is user search text; see ParseSearch for the syntax.
 	Text string
 	// Parsed, when set, is Text parsed by ParseSearch (not parsed again).
 	Parsed *ParsedQuery
@@ -189,7 +189,7 @@ JOIN videos v ON v.rowid = f.rid
 LEFT JOIN video_stats st ON st.video_rowid = f.rid
 ORDER BY f.rid DESC`
 
-// SearchPage runs a full-text query (ParseQuery's syntax; the index that
+// SearchPage runs a full-text query (ParseSearch's syntax; the index that
 // answers it: docs/design.md §6) and returns hits best first, and next: the
 // Offset of the next page, or 0 when none. It stops when ctx is cancelled.
 // Errors: *QueryError for bad text, limit or offset.
