@@ -10,8 +10,7 @@ import (
 )
 
 // Copied is what CopyFrom wrote into one table: Rows inserted, or updated
-// because the source's row was newer (a run finished, a capture completed,
-// a video's text changed, a channel fetched again since the last copy).
+// because the source's row was newer (a run finished, a text changed...).
 type Copied struct {
 	Table string `json:"table"`
 	Rows  int64  `json:"rows"`
@@ -21,14 +20,12 @@ type Copied struct {
 // the destination): memory stays bounded whatever the dataset size.
 const copyBatchBytes = 1 << 20
 
-// copyStep copies one source table. Its rows travel as JSON objects:
-// fields lists them ("name" text, "name:bigint", "name:video" a video
-// referred to by its YouTube id, "name=expr" read from a SQLite expression
-// instead of t.name); from is the SQLite source, aliased t. Each statement
-// of write takes the batch (a JSON array) as ?1 (see sql); the rows it
-// writes are counted under counted[i]. Without write, the rows are
-// inserted, and a row already there (key) is updated where newer holds,
-// else kept.
+// copyStep copies one source table as JSON objects of fields ("name" text,
+// "name:bigint", "name:video" a video by its YouTube id, "name=expr" read
+// from a SQLite expression) read from from (aliased t). Each statement of
+// write takes the batch (see sql); counted[i] names the table its rows go
+// to. Without write, rows are inserted, a row already there (key) updated
+// where newer holds.
 type copyStep struct {
 	table, fields, from, key, newer string
 	write, counted                  []string
@@ -52,8 +49,7 @@ var copySteps = []copyStep{
 	{table: "category_fetches", fields: "region fetched_at", from: "category_fetches t",
 		key: "region", newer: "category_fetches.fetched_at < excluded.fetched_at"},
 	{table: "store_meta", fields: "key value", from: "store_meta t", key: "key"},
-	// A newer text version updates the video; the destination's trigger
-	// keeps the version it replaces, as a run's change would.
+	// A newer text version updates the video; the trigger keeps the old one.
 	{table: "videos", fields: `id title description channel_id channel_title category_id tags published_at duration
 thumbnail_url first_seen_at text_version:bigint text_since text_refreshed_at`, from: "videos t ORDER BY t.rowid", key: "id",
 		newer: "(videos.text_version, coalesce(videos.text_refreshed_at, '')) < (excluded.text_version, coalesce(excluded.text_refreshed_at, ''))"},
@@ -70,8 +66,7 @@ INSERT INTO runs (%[2]s) SELECT %[3]s FROM %[1]s WHERE ` + runID("") + ` IS NULL
 UPDATE runs r SET (finished_at, pages, videos, units, unmetered, outcome, reason, retry_after_ms, retry_at, calls) =
     (b.finished_at, b.pages, b.videos, b.units, b.unmetered, b.outcome, b.reason, b.retry_after_ms, b.retry_at, b.calls)
 FROM %[1]s WHERE r.id = ` + runID("") + ` AND r.outcome = 'running' AND b.outcome <> 'running'`}},
-	// A capture travels with its entries (e: rank, video id, views, likes,
-	// comments, text version) and its run's natural key (run_*).
+	// A capture travels with its entries (e) and its run's natural key (run_*).
 	{table: "captures", fields: `id:bigint region kind query captured_at complete:bigint e:jsonb=json(t.e) run_id:bigint=r.id
 run_region=r.region run_started_at=r.started_at run_host=r.host run_pid:bigint=r.pid run_credential=r.credential`,
 		from: `(SELECT c.*, (SELECT json_group_array(json_array(e.rank, v.id, e.view_count, e.like_count, e.comment_count, e.text))
@@ -136,26 +131,16 @@ THEN nextval(pg_get_serial_sequence('%[1]s', 'id')) ELSE b.id END`, c.table)
 	return read, write
 }
 
-// CopyFrom copies the SQLite dataset src into this PostgreSQL store:
-// channels, categories and their fetch times, videos with their current
-// text, statistics and older text versions, statistics samples, runs, and
-// captures with their entries, as src holds them in one read snapshot
-// (docs/design.md §10a). Each batch of rows (at most copyBatchBytes of
-// them) is one transaction, so memory stays bounded and an interrupted copy
-// keeps what it wrote.
-//
-// Rows are matched by their natural keys (a video's YouTube id, a run's
-// region, start, host, pid and credential, a capture's run, region, kind
-// and query), so a second copy writes nothing and a copy after more runs
-// writes what they added or changed. Ids that only say which row another
-// refers to (videos.rowid) are mapped; run and capture ids are kept where
-// the destination does not use them for other rows, so that a copy into
-// an empty database exports the same bytes as src (run_id included). Rows
-// src no longer holds (pruned) are not deleted here.
-//
-// It returns the rows written per table, in copy order. Errors: s not
-// PostgreSQL or src not SQLite; database errors, after which a copy can be
-// run again.
+// CopyFrom copies every table of the SQLite dataset src, as one read
+// snapshot, into this PostgreSQL store in batches of copyBatchBytes, one
+// transaction each (docs/design.md §10a). Rows are matched by natural keys
+// (a video's YouTube id; a run's region, start, host, pid and credential;
+// a capture's run, region, kind and query): a second copy writes only what
+// is new or newer. videos.rowid is mapped; run and capture ids are kept
+// where free, so a copy into an empty database exports the same bytes.
+// Rows src no longer holds are not deleted. It returns the rows written
+// per table, in copy order. Errors: s not PostgreSQL or src not SQLite;
+// database errors, after which the copy can be run again.
 func (s *Store) CopyFrom(ctx context.Context, src *Store) ([]Copied, error) {
 	if !s.pg || src.pg {
 		return nil, errors.New("copy: the source must be a SQLite store and the destination a PostgreSQL one")
@@ -196,8 +181,8 @@ func (s *Store) copyStep(ctx context.Context, src *sql.Tx, c copyStep) ([]int64,
 	read, write := c.sql()
 	n := make([]int64, len(write))
 	if strings.HasPrefix(c.fields, "id:bigint") {
-		// Kept ids stay clear of the ids the destination hands out
-		// meanwhile and later: its sequence moves past src's.
+		// The destination's sequence moves past src's ids, so kept ids stay
+		// clear of those it hands out.
 		var last sql.NullInt64
 		if err := src.QueryRowContext(ctx, "SELECT max(id) FROM "+c.table).Scan(&last); err != nil || !last.Valid {
 			return n, err

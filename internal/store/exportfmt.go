@@ -6,14 +6,14 @@ import (
 	"encoding/csv"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
 )
 
-// ExportWriter writes rows of Export in one format. Header is written by
-// NewExportWriter; call Flush at the end.
+// ExportWriter writes rows of Export in one format; Flush ends the file.
 type ExportWriter interface {
 	Row(r *ExportRow) error
 	Flush() error
@@ -34,8 +34,7 @@ type ExportFormat struct {
 	RegionColumn bool
 	// SpreadsheetSafe (csv) prefixes every cell that starts with =, +, -,
 	// @, tab or carriage return with ' so that a spreadsheet does not run
-	// it as a formula (OWASP "CSV Injection"). Off by default: the public
-	// datasets write such cells as they are.
+	// it (OWASP "CSV Injection"); the public datasets do not.
 	SpreadsheetSafe bool
 }
 
@@ -52,7 +51,7 @@ const (
 )
 
 // Export layouts: the columns of the public trending datasets
-// (docs/design.md §7).
+// (docs/design.md §6).
 var (
 	layoutYoutubeNew = []string{"video_id", "trending_date", "title", "channel_title", "category_id", "publish_time",
 		"tags", "views", "likes", "dislikes", "comment_count", "thumbnail_link", "comments_disabled",
@@ -84,7 +83,17 @@ func NewExportWriter(w io.Writer, f ExportFormat) (ExportWriter, error) {
 			return nil, fmt.Errorf("unknown export layout %q: want %s or %s", f.Layout, LayoutYoutubeNew, LayoutTrendingDaily)
 		}
 		c := &csvWriter{w: csv.NewWriter(w), daily: f.Layout == LayoutTrendingDaily, f: f, capture: -1}
-		return c, c.Header()
+		h := slices.Clone(layoutYoutubeNew)
+		if c.daily {
+			h = slices.Clone(layoutTrendingDaily)
+		}
+		if f.PerCapture {
+			h = append(h, "captured_at", "rank")
+		}
+		if f.RegionColumn {
+			h = append(h, "region")
+		}
+		return c, c.w.Write(h)
 	}
 	return nil, fmt.Errorf("unknown export format %q: want csv, jsonl or parquet", f.Format)
 }
@@ -95,26 +104,9 @@ type csvWriter struct {
 	daily bool // trending-daily, else youtube-new
 	f     ExportFormat
 	rec   []string
-	// per-capture strings, recomputed when the capture changes
-	capture      int64
-	trendingDate string
-	capturedAt   string
-	tagsB        strings.Builder
-}
-
-func (c *csvWriter) Header() error {
-	h := layoutYoutubeNew
-	if c.daily {
-		h = layoutTrendingDaily
-	}
-	h = append([]string(nil), h...)
-	if c.f.PerCapture {
-		h = append(h, "captured_at", "rank")
-	}
-	if c.f.RegionColumn {
-		h = append(h, "region")
-	}
-	return c.w.Write(h)
+	// the capture's strings, recomputed when it changes
+	capture                  int64
+	trendingDate, capturedAt string
 }
 
 func (c *csvWriter) Row(r *ExportRow) error {
@@ -145,14 +137,14 @@ func (c *csvWriter) Row(r *ExportRow) error {
 	c.rec = c.rec[:0]
 	if c.daily {
 		c.rec = append(c.rec, r.VideoID, r.Title, pub, r.ChannelID, r.ChannelTitle, r.CategoryID, c.trendingDate,
-			c.tags(r.Tags, false), count(r.Views), likes, "0", comments, r.ThumbnailURL,
+			csvTags(r.Tags, false), count(r.Views), likes, "0", comments, r.ThumbnailURL,
 			commentsOff, ratingsOff, desc)
 	} else {
 		if strings.Contains(desc, "\n") {
 			desc = strings.ReplaceAll(desc, "\n", `\n`) // the 2017 files escape newlines
 		}
 		c.rec = append(c.rec, r.VideoID, c.trendingDate, r.Title, r.ChannelTitle, r.CategoryID, pub,
-			c.tags(r.Tags, true), count(r.Views), likes, "0", comments, r.ThumbnailURL,
+			csvTags(r.Tags, true), count(r.Views), likes, "0", comments, r.ThumbnailURL,
 			commentsOff, ratingsOff, "False", desc)
 	}
 	if c.f.PerCapture {
@@ -171,31 +163,18 @@ func (c *csvWriter) Row(r *ExportRow) error {
 	return c.w.Write(c.rec)
 }
 
-// tags renders stored tags ('\n'-joined) as the layout does: `"a"|"b"` or
-// [none] (2017), a|b or [None] (2018/2020).
-func (c *csvWriter) tags(joined string, quoted bool) string {
-	if joined == "" {
-		if quoted {
-			return "[none]"
-		}
+// csvTags renders stored tags as the layout does: `"a"|"b"` or [none]
+// (2017, quoted), a|b or [None] (2018/2020).
+func csvTags(joined string, quoted bool) string {
+	switch {
+	case joined == "" && quoted:
+		return "[none]"
+	case joined == "":
 		return "[None]"
+	case quoted:
+		return `"` + strings.Join(splitTags(joined), `"|"`) + `"`
 	}
-	sep := "|"
-	c.tagsB.Reset()
-	if quoted {
-		sep = `"|"`
-		c.tagsB.WriteByte('"')
-	}
-	for i, t := range strings.Split(joined, "\n") {
-		if i > 0 {
-			c.tagsB.WriteString(sep)
-		}
-		c.tagsB.WriteString(unescapeTag(t))
-	}
-	if quoted {
-		c.tagsB.WriteByte('"')
-	}
-	return c.tagsB.String()
+	return strings.Join(splitTags(joined), "|")
 }
 
 func (c *csvWriter) Flush() error {
@@ -203,11 +182,9 @@ func (c *csvWriter) Flush() error {
 	return c.w.Error()
 }
 
-// hideable writes a count the API omits when its owner hides it (likes:
-// ratings disabled; comments: comments disabled) as the datasets do: when
-// the capture's statistics are known (views) but the count is not, "0"
-// and the flag "True". When views are unknown too (a chart stored before
-// statistics were kept), the count is "" and the flag "False".
+// hideable writes a count its owner may hide (likes: ratings_disabled;
+// comments: comments_disabled) as the datasets do: "0" and "True" when the
+// views are known but not n; else n ("" when unknown) and "False".
 func hideable(views, n sql.NullInt64) (value, disabled string) {
 	if views.Valid && !n.Valid {
 		return "0", "True"
@@ -223,58 +200,44 @@ func count(n sql.NullInt64) string {
 	return strconv.FormatInt(n.Int64, 10)
 }
 
-// jsonlWriter writes one JSON object a line, by hand: encoding/json's
-// reflection would cost more than the rest of the export.
+// jsonlWriter writes one JSON object a line by hand (encoding/json's
+// reflection cost more than the rest of the export).
 type jsonlWriter struct {
 	w             *bufio.Writer
 	noDescription bool
 	buf           []byte
 	capture       int64
-	head          []byte // the capture's fields, reused for its rows
-	// videos holds each video's rendered text by ExportRow.VideoKey (at
-	// most ExportVideoCache; emptied when full).
-	videos map[int64]*jsonlVideo
+	head          []byte                // the capture's fields, reused for its rows
+	videos        map[int64]*jsonlVideo // by VideoKey, at most ExportVideoCache
 }
 
 // jsonlVideo is one video's rendered fields: text from "video_id" to
 // "thumbnail_url", description the "description" member ("" without).
 type jsonlVideo struct{ text, description []byte }
 
-func (j *jsonlWriter) Header() error { return nil }
-
 func (j *jsonlWriter) Row(r *ExportRow) error {
 	if r.CaptureID != j.capture || j.head == nil {
 		j.capture = r.CaptureID
-		h := j.head[:0]
-		h = append(h, `{"region":`...)
-		h = appendJSONString(h, r.Region)
-		h = append(h, `,"captured_at":"`...)
-		h = r.CapturedAt.UTC().AppendFormat(h, time.RFC3339Nano)
-		h = append(h, `","complete":`...)
-		h = strconv.AppendBool(h, r.Complete)
-		h = append(h, `,"run_id":`...)
-		h = strconv.AppendInt(h, r.RunID, 10)
-		h = append(h, `,"youtube_change":`...)
+		h := appendJSONString(append(j.head[:0], `{"region":`...), r.Region)
+		h = r.CapturedAt.UTC().AppendFormat(append(h, `,"captured_at":"`...), time.RFC3339Nano)
+		h = strconv.AppendBool(append(h, `","complete":`...), r.Complete)
+		h = strconv.AppendInt(append(h, `,"run_id":`...), r.RunID, 10)
+		change := ""
 		if c := ChangeInEffect(r.CapturedAt); c != nil {
-			h = appendJSONString(h, c.Date)
-		} else {
-			h = append(h, "null"...)
+			change = c.Date
 		}
-		j.head = h
+		j.head = appendStringOrNull(append(h, `,"youtube_change":`...), change)
 	}
 	v := j.videos[r.VideoKey]
 	if v == nil || r.VideoKey == 0 {
 		v = j.renderVideo(r)
 	}
-	b := append(j.buf[:0], j.head...)
-	b = append(b, `,"rank":`...)
-	b = strconv.AppendInt(b, int64(r.Rank), 10)
+	b := strconv.AppendInt(append(append(j.buf[:0], j.head...), `,"rank":`...), int64(r.Rank), 10)
 	b = append(b, v.text...)
 	b = appendCount(append(b, `,"view_count":`...), r.Views)
 	b = appendCount(append(b, `,"like_count":`...), r.Likes)
 	b = appendCount(append(b, `,"comment_count":`...), r.Comments)
-	b = append(b, v.description...)
-	b = append(b, "}\n"...)
+	b = append(append(b, v.description...), "}\n"...)
 	j.buf = b
 	_, err := j.w.Write(b)
 	return err
@@ -283,48 +246,25 @@ func (j *jsonlWriter) Row(r *ExportRow) error {
 // renderVideo renders the video fields of r and caches them under
 // r.VideoKey (0: not cached).
 func (j *jsonlWriter) renderVideo(r *ExportRow) *jsonlVideo {
-	var b []byte
-	b = append(b, `,"video_id":`...)
-	b = appendJSONString(b, r.VideoID)
-	b = append(b, `,"title":`...)
-	b = appendJSONString(b, r.Title)
-	b = append(b, `,"channel_id":`...)
-	b = appendJSONString(b, r.ChannelID)
-	b = append(b, `,"channel_title":`...)
-	b = appendJSONString(b, r.ChannelTitle)
-	b = append(b, `,"category_id":`...)
-	b = appendJSONString(b, r.CategoryID)
+	b := appendJSONString([]byte(`,"video_id":`), r.VideoID)
+	b = appendJSONString(append(b, `,"title":`...), r.Title)
+	b = appendJSONString(append(b, `,"channel_id":`...), r.ChannelID)
+	b = appendJSONString(append(b, `,"channel_title":`...), r.ChannelTitle)
+	b = appendJSONString(append(b, `,"category_id":`...), r.CategoryID)
 	b = append(b, `,"tags":[`...)
-	if r.Tags != "" {
-		rest := r.Tags
-		for i := 0; ; i++ {
-			t, after, more := strings.Cut(rest, "\n")
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = appendJSONString(b, unescapeTag(t))
-			if !more {
-				break
-			}
-			rest = after
+	for i, t := range splitTags(r.Tags) {
+		if i > 0 {
+			b = append(b, ',')
 		}
+		b = appendJSONString(b, t)
 	}
-	b = append(b, `],"published_at":`...)
-	if r.PublishedAt.IsZero() {
-		b = append(b, "null"...)
-	} else {
-		b = append(b, '"')
-		b = r.PublishedAt.UTC().AppendFormat(b, time.RFC3339)
-		b = append(b, '"')
+	pub := ""
+	if !r.PublishedAt.IsZero() {
+		pub = r.PublishedAt.UTC().Format(time.RFC3339)
 	}
-	b = append(b, `,"duration":`...)
-	if r.Duration == "" {
-		b = append(b, "null"...)
-	} else {
-		b = appendJSONString(b, r.Duration)
-	}
-	b = append(b, `,"thumbnail_url":`...)
-	b = appendJSONString(b, r.ThumbnailURL)
+	b = appendStringOrNull(append(b, `],"published_at":`...), pub)
+	b = appendStringOrNull(append(b, `,"duration":`...), r.Duration)
+	b = appendJSONString(append(b, `,"thumbnail_url":`...), r.ThumbnailURL)
 	v := &jsonlVideo{text: b}
 	if !j.noDescription {
 		v.description = appendJSONString(append([]byte(nil), `,"description":`...), r.Description)
@@ -340,6 +280,14 @@ func (j *jsonlWriter) renderVideo(r *ExportRow) *jsonlVideo {
 
 func (j *jsonlWriter) Flush() error { return j.w.Flush() }
 
+// appendStringOrNull appends s as a JSON string, null when "".
+func appendStringOrNull(b []byte, s string) []byte {
+	if s == "" {
+		return append(b, "null"...)
+	}
+	return appendJSONString(b, s)
+}
+
 func appendCount(b []byte, n sql.NullInt64) []byte {
 	if !n.Valid {
 		return append(b, "null"...)
@@ -354,46 +302,31 @@ func appendJSONString(b []byte, s string) []byte {
 	const hex = "0123456789abcdef"
 	b = append(b, '"')
 	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' {
-				i++
-				continue
-			}
-			b = append(b, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				b = append(b, '\\', c)
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
-			default:
-				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
-			}
-			i++
-			start = i
+	for i, r := range s {
+		if r >= 0x20 && r != '"' && r != '\\' && r != '\u2028' && r != '\u2029' && r != utf8.RuneError {
 			continue
 		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			b = append(b, s[start:i]...)
+		_, size := utf8.DecodeRuneInString(s[i:])
+		b = append(b, s[start:i]...)
+		start = i + size
+		switch {
+		case r == '"' || r == '\\':
+			b = append(b, '\\', byte(r))
+		case r == '\n':
+			b = append(b, `\n`...)
+		case r == '\r':
+			b = append(b, `\r`...)
+		case r == '\t':
+			b = append(b, `\t`...)
+		case r < 0x20:
+			b = append(b, '\\', 'u', '0', '0', hex[r>>4], hex[r&0xf])
+		case r == utf8.RuneError && size == 1:
 			b = append(b, `\ufffd`...)
-			i += size
-			start = i
-			continue
-		}
-		if r == '\u2028' || r == '\u2029' {
-			b = append(b, s[start:i]...)
+		case r == utf8.RuneError:
+			b = append(b, s[i:start]...) // U+FFFD itself
+		default:
 			b = append(b, '\\', 'u', '2', '0', '2', hex[r&0xf])
-			i += size
-			start = i
-			continue
 		}
-		i += size
 	}
 	b = append(b, s[start:]...)
 	return append(b, '"')

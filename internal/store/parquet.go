@@ -14,11 +14,9 @@ import (
 )
 
 // ParquetRow is one row of `export --format parquet`: the JSON Lines
-// fields, typed (youtube_change aside: the file's ParquetChangesKey
-// metadata says which changes its rows cross). Counts are int64, null when the API omitted them or they
-// are unknown; times are UTC timestamps (microseconds); tags a list of
-// strings. Text columns are dictionary-encoded (a video's text repeats on
-// every chart it is on) and every column is zstd-compressed.
+// fields typed (docs/schema.md), but youtube_change, which the file's
+// ParquetChangesKey metadata holds. Text columns are dictionary-encoded (a
+// video's text repeats on every chart it is on), all zstd-compressed.
 type ParquetRow struct {
 	Region       string     `parquet:"region,dict"`
 	CapturedAt   time.Time  `parquet:"captured_at,timestamp(microsecond:utc)"`
@@ -46,27 +44,19 @@ type ParquetRow struct {
 // capture ([] when none): its series are not comparable as-is across them.
 const ParquetChangesKey = "youtube_changes"
 
-// ParquetRowGroup is the rows per row group: a row group is buffered in
-// memory (pages plus dictionaries) until it is flushed, so this bounds the
-// writer's memory whatever the export's size. Exported region by region
-// (ExportQuery.GroupBy), a group holds 100 charts of one region: its
-// dictionaries hold the few hundred videos on them, each text once for
-// ~30 rows. At 10M entries of ~1.4 KB of text (BenchmarkHistoryExport;
-// /usr/bin/time of `trendfetch export`): ~30 MB of live Go heap and a peak
-// RSS of the whole process of 82-88 MB for one file, 75-82 MB for 4,170
-// region and date partitions, 92 MB for 417 date partitions, under
-// LimitParquetMemory.
+// ParquetRowGroup is the rows per row group, which is buffered until
+// flushed: it bounds the writer's memory. Grouped by region, a group holds
+// 100 charts' few hundred videos. Measured at 10M entries
+// (BenchmarkHistoryExport): a peak RSS of 75-92 MB, one file or thousands.
 const ParquetRowGroup = 20_000
 
-// ParquetMemoryLimit is the Go soft memory limit (runtime/debug
-// SetMemoryLimit) LimitParquetMemory sets, in bytes.
+// ParquetMemoryLimit is the Go soft memory limit LimitParquetMemory sets,
+// in bytes.
 const ParquetMemoryLimit = 48 << 20
 
 // LimitParquetMemory lowers the process's Go soft memory limit to
-// ParquetMemoryLimit, never raising a lower one (GOMEMLIMIT). Go's heap
-// grows to twice its live size between collections by default; the limit
-// collects earlier instead, which keeps a Parquet export's peak RSS under
-// 100 MB. `export --format parquet` calls it; so does BenchmarkHistoryExport.
+// ParquetMemoryLimit, never raising a lower one (GOMEMLIMIT): the heap is
+// collected before it doubles, which keeps a Parquet export under 100 MB.
 func LimitParquetMemory() {
 	if debug.SetMemoryLimit(-1) > ParquetMemoryLimit {
 		debug.SetMemoryLimit(ParquetMemoryLimit)
@@ -85,18 +75,11 @@ type parquetWriter struct {
 	w             *parquet.GenericWriter[ParquetRow]
 	noDescription bool
 	batch         []ParquetRow
-	// counts backs the batch's count pointers (three a row), so a row
-	// allocates nothing.
-	counts []int64
-	// region is the last row's; groupRows the rows in the current row
-	// group.
-	region    string
-	groupRows int
-	// first and last are the earliest and latest capture times written.
-	first, last time.Time
-	// texts holds each video text's rendered fields by ExportRow.VideoKey
-	// (at most ExportVideoCache; emptied when full).
-	texts map[int64]*parquetText
+	counts        []int64 // backs the batch's count pointers: a row allocates nothing
+	region        string  // the last row's
+	groupRows     int     // the rows in the current row group
+	first, last   time.Time
+	texts         map[int64]*parquetText // by VideoKey, at most ExportVideoCache
 }
 
 // parquetText is the part of a row that depends on the video text only.
@@ -110,8 +93,8 @@ type parquetText struct {
 func newParquetWriter(w io.Writer, noDescription bool) *parquetWriter {
 	opts := []parquet.WriterOption{parquet.Compression(zstdParquet), parquet.MaxRowsPerRowGroup(ParquetRowGroup),
 		parquet.CreatedBy("trendfetch", "", "")}
-	// The min and max of free text help no reader and cost comparing whole
-	// values (a description is ~1 KB) twice per page.
+	// The min and max of free text help no reader and cost comparing ~1 KB
+	// values twice per page.
 	for _, c := range []string{"title", "channel_title", "tags", "thumbnail_url", "description"} {
 		opts = append(opts, parquet.SkipPageStatistics(c), parquet.SkipPageBounds(c))
 	}
@@ -216,13 +199,10 @@ func (p *parquetWriter) Flush() error {
 	return p.w.Close()
 }
 
-// zstdCodec is parquet's ZSTD codec with a 512 KB window: parquet-go's own
-// (compress/zstd) keeps zstd's default 8 MB window, whose history buffers
-// took 32 MB of a 70 MB export heap, while a page is at most a few
-// hundred KB, so a larger window finds nothing more. One codec serves
-// every writer (an encoder's state is ~4 MB: one per partition of a
-// partitioned export was most of its allocations); Encode and Decode are
-// safe for concurrent use.
+// zstdParquet is parquet's ZSTD codec with a 512 KB window: parquet-go's
+// keeps zstd's 8 MB one, 32 MB of a 70 MB export heap, for pages of a few
+// hundred KB. One codec (~4 MB) serves every writer, as Encode and Decode
+// are safe for concurrent use.
 var zstdParquet = &zstdCodec{
 	enc: sync.OnceValue(func() *zstd.Encoder {
 		// Errors only for invalid options, which these are not.
