@@ -1,17 +1,10 @@
--- 0001_init: core tables. Timestamps are UTC text, fixed width
--- ("2006-01-02T15:04:05.000000Z"), so they sort and compare as text.
+-- 0001_init: core tables (docs/schema.md). Timestamps are UTC text, fixed
+-- width ("2006-01-02T15:04:05.000000Z"), so they sort and compare as text.
 
--- videos: one row per YouTube video, upserted by id (latest text wins).
--- "rowid" is an explicit INTEGER PRIMARY KEY alias so that it is stable: the
--- FTS5 external-content index (0002) refers to rows by rowid, and an implicit
--- rowid may be renumbered by VACUUM. Upserts use ON CONFLICT(id) DO UPDATE,
--- which keeps the rowid (INSERT OR REPLACE would delete and re-insert).
---
--- Statistics live in video_stats: they change on every capture while the
--- text rarely does. Keeping them out of these wide rows (~1 KB with the
--- description) means re-storing a chart of known videos rewrites a few
--- narrow stats pages instead of one wide page per video (docs/design.md §6: storing
--- known videos must not cost more than storing new ones).
+-- videos.rowid is an explicit alias, so VACUUM cannot renumber the rows the
+-- FTS5 index (0002) refers to; upserts (ON CONFLICT DO UPDATE) keep it.
+-- Statistics live in video_stats, apart from the wide text rows: storing a
+-- chart of known videos rewrites narrow pages (docs/design.md §6).
 CREATE TABLE videos (
     rowid         INTEGER PRIMARY KEY,
     id            TEXT    NOT NULL UNIQUE,       -- YouTube video id
@@ -27,7 +20,6 @@ CREATE TABLE videos (
     first_seen_at TEXT    NOT NULL
 );
 
--- video_stats: the latest statistics of each video (1:1 with videos).
 CREATE TABLE video_stats (
     video_rowid   INTEGER PRIMARY KEY REFERENCES videos (rowid) ON DELETE CASCADE,
     view_count    INTEGER,                       -- NULL when the API omitted it
@@ -36,7 +28,6 @@ CREATE TABLE video_stats (
     last_seen_at  TEXT    NOT NULL               -- latest capture
 );
 
--- runs: one row per `trendfetch run` of one region (docs/design.md §5).
 CREATE TABLE runs (
     id             INTEGER PRIMARY KEY,
     credential     TEXT    NOT NULL DEFAULT '',
@@ -57,7 +48,6 @@ CREATE TABLE runs (
 );
 CREATE INDEX runs_region_id ON runs (region, id);
 
--- snapshots: one row per (run, region, kind, rank): what the chart looked like.
 CREATE TABLE snapshots (
     run_id      INTEGER NOT NULL REFERENCES runs (id),
     region      TEXT    NOT NULL,
@@ -67,11 +57,8 @@ CREATE TABLE snapshots (
     captured_at TEXT    NOT NULL,
     PRIMARY KEY (run_id, region, kind, rank)
 ) WITHOUT ROWID;
--- Serves the region filter of search (EXISTS ... video_id = ? AND region = ?)
--- and the foreign key check when videos are deleted.
 CREATE INDEX snapshots_video_region ON snapshots (video_id, region);
 
--- categories: videoCategories.list per region.
 CREATE TABLE categories (
     region     TEXT    NOT NULL,
     id         TEXT    NOT NULL,

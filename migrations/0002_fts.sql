@@ -1,7 +1,6 @@
--- 0002_fts: full-text index over videos (docs/design.md §6).
--- External content: the index stores no copy of the text, it reads it from
--- videos by rowid. Column order matters: Search ranks with
--- bm25(videos_fts, 10.0, 2.0, 3.0, 1.0) = title, tags, channel_title, description.
+-- 0002_fts: full-text index over videos (docs/design.md §6), external
+-- content (it reads the text from videos by rowid). Column order matters:
+-- the bm25 weights follow it.
 CREATE VIRTUAL TABLE videos_fts USING fts5 (
     title, tags, channel_title, description,
     content = 'videos',
@@ -19,8 +18,7 @@ CREATE TRIGGER videos_fts_ad AFTER DELETE ON videos BEGIN
     VALUES ('delete', old.rowid, old.title, old.tags, old.channel_title, old.description);
 END;
 
--- Guarded: re-upserting a known video usually changes only its statistics;
--- re-indexing unchanged text would make that slower than inserting new videos.
+-- Guarded: unchanged text (a statistics-only upsert) is never re-indexed.
 CREATE TRIGGER videos_fts_au AFTER UPDATE ON videos
 WHEN old.title IS NOT new.title
   OR old.tags IS NOT new.tags
@@ -33,5 +31,4 @@ BEGIN
     VALUES (new.rowid, new.title, new.tags, new.channel_title, new.description);
 END;
 
--- Index any videos stored before this migration.
 INSERT INTO videos_fts (videos_fts) VALUES ('rebuild');

@@ -1,10 +1,7 @@
--- 0003_ingest: what the complete ingestion run (issue 4) stores besides the
--- chart: search-hit snapshots, channels, API calls per method on runs.
+-- 0003_ingest: search-hit snapshots, channels, API calls per method on runs.
 
--- snapshots gains "query": search hits of several search.list queries in one
--- run each have their own ranks 1..n. kind is 'chart' (query '') or
--- 'search' (query = the search.list q). SQLite cannot change a primary key
--- in place, so the table is rebuilt; nothing references snapshots.
+-- snapshots gains "query" (search hits of each search.list q ranked 1..n):
+-- a primary key cannot change in place, so the table is rebuilt.
 CREATE TABLE snapshots_new (
     run_id      INTEGER NOT NULL REFERENCES runs (id),
     region      TEXT    NOT NULL,
@@ -19,13 +16,10 @@ INSERT INTO snapshots_new (run_id, region, kind, query, rank, video_id, captured
 SELECT run_id, region, kind, '', rank, video_id, captured_at FROM snapshots;
 DROP TABLE snapshots;
 ALTER TABLE snapshots_new RENAME TO snapshots;
--- As in 0001: the region filter of search and the videos foreign key.
 CREATE INDEX snapshots_video_region ON snapshots (video_id, region);
 
--- channels: channels.list, upserted by id. Counts are NULL when the API hides
--- or omits them (hiddenSubscriberCount). fetched_at drives the refresh
--- (channels.refresh, default 24 h); a channel the API did not return may be
--- stored with empty fields so that it is not asked for again until then.
+-- channels: a channel the API did not return may be stored with empty
+-- fields, so that it is not asked for again before channels.refresh.
 CREATE TABLE channels (
     id               TEXT    PRIMARY KEY,      -- YouTube channel id (UC...)
     title            TEXT    NOT NULL DEFAULT '',
@@ -36,5 +30,4 @@ CREATE TABLE channels (
     fetched_at       TEXT    NOT NULL
 ) WITHOUT ROWID;
 
--- runs.calls: API calls sent per method, {"videos.list": 4}.
 ALTER TABLE runs ADD COLUMN calls TEXT NOT NULL DEFAULT '{}' CHECK (json_valid(calls));

@@ -1,8 +1,6 @@
--- 0005_category_charts: charts narrowed by videoCategoryId (config
--- chart.categories; since 2025-07-21 the mostPopular chart is built from
--- Music, Movies and Gaming) are stored as their own kind, 'category', with
--- query = the videoCategoryId, so they never mix with the region's chart
--- ranks. The CHECK constraints change, so the table is rebuilt (as in 0003).
+-- 0005_category_charts: charts narrowed by videoCategoryId are their own
+-- kind, 'category' (query = the category id), apart from the region's chart.
+-- The CHECK constraints change, so the table is rebuilt (as in 0003).
 CREATE TABLE snapshots_new (
     run_id      INTEGER NOT NULL REFERENCES runs (id),
     region      TEXT    NOT NULL,

@@ -1,17 +1,8 @@
--- 0008_search_prefix: bounded search work (issue 21 item 1).
---
--- The word index gets FTS5 prefix indexes for prefixes of 1, 2 and 3
--- characters: without them "a*" merges the doclists of every indexed word
--- starting with "a" (thousands) on each lookup; with them it reads one
--- doclist. Longer prefixes match few words and need none. FTS5 cannot add
--- the option to an existing table, so videos_fts is rebuilt (same columns,
--- tokenizer and guarded triggers as 0002) and re-indexed from videos.
---
--- Both indexes get their ranking declared once, as the table's rank
--- function, so Search orders by rank and FTS5 sorts inside the MATCH query
--- (snippet() then runs only for the rows returned):
---   videos_fts: bm25 weights title 10, tags 2, channel title 3, description 1;
---   videos_tri: bm25 weights title 10, channel title 3.
+-- 0008_search_prefix: bounded search work. Prefix indexes of 1-3
+-- characters, so "a*" reads one doclist instead of merging thousands; FTS5
+-- cannot add them in place, so videos_fts is rebuilt as in 0002. Both
+-- indexes declare their bm25 ranking as the rank function, so FTS5 sorts
+-- inside the MATCH (snippet() runs only for the rows returned).
 DROP TRIGGER videos_fts_ai;
 DROP TRIGGER videos_fts_ad;
 DROP TRIGGER videos_fts_au;
@@ -36,7 +27,7 @@ CREATE TRIGGER videos_fts_ad AFTER DELETE ON videos BEGIN
     VALUES ('delete', old.rowid, old.title, old.tags, old.channel_title, old.description);
 END;
 
--- Guarded as in 0002: unchanged text is never re-indexed.
+-- Guarded as in 0002.
 CREATE TRIGGER videos_fts_au AFTER UPDATE ON videos
 WHEN old.title IS NOT new.title
   OR old.tags IS NOT new.tags

@@ -1,10 +1,6 @@
--- 0010_store_meta: facts about the database itself, key -> value.
---
--- legacy_data = '1' marks a database that already held captures or
--- statistics samples when store.policy was introduced (issue 23): with
--- store.policy unset it keeps everything (and runs warn), since an existing
--- database is never pruned by a new default. A database created since gets
--- the default policy, youtube.
+-- 0010_store_meta: facts about the database, key -> value. legacy_data
+-- marks a database that held data when store.policy was introduced: with
+-- the policy unset it keeps everything (docs/design.md §10).
 CREATE TABLE store_meta (
     key   TEXT PRIMARY KEY,
     value TEXT NOT NULL

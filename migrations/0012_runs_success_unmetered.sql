@@ -1,12 +1,8 @@
 -- sqlitedb: foreign_keys off
--- 0012_runs_success_unmetered: runs.outcome stores 'success_unmetered', a
--- run that fetched everything but sent calls unmetered (fail-open while the
--- quota backend was down, docs/design.md §4), instead of 'success' with
--- unmetered > 0 mapped on read; a CHECK keeps the two facts in step, so no
--- row can say plain success after an unmetered call. A CHECK cannot be
--- altered: the table is rebuilt the way SQLite documents (new table, copy,
--- drop, rename; foreign keys off, checked before commit: captures refer to
--- runs), with its index. runs has no trigger and no view refers to it.
+-- 0012_runs_success_unmetered: 'success_unmetered' stored (fail-open calls,
+-- docs/design.md §4), a CHECK keeping it in step with unmetered > 0. A CHECK
+-- cannot be altered: the table is rebuilt as SQLite documents (foreign keys
+-- off, checked before commit), with its index; no trigger or view uses it.
 CREATE TABLE runs_new (
     id             INTEGER PRIMARY KEY,
     credential     TEXT    NOT NULL DEFAULT '',

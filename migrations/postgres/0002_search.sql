@@ -1,27 +1,14 @@
--- 0002_search (PostgreSQL): full-text search, the counterpart of the SQLite
--- store's videos_fts and videos_tri (docs/design.md §6). Search on either
--- engine reads the same parsed query (see the store's search_pg.go).
---
--- video_search holds, per video, doc: the words of its current text as a
--- tsvector, weighted title A, channel title B, tags C, description D, and
--- tri: its title and channel title folded, under a pg_trgm index, for
--- scripts without spaces and parts of words. A trigger keeps it current;
--- like the SQLite triggers it re-indexes a video only when its text changed.
---
--- Words are cut the way SQLite's unicode61 tokenizer cuts them, not by a
--- text search parser (search_tokens), lower-cased (ICU, whatever the
--- database's locale) and without diacritics. No language
--- configuration stems them, so both engines match the same words. Each
--- column's positions start at a fixed base with a gap, so a phrase never
--- spans two columns (as in FTS5).
+-- 0002_search (PostgreSQL): the counterpart of videos_fts and videos_tri
+-- (docs/design.md §10a). video_search holds per video doc, the words of its
+-- current text (weighted title A, channel title B, tags C, description D),
+-- and tri, title and channel title folded under a pg_trgm index. Words are
+-- cut as SQLite's unicode61 tokenizer cuts them, folded, never stemmed;
+-- each column's positions start at a base, so no phrase spans two columns.
 CREATE EXTENSION IF NOT EXISTS pg_trgm;
 
--- search_fold is text as the indexes compare it: lower case in every
--- script, combining diacritics (U+0300-U+036F) removed, final sigma as
--- sigma (as FTS5 folds it). Like FTS5 it never composes characters: text
--- not in NFC (say Hangul written as jamo) only loses its combining
--- diacritics, so it matches on both engines alike. ASCII text (one byte
--- a character) is only lower-cased: a tenth of the work.
+-- search_fold: lower case in every script (ICU), combining diacritics
+-- removed, final sigma as sigma, as FTS5 folds; never composes characters.
+-- ASCII text is only lower-cased: a tenth of the work.
 CREATE FUNCTION search_fold(t text) RETURNS text
 LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE AS $$
     SELECT CASE WHEN octet_length(t) = char_length(t) THEN lower(t COLLATE "und-x-icu") ELSE
@@ -31,13 +18,9 @@ LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE AS $$
     END, 'ς', 'σ') END
 $$;
 
--- search_tokens is the words of t folded, in order (n from 1): runs of
--- the characters SQLite's unicode61 tokenizer keeps in tokens (the class
--- below lists them, as SQLite's bundled Unicode tables classify them: its
--- letters, numbers and private use, and code points those tables predate,
--- such as recent emoji), so both engines cut text alike. Not STRICT (a
--- NULL has no match anyway): PostgreSQL inlines only a set-returning
--- function that is not, and search_doc runs it for every stored video.
+-- search_tokens: the words of t folded, in order (n from 1): runs of the
+-- characters SQLite's bundled Unicode tables keep in tokens. Not STRICT:
+-- PostgreSQL inlines only a set-returning function that is not.
 CREATE FUNCTION search_tokens(t text) RETURNS TABLE (word text, n bigint)
 LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
     SELECT w.m[1], w.n FROM regexp_matches(search_fold(t),
@@ -45,10 +28,8 @@ LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
         'g') WITH ORDINALITY AS w(m, n)
 $$;
 
--- search_doc is a video's words as a tsvector: 'word':position+weight,
--- each column's positions from its base + 1 (capped at tsvector's 16383).
--- One statement for the four columns (a function call per column cost
--- a third more on every stored video).
+-- search_doc: 'word':position+weight, capped at tsvector's 16383; one
+-- statement for the four columns (a call per column cost a third more).
 CREATE FUNCTION search_doc(title text, channel_title text, tags text, description text) RETURNS tsvector
 LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
     SELECT coalesce(string_agg('''' || replace(replace(w.word, '\', '\\'), '''', '''''')
@@ -75,9 +56,8 @@ BEGIN
     RETURN NULL;
 END
 $$;
--- New videos are indexed once per statement (a page's videos in one
--- INSERT): a row trigger set search_doc up again for every video, half
--- the cost of storing a page of new videos.
+-- New videos are indexed once per statement (a row trigger cost half the
+-- time of storing a page of new videos).
 CREATE FUNCTION video_search_insert() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     INSERT INTO video_search (video_rowid, doc, tri)
