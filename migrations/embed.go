@@ -1,15 +1,7 @@
-// Package migrations holds trendfetch's SQLite schema as numbered SQL files
-// and exports them as an embed.FS for internal/store (internal/sqlitedb
-// validates and applies them).
-//
-// Files are named NNNN_name.sql (four digits, lower-case snake_case name),
-// numbered contiguously from 0001. Each file is applied, together with its
-// row in schema_migrations, in one transaction. Never edit a released
-// migration: add a new file instead. The store refuses to open a database
-// whose schema version is newer than the highest file here. A file whose
-// first line is "-- sqlitedb: foreign_keys off" runs with foreign keys off
-// and every reference checked before it commits: the way to rebuild a table
-// other tables refer to (see 0012).
+// Package migrations holds trendfetch's schema as numbered SQL files,
+// NNNN_name.sql from 0001, which internal/sqlitedb validates and applies
+// (each in one transaction; its first line may turn foreign keys off, see
+// 0012). Never edit a released migration: add a new file.
 package migrations
 
 import "embed"

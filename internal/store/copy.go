@@ -197,15 +197,15 @@ FROM (SELECT pg_get_serial_sequence(?, 'id')::regclass AS q) s`, last.Int64, c.t
 		return n, err
 	}
 	defer rows.Close()
-	var batch []byte
+	var batch []byte // ",row,row..."
 	flush := func() error {
 		if len(batch) == 0 {
 			return nil
 		}
-		wrote := make([]int64, len(write))
+		arg, wrote := "["+string(batch[1:])+"]", make([]int64, len(write))
 		err := s.withTx(ctx, func(tx *sql.Tx) error {
 			for i, w := range write {
-				res, err := tx.ExecContext(ctx, w, string(append(batch, ']')))
+				res, err := tx.ExecContext(ctx, w, arg)
 				if err != nil {
 					return err
 				}
@@ -226,13 +226,7 @@ FROM (SELECT pg_get_serial_sequence(?, 'id')::regclass AS q) s`, last.Int64, c.t
 		if err := rows.Scan(&row); err != nil {
 			return n, err
 		}
-		if len(batch) == 0 {
-			batch = append(batch, '[')
-		} else {
-			batch = append(batch, ',')
-		}
-		batch = append(batch, row...)
-		if len(batch) >= copyBatchBytes {
+		if batch = append(append(batch, ','), row...); len(batch) >= copyBatchBytes {
 			if err := flush(); err != nil {
 				return n, err
 			}

@@ -38,32 +38,21 @@ type ExportQuery struct {
 // ExportRow is one entry of an exported capture. Export reuses one
 // ExportRow for every row: copy what must outlive the callback.
 type ExportRow struct {
-	CaptureID int64
-	RunID     int64
+	CaptureID, RunID int64
 	// VideoKey identifies a video's text version within one export (!= 0):
 	// rows with the same VideoKey have the same video and text, so a writer
 	// may reuse what it rendered (at most ExportVideoCache keys at a time).
-	VideoKey int64
-	Region   string
-	// CapturedAt is the capture time (UTC); Complete its complete flag.
-	CapturedAt time.Time
-	Complete   bool
-	// Rank is 1-based.
-	Rank         int
-	VideoID      string
-	Title        string
-	Description  string
-	ChannelID    string
-	ChannelTitle string
-	CategoryID   string
-	// Tags are joined with '\n' as stored ("" = none).
-	Tags string
-	// PublishedAt is the zero time when unknown; Duration "" when unknown.
-	PublishedAt  time.Time
-	Duration     string
-	ThumbnailURL string
-	// Views, Likes and Comments are the entry's statistics; Valid false
-	// is unknown.
+	VideoKey    int64
+	Region      string
+	CapturedAt  time.Time // UTC
+	Complete    bool
+	Rank        int       // 1-based
+	PublishedAt time.Time // zero when unknown
+	// The video and its text as captured: Tags joined with '\n' as stored
+	// ("" = none), Duration "" when unknown.
+	VideoID, Title, Description, ChannelID, ChannelTitle, CategoryID, Tags, Duration, ThumbnailURL string
+	// Views, Likes and Comments are the entry's statistics, Valid false
+	// when unknown.
 	Views, Likes, Comments sql.NullInt64
 }
 
@@ -86,8 +75,7 @@ func (s *Store) Export(ctx context.Context, q ExportQuery, fn func(*ExportRow) e
 		return fmt.Errorf("cannot export: %w", err)
 	}
 	defer tx.Rollback() //nolint:errcheck // read only
-	x := exporter{fn: fn, cache: make(map[textKey]*ExportRow, ExportVideoCache),
-		read: make(map[textKey]*ExportRow, exportTextBatch)}
+	x := exporter{fn: fn, cache: make(map[textKey]*ExportRow, ExportVideoCache)}
 	// A capture's entries are read alone, then the texts not cached by
 	// rank, exportTextBatch at a time (one round trip each on PostgreSQL).
 	x.entries, err = tx.PrepareContext(ctx, `
@@ -221,9 +209,8 @@ const exportTextBatch = 128
 type exporter struct {
 	entries, texts *sql.Stmt
 	cache          map[textKey]*ExportRow
-	read           map[textKey]*ExportRow // the last batch read, not yet all cached
-	args           []any                  // the texts statement's arguments
-	keys           int64                  // VideoKeys given out beyond exportKey's range
+	args           []any // the texts statement's arguments
+	keys           int64 // VideoKeys given out beyond exportKey's range
 	fn             func(*ExportRow) error
 	row            ExportRow
 	rows           []exportEntry // the current capture's entries
@@ -271,9 +258,14 @@ func (x *exporter) capture(ctx context.Context, c exportCapture) error {
 		return fmt.Errorf("cannot export capture %d: %w", c.id, err)
 	}
 	for i, e := range x.rows {
-		v, err := x.videoText(ctx, c.id, i)
-		if err != nil {
-			return fmt.Errorf("cannot export capture %d: %w", c.id, err)
+		v, ok := x.cache[e.text]
+		if !ok {
+			if err := x.readTexts(ctx, c.id, i); err != nil {
+				return fmt.Errorf("cannot export capture %d: %w", c.id, err)
+			}
+			if v, ok = x.cache[e.text]; !ok {
+				return fmt.Errorf("cannot export capture %d: video %d: %w", c.id, e.text.video, sql.ErrNoRows)
+			}
 		}
 		r := &x.row
 		*r = *v
@@ -286,33 +278,13 @@ func (x *exporter) capture(ctx context.Context, c exportCapture) error {
 	return ctx.Err()
 }
 
-// videoText returns the text of entry x.rows[i] of capture id, from the
-// cache or read (and cached; a full cache is emptied first). A read asks
-// for the texts of the next entries missing from the cache too, up to
-// exportTextBatch, each under a new VideoKey.
-func (x *exporter) videoText(ctx context.Context, id int64, i int) (*ExportRow, error) {
-	k := x.rows[i].text
-	if v, ok := x.cache[k]; ok {
-		return v, nil
-	}
-	v, ok := x.read[k]
-	if !ok {
-		if err := x.readTexts(ctx, id, i); err != nil {
-			return nil, err
-		}
-		if v, ok = x.read[k]; !ok {
-			return nil, fmt.Errorf("video %d: %w", k.video, sql.ErrNoRows)
-		}
-	}
-	if len(x.cache) >= ExportVideoCache {
+// readTexts caches the texts of x.rows[i] of capture id and of the next
+// entries missing from the cache, exportTextBatch at most, each under a
+// new VideoKey (emptying the cache first when they might not fit).
+func (x *exporter) readTexts(ctx context.Context, id int64, i int) error {
+	if len(x.cache) > ExportVideoCache-exportTextBatch {
 		clear(x.cache)
 	}
-	x.cache[k] = v
-	return v, nil
-}
-
-func (x *exporter) readTexts(ctx context.Context, id int64, i int) error {
-	clear(x.read)
 	x.args = append(x.args[:0], id)
 	for _, e := range x.rows[i:] {
 		if len(x.args) > exportTextBatch {
@@ -340,7 +312,7 @@ func (x *exporter) readTexts(ctx context.Context, id int64, i int) error {
 			&v.ChannelTitle, &v.CategoryID, &v.Tags, &v.ThumbnailURL); err != nil {
 			return err
 		}
-		if _, ok := x.read[k]; ok {
+		if _, ok := x.cache[k]; ok {
 			continue // on the chart twice
 		}
 		v.PublishedAt, v.Duration = parseTime(pub), dur.String
@@ -348,7 +320,7 @@ func (x *exporter) readTexts(ctx context.Context, id int64, i int) error {
 			x.keys++ // beyond exportKey's range: a key of its own, never reused
 			v.VideoKey = -x.keys
 		}
-		x.read[k] = &v
+		x.cache[k] = &v
 	}
 	return rows.Err()
 }

@@ -127,21 +127,15 @@ func (p *parquetWriter) Row(r *ExportRow) error {
 	}
 	t := p.texts[r.VideoKey]
 	if t == nil || r.VideoKey == 0 {
-		t = &parquetText{}
-		if r.Tags != "" {
-			t.tags = splitTags(r.Tags)
-		}
+		t = &parquetText{tags: splitTags(r.Tags)}
 		if !r.PublishedAt.IsZero() {
-			u := r.PublishedAt.UTC()
-			t.published = &u
+			t.published = new(r.PublishedAt.UTC())
 		}
 		if r.Duration != "" {
-			d := r.Duration
-			t.duration = &d
+			t.duration = new(r.Duration)
 		}
 		if !p.noDescription {
-			d := r.Description
-			t.description = &d
+			t.description = new(r.Description)
 		}
 		if len(p.texts) >= ExportVideoCache {
 			clear(p.texts)
@@ -203,29 +197,30 @@ func (p *parquetWriter) Flush() error {
 // keeps zstd's 8 MB one, 32 MB of a 70 MB export heap, for pages of a few
 // hundred KB. One codec (~4 MB) serves every writer, as Encode and Decode
 // are safe for concurrent use.
-var zstdParquet = &zstdCodec{
-	enc: sync.OnceValue(func() *zstd.Encoder {
+var zstdParquet zstdCodec
+
+// zstdCodec is a parquet compress.Codec whose encoder and decoder are made
+// once, on first use.
+type zstdCodec struct{}
+
+var (
+	zstdEncoder = sync.OnceValue(func() *zstd.Encoder {
 		// Errors only for invalid options, which these are not.
 		enc, _ := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedDefault), zstd.WithWindowSize(512<<10),
 			zstd.WithEncoderConcurrency(1), zstd.WithZeroFrames(true), zstd.WithEncoderCRC(false))
 		return enc
-	}),
-	dec: sync.OnceValue(func() *zstd.Decoder {
+	})
+	zstdDecoder = sync.OnceValue(func() *zstd.Decoder {
 		dec, _ := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1))
 		return dec
-	}),
-}
+	})
+)
 
-// zstdCodec is a parquet compress.Codec made once, on first use.
-type zstdCodec struct {
-	enc func() *zstd.Encoder
-	dec func() *zstd.Decoder
+func (zstdCodec) String() string                            { return "ZSTD" }
+func (zstdCodec) CompressionCodec() format.CompressionCodec { return format.Zstd }
+func (zstdCodec) Encode(dst, src []byte) ([]byte, error) {
+	return zstdEncoder().EncodeAll(src, dst[:0]), nil
 }
-
-func (*zstdCodec) String() string                            { return "ZSTD" }
-func (*zstdCodec) CompressionCodec() format.CompressionCodec { return format.Zstd }
-
-func (c *zstdCodec) Encode(dst, src []byte) ([]byte, error) {
-	return c.enc().EncodeAll(src, dst[:0]), nil
+func (zstdCodec) Decode(dst, src []byte) ([]byte, error) {
+	return zstdDecoder().DecodeAll(src, dst[:0])
 }
-func (c *zstdCodec) Decode(dst, src []byte) ([]byte, error) { return c.dec().DecodeAll(src, dst[:0]) }

@@ -187,45 +187,32 @@ func parseTerms(text string) (terms, error) {
 // then NOT each exclusion. allPrefix makes every included term a prefix
 // query.
 func renderMatch(t terms, allPrefix bool) string {
-	var b strings.Builder
-	if len(t.not) > 0 {
-		b.WriteByte('(')
-	}
-	for gi, g := range t.and {
-		if gi > 0 {
-			b.WriteString(" AND ")
+	and := make([]string, len(t.and))
+	for i, g := range t.and {
+		or := make([]string, len(g))
+		for j, q := range g {
+			or[j] = ftsTerm(q, allPrefix)
 		}
-		if len(g) > 1 {
-			b.WriteByte('(')
-		}
-		for ti, q := range g {
-			if ti > 0 {
-				b.WriteString(" OR ")
-			}
-			writeTerm(&b, q, allPrefix)
-		}
-		if len(g) > 1 {
-			b.WriteByte(')')
+		if and[i] = strings.Join(or, " OR "); len(g) > 1 {
+			and[i] = "(" + and[i] + ")"
 		}
 	}
+	m := strings.Join(and, " AND ")
 	if len(t.not) > 0 {
-		b.WriteByte(')')
+		m = "(" + m + ")"
 	}
 	for _, q := range t.not {
-		b.WriteString(" NOT ")
-		writeTerm(&b, q, false)
+		m += " NOT " + ftsTerm(q, false)
 	}
-	return b.String()
+	return m
 }
 
-// writeTerm writes one term as a quoted FTS5 string, " *" after a prefix.
-func writeTerm(b *strings.Builder, q qterm, prefix bool) {
-	b.WriteByte('"')
-	b.WriteString(strings.ReplaceAll(q.text, `"`, `""`))
-	b.WriteByte('"')
+// ftsTerm is one term as a quoted FTS5 string, " *" after a prefix.
+func ftsTerm(q qterm, prefix bool) string {
 	if q.prefix || prefix {
-		b.WriteString(" *")
+		return `"` + strings.ReplaceAll(q.text, `"`, `""`) + `" *`
 	}
+	return `"` + strings.ReplaceAll(q.text, `"`, `""`) + `"`
 }
 
 // searchable reports whether s holds a character the unicode61 tokenizer
