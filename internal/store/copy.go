@@ -16,8 +16,7 @@ type Copied struct {
 	Rows  int64  `json:"rows"`
 }
 
-// copyBatchBytes bounds the JSON one batch carries (one transaction on
-// the destination): memory stays bounded whatever the dataset size.
+// copyBatchBytes bounds the JSON of one batch (one transaction).
 const copyBatchBytes = 1 << 20
 
 // copyStep copies one source table as JSON objects of fields ("name" text,
@@ -31,9 +30,8 @@ type copyStep struct {
 	write, counted                  []string
 }
 
-// runID finds the destination run of the source run named by b's fields
-// with prefix p: the same id when the copy kept it (the usual case, one
-// index lookup), else the run with the same natural key.
+// runID finds the destination run of the source run in b's fields with
+// prefix p: the same id when kept (one index lookup), else by natural key.
 func runID(p string) string {
 	same := fmt.Sprintf(`r.region = b.%[1]sregion AND r.started_at = b.%[1]sstarted_at AND r.host = b.%[1]shost
 AND r.pid IS NOT DISTINCT FROM b.%[1]spid AND r.credential = b.%[1]scredential`, p)

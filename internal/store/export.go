@@ -8,9 +8,8 @@ import (
 	"time"
 )
 
-// exportCacheKiB is the page cache of a connection that reads the whole
-// database (scanConn): the hot part of the videos table (each video is on
-// ~50 charts), well under the 100 MB export budget.
+// exportCacheKiB is scanConn's page cache: the hot part of the videos
+// table, well under the 100 MB export budget.
 const exportCacheKiB = 8 << 10
 
 // ExportVideoCache bounds the video texts Export (and a writer) keeps
@@ -24,9 +23,8 @@ type ExportQuery struct {
 	Regions []string
 	// Since and Until bound captured_at (inclusive); zero is unbounded.
 	Since, Until time.Time
-	// EveryDay keeps, per region and UTC day, only the last complete
-	// capture of the day (the public datasets' one row per video per
-	// day); otherwise every capture, partial ones included.
+	// EveryDay keeps only the last complete capture of each region and UTC
+	// day (the public datasets' rows); otherwise every capture, partial too.
 	EveryDay bool
 	// NoDescription leaves ExportRow.Description empty without reading it.
 	NoDescription bool
@@ -57,11 +55,9 @@ type ExportRow struct {
 }
 
 // Export streams the chart entries selected by q to fn in capture order
-// (captured_at, then id; grouped first by q.GroupBy) and rank order
-// within a capture, each with the text version and statistics of its
-// capture. It reads one snapshot (one read transaction) in constant memory
-// (docs/design.md §6). fn's error stops the export and is returned as is;
-// so is ctx's.
+// (captured_at, id; grouped first by q.GroupBy) and rank order, each with
+// the text and statistics of its capture, from one snapshot in constant
+// memory (docs/design.md §6). fn's error and ctx's are returned as is.
 func (s *Store) Export(ctx context.Context, q ExportQuery, fn func(*ExportRow) error) error {
 	conn, release, err := s.scanConn(ctx)
 	if err != nil {
@@ -130,10 +126,8 @@ WHERE e.capture_id = ?1 AND e.rank IN (`+strings.Join(ranks, ", ")+`)`)
 }
 
 // scanConn returns a connection for reading the whole database once and
-// the func that returns it to the pool. On SQLite it has no memory map
-// (mapped pages would count in the RSS; see ReadOnlyMmapBytes) and a page
-// cache of exportCacheKiB (with the default 2 MB, random video lookups
-// re-read pages), both restored on release.
+// the func that releases it. On SQLite it has no memory map (mapped pages
+// count in the RSS) and exportCacheKiB of page cache, both restored.
 func (s *Store) scanConn(ctx context.Context) (*sql.Conn, func(), error) {
 	conn, err := s.db.Conn(ctx)
 	if err != nil || s.pg {
@@ -162,10 +156,9 @@ type exportCapture struct {
 	complete bool
 }
 
-// captureList hands out the captures of an export in batches of
-// exportBatch: from one open query on SQLite, from a cursor on PostgreSQL
-// (whose connection runs one query at a time, and the export reads
-// entries and texts meanwhile).
+// captureList hands out an export's captures, exportBatch at a time: from
+// a query on SQLite, a cursor on PostgreSQL (one query at a time a
+// connection, and the export reads entries and texts meanwhile).
 type captureList struct {
 	tx   *sql.Tx
 	rows *sql.Rows // SQLite
@@ -236,9 +229,8 @@ type exportEntry struct {
 	views, likes, comments sql.NullInt64
 }
 
-// capture streams the entries of c. It reads them all (a chart's few
-// hundred) before looking texts up, so only one statement steps at a time
-// besides the captures list.
+// capture streams the entries of c, read before their texts (one
+// statement steps at a time besides the captures list).
 func (x *exporter) capture(ctx context.Context, c exportCapture) error {
 	rows, err := x.entries.QueryContext(ctx, c.id)
 	if err != nil {
@@ -384,9 +376,8 @@ func (s *Store) exportCaptures(ctx context.Context, tx *sql.Tx, q ExportQuery) (
 	return &captureList{rows: rows}, nil
 }
 
-// ExportRegions returns the regions of the captures q selects, sorted:
-// what an Export of q would write (Export reads its own snapshot; a run
-// may add a region in between).
+// ExportRegions returns the regions of the captures q selects, sorted (as
+// of now: Export reads its own snapshot).
 func (s *Store) ExportRegions(ctx context.Context, q ExportQuery) ([]string, error) {
 	where, args := exportWhere(q)
 	rows, err := s.db.QueryContext(ctx, `SELECT DISTINCT region FROM captures WHERE `+where+` ORDER BY region`, args...)

@@ -30,7 +30,7 @@ type ExportFormat struct {
 	// NoDescription leaves descriptions out (empty CSV field, no JSON key).
 	NoDescription bool
 	// RegionColumn (csv) appends a region column, so that several regions
-	// can share one file (the public datasets have one file per region).
+	// can share one file.
 	RegionColumn bool
 	// SpreadsheetSafe (csv) prefixes every cell that starts with =, +, -,
 	// @, tab or carriage return with ' so that a spreadsheet does not run
@@ -62,12 +62,9 @@ var (
 )
 
 // NewExportWriter returns a writer of f to w and writes the CSV header.
-// Values are written as the datasets do: dislikes (gone from the API) 0,
-// video_error_or_removed False; a like or comment count the API omitted
-// (hidden by the owner) 0 with ratings_disabled / comments_disabled True
-// (see hideable); a statistic of a capture stored without statistics an
-// empty CSV field. JSON Lines writes every unknown or omitted count as null.
-// Errors: an unknown format or layout; the header's write error.
+// CSV values are written as the datasets do (docs/schema.md; hideable);
+// JSON Lines writes an unknown or omitted count as null. Errors: an
+// unknown format or layout; the header's write error.
 func NewExportWriter(w io.Writer, f ExportFormat) (ExportWriter, error) {
 	switch f.Format {
 	case "jsonl":

@@ -50,25 +50,20 @@ const ParquetChangesKey = "youtube_changes"
 // (BenchmarkHistoryExport): a peak RSS of 75-92 MB, one file or thousands.
 const ParquetRowGroup = 20_000
 
-// ParquetMemoryLimit is the Go soft memory limit LimitParquetMemory sets,
-// in bytes.
-const ParquetMemoryLimit = 48 << 20
-
-// LimitParquetMemory lowers the process's Go soft memory limit to
-// ParquetMemoryLimit, never raising a lower one (GOMEMLIMIT): the heap is
-// collected before it doubles, which keeps a Parquet export under 100 MB.
+// LimitParquetMemory lowers the process's Go soft memory limit to 48 MiB,
+// never raising a lower one (GOMEMLIMIT): the heap is collected before it
+// doubles, which keeps a Parquet export under 100 MB.
 func LimitParquetMemory() {
-	if debug.SetMemoryLimit(-1) > ParquetMemoryLimit {
-		debug.SetMemoryLimit(ParquetMemoryLimit)
+	const limit = 48 << 20
+	if debug.SetMemoryLimit(-1) > limit {
+		debug.SetMemoryLimit(limit)
 	}
 }
 
-// parquetMinGroup is the fewest rows a row group ends with at a change of
-// region.
-const parquetMinGroup = ParquetRowGroup / 10
-
-// parquetBatch is the rows handed to the writer at a time.
-const parquetBatch = 512
+const (
+	parquetMinGroup = ParquetRowGroup / 10 // the fewest rows a row group ends with at a new region
+	parquetBatch    = 512                  // the rows handed to the writer at a time
+)
 
 // parquetWriter writes ParquetRows (ExportWriter).
 type parquetWriter struct {
@@ -178,9 +173,8 @@ func (p *parquetWriter) count(n sql.NullInt64) *int64 {
 	return &p.counts[len(p.counts)-1]
 }
 
-// Flush writes the last rows and the file footer: the writer is done. (A
-// writer is not reused for the next file: parquet-go v0.32.0's
-// GenericWriter.Reset clears the column paths of the next file's footer.)
+// Flush writes the last rows and the footer. A writer is not reused:
+// parquet-go v0.32.0's GenericWriter.Reset loses the next footer's paths.
 func (p *parquetWriter) Flush() error {
 	if err := p.write(); err != nil {
 		return err
@@ -199,8 +193,7 @@ func (p *parquetWriter) Flush() error {
 // are safe for concurrent use.
 var zstdParquet zstdCodec
 
-// zstdCodec is a parquet compress.Codec whose encoder and decoder are made
-// once, on first use.
+// zstdCodec is a parquet compress.Codec (encoder and decoder made on first use).
 type zstdCodec struct{}
 
 var (

@@ -50,21 +50,12 @@ type terms struct {
 // not parsed again.
 type ParsedQuery struct{ terms terms }
 
-// ParseSearch parses user search text, whose syntax is:
-//
-//	lofi beats        both words (AND); punctuation such as - : . is literal
-//	"lofi hip hop"    exact phrase
-//	beat*  "hip ho"*  prefix: last word starts with ...
-//	cats OR dogs      either; OR binds adjacent terms: a b OR c = a AND (b OR c)
-//	cats -dogs        exclusion: a leading - drops videos that match the word
-//	                  (or -"phrase", -prefix*); a - inside a word is literal
-//
-// Each word and phrase becomes a quoted FTS5 string bound as a parameter,
-// so FTS5 operators in user text are just text. Words without a letter or
-// digit are dropped; an OR at either end or next to another OR or an
-// exclusion is an ordinary word. It returns a *QueryError for empty text,
-// an unbalanced double quote, no searchable words, only exclusions, more
-// than MaxQueryBytes bytes or MaxQueryTerms terms. It never panics.
+// ParseSearch parses user search text (syntax: docs/data.md "Search
+// syntax"). Each word and phrase becomes a quoted FTS5 string bound as a
+// parameter, so FTS5 operators in user text are just text. It returns a
+// *QueryError for text it refuses (empty, an unbalanced double quote, no
+// searchable words, only exclusions, over MaxQueryBytes or MaxQueryTerms);
+// it never panics.
 func ParseSearch(text string) (*ParsedQuery, error) {
 	t, err := parseTerms(text)
 	if err != nil {
