@@ -1,10 +1,8 @@
 -- 0001_init: core tables (docs/schema.md). Timestamps are UTC text, fixed
 -- width ("2006-01-02T15:04:05.000000Z"), so they sort and compare as text.
 
--- videos.rowid is an explicit alias, so VACUUM cannot renumber the rows the
--- FTS5 index (0002) refers to; upserts (ON CONFLICT DO UPDATE) keep it.
--- Statistics live in video_stats, apart from the wide text rows: storing a
--- chart of known videos rewrites narrow pages (docs/design.md §6).
+-- videos.rowid is an explicit alias: VACUUM cannot renumber the rows the FTS5
+-- index (0002) refers to. Statistics live apart (video_stats, docs/design.md §6).
 CREATE TABLE videos (
     rowid         INTEGER PRIMARY KEY,
     id            TEXT    NOT NULL UNIQUE,       -- YouTube video id

@@ -1,7 +1,6 @@
--- 0004_trigram: a substring index over titles and channel titles, for
--- scripts without spaces (Japanese, Chinese; Korean particles) and parts of
--- words: a MATCH string of 3 or more characters finds every row holding it.
--- External content like videos_fts; the bm25 weights follow column order.
+-- 0004_trigram: a substring index over titles and channel titles (external
+-- content like videos_fts) for scripts without spaces and parts of words: a
+-- MATCH string of 3 or more characters finds every row holding it.
 CREATE VIRTUAL TABLE videos_tri USING fts5 (
     title, channel_title,
     content = 'videos',

@@ -1,8 +1,6 @@
--- 0008_search_prefix: bounded search work. Prefix indexes of 1-3
--- characters, so "a*" reads one doclist instead of merging thousands; FTS5
--- cannot add them in place, so videos_fts is rebuilt as in 0002. Both
--- indexes declare their bm25 ranking as the rank function, so FTS5 sorts
--- inside the MATCH (snippet() runs only for the rows returned).
+-- 0008_search_prefix: bounded search work. videos_fts is rebuilt with prefix
+-- indexes of 1-3 characters ("a*" reads one doclist, not thousands). Both
+-- indexes rank by bm25 as the rank function: FTS5 sorts inside the MATCH.
 DROP TRIGGER videos_fts_ai;
 DROP TRIGGER videos_fts_ad;
 DROP TRIGGER videos_fts_au;

@@ -1,8 +1,6 @@
--- 0009_text_versions: video text as captured (docs/design.md §6): each
--- change is a new version, and an entry refers to the version it saw. The
--- current version stays in videos (the FTS indexes read it), superseded
--- ones move to video_texts. entries.text costs no payload for versions 0
--- and 1 (SQLite serial types 8 and 9), one byte up to 127.
+-- 0009_text_versions: video text as captured (docs/design.md §6): the current
+-- version stays in videos (the FTS indexes read it), superseded ones move to
+-- video_texts; entries.text costs no payload for versions 0 and 1.
 
 ALTER TABLE videos ADD COLUMN text_version INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE videos ADD COLUMN text_since TEXT;

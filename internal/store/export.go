@@ -117,8 +117,8 @@ WHERE e.capture_id = ?1 AND e.rank IN (`+strings.Join(ranks, ", ")+`)`)
 		if len(batch) == 0 {
 			return nil
 		}
-		for _, c := range batch {
-			if err := x.capture(ctx, c); err != nil {
+		for i := range batch {
+			if err := x.capture(ctx, &batch[i]); err != nil {
 				return err
 			}
 		}
@@ -148,14 +148,6 @@ func (s *Store) scanConn(ctx context.Context) (*sql.Conn, func(), error) {
 	}, nil
 }
 
-// exportCapture is one captures row an export writes.
-type exportCapture struct {
-	id, run  int64
-	region   string
-	at       time.Time
-	complete bool
-}
-
 // captureList hands out an export's captures, exportBatch at a time: from
 // a query on SQLite, a cursor on PostgreSQL (one query at a time a
 // connection, and the export reads entries and texts meanwhile).
@@ -166,7 +158,9 @@ type captureList struct {
 
 const exportBatch = 256
 
-func (l *captureList) next(ctx context.Context) ([]exportCapture, error) {
+// next returns the next captures, only their CaptureID, RunID, Region,
+// CapturedAt and Complete set; none at the end.
+func (l *captureList) next(ctx context.Context) ([]ExportRow, error) {
 	rows := l.rows
 	if rows == nil {
 		var err error
@@ -175,14 +169,14 @@ func (l *captureList) next(ctx context.Context) ([]exportCapture, error) {
 		}
 		defer rows.Close()
 	}
-	var out []exportCapture
+	var out []ExportRow
 	for len(out) < exportBatch && rows.Next() {
-		var c exportCapture
+		var c ExportRow
 		var ts sql.NullString
-		if err := rows.Scan(&c.id, &c.run, &c.region, &ts, &c.complete); err != nil {
+		if err := rows.Scan(&c.CaptureID, &c.RunID, &c.Region, &ts, &c.Complete); err != nil {
 			return nil, err
 		}
-		c.at = parseTime(ts)
+		c.CapturedAt = parseTime(ts)
 		out = append(out, c)
 	}
 	return out, rows.Err()
@@ -231,37 +225,38 @@ type exportEntry struct {
 
 // capture streams the entries of c, read before their texts (one
 // statement steps at a time besides the captures list).
-func (x *exporter) capture(ctx context.Context, c exportCapture) error {
-	rows, err := x.entries.QueryContext(ctx, c.id)
+func (x *exporter) capture(ctx context.Context, c *ExportRow) error {
+	rows, err := x.entries.QueryContext(ctx, c.CaptureID)
 	if err != nil {
-		return fmt.Errorf("cannot export capture %d: %w", c.id, err)
+		return fmt.Errorf("cannot export capture %d: %w", c.CaptureID, err)
 	}
 	x.rows = x.rows[:0]
 	for rows.Next() {
 		var e exportEntry
 		if err := rows.Scan(&e.rank, &e.text.video, &e.text.version, &e.views, &e.likes, &e.comments); err != nil {
 			rows.Close()
-			return fmt.Errorf("cannot export capture %d: %w", c.id, err)
+			return fmt.Errorf("cannot export capture %d: %w", c.CaptureID, err)
 		}
 		x.rows = append(x.rows, e)
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
-		return fmt.Errorf("cannot export capture %d: %w", c.id, err)
+		return fmt.Errorf("cannot export capture %d: %w", c.CaptureID, err)
 	}
 	for i, e := range x.rows {
 		v, ok := x.cache[e.text]
 		if !ok {
-			if err := x.readTexts(ctx, c.id, i); err != nil {
-				return fmt.Errorf("cannot export capture %d: %w", c.id, err)
+			if err := x.readTexts(ctx, c.CaptureID, i); err != nil {
+				return fmt.Errorf("cannot export capture %d: %w", c.CaptureID, err)
 			}
 			if v, ok = x.cache[e.text]; !ok {
-				return fmt.Errorf("cannot export capture %d: video %d: %w", c.id, e.text.video, sql.ErrNoRows)
+				return fmt.Errorf("cannot export capture %d: video %d: %w", c.CaptureID, e.text.video, sql.ErrNoRows)
 			}
 		}
 		r := &x.row
 		*r = *v
-		r.CaptureID, r.RunID, r.Region, r.CapturedAt, r.Complete = c.id, c.run, c.region, c.at, c.complete
+		r.CaptureID, r.RunID, r.Region = c.CaptureID, c.RunID, c.Region
+		r.CapturedAt, r.Complete = c.CapturedAt, c.Complete
 		r.Rank, r.Views, r.Likes, r.Comments = e.rank, e.views, e.likes, e.comments
 		if err := x.fn(r); err != nil {
 			return err

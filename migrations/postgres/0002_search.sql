@@ -1,14 +1,11 @@
 -- 0002_search (PostgreSQL): the counterpart of videos_fts and videos_tri
--- (docs/design.md §10a). video_search holds per video doc, the words of its
--- current text (weighted title A, channel title B, tags C, description D),
--- and tri, title and channel title folded under a pg_trgm index. Words are
--- cut as SQLite's unicode61 tokenizer cuts them, folded, never stemmed;
--- each column's positions start at a base, so no phrase spans two columns.
+-- (docs/design.md §10a): per video, doc (its words, weighted) and tri (title
+-- and channel title folded, under pg_trgm). Each column's positions start at
+-- a base, so no phrase spans two columns.
 CREATE EXTENSION IF NOT EXISTS pg_trgm;
 
--- search_fold: lower case in every script (ICU), combining diacritics
--- removed, final sigma as sigma, as FTS5 folds; never composes characters.
--- ASCII text is only lower-cased: a tenth of the work.
+-- search_fold folds as FTS5 does (lower case, no combining diacritics, final
+-- sigma as sigma; nothing composed); ASCII is only lower-cased (10x faster).
 CREATE FUNCTION search_fold(t text) RETURNS text
 LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE AS $$
     SELECT CASE WHEN octet_length(t) = char_length(t) THEN lower(t COLLATE "und-x-icu") ELSE
@@ -18,9 +15,8 @@ LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE AS $$
     END, 'ς', 'σ') END
 $$;
 
--- search_tokens: the words of t folded, in order (n from 1): runs of the
--- characters SQLite's bundled Unicode tables keep in tokens. Not STRICT:
--- PostgreSQL inlines only a set-returning function that is not.
+-- search_tokens: t's words as unicode61 cuts them (SQLite's Unicode tables),
+-- folded. Not STRICT: only a set-returning function that is not is inlined.
 CREATE FUNCTION search_tokens(t text) RETURNS TABLE (word text, n bigint)
 LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
     SELECT w.m[1], w.n FROM regexp_matches(search_fold(t),
@@ -56,8 +52,7 @@ BEGIN
     RETURN NULL;
 END
 $$;
--- New videos are indexed once per statement (a row trigger cost half the
--- time of storing a page of new videos).
+-- New videos are indexed once per statement (a row trigger doubled the cost).
 CREATE FUNCTION video_search_insert() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     INSERT INTO video_search (video_rowid, doc, tri)
