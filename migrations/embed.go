@@ -12,8 +12,7 @@ import "embed"
 var FS embed.FS
 
 // PostgresFS holds the PostgreSQL schema, numbered on its own from
-// "postgres/0001_init.sql" (docs/design.md §10a): equal to the SQLite
-// schema after its migrations, without search.
+// "postgres/0001_init.sql" (docs/design.md §10a).
 //
 //go:embed postgres/*.sql
 var PostgresFS embed.FS

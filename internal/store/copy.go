@@ -129,15 +129,11 @@ THEN nextval(pg_get_serial_sequence('%[1]s', 'id')) ELSE b.id END`, c.table)
 	return read, write
 }
 
-// CopyFrom copies every table of the SQLite dataset src, as one read
-// snapshot, into this PostgreSQL store in batches of copyBatchBytes, one
-// transaction each (docs/design.md §10a). Rows are matched by natural keys
-// (a video's YouTube id; a run's region, start, host, pid and credential;
-// a capture's run, region, kind and query): a second copy writes only what
-// is new or newer. videos.rowid is mapped; run and capture ids are kept
-// where free, so a copy into an empty database exports the same bytes.
-// Rows src no longer holds are not deleted. It returns the rows written
-// per table, in copy order. Errors: s not PostgreSQL or src not SQLite;
+// CopyFrom copies every table of the SQLite dataset src, one read snapshot,
+// into this PostgreSQL store in batches of copyBatchBytes, one transaction
+// each, matched on natural keys, ids kept where free (docs/design.md §10a);
+// rows src no longer holds are not deleted. It returns the rows written per
+// table, in copy order. Errors: s not PostgreSQL or src not SQLite;
 // database errors, after which the copy can be run again.
 func (s *Store) CopyFrom(ctx context.Context, src *Store) ([]Copied, error) {
 	if !s.pg || src.pg {

@@ -72,15 +72,6 @@ func (s *Store) Export(ctx context.Context, q ExportQuery, fn func(*ExportRow) e
 	}
 	defer tx.Rollback() //nolint:errcheck // read only
 	x := exporter{fn: fn, cache: make(map[textKey]*ExportRow, ExportVideoCache)}
-	// A capture's entries are read alone, then the texts not cached by
-	// rank, exportTextBatch at a time (one round trip each on PostgreSQL).
-	x.entries, err = tx.PrepareContext(ctx, `
-SELECT rank, video, text, view_count, like_count, comment_count
-FROM entries WHERE capture_id = ? ORDER BY rank`)
-	if err != nil {
-		return fmt.Errorf("cannot export: %w", err)
-	}
-	defer x.entries.Close()
 	// Older text versions are in video_texts; one the storage policy
 	// removed reads as empty text.
 	text := func(c string) string {
@@ -94,16 +85,23 @@ FROM entries WHERE capture_id = ? ORDER BY rank`)
 	for i := range ranks {
 		ranks[i] = fmt.Sprintf("?%d", i+2)
 	}
-	x.texts, err = tx.PrepareContext(ctx, `
+	// A capture's entries are read alone, then the texts not cached by
+	// rank, exportTextBatch at a time (one round trip each on PostgreSQL).
+	// The statements close with tx.
+	x.entries, err = tx.PrepareContext(ctx, `
+SELECT rank, video, text, view_count, like_count, comment_count
+FROM entries WHERE capture_id = ? ORDER BY rank`)
+	if err == nil {
+		x.texts, err = tx.PrepareContext(ctx, `
 SELECT e.video, e.text, v.id, v.channel_id, v.published_at, v.duration, `+text("title")+`, `+desc+`,
        `+text("channel_title")+`, `+text("category_id")+`, `+text("tags")+`, `+text("thumbnail_url")+`
 FROM entries e JOIN videos v ON v.rowid = e.video
 LEFT JOIN video_texts t ON t.video = e.video AND t.version = e.text
 WHERE e.capture_id = ?1 AND e.rank IN (`+strings.Join(ranks, ", ")+`)`)
+	}
 	if err != nil {
 		return fmt.Errorf("cannot export: %w", err)
 	}
-	defer x.texts.Close()
 	caps, err := s.exportCaptures(ctx, tx, q)
 	if err != nil {
 		return err
@@ -134,11 +132,10 @@ func (s *Store) scanConn(ctx context.Context) (*sql.Conn, func(), error) {
 		return conn, func() { conn.Close() }, err
 	}
 	var mmap int64
-	if err := conn.QueryRowContext(ctx, "PRAGMA mmap_size").Scan(&mmap); err != nil {
-		conn.Close()
-		return nil, nil, err
+	if err = conn.QueryRowContext(ctx, "PRAGMA mmap_size").Scan(&mmap); err == nil {
+		_, err = conn.ExecContext(ctx, fmt.Sprintf("PRAGMA cache_size = -%d; PRAGMA mmap_size = 0", exportCacheKiB))
 	}
-	if _, err := conn.ExecContext(ctx, fmt.Sprintf("PRAGMA cache_size = -%d; PRAGMA mmap_size = 0", exportCacheKiB)); err != nil {
+	if err != nil {
 		conn.Close()
 		return nil, nil, err
 	}
@@ -155,8 +152,6 @@ type captureList struct {
 	tx   *sql.Tx
 	rows *sql.Rows // SQLite
 }
-
-const exportBatch = 256
 
 // next returns the next captures, only their CaptureID, RunID, Region,
 // CapturedAt and Complete set; none at the end.
@@ -188,8 +183,10 @@ func (l *captureList) close() {
 	}
 }
 
-// exportTextBatch is the most texts one read of a capture's texts asks for.
-const exportTextBatch = 128
+const (
+	exportBatch     = 256 // captures a batch holds
+	exportTextBatch = 128 // the most texts one read of a capture's texts asks for
+)
 
 // exporter is the state of one Export: its statements, the texts (rows
 // with only VideoKey and the text fields set) and the row handed to fn.

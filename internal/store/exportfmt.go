@@ -38,20 +38,17 @@ type ExportFormat struct {
 	SpreadsheetSafe bool
 }
 
-// CSV layouts of ExportFormat.Layout.
+// CSV layouts of ExportFormat.Layout: LayoutYoutubeNew is the Kaggle
+// "youtube-new" 2017 columns (trending_date yy.dd.mm, publish_time with
+// milliseconds, tags "a"|"b" or [none], newlines in descriptions as \n);
+// LayoutTrendingDaily the 2018 scraper / 2020 "updated daily" columns (ISO
+// trending_date, publishedAt in seconds, tags a|b or [None]).
 const (
-	// LayoutYoutubeNew is the Kaggle "youtube-new" 2017 columns:
-	// trending_date yy.dd.mm, publish_time 2017-11-13T17:13:01.000Z, tags
-	// "a"|"b" or [none], newlines in descriptions written as \n.
-	LayoutYoutubeNew = "youtube-new"
-	// LayoutTrendingDaily is the 2018 scraper / 2020 "updated daily"
-	// columns: ISO trending_date (2020-08-12T00:00:00Z), publishedAt
-	// 2020-08-11T19:20:14Z, tags a|b or [None].
+	LayoutYoutubeNew    = "youtube-new"
 	LayoutTrendingDaily = "trending-daily"
 )
 
-// Export layouts: the columns of the public trending datasets
-// (docs/design.md §6).
+// The layouts' columns (docs/design.md §6).
 var (
 	layoutYoutubeNew = []string{"video_id", "trending_date", "title", "channel_title", "category_id", "publish_time",
 		"tags", "views", "likes", "dislikes", "comment_count", "thumbnail_link", "comments_disabled",
@@ -79,10 +76,10 @@ func NewExportWriter(w io.Writer, f ExportFormat) (ExportWriter, error) {
 		if f.Layout != LayoutYoutubeNew && f.Layout != LayoutTrendingDaily {
 			return nil, fmt.Errorf("unknown export layout %q: want %s or %s", f.Layout, LayoutYoutubeNew, LayoutTrendingDaily)
 		}
-		c := &csvWriter{w: csv.NewWriter(w), daily: f.Layout == LayoutTrendingDaily, f: f, capture: -1}
+		c := &csvWriter{w: csv.NewWriter(w), f: f, capture: -1, day: "06.02.01", pub: "2006-01-02T15:04:05.000Z"}
 		h := slices.Clone(layoutYoutubeNew)
-		if c.daily {
-			h = slices.Clone(layoutTrendingDaily)
+		if c.daily = f.Layout == LayoutTrendingDaily; c.daily {
+			h, c.day, c.pub = slices.Clone(layoutTrendingDaily), "2006-01-02T00:00:00Z", "2006-01-02T15:04:05Z"
 		}
 		if f.PerCapture {
 			h = append(h, "captured_at", "rank")
@@ -97,10 +94,11 @@ func NewExportWriter(w io.Writer, f ExportFormat) (ExportWriter, error) {
 
 // csvWriter writes a dataset layout with encoding/csv.
 type csvWriter struct {
-	w     *csv.Writer
-	daily bool // trending-daily, else youtube-new
-	f     ExportFormat
-	rec   []string
+	w        *csv.Writer
+	daily    bool   // trending-daily, else youtube-new
+	day, pub string // the time layouts of trending_date and the publish time
+	f        ExportFormat
+	rec      []string
 	// the capture's strings, recomputed when it changes
 	capture                  int64
 	trendingDate, capturedAt string
@@ -108,14 +106,8 @@ type csvWriter struct {
 
 func (c *csvWriter) Row(r *ExportRow) error {
 	if r.CaptureID != c.capture {
-		c.capture = r.CaptureID
-		day := r.CapturedAt.UTC()
-		if c.daily {
-			c.trendingDate = day.Format("2006-01-02") + "T00:00:00Z"
-		} else {
-			c.trendingDate = day.Format("06.02.01")
-		}
-		c.capturedAt = day.Format(time.RFC3339Nano)
+		c.capture, c.trendingDate = r.CaptureID, r.CapturedAt.UTC().Format(c.day)
+		c.capturedAt = r.CapturedAt.UTC().Format(time.RFC3339Nano)
 	}
 	desc := r.Description
 	if c.f.NoDescription {
@@ -123,11 +115,7 @@ func (c *csvWriter) Row(r *ExportRow) error {
 	}
 	pub := ""
 	if !r.PublishedAt.IsZero() {
-		if c.daily {
-			pub = r.PublishedAt.UTC().Format("2006-01-02T15:04:05Z")
-		} else {
-			pub = r.PublishedAt.UTC().Format("2006-01-02T15:04:05.000Z")
-		}
+		pub = r.PublishedAt.UTC().Format(c.pub)
 	}
 	likes, ratingsOff := hideable(r.Views, r.Likes)
 	comments, commentsOff := hideable(r.Views, r.Comments)

@@ -79,10 +79,9 @@ type parquetWriter struct {
 
 // parquetText is the part of a row that depends on the video text only.
 type parquetText struct {
-	tags        []string
-	published   *time.Time
-	duration    *string
-	description *string
+	tags                  []string
+	published             *time.Time
+	duration, description *string
 }
 
 func newParquetWriter(w io.Writer, noDescription bool) *parquetWriter {

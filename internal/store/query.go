@@ -21,8 +21,7 @@ const (
 // turned into a query, a usage error. Reason is one line, e.g.
 // "unbalanced double quote".
 type QueryError struct {
-	Query  string
-	Reason string
+	Query, Reason string
 }
 
 // Error returns `invalid search query "TEXT" (N bytes): REASON`, TEXT
