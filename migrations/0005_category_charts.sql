@@ -1,6 +1,5 @@
--- 0005_category_charts: charts narrowed by videoCategoryId are their own
--- kind, 'category' (query = the category id), apart from the region's chart.
--- The CHECK constraints change, so the table is rebuilt (as in 0003).
+-- 0005_category_charts: charts narrowed by videoCategoryId are kind
+-- 'category' (query = the id); the CHECKs change, so the table is rebuilt.
 CREATE TABLE snapshots_new (
     run_id      INTEGER NOT NULL REFERENCES runs (id),
     region      TEXT    NOT NULL,

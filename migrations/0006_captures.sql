@@ -3,8 +3,6 @@
 -- moment. Compact (48 B per entry with every index): an entry is six
 -- integers in a WITHOUT ROWID table, the video videos.rowid.
 
--- complete stays 0 when the run stopped mid-list: a partial capture never
--- looks whole.
 CREATE TABLE captures (
     id          INTEGER PRIMARY KEY,
     run_id      INTEGER NOT NULL REFERENCES runs (id),

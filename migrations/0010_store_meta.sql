@@ -1,6 +1,5 @@
--- 0010_store_meta: facts about the database, key -> value. legacy_data
--- marks a database that held data when store.policy was introduced: with
--- the policy unset it keeps everything (docs/design.md §10).
+-- 0010_store_meta: facts about the database; legacy_data: it held data
+-- before store.policy existed, so unset it keeps everything (docs/design.md §10).
 CREATE TABLE store_meta (
     key   TEXT PRIMARY KEY,
     value TEXT NOT NULL

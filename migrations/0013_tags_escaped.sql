@@ -1,5 +1,4 @@
--- 0013_tags_escaped: a tag may hold any text: inside a tag a backslash is
--- written '\\' and a newline '\n' (store joinTags). Stored tags hold no
--- newline: only their backslashes are doubled (the FTS triggers re-index).
+-- 0013_tags_escaped: inside a tag a backslash is written '\\' and a newline
+-- '\n' (store joinTags); stored tags hold no newline, so backslashes double.
 UPDATE videos SET tags = replace(tags, '\', '\\') WHERE instr(tags, '\') > 0;
 UPDATE video_texts SET tags = replace(tags, '\', '\\') WHERE instr(tags, '\') > 0;

@@ -85,10 +85,10 @@ ON CONFLICT (capture_id, rank) DO NOTHING`}},
 // sameCapture matches captures c to b's capture by its natural key.
 const sameCapture = `c.run_id = b.run AND c.region = b.region AND c.kind = b.kind AND c.query = b.query`
 
-// sql returns the step's SQLite query (one JSON object a row) and its
-// PostgreSQL statements. Each statement is given the batch table (%[1]s),
-// the fields' names (%[2]s), what the batch gives each column (%[3]s: b.name,
-// a video's rowid, an id kept where free) and the kept id alone (%[4]s).
+// sql returns the step's SQLite query (a JSON object a row) and PostgreSQL
+// statements, given the batch (%[1]s), the fields' names (%[2]s), their
+// values (%[3]s: b.name, a video's rowid, an id kept where free) and the
+// kept id (%[4]s).
 func (c copyStep) sql() (read string, write []string) {
 	var names, sel, obj, rec []string
 	keep := fmt.Sprintf(`CASE WHEN EXISTS (SELECT 1 FROM %[1]s WHERE id = b.id)
@@ -139,16 +139,11 @@ func (s *Store) CopyFrom(ctx context.Context, src *Store) ([]Copied, error) {
 	if !s.pg || src.pg {
 		return nil, errors.New("copy: the source must be a SQLite store and the destination a PostgreSQL one")
 	}
-	conn, release, err := src.scanConn(ctx)
+	tx, release, err := src.scanTx(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("cannot read %s: %w", src.path, err)
 	}
 	defer release()
-	tx, err := conn.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
-	if err != nil {
-		return nil, fmt.Errorf("cannot read %s: %w", src.path, err)
-	}
-	defer tx.Rollback() //nolint:errcheck // read only
 	var out []Copied
 	for _, c := range copySteps {
 		n, err := s.copyStep(ctx, tx, c)

@@ -12,22 +12,18 @@ import (
 // table, well under the 100 MB export budget.
 const exportCacheKiB = 8 << 10
 
-// ExportVideoCache bounds the video texts Export (and a writer) keeps
-// between rows: consecutive captures share most of their videos. 4,096 of
-// ~1.5 KB is ~6 MB; a full cache is emptied (captures come in time order).
+// ExportVideoCache bounds the video texts Export (and a writer) keeps for
+// the next captures, ~6 MB; a full cache is emptied (captures are in time order).
 const ExportVideoCache = 4096
 
 // ExportQuery selects the chart captures (kind chart) Export streams.
 type ExportQuery struct {
-	// Regions keeps only these regions (upper case); empty means all.
-	Regions []string
-	// Since and Until bound captured_at (inclusive); zero is unbounded.
-	Since, Until time.Time
+	Regions       []string  // only these (upper case); empty: all
+	Since, Until  time.Time // bound captured_at (inclusive); zero: unbounded
+	NoDescription bool      // ExportRow.Description left empty, not read
 	// EveryDay keeps only the last complete capture of each region and UTC
 	// day (the public datasets' rows); otherwise every capture, partial too.
 	EveryDay bool
-	// NoDescription leaves ExportRow.Description empty without reading it.
-	NoDescription bool
 	// GroupBy streams the captures grouped by these keys in turn: "region"
 	// (by code) or "date" (UTC day); within a group, in capture order.
 	GroupBy []string
@@ -59,18 +55,11 @@ type ExportRow struct {
 // the text and statistics of its capture, from one snapshot in constant
 // memory (docs/design.md §6). fn's error and ctx's are returned as is.
 func (s *Store) Export(ctx context.Context, q ExportQuery, fn func(*ExportRow) error) error {
-	conn, release, err := s.scanConn(ctx)
+	tx, release, err := s.scanTx(ctx)
 	if err != nil {
 		return fmt.Errorf("cannot export: %w", err)
 	}
 	defer release()
-	// SQLite: a deferred BEGIN (ReadOnly; the driver's _txlock=immediate
-	// would take the write lock). PostgreSQL: REPEATABLE READ.
-	tx, err := conn.BeginTx(ctx, &sql.TxOptions{ReadOnly: true, Isolation: s.snapshotLevel()})
-	if err != nil {
-		return fmt.Errorf("cannot export: %w", err)
-	}
-	defer tx.Rollback() //nolint:errcheck // read only
 	x := exporter{fn: fn, cache: make(map[textKey]*ExportRow, ExportVideoCache)}
 	// Older text versions are in video_texts; one the storage policy
 	// removed reads as empty text.
@@ -123,31 +112,42 @@ WHERE e.capture_id = ?1 AND e.rank IN (`+strings.Join(ranks, ", ")+`)`)
 	}
 }
 
-// scanConn returns a connection for reading the whole database once and
-// the func that releases it. On SQLite it has no memory map (mapped pages
-// count in the RSS) and exportCacheKiB of page cache, both restored.
-func (s *Store) scanConn(ctx context.Context) (*sql.Conn, func(), error) {
+// scanTx returns a read transaction for reading the whole database once
+// and the func that ends it. SQLite: a deferred BEGIN (ReadOnly; the
+// driver's _txlock=immediate would take the write lock) on a connection
+// without memory map (mapped pages count in the RSS) and with
+// exportCacheKiB of page cache, both restored. PostgreSQL: REPEATABLE READ.
+func (s *Store) scanTx(ctx context.Context) (*sql.Tx, func(), error) {
 	conn, err := s.db.Conn(ctx)
-	if err != nil || s.pg {
-		return conn, func() { conn.Close() }, err
+	if err != nil {
+		return nil, nil, err
 	}
 	var mmap int64
-	if err = conn.QueryRowContext(ctx, "PRAGMA mmap_size").Scan(&mmap); err == nil {
-		_, err = conn.ExecContext(ctx, fmt.Sprintf("PRAGMA cache_size = -%d; PRAGMA mmap_size = 0", exportCacheKiB))
+	const set = "PRAGMA cache_size = -%d; PRAGMA mmap_size = %d"
+	if !s.pg {
+		if err = conn.QueryRowContext(ctx, "PRAGMA mmap_size").Scan(&mmap); err == nil {
+			_, err = conn.ExecContext(ctx, fmt.Sprintf(set, exportCacheKiB, 0))
+		}
+	}
+	var tx *sql.Tx
+	if err == nil {
+		tx, err = conn.BeginTx(ctx, &sql.TxOptions{ReadOnly: true, Isolation: s.snapshotLevel()})
 	}
 	if err != nil {
 		conn.Close()
 		return nil, nil, err
 	}
-	return conn, func() {
-		_, _ = conn.ExecContext(context.WithoutCancel(ctx), fmt.Sprintf("PRAGMA cache_size = -2000; PRAGMA mmap_size = %d", mmap))
+	return tx, func() {
+		tx.Rollback() //nolint:errcheck // read only
+		if !s.pg {
+			_, _ = conn.ExecContext(context.WithoutCancel(ctx), fmt.Sprintf(set, 2000, mmap))
+		}
 		conn.Close()
 	}, nil
 }
 
 // captureList hands out an export's captures, exportBatch at a time: from
-// a query on SQLite, a cursor on PostgreSQL (one query at a time a
-// connection, and the export reads entries and texts meanwhile).
+// a query on SQLite, a cursor on PostgreSQL (one query at a time there).
 type captureList struct {
 	tx   *sql.Tx
 	rows *sql.Rows // SQLite
@@ -188,8 +188,7 @@ const (
 	exportTextBatch = 128 // the most texts one read of a capture's texts asks for
 )
 
-// exporter is the state of one Export: its statements, the texts (rows
-// with only VideoKey and the text fields set) and the row handed to fn.
+// exporter is one Export's state; cache's rows have only VideoKey and text.
 type exporter struct {
 	entries, texts *sql.Stmt
 	cache          map[textKey]*ExportRow
@@ -203,9 +202,8 @@ type exporter struct {
 // textKey is one text version of one video.
 type textKey struct{ video, version int64 }
 
-// exportKey is k as an ExportRow.VideoKey: the same for every read of k, so
-// a writer's cache outlives the exporter's (video rowid and version packed,
-// 0 when they do not fit).
+// exportKey is k as an ExportRow.VideoKey, the same for every read of k
+// (rowid and version packed; 0 when they do not fit).
 func (k textKey) exportKey() int64 {
 	if k.version < 0 || k.version >= 1<<16 || k.video <= 0 || k.video >= 1<<46 {
 		return 0

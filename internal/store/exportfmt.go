@@ -21,20 +21,14 @@ type ExportWriter interface {
 
 // ExportFormat selects an ExportWriter.
 type ExportFormat struct {
-	// Format is "csv", "jsonl" or "parquet" (ParquetRow).
-	Format string
-	// Layout (csv) is LayoutYoutubeNew or LayoutTrendingDaily.
-	Layout string
-	// PerCapture (csv) appends the captured_at and rank columns.
-	PerCapture bool
-	// NoDescription leaves descriptions out (empty CSV field, no JSON key).
-	NoDescription bool
-	// RegionColumn (csv) appends a region column, so that several regions
-	// can share one file.
+	Format        string // "csv", "jsonl" or "parquet" (ParquetRow)
+	Layout        string // csv: LayoutYoutubeNew or LayoutTrendingDaily
+	PerCapture    bool   // csv: appends the captured_at and rank columns
+	NoDescription bool   // descriptions left out (empty CSV field, no JSON key)
+	// RegionColumn (csv) appends a region column: regions can share a file.
 	RegionColumn bool
-	// SpreadsheetSafe (csv) prefixes every cell that starts with =, +, -,
-	// @, tab or carriage return with ' so that a spreadsheet does not run
-	// it (OWASP "CSV Injection"); the public datasets do not.
+	// SpreadsheetSafe (csv) prefixes ' to a cell starting with =, +, -, @,
+	// tab or CR, so a spreadsheet does not run it (OWASP "CSV Injection").
 	SpreadsheetSafe bool
 }
 
@@ -76,7 +70,8 @@ func NewExportWriter(w io.Writer, f ExportFormat) (ExportWriter, error) {
 		if f.Layout != LayoutYoutubeNew && f.Layout != LayoutTrendingDaily {
 			return nil, fmt.Errorf("unknown export layout %q: want %s or %s", f.Layout, LayoutYoutubeNew, LayoutTrendingDaily)
 		}
-		c := &csvWriter{w: csv.NewWriter(w), f: f, capture: -1, day: "06.02.01", pub: "2006-01-02T15:04:05.000Z"}
+		c := &csvWriter{w: csv.NewWriter(w), f: f, capture: -1}
+		c.day, c.pub = "06.02.01", "2006-01-02T15:04:05.000Z"
 		h := slices.Clone(layoutYoutubeNew)
 		if c.daily = f.Layout == LayoutTrendingDaily; c.daily {
 			h, c.day, c.pub = slices.Clone(layoutTrendingDaily), "2006-01-02T00:00:00Z", "2006-01-02T15:04:05Z"
@@ -228,8 +223,7 @@ func (j *jsonlWriter) Row(r *ExportRow) error {
 	return err
 }
 
-// renderVideo renders the video fields of r and caches them under
-// r.VideoKey (0: not cached).
+// renderVideo renders r's video fields, cached under r.VideoKey (but 0).
 func (j *jsonlWriter) renderVideo(r *ExportRow) *jsonlVideo {
 	b := appendJSONString([]byte(`,"video_id":`), r.VideoID)
 	b = appendJSONString(append(b, `,"title":`...), r.Title)

@@ -35,13 +35,11 @@ type ParquetRow struct {
 	ViewCount    *int64     `parquet:"view_count,optional"`
 	LikeCount    *int64     `parquet:"like_count,optional"`
 	CommentCount *int64     `parquet:"comment_count,optional"`
-	// Description is null with --no-description.
-	Description *string `parquet:"description,optional,dict"`
+	Description  *string    `parquet:"description,optional,dict"` // null with --no-description
 }
 
-// ParquetChangesKey is the file's key-value metadata entry holding, as a
-// JSON array of Change, YouTube's changes between its earliest and latest
-// capture ([] when none): its series are not comparable as-is across them.
+// ParquetChangesKey is the file's key-value metadata entry holding YouTube's
+// changes between its earliest and latest capture, a JSON array of Change.
 const ParquetChangesKey = "youtube_changes"
 
 // ParquetRowGroup is the rows per row group, which is buffered until
@@ -186,10 +184,8 @@ func (p *parquetWriter) Flush() error {
 	return p.w.Close()
 }
 
-// zstdParquet is parquet's ZSTD codec with a 512 KB window: parquet-go's
-// keeps zstd's 8 MB one, 32 MB of a 70 MB export heap, for pages of a few
-// hundred KB. One codec (~4 MB) serves every writer, as Encode and Decode
-// are safe for concurrent use.
+// zstdParquet is parquet's ZSTD codec with a 512 KB window (parquet-go's 8 MB
+// one took 32 MB of a 70 MB export heap), one (~4 MB) for every writer.
 var zstdParquet zstdCodec
 
 // zstdCodec is a parquet compress.Codec (encoder and decoder made on first use).

@@ -17,9 +17,8 @@ const (
 	MaxQueryTerms = 32
 )
 
-// QueryError reports search text (or search parameters) that cannot be
-// turned into a query, a usage error. Reason is one line, e.g.
-// "unbalanced double quote".
+// QueryError reports search text or parameters that make no query, a usage
+// error. Reason is one line, e.g. "unbalanced double quote".
 type QueryError struct {
 	Query, Reason string
 }
@@ -44,9 +43,8 @@ type terms struct {
 	not []qterm
 }
 
-// ParsedQuery is search text parsed once (ParseSearch), carried on by
-// SearchQuery.Parsed so that text validated before a store is opened is
-// not parsed again.
+// ParsedQuery is search text parsed once (ParseSearch), which
+// SearchQuery.Parsed carries so that it is not parsed again.
 type ParsedQuery struct{ terms terms }
 
 // ParseSearch parses user search text (syntax: docs/data.md "Search
@@ -172,10 +170,9 @@ func parseTerms(text string) (terms, error) {
 	return terms{and: groups, not: not}, nil
 }
 
-// renderMatch writes t as an FTS5 expression (for either index): every
-// term a quoted string, groups joined with AND, terms of a group with OR,
-// then NOT each exclusion. allPrefix makes every included term a prefix
-// query.
+// renderMatch writes t as an FTS5 expression (for either index): groups
+// joined with AND, a group's terms with OR, then NOT each exclusion.
+// allPrefix makes every included term a prefix query.
 func renderMatch(t terms, allPrefix bool) string {
 	and := make([]string, len(t.and))
 	for i, g := range t.and {
