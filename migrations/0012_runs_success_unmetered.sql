@@ -1,8 +1,7 @@
 -- sqlitedb: foreign_keys off
--- 0012_runs_success_unmetered: 'success_unmetered' stored (fail-open calls,
--- docs/design.md §4), a CHECK keeping it in step with unmetered > 0. A CHECK
--- cannot be altered: the table is rebuilt as SQLite documents (foreign keys
--- off, checked before commit), with its index; no trigger or view uses it.
+-- 0012_runs_success_unmetered: 'success_unmetered' stored, a CHECK keeping it
+-- in step with unmetered > 0 (docs/design.md §4); runs is rebuilt as SQLite
+-- documents (foreign keys off; no trigger or view uses it), with its index.
 CREATE TABLE runs_new (
     id             INTEGER PRIMARY KEY,
     credential     TEXT    NOT NULL DEFAULT '',

@@ -343,14 +343,11 @@ func (s *Store) exportCaptures(ctx context.Context, tx *sql.Tx, q ExportQuery) (
 	}
 	query += ` ORDER BY `
 	for _, k := range q.GroupBy {
-		switch k {
-		case "region":
-			query += "region, "
-		case "date":
-			query += "substr(captured_at, 1, 10), "
-		default:
+		g, ok := map[string]string{"region": "region, ", "date": "substr(captured_at, 1, 10), "}[k]
+		if !ok {
 			return nil, fmt.Errorf("cannot list captures to export: unknown group %q (want region or date)", k)
 		}
+		query += g
 	}
 	query += "captured_at, id"
 	if s.pg {
