@@ -181,11 +181,6 @@ FROM (SELECT pg_get_serial_sequence(?, 'id')::regclass AS q) s`, last.Int64, c.t
 			return n, err
 		}
 	}
-	rows, err := src.QueryContext(ctx, read)
-	if err != nil {
-		return n, err
-	}
-	defer rows.Close()
 	var batch []byte // ",row,row..."
 	flush := func() error {
 		if len(batch) == 0 {
@@ -210,18 +205,17 @@ FROM (SELECT pg_get_serial_sequence(?, 'id')::regclass AS q) s`, last.Int64, c.t
 		batch = batch[:0]
 		return err
 	}
-	for rows.Next() {
+	err := each(ctx, src, read, nil, func(rows *sql.Rows) error {
 		var row sql.RawBytes
 		if err := rows.Scan(&row); err != nil {
-			return n, err
+			return err
 		}
-		if batch = append(append(batch, ','), row...); len(batch) >= copyBatchBytes {
-			if err := flush(); err != nil {
-				return n, err
-			}
+		if batch = append(append(batch, ','), row...); len(batch) < copyBatchBytes {
+			return nil
 		}
-	}
-	if err := rows.Err(); err != nil {
+		return flush()
+	})
+	if err != nil {
 		return n, err
 	}
 	return n, flush()

@@ -367,18 +367,9 @@ func (s *Store) exportCaptures(ctx context.Context, tx *sql.Tx, q ExportQuery) (
 // of now: Export reads its own snapshot).
 func (s *Store) ExportRegions(ctx context.Context, q ExportQuery) ([]string, error) {
 	where, args := exportWhere(q)
-	rows, err := s.db.QueryContext(ctx, `SELECT DISTINCT region FROM captures WHERE `+where+` ORDER BY region`, args...)
+	rs, err := column[string](ctx, s.db, `SELECT DISTINCT region FROM captures WHERE `+where+` ORDER BY region`, args...)
 	if err != nil {
 		return nil, fmt.Errorf("cannot list regions to export: %w", err)
 	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var r string
-		if err := rows.Scan(&r); err != nil {
-			return nil, fmt.Errorf("cannot list regions to export: %w", err)
-		}
-		out = append(out, r)
-	}
-	return out, rows.Err()
+	return rs, nil
 }
