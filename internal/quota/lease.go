@@ -23,12 +23,10 @@ import (
 // "<random id> <holder>", unique per acquisition (leaseHolderOf). ttl is
 // rounded up to whole milliseconds.
 type leaseLocker interface {
-	// TryLock takes the lease for ttl if it is free, expired or already held
-	// with token (then extended). It returns the holder and the time until
-	// its lease expires (0 if unknown): the caller's and ttl when acquired.
+	// TryLock takes the lease for ttl if it is free, expired or held with
+	// token, and returns its holder and the time until it expires (0: unknown).
 	TryLock(ctx context.Context, id leaseID, token string, ttl time.Duration) (acquired bool, holder string, remaining time.Duration, err error)
-	// Renew extends the lease to ttl from now if it is still held with
-	// token and not expired; false means it was lost.
+	// Renew extends the lease to ttl from now if still held with token.
 	Renew(ctx context.Context, id leaseID, token string, ttl time.Duration) (bool, error)
 	// Unlock frees the lease only if it is still held with token.
 	Unlock(ctx context.Context, id leaseID, token string) error

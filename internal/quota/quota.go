@@ -40,8 +40,7 @@ type Decision struct {
 	Allowed bool
 	// Remaining is, per bucket charged, the units left after this decision.
 	Remaining map[string]int64
-	// DeniedBucket names the bucket that denied, or "" when allowed or when
-	// denied by an upstream mark.
+	// DeniedBucket names the bucket that denied ("": allowed, or a mark denied).
 	DeniedBucket string
 	// Exhausted reports a denial by an upstream mark (MarkExhausted) until
 	// ExhaustedUntil; SiteExhausted when the mark is the call site's, not the
@@ -49,8 +48,7 @@ type Decision struct {
 	Exhausted      bool
 	ExhaustedUntil time.Time
 	SiteExhausted  bool
-	// RetryAfter is, on denial, the earliest wait after which the same
-	// reservation can succeed (never early; microsecond precision).
+	// RetryAfter is, on denial, the earliest wait after which it can succeed.
 	RetryAfter time.Duration
 	// Now is the backend clock at the decision (Redis TIME or local clock).
 	Now time.Time

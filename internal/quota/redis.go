@@ -42,12 +42,10 @@ type redisBackend struct {
 // redisOption configures NewRedis.
 type redisOption func(*redisBackend)
 
-// DefaultRedisWaitTimeout is WithRedisWaitReplicas's timeout when given one
-// <= 0, and the default of quota.redis.wait_timeout.
+// DefaultRedisWaitTimeout is the default of WithRedisWaitReplicas's timeout.
 const DefaultRedisWaitTimeout = 100 * time.Millisecond
 
-// errNotReplicated is wrapped with ErrUnavailable by Reserve's error when
-// WAIT did not confirm an admission on enough replicas in time.
+// errNotReplicated: WAIT did not confirm an admission on enough replicas.
 var errNotReplicated = errors.New("admission not confirmed by enough replicas")
 
 // WithRedisWaitReplicas makes an admission count only once n replicas have

@@ -54,7 +54,7 @@ const (
 	sqlMarks = `SELECT site, until_us, why FROM quota_exhausted WHERE credential = ? AND until_us > ? ORDER BY site`
 	// sqlMarks before migration 0002: the credential's mark only.
 	sqlMarksBefore0002 = `SELECT '', until_us, '' FROM quota_exhausted WHERE credential = ? AND until_us > ?`
-	// A mark only ever moves later; Reset removes it.
+	// A mark only moves later.
 	sqlMark = `INSERT INTO quota_exhausted (credential, site, until_us, why) VALUES (?, ?, ?, ?)
 		ON CONFLICT (credential, site) DO UPDATE SET until_us = excluded.until_us, why = excluded.why
 		WHERE excluded.until_us > until_us`

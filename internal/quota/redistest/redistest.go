@@ -32,9 +32,8 @@ type Server struct {
 	dir  string
 	args []string
 
-	// Port is the TCP port on 127.0.0.1; it survives Kill/Restart.
+	// Port is the TCP port on 127.0.0.1 (it survives Restart); Addr is "127.0.0.1:Port".
 	Port int
-	// Addr is "127.0.0.1:Port".
 	Addr string
 
 	conf     string // the config file of a redis-sentinel process
