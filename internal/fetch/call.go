@@ -1,6 +1,7 @@
 package fetch
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -20,6 +21,11 @@ import (
 	"google.golang.org/api/googleapi"
 )
 
+// apiCall is a youtube/v3 request (req.Context(ctx) returns one, ready to send).
+type apiCall[T any] interface {
+	Do(...googleapi.CallOption) (T, error)
+}
+
 // maxBackoff caps the exponential backoff between attempts of one call;
 // maxRetryAfter the wait an answer's Retry-After asks for.
 const maxBackoff, maxRetryAfter = 30 * time.Second, time.Minute
@@ -28,8 +34,9 @@ const maxBackoff, maxRetryAfter = 30 * time.Second, time.Minute
 // doc): each attempt reserved (Google charges every attempt), a transient
 // failure (retryable) retried after the answer's Retry-After or a backoff,
 // the last or a permanent error classified (apiError).
-func call[T any](ctx context.Context, r *Runner, st *runState, method string, send func(context.Context) (T, error)) (T, error) {
+func call[C apiCall[T], T any](ctx context.Context, r *Runner, st *runState, method string, req func(context.Context) C) (T, error) {
 	var zero T
+	send := func(ctx context.Context) (T, error) { return req(ctx).Do() }
 	for attempt := 0; ; attempt++ {
 		res, err := r.reserve(ctx, st, method)
 		if err != nil {
@@ -52,18 +59,13 @@ func call[T any](ctx context.Context, r *Runner, st *runState, method string, se
 			}
 			return zero, err
 		}
-		wait := backoff(st.set.RetryBackoff, attempt)
-		if ra := retryAfter(err); ra > 0 {
-			wait = ra
-		}
+		wait := cmp.Or(retryAfter(err), backoff(st.set.RetryBackoff, attempt))
 		st.log.Warn().Err(err).Str("method", method).Int("attempt", attempt+1).
 			Int64("backoff_ms", wait.Milliseconds()).Msg("transient API failure; retrying")
-		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
-			t.Stop()
 			return zero, ctx.Err()
-		case <-t.C:
+		case <-time.After(wait):
 		}
 	}
 }
@@ -102,12 +104,11 @@ func neverLeft(err error, gotConn bool) bool {
 	if err == nil || gotConn {
 		return false
 	}
-	var dnsErr *net.DNSError
-	if errors.As(err, &dnsErr) {
+	if _, ok := errors.AsType[*net.DNSError](err); ok {
 		return true
 	}
-	var opErr *net.OpError
-	return errors.As(err, &opErr) && opErr.Op == "dial"
+	opErr, ok := errors.AsType[*net.OpError](err)
+	return ok && opErr.Op == "dial"
 }
 
 // refund gives back the reservation of an attempt that never left the host,
@@ -142,19 +143,15 @@ func (r *Runner) refund(ctx context.Context, st *runState, method string, res qu
 // (charged) attempt: HTTP 5xx, a per-minute quota answer, timeouts,
 // connection resets and bodies cut short.
 func retryable(err error) bool {
-	var ge *googleapi.Error
-	if errors.As(err, &ge) {
+	if ge, ok := errors.AsType[*googleapi.Error](err); ok {
 		if kind, _ := quotaAnswerOf(ge); kind != notQuota {
 			return kind == perMinute
 		}
 		return ge.Code >= 500
 	}
-	var ne net.Error
-	switch {
-	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF),
-		errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.EPIPE):
-		return true
-	case errors.As(err, &ne) && ne.Timeout():
+	if ne, ok := errors.AsType[net.Error](err); ok && ne.Timeout() || errors.Is(err, context.DeadlineExceeded) ||
+		errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET) ||
+		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.EPIPE) {
 		return true
 	}
 	// net/http reports a server that hung up before answering this way.
@@ -253,11 +250,7 @@ func Denied(region, method string, d quota.Decision) *StopError {
 	case d.Exhausted:
 		reason = "the project's Google quota is marked spent upstream until " + d.ExhaustedUntil.UTC().Format(time.RFC3339) + " (`trendfetch quota status` says why)"
 	}
-	base := d.Now
-	if base.IsZero() {
-		base = time.Now()
-	}
-	return &StopError{Region: region, Reason: reason, RetryAfter: d.RetryAfter, RetryAt: base.Add(d.RetryAfter), Site: site}
+	return &StopError{Region: region, Reason: reason, RetryAfter: d.RetryAfter, RetryAt: cmp.Or(d.Now, time.Now()).Add(d.RetryAfter), Site: site}
 }
 
 // quotaAnswer is what a quota answer of the API says (docs/design.md §3, §4

@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	"google.golang.org/api/youtube/v3"
-
 	"github.com/trendfetch/trendfetch/internal/callsite"
 	"github.com/trendfetch/trendfetch/internal/store"
 )
@@ -39,9 +37,7 @@ func (r *Runner) chart(ctx context.Context, st *runState, category string) error
 		if token != "" {
 			req = req.PageToken(token)
 		}
-		resp, counts, err := callGiven(ctx, r, st, callsite.VideosList, func(ctx context.Context) (*youtube.VideoListResponse, error) {
-			return req.Context(ctx).Do()
-		})
+		resp, counts, err := callGiven(ctx, r, st, callsite.VideosList, req.Context)
 		if err != nil {
 			return err
 		}
@@ -57,8 +53,9 @@ func (r *Runner) chart(ctx context.Context, st *runState, category string) error
 			st.remember(v)
 			videos = append(videos, v)
 		}
-		if err := r.save(ctx, st, kind, query, rank, videos); err != nil {
-			return r.lost(st, fmt.Errorf("cannot store page %d of the %s chart: %w", page+1, run.Region, err))
+		what := fmt.Sprintf("cannot store page %d of the %s chart", page+1, run.Region)
+		if err := r.save(ctx, st, kind, query, rank, videos, what); err != nil {
+			return err
 		}
 		rank += len(videos)
 		st.log.Debug().Int("page", page+1).Int("videos", len(videos)).Str("category", category).Msg("chart page stored")
@@ -77,28 +74,24 @@ func (r *Runner) chart(ctx context.Context, st *runState, category string) error
 }
 
 // save stores one page of a snapshot in one transaction, whole even if a
-// signal arrives now (it does not observe ctx's cancellation).
-func (r *Runner) save(ctx context.Context, st *runState, kind, query string, firstRank int, videos []store.Video) error {
-	ctx = context.WithoutCancel(ctx)
+// signal arrives now (it does not observe ctx's cancellation); what names it
+// in a *StoreError.
+func (r *Runner) save(ctx context.Context, st *runState, kind, query string, firstRank int, videos []store.Video, what string) error {
 	r.scrubTexts(&query)
 	r.scrubTexts(videos)
-	err := r.Store.SaveSnapshot(ctx, store.Snapshot{RunID: st.run.ID, Region: st.run.Region, Kind: kind, Query: query, FirstRank: firstRank, Videos: videos, At: r.now()})
-	if err != nil {
-		return err
+	err := r.Store.SaveSnapshot(context.WithoutCancel(ctx),
+		store.Snapshot{RunID: st.run.ID, Region: st.run.Region, Kind: kind, Query: query, FirstRank: firstRank, Videos: videos, At: r.now()})
+	if err == nil {
+		st.run.Pages++
+		st.run.Videos += len(videos)
 	}
-	st.run.Pages++
-	st.run.Videos += len(videos)
-	st.stored()
-	return nil
+	return r.stored(st, err, what)
 }
 
 // complete marks the run's capture of (kind, query) complete; like save, it
 // does not observe ctx's cancellation.
 func (r *Runner) complete(ctx context.Context, st *runState, kind, query string) error {
 	r.scrubTexts(&query) // as save stored it
-	if err := r.Store.CompleteCapture(context.WithoutCancel(ctx), st.run.ID, st.run.Region, kind, query, r.now()); err != nil {
-		return r.lost(st, fmt.Errorf("cannot store the end of the %s %s list: %w", st.run.Region, kind, err))
-	}
-	st.stored()
-	return nil
+	err := r.Store.CompleteCapture(context.WithoutCancel(ctx), st.run.ID, st.run.Region, kind, query, r.now())
+	return r.stored(st, err, fmt.Sprintf("cannot store the end of the %s %s list", st.run.Region, kind))
 }

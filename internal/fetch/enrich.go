@@ -2,9 +2,6 @@ package fetch
 
 import (
 	"context"
-	"fmt"
-
-	"google.golang.org/api/youtube/v3"
 
 	"github.com/trendfetch/trendfetch/internal/callsite"
 	"github.com/trendfetch/trendfetch/internal/store"
@@ -21,9 +18,7 @@ func (r *Runner) categories(ctx context.Context, st *runState) error {
 		return nil
 	}
 	req := r.Service.VideoCategories.List([]string{"snippet"}).RegionCode(st.run.Region)
-	resp, err := call(ctx, r, st, callsite.CategoriesList, func(ctx context.Context) (*youtube.VideoCategoryListResponse, error) {
-		return req.Context(ctx).Do()
-	})
+	resp, err := call(ctx, r, st, callsite.CategoriesList, req.Context)
 	if err != nil {
 		return err
 	}
@@ -35,11 +30,8 @@ func (r *Runner) categories(ctx context.Context, st *runState) error {
 		cats = append(cats, store.Category{ID: c.Id, Title: c.Snippet.Title, Assignable: c.Snippet.Assignable})
 	}
 	r.scrubTexts(cats)
-	if err := r.Store.UpsertCategories(context.WithoutCancel(ctx), st.run.Region, cats, r.now()); err != nil {
-		return r.lost(st, fmt.Errorf("cannot store categories: %w", err))
-	}
-	st.stored()
-	return nil
+	err = r.Store.UpsertCategories(context.WithoutCancel(ctx), st.run.Region, cats, r.now())
+	return r.stored(st, err, "cannot store categories")
 }
 
 // channels sends channels.list id= for the channels of this run's videos
@@ -66,9 +58,7 @@ func (r *Runner) channels(ctx context.Context, st *runState) error {
 
 func (r *Runner) channelBatch(ctx context.Context, st *runState, ids []string) error {
 	req := r.Service.Channels.List([]string{"snippet", "statistics"}).Id(ids...).MaxResults(callsite.MaxIDs)
-	resp, err := call(ctx, r, st, callsite.ChannelsList, func(ctx context.Context) (*youtube.ChannelListResponse, error) {
-		return req.Context(ctx).Do()
-	})
+	resp, err := call(ctx, r, st, callsite.ChannelsList, req.Context)
 	if err != nil {
 		return err
 	}
@@ -98,9 +88,6 @@ func (r *Runner) channelBatch(ctx context.Context, st *runState, ids []string) e
 		}
 	}
 	r.scrubTexts(chans)
-	if err := r.Store.UpsertChannels(context.WithoutCancel(ctx), chans, r.now()); err != nil {
-		return r.lost(st, fmt.Errorf("cannot store channels: %w", err))
-	}
-	st.stored()
-	return nil
+	err = r.Store.UpsertChannels(context.WithoutCancel(ctx), chans, r.now())
+	return r.stored(st, err, "cannot store channels")
 }

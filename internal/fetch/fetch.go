@@ -133,21 +133,20 @@ type runState struct {
 	storedUnits int64
 }
 
-// stored notes a stored write of what the run fetched: the units spent so
-// far are kept.
-func (st *runState) stored() { st.storedUnits = sum(st.run.Units) }
-
-func sum(units map[string]int64) (n int64) {
-	for _, u := range units {
-		n += u
+// stored notes a write of what the run fetched: the units spent so far are
+// kept, or when err is not nil returned as lost in the run's *StoreError
+// (what: the write, e.g. "cannot store channels").
+func (r *Runner) stored(st *runState, err error, what string) error {
+	var spent int64
+	for _, u := range st.run.Units {
+		spent += u
 	}
-	return n
-}
-
-// lost is the *StoreError of a failed write of what the run fetched.
-func (r *Runner) lost(st *runState, err error) error {
-	return &StoreError{Store: cmp.Or(r.StoreName, "the store"), Region: st.run.Region,
-		Units: sum(st.run.Units) - st.storedUnits, Err: err}
+	if err != nil {
+		return &StoreError{Store: cmp.Or(r.StoreName, "the store"), Region: st.run.Region,
+			Units: spent - st.storedUnits, Err: fmt.Errorf("%s: %w", what, err)}
+	}
+	st.storedUnits = spent
+	return nil
 }
 
 func (st *runState) remember(v store.Video) {
@@ -236,15 +235,8 @@ func roundUp(d time.Duration) time.Duration {
 func (r *Runner) Run(ctx context.Context, region string) (store.Run, error) {
 	now := r.now
 	host, _ := os.Hostname()
-	run := store.Run{
-		Credential: r.Credential,
-		Region:     region,
-		StartedAt:  now(),
-		Units:      map[string]int64{},
-		Outcome:    store.OutcomeRunning,
-		PID:        os.Getpid(),
-		Host:       host,
-	}
+	run := store.Run{Credential: r.Credential, Region: region, StartedAt: now(), Units: map[string]int64{},
+		Outcome: store.OutcomeRunning, PID: os.Getpid(), Host: host}
 	log := r.Log.With().Str("region", region).Str("credential", r.Credential).Logger()
 	set := r.Settings.withDefaults()
 
@@ -290,14 +282,12 @@ func (r *Runner) Run(ctx context.Context, region string) (store.Run, error) {
 	if r.Scrub != nil {
 		run.Reason = r.Scrub(run.Reason)
 	}
-	var stop *StopError
-	if errors.As(runErr, &stop) {
+	if stop, ok := errors.AsType[*StopError](runErr); ok {
 		run.RetryAfter, run.RetryAt = stop.RetryAfter, stop.RetryAt
 	}
 	// The record must be written even when ctx was cancelled by a signal.
 	if err := r.Store.FinishRun(context.WithoutCancel(ctx), run); err != nil {
-		var lost *StoreError
-		if errors.As(runErr, &lost) {
+		if lost, ok := errors.AsType[*StoreError](runErr); ok {
 			lost.RecordLost = true
 			return run, runErr
 		}
@@ -361,11 +351,11 @@ func (r *Runner) now() time.Time {
 
 // outcome maps a run error to its recorded outcome and one-line reason.
 func outcome(ctx context.Context, err error) (store.Outcome, string) {
-	var stop *StopError
+	stop, isStop := errors.AsType[*StopError](err)
 	switch {
 	case err == nil:
 		return store.OutcomeSuccess, ""
-	case errors.As(err, &stop):
+	case isStop:
 		return store.OutcomeDenied, stop.Reason
 	case errors.Is(context.Cause(ctx), errLeaseLost):
 		return store.OutcomeFailed, context.Cause(ctx).Error()
@@ -385,15 +375,9 @@ func outcome(ctx context.Context, err error) (store.Outcome, string) {
 func convertVideo(v *youtube.Video) store.Video {
 	out := store.Video{ID: v.Id}
 	if s := v.Snippet; s != nil {
-		out.Title = s.Title
-		out.Description = s.Description
-		out.ChannelID = s.ChannelId
-		out.ChannelTitle = s.ChannelTitle
-		out.CategoryID = s.CategoryId
-		out.Tags = s.Tags
-		if t, err := time.Parse(time.RFC3339, s.PublishedAt); err == nil {
-			out.PublishedAt = t
-		}
+		out.Title, out.Description, out.ChannelID, out.ChannelTitle = s.Title, s.Description, s.ChannelId, s.ChannelTitle
+		out.CategoryID, out.Tags = s.CategoryId, s.Tags
+		out.PublishedAt, _ = time.Parse(time.RFC3339, s.PublishedAt) // zero when unparsable
 		if s.Thumbnails != nil && s.Thumbnails.Default != nil {
 			out.ThumbnailURL = s.Thumbnails.Default.Url
 		}
@@ -402,9 +386,7 @@ func convertVideo(v *youtube.Video) store.Video {
 		out.Duration = cd.Duration
 	}
 	if st := v.Statistics; st != nil {
-		out.Views = i64(st.ViewCount)
-		out.Likes = i64(st.LikeCount)
-		out.Comments = i64(st.CommentCount)
+		out.Views, out.Likes, out.Comments = i64(st.ViewCount), i64(st.LikeCount), i64(st.CommentCount)
 	}
 	return out
 }

@@ -27,11 +27,11 @@ func withRawBody(ctx context.Context, buf *bytes.Buffer) context.Context {
 
 // callGiven is call for an answer carrying statistics, returned with which
 // counts each video's statistics gave.
-func callGiven[T any](ctx context.Context, r *Runner, st *runState, method string, do func(context.Context) (T, error)) (T, map[string]given, error) {
+func callGiven[C apiCall[T], T any](ctx context.Context, r *Runner, st *runState, method string, req func(context.Context) C) (T, map[string]given, error) {
 	var raw bytes.Buffer
-	resp, err := call(ctx, r, st, method, func(ctx context.Context) (T, error) {
+	resp, err := call(ctx, r, st, method, func(ctx context.Context) C {
 		raw.Reset()
-		return do(withRawBody(ctx, &raw))
+		return req(withRawBody(ctx, &raw))
 	})
 	if err != nil {
 		return resp, nil, err

@@ -6,8 +6,6 @@ import (
 	"slices"
 	"time"
 
-	"google.golang.org/api/youtube/v3"
-
 	"github.com/trendfetch/trendfetch/internal/callsite"
 	"github.com/trendfetch/trendfetch/internal/store"
 )
@@ -38,9 +36,7 @@ func (r *Runner) refreshText(ctx context.Context, st *runState) error {
 	refreshed := 0
 	for batch := range slices.Chunk(ids, callsite.MaxIDs) {
 		req := r.Service.Videos.List([]string{"snippet"}).Id(batch...).MaxResults(callsite.MaxIDs)
-		resp, err := call(ctx, r, st, callsite.VideosListRefresh, func(ctx context.Context) (*youtube.VideoListResponse, error) {
-			return req.Context(ctx).Do()
-		})
+		resp, err := call(ctx, r, st, callsite.VideosListRefresh, req.Context)
 		if err != nil {
 			if stopsRun(ctx, err) {
 				return err
@@ -56,10 +52,10 @@ func (r *Runner) refreshText(ctx context.Context, st *runState) error {
 			}
 		}
 		r.scrubTexts(vs)
-		if err := r.Store.RefreshText(context.WithoutCancel(ctx), vs, r.now()); err != nil {
-			return r.lost(st, fmt.Errorf("cannot store refreshed text: %w", err))
+		err = r.Store.RefreshText(context.WithoutCancel(ctx), vs, r.now())
+		if err := r.stored(st, err, "cannot store refreshed text"); err != nil {
+			return err
 		}
-		st.stored()
 		refreshed += len(vs)
 	}
 	rep, err := r.Store.ApplyCutoffs(context.WithoutCancel(ctx), time.Time{}, before, false)

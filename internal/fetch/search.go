@@ -8,8 +8,6 @@ import (
 	"slices"
 	"time"
 
-	"google.golang.org/api/youtube/v3"
-
 	"github.com/trendfetch/trendfetch/internal/callsite"
 	"github.com/trendfetch/trendfetch/internal/store"
 )
@@ -28,14 +26,10 @@ type searchHits struct {
 // When search.list's own Google quota is spent (StopError.Site) the remaining
 // queries are skipped, noted on the run, and the run goes on.
 func (r *Runner) searches(ctx context.Context, st *runState, searches []Search) error {
-	if len(searches) == 0 {
-		return nil
-	}
 	var all []searchHits
 	for _, s := range searches {
 		hits, err := r.search(ctx, st, s)
-		var stop *StopError
-		if errors.As(err, &stop) && stop.Site != "" {
+		if stop, ok := errors.AsType[*StopError](err); ok && stop.Site != "" {
 			warnUnstored(st, []searchHits{hits})
 			st.note = stop.Reason
 			st.log.Warn().Str("reason", stop.Reason).Msg("searches stopped; the run goes on without search.list")
@@ -59,9 +53,7 @@ func (r *Runner) searches(ctx context.Context, st *runState, searches []Search) 
 	}
 	for batch := range slices.Chunk(missing, callsite.MaxIDs) {
 		req := r.Service.Videos.List([]string{"snippet", "contentDetails", "statistics"}).Id(batch...).MaxResults(callsite.MaxIDs)
-		resp, counts, err := callGiven(ctx, r, st, callsite.VideosList, func(ctx context.Context) (*youtube.VideoListResponse, error) {
-			return req.Context(ctx).Do()
-		})
+		resp, counts, err := callGiven(ctx, r, st, callsite.VideosList, req.Context)
 		if err == nil && len(resp.Items) > len(batch) {
 			err = fmt.Errorf("videos.list for %d search hits is malformed: %d items: nothing of it stored", len(batch), len(resp.Items))
 		}
@@ -98,30 +90,21 @@ func warnUnstored(st *runState, all []searchHits) {
 // with no storable hit is an empty capture.
 func (r *Runner) saveHits(ctx context.Context, st *runState, h searchHits) error {
 	var missing []string
-	saved := false
-	for i := 0; i < len(h.ids); {
-		if _, ok := st.videos[h.ids[i]]; !ok { // deleted or private since it was indexed
-			missing = append(missing, h.ids[i])
-			i++
-			continue
+	what := fmt.Sprintf("cannot store search %q", h.q)
+	pages := map[int][]store.Video{} // first rank -> consecutive hits from it
+	for i, first := 0, 1; i < len(h.ids); i++ {
+		if v, ok := st.videos[h.ids[i]]; ok {
+			pages[first] = append(pages[first], v)
+		} else { // deleted or private since it was indexed
+			missing, first = append(missing, h.ids[i]), i+2
 		}
-		first := i
-		var videos []store.Video
-		for ; i < len(h.ids); i++ {
-			v, ok := st.videos[h.ids[i]]
-			if !ok {
-				break
-			}
-			videos = append(videos, v)
-		}
-		if err := r.save(ctx, st, store.KindSearch, h.q, first+1, videos); err != nil {
-			return r.lost(st, fmt.Errorf("cannot store search %q: %w", h.q, err))
-		}
-		saved = true
 	}
-	if !saved {
-		if err := r.save(ctx, st, store.KindSearch, h.q, 1, nil); err != nil {
-			return r.lost(st, fmt.Errorf("cannot store search %q: %w", h.q, err))
+	if len(pages) == 0 {
+		pages[1] = nil // an empty capture
+	}
+	for _, first := range slices.Sorted(maps.Keys(pages)) {
+		if err := r.save(ctx, st, store.KindSearch, h.q, first, pages[first], what); err != nil {
+			return err
 		}
 	}
 	switch {
@@ -152,9 +135,7 @@ func (r *Runner) search(ctx context.Context, st *runState, s Search) (searchHits
 		if token != "" {
 			req = req.PageToken(token)
 		}
-		resp, err := call(ctx, r, st, callsite.SearchList, func(ctx context.Context) (*youtube.SearchListResponse, error) {
-			return req.Context(ctx).Do()
-		})
+		resp, err := call(ctx, r, st, callsite.SearchList, req.Context)
 		if err == nil && len(resp.Items) > callsite.MaxIDs {
 			err = fmt.Errorf("search.list page %d for %q is malformed: %d items for maxResults=%d: nothing of it stored", page+1, s.Q, len(resp.Items), callsite.MaxIDs)
 		}

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"slices"
 
-	"google.golang.org/api/youtube/v3"
-
 	"github.com/trendfetch/trendfetch/internal/callsite"
 	"github.com/trendfetch/trendfetch/internal/store"
 )
@@ -34,9 +32,7 @@ func (r *Runner) sampleStats(ctx context.Context, st *runState) error {
 	sampled := 0
 	for batch := range slices.Chunk(due, callsite.MaxIDs) {
 		req := r.Service.Videos.BatchGetStats().Part("statistics", "contentDetails", "snippet").Id(batch...)
-		resp, counts, err := callGiven(ctx, r, st, callsite.VideosBatchGetStats, func(ctx context.Context) (*youtube.BatchGetStatsResponse, error) {
-			return req.Context(ctx).Do()
-		})
+		resp, counts, err := callGiven(ctx, r, st, callsite.VideosBatchGetStats, req.Context)
 		if err != nil {
 			if stopsRun(ctx, err) {
 				return err
@@ -55,10 +51,10 @@ func (r *Runner) sampleStats(ctx context.Context, st *runState) error {
 			clearOmitted(counts, s.VideoID, &s.Views, &s.Likes, &s.Comments)
 			samples = append(samples, s)
 		}
-		if _, err := r.Store.SaveSamples(context.WithoutCancel(ctx), samples, r.now()); err != nil {
-			return r.lost(st, fmt.Errorf("cannot store statistics of %s: %w", st.run.Region, err))
+		_, err = r.Store.SaveSamples(context.WithoutCancel(ctx), samples, r.now())
+		if err := r.stored(st, err, "cannot store statistics of "+st.run.Region); err != nil {
+			return err
 		}
-		st.stored()
 		sampled += len(batch)
 	}
 	if len(due) > 0 {
