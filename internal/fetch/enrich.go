@@ -51,7 +51,7 @@ func (r *Runner) channels(ctx context.Context, st *runState) error {
 		if err := r.channelBatch(ctx, st, batch); err != nil {
 			return err
 		}
-		backlog.done(len(batch))
+		backlog.ids = backlog.ids[len(batch):]
 	}
 	return nil
 }

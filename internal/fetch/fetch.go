@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"reflect"
+	"slices"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -121,7 +122,6 @@ type runState struct {
 	videos map[string]store.Video
 	// channelOrder lists the channel ids of fetched videos, first seen first.
 	channelOrder []string
-	channelSet   map[string]bool
 	calls        map[string]int
 	// limiterDown is the first backend failure of this run: later calls apply
 	// their policy at once (docs/design.md §4, short timeouts).
@@ -151,8 +151,7 @@ func (r *Runner) stored(st *runState, err error, what string) error {
 
 func (st *runState) remember(v store.Video) {
 	st.videos[v.ID] = v
-	if v.ChannelID != "" && !st.channelSet[v.ChannelID] {
-		st.channelSet[v.ChannelID] = true
+	if v.ChannelID != "" && !slices.Contains(st.channelOrder, v.ChannelID) {
 		st.channelOrder = append(st.channelOrder, v.ChannelID)
 	}
 }
@@ -264,8 +263,7 @@ func (r *Runner) Run(ctx context.Context, region string) (store.Run, error) {
 			log.Warn().Int("runs", n).Msg("earlier runs of this region were still marked running: marked abandoned")
 		}
 	}
-	st := &runState{run: &run, log: log, set: set, videos: map[string]store.Video{}, channelSet: map[string]bool{}, calls: map[string]int{},
-		limiterDown: leaseErr}
+	st := &runState{run: &run, log: log, set: set, videos: map[string]store.Video{}, calls: map[string]int{}, limiterDown: leaseErr}
 
 	runErr := r.ingest(ctx, st)
 

@@ -2,6 +2,7 @@ package fetch
 
 import (
 	"cmp"
+	"slices"
 	"time"
 
 	"github.com/trendfetch/trendfetch/internal/callsite"
@@ -66,17 +67,12 @@ type Backlog struct {
 	// clears it before the last region.
 	Hold bool
 	ids  []string
-	set  map[string]bool
 }
 
 // add queues ids not already queued.
 func (b *Backlog) add(ids []string) {
-	if b.set == nil {
-		b.set = map[string]bool{}
-	}
 	for _, id := range ids {
-		if !b.set[id] {
-			b.set[id] = true
+		if !slices.Contains(b.ids, id) {
 			b.ids = append(b.ids, id)
 		}
 	}
@@ -89,12 +85,4 @@ func (b *Backlog) next() []string {
 		return b.ids[:min(callsite.MaxIDs, len(b.ids))]
 	}
 	return nil
-}
-
-// done removes the first n ids, sent successfully.
-func (b *Backlog) done(n int) {
-	for _, id := range b.ids[:n] {
-		delete(b.set, id)
-	}
-	b.ids = b.ids[n:]
 }

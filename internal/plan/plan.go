@@ -110,7 +110,7 @@ func Compute(cfg *config.Config, opts Options) (*Plan, error) {
 		return nil, err
 	}
 	p := &Plan{Day: start.Format(time.DateOnly), Hours: length.Hours(), Start: start.UTC()}
-	perRegion := map[string]map[string]Range{} // region -> method -> calls
+	perRegion := map[string]map[string]Range{} // region ("": shared) -> method -> calls
 	group := map[string]string{}               // region -> schedule group
 	var allRuns int64
 	for _, rp := range sched {
@@ -130,8 +130,8 @@ func Compute(cfg *config.Config, opts Options) (*Plan, error) {
 		perRegion[rp.Region] = calls(cfg, rp.Region, runs, length)
 		allRuns += runs
 	}
-	shared := calls(cfg, "", allRuns, length)
-	total := maps.Clone(shared)
+	perRegion[""] = calls(cfg, "", allRuns, length) // the call sites capped per credential
+	total := map[string]Range{}
 	for _, calls := range perRegion {
 		for m, r := range calls {
 			total[m] = total[m].Add(r)
@@ -145,28 +145,28 @@ func Compute(cfg *config.Config, opts Options) (*Plan, error) {
 		if !b.Calendar && b.Window.Std() != length {
 			limit = int64(math.Floor(float64(b.Limit) * float64(length) / float64(b.Window.Std())))
 		}
-		p.Buckets = append(p.Buckets, bucketDay(b.Name, "config", limit, cfg.Quota.Costs, perRegion, shared, group, cfg.Regions))
+		p.Buckets = append(p.Buckets, bucketDay(b.Name, "config", limit, cfg.Quota.Costs, perRegion, group, cfg.Regions))
 	}
 	gBuckets, gCharges, _ := callsite.Preset(callsite.PresetGoogle2026)
 	for _, b := range gBuckets {
-		p.Buckets = append(p.Buckets, bucketDay(b.Name, callsite.PresetGoogle2026, b.Limit, gCharges, perRegion, shared, group, cfg.Regions))
+		p.Buckets = append(p.Buckets, bucketDay(b.Name, callsite.PresetGoogle2026, b.Limit, gCharges, perRegion, group, cfg.Regions))
 	}
 	return p, nil
 }
 
-// bucketDay sums the units costs charge bucket name for the regions' and the
-// shared calls, and finds the schedule group spending most of the regions'.
-func bucketDay(name, scope string, limit int64, costs map[string]map[string]int64, perRegion map[string]map[string]Range, shared map[string]Range, group map[string]string, order []string) Bucket {
+// bucketDay sums the units costs charge bucket name for perRegion's calls
+// (region "": the shared ones), and finds the schedule group spending most
+// of the regions'.
+func bucketDay(name, scope string, limit int64, costs map[string]map[string]int64, perRegion map[string]map[string]Range, group map[string]string, order []string) Bucket {
 	b := Bucket{Name: name, Scope: scope, Limit: limit}
-	for m, r := range shared {
-		b.Units = b.Units.Add(r.Times(costs[m][name]))
-	}
 	byGroup := map[string]int64{}
 	for region, calls := range perRegion {
 		for m, r := range calls {
 			u := r.Times(costs[m][name])
 			b.Units = b.Units.Add(u)
-			byGroup[group[region]] += u.Expected
+			if region != "" {
+				byGroup[group[region]] += u.Expected
+			}
 		}
 	}
 	switch {
