@@ -22,7 +22,6 @@ var ErrResponseTooLarge = errors.New("response body too large")
 // of withRawBody when the request's context carries one.
 type capBody struct{ base http.RoundTripper }
 
-// RoundTrip implements http.RoundTripper.
 func (c capBody) RoundTrip(req *http.Request) (*http.Response, error) {
 	resp, err := c.base.RoundTrip(req)
 	if err != nil || resp.Body == nil {
@@ -32,7 +31,7 @@ func (c capBody) RoundTrip(req *http.Request) (*http.Response, error) {
 		resp.Body.Close()
 		return nil, fmt.Errorf("%w: Content-Length %d exceeds %d MiB", ErrResponseTooLarge, resp.ContentLength, MaxResponseBytes>>20)
 	}
-	body := &cappedBody{rc: resp.Body, left: MaxResponseBytes}
+	body := cappedBody{http.MaxBytesReader(nil, resp.Body, MaxResponseBytes)}
 	resp.Body = body
 	if buf, ok := req.Context().Value(rawBodyKey{}).(*bytes.Buffer); ok {
 		resp.Body = struct {
@@ -43,22 +42,13 @@ func (c capBody) RoundTrip(req *http.Request) (*http.Response, error) {
 	return resp, nil
 }
 
-type cappedBody struct {
-	rc   io.ReadCloser
-	left int64
-}
+// cappedBody reads an http.MaxBytesReader, its error ErrResponseTooLarge.
+type cappedBody struct{ io.ReadCloser }
 
-func (b *cappedBody) Read(p []byte) (int, error) {
-	if b.left <= 0 {
-		// One more byte tells a body of exactly the cap from a longer one.
-		if n, _ := b.rc.Read(make([]byte, 1)); n > 0 {
-			return 0, fmt.Errorf("%w: more than %d MiB", ErrResponseTooLarge, MaxResponseBytes>>20)
-		}
-		return 0, io.EOF
+func (b cappedBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
+		err = fmt.Errorf("%w: more than %d MiB", ErrResponseTooLarge, MaxResponseBytes>>20)
 	}
-	n, err := b.rc.Read(p[:min(int64(len(p)), b.left)])
-	b.left -= int64(n)
 	return n, err
 }
-
-func (b *cappedBody) Close() error { return b.rc.Close() }

@@ -282,14 +282,8 @@ func quotaAnswerOf(ge *googleapi.Error) (kind quotaAnswer, why string) {
 			texts = append(texts, limit)
 		}
 	}
-	says := func(unit string) bool { // "per day", "PerDay", "per-day"
-		for _, t := range texts {
-			if strings.Contains(strings.NewReplacer(" ", "", "-", "", "_", "").Replace(strings.ToLower(t)), "per"+unit) {
-				return true
-			}
-		}
-		return false
-	}
+	flat := strings.NewReplacer(" ", "", "-", "", "_", "").Replace(strings.ToLower(strings.Join(texts, "\n")))
+	says := func(unit string) bool { return strings.Contains(flat, "per"+unit) } // "per day", "PerDay", "per-day"
 	switch {
 	case reasons["quotaExceeded"] || reasons["dailyLimitExceeded"] || says("day"):
 		kind = perDay
