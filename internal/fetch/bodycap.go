@@ -19,7 +19,7 @@ var ErrResponseTooLarge = errors.New("response body too large")
 
 // capBody is an http.RoundTripper whose response bodies fail with
 // ErrResponseTooLarge past MaxResponseBytes, and are copied into the buffer
-// of withRawBody when the request's context carries one.
+// keyed rawBodyKey{} when the request's context carries one.
 type capBody struct{ base http.RoundTripper }
 
 func (c capBody) RoundTrip(req *http.Request) (*http.Response, error) {

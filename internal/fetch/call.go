@@ -31,22 +31,39 @@ type apiCall[T any] interface {
 const maxBackoff, maxRetryAfter = 30 * time.Second, time.Minute
 
 // call sends one call of method through the call-site protocol (package
-// doc): each attempt reserved (Google charges every attempt), a transient
+// doc): each attempt reserved (Google charges every attempt), counted, told
+// to OnCall, refunded when it never left the host (neverLeft); a transient
 // failure (retryable) retried after the answer's Retry-After or a backoff,
-// the last or a permanent error classified (apiError).
+// the last or a permanent error classified (apiError), the key redacted.
 func call[C apiCall[T], T any](ctx context.Context, r *Runner, st *runState, method string, req func(context.Context) C) (T, error) {
 	var zero T
-	send := func(ctx context.Context) (T, error) { return req(ctx).Do() }
 	for attempt := 0; ; attempt++ {
 		res, err := r.reserve(ctx, st, method)
 		if err != nil {
 			return zero, err
 		}
-		resp, unsent, err := sendOnce(ctx, r, st, method, send)
+		// One attempt under the request timeout; GotConn tells whether it may have left the host.
+		var gotConn atomic.Bool
+		reqCtx, cancel := context.WithTimeout(httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
+			GotConn: func(httptrace.GotConnInfo) { gotConn.Store(true) },
+		}), st.set.Timeout)
+		start := time.Now()
+		resp, err := req(reqCtx).Do()
+		cancel()
+		st.calls[method]++
+		if r.OnCall != nil {
+			status := 200
+			if ge, ok := errors.AsType[*googleapi.Error](err); ok {
+				status = ge.Code
+			} else if err != nil {
+				status = 0
+			}
+			r.OnCall(method, status, time.Since(start))
+		}
 		if err == nil {
 			return resp, nil
 		}
-		if unsent {
+		if err = redact(err); neverLeft(err, gotConn.Load()) {
 			r.refund(ctx, st, method, res, err)
 		}
 		if ctx.Err() != nil {
@@ -68,31 +85,6 @@ func call[C apiCall[T], T any](ctx context.Context, r *Runner, st *runState, met
 		case <-time.After(wait):
 		}
 	}
-}
-
-// sendOnce runs one attempt under the request timeout, counts it and tells
-// OnCall, and redacts the key from its error. unsent reports an attempt that
-// provably never left the host (neverLeft, GotConn watched by httptrace).
-func sendOnce[T any](ctx context.Context, r *Runner, st *runState, method string, send func(context.Context) (T, error)) (resp T, unsent bool, err error) {
-	reqCtx, cancel := context.WithTimeout(ctx, st.set.Timeout)
-	defer cancel()
-	var gotConn atomic.Bool
-	reqCtx = httptrace.WithClientTrace(reqCtx, &httptrace.ClientTrace{
-		GotConn: func(httptrace.GotConnInfo) { gotConn.Store(true) },
-	})
-	start := time.Now()
-	resp, err = send(reqCtx)
-	st.calls[method]++
-	if r.OnCall != nil {
-		status := 200
-		if ge, ok := errors.AsType[*googleapi.Error](err); ok {
-			status = ge.Code
-		} else if err != nil {
-			status = 0
-		}
-		r.OnCall(method, status, time.Since(start))
-	}
-	return resp, neverLeft(err, gotConn.Load()), redact(err)
 }
 
 // neverLeft reports whether a failed attempt provably never left the host, so

@@ -1,6 +1,7 @@
 package fetch
 
 import (
+	"cmp"
 	"context"
 
 	"github.com/trendfetch/trendfetch/internal/callsite"
@@ -42,10 +43,7 @@ func (r *Runner) channels(ctx context.Context, st *runState) error {
 	if err != nil {
 		return err
 	}
-	backlog := r.Backlog
-	if backlog == nil {
-		backlog = &Backlog{}
-	}
+	backlog := cmp.Or(r.Backlog, &Backlog{})
 	backlog.add(stale)
 	for batch := backlog.next(); batch != nil; batch = backlog.next() {
 		if err := r.channelBatch(ctx, st, batch); err != nil {

@@ -14,16 +14,11 @@ import (
 
 // Omitted counts (docs/design.md §3) are stored as NULL. The Go client
 // decodes an absent count as 0, so the call sites that read statistics keep
-// the raw response body (capBody copies it into the buffer of withRawBody)
-// and look up which counts were given (givenCounts).
+// the raw response body and look up which counts were given (givenCounts).
 
+// rawBodyKey is the context key of a *bytes.Buffer that capBody appends the
+// response body to as the client reads it (decompressed).
 type rawBodyKey struct{}
-
-// withRawBody returns ctx whose API response bodies are appended to buf as
-// the client reads them (decompressed).
-func withRawBody(ctx context.Context, buf *bytes.Buffer) context.Context {
-	return context.WithValue(ctx, rawBodyKey{}, buf)
-}
 
 // callGiven is call for an answer carrying statistics, returned with which
 // counts each video's statistics gave.
@@ -31,7 +26,7 @@ func callGiven[C apiCall[T], T any](ctx context.Context, r *Runner, st *runState
 	var raw bytes.Buffer
 	resp, err := call(ctx, r, st, method, func(ctx context.Context) C {
 		raw.Reset()
-		return req(withRawBody(ctx, &raw))
+		return req(context.WithValue(ctx, rawBodyKey{}, &raw))
 	})
 	if err != nil {
 		return resp, nil, err
