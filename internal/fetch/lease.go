@@ -20,16 +20,15 @@ var errLeaseLost = errors.New("run lease lost")
 // without a lease, its calls applying their policies at once.
 func (r *Runner) lease(ctx context.Context, log zerolog.Logger, region string, ttl time.Duration) (context.Context, func(), error) {
 	l, err := r.Limiter.AcquireLease(ctx, r.Credential, region, ttl, "")
-	if err == nil && l.TookOver() != "" {
-		log.Warn().Str("holder", l.TookOver()).Msg("took over the run lease of a process of this host that no longer exists")
-	}
-	switch {
-	case err == nil:
-	case backendDown(err):
+	if backendDown(err) {
 		log.Warn().Err(err).Msg("quota backend unavailable; running without the region lease and applying call site policies for the rest of this run")
 		return ctx, func() {}, err
-	default:
+	}
+	if err != nil {
 		return ctx, nil, err
+	}
+	if l.TookOver() != "" {
+		log.Warn().Str("holder", l.TookOver()).Msg("took over the run lease of a process of this host that no longer exists")
 	}
 	ctx, cancel := context.WithCancelCause(ctx)
 	go func() {

@@ -6,6 +6,7 @@
 package plan
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"math"
@@ -99,10 +100,7 @@ func (p *Plan) MostFits() bool {
 
 // Compute plans cfg (completed and validated) for one Pacific day (23-25 hours).
 func Compute(cfg *config.Config, opts Options) (*Plan, error) {
-	day := opts.Day
-	if day.IsZero() {
-		day = time.Now().AddDate(0, 0, 1)
-	}
+	day := cmp.Or(opts.Day, time.Now().AddDate(0, 0, 1))
 	start, end := quota.DayStart(day), quota.NextPacificMidnight(day)
 	length := end.Sub(start)
 	sched, err := cfg.Schedule.Plan(cfg.Regions)
