@@ -1,3 +1,11 @@
+// Package fetch is the run pipeline (docs/design.md §5; the steps in order
+// are in docs/operations.md, "What a run does"): Runner.Run takes the
+// region's lease, records the run, then runs each step (steps.go, search.go).
+// Every API call goes through call.go: reserve (quota units, or the call site's policy when the limiter
+// is down) -> send (request timeout, counted, key redacted) -> refund (only
+// an attempt that never left the host) -> classify (docs/design.md §3) ->
+// retry (transient failures, full-jitter backoff, each attempt reserved).
+// A denial stops the run cleanly; pages are stored one transaction each.
 package fetch
 
 import (
@@ -397,4 +405,43 @@ func i64(u uint64) *int64 {
 	}
 	v := int64(u)
 	return &v
+}
+
+// errLeaseLost is the cause of a run's cancellation when its lease was lost
+// (the lease's own error says why).
+var errLeaseLost = errors.New("run lease lost")
+
+// lease takes the run lease of (credential, region) (docs/design.md §5,
+// leases). It returns a context cancelled if the lease is lost and a release
+// function; a held lease returns *quota.LeaseHeldError. A down backend
+// returns a no-op release and its error (backendDown): the run goes on
+// without a lease, its calls applying their policies at once.
+func (r *Runner) lease(ctx context.Context, log zerolog.Logger, region string, ttl time.Duration) (context.Context, func(), error) {
+	l, err := r.Limiter.AcquireLease(ctx, r.Credential, region, ttl, "")
+	if backendDown(err) {
+		log.Warn().Err(err).Msg("quota backend unavailable; running without the region lease and applying call site policies for the rest of this run")
+		return ctx, func() {}, err
+	}
+	if err != nil {
+		return ctx, nil, err
+	}
+	if l.TookOver() != "" {
+		log.Warn().Str("holder", l.TookOver()).Msg("took over the run lease of a process of this host that no longer exists")
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	go func() {
+		select {
+		case <-l.Lost():
+			err := fmt.Errorf("%w: %v", errLeaseLost, l.Err())
+			log.Error().Err(err).Msg("stopping the run: another process may now run this region")
+			cancel(err)
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, func() {
+		cancel(nil)
+		if err := l.Release(context.WithoutCancel(ctx)); err != nil {
+			log.Warn().Err(err).Msg("cannot release the run lease; it expires by itself")
+		}
+	}, nil
 }

@@ -1,0 +1,302 @@
+package fetch
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/trendfetch/trendfetch/internal/callsite"
+	"github.com/trendfetch/trendfetch/internal/store"
+)
+
+// chart fetches chart=mostPopular for the run's region (narrowed by
+// videoCategoryId when category is not ""), page by page, each stored in one
+// transaction. A page token seen twice, a malformed page or a page past the
+// documented 200 videos stops it with an error.
+func (r *Runner) chart(ctx context.Context, st *runState, category string) error {
+	run := st.run
+	pageSize := st.set.PageSize
+	maxPages := (callsite.ChartMax+int(pageSize)-1)/int(pageSize) + 1
+	kind, query, rank := store.KindChart, "", 1
+	if category != "" {
+		kind, query = store.KindCategory, category
+	}
+	seen := map[string]bool{}
+	token := ""
+	for page := 0; ; page++ {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if page >= maxPages {
+			return fmt.Errorf("chart of %s did not end after %d pages (the API documents at most %d videos): stopped", run.Region, page, callsite.ChartMax)
+		}
+		req := r.Service.Videos.List([]string{"snippet", "contentDetails", "statistics"}).
+			Chart("mostPopular").RegionCode(run.Region).MaxResults(pageSize)
+		if category != "" {
+			req = req.VideoCategoryId(category)
+		}
+		if token != "" {
+			req = req.PageToken(token)
+		}
+		resp, counts, err := callGiven(ctx, r, st, callsite.VideosList, req.Context)
+		if err != nil {
+			return err
+		}
+		if n := len(resp.Items); n > int(pageSize) || rank-1+n > callsite.ChartMax {
+			return fmt.Errorf("page %d of the %s chart is malformed: %d items for maxResults=%d (at most %d videos a chart): nothing of it stored", page+1, run.Region, n, pageSize, callsite.ChartMax)
+		}
+		videos := make([]store.Video, 0, len(resp.Items))
+		for _, it := range resp.Items {
+			if it == nil || it.Id == "" {
+				continue
+			}
+			v := st.videoWithGiven(counts, it)
+			st.remember(v)
+			videos = append(videos, v)
+		}
+		what := fmt.Sprintf("cannot store page %d of the %s chart", page+1, run.Region)
+		if err := r.save(ctx, st, kind, query, rank, videos, what); err != nil {
+			return err
+		}
+		rank += len(videos)
+		st.log.Debug().Int("page", page+1).Int("videos", len(videos)).Str("category", category).Msg("chart page stored")
+		token = resp.NextPageToken
+		if token == "" || len(resp.Items) == 0 {
+			return r.complete(ctx, st, kind, query)
+		}
+		if seen[token] {
+			return fmt.Errorf("chart of %s: the API returned page token %q twice: stopped", run.Region, token)
+		}
+		if rank-1 >= callsite.ChartMax {
+			return fmt.Errorf("chart of %s offers more than the documented %d videos (another page after %d): stopped", run.Region, callsite.ChartMax, rank-1)
+		}
+		seen[token] = true
+	}
+}
+
+// save stores one page of a snapshot in one transaction, whole even if a
+// signal arrives now (it does not observe ctx's cancellation); what names it
+// in a *StoreError.
+func (r *Runner) save(ctx context.Context, st *runState, kind, query string, firstRank int, videos []store.Video, what string) error {
+	r.scrubTexts(&query)
+	r.scrubTexts(videos)
+	err := r.Store.SaveSnapshot(context.WithoutCancel(ctx),
+		store.Snapshot{RunID: st.run.ID, Region: st.run.Region, Kind: kind, Query: query, FirstRank: firstRank, Videos: videos, At: r.now()})
+	if err == nil {
+		st.run.Pages++
+		st.run.Videos += len(videos)
+	}
+	return r.stored(st, err, what)
+}
+
+// complete marks the run's capture of (kind, query) complete; like save, it
+// does not observe ctx's cancellation.
+func (r *Runner) complete(ctx context.Context, st *runState, kind, query string) error {
+	r.scrubTexts(&query) // as save stored it
+	err := r.Store.CompleteCapture(context.WithoutCancel(ctx), st.run.ID, st.run.Region, kind, query, r.now())
+	return r.stored(st, err, fmt.Sprintf("cannot store the end of the %s %s list", st.run.Region, kind))
+}
+
+// categories refreshes the region's categories when the stored copy is
+// older than CategoriesRefresh.
+func (r *Runner) categories(ctx context.Context, st *runState) error {
+	at, err := r.Store.CategoriesFetchedAt(ctx, st.run.Region)
+	if err != nil {
+		return err
+	}
+	if !at.IsZero() && r.now().Sub(at) < st.set.CategoriesRefresh {
+		return nil
+	}
+	req := r.Service.VideoCategories.List([]string{"snippet"}).RegionCode(st.run.Region)
+	resp, err := call(ctx, r, st, callsite.CategoriesList, req.Context)
+	if err != nil {
+		return err
+	}
+	cats := make([]store.Category, 0, len(resp.Items))
+	for _, c := range resp.Items {
+		if c == nil || c.Id == "" || c.Snippet == nil {
+			continue
+		}
+		cats = append(cats, store.Category{ID: c.Id, Title: c.Snippet.Title, Assignable: c.Snippet.Assignable})
+	}
+	r.scrubTexts(cats)
+	err = r.Store.UpsertCategories(context.WithoutCancel(ctx), st.run.Region, cats, r.now())
+	return r.stored(st, err, "cannot store categories")
+}
+
+// channels sends channels.list id= for the channels of this run's videos
+// whose stored data is older than ChannelsRefresh, in full batches of 50; a
+// remainder waits in a holding Backlog, else is sent as a last batch.
+func (r *Runner) channels(ctx context.Context, st *runState) error {
+	stale, err := r.Store.StaleChannels(ctx, st.channelOrder, r.now().Add(-st.set.ChannelsRefresh))
+	if err != nil {
+		return err
+	}
+	backlog := cmp.Or(r.Backlog, &Backlog{})
+	backlog.add(stale)
+	for batch := backlog.next(); batch != nil; batch = backlog.next() {
+		if err := r.channelBatch(ctx, st, batch); err != nil {
+			return err
+		}
+		backlog.ids = backlog.ids[len(batch):]
+	}
+	return nil
+}
+
+func (r *Runner) channelBatch(ctx context.Context, st *runState, ids []string) error {
+	req := r.Service.Channels.List([]string{"snippet", "statistics"}).Id(ids...).MaxResults(callsite.MaxIDs)
+	resp, err := call(ctx, r, st, callsite.ChannelsList, req.Context)
+	if err != nil {
+		return err
+	}
+	found := map[string]bool{}
+	chans := make([]store.Channel, 0, len(ids))
+	for _, c := range resp.Items {
+		if c == nil || c.Id == "" {
+			continue
+		}
+		found[c.Id] = true
+		ch := store.Channel{ID: c.Id}
+		if c.Snippet != nil {
+			ch.Title, ch.Country = c.Snippet.Title, c.Snippet.Country
+		}
+		if s := c.Statistics; s != nil {
+			if !s.HiddenSubscriberCount {
+				ch.Subscribers = i64(s.SubscriberCount)
+			}
+			ch.Videos, ch.Views = i64(s.VideoCount), i64(s.ViewCount)
+		}
+		chans = append(chans, ch)
+	}
+	// Channels the API did not return (closed) are recorded too: not asked again.
+	for _, id := range ids {
+		if !found[id] {
+			chans = append(chans, store.Channel{ID: id})
+		}
+	}
+	r.scrubTexts(chans)
+	err = r.Store.UpsertChannels(context.WithoutCancel(ctx), chans, r.now())
+	return r.stored(st, err, "cannot store channels")
+}
+
+// sampleStats samples the region's followed videos that are due
+// (store.DueForStats) with videos.batchGetStats, 50 ids a call, as stats
+// samples. It never fails the run: a stop is noted on it (st.note); only
+// stopsRun's errors are returned. Off without a cost for the call site.
+func (r *Runner) sampleStats(ctx context.Context, st *runState) error {
+	if st.set.StatsTrackFor <= 0 {
+		return nil
+	}
+	if _, err := r.Limiter.Charges(callsite.VideosBatchGetStats); err != nil {
+		st.log.Debug().Msg("no quota cost for videos.batchGetStats: statistics step off")
+		return nil
+	}
+	now := r.now()
+	due, err := r.Store.DueForStats(ctx, st.run.Region, st.run.ID, now.Add(-st.set.StatsTrackFor), now.Add(-st.set.StatsEvery))
+	if err != nil {
+		st.note = "statistics step skipped: " + err.Error()
+		st.log.Warn().Err(err).Msg("statistics step skipped")
+		return nil
+	}
+	sampled := 0
+	for batch := range slices.Chunk(due, callsite.MaxIDs) {
+		req := r.Service.Videos.BatchGetStats().Part("statistics", "contentDetails", "snippet").Id(batch...)
+		resp, counts, err := callGiven(ctx, r, st, callsite.VideosBatchGetStats, req.Context)
+		if err != nil {
+			if stopsRun(ctx, err) {
+				return err
+			}
+			st.note = fmt.Sprintf("statistics step stopped after %d of %d due videos: %v", sampled, len(due), err)
+			st.log.Warn().Err(err).Int("sampled", sampled).Int("due", len(due)).Msg("statistics step stopped; the chart is stored")
+			return nil
+		}
+		samples := make([]store.Sample, 0, len(resp.Items))
+		for _, it := range resp.Items {
+			if it == nil || it.Id == "" || it.Statistics == nil {
+				continue
+			}
+			views, likes, comments := it.Statistics.ViewCount, it.Statistics.LikeCount, it.Statistics.CommentCount
+			s := store.Sample{VideoID: it.Id, Views: &views, Likes: &likes, Comments: &comments}
+			clearOmitted(counts, s.VideoID, &s.Views, &s.Likes, &s.Comments)
+			samples = append(samples, s)
+		}
+		_, err = r.Store.SaveSamples(context.WithoutCancel(ctx), samples, r.now())
+		if err := r.stored(st, err, "cannot store statistics of "+st.run.Region); err != nil {
+			return err
+		}
+		sampled += len(batch)
+	}
+	if len(due) > 0 {
+		st.log.Debug().Int("videos", len(due)).Msg("statistics sampled")
+	}
+	return nil
+}
+
+// stopsRun reports whether err, which stopped a step that never fails the
+// run, ends it anyway: a cancelled context or a rejected key.
+func stopsRun(ctx context.Context, err error) bool {
+	var cred *CredentialError
+	return ctx.Err() != nil || errors.As(err, &cred)
+}
+
+// refreshText is the text step under store.policy amended (TextCutoff set):
+// stored text older than TextCutoff(now) is refreshed with videos.list id=
+// (videos.list.refresh), at most TextRefreshPerDay calls per credential in
+// 24 hours; the rest has its text removed, its id kept (docs/design.md §10).
+// Like sampleStats it never fails the run.
+func (r *Runner) refreshText(ctx context.Context, st *runState) error {
+	if st.set.TextCutoff == nil {
+		return nil
+	}
+	now := r.now()
+	before := st.set.TextCutoff(now)
+	left := 0
+	if _, err := r.Limiter.Charges(callsite.VideosListRefresh); err != nil {
+		st.log.Debug().Msg("no quota cost for videos.list.refresh: old text is removed, not refreshed")
+	} else if used, err := r.Store.CallsSince(ctx, r.Credential, callsite.VideosListRefresh, now.Add(-24*time.Hour)); err != nil {
+		st.log.Warn().Err(err).Msg("text refresh skipped")
+	} else {
+		left = st.set.TextRefreshPerDay - used - st.calls[callsite.VideosListRefresh]
+	}
+	ids, err := r.Store.StaleText(ctx, before, left*callsite.MaxIDs)
+	if err != nil {
+		st.log.Warn().Err(err).Msg("text refresh skipped")
+	}
+	refreshed := 0
+	for batch := range slices.Chunk(ids, callsite.MaxIDs) {
+		req := r.Service.Videos.List([]string{"snippet"}).Id(batch...).MaxResults(callsite.MaxIDs)
+		resp, err := call(ctx, r, st, callsite.VideosListRefresh, req.Context)
+		if err != nil {
+			if stopsRun(ctx, err) {
+				return err
+			}
+			st.note = fmt.Sprintf("text refresh stopped after %d of %d old texts: %v", refreshed, len(ids), err)
+			st.log.Warn().Err(err).Int("refreshed", refreshed).Int("old", len(ids)).Msg("text refresh stopped; the rest is removed")
+			break
+		}
+		vs := make([]store.Video, 0, len(resp.Items))
+		for _, it := range resp.Items {
+			if it != nil && it.Id != "" {
+				vs = append(vs, convertVideo(it))
+			}
+		}
+		r.scrubTexts(vs)
+		err = r.Store.RefreshText(context.WithoutCancel(ctx), vs, r.now())
+		if err := r.stored(st, err, "cannot store refreshed text"); err != nil {
+			return err
+		}
+		refreshed += len(vs)
+	}
+	rep, err := r.Store.ApplyCutoffs(context.WithoutCancel(ctx), time.Time{}, before, false)
+	if err != nil {
+		st.log.Warn().Err(err).Msg("cannot remove old text")
+		return nil
+	}
+	if refreshed > 0 || rep.TextsCleared > 0 {
+		st.log.Info().Int("refreshed", refreshed).Int64("removed", rep.TextsCleared).Msg("text older than the policy allows refreshed or removed")
+	}
+	return nil
+}
