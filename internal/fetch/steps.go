@@ -152,13 +152,11 @@ func (r *Runner) channelBatch(ctx context.Context, st *runState, ids []string) e
 	if err != nil {
 		return err
 	}
-	found := map[string]bool{}
 	chans := make([]store.Channel, 0, len(ids))
 	for _, c := range resp.Items {
 		if c == nil || c.Id == "" {
 			continue
 		}
-		found[c.Id] = true
 		ch := store.Channel{ID: c.Id}
 		if c.Snippet != nil {
 			ch.Title, ch.Country = c.Snippet.Title, c.Snippet.Country
@@ -173,7 +171,7 @@ func (r *Runner) channelBatch(ctx context.Context, st *runState, ids []string) e
 	}
 	// Channels the API did not return (closed) are recorded too: not asked again.
 	for _, id := range ids {
-		if !found[id] {
+		if !slices.ContainsFunc(chans, func(c store.Channel) bool { return c.ID == id }) {
 			chans = append(chans, store.Channel{ID: id})
 		}
 	}
@@ -238,8 +236,8 @@ func (r *Runner) sampleStats(ctx context.Context, st *runState) error {
 // stopsRun reports whether err, which stopped a step that never fails the
 // run, ends it anyway: a cancelled context or a rejected key.
 func stopsRun(ctx context.Context, err error) bool {
-	var cred *CredentialError
-	return ctx.Err() != nil || errors.As(err, &cred)
+	_, rejected := errors.AsType[*CredentialError](err)
+	return ctx.Err() != nil || rejected
 }
 
 // refreshText is the text step under store.policy amended (TextCutoff set):
