@@ -16,17 +16,14 @@ import (
 )
 
 // MaxResponseBytes caps one API response body (8 MiB; a page of 50 videos is
-// about 100 KB): a longer body is refused (ErrResponseTooLarge), never read
-// into memory whole.
+// about 100 KB): a longer one is refused (ErrResponseTooLarge), never read whole.
 const MaxResponseBytes = 8 << 20
 
-// ErrResponseTooLarge is the read error of a response body longer than
-// MaxResponseBytes.
+// ErrResponseTooLarge is the read error of a body longer than MaxResponseBytes.
 var ErrResponseTooLarge = errors.New("response body too large")
 
-// capBody is an http.RoundTripper whose response bodies fail with
-// ErrResponseTooLarge past MaxResponseBytes, and are copied into the buffer
-// keyed rawBodyKey{} when the request's context carries one.
+// capBody is an http.RoundTripper capping response bodies (MaxResponseBytes)
+// and copying them into the buffer of rawBodyKey when the context has one.
 type capBody struct{ base http.RoundTripper }
 
 func (c capBody) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -60,12 +57,10 @@ func (b cappedBody) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// Omitted counts (docs/design.md §3) are stored as NULL. The Go client
-// decodes an absent count as 0, so the call sites that read statistics keep
-// the raw response body and look up which counts were given (givenCounts).
-
-// rawBodyKey is the context key of a *bytes.Buffer that capBody appends the
-// response body to as the client reads it (decompressed).
+// rawBodyKey is the context key of a *bytes.Buffer capBody copies a response
+// body into (decompressed). The Go client decodes an omitted count as 0: the
+// call sites reading statistics look up in it which counts were given
+// (givenCounts) and store the others as NULL (docs/design.md §3).
 type rawBodyKey struct{}
 
 // callGiven is call for an answer carrying statistics, returned with which
@@ -87,8 +82,7 @@ func callGiven[C apiCall[T], T any](ctx context.Context, r *Runner, st *runState
 type given struct{ views, likes, comments bool }
 
 // givenCounts maps video id to the counts its statistics carried, from a raw
-// videos.list or videos.batchGetStats body; a video without statistics is
-// absent.
+// videos.list or videos.batchGetStats body (without statistics: absent).
 func givenCounts(body []byte) (map[string]given, error) {
 	var doc struct {
 		Items []struct {

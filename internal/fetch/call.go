@@ -30,11 +30,10 @@ type apiCall[T any] interface {
 // maxRetryAfter the wait an answer's Retry-After asks for.
 const maxBackoff, maxRetryAfter = 30 * time.Second, time.Minute
 
-// call sends one call of method through the call-site protocol (package
-// doc): each attempt reserved (Google charges every attempt), counted, told
-// to OnCall, refunded when it never left the host (neverLeft); a transient
-// failure (retryable) retried after the answer's Retry-After or a backoff,
-// the last or a permanent error classified (apiError), the key redacted.
+// call sends one call of method through the call-site protocol (package doc):
+// each attempt reserved (Google charges every one), counted, told to OnCall,
+// refunded if it never left the host; a transient failure (retryable) retried
+// after Retry-After or a backoff, the last error classified (apiError).
 func call[C apiCall[T], T any](ctx context.Context, r *Runner, st *runState, method string, req func(context.Context) C) (T, error) {
 	var zero T
 	for attempt := 0; ; attempt++ {
@@ -87,11 +86,10 @@ func call[C apiCall[T], T any](ctx context.Context, r *Runner, st *runState, met
 	}
 }
 
-// neverLeft reports whether a failed attempt provably never left the host, so
-// Google cannot have counted it: no connection was obtained (not even for
-// net/http's own retry on a reused one) and err is a *net.DNSError or a
-// *net.OpError with Op "dial". Anything else may have reached Google
-// (timeouts once connected, resets, TLS failures, "proxyconnect", answers).
+// neverLeft reports whether a failed attempt provably never left the host: no
+// connection was obtained (not even for net/http's retry on a reused one) and
+// err is a *net.DNSError or a "dial" *net.OpError. Anything else may have
+// reached Google (timeouts once connected, resets, TLS, "proxyconnect").
 func neverLeft(err error, gotConn bool) bool {
 	if err == nil || gotConn {
 		return false
@@ -359,11 +357,10 @@ func redact(err error) error {
 	return &url.Error{Op: ue.Op, URL: u.String(), Err: ue.Err}
 }
 
-// markSpent marks what a per-day quota answer (HTTP code, why) to method
-// names as spent until the next Pacific midnight in the shared backend, and
-// returns the run's *StopError (docs/design.md §4, upstream feedback): a 429
-// or a method with its own Google bucket marks only the call site
-// (StopError.Site), anything else the credential.
+// markSpent marks what a per-day quota answer (HTTP code, why) to method names
+// as spent until the next Pacific midnight in the shared backend and returns
+// the run's *StopError (docs/design.md §4, upstream feedback): only the call
+// site (StopError.Site) for a 429 or a method with its own Google bucket.
 func (r *Runner) markSpent(ctx context.Context, st *runState, method string, code int, why string) error {
 	if r.Scrub != nil {
 		why = r.Scrub(why)

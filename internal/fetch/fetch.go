@@ -31,10 +31,9 @@ import (
 )
 
 // NewService builds a youtube/v3 client for apiKey against endpoint ("" for
-// Google's, else e.g. the emulator's "http://127.0.0.1:8080/"), without
-// Application Default Credentials. Response bodies are capped
-// (MaxResponseBytes) and redirects refused: the key in the query goes to
-// api.endpoint only (apiError names a 3xx's status, never its location).
+// Google's, e.g. the emulator's "http://127.0.0.1:8080/") without Application
+// Default Credentials; response bodies capped (MaxResponseBytes), redirects
+// refused (the key in the query goes to api.endpoint only; apiError names a 3xx).
 func NewService(ctx context.Context, apiKey, endpoint string) (*youtube.Service, error) {
 	opts := []option.ClientOption{option.WithAPIKey(apiKey), option.WithUserAgent("trendfetch")}
 	if endpoint != "" {
@@ -53,9 +52,8 @@ func NewService(ctx context.Context, apiKey, endpoint string) (*youtube.Service,
 	return svc, nil
 }
 
-// Runner runs one region at a time. Run never changes it (a copy per
-// scheduled job is safe). Service, Limiter, Store, Credential and Policy are
-// required.
+// Runner runs one region at a time; Run never changes it (a copy per job is
+// safe). Service, Limiter, Store, Credential and Policy are required.
 type Runner struct {
 	Service *youtube.Service
 	Limiter *quota.Limiter
@@ -134,8 +132,7 @@ type runState struct {
 	// limiterDown is the first backend failure of this run: later calls apply
 	// their policy at once (docs/design.md §4, short timeouts).
 	limiterDown error
-	// note is the run's reason when it has none: a step that stopped
-	// without failing the run.
+	// note is the run's reason when it has none (a step stopped, the run went on).
 	note string
 	// storedUnits is the sum of run.Units at the run's last stored write.
 	storedUnits int64
@@ -164,10 +161,9 @@ func (st *runState) remember(v store.Video) {
 	}
 }
 
-// StopError reports a run stopped cleanly before finishing: the limiter
-// denied a reservation, a fail-closed call site found the limiter
-// unavailable, or the API answered quotaExceeded. The CLI exits 75; the next
-// tick resumes.
+// StopError reports a run stopped cleanly: the limiter denied a reservation,
+// a fail-closed call site found it unavailable, or the API answered
+// quotaExceeded. The CLI exits 75; the next tick resumes.
 type StopError struct {
 	Region string
 	// Reason is one line, e.g. `quota denied by bucket "units"`.
@@ -234,11 +230,10 @@ func roundUp(d time.Duration) time.Duration {
 	return (d + time.Second - 1).Truncate(time.Second)
 }
 
-// Run runs region's steps and records the run. It returns the finished run
-// record and nil on success; a *quota.LeaseHeldError or Skip's error (nothing
-// recorded); a *StopError on a clean stop; a *CredentialError; an error
-// wrapping context.Canceled (recorded interrupted); or another error
-// (recorded failed). Pages already stored are kept in every case.
+// Run runs region's steps and records the run. It returns the run record and
+// nil; a *quota.LeaseHeldError or Skip's error (nothing recorded); a
+// *StopError; a *CredentialError; an error wrapping context.Canceled (recorded
+// interrupted) or another (recorded failed). Stored pages are always kept.
 func (r *Runner) Run(ctx context.Context, region string) (store.Run, error) {
 	now := r.now
 	host, _ := os.Hostname()
@@ -450,10 +445,9 @@ func (r *Runner) lease(ctx context.Context, log zerolog.Logger, region string, t
 // means its default (callsite.RunDefaults); zero Retries means no retry; a
 // zero interval or cap turns its step off.
 type Settings struct {
-	// PageSize is maxResults per chart page, 1-50.
+	// PageSize is maxResults per chart page (1-50); Timeout bounds one request.
 	PageSize int64
-	// Timeout bounds one API request.
-	Timeout time.Duration
+	Timeout  time.Duration
 	// Retries is how many more attempts a transient failure gets, after a
 	// first backoff of RetryBackoff (doubling, full jitter).
 	Retries      int

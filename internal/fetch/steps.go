@@ -79,8 +79,7 @@ func (r *Runner) chart(ctx context.Context, st *runState, category string) error
 }
 
 // save stores one page of a snapshot in one transaction, whole even if a
-// signal arrives now (it does not observe ctx's cancellation); what names it
-// in a *StoreError.
+// signal arrives now (ctx's cancellation ignored); what names it in errors.
 func (r *Runner) save(ctx context.Context, st *runState, kind, query string, firstRank int, videos []store.Video, what string) error {
 	r.scrubTexts(&query)
 	r.scrubTexts(videos)
@@ -93,16 +92,14 @@ func (r *Runner) save(ctx context.Context, st *runState, kind, query string, fir
 	return r.stored(st, err, what)
 }
 
-// complete marks the run's capture of (kind, query) complete; like save, it
-// does not observe ctx's cancellation.
+// complete marks the run's capture of (kind, query) complete, like save.
 func (r *Runner) complete(ctx context.Context, st *runState, kind, query string) error {
 	r.scrubTexts(&query) // as save stored it
 	err := r.Store.CompleteCapture(context.WithoutCancel(ctx), st.run.ID, st.run.Region, kind, query, r.now())
 	return r.stored(st, err, fmt.Sprintf("cannot store the end of the %s %s list", st.run.Region, kind))
 }
 
-// categories refreshes the region's categories when the stored copy is
-// older than CategoriesRefresh.
+// categories refreshes the region's categories older than CategoriesRefresh.
 func (r *Runner) categories(ctx context.Context, st *runState) error {
 	at, err := r.Store.CategoriesFetchedAt(ctx, st.run.Region)
 	if err != nil {

@@ -152,9 +152,8 @@ func Compute(cfg *config.Config, opts Options) (*Plan, error) {
 	return p, nil
 }
 
-// bucketDay sums the units costs charge bucket name for perRegion's calls
-// (region "": the shared ones), and finds the schedule group spending most
-// of the regions'.
+// bucketDay sums the units costs charge bucket name for perRegion's calls, and
+// finds the schedule group spending most of the regions' (not region "").
 func bucketDay(name, scope string, limit int64, costs map[string]map[string]int64, perRegion map[string]map[string]Range, group map[string]string, order []string) Bucket {
 	b := Bucket{Name: name, Scope: scope, Limit: limit}
 	byGroup := map[string]int64{}
