@@ -40,12 +40,12 @@ func NewService(ctx context.Context, apiKey, endpoint string) (*youtube.Service,
 		opts = append(opts, option.WithEndpoint(endpoint))
 	}
 	client, _, err := htransport.NewClient(ctx, opts...)
-	if err != nil {
-		return nil, fmt.Errorf("cannot create YouTube client: %w", redact(err))
+	var svc *youtube.Service
+	if err == nil {
+		client.Transport = capBody{client.Transport}
+		client.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+		svc, err = youtube.NewService(ctx, append(opts[2:], option.WithHTTPClient(client))...) // opts[2:]: the endpoint
 	}
-	client.Transport = capBody{client.Transport}
-	client.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
-	svc, err := youtube.NewService(ctx, append(opts[2:], option.WithHTTPClient(client))...) // opts[2:]: the endpoint
 	if err != nil {
 		return nil, fmt.Errorf("cannot create YouTube client: %w", redact(err))
 	}
@@ -398,8 +398,7 @@ func i64(u uint64) *int64 {
 	if u > math.MaxInt64 {
 		return nil
 	}
-	v := int64(u)
-	return &v
+	return new(int64(u))
 }
 
 // errLeaseLost is the cause of a run's cancellation when its lease was lost

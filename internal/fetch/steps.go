@@ -214,8 +214,8 @@ func (r *Runner) sampleStats(ctx context.Context, st *runState) error {
 			if it == nil || it.Id == "" || it.Statistics == nil {
 				continue
 			}
-			views, likes, comments := it.Statistics.ViewCount, it.Statistics.LikeCount, it.Statistics.CommentCount
-			s := store.Sample{VideoID: it.Id, Views: &views, Likes: &likes, Comments: &comments}
+			s := store.Sample{VideoID: it.Id, Views: new(it.Statistics.ViewCount), Likes: new(it.Statistics.LikeCount),
+				Comments: new(it.Statistics.CommentCount)}
 			clearOmitted(counts, s.VideoID, &s.Views, &s.Likes, &s.Comments)
 			samples = append(samples, s)
 		}
