@@ -191,8 +191,7 @@ type jsonlWriter struct {
 	videos        map[int64]*jsonlVideo // by VideoKey, at most ExportVideoCache
 }
 
-// jsonlVideo is one video's rendered fields: text from "video_id" to
-// "thumbnail_url", description the "description" member ("" without).
+// jsonlVideo is one video's rendered members: "video_id" to "thumbnail_url", and "description".
 type jsonlVideo struct{ text, description []byte }
 
 func (j *jsonlWriter) Row(r *ExportRow) error {

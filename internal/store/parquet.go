@@ -85,8 +85,7 @@ type parquetText struct {
 func newParquetWriter(w io.Writer, noDescription bool) *parquetWriter {
 	opts := []parquet.WriterOption{parquet.Compression(zstdParquet), parquet.MaxRowsPerRowGroup(ParquetRowGroup),
 		parquet.CreatedBy("trendfetch", "", "")}
-	// The min and max of free text help no reader and cost comparing ~1 KB
-	// values twice per page.
+	// Free text's min and max help no reader and cost comparing ~1 KB values.
 	for _, c := range []string{"title", "channel_title", "tags", "thumbnail_url", "description"} {
 		opts = append(opts, parquet.SkipPageStatistics(c), parquet.SkipPageBounds(c))
 	}

@@ -36,8 +36,7 @@ type qterm struct {
 	not    bool // written -word or -"phrase": excluded
 }
 
-// terms is parsed search text: AND-ed groups of OR-ed terms, minus the
-// excluded terms (a match with any of them is dropped).
+// terms is parsed search text: AND-ed groups of OR-ed terms, minus exclusions.
 type terms struct {
 	and [][]qterm
 	not []qterm
@@ -86,8 +85,7 @@ func parseTerms(text string) (terms, error) {
 		return r
 	}, strings.ToValidUTF8(text, " "))
 
-	// Scan into words, phrases and OR keywords; a - before a word or
-	// phrase excludes it.
+	// Scan into words, phrases and OR keywords; a leading - excludes one.
 	var all []qterm
 	rs := []rune(clean)
 	for i := 0; i < len(rs); {
