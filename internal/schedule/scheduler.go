@@ -48,12 +48,6 @@ type Options struct {
 	Fatal func(error) bool
 }
 
-// Entry is a job's next run.
-type Entry struct {
-	Name string
-	Next time.Time
-}
-
 // Scheduler runs Jobs on their schedules: New, then Run (or Start and Stop).
 type Scheduler struct {
 	cron  *cron.Cron
@@ -103,15 +97,6 @@ func New(jobs []Job, opts Options) (*Scheduler, error) {
 		s.cron.Schedule(j.Schedule, s.wrap(j))
 	}
 	return s, nil
-}
-
-// Entries returns each job's next run after now, in job order.
-func (s *Scheduler) Entries(now time.Time) []Entry {
-	out := make([]Entry, len(s.jobs))
-	for i, j := range s.jobs {
-		out[i] = Entry{Name: j.Name, Next: j.Schedule.Next(now)}
-	}
-	return out
 }
 
 // wrap turns j into the cron job: skip the tick while the entry's previous
@@ -183,8 +168,8 @@ func (s *Scheduler) runJob(ctx context.Context, j Job) (err error) {
 // Start fires the entries in the background and logs their next runs.
 func (s *Scheduler) Start() {
 	s.cron.Start()
-	for _, e := range s.Entries(time.Now()) {
-		s.opts.Log.Info().Str("region", e.Name).Time("next_run", e.Next.UTC()).Msg("scheduled")
+	for _, j := range s.jobs {
+		s.opts.Log.Info().Str("region", j.Name).Time("next_run", j.Schedule.Next(time.Now()).UTC()).Msg("scheduled")
 	}
 }
 

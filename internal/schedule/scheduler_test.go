@@ -281,3 +281,18 @@ func TestNewRejectsBadJobs(t *testing.T) {
 		t.Errorf("Entries = %+v", e)
 	}
 }
+
+// Entry is a job's next run.
+type Entry struct {
+	Name string
+	Next time.Time
+}
+
+// Entries returns each job's next run after now, in job order.
+func (s *Scheduler) Entries(now time.Time) []Entry {
+	out := make([]Entry, len(s.jobs))
+	for i, j := range s.jobs {
+		out[i] = Entry{Name: j.Name, Next: j.Schedule.Next(now)}
+	}
+	return out
+}
