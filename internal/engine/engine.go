@@ -213,14 +213,8 @@ func (e *Engine) openRedisBackend() (quota.Backend, error) {
 func (e *Engine) openRedisClient() (redis.UniversalClient, error) {
 	redis.SetLogger(redisLogger{e.log})
 	rc := e.cfg.Quota.Redis
-	var opts []redisconn.Option
-	if s := rc.Sentinel; s.Configured() {
-		opts = append(opts, redisconn.WithSentinel(s.Master, s.Addrs))
-		if s.Username != "" || s.Password != "" {
-			opts = append(opts, redisconn.WithSentinelAuth(s.Username, s.Password))
-		}
-	}
-	client, err := redisconn.New(rc.URL, rc.Cluster, opts...)
+	s := rc.Sentinel
+	client, err := redisconn.New(rc.URL, rc.Cluster, redisconn.Sentinel{Master: s.Master, Addrs: s.Addrs, Username: s.Username, Password: s.Password})
 	if err != nil { // redisconn's message names the problem, never the URL
 		u := config.Lookup("quota.redis.url")
 		return nil, &SettingError{Setting: u.Key + " (" + u.Env + " or " + u.Secret + ")", Err: errors.New(strings.TrimPrefix(err.Error(), "redisconn: "))}

@@ -162,7 +162,7 @@ func TestPoliciesWhenRedisDies(t *testing.T) {
 	}{{callsite.FailOpen}, {callsite.FailClosed}} {
 		t.Run(string(tc.policy), func(t *testing.T) {
 			srv := redistest.Start(t)
-			client, err := redisconn.New(srv.URL(), nil)
+			client, err := redisconn.New(srv.URL(), nil, redisconn.Sentinel{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -202,7 +202,7 @@ func TestPoliciesWhenRedisDies(t *testing.T) {
 func TestUnresponsiveBackendIsWaitedOnOnce(t *testing.T) {
 	url, accepted := silentRedis(t)
 	newBackend := func() quota.Backend {
-		c, err := redisconn.New(url, nil)
+		c, err := redisconn.New(url, nil, redisconn.Sentinel{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -72,7 +72,7 @@ func replyGate(t *testing.T, target string, before func()) string {
 // matches the limiter again.
 func TestKilledRunNeverShowsFewerUnitsThanTheLimiter(t *testing.T) {
 	srv := redistest.Start(t)
-	direct, err := redisconn.New(srv.URL(), nil)
+	direct, err := redisconn.New(srv.URL(), nil, redisconn.Sentinel{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,7 +115,7 @@ func TestKilledRunNeverShowsFewerUnitsThanTheLimiter(t *testing.T) {
 		}
 	}
 	gate := replyGate(t, srv.Addr, check)
-	c, err := redisconn.New("redis://"+gate+"/0", nil)
+	c, err := redisconn.New("redis://"+gate+"/0", nil, redisconn.Sentinel{})
 	if err != nil {
 		t.Fatal(err)
 	}

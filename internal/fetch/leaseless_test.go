@@ -57,7 +57,7 @@ func silentRedis(t *testing.T) (url string, accepted *atomic.Int64) {
 // abandoned; only a lease's holder does, by the stale rule.
 func TestLeaselessRunAbandonsNothing(t *testing.T) {
 	url, _ := silentRedis(t)
-	c, err := redisconn.New(url, nil)
+	c, err := redisconn.New(url, nil, redisconn.Sentinel{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -75,7 +75,7 @@ func TestQuotaAnswersOnTwoHosts(t *testing.T) {
 			cred := fmt.Sprintf("answers-%d", i)
 			host := func(name string) *fetch.Runner {
 				r := newPipeline(t, emu)
-				c, err := redisconn.New(srv.URL(), nil)
+				c, err := redisconn.New(srv.URL(), nil, redisconn.Sentinel{})
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -70,7 +70,7 @@ func refundBackends(t *testing.T) map[string]func(t *testing.T) quota.Backend {
 		"sqlite": sqliteBackend,
 		"redis": func(t *testing.T) quota.Backend {
 			srv := redistest.Start(t)
-			c, err := redisconn.New(srv.URL(), nil)
+			c, err := redisconn.New(srv.URL(), nil, redisconn.Sentinel{})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -38,7 +38,7 @@ import (
 // x_cost1 <= 2.
 func BenchmarkRedis(b *testing.B) {
 	srv := redistest.Start(b)
-	c, err := redisconn.New(srv.URL(), nil)
+	c, err := redisconn.New(srv.URL(), nil, redisconn.Sentinel{})
 	if err != nil {
 		b.Fatal(err)
 	}

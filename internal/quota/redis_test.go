@@ -27,7 +27,7 @@ import (
 
 func newTestRedis(t testing.TB, srv *redistest.Server, opts ...redisOption) *redisBackend {
 	t.Helper()
-	c, err := redisconn.New(srv.URL(), nil)
+	c, err := redisconn.New(srv.URL(), nil, redisconn.Sentinel{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,7 +98,7 @@ func redisCLI(tb testing.TB, args ...string) {
 
 func newTestRedisCluster(t testing.TB, cl *redisCluster) *redisBackend {
 	t.Helper()
-	c, err := redisconn.New("", cl.Addrs())
+	c, err := redisconn.New("", cl.Addrs(), redisconn.Sentinel{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -158,14 +158,14 @@ func startTLS(tb testing.TB, args ...string) (tlsPort int) {
 // "redis:<URL>" and "rediscluster:<host:port>,<host:port>,...".
 var (
 	_ = registerProcBackend("redis", func(url string) (Backend, error) {
-		c, err := redisconn.New(url, nil)
+		c, err := redisconn.New(url, nil, redisconn.Sentinel{})
 		if err != nil {
 			return nil, err
 		}
 		return NewRedis(c), nil
 	})
 	_ = registerProcBackend("rediscluster", func(addrs string) (Backend, error) {
-		c, err := redisconn.New("", strings.Split(addrs, ","))
+		c, err := redisconn.New("", strings.Split(addrs, ","), redisconn.Sentinel{})
 		if err != nil {
 			return nil, err
 		}
@@ -618,7 +618,7 @@ func TestRedisClientURL(t *testing.T) {
 	units := Bucket{Name: "units", Limit: 5, Window: time.Hour}
 
 	t.Run("AuthAndDB", func(t *testing.T) {
-		c, err := redisconn.New("redis://:"+secret+"@"+srv.Addr+"/3", nil)
+		c, err := redisconn.New("redis://:"+secret+"@"+srv.Addr+"/3", nil, redisconn.Sentinel{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -630,7 +630,7 @@ func TestRedisClientURL(t *testing.T) {
 		}
 	})
 	t.Run("WrongPasswordIsAccessErrorAndRedacted", func(t *testing.T) {
-		c, err := redisconn.New("redis://:wrong-"+secret+"@"+srv.Addr+"/0", nil)
+		c, err := redisconn.New("redis://:wrong-"+secret+"@"+srv.Addr+"/0", nil, redisconn.Sentinel{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -647,7 +647,7 @@ func TestRedisClientURL(t *testing.T) {
 		u := fmt.Sprintf("rediss://:%s@127.0.0.1:%d/0", secret, tlsPort)
 		// A certificate of a CA the system does not trust is rejected:
 		// ErrUnavailable, not a silent plain-text fallback.
-		c2, err := redisconn.New(u, nil)
+		c2, err := redisconn.New(u, nil, redisconn.Sentinel{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -658,7 +658,7 @@ func TestRedisClientURL(t *testing.T) {
 		}
 		// The same server through TLS without verification admits: the
 		// refusal above was the certificate's, and the port speaks TLS.
-		c3, err := redisconn.New(u+"?skip_verify=true", nil)
+		c3, err := redisconn.New(u+"?skip_verify=true", nil, redisconn.Sentinel{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -23,7 +23,7 @@ import (
 func BenchmarkRefund(b *testing.B) {
 	ctx := context.Background()
 	srv := redistest.Start(b)
-	c, err := redisconn.New(srv.URL(), nil)
+	c, err := redisconn.New(srv.URL(), nil, redisconn.Sentinel{})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -30,7 +30,7 @@ const sentinelPassword = "sentinel-test-pw"
 // (which does not exist) is ignored.
 func newSentinelBackend(t *testing.T, g *redistest.Sentinel, opts ...redisOption) *redisBackend {
 	t.Helper()
-	c, err := redisconn.New("redis://:"+sentinelPassword+"@ignored.invalid:1/2", nil, redisconn.WithSentinel(g.Name, g.Addrs()))
+	c, err := redisconn.New("redis://:"+sentinelPassword+"@ignored.invalid:1/2", nil, redisconn.Sentinel{Master: g.Name, Addrs: g.Addrs()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -192,7 +192,7 @@ return n`
 
 // TestRedisSentinelFailover: a master, a replica and three Sentinels; the
 // master is killed in the middle of a run of reservations made through the
-// failover client (redisconn.New + WithSentinel). While no master
+// failover client (redisconn.New with a Sentinel). While no master
 // is reachable the reservations fail with ErrUnavailable (the call site's
 // policy applies); after the Sentinels promote the replica they continue on
 // it without any reconnection by the caller, and the run is admitted until
@@ -485,16 +485,16 @@ func TestRedisClusterWaitReplicas(t *testing.T) {
 
 // TestRedisSentinelAuth: Sentinels that require a password of their own
 // (requirepass in sentinel.conf, distinct from the master's) are reached
-// with redisconn.WithSentinelAuth; without it, or with a wrong one, no master is
+// with redisconn.Sentinel.Password; without it, or with a wrong one, no master is
 // found and Reserve fails with ErrUnavailable, its error quoting neither
 // password.
 func TestRedisSentinelAuth(t *testing.T) {
 	const sentinelPW = "only-the-sentinels-know"
 	g := redistest.StartSentinel(t, 0, 1, sentinelPassword, sentinelPW)
 	units := Bucket{Name: "units", Limit: 10, Window: time.Hour}
-	reserve := func(opts ...redisconn.Option) (Decision, error) {
+	reserve := func(password string) (Decision, error) {
 		c, err := redisconn.New("redis://:"+sentinelPassword+"@ignored.invalid:1/2?dial_timeout=1s", nil,
-			append([]redisconn.Option{redisconn.WithSentinel(g.Name, g.Addrs())}, opts...)...)
+			redisconn.Sentinel{Master: g.Name, Addrs: g.Addrs(), Password: password})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -503,14 +503,13 @@ func TestRedisSentinelAuth(t *testing.T) {
 		return b.Reserve(testCtx(t), "sentinel-auth", "", charge(units, 1))
 	}
 	for _, tc := range []struct {
-		name string
-		opts []redisconn.Option
+		name, password string
 	}{
-		{"no sentinel password", nil},
-		{"wrong sentinel password", []redisconn.Option{redisconn.WithSentinelAuth("", "wrong-"+sentinelPW)}},
-		{"the master's password", []redisconn.Option{redisconn.WithSentinelAuth("", sentinelPassword)}},
+		{"no sentinel password", ""},
+		{"wrong sentinel password", "wrong-" + sentinelPW},
+		{"the master's password", sentinelPassword},
 	} {
-		d, err := reserve(tc.opts...)
+		d, err := reserve(tc.password)
 		var access *AccessError
 		if !errors.As(err, &access) || d.Allowed {
 			t.Fatalf("%s: %+v %v, want an *AccessError (a configuration error)", tc.name, d, err)
@@ -520,7 +519,7 @@ func TestRedisSentinelAuth(t *testing.T) {
 		}
 		t.Logf("%s: %v", tc.name, err)
 	}
-	d, err := reserve(redisconn.WithSentinelAuth("", sentinelPW))
+	d, err := reserve(sentinelPW)
 	if err != nil || !d.Allowed {
 		t.Fatalf("with the Sentinels' password: %+v %v", d, err)
 	}

@@ -23,48 +23,32 @@ const (
 	defaultMaxRetries  = 1                      // go-redis: 0 = its default of 3
 )
 
-// Option adjusts New.
-type Option func(*config)
-
-type config struct {
-	sentinelMaster                 string
-	sentinelAddrs                  []string
-	sentinelUser, sentinelPassword string
-}
-
-// WithSentinel makes New return a failover client following the master
-// named master of the Sentinels at addrs ("host:port"); user, password, db
-// and TLS still come from the URL, whose host is ignored (but for TLS).
-func WithSentinel(master string, addrs []string) Option {
-	return func(c *config) { c.sentinelMaster, c.sentinelAddrs = master, slices.Clone(addrs) }
-}
-
-// WithSentinelAuth authenticates to the Sentinels of WithSentinel (their
-// own user, "" = default, and password); an error without WithSentinel.
-func WithSentinelAuth(username, password string) Option {
-	return func(c *config) { c.sentinelUser, c.sentinelPassword = username, password }
+// Sentinel is a Redis Sentinel deployment for New (the zero value: none):
+// the master's name, host:port of some Sentinels, and the Sentinels' own
+// user ("" = default) and password. The URL's host is then ignored (but for
+// TLS); user, password, db and TLS still come from it.
+type Sentinel struct {
+	Master             string
+	Addrs              []string
+	Username, Password string
 }
 
 // New builds a go-redis client with short timeouts (dial, read and write
 // 300ms, one retry; URL parameters such as ?dial_timeout=1s win), without
 // connecting. rawURL is go-redis ParseURL syntax. With cluster ("host:port"
-// of some nodes) it is a *redis.ClusterClient (db 0 only), with WithSentinel
+// of some nodes) it is a *redis.ClusterClient (db 0 only), with a Sentinel
 // a failover *redis.Client, both taking user, password and TLS from rawURL
 // ("" = none); otherwise rawURL is required. Errors never hold a password.
-func New(rawURL string, cluster []string, opts ...Option) (redis.UniversalClient, error) {
-	var cfg config
-	for _, o := range opts {
-		o(&cfg)
-	}
-	sentinel := cfg.sentinelMaster != "" || len(cfg.sentinelAddrs) > 0
+func New(rawURL string, cluster []string, cfg Sentinel) (redis.UniversalClient, error) {
+	sentinel := cfg.Master != "" || len(cfg.Addrs) > 0
 	switch {
 	case sentinel && len(cluster) > 0:
 		return nil, errors.New("redisconn: Redis Sentinel and Redis Cluster addresses cannot be combined")
-	case sentinel && cfg.sentinelMaster == "":
+	case sentinel && cfg.Master == "":
 		return nil, errors.New("redisconn: Redis Sentinel addresses without a master name")
-	case sentinel && len(cfg.sentinelAddrs) == 0:
-		return nil, fmt.Errorf("redisconn: Redis Sentinel master %q without Sentinel addresses", cfg.sentinelMaster)
-	case !sentinel && (cfg.sentinelUser != "" || cfg.sentinelPassword != ""):
+	case sentinel && len(cfg.Addrs) == 0:
+		return nil, fmt.Errorf("redisconn: Redis Sentinel master %q without Sentinel addresses", cfg.Master)
+	case !sentinel && (cfg.Username != "" || cfg.Password != ""):
 		return nil, errors.New("redisconn: a Sentinel username or password without Sentinel addresses")
 	case rawURL == "" && len(cluster) == 0 && !sentinel:
 		return nil, errors.New("redisconn: no Redis URL, no Redis Cluster and no Sentinel addresses")
@@ -103,8 +87,8 @@ func New(rawURL string, cluster []string, opts ...Option) (redis.UniversalClient
 		u.Addrs, u.MaxRedirects = cluster, 3
 		return redis.NewClusterClient(u.Cluster()), nil
 	case sentinel:
-		u.MasterName, u.Addrs = cfg.sentinelMaster, cfg.sentinelAddrs
-		u.SentinelUsername, u.SentinelPassword = cfg.sentinelUser, cfg.sentinelPassword
+		u.MasterName, u.Addrs = cfg.Master, slices.Clone(cfg.Addrs)
+		u.SentinelUsername, u.SentinelPassword = cfg.Username, cfg.Password
 		return redis.NewFailoverClient(u.Failover()), nil
 	}
 	return redis.NewClient(o), nil

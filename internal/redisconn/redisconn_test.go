@@ -19,7 +19,7 @@ func TestInvalidURLRedacted(t *testing.T) {
 		"redis://user:" + secret + "@host:6379/notadb",
 		"redis://user:" + secret + "@host:6379/0?bogus=1",
 	} {
-		_, err := New(u, nil)
+		_, err := New(u, nil, Sentinel{})
 		if err == nil || strings.Contains(err.Error(), secret) {
 			t.Fatalf("New(%q): err = %v, want an error without the password", redact(u), err)
 		}
@@ -33,7 +33,7 @@ func TestInvalidURLRedacted(t *testing.T) {
 // TestDefaults: short timeouts unless the URL or an option says otherwise,
 // and the settings that cannot work are refused.
 func TestDefaults(t *testing.T) {
-	c, err := New("redis://127.0.0.1:1", nil)
+	c, err := New("redis://127.0.0.1:1", nil, Sentinel{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,7 +46,7 @@ func TestDefaults(t *testing.T) {
 	if o.DialerRetries != 1 || !o.ContextTimeoutEnabled || o.PoolTimeout != o.DialTimeout+o.ReadTimeout {
 		t.Fatalf("options: dialer retries %d, context timeouts %v, pool timeout %v", o.DialerRetries, o.ContextTimeoutEnabled, o.PoolTimeout)
 	}
-	c2, err := New("redis://127.0.0.1:1?dial_timeout=1s&read_timeout=1s", nil)
+	c2, err := New("redis://127.0.0.1:1?dial_timeout=1s&read_timeout=1s", nil, Sentinel{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,10 +54,10 @@ func TestDefaults(t *testing.T) {
 	if o := c2.(*redis.Client).Options(); o.DialTimeout != time.Second || o.ReadTimeout != time.Second {
 		t.Fatalf("overrides: dial %v read %v", o.DialTimeout, o.ReadTimeout)
 	}
-	if _, err := New("", nil); err == nil {
+	if _, err := New("", nil, Sentinel{}); err == nil {
 		t.Fatal("no URL and no cluster: want an error")
 	}
-	if _, err := New("redis://h:1/2", []string{"h:1"}); err == nil {
+	if _, err := New("redis://h:1/2", []string{"h:1"}, Sentinel{}); err == nil {
 		t.Fatal("cluster with db 2: want an error")
 	}
 }
@@ -66,12 +66,12 @@ func TestDefaults(t *testing.T) {
 // timeouts, retries and pool settings as the standalone client, and the
 // settings that cannot work together are refused.
 func TestSentinelClientOptions(t *testing.T) {
-	plain, err := New("redis://:pw@127.0.0.1:1/2", nil)
+	plain, err := New("redis://:pw@127.0.0.1:1/2", nil, Sentinel{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer plain.Close()
-	fo, err := New("redis://:pw@ignored:1/2", nil, WithSentinel("mymaster", []string{"127.0.0.1:1"}))
+	fo, err := New("redis://:pw@ignored:1/2", nil, Sentinel{Master: "mymaster", Addrs: []string{"127.0.0.1:1"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,13 +95,13 @@ func TestSentinelClientOptions(t *testing.T) {
 	for _, tc := range []struct {
 		name, url string
 		cluster   []string
-		opt       Option
+		opt       Sentinel
 	}{
-		{"with cluster", "", []string{"127.0.0.1:7000"}, WithSentinel("m", []string{"127.0.0.1:26379"})},
-		{"addrs without master", "", nil, WithSentinel("", []string{"127.0.0.1:26379"})},
-		{"master without addrs", "", nil, WithSentinel("m", nil)},
-		{"unix socket URL", "unix:///tmp/redis.sock", nil, WithSentinel("m", []string{"127.0.0.1:26379"})},
-		{"sentinel password without sentinel", "redis://127.0.0.1:1/0", nil, WithSentinelAuth("", "pw")},
+		{"with cluster", "", []string{"127.0.0.1:7000"}, Sentinel{Master: "m", Addrs: []string{"127.0.0.1:26379"}}},
+		{"addrs without master", "", nil, Sentinel{Master: "", Addrs: []string{"127.0.0.1:26379"}}},
+		{"master without addrs", "", nil, Sentinel{Master: "m", Addrs: nil}},
+		{"unix socket URL", "unix:///tmp/redis.sock", nil, Sentinel{Master: "m", Addrs: []string{"127.0.0.1:26379"}}},
+		{"sentinel password without sentinel", "redis://127.0.0.1:1/0", nil, Sentinel{Password: "pw"}},
 	} {
 		if c, err := New(tc.url, tc.cluster, tc.opt); err == nil {
 			c.Close()
@@ -110,7 +110,7 @@ func TestSentinelClientOptions(t *testing.T) {
 			t.Logf("%s: %v", tc.name, err)
 		}
 	}
-	if c, err := New("", nil, WithSentinel("m", []string{"127.0.0.1:26379"})); err != nil {
+	if c, err := New("", nil, Sentinel{Master: "m", Addrs: []string{"127.0.0.1:26379"}}); err != nil {
 		t.Errorf("sentinel without a URL (no password): %v", err)
 	} else {
 		c.Close()

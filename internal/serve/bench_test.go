@@ -319,7 +319,7 @@ func BenchmarkRateLimitDecision(b *testing.B) {
 		b.Fatal(err)
 	}
 	srv := redistest.Start(b)
-	rc, err := redisconn.New(srv.URL(), nil)
+	rc, err := redisconn.New(srv.URL(), nil, redisconn.Sentinel{})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -328,7 +328,7 @@ func BenchmarkRateLimitDecision(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer redisCounter.Close()
-	rl2, err := redisconn.New(srv.URL(), nil)
+	rl2, err := redisconn.New(srv.URL(), nil, redisconn.Sentinel{})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -54,7 +54,7 @@ func counterBackends(t *testing.T) []counterBackend {
 		{
 			name: "redis",
 			build: func(t *testing.T, limit int64, window time.Duration) Limiter {
-				client, err := redisconn.New(srv.URL(), nil)
+				client, err := redisconn.New(srv.URL(), nil, redisconn.Sentinel{})
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -520,7 +520,7 @@ func TestInstancesShareABudgetThroughRedis(t *testing.T) {
 	srv := redistest.Start(t)
 	var urls []string
 	for range 2 {
-		client, err := redisconn.New(srv.URL(), nil)
+		client, err := redisconn.New(srv.URL(), nil, redisconn.Sentinel{})
 		if err != nil {
 			t.Fatal(err)
 		}
