@@ -43,7 +43,7 @@ func (s *syncBuffer) String() string {
 // waitURL polls for the URL file written by the command.
 func waitURL(t *testing.T, path string, done <-chan int) string {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(2 * time.Minute) // a liveness bound: loading the recordings takes ~14 s under -race
 	for time.Now().Before(deadline) {
 		if b, err := os.ReadFile(path); err == nil && len(b) > 0 {
 			return strings.TrimSpace(string(b))
@@ -54,7 +54,7 @@ func waitURL(t *testing.T, path string, done <-chan int) string {
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
-	t.Fatal("no URL file after 20s")
+	t.Fatal("no URL file after 2m")
 	return ""
 }
 
