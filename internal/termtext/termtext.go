@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -23,38 +24,26 @@ import (
 // Ellipsis marks text cut by Clip.
 const Ellipsis = "…"
 
-// escape returns the visible escape of r when r must not reach a terminal
-// as is: C0 controls and DEL as \xHH (\t, \n, \r by name), C1 controls and
-// the bidirectional marks, embeddings, overrides and isolates (U+061C,
+// visible returns the visible form of the first rune of s and its length in
+// s: C0 controls and DEL as \xHH (\t, \n, \r by name), C1 controls, the
+// bidirectional marks, embeddings, overrides and isolates (U+061C,
 // U+200E-200F, U+202A-202E, U+2066-2069) and the line and paragraph
-// separators (U+2028-2029) as \uHHHH; ok is false for every other rune.
-func escape(r rune) (esc string, ok bool) {
+// separators (U+2028-2029) as \uHHHH, a byte of invalid UTF-8 as \xHH, any
+// other rune as itself.
+func visible(s string) (string, int) {
+	r, n := utf8.DecodeRuneInString(s)
 	switch {
-	case r == '\t':
-		return `\t`, true
-	case r == '\n':
-		return `\n`, true
-	case r == '\r':
-		return `\r`, true
+	case r == '\t' || r == '\n' || r == '\r':
+		return strconv.QuoteRune(r)[1:3], n // `\t`, `\n`, `\r`
 	case r < 0x20 || r == 0x7f:
-		return fmt.Sprintf(`\x%02x`, r), true
+		return fmt.Sprintf(`\x%02x`, r), n
 	case r >= 0x80 && r <= 0x9f,
 		r == 0x061c,
 		r == 0x200e || r == 0x200f,
 		r >= 0x2028 && r <= 0x202e,
 		r >= 0x2066 && r <= 0x2069:
-		return fmt.Sprintf(`\u%04x`, r), true
-	}
-	return "", false
-}
-
-// visible returns the visible form of the first rune of s (its escape,
-// `\xHH` for a byte of invalid UTF-8, else itself) and its length in s.
-func visible(s string) (string, int) {
-	r, n := utf8.DecodeRuneInString(s)
-	if esc, ok := escape(r); ok {
-		return esc, n
-	} else if r == utf8.RuneError && n == 1 {
+		return fmt.Sprintf(`\u%04x`, r), n
+	case r == utf8.RuneError && n == 1:
 		return fmt.Sprintf(`\x%02x`, s[0]), n
 	}
 	return s[:n], n

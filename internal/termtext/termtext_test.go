@@ -25,7 +25,7 @@ func TestSafeLeavesNoControlAndKeepsText(t *testing.T) {
 	for _, in := range hostile {
 		out := Safe(in)
 		for _, r := range out {
-			if _, bad := escape(r); bad {
+			if p, _ := visible(string(r)); p != string(r) {
 				t.Errorf("Safe(%q) = %q: keeps %U", in, out, r)
 			}
 		}
