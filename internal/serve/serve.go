@@ -63,17 +63,15 @@ var SecurityHeaders = map[string]string{
 	"Referrer-Policy":         "no-referrer",
 }
 
-// Region is one configured region as GET /v1/regions shows it.
+// Region is one configured region as GET /v1/regions shows it: its code,
+// English name, schedule ("every 2h0m0s +3m0s" or a cron spec) and next run
+// (UTC, nil: unknown). Interval is the time between its runs after NextRun
+// (0: unknown); /v1/dashboard flags a region late past twice it.
 type Region struct {
-	// Region is the code (regionCode), Name its English short name.
-	Region string `json:"region"`
-	Name   string `json:"name"`
-	// Schedule describes when it runs ("every 2h0m0s +3m0s" or a cron spec).
-	Schedule string `json:"schedule"`
-	// NextRun is the next scheduled run (UTC), null when unknown.
-	NextRun *time.Time `json:"next_run"`
-	// Interval is the time between its runs after NextRun (0: unknown);
-	// /v1/dashboard flags a region late past twice it.
+	Region   string        `json:"region"`
+	Name     string        `json:"name"`
+	Schedule string        `json:"schedule"`
+	NextRun  *time.Time    `json:"next_run"`
 	Interval time.Duration `json:"-"`
 }
 
@@ -620,41 +618,35 @@ func (s *server) runs(r *http.Request) (any, error) {
 }
 
 // Dashboard is GET /v1/dashboard: everything the dashboard shows on one
-// refresh, in one request (one unit of the client's rate limit).
+// refresh, in one request. Its fields and the types below are described in
+// openapi.yaml (schemas DashboardRegion and its chart).
 type Dashboard struct {
-	// GeneratedAt is when the answer was read (UTC).
 	GeneratedAt time.Time          `json:"generated_at"`
 	Credentials []quota.StatusView `json:"credentials"`
 	Runs        []store.Run        `json:"runs"`
 	Regions     []DashboardRegion  `json:"regions"`
 }
 
-// DashboardRegion is a configured region with its runs' health and the
-// top DashboardEntries of its latest chart capture; Chart is null when
-// none is stored.
+// DashboardRegion is a configured region of a Dashboard with its health,
+// lateness and latest chart (nil: none stored).
 type DashboardRegion struct {
 	Region
-	Health store.RegionHealth `json:"health"`
-	// IntervalSeconds is the time between its scheduled runs (null:
-	// unknown); Late is true when its last success (or, without one, its
-	// last run) is older than twice that.
-	IntervalSeconds *int64          `json:"interval_seconds"`
-	Late            bool            `json:"late"`
-	Chart           *DashboardChart `json:"chart"`
+	Health          store.RegionHealth `json:"health"`
+	IntervalSeconds *int64             `json:"interval_seconds"`
+	Late            bool               `json:"late"`
+	Chart           *DashboardChart    `json:"chart"`
 }
 
-// DashboardChart is a chart capture with rank changes against the capture
-// before it. PreviousCapturedAt is null when there is none.
+// DashboardChart is a chart capture's top DashboardEntries with rank
+// changes against the capture before it.
 type DashboardChart struct {
 	Capture            store.Capture    `json:"capture"`
 	PreviousCapturedAt *time.Time       `json:"previous_captured_at"`
 	Entries            []DashboardEntry `json:"entries"`
 }
 
-// DashboardEntry is a chart entry with values computed by trendfetch:
-// PreviousRank is its rank in the previous capture (null: not in it, or no
-// previous capture), RankChange is PreviousRank - Rank (positive: moved up;
-// null when PreviousRank is).
+// DashboardEntry is a chart entry with its previous rank and its change
+// (nil when not in the previous capture).
 type DashboardEntry struct {
 	store.Entry
 	PreviousRank *int `json:"previous_rank"`
