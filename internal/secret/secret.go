@@ -52,16 +52,6 @@ type fragments struct {
 	heads [1 << 16 / 64]uint64
 }
 
-// has reports whether the FragmentLen bytes at the start of b are a window.
-func (f *fragments) has(b string) bool {
-	h := uint16(b[0]) | uint16(b[1])<<8
-	if f.heads[h/64]&(1<<(h%64)) == 0 {
-		return false
-	}
-	_, ok := f.words[word(b)]
-	return ok
-}
-
 // Add registers values and their encoded forms (URL query and path escaping,
 // JSON string escaping). Values shorter than 4 bytes are ignored.
 func (s *Set) Add(values ...string) {
@@ -126,7 +116,10 @@ func maskFragments(text string, frags *fragments) string {
 	last := 0            // text[:last] is written to b
 	start, end := -1, -1 // the covered run being extended: text[start:end]
 	for i := 0; i+FragmentLen <= len(text); i++ {
-		if !frags.has(text[i:]) {
+		if h := uint16(text[i]) | uint16(text[i+1])<<8; frags.heads[h/64]&(1<<(h%64)) == 0 {
+			continue
+		}
+		if _, ok := frags.words[word(text[i:])]; !ok {
 			continue
 		}
 		if i > end { // not touching the current run: flush it, start another
