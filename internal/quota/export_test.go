@@ -7,3 +7,8 @@ import "time"
 func WithClock(now func() time.Time) sqliteOption {
 	return func(s *sqliteBackend) { s.clock = now }
 }
+
+var (
+	_ leaseLocker = (*sqliteBackend)(nil)
+	_ leaseLocker = (*redisBackend)(nil)
+)

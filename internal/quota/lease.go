@@ -36,11 +36,6 @@ type leaseLocker interface {
 	BreakLease(ctx context.Context, id leaseID, holder string) (bool, error)
 }
 
-var (
-	_ leaseLocker = (*sqliteBackend)(nil)
-	_ leaseLocker = (*redisBackend)(nil)
-)
-
 // leaseID names the run lease of (credential, region); region has no ':'.
 type leaseID struct{ credential, region string }
 

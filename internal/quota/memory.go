@@ -3,6 +3,8 @@ package quota
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 )
@@ -177,12 +179,8 @@ func (m *memoryBackend) Status(ctx context.Context, credential string, buckets [
 	if cr == nil {
 		cr = &memoryCredential{} // read only: nothing is created
 	}
-	var marks []Mark
-	for _, mk := range cr.marks {
-		if mk.Until.UnixMicro() > nowUS {
-			marks = append(marks, mk)
-		}
-	}
+	cr.dropMarks(nowUS)
+	marks := slices.Collect(maps.Values(cr.marks))
 	sortMarks(marks)
 	return embeddedStatus(nowUS, marks, buckets, maxCost, func(b Bucket, cutoffUS int64) (logWindow, error) {
 		return memoryWindow(cr.logs[b.Name], cutoffUS), nil

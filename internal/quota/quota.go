@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 	_ "time/tzdata" // the Pacific quota day is the same on hosts without a zoneinfo database
@@ -42,9 +41,8 @@ type Decision struct {
 	Remaining map[string]int64
 	// DeniedBucket names the bucket that denied ("": allowed, or a mark denied).
 	DeniedBucket string
-	// Exhausted reports a denial by an upstream mark (MarkExhausted) until
-	// ExhaustedUntil; SiteExhausted when the mark is the call site's, not the
-	// credential's (the other call sites go on).
+	// Exhausted reports a denial by an upstream mark (MarkExhausted) until ExhaustedUntil;
+	// SiteExhausted when the mark is the call site's, not the credential's.
 	Exhausted      bool
 	ExhaustedUntil time.Time
 	SiteExhausted  bool
@@ -55,8 +53,7 @@ type Decision struct {
 	// ClockBehind is, on a denial by an embedded backend, how far its clock
 	// reads earlier than a charged bucket's newest entry (> ClockStepTolerance).
 	ClockBehind time.Duration
-	// Reservation identifies the entries an admitted call recorded, for
-	// Refund; the zero Reservation on denial.
+	// Reservation is what an admitted call recorded, for Refund (zero on denial).
 	Reservation Reservation
 }
 
@@ -115,21 +112,18 @@ type BucketStatus struct {
 	UsedToday                int64
 }
 
-// Status is what `trendfetch quota status` shows for one credential.
+// Status is what `trendfetch quota status` shows for one credential: its
+// Backend (Backend.Name), whether it was Reachable (Err: why not), the status
+// query's round trip Latency, the backend clock Now, the Marks in force (the
+// credential's, Site "", first, then the call sites' by name) and Buckets.
 type Status struct {
-	Credential string
-	// Backend is "sqlite" or "redis".
-	Backend string
-	// Reachable reports whether the backend answered; Err holds why not.
-	Reachable bool
-	Err       error
-	// Latency is the round trip of the status query; Now the backend clock.
-	Latency time.Duration
-	Now     time.Time
-	// Marks are the upstream marks in force, the credential's (Site "")
-	// first, then the call sites' by name.
-	Marks   []Mark
-	Buckets []BucketStatus
+	Credential, Backend string
+	Reachable           bool
+	Err                 error
+	Latency             time.Duration
+	Now                 time.Time
+	Marks               []Mark
+	Buckets             []BucketStatus
 }
 
 // ExhaustedUntil is the end of the credential's mark, zero when none.
@@ -142,16 +136,14 @@ func (st Status) ExhaustedUntil() time.Time {
 	return time.Time{}
 }
 
-// Mark is an upstream mark: Google answered that a daily quota is spent, so
-// reservations it covers are denied until Until (docs/design.md §4).
+// Mark is an upstream mark (docs/design.md §4): Google answered Why (one line
+// of at most MaxWhy bytes) that the daily quota of call site Site ("": the
+// credential, every call site) is spent, so its reservations are denied until
+// Until, the next Pacific midnight after the answer.
 type Mark struct {
-	// Site is the call site whose own Google bucket is spent; "" marks the
-	// credential, every call site.
-	Site string
-	// Until is when the mark ends: the next Pacific midnight after the answer.
+	Site  string
 	Until time.Time
-	// Why is the answer that set it, one line of at most MaxWhy bytes.
-	Why string
+	Why   string
 }
 
 // MaxWhy is the most bytes of Mark.Why a backend keeps.
@@ -159,7 +151,7 @@ const MaxWhy = 200
 
 // sortMarks orders ms as Status.Marks lists them.
 func sortMarks(ms []Mark) {
-	sort.Slice(ms, func(i, j int) bool { return ms[i].Site < ms[j].Site })
+	slices.SortFunc(ms, func(a, b Mark) int { return strings.Compare(a.Site, b.Site) })
 }
 
 // Backend stores sliding-window logs and decides reservations atomically
@@ -332,8 +324,7 @@ func (l *Limiter) MarkExhausted(ctx context.Context, credential string, m Mark) 
 	return l.backend.MarkExhausted(ctx, credential, m)
 }
 
-// Reset forgets every entry and the exhaustion marker of credential (run
-// leases are kept).
+// Reset forgets every entry and mark of credential (run leases are kept).
 func (l *Limiter) Reset(ctx context.Context, credential string) error {
 	return l.backend.Reset(ctx, credential)
 }

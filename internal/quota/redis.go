@@ -75,15 +75,10 @@ func (r *redisBackend) Name() string { return "redis" }
 // Close closes the Redis client.
 func (r *redisBackend) Close() error { return r.client.Close() }
 
-// credTag starts every key of a credential: the braces make the credential
-// the Redis Cluster hash tag, so a multi-bucket script touches one slot.
-func (r *redisBackend) credTag(credential string) string {
-	return RedisKeyPrefix + ":{" + credential + "}"
-}
-
-// bucketKey is a bucket's log.
+// bucketKey is a bucket's log; the braces make the credential the Redis
+// Cluster hash tag, so a multi-bucket script touches one slot.
 func (r *redisBackend) bucketKey(credential, bucket string) string {
-	return r.credTag(credential) + ":" + bucket
+	return RedisKeyPrefix + ":{" + credential + "}:" + bucket
 }
 
 // stateKey is the credential's state hash (marks and the buckets' caches).
@@ -182,20 +177,16 @@ func redisUser(client redis.UniversalClient) string {
 	return cmp.Or(u, "default")
 }
 
-// waitConn takes one connection to the master holding credential's keys,
-// for a reserve script followed by WAIT.
-func (r *redisBackend) waitConn(ctx context.Context, credential string) (*redis.Conn, error) {
+// master returns the client of the master holding credential's keys (for
+// WAIT on one connection, and SCAN on the node owning the credential's slot).
+func (r *redisBackend) master(ctx context.Context, credential string) (*redis.Client, error) {
 	switch c := r.client.(type) {
 	case *redis.Client:
-		return c.Conn(), nil
+		return c, nil
 	case *redis.ClusterClient:
-		node, err := c.MasterForKey(ctx, r.stateKey(credential))
-		if err != nil {
-			return nil, err
-		}
-		return node.Conn(), nil
+		return c.MasterForKey(ctx, r.stateKey(credential))
 	}
-	return nil, fmt.Errorf("wait_replicas needs a Client or ClusterClient, not %T", r.client)
+	return nil, fmt.Errorf("quota: redis needs a Client or ClusterClient, not %T", r.client)
 }
 
 // waitReplicated runs WAIT on conn, which has just admitted a call, and
@@ -217,13 +208,9 @@ func (r *redisBackend) scan(ctx context.Context, op, credential, pattern string,
 	if err := redisCheckCredential(credential); err != nil {
 		return err
 	}
-	var node redis.Cmdable = r.client
-	if cc, ok := r.client.(*redis.ClusterClient); ok {
-		n, err := cc.MasterForKey(ctx, r.stateKey(credential))
-		if err != nil {
-			return r.fail(op, credential, err)
-		}
-		node = n
+	node, err := r.master(ctx, credential)
+	if err != nil {
+		return r.fail(op, credential, err)
 	}
 	for cursor := uint64(0); ; {
 		keys, next, err := node.Scan(ctx, cursor, pattern, 1000).Result()
@@ -241,7 +228,7 @@ func (r *redisBackend) scan(ctx context.Context, op, credential, pattern string,
 
 // Reset deletes the logs and the state hash of credential, not its leases.
 func (r *redisBackend) Reset(ctx context.Context, credential string) error {
-	return r.scan(ctx, "reset", credential, redisGlobEscape(r.credTag(credential))+":*", func(node redis.Cmdable, keys []string) error {
+	return r.scan(ctx, "reset", credential, redisGlobEscape(r.bucketKey(credential, ""))+"*", func(node redis.Cmdable, keys []string) error {
 		keys = slices.DeleteFunc(keys, func(k string) bool { return strings.HasPrefix(k, r.leaseKey(credential, "")) })
 		if len(keys) == 0 {
 			return nil

@@ -169,10 +169,11 @@ func (r *redisBackend) Reserve(ctx context.Context, credential, site string, cha
 	var conn *redis.Conn
 	var runner redisProcessor = r.client
 	if r.waitReplicas > 0 {
-		var err error
-		if conn, err = r.waitConn(ctx, credential); err != nil {
+		m, err := r.master(ctx, credential)
+		if err != nil {
 			return Decision{}, r.fail("reserve", credential, err)
 		}
+		conn = m.Conn()
 		defer conn.Close()
 		runner = conn
 	}

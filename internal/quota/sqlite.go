@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"math/rand/v2"
 	"strings"
 	"time"
@@ -243,7 +244,7 @@ func (s *sqliteBackend) Reserve(ctx context.Context, credential, site string, ch
 			return err
 		}
 		for i, c := range charges {
-			st, ts, rid := logs[i], max(nowUS, logs[i].newest), sqliteNewRID()
+			st, ts, rid := logs[i], max(nowUS, logs[i].newest), rand.Int64N(math.MaxInt64)+1 // non-zero
 			if _, err := s.stmt(ctx, tx, sqlInsert).ExecContext(ctx, credential, c.Name, st.lastCum+c.Units, st.lastSeq+1, ts, c.Units, rid); err != nil {
 				return err
 			}
@@ -258,16 +259,6 @@ func (s *sqliteBackend) Reserve(ctx context.Context, credential, site string, ch
 		return Decision{}, err
 	}
 	return d, nil
-}
-
-// sqliteNewRID returns a random non-zero rid (a collision also needs the
-// same credential, bucket, stamp and cost to matter).
-func sqliteNewRID() int64 {
-	for {
-		if id := rand.Int64(); id != 0 {
-			return id
-		}
-	}
 }
 
 // Refund implements Backend in one write transaction: all of r's entries or none.
