@@ -1,9 +1,6 @@
-// Package metrics exposes trendfetch's metrics in the Prometheus text format
-// (github.com/prometheus/client_golang), served by the scheduler or written
-// to node_exporter's textfile collector: quota per credential and bucket
-// (read from the limiter at scrape time), runs, API calls, units spent, run
-// durations and the last success per region (docs/operations.md "Metrics").
-// They live in a private registry: no Go runtime or process metrics.
+// Package metrics exposes trendfetch's Prometheus metrics (docs/operations.md
+// "Metrics"), served by the scheduler or written to node_exporter's textfile
+// collector, from a private registry: no Go runtime or process metrics.
 package metrics
 
 import (

@@ -113,15 +113,13 @@ func (l *limitListener) Accept() (net.Conn, error) {
 			c.Close()
 			continue
 		}
-		return &limitedConn{Conn: c, release: func() { l.release(key) }}, nil
-	}
-}
-
-func (l *limitListener) release(key string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.open[key]--; l.open[key] <= 0 {
-		delete(l.open, key)
+		return &limitedConn{Conn: c, release: func() {
+			l.mu.Lock()
+			defer l.mu.Unlock()
+			if l.open[key]--; l.open[key] <= 0 {
+				delete(l.open, key)
+			}
+		}}, nil
 	}
 }
 

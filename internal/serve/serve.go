@@ -77,13 +77,11 @@ type Region struct {
 
 // RateLimit configures per-client rate limiting of /v1/.
 type RateLimit struct {
-	// Limiter decides per client (NewCounter, NewRedisCounter, NewLog); nil
-	// means no limit.
+	// Limiter decides per client (NewCounter, NewRedisCounter, NewLog; nil:
+	// no limit); Limit per Window is what the headers and messages state.
 	Limiter Limiter
-	// Limit is the requests per Window (for the RateLimit-Limit header and
-	// messages).
-	Limit  int64
-	Window time.Duration
+	Limit   int64
+	Window  time.Duration
 	// Key is "ip" (the connection's address, IPv6 by /64; proxies' headers
 	// are not trusted) or "token" (the bearer token, hashed). Failed tokens
 	// always count against the address.
@@ -103,8 +101,7 @@ type Options struct {
 	Metrics http.Handler
 	// Token, when set, is required as "Authorization: Bearer <token>" on
 	// every route but /healthz and the dashboard's files.
-	Token string
-	// RateLimit limits /v1/ per client; a nil Limiter means no limit.
+	Token     string
 	RateLimit RateLimit
 	// Timeout is each request's deadline (0: config.DefaultServeTimeout);
 	// its database work is cancelled then and the answer is 503.
@@ -783,14 +780,12 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil || b.Len() > MaxResponseBytes {
-		b.Reset()
-		status = http.StatusInternalServerError
-		e := APIError{Code: "response_too_large", Message: fmt.Sprintf("the answer would be larger than %d bytes: ask for less (a smaller limit)", MaxResponseBytes)}
-		if err != nil {
-			e = APIError{Code: "internal", Message: "internal error: the answer cannot be encoded"}
-		}
-		json.NewEncoder(&b).Encode(map[string]any{"error": e})
+	if err := enc.Encode(v); err != nil {
+		writeError(w, http.StatusInternalServerError, "internal", "internal error: the answer cannot be encoded")
+		return
+	} else if b.Len() > MaxResponseBytes {
+		writeError(w, http.StatusInternalServerError, "response_too_large", fmt.Sprintf("the answer would be larger than %d bytes: ask for less (a smaller limit)", MaxResponseBytes))
+		return
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Content-Length", strconv.Itoa(b.Len()))
