@@ -25,14 +25,13 @@ type Limiter interface {
 	Close() error
 }
 
-// Decision is a Limiter's answer for one request.
+// Decision is a Limiter's answer for one request: Allowed when it was
+// admitted and counted; Remaining, how many more fit now (0 when denied);
+// RetryAfter, when denied, the wait until one fits again if the client sends
+// nothing meanwhile (rounded up to a millisecond).
 type Decision struct {
-	// Allowed is true when the request was admitted and counted.
-	Allowed bool
-	// Remaining is how many more requests fit now (0 when denied).
-	Remaining int64
-	// RetryAfter is, when denied, the wait until one request fits again if
-	// the client sends nothing meanwhile (rounded up to a millisecond).
+	Allowed    bool
+	Remaining  int64
 	RetryAfter time.Duration
 }
 
