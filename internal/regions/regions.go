@@ -60,14 +60,12 @@ func Parse(s string) (string, error) {
 // first error.
 func ParseList(in []string) ([]string, error) {
 	out := make([]string, 0, len(in))
-	seen := make(map[string]bool, len(in))
 	for _, s := range in {
 		code, err := Parse(s)
 		if err != nil {
 			return nil, err
 		}
-		if !seen[code] {
-			seen[code] = true
+		if !slices.Contains(out, code) {
 			out = append(out, code)
 		}
 	}
