@@ -137,16 +137,14 @@ func (m *Metrics) ZeroSeries(credentials, buckets, methods []string) {
 // serving.
 func (m *Metrics) ReadLastSuccess(read func(ctx context.Context) (map[string]time.Time, error)) {
 	m.reg.Unregister(m.lastSuccess)
-	m.reg.MustRegister(&lastSuccessCollector{own: m.lastSuccess, read: read, timeout: m.scrapeTimeout})
+	m.reg.MustRegister(&lastSuccessCollector{GaugeVec: m.lastSuccess, read: read, timeout: m.scrapeTimeout})
 }
 
 type lastSuccessCollector struct {
-	own     *prometheus.GaugeVec
+	*prometheus.GaugeVec
 	read    func(ctx context.Context) (map[string]time.Time, error)
 	timeout time.Duration
 }
-
-func (c *lastSuccessCollector) Describe(ch chan<- *prometheus.Desc) { c.own.Describe(ch) }
 
 func (c *lastSuccessCollector) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
@@ -154,13 +152,13 @@ func (c *lastSuccessCollector) Collect(ch chan<- prometheus.Metric) {
 	cancel()
 	if err == nil {
 		for region, at := range last {
-			g := c.own.WithLabelValues(region)
+			g := c.WithLabelValues(region)
 			if v := float64(at.UnixNano()) / 1e9; v > gaugeValue(g) {
 				g.Set(v)
 			}
 		}
 	}
-	c.own.Collect(ch)
+	c.GaugeVec.Collect(ch)
 }
 
 // gaugeValue reads a gauge's current value.
