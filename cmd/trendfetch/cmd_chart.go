@@ -25,13 +25,7 @@ func newChartCmd(a *app) *cobra.Command {
 		Long: `Show the complete capture of a region's chart in force at a time (the latest
 captured at or before it; default: the latest), or the one a run fetched, in
 rank order with the views, likes and comments the API gave at that moment.
---partial also considers partial captures (a run still fetching the chart, or
-stopped before its last page); they are marked partial. Reads the local
-database only, in one snapshot; costs no quota.
-
---at takes an RFC 3339 time (2026-03-02T08:00:00Z) or a UTC date (2026-03-02,
-meaning the end of that day). --kind category needs --query CATEGORY_ID, --kind
-search needs --query Q (the search.list q of config searches).`,
+Reads the local database only, in one snapshot; costs no quota.`,
 		Example: "  trendfetch chart --region US\n  trendfetch chart --region JP --at 2026-03-02 --json\n  trendfetch chart --region US --kind category --query 10 --csv",
 		Args:    cobra.NoArgs,
 		PreRunE: a.withConfig,
@@ -70,7 +64,7 @@ search needs --query Q (the search.list q of config searches).`,
 					return usagef("trendfetch chart --region US --at 2026-03-02T08:00:00Z", "--at %q: %v", at, err)
 				}
 			}
-			st, err := a.engine().OpenReadStore(cmd.Context())
+			st, err := a.engine().OpenStore(cmd.Context(), true)
 			if err != nil {
 				return err
 			}
@@ -116,14 +110,15 @@ search needs --query Q (the search.list q of config searches).`,
 			return bw.Flush()
 		},
 	}
-	cmd.Flags().StringVar(&region, "region", "", "region code, e.g. US (required)")
-	cmd.Flags().StringVar(&at, "at", "", "the capture in force at this time (RFC 3339 or UTC date); default the latest")
-	cmd.Flags().Int64Var(&runID, "run", 0, "the capture fetched by this run (see trendfetch runs)")
-	cmd.Flags().BoolVar(&partial, "partial", false, "also consider partial captures (a run in progress or stopped mid-chart); default complete ones only")
-	cmd.Flags().StringVar(&kind, "kind", store.KindChart, "chart, category (narrowed by --query CATEGORY_ID) or search (--query Q)")
-	cmd.Flags().StringVar(&query, "query", "", "category id or search query of --kind category/search")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the capture and its entries as JSON (null = unknown)")
-	cmd.Flags().BoolVar(&asCSV, "csv", false, "print the entries as CSV (empty = unknown)")
+	f := cmd.Flags()
+	f.StringVar(&region, "region", "", "region code, e.g. US (required)")
+	f.StringVar(&at, "at", "", "the capture in force at this time (RFC 3339, or a UTC date: through its end); default the latest")
+	f.Int64Var(&runID, "run", 0, "the capture fetched by this run (see trendfetch runs)")
+	f.BoolVar(&partial, "partial", false, "also partial captures (a run in progress or stopped before its last page; marked partial)")
+	f.StringVar(&kind, "kind", store.KindChart, "chart, category (narrowed by --query CATEGORY_ID) or search (--query Q)")
+	f.StringVar(&query, "query", "", "the category id of --kind category, or the search.list q (config searches) of --kind search")
+	f.BoolVar(&asJSON, "json", false, "print the capture and its entries as JSON (null = unknown)")
+	f.BoolVar(&asCSV, "csv", false, "print the entries as CSV (empty = unknown)")
 	return cmd
 }
 

@@ -23,9 +23,8 @@ func newCrontabCmd(a *app) *cobra.Command {
 		Long: `Print one crontab line per configured region, staggered so that runs never
 start together: region i runs i x stagger after each tick of --every. Each
 line names the absolute path of this binary and of the config file in use,
-and appends the run's output to DIR/REGION.log. Defaults come from the
-config's schedule section (every 2h, stagger 3m, /var/log/trendfetch).
-A region with its own cron spec in schedule.regions keeps that spec.
+and appends the run's output to DIR/REGION.log (--log-dir). A region with its
+own cron spec in schedule.regions keeps that spec.
 
 --every must divide an hour (1m-30m) or a day (1h-12h), or be 24h; the
 stagger must be whole minutes. The lines fire exactly when 'trendfetch

@@ -31,18 +31,14 @@ description, tags, channel title, category, thumbnail as captured). It reads
 one snapshot of the database: runs or a prune meanwhile change nothing in it.
 Memory stays constant whatever the size.
 
---format csv writes one of the public datasets' layouts:
-  --layout youtube-new     the Kaggle "youtube-new" 2017 columns (trending_date as
-                           yy.dd.mm, tags "a"|"b" or [none], newlines in
-                           descriptions as \n)
-  --layout trending-daily  the 2018 scraper / 2020 "updated daily" columns
-                           (ISO trending_date, tags a|b or [None])
+CSV layouts: youtube-new has trending_date as yy.dd.mm, tags "a"|"b" or [none]
+and newlines in descriptions as \n; trending-daily an ISO trending_date and tags
+a|b or [None]; --every capture adds captured_at and rank columns to both.
 --format jsonl writes every field, one JSON object a line, with region,
-captured_at, rank and complete; null for unknown values (no --layout).
---format parquet writes the JSON Lines fields as typed columns (docs/schema.md),
-zstd-compressed, region by region (each region's captures oldest first), so
-that a row group holds one region's charts; --partition region,date with
---output DIR/ writes hive-style directories (region=US/date=2026-11-24/).
+captured_at, rank and complete; null for unknown values. --format parquet
+writes the JSON Lines fields as typed columns (docs/schema.md), zstd-compressed,
+region by region (each region's captures oldest first), so that a row group
+holds one region's charts.
 
 The datasets are one file per region: --output DIR/ writes one file per
 region under the dataset's names (USvideos.csv, US_youtube_trending_data.csv;
@@ -52,10 +48,6 @@ written to a temporary file and renamed when complete: a failed export leaves
 no partial file. A FIFO, a device (/dev/null), /dev/stdout or another
 symbolic link is written in place instead, as the shell's > does.
 
---every day (the datasets' one row per video per day) keeps each region's last
-complete capture of each UTC day; --every capture keeps all captures, partial
-ones included, and adds captured_at and rank columns to the CSV layouts.
-
 Values are written as the datasets do: dislikes 0 (gone from the API since
 2021-12-13) and video_error_or_removed False; a like or comment count the
 owner hid (the API omits it; stored as unknown) is 0 with ratings_disabled
@@ -64,11 +56,10 @@ stored before statistics were kept) is an empty CSV field; JSON Lines
 writes null for both. Descriptions keep their line breaks as the API gave
 them (CRLF stays CRLF). Times are UTC.
 
-Titles, descriptions and tags are written as the creators typed them, like
-the public datasets do. A spreadsheet runs a cell starting with =, +, -, @,
-tab or CR as a formula (OWASP "CSV Injection"): a title can then fetch URLs or
-run commands on the analyst's machine. --spreadsheet-safe prefixes such cells
-with ' so they stay text (the file then differs from the datasets' bytes).
+Text is written as the creators typed it, like the datasets. A spreadsheet runs
+a cell starting with = + - @ tab or CR as a formula (OWASP "CSV Injection"): a
+title could fetch URLs or run commands on the analyst's machine; hence
+--spreadsheet-safe (the file then differs from the datasets' bytes).
 Costs no quota.`,
 		Example: "  trendfetch export --layout youtube-new --region US --since 2026-01-01 > us.csv\n" +
 			"  trendfetch export --layout trending-daily --output datasets/\n" +
@@ -131,7 +122,7 @@ Costs no quota.`,
 			if len(partition) > 0 && dir == "" {
 				return usagef("trendfetch export --format parquet --partition region,date --output DIR/", "--partition needs --output DIR/ (a directory)")
 			}
-			st, err := a.engine().OpenReadStore(cmd.Context())
+			st, err := a.engine().OpenStore(cmd.Context(), true)
 			if err != nil {
 				return err
 			}
@@ -188,11 +179,11 @@ Costs no quota.`,
 	f := cmd.Flags()
 	f.StringVar(&format, "format", "csv", "csv, jsonl or parquet")
 	f.StringSliceVar(&partition, "partition", nil, "with --output DIR/: hive-style directories by region and/or UTC date (region=US/date=2026-11-24/part-0.parquet)")
-	f.StringVar(&layout, "layout", store.LayoutYoutubeNew, "CSV columns: youtube-new (Kaggle 2017) or trending-daily (2018 scraper / 2020)")
+	f.StringVar(&layout, "layout", store.LayoutYoutubeNew, `CSV columns: youtube-new (Kaggle 2017) or trending-daily (2018 scraper / 2020 "updated daily")`)
 	f.StringSliceVar(&regionList, "region", nil, "only these regions (repeatable or comma-separated; default all)")
 	f.StringVar(&since, "since", "", "captures at or after this time (RFC 3339 or UTC date)")
 	f.StringVar(&until, "until", "", "captures at or before this time (RFC 3339, or a UTC date: through its end)")
-	f.StringVar(&every, "every", "day", "day (last complete capture per region and UTC day) or capture (all, with captured_at and rank)")
+	f.StringVar(&every, "every", "day", "day (the datasets' one row a day: each region's last complete capture of a UTC day) or capture (all, partial too)")
 	f.StringVar(&output, "output", "", "write to FILE (replaced when complete), or one file per region into DIR/, instead of standard output")
 	f.BoolVar(&noDescription, "no-description", false, "leave descriptions empty (smaller, faster)")
 	f.BoolVar(&regionColumn, "region-column", false, "CSV: add a region column (needed to put several regions in one file)")

@@ -84,10 +84,9 @@ func newLeaseReleaseCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "release --region CODE [--credential NAME] --yes",
 		Short: "Release a region's lease held by a process that is gone",
-		Long: `Release the run lease of a region (of --credential, default the configured
-one) whatever its holder, so the next run starts at once. Use it for a holder
-on another host that is known to be gone; a live holder loses the region at
-its next renewal and stops. --yes confirms.`,
+		Long: `Release the run lease of a region whatever its holder, so the next run starts
+at once. Use it for a holder on another host that is known to be gone; a live
+holder loses the region at its next renewal and stops.`,
 		Example: "  trendfetch lease release --region US --yes",
 		Args:    cobra.NoArgs,
 		PreRunE: a.withConfig,

@@ -27,13 +27,11 @@ removed (id kept), old text versions, and videos nothing references any more.
   amended  statistics older than 36 months, text older than 30 days
   keep     nothing
 With store.policy unset, a database that held data before store.policy existed
-keeps everything (runs warn); a new one follows youtube. --dry-run --as-of lets
-you look before you choose, e.g. --policy youtube --as-of 2026-12-31 --dry-run.
+keeps everything (runs warn); a new one follows youtube.
 
 With --older-than, delete chart, category and search captures (with their
 entries) and stats samples older than it instead, then every video no capture
-or sample references any more. DURATION is a Go duration (2160h) or days
-(90d). Runs, channels and categories are kept.
+or sample references any more. Runs, channels and categories are kept.
 
 SQLite keeps the pages it frees for reuse by later runs, so the file does
 not shrink: trendfetch never truncates it, as a running serve maps it into

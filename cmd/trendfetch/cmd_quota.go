@@ -53,7 +53,7 @@ fit again (Retry-After), and units spent since the last Pacific midnight
 				printStatus(a, st)
 			}
 			// The storage policy's note, as `runs` prints it (best effort).
-			if db, err := a.engine().OpenReadStore(cmd.Context()); err == nil {
+			if db, err := a.engine().OpenStore(cmd.Context(), true); err == nil {
 				a.policyNotice(cmd.Context(), db)
 				db.Close()
 			}

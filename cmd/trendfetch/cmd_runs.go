@@ -115,7 +115,7 @@ func formatUnits(units map[string]int64, unmetered int) string {
 // openReadStore opens the database for a read-only command; one that does
 // not exist yet is nil, noted on stderr (the command prints nothing found).
 func (a *app) openReadStore(ctx context.Context) (store.Backend, error) {
-	st, err := a.engine().OpenReadStore(ctx)
+	st, err := a.engine().OpenStore(ctx, true)
 	var nd *store.NoDatabaseError
 	if errors.As(err, &nd) {
 		fmt.Fprintf(a.stderr, "note: no database at %s yet: nothing recorded; `trendfetch run` creates it\n", nd.Path)

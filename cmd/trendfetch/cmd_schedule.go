@@ -24,12 +24,7 @@ region runs again at its next tick.
 SIGTERM or SIGINT: no new run starts, running ones get schedule.grace
 (default 30s) to finish, then are cancelled and recorded as interrupted;
 the exit code is 0. A second signal exits at once. A rejected API key stops
-the scheduler with exit 2.
-
---metrics-addr serves Prometheus metrics on /metrics and a liveness check
-on /healthz. --serve ADDR also serves the read API and dashboard of
-trendfetch serve (same rules: loopback unless serve.token_file), with the
-scheduler's metrics on its /metrics.`,
+the scheduler with exit 2.`,
 		Example: "  trendfetch schedule\n  trendfetch --config /etc/trendfetch/trendfetch.yaml schedule --metrics-addr 127.0.0.1:9464",
 		Args:    cobra.NoArgs,
 		PreRunE: a.withConfig,
@@ -71,7 +66,7 @@ scheduler's metrics on its /metrics.`,
 			return r.Schedule(cmd.Context(), srv)
 		},
 	}
-	cmd.Flags().StringVar(&metricsAddr, "metrics-addr", "", `serve /metrics and /healthz on this host:port, e.g. 127.0.0.1:9464 ("" = off)`)
-	cmd.Flags().StringVar(&serveAddr, "serve", "", `also serve the read API and dashboard (trendfetch serve) on this host:port ("" = off)`)
+	cmd.Flags().StringVar(&metricsAddr, "metrics-addr", "", `serve Prometheus /metrics and liveness /healthz on this host:port, e.g. 127.0.0.1:9464 ("" = off)`)
+	cmd.Flags().StringVar(&serveAddr, "serve", "", `also serve trendfetch serve's API and dashboard (its rules), with these /metrics, on this host:port ("" = off)`)
 	return cmd
 }

@@ -10,12 +10,10 @@ func newServeCmd(a *app) *cobra.Command {
 		Long: `Serve a read-only JSON API and an operator dashboard over the local database:
 /v1/search, /v1/charts/{region}, /v1/videos/{id}, /v1/runs, /v1/quota,
 /v1/regions, /v1/dashboard, /v1/openapi.yaml, /healthz, /metrics, and the
-dashboard at /.
-Nothing served spends YouTube API quota or writes the database.
+dashboard at /. Nothing served spends YouTube API quota or writes the database.
 
-It listens on loopback by default (serve.addr, 127.0.0.1:8080). A non-loopback
-address requires --token-file (clients send Authorization: Bearer <token>; the
-dashboard takes it as /#token=...). /v1/ is rate-limited per client
+A non-loopback --addr requires --token-file (clients send Authorization: Bearer
+<token>; the dashboard takes it as /#token=...). /v1/ is rate-limited per client
 (serve.rate_limit, default 60 requests a minute per IP address or IPv6 /64,
 sliding-window counter): in memory, or in the configured Redis so several
 instances share one budget per client. Each request has a deadline

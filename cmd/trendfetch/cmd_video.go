@@ -50,7 +50,7 @@ parameters ignored), youtu.be/ID, youtube.com/shorts/ID, /live/ID, /embed/ID.`,
 			if err := a.loadConfig(); err != nil { // flags parsed above, not before PreRunE
 				return err
 			}
-			st, err := a.engine().OpenReadStore(cmd.Context())
+			st, err := a.engine().OpenStore(cmd.Context(), true)
 			if err != nil {
 				return err
 			}

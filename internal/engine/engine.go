@@ -97,18 +97,12 @@ func (e *SettingError) Error() string { return e.Setting + ": " + e.Err.Error() 
 // Unwrap returns the problem.
 func (e *SettingError) Unwrap() error { return e.Err }
 
-// OpenReadStore opens the configured database read-only: it creates and
-// migrates nothing, and write methods fail. A database that does not exist
-// is a *store.NoDatabaseError.
-func (e *Engine) OpenReadStore(ctx context.Context) (store.Backend, error) {
-	return e.openStore(ctx, true)
-}
-
-// openStore opens the configured database, read-only or else creating and
-// migrating it: the one place the store is chosen. A PostgreSQL URL that
-// cannot be used (*store.URLError) is a *SettingError naming store.url_file
-// when set, else database with its flag and environment variable.
-func (e *Engine) openStore(ctx context.Context, readOnly bool) (store.Backend, error) {
+// OpenStore opens the configured database, creating and migrating it, or
+// readOnly: creating and migrating nothing, write methods failing, a missing
+// database a *store.NoDatabaseError. The one place the store is chosen. A
+// PostgreSQL URL that cannot be used (*store.URLError) is a *SettingError
+// naming store.url_file when set, else database with its flag and variable.
+func (e *Engine) OpenStore(ctx context.Context, readOnly bool) (store.Backend, error) {
 	open := store.Open
 	if readOnly {
 		open = store.OpenReadOnly

@@ -103,7 +103,7 @@ func TestRunPolicyExport(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "us.csv")
 	export := func() [][]string {
 		t.Helper()
-		st, err := e.OpenReadStore(ctx)
+		st, err := e.OpenStore(ctx, true)
 		if err != nil {
 			t.Fatal(err)
 		}

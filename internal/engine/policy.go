@@ -82,7 +82,7 @@ func (e *Engine) Prune(ctx context.Context, q PruneRequest) (PruneResult, error)
 	if res.AsOf.IsZero() {
 		res.AsOf = time.Now()
 	}
-	st, err := e.openStore(ctx, q.DryRun)
+	st, err := e.OpenStore(ctx, q.DryRun)
 	if err != nil {
 		return res, err
 	}

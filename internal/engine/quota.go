@@ -202,12 +202,7 @@ func checkCalls(st quota.Status, method string, charges map[string]int64, count 
 }
 
 // ceilSecond is t in UTC rounded up to a whole second.
-func ceilSecond(t time.Time) time.Time {
-	if r := t.Truncate(time.Second); !r.Equal(t) {
-		t = r.Add(time.Second)
-	}
-	return t.UTC()
-}
+func ceilSecond(t time.Time) time.Time { return t.Add(time.Second - 1).Truncate(time.Second).UTC() }
 
 // ReleaseLease releases region's run lease of the configured credential,
 // whatever its holder (with confirm false, nothing), and returns the lease

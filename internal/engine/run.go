@@ -57,7 +57,7 @@ func (e *Engine) OpenRunner(ctx context.Context) (*Runner, error) {
 	if err != nil {
 		return nil, err
 	}
-	st, err := e.openStore(ctx, false)
+	st, err := e.OpenStore(ctx, false)
 	if err != nil {
 		return nil, err
 	}

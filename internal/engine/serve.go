@@ -75,7 +75,7 @@ func ListenMetrics(addr string) (net.Listener, error) {
 // metrics, else a fresh registry's quota collectors are served. Errors: no
 // database yet (a usage error), what cannot be opened, the listener failing.
 func (e *Engine) Serve(ctx context.Context, ln net.Listener, token string, m *metrics.Metrics) error {
-	st, err := e.OpenReadStore(ctx)
+	st, err := e.OpenStore(ctx, true)
 	if nd := (*store.NoDatabaseError)(nil); errors.As(err, &nd) {
 		return Usagef("trendfetch run --region US", "no database at %s yet: run trendfetch run first, or set database", nd.Path)
 	} else if err != nil {
