@@ -104,8 +104,10 @@ Costs no quota.`,
 			}
 			q.Regions = rs
 			if since != "" {
-				if q.Since, err = parseSince(since); err != nil {
+				if q.Since, err = store.ParseAt(since); err != nil {
 					return usagef("trendfetch export --since 2026-01-01", "--since %q: %v", since, err)
+				} else if len(since) == len(time.DateOnly) { // a date: from its start, not its end
+					q.Since = q.Since.Truncate(24 * time.Hour)
 				}
 			}
 			if until != "" {
@@ -189,15 +191,4 @@ Costs no quota.`,
 	f.BoolVar(&regionColumn, "region-column", false, "CSV: add a region column (needed to put several regions in one file)")
 	f.BoolVar(&safe, "spreadsheet-safe", false, "CSV: prefix cells starting with = + - @ tab or CR with ' (OWASP CSV injection; see --help)")
 	return cmd
-}
-
-// parseSince reads --since: RFC 3339, or a date (UTC) meaning its start.
-func parseSince(s string) (time.Time, error) {
-	if t, err := time.Parse(time.RFC3339, s); err == nil {
-		return t.UTC(), nil
-	}
-	if d, err := time.Parse(time.DateOnly, s); err == nil {
-		return d, nil
-	}
-	return time.Time{}, fmt.Errorf("want an RFC 3339 time (2026-03-02T08:00:00Z) or a date (2026-03-02)")
 }

@@ -123,8 +123,7 @@ project) is counted. Stops at the first denial and exits 75.`,
 				return err
 			}
 			n, err := a.engine().Charge(cmd.Context(), method, count)
-			var stop *fetch.StopError
-			if errors.As(err, &stop) {
+			if errors.As(err, new(*fetch.StopError)) {
 				fmt.Fprintf(a.stdout, "charged %d of %d %s calls\n", n, count, method)
 			}
 			if err != nil {

@@ -116,8 +116,7 @@ func formatUnits(units map[string]int64, unmetered int) string {
 // not exist yet is nil, noted on stderr (the command prints nothing found).
 func (a *app) openReadStore(ctx context.Context) (store.Backend, error) {
 	st, err := a.engine().OpenStore(ctx, true)
-	var nd *store.NoDatabaseError
-	if errors.As(err, &nd) {
+	if nd := (*store.NoDatabaseError)(nil); errors.As(err, &nd) {
 		fmt.Fprintf(a.stderr, "note: no database at %s yet: nothing recorded; `trendfetch run` creates it\n", nd.Path)
 		return nil, nil
 	}

@@ -193,7 +193,16 @@ func (a *app) loadConfig() error {
 	}
 	a.configFile = used
 	a.logFormat = cfg.Log.Format
-	a.registerSecrets(cfg)
+	// The configured secrets readable now (an unreadable key is the command's error).
+	for _, cr := range cfg.Credentials {
+		if k, err := cr.APIKey(a.lookupEnv); err == nil {
+			a.secrets.Add(k)
+		}
+	}
+	a.secrets.Add(secret.URLSecrets(cfg.Quota.Redis.URL)...)
+	a.secrets.Add(engine.DatabaseSecrets(cfg.Database)...)
+	a.secrets.Add(cfg.Quota.Redis.Sentinel.Password)
+	a.secrets.Add(checkin.Secrets(cfg.Runs.CheckinURL)...)
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
@@ -205,20 +214,6 @@ func (a *app) loadConfig() error {
 		}
 	}
 	return nil
-}
-
-// registerSecrets adds the configured secrets readable now to a.secrets
-// (an unreadable key is reported by the command that needs it).
-func (a *app) registerSecrets(cfg *config.Config) {
-	for _, cr := range cfg.Credentials {
-		if k, err := cr.APIKey(a.lookupEnv); err == nil {
-			a.secrets.Add(k)
-		}
-	}
-	a.secrets.Add(secret.URLSecrets(cfg.Quota.Redis.URL)...)
-	a.secrets.Add(engine.DatabaseSecrets(cfg.Database)...)
-	a.secrets.Add(cfg.Quota.Redis.Sentinel.Password)
-	a.secrets.Add(checkin.Secrets(cfg.Runs.CheckinURL)...)
 }
 
 // newLogger writes JSON to w, or the console format (jsonLogs), coloured

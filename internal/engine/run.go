@@ -177,14 +177,11 @@ func (r *Runner) RunRegions(ctx context.Context, list []string) error {
 	for i, region := range list {
 		fr.Backlog.Hold = i < len(list)-1
 		_, err := r.run(ctx, &fr, region, r.e.cfg.Runs.MetricsTextfile)
-		var (
-			stop *fetch.StopError
-			ce   *fetch.CredentialError
-		)
+		var stop *fetch.StopError
 		switch {
 		case err == nil:
 			continue
-		case errors.As(err, &stop), errors.As(err, &ce), ctx.Err() != nil:
+		case errors.As(err, &stop), errors.As(err, new(*fetch.CredentialError)), ctx.Err() != nil:
 			if rest := list[i+1:]; len(rest) > 0 {
 				r.e.log.Warn().Strs("skipped", rest).Msg("remaining regions not run")
 			}
@@ -204,14 +201,10 @@ func (r *Runner) RunRegions(ctx context.Context, list []string) error {
 func (r *Runner) RunOne(ctx context.Context, region string) (store.Run, error) {
 	r.e.applyRetention(ctx, r.store)
 	run, err := r.run(ctx, r.fetch, region, "")
-	var (
-		stop *fetch.StopError
-		held *quota.LeaseHeldError
-	)
 	switch {
-	case err == nil || run.ID != 0 || ctx.Err() != nil || errors.As(err, &stop):
+	case err == nil || run.ID != 0 || ctx.Err() != nil || errors.As(err, new(*fetch.StopError)):
 		// The runner logged the run (once, at warn level for a denial).
-	case errors.As(err, &held):
+	case errors.As(err, new(*quota.LeaseHeldError)):
 		// Another process (a cron line, another host) runs the region.
 		r.e.log.Warn().Err(err).Str("region", region).Msg("region is running elsewhere: tick skipped")
 	default:
@@ -320,10 +313,7 @@ func (r *Runner) Schedule(ctx context.Context, srv Servers) error {
 		Concurrency: cfg.Schedule.Concurrency,
 		Grace:       cfg.Schedule.Grace.Std(),
 		Log:         r.e.log,
-		Fatal: func(err error) bool {
-			var ce *fetch.CredentialError
-			return errors.As(err, &ce)
-		},
+		Fatal:       func(err error) bool { return errors.As(err, new(*fetch.CredentialError)) },
 	})
 	if err != nil {
 		return err
@@ -365,8 +355,7 @@ func (e *Engine) credentialNames() []string {
 // attention more than a skipped one.
 func joinFailures(errs []error) error {
 	for _, err := range errs {
-		var held *quota.LeaseHeldError
-		if !errors.As(err, &held) {
+		if !errors.As(err, new(*quota.LeaseHeldError)) {
 			if len(errs) == 1 {
 				return err
 			}
