@@ -24,8 +24,7 @@ func newSearchCmd(a *app) *cobra.Command {
 ranked with bm25 (title weighted highest). Words are ANDed; "quoted phrases"
 match exactly; a trailing * matches a prefix (e.g. trail*); a OR b matches
 either; a leading - excludes a word or phrase (e.g. lofi -live). Japanese,
-Chinese, Korean and Thai match as substrings of titles and channel titles.
-No API call is made.`,
+Chinese, Korean and Thai match as substrings of titles and channel titles.`,
 		Example: "  trendfetch search \"bruno mars\"\n  trendfetch search 'official \"music video\"' --region US --limit 5 --json",
 		Args:    cobra.MinimumNArgs(1),
 		PreRunE: a.withConfig,

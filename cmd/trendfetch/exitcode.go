@@ -119,14 +119,11 @@ func flagError(c *cobra.Command, err error) error {
 func argsAreUsage(c *cobra.Command) {
 	if validate := c.Args; validate != nil {
 		c.Args = func(cmd *cobra.Command, args []string) error {
-			if err := validate(cmd, args); err != nil {
-				var ue *usageError
-				if errors.As(err, &ue) {
-					return err
-				}
-				return &usageError{Err: err, Hint: cmd.CommandPath() + " --help"}
+			err := validate(cmd, args)
+			if err == nil || is[*usageError](err) {
+				return err
 			}
-			return nil
+			return &usageError{Err: err, Hint: cmd.CommandPath() + " --help"}
 		}
 	}
 	for _, sub := range c.Commands() {

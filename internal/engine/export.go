@@ -151,7 +151,7 @@ func (x *sinks) writer(region string, at time.Time) (store.ExportWriter, error) 
 	if x.last != nil && x.last.path == path {
 		return x.last.w, nil
 	}
-	if s := x.open[path]; s != nil {
+	if x.open[path] != nil {
 		return nil, fmt.Errorf("cannot export: rows of %s came after another output's (out of order)", path)
 	}
 	if x.last != nil {
@@ -161,13 +161,13 @@ func (x *sinks) writer(region string, at time.Time) (store.ExportWriter, error) 
 	}
 	s := &sink{path: path}
 	out := x.stdout
+	var err error
 	if path != "" {
 		if x.dir != "" {
 			if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 				return nil, err
 			}
 		}
-		var err error
 		if s.f, s.inPlace, err = createOutput(path); err != nil {
 			return nil, &OutputError{Path: path, Err: err}
 		}
@@ -175,13 +175,11 @@ func (x *sinks) writer(region string, at time.Time) (store.ExportWriter, error) 
 		x.open[path] = s // abort removes it from here on
 	}
 	s.bw = bufio.NewWriterSize(out, 256<<10)
-	w, err := store.NewExportWriter(s.bw, x.format)
-	if err != nil {
+	if s.w, err = store.NewExportWriter(s.bw, x.format); err != nil {
 		return nil, err
 	}
-	s.w = w
 	x.open[path], x.last = s, s
-	return w, nil
+	return s.w, nil
 }
 
 // finish flushes s and closes its file (renamed later by commit), letting

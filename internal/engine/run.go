@@ -122,12 +122,10 @@ func (e *capturedError) Error() string {
 		e.region, e.host, e.at.In(e.loc).Format(layout), e.run, e.from.In(e.loc).Format(layout), e.to.In(e.loc).Format(layout))
 }
 
-// capturedElsewhere is the once-per-tick check of hosts that run one
-// schedule for redundancy (fetch.Runner.Skip, docs/design.md §10a): a
-// *capturedError when another host's run of region that started in the
-// region's current slot succeeded (success or success_unmetered). Nil with
-// Force, for a region outside the schedule, and when the runs cannot be
-// read (logged; the run goes on).
+// capturedElsewhere is fetch.Runner.Skip, the once-per-tick check of hosts
+// running one schedule (docs/design.md §10a): a *capturedError when another
+// host's successful run of region started in its current slot. Nil with
+// Force, outside the schedule, or when the runs cannot be read (logged).
 func (r *Runner) capturedElsewhere(ctx context.Context, region string) error {
 	sch := r.slots[region]
 	if r.Force || sch == nil {

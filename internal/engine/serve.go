@@ -67,13 +67,10 @@ func ListenMetrics(addr string) (net.Listener, error) {
 	return ln, nil
 }
 
-// Serve serves the read API and dashboard on ln until ctx is done, then
-// shuts down within 10s; it tells systemd it is ready (Type=notify). It
-// reads the store and the quota backend read-only (not at all when the
-// embedded one does not exist yet) and limits clients by serve.rate_limit;
-// token is the bearer token ("" = none); m, when set, is the scheduler's
-// metrics, else a fresh registry's quota collectors are served. Errors: no
-// database yet (a usage error), what cannot be opened, the listener failing.
+// Serve serves the read API and dashboard on ln, with bearer token ("" =
+// none) and m's metrics (nil: a fresh registry's), until ctx is done, then
+// shuts down within 10s. It only reads the store and the quota backend.
+// Errors: no database yet (a usage error), what cannot be opened, the listener.
 func (e *Engine) Serve(ctx context.Context, ln net.Listener, token string, m *metrics.Metrics) error {
 	st, err := e.OpenStore(ctx, true)
 	if nd := (*store.NoDatabaseError)(nil); errors.As(err, &nd) {
