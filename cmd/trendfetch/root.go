@@ -50,10 +50,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer signal.Stop(sigs)
 	go func() {
-		s, ok := <-sigs
-		if !ok {
-			return
-		}
+		s := <-sigs // never closed: signal.Stop only stops delivery
 		cancel(&signalError{sig: s})
 		s = <-sigs
 		// The config may still be loading: reported as before it loaded.

@@ -9,18 +9,15 @@ import (
 	"github.com/trendfetch/trendfetch/internal/exitcode"
 )
 
-// Crontab is what the crontab lines of one configuration need: the
-// header's Title and further Comments (warnings about the environment);
-// this trendfetch (absolute) and its flags (Args), NAME=value settings
-// without a flag (Env); the absolute directory of the per-region logs
-// (LogDir/REGION.log); the schedule's TimeZone ("" = the system's); the
-// regions in stagger order (Jobs).
+// Crontab is what the crontab lines of one configuration need.
 type Crontab struct {
-	Title            string
-	Comments         []string
-	Args, Env        []string
-	LogDir, TimeZone string
-	Jobs             []Job
+	Title    string   // the header's first line
+	Comments []string // further header lines (warnings about the environment)
+	Args     []string // this trendfetch (absolute) and its flags
+	Env      []string // NAME=value settings without a flag
+	LogDir   string   // the absolute directory of the per-region logs (LogDir/REGION.log)
+	TimeZone string   // the schedule's ("" = the system's)
+	Jobs     []Job    // the regions in stagger order
 }
 
 // Render writes the header and one crontab line per region, appending

@@ -65,25 +65,22 @@ type Timer struct {
 }
 
 // Units is what the systemd units of one configuration need; paths are
-// absolute, as the caller sees them. Title is the header's first line,
-// Comments further ones. Binary is this trendfetch, Config the config file
-// ("" = none), Database the SQLite database ("" = StateDir/trendfetch.db;
-// unused when Postgres, whose --database, if any, is in Flags), QuotaDB the
-// embedded quota backend's file when not quota.db beside Database. Flags
-// are further flags (--credential ...), Env NAME=value settings without a
-// flag (QuotaDB replaces TRENDFETCH_QUOTA_DB's). KeyCredential is the
-// systemd credential holding the API key; Credentials are further ones
-// loaded from EtcDir/NAME (secrets the caller's environment gave).
-// SecretFiles are the files the service reads secrets from;
-// MetricsTextfile is runs.metrics_textfile ("" = off); Timers are the
-// regions in stagger order.
+// absolute, as the caller sees them.
 type Units struct {
-	Title, Binary, Config, Database, QuotaDB string
-	Postgres                                 bool
-	Flags, Env, Credentials, SecretFiles     []string
-	KeyCredential, MetricsTextfile           string
-	Comments                                 []string
-	Timers                                   []Timer
+	Title           string   // the header's first line
+	Comments        []string // further header lines
+	Binary          string   // this trendfetch
+	Config          string   // the config file ("" = none)
+	Database        string   // the SQLite database ("" = StateDir/trendfetch.db; unused when Postgres)
+	Postgres        bool     // the database is PostgreSQL: its --database, if any, is in Flags
+	QuotaDB         string   // the embedded quota backend's file when not quota.db beside Database
+	Flags           []string // further flags (--credential ...)
+	Env             []string // NAME=value settings without a flag (QuotaDB replaces TRENDFETCH_QUOTA_DB's)
+	KeyCredential   string   // the systemd credential holding the API key
+	Credentials     []string // further ones, loaded from EtcDir/NAME (secrets the caller's environment gave)
+	SecretFiles     []string // the files the service reads secrets from
+	MetricsTextfile string   // runs.metrics_textfile ("" = off)
+	Timers          []Timer  // the regions in stagger order
 }
 
 // Render writes the header and, per region, trendfetch-REGION.service and

@@ -13,21 +13,16 @@ import (
 	"github.com/trendfetch/trendfetch/internal/store"
 )
 
-// Export is one export: Query selects the captures (Export sets its
-// GroupBy), written in Format to Dir (one file per region under the
-// datasets' names, or with Partition "region" and/or "date" hive-style
-// directories), else to File, else to Stdout. OneRegion refuses a second
-// region (one CSV without a region column); Row, when set, is called
-// before each row (progress).
+// Export is one export, written in Format to Dir, else File, else Stdout.
 type Export struct {
-	Query     store.ExportQuery
+	Query     store.ExportQuery // the captures (Export sets its GroupBy)
 	Format    store.ExportFormat
-	Dir       string
-	Partition []string
+	Dir       string   // one file per region under the datasets' names, or Partition's directories
+	Partition []string // "region" and/or "date": hive-style directories under Dir
 	File      string
 	Stdout    io.Writer
-	OneRegion bool
-	Row       func()
+	OneRegion bool   // refuse a second region (one CSV without a region column)
+	Row       func() // when set, called before each row (progress)
 }
 
 // OutputError is an output of Export that cannot be created (a directory
