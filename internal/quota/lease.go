@@ -36,7 +36,7 @@ type leaseLocker interface {
 	BreakLease(ctx context.Context, id leaseID, holder string) (bool, error)
 }
 
-// leaseID names the run lease of (credential, region); region has no ':'.
+// leaseID names the run lease of (credential, region without ':').
 type leaseID struct{ credential, region string }
 
 // leaseHolderOf returns the holder of a token: the text after the first
@@ -192,9 +192,8 @@ func acquireLease(ctx context.Context, locker leaseLocker, credential, region st
 	return lease, nil
 }
 
-// renew extends the lease every l.every until Release; acquired is the
-// local time just before TryLock. The lease is lost when a renewal answers
-// false, or when renewals fail until the lease may have expired.
+// renew extends the lease every l.every from acquired (just before TryLock)
+// until Release; lost when a renewal answers false or fails until it may have expired.
 func (l *runLease) renew(acquired time.Time) {
 	defer close(l.done)
 	if l.every <= 0 {
@@ -260,10 +259,7 @@ func (l *runLease) Release(ctx context.Context) error {
 	return l.releaseErr
 }
 
-// The holder of a run lease, stored as JSON, and the rule that makes it
-// stale (restic's rule; docs/quota.md, "Run leases").
-
-// leaseHolder identifies the process that holds a run lease: its host, pid,
+// leaseHolder, stored as JSON (docs/quota.md, "Run leases"), identifies the process that holds a run lease: its host, pid,
 // boot id, PID namespace and start (clock ticks after boot; "" and 0 when
 // unknown), and when it asked (for people only: the wall clock steps).
 type leaseHolder struct {
@@ -275,8 +271,7 @@ type leaseHolder struct {
 	Since      time.Time `json:"since"`
 }
 
-// thisHolder returns the stored holder description of this process asking
-// for a lease at since.
+// thisHolder returns the stored holder of this process asking at since.
 func thisHolder(since time.Time) string {
 	host, _ := os.Hostname()
 	h := leaseHolder{Host: cmp.Or(host, "unknown-host"), PID: os.Getpid(), BootID: proc.BootID(), PIDNS: proc.PIDNamespace(),
@@ -304,9 +299,8 @@ func describeHolder(desc string) string {
 	return fmt.Sprintf("%s pid %d since %s", h.Host, h.PID, h.Since.UTC().Format(time.RFC3339))
 }
 
-// staleHolder is the stale rule: desc names a process of this host, boot and
-// PID namespace, not this one, that is gone (proc.Gone). Anything it cannot
-// tell is not stale.
+// staleHolder is restic's stale rule: desc names a process of this host, boot
+// and PID namespace, not this one, that is gone (proc.Gone); unsure: not stale.
 func staleHolder(desc string) bool {
 	h, ok := parseHolder(desc)
 	if !ok {

@@ -97,11 +97,9 @@ func clockStepWait(newestUS, nowUS int64) (wait, behind time.Duration) {
 	return time.Duration(back-tol) * time.Microsecond, time.Duration(back) * time.Microsecond
 }
 
-// BucketStatus is the read-only state of one bucket: the units Used and the
-// Entries in the current window (Remaining = Limit - Used, >= 0), its Oldest
-// stamp (zero if none), the waits until a cost-1 call and a MaxCost call
-// (the largest configured cost in the bucket) fit (0: now), and the units
-// UsedToday since the last Pacific midnight.
+// BucketStatus is one bucket's state: units Used and Entries in the window (Remaining = Limit - Used,
+// >= 0), its Oldest stamp (zero: none), the waits until a cost-1 call and a MaxCost call (the largest
+// configured cost in the bucket) fit (0: now), and the units UsedToday since the last Pacific midnight.
 type BucketStatus struct {
 	Bucket
 	Used, Remaining, Entries int64

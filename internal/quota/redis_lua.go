@@ -51,10 +51,9 @@ func redisWindowUS(b Bucket) int64 {
 	return b.Window.Microseconds()
 }
 
-// redisMidnightTable returns the Pacific midnights starting the day before
-// now's Pacific date, that date and the two days after (Unix µs): the
-// scripts pick the day of Redis TIME, so a client clock up to a day off does
-// not matter. Computed once per day (time.Date in a location costs ~1µs).
+// redisMidnightTable returns the Pacific midnights (Unix µs) from the day
+// before now's Pacific date to two days after: the scripts pick Redis TIME's
+// day, so a client clock up to a day off does not matter. Cached per day.
 func redisMidnightTable(now time.Time) []int64 {
 	us := now.UnixMicro()
 	if t := midnightCache.Load(); t != nil && us >= t[1] && us < t[2] {
@@ -69,7 +68,6 @@ func redisMidnightTable(now time.Time) []int64 {
 	return t[:]
 }
 
-// midnightCache holds the last midnight table (see redisMidnightTable).
 var midnightCache atomic.Pointer[[4]int64]
 
 // redisOnceScript is a script that must not run twice for one call (reserve,
@@ -80,8 +78,7 @@ type redisOnceScript struct {
 	src string
 }
 
-// redisResendPause is how long RunOnce waits before sending a command that
-// did not run again (time for a failover client to find the new master).
+// redisResendPause is RunOnce's wait before resending (a failover client finds the new master).
 const redisResendPause = 25 * time.Millisecond
 
 func newRedisOnceScript(src string) redisOnceScript {
@@ -177,8 +174,7 @@ func (r *redisBackend) Reserve(ctx context.Context, credential, site string, cha
 		defer conn.Close()
 		runner = conn
 	}
-	// The reply (lua/reserve.lua): allowed, now, denied, retry_us, exhausted,
-	// per bucket left, at, then by_site.
+	// Reply: allowed, now, denied, retry_us, exhausted, per bucket left, at, then by_site.
 	v, err := redisReserveScript.RunOnce(ctx, runner, keys, args...).Int64Slice()
 	if err == nil && len(v) != 6+2*len(charges) {
 		err = fmt.Errorf("unexpected reply of %d values", len(v))
@@ -186,25 +182,19 @@ func (r *redisBackend) Reserve(ctx context.Context, credential, site string, cha
 	if err != nil {
 		return Decision{}, r.fail("reserve", credential, err)
 	}
-	allowed, now, denied, retryUS, exhausted := v[0] == 1, v[1], v[2], v[3], v[4]
-	d := Decision{
-		Allowed:    allowed,
-		Now:        time.UnixMicro(now),
-		RetryAfter: time.Duration(retryUS) * time.Microsecond,
-		Remaining:  make(map[string]int64, len(charges)),
-	}
-	if denied > 0 {
+	d := Decision{Allowed: v[0] == 1, Now: time.UnixMicro(v[1]), RetryAfter: time.Duration(v[3]) * time.Microsecond,
+		Remaining: make(map[string]int64, len(charges))}
+	if denied := v[2]; denied > 0 {
 		d.DeniedBucket = charges[denied-1].Name
 	}
-	if exhausted > 0 {
+	if exhausted := v[4]; exhausted > 0 {
 		d.Exhausted, d.ExhaustedUntil, d.SiteExhausted = true, time.UnixMicro(exhausted), v[len(v)-1] == 1
 	}
 	for i, c := range charges {
-		left, at := v[5+2*i], v[6+2*i]
-		d.Remaining[c.Name] = left
-		if allowed {
+		d.Remaining[c.Name] = v[5+2*i] // left
+		if d.Allowed {
 			d.Remaining[c.Name] -= c.Units
-			d.Reservation.entries = append(d.Reservation.entries, reservedEntry{bucket: c.Bucket, units: c.Units, at: at})
+			d.Reservation.entries = append(d.Reservation.entries, reservedEntry{bucket: c.Bucket, units: c.Units, at: v[6+2*i]})
 		}
 	}
 	if d.Allowed && conn != nil {
@@ -229,8 +219,7 @@ func (r *redisBackend) Status(ctx context.Context, credential string, buckets []
 		args = append(args, b.Limit, redisWindowUS(b), max(maxCost[b.Name], 1))
 	}
 	args = r.withMidnights(args)
-	// The reply (lua/status.lua): now, per bucket used, entries, oldest,
-	// retry_1, retry_max, today, then each mark's field and value.
+	// Reply: now, per bucket used, entries, oldest, retry_1, retry_max, today, then marks' field, value.
 	reply, err := redisStatusScript.Run(ctx, r.client, keys, args...).Slice()
 	n := 1 + 6*len(buckets)
 	if err == nil && (len(reply) < n || (len(reply)-n)%2 != 0) {

@@ -59,10 +59,12 @@ func launch(tb testing.TB, mk func(dir string) *Server) *Server {
 	tb.Helper()
 	var err error
 	for attempt := 0; attempt < 10; attempt++ {
-		port, perr := freePort()
-		if perr != nil {
-			tb.Fatalf("redistest: cannot find a free port: %v", perr)
+		l, lerr := net.Listen("tcp", "127.0.0.1:0")
+		if lerr != nil {
+			tb.Fatalf("redistest: cannot find a free port: %v", lerr)
 		}
+		port := l.Addr().(*net.TCPAddr).Port
+		l.Close()
 		dir := tb.TempDir()
 		s := mk(dir)
 		s.tb, s.dir, s.Port, s.Addr = tb, dir, port, "127.0.0.1:"+strconv.Itoa(port)
@@ -118,15 +120,13 @@ func (s *Server) Restart() {
 	s.Kill()
 	var err error
 	for attempt := 0; attempt < 20; attempt++ {
-		// Another test's process may have taken the port: its PING would pass for ours.
+		// The dying process, or another test's (whose PING would pass for ours), may hold the port.
 		var l net.Listener
-		if l, err = net.Listen("tcp", s.Addr); err != nil {
-			time.Sleep(50 * time.Millisecond) // port still held by the dying process, or taken
-			continue
-		}
-		l.Close()
-		if err = s.start(); err == nil {
-			return
+		if l, err = net.Listen("tcp", s.Addr); err == nil {
+			l.Close()
+			if err = s.start(); err == nil {
+				return
+			}
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -209,16 +209,6 @@ func ping(addr string) bool {
 	}
 	line, err := bufio.NewReader(c).ReadString('\n')
 	return err == nil && (strings.HasPrefix(line, "+PONG") || strings.HasPrefix(line, "-NOAUTH"))
-}
-
-// freePort returns a free loopback TCP port.
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 // lookPath finds the binary name, skipping the test (failing it under CI=true) when it is missing.
