@@ -8,10 +8,9 @@ import (
 // The decision of the embedded backends (SQLite and memory); Redis decides
 // the same way in lua/reserve.lua.
 
-// logWindow is what a decision needs to know of one bucket's log at now:
-// the units and entries of the window (stamps > windowCutoffUS), its oldest
-// stamp and the log's newest (Unix µs, 0: none), and freeing(need), the
-// stamp of the window's entry whose leaving frees need units (0 < need <= used).
+// logWindow is one bucket's log at now: units and entries of the window (stamps > windowCutoffUS),
+// its oldest stamp and the log's newest (Unix µs, 0: none), and freeing(need), the stamp of the
+// window's entry whose leaving frees need units (0 < need <= used).
 type logWindow struct {
 	used, entries, oldest, newest int64
 	freeing                       func(need int64) (int64, error)
@@ -53,12 +52,10 @@ func (w logWindow) retryAfter(b Bucket, units, nowUS int64) (time.Duration, erro
 	return time.Duration(ts+ceilTo(b.Window, time.Microsecond)-nowUS) * time.Microsecond, nil
 }
 
-// decide admits a call of charges when every charge fits its bucket's window
-// and neither the credential (credUS) nor the call site (siteUS) is marked
-// until after nowUS (Unix µs; 0: no mark), and no bucket's newest entry is
-// more than ClockStepTolerance ahead. On denial RetryAfter is the largest
-// wait and DeniedBucket the first bucket with it ("" when a mark decides).
-// The caller records the entries (stamped no earlier than newest).
+// decide admits charges when each fits its bucket's window, neither the credential (credUS) nor
+// the call site (siteUS) is marked until after nowUS (Unix µs; 0: none), and no bucket's newest
+// entry is over ClockStepTolerance ahead. On denial RetryAfter is the largest wait, DeniedBucket
+// the first bucket with it ("": a mark). The caller records entries, stamped >= newest.
 func decide(charges []bucketCharge, logs []logWindow, nowUS, credUS, siteUS int64) (Decision, error) {
 	d := Decision{Now: time.UnixMicro(nowUS), Remaining: make(map[string]int64, len(charges))}
 	if exhaustedUS := max(credUS, siteUS); exhaustedUS > nowUS {

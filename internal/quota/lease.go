@@ -56,9 +56,8 @@ func (l *Limiter) leases() (leaseLocker, error) {
 	return nil, fmt.Errorf("quota: backend %s does not support run leases", l.backend.Name())
 }
 
-// LeaseInfo is one held (unexpired) run lease: its Holder for people, e.g.
-// "host-a pid 123 since 2026-11-23T07:00:00Z", and the time Remaining until
-// it expires unless renewed (0 if unknown).
+// LeaseInfo is one unexpired run lease: its Holder for people, e.g. "host-a pid 123 since
+// 2026-11-23T07:00:00Z", and the time Remaining until it expires unless renewed (0: unknown).
 type LeaseInfo struct {
 	Credential, Region, Holder string
 	stored                     string // the holder as stored, which BreakLease matches
@@ -259,9 +258,9 @@ func (l *runLease) Release(ctx context.Context) error {
 	return l.releaseErr
 }
 
-// leaseHolder, stored as JSON (docs/quota.md, "Run leases"), identifies the process that holds a run lease: its host, pid,
-// boot id, PID namespace and start (clock ticks after boot; "" and 0 when
-// unknown), and when it asked (for people only: the wall clock steps).
+// leaseHolder, stored as JSON (docs/quota.md, "Run leases"), identifies the
+// process holding a run lease: host, pid, boot id, PID namespace and start (clock
+// ticks after boot; "" and 0: unknown), and when it asked (for people only: clocks step).
 type leaseHolder struct {
 	Host       string    `json:"host"`
 	PID        int       `json:"pid"`

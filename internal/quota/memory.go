@@ -9,9 +9,8 @@ import (
 	"time"
 )
 
-// memoryBackend is a Backend in one process's memory (serve's per-client log
-// limiter of one instance), deciding with decide on the local clock
-// (docs/quota.md, "Data layout").
+// memoryBackend is a Backend in one process's memory (serve's per-client limiter of one
+// instance), deciding with decide on the local clock (docs/quota.md, "Data layout").
 type memoryBackend struct {
 	mu      sync.Mutex
 	clock   func() time.Time
