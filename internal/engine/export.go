@@ -107,18 +107,6 @@ type sink struct {
 	w       store.ExportWriter
 }
 
-// datasetFile is the file name of region's rows: USvideos.csv
-// (youtube-new), US_youtube_trending_data.csv (trending-daily), US.jsonl.
-func datasetFile(f store.ExportFormat, region string) string {
-	switch {
-	case f.Format != "csv":
-		return region + "." + f.Format
-	case f.Layout == store.LayoutTrendingDaily:
-		return region + "_youtube_trending_data.csv"
-	}
-	return region + "videos.csv"
-}
-
 // path returns the output file of a row of region captured at (UTC) day.
 func (x *sinks) path(region, day string) string {
 	switch {
@@ -132,8 +120,12 @@ func (x *sinks) path(region, day string) string {
 			}
 		}
 		return filepath.Join(append(parts, "part-0."+x.format.Format)...)
+	case x.dir != "" && x.format.Format != "csv": // the datasets' names: US.jsonl, USvideos.csv, ...
+		return filepath.Join(x.dir, region+"."+x.format.Format)
+	case x.dir != "" && x.format.Layout == store.LayoutTrendingDaily:
+		return filepath.Join(x.dir, region+"_youtube_trending_data.csv")
 	case x.dir != "":
-		return filepath.Join(x.dir, datasetFile(x.format, region))
+		return filepath.Join(x.dir, region+"videos.csv")
 	}
 	return x.file
 }

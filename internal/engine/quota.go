@@ -119,8 +119,10 @@ type CheckBucket struct {
 }
 
 // Check answers whether count calls of method fit the configured
-// credential's buckets now, and if not when, from the limiter's Status;
-// it reserves nothing. Errors: StatusError's.
+// credential's buckets now, and if not the earliest and latest time, from
+// the limiter's Status: exact when it knows (one call of cost 1, one of the
+// largest cost, a calendar bucket, an upstream mark). It reserves nothing.
+// Errors: StatusError's.
 func (e *Engine) Check(ctx context.Context, method string, count int64) (CheckResult, error) {
 	st, err := e.QuotaStatus(ctx, e.cfg.Credential)
 	if err == nil {
@@ -129,18 +131,8 @@ func (e *Engine) Check(ctx context.Context, method string, count int64) (CheckRe
 	if err != nil {
 		return CheckResult{}, err
 	}
-	out := checkCalls(st, method, e.cfg.Quota.Costs[method], count)
-	out.Credential, out.Method = e.cfg.Credential, method
-	return out, nil
-}
-
-// checkCalls answers whether count calls of method charging charges
-// (bucket: units per call) fit st now, and if not the earliest and latest
-// time: exact when the status knows (one call of cost 1, one of the
-// largest cost, a calendar bucket, an upstream mark).
-func checkCalls(st quota.Status, method string, charges map[string]int64, count int64) CheckResult {
-	now := st.Now
-	out := CheckResult{Count: count, Fits: true}
+	now, charges := st.Now, e.cfg.Quota.Costs[method] // bucket: units per call
+	out := CheckResult{Credential: e.cfg.Credential, Method: method, Count: count, Fits: true}
 	var at, by time.Time
 	later := func(t *time.Time, v time.Time) {
 		if v.After(*t) {
@@ -191,14 +183,14 @@ func checkCalls(st quota.Status, method string, charges map[string]int64, count 
 	}
 	if never {
 		out.Fits = false
-		return out
+		return out, nil
 	}
 	if !out.Fits {
 		// Whole seconds, rounded up: never early.
 		at, by = ceilSecond(at), ceilSecond(by)
 		out.FitsAt, out.FitsBy = &at, &by
 	}
-	return out
+	return out, nil
 }
 
 // ceilSecond is t in UTC rounded up to a whole second.
