@@ -118,13 +118,7 @@ func (a *app) reportError(err error, code int) {
 // jsonLogs reports whether log lines are JSON: log.format json, or auto
 // with stderr not a terminal (tty). The one place the format is decided.
 func jsonLogs(format string, tty bool) bool {
-	switch format {
-	case "json":
-		return true
-	case "console":
-		return false
-	}
-	return !tty
+	return format == "json" || format != "console" && !tty
 }
 
 // app holds what every command of one process (or test) shares.

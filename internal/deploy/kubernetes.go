@@ -29,16 +29,15 @@ var SecretKeys = []struct {
 	{config.Lookup("runs.checkin_url").Env, "checkin-url", true},
 }
 
-// CronJobs is what the Kubernetes CronJobs of one configuration need: the
-// header's Title, the container Image whose PATH holds trendfetch, the
-// variable the credential reads its API key from (KeyEnv), further Flags
-// (--credential ...), the schedule's IANA TimeZone, the interval between
-// two runs of a region (Every) and the regions in stagger order (Jobs).
+// CronJobs is what the Kubernetes CronJobs of one configuration need.
 type CronJobs struct {
-	Title, Image, KeyEnv, TimeZone string
-	Flags                          []string
-	Every                          time.Duration
-	Jobs                           []Job
+	Title    string        // the header's first line
+	Image    string        // the container image whose PATH holds trendfetch
+	KeyEnv   string        // the variable the credential reads its API key from
+	TimeZone string        // the schedule's IANA time zone
+	Flags    []string      // further flags (--credential ...)
+	Every    time.Duration // the interval between two runs of a region
+	Jobs     []Job         // the regions in stagger order
 }
 
 // Job is one region's CronJob: Schedule is five crontab fields.

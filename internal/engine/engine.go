@@ -132,9 +132,8 @@ func (e *Engine) CopyFrom(ctx context.Context, path string) ([]store.Copied, err
 	if store.IsPostgresURL(path) { // not echoed: it may hold a password
 		return nil, &SettingError{Setting: "--from", Err: errors.New("copy reads a SQLite file, not a PostgreSQL URL")}
 	}
-	var none *store.NoDatabaseError
 	src, err := store.OpenReadOnly(ctx, path)
-	if errors.As(err, &none) {
+	if errors.As(err, new(*store.NoDatabaseError)) {
 		return nil, &SettingError{Setting: "--from " + path, Err: errors.New("no trendfetch SQLite database there: give the path of its file (trendfetch.db)")}
 	} else if err != nil {
 		return nil, err
