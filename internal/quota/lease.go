@@ -116,8 +116,7 @@ var errLeaseLost = errors.New("quota: run lease lost")
 type runLease struct {
 	locker     leaseLocker
 	id         leaseID
-	token      string
-	owner      string
+	token      string // "<random id> <holder>"
 	ttl, every time.Duration
 	tookOver   string // the stale holder this lease replaced ("" if none)
 
@@ -166,7 +165,6 @@ func acquireLease(ctx context.Context, locker leaseLocker, credential, region st
 		locker: locker,
 		id:     leaseID{credential, region},
 		token:  hex.EncodeToString(id[:]) + " " + holder,
-		owner:  holder,
 		ttl:    ttl,
 		every:  every,
 		done:   make(chan struct{}),

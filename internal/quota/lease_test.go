@@ -24,7 +24,7 @@ import (
 
 // leaseLimiter wraps b in a Limiter with one bucket (leases need no buckets).
 // Holder returns this holder's description, as others see it.
-func (l *runLease) Holder() string { return describeHolder(l.owner) }
+func (l *runLease) Holder() string { return describeHolder(leaseHolderOf(l.token)) }
 
 func leaseLimiter(t testing.TB, b Backend) *Limiter {
 	t.Helper()

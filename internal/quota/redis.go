@@ -189,19 +189,6 @@ func (r *redisBackend) master(ctx context.Context, credential string) (*redis.Cl
 	return nil, fmt.Errorf("quota: redis needs a Client or ClusterClient, not %T", r.client)
 }
 
-// waitReplicated runs WAIT on conn, which has just admitted a call, and
-// fails (errNotReplicated) unless r.waitReplicas replicas acknowledged it.
-func (r *redisBackend) waitReplicated(ctx context.Context, conn *redis.Conn, credential string) error {
-	got, err := conn.Wait(ctx, r.waitReplicas, r.waitTimeout).Result()
-	if err != nil {
-		return r.fail("reserve", credential, fmt.Errorf("admitted, but WAIT failed (the entry stays): %w", err))
-	}
-	if got < int64(r.waitReplicas) {
-		return r.fail("reserve", credential, fmt.Errorf("%w: admitted, but WAIT confirmed %d of %d replicas within %s (the entry stays)", errNotReplicated, got, r.waitReplicas, r.waitTimeout))
-	}
-	return nil
-}
-
 // scan calls fn with each batch of keys of credential matching pattern
 // (SCAN on the node owning the credential's slot) and that node.
 func (r *redisBackend) scan(ctx context.Context, op, credential, pattern string, fn func(node redis.Cmdable, keys []string) error) error {

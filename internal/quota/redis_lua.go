@@ -197,9 +197,12 @@ func (r *redisBackend) Reserve(ctx context.Context, credential, site string, cha
 			d.Reservation.entries = append(d.Reservation.entries, reservedEntry{bucket: c.Bucket, units: c.Units, at: v[6+2*i]})
 		}
 	}
-	if d.Allowed && conn != nil {
-		if err := r.waitReplicated(ctx, conn, credential); err != nil {
-			return Decision{}, err
+	if d.Allowed && conn != nil { // WAIT on the connection that admitted it
+		switch got, err := conn.Wait(ctx, r.waitReplicas, r.waitTimeout).Result(); {
+		case err != nil:
+			return Decision{}, r.fail("reserve", credential, fmt.Errorf("admitted, but WAIT failed (the entry stays): %w", err))
+		case got < int64(r.waitReplicas):
+			return Decision{}, r.fail("reserve", credential, fmt.Errorf("%w: admitted, but WAIT confirmed %d of %d replicas within %s (the entry stays)", errNotReplicated, got, r.waitReplicas, r.waitTimeout))
 		}
 	}
 	return d, nil
