@@ -283,7 +283,11 @@ func StartSentinel(tb testing.TB, replicas, sentinels int, password, sentinelPas
 	}
 	waitFor(tb, 20*time.Second, "the Sentinels to discover each other and the replicas", func() bool {
 		for _, s := range g.Sentinels {
-			m := g.masterInfo(s)
+			out, err := s.cli("SENTINEL", "MASTER", g.Name)
+			lines, m := strings.Split(strings.TrimSpace(out), "\n"), map[string]string{} // field, value, ...
+			for i := 0; err == nil && i+1 < len(lines); i += 2 {
+				m[strings.TrimSpace(lines[i])] = strings.TrimSpace(lines[i+1])
+			}
 			if m["num-slaves"] != strconv.Itoa(replicas) || m["num-other-sentinels"] != strconv.Itoa(sentinels-1) {
 				return false
 			}
@@ -300,20 +304,6 @@ func (g *Sentinel) Addrs() []string {
 		out[i] = s.Addr
 	}
 	return out
-}
-
-// masterInfo returns SENTINEL MASTER <name> as a field map, or nil.
-func (g *Sentinel) masterInfo(s *Server) map[string]string {
-	out, err := s.cli("SENTINEL", "MASTER", g.Name)
-	if err != nil {
-		return nil
-	}
-	lines := strings.Split(strings.TrimSpace(out), "\n")
-	m := map[string]string{}
-	for i := 0; i+1 < len(lines); i += 2 {
-		m[strings.TrimSpace(lines[i])] = strings.TrimSpace(lines[i+1])
-	}
-	return m
 }
 
 // WaitReplicasOnline waits until n replicas of the master s are online and
