@@ -43,8 +43,7 @@ type Config struct {
 	Serve       Serve         `yaml:"serve"`
 }
 
-// Duration is a duration as the config file and flags take it (package
-// duration).
+// Duration is a duration as the config file and flags take it (package duration).
 type Duration = duration.Duration
 
 // Runs is the `runs` section: the region lease's TTL (docs/design.md §5),
@@ -90,8 +89,7 @@ const (
 	DefaultKeyEnv     = "YOUTUBE_API_KEY"
 )
 
-// defaults is Default before complete: the base the file, environment and
-// flags are applied over.
+// defaults is Default before complete: the base the file, environment and flags apply over.
 func defaults() *Config {
 	run := callsite.RunDefaults()
 	c := &Config{
@@ -145,7 +143,12 @@ func (c *Config) complete() {
 			c.Quota.SQLite.Path = filepath.Join(filepath.Dir(c.Database), "quota.db")
 		}
 	}
-	c.completeIngest()
+	for i, s := range c.Searches {
+		c.Searches[i].MaxPages = cmp.Or(s.MaxPages, 1)
+		if rs, err := regions.ParseList(s.Regions); err == nil {
+			c.Searches[i].Regions = rs
+		}
+	}
 	c.Schedule.complete()
 	c.Serve.complete()
 }
@@ -203,8 +206,7 @@ func (c *Config) Validate() error {
 			return invalid(d.key, d.v.Std(), "must be %s", d.want)
 		}
 	}
-	// Renewals (every third) must survive a slow backend; a crashed run
-	// blocks its region for one TTL.
+	// Renewals (every third) must survive a slow backend; a crashed run blocks its region one TTL.
 	if ttl := c.Runs.LeaseTTL.Std(); ttl < time.Second || ttl > 24*time.Hour {
 		return invalid("runs.lease_ttl", ttl, "must be between 1s and 24h0m0s")
 	}

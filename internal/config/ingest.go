@@ -33,17 +33,6 @@ type Refresh struct {
 	Refresh Duration `yaml:"refresh"`
 }
 
-func (c *Config) completeIngest() {
-	for i, s := range c.Searches {
-		if s.MaxPages == 0 {
-			c.Searches[i].MaxPages = 1
-		}
-		if rs, err := regions.ParseList(s.Regions); err == nil {
-			c.Searches[i].Regions = rs
-		}
-	}
-}
-
 // validateIngest checks chart, searches, channels, categories and retries.
 func (c *Config) validateIngest() error {
 	for region, cats := range c.Chart.Categories {

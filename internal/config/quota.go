@@ -192,8 +192,7 @@ func (c *Config) Limits() ([]quota.Bucket, quota.Costs, error) {
 	switch _, err := quota.New(nil, buckets, costs); {
 	case errors.As(err, &se):
 		setting := "quota." + se.Setting
-		var i int
-		var field string
+		i, field := 0, ""
 		if _, err := fmt.Sscanf(se.Setting, "buckets[%d].%s", &i, &field); err == nil && i < len(bs) {
 			setting = bs.field(i, field)
 		}

@@ -51,15 +51,12 @@ func (c *Config) validateRedis() error {
 		s := Lookup("quota.redis.url")
 		return invalid(s.Env+" / "+s.Secret, "(not shown: it may hold a password)", "%s", p)
 	}
-	for i, a := range r.Cluster {
-		if err := checkHostPort(a); err != nil {
-			return invalid(fmt.Sprintf("quota.redis.cluster[%d]", i), a, "%s", err)
-		}
-	}
 	s := r.Sentinel
-	for i, a := range s.Addrs {
-		if err := checkHostPort(a); err != nil {
-			return invalid(fmt.Sprintf("quota.redis.sentinel.addrs[%d]", i), a, "%s", err)
+	for j, addrs := range [][]string{r.Cluster, s.Addrs} {
+		for i, a := range addrs {
+			if err := checkHostPort(a); err != nil {
+				return invalid(fmt.Sprintf("quota.redis.%s[%d]", []string{"cluster", "sentinel.addrs"}[j], i), a, "%s", err)
+			}
 		}
 	}
 	const auth = "needs quota.redis.sentinel.master and addrs: it authenticates to the Sentinels"

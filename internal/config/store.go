@@ -2,21 +2,15 @@ package config
 
 import "github.com/trendfetch/trendfetch/internal/store"
 
-// StoreSettings configures the database's contents.
+// StoreSettings is the `store` section (docs/design.md §10): the storage policy ("" = store.InForce
+// decides), Retention (> 0: runs and prune delete older captures, samples and unreferenced videos),
+// RefreshPerDay (videos.list.refresh calls per credential a day under the amended policy; 0 = never),
+// URLFile (a file holding a postgres:// URL, which replaces database).
 type StoreSettings struct {
-	// Policy is the storage policy; "" lets store.InForce decide per
-	// database (docs/design.md §10).
-	Policy store.Policy `yaml:"policy"`
-	// Retention > 0: runs and prune also delete captures, samples and
-	// unreferenced videos older than it (0: only the policy deletes).
-	Retention Duration `yaml:"retention"`
-	// RefreshPerDay caps the videos.list.refresh calls (50 ids, 1 unit
-	// each) per credential in 24 hours that refresh old text under the
-	// amended policy (default 20; 0: never, the text is removed).
-	RefreshPerDay int `yaml:"refresh_per_day"`
-	// URLFile names a file holding the PostgreSQL URL (postgres://...),
-	// for a URL with a password: when set, the URL replaces database.
-	URLFile string `yaml:"url_file"`
+	Policy        store.Policy `yaml:"policy"`
+	Retention     Duration     `yaml:"retention"`
+	RefreshPerDay int          `yaml:"refresh_per_day"`
+	URLFile       string       `yaml:"url_file"`
 }
 
 func (s StoreSettings) validate() error {

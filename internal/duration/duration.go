@@ -14,8 +14,7 @@ import (
 	"github.com/trendfetch/trendfetch/internal/termtext"
 )
 
-// Duration is a time.Duration read by Parse from YAML and from flags (it
-// implements pflag.Value).
+// Duration is a time.Duration read by Parse from YAML and flags (pflag.Value).
 type Duration time.Duration
 
 // Parse parses Go's syntax (time.ParseDuration: "500ms", "2h") with a
@@ -43,8 +42,7 @@ func Parse(s string) (time.Duration, error) {
 
 var errBadDuration = errors.New("want a duration such as 90s, 30m, 2h or 90d")
 
-// ErrAmbiguousMinutes is ParseAge's error for minutes ("6m": minutes or
-// months?); trendfetch has no month unit.
+// ErrAmbiguousMinutes is ParseAge's error for "m" (minutes or months?).
 var ErrAmbiguousMinutes = errors.New(`"m" is minutes, not months: write 30d for a month (or 60s, 1h for minutes)`)
 
 // ParseAge parses a positive age (prune --older-than) with Parse, refusing
@@ -62,11 +60,9 @@ func ParseAge(s string) (time.Duration, error) {
 
 // UnmarshalYAML parses the duration with Parse; errors quote the value.
 func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
-	v, err := Parse(n.Value)
-	if err != nil || n.Kind != yaml.ScalarNode {
+	if n.Kind != yaml.ScalarNode || d.Set(n.Value) != nil {
 		return fmt.Errorf("a duration such as 90s, 30m or 24h (got %q)", termtext.Clip(n.Value, 40))
 	}
-	*d = Duration(v)
 	return nil
 }
 
@@ -79,11 +75,10 @@ func (d *Duration) String() string { return time.Duration(*d).String() }
 // Set parses s with Parse (pflag.Value).
 func (d *Duration) Set(s string) error {
 	v, err := Parse(s)
-	if err != nil {
-		return err
+	if err == nil {
+		*d = Duration(v)
 	}
-	*d = Duration(v)
-	return nil
+	return err
 }
 
 // Type names the flag's value in help (pflag.Value).

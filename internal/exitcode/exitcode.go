@@ -1,6 +1,4 @@
-// Package exitcode is trendfetch's table of process exit codes and their
-// meanings (docs/design.md §5), from which --help, crontab's header and the
-// systemd and Kubernetes schedules are rendered.
+// Package exitcode is the table of exit codes (docs/design.md §5) that --help and the schedules render.
 package exitcode
 
 import (
@@ -21,8 +19,7 @@ const (
 	SIGTERM  = 143
 )
 
-// Code is one exit code with its Meaning, and in a few words for crontab's
-// header (Short; "" = not listed: cron sends a job no signal).
+// Code is an exit code, its Meaning and crontab's few words (Short; "" = unlisted: cron sends no signal).
 type Code struct {
 	Code           int
 	Short, Meaning string
@@ -41,8 +38,7 @@ var Codes = []Code{
 	{SIGTERM, "", "terminated by SIGTERM (run recorded as interrupted)"},
 }
 
-// NotFailures are the exit codes of a scheduled run that are no failure
-// (the next tick resumes).
+// NotFailures are a scheduled run's exit codes that are no failure (the next tick resumes).
 var NotFailures = []int{TempFail, Running}
 
 // NotRetried are the exit codes a retry cannot fix.
@@ -68,8 +64,7 @@ func Help() string {
 	return b.String()
 }
 
-// Summary is the codes that have a Short meaning, in one line: "0 ok,
-// 1 error, ...".
+// Summary lists the codes that have a Short meaning: "0 ok, 1 error, ...".
 func Summary() string {
 	var parts []string
 	for _, c := range Codes {

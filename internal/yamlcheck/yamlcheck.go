@@ -1,7 +1,5 @@
-// Package yamlcheck checks a YAML document against the yaml tags of the Go
-// type it decodes into: the first unknown key or value of the wrong shape
-// is an error naming the key's path and line in words, with the closest
-// valid key suggested (yaml.v3's errors name Go types and no path).
+// Package yamlcheck checks a YAML document against the yaml tags of its Go type: the first unknown
+// key or wrongly shaped value is an error naming path and line in words (yaml.v3's name Go types).
 package yamlcheck
 
 import (
