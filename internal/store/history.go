@@ -100,11 +100,6 @@ func (s *Store) CaptureAt(ctx context.Context, q CaptureQuery) (Capture, []Entry
 		query = captureSQL + latest + byRank
 		args = []any{q.Region, q.Kind, q.Query, at, q.Partial}
 	}
-	rows, err := s.db.QueryContext(ctx, query, args...)
-	if err != nil {
-		return Capture{}, nil, fmt.Errorf("cannot read capture: %w", err)
-	}
-	defer rows.Close()
 	var (
 		c          = Capture{Region: q.Region, Kind: q.Kind, Query: q.Query} // what the statement matches
 		found      bool
@@ -114,19 +109,16 @@ func (s *Store) CaptureAt(ctx context.Context, q CaptureQuery) (Capture, []Entry
 		rank       sql.NullInt64
 		vw, lk, cm sql.NullInt64
 	)
-	for rows.Next() {
+	err := each(ctx, s.db, query, args, func(rows *sql.Rows) error {
 		err := rows.Scan(&c.ID, &c.RunID, &ts, &c.Complete, &rank, &id, &e.Title, &e.ChannelTitle, &vw, &lk, &cm)
-		if err != nil {
-			return Capture{}, nil, fmt.Errorf("cannot read capture: %w", err)
-		}
-		found = true
-		if rank.Valid {
+		if found = true; err == nil && rank.Valid {
 			e.Rank, e.VideoID = int(rank.Int64), id.String
 			e.Views, e.Likes, e.Comments = intPtr(vw), intPtr(lk), intPtr(cm)
 			entries = append(entries, e)
 		}
-	}
-	if err := rows.Err(); err != nil {
+		return err
+	})
+	if err != nil {
 		return Capture{}, nil, fmt.Errorf("cannot read capture: %w", err)
 	}
 	if c.CapturedAt = parseTime(ts); !found {

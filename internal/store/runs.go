@@ -91,15 +91,6 @@ func capReason(s string) string {
 	return s[:n] + ReasonCut
 }
 
-// marshalJSONMap encodes a units or calls map; nil or empty is "{}".
-func marshalJSONMap[V int | int64](m map[string]V) (string, error) {
-	if len(m) == 0 {
-		return "{}", nil
-	}
-	b, err := json.Marshal(m)
-	return string(b), err
-}
-
 // StartRun records a new run with outcome running and returns its id:
 // r.Credential, r.Region (required), r.StartedAt (zero: now), r.Units,
 // r.Calls, r.Unmetered, r.PID and r.Host are stored, the rest ignored.
@@ -110,12 +101,9 @@ func (s *Store) StartRun(ctx context.Context, r Run) (int64, error) {
 	if r.StartedAt.IsZero() {
 		r.StartedAt = time.Now()
 	}
-	units, calls, err := marshalUsage(r)
-	if err != nil {
-		return 0, fmt.Errorf("cannot start run: %w", err)
-	}
+	units, calls := usageJSON(r)
 	var id int64
-	err = s.withTx(ctx, func(tx *sql.Tx) error {
+	err := s.withTx(ctx, func(tx *sql.Tx) error {
 		return tx.QueryRowContext(ctx, `
 INSERT INTO runs (credential, region, started_at, units, calls, unmetered, outcome, pid, host)
 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
@@ -128,12 +116,17 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
 	return id, nil
 }
 
-func marshalUsage(r Run) (units, calls string, err error) {
-	if units, err = marshalJSONMap(r.Units); err != nil {
-		return "", "", err
+// usageJSON is r.Units and r.Calls in JSON, "{}" when empty (maps of
+// numbers cannot fail to encode).
+func usageJSON(r Run) (units, calls string) {
+	units, calls = "{}", "{}"
+	if len(r.Units) > 0 {
+		units = jsonText(r.Units)
 	}
-	calls, err = marshalJSONMap(r.Calls)
-	return units, calls, err
+	if len(r.Calls) > 0 {
+		calls = jsonText(r.Calls)
+	}
+	return units, calls
 }
 
 // FinishRun records the end of run r.ID (all but the pages and videos
@@ -146,15 +139,12 @@ func (s *Store) FinishRun(ctx context.Context, r Run) error {
 	if r.FinishedAt.IsZero() {
 		r.FinishedAt = time.Now()
 	}
-	units, calls, err := marshalUsage(r)
-	if err != nil {
-		return fmt.Errorf("cannot finish run %d: %w", r.ID, err)
-	}
+	units, calls := usageJSON(r)
 	var retryMS any
 	if r.RetryAfter > 0 {
 		retryMS = (r.RetryAfter + time.Millisecond - 1).Milliseconds() // round up: never early
 	}
-	err = s.updateOneRun(ctx, `
+	err := s.updateOneRun(ctx, `
 UPDATE runs SET finished_at = ?, outcome = ?, reason = ?, retry_after_ms = ?, retry_at = ?,
                 units = ?, calls = ?, unmetered = ?
 WHERE id = ?`,
@@ -169,11 +159,8 @@ WHERE id = ?`,
 // RecordUsage stores r.Units, r.Calls and r.Unmetered on running run r.ID
 // (a killed run still shows them); an unknown or finished id: ErrNotFound.
 func (s *Store) RecordUsage(ctx context.Context, r Run) error {
-	units, calls, err := marshalUsage(r)
-	if err != nil {
-		return fmt.Errorf("cannot record usage of run %d: %w", r.ID, err)
-	}
-	err = s.updateOneRun(ctx, `UPDATE runs SET units = ?, calls = ?, unmetered = ? WHERE id = ? AND outcome = ?`,
+	units, calls := usageJSON(r)
+	err := s.updateOneRun(ctx, `UPDATE runs SET units = ?, calls = ?, unmetered = ? WHERE id = ? AND outcome = ?`,
 		units, calls, r.Unmetered, r.ID, string(OutcomeRunning))
 	if err != nil {
 		return fmt.Errorf("cannot record usage of run %d: %w", r.ID, err)

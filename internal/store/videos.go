@@ -54,7 +54,7 @@ const (
 
 // Tags are stored as the API gave them (exports reproduce them), joined
 // with '\n', a backslash in a tag written `\\` and a newline `\n` (migration
-// 0013). joinTags encodes, splitTags and unescapeTag decode.
+// 0013). joinTags encodes, splitTags decodes.
 var (
 	tagEscaper   = strings.NewReplacer(`\`, `\\`, "\n", `\n`)
 	tagUnescaper = strings.NewReplacer(`\\`, `\`, `\n`, "\n")
@@ -74,17 +74,11 @@ func splitTags(s string) []string {
 	}
 	tags := strings.Split(s, "\n")
 	for i, t := range tags {
-		tags[i] = unescapeTag(t)
+		if strings.IndexByte(t, '\\') >= 0 {
+			tags[i] = tagUnescaper.Replace(t)
+		}
 	}
 	return tags
-}
-
-// unescapeTag decodes one stored tag (see joinTags).
-func unescapeTag(t string) string {
-	if strings.IndexByte(t, '\\') < 0 {
-		return t
-	}
-	return tagUnescaper.Replace(t)
 }
 
 // upsertVideosSQL upserts the text of n videos, keeping the rowid (the FTS
