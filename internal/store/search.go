@@ -130,24 +130,25 @@ func boundSQL(fts string) string {
             ORDER BY rowid DESC LIMIT 1 OFFSET ?3 - 1), 0)`
 }
 
-// searchSQL is the ranked search on FTS5 table fts, snippets of up to tokens
-// tokens: ranked inside the FTS query (docs/design.md §6), so snippet() runs
-// for the ?4 rows returned only. ?1 MATCH expression, ?2 region (empty:
-// all), ?3 candidate cap (boundSQL), ?4 limit, ?5/?6 highlight markers, ?7
-// ellipsis, ?8/?9 trigramQuery's filter and exclude ('[]' skips either).
-func searchSQL(fts string, tokens int) string {
+// searchSQL is a search on FTS5 table fts, snippets of up to tokens tokens,
+// where holding extra conditions, ordered by order (outer: after the join):
+// ranked inside the FTS query (docs/design.md §6), so snippet() runs for the
+// ?4 rows returned only. ?1 MATCH expression, ?2 region (empty: all), ?3
+// candidate cap (boundSQL), ?4 limit, ?5/?6 highlight markers, ?7 ellipsis,
+// ?8/?9 trigramQuery's filter and exclude ('[]' skips either).
+func searchSQL(fts string, tokens int, extra, order, outer string) string {
 	return `
 SELECT v.id, v.title, v.channel_title, st.last_seen_at, f.score, f.snip
 FROM (
     SELECT rowid AS rid, rank AS score, snippet(` + fts + `, -1, ?5, ?6, ?7, ` + fmt.Sprint(tokens) + `) AS snip
     FROM ` + fts + `
-    WHERE ` + fts + ` MATCH ?1 AND rowid >= ` + boundSQL(fts) + searchCond(fts) + `
-    ORDER BY rank
+    WHERE ` + fts + ` MATCH ?1 AND rowid >= ` + boundSQL(fts) + searchCond(fts) + extra + `
+    ORDER BY ` + order + `
     LIMIT ?4
 ) f
 JOIN videos v ON v.rowid = f.rid
 LEFT JOIN video_stats st ON st.video_rowid = f.rid
-ORDER BY f.score, f.rid`
+ORDER BY ` + outer
 }
 
 // searchCond is the conditions ?2, ?8 and ?9 of searchSQL on fts's rows.
@@ -165,29 +166,18 @@ func searchCond(fts string) string {
             SELECT 1 FROM json_each(?9) t WHERE instr(` + text + `, lower(t.value)) > 0))`
 }
 
-// The ranked search statements of the word index and of the trigram index.
+// The ranked search statements of the word index and of the trigram index,
+// and fillSQL, the trigram fill-up of a word search, newest first, unranked:
+// ?10 (the word-index expression of the exclusions, empty: none) replaces
+// ?9, read once over the candidates' range.
 var (
-	wordSQL    = searchSQL("videos_fts", 16)
-	trigramSQL = searchSQL("videos_tri", 24)
-)
-
-// fillSQL is the trigram fill-up of a word search, newest first, unranked.
-// Arguments as searchSQL, but ?10 (the word-index expression of the
-// exclusions, empty: none) replaces ?9, read once over the candidates' range.
-var fillSQL = `
-SELECT v.id, v.title, v.channel_title, st.last_seen_at, f.score, f.snip
-FROM (
-    SELECT rowid AS rid, rank AS score, snippet(videos_tri, -1, ?5, ?6, ?7, 24) AS snip
-    FROM videos_tri
-    WHERE videos_tri MATCH ?1 AND rowid >= ` + boundSQL("videos_tri") + searchCond("videos_tri") + `
+	wordSQL    = searchSQL("videos_fts", 16, "", "rank", "f.score, f.rid")
+	trigramSQL = searchSQL("videos_tri", 24, "", "rank", "f.score, f.rid")
+	fillSQL    = searchSQL("videos_tri", 24, `
       AND (?10 = '' OR rowid NOT IN (
-            SELECT rowid FROM videos_fts WHERE videos_fts MATCH ?10 AND rowid >= ` + boundSQL("videos_tri") + `))
-    ORDER BY rowid DESC
-    LIMIT ?4
-) f
-JOIN videos v ON v.rowid = f.rid
-LEFT JOIN video_stats st ON st.video_rowid = f.rid
-ORDER BY f.rid DESC`
+            SELECT rowid FROM videos_fts WHERE videos_fts MATCH ?10 AND rowid >= `+boundSQL("videos_tri")+`))`,
+		"rowid DESC", "f.rid DESC")
+)
 
 // SearchPage runs a full-text query (ParseSearch's syntax; the index that
 // answers it: docs/design.md §6) and returns hits best first, and next: the
