@@ -3,17 +3,6 @@
 // storage Policy (§10), and *Store, which implements Backend on SQLite
 // (modernc.org/sqlite, opened and migrated by internal/sqlitedb from
 // migrations/) and on PostgreSQL (postgres.go, §10a). Every write method is
-// one transaction.
-//
-// Typical use by the run pipeline:
-//
-//	st, err := store.Open(ctx, path) // creates the file, applies migrations
-//	id, err := st.StartRun(ctx, store.Run{Region: "US", ...})
-//	err = st.SaveSnapshot(ctx, store.Snapshot{RunID: id, Region: "US", FirstRank: 1, Videos: page})
-//	err = st.FinishRun(ctx, store.Run{ID: id, Outcome: store.OutcomeSuccess, ...})
-//
-// and by the read-only commands:
-//
-//	st, err := store.OpenReadOnly(ctx, path) // *NoDatabaseError if missing
-//	hits, next, err := st.SearchPage(ctx, store.SearchQuery{Text: "lofi beats"})
+// one transaction. Open for the run pipeline, OpenReadOnly for the reading
+// commands.
 package store

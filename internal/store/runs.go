@@ -365,12 +365,10 @@ SELECT (SELECT at FROM ok), (SELECT count(*) FROM runs WHERE region = ?1 AND id 
 func (r Run) MarshalJSON() ([]byte, error) {
 	var dur, retryMS *int64
 	if !r.FinishedAt.IsZero() && !r.StartedAt.IsZero() {
-		d := r.FinishedAt.Sub(r.StartedAt).Milliseconds()
-		dur = &d
+		dur = new(r.FinishedAt.Sub(r.StartedAt).Milliseconds())
 	}
 	if r.RetryAfter > 0 {
-		ms := r.RetryAfter.Milliseconds()
-		retryMS = &ms
+		retryMS = new(r.RetryAfter.Milliseconds())
 	}
 	var reason *string
 	if r.Reason != "" {

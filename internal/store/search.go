@@ -54,10 +54,7 @@ type Hit struct {
 	// or Thai term is marked where it occurs, not the whole run around it.
 	Highlights [][2]int
 	// Score is lower for better hits, comparable within one query and
-	// index only: bm25 with weights title 10, tags 2, channel 3,
-	// description 1 (word index) or title 10, channel 3 (trigram index);
-	// on PostgreSQL minus ts_rank_cd, or minus 10 per substring term in the
-	// title and 3 in the channel title.
+	// index only (bm25, or minus ts_rank_cd on PostgreSQL: docs/api.md).
 	Score float64
 	// LastSeen is the latest capture time of the video.
 	LastSeen time.Time

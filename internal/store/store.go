@@ -260,8 +260,7 @@ func intPtr(ni sql.NullInt64) *int64 {
 	if !ni.Valid {
 		return nil
 	}
-	v := ni.Int64
-	return &v
+	return new(ni.Int64)
 }
 
 // querier is *sql.DB or *sql.Tx.
@@ -315,6 +314,5 @@ func jsonTime(t time.Time) *time.Time {
 	if t.IsZero() {
 		return nil
 	}
-	u := t.UTC()
-	return &u
+	return new(t.UTC())
 }
