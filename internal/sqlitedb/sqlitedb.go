@@ -15,7 +15,6 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -329,8 +328,9 @@ type Migration struct {
 
 var migrationName = regexp.MustCompile(`^(\d{4})_([a-z0-9_]+)\.sql$`)
 
-// Migrations reads and validates the files at the root of fsys, in order:
-// NNNN_name.sql (snake_case), non-empty, numbered contiguously from 0001.
+// Migrations reads and validates the files at the root of fsys, in order
+// (fs.ReadDir sorts by name): NNNN_name.sql (snake_case), non-empty,
+// numbered contiguously from 0001.
 func Migrations(fsys fs.FS) ([]Migration, error) {
 	entries, err := fs.ReadDir(fsys, ".")
 	if err != nil {
@@ -355,7 +355,6 @@ func Migrations(fsys fs.FS) ([]Migration, error) {
 		}
 		migs = append(migs, Migration{Version: v, Name: e.Name(), SQL: string(b)})
 	}
-	sort.Slice(migs, func(i, j int) bool { return migs[i].Version < migs[j].Version })
 	for i, m := range migs {
 		if m.Version != i+1 {
 			return nil, fmt.Errorf("migrations are not numbered contiguously from 0001: %s is number %d", m.Name, i+1)
