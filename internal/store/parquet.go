@@ -2,7 +2,6 @@ package store
 
 import (
 	"database/sql"
-	"encoding/json"
 	"io"
 	"runtime/debug"
 	"sync"
@@ -83,7 +82,7 @@ type parquetText struct {
 }
 
 func newParquetWriter(w io.Writer, noDescription bool) *parquetWriter {
-	opts := []parquet.WriterOption{parquet.Compression(zstdParquet), parquet.MaxRowsPerRowGroup(ParquetRowGroup),
+	opts := []parquet.WriterOption{parquet.Compression(zstdCodec{}), parquet.MaxRowsPerRowGroup(ParquetRowGroup),
 		parquet.CreatedBy("trendfetch", "", "")}
 	// Free text's min and max help no reader and cost comparing ~1 KB values.
 	for _, c := range []string{"title", "channel_title", "tags", "thumbnail_url", "description"} {
@@ -175,19 +174,13 @@ func (p *parquetWriter) Flush() error {
 	if err := p.write(); err != nil {
 		return err
 	}
-	changes, err := json.Marshal(ChangesCrossed(p.first, p.last))
-	if err != nil {
-		return err
-	}
-	p.w.SetKeyValueMetadata(ParquetChangesKey, string(changes))
+	p.w.SetKeyValueMetadata(ParquetChangesKey, jsonText(ChangesCrossed(p.first, p.last)))
 	return p.w.Close()
 }
 
-// zstdParquet is parquet's ZSTD codec with a 512 KB window (parquet-go's 8 MB
-// one took 32 MB of a 70 MB export heap), one (~4 MB) for every writer.
-var zstdParquet zstdCodec
-
-// zstdCodec is a parquet compress.Codec (encoder and decoder made on first use).
+// zstdCodec is parquet's ZSTD codec with a 512 KB window (parquet-go's 8 MB
+// one took 32 MB of a 70 MB export heap), one (~4 MB) encoder for every
+// writer; encoder and decoder are made on first use.
 type zstdCodec struct{}
 
 var (
