@@ -374,13 +374,6 @@ func (v StoredVideo) MarshalJSON() ([]byte, error) {
 		jsonTime(v.FirstSeen), jsonTime(v.LastSeen)})
 }
 
-func strPtr(s string) *string {
-	if s == "" {
-		return nil
-	}
-	return &s
-}
-
 // Change is a change YouTube made to what its numbers or charts mean: a
 // series that crosses Date is not comparable as-is (docs/design.md §3).
 type Change struct {

@@ -121,9 +121,7 @@ func (p *parquetWriter) Row(r *ExportRow) error {
 		if !r.PublishedAt.IsZero() {
 			t.published = new(r.PublishedAt.UTC())
 		}
-		if r.Duration != "" {
-			t.duration = new(r.Duration)
-		}
+		t.duration = strPtr(r.Duration)
 		if !p.noDescription {
 			t.description = new(r.Description)
 		}

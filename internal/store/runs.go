@@ -338,10 +338,8 @@ SELECT (SELECT at FROM ok), (SELECT count(*) FROM runs WHERE region = ?1 AND id 
 		return h, err
 	}
 	if len(runs) > 0 {
-		h.LastStartedAt, h.LastOutcome, h.LastReason = jsonTime(runs[0].StartedAt), &runs[0].Outcome, &runs[0].Reason
-		if runs[0].Reason == "" {
-			h.LastReason = nil
-		}
+		r := runs[0]
+		h.LastStartedAt, h.LastOutcome, h.LastReason = jsonTime(r.StartedAt), &r.Outcome, strPtr(r.Reason)
 	}
 	units, err := column[string](ctx, s.db, `SELECT units FROM runs WHERE region = ?1 AND started_at >= ?2`,
 		region, fmtTime(dayStart))
@@ -370,10 +368,6 @@ func (r Run) MarshalJSON() ([]byte, error) {
 	if r.RetryAfter > 0 {
 		retryMS = new(r.RetryAfter.Milliseconds())
 	}
-	var reason *string
-	if r.Reason != "" {
-		reason = &r.Reason
-	}
 	units, calls := r.Units, r.Calls
 	if units == nil {
 		units = map[string]int64{}
@@ -400,5 +394,5 @@ func (r Run) MarshalJSON() ([]byte, error) {
 		PID          int              `json:"pid"`
 		Host         string           `json:"host"`
 	}{r.ID, r.Credential, r.Region, jsonTime(r.StartedAt), jsonTime(r.FinishedAt), dur, r.Pages, r.Videos,
-		units, calls, r.Unmetered, r.Outcome, reason, retryMS, jsonTime(r.RetryAt), r.PID, r.Host})
+		units, calls, r.Unmetered, r.Outcome, strPtr(r.Reason), retryMS, jsonTime(r.RetryAt), r.PID, r.Host})
 }

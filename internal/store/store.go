@@ -263,6 +263,14 @@ func intPtr(ni sql.NullInt64) *int64 {
 	return new(ni.Int64)
 }
 
+// strPtr is s, or nil (JSON null) for "".
+func strPtr(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
 // querier is *sql.DB or *sql.Tx.
 type querier interface {
 	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
