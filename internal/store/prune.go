@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -231,15 +230,13 @@ WHERE rowid IN (`+staleText+` AND v.rowid IN ({ids}))`)
 // LegacyData reports whether the database held captures or stats samples
 // before store.policy existed (store_meta legacy_data; see InForce).
 func (s *Store) LegacyData(ctx context.Context) (bool, error) {
-	var v string
-	err := s.db.QueryRowContext(ctx, `SELECT value FROM store_meta WHERE key = 'legacy_data'`).Scan(&v)
-	if errors.Is(err, sql.ErrNoRows) {
-		return false, nil
-	}
+	var legacy bool
+	err := s.db.QueryRowContext(ctx,
+		`SELECT EXISTS (SELECT 1 FROM store_meta WHERE key = 'legacy_data' AND value = '1')`).Scan(&legacy)
 	if err != nil {
 		return false, fmt.Errorf("cannot read store_meta: %w", err)
 	}
-	return v == "1", nil
+	return legacy, nil
 }
 
 // textUsedAt is when a video's text was last captured or refreshed (a CASE:
