@@ -146,15 +146,14 @@ func (c *csvWriter) Row(r *ExportRow) error {
 // csvTags renders stored tags as the layout does: `"a"|"b"` or [none]
 // (2017, quoted), a|b or [None] (2018/2020).
 func csvTags(joined string, quoted bool) string {
-	switch {
-	case joined == "" && quoted:
-		return "[none]"
-	case joined == "":
-		return "[None]"
-	case quoted:
-		return `"` + strings.Join(splitTags(joined), `"|"`) + `"`
+	none, q := "[None]", ""
+	if quoted {
+		none, q = "[none]", `"`
 	}
-	return strings.Join(splitTags(joined), "|")
+	if joined == "" {
+		return none
+	}
+	return q + strings.Join(splitTags(joined), q+"|"+q) + q
 }
 
 func (c *csvWriter) Flush() error {
