@@ -458,7 +458,8 @@ func texts(ts []qterm) []string {
 	return out
 }
 
-// jsonText is v in JSON ([]string values cannot fail).
+// jsonText is v in JSON, for values that cannot fail to encode (strings,
+// numbers, and slices, maps and structs of them).
 func jsonText(v any) string {
 	b, _ := json.Marshal(v)
 	return string(b)
