@@ -287,8 +287,7 @@ func wordChar(r rune) bool {
 // of t, from shortly before its first match, matches highlighted.
 func wordSnippet(cols []string, t terms, f map[string]pgTerm, tokens int) (string, [][2]int) {
 	type span struct{ start, end int } // rune offsets
-	var want []string
-	var prefixes []string
+	var want, prefixes []string
 	for _, g := range t.and {
 		for _, q := range g {
 			for i, w := range f[q.text].words {
@@ -404,10 +403,7 @@ func substrSnippet(cols []string, t terms, f map[string]pgTerm, chars int) (stri
 	rs := []rune(col)
 	from := 0
 	if len(marks) > 0 {
-		from = marks[0][0]
-		for _, m := range marks {
-			from = min(from, m[0])
-		}
+		from = slices.MinFunc(marks, func(a, b [2]int) int { return a[0] - b[0] })[0]
 		from = max(0, min(from-chars/4, len(rs)-chars))
 	}
 	snip, in := window(rs, from, min(len(rs), from+chars), marks)
