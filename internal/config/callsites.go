@@ -54,9 +54,17 @@ func (c *Config) validateCallSites() error {
 		}
 	}
 	for _, s := range callsite.All() {
-		if _, ok := c.Quota.Costs[s.Name]; !ok && s.Why != "" && s.Enabled(c.Use("")) {
-			return c.noCost(s.Name, s.Why)
+		if _, ok := c.Quota.Costs[s.Name]; ok || s.Why == "" || !s.Enabled(c.Use("")) {
+			continue
 		}
+		_, costs, _ := callsite.Preset(c.Quota.Preset)
+		for _, b := range slices.Sorted(maps.Keys(costs[s.Name])) {
+			if !slices.Contains(c.Quota.Buckets.names(), b) {
+				return invalid("quota.buckets", "["+strings.Join(c.Quota.Buckets.names(), ", ")+"]",
+					"%s has no cost, but %s: quota.buckets removes bucket %s, which its cost charges; keep the bucket or give quota.costs", s.Name, s.Why, b)
+			}
+		}
+		return invalid("quota.costs", "{"+strings.Join(slices.Sorted(maps.Keys(c.Quota.Costs)), ", ")+"}", "%s has no cost, but %s: add quota.costs.%s", s.Name, s.Why, s.Name)
 	}
 	return nil
 }

@@ -2,12 +2,14 @@ package config
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 
 	"gopkg.in/yaml.v3"
@@ -26,10 +28,8 @@ const MaxConfigBytes = 1 << 20
 // file read ("" = none); errors name the file. The caller validates.
 func Load(lookup func(string) (string, bool), flags map[string]string) (*Config, string, error) {
 	row := Lookup("")
-	path, explicit := flags[row.Flag], true
-	if path == "" {
-		path, _ = lookup(row.Env)
-	}
+	env, _ := lookup(row.Env)
+	path, explicit := cmp.Or(flags[row.Flag], env), true
 	if path == "" {
 		if path, explicit = xdgDir("XDG_CONFIG_HOME", ".config"), false; path != "" {
 			path = filepath.Join(path, "config.yaml")
@@ -115,7 +115,13 @@ func (c *Config) decode(r io.Reader) error {
 	if err := yamlcheck.Check(&doc, reflect.TypeOf(Config{})); err != nil {
 		msg := err.Error()
 		if ke, ok := err.(*yamlcheck.Error); ok && (ke.Key == "api_key" || ke.Key == "password" || ke.Key == "url") {
-			msg += secretsHint()
+			where := []string{"api_key_env / api_key_file"}
+			for _, s := range settings {
+				if s.Secret != "" {
+					where = append(where, s.Env+" / "+s.Secret)
+				}
+			}
+			msg += " (secrets are read only from the environment or a file: use " + strings.Join(where, ", ") + ")"
 		}
 		return fmt.Errorf("config: %s", msg)
 	}
@@ -144,8 +150,14 @@ func (c *Config) decode(r io.Reader) error {
 	if err := dec.Decode(c); err != nil {
 		return fmt.Errorf("config: %s", oneLine(err))
 	}
-	if !costsGiven {
-		c.Quota.dropCostsOfMissingBuckets()
+	for m, per := range c.Quota.Costs {
+		// A preset cost charging a bucket the file removed goes: that call site is then off.
+		for b := range per {
+			if !costsGiven && !slices.Contains(c.Quota.Buckets.names(), b) {
+				delete(c.Quota.Costs, m)
+				break
+			}
+		}
 	}
 	// A method with a cost and no policy in the file keeps its default.
 	for m, p := range defaultPolicies {
@@ -156,17 +168,6 @@ func (c *Config) decode(r io.Reader) error {
 		}
 	}
 	return nil
-}
-
-// secretsHint ends the error for a secret written into the YAML file.
-func secretsHint() string {
-	where := []string{"api_key_env / api_key_file"}
-	for _, s := range settings {
-		if s.Secret != "" {
-			where = append(where, s.Env+" / "+s.Secret)
-		}
-	}
-	return " (secrets are read only from the environment or a file: use " + strings.Join(where, ", ") + ")"
 }
 
 // xdgDir is $env/trendfetch, else ~/home.../trendfetch, else "" (never

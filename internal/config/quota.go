@@ -125,31 +125,6 @@ func (q *Quota) setPreset(name string, headroom int) error {
 	return nil
 }
 
-// dropCostsOfMissingBuckets deletes the costs charging a bucket the file
-// removed: that call site is then off.
-func (q *Quota) dropCostsOfMissingBuckets() {
-	for m, per := range q.Costs {
-		for b := range per {
-			if !slices.Contains(q.Buckets.names(), b) {
-				delete(q.Costs, m)
-				break
-			}
-		}
-	}
-}
-
-// noCost is the error for a call site enabled (why) without a cost.
-func (c *Config) noCost(site, why string) error {
-	_, costs, _ := callsite.Preset(c.Quota.Preset)
-	for _, b := range slices.Sorted(maps.Keys(costs[site])) {
-		if !slices.Contains(c.Quota.Buckets.names(), b) {
-			return invalid("quota.buckets", "["+strings.Join(c.Quota.Buckets.names(), ", ")+"]",
-				"%s has no cost, but %s: quota.buckets removes bucket %s, which its cost charges; keep the bucket or give quota.costs", site, why, b)
-		}
-	}
-	return invalid("quota.costs", "{"+strings.Join(slices.Sorted(maps.Keys(c.Quota.Costs)), ", ")+"}", "%s has no cost, but %s: add quota.costs.%s", site, why, site)
-}
-
 // Limits converts the buckets and costs into the quota package's types,
 // checked by quota.New; errors are *ValidationError naming the file's key.
 func (c *Config) Limits() ([]quota.Bucket, quota.Costs, error) {

@@ -71,10 +71,8 @@ func (c *Config) readSecrets(lookup func(string) (string, bool)) error {
 
 // FindCredential returns the credential named name.
 func (c *Config) FindCredential(name string) (Credential, error) {
-	for _, cr := range c.Credentials {
-		if cr.Name == name {
-			return cr, nil
-		}
+	if i := slices.IndexFunc(c.Credentials, func(cr Credential) bool { return cr.Name == name }); i >= 0 {
+		return c.Credentials[i], nil
 	}
 	return Credential{}, invalid("credential", name, "no credential of that name")
 }

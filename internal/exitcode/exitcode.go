@@ -3,6 +3,7 @@ package exitcode
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -46,10 +47,8 @@ var NotRetried = []int{Usage, Running, TempFail}
 
 // Short returns code's meaning in a few words ("" for a code Codes lacks).
 func Short(code int) string {
-	for _, c := range Codes {
-		if c.Code == code {
-			return c.Short
-		}
+	if i := slices.IndexFunc(Codes, func(c Code) bool { return c.Code == code }); i >= 0 {
+		return Codes[i].Short
 	}
 	return ""
 }
