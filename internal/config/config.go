@@ -22,8 +22,7 @@ import (
 	"github.com/trendfetch/trendfetch/internal/termtext"
 )
 
-// Config is the whole configuration, one field per YAML section (the
-// example config documents every key); start from Default() or Load.
+// Config is the whole configuration, one field per YAML section; start from Default() or Load.
 type Config struct {
 	Database    string        `yaml:"database"`
 	Credential  string        `yaml:"credential"` // the credential runs spend from
@@ -46,22 +45,19 @@ type Config struct {
 // Duration is a duration as the config file and flags take it (package duration).
 type Duration = duration.Duration
 
-// Runs is the `runs` section: the region lease's TTL (docs/design.md §5),
-// a run's deadline (0 = none), node_exporter's textfile directory ("" =
-// off), and the check-in URL's file.
+// Runs is the `runs` section: the region lease's TTL (docs/design.md §5), a run's deadline (0 =
+// none), node_exporter's textfile directory ("" = off), and the check-in URL's file.
 type Runs struct {
 	LeaseTTL        Duration `yaml:"lease_ttl"`
 	Timeout         Duration `yaml:"timeout"`
 	MetricsTextfile string   `yaml:"metrics_textfile"`
 	CheckinURLFile  string   `yaml:"checkin_url_file"`
-	// CheckinURL is a healthchecks.io ping URL (package checkin), a secret
-	// (it holds a ping key): from the environment or a file, never YAML.
+	// CheckinURL is a healthchecks.io ping URL (package checkin), a secret: never from YAML.
 	CheckinURL string `yaml:"-"`
 }
 
-// API is the `api` section: base URL ("" = Google's), one request's
-// timeout, maxResults (1-50), retries of a 5xx, timeout or reset (each
-// reserved), and the first backoff (doubling, full jitter, capped at 30s).
+// API is the `api` section: base URL ("" = Google's), one request's timeout, maxResults (1-50),
+// retries of a 5xx, timeout or reset (each reserved), and the first backoff (doubling, capped 30s).
 type API struct {
 	Endpoint     string   `yaml:"endpoint"`
 	Timeout      Duration `yaml:"timeout"`
@@ -113,8 +109,7 @@ func defaults() *Config {
 	return c
 }
 
-// complete fills the defaults that depend on other settings and normalizes
-// values, after every source and before Validate; idempotent.
+// complete fills derived defaults and normalizes, after every source and before Validate; idempotent.
 func (c *Config) complete() {
 	for i, cr := range c.Credentials {
 		if cr.KeyEnv == "" && cr.KeyFile == "" {
@@ -153,8 +148,7 @@ func (c *Config) complete() {
 	c.Serve.complete()
 }
 
-// Validate checks the configuration without I/O or changes; it returns the
-// first problem as a *ValidationError or *regions.Error.
+// Validate checks c without I/O; the first problem is a *ValidationError or *regions.Error.
 func (c *Config) Validate() error {
 	if c.Database == "" {
 		return invalid("database", `""`, "no data directory: HOME and XDG_DATA_HOME are unset; set database in the config (or --database, %s), or set HOME", Lookup("database").Env)
@@ -220,7 +214,6 @@ func (c *Config) Validate() error {
 		return invalid("quota.backend", "redis", "no Redis configured: set %s, quota.redis.url_file, quota.redis.cluster or quota.redis.sentinel", Lookup("quota.redis.url").Env)
 	}
 	_, _, limitsErr := c.Limits()
-	// The first problem, in this order (cmp.Or: the first non-nil error).
 	return cmp.Or(oneOf("quota.backend", c.Quota.Backend, "sqlite", "redis"), c.validateRedis(), limitsErr,
 		c.validateCallSites(), c.validateIngest(), c.Store.validate(), c.validatePolicies(),
 		oneOf("log.level", c.Log.Level, "trace", "debug", "info", "warn", "error"),

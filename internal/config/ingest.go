@@ -8,16 +8,13 @@ import (
 	"github.com/trendfetch/trendfetch/internal/regions"
 )
 
-// Chart is the `chart` section: per region code, the videoCategoryId values
-// fetched as narrowed charts besides the whole chart.
+// Chart is the `chart` section: per region code, the videoCategoryIds fetched as narrowed charts.
 type Chart struct {
 	Categories map[string][]string `yaml:"categories"`
 }
 
-// Search is one entry of `searches`, a search.list query run for Regions
-// (empty = all): q, order (default relevance), published within
-// PublishedAfter before the run (0 = any), at most MaxPages pages of 50
-// (1-10, default 1); the ids found are fetched with videos.list.
+// Search is one entry of `searches`, a search.list query for Regions (empty = all): q, order
+// (default relevance), published within PublishedAfter (0 = any), at most MaxPages of 50 (1-10).
 type Search struct {
 	Regions        []string `yaml:"regions"`
 	Q              string   `yaml:"q"`
@@ -85,9 +82,8 @@ func (c *Config) SearchesFor(region string) []Search {
 	return out
 }
 
-// Stats is the `stats` section: videos on the region's chart within
-// TrackFor (0 = off) but not on the chart just fetched are sampled with
-// videos.batchGetStats, each at most once per Every.
+// Stats is the `stats` section: videos charted within TrackFor (0 = off) but not now are sampled
+// with videos.batchGetStats at most once per Every.
 type Stats struct {
 	TrackFor Duration `yaml:"track_for"`
 	Every    Duration `yaml:"every"`

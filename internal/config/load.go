@@ -21,11 +21,10 @@ import (
 // MaxConfigBytes bounds a config file (1 MiB): larger ones are refused.
 const MaxConfigBytes = 1 << 20
 
-// Load reads the defaults, the config file (--config, else
-// $TRENDFETCH_CONFIG: both must exist; else the XDG default if it exists),
-// the environment (lookup), the flags (Setting.Flag -> value, "" = not
-// given), and completes. It returns the config and the absolute path of the
-// file read ("" = none); errors name the file. The caller validates.
+// Load reads the defaults, the config file (--config, else $TRENDFETCH_CONFIG: both must exist;
+// else the XDG default if it exists), the environment (lookup), the flags (Setting.Flag -> value,
+// "" = not given), and completes. It returns the config and the absolute path of the file read
+// ("" = none); errors name the file. The caller validates.
 func Load(lookup func(string) (string, bool), flags map[string]string) (*Config, string, error) {
 	row := Lookup("")
 	env, _ := lookup(row.Env)
@@ -94,9 +93,8 @@ func read(r io.Reader, lookup func(string) (string, bool), flags map[string]stri
 	return cfg, nil
 }
 
-// decode reads YAML from r over c (the defaults); errors name the key and
-// line (yamlcheck). quota.buckets merge into the preset's, quota.costs
-// replace them, quota.policies override per method.
+// decode reads YAML from r over c (the defaults); errors name key and line (yamlcheck).
+// quota.buckets merge into the preset's, quota.costs replace them, quota.policies override.
 func (c *Config) decode(r io.Reader) error {
 	raw, err := io.ReadAll(io.LimitReader(r, MaxConfigBytes+1))
 	if err != nil {
@@ -170,8 +168,7 @@ func (c *Config) decode(r io.Reader) error {
 	return nil
 }
 
-// xdgDir is $env/trendfetch, else ~/home.../trendfetch, else "" (never
-// the cwd).
+// xdgDir is $env/trendfetch, else ~/home.../trendfetch, else "" (never the cwd).
 func xdgDir(env string, home ...string) string {
 	if d := os.Getenv(env); d != "" {
 		return filepath.Join(d, "trendfetch")

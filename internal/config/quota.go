@@ -15,8 +15,8 @@ import (
 	"github.com/trendfetch/trendfetch/internal/termtext"
 )
 
-// Quota is the `quota` section: the limiter's backend (sqlite or redis;
-// "" = redis when Redis is configured), buckets, costs and policies.
+// Quota is the `quota` section: the limiter's backend ("" = redis when configured, else sqlite),
+// buckets, costs and policies.
 type Quota struct {
 	Backend  string                      `yaml:"backend"`
 	SQLite   QuotaSQLite                 `yaml:"sqlite"`
@@ -46,9 +46,8 @@ type BucketConfig struct {
 	key       string   // the entry as the file wrote it ("quota.buckets[0]"); "" = the preset's
 }
 
-// Buckets are the quota buckets in display order. The file's entries
-// replace the preset's bucket of their name whole, or are added;
-// {name: N, remove: true} removes bucket N.
+// Buckets are the quota buckets in display order: a file's entry replaces the preset's bucket of
+// its name whole or is added; {name: N, remove: true} removes bucket N.
 type Buckets []BucketConfig
 
 // UnmarshalYAML merges the file's list into bs; errors name the entry.
@@ -104,8 +103,7 @@ func defaultQuota() Quota {
 	return q
 }
 
-// setPreset sets the buckets and costs of preset name, headroom percent
-// kept back from each limit.
+// setPreset sets preset name's buckets and costs, keeping headroom percent back from each limit.
 func (q *Quota) setPreset(name string, headroom int) error {
 	if headroom < 0 || headroom > 90 {
 		return invalid("quota.headroom", headroom, "want a percent 0-90")
@@ -125,8 +123,8 @@ func (q *Quota) setPreset(name string, headroom int) error {
 	return nil
 }
 
-// Limits converts the buckets and costs into the quota package's types,
-// checked by quota.New; errors are *ValidationError naming the file's key.
+// Limits converts the buckets and costs into the quota package's types, checked by quota.New;
+// errors are *ValidationError naming the file's key.
 func (c *Config) Limits() ([]quota.Bucket, quota.Costs, error) {
 	if len(c.Quota.Buckets) == 0 {
 		return nil, nil, invalid("quota.buckets", "[]", "at least one bucket is needed (an entry with remove: true removes one)")
@@ -181,8 +179,7 @@ func (c *Config) Limits() ([]quota.Bucket, quota.Costs, error) {
 	return buckets, costs, nil
 }
 
-// Policy returns method's backend-failure policy: configured, else the
-// call site's default, else fail-open.
+// Policy returns method's backend-failure policy: configured, else its call site's, else fail-open.
 func (c *Config) Policy(method string) callsite.Policy {
 	if p, ok := c.Quota.Policies[method]; ok {
 		return p

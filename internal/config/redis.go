@@ -11,9 +11,8 @@ import (
 	"github.com/trendfetch/trendfetch/internal/redisconn"
 )
 
-// QuotaRedis is quota.redis: the URL (a secret: from the environment or
-// URLFile, never YAML), Cluster seed addresses, Sentinel, and how many
-// replicas an admission waits for (0 = none) and how long.
+// QuotaRedis is quota.redis: the URL (a secret, never from YAML), Cluster seed addresses, Sentinel,
+// and how many replicas an admission waits for (0 = none) and how long.
 type QuotaRedis struct {
 	URLFile      string        `yaml:"url_file"`
 	Cluster      []string      `yaml:"cluster"`
@@ -23,9 +22,8 @@ type QuotaRedis struct {
 	URL          string        `yaml:"-"`
 }
 
-// RedisSentinel is quota.redis.sentinel: the master's name (`sentinel
-// monitor <master> ...`), host:port of some Sentinels, and the Sentinels'
-// own user and password.
+// RedisSentinel is quota.redis.sentinel: the master's name (`sentinel monitor <master> ...`),
+// host:port of some Sentinels, and the Sentinels' own user and password.
 type RedisSentinel struct {
 	Master       string   `yaml:"master"`
 	Addrs        []string `yaml:"addrs"`
@@ -37,14 +35,12 @@ type RedisSentinel struct {
 // Configured reports whether a Sentinel master or address is set.
 func (s RedisSentinel) Configured() bool { return s.Master != "" || len(s.Addrs) > 0 }
 
-// Configured reports whether any Redis is configured: a URL, Cluster
-// addresses or Sentinel.
+// Configured reports whether any Redis is configured: a URL, Cluster addresses or Sentinel.
 func (r QuotaRedis) Configured() bool {
 	return r.URL != "" || len(r.Cluster) > 0 || r.Sentinel.Configured()
 }
 
-// validateRedis checks quota.redis without connecting, never quoting the
-// URL and naming secrets by their variable.
+// validateRedis checks quota.redis without connecting, never quoting the URL.
 func (c *Config) validateRedis() error {
 	r, used := c.Quota.Redis, c.Quota.Backend == "redis"
 	if p := redisconn.URLProblem(r.URL); used && r.URL != "" && p != "" {

@@ -21,8 +21,7 @@ const (
 	maxConcurrency = 64
 )
 
-// Schedule is the `schedule` section of `schedule` and `crontab` (how
-// regions share it: Plan). Stagger nil is unset; 0s is none.
+// Schedule is the `schedule` section (how regions share it: Plan); Stagger nil is unset, 0s none.
 type Schedule struct {
 	Every       Duration          `yaml:"every"`
 	Cron        string            `yaml:"cron"`
@@ -42,8 +41,7 @@ func (s Schedule) StaggerStep() time.Duration {
 	return s.Stagger.Std()
 }
 
-// Location returns Timezone's location, time.Local when Timezone is ""
-// (Validate refuses an unknown zone).
+// Location returns Timezone's location, time.Local for "" (Validate refuses an unknown zone).
 func (s Schedule) Location() *time.Location {
 	if loc, err := time.LoadLocation(s.Timezone); err == nil && s.Timezone != "" {
 		return loc
@@ -51,10 +49,9 @@ func (s Schedule) Location() *time.Location {
 	return time.Local
 }
 
-// Plan returns each region's schedule in list order: the i-th starts i ×
-// stagger after the shared tick (every in wall-clock time, a cron spec by
-// schedule.Shift), a region of schedule.regions on its own spec. Errors
-// name the key.
+// Plan returns each region's schedule in list order: the i-th starts i × stagger after the shared
+// tick (every: wall-clock; cron: schedule.Shift), a region of schedule.regions on its own spec.
+// Errors name the key.
 func (s Schedule) Plan(list []string) ([]schedule.Region, error) {
 	if _, err := time.LoadLocation(s.Timezone); err != nil {
 		return nil, invalid("schedule.timezone", s.Timezone, "unknown time zone (want an IANA name such as Europe/London)")

@@ -11,8 +11,7 @@ import (
 	"github.com/trendfetch/trendfetch/internal/store"
 )
 
-// Credential is one Google Cloud project: Name is the quota scope; the key
-// is read when needed (APIKey), never stored in Config.
+// Credential is one Google Cloud project: Name is the quota scope; the key is read by APIKey.
 type Credential struct {
 	Name          string `yaml:"name"`
 	KeyEnv        string `yaml:"api_key_env"`
@@ -27,8 +26,8 @@ const (
 	CheckinURLCredential = "checkin-url"
 )
 
-// readSecrets fills each secret the environment did not give from its file
-// setting, else its systemd credential; errors never hold the content.
+// readSecrets fills each secret the environment did not give from its file, else its systemd
+// credential; errors never hold the content.
 func (c *Config) readSecrets(lookup func(string) (string, bool)) error {
 	r := &c.Quota.Redis
 	for _, s := range []struct {
@@ -109,8 +108,7 @@ func (cr Credential) APIKey(lookup func(string) (string, bool)) (string, error) 
 	return "", fmt.Errorf("credential %q: %w: set %s", cr.Name, ErrNoAPIKey, where)
 }
 
-// SecretFiles returns the files of c that hold secrets (the *_file
-// settings).
+// SecretFiles returns the files of c that hold secrets (the *_file settings).
 func (c *Config) SecretFiles() []string {
 	var out []string
 	for _, cr := range c.Credentials {

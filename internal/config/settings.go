@@ -9,9 +9,8 @@ import (
 // Setting is a row of the settings table: a setting an environment
 // variable or a root flag sets (docs/design.md §2, "Adding a setting").
 type Setting struct {
-	// Key is the YAML path of the field it sets ("quota.sqlite.path"); a
-	// yaml:"-" field is named by its Go name in lower case, underscores
-	// ignored (Runs.CheckinURL is "runs.checkin_url"); "" only for --config.
+	// Key is the YAML path it sets ("quota.sqlite.path"; a yaml:"-" field by its lower-cased Go
+	// name, underscores ignored: "runs.checkin_url"); "" only for --config.
 	Key       string
 	Env, Flag string // "" = none; Flag without "--"
 	Help      string

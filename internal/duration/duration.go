@@ -17,9 +17,8 @@ import (
 // Duration is a time.Duration read by Parse from YAML and flags (pflag.Value).
 type Duration time.Duration
 
-// Parse parses Go's syntax (time.ParseDuration: "500ms", "2h") with a
-// leading whole number of 24h days allowed ("90d", "1d12h"). Errors say
-// what is wanted.
+// Parse parses time.ParseDuration's syntax ("500ms", "2h") with leading whole 24h days allowed
+// ("90d", "1d12h"). Errors say what is wanted.
 func Parse(s string) (time.Duration, error) {
 	s = strings.TrimSpace(s)
 	var days time.Duration
@@ -45,8 +44,7 @@ var errBadDuration = errors.New("want a duration such as 90s, 30m, 2h or 90d")
 // ErrAmbiguousMinutes is ParseAge's error for "m" (minutes or months?).
 var ErrAmbiguousMinutes = errors.New(`"m" is minutes, not months: write 30d for a month (or 60s, 1h for minutes)`)
 
-// ParseAge parses a positive age (prune --older-than) with Parse, refusing
-// minutes as ambiguous (ErrAmbiguousMinutes).
+// ParseAge parses a positive age (prune --older-than), refusing minutes (ErrAmbiguousMinutes).
 func ParseAge(s string) (time.Duration, error) {
 	if strings.Contains(strings.ReplaceAll(s, "ms", ""), "m") {
 		return 0, ErrAmbiguousMinutes

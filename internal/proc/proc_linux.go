@@ -9,16 +9,14 @@ import (
 	"syscall"
 )
 
-// BootID returns this boot's id (/proc/sys/kernel/random/boot_id), "" when
-// unknown: a pid of another boot means nothing now.
+// BootID returns this boot's id (/proc/sys/kernel/random/boot_id), "" when unknown.
 func BootID() string {
 	raw, _ := os.ReadFile("/proc/sys/kernel/random/boot_id")
 	return strings.TrimSpace(string(raw))
 }
 
-// PIDNamespace returns the PID namespace of this process, e.g.
-// "pid:[4026531836]" (readlink /proc/self/ns/pid), "" when unknown: a pid
-// of another namespace (another container) means nothing here.
+// PIDNamespace returns this process's PID namespace, e.g. "pid:[4026531836]" (readlink
+// /proc/self/ns/pid), "" when unknown.
 func PIDNamespace() string {
 	ns, _ := os.Readlink("/proc/self/ns/pid")
 	return ns

@@ -22,10 +22,8 @@ type Error struct {
 
 func (e *Error) Error() string { return e.Msg }
 
-// Check walks doc (a document or its root node) against the yaml tags of t
-// and returns an *Error for the first key no field declares or the first
-// value that cannot decode into its field (a type's own UnmarshalYAML
-// error says what it wants). Map keys, aliases and nulls are not checked.
+// Check walks doc (a document or its root) against t's yaml tags: an *Error for the first key no
+// field declares or value that cannot decode into its field. Map keys, aliases, nulls unchecked.
 func Check(doc *yaml.Node, t reflect.Type) error {
 	if doc.Kind == yaml.DocumentNode && len(doc.Content) > 0 {
 		doc = doc.Content[0]
