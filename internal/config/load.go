@@ -159,10 +159,9 @@ func (c *Config) decode(r io.Reader) error {
 	}
 	// A method with a cost and no policy in the file keeps its default.
 	for m, p := range defaultPolicies {
-		if _, has := c.Quota.Costs[m]; has {
-			if _, set := c.Quota.Policies[m]; !set {
-				c.Quota.Policies[m] = p
-			}
+		_, has := c.Quota.Costs[m]
+		if _, set := c.Quota.Policies[m]; has && !set {
+			c.Quota.Policies[m] = p
 		}
 	}
 	return nil

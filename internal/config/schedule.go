@@ -131,12 +131,10 @@ func (s *Schedule) validate(list []string) error {
 	if s.Stagger == nil || *s.Stagger < 0 {
 		return invalid("schedule.stagger", s.Stagger, "must be >= 0")
 	}
-	if s.Every > 0 && len(list) > 1 {
-		if last := time.Duration(len(list)-1) * s.Stagger.Std(); last >= s.Every.Std() {
-			return invalid("schedule.stagger", time.Duration(*s.Stagger),
-				"%d regions × %s reach the next tick (every %s): offsets would wrap and regions collide; lower the stagger or raise every",
-				len(list), s.Stagger.Std(), s.Every.Std())
-		}
+	if last := time.Duration(len(list)-1) * s.Stagger.Std(); s.Every > 0 && last >= s.Every.Std() {
+		return invalid("schedule.stagger", time.Duration(*s.Stagger),
+			"%d regions × %s reach the next tick (every %s): offsets would wrap and regions collide; lower the stagger or raise every",
+			len(list), s.Stagger.Std(), s.Every.Std())
 	}
 	if s.Concurrency < 1 || s.Concurrency > maxConcurrency {
 		return invalid("schedule.concurrency", s.Concurrency, "must be 1-%d", maxConcurrency)
