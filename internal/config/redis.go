@@ -1,7 +1,6 @@
 package config
 
 import (
-	"errors"
 	"fmt"
 	"net"
 	"strconv"
@@ -50,8 +49,11 @@ func (c *Config) validateRedis() error {
 	s := r.Sentinel
 	for j, addrs := range [][]string{r.Cluster, s.Addrs} {
 		for i, a := range addrs {
-			if err := checkHostPort(a); err != nil {
-				return invalid(fmt.Sprintf("quota.redis.%s[%d]", []string{"cluster", "sentinel.addrs"}[j], i), a, "%s", err)
+			key := fmt.Sprintf("quota.redis.%s[%d]", []string{"cluster", "sentinel.addrs"}[j], i)
+			if host, port, err := net.SplitHostPort(a); err != nil || host == "" {
+				return invalid(key, a, "want host:port, e.g. 10.0.0.5:26379")
+			} else if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+				return invalid(key, a, "port %q: want 1-65535", port)
 			}
 		}
 	}
@@ -79,17 +81,6 @@ func (c *Config) validateRedis() error {
 		return invalid("quota.redis.wait_replicas", r.WaitReplicas, "applies to the redis quota backend only")
 	case r.WaitReplicas > 0 && (r.WaitTimeout.Std() < minWait || r.WaitTimeout.Std() > maxWait):
 		return invalid("quota.redis.wait_timeout", r.WaitTimeout.Std(), "must be between %s and %s", minWait, maxWait)
-	}
-	return nil
-}
-
-func checkHostPort(addr string) error {
-	host, port, err := net.SplitHostPort(addr)
-	if err != nil || host == "" {
-		return errors.New("want host:port, e.g. 10.0.0.5:26379")
-	}
-	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
-		return fmt.Errorf("port %q: want 1-65535", port)
 	}
 	return nil
 }
