@@ -38,11 +38,9 @@ func (c *Config) Use(region string) callsite.Use {
 // site this config enables without a cost (unless a run skips it).
 func (c *Config) validateCallSites() error {
 	known := callsite.Names()
-	for _, section := range []struct {
-		name string
-		keys []string
-	}{{"quota.costs", slices.Sorted(maps.Keys(c.Quota.Costs))}, {"quota.policies", slices.Sorted(maps.Keys(c.Quota.Policies))}} {
-		for _, m := range section.keys {
+	costs, policies := slices.Sorted(maps.Keys(c.Quota.Costs)), slices.Sorted(maps.Keys(c.Quota.Policies))
+	for j, keys := range [][]string{costs, policies} {
+		for _, m := range keys {
 			if _, ok := callsite.Lookup(m); ok {
 				continue
 			}
@@ -50,7 +48,7 @@ func (c *Config) validateCallSites() error {
 			if s := termtext.Closest(m, known); s != "" {
 				reason += fmt.Sprintf("; did you mean %s?", s)
 			}
-			return invalid(section.name+"."+termtext.Clip(m, 80), "{...}", "%s (call sites: %s)", reason, strings.Join(known, ", "))
+			return invalid([]string{"quota.costs.", "quota.policies."}[j]+termtext.Clip(m, 80), "{...}", "%s (call sites: %s)", reason, strings.Join(known, ", "))
 		}
 	}
 	for _, s := range callsite.All() {

@@ -55,12 +55,11 @@ func Short(code int) string {
 
 // Help is the "Exit codes:" section of --help: each code and its Meaning.
 func Help() string {
-	var b strings.Builder
-	b.WriteString("Exit codes:")
+	s := "Exit codes:"
 	for _, c := range Codes {
-		fmt.Fprintf(&b, "\n  %-4d %s", c.Code, c.Meaning)
+		s += fmt.Sprintf("\n  %-4d %s", c.Code, c.Meaning)
 	}
-	return b.String()
+	return s
 }
 
 // Summary lists the codes that have a Short meaning: "0 ok, 1 error, ...".
