@@ -23,8 +23,7 @@ type Search struct {
 	MaxPages       int      `yaml:"max_pages"`
 }
 
-// Refresh is an enrichment call site's section (`channels`, `categories`):
-// whether it is on, and the age after which stored data is fetched again.
+// Refresh is `channels` or `categories`: whether it is on, and the age stored data is refetched at.
 type Refresh struct {
 	Enabled bool     `yaml:"enabled"`
 	Refresh Duration `yaml:"refresh"`

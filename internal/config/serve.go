@@ -22,9 +22,8 @@ type Serve struct {
 	RateLimit     ServeRateLimit `yaml:"rate_limit"`
 }
 
-// ServeRateLimit is serve.rate_limit: at most Limit requests per Window per
-// client (Key: ip or token; Limit < 0: off), by Algorithm counter
-// (approximate, O(1) memory) or log (exact).
+// ServeRateLimit is serve.rate_limit: at most Limit requests per Window per client (Key: ip or
+// token; Limit < 0: off), by Algorithm counter (approximate, O(1) memory) or log (exact).
 type ServeRateLimit struct {
 	Limit     int64    `yaml:"limit"`
 	Window    Duration `yaml:"window"`

@@ -97,8 +97,7 @@ func (s Setting) field(c *Config) reflect.Value {
 	return v
 }
 
-// apply sets over c what the environment (lookup) gives, then what the
-// flags give (flags beat the environment).
+// apply sets over c what the environment (lookup) gives, then what the flags give (they win).
 func (c *Config) apply(lookup func(string) (string, bool), flags map[string]string) {
 	for _, s := range settings {
 		if v, ok := lookup(s.Env); s.Key != "" && s.Env != "" && ok && v != "" {
