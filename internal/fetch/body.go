@@ -122,9 +122,10 @@ func clearOmitted(g map[string]given, id string, views, likes, comments **int64)
 func (st *runState) videoWithGiven(g map[string]given, it *youtube.Video) store.Video {
 	v := convertVideo(it)
 	if s := it.Statistics; s != nil {
-		for name, n := range map[string]uint64{"viewCount": s.ViewCount, "likeCount": s.LikeCount, "commentCount": s.CommentCount} {
+		for i, n := range []uint64{s.ViewCount, s.LikeCount, s.CommentCount} { // fixed order: deterministic logs
 			if n > math.MaxInt64 {
-				st.log.Warn().Str("video", v.ID).Str("field", name).Uint64("value", n).Msg("count too large for the store: kept as unknown")
+				st.log.Warn().Str("video", v.ID).Str("field", [...]string{"viewCount", "likeCount", "commentCount"}[i]).
+					Uint64("value", n).Msg("count too large for the store: kept as unknown")
 			}
 		}
 	}

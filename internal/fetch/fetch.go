@@ -1,11 +1,6 @@
-// Package fetch is the run pipeline (docs/design.md §5; the steps in order
-// are in docs/operations.md, "What a run does"): Runner.Run takes the
-// region's lease, records the run, then runs each step (steps.go).
-// Every API call goes through call.go: reserve (quota units, or the call site's policy when the limiter
-// is down) -> send (request timeout, counted, key redacted) -> refund (only
-// an attempt that never left the host) -> classify (docs/design.md §3) ->
-// retry (transient failures, full-jitter backoff, each attempt reserved).
-// A denial stops the run cleanly; pages are stored one transaction each.
+// Package fetch is the run pipeline (docs/design.md §5): Runner.Run takes the region's lease, records
+// the run and runs each step (steps.go); every API call goes through call (call.go), the call-site
+// protocol of docs/design.md §2 and §4 (reserve, send, refund, classify, retry).
 package fetch
 
 import (

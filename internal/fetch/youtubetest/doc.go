@@ -1,8 +1,5 @@
-// Package youtubetest is an in-memory emulator of the YouTube Data API v3 in the style of
-// net/http/httptest (docs/design.md §7): the real google.golang.org/api/youtube/v3 client talks
-// to it unchanged. It serves charts, id lists, videos:batchGetStats, categories, search and
-// channels from recorded data or the synthetic Sample, counts quota units per key and bucket
-// as Google does, answers Google's error bodies and can inject failures.
+// Package youtubetest is an in-memory, httptest-style emulator of the YouTube Data API v3 that the
+// real google.golang.org/api/youtube/v3 client talks to unchanged (docs/design.md §7).
 //
 //	srv := youtubetest.New()
 //	srv.SetChart("US", youtubetest.Sample())
