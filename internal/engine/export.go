@@ -211,11 +211,14 @@ func (x *sinks) commit() error {
 	return nil
 }
 
-// abort closes the files and removes the temporary ones not renamed yet.
+// abort closes the files not finished yet and removes the temporary ones
+// not renamed yet.
 func (x *sinks) abort() {
 	for _, s := range x.open {
 		if s.f != nil {
-			s.f.Close()
+			if s.w != nil { // finish closed the others
+				s.f.Close()
+			}
 			if !s.inPlace {
 				os.Remove(s.f.Name())
 			}
