@@ -52,11 +52,13 @@ const (
 	// per region in /v1/dashboard.
 	DashboardRuns    = 10
 	DashboardEntries = 20
+	// HeavyPerClient is how many heavy requests (search, chart, video,
+	// dashboard) of one client (its rate limit key) run at once; its others
+	// wait for a slot of its own until their deadline (503).
+	HeavyPerClient = 1
 )
 
-// SecurityHeaders are sent with every response: the dashboard is
-// self-contained (no inline script or style, no framing), answers are never
-// MIME-sniffed and no page leaks its URL to another site.
+// SecurityHeaders are sent with every response (docs/api.md, "What serve bounds").
 var SecurityHeaders = map[string]string{
 	"Content-Security-Policy": "default-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'",
 	"X-Content-Type-Options":  "nosniff",
@@ -117,26 +119,15 @@ type Options struct {
 	Log zerolog.Logger
 }
 
-// HeavyPerClient is how many heavy requests (search, chart, video,
-// dashboard) of one client (its rate limit key) run at once; its others
-// wait for a slot of its own until their deadline (503).
-const HeavyPerClient = 1
-
 type server struct {
 	o Options
 	// heavy holds a slot per running heavy request: half the store's
 	// connections, so that /healthz and light requests still get one.
 	heavy chan struct{}
-	// clients holds each client's HeavyPerClient slots (taken before a
-	// slot of heavy, so that a waiting client holds none).
-	clients clientSlots
-}
-
-// clientSlots are the heavy slots of each client with a heavy request
-// running or waiting.
-type clientSlots struct {
-	mu sync.Mutex
-	m  map[string]*clientSlot
+	// clients holds the HeavyPerClient slots of each client with a heavy
+	// request running or waiting.
+	mu      sync.Mutex
+	clients map[string]*clientSlot
 }
 
 type clientSlot struct {
@@ -144,23 +135,23 @@ type clientSlot struct {
 	users int // requests running or waiting: the entry goes at 0
 }
 
-// acquire waits for a slot of client until ctx is done; release gives it
-// back.
-func (c *clientSlots) acquire(ctx context.Context, client string) (release func(), err error) {
-	c.mu.Lock()
-	cs := c.m[client]
+// acquire waits for a slot of client until ctx is done (taken before a slot
+// of s.heavy, so that a waiting client holds none); release gives it back.
+func (s *server) acquire(ctx context.Context, client string) (release func(), err error) {
+	s.mu.Lock()
+	cs := s.clients[client]
 	if cs == nil {
 		cs = &clientSlot{ch: make(chan struct{}, HeavyPerClient)}
-		c.m[client] = cs
+		s.clients[client] = cs
 	}
 	cs.users++
-	c.mu.Unlock()
+	s.mu.Unlock()
 	done := func() {
-		c.mu.Lock()
+		s.mu.Lock()
 		if cs.users--; cs.users == 0 {
-			delete(c.m, client)
+			delete(s.clients, client)
 		}
-		c.mu.Unlock()
+		s.mu.Unlock()
 	}
 	select {
 	case cs.ch <- struct{}{}:
@@ -229,7 +220,7 @@ func newServer(o Options) *server {
 	if o.Store != nil {
 		slots = max(1, o.Store.MaxOpenConns()/2)
 	}
-	return &server{o: o, heavy: make(chan struct{}, slots), clients: clientSlots{m: map[string]*clientSlot{}}}
+	return &server{o: o, heavy: make(chan struct{}, slots), clients: map[string]*clientSlot{}}
 }
 
 func (s *server) handler() http.Handler {
@@ -301,9 +292,8 @@ func (s *server) cors(w http.ResponseWriter, r *http.Request) bool {
 	return true
 }
 
-// hostAllowed reports whether the Host header names this server: empty
-// (HTTP/1.0), an IP address, a loopback name or one of Options.Hosts.
-// Any other name may be a DNS rebinding attack from a web page.
+// hostAllowed reports whether the Host header names this server (against DNS
+// rebinding): empty (HTTP/1.0), an IP address, a loopback name or in Options.Hosts.
 func (s *server) hostAllowed(hostport string) bool {
 	host := hostport
 	if h, _, err := net.SplitHostPort(hostport); err == nil {
@@ -325,26 +315,17 @@ func IsLoopbackHost(host string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// bearer returns the token of an "Authorization: Bearer <token>" header, ""
-// without one; the scheme is case-insensitive (RFC 7235).
-func bearer(r *http.Request) string {
-	scheme, tok, _ := strings.Cut(strings.TrimSpace(r.Header.Get("Authorization")), " ")
-	if !strings.EqualFold(scheme, "Bearer") {
-		return ""
-	}
-	return strings.TrimSpace(tok)
-}
-
 // guard applies a route's access: token (compared in constant time), rate
 // limit and heavy slots.
 func (s *server) guard(rt route) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		tokenKey := ""
 		if rt.access != public && s.o.Token != "" {
-			tok := bearer(r)
-			if subtle.ConstantTimeCompare([]byte(tok), []byte(s.o.Token)) != 1 {
-				// A wrong token costs the address a request, so that
-				// guessing is rate-limited too.
+			// "Authorization: Bearer <token>", the scheme in any case (RFC 7235)
+			scheme, tok, _ := strings.Cut(strings.TrimSpace(r.Header.Get("Authorization")), " ")
+			tok = strings.TrimSpace(tok)
+			if !strings.EqualFold(scheme, "Bearer") || subtle.ConstantTimeCompare([]byte(tok), []byte(s.o.Token)) != 1 {
+				// A wrong token costs the address a request: guessing is rate-limited too.
 				if !s.admit(w, r, clientKey(r.RemoteAddr, "")) {
 					return
 				}
@@ -363,7 +344,7 @@ func (s *server) guard(rt route) http.Handler {
 			return
 		}
 		if rt.access == heavy {
-			release, err := s.clients.acquire(r.Context(), client)
+			release, err := s.acquire(r.Context(), client)
 			if err != nil {
 				s.fail(w, r, err)
 				return
@@ -446,10 +427,7 @@ func (s *server) metrics(w http.ResponseWriter, r *http.Request) {
 
 // asset is the embedded file name.
 func asset(name string) []byte {
-	b, err := assets.ReadFile(name)
-	if err != nil {
-		panic(err) // embedded: cannot happen
-	}
+	b, _ := assets.ReadFile(name) // embedded: cannot fail
 	return b
 }
 
@@ -496,17 +474,26 @@ func badParam(name, v, want string) error {
 	return paramError(fmt.Sprintf("%s=%q: %s", name, termtext.Clip(v, 64), want))
 }
 
-// listParams reads the limit (def when absent, else 1..maxLimit) and the
-// optional region.
-func listParams(q url.Values, def, maxLimit int) (limit int, region string, err error) {
+// listParams reads the limit (def when absent, else 1..maxLimit), the
+// optional region and the cursor (0 when absent, else 1..maxCursor; hint
+// ends its error).
+func listParams(q url.Values, def, maxLimit int, maxCursor int64, hint string) (
+	limit int, region string, cursor int64, err error) {
 	limit = def
 	if v := q.Get("limit"); v != "" {
 		if limit, err = strconv.Atoi(v); err != nil || limit < 1 || limit > maxLimit {
-			return 0, "", badParam("limit", v, fmt.Sprintf("want a whole number 1-%d", maxLimit))
+			return 0, "", 0, badParam("limit", v, fmt.Sprintf("want a whole number 1-%d", maxLimit))
 		}
 	}
-	region, err = regionParam(q.Get("region"))
-	return limit, region, err
+	if region, err = regionParam(q.Get("region")); err != nil {
+		return 0, "", 0, err
+	}
+	if c := q.Get("cursor"); c != "" {
+		if cursor, err = strconv.ParseInt(c, 10, 64); err != nil || cursor < 1 || cursor > maxCursor {
+			return 0, "", 0, badParam("cursor", c, "want the next_cursor of the previous page"+hint)
+		}
+	}
+	return limit, region, cursor, nil
 }
 
 // regionParam reads an optional region code.
@@ -519,19 +506,6 @@ func regionParam(v string) (string, error) {
 		return "", badParam("region", v, err.Error())
 	}
 	return code, nil
-}
-
-// cursorParam reads the cursor parameter: 0 when absent, else 1..maxCursor.
-func cursorParam(q url.Values, maxCursor int64, hint string) (int64, error) {
-	c := q.Get("cursor")
-	if c == "" {
-		return 0, nil
-	}
-	n, err := strconv.ParseInt(c, 10, 64)
-	if err != nil || n < 1 || n > maxCursor {
-		return 0, badParam("cursor", c, "want the next_cursor of the previous page"+hint)
-	}
-	return n, nil
 }
 
 // nextCursor is the next_cursor of an answer: null for 0 (the last page).
@@ -549,11 +523,8 @@ func (s *server) search(r *http.Request) (any, error) {
 	if text == "" {
 		return nil, paramError("q is required: the search text")
 	}
-	limit, region, err := listParams(q, store.DefaultSearchLimit, store.MaxSearchLimit)
-	if err != nil {
-		return nil, err
-	}
-	offset, err := cursorParam(q, store.MaxSearchLimit-1, " (with the same q)")
+	limit, region, offset, err := listParams(q, store.DefaultSearchLimit, store.MaxSearchLimit,
+		store.MaxSearchLimit-1, " (with the same q)")
 	if err != nil {
 		return nil, err
 	}
@@ -597,11 +568,7 @@ func (s *server) video(r *http.Request) (any, error) {
 
 func (s *server) runs(r *http.Request) (any, error) {
 	q := r.URL.Query()
-	limit, region, err := listParams(q, DefaultLimit, MaxLimit)
-	if err != nil {
-		return nil, err
-	}
-	before, err := cursorParam(q, math.MaxInt64, "")
+	limit, region, before, err := listParams(q, DefaultLimit, MaxLimit, math.MaxInt64, "")
 	if err != nil {
 		return nil, err
 	}
@@ -615,8 +582,7 @@ func (s *server) runs(r *http.Request) (any, error) {
 }
 
 // Dashboard is GET /v1/dashboard: everything the dashboard shows on one
-// refresh, in one request. Its fields and the types below are described in
-// openapi.yaml (schemas DashboardRegion and its chart).
+// refresh; openapi.yaml describes it and the types below.
 type Dashboard struct {
 	GeneratedAt time.Time          `json:"generated_at"`
 	Credentials []quota.StatusView `json:"credentials"`
@@ -624,8 +590,7 @@ type Dashboard struct {
 	Regions     []DashboardRegion  `json:"regions"`
 }
 
-// DashboardRegion is a configured region of a Dashboard with its health,
-// lateness and latest chart (nil: none stored).
+// DashboardRegion is a region of a Dashboard (chart nil: none stored).
 type DashboardRegion struct {
 	Region
 	Health          store.RegionHealth `json:"health"`
@@ -634,16 +599,14 @@ type DashboardRegion struct {
 	Chart           *DashboardChart    `json:"chart"`
 }
 
-// DashboardChart is a chart capture's top DashboardEntries with rank
-// changes against the capture before it.
+// DashboardChart is a capture's top DashboardEntries, ranks against the one before.
 type DashboardChart struct {
 	Capture            store.Capture    `json:"capture"`
 	PreviousCapturedAt *time.Time       `json:"previous_captured_at"`
 	Entries            []DashboardEntry `json:"entries"`
 }
 
-// DashboardEntry is a chart entry with its previous rank and its change
-// (nil when not in the previous capture).
+// DashboardEntry is a chart entry with its previous rank and change (nil: new).
 type DashboardEntry struct {
 	store.Entry
 	PreviousRank *int `json:"previous_rank"`

@@ -715,7 +715,7 @@ func TestHeavyRequestsAreCappedPerClient(t *testing.T) {
 	}
 	var releases []func()
 	for range HeavyPerClient { // client a's heavy requests running
-		release, err := s.clients.acquire(context.Background(), clientKey(a, ""))
+		release, err := s.acquire(context.Background(), clientKey(a, ""))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -738,7 +738,7 @@ func TestHeavyRequestsAreCappedPerClient(t *testing.T) {
 	if code, _ := serve(a, "/v1/search?q=video"); code != 200 {
 		t.Errorf("client a's search after its slots were released: %d", code)
 	}
-	if n := len(s.clients.m); n != 0 {
+	if n := len(s.clients); n != 0 {
 		t.Errorf("%d clients' slots left after every request ended", n)
 	}
 }
