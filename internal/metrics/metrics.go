@@ -59,10 +59,6 @@ func gauge(name, help string, labels ...string) *prometheus.GaugeVec {
 	return prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: Namespace, Name: name, Help: help}, labels)
 }
 
-// Outcomes are the run outcomes pre-created per region, so that rates and
-// alerts see a 0 before the first event.
-var Outcomes = []store.Outcome{store.OutcomeSuccess, store.OutcomeSuccessUnmetered, store.OutcomeDenied, store.OutcomeFailed, store.OutcomeInterrupted}
-
 // New registers the collectors. quotaReader (nil: no quota metrics) is
 // asked for each of credentials at every scrape, with scrapeTimeout
 // (default 5s) per credential. The per-region series of regions start at 0.
@@ -96,8 +92,9 @@ func New(quotaReader StatusReader, credentials, regions []string, scrapeTimeout 
 	if quotaReader != nil {
 		m.reg.MustRegister(&quotaCollector{reader: quotaReader, credentials: credentials, timeout: scrapeTimeout})
 	}
-	for _, r := range regions {
-		for _, o := range Outcomes {
+	for _, r := range regions { // at 0, so that rates and alerts see a 0 before the first event
+		for _, o := range []store.Outcome{store.OutcomeSuccess, store.OutcomeSuccessUnmetered, store.OutcomeDenied,
+			store.OutcomeFailed, store.OutcomeInterrupted} {
 			m.runs.WithLabelValues(r, string(o))
 		}
 		m.lastSuccess.WithLabelValues(r)
@@ -320,10 +317,8 @@ func (m *Metrics) CarryCounters(path string) error {
 }
 
 // WriteTextfile writes m's metrics of region to path atomically (mode 0644)
-// for node_exporter's textfile collector, which refuses a series found in
-// two files: series of another region are left out, every other series gets
-// the label region (aggregate quota gauges with max()), histograms are left
-// out (one run's observations cannot be carried over).
+// for node_exporter's textfile collector (docs/operations.md "Metrics"): no
+// other region's series, the label region on every other, no histograms.
 func (m *Metrics) WriteTextfile(path, region string) error {
 	return prometheus.WriteToTextfile(path, prometheus.GathererFunc(func() ([]*dto.MetricFamily, error) {
 		mfs, err := m.reg.Gather()

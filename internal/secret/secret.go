@@ -204,26 +204,14 @@ func URLSecrets(raw string) []string {
 			}
 		}
 	}
-	if len(out) == 0 && !wellFormedURL(raw) {
-		out = append(out, raw)
+	if len(out) > 0 {
+		return out
 	}
-	return out
-}
-
-// wellFormedURL reports whether raw parses as a redis://, rediss://,
-// postgres://, postgresql:// (both slashes) or unix: URL.
-func wellFormedURL(raw string) bool {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return false
+	if u, err := url.Parse(raw); err == nil && (u.Scheme == "unix" || strings.HasPrefix(raw[len(u.Scheme):], "://") &&
+		slices.Contains([]string{"redis", "rediss", "postgres", "postgresql"}, u.Scheme)) {
+		return nil
 	}
-	switch u.Scheme {
-	case "redis", "rediss", "postgres", "postgresql":
-		return strings.HasPrefix(raw[len(u.Scheme):], "://")
-	case "unix":
-		return true
-	}
-	return false
+	return []string{raw}
 }
 
 // MaxFileBytes bounds a secret file (64 KiB): a larger one is refused, not
