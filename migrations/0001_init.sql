@@ -1,8 +1,5 @@
--- 0001_init: core tables (docs/schema.md). Timestamps are UTC text, fixed
--- width ("2006-01-02T15:04:05.000000Z"), so they sort and compare as text.
-
--- videos.rowid is an explicit alias: VACUUM cannot renumber the rows the FTS5
--- index (0002) refers to. Statistics live apart (video_stats, docs/design.md §6).
+-- Tables: docs/schema.md; timestamps are fixed-width UTC text (text order is time order).
+-- videos.rowid is an explicit alias: VACUUM cannot renumber the rows the FTS5 index (0002) refers to.
 CREATE TABLE videos (
     rowid         INTEGER PRIMARY KEY,
     id            TEXT    NOT NULL UNIQUE,       -- YouTube video id

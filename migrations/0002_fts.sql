@@ -1,6 +1,4 @@
--- 0002_fts: full-text index over videos (docs/design.md §6), external
--- content (it reads the text from videos by rowid). Column order matters:
--- the bm25 weights follow it.
+-- Full-text index over videos (docs/design.md §6); the bm25 weights follow the column order.
 CREATE VIRTUAL TABLE videos_fts USING fts5 (
     title, tags, channel_title, description,
     content = 'videos',

@@ -1,7 +1,4 @@
--- 0003_ingest: search-hit snapshots, channels, API calls per method on runs.
-
--- snapshots gains "query" (search hits of each search.list q ranked 1..n):
--- a primary key cannot change in place, so the table is rebuilt.
+-- snapshots gains "query" (search hits of each q): a primary key cannot change in place, so rebuilt.
 CREATE TABLE snapshots_new (
     run_id      INTEGER NOT NULL REFERENCES runs (id),
     region      TEXT    NOT NULL,
@@ -18,8 +15,7 @@ DROP TABLE snapshots;
 ALTER TABLE snapshots_new RENAME TO snapshots;
 CREATE INDEX snapshots_video_region ON snapshots (video_id, region);
 
--- channels: a channel the API did not return may be stored with empty
--- fields, so that it is not asked for again before channels.refresh.
+-- A channel the API did not return is stored with empty fields (not asked for again).
 CREATE TABLE channels (
     id               TEXT    PRIMARY KEY,      -- YouTube channel id (UC...)
     title            TEXT    NOT NULL DEFAULT '',

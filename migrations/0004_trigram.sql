@@ -1,6 +1,4 @@
--- 0004_trigram: a substring index over titles and channel titles (external
--- content like videos_fts) for scripts without spaces and parts of words: a
--- MATCH string of 3 or more characters finds every row holding it.
+-- Substring index over titles and channel titles (docs/design.md §6).
 CREATE VIRTUAL TABLE videos_tri USING fts5 (
     title, channel_title,
     content = 'videos',

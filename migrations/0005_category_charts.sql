@@ -1,5 +1,4 @@
--- 0005_category_charts: charts narrowed by videoCategoryId are kind
--- 'category' (query = the id); the CHECKs change, so the table is rebuilt.
+-- Kind 'category' (query = the videoCategoryId): the CHECKs change, so the table is rebuilt.
 CREATE TABLE snapshots_new (
     run_id      INTEGER NOT NULL REFERENCES runs (id),
     region      TEXT    NOT NULL,

@@ -1,8 +1,4 @@
--- 0006_captures: trending history (docs/design.md §6): every list a run
--- fetches is a capture, each entry its rank, video and statistics of that
--- moment. Compact (48 B per entry with every index): an entry is six
--- integers in a WITHOUT ROWID table, the video videos.rowid.
-
+-- Captures and entries (docs/design.md §6): an entry is six integers, 48 B with every index.
 CREATE TABLE captures (
     id          INTEGER PRIMARY KEY,
     run_id      INTEGER NOT NULL REFERENCES runs (id),
@@ -34,8 +30,7 @@ CREATE TABLE stats_samples (
     PRIMARY KEY (video, sampled_at)
 ) WITHOUT ROWID;
 
--- Snapshots become captures and entries with unknown (NULL) statistics;
--- a capture counts as complete when its run succeeded.
+-- Snapshots become captures (complete when the run succeeded), statistics unknown.
 INSERT INTO captures (run_id, region, kind, query, captured_at, complete)
 SELECT s.run_id, s.region, s.kind, s.query, min(s.captured_at), r.outcome = 'success'
 FROM snapshots s JOIN runs r ON r.id = s.run_id

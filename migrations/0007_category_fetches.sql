@@ -1,5 +1,3 @@
--- 0007_category_fetches: when videoCategories.list was last fetched per
--- region, so that an empty answer is cached like any other.
 CREATE TABLE category_fetches (
     region     TEXT PRIMARY KEY,
     fetched_at TEXT NOT NULL

@@ -1,6 +1,4 @@
--- 0008_search_prefix: bounded search work. videos_fts is rebuilt with prefix
--- indexes of 1-3 characters ("a*" reads one doclist, not thousands). Both
--- indexes rank by bm25 as the rank function: FTS5 sorts inside the MATCH.
+-- Prefix indexes of 1-3 characters ("a*" reads one doclist); bm25 as rank: FTS5 sorts in the MATCH.
 DROP TRIGGER videos_fts_ai;
 DROP TRIGGER videos_fts_ad;
 DROP TRIGGER videos_fts_au;

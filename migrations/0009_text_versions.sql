@@ -1,7 +1,4 @@
--- 0009_text_versions: video text as captured (docs/design.md §6): the current
--- version stays in videos (the FTS indexes read it), superseded ones move to
--- video_texts; entries.text costs no payload for versions 0 and 1.
-
+-- Text versions (docs/design.md §6); entries.text costs no payload for versions 0 and 1.
 ALTER TABLE videos ADD COLUMN text_version INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE videos ADD COLUMN text_since TEXT;
 

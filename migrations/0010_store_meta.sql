@@ -1,5 +1,4 @@
--- 0010_store_meta: facts about the database; legacy_data: it held data
--- before store.policy existed, so unset it keeps everything (docs/design.md §10).
+-- legacy_data: data older than store.policy, kept while it is unset (docs/design.md §10).
 CREATE TABLE store_meta (
     key   TEXT PRIMARY KEY,
     value TEXT NOT NULL

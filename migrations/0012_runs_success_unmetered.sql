@@ -1,7 +1,5 @@
 -- sqlitedb: foreign_keys off
--- 0012_runs_success_unmetered: 'success_unmetered' stored, a CHECK keeping it
--- in step with unmetered > 0 (docs/design.md §4); runs is rebuilt as SQLite
--- documents (foreign keys off; no trigger or view uses it), with its index.
+-- 'success_unmetered' iff unmetered > 0 (docs/design.md §4); runs rebuilt as SQLite documents.
 CREATE TABLE runs_new (
     id             INTEGER PRIMARY KEY,
     credential     TEXT    NOT NULL DEFAULT '',

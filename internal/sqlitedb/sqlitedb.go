@@ -136,7 +136,7 @@ func Open(ctx context.Context, path string, o Options) (*sql.DB, error) {
 		return nil, fmt.Errorf("cannot open database %s: %w%s", path, err, spaceHint(filepath.Dir(abs)))
 	}
 	if migs != nil {
-		if err := migrate(ctx, db, path, migs); err != nil {
+		if err := Migrate(ctx, db, path, migs, Version); err != nil {
 			db.Close()
 			return nil, err
 		}
@@ -366,9 +366,8 @@ func Migrations(fsys fs.FS) ([]Migration, error) {
 	return migs, nil
 }
 
-// CreateSchemaMigrations creates the bookkeeping table (both engines): one
-// row per applied migration, written in the migration's own transaction.
-const CreateSchemaMigrations = `CREATE TABLE IF NOT EXISTS schema_migrations (
+// createSchemaMigrations creates the bookkeeping table (both engines).
+const createSchemaMigrations = `CREATE TABLE IF NOT EXISTS schema_migrations (
     version    INTEGER PRIMARY KEY,
     name       TEXT NOT NULL,
     applied_at TEXT NOT NULL
@@ -395,12 +394,14 @@ func Version(ctx context.Context, q Querier) (int, error) {
 	return int(v.Int64), nil
 }
 
-// migrate brings db up to len(migs), each pending migration with its
-// schema_migrations row in one BEGIN IMMEDIATE transaction that re-reads the
-// version, so a concurrent process applying it finds it done.
-func migrate(ctx context.Context, db *sql.DB, path string, migs []Migration) error {
+// Migrate brings db up to len(migs), each pending migration with its
+// schema_migrations row in one (on SQLite BEGIN IMMEDIATE) transaction that
+// re-reads the version (version: Version on SQLite), so a concurrent
+// process applying it finds it done. Errors: *SchemaVersionError if newer.
+func Migrate(ctx context.Context, db *sql.DB, path string, migs []Migration,
+	version func(context.Context, Querier) (int, error)) error {
 	want := len(migs)
-	v, err := Version(ctx, db)
+	v, err := version(ctx, db)
 	if err != nil {
 		return fmt.Errorf("cannot read schema version of %s: %w", path, err)
 	}
@@ -408,7 +409,7 @@ func migrate(ctx context.Context, db *sql.DB, path string, migs []Migration) err
 		return &SchemaVersionError{Path: path, Have: v, Want: want}
 	}
 	for _, m := range migs[v:] {
-		if err := apply(ctx, db, path, m, want); err != nil {
+		if err := apply(ctx, db, path, m, want, version); err != nil {
 			return err
 		}
 	}
@@ -421,7 +422,8 @@ func migrate(ctx context.Context, db *sql.DB, path string, migs []Migration) err
 // lang_altertable.html rebuilds a table that others reference.
 const foreignKeysOff = "-- sqlitedb: foreign_keys off\n"
 
-func apply(ctx context.Context, db *sql.DB, path string, m Migration, want int) error {
+func apply(ctx context.Context, db *sql.DB, path string, m Migration, want int,
+	version func(context.Context, Querier) (int, error)) error {
 	conn, err := db.Conn(ctx)
 	if err != nil {
 		return fmt.Errorf("cannot begin migration %s: %w", m.Name, err)
@@ -443,10 +445,10 @@ func apply(ctx context.Context, db *sql.DB, path string, m Migration, want int) 
 		return fmt.Errorf("cannot begin migration %s: %w", m.Name, err)
 	}
 	defer tx.Rollback() //nolint:errcheck // no-op after Commit
-	if _, err := tx.ExecContext(ctx, CreateSchemaMigrations); err != nil {
+	if _, err := tx.ExecContext(ctx, createSchemaMigrations); err != nil {
 		return fmt.Errorf("cannot create schema_migrations: %w", err)
 	}
-	v, err := Version(ctx, tx)
+	v, err := version(ctx, tx)
 	switch {
 	case err != nil:
 		return fmt.Errorf("cannot read schema version of %s: %w", path, err)

@@ -72,7 +72,7 @@ func openPostgres(ctx context.Context, url string, readOnly bool) (*Store, error
 	}
 	want := len(migs)
 	if !readOnly {
-		if err := migratePostgres(ctx, db, migs); err != nil {
+		if err := migratePostgres(ctx, db, name, migs); err != nil {
 			return fail(err)
 		}
 	}
@@ -124,9 +124,8 @@ func postgresVersion(ctx context.Context, q sqlitedb.Querier) (int, error) {
 	return int(v.Int64), err
 }
 
-// migratePostgres applies the migrations past the database's version under
-// the advisory lock, each with its schema_migrations row in a transaction.
-func migratePostgres(ctx context.Context, db *sql.DB, migs []sqlitedb.Migration) error {
+// migratePostgres is sqlitedb.Migrate under the advisory lock.
+func migratePostgres(ctx context.Context, db *sql.DB, name string, migs []sqlitedb.Migration) error {
 	conn, err := db.Conn(ctx)
 	if err != nil {
 		return err
@@ -136,35 +135,7 @@ func migratePostgres(ctx context.Context, db *sql.DB, migs []sqlitedb.Migration)
 		return fmt.Errorf("cannot take the migration lock: %w", err)
 	}
 	defer conn.ExecContext(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock(?)`, int64(migrationLockKey)) //nolint:errcheck
-	if _, err := conn.ExecContext(ctx, sqlitedb.CreateSchemaMigrations); err != nil {
-		return err
-	}
-	have, err := postgresVersion(ctx, conn)
-	if err != nil {
-		return err
-	}
-	if have > len(migs) {
-		return &SchemaVersionError{Have: have, Want: len(migs)}
-	}
-	for _, m := range migs[have:] {
-		tx, err := conn.BeginTx(ctx, nil)
-		if err != nil {
-			return err
-		}
-		if _, err := tx.ExecContext(ctx, m.SQL); err != nil {
-			tx.Rollback() //nolint:errcheck
-			return fmt.Errorf("migration %s: %w", m.Name, err)
-		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)`,
-			m.Version, m.Name, fmtTime(time.Now())); err != nil {
-			tx.Rollback() //nolint:errcheck
-			return err
-		}
-		if err := tx.Commit(); err != nil {
-			return fmt.Errorf("migration %s: %w", m.Name, err)
-		}
-	}
-	return nil
+	return sqlitedb.Migrate(ctx, db, name, migs, postgresVersion)
 }
 
 // snapshotLevel is the isolation level of a read that must see one snapshot:

@@ -35,12 +35,6 @@ const (
 	OutcomeAbandoned Outcome = "abandoned"
 )
 
-// Valid reports whether o is one of the Outcome constants.
-func (o Outcome) Valid() bool {
-	return slices.Contains([]Outcome{OutcomeRunning, OutcomeSuccess, OutcomeSuccessUnmetered, OutcomeDenied,
-		OutcomeFailed, OutcomeInterrupted, OutcomeAbandoned}, o)
-}
-
 // Run is one `trendfetch run` of one region (the runs table).
 type Run struct {
 	// ID is assigned by StartRun.
@@ -133,7 +127,8 @@ func usageJSON(r Run) (units, calls string) {
 // SaveSnapshot counts). Errors: an invalid or running outcome, a success
 // not matching r.Unmetered (the table's CHECK); ErrNotFound (wrapped).
 func (s *Store) FinishRun(ctx context.Context, r Run) error {
-	if !r.Outcome.Valid() || r.Outcome == OutcomeRunning {
+	if !slices.Contains([]Outcome{OutcomeSuccess, OutcomeSuccessUnmetered, OutcomeDenied, OutcomeFailed,
+		OutcomeInterrupted, OutcomeAbandoned}, r.Outcome) {
 		return fmt.Errorf("cannot finish run %d: invalid outcome %q", r.ID, r.Outcome)
 	}
 	if r.FinishedAt.IsZero() {

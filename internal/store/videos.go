@@ -126,7 +126,7 @@ const textChanged = `(videos.title IS DISTINCT FROM excluded.title
 func upsertStatsSQL(n int) string {
 	return `INSERT INTO video_stats (video_rowid, view_count, like_count, comment_count, last_seen_at)
 SELECT v.rowid, CAST(x.column2 AS BIGINT), CAST(x.column3 AS BIGINT), CAST(x.column4 AS BIGINT), x.column5
-FROM (VALUES ` + intRows(n, 5, 2, 3, 4) + `) AS x JOIN videos v ON v.id = x.column1
+FROM (VALUES ` + valueRows(n, 5, 2, 3, 4) + `) AS x JOIN videos v ON v.id = x.column1
 WHERE true
 ON CONFLICT (video_rowid) DO UPDATE SET
     view_count    = excluded.view_count,
@@ -137,24 +137,14 @@ WHERE excluded.last_seen_at >= video_stats.last_seen_at`
 }
 
 // valueRows returns n rows of cols "?" placeholders for a multi-row VALUES
-// list: "(?,?),(?,?)" for n=2, cols=2. n and cols must be at least 1.
-func valueRows(n, cols int) string {
-	row := "(" + strings.Repeat("?,", cols-1) + "?)"
-	return strings.Repeat(row+",", n-1) + row
-}
-
-// intRows is valueRows whose columns ints (1-based) are integers: the
-// first row's casts type the VALUES column on PostgreSQL (text otherwise).
-func intRows(n, cols int, ints ...int) string {
-	first := strings.Split(strings.Trim(valueRows(1, cols), "()"), ",")
+// list: "(?,?),(?,?)" for n=2, cols=2 (both at least 1). Columns ints
+// (1-based) of the first row are cast: that types them on PostgreSQL (text otherwise).
+func valueRows(n, cols int, ints ...int) string {
+	first := slices.Repeat([]string{"?"}, cols)
 	for _, c := range ints {
 		first[c-1] = "CAST(? AS BIGINT)"
 	}
-	row := "(" + strings.Join(first, ",") + ")"
-	if n == 1 {
-		return row
-	}
-	return row + "," + valueRows(n-1, cols)
+	return "(" + strings.Join(first, ",") + ")" + strings.Repeat(",("+strings.Repeat("?,", cols-1)+"?)", n-1)
 }
 
 // execRows runs build(n)'s multi-row statement over xs, maxRowsPerStatement
@@ -400,7 +390,7 @@ func (s *Store) count(ctx context.Context, table string) (n int64, err error) {
 func insertEntriesSQL(n int) string {
 	return `INSERT INTO entries (capture_id, rank, video, text, view_count, like_count, comment_count)
 SELECT x.column1, x.column2, v.rowid, v.text_version, x.column4, x.column5, x.column6
-FROM (VALUES ` + intRows(n, 6, 1, 2, 4, 5, 6) + `) AS x JOIN videos v ON v.id = x.column3`
+FROM (VALUES ` + valueRows(n, 6, 1, 2, 4, 5, 6) + `) AS x JOIN videos v ON v.id = x.column3`
 }
 
 // CompleteCapture marks the capture (runID, region, kind, query) complete
@@ -498,7 +488,7 @@ func (s *Store) insertSamplesSQL(n int) string {
 	}
 	return `INSERT INTO stats_samples (video, sampled_at, view_count, like_count, comment_count)
 SELECT v.rowid, x.column2, x.column3, x.column4, x.column5
-FROM (VALUES ` + intRows(n, 5, 3, 4, 5) + `) AS x JOIN videos v ON v.id = x.column1
+FROM (VALUES ` + valueRows(n, 5, 3, 4, 5) + `) AS x JOIN videos v ON v.id = x.column1
 WHERE true` + lock + `
 ON CONFLICT (video, sampled_at) DO NOTHING`
 }

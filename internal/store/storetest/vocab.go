@@ -85,8 +85,8 @@ func (v *Vocab) TwoWordQueries(seed uint64, n int) []string {
 // test, and fails it under CI=true.
 func DuckDB(t testing.TB, sql string) string {
 	t.Helper()
-	script, err := repoFile(filepath.Join("scripts", "duckdb", "query.mjs"))
-	node := ""
+	mod, err := exec.Command("go", "env", "GOMOD").Output() // the repository's go.mod
+	script, node := filepath.Join(filepath.Dir(strings.TrimSpace(string(mod))), "scripts", "duckdb", "query.mjs"), ""
 	if err == nil {
 		node, err = exec.LookPath("node")
 	}
@@ -107,23 +107,4 @@ func DuckDB(t testing.TB, sql string) string {
 		t.Fatalf("duckdb %q: %v\n%s", sql, err, stderr.String())
 	}
 	return string(out)
-}
-
-// repoFile returns the absolute path of rel in the repository (the first
-// directory up from the working directory that holds go.mod).
-func repoFile(rel string) (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return filepath.Join(dir, rel), nil
-		}
-		up := filepath.Dir(dir)
-		if up == dir {
-			return "", os.ErrNotExist
-		}
-		dir = up
-	}
 }
