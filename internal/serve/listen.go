@@ -27,11 +27,8 @@ type Timeouts struct {
 var DefaultTimeouts = Timeouts{ReadHeader: 5 * time.Second, Read: 10 * time.Second, Write: 30 * time.Second,
 	Idle: 60 * time.Second, IdleAnonymous: 5 * time.Second}
 
-// MaxHeaderBytes bounds a request's headers.
-const MaxHeaderBytes = 16 << 10
-
 // NewServer returns an http.Server for h with the timeouts t (Read and
-// Write raised to ReadHeader + requestTimeout + 1 s), MaxHeaderBytes, and
+// Write raised to ReadHeader + requestTimeout + 1 s), 16 KiB of headers, and
 // its error log written to l as JSON warnings. On a LimitListener,
 // connections that did not authenticate are closed after t.IdleAnonymous.
 func NewServer(h http.Handler, t Timeouts, requestTimeout time.Duration, l zerolog.Logger) *http.Server {
@@ -42,7 +39,7 @@ func NewServer(h http.Handler, t Timeouts, requestTimeout time.Duration, l zerol
 		ReadTimeout:       max(t.Read, floor),
 		WriteTimeout:      max(t.Write, floor),
 		IdleTimeout:       t.Idle,
-		MaxHeaderBytes:    MaxHeaderBytes,
+		MaxHeaderBytes:    16 << 10,
 		ErrorLog:          log.New(errorLog{l}, "", 0),
 		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
 			return context.WithValue(ctx, connKey{}, c)
@@ -64,14 +61,6 @@ func (e errorLog) Write(p []byte) (int, error) {
 }
 
 type connKey struct{}
-
-// authenticated marks the connection of r as having sent the right token:
-// it keeps the long idle timeout.
-func authenticated(r *http.Request) {
-	if c, ok := r.Context().Value(connKey{}).(*limitedConn); ok {
-		c.authenticated.Store(true)
-	}
-}
 
 // LimitListener caps ln's open connections: at most total at once (more
 // wait in the backlog) and perIP per client address (IPv6 by /64); a

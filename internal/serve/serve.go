@@ -333,7 +333,9 @@ func (s *server) guard(rt route) http.Handler {
 				writeError(w, http.StatusUnauthorized, "unauthorized", "send Authorization: Bearer <token> (the token in serve.token_file)")
 				return
 			}
-			authenticated(r)
+			if c, ok := r.Context().Value(connKey{}).(*limitedConn); ok {
+				c.authenticated.Store(true) // it keeps the long idle timeout
+			}
 			if s.o.RateLimit.Key == "token" {
 				sum := sha256.Sum256([]byte(tok))
 				tokenKey = hex.EncodeToString(sum[:8])
