@@ -84,14 +84,12 @@ type RateLimit struct {
 	Limiter Limiter
 	Limit   int64
 	Window  time.Duration
-	// Key is "ip" (the connection's address, IPv6 by /64; proxies' headers
-	// are not trusted) or "token" (the bearer token, hashed). Failed tokens
-	// always count against the address.
+	// Key is "ip" (the connection's address, IPv6 by /64, no proxy header) or
+	// "token" (the bearer token, hashed); a failed token counts against the address.
 	Key string
 }
 
-// Options are what the server reads from. Store is required; the rest may
-// be nil.
+// Options are what the server reads from: Store is required, the rest may be nil.
 type Options struct {
 	// Store is the database, opened read-only.
 	Store store.Backend
@@ -101,18 +99,14 @@ type Options struct {
 	Regions func(now time.Time) []Region
 	// Metrics serves /metrics (Prometheus); nil answers 404.
 	Metrics http.Handler
-	// Token, when set, is required as "Authorization: Bearer <token>" on
-	// every route but /healthz and the dashboard's files.
+	// Token, when set, is required (bearer) on every route but /healthz and the dashboard's files.
 	Token     string
 	RateLimit RateLimit
-	// Timeout is each request's deadline (0: config.DefaultServeTimeout);
-	// its database work is cancelled then and the answer is 503.
+	// Timeout is each request's deadline, its database work then cancelled (0: config.DefaultServeTimeout).
 	Timeout time.Duration
-	// Hosts are the Host names accepted besides loopback names and IP
-	// addresses (serve.hosts); others get 421.
+	// Hosts are the Host names accepted besides loopback names and IP addresses (serve.hosts).
 	Hosts []string
-	// CORSOrigins are the origins (scheme://host[:port]) whose browser apps
-	// may read the answers and send a preflight (serve.cors_origins).
+	// CORSOrigins are the origins (scheme://host[:port]) browser apps may read from (serve.cors_origins).
 	CORSOrigins []string
 	// Now is the clock of next-run times (default time.Now).
 	Now func() time.Time
