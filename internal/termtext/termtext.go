@@ -25,11 +25,8 @@ import (
 const Ellipsis = "…"
 
 // visible returns the visible form of the first rune of s and its length in
-// s: C0 controls and DEL as \xHH (\t, \n, \r by name), C1 controls, the
-// bidirectional marks, embeddings, overrides and isolates (U+061C,
-// U+200E-200F, U+202A-202E, U+2066-2069) and the line and paragraph
-// separators (U+2028-2029) as \uHHHH, a byte of invalid UTF-8 as \xHH, any
-// other rune as itself.
+// s: C0 controls, DEL and invalid bytes as \xHH (\t, \n, \r by name), C1
+// controls, bidirectional controls and line separators as \uHHHH.
 func visible(s string) (string, int) {
 	r, n := utf8.DecodeRuneInString(s)
 	switch {
@@ -53,16 +50,7 @@ func visible(s string) (string, int) {
 // line separator replaced by its visible escape (ESC is `\x1b`, U+202E is
 // `\u202e`) and each byte of invalid UTF-8 by `\xHH`. Printable text,
 // including every script and emoji, is kept. Safe never shortens s.
-func Safe(s string) string {
-	for i := 0; i < len(s); {
-		p, n := visible(s[i:])
-		if p != s[i:i+n] {
-			return Clip(s, math.MaxInt)
-		}
-		i += n
-	}
-	return s
-}
+func Safe(s string) string { return Clip(s, math.MaxInt) }
 
 // Clip is Safe(s) cut to at most width runes (width >= 1), the cut marked
 // with Ellipsis, which counts in width. An escape counts as its visible
