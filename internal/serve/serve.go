@@ -45,16 +45,14 @@ const (
 	MaxLimit = 200
 	// MaxQueryBytes bounds the raw query string of a request.
 	MaxQueryBytes = 2048
-	// MaxResponseBytes bounds every JSON answer: a longer one is not sent
-	// (500 response_too_large). Each endpoint's own bounds are in openapi.yaml.
+	// MaxResponseBytes bounds every JSON answer (else 500 response_too_large).
 	MaxResponseBytes = 4 << 20
 	// DashboardRuns and DashboardEntries are the runs and chart entries
 	// per region in /v1/dashboard.
 	DashboardRuns    = 10
 	DashboardEntries = 20
-	// HeavyPerClient is how many heavy requests (search, chart, video,
-	// dashboard) of one client (its rate limit key) run at once; its others
-	// wait for a slot of its own until their deadline (503).
+	// HeavyPerClient is how many heavy requests (search, chart, video, dashboard)
+	// of one client run at once; the others wait until their deadline (503).
 	HeavyPerClient = 1
 )
 
@@ -169,8 +167,7 @@ const (
 	heavy                 // and a slot of the client's and of server.heavy
 )
 
-// allow is the Allow header of every path: each route is a GET (OPTIONS is
-// answered by cors).
+// allow is the Allow header of every path: each route is a GET (OPTIONS: cors).
 const allow = "GET, HEAD, OPTIONS"
 
 type route struct {
@@ -297,9 +294,8 @@ func (s *server) hostAllowed(hostport string) bool {
 	return host == "" || net.ParseIP(host) != nil || IsLoopbackHost(host) || slices.Contains(s.o.Hosts, host)
 }
 
-// IsLoopbackHost reports whether host (no port) names only the loopback
-// interface: localhost, a name under .localhost (RFC 6761), or a loopback
-// IP address.
+// IsLoopbackHost reports whether host (no port) names only the loopback interface:
+// localhost, a name under .localhost (RFC 6761), or a loopback IP address.
 func IsLoopbackHost(host string) bool {
 	host = strings.ToLower(strings.TrimSuffix(host, "."))
 	if host == "localhost" || strings.HasSuffix(host, ".localhost") {
@@ -386,8 +382,7 @@ func (s *server) admit(w http.ResponseWriter, r *http.Request, client string) bo
 	return true
 }
 
-// Health is the body of /healthz, here and on the scheduler's
-// --metrics-addr: Status "ok" (200) or "unavailable" (503) with Error.
+// Health is the body of /healthz, here and on the scheduler's --metrics-addr (WriteHealth).
 type Health struct {
 	Status string    `json:"status"`
 	Error  *APIError `json:"error"`
@@ -403,8 +398,7 @@ func WriteHealth(w http.ResponseWriter, err error) {
 	writeJSON(w, http.StatusOK, Health{Status: "ok"})
 }
 
-// healthz reads the newest run: a real query on the data, so that a
-// database the server cannot read is reported here too.
+// healthz reads the newest run, so that a database it cannot read is reported.
 func (s *server) healthz(w http.ResponseWriter, r *http.Request) {
 	_, err := s.o.Store.RunsPage(r.Context(), store.RunsQuery{Limit: 1})
 	if err != nil && r.Context().Err() == nil {
@@ -711,8 +705,7 @@ func (s *server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	case errors.Is(err, store.ErrNotFound):
 		writeError(w, http.StatusNotFound, "not_found", err.Error())
 	case sqlitedb.Transient(err):
-		// A writer was rebuilding the WAL index this read-only reader
-		// cannot write: nothing was read; the same request succeeds soon.
+		// A writer was rebuilding the WAL index (docs/api.md "Reading as another user").
 		w.Header().Set("Retry-After", "1")
 		writeError(w, http.StatusServiceUnavailable, "busy", "the database was being opened by a writer; retry in a second")
 	default:
@@ -721,8 +714,7 @@ func (s *server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	}
 }
 
-// APIError is the body of every error answer: {"error": {"code",
-// "message"}}.
+// APIError is the body of every error answer: {"error": {"code", "message"}}.
 type APIError struct {
 	Code    string `json:"code"`
 	Message string `json:"message"`
