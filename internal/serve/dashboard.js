@@ -27,8 +27,7 @@ const token = new URLSearchParams(location.hash.slice(1)).get("token");
 
 // api GETs path; a 429 shows the notice (limited) and throws an error marked rateLimited.
 async function api(path) {
-  const headers = {"Accept": "application/json"};
-  if (token) headers["Authorization"] = "Bearer " + token;
+  const headers = {"Accept": "application/json", ...(token ? {"Authorization": "Bearer " + token} : {})};
   const r = await fetch(path, {headers});
   const body = await r.json().catch(() => ({}));
   if (r.status === 429) {
@@ -157,9 +156,7 @@ function sparkline(points, changes) {
 
 const showVideo = (id) => fill("video", async () => {
   const h = await api("/v1/videos/" + encodeURIComponent(id));
-  $("video-title").hidden = false;
-  $("video-title").textContent = h.video.title;
-  $("video-title").scrollIntoView();
+  Object.assign($("video-title"), {hidden: false, textContent: h.video.title}).scrollIntoView();
   return `<div class="muted">${esc(h.video.channel_title)} · ${num(h.video.view_count)} views as of ${utc(h.video.last_seen_at)}</div>` +
     sparkline(h.points, h.changes) + (h.changes.length ? '<ul class="changes">' + h.changes.map((c) =>
       `<li>Not comparable as-is across ${esc(c.date)}: YouTube changed ${esc(c.affects)}: ${esc(c.summary)} (<a href="${esc(c.source)}" rel="noreferrer">source</a>).</li>`).join("") + "</ul>" : "") +

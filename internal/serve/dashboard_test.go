@@ -310,6 +310,35 @@ func TestDashboardSaysWhenRateLimited(t *testing.T) {
 	}
 }
 
+// TestDashboardSendsTheToken: opened as /#token=..., the dashboard sends the
+// token with its requests and shows the data; without it, the API's refusal.
+func TestDashboardSendsTheToken(t *testing.T) {
+	db, lim := shared(t)
+	const token = "s3cret-token-0123456789"
+	f := start(t, db, lim, func(o *Options) { o.Token = token })
+	ctx := browser(t, 1280)
+	for _, tc := range []struct{ fragment, want string }{{"#token=" + token, ""}, {"", "Cannot refresh: send Authorization"}} {
+		if err := chromedp.Do(ctx,
+			chromedp.Navigate(f.url+"/"+tc.fragment),
+			chromedp.Reload(),
+			chromedp.WaitReady(chromedp.CSS(`body[data-loaded="true"]`)),
+		); err != nil {
+			t.Fatal(err)
+		}
+		notice, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.getElementById("notice").textContent`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		rows, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll("#health tr.region").length`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.HasPrefix(notice, tc.want) || (tc.want == "") != (rows > 0) {
+			t.Errorf("dashboard at /%s: notice %q, %d region rows", tc.fragment, notice, rows)
+		}
+	}
+}
+
 // TestFavicon: /favicon.ico answers an icon, cached, without a token.
 func TestFavicon(t *testing.T) {
 	db, lim := shared(t)

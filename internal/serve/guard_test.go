@@ -162,6 +162,9 @@ func TestHealthzReadsTheData(t *testing.T) {
 	if resp.StatusCode != 200 || body["status"] != "ok" || body["error"] != nil {
 		t.Fatalf("healthz: %d %v", resp.StatusCode, body)
 	}
+	if resp, body := get(t, srv.URL+"/metrics"); resp.StatusCode != 404 || body["error"].(map[string]any)["message"] != "no metrics here" {
+		t.Errorf("/metrics without Options.Metrics: %d %v, want 404 not_found", resp.StatusCode, body)
+	}
 	// Overwrite every page after the first (the schema) with garbage.
 	fh, err := os.OpenFile(db, os.O_WRONLY, 0)
 	if err != nil {
@@ -283,6 +286,15 @@ func TestConnectionsAreCapped(t *testing.T) {
 	}
 	if code := request(conns[0], readers[0], "Authorization: Bearer "+token+"\r\n"); code != 200 {
 		t.Errorf("authenticated idle connection after 1 s: %d", code)
+	}
+	// The closed connection no longer counts: a new one is served.
+	c5, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c5.Close()
+	if code := request(c5, bufio.NewReader(c5), ""); code != 401 {
+		t.Errorf("a connection after one of three closed: %d, want 401 (served)", code)
 	}
 }
 

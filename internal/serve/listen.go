@@ -102,21 +102,20 @@ func (l *limitListener) Accept() (net.Conn, error) {
 			c.Close()
 			continue
 		}
-		return &limitedConn{Conn: c, release: func() {
+		return &limitedConn{Conn: c, release: sync.OnceFunc(func() {
 			l.mu.Lock()
 			defer l.mu.Unlock()
 			if l.open[key]--; l.open[key] <= 0 {
 				delete(l.open, key)
 			}
-		}}, nil
+		})}, nil
 	}
 }
 
 // limitedConn is a connection counted by a limitListener.
 type limitedConn struct {
 	net.Conn
-	release       func()
-	once          sync.Once
+	release       func() // once
 	authenticated atomic.Bool
 	// idleAnonymous, when not 0, bounds the next read deadline (the
 	// server's idle wait, set right after the StateIdle hook).
@@ -134,6 +133,6 @@ func (c *limitedConn) SetReadDeadline(t time.Time) error {
 
 func (c *limitedConn) Close() error {
 	err := c.Conn.Close()
-	c.once.Do(c.release)
+	c.release()
 	return err
 }

@@ -185,7 +185,7 @@ func (s *server) routes() []route {
 		{"GET /dashboard.js", static(asset("dashboard.js"), "text/javascript; charset=utf-8", noCache), public},
 		{"GET /dashboard.css", static(asset("dashboard.css"), "text/css; charset=utf-8", noCache), public},
 		{"GET /favicon.ico", static(asset("favicon.ico"), "image/x-icon", "public, max-age=604800"), public},
-		{"GET /metrics", s.metrics, private},
+		{"GET /metrics", func(w http.ResponseWriter, r *http.Request) { s.o.Metrics.ServeHTTP(w, r) }, private},
 		{"GET /v1/openapi.yaml", static(openAPI, "application/yaml", noCache), api},
 		{"GET /v1/dashboard", s.answer(s.dashboard), heavy},
 		{"GET /v1/search", s.answer(s.search), heavy},
@@ -207,7 +207,12 @@ func newServer(o Options) *server {
 	if o.Timeout <= 0 {
 		o.Timeout = config.DefaultServeTimeout
 	}
-	slots := 1
+	if o.Metrics == nil {
+		o.Metrics = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			writeError(w, http.StatusNotFound, "not_found", "no metrics here")
+		})
+	}
+	slots := 1 // without a Store (tests of the guards)
 	if o.Store != nil {
 		slots = max(1, o.Store.MaxOpenConns()/2)
 	}
@@ -405,14 +410,6 @@ func (s *server) healthz(w http.ResponseWriter, r *http.Request) {
 		s.o.Log.Error().Err(err).Msg("health check: the database cannot be read")
 	}
 	WriteHealth(w, err)
-}
-
-func (s *server) metrics(w http.ResponseWriter, r *http.Request) {
-	if s.o.Metrics == nil {
-		writeError(w, http.StatusNotFound, "not_found", "no metrics here")
-		return
-	}
-	s.o.Metrics.ServeHTTP(w, r)
 }
 
 // asset is the embedded file name.

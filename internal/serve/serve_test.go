@@ -319,6 +319,9 @@ func TestBadRequestsAre400NamingTheParameter(t *testing.T) {
 		{"/v1/videos/" + strings.Repeat("x", 12), "400", "bad_parameter", "video id"},
 		{"/v1/videos/AAAAAAAAAAA", "404", "not_found", ""},
 		{"/v1/search?q=x&cursor=0", "400", "bad_parameter", "cursor"},
+		{"/v1/search?q=x&cursor=" + strconv.Itoa(store.MaxSearchLimit), "400", "bad_parameter", "same q"},
+		{"/v1/runs?cursor=abc", "400", "bad_parameter", "cursor"},
+		{"/v1/runs?region=XX&cursor=0", "400", "bad_parameter", "region"},
 		{"/v1/nothing", "404", "not_found", "openapi"},
 		{"/v1/search?q=" + strings.Repeat("x", MaxQueryBytes), "414", "query_too_long", ""},
 	} {
