@@ -1,8 +1,6 @@
-// Package checkin reports runs to a monitor in healthchecks.io's ping
-// protocol (https://healthchecks.io/docs/http_api/): URL/start when a run
-// begins (Begin), URL/<exit status> with the run's one-line summary when it
-// ends (Run.End), each with ?rid=<run id>. A check-in never changes a run's
-// outcome nor delays it by more than Timeout; failed pings log one warning.
+// Package checkin reports runs to a monitor in healthchecks.io's ping protocol
+// (https://healthchecks.io/docs/http_api/), as docs/operations.md "Check-ins" says:
+// URL/start (Begin), then URL/<exit status> with the run's summary (Run.End).
 package checkin
 
 import (

@@ -128,10 +128,9 @@ func (m *Metrics) ZeroSeries(credentials, buckets, methods []string) {
 	}
 }
 
-// ReadLastSuccess makes trendfetch_last_success_timestamp_seconds the later
-// of read's (store.LastSuccess, whichever process ran it; called at every
-// scrape within the scrape timeout) and ObserveRun's. Call it once, before
-// serving.
+// ReadLastSuccess makes trendfetch_last_success_timestamp_seconds the later of
+// read's (store.LastSuccess, called at every scrape within the scrape timeout)
+// and ObserveRun's. Call it once, before serving.
 func (m *Metrics) ReadLastSuccess(read func(ctx context.Context) (map[string]time.Time, error)) {
 	m.reg.Unregister(m.lastSuccess)
 	m.reg.MustRegister(&lastSuccessCollector{GaugeVec: m.lastSuccess, read: read, timeout: m.scrapeTimeout})

@@ -1,7 +1,5 @@
-// Package sdnotify speaks systemd's notify protocol (sd_notify(3), through
-// go-systemd's daemon package) for a Type=notify service: READY=1,
-// WATCHDOG=1 when WatchdogSec= asks, STOPPING=1. Outside systemd (no
-// NOTIFY_SOCKET) it does nothing.
+// Package sdnotify tells systemd a Type=notify service's state (sd_notify(3),
+// through go-systemd's daemon package); outside systemd it does nothing.
 package sdnotify
 
 import (

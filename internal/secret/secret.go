@@ -1,8 +1,6 @@
-// Package secret reads secret files and keeps the secret values a process
-// knows (API keys, Redis and PostgreSQL passwords) to scrub them from text at
-// the process's boundaries: the log and output writers, printed errors and
-// stored run reasons, whatever their source (e.g. an upstream error body that
-// echoes the request URL).
+// Package secret reads secret files and keeps the secret values a process knows
+// to scrub them from its logs, output, errors and stored run reasons, whatever
+// quoted them (docs/operations.md "Secrets").
 package secret
 
 import (
@@ -27,10 +25,8 @@ const Mask = "[REDACTED]"
 // as "k") would mask ordinary text and protect nothing.
 const minLen = 4
 
-// FragmentLen is the length in bytes of the shortest fragment of a secret
-// (of one of its encoded forms) that is scrubbed wherever it appears, so a
-// body that echoes a key minus its last characters leaks nothing. Values
-// shorter than FragmentLen are masked only whole.
+// FragmentLen is the length in bytes of the shortest fragment of a secret (of
+// an encoded form) scrubbed wherever it appears; shorter values are masked whole.
 const FragmentLen = 8
 
 // Set is a concurrency-safe set of secret values. The zero value is empty

@@ -1,11 +1,6 @@
-// Package termtext makes text from outside (video titles, channel names,
-// upstream error messages) safe to print on a terminal for people: control
-// characters and bidirectional overrides become visible escapes, so a title
-// can neither drive the terminal (set its title, clear the screen, plant a
-// link) nor forge rows with \r or \n, nor reorder what follows it.
-//
-// Use Safe for a value printed whole and Clip for a bounded column. Machine
-// output (--json, --csv, export) must stay exact and never passes here.
+// Package termtext makes text from outside (titles, upstream messages) safe to
+// print on a terminal for people (docs/operations.md "Secrets"): Safe for a value
+// printed whole, Clip for a bounded column. Machine output never passes here.
 package termtext
 
 import (
