@@ -177,6 +177,7 @@ $("search-form").addEventListener("submit", (ev) => { ev.preventDefault(); const
 
 async function refresh() {
   clearTimeout(retryTimer);
+  retryTimer = setTimeout(refresh, REFRESH_MS); // a 429 replaces it (limited)
   try {
     const d = await api("/v1/dashboard");
     notice("");
@@ -185,12 +186,8 @@ async function refresh() {
     renderQuota(d.credentials);
     renderRuns(d.runs);
     renderCharts(d.regions);
-    retryTimer = setTimeout(refresh, REFRESH_MS);
   } catch (e) {
-    if (!e.rateLimited) {
-      notice("Cannot refresh: " + e.message);
-      retryTimer = setTimeout(refresh, REFRESH_MS);
-    }
+    if (!e.rateLimited) notice("Cannot refresh: " + e.message);
   }
   document.body.dataset.loaded = "true";
 }
