@@ -262,7 +262,7 @@ func TestLeaseHolderIsTerminalSafe(t *testing.T) {
 // process's lease would be stored.
 func plantLease(t *testing.T, path, holder string) {
 	t.Helper()
-	b, err := quota.NewSQLite(path) // the schema
+	b, err := quota.NewSQLite(path, false) // the schema
 	if err != nil {
 		t.Fatal(err)
 	}

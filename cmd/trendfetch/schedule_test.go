@@ -303,7 +303,7 @@ schedule:
 	if err != nil {
 		t.Fatal(err)
 	}
-	backend, err := quota.NewSQLite(filepath.Join(filepath.Dir(e.dbPath()), "quota.db"))
+	backend, err := quota.NewSQLite(filepath.Join(filepath.Dir(e.dbPath()), "quota.db"), false)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -156,13 +156,10 @@ func (e *Engine) OpenLimiter(readOnly bool) (*quota.Limiter, error) {
 		return nil, err
 	}
 	var backend quota.Backend
-	switch {
-	case e.cfg.Quota.Backend == "redis":
+	if e.cfg.Quota.Backend == "redis" {
 		backend, err = e.openRedisBackend()
-	case readOnly:
-		backend, err = quota.NewSQLite(e.cfg.Quota.SQLite.Path, quota.WithSQLiteReadOnly())
-	default:
-		backend, err = quota.NewSQLite(e.cfg.Quota.SQLite.Path)
+	} else {
+		backend, err = quota.NewSQLite(e.cfg.Quota.SQLite.Path, readOnly)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("cannot open %s quota backend: %w", e.cfg.Quota.Backend, err)
@@ -197,7 +194,7 @@ func (e *Engine) openRedisBackend() (quota.Backend, error) {
 		return nil, err
 	}
 	rc := e.cfg.Quota.Redis
-	return quota.NewRedis(client, quota.WithRedisWaitReplicas(rc.WaitReplicas, rc.WaitTimeout.Std())), nil
+	return quota.NewRedis(client, rc.WaitReplicas, rc.WaitTimeout.Std()), nil
 }
 
 // openRedisClient connects to the configured Redis (URL, Sentinel or

@@ -57,7 +57,7 @@ func newFixture(t *testing.T, backend quota.Backend, buckets []quota.Bucket, pol
 
 func sqliteBackend(t *testing.T) quota.Backend {
 	t.Helper()
-	b, err := quota.NewSQLite(filepath.Join(t.TempDir(), "quota.db"))
+	b, err := quota.NewSQLite(filepath.Join(t.TempDir(), "quota.db"), false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -166,7 +166,7 @@ func TestPoliciesWhenRedisDies(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			f := newFixture(t, quota.NewRedis(client), nil, func(string) callsite.Policy { return tc.policy })
+			f := newFixture(t, quota.NewRedis(client, 0, 0), nil, func(string) callsite.Policy { return tc.policy })
 			srv.Kill()
 			start := time.Now()
 			run, err := f.runner.Run(context.Background(), "US")
@@ -206,7 +206,7 @@ func TestUnresponsiveBackendIsWaitedOnOnce(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return quota.NewRedis(c)
+		return quota.NewRedis(c, 0, 0)
 	}
 
 	lone, err := quota.New(newBackend(), []quota.Bucket{{Name: "units", Limit: 100, Window: time.Hour}}, quota.Costs{})

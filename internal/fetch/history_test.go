@@ -231,7 +231,7 @@ func TestStatsStep(t *testing.T) {
 		emu.ResetQuota()
 		r := newPipeline(t, emu)
 		r.Settings.StatsTrackFor, r.Settings.StatsEvery = 168*time.Hour, 6*time.Hour
-		b, err := quota.NewSQLite(filepath.Join(t.TempDir(), "q.db"))
+		b, err := quota.NewSQLite(filepath.Join(t.TempDir(), "q.db"), false)
 		if err != nil {
 			t.Fatal(err)
 		}

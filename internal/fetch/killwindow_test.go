@@ -79,7 +79,7 @@ func TestKilledRunNeverShowsFewerUnitsThanTheLimiter(t *testing.T) {
 	// 3 units: US's two pages are admitted, then GB's first page; its
 	// second is denied.
 	buckets := []quota.Bucket{{Name: "units", Limit: 3, Window: time.Hour}}
-	view, err := quota.New(quota.NewRedis(direct), buckets, quota.Costs{callsite.VideosList: {{Bucket: "units", Units: 1}}})
+	view, err := quota.New(quota.NewRedis(direct, 0, 0), buckets, quota.Costs{callsite.VideosList: {{Bucket: "units", Units: 1}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,7 +119,7 @@ func TestKilledRunNeverShowsFewerUnitsThanTheLimiter(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := newFixture(t, quota.NewRedis(c), buckets, nil)
+	f := newFixture(t, quota.NewRedis(c, 0, 0), buckets, nil)
 	f.emu.SetChart("GB", youtubetest.Sample())
 	fp.Store(f)
 	ctx := context.Background()

@@ -61,7 +61,7 @@ func TestLeaselessRunAbandonsNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := newFixture(t, quota.NewRedis(c), nil, func(string) callsite.Policy { return callsite.FailOpen })
+	f := newFixture(t, quota.NewRedis(c, 0, 0), nil, func(string) callsite.Policy { return callsite.FailOpen })
 	ctx := context.Background()
 	host, _ := os.Hostname()
 	// Another lease-less run of the region, still running in this process.

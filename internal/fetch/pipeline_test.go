@@ -32,7 +32,7 @@ func defaultLimiter(t testing.TB) *quota.Limiter {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := quota.NewSQLite(filepath.Join(t.TempDir(), "quota.db"))
+	b, err := quota.NewSQLite(filepath.Join(t.TempDir(), "quota.db"), false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -334,7 +334,7 @@ func TestSearchFailsClosedWhenLimiterIsDown(t *testing.T) {
 	r := newPipeline(t, emu)
 	buckets, costs, _ := config.Default().Limits()
 	dir := t.TempDir()
-	b, err := quota.NewSQLite(filepath.Join(dir, "q.db"))
+	b, err := quota.NewSQLite(filepath.Join(dir, "q.db"), false)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -83,7 +83,7 @@ func TestQuotaAnswersOnTwoHosts(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				lim, err := quota.New(quota.NewRedis(c), buckets, costs)
+				lim, err := quota.New(quota.NewRedis(c, 0, 0), buckets, costs)
 				if err != nil {
 					t.Fatal(err)
 				}

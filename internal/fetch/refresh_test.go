@@ -125,7 +125,7 @@ func TestAmendedTextRefresh(t *testing.T) {
 		emu.ResetQuota()
 		r := newPipeline(t, emu)
 		r.Settings.TextRefreshPerDay = 20
-		b, err := quota.NewSQLite(filepath.Join(t.TempDir(), "q.db"))
+		b, err := quota.NewSQLite(filepath.Join(t.TempDir(), "q.db"), false)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -74,7 +74,7 @@ func refundBackends(t *testing.T) map[string]func(t *testing.T) quota.Backend {
 			if err != nil {
 				t.Fatal(err)
 			}
-			return quota.NewRedis(c)
+			return quota.NewRedis(c, 0, 0)
 		},
 	}
 }
@@ -223,7 +223,7 @@ func TestNoRefundAfterTransportRetry(t *testing.T) {
 // quota.db, as a clock stepped back after it was written would leave it.
 func TestClockStepBackStopsRun(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "quota.db")
-	b, err := quota.NewSQLite(path)
+	b, err := quota.NewSQLite(path, false)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -71,7 +71,7 @@ next:
 
 func newLimiter(t *testing.T) *quota.Limiter {
 	t.Helper()
-	backend, err := quota.NewSQLite(filepath.Join(t.TempDir(), "quota.db"))
+	backend, err := quota.NewSQLite(filepath.Join(t.TempDir(), "quota.db"), false)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,7 +16,7 @@ import (
 // backend, each reading its own fake clock set to start.
 func eachEmbedded(t *testing.T, start time.Time, test func(t *testing.T, clock *fakeClock, b Backend)) {
 	for name, open := range map[string]func(*testing.T, *fakeClock) Backend{
-		"sqlite": func(t *testing.T, c *fakeClock) Backend { return newTestSQLite(t, WithClock(c.Now)) },
+		"sqlite": func(t *testing.T, c *fakeClock) Backend { return WithClock(newTestSQLite(t), c.Now) },
 		"memory": func(_ *testing.T, c *fakeClock) Backend { return NewMemory(c.Now) },
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -166,7 +166,7 @@ func TestSQLiteKeepsOldQuotaDB(t *testing.T) {
 			db.Close()
 			units := Bucket{Name: "units", Limit: 10, Window: time.Hour}
 
-			ro, err := NewSQLite(path, WithSQLiteReadOnly())
+			ro, err := NewSQLite(path, true)
 			if err != nil {
 				t.Fatalf("read-only open before the migration: %v", err)
 			}
@@ -174,7 +174,7 @@ func TestSQLiteKeepsOldQuotaDB(t *testing.T) {
 				t.Fatalf("read-only, before the migration: used %d entries %d, want 7 and 2", bs.Used, bs.Entries)
 			}
 			ro.Close()
-			b, err := NewSQLite(path)
+			b, err := NewSQLite(path, false)
 			if err != nil {
 				t.Fatalf("migrating: %v", err)
 			}
@@ -192,10 +192,10 @@ func TestSQLiteKeepsOldQuotaDB(t *testing.T) {
 			if bs := mustStatus(t, b, "c", []Bucket{units}, nil).Buckets[0]; bs.Used != 7 || bs.Entries != 2 {
 				t.Fatalf("after refunds: used %d entries %d, want 7 and 2 (the old rows)", bs.Used, bs.Entries)
 			}
-			for _, opts := range [][]sqliteOption{nil, {WithSQLiteReadOnly()}} {
-				again, err := NewSQLite(path, opts...)
+			for _, readOnly := range []bool{false, true} {
+				again, err := NewSQLite(path, readOnly)
 				if err != nil {
-					t.Fatalf("reopening with %d options: %v", len(opts), err)
+					t.Fatalf("reopening (read-only %t): %v", readOnly, err)
 				}
 				if bs := mustStatus(t, again, "c", []Bucket{units}, nil).Buckets[0]; bs.Used != 7 {
 					t.Fatalf("reopened: used %d, want 7", bs.Used)

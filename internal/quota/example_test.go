@@ -20,11 +20,11 @@ func Example() {
 	defer os.RemoveAll(dir)
 
 	now := time.Date(2026, 6, 2, 9, 0, 0, 0, time.UTC) // 02:00 in Los Angeles
-	backend, err := quota.NewSQLite(filepath.Join(dir, "quota.db"),
-		quota.WithClock(func() time.Time { return now }))
+	backend, err := quota.NewSQLite(filepath.Join(dir, "quota.db"), false)
 	if err != nil {
 		panic(err)
 	}
+	quota.WithClock(backend, func() time.Time { return now })
 	limiter, err := quota.New(backend,
 		[]quota.Bucket{
 			{Name: "units", Limit: 9500, Window: 24 * time.Hour},

@@ -2,10 +2,11 @@ package quota
 
 import "time"
 
-// WithClock replaces the local clock (time.Now) of every SQLite decision;
-// see ClockStepTolerance for a clock that goes back.
-func WithClock(now func() time.Time) sqliteOption {
-	return func(s *sqliteBackend) { s.clock = now }
+// WithClock replaces the local clock (time.Now) of every decision of s and
+// returns s; see ClockStepTolerance for a clock that goes back.
+func WithClock(s *sqliteBackend, now func() time.Time) *sqliteBackend {
+	s.clock = now
+	return s
 }
 
 var (

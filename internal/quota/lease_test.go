@@ -408,7 +408,7 @@ func TestRedisLeaseUnavailable(t *testing.T) {
 }
 
 func TestSQLiteLeaseUnavailable(t *testing.T) {
-	b, err := NewSQLite(filepath.Join(t.TempDir(), "q.db"))
+	b, err := NewSQLite(filepath.Join(t.TempDir(), "q.db"), false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -429,7 +429,7 @@ func TestSQLiteLeaseUnavailable(t *testing.T) {
 // exactly expires_us and free from then on.
 func TestSQLiteLeaseClock(t *testing.T) {
 	clock := newFakeClock(time.Date(2026, 3, 8, 1, 59, 0, 0, time.UTC))
-	b := newTestSQLite(t, WithClock(clock.Now))
+	b := WithClock(newTestSQLite(t), clock.Now)
 	name := leaseID{"c", "US"}
 	mustTryLock(t, b, name, "a host-a", 2*time.Minute, true)
 	clock.Advance(2*time.Minute - time.Microsecond)

@@ -54,7 +54,7 @@ func procBucket(limit int64) Bucket {
 
 // procBackends opens a backend from the argument of a backend spec, by scheme.
 var procBackends = map[string]func(arg string) (Backend, error){
-	"sqlite": func(path string) (Backend, error) { return NewSQLite(path) },
+	"sqlite": func(path string) (Backend, error) { return NewSQLite(path, false) },
 }
 
 // registerProcBackend makes scheme usable in backend specs of helper

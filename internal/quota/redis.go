@@ -34,39 +34,26 @@ type redisBackend struct {
 	// midnights returns the Pacific midnights passed to the scripts
 	// (redisMidnightTable; tests move "midnight" next to Redis TIME).
 	midnights    func(now time.Time) []int64
-	waitReplicas int           // WithRedisWaitReplicas
-	waitTimeout  time.Duration // WithRedisWaitReplicas
+	waitReplicas int           // NewRedis's
+	waitTimeout  time.Duration // NewRedis's
 	user         string        // the ACL user of client, for *AccessError
 }
 
-// redisOption configures NewRedis.
-type redisOption func(*redisBackend)
-
-// DefaultRedisWaitTimeout is the default of WithRedisWaitReplicas's timeout.
+// DefaultRedisWaitTimeout is the default of NewRedis's waitTimeout.
 const DefaultRedisWaitTimeout = 100 * time.Millisecond
 
 // errNotReplicated: WAIT did not confirm an admission on enough replicas.
 var errNotReplicated = errors.New("admission not confirmed by enough replicas")
 
-// WithRedisWaitReplicas makes an admission count only once n replicas have
-// it (0, the default: no check): Reserve runs WAIT n timeout (<= 0:
-// DefaultRedisWaitTimeout) after an admission and, when fewer confirm,
+// NewRedis returns a Redis backend owning client (built by redisconn.New;
+// not a Ring: a credential's keys must live on one node). With waitReplicas
+// n > 0 an admission counts only once n replicas have it: Reserve runs WAIT n
+// waitTimeout (<= 0: DefaultRedisWaitTimeout) after it and, when fewer confirm,
 // returns an error wrapping ErrUnavailable; the entry stays counted
 // (docs/quota.md, "Replication").
-func WithRedisWaitReplicas(n int, timeout time.Duration) redisOption {
-	return func(r *redisBackend) {
-		r.waitReplicas, r.waitTimeout = max(n, 0), cmp.Or(max(timeout, 0), DefaultRedisWaitTimeout)
-	}
-}
-
-// NewRedis returns a Redis backend owning client (built by redisconn.New;
-// not a Ring: a credential's keys must live on one node).
-func NewRedis(client redis.UniversalClient, opts ...redisOption) *redisBackend {
-	r := &redisBackend{client: client, midnights: redisMidnightTable, user: redisUser(client)}
-	for _, o := range opts {
-		o(r)
-	}
-	return r
+func NewRedis(client redis.UniversalClient, waitReplicas int, waitTimeout time.Duration) *redisBackend {
+	return &redisBackend{client: client, midnights: redisMidnightTable, user: redisUser(client),
+		waitReplicas: max(waitReplicas, 0), waitTimeout: cmp.Or(max(waitTimeout, 0), DefaultRedisWaitTimeout)}
 }
 
 // Name returns "redis".

@@ -148,7 +148,7 @@ func redisDidNotRun(err error) bool {
 var redisReserveScript = newRedisOnceScript(luaSource("lib", "reserve"))
 
 // Reserve implements Backend with lua/reserve.lua, one round trip (plus WAIT
-// on the same connection with WithRedisWaitReplicas).
+// on the same connection when NewRedis's waitReplicas > 0).
 func (r *redisBackend) Reserve(ctx context.Context, credential, site string, charges []bucketCharge) (Decision, error) {
 	if err := redisCheckCredential(credential); err != nil {
 		return Decision{}, err

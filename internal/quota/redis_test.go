@@ -25,13 +25,13 @@ import (
 // Tests of the Redis backend against real redis-server processes started by
 // the tests (internal/quota/redistest); never mocks.
 
-func newTestRedis(t testing.TB, srv *redistest.Server, opts ...redisOption) *redisBackend {
+func newTestRedis(t testing.TB, srv *redistest.Server) *redisBackend {
 	t.Helper()
 	c, err := redisconn.New(srv.URL(), nil, redisconn.Sentinel{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := NewRedis(c, opts...)
+	b := NewRedis(c, 0, 0)
 	t.Cleanup(func() { b.Close() })
 	return b
 }
@@ -102,7 +102,7 @@ func newTestRedisCluster(t testing.TB, cl *redisCluster) *redisBackend {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := NewRedis(c)
+	b := NewRedis(c, 0, 0)
 	t.Cleanup(func() { b.Close() })
 	return b
 }
@@ -162,14 +162,14 @@ var (
 		if err != nil {
 			return nil, err
 		}
-		return NewRedis(c), nil
+		return NewRedis(c, 0, 0), nil
 	})
 	_ = registerProcBackend("rediscluster", func(addrs string) (Backend, error) {
 		c, err := redisconn.New("", strings.Split(addrs, ","), redisconn.Sentinel{})
 		if err != nil {
 			return nil, err
 		}
-		return NewRedis(c), nil
+		return NewRedis(c, 0, 0), nil
 	})
 )
 
@@ -622,7 +622,7 @@ func TestRedisClientURL(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		b := NewRedis(c)
+		b := NewRedis(c, 0, 0)
 		defer b.Close()
 		mustAllow(t, b, "db3", charge(units, 1))
 		if n := srv.Do("-a", secret, "--no-auth-warning", "-n", "3", "EXISTS", "trendfetch:{db3}:units"); n != "1" {
@@ -634,7 +634,7 @@ func TestRedisClientURL(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		b := NewRedis(c)
+		b := NewRedis(c, 0, 0)
 		defer b.Close()
 		_, err = b.Reserve(context.Background(), "x", "", charge(units, 1))
 		var access *AccessError
@@ -651,7 +651,7 @@ func TestRedisClientURL(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		b2 := NewRedis(c2)
+		b2 := NewRedis(c2, 0, 0)
 		defer b2.Close()
 		if _, err := b2.Reserve(context.Background(), "tls", "", charge(units, 1)); !errors.Is(err, ErrUnavailable) {
 			t.Fatalf("TLS with an unknown CA: %v, want ErrUnavailable", err)
@@ -662,7 +662,7 @@ func TestRedisClientURL(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		b3 := NewRedis(c3)
+		b3 := NewRedis(c3, 0, 0)
 		defer b3.Close()
 		mustAllow(t, b3, "tls", charge(units, 1))
 	})

@@ -27,7 +27,7 @@ func BenchmarkRefund(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	rb := NewRedis(c)
+	rb := NewRedis(c, 0, 0)
 	b.Cleanup(func() { rb.Close() })
 	backends := map[string]Backend{"redis": rb, "sqlite": newTestSQLite(b)}
 	units := Bucket{Name: "units", Limit: 1 << 40, Window: time.Hour}

@@ -28,13 +28,13 @@ const sentinelPassword = "sentinel-test-pw"
 // newSentinelBackend builds the backend as cmd/trendfetch does for
 // quota.redis.sentinel: the URL gives password and db 2, and its host
 // (which does not exist) is ignored.
-func newSentinelBackend(t *testing.T, g *redistest.Sentinel, opts ...redisOption) *redisBackend {
+func newSentinelBackend(t *testing.T, g *redistest.Sentinel) *redisBackend {
 	t.Helper()
 	c, err := redisconn.New("redis://:"+sentinelPassword+"@ignored.invalid:1/2", nil, redisconn.Sentinel{Master: g.Name, Addrs: g.Addrs()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := NewRedis(c, opts...)
+	b := NewRedis(c, 0, 0)
 	t.Cleanup(func() { b.Close() })
 	return b
 }
@@ -275,7 +275,7 @@ func TestRedisSentinelFailover(t *testing.T) {
 // phase are lost with the old master and admitted again).
 func TestRedisSentinelWaitReplicasNothingLost(t *testing.T) {
 	g := redistest.StartSentinel(t, 1, 3, sentinelPassword, "")
-	b := newSentinelBackend(t, g, WithRedisWaitReplicas(1, time.Second)) // confirmations arrive on a loaded machine too
+	b := NewRedis(newSentinelBackend(t, g).client, 1, time.Second) // confirmations arrive on a loaded machine too
 	cred := fmt.Sprintf("sentinel-wait-%d", time.Now().UnixNano())
 	units := Bucket{Name: "units", Limit: 40, Window: time.Hour}
 	master, replica := g.Master, g.Replicas[0]
@@ -372,7 +372,7 @@ func TestRedisWaitReplicas(t *testing.T) {
 	replica := redistest.Start(t, "--replicaof", "127.0.0.1", strconv.Itoa(master.Port))
 	master.WaitReplicasOnline(1)
 	const waitTimeout = time.Second // confirmations must arrive on a loaded machine too
-	b := newTestRedis(t, master, WithRedisWaitReplicas(1, waitTimeout))
+	b := NewRedis(newTestRedis(t, master).client, 1, waitTimeout)
 	units := Bucket{Name: "units", Limit: 5, Window: time.Hour}
 	cred := suiteCredential(t, b)
 	key := b.bucketKey(cred, units.Name)
@@ -383,7 +383,7 @@ func TestRedisWaitReplicas(t *testing.T) {
 	}
 
 	// wait_replicas 2 with one replica: recorded, not confirmed.
-	two := NewRedis(b.client, WithRedisWaitReplicas(2, waitTimeout))
+	two := NewRedis(b.client, 2, waitTimeout)
 	if _, err := two.Reserve(testCtx(t), cred, "", charge(units, 1)); !errors.Is(err, ErrUnavailable) || !errors.Is(err, errNotReplicated) {
 		t.Fatalf("wait_replicas 2 with one replica: %v, want ErrUnavailable and errNotReplicated", err)
 	}
@@ -459,7 +459,7 @@ func TestRedisClusterWaitReplicas(t *testing.T) {
 	}
 	// A generous timeout: this test is about routing, and a loaded machine
 	// may delay the replica's acknowledgement.
-	w := NewRedis(b.client, WithRedisWaitReplicas(1, time.Second))
+	w := NewRedis(b.client, 1, time.Second)
 	units := Bucket{Name: "units", Limit: 5, Window: time.Hour}
 	for range 3 {
 		mustAllow(t, w, onIt, charge(units, 1))
@@ -498,7 +498,7 @@ func TestRedisSentinelAuth(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		b := NewRedis(c)
+		b := NewRedis(c, 0, 0)
 		defer b.Close()
 		return b.Reserve(testCtx(t), "sentinel-auth", "", charge(units, 1))
 	}
@@ -540,7 +540,7 @@ func BenchmarkRedisWaitReplicas(b *testing.B) {
 	redistest.Start(b, "--replicaof", "127.0.0.1", strconv.Itoa(master.Port))
 	master.WaitReplicasOnline(1)
 	plain := newTestRedis(b, master)
-	waiting := NewRedis(plain.client, WithRedisWaitReplicas(1, time.Second))
+	waiting := NewRedis(plain.client, 1, time.Second)
 	units := Bucket{Name: "units", Limit: 1 << 40, Window: time.Hour}
 	cred := fmt.Sprintf("bench-wait-%d", time.Now().UnixNano())
 	ctx := context.Background()

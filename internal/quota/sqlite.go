@@ -24,15 +24,6 @@ type sqliteBackend struct {
 	stmts    map[string]*sql.Stmt // the statements below, prepared at open
 }
 
-// sqliteOption configures NewSQLite.
-type sqliteOption func(*sqliteBackend)
-
-// WithSQLiteReadOnly opens an existing quota database for reading only:
-// nothing is created, and writes fail with ErrUnavailable.
-func WithSQLiteReadOnly() sqliteOption {
-	return func(s *sqliteBackend) { s.readOnly = true }
-}
-
 // sqliteMigrations holds quota.db's numbered migrations, applied by sqlitedb.Open.
 //
 //go:embed migrations/*.sql
@@ -66,14 +57,12 @@ const (
 )
 
 // NewSQLite opens the quota database at path, creating it (and its parent
-// directory, mode 0o700) if needed, and applies its pending migrations. With
-// WithSQLiteReadOnly a missing file or schema wraps fs.ErrNotExist. Errors
-// wrap ErrUnavailable and the *sqlitedb error, if any.
-func NewSQLite(path string, opts ...sqliteOption) (*sqliteBackend, error) {
-	s := &sqliteBackend{clock: time.Now, stmts: map[string]*sql.Stmt{}}
-	for _, opt := range opts {
-		opt(s)
-	}
+// directory, mode 0o700) if needed, and applies its pending migrations.
+// readOnly opens an existing one for reading only: nothing is created, a
+// missing file or schema wraps fs.ErrNotExist, writes fail with
+// ErrUnavailable. Errors wrap ErrUnavailable and the *sqlitedb error, if any.
+func NewSQLite(path string, readOnly bool) (*sqliteBackend, error) {
+	s := &sqliteBackend{clock: time.Now, readOnly: readOnly, stmts: map[string]*sql.Stmt{}}
 	fail := func(what string, err error) (*sqliteBackend, error) {
 		return nil, fmt.Errorf("quota: %s %s: %w: %w", what, path, ErrUnavailable, err)
 	}
@@ -127,7 +116,7 @@ func (s *sqliteBackend) stmt(ctx context.Context, tx *sql.Tx, query string) *sql
 	return tx.StmtContext(ctx, s.stmts[query])
 }
 
-// errSQLiteReadOnly is why writes fail on a backend opened WithSQLiteReadOnly.
+// errSQLiteReadOnly is why writes fail on a backend opened readOnly.
 var errSQLiteReadOnly = errors.New("the quota database is open read-only")
 
 // errRollback, returned by a transaction's function, rolls it back without an error.

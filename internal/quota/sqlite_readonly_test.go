@@ -15,7 +15,7 @@ import (
 func TestSQLiteReadOnlyCreatesNothingAndOnlyReads(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "sub")
 	path := filepath.Join(dir, "quota.db")
-	if _, err := NewSQLite(path, WithSQLiteReadOnly()); !errors.Is(err, ErrUnavailable) {
+	if _, err := NewSQLite(path, true); !errors.Is(err, ErrUnavailable) {
 		t.Fatalf("missing file: err = %v, want ErrUnavailable", err)
 	}
 	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
@@ -23,7 +23,7 @@ func TestSQLiteReadOnlyCreatesNothingAndOnlyReads(t *testing.T) {
 	}
 	buckets := []Bucket{{Name: "units", Limit: 10, Window: time.Hour}}
 	costs := Costs{"videos.list": {{Bucket: "units", Units: 3}}}
-	rw, err := NewSQLite(path)
+	rw, err := NewSQLite(path, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,7 +37,7 @@ func TestSQLiteReadOnlyCreatesNothingAndOnlyReads(t *testing.T) {
 	}
 	lim.Close()
 
-	ro, err := NewSQLite(path, WithSQLiteReadOnly())
+	ro, err := NewSQLite(path, true)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,9 +12,9 @@ import (
 
 // newTestSQLite opens a fresh quota database in a temporary directory and
 // closes it on cleanup.
-func newTestSQLite(t testing.TB, opts ...sqliteOption) *sqliteBackend {
+func newTestSQLite(t testing.TB) *sqliteBackend {
 	t.Helper()
-	b, err := NewSQLite(filepath.Join(t.TempDir(), "quota", "quota.db"), opts...)
+	b, err := NewSQLite(filepath.Join(t.TempDir(), "quota", "quota.db"), false)
 	if err != nil {
 		t.Fatalf("NewSQLite: %v", err)
 	}
@@ -79,7 +79,7 @@ func (s *sqliteBackend) rows(t *testing.T, credential string) int64 {
 func TestSQLiteRetryAfterExactBoundary(t *testing.T) {
 	start := time.Date(2026, 5, 4, 12, 0, 0, 123_456_000, time.UTC)
 	clock := newFakeClock(start)
-	b := newTestSQLite(t, WithClock(clock.Now))
+	b := WithClock(newTestSQLite(t), clock.Now)
 	units := Bucket{Name: "units", Limit: 250, Window: 10 * time.Second}
 	const cred = "exact"
 
@@ -139,7 +139,7 @@ func TestSQLiteCalendarAcrossDST(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			clock := newFakeClock(tc.now)
-			b := newTestSQLite(t, WithClock(clock.Now))
+			b := WithClock(newTestSQLite(t), clock.Now)
 			daily := Bucket{Name: "daily", Limit: 1, Calendar: true}
 			mustAllow(t, b, "c", charge(daily, 1))
 			d := mustDeny(t, b, "c", charge(daily, 1), "daily")
@@ -159,7 +159,7 @@ func TestSQLiteCalendarAcrossDST(t *testing.T) {
 func TestSQLiteUsedTodayAndEviction(t *testing.T) {
 	day := time.Date(2026, 7, 14, 0, 0, 0, 0, pacific)
 	clock := newFakeClock(day.Add(-30 * time.Minute)) // 23:30 the day before
-	b := newTestSQLite(t, WithClock(clock.Now))
+	b := WithClock(newTestSQLite(t), clock.Now)
 	units := Bucket{Name: "units", Limit: 10, Window: 10 * time.Minute}
 	const cred = "today"
 
@@ -195,7 +195,7 @@ func TestSQLiteUsedTodayAndEviction(t *testing.T) {
 func TestSQLiteMarkExhaustedOnlyMovesLater(t *testing.T) {
 	start := time.Date(2026, 5, 4, 12, 0, 0, 0, time.UTC)
 	clock := newFakeClock(start)
-	b := newTestSQLite(t, WithClock(clock.Now))
+	b := WithClock(newTestSQLite(t), clock.Now)
 	units := Bucket{Name: "units", Limit: 3, Window: time.Minute}
 	ctx := context.Background()
 	if err := b.MarkExhausted(ctx, "c", Mark{Until: start.Add(time.Hour)}); err != nil {
@@ -226,7 +226,7 @@ func TestSQLiteMarkExhaustedOnlyMovesLater(t *testing.T) {
 }
 
 func TestSQLiteUnavailable(t *testing.T) {
-	b, err := NewSQLite(filepath.Join(t.TempDir(), "q.db"))
+	b, err := NewSQLite(filepath.Join(t.TempDir(), "q.db"), false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -251,7 +251,7 @@ func TestSQLiteUnavailable(t *testing.T) {
 	if err := os.WriteFile(file, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := NewSQLite(filepath.Join(file, "sub", "q.db")); !errors.Is(err, ErrUnavailable) {
+	if _, err := NewSQLite(filepath.Join(file, "sub", "q.db"), false); !errors.Is(err, ErrUnavailable) {
 		t.Errorf("NewSQLite under a file = %v, want ErrUnavailable", err)
 	}
 
@@ -269,7 +269,7 @@ func TestSQLiteUnavailable(t *testing.T) {
 func TestSQLiteOpen(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "state", "trendfetch")
 	path := filepath.Join(dir, "quota.db")
-	b, err := NewSQLite(path)
+	b, err := NewSQLite(path, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -285,7 +285,7 @@ func TestSQLiteOpen(t *testing.T) {
 		t.Errorf("directory mode = %o, want 700", perm)
 	}
 
-	b, err = NewSQLite(path)
+	b, err = NewSQLite(path, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -296,7 +296,7 @@ func TestSQLiteOpen(t *testing.T) {
 	}
 
 	var mode string
-	b, _ = NewSQLite(path)
+	b, _ = NewSQLite(path, false)
 	defer b.Close()
 	if err := b.db.QueryRow("PRAGMA journal_mode").Scan(&mode); err != nil || mode != "wal" {
 		t.Errorf("journal_mode = %q (%v), want wal", mode, err)
@@ -312,7 +312,7 @@ func TestSQLiteConcurrentExact(t *testing.T) {
 	var admitted int64
 	var wg sync.WaitGroup
 	for i := range 4 {
-		b, err := NewSQLite(path)
+		b, err := NewSQLite(path, false)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -332,7 +332,7 @@ func BenchmarkRateLimitDecision(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	redisLog, err := NewLog(quota.NewRedis(rl2), 60, time.Minute)
+	redisLog, err := NewLog(quota.NewRedis(rl2, 0, 0), 60, time.Minute)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -68,7 +68,7 @@ func fillStore(t testing.TB, st *store.Store) *quota.Limiter {
 	if err != nil {
 		t.Fatal(err)
 	}
-	qb, err := quota.NewSQLite(filepath.Join(t.TempDir(), "quota.db"))
+	qb, err := quota.NewSQLite(filepath.Join(t.TempDir(), "quota.db"), false)
 	if err != nil {
 		t.Fatal(err)
 	}
