@@ -98,21 +98,18 @@ holder loses the region at its next renewal and stops.`,
 			if err != nil {
 				return err
 			}
-			cred, err := a.cfg.FindCredential(a.cfg.Credential)
-			if err != nil {
-				return err
-			}
+			cred := a.cfg.Credential // Validate checked it names a credential
 			l, held, err := a.engine().ReleaseLease(cmd.Context(), code, yes)
 			switch {
 			case err != nil:
 				return err
 			case !held:
-				fmt.Fprintf(a.stdout, "region %s of credential %s: no lease held\n", code, cred.Name)
+				fmt.Fprintf(a.stdout, "region %s of credential %s: no lease held\n", code, cred)
 			case !yes:
-				return usagef(fmt.Sprintf("trendfetch lease release --region %s --credential %s --yes", code, cred.Name),
-					"region %s of credential %q is held by %s: add --yes to release it", code, cred.Name, termtext.Safe(l.Holder))
+				return usagef(fmt.Sprintf("trendfetch lease release --region %s --credential %s --yes", code, cred),
+					"region %s of credential %q is held by %s: add --yes to release it", code, cred, termtext.Safe(l.Holder))
 			default:
-				fmt.Fprintf(a.stdout, "released region %s of credential %s (held by %s)\n", code, cred.Name, termtext.Safe(l.Holder))
+				fmt.Fprintf(a.stdout, "released region %s of credential %s (held by %s)\n", code, cred, termtext.Safe(l.Holder))
 			}
 			return nil
 		},

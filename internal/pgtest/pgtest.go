@@ -6,7 +6,6 @@
 package pgtest
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -16,13 +15,9 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
-	"strings"
 	"sync/atomic"
 	"syscall"
 	"testing"
-	"time"
-
-	"github.com/jackc/pgx/v5"
 )
 
 // ErrNotInstalled is Start's error when no PostgreSQL server is installed.
@@ -95,7 +90,7 @@ func (s *Server) Database(t testing.TB) string {
 	if err != nil {
 		t.Fatalf("pgtest: %v", err)
 	}
-	t.Cleanup(func() { _ = s.exec("DROP DATABASE IF EXISTS " + name + " WITH (FORCE)") })
+	t.Cleanup(func() { _, _ = s.Psql(s.URL("postgres"), "-c", "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)") })
 	return url
 }
 
@@ -103,20 +98,8 @@ func (s *Server) Database(t testing.TB) string {
 // (a shared fixture) and returns its URL and name.
 func (s *Server) NewDatabase() (url, name string, err error) {
 	name = fmt.Sprintf("t%d_%d", os.Getpid(), s.n.Add(1))
-	return s.URL(name), name, s.exec("CREATE DATABASE " + name)
-}
-
-// exec runs one statement on the maintenance database.
-func (s *Server) exec(sql string) error {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	conn, err := pgx.Connect(ctx, s.URL("postgres"))
-	if err != nil {
-		return err
-	}
-	defer conn.Close(ctx)
-	_, err = conn.Exec(ctx, sql)
-	return err
+	_, err = s.Psql(s.URL("postgres"), "-c", "CREATE DATABASE "+name)
+	return s.URL(name), name, err
 }
 
 // Require returns the package's server for t, or ends t: a skip when
@@ -143,14 +126,11 @@ func (s *Server) Psql(url string, args ...string) (string, error) {
 			return "", fmt.Errorf("%w: no psql", ErrNotInstalled)
 		}
 	}
-	cmd := exec.Command(bin, append([]string{"-X", "-v", "ON_ERROR_STOP=1", url}, args...)...)
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		return string(out), fmt.Errorf("psql: %w: %s", err, stderr.String())
+	out, err := exec.Command(bin, append([]string{"-X", "-v", "ON_ERROR_STOP=1", url}, args...)...).Output()
+	if ee := (*exec.ExitError)(nil); errors.As(err, &ee) {
+		err = fmt.Errorf("psql: %w: %s", err, ee.Stderr)
 	}
-	return string(out), nil
+	return string(out), err
 }
 
 // run runs a server binary, as the unprivileged user when root.
