@@ -20,33 +20,27 @@ func newCrontabCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "crontab [--every 2h] [--stagger 3m] [--log-dir DIR] [--format cron|systemd|kubernetes [--image IMAGE]]",
 		Short: "Print ready-to-paste crontab lines for the configured regions",
-		Long: `Print one crontab line per configured region, staggered so that runs never
-start together: region i runs i x stagger after each tick of --every. Each
-line names the absolute path of this binary and of the config file in use,
-and appends the run's output to DIR/REGION.log (--log-dir). A region with its
-own cron spec in schedule.regions keeps that spec.
-
---every must divide an hour (1m-30m) or a day (1h-12h), or be 24h; the
-stagger must be whole minutes. The lines fire exactly when 'trendfetch
-schedule' would.
-
-Settings in force that cron would not inherit (the database from
-$TRENDFETCH_DATABASE or $XDG_DATA_HOME, the config from $TRENDFETCH_CONFIG,
-other TRENDFETCH_* variables) are written as flags or NAME=value lines;
-secrets in the environment are never printed: a comment says where to put
-them instead.
+		Long: `Print one crontab line per configured region, region i running i x stagger
+after each tick of --every (a region with its own spec in schedule.regions
+keeps it), exactly when 'trendfetch schedule' would. --every must divide an
+hour (1m-30m) or a day (1h-12h), or be 24h; the stagger must be whole minutes.
+Each line names this binary and the config in use by absolute path and appends
+the run's output to DIR/REGION.log (--log-dir). Settings in force that cron
+would not inherit (the database from $TRENDFETCH_DATABASE or $XDG_DATA_HOME,
+the config from $TRENDFETCH_CONFIG, other TRENDFETCH_* variables) are written
+as flags or NAME=value lines; secrets are never printed: a comment says where
+to put them.
 
 --format systemd prints, per region, a trendfetch-REGION.service (Type=oneshot,
 User=trendfetch, the database in StateDirectory=trendfetch, the API key from
-the systemd credential youtube-api-key-<credential>) and a
-trendfetch-REGION.timer (OnCalendar= with the stagger, Persistent=true), with
-the install steps in the header. A path the units' sandbox hides (/tmp, a
-home) is moved with a warning, or refused.
+the systemd credential youtube-api-key-<credential>) and its .timer (OnCalendar=
+with the stagger, Persistent=true), install steps in the header. A path the
+units' sandbox hides (/tmp, a home) is moved with a warning, or refused.
 
 --format kubernetes --image IMAGE prints one batch/v1 CronJob per region
 (concurrencyPolicy Forbid, exit codes ` + exitcode.Join(exitcode.NotRetried) + ` not retried, the API key,
-Redis URL and database URL from the Secret "trendfetch", the config from
-the ConfigMap "trendfetch"), with the kubectl steps in the header.`,
+Redis URL and database URL from the Secret "trendfetch", the config from the
+ConfigMap "trendfetch"), kubectl steps in the header.`,
 		Example: "  trendfetch --config /etc/trendfetch/trendfetch.yaml crontab\n  trendfetch crontab --every 1h --stagger 5m | crontab -",
 		Args:    cobra.NoArgs,
 		PreRunE: a.withConfig,

@@ -26,41 +26,35 @@ func newExportCmd(a *app) *cobra.Command {
 		Use:   "export",
 		Short: "Stream the stored charts as the public trending datasets' CSV, JSON Lines or Parquet",
 		Long: `Stream every stored chart capture (kind chart), oldest first, in rank order,
-with the statistics of its moment and the video text of its moment (title,
-description, tags, channel title, category, thumbnail as captured). It reads
-one snapshot of the database: runs or a prune meanwhile change nothing in it.
-Memory stays constant whatever the size.
+with the statistics and video text (title, description, tags, channel title,
+category, thumbnail) of its moment, from one snapshot of the database (runs or
+a prune meanwhile change nothing) in constant memory. Costs no quota.
 
 CSV layouts: youtube-new has trending_date as yy.dd.mm, tags "a"|"b" or [none]
 and newlines in descriptions as \n; trending-daily an ISO trending_date and tags
 a|b or [None]; --every capture adds captured_at and rank columns to both.
 --format jsonl writes every field, one JSON object a line, with region,
 captured_at, rank and complete; null for unknown values. --format parquet
-writes the JSON Lines fields as typed columns (docs/schema.md), zstd-compressed,
-region by region (each region's captures oldest first), so that a row group
-holds one region's charts.
+writes the same fields as typed columns (docs/schema.md), zstd-compressed,
+region by region (each oldest first): a row group holds one region's charts.
 
-The datasets are one file per region: --output DIR/ writes one file per
-region under the dataset's names (USvideos.csv, US_youtube_trending_data.csv;
-US.jsonl). A CSV of several regions in one file (or on standard output) is
-refused unless --region-column adds the region to each row. --output FILE is
-written to a temporary file and renamed when complete: a failed export leaves
-no partial file. A FIFO, a device (/dev/null), /dev/stdout or another
-symbolic link is written in place instead, as the shell's > does.
+--output DIR/ writes one file per region, as the datasets do, under their names
+(USvideos.csv, US_youtube_trending_data.csv; US.jsonl); a CSV of several regions
+in one file or on standard output needs --region-column. --output FILE is
+renamed into place when complete (a failed export leaves no partial file); a
+FIFO, a device, /dev/stdout or another symbolic link is written in place.
 
 Values are written as the datasets do: dislikes 0 (gone from the API since
-2021-12-13) and video_error_or_removed False; a like or comment count the
-owner hid (the API omits it; stored as unknown) is 0 with ratings_disabled
-or comments_disabled True. A statistic the store does not know (charts
-stored before statistics were kept) is an empty CSV field; JSON Lines
-writes null for both. Descriptions keep their line breaks as the API gave
-them (CRLF stays CRLF). Times are UTC.
+2021-12-13), video_error_or_removed False, a like or comment count the owner
+hid (the API omits it; stored as unknown) 0 with ratings_disabled or
+comments_disabled True. A statistic the store does not know (charts stored
+before statistics were kept) is an empty CSV field (JSON Lines: null for both).
+Descriptions keep the API's line breaks (CRLF stays CRLF). Times are UTC.
 
-Text is written as the creators typed it, like the datasets. A spreadsheet runs
-a cell starting with = + - @ tab or CR as a formula (OWASP "CSV Injection"): a
-title could fetch URLs or run commands on the analyst's machine; hence
---spreadsheet-safe (the file then differs from the datasets' bytes).
-Costs no quota.`,
+Text is written as typed, like the datasets; a spreadsheet runs a cell starting
+with = + - @ tab or CR as a formula (OWASP "CSV Injection"), so a title could
+fetch URLs or run commands on the analyst's machine: --spreadsheet-safe defuses
+it (the file then differs from the datasets' bytes).`,
 		Example: "  trendfetch export --layout youtube-new --region US --since 2026-01-01 > us.csv\n" +
 			"  trendfetch export --layout trending-daily --output datasets/\n" +
 			"  trendfetch export --format jsonl --every capture --output all.jsonl",
