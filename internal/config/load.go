@@ -35,13 +35,21 @@ func Load(lookup func(string) (string, bool), flags map[string]string) (*Config,
 		}
 	}
 	var r io.Reader
-	f, err := openConfig(path)
+	fi, err := os.Stat(path) // first: opening a FIFO would block
 	switch {
 	case errors.Is(err, os.ErrNotExist) && !explicit:
 		path = "" // no config file: defaults
 	case err != nil:
-		return nil, "", err
+		return nil, "", fmt.Errorf("cannot open config: %w", err)
+	case fi.IsDir():
+		return nil, "", fmt.Errorf("config %s is a directory, want a YAML file", path)
+	case !fi.Mode().IsRegular():
+		return nil, "", fmt.Errorf("config %s is not a regular file (%s), want a YAML file", path, fi.Mode().Type())
 	default:
+		f, err := os.Open(path)
+		if err != nil {
+			return nil, "", fmt.Errorf("cannot open config: %w", err)
+		}
 		defer f.Close()
 		r = f
 		if path, err = filepath.Abs(path); err != nil {
@@ -53,28 +61,6 @@ func Load(lookup func(string) (string, bool), flags map[string]string) (*Config,
 		err = fmt.Errorf("%s: %w", path, err)
 	}
 	return cfg, path, err
-}
-
-// openConfig opens the config file at path ("" = none: ErrNotExist), a
-// regular file (stat first: a FIFO would block).
-func openConfig(path string) (*os.File, error) {
-	if path == "" {
-		return nil, os.ErrNotExist
-	}
-	fi, err := os.Stat(path)
-	switch {
-	case err != nil:
-		return nil, fmt.Errorf("cannot open config: %w", err)
-	case fi.IsDir():
-		return nil, fmt.Errorf("config %s is a directory, want a YAML file", path)
-	case !fi.Mode().IsRegular():
-		return nil, fmt.Errorf("config %s is not a regular file (%s), want a YAML file", path, fi.Mode().Type())
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("cannot open config: %w", err)
-	}
-	return f, nil
 }
 
 // read is Load after the file is found (r; nil = none).
