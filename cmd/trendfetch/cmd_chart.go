@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/csv"
 	"fmt"
+	"io"
 	"strconv"
 	"text/tabwriter"
 
@@ -137,4 +138,11 @@ func humanInt(p *int64) string {
 		return "-"
 	}
 	return termtext.Thousands(*p)
+}
+
+// table starts an aligned table on w (columns two spaces apart) with its header line.
+func table(w io.Writer, header string) *tabwriter.Writer {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, header)
+	return tw
 }

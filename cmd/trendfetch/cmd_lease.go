@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -63,8 +62,7 @@ func newLeaseListCmd(a *app) *cobra.Command {
 				fmt.Fprintln(a.stdout, "no region leases held")
 				return nil
 			}
-			tw := tabwriter.NewWriter(a.stdout, 0, 0, 2, ' ', 0)
-			fmt.Fprintln(tw, "CREDENTIAL\tREGION\tHOLDER\tEXPIRES (UTC)")
+			tw := table(a.stdout, "CREDENTIAL\tREGION\tHOLDER\tEXPIRES (UTC)")
 			for _, l := range all {
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%s (in %s)\n", l.Credential, l.Region, termtext.Safe(l.Holder),
 					now.Add(l.Remaining).Format("2006-01-02 15:04:05"), l.Remaining.Round(time.Second))

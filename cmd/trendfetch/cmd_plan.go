@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
@@ -48,12 +47,10 @@ does not), 2 when it does not; with --strict also 2 when the most does not.`,
 			if err != nil {
 				return err
 			}
-			if asJSON {
-				if err := a.printJSON(p); err != nil {
-					return err
-				}
-			} else {
+			if !asJSON {
 				printPlan(a, p)
+			} else if err := a.printJSON(p); err != nil {
+				return err
 			}
 			switch {
 			case !p.Fits():
@@ -88,8 +85,7 @@ func printPlan(a *app, p *plan.Plan) {
 	for _, k := range order {
 		fmt.Fprintf(a.stdout, "  %s %s\n", strings.Join(runs[k], " "), k)
 	}
-	tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "BUCKET\tLEAST\tEXPECTED\tMOST\tLIMIT\tVERDICT\tDOMINATED BY")
+	tw := table(a.stdout, "BUCKET\tLEAST\tEXPECTED\tMOST\tLIMIT\tVERDICT\tDOMINATED BY")
 	for _, b := range p.Buckets {
 		name := b.Name
 		if b.Scope != "config" {

@@ -3,7 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -80,8 +79,7 @@ func printStatus(a *app, st quota.Status) {
 		}
 		fmt.Fprintf(a.stdout, "SPENT upstream until %s: %s; the API answered %s\n", m.Until.UTC().Format(time.RFC3339), what, m.Why)
 	}
-	tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "BUCKET\tUSED\t\tLEFT\tWINDOW\tTODAY (PT)\t1 UNIT IN\tMAX COST IN")
+	tw := table(a.stdout, "BUCKET\tUSED\t\tLEFT\tWINDOW\tTODAY (PT)\t1 UNIT IN\tMAX COST IN")
 	for _, b := range st.Buckets {
 		window := b.Window.String()
 		if b.Calendar {

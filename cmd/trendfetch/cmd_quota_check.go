@@ -48,12 +48,10 @@ Exit 0 when the calls fit now, 75 when they fit later, 2 when they never fit
 			if err != nil {
 				return err
 			}
-			if asJSON {
-				if err := a.printJSON(out); err != nil {
-					return err
-				}
-			} else {
+			if !asJSON {
 				printCheck(a, out)
+			} else if err := a.printJSON(out); err != nil {
+				return err
 			}
 			switch {
 			case out.Fits:

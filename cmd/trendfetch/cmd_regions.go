@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"slices"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -56,8 +55,7 @@ stagger offset and the next time 'trendfetch schedule' runs them.`,
 				return a.printJSON(out)
 			}
 			loc := a.cfg.Schedule.Location()
-			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "CODE\tNAME\tCONFIGURED\tOFFSET\tNEXT RUN\tSCHEDULE")
+			tw := table(a.stdout, "CODE\tNAME\tCONFIGURED\tOFFSET\tNEXT RUN\tSCHEDULE")
 			for _, r := range out {
 				if !r.Configured {
 					fmt.Fprintf(tw, "%s\t%s\t\t\t\t\n", r.Code, r.Name)

@@ -10,7 +10,6 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -58,8 +57,7 @@ func newRunsCmd(a *app) *cobra.Command {
 			if asJSON {
 				return a.printJSON(runs)
 			}
-			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "ID\tREGION\tSTARTED (UTC)\tDURATION\tPAGES\tVIDEOS\tUNITS\tOUTCOME\tREASON")
+			tw := table(a.stdout, "ID\tREGION\tSTARTED (UTC)\tDURATION\tPAGES\tVIDEOS\tUNITS\tOUTCOME\tREASON")
 			for _, r := range runs {
 				dur := "-"
 				if !r.FinishedAt.IsZero() {

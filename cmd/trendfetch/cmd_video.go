@@ -6,7 +6,6 @@ import (
 	"io"
 	"slices"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -112,8 +111,7 @@ func printHistory(w io.Writer, h store.VideoHistory, spark bool) {
 	fmt.Fprintln(w)
 	if len(h.Titles) > 1 { // title changes, as captured
 		fmt.Fprintln(w)
-		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "TITLE SINCE (UTC)\tTITLE")
+		tw := table(w, "TITLE SINCE (UTC)\tTITLE")
 		for _, c := range h.Titles {
 			fmt.Fprintf(tw, "%s\t%s\n", c.At.Format(utcMinute), c.Title)
 		}
@@ -121,8 +119,7 @@ func printHistory(w io.Writer, h store.VideoHistory, spark bool) {
 	}
 	if len(h.Regions) > 0 {
 		fmt.Fprintln(w)
-		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "REGION\tFIRST ON CHART (UTC)\tLAST ON CHART (UTC)\tBEST RANK\tLAST RANK\tDAYS")
+		tw := table(w, "REGION\tFIRST ON CHART (UTC)\tLAST ON CHART (UTC)\tBEST RANK\tLAST RANK\tDAYS")
 		for _, r := range h.Regions {
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\n", r.Region, r.FirstAt.Format(utcMinute), r.LastAt.Format(utcMinute),
 				r.BestRank, r.LastRank, r.Days)
@@ -135,15 +132,18 @@ func printHistory(w io.Writer, h store.VideoHistory, spark bool) {
 		}
 	}
 	fmt.Fprintln(w)
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "TIME (UTC)\tSOURCE\tREGION\tRANK\tVIEWS\tLIKES\tCOMMENTS")
-	// Changes that the series crosses, appearances and stats samples,
-	// merged by time (at one time in this order).
+	tw := table(w, "TIME (UTC)\tSOURCE\tREGION\tRANK\tVIEWS\tLIKES\tCOMMENTS")
+	// YouTube's changes, appearances and stats samples merged by time (at one
+	// time in this order); changes after the last sample are left out.
 	type row struct {
-		at   time.Time
-		line string
+		at     time.Time
+		line   string
+		change bool
 	}
-	var rows, changes []row
+	var rows []row
+	for _, c := range h.Changes {
+		rows = append(rows, row{c.At(), fmt.Sprintf("%s 00:00\t── YouTube change *\t\t\t\t\t\n", c.Date), true})
+	}
 	for _, a := range h.Appearances {
 		src := a.Kind
 		if a.Query != "" {
@@ -153,22 +153,17 @@ func printHistory(w io.Writer, h store.VideoHistory, spark bool) {
 			src += " (partial)"
 		}
 		rows = append(rows, row{a.CapturedAt, fmt.Sprintf("%s\t%s\t%s\t%d\t%s\t%s\t%s\n", a.CapturedAt.Format(utcMinute), termtext.Safe(src), a.Region, a.Rank,
-			humanInt(a.Views), humanInt(a.Likes), humanInt(a.Comments))})
+			humanInt(a.Views), humanInt(a.Likes), humanInt(a.Comments)), false})
 	}
 	for _, p := range h.Points {
 		if p.Source == store.SourceStats {
-			rows = append(rows, row{p.At, fmt.Sprintf("%s\t%s\t-\t-\t%s\t%s\t%s\n", p.At.Format(utcMinute), p.Source, humanInt(p.Views), humanInt(p.Likes), humanInt(p.Comments))})
+			rows = append(rows, row{p.At, fmt.Sprintf("%s\t%s\t-\t-\t%s\t%s\t%s\n", p.At.Format(utcMinute), p.Source, humanInt(p.Views), humanInt(p.Likes), humanInt(p.Comments)), false})
 		}
 	}
-	byTime := func(x, y row) int { return x.at.Compare(y.at) }
-	slices.SortStableFunc(rows, byTime)
-	for _, c := range h.Changes {
-		if len(rows) > 0 && !c.At().After(rows[len(rows)-1].at) {
-			changes = append(changes, row{c.At(), fmt.Sprintf("%s 00:00\t── YouTube change *\t\t\t\t\t\n", c.Date)})
-		}
+	slices.SortStableFunc(rows, func(x, y row) int { return x.at.Compare(y.at) })
+	for len(rows) > 0 && rows[len(rows)-1].change {
+		rows = rows[:len(rows)-1]
 	}
-	rows = append(changes, rows...)
-	slices.SortStableFunc(rows, byTime)
 	for _, r := range rows {
 		fmt.Fprint(tw, r.line)
 	}
