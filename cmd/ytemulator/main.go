@@ -34,13 +34,6 @@ import (
 	"github.com/trendfetch/trendfetch/internal/fetch/youtubetest"
 )
 
-// Exit codes.
-const (
-	exitOK    = 0
-	exitError = 1
-	exitUsage = 2
-)
-
 // shutdownTimeout bounds how long in-flight requests may take after a signal.
 const shutdownTimeout = 5 * time.Second
 
@@ -51,20 +44,10 @@ func main() {
 	os.Exit(code)
 }
 
-// stringList is a repeatable string flag.
-type stringList []string
-
-func (l *stringList) String() string { return strings.Join(*l, ",") }
-
-func (l *stringList) Set(v string) error {
-	*l = append(*l, v)
-	return nil
-}
-
 // options are the parsed command-line flags.
 type options struct {
 	addr, dataDir, date, apiJSON, urlFile string
-	csvFiles, categories, keys            stringList
+	csvFiles, categories, keys            []string
 	dailyLimit                            int64
 }
 
@@ -72,13 +55,16 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	var o options
 	fs := flag.NewFlagSet("ytemulator", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	list := func(name, usage string, l *[]string) { // a repeatable flag
+		fs.Func(name, usage, func(v string) error { *l = append(*l, v); return nil })
+	}
 	fs.StringVar(&o.addr, "addr", "127.0.0.1:0", "listen `address` (port 0 picks a free port)")
 	fs.StringVar(&o.dataDir, "data", "", "load every trending CSV and XX_category_id.json in `DIR`, one region per CSV")
-	fs.Var(&o.csvFiles, "csv", "load one trending CSV `FILE` (repeatable; region from the file name)")
+	list("csv", "load one trending CSV `FILE` (repeatable; region from the file name)", &o.csvFiles)
 	fs.StringVar(&o.date, "date", "", "trending `DATE` to serve at start from every file (yy.dd.mm or yyyy-mm-dd; default: first in each file); POST /emulator/date with date=DATE changes it while running")
-	fs.Var(&o.categories, "categories", "videoCategories.list answer `FILE` (repeatable; XX_category_id.json is region XX, any other name the default)")
+	list("categories", "videoCategories.list answer `FILE` (repeatable; XX_category_id.json is region XX, any other name the default)", &o.categories)
 	fs.StringVar(&o.apiJSON, "api-json", "", "`DIR` of recorded pyyoutube__*.json responses for search.list and channels.list")
-	fs.Var(&o.keys, "key", "accept only this API `KEY` (repeatable; default: any key)")
+	list("key", "accept only this API `KEY` (repeatable; default: any key)", &o.keys)
 	fs.Int64Var(&o.dailyLimit, "daily-limit", 0, "quota `units` per API key before 403 quotaExceeded (0 = unlimited)")
 	fs.StringVar(&o.urlFile, "url-file", "", "write the base URL to `PATH` once listening (removed on exit)")
 	if err := fs.Parse(args); err != nil {
@@ -98,10 +84,10 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 func run(ctx context.Context, stopSignals func(), args []string, stderr io.Writer) int {
 	o, err := parseFlags(args, stderr)
 	if errors.Is(err, flag.ErrHelp) {
-		return exitOK
+		return 0
 	} else if err != nil {
 		fmt.Fprintf(stderr, "ytemulator: %v\nTry: ytemulator -h\n", err)
-		return exitUsage
+		return 2
 	}
 	log := zerolog.New(stderr).With().Timestamp().Logger()
 	if f, ok := stderr.(*os.File); ok {
@@ -115,13 +101,13 @@ func run(ctx context.Context, stopSignals func(), args []string, stderr io.Write
 	regions, err := load(srv, o, log)
 	if err != nil {
 		log.Error().Err(err).Msg("cannot load data")
-		return exitError
+		return 1
 	}
 
 	ln, err := net.Listen("tcp", o.addr)
 	if err != nil {
 		log.Error().Err(err).Str("addr", o.addr).Msg("cannot listen")
-		return exitError
+		return 1
 	}
 	url := "http://" + ln.Addr().String()
 	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
@@ -136,7 +122,7 @@ func run(ctx context.Context, stopSignals func(), args []string, stderr io.Write
 		if err != nil {
 			log.Error().Err(err).Msg("cannot write url file")
 			_ = hs.Close()
-			return exitError
+			return 1
 		}
 		defer os.Remove(o.urlFile)
 	}
@@ -146,7 +132,7 @@ func run(ctx context.Context, stopSignals func(), args []string, stderr io.Write
 	select {
 	case err := <-served:
 		log.Error().Err(err).Msg("server stopped")
-		return exitError
+		return 1
 	case <-ctx.Done():
 	}
 	if stopSignals != nil {
@@ -160,7 +146,7 @@ func run(ctx context.Context, stopSignals func(), args []string, stderr io.Write
 		_ = hs.Close()
 	}
 	log.Info().Int("calls", srv.TotalCalls()).Msg("stopped")
-	return exitOK
+	return 0
 }
 
 var categoryFile = regexp.MustCompile(`^([A-Z]{2})_category_id\.json$`)

@@ -106,7 +106,7 @@ func TestServesSampleByDefault(t *testing.T) {
 	}
 
 	stop()
-	if code := <-done; code != exitOK {
+	if code := <-done; code != 0 {
 		t.Errorf("exit code %d, want 0; stderr:\n%s", code, stderr)
 	}
 	log := stderr.String()
@@ -158,7 +158,7 @@ func TestServesDataDir(t *testing.T) {
 		t.Errorf("date control: %d %s; chart unchanged or %v", resp.StatusCode, body, err)
 	}
 	stop()
-	if code := <-done; code != exitOK {
+	if code := <-done; code != 0 {
 		t.Errorf("exit %d", code)
 	}
 	if log := stderr.String(); strings.Count(log, `"message":"loaded chart"`) != 4 || !strings.Contains(log, `"date":"17.15.11"`) {
@@ -172,12 +172,12 @@ func TestUsageAndLoadErrors(t *testing.T) {
 		code int
 		want string
 	}{
-		{[]string{"--bogus"}, exitUsage, "flag provided but not defined"},
-		{[]string{"extra"}, exitUsage, "unexpected argument"},
-		{[]string{"--daily-limit", "-1"}, exitUsage, "--daily-limit"},
-		{[]string{"--data", filepath.Join(t.TempDir(), "missing")}, exitError, "cannot read --data directory"},
-		{[]string{"--csv", "nothing.csv"}, exitError, "no region in file name"},
-		{[]string{"--addr", "256.0.0.1:0"}, exitError, "cannot listen"},
+		{[]string{"--bogus"}, 2, "flag provided but not defined"},
+		{[]string{"extra"}, 2, "unexpected argument"},
+		{[]string{"--daily-limit", "-1"}, 2, "--daily-limit"},
+		{[]string{"--data", filepath.Join(t.TempDir(), "missing")}, 1, "cannot read --data directory"},
+		{[]string{"--csv", "nothing.csv"}, 1, "no region in file name"},
+		{[]string{"--addr", "256.0.0.1:0"}, 1, "cannot listen"},
 	} {
 		var stderr syncBuffer
 		code := run(context.Background(), nil, tt.args, &stderr)

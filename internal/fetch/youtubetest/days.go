@@ -226,17 +226,9 @@ func (s *Server) serveBatchGetStats(w http.ResponseWriter, r *http.Request, q ur
 func videoStat(v *youtube.Video) *youtube.VideoStat {
 	st := &youtube.VideoStat{Kind: "youtube#videoStats", Id: v.Id, Etag: v.Etag,
 		Statistics: &youtube.VideoStatsStatistics{}, Snippet: &youtube.VideoStatsSnippet{}, ContentDetails: &youtube.VideoStatsContentDetails{}}
-	if vs := v.Statistics; vs != nil {
-		for name, c := range map[string]struct {
-			val uint64
-			dst *int64
-		}{"ViewCount": {vs.ViewCount, &st.Statistics.ViewCount}, "LikeCount": {vs.LikeCount, &st.Statistics.LikeCount},
-			"CommentCount": {vs.CommentCount, &st.Statistics.CommentCount}} {
-			if c.val != 0 || slices.Contains(vs.ForceSendFields, name) {
-				*c.dst = int64(c.val)
-				st.Statistics.ForceSendFields = append(st.Statistics.ForceSendFields, name)
-			}
-		}
+	if vs := v.Statistics; vs != nil { // the counts v sends (JSON ignores forced fields VideoStatsStatistics lacks)
+		st.Statistics = &youtube.VideoStatsStatistics{ViewCount: int64(vs.ViewCount), LikeCount: int64(vs.LikeCount),
+			CommentCount: int64(vs.CommentCount), ForceSendFields: slices.Clone(vs.ForceSendFields)}
 	}
 	if v.Snippet != nil {
 		st.Snippet.PublishTime = v.Snippet.PublishedAt

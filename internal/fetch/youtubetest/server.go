@@ -74,7 +74,7 @@ type Server struct {
 	dayCharts    map[string][]dated          // LoadDays: region -> ascending days of its chart
 	dayStats     map[string][]dated          // LoadDays: video id -> its rows, ascending by date (one video each)
 	date         string                      // the date served ("" until SetDate)
-	keys         []string                    // nil = any key (or none) is accepted
+	keys         []string                    // empty = any key (or none) is accepted
 	limit        int64                       // 0 = no limit
 	units        map[string]map[string]int64 // Google bucket ("" = the shared units) -> key -> units
 	faults       []fault
@@ -123,14 +123,7 @@ func (s *Server) locked(f func()) {
 // SetKeys restricts the accepted API keys to keys; with none, every key (and none) is
 // accepted again, the default. Any other key gets the real 400 keyInvalid answer
 // (docs/design.md §3) and costs no units.
-func (s *Server) SetKeys(keys ...string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.keys = nil
-	if len(keys) > 0 {
-		s.keys = slices.Clone(keys)
-	}
-}
+func (s *Server) SetKeys(keys ...string) { s.locked(func() { s.keys = slices.Clone(keys) }) }
 
 // SetDailyLimit sets the shared units each API key may spend (0, the default, is unlimited).
 // A request that would take its key past it gets the recorded 403 quotaExceeded body
@@ -179,10 +172,8 @@ func (s *Server) AnswerNext(method string, n int, a Answer) {
 }
 
 func (s *Server) queueFault(f fault) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	if f.n > 0 {
-		s.faults = append(s.faults, f)
+		s.locked(func() { s.faults = append(s.faults, f) })
 	}
 }
 
@@ -258,7 +249,7 @@ func (s *Server) admit(method, key string) (denial *errorResponse, injected func
 	hook func(http.ResponseWriter, *http.Request) bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.keys != nil && !slices.Contains(s.keys, key) {
+	if len(s.keys) > 0 && !slices.Contains(s.keys, key) {
 		return &errKeyInvalid, nil, nil
 	}
 	site, _ := callsite.Lookup(method)
