@@ -1,13 +1,6 @@
-// Command ytemulator serves the YouTube Data API v3 emulator (package
-// internal/fetch/youtubetest) on a loopback address for demos and manual tests
-// (docs/operations.md, "The emulator"; `ytemulator -h` lists the flags).
-//
-// Without --data or --csv it serves the synthetic youtubetest.Sample as region US with its
-// categories. Each CSV is one region, served from its --date (default: its first date); all
-// its dates are loaded, so POST /emulator/date switches the date while it runs. Once
-// listening it logs the base URL and writes it to --url-file (removed on exit). Keys are
-// never logged. SIGINT or SIGTERM drains requests and exits 0; a second signal exits at
-// once. Exit codes: 0 clean shutdown, 1 runtime error (data, address), 2 usage error.
+// Command ytemulator serves the YouTube Data API v3 emulator (package internal/fetch/youtubetest)
+// on a loopback address for demos and manual tests: docs/operations.md, "The emulator", says what
+// it loads, how it stops and its exit codes; `ytemulator -h` lists the flags.
 package main
 
 import (
@@ -29,13 +22,11 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/mattn/go-isatty"
 	"github.com/rs/zerolog"
 
 	"github.com/trendfetch/trendfetch/internal/fetch/youtubetest"
 )
-
-// shutdownTimeout bounds how long in-flight requests may take after a signal.
-const shutdownTimeout = 5 * time.Second
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -90,10 +81,8 @@ func run(ctx context.Context, stopSignals func(), args []string, stderr io.Write
 		return 2
 	}
 	log := zerolog.New(stderr).With().Timestamp().Logger()
-	if f, ok := stderr.(*os.File); ok {
-		if st, err := f.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
-			log = log.Output(zerolog.ConsoleWriter{Out: stderr, TimeFormat: time.TimeOnly})
-		}
+	if f, ok := stderr.(*os.File); ok && isatty.IsTerminal(f.Fd()) {
+		log = log.Output(zerolog.ConsoleWriter{Out: stderr, TimeFormat: time.TimeOnly})
 	}
 	srv := youtubetest.New()
 	srv.SetKeys(o.keys...)
@@ -135,11 +124,9 @@ func run(ctx context.Context, stopSignals func(), args []string, stderr io.Write
 		return 1
 	case <-ctx.Done():
 	}
-	if stopSignals != nil {
-		stopSignals()
-	}
+	stopSignals()
 	log.Info().Msg("shutting down")
-	sctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
+	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second) // the drain bound
 	defer cancel()
 	if err := hs.Shutdown(sctx); err != nil {
 		log.Warn().Err(err).Msg("shutdown did not drain in time")

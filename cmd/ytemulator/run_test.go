@@ -66,7 +66,7 @@ func startRun(t *testing.T, args ...string) (url string, done chan int, stop fun
 	ctx, cancel := context.WithCancel(context.Background())
 	stderr = &syncBuffer{}
 	done = make(chan int, 1)
-	go func() { done <- run(ctx, nil, append(args, "--url-file", urlFile), stderr) }()
+	go func() { done <- run(ctx, func() {}, append(args, "--url-file", urlFile), stderr) }()
 	t.Cleanup(cancel)
 	url = waitURL(t, urlFile, done)
 	return url, done, cancel, stderr
@@ -180,7 +180,7 @@ func TestUsageAndLoadErrors(t *testing.T) {
 		{[]string{"--addr", "256.0.0.1:0"}, 1, "cannot listen"},
 	} {
 		var stderr syncBuffer
-		code := run(context.Background(), nil, tt.args, &stderr)
+		code := run(context.Background(), func() {}, tt.args, &stderr)
 		if code != tt.code || !strings.Contains(stderr.String(), tt.want) {
 			t.Errorf("%v: exit %d, stderr %q; want %d and %q", tt.args, code, stderr.String(), tt.code, tt.want)
 		}

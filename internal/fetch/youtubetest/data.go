@@ -123,12 +123,10 @@ func keepQuotedCRLF(data []byte) []byte {
 	return out
 }
 
-// LoadCSV parses a recorded trending CSV and returns the chart of one trending date in file
-// order, which is rank order (docs/design.md §7, also for how a row maps onto a youtube.Video).
-// trendingDate is a trending_date value as written ("18.01.11" = yy.dd.mm; "2020-08-12" or
-// "2020-08-12T00:00:00Z" in the 2020 files); "" is the file's first date. A date not in the
-// file, a malformed CSV or a bad count in any row is an error naming the dates present or
-// the line; region is only used in errors. LoadCSV never panics on bad input.
+// LoadCSV parses a recorded trending CSV and returns the chart of one trending_date as written
+// ("18.01.11" = yy.dd.mm, "2020-08-12" or "2020-08-12T00:00:00Z"; "" = the first) in file order,
+// rank order (docs/design.md §7 maps a row). A date not in the file, a malformed CSV or a bad count in
+// any row is an error naming the dates present or the line (and region). It never panics on bad input.
 func LoadCSV(r io.Reader, region, trendingDate string) ([]*youtube.Video, error) {
 	dates, charts, err := LoadCSVCharts(r, region)
 	if err != nil {
@@ -220,10 +218,8 @@ func rowVideo(is2017 bool, f map[string]string) (*youtube.Video, error) {
 // bools are the values of the *_disabled columns.
 var bools = map[string]bool{"True": true, "true": true, "TRUE": true, "False": false, "false": false, "FALSE": false, "": false}
 
-// SyntheticChannelID returns the channel id the emulator invents for a channel title when the
-// data has none (the 2017 Kaggle CSVs): "UC" and the first 22 characters of the unpadded
-// base64url SHA-256 of the title, the 24-character shape of a real id, stable across files
-// and runs. It is not a real YouTube channel id.
+// SyntheticChannelID returns the channel id, not a real one, invented for a channel title when the
+// data has none (2017 CSVs): "UC" and 22 characters of the unpadded base64url SHA-256 of the title.
 func SyntheticChannelID(channelTitle string) string {
 	sum := sha256.Sum256([]byte(channelTitle))
 	return "UC" + base64.RawURLEncoding.EncodeToString(sum[:])[:22]
@@ -242,9 +238,8 @@ func RegionFromFileName(name string) (region string, ok bool) {
 	return m[1] + m[2] + m[3], true
 }
 
-// LoadCSVFile loads the chart of trendingDate ("" = the file's first date) of the recorded
-// trending CSV at path with LoadCSV, the region from the file name (RegionFromFileName).
-// Errors name the file.
+// LoadCSVFile loads the chart of trendingDate of the recorded trending CSV at path with LoadCSV,
+// the region from the file name (RegionFromFileName). Errors name the file.
 func LoadCSVFile(path, trendingDate string) (region string, videos []*youtube.Video, err error) {
 	region, f, err := openCSV(path)
 	if err != nil {

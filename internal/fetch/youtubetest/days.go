@@ -59,29 +59,25 @@ func (s *Server) LoadDays(region string, dates []string, charts map[string][]*yo
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.dayCharts[region] = loaded
-	// Rebuild the statistics index; a video on several regions' charts of a date: the
-	// first region in alphabetical order wins.
+	// Rebuild the statistics index; a video on several regions' charts of a date (or twice on
+	// one): the first region in alphabetical order (the first row) wins.
 	s.dayStats = map[string][]dated{}
-	seen := map[string]bool{} // id + date
 	for _, r := range slices.Sorted(maps.Keys(s.dayCharts)) {
 		for _, d := range s.dayCharts[r] {
 			for _, v := range d.videos {
-				if k := v.Id + "\x00" + d.date; !seen[k] {
-					seen[k] = true
-					s.dayStats[v.Id] = append(s.dayStats[v.Id], dated{d.date, []*youtube.Video{v}})
-				}
+				s.dayStats[v.Id] = append(s.dayStats[v.Id], dated{d.date, []*youtube.Video{v}})
 			}
 		}
 	}
-	for _, rows := range s.dayStats {
+	for id, rows := range s.dayStats {
 		slices.SortStableFunc(rows, byDate)
+		s.dayStats[id] = slices.CompactFunc(rows, func(a, b dated) bool { return a.date == b.date })
 	}
 	return nil
 }
 
-// LoadDaysFile loads every date of a recorded trending CSV (region from the file name, see
-// RegionFromFileName) with LoadDays. It returns the region and its dates, ascending, as
-// YYYY-MM-DD.
+// LoadDaysFile loads every date of a recorded trending CSV with LoadDays, the region from the
+// file name (RegionFromFileName). It returns the region and its dates, ascending, as YYYY-MM-DD.
 func (s *Server) LoadDaysFile(path string) (region string, dates []string, err error) {
 	region, f, err := openCSV(path)
 	if err != nil {
@@ -186,11 +182,8 @@ func (s *Server) serveControl(w http.ResponseWriter, r *http.Request) {
 	reply(http.StatusOK, map[string]*string{"date": date})
 }
 
-// serveBatchGetStats answers GET /youtube/v3/videos:batchGetStats: part (statistics,
-// contentDetails, snippet; required), id (1 to 50). Items are in request order, unknown ids
-// absent, each a youtube#videoStats as of the emulator's date (SetDate; without days, the
-// video served by id): viewCount, likeCount, commentCount, each absent when the recorded
-// data says the API omitted it; snippet.publishTime; contentDetails.duration when known.
+// serveBatchGetStats answers GET /youtube/v3/videos:batchGetStats as of the emulator's date
+// (docs/design.md §7).
 func (s *Server) serveBatchGetStats(w http.ResponseWriter, r *http.Request, q url.Values) {
 	parts, ok := parseParts(w, q, &youtube.VideoStat{})
 	if !ok {

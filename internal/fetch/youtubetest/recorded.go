@@ -71,10 +71,8 @@ func videoOfSearchResult(it *youtube.SearchResult) *youtube.Video {
 	return cloneVideos([]*youtube.Video{v})[0]
 }
 
-// SetChannels adds the channels of raw, a recorded youtube#channelListResponse
-// (docs/design.md §7), to those channels.list serves, replacing a channel of the same id.
-// channels.list answers id=a,b,... (unknown ids absent) and forHandle=@name (matched
-// against snippet.customUrl, case-insensitively); other filters return no channels.
+// SetChannels adds the channels of raw, a recorded youtube#channelListResponse, to those
+// channels.list serves by id or handle (docs/design.md §7), replacing a channel of the same id.
 func (s *Server) SetChannels(raw []byte) error {
 	var resp youtube.ChannelListResponse
 	if err := decodeKind(raw, &resp, "youtube#channelListResponse"); err != nil {
@@ -92,8 +90,7 @@ func (s *Server) SetChannels(raw []byte) error {
 	return nil
 }
 
-// serveCategories answers GET /youtube/v3/videoCategories: part, and regionCode (its list,
-// else the default) or id (the categories of those ids in any list).
+// serveCategories answers GET /youtube/v3/videoCategories (docs/design.md §7).
 func (s *Server) serveCategories(w http.ResponseWriter, r *http.Request, q url.Values) {
 	parts, ok := parseParts(w, q, &youtube.VideoCategory{})
 	if !ok {

@@ -57,11 +57,8 @@ type fault struct {
 }
 
 // Server is the emulator, an http.Handler answering in the library's own youtube.* types,
-// marshalled. Every request costs its call site's callsite.Site.Units, errors included.
-// Differences from Google, on purpose: the quota never resets by itself (ResetQuota);
-// requests rejected for an invalid key or an exhausted quota cost nothing; "fields" and
-// "hl" are ignored (responses are a superset); statistics.dislikeCount is never served (the
-// API stopped returning it on 2021-12-13). Safe for concurrent use; keys are never logged.
+// marshalled; every request costs its call site's callsite.Site.Units, errors included (its
+// differences from Google: docs/design.md §7). Safe for concurrent use; keys are never logged.
 type Server struct {
 	mu           sync.Mutex
 	charts       map[string][]*youtube.Video // region -> rank order
@@ -204,10 +201,8 @@ func (w *statusWriter) Write(b []byte) (int, error) {
 // Unwrap lets http.ResponseController reach the underlying writer (Hijack, Flush).
 func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
-// ServeHTTP answers one GET of an API method (see the serve methods) or ControlPath. The key
-// is the "key" parameter or the X-Goog-Api-Key header; list parameters may be repeated or
-// comma-separated; If-None-Match equal to the answer's etag gets 304 (charged). Other paths
-// are 404, other HTTP methods 405, both uncharged.
+// ServeHTTP answers one GET of an API method or ControlPath, as docs/design.md §7 ("What it
+// answers") describes: other paths are 404, other HTTP methods 405, both uncharged.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.URL.Path == ControlPath {
 		s.serveControl(w, r)

@@ -84,10 +84,7 @@ func cloneVideos(videos []*youtube.Video) []*youtube.Video {
 	return out
 }
 
-// serveVideos answers GET /youtube/v3/videos: part and exactly one of id (up to 50, in
-// request order, unknown ids absent) or chart=mostPopular with regionCode (default US),
-// videoCategoryId, maxResults 1..50 (default 5) and pageToken (as answered, "CDIQAA" =
-// offset 50); pageInfo.totalResults is the chart's length.
+// serveVideos answers GET /youtube/v3/videos (docs/design.md §7).
 func (s *Server) serveVideos(w http.ResponseWriter, r *http.Request, q url.Values) {
 	parts, ok := parseParts(w, q, &youtube.Video{})
 	if !ok {
