@@ -184,18 +184,12 @@ func (s *Server) serveControl(w http.ResponseWriter, r *http.Request) {
 
 // serveBatchGetStats answers GET /youtube/v3/videos:batchGetStats as of the emulator's date
 // (docs/design.md §7).
-func (s *Server) serveBatchGetStats(w http.ResponseWriter, r *http.Request, q url.Values) {
-	parts, ok := parseParts(w, q, &youtube.VideoStat{})
-	if !ok {
-		return
-	}
+func (s *Server) serveBatchGetStats(q url.Values, parts map[string]bool) (any, *errorResponse) {
 	ids := multi(q, "id")
 	if len(ids) == 0 {
-		writeError(w, errMissingFilter("id"))
-		return
+		return nil, errMissingFilter("id")
 	} else if len(ids) > callsite.MaxIDs {
-		writeError(w, errTooManyIDs(len(ids)))
-		return
+		return nil, errTooManyIDs(len(ids))
 	}
 	resp := &youtube.BatchGetStatsResponse{Kind: "youtube#batchGetStatsResponse"}
 	s.mu.Lock()
@@ -212,7 +206,7 @@ func (s *Server) serveBatchGetStats(w http.ResponseWriter, r *http.Request, q ur
 		}
 	}
 	s.mu.Unlock()
-	writeList(w, r, resp)
+	return resp, nil
 }
 
 // videoStat is v as a youtube#videoStats resource.

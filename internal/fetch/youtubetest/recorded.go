@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
-	"net/http"
 	"net/url"
 	"slices"
 	"strings"
@@ -91,15 +90,10 @@ func (s *Server) SetChannels(raw []byte) error {
 }
 
 // serveCategories answers GET /youtube/v3/videoCategories (docs/design.md §7).
-func (s *Server) serveCategories(w http.ResponseWriter, r *http.Request, q url.Values) {
-	parts, ok := parseParts(w, q, &youtube.VideoCategory{})
-	if !ok {
-		return
-	}
+func (s *Server) serveCategories(q url.Values, parts map[string]bool) (any, *errorResponse) {
 	ids, region := multi(q, "id"), strings.ToUpper(q.Get("regionCode"))
 	if (len(ids) == 0) == (region == "") {
-		writeError(w, errMissingFilter("id, regionCode"))
-		return
+		return nil, errMissingFilter("id, regionCode")
 	}
 	resp := &youtube.VideoCategoryListResponse{Kind: "youtube#videoCategoryListResponse"}
 	s.mu.Lock()
@@ -119,21 +113,16 @@ func (s *Server) serveCategories(w http.ResponseWriter, r *http.Request, q url.V
 		}
 	}
 	s.mu.Unlock()
-	writeList(w, r, resp)
+	return resp, nil
 }
 
 // serveSearch answers GET /youtube/v3/search: part and pageToken; see SetSearchPages.
-func (s *Server) serveSearch(w http.ResponseWriter, r *http.Request, q url.Values) {
-	parts, ok := parseParts(w, q, &youtube.SearchResult{})
-	if !ok {
-		return
-	}
+func (s *Server) serveSearch(q url.Values, parts map[string]bool) (any, *errorResponse) {
 	pages := get(s, func() []*youtube.SearchListResponse { return s.search })
 	idx := 0
 	if tok := q.Get("pageToken"); tok != "" {
 		if idx = 1 + slices.IndexFunc(pages, func(p *youtube.SearchListResponse) bool { return p.NextPageToken == tok }); idx == 0 {
-			writeError(w, errInvalidPageToken)
-			return
+			return nil, errInvalidPageToken
 		}
 	}
 	resp := &youtube.SearchListResponse{Kind: "youtube#searchListResponse", PageInfo: pageInfo(0, 0)}
@@ -144,22 +133,16 @@ func (s *Server) serveSearch(w http.ResponseWriter, r *http.Request, q url.Value
 			resp.Items = append(resp.Items, project(it, parts))
 		}
 	}
-	writeList(w, r, resp)
+	return resp, nil
 }
 
 // serveChannels answers GET /youtube/v3/channels: part, and id or forHandle (SetChannels).
-func (s *Server) serveChannels(w http.ResponseWriter, r *http.Request, q url.Values) {
-	parts, ok := parseParts(w, q, &youtube.Channel{})
-	if !ok {
-		return
-	}
+func (s *Server) serveChannels(q url.Values, parts map[string]bool) (any, *errorResponse) {
 	ids, handle := multi(q, "id"), "@"+strings.TrimPrefix(strings.ToLower(q.Get("forHandle")), "@")
 	if filters(q, "id", "forHandle", "forUsername", "mine", "managedByMe", "categoryId") != 1 {
-		writeError(w, errMissingFilter("categoryId, forHandle, forUsername, id, managedByMe, mine"))
-		return
+		return nil, errMissingFilter("categoryId, forHandle, forUsername, id, managedByMe, mine")
 	} else if len(ids) > callsite.MaxIDs {
-		writeError(w, errTooManyIDs(len(ids)))
-		return
+		return nil, errTooManyIDs(len(ids))
 	}
 	resp := &youtube.ChannelListResponse{Kind: "youtube#channelListResponse"}
 	s.mu.Lock()
@@ -177,5 +160,5 @@ func (s *Server) serveChannels(w http.ResponseWriter, r *http.Request, q url.Val
 	}
 	s.mu.Unlock()
 	resp.PageInfo = pageInfo(int64(len(resp.Items)), max(int64(len(resp.Items)), defaultPage))
-	writeList(w, r, resp)
+	return resp, nil
 }

@@ -29,7 +29,7 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	_, _ = w.Write(b)
 }
 
-func writeError(w http.ResponseWriter, e errorResponse) {
+func writeError(w http.ResponseWriter, e *errorResponse) {
 	if e.retryAfter != "" {
 		w.Header().Set("Retry-After", e.retryAfter)
 	}
@@ -64,12 +64,11 @@ func decodeKind(raw []byte, v any, kind string) error {
 }
 
 // parseParts splits and validates the part parameter against the parts of resource (the
-// json names of its pointer and map fields) and "id"; ok is false when it answered an error.
-func parseParts(w http.ResponseWriter, q url.Values, resource any) (parts map[string]bool, ok bool) {
+// json names of its pointer and map fields) and "id", or returns the error to answer.
+func parseParts(q url.Values, resource any) (parts map[string]bool, e *errorResponse) {
 	raw := multi(q, "part")
 	if len(raw) == 0 {
-		writeError(w, apiError(http.StatusBadRequest, "global", "required", "Required parameter: part", "part"))
-		return nil, false
+		return nil, apiError(http.StatusBadRequest, "global", "required", "Required parameter: part", "part")
 	}
 	t := reflect.TypeOf(resource).Elem()
 	valid := map[string]bool{"id": true}
@@ -81,12 +80,11 @@ func parseParts(w http.ResponseWriter, q url.Values, resource any) (parts map[st
 	parts = map[string]bool{}
 	for _, p := range raw {
 		if !valid[p] {
-			writeError(w, apiError(http.StatusBadRequest, "youtube.part", "unknownPart", "'"+p+"'", "part"))
-			return nil, false
+			return nil, apiError(http.StatusBadRequest, "youtube.part", "unknownPart", "'"+p+"'", "part")
 		}
 		parts[p] = true
 	}
-	return parts, true
+	return parts, nil
 }
 
 // multi returns the values of a list parameter, sent repeated (part=a&part=b, as
@@ -159,16 +157,16 @@ type errorItem struct {
 }
 
 // apiError builds a one-item error body; a location is a parameter's name.
-func apiError(code int, domain, reason, message, location string) errorResponse {
+func apiError(code int, domain, reason, message, location string) *errorResponse {
 	item := errorItem{Message: message, Domain: domain, Reason: reason}
 	if location != "" {
 		item.Location, item.LocationType = location, "parameter"
 	}
-	return errorResponse{Error: errorBody{Code: code, Message: message, Errors: []errorItem{item}}}
+	return &errorResponse{Error: errorBody{Code: code, Message: message, Errors: []errorItem{item}}}
 }
 
-// withStatus returns e with its google.rpc status and details.
-func withStatus(e errorResponse, status string, details ...json.RawMessage) errorResponse {
+// withStatus sets e's google.rpc status and details and returns e.
+func withStatus(e *errorResponse, status string, details ...json.RawMessage) *errorResponse {
 	e.Error.Status, e.Error.Details = status, details
 	return e
 }
@@ -190,21 +188,21 @@ var (
 
 const msgKeyInvalid = "API key not valid. Please pass a valid API key."
 
-func errInvalidValue(param, value, want string) errorResponse {
+func errInvalidValue(param, value, want string) *errorResponse {
 	return apiError(http.StatusBadRequest, "global", "invalidParameter", "Invalid value '"+value+"'. "+want, param)
 }
 
 // errTooManyIDs is the answer to n ids, more than one call takes.
-func errTooManyIDs(n int) errorResponse {
+func errTooManyIDs(n int) *errorResponse {
 	return errInvalidValue("id", fmt.Sprint(n, " ids"), fmt.Sprintf("At most %d ids may be requested.", callsite.MaxIDs))
 }
 
-func errMissingFilter(filters string) errorResponse {
+func errMissingFilter(filters string) *errorResponse {
 	return apiError(http.StatusBadRequest, "youtube.parameter", "missingRequiredParameter", "No filter selected. Expected one of: "+filters, "")
 }
 
 // errStatus is the body of a failure injected with FailNext for an HTTP status.
-func errStatus(status int) errorResponse {
+func errStatus(status int) *errorResponse {
 	switch {
 	case status == http.StatusTooManyRequests:
 		return apiError(status, "usageLimits", "rateLimitExceeded", "Rate Limit Exceeded", "")
@@ -237,7 +235,7 @@ const (
 )
 
 // answerBody is the body of a, answered to method.
-func answerBody(a Answer, method string) errorResponse {
+func answerBody(a Answer, method string) *errorResponse {
 	switch a {
 	case PerDay429, PerMinute429:
 		metric, id, per := "Queries", "default", "Minute"

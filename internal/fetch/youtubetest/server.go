@@ -31,13 +31,18 @@ var pathMethods = func() map[string]string {
 	return out
 }()
 
-// handlers answer the served methods, after the key, quota and fault checks.
-var handlers = map[string]func(*Server, http.ResponseWriter, *http.Request, url.Values){
-	callsite.VideosList:          (*Server).serveVideos,
-	callsite.CategoriesList:      (*Server).serveCategories,
-	callsite.SearchList:          (*Server).serveSearch,
-	callsite.ChannelsList:        (*Server).serveChannels,
-	callsite.VideosBatchGetStats: (*Server).serveBatchGetStats,
+// handlers answer the served methods, after the key, quota and fault checks and the part
+// parameter's (against the parts of resource): a pointer to a youtube list response for
+// writeList, or the error to answer.
+var handlers = map[string]struct {
+	resource any
+	serve    func(s *Server, q url.Values, parts map[string]bool) (any, *errorResponse)
+}{
+	callsite.VideosList:          {&youtube.Video{}, (*Server).serveVideos},
+	callsite.CategoriesList:      {&youtube.VideoCategory{}, (*Server).serveCategories},
+	callsite.SearchList:          {&youtube.SearchResult{}, (*Server).serveSearch},
+	callsite.ChannelsList:        {&youtube.Channel{}, (*Server).serveChannels},
+	callsite.VideosBatchGetStats: {&youtube.VideoStat{}, (*Server).serveBatchGetStats},
 }
 
 // Request is what the Server recorded about one request, for assertions in tests: its API
@@ -53,7 +58,7 @@ type Request struct {
 type fault struct {
 	method string
 	n      int
-	answer func(method string) errorResponse
+	answer func(method string) *errorResponse
 }
 
 // Server is the emulator, an http.Handler answering in the library's own youtube.* types,
@@ -159,13 +164,13 @@ func (s *Server) Requests() []Request {
 // after the key and quota checks and the charge. Calls queue: FailNext(callsite.VideosList,
 // 2, 503) then FailNext("", 1, 500) fails two videos.list requests, then one more request.
 func (s *Server) FailNext(method string, n int, status int) {
-	s.queueFault(fault{method, n, func(string) errorResponse { return errStatus(status) }})
+	s.queueFault(fault{method, n, func(string) *errorResponse { return errStatus(status) }})
 }
 
 // AnswerNext makes the next n requests to method ("" = any method) get the quota answer a,
 // charged and queued like FailNext's failures.
 func (s *Server) AnswerNext(method string, n int, a Answer) {
-	s.queueFault(fault{method, n, func(m string) errorResponse { return answerBody(a, m) }})
+	s.queueFault(fault{method, n, func(m string) *errorResponse { return answerBody(a, m) }})
 }
 
 func (s *Server) queueFault(f fault) {
@@ -229,28 +234,38 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	denial, injected, hook := s.admit(method, key)
 	switch {
 	case denial != nil:
-		writeError(sw, *denial)
+		writeError(sw, denial)
 	case hook != nil && hook(sw, r):
 	case injected != nil:
 		writeError(sw, injected(method))
 	default:
-		handlers[method](s, sw, r, q)
+		h := handlers[method]
+		parts, e := parseParts(q, h.resource)
+		var resp any
+		if e == nil {
+			resp, e = h.serve(s, q, parts)
+		}
+		if e != nil {
+			writeError(sw, e)
+		} else {
+			writeList(sw, r, resp)
+		}
 	}
 }
 
 // admit checks key and quota and charges method's units. It returns the denial answered
 // instead (nil when admitted), the next injected fault for method (nil if none) and the hook.
-func (s *Server) admit(method, key string) (denial *errorResponse, injected func(string) errorResponse,
+func (s *Server) admit(method, key string) (denial *errorResponse, injected func(string) *errorResponse,
 	hook func(http.ResponseWriter, *http.Request) bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if len(s.keys) > 0 && !slices.Contains(s.keys, key) {
-		return &errKeyInvalid, nil, nil
+		return errKeyInvalid, nil, nil
 	}
 	site, _ := callsite.Lookup(method)
 	bucket := site.GoogleBucket // a method's own Google bucket has neither the shared units nor their limit
 	if bucket == "" && s.limit > 0 && s.units[""][key]+site.Units > s.limit {
-		return &errQuotaExceeded, nil, nil
+		return errQuotaExceeded, nil, nil
 	}
 	if s.units[bucket] == nil {
 		s.units[bucket] = map[string]int64{}

@@ -85,22 +85,15 @@ func cloneVideos(videos []*youtube.Video) []*youtube.Video {
 }
 
 // serveVideos answers GET /youtube/v3/videos (docs/design.md §7).
-func (s *Server) serveVideos(w http.ResponseWriter, r *http.Request, q url.Values) {
-	parts, ok := parseParts(w, q, &youtube.Video{})
-	if !ok {
-		return
-	}
+func (s *Server) serveVideos(q url.Values, parts map[string]bool) (any, *errorResponse) {
 	chart, ids := q.Get("chart"), multi(q, "id")
 	switch {
 	case filters(q, "chart", "id", "myRating") != 1:
-		writeError(w, errMissingFilter("myRating, id, chart"))
-		return
+		return nil, errMissingFilter("myRating, id, chart")
 	case q.Get("myRating") != "":
-		writeError(w, apiError(http.StatusUnauthorized, "global", "required", "Login Required.", "Authorization"))
-		return
+		return nil, apiError(http.StatusUnauthorized, "global", "required", "Login Required.", "Authorization")
 	case len(ids) > callsite.MaxIDs:
-		writeError(w, errTooManyIDs(len(ids)))
-		return
+		return nil, errTooManyIDs(len(ids))
 	case len(ids) > 0:
 		resp := &youtube.VideoListResponse{Kind: "youtube#videoListResponse"}
 		s.mu.Lock()
@@ -111,18 +104,15 @@ func (s *Server) serveVideos(w http.ResponseWriter, r *http.Request, q url.Value
 		}
 		s.mu.Unlock()
 		resp.PageInfo = pageInfo(int64(len(resp.Items)), int64(len(resp.Items)))
-		writeList(w, r, resp)
-		return
+		return resp, nil
 	case chart != "mostPopular":
-		writeError(w, errInvalidValue("chart", chart, "Allowed values: [mostPopular]"))
-		return
+		return nil, errInvalidValue("chart", chart, "Allowed values: [mostPopular]")
 	}
 	maxResults := defaultPage
 	if m := q.Get("maxResults"); m != "" {
 		n, err := strconv.Atoi(m)
 		if err != nil || n < 1 || n > callsite.MaxIDs {
-			writeError(w, errInvalidValue("maxResults", m, "Values must be within the range: [1, 50]"))
-			return
+			return nil, errInvalidValue("maxResults", m, "Values must be within the range: [1, 50]")
 		}
 		maxResults = n
 	}
@@ -130,8 +120,7 @@ func (s *Server) serveVideos(w http.ResponseWriter, r *http.Request, q url.Value
 	videos, found := s.charts[cmp.Or(strings.ToUpper(q.Get("regionCode")), "US")]
 	s.mu.Unlock()
 	if !found {
-		writeError(w, errChartNotFound)
-		return
+		return nil, errChartNotFound
 	}
 	if cat := q.Get("videoCategoryId"); cat != "" {
 		videos = slices.DeleteFunc(slices.Clone(videos), func(v *youtube.Video) bool { return v.Snippet == nil || v.Snippet.CategoryId != cat })
@@ -140,8 +129,7 @@ func (s *Server) serveVideos(w http.ResponseWriter, r *http.Request, q url.Value
 	if tok := q.Get("pageToken"); tok != "" {
 		off, back, ok := parsePageToken(tok)
 		if !ok || off > len(videos) {
-			writeError(w, errInvalidPageToken)
-			return
+			return nil, errInvalidPageToken
 		}
 		start, end = off, off+maxResults
 		if back {
@@ -159,7 +147,7 @@ func (s *Server) serveVideos(w http.ResponseWriter, r *http.Request, q url.Value
 	if start > 0 {
 		resp.PrevPageToken = pageToken(start, true)
 	}
-	writeList(w, r, resp)
+	return resp, nil
 }
 
 // serveVideo projects v onto parts and drops dislikeCount, which the API no longer returns.
