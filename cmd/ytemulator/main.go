@@ -190,10 +190,7 @@ func load(srv *youtubetest.Server, o options, log zerolog.Logger) (regions []str
 		if err != nil {
 			return nil, fmt.Errorf("cannot read --categories: %w", err)
 		}
-		region := ""
-		if m := categoryFile.FindStringSubmatch(filepath.Base(path)); m != nil {
-			region = m[1]
-		}
+		region := append(categoryFile.FindStringSubmatch(filepath.Base(path)), "", "")[1] // "" = the default
 		if err := srv.SetCategories(region, raw); err != nil {
 			return nil, fmt.Errorf("%s: %w", path, err)
 		}

@@ -38,9 +38,15 @@ var (
 	exportExtra = []string{"captured_at", "rank"}
 )
 
-// readCSV reads a whole trending CSV, its layout detected from the header, and returns
-// LoadCSVCharts' dates and charts. Errors name the line.
-func readCSV(r io.Reader) (dates []string, charts map[string][]*youtube.Video, err error) {
+// LoadCSVCharts parses a recorded trending CSV once, its layout detected from the header, and
+// returns every trending date as written, in order of first appearance, with its chart as
+// LoadCSV maps it. Errors name the line.
+func LoadCSVCharts(r io.Reader, region string) (dates []string, charts map[string][]*youtube.Video, err error) {
+	defer func() {
+		if err != nil {
+			err = fmt.Errorf("cannot read trending CSV%s: %w", forRegion(region), err)
+		}
+	}()
 	data, err := io.ReadAll(r)
 	if err != nil {
 		return nil, nil, err
@@ -144,15 +150,6 @@ func LoadCSV(r io.Reader, region, trendingDate string) ([]*youtube.Video, error)
 			forRegion(region), trendingDate, strings.Join(dates, ", "))
 	}
 	return videos, nil
-}
-
-// LoadCSVCharts parses a recorded trending CSV once and returns every trending date as
-// written, in order of first appearance, with its chart as LoadCSV maps it.
-func LoadCSVCharts(r io.Reader, region string) (dates []string, charts map[string][]*youtube.Video, err error) {
-	if dates, charts, err = readCSV(r); err != nil {
-		return nil, nil, fmt.Errorf("cannot read trending CSV%s: %w", forRegion(region), err)
-	}
-	return dates, charts, nil
 }
 
 func forRegion(region string) string {

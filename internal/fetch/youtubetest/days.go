@@ -142,14 +142,11 @@ func (s *Server) Dates(region string) []string {
 // NormalizeDate accepts), nil if that date is not loaded.
 func (s *Server) DayChart(region, date string) []*youtube.Video {
 	key, _ := NormalizeDate(date)
-	return cloneVideos(get(s, func() []*youtube.Video {
-		for _, d := range s.dayCharts[strings.ToUpper(region)] {
-			if d.date == key {
-				return d.videos
-			}
-		}
-		return nil
-	}))
+	ds := get(s, func() []dated { return s.dayCharts[strings.ToUpper(region)] }) // replaced, never changed
+	if i := slices.IndexFunc(ds, func(d dated) bool { return d.date == key }); i >= 0 {
+		return cloneVideos(ds[i].videos)
+	}
+	return nil
 }
 
 // serveControl answers ControlPath.
@@ -175,11 +172,11 @@ func (s *Server) serveControl(w http.ResponseWriter, r *http.Request) {
 		reply(http.StatusMethodNotAllowed, map[string]string{"error": "method not allowed"})
 		return
 	}
-	var date *string
+	date := any(nil) // null before SetDate
 	if d := s.Date(); d != "" {
-		date = &d
+		date = d
 	}
-	reply(http.StatusOK, map[string]*string{"date": date})
+	reply(http.StatusOK, map[string]any{"date": date})
 }
 
 // serveBatchGetStats answers GET /youtube/v3/videos:batchGetStats as of the emulator's date
@@ -213,9 +210,9 @@ func (s *Server) serveBatchGetStats(q url.Values, parts map[string]bool) (any, *
 func videoStat(v *youtube.Video) *youtube.VideoStat {
 	st := &youtube.VideoStat{Kind: "youtube#videoStats", Id: v.Id, Etag: v.Etag,
 		Statistics: &youtube.VideoStatsStatistics{}, Snippet: &youtube.VideoStatsSnippet{}, ContentDetails: &youtube.VideoStatsContentDetails{}}
-	if vs := v.Statistics; vs != nil { // the counts v sends (JSON ignores forced fields VideoStatsStatistics lacks)
-		st.Statistics = &youtube.VideoStatsStatistics{ViewCount: int64(vs.ViewCount), LikeCount: int64(vs.LikeCount),
-			CommentCount: int64(vs.CommentCount), ForceSendFields: slices.Clone(vs.ForceSendFields)}
+	if vs := v.Statistics; vs != nil { // the counts v sends (JSON ignores forced fields st lacks)
+		st.Statistics = &youtube.VideoStatsStatistics{ForceSendFields: slices.Clone(vs.ForceSendFields),
+			ViewCount: int64(vs.ViewCount), LikeCount: int64(vs.LikeCount), CommentCount: int64(vs.CommentCount)}
 	}
 	if v.Snippet != nil {
 		st.Snippet.PublishTime = v.Snippet.PublishedAt
