@@ -2,10 +2,11 @@ package youtubetest
 
 import (
 	"errors"
-	"fmt"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 )
 
 // TB is the part of testing.TB the helpers use (*testing.T and *testing.B satisfy it).
@@ -26,21 +27,14 @@ func (s *Server) StartTest(tb TB) (url string) {
 }
 
 // DataDir returns the recorded data (docs/design.md §7): the directory shared/data beside the
-// repository root, the first directory holding go.mod above the working directory. When it
-// is absent the test is skipped, unless CI=true, where it fails: CI must use the recorded data.
+// repository root (the directory of `go env GOMOD`). When it is absent the test is skipped,
+// unless CI=true, where it fails: CI must use the recorded data.
 func DataDir(tb TB) string {
 	tb.Helper()
-	dir, err := filepath.Abs(".")
-	for err == nil {
-		if _, serr := os.Stat(filepath.Join(dir, "go.mod")); serr == nil {
-			dir = filepath.Join(filepath.Dir(dir), "shared", "data")
-			_, err = os.Stat(dir)
-			break
-		}
-		if filepath.Dir(dir) == dir {
-			err = fmt.Errorf("no go.mod above the working directory: %w", os.ErrNotExist)
-		}
-		dir = filepath.Dir(dir)
+	mod, err := exec.Command("go", "env", "GOMOD").Output() // the repository's go.mod
+	dir := filepath.Join(filepath.Dir(filepath.Dir(strings.TrimSpace(string(mod)))), "shared", "data")
+	if err == nil {
+		_, err = os.Stat(dir)
 	}
 	switch {
 	case err == nil:
