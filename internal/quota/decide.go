@@ -5,9 +5,6 @@ import (
 	"time"
 )
 
-// The decision of the embedded backends (SQLite and memory); Redis decides
-// the same way in lua/reserve.lua.
-
 // logWindow is one bucket's log at now: units and entries of the window (stamps > windowCutoffUS),
 // its oldest stamp and the log's newest (Unix µs, 0: none), and freeing(need), the stamp of the
 // window's entry whose leaving frees need units (0 < need <= used).
@@ -52,10 +49,11 @@ func (w logWindow) retryAfter(b Bucket, units, nowUS int64) (time.Duration, erro
 	return time.Duration(ts+ceilTo(b.Window, time.Microsecond)-nowUS) * time.Microsecond, nil
 }
 
-// decide admits charges when each fits its bucket's window, neither the credential (credUS) nor
-// the call site (siteUS) is marked until after nowUS (Unix µs; 0: none), and no bucket's newest
-// entry is over ClockStepTolerance ahead. On denial RetryAfter is the largest wait, DeniedBucket
-// the first bucket with it ("": a mark). The caller records entries, stamped >= newest.
+// decide, the embedded backends' decision (Redis decides alike in lua/reserve.lua), admits charges
+// when each fits its bucket's window, neither the credential (credUS) nor the call site (siteUS) is
+// marked until after nowUS (Unix µs; 0 or less: none), and no bucket's newest entry is over
+// ClockStepTolerance ahead. On denial RetryAfter is the largest wait, DeniedBucket the first bucket
+// with it ("": a mark). The caller records entries, stamped >= newest.
 func decide(charges []bucketCharge, logs []logWindow, nowUS, credUS, siteUS int64) (Decision, error) {
 	d := Decision{Now: time.UnixMicro(nowUS), Remaining: make(map[string]int64, len(charges))}
 	if exhaustedUS := max(credUS, siteUS); exhaustedUS > nowUS {

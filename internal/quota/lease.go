@@ -16,12 +16,9 @@ import (
 	"github.com/trendfetch/trendfetch/internal/proc"
 )
 
-// Run leases: two runs of the same region never overlap (docs/design.md §5;
-// docs/quota.md, "Run leases").
-
-// leaseLocker is the lease store of a backend. id names the lease; token is
-// "<random id> <holder>", unique per acquisition (leaseHolderOf). ttl is
-// rounded up to whole milliseconds.
+// leaseLocker is the run lease store of a backend (two runs of a region never overlap:
+// docs/design.md §5; docs/quota.md, "Run leases"). id names the lease; token is
+// "<random id> <holder>", unique per acquisition (leaseHolderOf). ttl is rounded up to whole ms.
 type leaseLocker interface {
 	// TryLock takes the lease for ttl if it is free, expired or held with
 	// token, and returns its holder and the time until it expires (0: unknown).
@@ -161,15 +158,8 @@ func acquireLease(ctx context.Context, locker leaseLocker, credential, region st
 	if _, err := rand.Read(id[:]); err != nil {
 		return nil, fmt.Errorf("quota: lease token: %w", err)
 	}
-	lease := &runLease{
-		locker: locker,
-		id:     leaseID{credential, region},
-		token:  hex.EncodeToString(id[:]) + " " + holder,
-		ttl:    ttl,
-		every:  every,
-		done:   make(chan struct{}),
-		lost:   make(chan struct{}),
-	}
+	lease := &runLease{locker: locker, id: leaseID{credential, region}, token: hex.EncodeToString(id[:]) + " " + holder,
+		ttl: ttl, every: every, done: make(chan struct{}), lost: make(chan struct{})}
 	start := time.Now()
 	ok, other, remaining, err := locker.TryLock(ctx, lease.id, lease.token, ttl)
 	if err == nil && !ok && staleHolder(other) {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 )
@@ -26,14 +27,6 @@ const memorySweepEvery = 1024
 type memoryCredential struct {
 	logs  map[string][]memoryEntry // by bucket name, oldest first
 	marks map[string]Mark          // by site ("": the credential's)
-}
-
-// markUS is the end of the mark of site (Unix µs; 0: none).
-func (cr *memoryCredential) markUS(site string) int64 {
-	if m, ok := cr.marks[site]; ok {
-		return m.Until.UnixMicro()
-	}
-	return 0
 }
 
 // dropMarks forgets the marks over at nowUS.
@@ -114,7 +107,7 @@ func (m *memoryBackend) Reserve(ctx context.Context, credential, site string, ch
 		windows[i] = memoryWindow(cr.logs[c.Name], windowCutoffUS(c.Bucket, nowUS))
 	}
 	cr.dropMarks(nowUS)
-	d, err := decide(charges, windows, nowUS, cr.markUS(""), cr.markUS(site))
+	d, err := decide(charges, windows, nowUS, cr.marks[""].Until.UnixMicro(), cr.marks[site].Until.UnixMicro())
 	if err != nil || !d.Allowed {
 		return d, err
 	}
@@ -180,7 +173,7 @@ func (m *memoryBackend) Status(ctx context.Context, credential string, buckets [
 	}
 	cr.dropMarks(nowUS)
 	marks := slices.Collect(maps.Values(cr.marks))
-	sortMarks(marks)
+	slices.SortFunc(marks, func(a, b Mark) int { return strings.Compare(a.Site, b.Site) })
 	return embeddedStatus(nowUS, marks, buckets, maxCost, func(b Bucket, cutoffUS int64) (logWindow, error) {
 		return memoryWindow(cr.logs[b.Name], cutoffUS), nil
 	})
@@ -191,7 +184,7 @@ func (m *memoryBackend) MarkExhausted(ctx context.Context, credential string, mk
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	cr := m.credential(credential)
-	if mk.Until.UnixMicro() > cr.markUS(mk.Site) {
+	if mk.Until.UnixMicro() > cr.marks[mk.Site].Until.UnixMicro() {
 		mk.Until = time.UnixMicro(mk.Until.UnixMicro())
 		cr.marks[mk.Site] = mk
 	}

@@ -9,7 +9,6 @@ import (
 	"strings"
 	"time"
 	_ "time/tzdata" // the Pacific quota day is the same on hosts without a zoneinfo database
-	"unicode/utf8"
 )
 
 // Bucket is one quota allocation of a credential, named in config, keys and
@@ -146,11 +145,6 @@ type Mark struct {
 
 // MaxWhy is the most bytes of Mark.Why a backend keeps.
 const MaxWhy = 200
-
-// sortMarks orders ms as Status.Marks lists them.
-func sortMarks(ms []Mark) {
-	slices.SortFunc(ms, func(a, b Mark) int { return strings.Compare(a.Site, b.Site) })
-}
 
 // Backend stores sliding-window logs and decides reservations atomically
 // (NewRedis, NewSQLite, NewMemory), as the Limiter methods of the same names
@@ -315,10 +309,7 @@ func (l *Limiter) MarkExhausted(ctx context.Context, credential string, m Mark) 
 		m.Until = t.Add(time.Microsecond)
 	}
 	m.Why = strings.Join(strings.Fields(m.Why), " ")
-	for len(m.Why) > MaxWhy {
-		_, size := utf8.DecodeLastRuneInString(m.Why)
-		m.Why = m.Why[:len(m.Why)-size]
-	}
+	m.Why = strings.ToValidUTF8(m.Why[:min(len(m.Why), MaxWhy)], "") // a rune cut in two goes
 	return l.backend.MarkExhausted(ctx, credential, m)
 }
 

@@ -78,18 +78,8 @@ func (r *redisBackend) leaseKey(credential, region string) string {
 	return r.bucketKey(credential, leaseKeyInfix+":"+region)
 }
 
-// redisGlobEscape escapes the glob characters of s for SCAN MATCH.
-func redisGlobEscape(s string) string {
-	var b strings.Builder
-	for _, c := range s {
-		switch c {
-		case '*', '?', '[', ']', '\\':
-			b.WriteByte('\\')
-		}
-		b.WriteRune(c)
-	}
-	return b.String()
-}
+// redisGlobEscaper escapes the glob characters of a string for SCAN MATCH.
+var redisGlobEscaper = strings.NewReplacer(`\`, `\\`, "*", `\*`, "?", `\?`, "[", `\[`, "]", `\]`)
 
 // redisCheckCredential refuses an empty name and braces (two credentials
 // could share a hash tag).
@@ -112,22 +102,17 @@ func (r *redisBackend) fail(op, credential string, err error) error {
 	msg := err.Error()
 	switch {
 	case isReply && (redis.HasErrorPrefix(err, "NOPERM") || redis.HasErrorPrefix(err, "NOAUTH") || redis.HasErrorPrefix(err, "WRONGPASS")):
-		return &AccessError{User: r.user, Command: redisQuoted(msg), Reply: msg}
+		e := &AccessError{User: r.user, Reply: msg}
+		if quoted := strings.Split(msg, "'"); len(quoted) >= 3 { // NOPERM: "... to run the 'evalsha' command"
+			e.Command = quoted[1]
+		}
+		return e
 	case isReply && strings.Contains(msg, "OOM command not allowed"):
 		return fmt.Errorf("%w: redis %s for credential %q: %w", ErrOutOfMemory, op, credential, err)
 	case isReply && !redisDidNotRun(err) && !redis.HasErrorPrefix(err, "BUSY"):
 		return fmt.Errorf("quota: redis %s for credential %q: %w", op, credential, err)
 	}
 	return fmt.Errorf("%w: redis %s for credential %q: %w", ErrUnavailable, op, credential, err)
-}
-
-// redisQuoted returns the command a NOPERM reply names ("... to run the
-// 'evalsha' command"), or "".
-func redisQuoted(msg string) string {
-	if parts := strings.Split(msg, "'"); len(parts) >= 3 {
-		return parts[1]
-	}
-	return ""
 }
 
 // ErrOutOfMemory is wrapped by the error of a backend out of memory (Redis
@@ -202,7 +187,7 @@ func (r *redisBackend) scan(ctx context.Context, op, credential, pattern string,
 
 // Reset deletes the logs and the state hash of credential, not its leases.
 func (r *redisBackend) Reset(ctx context.Context, credential string) error {
-	return r.scan(ctx, "reset", credential, redisGlobEscape(r.bucketKey(credential, ""))+"*", func(node redis.Cmdable, keys []string) error {
+	return r.scan(ctx, "reset", credential, redisGlobEscaper.Replace(r.bucketKey(credential, ""))+"*", func(node redis.Cmdable, keys []string) error {
 		keys = slices.DeleteFunc(keys, func(k string) bool { return strings.HasPrefix(k, r.leaseKey(credential, "")) })
 		if len(keys) == 0 {
 			return nil

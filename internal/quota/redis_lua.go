@@ -6,7 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -15,24 +15,19 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// The Redis backend's decisions: each script of lua/ is run right below by
-// the method that builds its arguments and decodes its reply (docs/quota.md,
-// "The scripts").
-
+// luaFiles are the Redis backend's scripts, each run right below by the method that builds its
+// arguments and decodes its reply (docs/quota.md, "The scripts").
+//
 //go:embed lua/*.lua
 var luaFiles embed.FS
 
 // luaSource returns the scripts lua/<name>.lua of names, concatenated.
-func luaSource(names ...string) string {
-	var src []byte
+func luaSource(names ...string) (src string) {
 	for _, name := range names {
-		b, err := luaFiles.ReadFile("lua/" + name + ".lua")
-		if err != nil {
-			panic(err) // embedded: cannot happen
-		}
-		src = append(src, b...)
+		b, _ := luaFiles.ReadFile("lua/" + name + ".lua") // embedded: cannot fail
+		src += string(b)
 	}
-	return string(src)
+	return src
 }
 
 // withMidnights appends to a script's ARGV the Pacific midnights around now.
@@ -153,9 +148,6 @@ func (r *redisBackend) Reserve(ctx context.Context, credential, site string, cha
 	if err := redisCheckCredential(credential); err != nil {
 		return Decision{}, err
 	}
-	if len(charges) == 0 {
-		return Decision{}, errors.New("quota: reservation without charges")
-	}
 	keys, args := make([]string, 1, 1+len(charges)), make([]any, 0, 3*len(charges)+5)
 	keys[0] = r.stateKey(credential)
 	for _, c := range charges {
@@ -211,8 +203,7 @@ func (r *redisBackend) Reserve(ctx context.Context, credential, site string, cha
 var redisStatusScript = redis.NewScript(luaSource("lib", "status"))
 
 // Status implements Backend with lua/status.lua, which writes nothing.
-func (r *redisBackend) Status(ctx context.Context, credential string, buckets []Bucket, maxCost map[string]int64) (Status, error) {
-	st := Status{Credential: credential, Backend: r.Name()}
+func (r *redisBackend) Status(ctx context.Context, credential string, buckets []Bucket, maxCost map[string]int64) (st Status, err error) {
 	if err := redisCheckCredential(credential); err != nil {
 		return st, err
 	}
@@ -238,7 +229,7 @@ func (r *redisBackend) Status(ctx context.Context, credential string, buckets []
 	if err != nil {
 		return st, r.fail("status", credential, err)
 	}
-	st.Reachable, st.Now = true, time.UnixMicro(res[0])
+	st.Now = time.UnixMicro(res[0])
 	for j := n; j < len(reply); j += 2 {
 		field, _ := reply[j].(string)
 		value, _ := reply[j+1].(string)
@@ -250,7 +241,7 @@ func (r *redisBackend) Status(ctx context.Context, credential string, buckets []
 		site := strings.TrimPrefix(strings.TrimPrefix(field, "exhausted"), ":")
 		st.Marks = append(st.Marks, Mark{Site: site, Until: time.UnixMicro(until), Why: why})
 	}
-	sortMarks(st.Marks)
+	slices.SortFunc(st.Marks, func(a, b Mark) int { return strings.Compare(a.Site, b.Site) })
 	for i, b := range buckets {
 		v := res[1+6*i : 7+6*i]
 		used, entries, oldest, retry1, retryMax, today := v[0], v[1], v[2], v[3], v[4], v[5]
@@ -366,7 +357,7 @@ func (r *redisBackend) BreakLease(ctx context.Context, id leaseID, holder string
 func (r *redisBackend) Leases(ctx context.Context, credential string) ([]LeaseInfo, error) {
 	prefix := r.leaseKey(credential, "")
 	var out []LeaseInfo
-	err := r.scan(ctx, "lease list", credential, redisGlobEscape(prefix)+"*", func(node redis.Cmdable, keys []string) error {
+	err := r.scan(ctx, "lease list", credential, redisGlobEscaper.Replace(prefix)+"*", func(node redis.Cmdable, keys []string) error {
 		for _, k := range keys {
 			val, err := node.Get(ctx, k).Result()
 			if errors.Is(err, redis.Nil) {
@@ -384,6 +375,6 @@ func (r *redisBackend) Leases(ctx context.Context, credential string) ([]LeaseIn
 		}
 		return nil
 	})
-	sort.Slice(out, func(i, j int) bool { return out[i].Region < out[j].Region })
+	slices.SortFunc(out, func(a, b LeaseInfo) int { return strings.Compare(a.Region, b.Region) })
 	return out, err
 }

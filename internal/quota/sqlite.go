@@ -212,14 +212,9 @@ func (s *sqliteBackend) Reserve(ctx context.Context, credential, site string, ch
 		if err != nil {
 			return err
 		}
-		var credUS, siteUS int64
+		until := map[string]int64{} // by site
 		for _, m := range marks {
-			switch m.Site {
-			case "":
-				credUS = m.Until.UnixMicro()
-			case site:
-				siteUS = m.Until.UnixMicro()
-			}
+			until[m.Site] = m.Until.UnixMicro()
 		}
 		logs := make([]sqliteLog, len(charges))
 		windows := make([]logWindow, len(charges))
@@ -229,7 +224,7 @@ func (s *sqliteBackend) Reserve(ctx context.Context, credential, site string, ch
 			}
 			windows[i] = logs[i].logWindow
 		}
-		if d, err = decide(charges, windows, nowUS, credUS, siteUS); err != nil || !d.Allowed {
+		if d, err = decide(charges, windows, nowUS, until[""], until[site]); err != nil || !d.Allowed {
 			return err
 		}
 		for i, c := range charges {

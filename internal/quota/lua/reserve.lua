@@ -17,12 +17,8 @@
 -- per bucket i: left (units left before this call), at (the entry's score,
 -- Unix µs; 0 on denial), then by_site (1: the call site's mark is later).
 --
--- The cache and housekeeping: docs/quota.md, "Data layout". The cache
--- answers for a window start lo in [since, head] (head: the first score >=
--- since, base: the cum before it) or an empty window (newest < lo); else,
--- or when it would deny, the log is read. Pending entries move to the log
--- when MAX_PENDING wait or at housekeeping (a log's first admission of a
--- PERIOD_US), whose TTL outlives the window (or today) by TTL_MARGIN_MS.
+-- The cache (fresh: it answers for lo in [since, head] without denying; else
+-- the log is read), pending entries and housekeeping: docs/quota.md, "Data layout".
 local PERIOD_US = 120000000
 local TTL_MARGIN_MS = 300000
 local MAX_PENDING = 16

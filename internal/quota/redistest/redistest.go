@@ -283,12 +283,9 @@ func StartSentinel(tb testing.TB, replicas, sentinels int, password, sentinelPas
 	}
 	waitFor(tb, 20*time.Second, "the Sentinels to discover each other and the replicas", func() bool {
 		for _, s := range g.Sentinels {
-			out, err := s.cli("SENTINEL", "MASTER", g.Name)
-			lines, m := strings.Split(strings.TrimSpace(out), "\n"), map[string]string{} // field, value, ...
-			for i := 0; err == nil && i+1 < len(lines); i += 2 {
-				m[strings.TrimSpace(lines[i])] = strings.TrimSpace(lines[i+1])
-			}
-			if m["num-slaves"] != strconv.Itoa(replicas) || m["num-other-sentinels"] != strconv.Itoa(sentinels-1) {
+			out, _ := s.cli("SENTINEL", "MASTER", g.Name) // field, value, ... one a line
+			if !strings.Contains(out, fmt.Sprintf("\nnum-slaves\n%d\n", replicas)) ||
+				!strings.Contains(out, fmt.Sprintf("\nnum-other-sentinels\n%d\n", sentinels-1)) {
 				return false
 			}
 		}
