@@ -61,7 +61,7 @@ it (the file then differs from the datasets' bytes).`,
 		Args:    cobra.NoArgs,
 		PreRunE: a.withConfig,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			q := store.ExportQuery{NoDescription: noDescription}
+			q := store.ExportQuery{NoDescription: noDescription, EveryDay: every == "day"}
 			switch format {
 			case "csv":
 				if layout != store.LayoutYoutubeNew && layout != store.LayoutTrendingDaily {
@@ -85,18 +85,13 @@ it (the file then differs from the datasets' bytes).`,
 					return usagef("trendfetch export --format parquet --partition region,date --output DIR/", "--partition %q: must be region, date or region,date", strings.Join(partition, ","))
 				}
 			}
-			switch every {
-			case "day":
-				q.EveryDay = true
-			case "capture":
-			default:
+			if every != "day" && every != "capture" {
 				return usagef("trendfetch export --every day", "--every %q: must be capture or day", every)
 			}
-			rs, err := regions.ParseList(regionList)
-			if err != nil {
+			var err error
+			if q.Regions, err = regions.ParseList(regionList); err != nil {
 				return &usageError{Err: err, Hint: "trendfetch regions"}
 			}
-			q.Regions = rs
 			if since != "" {
 				if q.Since, err = store.ParseAt(since); err != nil {
 					return usagef("trendfetch export --since 2026-01-01", "--since %q: %v", since, err)
@@ -109,10 +104,11 @@ it (the file then differs from the datasets' bytes).`,
 					return usagef("trendfetch export --until 2026-01-31", "--until %q: %v", until, err)
 				}
 			}
-			dir := ""
+			var dir, file string // both "": standard output
 			if output != "" && output != "-" {
-				if fi, err := os.Stat(output); (err == nil && fi.IsDir()) || strings.HasSuffix(output, "/") || strings.HasSuffix(output, string(os.PathSeparator)) {
-					dir = output
+				file = output
+				if fi, err := os.Stat(output); (err == nil && fi.IsDir()) || os.IsPathSeparator(output[len(output)-1]) {
+					dir, file = output, ""
 				}
 			}
 			if len(partition) > 0 && dir == "" {
@@ -123,7 +119,7 @@ it (the file then differs from the datasets' bytes).`,
 				return err
 			}
 			defer st.Close()
-			x := engine.Export{Query: q, Dir: dir, Partition: partition, Stdout: a.stdout,
+			x := engine.Export{Query: q, Dir: dir, File: file, Partition: partition, Stdout: a.stdout,
 				Format: store.ExportFormat{Format: format, Layout: layout, PerCapture: every == "capture",
 					NoDescription: noDescription, RegionColumn: regionColumn, SpreadsheetSafe: safe},
 				OneRegion: format == "csv" && dir == "" && !regionColumn}
@@ -137,13 +133,10 @@ it (the file then differs from the datasets' bytes).`,
 						"cannot write %d regions (%s) to one CSV without a region column: use --output DIR/ (one file per region) or --region-column", len(rs), strings.Join(rs, ","))
 				}
 			}
-			if dir == "" && output != "" && output != "-" {
-				x.File = output
-			}
-			if x.File == "" && dir == "" && format == "parquet" && a.stdoutTTY {
+			if file == "" && dir == "" && format == "parquet" && a.stdoutTTY {
 				return usagef("trendfetch export --format parquet --output charts.parquet", "--format parquet writes binary: not to a terminal; use --output FILE or redirect standard output")
 			}
-			if x.File == "" && dir == "" {
+			if file == "" && dir == "" {
 				// Standard output: a reader that stops early (export | head)
 				// ends the export quietly (EPIPE below), not by SIGPIPE.
 				signal.Ignore(syscall.SIGPIPE)
@@ -166,7 +159,7 @@ it (the file then differs from the datasets' bytes).`,
 				return usagef("trendfetch export --output DIR/", "--output %v", oe)
 			case errors.As(err, &oe):
 				return usagef("trendfetch export --output FILE", "--output %v", oe)
-			case x.File == "" && dir == "" && errors.Is(err, syscall.EPIPE):
+			case file == "" && dir == "" && errors.Is(err, syscall.EPIPE):
 				return nil // the reader has what it wanted
 			}
 			return err

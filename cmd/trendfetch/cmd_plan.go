@@ -23,19 +23,18 @@ func newPlanCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "plan [--json] [--runs-per-day N] [--strict]",
 		Short: "Estimate the quota units a Pacific day of this configuration spends, per bucket",
-		Long: `Estimate, from the configuration in force (regions, schedule or
---runs-per-day, chart pages and category charts, searches and their max_pages,
+		Long: `Estimate, from the configuration in force (regions, schedule or --runs-per-day,
+chart pages and category charts, searches and their max_pages,
 stats.track_for/every, channels and categories refresh, the text refresh of
-store.policy amended capped by store.refresh_per_day, api.retries), the calls
-a Pacific day (Google's quota day) sends and the units each bucket is charged:
-the least, the expected and the most (every page full, every followed video
-due, the whole chart new every day, the refresh cap spent, every call retried
-api.retries times: each attempt costs). Each bucket is compared with its limit,
-and with Google's 2026 allocations (10,000 units, search.list 100 calls,
-videos.batchGetStats 10,000 units). Nothing is sent, reserved or opened.
-
-Exit 0 when the expected use fits every bucket (a warning line when the most
-does not), 2 when it does not; with --strict also 2 when the most does not.`,
+store.policy amended capped by store.refresh_per_day, api.retries), the calls a
+Pacific day (Google's quota day) sends and the units each bucket is charged: the
+least, the expected and the most (every page full, every followed video due,
+the whole chart new every day, the refresh cap spent, every call retried
+api.retries times: each attempt costs), against each bucket's limit and
+Google's 2026 allocations (10,000 units, search.list 100 calls,
+videos.batchGetStats 10,000 units). Nothing is sent, reserved or opened. Exit 0
+when the expected use fits every bucket (a warning line when the most does
+not), else 2.`,
 		Example: "  trendfetch plan\n  trendfetch --config /etc/trendfetch/trendfetch.yaml plan --strict\n  trendfetch plan --runs-per-day 24 --json",
 		Args:    cobra.NoArgs,
 		PreRunE: a.withConfig,

@@ -31,11 +31,9 @@ keeps everything (runs warn); a new one follows youtube.
 
 With --older-than, delete chart, category and search captures (with their
 entries) and stats samples older than it instead, then every video no capture
-or sample references any more. Runs, channels and categories are kept.
-
-SQLite keeps the pages it frees for reuse by later runs, so the file does
-not shrink: trendfetch never truncates it, as a running serve maps it into
-memory (docs/design.md §6).`,
+or sample references any more; runs, channels and categories are kept. SQLite
+reuses the pages it frees: the file never shrinks (trendfetch never truncates
+it, as a running serve maps it into memory: docs/design.md §6).`,
 		Example: "  trendfetch prune --dry-run --as-of 2026-12-31 --json\n" +
 			"  trendfetch prune --policy amended --dry-run\n" +
 			"  trendfetch prune --older-than 90d",

@@ -34,7 +34,6 @@ func newQuotaCheckCmd(a *app) *cobra.Command {
 buckets now, and if not, when: exactly when the status knows (one call of
 cost 1, a call of the largest cost, a calendar bucket's next Pacific midnight,
 an upstream exhaustion marker), otherwise the earliest and the latest time.
-
 Exit 0 when the calls fit now, 75 when they fit later, 2 when they never fit
 (more than a bucket's limit).`,
 		Example: "  trendfetch quota check --method search.list --count 5\n  trendfetch quota check --method videos.list --json",

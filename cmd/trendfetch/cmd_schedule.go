@@ -11,20 +11,17 @@ func newScheduleCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "schedule [--metrics-addr 127.0.0.1:9464]",
 		Short: "Run every configured region on its schedule in one long-lived process",
-		Long: `Run each configured region on its schedule (config key schedule: every or
-cron, stagger, timezone, per-region specs, concurrency, grace), in one
-process, with the same code path, limiter and run records as
-'trendfetch run'. On start each region's next run time is logged.
+		Long: `Run each configured region on its schedule (config key schedule: every or cron,
+stagger, timezone, per-region specs, concurrency, grace) in one process, with
+the code path, limiter and run records of 'trendfetch run'; each region's next
+run time is logged on start. A region never runs twice at once (a tick finding
+its previous run still going is skipped); at most schedule.concurrency regions
+run together. A quota denial ends that run cleanly (one warning with
+Retry-After); the region runs again at its next tick.
 
-A region never runs twice at once (a tick that finds its previous run still
-going is skipped), and at most schedule.concurrency regions run together.
-A quota denial ends that run cleanly (one warning with Retry-After); the
-region runs again at its next tick.
-
-SIGTERM or SIGINT: no new run starts, running ones get schedule.grace
-(default 30s) to finish, then are cancelled and recorded as interrupted;
-the exit code is 0. A second signal exits at once. A rejected API key stops
-the scheduler with exit 2.`,
+SIGTERM or SIGINT: no new run starts, running ones get schedule.grace (default
+30s) to finish, then are cancelled and recorded as interrupted; exit 0. A
+second signal exits at once. A rejected API key stops the scheduler (exit 2).`,
 		Example: "  trendfetch schedule\n  trendfetch --config /etc/trendfetch/trendfetch.yaml schedule --metrics-addr 127.0.0.1:9464",
 		Args:    cobra.NoArgs,
 		PreRunE: a.withConfig,

@@ -21,14 +21,13 @@ func newVideoCmd(a *app) *cobra.Command {
 		Short: "Show a stored video and its history: every capture it was in, every statistics point",
 		Long: `Show a video's stored text and its history, oldest first: every capture it was
 in (region, time, rank, the statistics of that moment) and every statistics
-sample taken after it left the chart (videos.batchGetStats); its title
-changes with the time each was first captured; then per region
-its first and last time on the chart, best rank and days on the chart. Reads
-the local database only; costs no quota. Times are UTC.
-
-The video is its 11-character id (ids that start with - work as typed) or a
-pasted link: youtube.com/watch?v=ID (www., m., music.; &t= and other
-parameters ignored), youtu.be/ID, youtube.com/shorts/ID, /live/ID, /embed/ID.`,
+sample taken after it left the chart (videos.batchGetStats); its title changes
+with the time each was first captured; then per region its first and last time
+on the chart, best rank and days on the chart. Reads the local database only;
+costs no quota. Times are UTC. The video is its 11-character id (ids that start
+with - work as typed) or a pasted link: youtube.com/watch?v=ID (www., m.,
+music.; &t= and other parameters ignored), youtu.be/ID, youtube.com/shorts/ID,
+/live/ID, /embed/ID.`,
 		Example: "  trendfetch video dQw4w9WgXcQ\n  trendfetch video -2RVw2_QyxQ --json\n  trendfetch video 'https://www.youtube.com/watch?v=dQw4w9WgXcQ&t=42s'",
 		// Flags are parsed in RunE (videoArgs): an id may start with '-'
 		// (about one in 64), which cobra would take for flags.
