@@ -250,14 +250,8 @@ func pingRetry(ctx context.Context, db *sql.DB) error {
 // retry succeeds. Source: https://www.sqlite.org/rescode.html#readonly_cantinit.
 func Transient(err error) bool {
 	var se *sqlite.Error
-	if !errors.As(err, &se) {
-		return false
-	}
-	switch se.Code() {
-	case sqlite3.SQLITE_READONLY_CANTINIT, sqlite3.SQLITE_READONLY_RECOVERY:
-		return true
-	}
-	return false
+	return errors.As(err, &se) &&
+		(se.Code() == sqlite3.SQLITE_READONLY_CANTINIT || se.Code() == sqlite3.SQLITE_READONLY_RECOVERY)
 }
 
 func isBusy(err error) bool {
@@ -353,12 +347,10 @@ func Migrations(fsys fs.FS) ([]Migration, error) {
 		if len(b) == 0 {
 			return nil, fmt.Errorf("migration %s is empty", e.Name())
 		}
-		migs = append(migs, Migration{Version: v, Name: e.Name(), SQL: string(b)})
-	}
-	for i, m := range migs {
-		if m.Version != i+1 {
-			return nil, fmt.Errorf("migrations are not numbered contiguously from 0001: %s is number %d", m.Name, i+1)
+		if v != len(migs)+1 {
+			return nil, fmt.Errorf("migrations are not numbered contiguously from 0001: %s is number %d", e.Name(), len(migs)+1)
 		}
+		migs = append(migs, Migration{Version: v, Name: e.Name(), SQL: string(b)})
 	}
 	if len(migs) == 0 {
 		return nil, fmt.Errorf("no migrations found")
@@ -388,10 +380,8 @@ func Version(ctx context.Context, q Querier) (int, error) {
 		return 0, err
 	}
 	var v sql.NullInt64
-	if err := q.QueryRowContext(ctx, `SELECT max(version) FROM schema_migrations`).Scan(&v); err != nil {
-		return 0, err
-	}
-	return int(v.Int64), nil
+	err = q.QueryRowContext(ctx, `SELECT max(version) FROM schema_migrations`).Scan(&v)
+	return int(v.Int64), err
 }
 
 // Migrate brings db up to len(migs), each pending migration with its

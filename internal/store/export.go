@@ -124,14 +124,16 @@ func (s *Store) scanTx(ctx context.Context) (*sql.Tx, func(), error) {
 	}
 	var mmap int64
 	const set = "PRAGMA cache_size = -%d; PRAGMA mmap_size = %d"
+	level := sql.LevelRepeatableRead
 	if !s.pg {
+		level = sql.LevelDefault // a read transaction is one snapshot
 		if err = conn.QueryRowContext(ctx, "PRAGMA mmap_size").Scan(&mmap); err == nil {
 			_, err = conn.ExecContext(ctx, fmt.Sprintf(set, exportCacheKiB, 0))
 		}
 	}
 	var tx *sql.Tx
 	if err == nil {
-		tx, err = conn.BeginTx(ctx, &sql.TxOptions{ReadOnly: true, Isolation: s.snapshotLevel()})
+		tx, err = conn.BeginTx(ctx, &sql.TxOptions{ReadOnly: true, Isolation: level})
 	}
 	if err != nil {
 		conn.Close()

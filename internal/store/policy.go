@@ -10,27 +10,17 @@ import (
 // names, cut-offs, the rule for older databases and how it is applied.
 type Policy string
 
-// The storage policies.
+// The storage policies (docs/design.md §10, API policy III.E.4).
 const (
-	// PolicyYouTube deletes captures, statistics samples and text older
-	// than 30 days at each run (III.E.4); the default for new databases.
-	PolicyYouTube Policy = "youtube"
-	// PolicyAmended keeps statistics up to 36 months (the 2026 amendment,
-	// audited clients); each run refreshes text older than 30 days
-	// (videos.list.refresh, store.refresh_per_day) and removes the rest.
-	PolicyAmended Policy = "amended"
-	// PolicyKeep deletes nothing; each run logs that this is only for data
-	// the operator may keep.
-	PolicyKeep Policy = "keep"
+	PolicyYouTube Policy = "youtube" // statistics and text deleted after 30 days; the default for new databases
+	PolicyAmended Policy = "amended" // statistics kept 36 months; runs refresh or remove text older than 30 days
+	PolicyKeep    Policy = "keep"    // nothing deleted; each run logs that this is only for data one may keep
 )
 
 // Cut-offs of the policies, in calendar days and months.
 const (
-	// textDays is how old text may get under every policy that deletes,
-	// and statistics under youtube.
-	textDays = 30
-	// amendedStatsMonths is how old statistics may get under amended.
-	amendedStatsMonths = 36
+	textDays           = 30 // text under every policy that deletes, statistics under youtube
+	amendedStatsMonths = 36 // statistics under amended
 )
 
 // ParsePolicy returns the policy named s ("" is unset: InForce decides),

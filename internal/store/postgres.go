@@ -138,15 +138,6 @@ func migratePostgres(ctx context.Context, db *sql.DB, name string, migs []sqlite
 	return sqlitedb.Migrate(ctx, db, name, migs, postgresVersion)
 }
 
-// snapshotLevel is the isolation level of a read that must see one snapshot:
-// SQLite's read transaction is one already (LevelDefault).
-func (s *Store) snapshotLevel() sql.IsolationLevel {
-	if s.pg {
-		return sql.LevelRepeatableRead
-	}
-	return sql.LevelDefault
-}
-
 // rebindConnector hands out connections that rewrite the store's SQLite
 // placeholders (? and ?NNN) into PostgreSQL's ($N).
 type rebindConnector struct{ driver.Connector }
@@ -159,13 +150,9 @@ func (c rebindConnector) Connect(ctx context.Context) (driver.Conn, error) {
 	return rebindConn{conn.(*stdlib.Conn)}, nil
 }
 
-// rebindConn is a pgx connection whose statements are rebound first; the
-// rest (transactions, pings, session resets) is pgx's.
+// rebindConn is a pgx connection whose statements are rebound first
+// (database/sql prefers PrepareContext to Prepare); the rest is pgx's.
 type rebindConn struct{ *stdlib.Conn }
-
-func (c rebindConn) Prepare(query string) (driver.Stmt, error) {
-	return c.Conn.Prepare(rebind(query))
-}
 
 func (c rebindConn) PrepareContext(ctx context.Context, query string) (driver.Stmt, error) {
 	return c.Conn.PrepareContext(ctx, rebind(query))

@@ -16,23 +16,13 @@ type Outcome string
 
 // Run outcomes (docs/design.md §5).
 const (
-	// OutcomeRunning: started and not finished (or the process died; see
-	// OutcomeAbandoned).
-	OutcomeRunning Outcome = "running"
-	// OutcomeSuccess: every page fetched and stored, every call metered.
-	OutcomeSuccess Outcome = "success"
-	// OutcomeSuccessUnmetered: a success with Unmetered > 0 calls sent
-	// fail-open (docs/design.md §4; the runs table's CHECK ties the two).
-	OutcomeSuccessUnmetered Outcome = "success_unmetered"
-	// OutcomeDenied: stopped cleanly on a quota denial or a fail-closed
-	// policy; RetryAfter/RetryAt say when to try again.
-	OutcomeDenied Outcome = "denied"
-	// OutcomeFailed: stopped on an error; Reason says which.
-	OutcomeFailed Outcome = "failed"
-	// OutcomeInterrupted: cancelled by SIGINT/SIGTERM; stored pages are kept.
-	OutcomeInterrupted Outcome = "interrupted"
-	// OutcomeAbandoned: found still "running" after its process had gone.
-	OutcomeAbandoned Outcome = "abandoned"
+	OutcomeRunning          Outcome = "running"           // not finished, or its process died unnoticed
+	OutcomeSuccess          Outcome = "success"           // every page stored, every call metered
+	OutcomeSuccessUnmetered Outcome = "success_unmetered" // a success with Unmetered > 0 (the runs CHECK)
+	OutcomeDenied           Outcome = "denied"            // quota denial or fail-closed policy: see RetryAt
+	OutcomeFailed           Outcome = "failed"            // stopped on an error (Reason)
+	OutcomeInterrupted      Outcome = "interrupted"       // cancelled by a signal; stored pages are kept
+	OutcomeAbandoned        Outcome = "abandoned"         // found running after its process had gone
 )
 
 // Run is one `trendfetch run` of one region (the runs table).
@@ -363,31 +353,26 @@ func (r Run) MarshalJSON() ([]byte, error) {
 	if r.RetryAfter > 0 {
 		retryMS = new(r.RetryAfter.Milliseconds())
 	}
-	units, calls := r.Units, r.Calls
-	if units == nil {
-		units = map[string]int64{}
-	}
-	if calls == nil {
-		calls = map[string]int{}
-	}
+	units, calls := usageJSON(r)
 	return json.Marshal(struct {
-		ID           int64            `json:"id"`
-		Credential   string           `json:"credential"`
-		Region       string           `json:"region"`
-		StartedAt    *time.Time       `json:"started_at"`
-		FinishedAt   *time.Time       `json:"finished_at"`
-		DurationMS   *int64           `json:"duration_ms"`
-		Pages        int              `json:"pages"`
-		Videos       int              `json:"videos"`
-		Units        map[string]int64 `json:"units"`
-		Calls        map[string]int   `json:"calls"`
-		Unmetered    int              `json:"unmetered"`
-		Outcome      Outcome          `json:"outcome"`
-		Reason       *string          `json:"reason"`
-		RetryAfterMS *int64           `json:"retry_after_ms"`
-		RetryAt      *time.Time       `json:"retry_at"`
-		PID          int              `json:"pid"`
-		Host         string           `json:"host"`
+		ID           int64           `json:"id"`
+		Credential   string          `json:"credential"`
+		Region       string          `json:"region"`
+		StartedAt    *time.Time      `json:"started_at"`
+		FinishedAt   *time.Time      `json:"finished_at"`
+		DurationMS   *int64          `json:"duration_ms"`
+		Pages        int             `json:"pages"`
+		Videos       int             `json:"videos"`
+		Units        json.RawMessage `json:"units"`
+		Calls        json.RawMessage `json:"calls"`
+		Unmetered    int             `json:"unmetered"`
+		Outcome      Outcome         `json:"outcome"`
+		Reason       *string         `json:"reason"`
+		RetryAfterMS *int64          `json:"retry_after_ms"`
+		RetryAt      *time.Time      `json:"retry_at"`
+		PID          int             `json:"pid"`
+		Host         string          `json:"host"`
 	}{r.ID, r.Credential, r.Region, jsonTime(r.StartedAt), jsonTime(r.FinishedAt), dur, r.Pages, r.Videos,
-		units, calls, r.Unmetered, r.Outcome, strPtr(r.Reason), retryMS, jsonTime(r.RetryAt), r.PID, r.Host})
+		json.RawMessage(units), json.RawMessage(calls), r.Unmetered, r.Outcome, strPtr(r.Reason), retryMS,
+		jsonTime(r.RetryAt), r.PID, r.Host})
 }
