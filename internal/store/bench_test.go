@@ -727,10 +727,11 @@ func BenchmarkSearchReaders(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer mapped.Close()
-	plain, err := open(ctx, path, sqlitedb.Options{ReadOnly: true, Migrations: migrationsFS})
+	plainDB, err := sqlitedb.Open(ctx, path, sqlitedb.Options{ReadOnly: true, Migrations: migrationsFS})
 	if err != nil {
 		b.Fatal(err)
 	}
+	plain := &Store{db: plainDB, path: path}
 	defer plain.Close()
 	qs := benchVocab.TwoWordQueries(7, 64)
 	type tally struct{ n, d, cpu float64 }

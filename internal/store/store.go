@@ -47,25 +47,22 @@ var migrationsFS fs.FS = migrations.FS
 // (sqlitedb.Open); a postgres:// or postgresql:// URL opens PostgreSQL (the
 // one place the engine is chosen). Errors: *sqlitedb.PathError when path is
 // not a regular file; *SchemaVersionError if a newer trendfetch wrote it.
-func Open(ctx context.Context, path string) (*Store, error) {
-	if IsPostgresURL(path) {
-		return openPostgres(ctx, path, false)
-	}
-	return open(ctx, path, sqlitedb.Options{Migrations: migrationsFS})
-}
+func Open(ctx context.Context, path string) (*Store, error) { return open(ctx, path, false) }
 
 // OpenReadOnly opens an existing database, creating and writing nothing;
 // write methods fail. Errors: *NoDatabaseError (wrapping fs.ErrNotExist);
 // *SchemaVersionError when the schema is not this binary's;
 // *sqlitedb.PathError as Open's, or when this user cannot read the file.
-func OpenReadOnly(ctx context.Context, path string) (*Store, error) {
-	if IsPostgresURL(path) {
-		return openPostgres(ctx, path, true)
-	}
-	return open(ctx, path, sqlitedb.Options{ReadOnly: true, Migrations: migrationsFS, MmapBytes: ReadOnlyMmapBytes})
-}
+func OpenReadOnly(ctx context.Context, path string) (*Store, error) { return open(ctx, path, true) }
 
-func open(ctx context.Context, path string, o sqlitedb.Options) (*Store, error) {
+func open(ctx context.Context, path string, readOnly bool) (*Store, error) {
+	if IsPostgresURL(path) {
+		return openPostgres(ctx, path, readOnly)
+	}
+	o := sqlitedb.Options{ReadOnly: readOnly, Migrations: migrationsFS}
+	if readOnly {
+		o.MmapBytes = ReadOnlyMmapBytes
+	}
 	db, err := sqlitedb.Open(ctx, path, o)
 	if err != nil {
 		return nil, err
@@ -152,8 +149,7 @@ WHERE x.doc IS DISTINCT FROM search_doc(v.title, v.channel_title, v.tags, v.desc
 	}
 
 	var table, parent string
-	var rowid, fkid any
-	err = s.db.QueryRowContext(ctx, `PRAGMA foreign_key_check`).Scan(&table, &rowid, &parent, &fkid)
+	err = s.db.QueryRowContext(ctx, `SELECT "table", parent FROM pragma_foreign_key_check`).Scan(&table, &parent)
 	switch {
 	case err == nil:
 		return fmt.Errorf("foreign key check failed: a row of %s refers to a missing row of %s", table, parent)
