@@ -2,8 +2,5 @@
 
 package sqlitedb
 
-// freeBytes is unknown on this platform.
-func freeBytes(string) (int64, bool) { return 0, false }
-
-// readOnlyFS is unknown on this platform: never assumed.
-func readOnlyFS(string) bool { return false }
+// statfs is unknown on this platform (never read-only).
+func statfs(string) (free int64, readOnly, ok bool) { return 0, false, false }

@@ -153,8 +153,9 @@ func openReadOnly(ctx context.Context, path, abs string, o Options, migs []Migra
 	if err != nil && cannotOpen(err) {
 		_, walErr := os.Stat(abs + "-wal")
 		_, shmErr := os.Stat(abs + "-shm")
+		_, roFS, _ := statfs(filepath.Dir(abs))
 		switch {
-		case errors.Is(walErr, fs.ErrNotExist) && readOnlyFS(filepath.Dir(abs)):
+		case errors.Is(walErr, fs.ErrNotExist) && roFS:
 			db, v, err = openVersion(ctx, dsn(abs, o)+"&immutable=1")
 		case walErr != nil || shmErr != nil:
 			return nil, readerNeeds(path, abs)
@@ -288,7 +289,7 @@ const lowSpace = 1 << 20
 // spaceHint returns " (the filesystem of dir is full: N KiB free)" when dir's
 // filesystem has less than lowSpace bytes available, else "".
 func spaceHint(dir string) string {
-	free, ok := freeBytes(dir)
+	free, _, ok := statfs(dir)
 	if !ok || free >= lowSpace {
 		return ""
 	}
