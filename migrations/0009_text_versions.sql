@@ -18,7 +18,6 @@ CREATE TABLE video_texts (
 
 ALTER TABLE entries ADD COLUMN text INTEGER NOT NULL DEFAULT 0;
 
--- A new current version moves the old one to video_texts.
 CREATE TRIGGER videos_texts_au AFTER UPDATE OF text_version ON videos
 WHEN old.text_version IS NOT new.text_version
 BEGIN

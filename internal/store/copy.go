@@ -129,12 +129,10 @@ THEN nextval(pg_get_serial_sequence('%[1]s', 'id')) ELSE b.id END`, c.table)
 	return read, write
 }
 
-// CopyFrom copies every table of the SQLite dataset src, one read snapshot,
-// into this PostgreSQL store in batches of copyBatchBytes, one transaction
-// each, matched on natural keys, ids kept where free (docs/design.md §10a);
-// rows src no longer holds are not deleted. It returns the rows written per
-// table, in copy order. Errors: s not PostgreSQL or src not SQLite;
-// database errors, after which the copy can be run again.
+// CopyFrom copies the SQLite dataset src (one snapshot) into this PostgreSQL
+// store as docs/design.md §10a says, in transactions of copyBatchBytes, and
+// returns the rows written per table, in copy order; rows src no longer holds
+// stay. Errors: s not PostgreSQL or src not SQLite; database errors (run it again).
 func (s *Store) CopyFrom(ctx context.Context, src *Store) ([]Copied, error) {
 	if !s.pg || src.pg {
 		return nil, errors.New("copy: the source must be a SQLite store and the destination a PostgreSQL one")

@@ -21,10 +21,6 @@ import (
 	"github.com/trendfetch/trendfetch/migrations"
 )
 
-// The PostgreSQL store (docs/design.md §10a) is the same *Store through
-// pgx's database/sql driver, the shared SQL written once; what differs is
-// here and where Store.pg is asked.
-
 // IsPostgresURL reports whether a database setting names a PostgreSQL
 // server (postgres:// or postgresql://) rather than a SQLite file.
 func IsPostgresURL(database string) bool {

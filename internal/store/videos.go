@@ -234,12 +234,11 @@ type Snapshot struct {
 	At time.Time
 }
 
-// SaveSnapshot stores one page of a capture in one transaction: the
-// videos, the capture (run, region, kind, query; created by its first page,
-// even empty, at p.At; partial until CompleteCapture), an entry per video
-// ranked from p.FirstRank with its statistics, and the run's counts. Errors: a bad kind,
-// query, rank or video id before writing; an unknown run wraps ErrNotFound;
-// a rank stored twice fails and stores nothing.
+// SaveSnapshot stores one page of a capture in one transaction: the videos,
+// the capture (created by its first page, even empty, at p.At; partial until
+// CompleteCapture), an entry per video with its statistics, the run's counts.
+// Errors: a bad kind, query, rank or video id before writing; an unknown run
+// wraps ErrNotFound; a rank stored twice fails and stores nothing.
 func (s *Store) SaveSnapshot(ctx context.Context, p Snapshot) error {
 	runID, region, kind, query, firstRank, videos, at := p.RunID, p.Region, p.Kind, p.Query, p.FirstRank, p.Videos, p.At
 	if kind == "" {

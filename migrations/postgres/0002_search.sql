@@ -1,7 +1,5 @@
--- 0002_search (PostgreSQL): the counterpart of videos_fts and videos_tri
--- (docs/design.md §10a): per video, doc (its words, weighted) and tri (title
--- and channel title folded, under pg_trgm). Each column's positions start at
--- a base, so no phrase spans two columns.
+-- videos_fts and videos_tri on PostgreSQL (docs/design.md §10a). Each column's
+-- positions start at a base, so no phrase spans two columns.
 CREATE EXTENSION IF NOT EXISTS pg_trgm;
 
 -- search_fold folds as FTS5 does (lower case, no combining diacritics, final
