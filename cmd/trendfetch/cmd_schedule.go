@@ -52,7 +52,6 @@ second signal exits at once. A rejected API key stops the scheduler (exit 2).`,
 					return err
 				}
 				defer ln.Close()
-				a.secrets.Add(token)
 				srv.API, srv.Token = ln, token
 			}
 			r, err := a.engine().OpenRunner(cmd.Context())

@@ -35,7 +35,6 @@ SIGINT stops it gracefully (exit 0).`,
 				return err
 			}
 			defer ln.Close()
-			a.secrets.Add(token)
 			return a.engine().Serve(cmd.Context(), ln, token, nil)
 		},
 	}

@@ -6,6 +6,7 @@
 package engine
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -20,6 +21,7 @@ import (
 	"github.com/trendfetch/trendfetch/internal/config"
 	"github.com/trendfetch/trendfetch/internal/quota"
 	"github.com/trendfetch/trendfetch/internal/redisconn"
+	"github.com/trendfetch/trendfetch/internal/secret"
 	"github.com/trendfetch/trendfetch/internal/store"
 )
 
@@ -30,9 +32,9 @@ type Options struct {
 	Log    zerolog.Logger // the engine's and the runs' log lines
 	// LookupEnv reads API keys from the environment (nil: os.LookupEnv).
 	LookupEnv func(string) (string, bool)
-	Scrub     func(string) string // masks secrets in stored text, such as run reasons (nil: none)
-	Notes     io.Writer           // one-line notes for people, "note: ..." (nil: discarded)
-	Version   string              // the build's version, on the metrics' build info
+	Secrets   *secret.Set // masks stored text such as run reasons; ListenServe adds its token (nil: none)
+	Notes     io.Writer   // one-line notes for people, "note: ..." (nil: discarded)
+	Version   string      // the build's version, on the metrics' build info
 	// ExitCode maps a run's error to the exit code its check-in reports
 	// (runs.checkin_url; nil: 0 for nil, else 1).
 	ExitCode func(context.Context, error) int
@@ -51,9 +53,7 @@ func New(o Options) *Engine {
 	if o.LookupEnv == nil {
 		o.LookupEnv = os.LookupEnv
 	}
-	if o.Notes == nil {
-		o.Notes = io.Discard
-	}
+	o.Notes, o.Secrets = cmp.Or(o.Notes, io.Discard), cmp.Or(o.Secrets, &secret.Set{})
 	if o.ExitCode == nil {
 		o.ExitCode = func(_ context.Context, err error) int {
 			if err != nil {

@@ -56,10 +56,7 @@ func (e *Engine) Export(ctx context.Context, st store.Backend, x Export) error {
 	case x.Format.Format == "parquet" || x.Dir != "":
 		q.GroupBy = []string{"region"}
 	}
-	s := &sinks{format: x.Format, dir: x.Dir, partition: x.Partition, file: x.File, stdout: x.Stdout, open: map[string]*sink{}}
-	if x.Dir != "" {
-		s.file = ""
-	}
+	s := &sinks{Export: x, open: map[string]*sink{}}
 	first := ""
 	err := st.Export(ctx, q, func(r *store.ExportRow) error {
 		if x.OneRegion && r.Region != first {
@@ -88,13 +85,9 @@ func (e *Engine) Export(ctx context.Context, st store.Backend, x Export) error {
 
 // sinks holds the outputs of one export.
 type sinks struct {
-	format    store.ExportFormat
-	dir       string   // one file per region or partition, or ""
-	partition []string // "region", "date"
-	file      string   // one file, or "" (standard output)
-	stdout    io.Writer
-	open      map[string]*sink // by path ("" for standard output)
-	last      *sink            // the output of the last row
+	Export
+	open map[string]*sink // by path ("" for standard output)
+	last *sink            // the output of the last row
 }
 
 // sink is one output (no file for standard output); w is nil once it is
@@ -110,24 +103,24 @@ type sink struct {
 // path returns the output file of a row of region captured at (UTC) day.
 func (x *sinks) path(region, day string) string {
 	switch {
-	case len(x.partition) > 0:
-		parts := []string{x.dir}
-		for _, p := range x.partition {
+	case len(x.Partition) > 0:
+		parts := []string{x.Dir}
+		for _, p := range x.Partition {
 			if p == "region" {
 				parts = append(parts, "region="+region)
 			} else {
 				parts = append(parts, "date="+day)
 			}
 		}
-		return filepath.Join(append(parts, "part-0."+x.format.Format)...)
-	case x.dir != "" && x.format.Format != "csv": // the datasets' names: US.jsonl, USvideos.csv, ...
-		return filepath.Join(x.dir, region+"."+x.format.Format)
-	case x.dir != "" && x.format.Layout == store.LayoutTrendingDaily:
-		return filepath.Join(x.dir, region+"_youtube_trending_data.csv")
-	case x.dir != "":
-		return filepath.Join(x.dir, region+"videos.csv")
+		return filepath.Join(append(parts, "part-0."+x.Format.Format)...)
+	case x.Dir != "" && x.Format.Format != "csv": // the datasets' names: US.jsonl, USvideos.csv, ...
+		return filepath.Join(x.Dir, region+"."+x.Format.Format)
+	case x.Dir != "" && x.Format.Layout == store.LayoutTrendingDaily:
+		return filepath.Join(x.Dir, region+"_youtube_trending_data.csv")
+	case x.Dir != "":
+		return filepath.Join(x.Dir, region+"videos.csv")
 	}
-	return x.file
+	return x.File
 }
 
 // writer returns the writer of a row of region captured at at. The rows of
@@ -147,10 +140,10 @@ func (x *sinks) writer(region string, at time.Time) (store.ExportWriter, error) 
 		}
 	}
 	s := &sink{path: path}
-	out := x.stdout
+	out := x.Stdout
 	var err error
 	if path != "" {
-		if x.dir != "" {
+		if x.Dir != "" {
 			if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 				return nil, err
 			}
@@ -162,7 +155,7 @@ func (x *sinks) writer(region string, at time.Time) (store.ExportWriter, error) 
 		x.open[path] = s // abort removes it from here on
 	}
 	s.bw = bufio.NewWriterSize(out, 256<<10)
-	if s.w, err = store.NewExportWriter(s.bw, x.format); err != nil {
+	if s.w, err = store.NewExportWriter(s.bw, x.Format); err != nil {
 		return nil, err
 	}
 	x.open[path], x.last = s, s
@@ -188,7 +181,7 @@ func (s *sink) finish() error {
 // commit finishes every output and renames the files into place. With no
 // row at all, standard output or the one file still gets its header.
 func (x *sinks) commit() error {
-	if len(x.open) == 0 && x.dir == "" {
+	if len(x.open) == 0 && x.Dir == "" {
 		if _, err := x.writer("", time.Time{}); err != nil {
 			return err
 		}

@@ -17,7 +17,7 @@ import (
 // an error, not a second file under the same name.
 func TestExportSinksOneOpen(t *testing.T) {
 	dir := t.TempDir()
-	x := &sinks{format: store.ExportFormat{Format: "parquet"}, dir: dir, partition: []string{"region", "date"}, open: map[string]*sink{}}
+	x := &sinks{Export: Export{Format: store.ExportFormat{Format: "parquet"}, Dir: dir, Partition: []string{"region", "date"}}, open: map[string]*sink{}}
 	day := time.Date(2026, 11, 24, 23, 0, 0, 0, time.UTC)
 	for _, r := range []struct {
 		region string
@@ -62,8 +62,8 @@ func TestExportSinksAbort(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, x := range []*sinks{
-		{format: store.ExportFormat{Format: "csv", Layout: store.LayoutYoutubeNew}, file: out, open: map[string]*sink{}},
-		{format: store.ExportFormat{Format: "parquet"}, dir: filepath.Join(dir, "pq"), partition: []string{"region", "date"}, open: map[string]*sink{}},
+		{Export: Export{Format: store.ExportFormat{Format: "csv", Layout: store.LayoutYoutubeNew}, File: out}, open: map[string]*sink{}},
+		{Export: Export{Format: store.ExportFormat{Format: "parquet"}, Dir: filepath.Join(dir, "pq"), Partition: []string{"region", "date"}}, open: map[string]*sink{}},
 	} {
 		w, err := x.writer("US", time.Now())
 		if err != nil {

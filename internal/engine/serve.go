@@ -20,10 +20,10 @@ import (
 	"github.com/trendfetch/trendfetch/internal/termtext"
 )
 
-// ListenServe checks serve.addr and serve.token_file and listens, capped
-// by serve.max_conns(_per_ip); token is the file's ("" = none). A
-// non-loopback address without a token, an unreadable or short token and
-// an address that cannot be listened on are usage errors.
+// ListenServe checks serve.addr and serve.token_file and listens, capped by
+// serve.max_conns(_per_ip); token is the file's ("" = none; added to Options.Secrets).
+// A non-loopback address without a token, an unreadable or short token and an
+// address that cannot be listened on are usage errors.
 func (e *Engine) ListenServe() (ln net.Listener, token string, err error) {
 	sc := e.cfg.Serve
 	host, _, err := net.SplitHostPort(sc.Addr)
@@ -45,6 +45,7 @@ func (e *Engine) ListenServe() (ln net.Listener, token string, err error) {
 	if ln, err = net.Listen("tcp", sc.Addr); err != nil {
 		return nil, "", Usagef("trendfetch serve --addr 127.0.0.1:8080", "--addr %s: cannot listen: %v", sc.Addr, err)
 	}
+	e.o.Secrets.Add(token)
 	return serve.LimitListener(ln, sc.MaxConns, sc.MaxConnsPerIP), token, nil
 }
 
@@ -105,22 +106,21 @@ func (e *Engine) Serve(ctx context.Context, ln net.Listener, token string, m *me
 	h := serve.Handler(serve.Options{
 		Store: st,
 		Quota: func(ctx context.Context) []quota.Status {
-			out := make([]quota.Status, 0, len(creds))
-			for _, c := range creds {
-				if lim == nil {
-					out = append(out, quota.Status{Credential: c, Backend: e.cfg.Quota.Backend, Reachable: true})
-					continue
+			out := make([]quota.Status, len(creds))
+			for i, c := range creds {
+				out[i] = quota.Status{Credential: c, Backend: e.cfg.Quota.Backend, Reachable: true}
+				if lim != nil {
+					out[i] = lim.Status(ctx, c)
 				}
-				out = append(out, lim.Status(ctx, c))
 			}
 			return out
 		},
 		Regions: func(now time.Time) []serve.Region {
-			out := make([]serve.Region, 0, len(plan))
-			for _, p := range plan {
+			out := make([]serve.Region, len(plan))
+			for i, p := range plan {
 				next := p.Schedule.Next(now).UTC()
-				out = append(out, serve.Region{Region: p.Region, Name: regions.Name(p.Region), Schedule: p.Spec, NextRun: &next,
-					Interval: p.Schedule.Next(next).Sub(next)})
+				out[i] = serve.Region{Region: p.Region, Name: regions.Name(p.Region), Schedule: p.Spec, NextRun: &next,
+					Interval: p.Schedule.Next(next).Sub(next)}
 			}
 			return out
 		},
