@@ -290,13 +290,7 @@ func describeHolder(desc string) string {
 // and PID namespace, not this one, that is gone (proc.Gone); unsure: not stale.
 func staleHolder(desc string) bool {
 	h, ok := parseHolder(desc)
-	if !ok {
-		return false
-	}
 	host, _ := os.Hostname()
-	boot, ns := proc.BootID(), proc.PIDNamespace()
-	if h.Host != host || h.BootID == "" || h.BootID != boot || h.PIDNS == "" || h.PIDNS != ns || h.PID == os.Getpid() {
-		return false
-	}
-	return proc.Gone(h.PID, h.StartTicks)
+	return ok && h.Host == host && h.BootID != "" && h.BootID == proc.BootID() && h.PIDNS != "" &&
+		h.PIDNS == proc.PIDNamespace() && h.PID != os.Getpid() && proc.Gone(h.PID, h.StartTicks)
 }

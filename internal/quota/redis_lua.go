@@ -299,9 +299,8 @@ func (r *redisBackend) Refund(ctx context.Context, credential string, res Reserv
 	return n == 1, nil
 }
 
-// Run leases on Redis: one key per lease (leaseKey) holding the token, with
-// PX = ttl, changed only by lua/lease.lua.
-
+// redisLeaseScript alone changes run leases: one key per lease (leaseKey)
+// holding the token, with PX = ttl.
 var redisLeaseScript = redis.NewScript(luaSource("lease"))
 
 // lease runs lua/lease.lua's op on lease id with args.

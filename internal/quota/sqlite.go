@@ -66,16 +66,13 @@ func NewSQLite(path string, readOnly bool) (*sqliteBackend, error) {
 	fail := func(what string, err error) (*sqliteBackend, error) {
 		return nil, fmt.Errorf("quota: %s %s: %w: %w", what, path, ErrUnavailable, err)
 	}
-	migs, err := fs.Sub(sqliteMigrations, "migrations")
-	if err != nil {
-		return fail("cannot open", err)
-	}
 	// One connection: goroutines queue in database/sql, other processes in
 	// busy_timeout under BEGIN IMMEDIATE.
-	dbOpts := sqlitedb.Options{ReadOnly: s.readOnly, MaxConns: 1}
-	if !s.readOnly {
-		dbOpts.Migrations = migs
+	dbOpts := sqlitedb.Options{ReadOnly: readOnly, MaxConns: 1}
+	if !readOnly {
+		dbOpts.Migrations, _ = fs.Sub(sqliteMigrations, "migrations") // embedded: cannot fail
 	}
+	var err error
 	if s.db, err = sqlitedb.Open(context.Background(), path, dbOpts); err != nil {
 		return fail("cannot open", err)
 	}
@@ -304,10 +301,8 @@ func (s *sqliteBackend) Reset(ctx context.Context, credential string) error {
 	})
 }
 
-// Run leases on the embedded backend: one row per lease in table leases of
-// quota.db, each operation one transaction on the backend's clock.
-
-// TryLock implements leaseLocker.
+// TryLock implements leaseLocker: one row of table leases per lease; each lease
+// operation is one transaction on the backend's clock.
 func (s *sqliteBackend) TryLock(ctx context.Context, id leaseID, token string, ttl time.Duration) (ok bool, holder string, remaining time.Duration, err error) {
 	err = s.inTx(ctx, "lease lock", true, func(tx *sql.Tx, nowUS int64) error {
 		var curToken string
@@ -327,10 +322,7 @@ func (s *sqliteBackend) TryLock(ctx context.Context, id leaseID, token string, t
 			id.name(), token, holder, nowUS+remaining.Microseconds())
 		return err
 	})
-	if err != nil {
-		return false, "", 0, err
-	}
-	return ok, holder, remaining, nil
+	return ok && err == nil, holder, remaining, err
 }
 
 // Renew implements leaseLocker.

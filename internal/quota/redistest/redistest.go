@@ -27,10 +27,9 @@ const startTimeout = 10 * time.Second
 
 // Server is one redis-server process listening on 127.0.0.1:Port.
 type Server struct {
-	tb   testing.TB
-	bin  string
-	dir  string
-	args []string
+	tb       testing.TB
+	bin, dir string
+	args     []string
 
 	// Port is the TCP port on 127.0.0.1 (it survives Restart); Addr is "127.0.0.1:Port".
 	Port int
@@ -50,6 +49,7 @@ type Server struct {
 func Start(tb testing.TB, args ...string) *Server {
 	tb.Helper()
 	bin := lookPath(tb, "redis-server")
+	args = append([]string{"--save", "", "--appendonly", "no"}, args...)
 	return launch(tb, func(string) *Server { return &Server{bin: bin, args: args} })
 }
 
@@ -162,8 +162,6 @@ func (s *Server) start() error {
 		"--protected-mode", "no"}
 	if s.conf != "" {
 		args = append([]string{s.conf}, args...) // redis-sentinel: its config file (which it rewrites) first
-	} else {
-		args = append(args, "--save", "", "--appendonly", "no")
 	}
 	logf, err := os.OpenFile(filepath.Join(s.dir, fmt.Sprintf("redis-%d.log", s.Port)), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
@@ -204,9 +202,7 @@ func ping(addr string) bool {
 	}
 	defer c.Close()
 	_ = c.SetDeadline(time.Now().Add(500 * time.Millisecond))
-	if _, err := c.Write([]byte("*1\r\n$4\r\nPING\r\n")); err != nil {
-		return false
-	}
+	_, _ = c.Write([]byte("*1\r\n$4\r\nPING\r\n")) // a failed write fails the read
 	line, err := bufio.NewReader(c).ReadString('\n')
 	return err == nil && (strings.HasPrefix(line, "+PONG") || strings.HasPrefix(line, "-NOAUTH"))
 }
