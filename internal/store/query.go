@@ -47,36 +47,18 @@ type terms struct {
 type ParsedQuery struct{ terms terms }
 
 // ParseSearch parses user search text (syntax: docs/data.md "Search
-// syntax"). Each word and phrase becomes a quoted FTS5 string bound as a
-// parameter, so FTS5 operators in user text are just text. It returns a
-// *QueryError for text it refuses (empty, an unbalanced double quote, no
-// searchable words, only exclusions, over MaxQueryBytes or MaxQueryTerms);
-// it never panics.
+// syntax") into AND-ed groups of OR-ed terms and exclusions. Each word and
+// phrase becomes a quoted FTS5 string bound as a parameter, so FTS5 operators
+// in user text are just text. It returns a *QueryError for text it refuses
+// (empty, an unbalanced double quote, no searchable words, only exclusions,
+// over MaxQueryBytes or MaxQueryTerms); it never panics.
 func ParseSearch(text string) (*ParsedQuery, error) {
-	t, err := parseTerms(text)
-	if err != nil {
-		return nil, err
-	}
-	return &ParsedQuery{terms: t}, nil
-}
-
-// terms returns q's parsed text: q.Parsed's, else q.Text parsed now.
-func (q SearchQuery) terms() (terms, error) {
-	if q.Parsed != nil {
-		return q.Parsed.terms, nil
-	}
-	return parseTerms(q.Text)
-}
-
-// parseTerms splits search text into AND-ed groups of OR-ed terms and
-// exclusions (see ParseSearch for the syntax and errors).
-func parseTerms(text string) (terms, error) {
 	qerr := func(reason string) error { return &QueryError{Query: text, Reason: reason} }
 	if len(text) > MaxQueryBytes {
-		return terms{}, qerr(fmt.Sprintf("longer than %d bytes", MaxQueryBytes))
+		return nil, qerr(fmt.Sprintf("longer than %d bytes", MaxQueryBytes))
 	}
 	if strings.TrimSpace(text) == "" {
-		return terms{}, qerr("empty query")
+		return nil, qerr("empty query")
 	}
 	clean := strings.Map(func(r rune) rune {
 		if r == utf8.RuneError || unicode.IsControl(r) {
@@ -102,7 +84,7 @@ func parseTerms(text string) (terms, error) {
 				j++
 			}
 			if j == len(rs) {
-				return terms{}, qerr("unbalanced double quote")
+				return nil, qerr("unbalanced double quote")
 			}
 			t := qterm{text: string(rs[i+1 : j]), not: not}
 			j++
@@ -159,13 +141,13 @@ func parseTerms(text string) (terms, error) {
 	}
 	switch {
 	case n == 0:
-		return terms{}, qerr("no searchable words")
+		return nil, qerr("no searchable words")
 	case len(groups) == 0:
-		return terms{}, qerr("only exclusions (-word): add a word to search for")
+		return nil, qerr("only exclusions (-word): add a word to search for")
 	case n > MaxQueryTerms:
-		return terms{}, qerr(fmt.Sprintf("more than %d terms", MaxQueryTerms))
+		return nil, qerr(fmt.Sprintf("more than %d terms", MaxQueryTerms))
 	}
-	return terms{and: groups, not: not}, nil
+	return &ParsedQuery{terms{and: groups, not: not}}, nil
 }
 
 // renderMatch writes t as an FTS5 expression (for either index): groups

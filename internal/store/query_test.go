@@ -91,11 +91,11 @@ func TestNeedsTrigram(t *testing.T) {
 		"lofi beats": false, "Путин": false, "kākāpō": false, "Bölüm": false,
 		"ハロウィン": true, "東京": true, "방탄소년단": true, "ครั้งแรก": true, "lofi 東京": true,
 	} {
-		groups, err := parseTerms(text)
+		p, err := ParseSearch(text)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := needsTrigram(groups); got != want {
+		if got := needsTrigram(p.terms); got != want {
 			t.Errorf("needsTrigram(%q) = %v", text, got)
 		}
 	}
@@ -129,9 +129,9 @@ func testSearchTakesTheParsedQuery(t *testing.T, s *Store) {
 // ParseQuery renders search text as the FTS5 MATCH expression the word
 // index is asked (ParseSearch's syntax and errors).
 func ParseQuery(text string) (string, error) {
-	t, err := parseTerms(text)
+	p, err := ParseSearch(text)
 	if err != nil {
 		return "", err
 	}
-	return renderMatch(t, false), nil
+	return renderMatch(p.terms, false), nil
 }

@@ -132,7 +132,8 @@ func boundSQL(fts string) string {
 // ranked inside the FTS query (docs/design.md §6), so snippet() runs for the
 // ?4 rows returned only. ?1 MATCH expression, ?2 region (empty: all), ?3
 // candidate cap (boundSQL), ?4 limit, ?5/?6 highlight markers, ?7 ellipsis,
-// ?8/?9 trigramQuery's filter and exclude ('[]' skips either).
+// ?8/?9 JSON arrays of short groups (trigramGroups, each needing a term in
+// the title or channel title) and of exclusions ('[]' skips either).
 func searchSQL(fts string, tokens int, extra, order, outer string) string {
 	return `
 SELECT v.id, v.title, v.channel_title, st.last_seen_at, f.score, f.snip
@@ -190,8 +191,18 @@ func (s *Store) SearchPage(ctx context.Context, q SearchQuery) (hits []Hit, next
 	if q.Offset < 0 || q.Offset >= MaxSearchLimit {
 		return nil, 0, &QueryError{Query: q.Text, Reason: fmt.Sprintf("offset %d not in 0..%d", q.Offset, MaxSearchLimit-1)}
 	}
+	p := q.Parsed
+	if p == nil {
+		if p, err = ParseSearch(q.Text); err != nil {
+			return nil, 0, err
+		}
+	}
 	end := min(q.Offset+q.Limit, MaxSearchLimit)
-	hits, err = s.search(ctx, q, end+1) // one more: is there a next page?
+	if s.pg { // one more hit: is there a next page?
+		hits, err = searchPostgres(ctx, s.db, p.terms, q.Text, q.Region, end+1)
+	} else {
+		hits, err = s.searchSQLite(ctx, p.terms, q.Text, q.Region, end+1)
+	}
 	if err != nil {
 		return nil, 0, err
 	}
@@ -205,22 +216,8 @@ func (s *Store) SearchPage(ctx context.Context, q SearchQuery) (hits []Hit, next
 	if len(hits) == 0 {
 		return nil, 0, nil
 	}
-	if err := s.hitRegions(ctx, hits); err != nil {
-		return nil, 0, err
-	}
-	return hits, next, nil
-}
-
-// search returns the best limit hits of q, highlights narrowed to its terms
-// of unsegmented scripts (markTerms).
-func (s *Store) search(ctx context.Context, q SearchQuery, limit int) ([]Hit, error) {
-	t, err := q.terms()
-	if err != nil {
-		return nil, err
-	}
-	hits, err := s.searchIndexes(ctx, t, q.Text, q.Region, limit)
-	var cjk [][]rune
-	for _, g := range t.and {
+	var cjk [][]rune // highlights narrowed to the terms of unsegmented scripts
+	for _, g := range p.terms.and {
 		for _, term := range g {
 			if unsegmented(term.text) {
 				cjk = append(cjk, []rune(term.text))
@@ -232,14 +229,14 @@ func (s *Store) search(ctx context.Context, q SearchQuery, limit int) ([]Hit, er
 			hits[i].Highlights = markTerms(hits[i].Snippet, hits[i].Highlights, cjk)
 		}
 	}
-	return hits, err
+	if err := s.hitRegions(ctx, hits); err != nil {
+		return nil, 0, err
+	}
+	return hits, next, nil
 }
 
-// searchIndexes picks the index(es) that answer t (docs/design.md §6).
-func (s *Store) searchIndexes(ctx context.Context, t terms, text, region string, limit int) ([]Hit, error) {
-	if s.pg {
-		return searchPostgres(ctx, s.db, t, text, region, limit)
-	}
+// searchSQLite returns the best limit hits of t (planSearch) on SQLite.
+func (s *Store) searchSQLite(ctx context.Context, t terms, text, region string, limit int) ([]Hit, error) {
 	// Match markers no stored text can contain: a random nonce per search.
 	nonce := rand.Text()
 	open, close := "\x02"+nonce+"\x03", "\x03"+nonce+"\x02"
@@ -262,28 +259,62 @@ func (s *Store) searchIndexes(ctx context.Context, t terms, text, region string,
 		}
 		return hits, nil
 	}
-	tri, triOK := planTrigram(t)
-	if needsTrigram(t) {
-		if triOK {
-			return run(trigramSQL, tri.match, tri.filter, tri.exclude)
-		}
-		// Exclusions the word index cannot split out are checked by substring.
-		words, unsegmented := splitUnsegmented(t)
-		return run(wordSQL, renderMatch(words, true), "[]", jsonText(unsegmented))
+	words := func(w terms, allPrefix bool, subs []string) ([]Hit, error) {
+		return run(wordSQL, renderMatch(w, allPrefix), "[]", jsonText(subs))
 	}
-	hits, err := run(wordSQL, renderMatch(t, false), "[]", "[]")
-	if err != nil || len(hits) >= limit || !triOK {
+	// Exclusions stay out of the trigram MATCH, where bm25 would count each
+	// excluded phrase's rows over the whole index.
+	substr := func(long [][]qterm, short [][]string, fill bool) ([]Hit, error) {
+		match, filter := renderMatch(terms{and: long}, false), jsonText(short)
+		if !fill {
+			return run(trigramSQL, match, filter, jsonText(texts(t.not)))
+		}
+		var not string
+		if len(t.not) > 0 {
+			not = renderMatch(terms{and: [][]qterm{t.not}}, false)
+		}
+		return run(fillSQL, match, filter, "[]", not)
+	}
+	return planSearch(t, limit, words, substr)
+}
+
+// planSearch picks the index(es) that answer t (docs/design.md §6), for
+// either engine: words searches the word index for w (allPrefix: every
+// included term a prefix), subs excluded by substring; substr the trigram
+// index for the long groups (trigramGroups), short ones checked by
+// substring, ranked with t's exclusions checked by substring, or (fill)
+// newest first without the word-index matches of the exclusions.
+func planSearch(t terms, limit int, words func(w terms, allPrefix bool, subs []string) ([]Hit, error),
+	substr func(long [][]qterm, short [][]string, fill bool) ([]Hit, error)) ([]Hit, error) {
+	long, short := trigramGroups(t)
+	if needsTrigram(t) {
+		if len(long) > 0 {
+			return substr(long, short, false)
+		}
+		w, subs := splitUnsegmented(t)
+		return words(w, true, subs)
+	}
+	hits, err := words(t, false, []string{})
+	if err != nil || len(hits) >= limit || len(long) == 0 {
 		return hits, err
 	}
-	var not string
-	if len(t.not) > 0 {
-		not = renderMatch(terms{and: [][]qterm{t.not}}, false)
-	}
-	more, err := run(fillSQL, tri.match, tri.filter, "[]", not)
+	more, err := substr(long, short, true)
 	if err != nil {
 		return nil, err
 	}
-	return fillUp(hits, more, limit), nil
+	seen := make(map[string]bool, len(hits)) // fill up with the videos not found yet
+	for _, h := range hits {
+		seen[h.VideoID] = true
+	}
+	for _, h := range more {
+		if len(hits) == limit {
+			break
+		}
+		if !seen[h.VideoID] {
+			hits = append(hits, h)
+		}
+	}
+	return hits, nil
 }
 
 // unmark removes the markers open and close from snip and returns the
@@ -363,24 +394,6 @@ func searchErr(text string, err error) error {
 		return &QueryError{Query: text, Reason: strings.TrimSpace(msg[i:])}
 	}
 	return fmt.Errorf("cannot search: %w", err)
-}
-
-// fillUp appends to hits the videos of more it does not hold yet, in
-// order, until it holds limit (both engines' fill-up).
-func fillUp(hits, more []Hit, limit int) []Hit {
-	seen := make(map[string]bool, len(hits))
-	for _, h := range hits {
-		seen[h.VideoID] = true
-	}
-	for _, h := range more {
-		if len(hits) == limit {
-			break
-		}
-		if !seen[h.VideoID] {
-			hits = append(hits, h)
-		}
-	}
-	return hits
 }
 
 // MarshalJSON writes h with the keys below ("last_seen" null if never
@@ -466,47 +479,21 @@ func jsonText(v any) string {
 }
 
 // trigramGroups splits q's AND-ed groups: long ones (every term of
-// TrigramMinChars or more, looked up) and short ones (checked by substring).
-func trigramGroups(q terms) (long, short [][]qterm) {
+// TrigramMinChars or more, looked up; a substring is found in every word it
+// starts, so prefix is dropped) and the texts of short ones (checked by
+// substring).
+func trigramGroups(q terms) (long [][]qterm, short [][]string) {
+	short = [][]string{}
 	for _, g := range q.and {
 		if slices.ContainsFunc(g, func(t qterm) bool { return utf8.RuneCountInString(t.text) < TrigramMinChars }) {
-			short = append(short, g)
-		} else {
-			long = append(long, g)
+			short = append(short, texts(g))
+			continue
 		}
-	}
-	return long, short
-}
-
-// trigramQuery is a query against videos_tri: match the FTS5 expression of
-// the long groups (a quoted term is found as a substring); filter the JSON
-// array of short groups, e.g. [["ab","東京"]], each needing a term in the
-// title or channel title; exclude the JSON array of exclusions, none of
-// which may be there. Exclusions stay out of match, where bm25 would count
-// each excluded phrase's rows over the whole index.
-type trigramQuery struct {
-	match, filter, exclude string
-}
-
-// planTrigram builds the trigramQuery for q; ok is false when no group is
-// long (the index cannot answer).
-func planTrigram(q terms) (tq trigramQuery, ok bool) {
-	groups, short := trigramGroups(q)
-	if len(groups) == 0 {
-		return trigramQuery{}, false
-	}
-	var long terms
-	for _, g := range groups {
 		exact := slices.Clone(g)
 		for i := range exact {
-			exact[i].prefix = false // implied: a substring is found in every word it starts
+			exact[i].prefix = false
 		}
-		long.and = append(long.and, exact)
+		long = append(long, exact)
 	}
-	filter := [][]string{}
-	for _, g := range short {
-		filter = append(filter, texts(g))
-	}
-	tq = trigramQuery{match: renderMatch(long, false), filter: jsonText(filter), exclude: jsonText(texts(q.not))}
-	return tq, true
+	return long, short
 }

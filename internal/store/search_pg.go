@@ -27,9 +27,13 @@ type pgTerm struct {
 	folded string   // search_fold of its text
 }
 
-// pgSearch is one search being planned: its statement arguments.
+// pgSearch is one search statement being built: the search's folded terms
+// (pgFold), region and limit, and the statement's arguments.
 type pgSearch struct {
-	args []any
+	f      map[string]pgTerm
+	region string
+	limit  int
+	args   []any
 }
 
 // arg adds a statement argument and returns its placeholder.
@@ -102,11 +106,11 @@ const pgRaw = `lower((v.title || E'\n' || v.channel_title) COLLATE "C")`
 
 // conds are searchCond's conditions on a candidate c, and the join to
 // videos v their substring checks need ("" when none).
-func (p *pgSearch) conds(region string, groups [][]string, exclude []string) (join, where string) {
+func (p *pgSearch) conds(groups [][]string, exclude []string) (join, where string) {
 	var b strings.Builder
-	if region != "" {
+	if p.region != "" {
 		b.WriteString(` AND EXISTS (SELECT 1 FROM entries e JOIN captures cp ON cp.id = e.capture_id
-            WHERE e.video = c.video_rowid AND cp.region = ` + p.arg(region) + `)`)
+            WHERE e.video = c.video_rowid AND cp.region = ` + p.arg(p.region) + `)`)
 	}
 	for _, g := range groups {
 		var or []string
@@ -128,7 +132,7 @@ func (p *pgSearch) conds(region string, groups [][]string, exclude []string) (jo
 // (video_rowid and what score needs) filtered by join and where, ordered
 // by score then rowid in order (ranked false: newest first), the first
 // limit joined to their videos: only the winners are joined.
-func (p *pgSearch) ranked(cands, score, order string, ranked bool, join, where string, limit int) string {
+func (p *pgSearch) ranked(cands, score, order string, ranked bool, join, where string) string {
 	order = `score, c.video_rowid ` + order
 	if !ranked {
 		order = `c.video_rowid DESC`
@@ -141,28 +145,30 @@ FROM (
     FROM (` + cands + `
           ORDER BY video_rowid DESC LIMIT ` + p.arg(searchCandidates) + `) c` + join + `
     WHERE TRUE` + where + `
-    ORDER BY ` + order + ` LIMIT ` + p.arg(limit) + `) r
+    ORDER BY ` + order + ` LIMIT ` + p.arg(p.limit) + `) r
 JOIN videos v ON v.rowid = r.video_rowid
 LEFT JOIN video_stats st ON st.video_rowid = r.video_rowid
 ORDER BY ` + outer
 }
 
 // wordSQL is the ranked word search of tsquery q.
-func (p *pgSearch) wordSQL(q, region string, exclude []string, limit int) string {
+func (p *pgSearch) wordSQL(q string, exclude []string) string {
 	tq := p.arg(q) + `::tsquery`
-	join, where := p.conds(region, nil, exclude)
+	join, where := p.conds(nil, exclude)
 	return p.ranked(`SELECT video_rowid, doc FROM video_search WHERE doc @@ `+tq,
-		`-ts_rank_cd(`+pgRank+`, c.doc, `+tq+`)::float8`, "ASC", true, join, where, limit)
+		`-ts_rank_cd(`+pgRank+`, c.doc, `+tq+`)::float8`, "ASC", true, join, where)
 }
 
-// substrSQL is the substring search of the long groups (folded), ranked 10
-// per term in the title and 3 in the channel title, else newest first (the
-// fill-up); notWords, when set, is a tsquery whose matches are left out.
-func (p *pgSearch) substrSQL(long [][]string, region string, short [][]string, exclude []string, notWords string, ranked bool, limit int) string {
+// substrSQL is the substring search of the long groups (folded), short ones
+// and exclusions not checked by substring: ranked 10 per term in the title
+// and 3 in the channel title, or (fill) newest first without the videos the
+// exclusions' words match.
+func (p *pgSearch) substrSQL(long [][]qterm, short [][]string, not []qterm, fill bool) string {
 	var match, score []string
 	for _, g := range long {
 		var or []string
-		for _, s := range g {
+		for _, q := range g {
+			s := p.f[q.text].folded
 			or = append(or, `s.tri LIKE `+p.arg("%"+likeEscaper.Replace(s)+"%"))
 			a := p.arg(s)
 			score = append(score, `CASE WHEN strpos(split_part(c.tri, E'\n', 1), `+a+`) > 0 THEN 10
@@ -170,90 +176,61 @@ func (p *pgSearch) substrSQL(long [][]string, region string, short [][]string, e
 		}
 		match = append(match, "("+strings.Join(or, " OR ")+")")
 	}
-	join, where := p.conds(region, short, exclude)
-	if notWords != "" {
-		where += ` AND NOT c.doc @@ ` + p.arg(notWords) + `::tsquery`
+	exclude := texts(not)
+	if fill {
+		exclude = nil
+	}
+	join, where := p.conds(short, exclude)
+	if fill && len(not) > 0 {
+		where += ` AND NOT c.doc @@ ` + p.arg(tsquery(terms{and: [][]qterm{not}}, p.f, false)) + `::tsquery`
 	}
 	return p.ranked(`SELECT s.video_rowid, s.tri, s.doc FROM video_search s WHERE `+strings.Join(match, " AND "),
-		`-(`+strings.Join(score, " + ")+`)::float8`, "DESC", ranked, join, where, limit)
+		`-(`+strings.Join(score, " + ")+`)::float8`, "DESC", !fill, join, where)
 }
 
-// searchPostgres is searchIndexes on PostgreSQL.
+// searchPostgres is searchSQLite on PostgreSQL; each hit has the snippet of
+// its best column (of t's words, else of its folded substrings).
 func searchPostgres(ctx context.Context, db *sql.DB, t terms, text, region string, limit int) ([]Hit, error) {
 	f, err := pgFold(ctx, db, t)
 	if err != nil {
 		return nil, searchErr(text, err)
 	}
-	run := func(build func(p *pgSearch) string, words bool) ([]Hit, error) {
-		var p pgSearch
-		query := build(&p)
-		return pgRun(ctx, db, text, query, p.args, t, f, words)
-	}
-	// The substring plan of planTrigram.
-	var long, short [][]string
-	lg, sg := trigramGroups(t)
-	for _, g := range lg {
-		var folded []string
-		for _, q := range g {
-			folded = append(folded, f[q.text].folded)
+	run := func(p *pgSearch, query string, words bool) ([]Hit, error) {
+		// Planned for its arguments every time: a generic plan (used after five
+		// runs) cannot tell rare terms from common ones nor use pg_trgm.
+		var hits []Hit
+		err := each(ctx, db, query, append([]any{pgx.QueryExecModeCacheDescribe}, p.args...), func(rows *sql.Rows) error {
+			var (
+				h                 Hit
+				last              sql.NullString
+				tags, description string
+			)
+			if err := rows.Scan(&h.VideoID, &h.Title, &h.ChannelTitle, &last, &h.Score, &tags, &description); err != nil {
+				return err
+			}
+			h.LastSeen = parseTime(last)
+			if words {
+				h.Snippet, h.Highlights = wordSnippet([]string{h.Title, tags, h.ChannelTitle, description}, t, f, 16)
+			} else {
+				h.Snippet, h.Highlights = substrSnippet([]string{h.Title, h.ChannelTitle}, t, f, 64)
+			}
+			hits = append(hits, h)
+			return nil
+		})
+		if err != nil {
+			return nil, searchErr(text, err)
 		}
-		long = append(long, folded)
+		return hits, nil
 	}
-	for _, g := range sg {
-		short = append(short, texts(g))
+	words := func(w terms, allPrefix bool, subs []string) ([]Hit, error) {
+		p := pgSearch{f: f, region: region, limit: limit}
+		return run(&p, p.wordSQL(tsquery(w, f, allPrefix), subs), true)
 	}
-	if needsTrigram(t) {
-		if len(long) > 0 {
-			return run(func(p *pgSearch) string {
-				return p.substrSQL(long, region, short, texts(t.not), "", true, limit)
-			}, false)
-		}
-		words, subs := splitUnsegmented(t)
-		return run(func(p *pgSearch) string { return p.wordSQL(tsquery(words, f, true), region, subs, limit) }, true)
+	substr := func(long [][]qterm, short [][]string, fill bool) ([]Hit, error) {
+		p := pgSearch{f: f, region: region, limit: limit}
+		return run(&p, p.substrSQL(long, short, t.not, fill), false)
 	}
-	hits, err := run(func(p *pgSearch) string { return p.wordSQL(tsquery(t, f, false), region, nil, limit) }, true)
-	if err != nil || len(hits) >= limit || len(long) == 0 {
-		return hits, err
-	}
-	not := ""
-	if len(t.not) > 0 {
-		not = tsquery(terms{and: [][]qterm{t.not}}, f, false)
-	}
-	more, err := run(func(p *pgSearch) string { return p.substrSQL(long, region, short, nil, not, false, limit) }, false)
-	if err != nil {
-		return nil, err
-	}
-	return fillUp(hits, more, limit), nil
-}
-
-// pgRun runs a search statement and reads its hits, each with the snippet
-// of its best column (of t's words, else of its folded substrings).
-func pgRun(ctx context.Context, db *sql.DB, text, query string, args []any, t terms, f map[string]pgTerm, words bool) ([]Hit, error) {
-	// Planned for its arguments every time: a generic plan (used after five
-	// runs) cannot tell rare terms from common ones nor use pg_trgm.
-	var hits []Hit
-	err := each(ctx, db, query, append([]any{pgx.QueryExecModeCacheDescribe}, args...), func(rows *sql.Rows) error {
-		var (
-			h                 Hit
-			last              sql.NullString
-			tags, description string
-		)
-		if err := rows.Scan(&h.VideoID, &h.Title, &h.ChannelTitle, &last, &h.Score, &tags, &description); err != nil {
-			return err
-		}
-		h.LastSeen = parseTime(last)
-		if words {
-			h.Snippet, h.Highlights = wordSnippet([]string{h.Title, tags, h.ChannelTitle, description}, t, f, 16)
-		} else {
-			h.Snippet, h.Highlights = substrSnippet([]string{h.Title, h.ChannelTitle}, t, f, 64)
-		}
-		hits = append(hits, h)
-		return nil
-	})
-	if err != nil {
-		return nil, searchErr(text, err)
-	}
-	return hits, nil
+	return planSearch(t, limit, words, substr)
 }
 
 // foldRune is r as search_fold compares it: lower case, a diacritic

@@ -188,6 +188,19 @@ func TestSearchParityPostgres(t *testing.T) {
 	}
 }
 
+// search returns the best limit hits of q (any limit), unpaged, as the
+// engine's search returns them to SearchPage.
+func (s *Store) search(ctx context.Context, q SearchQuery, limit int) ([]Hit, error) {
+	p, err := ParseSearch(q.Text)
+	if err != nil {
+		return nil, err
+	}
+	if s.pg {
+		return searchPostgres(ctx, s.db, p.terms, q.Text, q.Region, limit)
+	}
+	return s.searchSQLite(ctx, p.terms, q.Text, q.Region, limit)
+}
+
 // diff is the first few of a not in b.
 func diff(a, b []string) []string {
 	var out []string
