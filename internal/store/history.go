@@ -7,7 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sort"
+	"strings"
 	"time"
 )
 
@@ -248,8 +248,7 @@ func (s *Store) History(ctx context.Context, id string) (VideoHistory, error) {
 		return VideoHistory{}, err
 	}
 	h := VideoHistory{Video: v, Appearances: []Appearance{}, Points: []StatsPoint{}, Regions: []RegionSummary{}}
-	byRegion := map[string]*RegionSummary{}
-	days := map[string]map[string]bool{}
+	var span []time.Time // every time of every series
 	err = each(ctx, s.db, `
 SELECT c.id, c.run_id, c.region, c.kind, c.query, c.captured_at, c.complete,
        e.rank, e.view_count, e.like_count, e.comment_count
@@ -269,7 +268,7 @@ ORDER BY c.captured_at, c.id`, []any{id}, func(rows *sql.Rows) error {
 		}
 		a.CapturedAt = parseTime(ts)
 		a.Views, a.Likes, a.Comments = intPtr(vw), intPtr(lk), intPtr(cm)
-		h.Appearances = append(h.Appearances, a)
+		h.Appearances, span = append(h.Appearances, a), append(span, a.CapturedAt)
 		if vw.Valid || lk.Valid || cm.Valid {
 			src := SourceChart
 			if a.Kind == KindSearch {
@@ -281,55 +280,27 @@ ORDER BY c.captured_at, c.id`, []any{id}, func(rows *sql.Rows) error {
 		if a.Kind != KindChart {
 			return nil
 		}
-		r := byRegion[a.Region]
-		if r == nil {
-			r = &RegionSummary{Region: a.Region, FirstAt: a.CapturedAt, BestRank: a.Rank}
-			byRegion[a.Region] = r
-			days[a.Region] = map[string]bool{}
+		i := slices.IndexFunc(h.Regions, func(r RegionSummary) bool { return r.Region == a.Region })
+		if i < 0 {
+			i = len(h.Regions)
+			h.Regions = append(h.Regions, RegionSummary{Region: a.Region, FirstAt: a.CapturedAt, BestRank: a.Rank})
+		}
+		r, day := &h.Regions[i], a.CapturedAt.Format(time.DateOnly)
+		if r.Days == 0 || r.LastAt.Format(time.DateOnly) != day { // rows come in time order
+			r.Days++
 		}
 		r.LastAt, r.LastRank = a.CapturedAt, a.Rank
 		r.BestRank = min(r.BestRank, a.Rank)
-		days[a.Region][a.CapturedAt.Format(time.DateOnly)] = true
 		return nil
 	})
 	if err != nil {
 		return VideoHistory{}, fmt.Errorf("cannot read history of %s: %w", id, err)
 	}
-	for region, r := range byRegion {
-		r.Days = len(days[region])
-		h.Regions = append(h.Regions, *r)
-	}
-	sort.Slice(h.Regions, func(i, j int) bool { return h.Regions[i].Region < h.Regions[j].Region })
-
+	slices.SortFunc(h.Regions, func(a, b RegionSummary) int { return strings.Compare(a.Region, b.Region) })
 	if h.Titles, err = s.titles(ctx, id); err != nil {
 		return VideoHistory{}, err
 	}
-	samples, err := s.samples(ctx, id)
-	if err != nil {
-		return VideoHistory{}, err
-	}
-	if len(samples) > 0 {
-		h.Points = append(h.Points, samples...)
-		sort.SliceStable(h.Points, func(i, j int) bool { return h.Points[i].At.Before(h.Points[j].At) })
-	}
-	var span []time.Time // every time of every series
-	for _, a := range h.Appearances {
-		span = append(span, a.CapturedAt)
-	}
-	for _, p := range samples {
-		span = append(span, p.At)
-	}
-	h.Changes = []Change{}
-	if len(span) > 0 {
-		h.Changes = ChangesCrossed(slices.MinFunc(span, time.Time.Compare), slices.MaxFunc(span, time.Time.Compare))
-	}
-	return h, nil
-}
-
-// samples returns the stats samples of video id, oldest first.
-func (s *Store) samples(ctx context.Context, id string) ([]StatsPoint, error) {
-	var out []StatsPoint
-	err := each(ctx, s.db, `
+	err = each(ctx, s.db, `
 SELECT x.sampled_at, x.view_count, x.like_count, x.comment_count
 FROM videos v JOIN stats_samples x ON x.video = v.rowid
 WHERE v.id = ? ORDER BY x.sampled_at`, []any{id}, func(rows *sql.Rows) error {
@@ -338,13 +309,19 @@ WHERE v.id = ? ORDER BY x.sampled_at`, []any{id}, func(rows *sql.Rows) error {
 			vw, lk, cm sql.NullInt64
 		)
 		err := rows.Scan(&ts, &vw, &lk, &cm)
-		out = append(out, StatsPoint{At: parseTime(ts), Views: intPtr(vw), Likes: intPtr(lk), Comments: intPtr(cm), Source: SourceStats})
+		p := StatsPoint{At: parseTime(ts), Views: intPtr(vw), Likes: intPtr(lk), Comments: intPtr(cm), Source: SourceStats}
+		h.Points, span = append(h.Points, p), append(span, p.At)
 		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("cannot read stats samples of %s: %w", id, err)
+		return VideoHistory{}, fmt.Errorf("cannot read stats samples of %s: %w", id, err)
 	}
-	return out, nil
+	slices.SortStableFunc(h.Points, func(a, b StatsPoint) int { return a.At.Compare(b.At) })
+	h.Changes = []Change{}
+	if len(span) > 0 {
+		h.Changes = ChangesCrossed(slices.MinFunc(span, time.Time.Compare), slices.MaxFunc(span, time.Time.Compare))
+	}
+	return h, nil
 }
 
 // MarshalJSON encodes the video with the keys below, null for unknown.
