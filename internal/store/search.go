@@ -291,7 +291,14 @@ func planSearch(t terms, limit int, words func(w terms, allPrefix bool, subs []s
 		if len(long) > 0 {
 			return substr(long, short, false)
 		}
-		w, subs := splitUnsegmented(t)
+		w, subs := terms{and: t.and}, []string{} // exclusions the word index cannot split: by substring
+		for _, q := range t.not {
+			if unsegmented(q.text) {
+				subs = append(subs, q.text)
+			} else {
+				w.not = append(w.not, q)
+			}
+		}
 		return words(w, true, subs)
 	}
 	hits, err := words(t, false, []string{})
@@ -324,23 +331,18 @@ func unmark(snip, open, close string) (string, [][2]int) {
 	marks := [][2]int{}
 	at := 0 // code points written
 	for {
-		i := strings.Index(snip, open)
-		if i < 0 {
+		before, rest, ok := strings.Cut(snip, open)
+		word, after, closed := strings.Cut(rest, close)
+		if !ok || !closed {
 			break
 		}
-		j := strings.Index(snip[i+len(open):], close)
-		if j < 0 {
-			break
-		}
-		word := snip[i+len(open) : i+len(open)+j]
-		b.WriteString(snip[:i])
-		start := at + utf8.RuneCountInString(snip[:i])
+		start := at + utf8.RuneCountInString(before)
 		at = start + utf8.RuneCountInString(word)
-		b.WriteString(word)
+		b.WriteString(before + word)
 		if at > start {
 			marks = append(marks, [2]int{start, at})
 		}
-		snip = snip[i+len(open)+j+len(close):]
+		snip = after
 	}
 	b.WriteString(snip)
 	return b.String(), marks
@@ -445,21 +447,6 @@ func unsegmented(s string) bool {
 		}
 	}
 	return false
-}
-
-// splitUnsegmented moves q's exclusions with unsegmented characters out,
-// for the word index to check them by substring.
-func splitUnsegmented(q terms) (terms, []string) {
-	out := terms{and: q.and}
-	subs := []string{}
-	for _, t := range q.not {
-		if unsegmented(t.text) {
-			subs = append(subs, t.text)
-		} else {
-			out.not = append(out.not, t)
-		}
-	}
-	return out, subs
 }
 
 // texts returns the texts of ts ([] when none).

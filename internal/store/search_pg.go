@@ -263,7 +263,6 @@ func wordChar(r rune) bool {
 // wordSnippet is up to tokens words of the column of cols with most words
 // of t, from shortly before its first match, matches highlighted.
 func wordSnippet(cols []string, t terms, f map[string]pgTerm, tokens int) (string, [][2]int) {
-	type span struct{ start, end int } // rune offsets
 	var want, prefixes []string
 	for _, g := range t.and {
 		for _, q := range g {
@@ -276,15 +275,12 @@ func wordSnippet(cols []string, t terms, f map[string]pgTerm, tokens int) (strin
 			}
 		}
 	}
-	best, bestN := 0, -1
-	var bestWords []span
-	var bestHit []bool
+	var words, marks [][2]int // the best column's words and matches, as rune offsets
+	best := 0
 	var fw []rune // the folded word being read
 	for ci, col := range cols {
 		rs := []rune(col)
-		var ws []span
-		var hit []bool
-		n := 0
+		var ws, ms [][2]int
 		for i := 0; i < len(rs); {
 			if !wordChar(rs[i]) {
 				i++
@@ -296,38 +292,33 @@ func wordSnippet(cols []string, t terms, f map[string]pgTerm, tokens int) (strin
 				fw = append(fw, foldRune(rs[j]))
 				j++
 			}
+			ws = append(ws, [2]int{i, j})
 			w := string(fw)
-			m := slices.Contains(want, w) || slices.ContainsFunc(prefixes, func(p string) bool { return strings.HasPrefix(w, p) })
-			if m {
-				n++
+			if slices.Contains(want, w) || slices.ContainsFunc(prefixes, func(p string) bool { return strings.HasPrefix(w, p) }) {
+				ms = append(ms, [2]int{i, j})
 			}
-			ws = append(ws, span{i, j})
-			hit = append(hit, m)
 			i = j
 		}
-		if n > bestN {
-			best, bestN, bestWords, bestHit = ci, n, ws, hit
+		if ci == 0 || len(ms) > len(marks) {
+			best, words, marks = ci, ws, ms
 		}
 	}
-	rs := []rune(cols[best])
-	if len(bestWords) == 0 {
+	if len(words) == 0 {
 		return "", [][2]int{}
 	}
-	first := max(slices.Index(bestHit, true), 0)
-	from := max(0, min(first-tokens/4, len(bestWords)-tokens))
-	to := min(len(bestWords), from+tokens)
+	rs := []rune(cols[best])
+	first := 0
+	if len(marks) > 0 {
+		first = slices.Index(words, marks[0])
+	}
+	from := max(0, min(first-tokens/4, len(words)-tokens))
+	to := min(len(words), from+tokens)
 	start, end := 0, len(rs)
 	if from > 0 {
-		start = bestWords[from].start
+		start = words[from][0]
 	}
-	if to < len(bestWords) {
-		end = bestWords[to-1].end
-	}
-	var marks [][2]int
-	for i, w := range bestWords {
-		if bestHit[i] {
-			marks = append(marks, [2]int{w.start, w.end})
-		}
+	if to < len(words) {
+		end = words[to-1][1]
 	}
 	return window(rs, start, end, marks)
 }
