@@ -283,7 +283,8 @@ ORDER BY c.captured_at, c.id`, []any{id}, func(rows *sql.Rows) error {
 		i := slices.IndexFunc(h.Regions, func(r RegionSummary) bool { return r.Region == a.Region })
 		if i < 0 {
 			i = len(h.Regions)
-			h.Regions = append(h.Regions, RegionSummary{Region: a.Region, FirstAt: a.CapturedAt, BestRank: a.Rank})
+			h.Regions = append(h.Regions,
+				RegionSummary{Region: a.Region, FirstAt: a.CapturedAt, BestRank: a.Rank})
 		}
 		r, day := &h.Regions[i], a.CapturedAt.Format(time.DateOnly)
 		if r.Days == 0 || r.LastAt.Format(time.DateOnly) != day { // rows come in time order
@@ -309,7 +310,8 @@ WHERE v.id = ? ORDER BY x.sampled_at`, []any{id}, func(rows *sql.Rows) error {
 			vw, lk, cm sql.NullInt64
 		)
 		err := rows.Scan(&ts, &vw, &lk, &cm)
-		p := StatsPoint{At: parseTime(ts), Views: intPtr(vw), Likes: intPtr(lk), Comments: intPtr(cm), Source: SourceStats}
+		p := StatsPoint{At: parseTime(ts), Views: intPtr(vw), Likes: intPtr(lk), Comments: intPtr(cm),
+			Source: SourceStats}
 		h.Points, span = append(h.Points, p), append(span, p.At)
 		return err
 	})

@@ -176,19 +176,17 @@ func renderMatch(t terms, allPrefix bool) string {
 
 // ftsTerm is one term as a quoted FTS5 string, " *" after a prefix.
 func ftsTerm(q qterm, prefix bool) string {
+	s := `"` + strings.ReplaceAll(q.text, `"`, `""`) + `"`
 	if q.prefix || prefix {
-		return `"` + strings.ReplaceAll(q.text, `"`, `""`) + `" *`
+		s += " *"
 	}
-	return `"` + strings.ReplaceAll(q.text, `"`, `""`) + `"`
+	return s
 }
 
 // searchable reports whether s holds a character the unicode61 tokenizer
 // keeps in tokens (letters, numbers, private use).
 func searchable(s string) bool {
-	for _, r := range s {
-		if unicode.IsLetter(r) || unicode.IsNumber(r) || unicode.Is(unicode.Co, r) {
-			return true
-		}
-	}
-	return false
+	return strings.ContainsFunc(s, func(r rune) bool {
+		return unicode.IsLetter(r) || unicode.IsNumber(r) || unicode.Is(unicode.Co, r)
+	})
 }

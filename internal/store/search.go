@@ -135,24 +135,13 @@ func boundSQL(fts string) string {
 // ?8/?9 JSON arrays of short groups (trigramGroups, each needing a term in
 // the title or channel title) and of exclusions ('[]' skips either).
 func searchSQL(fts string, tokens int, extra, order, outer string) string {
+	text := `lower(` + fts + `.title || char(10) || ` + fts + `.channel_title)`
 	return `
 SELECT v.id, v.title, v.channel_title, st.last_seen_at, f.score, f.snip
 FROM (
     SELECT rowid AS rid, rank AS score, snippet(` + fts + `, -1, ?5, ?6, ?7, ` + fmt.Sprint(tokens) + `) AS snip
     FROM ` + fts + `
-    WHERE ` + fts + ` MATCH ?1 AND rowid >= ` + boundSQL(fts) + searchCond(fts) + extra + `
-    ORDER BY ` + order + `
-    LIMIT ?4
-) f
-JOIN videos v ON v.rowid = f.rid
-LEFT JOIN video_stats st ON st.video_rowid = f.rid
-ORDER BY ` + outer
-}
-
-// searchCond is the conditions ?2, ?8 and ?9 of searchSQL on fts's rows.
-func searchCond(fts string) string {
-	text := `lower(` + fts + `.title || char(10) || ` + fts + `.channel_title)`
-	return `
+    WHERE ` + fts + ` MATCH ?1 AND rowid >= ` + boundSQL(fts) + `
       AND (?2 = '' OR EXISTS (
             SELECT 1 FROM entries e JOIN captures cp ON cp.id = e.capture_id
             WHERE e.video = ` + fts + `.rowid AND cp.region = ?2))
@@ -161,7 +150,13 @@ func searchCond(fts string) string {
             WHERE NOT EXISTS (
                 SELECT 1 FROM json_each(g.value) t WHERE instr(` + text + `, lower(t.value)) > 0)))
       AND (?9 = '[]' OR NOT EXISTS (
-            SELECT 1 FROM json_each(?9) t WHERE instr(` + text + `, lower(t.value)) > 0))`
+            SELECT 1 FROM json_each(?9) t WHERE instr(` + text + `, lower(t.value)) > 0))` + extra + `
+    ORDER BY ` + order + `
+    LIMIT ?4
+) f
+JOIN videos v ON v.rowid = f.rid
+LEFT JOIN video_stats st ON st.video_rowid = f.rid
+ORDER BY ` + outer
 }
 
 // The ranked search statements of the word index and of the trigram index,
@@ -217,17 +212,13 @@ func (s *Store) SearchPage(ctx context.Context, q SearchQuery) (hits []Hit, next
 		return nil, 0, nil
 	}
 	var cjk [][]rune // highlights narrowed to the terms of unsegmented scripts
-	for _, g := range p.terms.and {
-		for _, term := range g {
-			if unsegmented(term.text) {
-				cjk = append(cjk, []rune(term.text))
-			}
+	for _, term := range slices.Concat(p.terms.and...) {
+		if unsegmented(term.text) {
+			cjk = append(cjk, []rune(term.text))
 		}
 	}
-	for i := range hits {
-		if len(cjk) > 0 {
-			hits[i].Highlights = markTerms(hits[i].Snippet, hits[i].Highlights, cjk)
-		}
+	for i := 0; i < len(hits) && len(cjk) > 0; i++ {
+		hits[i].Highlights = markTerms(hits[i].Snippet, hits[i].Highlights, cjk)
 	}
 	if err := s.hitRegions(ctx, hits); err != nil {
 		return nil, 0, err
@@ -433,20 +424,15 @@ var unsegmentedScripts = []*unicode.RangeTable{
 // needsTrigram reports whether an included term of q contains a character
 // of an unsegmented script.
 func needsTrigram(q terms) bool {
-	return slices.ContainsFunc(q.and, func(g []qterm) bool {
-		return slices.ContainsFunc(g, func(t qterm) bool { return unsegmented(t.text) })
-	})
+	return slices.ContainsFunc(slices.Concat(q.and...), func(t qterm) bool { return unsegmented(t.text) })
 }
 
 // unsegmented reports whether s contains a character of an unsegmented
 // script.
 func unsegmented(s string) bool {
-	for _, r := range s {
-		if r >= 0x0E00 && unicode.In(r, unsegmentedScripts...) { // U+0E00 Thai is the lowest
-			return true
-		}
-	}
-	return false
+	return strings.ContainsFunc(s, func(r rune) bool {
+		return r >= 0x0E00 && unicode.In(r, unsegmentedScripts...) // U+0E00 Thai is the lowest
+	})
 }
 
 // texts returns the texts of ts ([] when none).

@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -45,20 +44,11 @@ func (p *pgSearch) arg(v any) string {
 // pgFold cuts and folds the texts of t's terms in one round trip, by the
 // SQL functions that cut the stored text.
 func pgFold(ctx context.Context, db *sql.DB, t terms) (map[string]pgTerm, error) {
-	var texts []string
-	for _, g := range t.and {
-		for _, q := range g {
-			texts = append(texts, q.text)
-		}
-	}
-	for _, q := range t.not {
-		texts = append(texts, q.text)
-	}
-	in, _ := json.Marshal(texts) // []string cannot fail
-	out := make(map[string]pgTerm, len(texts))
+	all := texts(append(slices.Concat(t.and...), t.not...))
+	out := make(map[string]pgTerm, len(all))
 	return out, each(ctx, db, `
 SELECT x, search_fold(x), coalesce((SELECT string_agg(word, ' ' ORDER BY n) FROM search_tokens(x)), '')
-FROM jsonb_array_elements_text($1::jsonb) AS u(x)`, []any{string(in)}, func(rows *sql.Rows) error {
+FROM jsonb_array_elements_text($1::jsonb) AS u(x)`, []any{jsonText(all)}, func(rows *sql.Rows) error {
 		var x, folded, words string
 		err := rows.Scan(&x, &folded, &words)
 		out[x] = pgTerm{words: strings.Fields(words), folded: folded}
@@ -104,7 +94,7 @@ var likeEscaper = strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`)
 // SQLite: title and channel title, only ASCII lower-cased.
 const pgRaw = `lower((v.title || E'\n' || v.channel_title) COLLATE "C")`
 
-// conds are searchCond's conditions on a candidate c, and the join to
+// conds are searchSQL's ?2, ?8 and ?9 conditions on a candidate c, and the join to
 // videos v their substring checks need ("" when none).
 func (p *pgSearch) conds(groups [][]string, exclude []string) (join, where string) {
 	var b strings.Builder
@@ -264,14 +254,12 @@ func wordChar(r rune) bool {
 // of t, from shortly before its first match, matches highlighted.
 func wordSnippet(cols []string, t terms, f map[string]pgTerm, tokens int) (string, [][2]int) {
 	var want, prefixes []string
-	for _, g := range t.and {
-		for _, q := range g {
-			for i, w := range f[q.text].words {
-				if q.prefix && i == len(f[q.text].words)-1 {
-					prefixes = append(prefixes, w)
-				} else {
-					want = append(want, w)
-				}
+	for _, q := range slices.Concat(t.and...) {
+		for i, w := range f[q.text].words {
+			if q.prefix && i == len(f[q.text].words)-1 {
+				prefixes = append(prefixes, w)
+			} else {
+				want = append(want, w)
 			}
 		}
 	}
@@ -347,11 +335,9 @@ func window(rs []rune, start, end int, marks [][2]int) (string, [][2]int) {
 // folded terms (else the first), every occurrence highlighted.
 func substrSnippet(cols []string, t terms, f map[string]pgTerm, chars int) (string, [][2]int) {
 	var subs [][]rune
-	for _, g := range t.and {
-		for _, q := range g {
-			if s := []rune(f[q.text].folded); len(s) > 0 {
-				subs = append(subs, s)
-			}
+	for _, q := range slices.Concat(t.and...) {
+		if s := []rune(f[q.text].folded); len(s) > 0 {
+			subs = append(subs, s)
 		}
 	}
 	find := func(col string) [][2]int {
