@@ -16,7 +16,6 @@ CREATE TRIGGER videos_tri_ad AFTER DELETE ON videos BEGIN
     VALUES ('delete', old.rowid, old.title, old.channel_title);
 END;
 
--- Guarded like videos_fts_au.
 CREATE TRIGGER videos_tri_au AFTER UPDATE ON videos
 WHEN old.title IS NOT new.title
   OR old.channel_title IS NOT new.channel_title

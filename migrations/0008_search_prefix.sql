@@ -23,7 +23,6 @@ CREATE TRIGGER videos_fts_ad AFTER DELETE ON videos BEGIN
     VALUES ('delete', old.rowid, old.title, old.tags, old.channel_title, old.description);
 END;
 
--- Guarded as in 0002.
 CREATE TRIGGER videos_fts_au AFTER UPDATE ON videos
 WHEN old.title IS NOT new.title
   OR old.tags IS NOT new.tags

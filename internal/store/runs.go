@@ -214,11 +214,9 @@ ORDER BY id DESC LIMIT ?3`, []any{q.Region, q.Before, limit, MaxReasonBytes + 1}
 		r.Outcome, r.Reason = Outcome(outcome), capReason(r.Reason)
 		r.RetryAfter = time.Duration(retryMS.Int64) * time.Millisecond
 		r.PID = int(pid.Int64)
-		if err := json.Unmarshal([]byte(units), &r.Units); err != nil {
-			return fmt.Errorf("run %d units: %w", r.ID, err)
-		}
-		if err := json.Unmarshal([]byte(calls), &r.Calls); err != nil {
-			return fmt.Errorf("run %d calls: %w", r.ID, err)
+		if err := errors.Join(json.Unmarshal([]byte(units), &r.Units),
+			json.Unmarshal([]byte(calls), &r.Calls)); err != nil {
+			return fmt.Errorf("run %d units or calls: %w", r.ID, err)
 		}
 		out = append(out, r)
 		return nil

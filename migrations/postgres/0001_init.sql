@@ -119,7 +119,6 @@ CREATE TABLE video_texts (
     UNIQUE (video, version)
 );
 
--- A new text version keeps the one it replaces (SQLite: videos_texts_au).
 CREATE FUNCTION videos_texts_au() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     INSERT INTO video_texts (video, version, title, description, channel_title, category_id, tags, thumbnail_url, since)

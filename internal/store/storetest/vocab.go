@@ -44,9 +44,6 @@ func NewVocab(seed uint64, n int) *Vocab {
 	return &Vocab{Words: words, Rng: rng, zipf: rand.NewZipf(rng, 1.1, 2, uint64(n-1))}
 }
 
-// Word draws one word.
-func (v *Vocab) Word() string { return v.Words[v.zipf.Uint64()] }
-
 // Text draws words separated by spaces until the text is about n bytes.
 func (v *Vocab) Text(n int) string {
 	var b strings.Builder
@@ -54,16 +51,16 @@ func (v *Vocab) Text(n int) string {
 		if b.Len() > 0 {
 			b.WriteByte(' ')
 		}
-		b.WriteString(v.Word())
+		b.WriteString(v.Words[v.zipf.Uint64()])
 	}
 	return b.String()
 }
 
-// Tags draws n words.
+// Tags draws n words (Zipf-distributed, as Text's).
 func (v *Vocab) Tags(n int) []string {
 	tags := make([]string, n)
 	for i := range tags {
-		tags[i] = v.Word()
+		tags[i] = v.Words[v.zipf.Uint64()]
 	}
 	return tags
 }
