@@ -20,9 +20,10 @@ import (
 // successExitStatus declares the exit codes of a run that are no failure.
 var successExitStatus = func() string {
 	var notes, codes []string
-	for _, c := range exitcode.NotFailures {
-		notes = append(notes, fmt.Sprintf("%d: %s", c, exitcode.Short(c)))
-		codes = append(codes, fmt.Sprint(c))
+	for _, n := range exitcode.NotFailures {
+		c := exitcode.Codes[slices.IndexFunc(exitcode.Codes, func(c exitcode.Code) bool { return c.Code == n })]
+		notes = append(notes, fmt.Sprintf("%d: %s", n, c.Short))
+		codes = append(codes, fmt.Sprint(n))
 	}
 	return fmt.Sprintf("# %s: not failures.\nSuccessExitStatus=%s\n", strings.Join(notes, ", "), strings.Join(codes, " "))
 }()

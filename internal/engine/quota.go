@@ -165,13 +165,10 @@ func (e *Engine) Check(ctx context.Context, method string, count int64) (CheckRe
 				lo, hi = now.Add(b.RetryAfterOne), now.Add(b.RetryAfterOne)
 			case cb.Need == b.MaxCost && b.RetryAfterMax > 0:
 				lo, hi = now.Add(b.RetryAfterMax), now.Add(b.RetryAfterMax)
+			case !b.Oldest.IsZero(): // the oldest entry leaving is the soonest anything frees;
+				lo, hi = b.Oldest.Add(b.Window), now.Add(b.Window) // by now + window all have left
 			default:
-				// The oldest entry leaving is the soonest anything frees;
-				// by now + window every entry in the window has left.
 				lo, hi = now.Add(max(b.RetryAfterOne, time.Nanosecond)), now.Add(b.Window)
-				if !b.Oldest.IsZero() {
-					lo = b.Oldest.Add(b.Window)
-				}
 			}
 			lo, hi = ceilSecond(lo), ceilSecond(hi)
 			cb.FitsAt, cb.FitsBy = &lo, &hi
@@ -181,15 +178,11 @@ func (e *Engine) Check(ctx context.Context, method string, count int64) (CheckRe
 		}
 		out.Buckets = append(out.Buckets, cb)
 	}
-	if never {
-		out.Fits = false
-		return out, nil
-	}
-	if !out.Fits {
-		// Whole seconds, rounded up: never early.
-		at, by = ceilSecond(at), ceilSecond(by)
+	if !out.Fits && !never {
+		at, by = ceilSecond(at), ceilSecond(by) // whole seconds, rounded up: never early
 		out.FitsAt, out.FitsBy = &at, &by
 	}
+	out.Fits = out.Fits && !never
 	return out, nil
 }
 

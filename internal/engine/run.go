@@ -13,8 +13,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/robfig/cron/v3"
-
 	"github.com/trendfetch/trendfetch/internal/checkin"
 	"github.com/trendfetch/trendfetch/internal/config"
 	"github.com/trendfetch/trendfetch/internal/fetch"
@@ -37,7 +35,7 @@ type Runner struct {
 	store   store.Backend
 	limiter *quota.Limiter
 	fetch   *fetch.Runner
-	slots   map[string]cron.Schedule // each configured region's schedule
+	plan    []schedule.Region // the configured regions' schedules
 }
 
 // OpenRunner opens the store (migrating it), the limiter and the API
@@ -45,6 +43,10 @@ type Runner struct {
 // the database or the quota backend cannot be opened.
 func (e *Engine) OpenRunner(ctx context.Context) (*Runner, error) {
 	c := e.cfg
+	plan, err := c.Schedule.Plan(c.Regions)
+	if err != nil {
+		return nil, err
+	}
 	cred, err := c.FindCredential(c.Credential)
 	if err != nil {
 		return nil, err
@@ -84,12 +86,7 @@ func (e *Engine) OpenRunner(ctx context.Context) (*Runner, error) {
 		}
 		set.TextRefreshPerDay = p.RefreshCalls(c.Store.RefreshPerDay)
 	}
-	r := &Runner{e: e, store: st, limiter: lim, slots: map[string]cron.Schedule{}}
-	if plan, err := c.Schedule.Plan(c.Regions); err == nil { // Validate checked it
-		for _, p := range plan {
-			r.slots[p.Region] = p.Schedule
-		}
-	}
+	r := &Runner{e: e, store: st, limiter: lim, plan: plan}
 	storeName := "SQLite"
 	if store.IsPostgresURL(c.Database) {
 		storeName = "PostgreSQL"
@@ -109,17 +106,15 @@ func (e *Engine) OpenRunner(ctx context.Context) (*Runner, error) {
 // capturedError is a run not started because another host captured its
 // region in the current slot of its schedule (docs/design.md §10a).
 type capturedError struct {
-	region, host string
-	run          int64
-	at           time.Time // when that run finished
-	from, to     time.Time // the slot
-	loc          *time.Location
+	by       store.Run // the other host's run
+	from, to time.Time // the slot
+	loc      *time.Location
 }
 
 func (e *capturedError) Error() string {
 	const layout = "2006-01-02 15:04:05 MST"
 	return fmt.Sprintf("%s was captured by host %s at %s (run %d) in this slot of its schedule (%s to %s): nothing fetched; `trendfetch run --force` fetches it anyway",
-		e.region, e.host, e.at.In(e.loc).Format(layout), e.run, e.from.In(e.loc).Format(layout), e.to.In(e.loc).Format(layout))
+		e.by.Region, e.by.Host, e.by.FinishedAt.In(e.loc).Format(layout), e.by.ID, e.from.In(e.loc).Format(layout), e.to.In(e.loc).Format(layout))
 }
 
 // capturedElsewhere is fetch.Runner.Skip, the once-per-tick check of hosts
@@ -127,11 +122,11 @@ func (e *capturedError) Error() string {
 // host's successful run of region started in its current slot. Nil with
 // Force, outside the schedule, or when the runs cannot be read (logged).
 func (r *Runner) capturedElsewhere(ctx context.Context, region string) error {
-	sch := r.slots[region]
-	if r.Force || sch == nil {
+	i := slices.IndexFunc(r.plan, func(p schedule.Region) bool { return p.Region == region })
+	if r.Force || i < 0 {
 		return nil
 	}
-	from, to := schedule.Slot(sch, time.Now())
+	from, to := schedule.Slot(r.plan[i].Schedule, time.Now())
 	if from.IsZero() {
 		return nil
 	}
@@ -148,8 +143,7 @@ func (r *Runner) capturedElsewhere(ctx context.Context, region string) error {
 				return nil
 			}
 			if run.Host != host && (run.Outcome == store.OutcomeSuccess || run.Outcome == store.OutcomeSuccessUnmetered) {
-				return &capturedError{region: region, host: run.Host, run: run.ID, at: run.FinishedAt,
-					from: from, to: to, loc: r.e.cfg.Schedule.Location()}
+				return &capturedError{by: run, from: from, to: to, loc: r.e.cfg.Schedule.Location()}
 			}
 		}
 		if len(runs) < q.Limit {
@@ -236,8 +230,8 @@ func (r *Runner) run(ctx context.Context, fr *fetch.Runner, region, textfile str
 	run, err := fr.Run(ctx, region)
 	var captured *capturedError
 	if errors.As(err, &captured) {
-		r.e.log.Info().Str("region", region).Str("host", captured.host).Int64("run", captured.run).
-			Time("captured_at", captured.at.UTC()).Time("slot_start", captured.from.UTC()).Time("slot_end", captured.to.UTC()).
+		r.e.log.Info().Str("region", region).Str("host", captured.by.Host).Int64("run", captured.by.ID).
+			Time("captured_at", captured.by.FinishedAt.UTC()).Time("slot_start", captured.from.UTC()).Time("slot_end", captured.to.UTC()).
 			Msg(captured.Error())
 		run.Reason, err = captured.Error(), nil
 	}
@@ -265,10 +259,6 @@ type Servers struct {
 // after a clean stop, a *fetch.CredentialError when the API rejects the key.
 func (r *Runner) Schedule(ctx context.Context, srv Servers) error {
 	cfg, log := r.e.cfg, r.e.log
-	plan, err := cfg.Schedule.Plan(cfg.Regions)
-	if err != nil {
-		return err
-	}
 	var m *metrics.Metrics
 	if srv.Metrics != nil || srv.API != nil {
 		m = r.e.metrics(r.limiter, cfg.Regions, r.store)
@@ -299,8 +289,8 @@ func (r *Runner) Schedule(ctx context.Context, srv Servers) error {
 		}()
 		log.Info().Str("addr", srv.Metrics.Addr().String()).Msg("serving /metrics and /healthz")
 	}
-	jobs := make([]schedule.Job, len(plan))
-	for i, p := range plan {
+	jobs := make([]schedule.Job, len(r.plan))
+	for i, p := range r.plan {
 		region := p.Region
 		jobs[i] = schedule.Job{Name: region, Schedule: p.Schedule, Run: func(ctx context.Context) error {
 			_, err := r.RunOne(ctx, region)

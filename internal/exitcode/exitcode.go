@@ -3,7 +3,6 @@ package exitcode
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 )
 
@@ -44,14 +43,6 @@ var NotFailures = []int{TempFail, Running}
 
 // NotRetried are the exit codes a retry cannot fix.
 var NotRetried = []int{Usage, Running, TempFail}
-
-// Short returns code's meaning in a few words ("" for a code Codes lacks).
-func Short(code int) string {
-	if i := slices.IndexFunc(Codes, func(c Code) bool { return c.Code == code }); i >= 0 {
-		return Codes[i].Short
-	}
-	return ""
-}
 
 // Help is the "Exit codes:" section of --help: each code and its Meaning.
 func Help() string {
