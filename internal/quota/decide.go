@@ -78,11 +78,9 @@ func decide(charges []bucketCharge, logs []logWindow, nowUS, credUS, siteUS int6
 			denied, deniedRA = c.Name, ra
 		}
 	}
-	if denied != "" {
-		d.RetryAfter = max(d.RetryAfter, deniedRA)
-		if !d.Exhausted {
-			d.DeniedBucket = denied
-		}
+	d.RetryAfter = max(d.RetryAfter, deniedRA) // 0 when no bucket denied
+	if !d.Exhausted {
+		d.DeniedBucket = denied
 	}
 	d.Allowed = !d.Exhausted && denied == ""
 	if d.Allowed {

@@ -101,12 +101,9 @@ func clockStepWait(newestUS, nowUS int64) (wait, behind time.Duration) {
 // configured cost in the bucket) fit (0: now), and the units UsedToday since the last Pacific midnight.
 type BucketStatus struct {
 	Bucket
-	Used, Remaining, Entries int64
-	Oldest                   time.Time
-	RetryAfterOne            time.Duration
-	MaxCost                  int64
-	RetryAfterMax            time.Duration
-	UsedToday                int64
+	Used, Remaining, Entries, MaxCost, UsedToday int64
+	Oldest                                       time.Time
+	RetryAfterOne, RetryAfterMax                 time.Duration
 }
 
 // Status is what `trendfetch quota status` shows for one credential: its
@@ -197,8 +194,8 @@ func (e *CostError) Error() string {
 type Limiter struct {
 	backend Backend
 	buckets []Bucket // in configuration order
-	byName  map[string]Bucket
 	costs   Costs
+	charges map[string][]bucketCharge // costs joined with their buckets, shared by every Reserve
 	maxCost map[string]int64
 }
 
@@ -219,10 +216,11 @@ func (e *SettingError) Error() string {
 // *SettingError for an invalid bucket or cost, a *CostError for a cost above
 // its bucket's limit.
 func New(backend Backend, buckets []Bucket, costs Costs) (*Limiter, error) {
-	l := &Limiter{backend: backend, byName: map[string]Bucket{}, costs: costs, maxCost: map[string]int64{}}
+	l := &Limiter{backend: backend, costs: costs, charges: map[string][]bucketCharge{}, maxCost: map[string]int64{}}
+	byName := map[string]Bucket{}
 	for i, b := range buckets {
 		at := func(field string) string { return fmt.Sprintf("buckets[%d].%s", i, field) }
-		switch _, dup := l.byName[b.Name]; {
+		switch _, dup := byName[b.Name]; {
 		case b.Name == "" || reservedBucketName(b.Name) || strings.ContainsAny(b.Name, "{}"):
 			return nil, &SettingError{Setting: at("name"), Value: fmt.Sprintf("%q", b.Name), Reason: "empty, or reserved by the limiter's keys"}
 		case dup:
@@ -232,13 +230,13 @@ func New(backend Backend, buckets []Bucket, costs Costs) (*Limiter, error) {
 		case !b.Calendar && b.Window < time.Microsecond:
 			return nil, &SettingError{Setting: at("window"), Value: b.Window, Reason: "must be at least 1µs (or set calendar: true)"}
 		}
-		l.byName[b.Name] = b
+		byName[b.Name] = b
 		l.buckets = append(l.buckets, b)
 	}
 	for _, m := range slices.Sorted(maps.Keys(costs)) {
 		seen := map[string]bool{}
 		for _, c := range costs[m] {
-			b, ok := l.byName[c.Bucket]
+			b, ok := byName[c.Bucket]
 			at := "costs." + m + "." + c.Bucket
 			switch {
 			case !ok:
@@ -253,6 +251,7 @@ func New(backend Backend, buckets []Bucket, costs Costs) (*Limiter, error) {
 				return nil, &CostError{Method: m, Bucket: c.Bucket, Units: c.Units, Limit: b.Limit}
 			}
 			l.maxCost[c.Bucket] = max(l.maxCost[c.Bucket], c.Units)
+			l.charges[m] = append(l.charges[m], bucketCharge{Bucket: b, Units: c.Units})
 		}
 	}
 	return l, nil
@@ -270,15 +269,10 @@ func (l *Limiter) Charges(method string) ([]Charge, error) {
 // Reserve reserves one call of method for credential; a denial is not an
 // error. Errors: errUnknownMethod, ErrUnavailable wrapped.
 func (l *Limiter) Reserve(ctx context.Context, credential, method string) (Decision, error) {
-	cs, err := l.Charges(method)
-	if err != nil {
+	if _, err := l.Charges(method); err != nil {
 		return Decision{}, err
 	}
-	charges := make([]bucketCharge, len(cs))
-	for i, c := range cs {
-		charges[i] = bucketCharge{Bucket: l.byName[c.Bucket], Units: c.Units}
-	}
-	return l.backend.Reserve(ctx, credential, method, charges)
+	return l.backend.Reserve(ctx, credential, method, l.charges[method])
 }
 
 // Status reads the state of every bucket of credential. Backend failures are

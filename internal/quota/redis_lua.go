@@ -73,9 +73,6 @@ type redisOnceScript struct {
 	src string
 }
 
-// redisResendPause is RunOnce's wait before resending (a failover client finds the new master).
-const redisResendPause = 25 * time.Millisecond
-
 func newRedisOnceScript(src string) redisOnceScript {
 	return redisOnceScript{Script: redis.NewScript(src), src: src}
 }
@@ -97,7 +94,7 @@ func (s redisOnceScript) RunOnce(ctx context.Context, c redisProcessor, keys []s
 		select {
 		case <-ctx.Done():
 			return cmd.Cmd
-		case <-time.After(redisResendPause):
+		case <-time.After(25 * time.Millisecond): // before resending: a failover client finds the new master
 		}
 	}
 }

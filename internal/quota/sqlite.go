@@ -31,17 +31,14 @@ var sqliteMigrations embed.FS
 
 const (
 	// The newest entry of a bucket: its running totals and timestamp.
-	sqlLast = `SELECT cum, seq, ts_us FROM quota_log
-		WHERE credential = ? AND bucket = ? ORDER BY cum DESC LIMIT 1`
+	sqlLast = `SELECT cum, seq, ts_us FROM quota_log WHERE credential = ? AND bucket = ? ORDER BY cum DESC LIMIT 1`
 	// The oldest entry with ts_us > cutoff, i.e. the first one still counting.
 	sqlFirstAfter = `SELECT cum, cost, seq, ts_us FROM quota_log
 		WHERE credential = ? AND bucket = ? AND ts_us > ? ORDER BY ts_us, cum LIMIT 1`
 	// The first entry with cum >= base + need: its expiry frees need units.
-	sqlFreeing = `SELECT ts_us FROM quota_log
-		WHERE credential = ? AND bucket = ? AND cum >= ? ORDER BY cum LIMIT 1`
-	sqlInsert = `INSERT INTO quota_log (credential, bucket, cum, seq, ts_us, cost, rid)
-		VALUES (?, ?, ?, ?, ?, ?, ?)`
-	sqlEvict = `DELETE FROM quota_log WHERE credential = ? AND bucket = ? AND ts_us <= ?`
+	sqlFreeing = `SELECT ts_us FROM quota_log WHERE credential = ? AND bucket = ? AND cum >= ? ORDER BY cum LIMIT 1`
+	sqlInsert  = `INSERT INTO quota_log (credential, bucket, cum, seq, ts_us, cost, rid) VALUES (?, ?, ?, ?, ?, ?, ?)`
+	sqlEvict   = `DELETE FROM quota_log WHERE credential = ? AND bucket = ? AND ts_us <= ?`
 	// The marks of a credential, its own (site '') first.
 	sqlMarks = `SELECT site, until_us, why FROM quota_exhausted WHERE credential = ? AND until_us > ? ORDER BY site`
 	// sqlMarks before migration 0002: the credential's mark only.
