@@ -20,8 +20,7 @@ type Crontab struct {
 	Jobs     []Job    // the regions in stagger order
 }
 
-// Render writes the header and one crontab line per region, appending
-// the run's output to LogDir/REGION.log.
+// Render writes the header and a crontab line per region, its output appended to LogDir/REGION.log.
 func (c Crontab) Render(w io.Writer) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# %s\n", c.Title)

@@ -12,14 +12,11 @@ import (
 	"github.com/trendfetch/trendfetch/internal/exitcode"
 )
 
-// Name is the Secret and the ConfigMap the CronJobs expect in their
-// namespace.
+// Name is the Secret and the ConfigMap the CronJobs expect in their namespace.
 const Name = "trendfetch"
 
-// SecretKeys maps each environment variable the CronJobs take from the
-// Secret to its key there, besides the API key (youtube-api-key): the
-// shared quota backend, the dataset store (docs/design.md §10a) and the
-// optional check-in URL. Secrets are never inline in a manifest.
+// SecretKeys maps each variable the CronJobs take from the Secret to its key there, besides the
+// API key (youtube-api-key; docs/design.md §10a). Secrets are never inline in a manifest.
 var SecretKeys = []struct {
 	Env, Key string
 	Optional bool
@@ -43,8 +40,7 @@ type CronJobs struct {
 // Job is one region's CronJob: Schedule is five crontab fields.
 type Job struct{ Region, Schedule string }
 
-// Render writes the header (how to create the Secret and ConfigMap and
-// apply) and one batch/v1 CronJob per region as YAML documents.
+// Render writes the header (how to create the Secret and ConfigMap) and a CronJob per region.
 func (c CronJobs) Render(w io.Writer) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# %s\n", c.Title)
@@ -127,8 +123,7 @@ func (c CronJobs) cronJob(j Job) kobj {
 			"schedule":          j.Schedule,
 			"timeZone":          c.TimeZone,
 			"concurrencyPolicy": "Forbid",
-			// A tick the controller missed (it was down) still starts within
-			// half an interval; later it would run nearer the next tick.
+			// A missed tick still starts within half an interval, not nearer the next tick.
 			"startingDeadlineSeconds": max(int64(c.Every/2/time.Second), 60),
 			"jobTemplate": kobj{
 				"metadata": kobj{"labels": labels},

@@ -1,9 +1,6 @@
-// Package deploy renders trendfetch's scheduled runs for the schedulers
-// operators install them in: a systemd .service and .timer per region
-// (Units.Render), a Kubernetes batch/v1 CronJob per region
-// (CronJobs.Render) and crontab lines (Crontab.Render). `trendfetch
-// crontab` fills them from the configuration; docs/operations.md shows the
-// output and how to install it.
+// Package deploy renders trendfetch's scheduled runs as systemd units (Units), Kubernetes
+// CronJobs (CronJobs) and crontab lines (Crontab), for `trendfetch crontab` (docs/operations.md,
+// "Scheduling").
 package deploy
 
 import (
@@ -28,10 +25,7 @@ var successExitStatus = func() string {
 	return fmt.Sprintf("# %s: not failures.\nSuccessExitStatus=%s\n", strings.Join(notes, ", "), strings.Join(codes, " "))
 }()
 
-// Where the systemd units put things. The service runs as User with
-// ProtectSystem=strict (all read-only but StateDirectory= and
-// ReadWritePaths=), ProtectHome=read-only and PrivateTmp=yes
-// (systemd.exec(5)).
+// Where the systemd units put things; the sandbox is docs/operations.md's ("systemd timers").
 const (
 	StateDir = "/var/lib/trendfetch"       // StateDirectory=trendfetch, owned by User
 	Binary   = "/usr/local/bin/trendfetch" // trendfetch when it sits where the service cannot see it
@@ -39,15 +33,13 @@ const (
 	User     = "trendfetch"                // the system user and group of the services
 )
 
-// private maps the trees the units' sandbox hides or leaves read-only to
-// the option that does it.
+// private maps the trees the units' sandbox hides or leaves read-only to the option doing it.
 var private = map[string]string{
 	"/tmp": "PrivateTmp=yes hides it", "/var/tmp": "PrivateTmp=yes hides it",
 	"/home": "ProtectHome=read-only", "/root": "ProtectHome=read-only", "/run/user": "ProtectHome=read-only",
 }
 
-// privateTree returns the tree of private holding path and what the
-// sandbox does to it, or "".
+// privateTree returns the tree of private holding path and what the sandbox does to it, or "".
 func privateTree(path string) string {
 	for dir, why := range private {
 		if under(path, dir) {
@@ -59,14 +51,12 @@ func privateTree(path string) string {
 
 func under(path, dir string) bool { return path == dir || strings.HasPrefix(path, dir+"/") }
 
-// Timer is one region's timer: OnCalendar is a systemd calendar event
-// (systemd.time(7)), with its time zone when it has one.
+// Timer is one region's timer: OnCalendar is a systemd calendar event (systemd.time(7)).
 type Timer struct {
 	Region, OnCalendar, Spec string
 }
 
-// Units is what the systemd units of one configuration need; paths are
-// absolute, as the caller sees them.
+// Units is what the systemd units of one configuration need; paths are absolute.
 type Units struct {
 	Title           string   // the header's first line
 	Comments        []string // further header lines
@@ -84,12 +74,10 @@ type Units struct {
 	Timers          []Timer  // the regions in stagger order
 }
 
-// Render writes the header and, per region, trendfetch-REGION.service and
-// trendfetch-REGION.timer, each after a "# ---- NAME ----" line. A path
-// the sandbox would hide from the service is rewritten to its place under
-// StateDir, Binary or EtcDir, and each rewrite is returned as a warning
-// (also written in the header); a written or secret path the sandbox hides
-// that has no such place is an error naming the setting.
+// Render writes the header and, per region, trendfetch-REGION.service and .timer, each after a
+// "# ---- NAME ----" line. A path the sandbox would hide is moved under StateDir, Binary or
+// EtcDir, each move a warning (in the header too); one with no such place is an error naming
+// the setting.
 func (u Units) Render(w io.Writer) (warnings []string, err error) {
 	var rw []string // ReadWritePaths=
 	writable := func(setting, path string) error {
@@ -217,8 +205,7 @@ func (u Units) Render(w io.Writer) (warnings []string, err error) {
 	return warnings, err
 }
 
-// Quote quotes s for a systemd unit's command line or Environment= when it
-// holds anything but safe characters; "%" is escaped as "%%" (a specifier).
+// Quote quotes s for a systemd command line or Environment= unless safe; "%" becomes "%%".
 func Quote(s string) string {
 	s = strings.ReplaceAll(s, "%", "%%")
 	if isSafe(s) {

@@ -13,9 +13,8 @@ import (
 	"github.com/trendfetch/trendfetch/internal/store"
 )
 
-// Crontab is the crontab lines of the configured regions under sc (the
-// schedule with `crontab`'s flags), each run as inv, logging under
-// schedule.log_dir.
+// Crontab is the crontab lines of the configured regions under sc (the schedule with
+// `crontab`'s flags), each run as inv, logging under schedule.log_dir.
 func (e *Engine) Crontab(sc config.Schedule, title string, inv Invocation) (deploy.Crontab, error) {
 	jobs, err := e.cronJobs(sc, "crontab")
 	if err != nil {
@@ -32,9 +31,8 @@ func (e *Engine) Crontab(sc config.Schedule, title string, inv Invocation) (depl
 		TimeZone: sc.Timezone, Jobs: jobs}, nil
 }
 
-// SystemdUnits is, per configured region under sc, a oneshot .service
-// running it as inv and a .timer at its staggered ticks. A region's own
-// cron spec is refused (no OnCalendar= form here).
+// SystemdUnits is, per configured region under sc, a .service running it as inv and a .timer at
+// its staggered ticks; a region's own cron spec is refused (no OnCalendar= form here).
 func (e *Engine) SystemdUnits(sc config.Schedule, title string, inv Invocation) (deploy.Units, error) {
 	cfg := e.cfg
 	u := deploy.Units{
@@ -111,9 +109,8 @@ func (e *Engine) KubernetesCronJobs(sc config.Schedule, title, image string) (de
 	return cj, nil
 }
 
-// cronJobs returns each configured region's five crontab fields for format
-// (crontab or kubernetes): colliding regions, and a region's own spec with
-// a time zone prefix, seconds or @every, are usage errors.
+// cronJobs returns each configured region's five crontab fields for format: colliding regions,
+// and a region's own spec with a time zone prefix, seconds or @every, are usage errors.
 func (e *Engine) cronJobs(sc config.Schedule, format string) ([]deploy.Job, error) {
 	every, step := sc.Every.Std(), sc.StaggerStep()
 	if n := len(e.cfg.Regions); n > 1 && time.Duration(n-1)*step >= every {

@@ -1,8 +1,5 @@
-// Package engine is trendfetch's application layer (docs/design.md §2):
-// built from the configuration, it opens the store and the quota limiter,
-// runs regions, applies the storage policy, serves the read API and writes
-// exports. cmd/trendfetch parses flags, calls it, prints and maps errors
-// to exit codes; tests call it in-process.
+// Package engine is trendfetch's application layer, every use case a method (docs/design.md §2,
+// "The engine"): cmd/trendfetch parses flags, calls it, prints and maps errors to exit codes.
 package engine
 
 import (
@@ -25,8 +22,7 @@ import (
 	"github.com/trendfetch/trendfetch/internal/store"
 )
 
-// Options are the engine's inputs: Config (validated) is required, the
-// rest may be zero.
+// Options are the engine's inputs: Config (validated) is required, the rest may be zero.
 type Options struct {
 	Config *config.Config
 	Log    zerolog.Logger // the engine's and the runs' log lines
@@ -40,8 +36,7 @@ type Options struct {
 	ExitCode func(context.Context, error) int
 }
 
-// Engine is the application layer of one process, built by New. It holds
-// no open resource: each use case opens what it needs and closes it.
+// Engine is the application layer of one process, built by New. It holds no open resource.
 type Engine struct {
 	o   Options
 	cfg *config.Config
@@ -97,11 +92,9 @@ func (e *SettingError) Error() string { return e.Setting + ": " + e.Err.Error() 
 // Unwrap returns the problem.
 func (e *SettingError) Unwrap() error { return e.Err }
 
-// OpenStore opens the configured database, creating and migrating it, or
-// readOnly: creating and migrating nothing, write methods failing, a missing
-// database a *store.NoDatabaseError. The one place the store is chosen. A
-// PostgreSQL URL that cannot be used (*store.URLError) is a *SettingError
-// naming store.url_file when set, else database with its flag and variable.
+// OpenStore opens the configured database (the one place the store is chosen), creating and
+// migrating it, or readOnly: write methods failing, a missing database a *store.NoDatabaseError.
+// A PostgreSQL URL that cannot be used is a *SettingError naming store.url_file or database.
 func (e *Engine) OpenStore(ctx context.Context, readOnly bool) (store.Backend, error) {
 	open := store.Open
 	if readOnly {
@@ -120,11 +113,9 @@ func (e *Engine) OpenStore(ctx context.Context, readOnly bool) (store.Backend, e
 	return st, &SettingError{Setting: setting, Err: ue}
 }
 
-// CopyFrom copies the SQLite dataset at path into the configured database,
-// which must be PostgreSQL, and returns the rows written per table
-// (store.Store.CopyFrom: a second copy writes nothing). Errors: a
-// *SettingError when the database is not a PostgreSQL URL or path holds no
-// trendfetch SQLite database; the stores' errors.
+// CopyFrom copies the SQLite dataset at path into the configured PostgreSQL database and
+// returns the rows written per table (store.Store.CopyFrom). Errors: a *SettingError when the
+// database is not a PostgreSQL URL or path holds no trendfetch SQLite database; the stores'.
 func (e *Engine) CopyFrom(ctx context.Context, path string) ([]store.Copied, error) {
 	if db := config.Lookup("database"); !store.IsPostgresURL(e.cfg.Database) {
 		return nil, &SettingError{Setting: "database", Err: fmt.Errorf("copy writes into PostgreSQL: set --database, %s or store.url_file to a postgres:// URL", db.Env)}
@@ -147,9 +138,8 @@ func (e *Engine) CopyFrom(ctx context.Context, path string) ([]store.Copied, err
 	return dst.CopyFrom(ctx, src)
 }
 
-// OpenLimiter builds the configured quota limiter: the embedded SQLite
-// backend (quota.sqlite.path) or Redis (quota.redis). readOnly opens the
-// embedded backend without creating or migrating anything (read-only media).
+// OpenLimiter builds the configured quota limiter (quota.sqlite.path or quota.redis); readOnly
+// opens the embedded backend without creating or migrating anything (read-only media).
 func (e *Engine) OpenLimiter(readOnly bool) (*quota.Limiter, error) {
 	buckets, costs, err := e.cfg.Limits()
 	if err != nil {
@@ -171,9 +161,8 @@ func (e *Engine) OpenLimiter(readOnly bool) (*quota.Limiter, error) {
 	return lim, err
 }
 
-// quotaDBMissing reports (and notes) that the embedded quota backend is
-// configured and its database does not exist yet: the commands that only
-// read then report nothing spent and nothing held, creating nothing.
+// quotaDBMissing reports (and notes) that the embedded quota backend's database does not
+// exist yet: the commands that only read then report nothing spent or held, creating nothing.
 func (e *Engine) quotaDBMissing() bool {
 	if e.cfg.Quota.Backend != "sqlite" {
 		return false
@@ -185,9 +174,8 @@ func (e *Engine) quotaDBMissing() bool {
 	return true
 }
 
-// openRedisBackend is the Redis quota backend, with quota.redis.wait_replicas.
-// The connection is lazy: an unreachable Redis surfaces on the first
-// decision, where each call site's policy applies.
+// openRedisBackend is the Redis quota backend, with quota.redis.wait_replicas; lazy: an
+// unreachable Redis surfaces on the first decision, where each call site's policy applies.
 func (e *Engine) openRedisBackend() (quota.Backend, error) {
 	client, err := e.openRedisClient()
 	if err != nil {
@@ -197,9 +185,8 @@ func (e *Engine) openRedisBackend() (quota.Backend, error) {
 	return quota.NewRedis(client, rc.WaitReplicas, rc.WaitTimeout.Std()), nil
 }
 
-// openRedisClient connects to the configured Redis (URL, Sentinel or
-// Cluster); a URL redisconn refuses is a *SettingError. go-redis's own log
-// lines go to the log at debug level: the limiter reports backend failures.
+// openRedisClient connects to the configured Redis (URL, Sentinel or Cluster); a URL redisconn
+// refuses is a *SettingError. go-redis logs at debug: the limiter reports backend failures.
 func (e *Engine) openRedisClient() (redis.UniversalClient, error) {
 	redis.SetLogger(redisLogger{e.log})
 	rc := e.cfg.Quota.Redis

@@ -25,8 +25,7 @@ type Export struct {
 	Row       func() // when set, called before each row (progress)
 }
 
-// OutputError is an output of Export that cannot be created (a directory
-// or a temporary file): the output setting is wrong.
+// OutputError is an output of Export (a directory or a temporary file) that cannot be created.
 type OutputError struct {
 	Path string
 	Err  error
@@ -38,17 +37,15 @@ func (e *OutputError) Error() string { return e.Path + ": " + e.Err.Error() }
 // Unwrap returns the problem.
 func (e *OutputError) Unwrap() error { return e.Err }
 
-// Export writes the rows of x.Query from st (one read snapshot) to x's
-// outputs, renamed into place when every row is written (createOutput): a
-// failed export leaves no partial file. One output is open at a time.
+// Export writes the rows of x.Query from st (one read snapshot) to x's outputs, renamed into
+// place when every row is written: a failed export leaves no partial file. One is open at a time.
 func (e *Engine) Export(ctx context.Context, st store.Backend, x Export) error {
 	if x.Dir != "" {
 		if err := os.MkdirAll(x.Dir, 0o755); err != nil {
 			return &OutputError{Path: x.Dir, Err: err}
 		}
 	}
-	// Each output's rows must come together (sinks.writer); Parquet region
-	// by region too (a row group holds one region: smaller dictionaries).
+	// Each output's rows come together (sinks.writer); Parquet's by region (smaller dictionaries).
 	q := x.Query
 	switch {
 	case slices.Equal(x.Partition, []string{"date"}):
@@ -90,8 +87,7 @@ type sinks struct {
 	last *sink            // the output of the last row
 }
 
-// sink is one output (no file for standard output); w is nil once it is
-// flushed and closed.
+// sink is one output (no file for standard output); w is nil once flushed and closed.
 type sink struct {
 	f       *os.File // renamed to path by commit, unless inPlace (createOutput)
 	inPlace bool
@@ -123,9 +119,8 @@ func (x *sinks) path(region, day string) string {
 	return x.File
 }
 
-// writer returns the writer of a row of region captured at at. The rows of
-// one output come together (Export's GroupBy), so opening an output
-// finishes the one before (a Parquet writer buffers a row group).
+// writer returns the writer of a row of region captured at at; opening an output finishes the
+// one before (its rows came together: Export's GroupBy; a Parquet writer buffers a row group).
 func (x *sinks) writer(region string, at time.Time) (store.ExportWriter, error) {
 	path := x.path(region, at.UTC().Format(time.DateOnly))
 	if x.last != nil && x.last.path == path {
@@ -162,8 +157,7 @@ func (x *sinks) writer(region string, at time.Time) (store.ExportWriter, error) 
 	return s.w, nil
 }
 
-// finish flushes s and closes its file (renamed later by commit), letting
-// its writer and buffer go.
+// finish flushes s and closes its file (renamed later by commit), letting its buffers go.
 func (s *sink) finish() error {
 	if err := s.w.Flush(); err != nil {
 		return err
@@ -178,8 +172,8 @@ func (s *sink) finish() error {
 	return s.f.Close()
 }
 
-// commit finishes every output and renames the files into place. With no
-// row at all, standard output or the one file still gets its header.
+// commit finishes every output and renames the files into place; with no row at all, standard
+// output or the one file still gets its header.
 func (x *sinks) commit() error {
 	if len(x.open) == 0 && x.Dir == "" {
 		if _, err := x.writer("", time.Time{}); err != nil {
@@ -204,8 +198,7 @@ func (x *sinks) commit() error {
 	return nil
 }
 
-// abort closes the files not finished yet and removes the temporary ones
-// not renamed yet.
+// abort closes the files not finished and removes the temporary ones not renamed.
 func (x *sinks) abort() {
 	for _, s := range x.open {
 		if s.f != nil {
@@ -219,11 +212,9 @@ func (x *sinks) abort() {
 	}
 }
 
-// createOutput opens the file an export writes to path: a new path or a
-// regular file under a temporary name in its directory (mode 0644), which
-// commit renames; anything else in place (inPlace), as a shell's > does: a
-// FIFO, a device, a symbolic link such as /dev/stdout (replacing those
-// would destroy the node). A directory is refused ("is a directory").
+// createOutput opens the file an export writes to path: for a new path or a regular file a
+// temporary one beside it (mode 0644) that commit renames; anything else in place (inPlace), as
+// a shell's > does (a FIFO, a device, /dev/stdout: replacing would destroy the node).
 func createOutput(path string) (f *os.File, inPlace bool, err error) {
 	if fi, err := os.Lstat(path); err == nil && !fi.Mode().IsRegular() {
 		f, err := os.OpenFile(path, os.O_WRONLY|os.O_TRUNC, 0) // a directory: EISDIR

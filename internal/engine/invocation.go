@@ -15,19 +15,16 @@ import (
 	"github.com/trendfetch/trendfetch/internal/termtext"
 )
 
-// Invocation is how a job started outside this shell (cron, systemd) runs
-// trendfetch with the settings in force here: the binary's absolute path
-// and flags (Args), NAME=value settings without a flag (Env), and warnings
-// about secrets the environment holds that the job will not have.
+// Invocation is how a job started by cron or systemd runs trendfetch with the settings in force
+// here: the binary's absolute path and flags (Args), NAME=value settings without a flag (Env),
+// and warnings about secrets the environment holds that the job will not have.
 type Invocation struct {
 	Args, Env, Warnings []string
 }
 
-// Invocation builds the command that reproduces this process's settings
-// for cron or systemd, which inherit none of its environment: configFile,
-// and each setting of config.Settings given by a root flag (flagged) or a
-// variable set here (the database always), as its flag or as NAME=value.
-// A secret is never written (a warning names the file setting to use); a
+// Invocation builds the command reproducing this process's settings for cron or systemd:
+// configFile, and each setting given by a root flag (flagged) or a variable set here (the
+// database always). A secret is never written (a warning names the file setting to use); a
 // value that cannot be written safely is refused (writable).
 func (e *Engine) Invocation(configFile string, flagged func(flag string) bool) (Invocation, error) {
 	var inv Invocation
@@ -92,9 +89,8 @@ func (e *Engine) Invocation(configFile string, flagged func(flag string) bool) (
 	return inv, nil
 }
 
-// writable refuses (a *SettingError naming setting) a value with a control
-// character: in a crontab line or a systemd unit a newline would start a
-// command of its own.
+// writable refuses (a *SettingError naming setting) a value with a control character: in a
+// crontab line or a systemd unit a newline would start a command of its own.
 func writable(setting, value string) error {
 	if strings.IndexFunc(value, unicode.IsControl) < 0 {
 		return nil
@@ -103,8 +99,7 @@ func writable(setting, value string) error {
 		"holds a newline or another control character, which cannot be written safely into a crontab line or a systemd unit; use a name without them")}
 }
 
-// DatabaseSecrets is the password of a PostgreSQL database URL (none for a
-// SQLite path).
+// DatabaseSecrets is the password of a PostgreSQL database URL (none for a SQLite path).
 func DatabaseSecrets(database string) []string {
 	if !store.IsPostgresURL(database) {
 		return nil

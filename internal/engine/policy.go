@@ -7,10 +7,8 @@ import (
 	"github.com/trendfetch/trendfetch/internal/store"
 )
 
-// applyRetention applies the storage policy in force and store.retention
-// before a run, logging what they removed (docs/design.md §10): keep logs
-// that nothing is deleted; an unset policy on an older database warns what
-// to choose (PolicyNote). A failure is logged, never fails the run.
+// applyRetention applies the storage policy in force and store.retention before a run, logging
+// what they removed or why not (docs/design.md §10); a failure never fails the run.
 func (e *Engine) applyRetention(ctx context.Context, st store.Backend) {
 	now := time.Now()
 	policy, legacy, err := store.InForce(ctx, e.cfg.Store.Policy, st)
@@ -55,9 +53,8 @@ func (e *Engine) applyRetention(ctx context.Context, st store.Backend) {
 		Int64("videos", rep.Videos).Time("before", before).Msg("store.retention: pruned")
 }
 
-// PruneRequest is what `prune` asks: the storage policy at AsOf (zero:
-// now), or with OlderThan > 0 an age instead. Policy overrides the policy
-// in force (""); DryRun counts, deleting nothing.
+// PruneRequest is what `prune` asks: the storage policy at AsOf (zero: now), or with OlderThan >
+// 0 an age instead. Policy overrides the policy in force (""); DryRun counts, deleting nothing.
 type PruneRequest struct {
 	AsOf      time.Time
 	OlderThan time.Duration
@@ -65,9 +62,8 @@ type PruneRequest struct {
 	DryRun    bool
 }
 
-// PruneResult is what Prune did: when ages were judged, the policy applied
-// ("" with OlderThan) or OlderThan's cut-off Before, and what was (DryRun:
-// would be) removed.
+// PruneResult is what Prune did: when ages were judged, the policy applied ("" with OlderThan)
+// or OlderThan's cut-off Before, and what was (DryRun: would be) removed.
 type PruneResult struct {
 	AsOf   time.Time
 	Policy store.Policy
@@ -75,8 +71,8 @@ type PruneResult struct {
 	Report store.PruneReport
 }
 
-// Prune applies the storage policy in force (or q.Policy) at q.AsOf, or
-// deletes what is older than q.OlderThan (opened read-only for a dry run).
+// Prune applies the policy in force (or q.Policy) at q.AsOf, or deletes what is older than
+// q.OlderThan (read-only for a dry run).
 func (e *Engine) Prune(ctx context.Context, q PruneRequest) (PruneResult, error) {
 	res := PruneResult{AsOf: q.AsOf, Policy: q.Policy}
 	if res.AsOf.IsZero() {
@@ -101,8 +97,7 @@ func (e *Engine) Prune(ctx context.Context, q PruneRequest) (PruneResult, error)
 	return res, err
 }
 
-// PolicyNote returns store.UnsetNote when it applies to st (store.policy
-// unset on an older database holding data older than 30 days), else "".
+// PolicyNote returns store.UnsetNote when it applies to st (store.UnsetNoteDue), else "".
 func (e *Engine) PolicyNote(ctx context.Context, st store.Backend) string {
 	if due, err := store.UnsetNoteDue(ctx, e.cfg.Store.Policy, st, time.Now()); err == nil && due {
 		return store.UnsetNote

@@ -10,9 +10,8 @@ import (
 	"github.com/trendfetch/trendfetch/internal/quota"
 )
 
-// QuotaStatus reads the status of credential's buckets, changing nothing;
-// a quota database that does not exist yet is every bucket unused (noted).
-// A backend that cannot be read is in the status (StatusError).
+// QuotaStatus reads the status of credential's buckets, changing nothing (no quota database
+// yet: every bucket unused, noted); a backend that cannot be read is in it (StatusError).
 func (e *Engine) QuotaStatus(ctx context.Context, credential string) (quota.Status, error) {
 	if e.quotaDBMissing() {
 		buckets, costs, err := e.cfg.Limits()
@@ -38,9 +37,8 @@ func (e *Engine) QuotaStatus(ctx context.Context, credential string) (quota.Stat
 	return lim.Status(ctx, credential), nil
 }
 
-// StatusError is the error of a status read that failed (nil when st is
-// reachable): a Redis user refused by ACL (*quota.AccessError, exit 2), or
-// an unreachable backend.
+// StatusError is the error of a failed status read (nil when st is reachable): a Redis user
+// refused by ACL (*quota.AccessError, exit 2), or an unreachable backend.
 func StatusError(st quota.Status) error {
 	if st.Reachable {
 		return nil
@@ -51,10 +49,8 @@ func StatusError(st quota.Status) error {
 	return fmt.Errorf("quota backend %s unreachable: %v", st.Backend, st.Err)
 }
 
-// Charge reserves count calls of method (a key of quota.costs) for the
-// configured credential without calling the API (usage made outside
-// trendfetch); it stops at the first denial (*fetch.StopError) and returns
-// how many calls it charged.
+// Charge reserves count calls of method (a key of quota.costs) for the configured credential
+// without calling the API, stopping at the first denial (*fetch.StopError); it returns how many.
 func (e *Engine) Charge(ctx context.Context, method string, count int) (int, error) {
 	lim, err := e.OpenLimiter(false)
 	if err != nil {
@@ -94,10 +90,8 @@ func (e *Engine) Leases(ctx context.Context) ([]quota.LeaseInfo, error) {
 	return all, nil
 }
 
-// CheckResult answers whether Count calls of Method fit a credential's
-// buckets now (Fits), and if not when: FitsAt is the earliest time they can
-// (null: now, or never), FitsBy the latest (exact when equal). The machine
-// shape of `quota check --json`.
+// CheckResult, `quota check --json`, answers whether Count calls of Method fit now (Fits), and
+// if not when: FitsAt the earliest (null: now, or never), FitsBy the latest (exact when equal).
 type CheckResult struct {
 	Credential string        `json:"credential"`
 	Method     string        `json:"method"`
@@ -118,11 +112,9 @@ type CheckBucket struct {
 	FitsBy    *time.Time `json:"fits_by"`
 }
 
-// Check answers whether count calls of method fit the configured
-// credential's buckets now, and if not the earliest and latest time, from
-// the limiter's Status: exact when it knows (one call of cost 1, one of the
-// largest cost, a calendar bucket, an upstream mark). It reserves nothing.
-// Errors: StatusError's.
+// Check answers whether count calls of method fit the configured credential's buckets now, and
+// if not when, from the limiter's Status: exact when it knows (one call of cost 1, one of the
+// largest cost, a calendar bucket, an upstream mark). It reserves nothing. Errors: StatusError's.
 func (e *Engine) Check(ctx context.Context, method string, count int64) (CheckResult, error) {
 	st, err := e.QuotaStatus(ctx, e.cfg.Credential)
 	if err == nil {
@@ -189,9 +181,8 @@ func (e *Engine) Check(ctx context.Context, method string, count int64) (CheckRe
 // ceilSecond is t in UTC rounded up to a whole second.
 func ceilSecond(t time.Time) time.Time { return t.Add(time.Second - 1).Truncate(time.Second).UTC() }
 
-// ReleaseLease releases region's run lease of the configured credential,
-// whatever its holder (with confirm false, nothing), and returns the lease
-// held (held false: none). Errors: the lease changed holder meanwhile.
+// ReleaseLease releases region's run lease of the configured credential, whatever its holder
+// (confirm false: nothing), and returns it (held false: none). Errors: it changed holder meanwhile.
 func (e *Engine) ReleaseLease(ctx context.Context, region string, confirm bool) (l quota.LeaseInfo, held bool, err error) {
 	lim, err := e.OpenLimiter(false)
 	if err != nil {

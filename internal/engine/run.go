@@ -23,12 +23,10 @@ import (
 	"github.com/trendfetch/trendfetch/internal/store"
 )
 
-// Runner is the store, the limiter and the API client wired into one
-// fetch.Runner, the code path of a region for `run` and `schedule`, opened
-// by OpenRunner; Close releases it.
+// Runner is the store, limiter and API client wired into one fetch.Runner, the code path of a
+// region for `run` and `schedule`, opened by OpenRunner; Close releases it.
 type Runner struct {
-	// Force runs regions another host captured in the current slot of
-	// their schedule (`run --force`; see capturedElsewhere).
+	// Force runs regions another host captured in this slot (`run --force`; capturedElsewhere).
 	Force bool
 
 	e       *Engine
@@ -38,9 +36,8 @@ type Runner struct {
 	plan    []schedule.Region // the configured regions' schedules
 }
 
-// OpenRunner opens the store (migrating it), the limiter and the API
-// client of the configured credential. Errors: a missing API key (exit 2),
-// the database or the quota backend cannot be opened.
+// OpenRunner opens the store (migrating it), the limiter and the configured credential's API
+// client. Errors: a missing API key (exit 2), the database or the quota backend cannot be opened.
 func (e *Engine) OpenRunner(ctx context.Context) (*Runner, error) {
 	c := e.cfg
 	plan, err := c.Schedule.Plan(c.Regions)
@@ -117,10 +114,8 @@ func (e *capturedError) Error() string {
 		e.by.Region, e.by.Host, e.by.FinishedAt.In(e.loc).Format(layout), e.by.ID, e.from.In(e.loc).Format(layout), e.to.In(e.loc).Format(layout))
 }
 
-// capturedElsewhere is fetch.Runner.Skip, the once-per-tick check of hosts
-// running one schedule (docs/design.md §10a): a *capturedError when another
-// host's successful run of region started in its current slot. Nil with
-// Force, outside the schedule, or when the runs cannot be read (logged).
+// capturedElsewhere is fetch.Runner.Skip, the once-per-tick check (docs/design.md §10a): a
+// *capturedError when another host's successful run of region started in its current slot.
 func (r *Runner) capturedElsewhere(ctx context.Context, region string) error {
 	i := slices.IndexFunc(r.plan, func(p schedule.Region) bool { return p.Region == region })
 	if r.Force || i < 0 {
@@ -156,11 +151,9 @@ func (r *Runner) capturedElsewhere(ctx context.Context, region string) error {
 // Close closes the limiter and the store.
 func (r *Runner) Close() error { return errors.Join(r.limiter.Close(), r.store.Close()) }
 
-// RunRegions runs each region of list in turn (`run`). A clean stop (quota
-// denial), a rejected key or a cancelled ctx ends the list; other failures
-// are collected and the next region runs. The error is nil, the stop, or
-// the failures (joinFailures). Stale channels are batched across the
-// regions; the last one sends the remainder.
+// RunRegions runs each region of list in turn (`run`). A clean stop (quota denial), a rejected
+// key or a cancelled ctx ends the list; other failures are collected (joinFailures) and the next
+// region runs. Stale channels are batched across the regions; the last sends the remainder.
 func (r *Runner) RunRegions(ctx context.Context, list []string) error {
 	r.e.applyRetention(ctx, r.store)
 	var failed []error
@@ -187,9 +180,8 @@ func (r *Runner) RunRegions(ctx context.Context, list []string) error {
 	return joinFailures(failed)
 }
 
-// RunOne runs region as a tick of `schedule` does (its own channel
-// remainder), logging what the runner cannot: a lease held elsewhere, a
-// run that did not start.
+// RunOne runs region as a tick of `schedule` does (its own channel remainder), logging what the
+// runner cannot: a lease held elsewhere, a run that did not start.
 func (r *Runner) RunOne(ctx context.Context, region string) (store.Run, error) {
 	r.e.applyRetention(ctx, r.store)
 	run, err := r.run(ctx, r.fetch, region, "")
@@ -205,9 +197,8 @@ func (r *Runner) RunOne(ctx context.Context, region string) (store.Run, error) {
 	return run, err
 }
 
-// run is the one code path of a region's run after the storage policy:
-// under runs.timeout, with its check-ins (Options.ExitCode) and, with
-// textfile set, the region's metrics textfile there (a failure is logged).
+// run is the one code path of a region's run after the storage policy (docs/design.md §2, "The
+// engine"); with textfile set, the region's metrics textfile is written there.
 func (r *Runner) run(ctx context.Context, fr *fetch.Runner, region, textfile string) (store.Run, error) {
 	if d := r.e.cfg.Runs.Timeout.Std(); d > 0 {
 		var cancel context.CancelFunc
@@ -246,17 +237,16 @@ func (r *Runner) run(ctx context.Context, fr *fetch.Runner, region, textfile str
 	return run, err
 }
 
-// Servers are what `schedule` serves beside its runs (nil: nothing):
-// Metrics /metrics and /healthz; API the read API and dashboard (Serve,
-// with Token) with the scheduler's metrics.
+// Servers are what `schedule` serves beside its runs (nil: nothing): Metrics /metrics and
+// /healthz; API the read API and dashboard (Serve, with Token) with the scheduler's metrics.
 type Servers struct {
 	Metrics, API net.Listener
 	Token        string
 }
 
-// Schedule runs every configured region on its schedule until ctx is
-// cancelled, serving srv meanwhile and telling systemd it is ready: nil
-// after a clean stop, a *fetch.CredentialError when the API rejects the key.
+// Schedule runs every configured region on its schedule until ctx is cancelled, serving srv
+// and telling systemd it is ready: nil after a clean stop, a *fetch.CredentialError when the
+// API rejects the key.
 func (r *Runner) Schedule(ctx context.Context, srv Servers) error {
 	cfg, log := r.e.cfg, r.e.log
 	var m *metrics.Metrics
@@ -312,9 +302,8 @@ func (r *Runner) Schedule(ctx context.Context, srv Servers) error {
 	return s.Run(ctx)
 }
 
-// metrics returns the metrics of regions: build info, counter series at 0
-// from the start, each region's last success read from st, and quota
-// gauges unless quotaReader is nil.
+// metrics returns the metrics of regions: build info, counters at 0, each region's last success
+// read from st, and quota gauges unless quotaReader is nil.
 func (e *Engine) metrics(quotaReader metrics.StatusReader, regions []string, st store.Backend) *metrics.Metrics {
 	creds := e.credentialNames()
 	m := metrics.New(quotaReader, creds, regions, 0)
@@ -338,9 +327,8 @@ func (e *Engine) credentialNames() []string {
 	return out
 }
 
-// joinFailures joins the failures of several regions: a *Failures (exit 1)
-// unless they are all held leases (exit 3), as a failed region needs
-// attention more than a skipped one.
+// joinFailures joins the failures of several regions: a *Failures (exit 1) unless they are all
+// held leases (exit 3), as a failed region needs attention more than a skipped one.
 func joinFailures(errs []error) error {
 	for _, err := range errs {
 		if !errors.As(err, new(*quota.LeaseHeldError)) {
@@ -353,8 +341,7 @@ func joinFailures(errs []error) error {
 	return errors.Join(errs...)
 }
 
-// Failures are the failures of several regions of one RunRegions; it does
-// not unwrap (exit 1 even when some are held leases).
+// Failures are the failures of several regions of one RunRegions; not unwrapped (exit 1).
 type Failures struct{ Errs []error }
 
 // Error is one line per region.

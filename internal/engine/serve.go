@@ -49,8 +49,8 @@ func (e *Engine) ListenServe() (ln net.Listener, token string, err error) {
 	return serve.LimitListener(ln, sc.MaxConns, sc.MaxConnsPerIP), token, nil
 }
 
-// ListenMetrics listens on addr (host:port, port 0-65535) for the
-// scheduler's /metrics and /healthz; a malformed addr is a usage error.
+// ListenMetrics listens on addr (host:port) for the scheduler's /metrics and /healthz; a
+// malformed addr is a usage error.
 func ListenMetrics(addr string) (net.Listener, error) {
 	_, port, err := net.SplitHostPort(addr)
 	if err != nil {
@@ -68,10 +68,9 @@ func ListenMetrics(addr string) (net.Listener, error) {
 	return ln, nil
 }
 
-// Serve serves the read API and dashboard on ln, with bearer token ("" =
-// none) and m's metrics (nil: a fresh registry's), until ctx is done, then
-// shuts down within 10s. It only reads the store and the quota backend.
-// Errors: no database yet (a usage error), what cannot be opened, the listener.
+// Serve serves the read API and dashboard on ln, with bearer token ("" = none) and m's metrics
+// (nil: its own), until ctx is done, then shuts down within 10s. It only reads. Errors: no
+// database yet (a usage error), what cannot be opened, the listener.
 func (e *Engine) Serve(ctx context.Context, ln net.Listener, token string, m *metrics.Metrics) error {
 	st, err := e.OpenStore(ctx, true)
 	if nd := (*store.NoDatabaseError)(nil); errors.As(err, &nd) {
@@ -149,9 +148,8 @@ func (e *Engine) Serve(ctx context.Context, ln net.Listener, token string, m *me
 	return nil
 }
 
-// serveRateLimit builds the per-client limiter of serve.rate_limit: the
-// sliding-window counter or log, in Redis when the quota backend is Redis
-// (instances share one budget per client), else in memory.
+// serveRateLimit builds serve.rate_limit's per-client limiter, in Redis when the quota backend
+// is Redis (instances share one budget per client), else in memory.
 func (e *Engine) serveRateLimit() (serve.RateLimit, error) {
 	rl := e.cfg.Serve.RateLimit
 	if rl.Limit < 0 {
