@@ -59,24 +59,22 @@ const (
 // missing file or schema wraps fs.ErrNotExist, writes fail with
 // ErrUnavailable. Errors wrap ErrUnavailable and the *sqlitedb error, if any.
 func NewSQLite(path string, readOnly bool) (*sqliteBackend, error) {
-	s := &sqliteBackend{clock: time.Now, readOnly: readOnly, stmts: map[string]*sql.Stmt{}}
 	fail := func(what string, err error) (*sqliteBackend, error) {
 		return nil, fmt.Errorf("quota: %s %s: %w: %w", what, path, ErrUnavailable, err)
 	}
 	// One connection: goroutines queue in database/sql, other processes in
 	// busy_timeout under BEGIN IMMEDIATE.
 	dbOpts := sqlitedb.Options{ReadOnly: readOnly, MaxConns: 1}
+	queries := []string{sqlLast, sqlFirstAfter, sqlFreeing, sqlMarks}
 	if !readOnly {
 		dbOpts.Migrations, _ = fs.Sub(sqliteMigrations, "migrations") // embedded: cannot fail
-	}
-	var err error
-	if s.db, err = sqlitedb.Open(context.Background(), path, dbOpts); err != nil {
-		return fail("cannot open", err)
-	}
-	queries := []string{sqlLast, sqlFirstAfter, sqlFreeing, sqlMarks}
-	if !s.readOnly {
 		queries = append(queries, sqlInsert, sqlEvict, sqlMark, sqlDropMarker, sqlRefund)
 	}
+	db, err := sqlitedb.Open(context.Background(), path, dbOpts)
+	if err != nil {
+		return fail("cannot open", err)
+	}
+	s := &sqliteBackend{db: db, clock: time.Now, readOnly: readOnly, stmts: map[string]*sql.Stmt{}}
 	for _, q := range queries {
 		st, err := s.db.Prepare(q)
 		if err != nil && q == sqlMarks && s.readOnly && strings.Contains(err.Error(), "no such column") {
