@@ -78,41 +78,38 @@ func callGiven[C apiCall[T], T any](ctx context.Context, r *Runner, st *runState
 	return resp, counts, err
 }
 
-// given says which statistics counts the API sent for one video.
-type given struct{ views, likes, comments bool }
+// given says which statistics counts (views, likes, comments) the API sent for one video.
+type given [3]bool
 
 // givenCounts maps video id to the counts its statistics carried, from a raw
 // videos.list or videos.batchGetStats body (without statistics: absent).
 func givenCounts(body []byte) (map[string]given, error) {
 	var doc struct {
 		Items []struct {
-			ID         string                     `json:"id"`
-			Statistics map[string]json.RawMessage `json:"statistics"`
-		} `json:"items"`
+			ID         string
+			Statistics *struct{ ViewCount, LikeCount, CommentCount *json.RawMessage } // null or absent: nil
+		}
 	}
 	if err := json.NewDecoder(bytes.NewReader(body)).Decode(&doc); err != nil {
 		return nil, fmt.Errorf("cannot read which statistics the response gave: %w", err)
 	}
-	present := func(v json.RawMessage) bool { return len(v) > 0 && string(v) != "null" }
 	out := make(map[string]given, len(doc.Items))
 	for _, it := range doc.Items {
 		if s := it.Statistics; s != nil {
-			out[it.ID] = given{present(s["viewCount"]), present(s["likeCount"]), present(s["commentCount"])}
+			out[it.ID] = given{s.ViewCount != nil, s.LikeCount != nil, s.CommentCount != nil}
 		}
 	}
 	return out, nil
 }
 
-// clearOmitted sets the counts of video id the API did not give to nil; a
-// video absent from g is left as it is.
-func clearOmitted(g map[string]given, id string, views, likes, comments **int64) {
-	c, ok := g[id]
-	for _, f := range []struct {
-		given bool
-		p     **int64
-	}{{c.views, views}, {c.likes, likes}, {c.comments, comments}} {
-		if ok && !f.given {
-			*f.p = nil
+// clearOmitted sets the counts (views, likes, comments) of video id the API
+// did not give to nil; a video absent from g is left as it is.
+func clearOmitted(g map[string]given, id string, counts ...**int64) {
+	if c, ok := g[id]; ok {
+		for i, p := range counts {
+			if !c[i] {
+				*p = nil
+			}
 		}
 	}
 }

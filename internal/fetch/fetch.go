@@ -494,21 +494,3 @@ type Backlog struct {
 	Hold bool
 	ids  []string
 }
-
-// add queues ids not already queued.
-func (b *Backlog) add(ids []string) {
-	for _, id := range ids {
-		if !slices.Contains(b.ids, id) {
-			b.ids = append(b.ids, id)
-		}
-	}
-}
-
-// next returns the next batch to send: a full batch, or the remainder when
-// the backlog does not hold it; nil when there is nothing to send now.
-func (b *Backlog) next() []string {
-	if len(b.ids) >= callsite.MaxIDs || (!b.Hold && len(b.ids) > 0) {
-		return b.ids[:min(callsite.MaxIDs, len(b.ids))]
-	}
-	return nil
-}

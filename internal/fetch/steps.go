@@ -133,13 +133,18 @@ func (r *Runner) channels(ctx context.Context, st *runState) error {
 	if err != nil {
 		return err
 	}
-	backlog := cmp.Or(r.Backlog, &Backlog{})
-	backlog.add(stale)
-	for batch := backlog.next(); batch != nil; batch = backlog.next() {
-		if err := r.channelBatch(ctx, st, batch); err != nil {
+	b := cmp.Or(r.Backlog, &Backlog{})
+	for _, id := range stale {
+		if !slices.Contains(b.ids, id) {
+			b.ids = append(b.ids, id)
+		}
+	}
+	for len(b.ids) >= callsite.MaxIDs || !b.Hold && len(b.ids) > 0 {
+		ids := b.ids[:min(callsite.MaxIDs, len(b.ids))]
+		if err := r.channelBatch(ctx, st, ids); err != nil {
 			return err
 		}
-		backlog.ids = backlog.ids[len(batch):]
+		b.ids = b.ids[len(ids):]
 	}
 	return nil
 }
