@@ -75,7 +75,12 @@ func call[C apiCall[T], T any](ctx context.Context, r *Runner, st *runState, met
 			}
 			return zero, err
 		}
-		wait := cmp.Or(retryAfter(err), backoff(st.set.RetryBackoff, attempt))
+		wait := backoff(st.set.RetryBackoff, attempt)
+		if ge, ok := errors.AsType[*googleapi.Error](err); ok { // Retry-After: whole seconds
+			if secs, _ := strconv.Atoi(ge.Header.Get("Retry-After")); secs > 0 {
+				wait = min(time.Duration(secs)*time.Second, maxRetryAfter)
+			}
+		}
 		st.log.Warn().Err(err).Str("method", method).Int("attempt", attempt+1).
 			Int64("backoff_ms", wait.Milliseconds()).Msg("transient API failure; retrying")
 		select {
@@ -180,12 +185,11 @@ func (r *Runner) reserve(ctx context.Context, st *runState, method string) (quot
 		cs, _ := r.Limiter.Charges(method)
 		r.recordUnits(ctx, st, cs, 1)
 		d, err := r.Limiter.Reserve(ctx, r.Credential, method)
-		if err != nil || !d.Allowed {
-			r.recordUnits(ctx, st, cs, -1)
-		}
-		switch {
-		case err == nil && d.Allowed:
+		if err == nil && d.Allowed {
 			return d.Reservation, nil
+		}
+		r.recordUnits(ctx, st, cs, -1)
+		switch {
 		case err == nil:
 			if d.ClockBehind > 0 {
 				log.Warn().Str("bucket", d.DeniedBucket).Dur("clock_behind", d.ClockBehind).Time("retry_at", d.Now.Add(d.RetryAfter)).
@@ -253,10 +257,8 @@ const (
 	perDay
 )
 
-// quotaAnswerOf classifies ge and names it in one line (why). Per day: reason
-// quotaExceeded or dailyLimitExceeded, or a message or ErrorInfo quota_limit
-// saying "per day". Per minute: one saying "per minute", reason
-// rateLimitExceeded or userRateLimitExceeded, or any other HTTP 429.
+// quotaAnswerOf classifies ge by docs/design.md §4's rules (upstream feedback)
+// and names it in one line (why).
 func quotaAnswerOf(ge *googleapi.Error) (kind quotaAnswer, why string) {
 	texts := []string{ge.Message}
 	reasons := map[string]bool{}
@@ -297,17 +299,6 @@ func quotaAnswerOf(ge *googleapi.Error) (kind quotaAnswer, why string) {
 		why += ": " + ge.Message
 	}
 	return kind, why
-}
-
-// retryAfter is the wait the Retry-After header of an API answer in err asks
-// for (whole seconds, at most maxRetryAfter), 0 when none.
-func retryAfter(err error) time.Duration {
-	ge, ok := errors.AsType[*googleapi.Error](err)
-	if !ok {
-		return 0
-	}
-	secs, _ := strconv.Atoi(ge.Header.Get("Retry-After"))
-	return min(time.Duration(max(secs, 0))*time.Second, maxRetryAfter)
 }
 
 // apiError classifies an error answer of the API (docs/design.md §3).
@@ -358,9 +349,7 @@ func redact(err error) error {
 }
 
 // markSpent marks what a per-day quota answer (HTTP code, why) to method names
-// as spent until the next Pacific midnight in the shared backend and returns
-// the run's *StopError (docs/design.md §4, upstream feedback): only the call
-// site (StopError.Site) for a 429 or a method with its own Google bucket.
+// spent in the shared backend and returns the run's *StopError (docs/design.md §4, upstream feedback).
 func (r *Runner) markSpent(ctx context.Context, st *runState, method string, code int, why string) error {
 	if r.Scrub != nil {
 		why = r.Scrub(why)
