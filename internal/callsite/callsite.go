@@ -211,31 +211,23 @@ func textRefreshCalls(u Use, runs int64, day time.Duration) Range {
 	return Range{0, min(most, ceilF(float64(u.TextRefreshPerDay)*day.Hours()/24)), most}
 }
 
-// buckets are the default buckets: 9,500 of Google's 10,000 daily units
-// (headroom for ad-hoc use), 95 search.list calls a day, 9,500 of
-// videos.batchGetStats's own 10,000 units.
-var buckets = []Bucket{
-	{Name: BucketUnits, Limit: 9500, Window: 24 * time.Hour},
-	{Name: BucketSearch, Limit: 95, Window: 24 * time.Hour},
-	{Name: BucketStats, Limit: 9500, Window: 24 * time.Hour},
-}
-
 // All returns a copy of every call site, sorted by name.
 func All() []Site {
-	out := make([]Site, len(sites))
-	for i, s := range sites {
-		out[i] = s.clone()
+	out := slices.Clone(sites)
+	for i := range out {
+		out[i].Charges = maps.Clone(out[i].Charges)
 	}
 	return out
 }
 
 // Lookup returns a copy of the call site named name and whether it exists.
 func Lookup(name string) (Site, bool) {
-	i := slices.IndexFunc(sites, func(s Site) bool { return s.Name == name })
+	all := All()
+	i := slices.IndexFunc(all, func(s Site) bool { return s.Name == name })
 	if i < 0 {
 		return Site{}, false
 	}
-	return sites[i].clone(), true
+	return all[i], true
 }
 
 // Names returns every call site's name, sorted.
@@ -247,17 +239,9 @@ func Names() []string {
 	return out
 }
 
-// Buckets returns a copy of the default buckets.
-func Buckets() []Bucket { return slices.Clone(buckets) }
-
-func (s Site) clone() Site {
-	s.Charges = maps.Clone(s.Charges)
-	return s
-}
-
 // Quota presets (config quota.preset).
 const (
-	// PresetClassic is the default: Buckets() and each call site's Charges.
+	// PresetClassic is the default: the buckets of docs/design.md §4 and each call site's Charges.
 	PresetClassic = "classic"
 	// PresetGoogle2026 models Google's granular quota of 2026 exactly
 	// (docs/design.md §3): calendar buckets with Google's limits, each call
@@ -277,7 +261,11 @@ func Preset(name string) ([]Bucket, map[string]map[string]int64, bool) {
 		for _, s := range All() {
 			charges[s.Name] = s.Charges
 		}
-		return Buckets(), charges, true
+		return []Bucket{
+			{Name: BucketUnits, Limit: 9500, Window: 24 * time.Hour},
+			{Name: BucketSearch, Limit: 95, Window: 24 * time.Hour},
+			{Name: BucketStats, Limit: 9500, Window: 24 * time.Hour},
+		}, charges, true
 	case PresetGoogle2026:
 		for _, s := range sites {
 			charges[s.Name] = map[string]int64{cmp.Or(s.GoogleBucket, BucketUnits): s.Units}

@@ -33,7 +33,7 @@ func repoRoot(t *testing.T) string {
 // this (`go test ./internal/callsite -run README -update` rewrites it).
 func readmeBlock() string {
 	var b strings.Builder
-	for _, bk := range callsite.Buckets() {
+	for _, bk := range classicBuckets() {
 		var charges []string
 		for _, s := range callsite.All() {
 			if u, ok := s.Charges[bk.Name]; ok {
@@ -113,7 +113,7 @@ func TestExampleConfigQuotaFromTable(t *testing.T) {
 		}
 		got = append(got, fmt.Sprintf("bucket %s %d %s %v", b.Name, b.Limit, w, b.Calendar))
 	}
-	for _, b := range callsite.Buckets() {
+	for _, b := range classicBuckets() {
 		want = append(want, fmt.Sprintf("bucket %s %d %s %v", b.Name, b.Limit, b.Window, b.Calendar))
 	}
 	for m, c := range doc.Quota.Costs {

@@ -301,12 +301,9 @@ func quotaAnswerOf(ge *googleapi.Error) (kind quotaAnswer, why string) {
 	return kind, why
 }
 
-// apiError classifies an error answer of the API (docs/design.md §3).
+// apiError classifies an error answer of the API (docs/design.md §3) to a call not cancelled.
 func (r *Runner) apiError(ctx context.Context, st *runState, method string, err error) error {
 	run := st.run
-	if ctx.Err() != nil {
-		return ctx.Err()
-	}
 	ge, ok := errors.AsType[*googleapi.Error](err)
 	if !ok {
 		return fmt.Errorf("%s for %s failed: %w", method, run.Region, err)
@@ -351,9 +348,7 @@ func redact(err error) error {
 // markSpent marks what a per-day quota answer (HTTP code, why) to method names
 // spent in the shared backend and returns the run's *StopError (docs/design.md §4, upstream feedback).
 func (r *Runner) markSpent(ctx context.Context, st *runState, method string, code int, why string) error {
-	if r.Scrub != nil {
-		why = r.Scrub(why)
-	}
+	r.scrubTexts(&why)
 	now := time.Now() // Google's day, not the run record's clock (Runner.Now)
 	until := quota.NextPacificMidnight(now)
 	mark, reason := quota.Mark{Until: until, Why: why}, "the API answered "+why+": the project's daily quota is spent"

@@ -275,9 +275,7 @@ func (r *Runner) Run(ctx context.Context, region string) (store.Run, error) {
 	if run.Reason == "" {
 		run.Reason = st.note
 	}
-	if r.Scrub != nil {
-		run.Reason = r.Scrub(run.Reason)
-	}
+	r.scrubTexts(&run.Reason)
 	if stop, ok := errors.AsType[*StopError](runErr); ok {
 		run.RetryAfter, run.RetryAt = stop.RetryAfter, stop.RetryAt
 	}

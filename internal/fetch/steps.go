@@ -332,11 +332,9 @@ func (r *Runner) searches(ctx context.Context, st *runState, searches []Search) 
 		}
 	}
 	var missing []string
-	want := map[string]bool{}
 	for _, h := range all {
 		for _, id := range h.ids {
-			if _, ok := st.videos[id]; !ok && !want[id] {
-				want[id] = true
+			if _, ok := st.videos[id]; !ok && !slices.Contains(missing, id) {
 				missing = append(missing, id)
 			}
 		}
