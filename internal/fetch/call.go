@@ -231,20 +231,19 @@ func (r *Runner) recordUnits(ctx context.Context, st *runState, cs []quota.Charg
 // Denied builds the *StopError of a denied reservation of method for
 // region ("" outside a run), with the decision's Retry-After.
 func Denied(region, method string, d quota.Decision) *StopError {
-	reason := fmt.Sprintf("quota denied %s by bucket %q", method, d.DeniedBucket)
-	if d.ClockBehind > 0 {
-		reason = fmt.Sprintf("quota denied %s: the local clock went back by %s (it reads earlier than the newest entry of bucket %q); nothing is admitted until it catches up, or run `trendfetch quota reset` if the earlier clock was wrong",
+	stop := &StopError{Region: region, Reason: fmt.Sprintf("quota denied %s by bucket %q", method, d.DeniedBucket),
+		RetryAfter: d.RetryAfter, RetryAt: cmp.Or(d.Now, time.Now()).Add(d.RetryAfter)}
+	switch until := d.ExhaustedUntil.UTC().Format(time.RFC3339); {
+	case d.SiteExhausted:
+		stop.Site = method
+		stop.Reason = fmt.Sprintf("%s skipped: its own Google quota is marked spent upstream until %s (`trendfetch quota status` says why)", method, until)
+	case d.Exhausted:
+		stop.Reason = "the project's Google quota is marked spent upstream until " + until + " (`trendfetch quota status` says why)"
+	case d.ClockBehind > 0:
+		stop.Reason = fmt.Sprintf("quota denied %s: the local clock went back by %s (it reads earlier than the newest entry of bucket %q); nothing is admitted until it catches up, or run `trendfetch quota reset` if the earlier clock was wrong",
 			method, roundUp(d.ClockBehind), d.DeniedBucket)
 	}
-	site := ""
-	switch {
-	case d.SiteExhausted:
-		site = method
-		reason = fmt.Sprintf("%s skipped: its own Google quota is marked spent upstream until %s (`trendfetch quota status` says why)", method, d.ExhaustedUntil.UTC().Format(time.RFC3339))
-	case d.Exhausted:
-		reason = "the project's Google quota is marked spent upstream until " + d.ExhaustedUntil.UTC().Format(time.RFC3339) + " (`trendfetch quota status` says why)"
-	}
-	return &StopError{Region: region, Reason: reason, RetryAfter: d.RetryAfter, RetryAt: cmp.Or(d.Now, time.Now()).Add(d.RetryAfter), Site: site}
+	return stop
 }
 
 // quotaAnswer is what a quota answer of the API says (docs/design.md §3, §4

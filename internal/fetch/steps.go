@@ -183,10 +183,8 @@ func (r *Runner) channelBatch(ctx context.Context, st *runState, ids []string) e
 	return r.stored(st, err, "cannot store channels")
 }
 
-// sampleStats samples the region's followed videos that are due
-// (store.DueForStats) with videos.batchGetStats, 50 ids a call, as stats
-// samples. It never fails the run: a stop is noted on it (st.note); only
-// stopsRun's errors are returned. Off without a cost for the call site.
+// sampleStats samples the videos store.DueForStats gives (docs/operations.md, "What a run does"
+// step 4); off without a cost for the call site. A stop is noted (st.note); only stopsRun's are returned.
 func (r *Runner) sampleStats(ctx context.Context, st *runState) error {
 	if st.set.StatsTrackFor <= 0 {
 		return nil
@@ -243,11 +241,8 @@ func stopsRun(ctx context.Context, err error) bool {
 	return ctx.Err() != nil || rejected
 }
 
-// refreshText is the text step under store.policy amended (TextCutoff set):
-// stored text older than TextCutoff(now) is refreshed with videos.list id=
-// (videos.list.refresh), at most TextRefreshPerDay calls per credential in
-// 24 hours; the rest has its text removed, its id kept (docs/design.md §10).
-// Like sampleStats it never fails the run.
+// refreshText refreshes text older than TextCutoff(now), at most TextRefreshPerDay calls per
+// credential in 24 hours, and removes the rest (docs/design.md §10). Like sampleStats it never fails the run.
 func (r *Runner) refreshText(ctx context.Context, st *runState) error {
 	if st.set.TextCutoff == nil {
 		return nil
@@ -310,11 +305,8 @@ type searchHits struct {
 	units map[string]int64
 }
 
-// searches runs the region's search.list queries, fetches every hit not yet
-// fetched in this run with videos.list id= in batches of 50, and stores each
-// query's hits as a search capture (docs/operations.md, "What a run does").
-// When search.list's own Google quota is spent (StopError.Site) the remaining
-// queries are skipped, noted on the run, and the run goes on.
+// searches runs the region's queries, fetches the hits and stores them (docs/operations.md, "What
+// a run does" step 3). When search.list's own quota is spent (StopError.Site) the rest is skipped, noted.
 func (r *Runner) searches(ctx context.Context, st *runState, searches []Search) error {
 	var all []searchHits
 	for _, s := range searches {
