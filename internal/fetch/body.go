@@ -9,6 +9,7 @@ import (
 	"io"
 	"math"
 	"net/http"
+	"time"
 
 	"google.golang.org/api/youtube/v3"
 
@@ -114,11 +115,23 @@ func clearOmitted(g map[string]given, id string, counts ...**int64) {
 	}
 }
 
-// videoWithGiven is convertVideo of it with omitted counts nil, and counts
-// too large for an int64 nil with a warning.
-func (st *runState) videoWithGiven(g map[string]given, it *youtube.Video) store.Video {
-	v := convertVideo(it)
+// video maps an API video to the stored shape, its counts omitted (per g) or
+// too large for an int64 nil, the latter with a warning.
+func (st *runState) video(g map[string]given, it *youtube.Video) store.Video {
+	v := store.Video{ID: it.Id}
+	if s := it.Snippet; s != nil {
+		v.Title, v.Description, v.ChannelID, v.ChannelTitle = s.Title, s.Description, s.ChannelId, s.ChannelTitle
+		v.CategoryID, v.Tags = s.CategoryId, s.Tags
+		v.PublishedAt, _ = time.Parse(time.RFC3339, s.PublishedAt) // zero when unparsable
+		if s.Thumbnails != nil && s.Thumbnails.Default != nil {
+			v.ThumbnailURL = s.Thumbnails.Default.Url
+		}
+	}
+	if cd := it.ContentDetails; cd != nil {
+		v.Duration = cd.Duration
+	}
 	if s := it.Statistics; s != nil {
+		v.Views, v.Likes, v.Comments = i64(s.ViewCount), i64(s.LikeCount), i64(s.CommentCount)
 		for i, n := range []uint64{s.ViewCount, s.LikeCount, s.CommentCount} { // fixed order: deterministic logs
 			if n > math.MaxInt64 {
 				st.log.Warn().Str("video", v.ID).Str("field", [...]string{"viewCount", "likeCount", "commentCount"}[i]).

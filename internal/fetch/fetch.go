@@ -364,27 +364,6 @@ func outcome(ctx context.Context, err error) (store.Outcome, string) {
 	}
 }
 
-// convertVideo maps an API video to the stored shape; omitted counts read 0
-// (videoWithGiven sets them to nil).
-func convertVideo(v *youtube.Video) store.Video {
-	out := store.Video{ID: v.Id}
-	if s := v.Snippet; s != nil {
-		out.Title, out.Description, out.ChannelID, out.ChannelTitle = s.Title, s.Description, s.ChannelId, s.ChannelTitle
-		out.CategoryID, out.Tags = s.CategoryId, s.Tags
-		out.PublishedAt, _ = time.Parse(time.RFC3339, s.PublishedAt) // zero when unparsable
-		if s.Thumbnails != nil && s.Thumbnails.Default != nil {
-			out.ThumbnailURL = s.Thumbnails.Default.Url
-		}
-	}
-	if cd := v.ContentDetails; cd != nil {
-		out.Duration = cd.Duration
-	}
-	if st := v.Statistics; st != nil {
-		out.Views, out.Likes, out.Comments = i64(st.ViewCount), i64(st.LikeCount), i64(st.CommentCount)
-	}
-	return out
-}
-
 // i64 is u as a stored count, or nil (unknown) when it does not fit an int64
 // (the client decodes counts as uint64; never store one negative).
 func i64(u uint64) *int64 {

@@ -54,7 +54,7 @@ func (r *Runner) chart(ctx context.Context, st *runState, category string) error
 			if it == nil || it.Id == "" {
 				continue
 			}
-			v := st.videoWithGiven(counts, it)
+			v := st.video(counts, it)
 			st.remember(v)
 			videos = append(videos, v)
 		}
@@ -276,7 +276,7 @@ func (r *Runner) refreshText(ctx context.Context, st *runState) error {
 		vs := make([]store.Video, 0, len(resp.Items))
 		for _, it := range resp.Items {
 			if it != nil && it.Id != "" {
-				vs = append(vs, convertVideo(it))
+				vs = append(vs, st.video(nil, it))
 			}
 		}
 		r.scrubTexts(vs)
@@ -343,7 +343,7 @@ func (r *Runner) searches(ctx context.Context, st *runState, searches []Search) 
 		}
 		for _, it := range resp.Items {
 			if it != nil && it.Id != "" {
-				st.remember(st.videoWithGiven(counts, it))
+				st.remember(st.video(counts, it))
 			}
 		}
 	}
