@@ -9,6 +9,7 @@ import (
 	"io"
 	"math"
 	"net/http"
+	"slices"
 	"time"
 
 	"google.golang.org/api/youtube/v3"
@@ -113,6 +114,23 @@ func clearOmitted(g map[string]given, id string, counts ...**int64) {
 			}
 		}
 	}
+}
+
+// fetched maps items (nil and id-less ones skipped) with video and adds them
+// to the run's videos and their channels to channelOrder.
+func (st *runState) fetched(g map[string]given, items []*youtube.Video) []store.Video {
+	out := make([]store.Video, 0, len(items))
+	for _, it := range items {
+		if it != nil && it.Id != "" {
+			v := st.video(g, it)
+			st.videos[v.ID] = v
+			if v.ChannelID != "" && !slices.Contains(st.channelOrder, v.ChannelID) {
+				st.channelOrder = append(st.channelOrder, v.ChannelID)
+			}
+			out = append(out, v)
+		}
+	}
+	return out
 }
 
 // video maps an API video to the stored shape, its counts omitted (per g) or

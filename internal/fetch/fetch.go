@@ -12,7 +12,6 @@ import (
 	"net/http"
 	"os"
 	"reflect"
-	"slices"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -149,13 +148,6 @@ func (r *Runner) stored(st *runState, err error, what string) error {
 	return nil
 }
 
-func (st *runState) remember(v store.Video) {
-	st.videos[v.ID] = v
-	if v.ChannelID != "" && !slices.Contains(st.channelOrder, v.ChannelID) {
-		st.channelOrder = append(st.channelOrder, v.ChannelID)
-	}
-}
-
 // StopError reports a run stopped cleanly: the limiter denied a reservation,
 // a fail-closed call site found it unavailable, or the API answered
 // quotaExceeded. The CLI exits 75; the next tick resumes.
@@ -230,12 +222,14 @@ func roundUp(d time.Duration) time.Duration {
 // *StopError; a *CredentialError; an error wrapping context.Canceled (recorded
 // interrupted) or another (recorded failed). Stored pages are always kept.
 func (r *Runner) Run(ctx context.Context, region string) (store.Run, error) {
-	now := r.now
 	host, _ := os.Hostname()
-	run := store.Run{Credential: r.Credential, Region: region, StartedAt: now(), Units: map[string]int64{},
+	run := store.Run{Credential: r.Credential, Region: region, StartedAt: r.now(), Units: map[string]int64{},
 		Outcome: store.OutcomeRunning, PID: os.Getpid(), Host: host}
 	log := r.Log.With().Str("region", region).Str("credential", r.Credential).Logger()
-	set := r.Settings.withDefaults()
+	set, d := r.Settings, callsite.RunDefaults()
+	set.PageSize = cmp.Or(max(set.PageSize, 0), d.PageSize)
+	set.Timeout = cmp.Or(max(set.Timeout, 0), d.Timeout)
+	set.LeaseTTL = cmp.Or(max(set.LeaseTTL, 0), d.LeaseTTL)
 
 	ctx, release, leaseErr := r.lease(ctx, log, region, set.LeaseTTL)
 	if leaseErr != nil && !backendDown(leaseErr) {
@@ -265,7 +259,7 @@ func (r *Runner) Run(ctx context.Context, region string) (store.Run, error) {
 
 	runErr := r.ingest(ctx, st)
 
-	run.FinishedAt = now()
+	run.FinishedAt = r.now()
 	run.Calls = st.calls
 	run.Outcome, run.Reason = outcome(ctx, runErr)
 	if run.Outcome == store.OutcomeSuccess && run.Unmetered > 0 {
@@ -412,7 +406,7 @@ func (r *Runner) lease(ctx context.Context, log zerolog.Logger, region string, t
 	}, nil
 }
 
-// Settings are the tunables of a run. A zero PageSize, Timeout or LeaseTTL
+// Settings are the tunables of a run. A PageSize, Timeout or LeaseTTL <= 0
 // means its default (callsite.RunDefaults); zero Retries means no retry; a
 // zero interval or cap turns its step off.
 type Settings struct {
@@ -441,16 +435,6 @@ type Settings struct {
 	// TextRefreshPerDay caps the credential's videos.list.refresh calls in 24
 	// hours (store.refresh_per_day; 0: old text is only removed).
 	TextRefreshPerDay int
-}
-
-// withDefaults returns s with a PageSize, Timeout and LeaseTTL <= 0 set to
-// its default.
-func (s Settings) withDefaults() Settings {
-	d := callsite.RunDefaults()
-	s.PageSize = cmp.Or(max(s.PageSize, 0), d.PageSize)
-	s.Timeout = cmp.Or(max(s.Timeout, 0), d.Timeout)
-	s.LeaseTTL = cmp.Or(max(s.LeaseTTL, 0), d.LeaseTTL)
-	return s
 }
 
 // Search is one search.list query of a region's run: type=video, q=Q,

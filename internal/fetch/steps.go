@@ -49,15 +49,7 @@ func (r *Runner) chart(ctx context.Context, st *runState, category string) error
 		if n := len(resp.Items); n > int(pageSize) || rank-1+n > callsite.ChartMax {
 			return fmt.Errorf("page %d of the %s chart is malformed: %d items for maxResults=%d (at most %d videos a chart): nothing of it stored", page+1, run.Region, n, pageSize, callsite.ChartMax)
 		}
-		videos := make([]store.Video, 0, len(resp.Items))
-		for _, it := range resp.Items {
-			if it == nil || it.Id == "" {
-				continue
-			}
-			v := st.video(counts, it)
-			st.remember(v)
-			videos = append(videos, v)
-		}
+		videos := st.fetched(counts, resp.Items)
 		what := fmt.Sprintf("cannot store page %d of the %s chart", page+1, run.Region)
 		if err := r.save(ctx, st, kind, query, rank, videos, what); err != nil {
 			return err
@@ -273,12 +265,7 @@ func (r *Runner) refreshText(ctx context.Context, st *runState) error {
 			st.log.Warn().Err(err).Int("refreshed", refreshed).Int("old", len(ids)).Msg("text refresh stopped; the rest is removed")
 			break
 		}
-		vs := make([]store.Video, 0, len(resp.Items))
-		for _, it := range resp.Items {
-			if it != nil && it.Id != "" {
-				vs = append(vs, st.video(nil, it))
-			}
-		}
+		vs := st.fetched(nil, resp.Items)
 		r.scrubTexts(vs)
 		err = r.Store.RefreshText(context.WithoutCancel(ctx), vs, r.now())
 		if err := r.stored(st, err, "cannot store refreshed text"); err != nil {
@@ -341,11 +328,7 @@ func (r *Runner) searches(ctx context.Context, st *runState, searches []Search) 
 			warnUnstored(st, all)
 			return err
 		}
-		for _, it := range resp.Items {
-			if it != nil && it.Id != "" {
-				st.remember(st.video(counts, it))
-			}
-		}
+		st.fetched(counts, resp.Items)
 	}
 	for _, h := range all {
 		if err := r.saveHits(ctx, st, h); err != nil {
