@@ -59,10 +59,8 @@ func (b cappedBody) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// rawBodyKey is the context key of a *bytes.Buffer capBody copies a response
-// body into (decompressed). The Go client decodes an omitted count as 0: the
-// call sites reading statistics look up in it which counts were given
-// (givenCounts) and store the others as NULL (docs/design.md §3).
+// rawBodyKey is the context key of a *bytes.Buffer capBody copies a response body into
+// (decompressed): the client decodes an omitted count as 0, givenCounts finds them (docs/design.md §3).
 type rawBodyKey struct{}
 
 // callGiven is call for an answer carrying statistics, returned with which

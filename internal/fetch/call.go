@@ -183,12 +183,20 @@ func (r *Runner) reserve(ctx context.Context, st *runState, method string) (quot
 		// On the record before the limiter has it, taken back unless admitted
 		// (docs/design.md §5).
 		cs, _ := r.Limiter.Charges(method)
-		r.recordUnits(ctx, st, cs, 1)
+		record := func(sign int64) {
+			for _, c := range cs {
+				run.Units[c.Bucket] += sign * c.Units
+			}
+			if err := r.Store.RecordUsage(context.WithoutCancel(ctx), *run); err != nil {
+				log.Warn().Err(err).Msg("cannot record the run's units so far")
+			}
+		}
+		record(1)
 		d, err := r.Limiter.Reserve(ctx, r.Credential, method)
 		if err == nil && d.Allowed {
 			return d.Reservation, nil
 		}
-		r.recordUnits(ctx, st, cs, -1)
+		record(-1)
 		switch {
 		case err == nil:
 			if d.ClockBehind > 0 {
@@ -215,17 +223,6 @@ func (r *Runner) reserve(ctx context.Context, st *runState, method string) (quot
 	run.Unmetered++
 	log.Debug().Str("method", method).Msg("limiter unavailable: call sent unmetered (fail-open)")
 	return quota.Reservation{}, nil
-}
-
-// recordUnits adds sign times the charges cs to the run's units and its
-// stored record (docs/design.md §5).
-func (r *Runner) recordUnits(ctx context.Context, st *runState, cs []quota.Charge, sign int64) {
-	for _, c := range cs {
-		st.run.Units[c.Bucket] += sign * c.Units
-	}
-	if err := r.Store.RecordUsage(context.WithoutCancel(ctx), *st.run); err != nil {
-		st.log.Warn().Err(err).Msg("cannot record the run's units so far")
-	}
 }
 
 // Denied builds the *StopError of a denied reservation of method for
