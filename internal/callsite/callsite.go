@@ -1,8 +1,5 @@
-// Package callsite is the one table of the YouTube Data API calls trendfetch
-// makes (its call sites) and of the default quota buckets they charge: a row
-// per call site, read by config, plan, the fetch pipeline and the emulator.
-// Adding a call site is one row plus its handler (docs/design.md §2, "Adding
-// a call site"). API facts: docs/design.md §3 and §4.
+// Package callsite is the table of the YouTube Data API calls trendfetch makes (its call sites)
+// and of the default buckets they charge (docs/design.md §2, "Adding a call site"; API facts §3, §4).
 package callsite
 
 import (
@@ -143,10 +140,9 @@ var sites = []Site{
 		Why: "store.policy is amended (set store.refresh_per_day: 0 to remove old text without refreshing it)"},
 }
 
-// Turnover is the share of a chart replaced per day: measured 21-75% (new
-// videos a day: US 43, GB 25, CA 137, FR 150) in the recorded 2017 Kaggle
-// dataset; most is the whole chart. The Calls functions follow the order and
-// rules of fetch's Runner.Run.
+// Turnover is the share of a chart replaced per day: measured 21-75% (new videos a day: US 43,
+// GB 25, CA 137, FR 150) in the recorded 2017 Kaggle dataset; most is the whole chart.
+// The Calls functions follow the order and rules of fetch's Runner.Run.
 const turnoverExpected, turnoverMost = 0.5, 1.0
 
 func ceilF(f float64) int64 { return int64(math.Ceil(f - 1e-9)) }
@@ -291,9 +287,7 @@ type Run struct {
 	StatsTrackFor, StatsEvery time.Duration
 }
 
-// RunDefaults returns the defaults of a run: pages of 50, a 30 s request
-// timeout, 2 retries from a 1 s backoff, a 2 min lease, videos followed for
-// 168 h after they left the chart, every 6 h.
+// RunDefaults returns the defaults of a run's tunables.
 func RunDefaults() Run {
 	return Run{PageSize: MaxIDs, Timeout: 30 * time.Second, Retries: 2, RetryBackoff: time.Second,
 		LeaseTTL: 2 * time.Minute, StatsTrackFor: 168 * time.Hour, StatsEvery: 6 * time.Hour}

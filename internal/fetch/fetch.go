@@ -261,18 +261,28 @@ func (r *Runner) Run(ctx context.Context, region string) (store.Run, error) {
 
 	run.FinishedAt = r.now()
 	run.Calls = st.calls
-	run.Outcome, run.Reason = outcome(ctx, runErr)
-	if run.Outcome == store.OutcomeSuccess && run.Unmetered > 0 {
+	stop, isStop := errors.AsType[*StopError](runErr)
+	switch { // the outcome and its one-line reason
+	case runErr == nil && run.Unmetered > 0:
 		run.Outcome = store.OutcomeSuccessUnmetered
 		run.Reason = fmt.Sprintf("%d calls sent unmetered (quota backend unavailable, fail-open): %v", run.Unmetered, st.limiterDown)
-	}
-	if run.Reason == "" {
-		run.Reason = st.note
-	}
-	r.scrubTexts(&run.Reason)
-	if stop, ok := errors.AsType[*StopError](runErr); ok {
+	case runErr == nil:
+		run.Outcome = store.OutcomeSuccess
+	case isStop:
+		run.Outcome, run.Reason = store.OutcomeDenied, stop.Reason
 		run.RetryAfter, run.RetryAt = stop.RetryAfter, stop.RetryAt
+	case errors.Is(context.Cause(ctx), errLeaseLost):
+		run.Outcome, run.Reason = store.OutcomeFailed, context.Cause(ctx).Error()
+	case errors.Is(runErr, context.Canceled):
+		run.Outcome, run.Reason = store.OutcomeInterrupted, "interrupted"
+		if cause := context.Cause(ctx); cause != nil && cause != context.Canceled {
+			run.Reason = cause.Error()
+		}
+	default:
+		run.Outcome, run.Reason = store.OutcomeFailed, runErr.Error()
 	}
+	run.Reason = cmp.Or(run.Reason, st.note)
+	r.scrubTexts(&run.Reason)
 	// The record must be written even when ctx was cancelled by a signal.
 	if err := r.Store.FinishRun(context.WithoutCancel(ctx), run); err != nil {
 		if lost, ok := errors.AsType[*StoreError](runErr); ok {
@@ -335,27 +345,6 @@ func (r *Runner) now() time.Time {
 		return r.Now()
 	}
 	return time.Now()
-}
-
-// outcome maps a run error to its recorded outcome and one-line reason.
-func outcome(ctx context.Context, err error) (store.Outcome, string) {
-	stop, isStop := errors.AsType[*StopError](err)
-	switch {
-	case err == nil:
-		return store.OutcomeSuccess, ""
-	case isStop:
-		return store.OutcomeDenied, stop.Reason
-	case errors.Is(context.Cause(ctx), errLeaseLost):
-		return store.OutcomeFailed, context.Cause(ctx).Error()
-	case errors.Is(err, context.Canceled):
-		reason := "interrupted"
-		if cause := context.Cause(ctx); cause != nil && cause != context.Canceled {
-			reason = cause.Error()
-		}
-		return store.OutcomeInterrupted, reason
-	default:
-		return store.OutcomeFailed, err.Error()
-	}
 }
 
 // i64 is u as a stored count, or nil (unknown) when it does not fit an int64

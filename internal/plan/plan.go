@@ -1,8 +1,5 @@
-// Package plan estimates the quota a configuration spends in one Pacific day
-// before it is deployed: per call site the calls (callsite.Site.Calls, the
-// most retried api.retries times since Google charges every attempt), then
-// per bucket the units against each configured bucket and Google's 2026
-// allocations (callsite.PresetGoogle2026). Start with Compute.
+// Package plan estimates the calls and units a configuration spends in one Pacific day, per
+// call site and bucket (docs/operations.md, "Planning the day's quota"). Start with Compute.
 package plan
 
 import (
