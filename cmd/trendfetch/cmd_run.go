@@ -4,7 +4,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/trendfetch/trendfetch/internal/engine"
-	"github.com/trendfetch/trendfetch/internal/exitcode"
 	"github.com/trendfetch/trendfetch/internal/regions"
 	"github.com/trendfetch/trendfetch/internal/termtext"
 )
@@ -23,9 +22,7 @@ Every page is reserved from the quota limiter before it is sent. A quota
 denial stops cleanly (no sleeping): the run is recorded with its Retry-After
 and trendfetch exits 75; the next cron tick resumes. A region that another
 host captured in the current slot of its schedule is not fetched again
-(exit 0) unless --force.
-
-` + exitcode.Help(),
+(exit 0) unless --force. Exit codes: trendfetch --help.`,
 		Example: "  trendfetch run --region US\n  trendfetch run --region US --region GB\n  trendfetch run --all",
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {

@@ -149,6 +149,10 @@ func (s *Server) run(name string, args ...string) error {
 // binDir is the newest /usr/lib/postgresql/VERSION/bin holding initdb, or
 // the directory of an initdb on PATH.
 func binDir() (string, error) {
+	version := func(initdb string) int {
+		v, _ := strconv.Atoi(filepath.Base(filepath.Dir(filepath.Dir(initdb))))
+		return v
+	}
 	if dirs, _ := filepath.Glob("/usr/lib/postgresql/*/bin/initdb"); len(dirs) > 0 {
 		return filepath.Dir(slices.MaxFunc(dirs, func(a, b string) int { return version(a) - version(b) })), nil
 	}
@@ -156,12 +160,6 @@ func binDir() (string, error) {
 		return filepath.Dir(p), nil
 	}
 	return "", ErrNotInstalled
-}
-
-// version is VERSION of /usr/lib/postgresql/VERSION/bin/initdb.
-func version(initdb string) int {
-	v, _ := strconv.Atoi(filepath.Base(filepath.Dir(filepath.Dir(initdb))))
-	return v
 }
 
 // unprivileged is the credential of the postgres user, else nobody.
