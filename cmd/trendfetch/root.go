@@ -1,5 +1,3 @@
-// Command trendfetch ingests YouTube trending charts per region into SQLite
-// under a shared, per-credential API quota. See README.md.
 package main
 
 import (
@@ -25,10 +23,6 @@ import (
 	"github.com/trendfetch/trendfetch/internal/secret"
 	"github.com/trendfetch/trendfetch/internal/termtext"
 )
-
-func main() {
-	os.Exit(Main(os.Args[1:], os.Stdout, os.Stderr))
-}
 
 // Main runs trendfetch with args and returns the process exit code.
 // SIGINT, SIGTERM and SIGHUP cancel the context; a second signal exits at

@@ -4,9 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"net"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -14,7 +12,6 @@ import (
 
 	"github.com/trendfetch/trendfetch/internal/callsite"
 	"github.com/trendfetch/trendfetch/internal/quota"
-	"github.com/trendfetch/trendfetch/internal/redisconn"
 	"github.com/trendfetch/trendfetch/internal/termtext"
 )
 
@@ -191,149 +188,4 @@ func (c *Config) Policy(method string) callsite.Policy {
 		return site.Policy
 	}
 	return callsite.FailOpen
-}
-
-// Use is what the configuration asks of the API in region's runs (any
-// region's for ""): the input of callsite.Site's Calls and Enabled.
-func (c *Config) Use(region string) callsite.Use {
-	u := callsite.Use{Charts: 1 + int64(len(c.Chart.Categories[region])), PageSize: c.API.PageSize,
-		StatsTrackFor: c.Stats.TrackFor.Std(), StatsEvery: c.Stats.Every.Std()}
-	searches := c.SearchesFor(region)
-	if region == "" {
-		searches = c.Searches
-	}
-	for _, s := range searches {
-		u.Searches++
-		u.SearchPages += int64(max(s.MaxPages, 1))
-	}
-	if c.Channels.Enabled {
-		u.ChannelsRefresh = c.Channels.Refresh.Std()
-	}
-	if c.Categories.Enabled {
-		u.CategoriesRefresh = c.Categories.Refresh.Std()
-	}
-	u.TextRefreshPerDay = int64(c.Store.Policy.RefreshCalls(c.Store.RefreshPerDay))
-	return u
-}
-
-// validateCallSites refuses a quota.costs or quota.policies key that is no
-// call site (a typo would fail mid-run, after spending units) and a call
-// site this config enables without a cost (unless a run skips it).
-func (c *Config) validateCallSites() error {
-	known := callsite.Names()
-	costs, policies := slices.Sorted(maps.Keys(c.Quota.Costs)), slices.Sorted(maps.Keys(c.Quota.Policies))
-	for j, keys := range [][]string{costs, policies} {
-		for _, m := range keys {
-			if _, ok := callsite.Lookup(m); ok {
-				continue
-			}
-			reason := "not a call site trendfetch makes"
-			if s := termtext.Closest(m, known); s != "" {
-				reason += fmt.Sprintf("; did you mean %s?", s)
-			}
-			return invalid([]string{"quota.costs.", "quota.policies."}[j]+termtext.Clip(m, 80), "{...}", "%s (call sites: %s)", reason, strings.Join(known, ", "))
-		}
-	}
-	for _, s := range callsite.All() {
-		if _, ok := c.Quota.Costs[s.Name]; ok || s.Why == "" || !s.Enabled(c.Use("")) {
-			continue
-		}
-		_, costs, _ := callsite.Preset(c.Quota.Preset)
-		for _, b := range slices.Sorted(maps.Keys(costs[s.Name])) {
-			if !slices.Contains(c.Quota.Buckets.names(), b) {
-				return invalid("quota.buckets", "["+strings.Join(c.Quota.Buckets.names(), ", ")+"]",
-					"%s has no cost, but %s: quota.buckets removes bucket %s, which its cost charges; keep the bucket or give quota.costs", s.Name, s.Why, b)
-			}
-		}
-		return invalid("quota.costs", "{"+strings.Join(slices.Sorted(maps.Keys(c.Quota.Costs)), ", ")+"}", "%s has no cost, but %s: add quota.costs.%s", s.Name, s.Why, s.Name)
-	}
-	return nil
-}
-
-// validatePolicies refuses a policy without a cost or of an unknown name.
-func (c *Config) validatePolicies() error {
-	for m, p := range c.Quota.Policies {
-		if _, ok := c.Quota.Costs[m]; !ok {
-			return invalid("quota.policies."+m, p, "no cost configured for this method in quota.costs")
-		}
-		if p != callsite.FailOpen && p != callsite.FailClosed {
-			return invalid("quota.policies."+m, p, "want fail-open or fail-closed")
-		}
-	}
-	return nil
-}
-
-// QuotaRedis is quota.redis: the URL (a secret, never from YAML), Cluster seed addresses, Sentinel,
-// and how many replicas an admission waits for (0 = none) and how long.
-type QuotaRedis struct {
-	URLFile      string        `yaml:"url_file"`
-	Cluster      []string      `yaml:"cluster"`
-	Sentinel     RedisSentinel `yaml:"sentinel"`
-	WaitReplicas int           `yaml:"wait_replicas"`
-	WaitTimeout  Duration      `yaml:"wait_timeout"`
-	URL          string        `yaml:"-"`
-}
-
-// RedisSentinel is quota.redis.sentinel: the master's name (`sentinel monitor <master> ...`),
-// host:port of some Sentinels, and the Sentinels' own user and password.
-type RedisSentinel struct {
-	Master       string   `yaml:"master"`
-	Addrs        []string `yaml:"addrs"`
-	Username     string   `yaml:"username"`
-	PasswordFile string   `yaml:"password_file"`
-	Password     string   `yaml:"-"`
-}
-
-// Configured reports whether a Sentinel master or address is set.
-func (s RedisSentinel) Configured() bool { return s.Master != "" || len(s.Addrs) > 0 }
-
-// Configured reports whether any Redis is configured: a URL, Cluster addresses or Sentinel.
-func (r QuotaRedis) Configured() bool {
-	return r.URL != "" || len(r.Cluster) > 0 || r.Sentinel.Configured()
-}
-
-// validateRedis checks quota.redis without connecting, never quoting the URL.
-func (c *Config) validateRedis() error {
-	r, used := c.Quota.Redis, c.Quota.Backend == "redis"
-	if p := redisconn.URLProblem(r.URL); used && r.URL != "" && p != "" {
-		s := Lookup("quota.redis.url")
-		return invalid(s.Env+" / "+s.Secret, "(not shown: it may hold a password)", "%s", p)
-	}
-	s := r.Sentinel
-	for j, addrs := range [][]string{r.Cluster, s.Addrs} {
-		for i, a := range addrs {
-			key := fmt.Sprintf("quota.redis.%s[%d]", []string{"cluster", "sentinel.addrs"}[j], i)
-			if host, port, err := net.SplitHostPort(a); err != nil || host == "" {
-				return invalid(key, a, "want host:port, e.g. 10.0.0.5:26379")
-			} else if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
-				return invalid(key, a, "port %q: want 1-65535", port)
-			}
-		}
-	}
-	const auth = "needs quota.redis.sentinel.master and addrs: it authenticates to the Sentinels"
-	// WAIT 0 blocks forever; a decision must never wait long (docs/design.md §4).
-	const minWait, maxWait = time.Millisecond, 10 * time.Second
-	switch {
-	case len(s.Addrs) > 0 && s.Master == "":
-		return invalid("quota.redis.sentinel.master", `""`, "required with quota.redis.sentinel.addrs: the master name of `sentinel monitor <name> ...`")
-	case s.Master != "" && len(s.Addrs) == 0:
-		return invalid("quota.redis.sentinel.addrs", "[]", "at least one Sentinel host:port is needed for master %q", s.Master)
-	case !s.Configured() && s.Username != "":
-		return invalid("quota.redis.sentinel.username", s.Username, auth)
-	case !s.Configured() && s.PasswordFile != "":
-		return invalid("quota.redis.sentinel.password_file", s.PasswordFile, auth)
-	case !s.Configured() && s.Password != "":
-		return invalid(Lookup("quota.redis.sentinel.password").Env, "(set)", auth+"; unset it")
-	case s.Configured() && len(r.Cluster) > 0:
-		return invalid("quota.redis.sentinel", s.Master, "cannot be combined with quota.redis.cluster (Cluster fails over by itself): set one of them")
-	case s.Configured() && strings.HasPrefix(r.URL, "unix:"):
-		return invalid("quota.redis.sentinel", s.Master, "the Redis URL is a unix socket, but with Sentinel the master's address comes from the Sentinels: use redis:// or rediss://")
-	case r.WaitReplicas < 0:
-		return invalid("quota.redis.wait_replicas", r.WaitReplicas, "must be >= 0 (0 = do not wait for replicas)")
-	case r.WaitReplicas > 0 && !used:
-		return invalid("quota.redis.wait_replicas", r.WaitReplicas, "applies to the redis quota backend only")
-	case r.WaitReplicas > 0 && (r.WaitTimeout.Std() < minWait || r.WaitTimeout.Std() > maxWait):
-		return invalid("quota.redis.wait_timeout", r.WaitTimeout.Std(), "must be between %s and %s", minWait, maxWait)
-	}
-	return nil
 }

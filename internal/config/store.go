@@ -1,0 +1,24 @@
+package config
+
+import "github.com/trendfetch/trendfetch/internal/store"
+
+// StoreSettings is the `store` section (docs/design.md §10): the storage policy ("" = store.InForce
+// decides), Retention (> 0: runs and prune delete older captures, samples and unreferenced videos),
+// RefreshPerDay (videos.list.refresh calls per credential a day under the amended policy; 0 = never),
+// URLFile (a file holding a postgres:// URL, which replaces database).
+type StoreSettings struct {
+	Policy        store.Policy `yaml:"policy"`
+	Retention     Duration     `yaml:"retention"`
+	RefreshPerDay int          `yaml:"refresh_per_day"`
+	URLFile       string       `yaml:"url_file"`
+}
+
+func (s StoreSettings) validate() error {
+	if _, err := store.ParsePolicy(string(s.Policy)); err != nil {
+		return invalid("store.policy", s.Policy, "%v", err)
+	}
+	if s.RefreshPerDay < 0 {
+		return invalid("store.refresh_per_day", s.RefreshPerDay, "must be 0 (never refresh) or a positive count of calls, e.g. 20")
+	}
+	return nil
+}
