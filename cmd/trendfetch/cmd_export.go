@@ -153,13 +153,7 @@ it (the file then differs from the datasets' bytes).`,
 			if a.stderrTTY {
 				fmt.Fprintf(a.stderr, "\rexported %d rows\n", rows)
 			}
-			var oe *engine.OutputError
-			switch {
-			case errors.As(err, &oe) && dir != "":
-				return usagef("trendfetch export --output DIR/", "--output %v", oe)
-			case errors.As(err, &oe):
-				return usagef("trendfetch export --output FILE", "--output %v", oe)
-			case file == "" && dir == "" && errors.Is(err, syscall.EPIPE):
+			if file == "" && dir == "" && errors.Is(err, syscall.EPIPE) {
 				return nil // the reader has what it wanted
 			}
 			return err

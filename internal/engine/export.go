@@ -25,24 +25,13 @@ type Export struct {
 	Row       func() // when set, called before each row (progress)
 }
 
-// OutputError is an output of Export (a directory or a temporary file) that cannot be created.
-type OutputError struct {
-	Path string
-	Err  error
-}
-
-// Error is "PATH: PROBLEM".
-func (e *OutputError) Error() string { return e.Path + ": " + e.Err.Error() }
-
-// Unwrap returns the problem.
-func (e *OutputError) Unwrap() error { return e.Err }
-
 // Export writes the rows of x.Query from st (one read snapshot) to x's outputs, renamed into
 // place when every row is written: a failed export leaves no partial file. One is open at a time.
+// An output (a directory or a temporary file) that cannot be created is a usage error of --output.
 func (e *Engine) Export(ctx context.Context, st store.Backend, x Export) error {
 	if x.Dir != "" {
 		if err := os.MkdirAll(x.Dir, 0o755); err != nil {
-			return &OutputError{Path: x.Dir, Err: err}
+			return x.outputError(x.Dir, err)
 		}
 	}
 	// Each output's rows come together (sinks.writer); Parquet's by region (smaller dictionaries).
@@ -78,6 +67,14 @@ func (e *Engine) Export(ctx context.Context, st store.Backend, x Export) error {
 		s.abort()
 	}
 	return err
+}
+
+// outputError is the usage error of an output at path that cannot be created.
+func (x Export) outputError(path string, err error) error {
+	if x.Dir != "" {
+		return Usagef("trendfetch export --output DIR/", "--output %s: %v", path, err)
+	}
+	return Usagef("trendfetch export --output FILE", "--output %s: %v", path, err)
 }
 
 // sinks holds the outputs of one export.
@@ -144,7 +141,7 @@ func (x *sinks) writer(region string, at time.Time) (store.ExportWriter, error) 
 			}
 		}
 		if s.f, s.inPlace, err = createOutput(path); err != nil {
-			return nil, &OutputError{Path: path, Err: err}
+			return nil, x.outputError(path, err)
 		}
 		out = s.f
 		x.open[path] = s // abort removes it from here on
