@@ -156,7 +156,8 @@ func printHistory(w io.Writer, h store.VideoHistory, spark bool) {
 	}
 	for _, p := range h.Points {
 		if p.Source == store.SourceStats {
-			rows = append(rows, row{p.At, fmt.Sprintf("%s\t%s\t-\t-\t%s\t%s\t%s\n", p.At.Format(utcMinute), p.Source, humanInt(p.Views), humanInt(p.Likes), humanInt(p.Comments)), false})
+			rows = append(rows, row{p.At, fmt.Sprintf("%s\t%s\t-\t-\t%s\t%s\t%s\n", p.At.Format(utcMinute), p.Source,
+				humanInt(p.Views), humanInt(p.Likes), humanInt(p.Comments)), false})
 		}
 	}
 	slices.SortStableFunc(rows, func(x, y row) int { return x.at.Compare(y.at) })

@@ -111,7 +111,8 @@ type capturedError struct {
 func (e *capturedError) Error() string {
 	const layout = "2006-01-02 15:04:05 MST"
 	return fmt.Sprintf("%s was captured by host %s at %s (run %d) in this slot of its schedule (%s to %s): nothing fetched; `trendfetch run --force` fetches it anyway",
-		e.by.Region, e.by.Host, e.by.FinishedAt.In(e.loc).Format(layout), e.by.ID, e.from.In(e.loc).Format(layout), e.to.In(e.loc).Format(layout))
+		e.by.Region, e.by.Host, e.by.FinishedAt.In(e.loc).Format(layout), e.by.ID,
+		e.from.In(e.loc).Format(layout), e.to.In(e.loc).Format(layout))
 }
 
 // capturedElsewhere is fetch.Runner.Skip, the once-per-tick check (docs/design.md §10a): a
@@ -222,8 +223,8 @@ func (r *Runner) run(ctx context.Context, fr *fetch.Runner, region, textfile str
 	var captured *capturedError
 	if errors.As(err, &captured) {
 		r.e.log.Info().Str("region", region).Str("host", captured.by.Host).Int64("run", captured.by.ID).
-			Time("captured_at", captured.by.FinishedAt.UTC()).Time("slot_start", captured.from.UTC()).Time("slot_end", captured.to.UTC()).
-			Msg(captured.Error())
+			Time("captured_at", captured.by.FinishedAt.UTC()).
+			Time("slot_start", captured.from.UTC()).Time("slot_end", captured.to.UTC()).Msg(captured.Error())
 		run.Reason, err = captured.Error(), nil
 	}
 	if m != nil {
