@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"fmt"
@@ -223,21 +224,17 @@ type exportEntry struct {
 // capture streams the entries of c, read before their texts (one
 // statement steps at a time besides the captures list).
 func (x *exporter) capture(ctx context.Context, c *ExportRow) error {
-	rows, err := x.entries.QueryContext(ctx, c.CaptureID)
-	if err != nil {
-		return fmt.Errorf("cannot export capture %d: %w", c.CaptureID, err)
-	}
 	x.rows = x.rows[:0]
-	for rows.Next() {
-		var e exportEntry
-		if err := rows.Scan(&e.rank, &e.text.video, &e.text.version, &e.views, &e.likes, &e.comments); err != nil {
-			rows.Close()
-			return fmt.Errorf("cannot export capture %d: %w", c.CaptureID, err)
+	rows, err := x.entries.QueryContext(ctx, c.CaptureID)
+	if err == nil {
+		for err == nil && rows.Next() {
+			var e exportEntry
+			err = rows.Scan(&e.rank, &e.text.video, &e.text.version, &e.views, &e.likes, &e.comments)
+			x.rows = append(x.rows, e)
 		}
-		x.rows = append(x.rows, e)
+		err = cmp.Or(err, rows.Close(), rows.Err())
 	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
+	if err != nil {
 		return fmt.Errorf("cannot export capture %d: %w", c.CaptureID, err)
 	}
 	for i, e := range x.rows {
