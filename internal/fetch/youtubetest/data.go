@@ -168,13 +168,10 @@ func rowVideo(is2017 bool, f map[string]string) (*youtube.Video, error) {
 	if is2017 {
 		channelID, description = SyntheticChannelID(f["channelTitle"]), strings.ReplaceAll(description, `\n`, "\n")
 	}
-	off := map[string]bool{}
 	for _, col := range []string{"ratings_disabled", "comments_disabled"} {
-		b, ok := bools[f[col]]
-		if !ok {
+		if _, ok := bools[f[col]]; !ok {
 			return nil, fmt.Errorf("column %s: %q is not True or False", col, f[col])
 		}
-		off[col] = b
 	}
 	// The API omits likeCount and dislikeCount when ratings are disabled, commentCount when
 	// comments are; favoriteCount is always 0.
@@ -182,11 +179,11 @@ func rowVideo(is2017 bool, f map[string]string) (*youtube.Video, error) {
 	for _, c := range []struct {
 		col, field string
 		dst        *uint64
-		off        bool
-	}{{"view_count", "ViewCount", &stats.ViewCount, false}, {"likes", "LikeCount", &stats.LikeCount, off["ratings_disabled"]},
-		{"dislikes", "DislikeCount", &stats.DislikeCount, off["ratings_disabled"]},
-		{"comment_count", "CommentCount", &stats.CommentCount, off["comments_disabled"]}} {
-		if c.off {
+		offWhen    string // the column disabling it
+	}{{"view_count", "ViewCount", &stats.ViewCount, ""}, {"likes", "LikeCount", &stats.LikeCount, "ratings_disabled"},
+		{"dislikes", "DislikeCount", &stats.DislikeCount, "ratings_disabled"},
+		{"comment_count", "CommentCount", &stats.CommentCount, "comments_disabled"}} {
+		if c.offWhen != "" && bools[f[c.offWhen]] {
 			continue
 		}
 		if s := f[c.col]; s != "" {

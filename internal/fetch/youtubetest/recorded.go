@@ -2,6 +2,7 @@ package youtubetest
 
 import (
 	"cmp"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/url"
@@ -58,15 +59,12 @@ func (s *Server) SetSearchPages(raw ...[]byte) error {
 	return nil
 }
 
-// videoOfSearchResult is the youtube#video of a search result: id and the shared snippet fields.
+// videoOfSearchResult is the youtube#video of a search result: id and the snippet fields both
+// resources have (same JSON names; a video's snippet has no publishTime).
 func videoOfSearchResult(it *youtube.SearchResult) *youtube.Video {
-	v := &youtube.Video{Kind: "youtube#video", Id: it.Id.VideoId}
-	if sn := it.Snippet; sn != nil {
-		v.Snippet = &youtube.VideoSnippet{
-			PublishedAt: sn.PublishedAt, ChannelId: sn.ChannelId, Title: sn.Title, Description: sn.Description,
-			Thumbnails: sn.Thumbnails, ChannelTitle: sn.ChannelTitle, LiveBroadcastContent: sn.LiveBroadcastContent,
-		}
-	}
+	b, _ := json.Marshal(map[string]any{"kind": "youtube#video", "id": it.Id.VideoId, "snippet": it.Snippet})
+	v := new(youtube.Video)
+	_ = json.Unmarshal(b, v) // b is a video's JSON
 	return cloneVideos([]*youtube.Video{v})[0]
 }
 
