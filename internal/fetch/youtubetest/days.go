@@ -16,11 +16,10 @@ import (
 	"github.com/trendfetch/trendfetch/internal/callsite"
 )
 
-// ControlPath is the emulator's own control endpoint (not part of the YouTube API, never
-// charged or logged as a request): GET answers {"date": "YYYY-MM-DD"} (null before any
+// ControlPath is the emulator's own endpoint, never charged or logged as a request, to replay
+// several trending days while it runs: GET answers {"date": "YYYY-MM-DD"} (null before any
 // SetDate); POST or PUT with the form or query parameter date=DATE calls SetDate and answers
-// like GET, or 400 with {"error": ...} for a bad or unloaded date. A test or demo replays
-// several trending days of a running emulator with it.
+// like GET, or 400 with {"error": ...} for a bad or unloaded date.
 const ControlPath = "/emulator/date"
 
 // dated is a day's chart (videos) or one video's row of that day (videos[0]).

@@ -15,9 +15,8 @@ import (
 )
 
 // SetCategories sets the videoCategories.list answer for region ("" = the default of every
-// region without its own) from raw, a recorded youtube#videoCategoryListResponse such as the
-// datasets' US_category_id.json (docs/design.md §7), served with its recorded items. raw
-// that does not decode as one with at least one item is an error and changes nothing.
+// region without its own) to raw, a recorded youtube#videoCategoryListResponse (docs/design.md
+// §7). raw that does not decode as one with at least one item is an error and changes nothing.
 func (s *Server) SetCategories(region string, raw []byte) error {
 	var resp youtube.VideoCategoryListResponse
 	err := decodeKind(raw, &resp, "youtube#videoCategoryListResponse")
@@ -32,10 +31,9 @@ func (s *Server) SetCategories(region string, raw []byte) error {
 }
 
 // SetSearchPages sets the pages every search.list serves, whatever its query, each raw a
-// recorded youtube#searchListResponse (docs/design.md §7): the first without pageToken, page
-// i+1 for page i's nextPageToken (removed from the last). An error changes nothing. The
-// videos found are served by videos.list id= too, from their search results (id, snippet),
-// after the charts' and AddVideos'.
+// recorded youtube#searchListResponse: the first without pageToken, page i+1 for page i's
+// nextPageToken (removed from the last). An error changes nothing. videos.list id= serves the
+// videos found too, from their search results (id, snippet), after the charts' and AddVideos'.
 func (s *Server) SetSearchPages(raw ...[]byte) error {
 	pages := make([]*youtube.SearchListResponse, len(raw))
 	found := map[string]*youtube.Video{}
