@@ -210,36 +210,6 @@ type TitleChange struct {
 	Title string    `json:"title"`
 }
 
-// titles returns the title changes of video id (see VideoHistory.Titles):
-// its superseded text versions and the current one, in version order.
-func (s *Store) titles(ctx context.Context, id string) ([]TitleChange, error) {
-	out := []TitleChange{}
-	err := each(ctx, s.db, `
-SELECT t.version, t.title, coalesce(t.since, v.first_seen_at)
-FROM videos v JOIN video_texts t ON t.video = v.rowid WHERE v.id = ?1
-UNION ALL
-SELECT v.text_version, v.title, coalesce(v.text_since, v.first_seen_at) FROM videos v WHERE v.id = ?1
-ORDER BY 1`, []any{id}, func(rows *sql.Rows) error {
-		var (
-			version int64
-			c       TitleChange
-			ts      sql.NullString
-		)
-		if err := rows.Scan(&version, &c.Title, &ts); err != nil {
-			return err
-		}
-		if n := len(out); n == 0 || out[n-1].Title != c.Title { // else another field changed
-			c.At = parseTime(ts)
-			out = append(out, c)
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("cannot read titles of %s: %w", id, err)
-	}
-	return out, nil
-}
-
 // History returns the video with the given id and its history (index
 // lookups only); an unknown id wraps ErrNotFound.
 func (s *Store) History(ctx context.Context, id string) (VideoHistory, error) {
@@ -298,8 +268,29 @@ ORDER BY c.captured_at, c.id`, []any{id}, func(rows *sql.Rows) error {
 		return VideoHistory{}, fmt.Errorf("cannot read history of %s: %w", id, err)
 	}
 	slices.SortFunc(h.Regions, func(a, b RegionSummary) int { return strings.Compare(a.Region, b.Region) })
-	if h.Titles, err = s.titles(ctx, id); err != nil {
-		return VideoHistory{}, err
+	h.Titles = []TitleChange{} // superseded text versions and the current one, in version order
+	err = each(ctx, s.db, `
+SELECT t.version, t.title, coalesce(t.since, v.first_seen_at)
+FROM videos v JOIN video_texts t ON t.video = v.rowid WHERE v.id = ?1
+UNION ALL
+SELECT v.text_version, v.title, coalesce(v.text_since, v.first_seen_at) FROM videos v WHERE v.id = ?1
+ORDER BY 1`, []any{id}, func(rows *sql.Rows) error {
+		var (
+			version int64
+			c       TitleChange
+			ts      sql.NullString
+		)
+		if err := rows.Scan(&version, &c.Title, &ts); err != nil {
+			return err
+		}
+		if n := len(h.Titles); n == 0 || h.Titles[n-1].Title != c.Title { // else another field changed
+			c.At = parseTime(ts)
+			h.Titles = append(h.Titles, c)
+		}
+		return nil
+	})
+	if err != nil {
+		return VideoHistory{}, fmt.Errorf("cannot read titles of %s: %w", id, err)
 	}
 	err = each(ctx, s.db, `
 SELECT x.sampled_at, x.view_count, x.like_count, x.comment_count

@@ -135,10 +135,7 @@ func ParseSearch(text string) (*ParsedQuery, error) {
 			groups = append(groups, []qterm{t})
 		}
 	}
-	n := len(not)
-	for _, g := range groups {
-		n += len(g)
-	}
+	n := len(not) + len(slices.Concat(groups...))
 	switch {
 	case n == 0:
 		return nil, qerr("no searchable words")
