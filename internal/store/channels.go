@@ -43,10 +43,8 @@ WHERE excluded.fetched_at >= channels.fetched_at`
 // it) in one transaction, fetched at at (zero: now), keeping a channel
 // fetched later. Channel{ID: id} records one channels.list did not return.
 func (s *Store) UpsertChannels(ctx context.Context, chs []Channel, at time.Time) error {
-	for i := range chs {
-		if chs[i].ID == "" {
-			return fmt.Errorf("cannot store channels: channel %d of %d has no id", i+1, len(chs))
-		}
+	if i := slices.IndexFunc(chs, func(c Channel) bool { return c.ID == "" }); i >= 0 {
+		return fmt.Errorf("cannot store channels: channel %d of %d has no id", i+1, len(chs))
 	}
 	if len(chs) == 0 {
 		return nil
