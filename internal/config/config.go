@@ -144,7 +144,7 @@ func (c *Config) complete() {
 			c.Searches[i].Regions = rs
 		}
 	}
-	c.Schedule.complete()
+	c.Schedule.complete(len(c.Regions))
 	c.Serve.complete()
 }
 

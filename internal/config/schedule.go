@@ -95,13 +95,13 @@ func specReason(err error) string {
 	return msg + ` (want e.g. "7 */2 * * *", "CRON_TZ=Europe/London 30 6 * * *" or "@every 2h")`
 }
 
-// complete fills the defaults and normalizes schedule.regions' codes.
-func (s *Schedule) complete() {
+// complete fills the defaults for n regions and normalizes schedule.regions' codes.
+func (s *Schedule) complete(n int) {
 	if s.Cron == "" && s.Every == 0 {
 		s.Every = Duration(DefaultEvery)
 	}
 	if s.Stagger == nil {
-		d := Duration(DefaultStagger)
+		d := Duration(fitStagger(s.Every.Std(), n))
 		s.Stagger = &d
 	}
 	s.Concurrency = cmp.Or(s.Concurrency, 1)
@@ -121,6 +121,21 @@ func (s *Schedule) complete() {
 	s.Regions = norm
 }
 
+// fitStagger is the default stagger for n regions every every (0: a cron
+// spec): DefaultStagger, or when n of it would reach the next tick the
+// whole minutes (seconds below a minute) that fit, so every supported
+// region runs on default settings (106 every 2h: 1m).
+func fitStagger(every time.Duration, n int) time.Duration {
+	if every <= 0 || n < 2 || time.Duration(n-1)*DefaultStagger < every {
+		return DefaultStagger
+	}
+	step := every / time.Duration(n)
+	if step >= time.Minute {
+		return step.Truncate(time.Minute)
+	}
+	return step.Truncate(time.Second)
+}
+
 func (s *Schedule) validate(list []string) error {
 	if s.Every != 0 && s.Cron != "" {
 		return invalid("schedule.every", time.Duration(s.Every), "set either schedule.every or schedule.cron, not both")
@@ -133,8 +148,8 @@ func (s *Schedule) validate(list []string) error {
 	}
 	if last := time.Duration(len(list)-1) * s.Stagger.Std(); s.Every > 0 && last >= s.Every.Std() {
 		return invalid("schedule.stagger", time.Duration(*s.Stagger),
-			"%d regions × %s reach the next tick (every %s): offsets would wrap and regions collide; lower the stagger or raise every",
-			len(list), s.Stagger.Std(), s.Every.Std())
+			"%d regions × %s reach the next tick (every %s): offsets would wrap and regions collide; set schedule.stagger to at most %s (or unset it) or raise every",
+			len(list), s.Stagger.Std(), s.Every.Std(), (s.Every.Std()/time.Duration(len(list))).Truncate(time.Second))
 	}
 	if s.Concurrency < 1 || s.Concurrency > maxConcurrency {
 		return invalid("schedule.concurrency", s.Concurrency, "must be 1-%d", maxConcurrency)

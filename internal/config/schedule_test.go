@@ -52,6 +52,29 @@ func TestScheduleDefaults(t *testing.T) {
 	}
 }
 
+// TestScheduleDefaultStaggerFitsEveryRegion: every supported region on
+// default settings validates (issue 42), its stagger the whole minutes
+// that fit in every; an explicit stagger that does not fit is refused
+// with what to set.
+func TestScheduleDefaultStaggerFitsEveryRegion(t *testing.T) {
+	all := "regions: [" + strings.Join(regions.All(), ", ") + "]\n"
+	cfg := parseValid(t, all)
+	n := len(cfg.Regions)
+	if step := cfg.Schedule.StaggerStep(); step != time.Minute || time.Duration(n-1)*step >= cfg.Schedule.Every.Std() {
+		t.Errorf("%d regions every %s: stagger %s, want 1m", n, cfg.Schedule.Every.Std(), step)
+	}
+	if cfg := parseValid(t, all+"schedule:\n  every: 30m\n"); cfg.Schedule.StaggerStep() != 16*time.Second {
+		t.Errorf("%d regions every 30m: stagger %s, want 16s", n, cfg.Schedule.StaggerStep())
+	}
+	cfg, err := parse(strings.NewReader(all + "schedule:\n  stagger: 3m\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "set schedule.stagger to at most 1m7s ") {
+		t.Errorf("explicit 3m stagger for %d regions: %v, want what to set", n, err)
+	}
+}
+
 func TestSchedulePlanMatchesStandardCron(t *testing.T) {
 	cfg := parseValid(t, `
 regions: [us, gb, jp]
