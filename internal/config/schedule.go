@@ -149,7 +149,7 @@ func (s *Schedule) validate(list []string) error {
 	if last := time.Duration(len(list)-1) * s.Stagger.Std(); s.Every > 0 && last >= s.Every.Std() {
 		return invalid("schedule.stagger", time.Duration(*s.Stagger),
 			"%d regions × %s reach the next tick (every %s): offsets would wrap and regions collide; set schedule.stagger to at most %s (or unset it) or raise every",
-			len(list), s.Stagger.Std(), s.Every.Std(), (s.Every.Std()/time.Duration(len(list))).Truncate(time.Second))
+			len(list), s.Stagger.Std(), s.Every.Std(), (s.Every.Std() / time.Duration(len(list))).Truncate(time.Second))
 	}
 	if s.Concurrency < 1 || s.Concurrency > maxConcurrency {
 		return invalid("schedule.concurrency", s.Concurrency, "must be 1-%d", maxConcurrency)
