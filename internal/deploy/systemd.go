@@ -79,130 +79,184 @@ type Units struct {
 // EtcDir, each move a warning (in the header too); one with no such place is an error naming
 // the setting.
 func (u Units) Render(w io.Writer) (warnings []string, err error) {
-	var rw []string // ReadWritePaths=
-	writable := func(setting, path string) error {
-		if tree := privateTree(path); tree != "" {
-			return fmt.Errorf("%s %s is under %s: the service cannot write it; use a directory such as %s", setting, path, tree, StateDir)
+	p, err := u.place()
+	if err != nil {
+		return nil, err
+	}
+	var b strings.Builder
+	u.header(&b, p)
+	args, env := u.execStart(p), u.environment(p)
+	for i, t := range u.Timers {
+		after := ""
+		if i > 0 {
+			after = " trendfetch-" + u.Timers[i-1].Region + ".service"
 		}
-		if !under(path, StateDir) && !slices.Contains(rw, path) {
-			rw = append(rw, path)
-		}
-		return nil
+		u.service(&b, t, after, args, env, p.rw)
+		timer(&b, t)
 	}
-	moved := func(what, from, to, how string) string {
-		w := fmt.Sprintf("%s %s is under %s: the units use %s; %s", what, from, privateTree(from), to, how)
-		warnings = append(warnings, w)
-		return to
+	_, err = io.WriteString(w, b.String())
+	return p.warnings, err
+}
+
+// placement is where the units put what Units names: the paths the sandbox lets the
+// service see, the directories it must write (ReadWritePaths=), and a warning per move.
+type placement struct {
+	bin, cfg, db, qdb string
+	rw, warnings      []string
+}
+
+// move records that what at from is used at to by the units (the sandbox hides from); how
+// says what the operator does about it.
+func (p *placement) move(what, from, to, how string) string {
+	p.warnings = append(p.warnings, fmt.Sprintf("%s %s is under %s: the units use %s; %s", what, from, privateTree(from), to, how))
+	return to
+}
+
+// writable adds dir to ReadWritePaths= unless under StateDir; a tree the sandbox hides is an
+// error naming setting.
+func (p *placement) writable(setting, dir string) error {
+	if tree := privateTree(dir); tree != "" {
+		return fmt.Errorf("%s %s is under %s: the service cannot write it; use a directory such as %s", setting, dir, tree, StateDir)
 	}
-	bin, cfg, db, qdb := u.Binary, u.Config, u.Database, u.QuotaDB
-	if privateTree(bin) != "" {
-		bin = moved("the binary", bin, Binary, "install it there: install -m 755 "+bin+" "+Binary)
+	if !under(dir, StateDir) && !slices.Contains(p.rw, dir) {
+		p.rw = append(p.rw, dir)
 	}
-	if cfg != "" && privateTree(cfg) != "" {
+	return nil
+}
+
+// place moves the binary, config and databases out of the trees the sandbox hides and
+// collects the directories the service writes.
+func (u Units) place() (placement, error) {
+	p := placement{bin: u.Binary, cfg: u.Config, db: u.Database, qdb: u.QuotaDB}
+	if privateTree(p.bin) != "" {
+		p.bin = p.move("the binary", p.bin, Binary, "install it there: install -m 755 "+p.bin+" "+Binary)
+	}
+	if p.cfg != "" && privateTree(p.cfg) != "" {
 		to := filepath.Join(EtcDir, "trendfetch.yaml")
-		cfg = moved("the config file", cfg, to, "copy it there: install -D -m 644 "+cfg+" "+to)
+		p.cfg = p.move("the config file", p.cfg, to, "copy it there: install -D -m 644 "+p.cfg+" "+to)
 	}
-	if db == "" && !u.Postgres {
-		db = filepath.Join(StateDir, "trendfetch.db")
-	} else if db != "" && privateTree(db) != "" {
-		to := filepath.Join(StateDir, filepath.Base(db))
-		db = moved("the database", db, to, "to keep its data, stop its runs and copy it (with quota.db beside it) there, owned by "+User)
-	}
-	if db != "" {
-		if err := writable("database", filepath.Dir(db)); err != nil {
-			return nil, err
-		}
-	}
-	if qdb != "" {
-		if privateTree(qdb) != "" {
-			qdb = moved("the quota database", qdb, filepath.Join(StateDir, "quota.db"), "copy it there, owned by "+User)
-		}
-		if err := writable("quota.sqlite.path", filepath.Dir(qdb)); err != nil {
-			return nil, err
-		}
+	if err := u.placeDatabases(&p); err != nil {
+		return p, err
 	}
 	if u.MetricsTextfile != "" {
-		if err := writable("runs.metrics_textfile", u.MetricsTextfile); err != nil {
-			return nil, err
+		if err := p.writable("runs.metrics_textfile", u.MetricsTextfile); err != nil {
+			return p, err
 		}
 	}
 	for _, f := range u.SecretFiles {
 		if tree := privateTree(f); tree != "" {
-			return nil, fmt.Errorf("key file %s is under %s: the service cannot read it; move it under %s (chmod 600, owned by %s)", f, tree, EtcDir, User)
+			return p, fmt.Errorf("key file %s is under %s: the service cannot read it; move it under %s (chmod 600, owned by %s)", f, tree, EtcDir, User)
 		}
 	}
-	slices.Sort(rw)
+	slices.Sort(p.rw)
+	return p, nil
+}
 
-	var b strings.Builder
-	fmt.Fprintf(&b, "# %s\n", u.Title)
+// placeDatabases puts the SQLite database (default StateDir/trendfetch.db) and the embedded
+// quota backend's file where the service can write them.
+func (u Units) placeDatabases(p *placement) error {
+	if p.db == "" && !u.Postgres {
+		p.db = filepath.Join(StateDir, "trendfetch.db")
+	} else if p.db != "" && privateTree(p.db) != "" {
+		to := filepath.Join(StateDir, filepath.Base(p.db))
+		p.db = p.move("the database", p.db, to, "to keep its data, stop its runs and copy it (with quota.db beside it) there, owned by "+User)
+	}
+	if p.db != "" {
+		if err := p.writable("database", filepath.Dir(p.db)); err != nil {
+			return err
+		}
+	}
+	if p.qdb == "" {
+		return nil
+	}
+	if privateTree(p.qdb) != "" {
+		p.qdb = p.move("the quota database", p.qdb, filepath.Join(StateDir, "quota.db"), "copy it there, owned by "+User)
+	}
+	return p.writable("quota.sqlite.path", filepath.Dir(p.qdb))
+}
+
+// header writes the install steps, where the database is, and the warnings.
+func (u Units) header(b *strings.Builder, p placement) {
+	fmt.Fprintf(b, "# %s\n", u.Title)
 	b.WriteString("# Install, as root:\n")
-	fmt.Fprintf(&b, "#   useradd --system --user-group --home-dir %s --shell /usr/sbin/nologin %s\n", StateDir, User)
+	fmt.Fprintf(b, "#   useradd --system --user-group --home-dir %s --shell /usr/sbin/nologin %s\n", StateDir, User)
 	for _, name := range append([]string{"youtube-api-key"}, u.Credentials...) {
-		fmt.Fprintf(&b, "#   install -d %s && (umask 077 && cat >%s/%s)   # paste it, then Ctrl-D\n", EtcDir, EtcDir, name)
+		fmt.Fprintf(b, "#   install -d %s && (umask 077 && cat >%s/%s)   # paste it, then Ctrl-D\n", EtcDir, EtcDir, name)
 	}
 	b.WriteString("#   save this output through: awk '/^# ---- /{f=\"/etc/systemd/system/\"$3; next} f{print >f}'\n")
 	timers := make([]string, len(u.Timers))
 	for i, t := range u.Timers {
 		timers[i] = "trendfetch-" + t.Region + ".timer"
 	}
-	fmt.Fprintf(&b, "#   systemctl daemon-reload && systemctl enable --now %s\n", strings.Join(timers, " "))
+	fmt.Fprintf(b, "#   systemctl daemon-reload && systemctl enable --now %s\n", strings.Join(timers, " "))
 	b.WriteString("# Check: systemctl list-timers 'trendfetch-*'; journalctl -u 'trendfetch-*'\n")
 	if u.Postgres {
 		b.WriteString("# The dataset is in PostgreSQL (store.url_file in the config, or --database).\n")
 	} else {
-		fmt.Fprintf(&b, "# The database is %s (StateDirectory=, owned by %s).\n", db, User)
+		fmt.Fprintf(b, "# The database is %s (StateDirectory=, owned by %s).\n", p.db, User)
 	}
 	b.WriteString("# A tick missed while the host was down runs at boot (Persistent=true), the regions one after\n# another in the stagger's order (After=), never together.\n")
 	for _, c := range u.Comments {
-		fmt.Fprintf(&b, "# %s\n", c)
+		fmt.Fprintf(b, "# %s\n", c)
 	}
-	for _, w := range warnings {
-		fmt.Fprintf(&b, "# WARNING: %s\n", w)
+	for _, w := range p.warnings {
+		fmt.Fprintf(b, "# WARNING: %s\n", w)
 	}
+}
 
-	args := []string{bin}
-	if cfg != "" {
-		args = append(args, "--config", cfg)
+// execStart is ExecStart='s command line before "run --region R": the binary, the config,
+// the SQLite database and the further flags, each quoted.
+func (u Units) execStart(p placement) string {
+	args := []string{p.bin}
+	if p.cfg != "" {
+		args = append(args, "--config", p.cfg)
 	}
-	if db != "" {
-		args = append(args, "--database", db)
+	if p.db != "" {
+		args = append(args, "--database", p.db)
 	}
 	args = append(args, u.Flags...)
 	for i := range args {
 		args[i] = Quote(args[i])
 	}
+	return strings.Join(args, " ")
+}
+
+// environment is the Environment= settings: Env with the quota database where the units put it.
+func (u Units) environment(p placement) []string {
 	qdbEnv := config.Lookup("quota.sqlite.path").Env + "="
 	env := slices.DeleteFunc(slices.Clone(u.Env), func(kv string) bool { return strings.HasPrefix(kv, qdbEnv) })
-	if qdb != "" {
-		env = append(env, qdbEnv+qdb)
+	if p.qdb != "" {
+		env = append(env, qdbEnv+p.qdb)
 	}
-	for i, t := range u.Timers {
-		fmt.Fprintf(&b, "\n# ---- trendfetch-%s.service ----\n", t.Region)
-		fmt.Fprintf(&b, "[Unit]\nDescription=trendfetch: ingest the trending chart of %s\nWants=network-online.target\nAfter=network-online.target", t.Region)
-		if i > 0 {
-			fmt.Fprintf(&b, " trendfetch-%s.service", u.Timers[i-1].Region)
-		}
-		fmt.Fprintf(&b, "\n\n[Service]\nType=oneshot\nUser=%s\nGroup=%s\nStateDirectory=trendfetch\n", User, User)
-		for _, kv := range env {
-			fmt.Fprintf(&b, "Environment=%s\n", Quote(kv))
-		}
-		fmt.Fprintf(&b, "LoadCredential=%s:%s/youtube-api-key\n", u.KeyCredential, EtcDir)
-		for _, name := range u.Credentials {
-			fmt.Fprintf(&b, "LoadCredential=%s:%s/%s\n", name, EtcDir, name)
-		}
-		fmt.Fprintf(&b, "ExecStart=%s run --region %s\n", strings.Join(args, " "), t.Region)
-		b.WriteString(successExitStatus)
-		b.WriteString("NoNewPrivileges=yes\nProtectSystem=strict\nProtectHome=read-only\nPrivateTmp=yes\n")
-		for _, p := range rw {
-			fmt.Fprintf(&b, "ReadWritePaths=%s\n", Quote(p))
-		}
-		fmt.Fprintf(&b, "\n# ---- trendfetch-%s.timer ----\n", t.Region)
-		fmt.Fprintf(&b, "[Unit]\nDescription=trendfetch: run %s %s\n\n", t.Region, t.Spec)
-		fmt.Fprintf(&b, "[Timer]\nOnCalendar=%s\n# Persistent: a tick missed while the host was down runs at boot.\nPersistent=true\n# The stagger is minutes: fire within a second of the tick.\nAccuracySec=1s\n\n", t.OnCalendar)
-		b.WriteString("[Install]\nWantedBy=timers.target\n")
+	return env
+}
+
+// service writes region t's oneshot .service, ordered after the unit named in after (if any).
+func (u Units) service(b *strings.Builder, t Timer, after, args string, env, rw []string) {
+	fmt.Fprintf(b, "\n# ---- trendfetch-%s.service ----\n", t.Region)
+	fmt.Fprintf(b, "[Unit]\nDescription=trendfetch: ingest the trending chart of %s\nWants=network-online.target\nAfter=network-online.target%s", t.Region, after)
+	fmt.Fprintf(b, "\n\n[Service]\nType=oneshot\nUser=%s\nGroup=%s\nStateDirectory=trendfetch\n", User, User)
+	for _, kv := range env {
+		fmt.Fprintf(b, "Environment=%s\n", Quote(kv))
 	}
-	_, err = io.WriteString(w, b.String())
-	return warnings, err
+	fmt.Fprintf(b, "LoadCredential=%s:%s/youtube-api-key\n", u.KeyCredential, EtcDir)
+	for _, name := range u.Credentials {
+		fmt.Fprintf(b, "LoadCredential=%s:%s/%s\n", name, EtcDir, name)
+	}
+	fmt.Fprintf(b, "ExecStart=%s run --region %s\n", args, t.Region)
+	b.WriteString(successExitStatus)
+	b.WriteString("NoNewPrivileges=yes\nProtectSystem=strict\nProtectHome=read-only\nPrivateTmp=yes\n")
+	for _, p := range rw {
+		fmt.Fprintf(b, "ReadWritePaths=%s\n", Quote(p))
+	}
+}
+
+// timer writes region t's .timer.
+func timer(b *strings.Builder, t Timer) {
+	fmt.Fprintf(b, "\n# ---- trendfetch-%s.timer ----\n", t.Region)
+	fmt.Fprintf(b, "[Unit]\nDescription=trendfetch: run %s %s\n\n", t.Region, t.Spec)
+	fmt.Fprintf(b, "[Timer]\nOnCalendar=%s\n# Persistent: a tick missed while the host was down runs at boot.\nPersistent=true\n# The stagger is minutes: fire within a second of the tick.\nAccuracySec=1s\n\n", t.OnCalendar)
+	b.WriteString("[Install]\nWantedBy=timers.target\n")
 }
 
 // Quote quotes s for a systemd command line or Environment= unless safe; "%" becomes "%%".

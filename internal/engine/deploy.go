@@ -39,53 +39,73 @@ func (e *Engine) SystemdUnits(sc config.Schedule, title string, inv Invocation) 
 		Title: title, Binary: inv.Args[0], Env: inv.Env, Comments: inv.Warnings, MetricsTextfile: cfg.Runs.MetricsTextfile,
 		SecretFiles: cfg.SecretFiles(), KeyCredential: config.KeyCredentialPrefix + cfg.Credential,
 	}
-	for i := 1; i+1 < len(inv.Args); i += 2 {
-		switch inv.Args[i] {
-		case "--config":
-			u.Config = inv.Args[i+1]
-		case "--database": // cfg.Database below, a PostgreSQL URL as Invocation wrote it
-			if store.IsPostgresURL(cfg.Database) {
-				u.Flags = append(u.Flags, inv.Args[i], inv.Args[i+1])
-			}
-		default:
-			u.Flags = append(u.Flags, inv.Args[i], inv.Args[i+1])
-		}
-	}
+	u.Config, u.Flags = unitFlags(inv.Args[1:], store.IsPostgresURL(cfg.Database))
 	if r := cfg.Runs; r.CheckinURL != "" && r.CheckinURLFile == "" {
 		u.Credentials = append(u.Credentials, config.CheckinURLCredential)
 	}
-	var err error
-	if u.Postgres = store.IsPostgresURL(cfg.Database); !u.Postgres {
-		if u.Database, err = filepath.Abs(cfg.Database); err != nil {
-			return u, err
-		}
-	}
-	if q := cfg.Quota; q.Backend == "sqlite" && q.SQLite.Path != filepath.Join(filepath.Dir(cfg.Database), "quota.db") {
-		if u.QuotaDB, err = filepath.Abs(q.SQLite.Path); err != nil {
-			return u, err
-		}
+	if err := e.unitDatabases(&u); err != nil {
+		return u, err
 	}
 	if cr, err := cfg.FindCredential(cfg.Credential); err == nil && cr.KeyCredential != "" {
 		u.KeyCredential = cr.KeyCredential
 	}
-	plan, err := sc.Plan(cfg.Regions)
-	if err != nil {
-		return u, err
+	var err error
+	u.Timers, err = timers(sc, cfg.Regions)
+	return u, err
+}
+
+// unitFlags splits Invocation's flags into the config file and the flags ExecStart= passes
+// on; a SQLite --database is left out (Units places it), a PostgreSQL URL kept.
+func unitFlags(args []string, postgres bool) (configFile string, flags []string) {
+	for i := 0; i+1 < len(args); i += 2 {
+		switch {
+		case args[i] == "--config":
+			configFile = args[i+1]
+		case args[i] != "--database" || postgres:
+			flags = append(flags, args[i], args[i+1])
+		}
 	}
+	return configFile, flags
+}
+
+// unitDatabases sets u's SQLite database and, when not quota.db beside it, the embedded quota
+// backend's file, both absolute.
+func (e *Engine) unitDatabases(u *deploy.Units) error {
+	cfg := e.cfg
+	var err error
+	if u.Postgres = store.IsPostgresURL(cfg.Database); !u.Postgres {
+		if u.Database, err = filepath.Abs(cfg.Database); err != nil {
+			return err
+		}
+	}
+	if q := cfg.Quota; q.Backend == "sqlite" && q.SQLite.Path != filepath.Join(filepath.Dir(cfg.Database), "quota.db") {
+		u.QuotaDB, err = filepath.Abs(q.SQLite.Path)
+	}
+	return err
+}
+
+// timers is each region's .timer under sc: OnCalendar= at its staggered ticks, in the schedule's
+// zone; a region's own cron spec is a usage error.
+func timers(sc config.Schedule, regions []string) ([]deploy.Timer, error) {
+	plan, err := sc.Plan(regions)
+	if err != nil {
+		return nil, err
+	}
+	var out []deploy.Timer
 	for _, p := range plan {
 		if p.Explicit {
-			return u, Usagef("trendfetch crontab --format systemd --help", "schedule.regions.%s %q: a cron spec is not converted to OnCalendar; write its timer by hand", p.Region, p.Spec)
+			return nil, Usagef("trendfetch crontab --format systemd --help", "schedule.regions.%s %q: a cron spec is not converted to OnCalendar; write its timer by hand", p.Region, p.Spec)
 		}
 		cal, err := schedule.OnCalendar(sc.Every.Std(), p.Offset)
 		if err != nil {
-			return u, Usagef("trendfetch crontab --format systemd --every 2h --stagger 3m", "region %s: %v", p.Region, err)
+			return nil, Usagef("trendfetch crontab --format systemd --every 2h --stagger 3m", "region %s: %v", p.Region, err)
 		}
 		if sc.Timezone != "" {
 			cal += " " + sc.Timezone
 		}
-		u.Timers = append(u.Timers, deploy.Timer{Region: p.Region, OnCalendar: cal, Spec: p.Spec})
+		out = append(out, deploy.Timer{Region: p.Region, OnCalendar: cal, Spec: p.Spec})
 	}
-	return u, nil
+	return out, nil
 }
 
 // KubernetesCronJobs is one batch/v1 CronJob per configured region under

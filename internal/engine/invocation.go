@@ -27,66 +27,94 @@ type Invocation struct {
 // database always). A secret is never written (a warning names the file setting to use); a
 // value that cannot be written safely is refused (writable).
 func (e *Engine) Invocation(configFile string, flagged func(flag string) bool) (Invocation, error) {
-	var inv Invocation
-	bin, err := os.Executable()
+	bin, err := binaryPath()
 	if err != nil {
-		return inv, fmt.Errorf("cannot find this binary's path: %w", err)
+		return Invocation{}, err
 	}
-	if bin, err = filepath.Abs(bin); err != nil {
-		return inv, err
-	}
-	if err := writable("this binary's path", bin); err != nil {
-		return inv, err
-	}
-	inv.Args = []string{bin}
-	fromEnv := func(name string) bool { v, ok := e.o.LookupEnv(name); return name != "" && ok && v != "" }
+	inv := Invocation{Args: []string{bin}}
 	for _, s := range config.Settings() {
-		var value string
-		switch {
-		case s.Secret != "":
-			if fromEnv(s.Env) {
-				inv.Warnings = append(inv.Warnings, "WARNING: $"+s.Env+" is set here, but the job will not have it: use "+s.Secret)
-			}
-			continue
-		case s.Key == "": // --config: the file read, wherever its name came from
-			value = configFile
-		case s.Always || s.Flag != "" && flagged(s.Flag) || fromEnv(s.Env):
-			value = s.Value(e.cfg)
-		}
-		if s.Key == "database" && e.cfg.Store.URLFile != "" {
-			continue // the job reads store.url_file from the config, as here
-		}
-		if s.Key == "database" && len(DatabaseSecrets(value)) > 0 { // never written out
-			inv.Warnings = append(inv.Warnings, "WARNING: the database URL holds a password, which no job line shows: give the URL in store.url_file")
-			continue
+		value, warning := e.invocationValue(s, configFile, flagged)
+		if warning != "" {
+			inv.Warnings = append(inv.Warnings, warning)
 		}
 		if value == "" {
 			continue
 		}
-		if s.File && !store.IsPostgresURL(value) {
-			if value, err = filepath.Abs(value); err != nil {
-				return inv, err
-			}
-		}
-		name := cmp.Or(s.Key, "config") + " (" + s.Env + ")"
-		if s.Flag != "" {
-			name = cmp.Or(s.Key, "config") + " (--" + s.Flag + ", " + s.Env + ")"
-		}
-		if err := writable(name, value); err != nil {
+		if err := inv.add(s, value); err != nil {
 			return inv, err
-		}
-		if s.Flag != "" {
-			inv.Args = append(inv.Args, "--"+s.Flag, value)
-		} else {
-			inv.Env = append(inv.Env, s.Env+"="+value)
 		}
 	}
 	for _, cr := range e.cfg.Credentials {
-		if cr.KeyEnv != "" && fromEnv(cr.KeyEnv) {
+		if cr.KeyEnv != "" && e.fromEnv(cr.KeyEnv) {
 			inv.Warnings = append(inv.Warnings, "WARNING: $"+cr.KeyEnv+" is set here, but the job will not have it: use api_key_file (or api_key_credential under systemd)")
 		}
 	}
 	return inv, nil
+}
+
+// binaryPath is this binary's absolute path, refused when a job line cannot hold it.
+func binaryPath() (string, error) {
+	bin, err := os.Executable()
+	if err != nil {
+		return "", fmt.Errorf("cannot find this binary's path: %w", err)
+	}
+	if bin, err = filepath.Abs(bin); err != nil {
+		return "", err
+	}
+	return bin, writable("this binary's path", bin)
+}
+
+// fromEnv reports whether variable name is set here to a non-empty value.
+func (e *Engine) fromEnv(name string) bool {
+	v, ok := e.o.LookupEnv(name)
+	return name != "" && ok && v != ""
+}
+
+// invocationValue is the value a job is given for setting s ("" = none): configFile for
+// --config, the value in force when a flag or the environment set it here (or s.Always). A
+// secret, or a database URL with a password, is never written: warning says what to use.
+func (e *Engine) invocationValue(s config.Setting, configFile string, flagged func(string) bool) (value, warning string) {
+	switch {
+	case s.Secret != "":
+		if e.fromEnv(s.Env) {
+			warning = "WARNING: $" + s.Env + " is set here, but the job will not have it: use " + s.Secret
+		}
+		return "", warning
+	case s.Key == "": // --config: the file read, wherever its name came from
+		return configFile, ""
+	case s.Key == "database" && e.cfg.Store.URLFile != "":
+		return "", "" // the job reads store.url_file from the config, as here
+	case s.Always || s.Flag != "" && flagged(s.Flag) || e.fromEnv(s.Env):
+		value = s.Value(e.cfg)
+	}
+	if s.Key == "database" && len(DatabaseSecrets(value)) > 0 { // never written out
+		return "", "WARNING: the database URL holds a password, which no job line shows: give the URL in store.url_file"
+	}
+	return value, ""
+}
+
+// add writes setting s = value as a flag, or a NAME=value line when s has no flag; a path
+// absolute, a value a job line cannot hold refused.
+func (inv *Invocation) add(s config.Setting, value string) error {
+	if s.File && !store.IsPostgresURL(value) {
+		var err error
+		if value, err = filepath.Abs(value); err != nil {
+			return err
+		}
+	}
+	name := cmp.Or(s.Key, "config") + " (" + s.Env + ")"
+	if s.Flag != "" {
+		name = cmp.Or(s.Key, "config") + " (--" + s.Flag + ", " + s.Env + ")"
+	}
+	if err := writable(name, value); err != nil {
+		return err
+	}
+	if s.Flag != "" {
+		inv.Args = append(inv.Args, "--"+s.Flag, value)
+	} else {
+		inv.Env = append(inv.Env, s.Env+"="+value)
+	}
+	return nil
 }
 
 // writable refuses (a *SettingError naming setting) a value with a control character: in a
