@@ -6,7 +6,7 @@ BIN      := bin
 VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS  := -s -w -X main.version=$(VERSION)
 
-.PHONY: all build demo test test-short vet bench fuzz clean
+.PHONY: all build demo test test-short vet bench bench-prune bench-search bench-search-scale bench-save fuzz clean
 
 all: build
 
@@ -57,9 +57,39 @@ test-short:
 vet:
 	$(GO) vet ./...
 
-# Benchmarks (figures in issue notes; never timed assertions in tests).
+# Benchmarks (figures in issue notes and docs/operations.md; never timed
+# assertions in tests). The store's start PostgreSQL as a deployment does
+# (fsync and synchronous_commit on, default shared_buffers).
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./internal/...
+
+# One command per measure of the store at scale: BENCH_COUNT rounds, each
+# a same-run ratio. Fixtures are built on first use and kept in TMPDIR
+# (the prune history: minutes; 800,000 videos: tens of minutes).
+BENCH_COUNT ?= 3
+TMPDIR      ?= /tmp
+STORE_BENCH := $(GO) test -run '^$$' -timeout 3h -count $(BENCH_COUNT) ./internal/store -bench
+
+# SQLite prune of the older half of 10, 30 and 60 days of 20 regions'
+# charts grown run by run: ms, µs per entry, exponents.
+bench-prune:
+	$(STORE_BENCH) '^BenchmarkPrune$$' -benchtime 1x
+
+# Every search form on SQLite and PostgreSQL at 200,000 videos plus 7 days
+# of 20 regions' charts: x-sqlite, x-floor, x-trigram.
+bench-search:
+	TRENDFETCH_BENCH_CHARTS=7 TRENDFETCH_BENCH_FIXTURE=$(TMPDIR)/trendfetch-bench-200k-7d.db \
+		$(STORE_BENCH) '^BenchmarkSearchEngines$$'
+
+# Every search form on SQLite at 200,000 and 800,000 videos: p50, x-word,
+# exponent.
+bench-search-scale:
+	$(STORE_BENCH) '^BenchmarkSearchScale$$'
+
+# Saving pages of 2 days of 20 regions' charts on each engine: p50, p90,
+# bytes per entry, x-sqlite, x-floor.
+bench-save:
+	$(STORE_BENCH) '^BenchmarkSaveHistory$$' -benchtime 1x
 
 clean:
 	rm -rf $(BIN) .demo

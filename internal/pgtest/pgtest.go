@@ -1,8 +1,9 @@
 // Package pgtest starts a throwaway PostgreSQL server for tests (Debian's
-// binaries, a temporary data directory, a free loopback port, fsync off,
-// the C.UTF-8 locale: under C pg_trgm ignores non-ASCII). One server per
-// test package (Start), one database per test (Database). As root (CI) the
-// server runs as postgres or nobody: initdb and pg_ctl refuse root.
+// binaries, a temporary data directory, a free loopback port, fsync off
+// unless Options.Durable, the C.UTF-8 locale: under C pg_trgm ignores
+// non-ASCII). One server per test package (Start), one database per test
+// (Database). As root (CI) the server runs as postgres or nobody: initdb
+// and pg_ctl refuse root.
 package pgtest
 
 import (
@@ -31,9 +32,21 @@ type Server struct {
 	n        atomic.Int64        // databases created
 }
 
-// Start initializes a data directory and starts a server on a free loopback
-// port. Errors: ErrNotInstalled, or initdb/pg_ctl failures with their output.
-func Start() (_ *Server, err error) {
+// Options are how StartWith starts a server.
+type Options struct {
+	// Durable starts the server as a deployment would (fsync,
+	// synchronous_commit and full_page_writes on, initdb's shared_buffers):
+	// for benchmarks. Off, commits skip the disk (tests).
+	Durable bool
+}
+
+// Start is StartWith of no options: fsync off.
+func Start() (*Server, error) { return StartWith(Options{}) }
+
+// StartWith initializes a data directory and starts a server on a free
+// loopback port. Errors: ErrNotInstalled, or initdb/pg_ctl failures with
+// their output.
+func StartWith(o Options) (_ *Server, err error) {
 	bin, err := binDir()
 	if err != nil {
 		return nil, err
@@ -63,7 +76,10 @@ func Start() (_ *Server, err error) {
 	if s.port, err = freePort(); err != nil {
 		return nil, err
 	}
-	opts := fmt.Sprintf("-c listen_addresses=127.0.0.1 -p %d -k %s -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=300", s.port, dir)
+	opts := fmt.Sprintf("-c listen_addresses=127.0.0.1 -p %d -k %s -c max_connections=300", s.port, dir)
+	if !o.Durable {
+		opts += " -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
+	}
 	if err := s.run("pg_ctl", "-D", data, "-l", filepath.Join(dir, "log"), "-w", "-t", "60", "-o", opts, "start"); err != nil {
 		log, _ := os.ReadFile(filepath.Join(dir, "log"))
 		return nil, fmt.Errorf("%w\n%s", err, log)

@@ -73,3 +73,24 @@ func TestPsql(t *testing.T) {
 		t.Errorf("Psql of a bad statement: %v", err)
 	}
 }
+
+// TestDurable: a Durable server commits as a deployment does (fsync,
+// synchronous_commit and full_page_writes on); the tests' server does not.
+func TestDurable(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a PostgreSQL server")
+	}
+	fast := Require(t, server, startErr)
+	durable, err := StartWith(Options{Durable: true})
+	durable = Require(t, durable, err)
+	defer durable.Stop()
+	const show = "SELECT current_setting('fsync') || current_setting('synchronous_commit') || current_setting('full_page_writes')"
+	for _, c := range []struct {
+		s    *Server
+		want string
+	}{{fast, "offoffoff"}, {durable, "ononon"}} {
+		if out, err := c.s.Psql(c.s.URL("postgres"), "-tAc", show); err != nil || out != c.want+"\n" {
+			t.Errorf("fsync, synchronous_commit, full_page_writes = %q, %v; want %s", out, err, c.want)
+		}
+	}
+}

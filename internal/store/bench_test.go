@@ -8,7 +8,6 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -82,7 +81,7 @@ func benchDB(b *testing.B) string {
 			}
 			if _, err := os.Stat(keep); err != nil {
 				start := time.Now()
-				if benchErr = buildFixture(keep, benchVideos); benchErr != nil {
+				if benchErr = buildFixture(keep, benchVideos, benchCharts()); benchErr != nil {
 					return
 				}
 				fmt.Fprintf(os.Stderr, "bench fixture: %d videos in %v\n", benchVideos, time.Since(start).Round(time.Millisecond))
@@ -91,7 +90,7 @@ func benchDB(b *testing.B) string {
 			return
 		}
 		start := time.Now()
-		benchErr = buildFixture(benchPath, benchVideos)
+		benchErr = buildFixture(benchPath, benchVideos, benchCharts())
 		fmt.Fprintf(os.Stderr, "bench fixture: %d videos in %v\n", benchVideos, time.Since(start).Round(time.Millisecond))
 	})
 	if benchErr != nil {
@@ -102,15 +101,20 @@ func benchDB(b *testing.B) string {
 
 // buildFixture inserts n videos (ids v0000000...) through the normal schema
 // and triggers, in one transaction, with a snapshot of every 4th video in
-// region US so region-filtered search has something to filter.
-func buildFixture(path string, n int) error {
+// region US so region-filtered search has something to filter, then grows
+// days of 20 regions' charts (growCharts).
+func buildFixture(path string, n, days int) error {
 	ctx := context.Background()
 	s, err := Open(ctx, path)
 	if err != nil {
 		return err
 	}
 	defer s.Close()
-	return fillFixture(ctx, s, n, benchVocab)
+	if err := fillFixture(ctx, s, n, benchVocab); err != nil {
+		return err
+	}
+	_, err = growCharts(s, days)
+	return err
 }
 
 // fillFixture fills s (either engine) with n videos drawn from v (see
@@ -539,13 +543,7 @@ func benchSearchOn(b *testing.B, s *Store, queries []SearchQuery) float64 {
 		durs = append(durs, time.Since(t0))
 	}
 	b.StopTimer()
-	sort.Slice(durs, func(i, j int) bool { return durs[i] < durs[j] })
-	pct := func(p float64) float64 {
-		return float64(durs[int(p*float64(len(durs)-1))]) / float64(time.Millisecond)
-	}
-	b.ReportMetric(pct(0.50), "p50-ms")
-	b.ReportMetric(pct(0.95), "p95-ms")
-	return pct(0.50)
+	return benchLatency(b, durs)
 }
 
 // BenchmarkSearchForms runs every query form at limit 200 (issue 21: each
@@ -572,27 +570,6 @@ func BenchmarkSearchForms(b *testing.B) {
 	}
 }
 
-// BenchmarkSearchEngines runs every query form of BenchmarkSearchForms at
-// limit 200 on SQLite and on PostgreSQL, each holding the same 200,000
-// videos (the fixture; issue 30 item 8: PostgreSQL p50 <= 2x SQLite's),
-// and reports, under postgres, its p50 over SQLite's as x-sqlite.
-func BenchmarkSearchEngines(b *testing.B) {
-	lite, pst := openBench(b), openBenchPG(b)
-	for _, f := range benchForms() {
-		var qs []SearchQuery
-		for _, t := range f.qs {
-			qs = append(qs, SearchQuery{Text: t, Limit: 200})
-		}
-		var p50 float64
-		b.Run(f.name+"/sqlite", func(b *testing.B) { p50 = benchSearchOn(b, lite, qs) })
-		b.Run(f.name+"/postgres", func(b *testing.B) {
-			if pg := benchSearchOn(b, pst, qs); p50 > 0 {
-				b.ReportMetric(pg/p50, "x-sqlite")
-			}
-		})
-	}
-}
-
 // The PostgreSQL fixture: benchDB's videos, built once per process in a
 // database of the test server (a few minutes), or kept in the database
 // TRENDFETCH_BENCH_PG names (a URL; built there when it holds no video).
@@ -608,7 +585,7 @@ func openBenchPG(b *testing.B) *Store {
 	ctx := context.Background()
 	url := os.Getenv("TRENDFETCH_BENCH_PG")
 	if url == "" {
-		pg.once.Do(func() { pg.srv, pg.err = pgtest.Start() })
+		startPG()
 		srv := pgtest.Require(b, pg.srv, pg.err)
 		benchPG.once.Do(func() { benchPG.url, _, benchPG.err = srv.NewDatabase() })
 		url = benchPG.url
@@ -628,6 +605,9 @@ func openBenchPG(b *testing.B) *Store {
 	if n == 0 {
 		start := time.Now()
 		if err := fillFixture(ctx, s, benchVideos, benchText{storetest.NewVocab(42, 30_000)}); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := growCharts(s, benchCharts()); err != nil {
 			b.Fatal(err)
 		}
 		fmt.Fprintf(os.Stderr, "PostgreSQL bench fixture: %d videos in %v\n", benchVideos, time.Since(start).Round(time.Millisecond))

@@ -3,6 +3,7 @@ package store
 import (
 	"bytes"
 	"context"
+	"flag"
 	"fmt"
 	"path/filepath"
 	"sync"
@@ -119,11 +120,21 @@ func ftsIntegrity(t testing.TB, s *Store) {
 }
 
 // pg is the package's PostgreSQL server, started by the first test that
-// needs it and stopped by TestMain.
+// needs it (startPG) and stopped by TestMain.
 var pg struct {
 	once sync.Once
 	srv  *pgtest.Server
 	err  error
+}
+
+// startPG starts the package's server once: when benchmarks run
+// (-test.bench), durable, as a deployment starts it (issue 42: figures
+// against fsync and synchronous_commit on); else fsync off.
+func startPG() {
+	pg.once.Do(func() {
+		bench := flag.Lookup("test.bench")
+		pg.srv, pg.err = pgtest.StartWith(pgtest.Options{Durable: bench != nil && bench.Value.String() != ""})
+	})
 }
 
 // pgURL returns the URL of a fresh, empty database on the package's
@@ -131,7 +142,7 @@ var pg struct {
 // (pgtest.Require).
 func pgURL(t testing.TB) string {
 	t.Helper()
-	pg.once.Do(func() { pg.srv, pg.err = pgtest.Start() })
+	startPG()
 	return pgtest.Require(t, pg.srv, pg.err).Database(t)
 }
 
