@@ -33,7 +33,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	a := &app{lookupEnv: os.LookupEnv, secrets: secrets, stderrTTY: isTerminal(stderr), stdoutTTY: isTerminal(stdout)}
 	stdout, stderr = secrets.Writer(stdout), secrets.Writer(stderr)
 	a.stdout, a.stderr = stdout, stderr
-	secrets.Add(os.Getenv(config.DefaultKeyEnv))
+	secrets.AddKey(os.Getenv(config.DefaultKeyEnv))
 	for _, s := range config.Settings() {
 		switch {
 		case s.Key == "runs.checkin_url": // the ping key in its path
@@ -187,9 +187,10 @@ func (a *app) loadConfig() error {
 	// The configured secrets readable now (an unreadable key is the command's error).
 	for _, cr := range cfg.Credentials {
 		if k, err := cr.APIKey(a.lookupEnv); err == nil {
-			a.secrets.Add(k)
+			a.secrets.AddKey(k)
 		}
 	}
+	a.secrets.Public(cfg.Names()...)
 	a.secrets.Add(secret.URLSecrets(cfg.Quota.Redis.URL)...)
 	a.secrets.Add(engine.DatabaseSecrets(cfg.Database)...)
 	a.secrets.Add(cfg.Quota.Redis.Sentinel.Password)

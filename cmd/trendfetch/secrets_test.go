@@ -432,3 +432,54 @@ func TestKeyEchoedInVideoFieldsIsNeverStored(t *testing.T) {
 		}
 	}
 }
+
+// TestScrubberLeavesCapturedTextAndOutput (issue 40 item 1): with a
+// self-hosted check-in URL .../ping/<uuid> and a database password that is
+// a word, a title and a tag sharing characters with "ping" are stored,
+// exported and found as captured, and `version` and the systemd units keep
+// "trendfetch"; the UUID and the password stay masked where they stand.
+func TestScrubberLeavesCapturedTextAndOutput(t *testing.T) {
+	const id = "0f3c2d55-4a5d-4a4b-9a3e-1d2c3b4a5f6e"
+	const title = "Shopping haul: camping and sleeping gear"
+	var pings atomic.Int64
+	hc := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { pings.Add(1) }))
+	t.Cleanup(hc.Close)
+	emu := youtubetest.New()
+	vs := youtubetest.Sample()
+	vs[0].Snippet.Title, vs[0].Snippet.Tags = title, []string{"ping", "sleeping"}
+	emu.SetChart("US", vs)
+	url := emu.StartTest(t)
+	e := newEnv(t)
+	e.vars["YOUTUBE_API_KEY"] = "AIzaSyD-CAPTURED-as-is-0123456789abcd"
+	e.vars["TRENDFETCH_CHECKIN_URL"] = hc.URL + "/ping/" + id
+	if res := e.run("--api-endpoint", url, "run", "--region", "US"); res.code != 0 || pings.Load() < 2 {
+		t.Fatalf("run: exit %d, %d pings\n%s", res.code, pings.Load(), res.stderr)
+	}
+	jsonl := e.run("export", "--format", "jsonl", "--every", "capture")
+	found := e.run("search", "--json", "shopping")
+	video := e.run("video", "--json", vs[0].Id)
+	for what, out := range map[string]string{"export": jsonl.stdout, "search shopping": found.stdout, "video": video.stdout} {
+		if !strings.Contains(out, title) || strings.Contains(out, secret.Mask) {
+			t.Errorf("%s: the title is not as captured:\n%.600s", what, out)
+		}
+	}
+	if !strings.Contains(strings.Join(strings.Fields(video.stdout), ""), `"tags":["ping","sleeping"]`) {
+		t.Errorf("video: the tags are not as captured:\n%s", video.stdout)
+	}
+	raw, err := os.ReadFile(e.dbPath())
+	if err != nil || !strings.Contains(string(raw), title) {
+		t.Errorf("the database does not hold the title as captured (%v)", err)
+	}
+	if res := e.run("--log-level", "debug", "runs", "--json"); strings.Contains(res.stdout+res.stderr, id) {
+		t.Errorf("the check-in UUID in the output:\n%s", res.stdout+res.stderr)
+	}
+	delete(e.vars, "TRENDFETCH_CHECKIN_URL")
+	e.vars["TRENDFETCH_DATABASE"] = "postgres://trendfetch:trendfetch@127.0.0.1:1/trendfetch"
+	if res := e.run("version"); !strings.HasPrefix(res.stdout, "trendfetch ") {
+		t.Errorf("version: %q", res.stdout)
+	}
+	units := e.run("crontab", "--format", "systemd")
+	if !strings.Contains(units.stdout, "User=trendfetch") || strings.Contains(units.stdout, secret.Mask) {
+		t.Errorf("crontab --format systemd: exit %d, the user name masked:\n%s%s", units.code, units.stdout, units.stderr)
+	}
+}

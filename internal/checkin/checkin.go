@@ -136,8 +136,10 @@ func Summary(region string, run store.Run, err error) string {
 }
 
 // Secrets returns the parts of a check-in URL to mask in output: its
-// userinfo password and its path segments but the last (the ping key of
-// .../PING_KEY/SLUG), or the only one (the UUID of .../UUID).
+// userinfo password, its path segments but the last (the ping key of
+// .../PING_KEY/SLUG) and the last when it is the only one or a UUID
+// (.../UUID, .../ping/UUID), and the host with those segments (a segment
+// too common to mask alone, such as "ping", is masked in the URL).
 func Secrets(rawURL string) []string {
 	u, err := url.Parse(rawURL)
 	if err != nil {
@@ -148,8 +150,11 @@ func Secrets(rawURL string) []string {
 		out = append(out, pw)
 	}
 	segs := strings.FieldsFunc(u.Path, func(r rune) bool { return r == '/' })
-	if len(segs) > 1 {
-		segs = segs[:len(segs)-1]
+	if n := len(segs); n > 1 && uuid.Validate(segs[n-1]) != nil {
+		segs = segs[:n-1]
+	}
+	if len(segs) > 0 {
+		out = append(out, u.Host+"/"+strings.Join(segs, "/"))
 	}
 	return append(out, segs...)
 }

@@ -108,9 +108,10 @@ func TestAFailingMonitorLogsOnceAndNeverHoldsTheRun(t *testing.T) {
 
 func TestSecretsMaskTheKeyNotTheSlug(t *testing.T) {
 	for raw, want := range map[string]string{
-		"https://hc-ping.com/0f3c2d55-4a5d-4a4b-9a3e-1d2c3b4a5f6e":   "0f3c2d55-4a5d-4a4b-9a3e-1d2c3b4a5f6e",
-		"https://hc-ping.com/fxQ1pingKEY2xyz/trendfetch-{region}":    "fxQ1pingKEY2xyz",
-		"https://user:s3cretpw@hc.example.org/ping/abcdef123/us-run": "s3cretpw ping abcdef123",
+		"https://hc-ping.com/0f3c2d55-4a5d-4a4b-9a3e-1d2c3b4a5f6e":     "hc-ping.com/0f3c2d55-4a5d-4a4b-9a3e-1d2c3b4a5f6e 0f3c2d55-4a5d-4a4b-9a3e-1d2c3b4a5f6e",
+		"https://hc-ping.com/fxQ1pingKEY2xyz/trendfetch-{region}":      "hc-ping.com/fxQ1pingKEY2xyz fxQ1pingKEY2xyz",
+		"https://user:s3cretpw@hc.example.org/ping/abcdef123/us-run":   "s3cretpw hc.example.org/ping/abcdef123 ping abcdef123",
+		"https://hc.example/ping/0f3c2d55-4a5d-4a4b-9a3e-1d2c3b4a5f6e": "hc.example/ping/0f3c2d55-4a5d-4a4b-9a3e-1d2c3b4a5f6e ping 0f3c2d55-4a5d-4a4b-9a3e-1d2c3b4a5f6e",
 	} {
 		if got := strings.Join(Secrets(raw), " "); got != want {
 			t.Errorf("Secrets(%q) = %q, want %q", raw, got, want)

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"net/url"
 	"slices"
 	"strings"
 
@@ -116,4 +117,23 @@ func (c *Config) SecretFiles() []string {
 	}
 	out = append(out, c.Quota.Redis.URLFile, c.Quota.Redis.Sentinel.PasswordFile, c.Runs.CheckinURLFile, c.Store.URLFile)
 	return slices.DeleteFunc(out, func(f string) bool { return f == "" })
+}
+
+// Names returns the names the configuration shows that a secret may equal
+// (the program's name, credentials, regions, the database's and Redis's user,
+// host, database and path segments): a secret equal to one is masked only
+// where it stands as a secret (secret.Set.Public).
+func (c *Config) Names() []string {
+	out := []string{"trendfetch", c.Quota.Redis.Sentinel.Master, c.Quota.Redis.Sentinel.Username}
+	for _, cr := range c.Credentials {
+		out = append(out, cr.Name, cr.KeyEnv)
+	}
+	out = append(out, c.Regions...)
+	for _, raw := range []string{c.Database, c.Quota.Redis.URL} {
+		if u, err := url.Parse(raw); err == nil {
+			out = append(out, u.User.Username(), u.Hostname())
+			out = append(out, strings.FieldsFunc(u.Path, func(r rune) bool { return r == '/' })...)
+		}
+	}
+	return out
 }

@@ -89,7 +89,7 @@ func (e *Engine) OpenRunner(ctx context.Context) (*Runner, error) {
 		storeName = "PostgreSQL"
 	}
 	r.fetch = &fetch.Runner{StoreName: storeName, Service: svc, Limiter: lim, Store: st, Credential: cred.Name,
-		Policy: c.Policy, Settings: set, Log: e.log, Scrub: e.o.Secrets.String, Skip: r.capturedElsewhere,
+		Policy: c.Policy, Settings: set, Log: e.log, Scrub: e.o.Secrets.String, Captured: e.o.Secrets.Captured, Skip: r.capturedElsewhere,
 		Searches: func(region string) []fetch.Search {
 			var out []fetch.Search
 			for _, s := range c.SearchesFor(region) {

@@ -344,7 +344,7 @@ func redact(err error) error {
 // markSpent marks what a per-day quota answer (HTTP code, why) to method names
 // spent in the shared backend and returns the run's *StopError (docs/design.md §4, upstream feedback).
 func (r *Runner) markSpent(ctx context.Context, st *runState, method string, code int, why string) error {
-	r.scrubTexts(&why)
+	why = r.scrub(why)
 	now := time.Now() // Google's day, not the run record's clock (Runner.Now)
 	until := quota.NextPacificMidnight(now)
 	mark, reason := quota.Mark{Until: until, Why: why}, "the API answered "+why+": the project's daily quota is spent"

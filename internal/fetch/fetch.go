@@ -77,16 +77,28 @@ type Runner struct {
 	// on without one), before anything is recorded or reserved: a non-nil
 	// error ends Run with it (docs/design.md §10a, once per tick).
 	Skip func(ctx context.Context, region string) error
-	// Scrub, when set, removes secrets from every text the run stores: its
-	// reason (an error body may echo the key) and every string of what the
-	// API returned and of the search queries.
+	// Scrub, when set, removes secrets from the run's reason and the quota
+	// marks' text (an error body may echo the key).
 	Scrub func(string) string
+	// Captured, when set, removes the API key from every string of what the
+	// API returned and of the search queries, which are otherwise stored as
+	// captured (docs/operations.md "Secrets").
+	Captured func(string) string
 }
 
-// scrubTexts applies r.Scrub, in place, to every string reachable from p (a
-// pointer, slice or string), fields added later included.
-func (r *Runner) scrubTexts(p any) {
+// scrub applies r.Scrub to text.
+func (r *Runner) scrub(text string) string {
 	if r.Scrub == nil {
+		return text
+	}
+	return r.Scrub(text)
+}
+
+// scrubTexts applies r.Captured, in place, to every string reachable from p
+// (a pointer, slice or string), fields added later included.
+func (r *Runner) scrubTexts(p any) {
+	f := r.Captured
+	if f == nil {
 		return
 	}
 	var walk func(v reflect.Value)
@@ -94,7 +106,7 @@ func (r *Runner) scrubTexts(p any) {
 		switch v.Kind() {
 		case reflect.String:
 			if v.CanSet() {
-				v.SetString(r.Scrub(v.String()))
+				v.SetString(f(v.String()))
 			}
 		case reflect.Pointer:
 			if !v.IsNil() {
@@ -282,7 +294,7 @@ func (r *Runner) Run(ctx context.Context, region string) (store.Run, error) {
 		run.Outcome, run.Reason = store.OutcomeFailed, runErr.Error()
 	}
 	run.Reason = cmp.Or(run.Reason, st.note)
-	r.scrubTexts(&run.Reason)
+	run.Reason = r.scrub(run.Reason)
 	// The record must be written even when ctx was cancelled by a signal.
 	if err := r.Store.FinishRun(context.WithoutCancel(ctx), run); err != nil {
 		if lost, ok := errors.AsType[*StoreError](runErr); ok {

@@ -16,6 +16,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"unicode"
 )
 
 // Mask replaces every secret value in scrubbed text.
@@ -25,20 +26,32 @@ const Mask = "[REDACTED]"
 // as "k") would mask ordinary text and protect nothing.
 const minLen = 4
 
-// FragmentLen is the length in bytes of the shortest fragment of a secret (of
-// an encoded form) scrubbed wherever it appears; shorter values are masked whole.
+// FragmentLen is the length in bytes of the shortest fragment of an API key
+// (of an encoded form) scrubbed wherever it appears.
 const FragmentLen = 8
+
+// StrongLen is the length in bytes from which a secret is masked wherever it
+// appears: a shorter one, a word (letters only) or a name that appears in the
+// configuration (Public) would mask ordinary text, so it is masked only where
+// it stands as a secret (docs/operations.md "Secrets").
+const StrongLen = 12
 
 // Set is a concurrency-safe set of secret values. The zero value is empty
 // and ready to use; a nil *Set scrubs nothing.
 type Set struct {
 	mu     sync.RWMutex
-	values []string // every registered form, longest first
-	// frags holds every FragmentLen-byte window of the forms at least
-	// FragmentLen long, as little-endian words; short replaces the shorter
-	// forms whole.
-	frags *fragments
-	short *strings.Replacer
+	keys   []string        // API keys (AddKey)
+	values []string        // other secrets (Add)
+	public map[string]bool // names the configuration shows (Public), lower case
+	m      *matcher        // compiled from the three above
+}
+
+// matcher is a Set compiled: what String and Captured apply.
+type matcher struct {
+	strong   []string   // forms of the strong values but the keys (frags has those), longest first: masked anywhere
+	frags    *fragments // every FragmentLen-byte window of the strong API keys' forms
+	weak     []string   // forms of the other values, longest first: masked in context only
+	captured []string   // the strong API keys' forms, longest first: all that captured data loses
 }
 
 // fragments is the set of secret windows, with a bitset of their first two
@@ -48,62 +61,212 @@ type fragments struct {
 	heads [1 << 16 / 64]uint64
 }
 
-// Add registers values and their encoded forms (URL query and path escaping,
-// JSON string escaping). Values shorter than 4 bytes are ignored.
-func (s *Set) Add(values ...string) {
+// Add registers secret values (passwords, URLs' secret parts, tokens) and
+// their encoded forms. Values shorter than 4 bytes are ignored.
+func (s *Set) Add(values ...string) { s.add(&s.values, values) }
+
+// AddKey registers API keys: as Add, and a strong key's exact forms are also
+// what Captured masks, and every FragmentLen-byte run of them is masked by
+// String (an upstream error may echo a key minus its last characters).
+func (s *Set) AddKey(keys ...string) { s.add(&s.keys, keys) }
+
+// Public registers names that appear in the configuration (user names,
+// database names, hosts): a secret equal to one is masked only in context.
+func (s *Set) Public(names ...string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.public == nil {
+		s.public = map[string]bool{}
+	}
+	for _, n := range names {
+		s.public[strings.ToLower(strings.TrimSpace(n))] = true
+	}
+	s.compile()
+}
+
+func (s *Set) add(dst *[]string, values []string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, v := range values {
 		if v = strings.TrimSpace(v); len(v) >= minLen {
-			j, _ := json.Marshal(v)
-			s.values = append(s.values, v, url.QueryEscape(v), url.PathEscape(v), string(j[1:len(j)-1]))
+			*dst = append(*dst, v)
 		}
 	}
-	slices.SortFunc(s.values, func(a, b string) int { return cmp.Or(len(b)-len(a), strings.Compare(a, b)) })
-	s.values = slices.Compact(s.values)
-	frags := &fragments{words: map[uint64]struct{}{}}
-	var pairs []string
-	for _, v := range s.values {
-		if len(v) < FragmentLen {
-			pairs = append(pairs, v, Mask)
-			continue
+	s.compile()
+}
+
+// forms returns v and its encoded forms (URL query and path escaping, JSON
+// string escaping).
+func forms(v string) []string {
+	j, _ := json.Marshal(v)
+	return []string{v, url.QueryEscape(v), url.PathEscape(v), string(j[1 : len(j)-1])}
+}
+
+// strong reports whether v can be masked wherever it appears without damage:
+// StrongLen bytes or more, not letters only, not a public name.
+func (s *Set) strong(v string) bool {
+	return len(v) >= StrongLen && strings.ContainsFunc(v, func(r rune) bool { return !unicode.IsLetter(r) }) &&
+		!s.public[strings.ToLower(v)]
+}
+
+// compile rebuilds s.m from the registered values; s.mu is held.
+func (s *Set) compile() {
+	m := &matcher{}
+	for i, v := range slices.Concat(s.keys, s.values) {
+		switch {
+		case !s.strong(v):
+			m.weak = append(m.weak, forms(v)...)
+		case i < len(s.keys):
+			m.captured = append(m.captured, forms(v)...)
+			m.frags = m.frags.add(forms(v))
+		default:
+			m.strong = append(m.strong, forms(v)...)
 		}
+	}
+	m.weak, m.strong, m.captured = longestFirst(m.weak), longestFirst(m.strong), longestFirst(m.captured)
+	s.m = m
+}
+
+// longestFirst sorts values longest first, without duplicates.
+func longestFirst(values []string) []string {
+	slices.SortFunc(values, func(a, b string) int { return cmp.Or(len(b)-len(a), strings.Compare(a, b)) })
+	return slices.Compact(values)
+}
+
+// add returns f (or a new set when nil) with every window of values.
+func (f *fragments) add(values []string) *fragments {
+	if f == nil {
+		f = &fragments{words: map[uint64]struct{}{}}
+	}
+	for _, v := range values {
 		for i := 0; i+FragmentLen <= len(v); i++ {
 			w := word(v[i:])
-			frags.words[w] = struct{}{}
-			frags.heads[uint16(w)/64] |= 1 << (uint16(w) % 64)
+			f.words[w] = struct{}{}
+			f.heads[uint16(w)/64] |= 1 << (uint16(w) % 64)
 		}
 	}
-	if len(frags.words) == 0 {
-		frags = nil
-	}
-	s.frags, s.short = frags, nil
-	if len(pairs) > 0 {
-		s.short = strings.NewReplacer(pairs...)
-	}
+	return f
 }
 
 // word is the first FragmentLen bytes of b as a little-endian word.
 func word(b string) uint64 { return binary.LittleEndian.Uint64([]byte(b[:FragmentLen])) }
 
-// String returns text with every registered value, and every fragment of
-// FragmentLen or more bytes of one, replaced by Mask (one Mask per
-// contiguous run of secret bytes).
-func (s *Set) String(text string) string {
+func (s *Set) matcher() *matcher {
 	if s == nil {
-		return text
+		return nil
 	}
 	s.mu.RLock()
-	frags, short := s.frags, s.short
-	s.mu.RUnlock()
-	if frags != nil && len(text) >= FragmentLen {
-		text = maskFragments(text, frags)
+	defer s.mu.RUnlock()
+	return s.m
+}
+
+// String returns text with every strong value, every fragment of FragmentLen
+// or more bytes of a strong API key (one Mask per contiguous run), and every
+// other value where it stands as a secret (contextual) replaced by Mask.
+func (s *Set) String(text string) string {
+	m := s.matcher()
+	if m == nil {
+		return text
 	}
-	if short != nil {
-		text = short.Replace(text)
+	if m.frags != nil && len(text) >= FragmentLen {
+		text = maskFragments(text, m.frags)
+	}
+	for _, v := range m.strong {
+		text = maskWhere(text, v, anywhere)
+	}
+	for _, w := range m.weak {
+		text = maskWhere(text, w, contextual)
 	}
 	return text
 }
+
+// Captured returns captured text (a title, a tag, a search query) with the
+// exact forms of the strong API keys replaced by Mask: what an API answer
+// holds is stored as captured otherwise, whatever else it shares with a secret.
+func (s *Set) Captured(text string) string {
+	for _, v := range s.matcher().keys() {
+		text = maskWhere(text, v, anywhere)
+	}
+	return text
+}
+
+// keys returns m.captured (none for a nil m).
+func (m *matcher) keys() []string {
+	if m == nil {
+		return nil
+	}
+	return m.captured
+}
+
+// anywhere is maskWhere's test that masks every occurrence.
+func anywhere(before, after string) bool { return true }
+
+// maskWhere replaces each occurrence of w in text for which masked(the text
+// before it, the text after it) holds by Mask.
+func maskWhere(text, w string, masked func(before, after string) bool) string {
+	var b strings.Builder
+	last := 0
+	for i := 0; ; {
+		j := strings.Index(text[i:], w)
+		if j < 0 {
+			break
+		}
+		start, end := i+j, i+j+len(w)
+		i = start + 1
+		if masked(text[:start], text[end:]) {
+			b.WriteString(text[last:start])
+			b.WriteString(Mask)
+			last, i = end, end
+		}
+	}
+	if last == 0 {
+		return text
+	}
+	b.WriteString(text[last:])
+	return b.String()
+}
+
+// contextual reports whether a value between before and after stands as a
+// secret: a URL's userinfo password (":" before, "@" after); or, whole up to
+// a delimiter, a parameter whose name says it holds one (key=, token=,
+// password=), a header or field that does (Authorization:, "password": ...),
+// or an Authorization scheme's credentials (Bearer, Basic, Token).
+func contextual(before, after string) bool {
+	if strings.HasSuffix(before, ":") && strings.HasPrefix(after, "@") {
+		return true
+	}
+	if after != "" && !strings.ContainsAny(after[:1], "&#;,)}]<>\"' \t\r\n") {
+		return false
+	}
+	lower := strings.ToLower(before)
+	if strings.HasSuffix(lower, "bearer ") || strings.HasSuffix(lower, "basic ") || strings.HasSuffix(lower, "token ") {
+		return true
+	}
+	name := strings.TrimRight(lower, "\"' ")
+	sep := name[max(len(name)-1, 0):]
+	name = strings.TrimRight(strings.TrimSuffix(name, sep), "\"' ")
+	name = name[strings.LastIndexFunc(name, notNameRune)+1:]
+	switch sep {
+	case "=":
+		return slices.ContainsFunc(paramNames, func(n string) bool { return strings.Contains(name, n) })
+	case ":":
+		return slices.Contains(fieldNames, name)
+	}
+	return false
+}
+
+// notNameRune reports whether r cannot be part of a parameter's or field's name.
+func notNameRune(r rune) bool {
+	return !unicode.IsLetter(r) && !unicode.IsDigit(r) && r != '_' && r != '-'
+}
+
+// paramNames are the parts of a parameter's name (name=value) that say its
+// value is a secret; fieldNames are the header and field names (name: value)
+// that do.
+var (
+	paramNames = []string{"key", "token", "pass", "pw", "secret", "auth", "credential"}
+	fieldNames = []string{"authorization", "proxy-authorization", "x-goog-api-key", "password", "token", "api_key", "secret"}
+)
 
 // maskFragments replaces each maximal run of text covered by windows found
 // in frags with Mask; text without such a window is returned as is.
