@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -37,6 +38,9 @@ type redisBackend struct {
 	waitReplicas int           // NewRedis's
 	waitTimeout  time.Duration // NewRedis's
 	user         string        // the ACL user of client, for *AccessError
+
+	callsMu sync.RWMutex
+	calls   map[redisCallKey]*redisReserveCall // reserveCall's cache
 }
 
 // DefaultRedisWaitTimeout is the default of NewRedis's waitTimeout.
@@ -53,7 +57,7 @@ var errNotReplicated = errors.New("admission not confirmed by enough replicas")
 // (docs/quota.md, "Replication").
 func NewRedis(client redis.UniversalClient, waitReplicas int, waitTimeout time.Duration) *redisBackend {
 	return &redisBackend{client: client, midnights: redisMidnightTable, user: redisUser(client),
-		waitReplicas: max(waitReplicas, 0), waitTimeout: cmp.Or(max(waitTimeout, 0), DefaultRedisWaitTimeout)}
+		calls: map[redisCallKey]*redisReserveCall{}, waitReplicas: max(waitReplicas, 0), waitTimeout: cmp.Or(max(waitTimeout, 0), DefaultRedisWaitTimeout)}
 }
 
 // Name returns "redis".

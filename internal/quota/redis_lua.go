@@ -80,12 +80,28 @@ func newRedisOnceScript(src string) redisOnceScript {
 // RunOnce runs s on c like Script.Run (EVALSHA, then EVAL on NOSCRIPT), as
 // commands go-redis never retries; the reply or error is in the command.
 func (s redisOnceScript) RunOnce(ctx context.Context, c redisProcessor, keys []string, args ...any) *redis.Cmd {
+	return s.run(ctx, c, s.evalsha(keys, args))
+}
+
+// evalsha returns the arguments of "EVALSHA <sha1> <numkeys> keys... args...".
+func (s redisOnceScript) evalsha(keys []string, args []any) []any {
+	a := make([]any, 0, 3+len(keys)+len(args))
+	a = append(a, "evalsha", s.Hash(), len(keys))
+	for _, k := range keys {
+		a = append(a, k)
+	}
+	return append(a, args...)
+}
+
+// run sends the command evalsha (read only: it may be shared), or EVAL with
+// the same keys and arguments on NOSCRIPT, as RunOnce says.
+func (s redisOnceScript) run(ctx context.Context, c redisProcessor, evalsha []any) *redis.Cmd {
 	var cmd redisOnceCmd
 	for attempt := 0; ; attempt++ {
-		cmd = redisOnce(ctx, "evalsha", s.Hash(), keys, args)
+		cmd = redisOnceCmd{redis.NewCmd(ctx, evalsha...)}
 		err := c.Process(ctx, cmd)
 		if redis.HasErrorPrefix(err, "NOSCRIPT") {
-			cmd = redisOnce(ctx, "eval", s.src, keys, args)
+			cmd = redisOnceCmd{redis.NewCmd(ctx, append([]any{"eval", s.src}, evalsha[2:]...)...)}
 			err = c.Process(ctx, cmd)
 		}
 		if err == nil || attempt == 1 || !redisDidNotRun(err) {
@@ -110,16 +126,6 @@ type redisOnceCmd struct{ *redis.Cmd }
 // NoRetry implements redis.Cmder: always true.
 func (redisOnceCmd) NoRetry() bool { return true }
 
-// redisOnce builds "<name> <script> <numkeys> keys... args..." (EVALSHA or EVAL).
-func redisOnce(ctx context.Context, name, script string, keys []string, args []any) redisOnceCmd {
-	a := make([]any, 0, 3+len(keys)+len(args))
-	a = append(a, name, script, len(keys))
-	for _, k := range keys {
-		a = append(a, k)
-	}
-	return redisOnceCmd{redis.NewCmd(ctx, append(a, args...)...)}
-}
-
 // redisDidNotRun reports whether err proves that a command never ran: no
 // connection, or a refusal before anything was written (a replica, a server
 // loading or without its master, Cluster down, min-replicas-to-write): the
@@ -139,19 +145,59 @@ func redisDidNotRun(err error) bool {
 
 var redisReserveScript = newRedisOnceScript(luaSource("lib", "reserve"))
 
+// redisReserveCall is the EVALSHA of reserve.lua for one credential, call
+// site and charges under one Pacific midnight table, built once: a
+// reservation then allocates no argument.
+type redisReserveCall struct {
+	charges   []bucketCharge
+	midnights []int64
+	evalsha   []any
+}
+
+// redisCallKey is the key of redisBackend.calls.
+type redisCallKey struct{ credential, site string }
+
+// maxCachedCalls bounds redisBackend.calls (serve's rate limiter has a
+// credential per client): the cache is cleared when full.
+const maxCachedCalls = 1024
+
+// reserveCall returns the EVALSHA arguments of reserve.lua for charges of
+// site and credential, from the cache when charges and midnights match.
+func (r *redisBackend) reserveCall(credential, site string, charges []bucketCharge) []any {
+	midnights := r.midnights(time.Now())
+	key := redisCallKey{credential, site}
+	r.callsMu.RLock()
+	c := r.calls[key]
+	r.callsMu.RUnlock()
+	if c != nil && slices.Equal(c.charges, charges) && slices.Equal(c.midnights, midnights) {
+		return c.evalsha
+	}
+	keys, args := make([]string, 1, 1+len(charges)), make([]any, 0, 3*len(charges)+1+len(midnights))
+	keys[0] = r.stateKey(credential)
+	for _, c := range charges {
+		keys = append(keys, r.bucketKey(credential, c.Name))
+		args = append(args, c.Units, c.Limit, redisWindowUS(c.Bucket))
+	}
+	args = append(args, markField(site))
+	for _, m := range midnights {
+		args = append(args, m)
+	}
+	c = &redisReserveCall{charges: slices.Clone(charges), midnights: slices.Clone(midnights), evalsha: redisReserveScript.evalsha(keys, args)}
+	r.callsMu.Lock()
+	if len(r.calls) >= maxCachedCalls {
+		clear(r.calls)
+	}
+	r.calls[key] = c
+	r.callsMu.Unlock()
+	return c.evalsha
+}
+
 // Reserve implements Backend with lua/reserve.lua, one round trip (plus WAIT
 // on the same connection when NewRedis's waitReplicas > 0).
 func (r *redisBackend) Reserve(ctx context.Context, credential, site string, charges []bucketCharge) (Decision, error) {
 	if err := redisCheckCredential(credential); err != nil {
 		return Decision{}, err
 	}
-	keys, args := make([]string, 1, 1+len(charges)), make([]any, 0, 3*len(charges)+5)
-	keys[0] = r.stateKey(credential)
-	for _, c := range charges {
-		keys = append(keys, r.bucketKey(credential, c.Name))
-		args = append(args, c.Units, c.Limit, redisWindowUS(c.Bucket))
-	}
-	args = r.withMidnights(append(args, markField(site)))
 	var conn *redis.Conn
 	var runner redisProcessor = r.client
 	if r.waitReplicas > 0 {
@@ -163,38 +209,61 @@ func (r *redisBackend) Reserve(ctx context.Context, credential, site string, cha
 		defer conn.Close()
 		runner = conn
 	}
-	// Reply: allowed, now, denied, retry_us, exhausted, per bucket left, at, then by_site.
-	v, err := redisReserveScript.RunOnce(ctx, runner, keys, args...).Int64Slice()
-	if err == nil && len(v) != 6+2*len(charges) {
-		err = fmt.Errorf("unexpected reply of %d values", len(v))
+	v, err := redisReserveScript.run(ctx, runner, r.reserveCall(credential, site, charges)).Int64Slice()
+	var d Decision
+	if err == nil {
+		d, err = redisDecision(v, charges)
+	}
+	if err == nil && d.Allowed && conn != nil {
+		err = r.wait(ctx, conn)
 	}
 	if err != nil {
 		return Decision{}, r.fail("reserve", credential, err)
 	}
-	d := Decision{Allowed: v[0] == 1, Now: time.UnixMicro(v[1]), RetryAfter: time.Duration(v[3]) * time.Microsecond,
-		Remaining: make(map[string]int64, len(charges))}
-	if denied := v[2]; denied > 0 {
+	return d, nil
+}
+
+// redisDecision decodes reserve.lua's reply v for charges.
+func redisDecision(v []int64, charges []bucketCharge) (Decision, error) {
+	n := len(charges)
+	if len(v) < 2 || (v[0] == 1 && len(v) != 2+2*n) || (v[0] == 0 && len(v) != 6+n) {
+		return Decision{}, fmt.Errorf("unexpected reply of %d values", len(v))
+	}
+	allowed, now := v[0] == 1, v[1]
+	d := Decision{Allowed: allowed, Now: time.UnixMicro(now), Remaining: make(map[string]int64, n)}
+	if allowed { // per bucket: left, at
+		d.Reservation.entries = make([]reservedEntry, 0, n)
+		for i, c := range charges {
+			left, at := v[2+2*i], v[3+2*i]
+			d.Remaining[c.Name] = left - c.Units
+			d.Reservation.entries = append(d.Reservation.entries, reservedEntry{bucket: c.Bucket, units: c.Units, at: at})
+		}
+		return d, nil
+	}
+	denied, retryUS, exhausted, bySite := v[2], v[3], v[4], v[5]
+	d.RetryAfter = time.Duration(retryUS) * time.Microsecond
+	if denied > 0 {
 		d.DeniedBucket = charges[denied-1].Name
 	}
-	if exhausted := v[4]; exhausted > 0 {
-		d.Exhausted, d.ExhaustedUntil, d.SiteExhausted = true, time.UnixMicro(exhausted), v[len(v)-1] == 1
+	if exhausted > 0 {
+		d.Exhausted, d.ExhaustedUntil, d.SiteExhausted = true, time.UnixMicro(exhausted), bySite == 1
 	}
 	for i, c := range charges {
-		d.Remaining[c.Name] = v[5+2*i] // left
-		if d.Allowed {
-			d.Remaining[c.Name] -= c.Units
-			d.Reservation.entries = append(d.Reservation.entries, reservedEntry{bucket: c.Bucket, units: c.Units, at: v[6+2*i]})
-		}
-	}
-	if d.Allowed && conn != nil { // WAIT on the connection that admitted it
-		switch got, err := conn.Wait(ctx, r.waitReplicas, r.waitTimeout).Result(); {
-		case err != nil:
-			return Decision{}, r.fail("reserve", credential, fmt.Errorf("admitted, but WAIT failed (the entry stays): %w", err))
-		case got < int64(r.waitReplicas):
-			return Decision{}, r.fail("reserve", credential, fmt.Errorf("%w: admitted, but WAIT confirmed %d of %d replicas within %s (the entry stays)", errNotReplicated, got, r.waitReplicas, r.waitTimeout))
-		}
+		d.Remaining[c.Name] = v[6+i] // left
 	}
 	return d, nil
+}
+
+// wait runs WAIT on conn, the connection that admitted a call: an error
+// when fewer than waitReplicas replicas confirm it (the entry stays).
+func (r *redisBackend) wait(ctx context.Context, conn *redis.Conn) error {
+	switch got, err := conn.Wait(ctx, r.waitReplicas, r.waitTimeout).Result(); {
+	case err != nil:
+		return fmt.Errorf("admitted, but WAIT failed (the entry stays): %w", err)
+	case got < int64(r.waitReplicas):
+		return fmt.Errorf("%w: admitted, but WAIT confirmed %d of %d replicas within %s (the entry stays)", errNotReplicated, got, r.waitReplicas, r.waitTimeout)
+	}
+	return nil
 }
 
 var redisStatusScript = redis.NewScript(luaSource("lib", "status"))

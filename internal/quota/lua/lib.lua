@@ -6,9 +6,10 @@
 -- (newest, total, head, base, since), then pending entries (score, cum, cost).
 -- Numbers stay below 2^53 (exact doubles); strings use %d, never tostring.
 
--- clock() -> now: Redis TIME, Unix µs (effects replication, for Redis < 5).
+-- clock() -> now: Redis TIME, Unix µs (effects replication, for Redis < 5;
+-- REDIS_VERSION_NUM exists from Redis 7, where the call is a deprecated no-op).
 local function clock()
-  if redis.replicate_commands then redis.replicate_commands() end
+  if not redis.REDIS_VERSION_NUM then redis.replicate_commands() end
   local t = redis.call('TIME')
   return t[1] * 1000000 + t[2]
 end
@@ -32,10 +33,11 @@ end
 
 -- read_state(keys, now, site) -> exhausted (the later end of the
 -- credential's mark and of the mark field site; 0: none), by_site (1 when
--- site's ends later), caches (caches[i]: the log keys[1 + i]'s).
+-- site's ends later), caches (caches[2 + i]: the log keys[1 + i]'s).
 local function read_state(keys, now, site)
   local caches = redis.call('HMGET', keys[1], 'exhausted', site, unpack(keys, 2))
-  local cred, own = mark_until(table.remove(caches, 1), now), mark_until(table.remove(caches, 1), now)
+  if not (caches[1] or caches[2]) then return 0, 0, caches end
+  local cred, own = mark_until(caches[1], now), mark_until(caches[2], now)
   return math.max(cred, own), own > cred and 1 or 0, caches
 end
 

@@ -11,11 +11,12 @@
 -- ARGV[3n+2..]           Pacific midnights around the client's date (Unix
 --                        µs, ascending; lib.lua pacific_day)
 --
--- Reply: {allowed (1 or 0), now (Redis TIME, Unix µs), denied (the bucket
--- i with the longest wait; 0: none), retry_us (µs until the call may fit;
--- 0 when allowed), exhausted (the later mark's end, Unix µs; 0: none), then
--- per bucket i: left (units left before this call), at (the entry's score,
--- Unix µs; 0 on denial), then by_site (1: the call site's mark is later).
+-- Reply, admitted: {1, now (Redis TIME, Unix µs), then per bucket i: left
+-- (units left before this call), at (the entry's score, Unix µs)}.
+-- Denied: {0, now, denied (the bucket i with the longest wait; 0: a mark),
+-- retry_us (µs until the call may fit), exhausted (the later mark's end,
+-- Unix µs; 0: none), by_site (1: the call site's mark is later), then per
+-- bucket i: left}.
 --
 -- The cache (fresh: it answers for lo in [since, head] without denying; else
 -- the log is read), pending entries and housekeeping: docs/quota.md, "Data layout".
@@ -25,18 +26,20 @@ local MAX_PENDING = 16
 
 local n = #KEYS - 1
 local now = clock()
-local day_start, day_end = pacific_day(now, 3 * n + 2)
+local day_start, day_end -- the Pacific day, read when a calendar bucket or housekeeping needs it
 local exhausted, by_site, caches = read_state(KEYS, now, ARGV[3 * n + 1])
 
-local reply = {0, now, 0, 0, exhausted}
+local reply = {1, now} -- admitted (above)
 local denied, retry_us = 0, 0
-local fields, flushes, chores = {}, {}, {}
+local fields, flushes, chores = {}, nil, nil -- the tables of a flush and of housekeeping, made when needed
 local log_read, retry_after -- built when a cache is not fresh (lib.lua)
 for i = 1, n do
-  local log, cache = KEYS[1 + i], caches[i]
+  local log, cache = KEYS[1 + i], caches[2 + i]
   local cost, limit, window = tonumber(ARGV[3 * i - 2]), tonumber(ARGV[3 * i - 1]), tonumber(ARGV[3 * i])
-  local lo = window > 0 and now - window + 1 or day_start
   local newest, total, head, base, since = read_cache(cache)
+  local due = not cache or math.floor(newest / PERIOD_US) ~= math.floor(now / PERIOD_US) -- housekeeping
+  if (due or window == 0) and not day_start then day_start, day_end = pacific_day(now, 3 * n + 2) end
+  local lo = window > 0 and now - window + 1 or day_start
   local fresh = cache and newest >= lo and since <= lo and lo <= head and total - base + cost <= limit
   if not (fresh or log_read) then log_read, retry_after = log_readers() end
   if cache and newest < lo then
@@ -46,35 +49,38 @@ for i = 1, n do
     since = lo
   end
   local used, at = total - base, math.max(now, newest + 1)
-  reply[4 + 2 * i], reply[5 + 2 * i] = math.max(limit - used, 0), at
+  reply[1 + 2 * i], reply[2 + 2 * i] = math.max(limit - used, 0), at
   if used + cost > limit then -- not fresh
     local wait = retry_after(log, lo, window, base, used + cost - limit, cache, now, day_end)
     if denied == 0 or wait > retry_us then denied, retry_us = i, wait end
   end
 
   local entry = struct.pack('<ddd', at, total + cost, cost)
-  if not cache or math.floor(newest / PERIOD_US) ~= math.floor(now / PERIOD_US) then
+  if due then
+    chores = chores or {}
     chores[i] = {evict_below = math.min(lo, day_start), ttl_ms = math.floor(math.max(window, day_end - now) / 1000) + 1 + TTL_MARGIN_MS}
   end
-  local flush = chores[i] or pending(cache) + 1 >= MAX_PENDING
+  local flush = due or pending(cache) + 1 >= MAX_PENDING
   if flush or not fresh then
     local rest = cache and string.sub(cache, 41) or ''
-    if flush then flushes[i], rest, entry = rest .. entry, '', '' end
+    if flush then
+      flushes = flushes or {}
+      flushes[i], rest, entry = rest .. entry, '', ''
+    end
     cache = struct.pack('<ddddd', at, total + cost, head > 0 and head or at, base, since) .. rest
   end
   fields[2 * i - 1], fields[2 * i] = log, cache .. entry
 end
 
-reply[3], reply[4], reply[6 + 2 * n] = denied, math.max(retry_us, exhausted - now, 0), by_site
 if exhausted > 0 or denied > 0 then
-  for i = 1, n do reply[5 + 2 * i] = 0 end
-  return reply
+  local no = {0, now, denied, math.max(retry_us, exhausted - now, 0), exhausted, by_site}
+  for i = 1, n do no[6 + i] = reply[1 + 2 * i] end
+  return no
 end
-reply[1] = 1
 
 local state_ttl = 0
-for i = 1, n do
-  local log, chore = KEYS[1 + i], chores[i]
+for i = 1, flushes and n or 0 do
+  local log, chore = KEYS[1 + i], chores and chores[i]
   if flushes[i] then log_add(log, flushes[i]) end
   if chore then
     redis.call('ZREMRANGEBYSCORE', log, '-inf', '(' .. string.format('%d', chore.evict_below))

@@ -21,7 +21,7 @@ local log_read, retry_after, pending_entry = log_readers()
 
 local reply = {now}
 for i = 1, n do
-  local log, cache = KEYS[1 + i], caches[i]
+  local log, cache = KEYS[1 + i], caches[2 + i]
   local limit, window, max_cost = tonumber(ARGV[3 * i - 2]), tonumber(ARGV[3 * i - 1]), tonumber(ARGV[3 * i])
   local lo = window > 0 and now - window + 1 or day_start
   local total, base, _, oldest = log_read(log, lo, cache)
