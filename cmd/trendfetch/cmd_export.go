@@ -1,9 +1,9 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
-	"os"
 	"os/signal"
 	"strings"
 	"syscall"
@@ -16,12 +16,22 @@ import (
 	"github.com/trendfetch/trendfetch/internal/store"
 )
 
-func newExportCmd(a *app) *cobra.Command {
-	var (
-		format, layout, every, since, until, output string
-		regionList, partition                       []string
-		noDescription, regionColumn, safe           bool
-	)
+// exportOptions is what `export` was asked (its flags) and where it writes.
+type exportOptions struct {
+	io                                          ioStreams
+	engine                                      *engine.Engine
+	format, layout, every, since, until, output string
+	regions, partition                          []string
+	noDescription, regionColumn, safe           bool
+	layoutSet                                   bool // --layout given (refused with jsonl and parquet)
+}
+
+// newExportCmd is `export`; runF (nil: exportRun) runs the parsed options.
+func newExportCmd(a *app, runF func(context.Context, *exportOptions) error) *cobra.Command {
+	o := &exportOptions{}
+	if runF == nil {
+		runF = exportRun
+	}
 	cmd := &cobra.Command{
 		Use:   "export",
 		Short: "Stream the stored charts as the public trending datasets' CSV, JSON Lines or Parquet",
@@ -61,115 +71,125 @@ it (the file then differs from the datasets' bytes).`,
 		Args:    cobra.NoArgs,
 		PreRunE: a.withConfig,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			q := store.ExportQuery{NoDescription: noDescription, EveryDay: every == "day"}
-			switch format {
-			case "csv":
-				if layout != store.LayoutYoutubeNew && layout != store.LayoutTrendingDaily {
-					return usagef("trendfetch export --format csv --layout youtube-new", "--layout %q: must be youtube-new or trending-daily", layout)
-				}
-			case "jsonl", "parquet":
-				if cmd.Flags().Changed("layout") {
-					return usagef("trendfetch export --format "+format, "--layout %q: only for --format csv (%s has its own columns)", layout, format)
-				}
-				if safe || regionColumn {
-					return usagef("trendfetch export --format "+format, "--spreadsheet-safe and --region-column are for --format csv (%s always has region)", format)
-				}
-			default:
-				return usagef("trendfetch export --format csv", "--format %q: must be csv, jsonl or parquet", format)
-			}
-			if format == "parquet" {
-				store.LimitParquetMemory()
-			}
-			for _, p := range partition {
-				if p != "region" && p != "date" || strings.Count(","+strings.Join(partition, ",")+",", ","+p+",") > 1 {
-					return usagef("trendfetch export --format parquet --partition region,date --output DIR/", "--partition %q: must be region, date or region,date", strings.Join(partition, ","))
-				}
-			}
-			if every != "day" && every != "capture" {
-				return usagef("trendfetch export --every day", "--every %q: must be capture or day", every)
-			}
-			var err error
-			if q.Regions, err = regions.ParseList(regionList); err != nil {
-				return &usageError{Err: err, Hint: "trendfetch regions"}
-			}
-			if since != "" {
-				if q.Since, err = store.ParseAt(since); err != nil {
-					return usagef("trendfetch export --since 2026-01-01", "--since %q: %v", since, err)
-				} else if len(since) == len(time.DateOnly) { // a date: from its start, not its end
-					q.Since = q.Since.Truncate(24 * time.Hour)
-				}
-			}
-			if until != "" {
-				if q.Until, err = store.ParseAt(until); err != nil {
-					return usagef("trendfetch export --until 2026-01-31", "--until %q: %v", until, err)
-				}
-			}
-			var dir, file string // both "": standard output
-			if output != "" && output != "-" {
-				file = output
-				if fi, err := os.Stat(output); (err == nil && fi.IsDir()) || os.IsPathSeparator(output[len(output)-1]) {
-					dir, file = output, ""
-				}
-			}
-			if len(partition) > 0 && dir == "" {
-				return usagef("trendfetch export --format parquet --partition region,date --output DIR/", "--partition needs --output DIR/ (a directory)")
-			}
-			st, err := a.engine().OpenStore(cmd.Context(), true)
-			if err != nil {
-				return err
-			}
-			defer st.Close()
-			x := engine.Export{Query: q, Dir: dir, File: file, Partition: partition, Stdout: a.stdout,
-				Format: store.ExportFormat{Format: format, Layout: layout, PerCapture: every == "capture",
-					NoDescription: noDescription, RegionColumn: regionColumn, SpreadsheetSafe: safe},
-				OneRegion: format == "csv" && dir == "" && !regionColumn}
-			if x.OneRegion {
-				rs, err := st.ExportRegions(cmd.Context(), q)
-				if err != nil {
-					return err
-				}
-				if len(rs) > 1 {
-					return usagef("trendfetch export --output DIR/",
-						"cannot write %d regions (%s) to one CSV without a region column: use --output DIR/ (one file per region) or --region-column", len(rs), strings.Join(rs, ","))
-				}
-			}
-			if file == "" && dir == "" && format == "parquet" && a.stdoutTTY {
-				return usagef("trendfetch export --format parquet --output charts.parquet", "--format parquet writes binary: not to a terminal; use --output FILE or redirect standard output")
-			}
-			if file == "" && dir == "" {
-				// Standard output: a reader that stops early (export | head)
-				// ends the export quietly (EPIPE below), not by SIGPIPE.
-				signal.Ignore(syscall.SIGPIPE)
-			}
-			// "exported N rows" on a terminal, at most twice a second.
-			rows, last := 0, time.Now()
-			x.Row = func() {
-				if rows++; a.stderrTTY && rows%4096 == 0 && time.Since(last) > 500*time.Millisecond {
-					last = time.Now()
-					fmt.Fprintf(a.stderr, "\rexported %d rows", rows)
-				}
-			}
-			err = a.engine().Export(cmd.Context(), st, x)
-			if a.stderrTTY {
-				fmt.Fprintf(a.stderr, "\rexported %d rows\n", rows)
-			}
-			if file == "" && dir == "" && errors.Is(err, syscall.EPIPE) {
-				return nil // the reader has what it wanted
-			}
-			return err
+			o.io, o.engine, o.layoutSet = a.ioStreams, a.engine(), cmd.Flags().Changed("layout")
+			return runF(cmd.Context(), o)
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&format, "format", "csv", "csv, jsonl or parquet")
-	f.StringSliceVar(&partition, "partition", nil, "with --output DIR/: hive-style directories by region and/or UTC date (region=US/date=2026-11-24/part-0.parquet)")
-	f.StringVar(&layout, "layout", store.LayoutYoutubeNew, `CSV columns: youtube-new (Kaggle 2017) or trending-daily (2018 scraper / 2020 "updated daily")`)
-	f.StringSliceVar(&regionList, "region", nil, "only these regions (repeatable or comma-separated; default all)")
-	f.StringVar(&since, "since", "", "captures at or after this time (RFC 3339 or UTC date)")
-	f.StringVar(&until, "until", "", "captures at or before this time (RFC 3339, or a UTC date: through its end)")
-	f.StringVar(&every, "every", "day", "day (the datasets' one row a day: each region's last complete capture of a UTC day) or capture (all, partial too)")
-	f.StringVar(&output, "output", "", "write to FILE (replaced when complete), or one file per region into DIR/, instead of standard output")
-	f.BoolVar(&noDescription, "no-description", false, "leave descriptions empty (smaller, faster)")
-	f.BoolVar(&regionColumn, "region-column", false, "CSV: add a region column (needed to put several regions in one file)")
-	f.BoolVar(&safe, "spreadsheet-safe", false, "CSV: prefix cells starting with = + - @ tab or CR with ' (OWASP CSV injection; see --help)")
+	f.StringVar(&o.format, "format", "csv", "csv, jsonl or parquet")
+	f.StringSliceVar(&o.partition, "partition", nil, "with --output DIR/: hive-style directories by region and/or UTC date (region=US/date=2026-11-24/part-0.parquet)")
+	f.StringVar(&o.layout, "layout", store.LayoutYoutubeNew, `CSV columns: youtube-new (Kaggle 2017) or trending-daily (2018 scraper / 2020 "updated daily")`)
+	f.StringSliceVar(&o.regions, "region", nil, "only these regions (repeatable or comma-separated; default all)")
+	f.StringVar(&o.since, "since", "", "captures at or after this time (RFC 3339 or UTC date)")
+	f.StringVar(&o.until, "until", "", "captures at or before this time (RFC 3339, or a UTC date: through its end)")
+	f.StringVar(&o.every, "every", "day", "day (the datasets' one row a day: each region's last complete capture of a UTC day) or capture (all, partial too)")
+	f.StringVar(&o.output, "output", "", "write to FILE (replaced when complete), or one file per region into DIR/, instead of standard output")
+	f.BoolVar(&o.noDescription, "no-description", false, "leave descriptions empty (smaller, faster)")
+	f.BoolVar(&o.regionColumn, "region-column", false, "CSV: add a region column (needed to put several regions in one file)")
+	f.BoolVar(&o.safe, "spreadsheet-safe", false, "CSV: prefix cells starting with = + - @ tab or CR with ' (OWASP CSV injection; see --help)")
 	return cmd
+}
+
+// exportRun checks o's flags, then streams the export; a reader of
+// standard output that stops early (export | head) ends it quietly.
+func exportRun(ctx context.Context, o *exportOptions) error {
+	x, err := o.export()
+	if err != nil {
+		return err
+	}
+	if o.format == "parquet" {
+		store.LimitParquetMemory()
+	}
+	st, err := o.engine.OpenStore(ctx, true)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	if x.ToStdout() {
+		signal.Ignore(syscall.SIGPIPE) // EPIPE below, not death by SIGPIPE
+	}
+	rows := 0
+	x.Row = o.progress(&rows)
+	err = o.engine.Export(ctx, st, x)
+	if o.io.stderrTTY {
+		fmt.Fprintf(o.io.stderr, "\rexported %d rows\n", rows)
+	}
+	if x.ToStdout() && errors.Is(err, syscall.EPIPE) {
+		return nil // the reader has what it wanted
+	}
+	return err
+}
+
+// progress counts rows and shows "exported N rows" on a terminal, at most twice a second.
+func (o *exportOptions) progress(rows *int) func() {
+	last := time.Now()
+	return func() {
+		if *rows++; o.io.stderrTTY && *rows%4096 == 0 && time.Since(last) > 500*time.Millisecond {
+			last = time.Now()
+			fmt.Fprintf(o.io.stderr, "\rexported %d rows", *rows)
+		}
+	}
+}
+
+// export is the engine's export of o's flags; a flag that does not parse or fit the format is
+// a usage error.
+func (o *exportOptions) export() (engine.Export, error) {
+	if err := o.checkFormat(); err != nil {
+		return engine.Export{}, err
+	}
+	q, err := o.query()
+	return engine.Export{Query: q, Output: o.output, Partition: o.partition, Stdout: o.io.stdout, Terminal: o.io.stdoutTTY,
+		Format: store.ExportFormat{Format: o.format, Layout: o.layout, PerCapture: o.every == "capture",
+			NoDescription: o.noDescription, RegionColumn: o.regionColumn, SpreadsheetSafe: o.safe}}, err
+}
+
+// checkFormat refuses a --format, --layout or --partition that does not exist or fit the format.
+func (o *exportOptions) checkFormat() error {
+	switch o.format {
+	case "csv":
+		if o.layout != store.LayoutYoutubeNew && o.layout != store.LayoutTrendingDaily {
+			return usagef("trendfetch export --format csv --layout youtube-new", "--layout %q: must be youtube-new or trending-daily", o.layout)
+		}
+	case "jsonl", "parquet":
+		if o.layoutSet {
+			return usagef("trendfetch export --format "+o.format, "--layout %q: only for --format csv (%s has its own columns)", o.layout, o.format)
+		}
+		if o.safe || o.regionColumn {
+			return usagef("trendfetch export --format "+o.format, "--spreadsheet-safe and --region-column are for --format csv (%s always has region)", o.format)
+		}
+	default:
+		return usagef("trendfetch export --format csv", "--format %q: must be csv, jsonl or parquet", o.format)
+	}
+	list := "," + strings.Join(o.partition, ",") + ","
+	for _, p := range o.partition {
+		if p != "region" && p != "date" || strings.Count(list, ","+p+",") > 1 {
+			return usagef("trendfetch export --format parquet --partition region,date --output DIR/", "--partition %q: must be region, date or region,date", strings.Join(o.partition, ","))
+		}
+	}
+	return nil
+}
+
+// query is the captures of --every, --region, --since and --until.
+func (o *exportOptions) query() (store.ExportQuery, error) {
+	q := store.ExportQuery{NoDescription: o.noDescription, EveryDay: o.every == "day"}
+	if o.every != "day" && o.every != "capture" {
+		return q, usagef("trendfetch export --every day", "--every %q: must be capture or day", o.every)
+	}
+	var err error
+	if q.Regions, err = regions.ParseList(o.regions); err != nil {
+		return q, &usageError{Err: err, Hint: "trendfetch regions"}
+	}
+	if o.since != "" {
+		if q.Since, err = store.ParseAt(o.since); err != nil {
+			return q, usagef("trendfetch export --since 2026-01-01", "--since %q: %v", o.since, err)
+		} else if len(o.since) == len(time.DateOnly) { // a date: from its start, not its end
+			q.Since = q.Since.Truncate(24 * time.Hour)
+		}
+	}
+	if o.until != "" {
+		if q.Until, err = store.ParseAt(o.until); err != nil {
+			return q, usagef("trendfetch export --until 2026-01-31", "--until %q: %v", o.until, err)
+		}
+	}
+	return q, nil
 }

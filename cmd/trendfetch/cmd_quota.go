@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"time"
@@ -22,12 +23,24 @@ func newQuotaCmd(a *app) *cobra.Command {
 			return usagef("trendfetch quota status", "quota needs a subcommand: status, check, charge or reset")
 		},
 	}
-	cmd.AddCommand(newQuotaStatusCmd(a), newQuotaCheckCmd(a), newQuotaChargeCmd(a), newQuotaResetCmd(a))
+	cmd.AddCommand(newQuotaStatusCmd(a, nil), newQuotaCheckCmd(a), newQuotaChargeCmd(a), newQuotaResetCmd(a))
 	return cmd
 }
 
-func newQuotaStatusCmd(a *app) *cobra.Command {
-	var asJSON bool
+// quotaStatusOptions is what `quota status` was asked and where it writes.
+type quotaStatusOptions struct {
+	io                 ioStreams
+	engine             *engine.Engine
+	credential, preset string // the credential whose buckets to show; quota.preset
+	asJSON             bool
+}
+
+// newQuotaStatusCmd is `quota status`; runF (nil: quotaStatusRun) runs the parsed options.
+func newQuotaStatusCmd(a *app, runF func(context.Context, *quotaStatusOptions) error) *cobra.Command {
+	o := &quotaStatusOptions{}
+	if runF == nil {
+		runF = quotaStatusRun
+	}
 	cmd := &cobra.Command{
 		Use:   "status",
 		Short: "Show units spent, left, and when capacity returns, per bucket",
@@ -38,37 +51,44 @@ fit again (Retry-After), and units spent since the last Pacific midnight
 		Args:    cobra.NoArgs,
 		PreRunE: a.withConfig,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			st, err := a.engine().QuotaStatus(cmd.Context(), a.cfg.Credential)
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				v := st.View()
-				v.Preset = a.cfg.Quota.Preset
-				if err := a.printJSON(v); err != nil {
-					return err
-				}
-			} else if !errors.As(st.Err, new(*quota.AccessError)) {
-				printStatus(a, st)
-			}
-			// The storage policy's note, as `runs` prints it (best effort).
-			if db, err := a.engine().OpenStore(cmd.Context(), true); err == nil {
-				a.policyNotice(cmd.Context(), db)
-				db.Close()
-			}
-			return engine.StatusError(st)
+			o.io, o.engine, o.credential, o.preset = a.ioStreams, a.engine(), a.cfg.Credential, a.cfg.Quota.Preset
+			return runF(cmd.Context(), o)
 		},
 	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the status as JSON")
+	cmd.Flags().BoolVar(&o.asJSON, "json", false, "print the status as JSON")
 	return cmd
 }
 
-func printStatus(a *app, st quota.Status) {
+// quotaStatusRun prints the credential's status, then the storage policy's note (as `runs`).
+func quotaStatusRun(ctx context.Context, o *quotaStatusOptions) error {
+	st, err := o.engine.QuotaStatus(ctx, o.credential)
+	if err != nil {
+		return err
+	}
+	if o.asJSON {
+		v := st.View()
+		v.Preset = o.preset
+		if err := o.io.printJSON(v); err != nil {
+			return err
+		}
+	} else if !errors.As(st.Err, new(*quota.AccessError)) {
+		printStatus(o.io, o.preset, st)
+	}
+	if db, err := o.engine.OpenStore(ctx, true); err == nil { // best effort
+		policyNotice(ctx, o.engine, o.io, db)
+		db.Close()
+	}
+	return engine.StatusError(st)
+}
+
+// printStatus writes st for people: the backend, the upstream marks (Google's
+// words made safe for a terminal), then a table of the buckets.
+func printStatus(s ioStreams, preset string, st quota.Status) {
 	reach := fmt.Sprintf("reachable, %s", st.Latency.Round(10*time.Microsecond))
 	if !st.Reachable {
-		reach = "UNREACHABLE: " + st.Err.Error()
+		reach = "UNREACHABLE: " + termtext.Safe(st.Err.Error())
 	}
-	fmt.Fprintf(a.stdout, "credential %s · backend %s (%s) · preset %s\n", st.Credential, st.Backend, reach, a.cfg.Quota.Preset)
+	fmt.Fprintf(s.stdout, "credential %s · backend %s (%s) · preset %s\n", st.Credential, st.Backend, reach, preset)
 	if !st.Reachable {
 		return
 	}
@@ -77,9 +97,9 @@ func printStatus(a *app, st quota.Status) {
 		if m.Site != "" {
 			what = m.Site + " (its own Google quota; the other call sites go on)"
 		}
-		fmt.Fprintf(a.stdout, "SPENT upstream until %s: %s; the API answered %s\n", m.Until.UTC().Format(time.RFC3339), what, m.Why)
+		fmt.Fprintf(s.stdout, "SPENT upstream until %s: %s; the API answered %s\n", m.Until.UTC().Format(time.RFC3339), what, termtext.Safe(m.Why))
 	}
-	tw := table(a.stdout, "BUCKET\tUSED\t\tLEFT\tWINDOW\tTODAY (PT)\t1 UNIT IN\tMAX COST IN")
+	tw := table(s.stdout, "BUCKET\tUSED\t\tLEFT\tWINDOW\tTODAY (PT)\t1 UNIT IN\tMAX COST IN")
 	for _, b := range st.Buckets {
 		window := b.Window.String()
 		if b.Calendar {
@@ -91,7 +111,7 @@ func printStatus(a *app, st quota.Status) {
 	tw.Flush()
 	if !st.Now.IsZero() {
 		next := quota.NextPacificMidnight(st.Now)
-		fmt.Fprintf(a.stdout, "Google's quota day resets at %s (in %s)\n", next.UTC().Format("2006-01-02 15:04 MST"), next.Sub(st.Now).Round(time.Minute))
+		fmt.Fprintf(s.stdout, "Google's quota day resets at %s (in %s)\n", next.UTC().Format("2006-01-02 15:04 MST"), next.Sub(st.Now).Round(time.Minute))
 	}
 }
 

@@ -3,7 +3,6 @@ package main
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"maps"
 	"net/url"
@@ -14,71 +13,90 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/trendfetch/trendfetch/internal/engine"
 	"github.com/trendfetch/trendfetch/internal/store"
 	"github.com/trendfetch/trendfetch/internal/termtext"
 )
 
-func newRunsCmd(a *app) *cobra.Command {
-	var (
-		limit  int
-		before int64
-		region string
-		asJSON bool
-	)
+// runsOptions is what `runs` was asked (its flags) and where it writes.
+type runsOptions struct {
+	io     ioStreams
+	engine *engine.Engine
+	limit  int
+	before int64
+	region string
+	asJSON bool
+}
+
+// newRunsCmd is `runs`; runF (nil: runsRun) runs the parsed options.
+func newRunsCmd(a *app, runF func(context.Context, *runsOptions) error) *cobra.Command {
+	o := &runsOptions{}
+	if runF == nil {
+		runF = runsRun
+	}
 	cmd := &cobra.Command{
 		Use:     "runs",
 		Short:   "Show recent runs: region, outcome, pages, videos, units, Retry-After",
 		Args:    cobra.NoArgs,
 		PreRunE: a.withConfig,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if limit < 1 {
-				return usagef("trendfetch runs --limit 20", "--limit %d: must be at least 1", limit)
-			}
-			region, err := parseRegion(region)
-			if err != nil {
-				return err
-			}
-			st, err := a.openReadStore(cmd.Context())
-			if err != nil {
-				return err
-			}
-			var runs []store.Run
-			if st != nil {
-				defer st.Close()
-				if runs, err = st.RunsPage(cmd.Context(), store.RunsQuery{Region: region, Before: before, Limit: limit + 1}); err != nil {
-					return err
-				}
-				if len(runs) > limit {
-					runs = runs[:limit]
-					fmt.Fprintf(a.stderr, "note: older runs: trendfetch runs --before %d\n", runs[limit-1].ID)
-				}
-				a.policyNotice(cmd.Context(), st)
-			}
-			if asJSON {
-				return a.printJSON(runs)
-			}
-			tw := table(a.stdout, "ID\tREGION\tSTARTED (UTC)\tDURATION\tPAGES\tVIDEOS\tUNITS\tOUTCOME\tREASON")
-			for _, r := range runs {
-				dur := "-"
-				if !r.FinishedAt.IsZero() {
-					dur = r.FinishedAt.Sub(r.StartedAt).Round(time.Millisecond).String()
-				}
-				reason := shortReason(r.Reason)
-				if r.RetryAfter > 0 {
-					reason += fmt.Sprintf(" (retry at %s)", r.RetryAt.UTC().Format("2006-01-02 15:04:05"))
-				}
-				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%d\t%s\t%s\t%s\n", r.ID, r.Region,
-					r.StartedAt.UTC().Format("2006-01-02 15:04:05"), dur, r.Pages, r.Videos,
-					formatUnits(r.Units, r.Unmetered), r.Outcome, reason)
-			}
-			return tw.Flush()
+			o.io, o.engine = a.ioStreams, a.engine()
+			return runF(cmd.Context(), o)
 		},
 	}
-	cmd.Flags().IntVarP(&limit, "limit", "n", 20, "most runs to show, newest first")
-	cmd.Flags().Int64Var(&before, "before", 0, "only runs older than this run id (the next page; as GET /v1/runs?cursor=)")
-	cmd.Flags().StringVar(&region, "region", "", "only runs of this region (e.g. US), as GET /v1/runs?region=")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print runs as JSON")
+	cmd.Flags().IntVarP(&o.limit, "limit", "n", 20, "most runs to show, newest first")
+	cmd.Flags().Int64Var(&o.before, "before", 0, "only runs older than this run id (the next page; as GET /v1/runs?cursor=)")
+	cmd.Flags().StringVar(&o.region, "region", "", "only runs of this region (e.g. US), as GET /v1/runs?region=")
+	cmd.Flags().BoolVar(&o.asJSON, "json", false, "print runs as JSON")
 	return cmd
+}
+
+// runsRun prints a page of runs, newest first, and notes the next page.
+func runsRun(ctx context.Context, o *runsOptions) error {
+	if o.limit < 1 {
+		return usagef("trendfetch runs --limit 20", "--limit %d: must be at least 1", o.limit)
+	}
+	region, err := parseRegion(o.region)
+	if err != nil {
+		return err
+	}
+	st, err := o.engine.OpenStore(ctx, true)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	runs, err := st.RunsPage(ctx, store.RunsQuery{Region: region, Before: o.before, Limit: o.limit + 1})
+	if err != nil {
+		return err
+	}
+	if len(runs) > o.limit {
+		runs = runs[:o.limit]
+		fmt.Fprintf(o.io.stderr, "note: older runs: trendfetch runs --before %d\n", runs[o.limit-1].ID)
+	}
+	policyNotice(ctx, o.engine, o.io, st)
+	if o.asJSON {
+		return o.io.printJSON(runs)
+	}
+	return printRuns(o.io, runs)
+}
+
+// printRuns writes runs as a table for people.
+func printRuns(s ioStreams, runs []store.Run) error {
+	tw := table(s.stdout, "ID\tREGION\tSTARTED (UTC)\tDURATION\tPAGES\tVIDEOS\tUNITS\tOUTCOME\tREASON")
+	for _, r := range runs {
+		dur := "-"
+		if !r.FinishedAt.IsZero() {
+			dur = r.FinishedAt.Sub(r.StartedAt).Round(time.Millisecond).String()
+		}
+		reason := shortReason(r.Reason)
+		if r.RetryAfter > 0 {
+			reason += fmt.Sprintf(" (retry at %s)", r.RetryAt.UTC().Format(utcSecond))
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%d\t%s\t%s\t%s\n", r.ID, r.Region,
+			r.StartedAt.UTC().Format(utcSecond), dur, r.Pages, r.Videos,
+			formatUnits(r.Units, r.Unmetered), r.Outcome, reason)
+	}
+	return tw.Flush()
 }
 
 // shortReason is a run's reason for the table (`runs --json` has it all):
@@ -110,20 +128,9 @@ func formatUnits(units map[string]int64, unmetered int) string {
 	return cmp.Or(strings.Join(parts, " "), "0")
 }
 
-// openReadStore opens the database for a read-only command; one that does
-// not exist yet is nil, noted on stderr (the command prints nothing found).
-func (a *app) openReadStore(ctx context.Context) (store.Backend, error) {
-	st, err := a.engine().OpenStore(ctx, true)
-	if nd := (*store.NoDatabaseError)(nil); errors.As(err, &nd) {
-		fmt.Fprintf(a.stderr, "note: no database at %s yet: nothing recorded; `trendfetch run` creates it\n", nd.Path)
-		return nil, nil
-	}
-	return st, err
-}
-
 // policyNotice prints engine.PolicyNote to stderr when there is one.
-func (a *app) policyNotice(ctx context.Context, st store.Backend) {
-	if note := a.engine().PolicyNote(ctx, st); note != "" {
-		fmt.Fprintf(a.stderr, "note: %s\n", note)
+func policyNotice(ctx context.Context, e *engine.Engine, s ioStreams, st store.Backend) {
+	if note := e.PolicyNote(ctx, st); note != "" {
+		fmt.Fprintf(s.stderr, "note: %s\n", note)
 	}
 }

@@ -2,9 +2,7 @@ package main
 
 import (
 	"cmp"
-	"encoding/json"
 	"fmt"
-	"reflect"
 	"runtime"
 	"runtime/debug"
 	"slices"
@@ -79,16 +77,4 @@ func versionString() string {
 		rev = " (" + (*v.Revision)[:12] + ")"
 	}
 	return fmt.Sprintf("trendfetch %s%s %s %s\n%s", v.Version, rev, v.GoVersion, v.Platform, strings.Join(v.mods, ", "))
-}
-
-// printJSON writes v to stdout as every --json does: indented, & < > as
-// they are, a nil slice as [].
-func (a *app) printJSON(v any) error {
-	if rv := reflect.ValueOf(v); rv.Kind() == reflect.Slice && rv.IsNil() {
-		v = []any{}
-	}
-	enc := json.NewEncoder(a.stdout)
-	enc.SetIndent("", "  ")
-	enc.SetEscapeHTML(false)
-	return enc.Encode(v)
 }

@@ -97,8 +97,6 @@ func videoArgs(cmd *cobra.Command, raw []string) (args []string, help bool, err 
 	return append(fs.Args(), ids...), false, nil
 }
 
-const utcMinute = "2006-01-02 15:04"
-
 // printHistory writes the human form of `video` to w (a bufio.Writer:
 // its Flush reports a failed write); spark adds a views sparkline.
 func printHistory(w io.Writer, h store.VideoHistory, spark bool) {

@@ -113,7 +113,7 @@ func TestHintsNameCommandsThatExist(t *testing.T) {
 			if strings.HasSuffix(hint, " ") {
 				hint += "x" // the value appended at run time
 			}
-			root := newRootCmd(&app{stdout: io.Discard, stderr: io.Discard, lookupEnv: os.LookupEnv})
+			root := newRootCmd(&app{ioStreams: ioStreams{stdout: io.Discard, stderr: io.Discard}, lookupEnv: os.LookupEnv})
 			cmd, rest, err := root.Find(strings.Fields(hint)[1:])
 			if err != nil || cmd == root {
 				t.Errorf("%s: hint %q names no command", f, m[1])

@@ -56,7 +56,7 @@ func exitCode(ctx context.Context, err error) int {
 	// (`quota charge` without --method) with plain errors.
 	case strings.HasPrefix(err.Error(), "unknown command "), strings.HasPrefix(err.Error(), "required flag(s) "):
 		return exitcode.Usage
-	case errors.Is(err, store.ErrNotFound):
+	case errors.Is(err, store.ErrNotFound), is[*store.NoDatabaseError](err): // no database yet: every read command alike
 		return exitcode.NotFound
 	case is[*usageError](err), is[*config.ValidationError](err), is[*regions.Error](err), is[*store.QueryError](err),
 		is[*fetch.CredentialError](err), is[*quota.CostError](err), is[*quota.AccessError](err), is[*sqlitedb.PathError](err),

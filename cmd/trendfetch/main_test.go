@@ -389,8 +389,8 @@ func TestHelpVersionAndEmptyStatus(t *testing.T) {
 		t.Errorf("quota status on a fresh machine: exit %d\n%s%s", res.code, res.stdout, res.stderr)
 	}
 	res = e.run("search", "anything")
-	if res.code != 0 || !strings.Contains(res.stderr, "`trendfetch run` creates it") || !strings.Contains(res.stdout, "no videos match") {
-		t.Errorf("search without a database: exit %d, want 0 with an empty result and a note\n%s%s", res.code, res.stdout, res.stderr)
+	if res.code != 4 || !strings.Contains(res.stderr, "`trendfetch run` creates it") || res.stdout != "" {
+		t.Errorf("search without a database: exit %d, want 4 with a note and no output\n%s%s", res.code, res.stdout, res.stderr)
 	}
 }
 

@@ -447,7 +447,7 @@ func TestPostgresPasswordMasked(t *testing.T) {
 	for _, args := range [][]string{{"runs"}, {"serve", "--addr", "127.0.0.1:0"}} {
 		res := e.runBounded(60*time.Second, append([]string{"--database", withPW(empty)}, args...)...)
 		check(args[0]+" on an empty database", res)
-		if !strings.Contains(res.stderr, "no database at 127.0.0.1/") || strings.Contains(res.rawStderr, "postgres://") {
+		if !strings.Contains(res.stderr, "PostgreSQL database 127.0.0.1/") || strings.Contains(res.rawStderr, "postgres://") {
 			t.Errorf("%s on an empty database: no note naming it by host and name, or its URL shown\n%s", args[0], res.stderr)
 		}
 	}

@@ -146,7 +146,7 @@ func treeCommands(root *cobra.Command) map[string]bool {
 // command and subcommand of the command tree (what `trendfetch --help` and
 // each group's --help list), and no command the tree does not have.
 func TestREADMECommandsTableIsTheTree(t *testing.T) {
-	root := newRootCmd(&app{stdout: io.Discard, stderr: io.Discard, lookupEnv: os.LookupEnv})
+	root := newRootCmd(&app{ioStreams: ioStreams{stdout: io.Discard, stderr: io.Discard}, lookupEnv: os.LookupEnv})
 	tree := treeCommands(root)
 	if !tree["quota status"] || !tree["lease release"] || !tree["completion bash"] {
 		t.Fatalf("the command tree lacks commands it is known to have: %v", tree)
@@ -242,7 +242,7 @@ func TestREADMESeveralHostsCommandLines(t *testing.T) {
 		t.Fatalf("the section has %d trendfetch command lines, want crontab, its output and serve at least", len(lines))
 	}
 	for _, words := range lines {
-		root := newRootCmd(&app{stdout: io.Discard, stderr: io.Discard, lookupEnv: os.LookupEnv})
+		root := newRootCmd(&app{ioStreams: ioStreams{stdout: io.Discard, stderr: io.Discard}, lookupEnv: os.LookupEnv})
 		cmd, rest, err := root.Find(words)
 		if err == nil && cmd == root {
 			err = errors.New("names no command")

@@ -30,7 +30,8 @@ import (
 func Main(args []string, stdout, stderr io.Writer) int {
 	zerolog.TimestampFunc = func() time.Time { return time.Now().UTC() } // newLogger's stamps
 	secrets := &secret.Set{}
-	a := &app{lookupEnv: os.LookupEnv, secrets: secrets, stderrTTY: isTerminal(stderr), stdoutTTY: isTerminal(stdout)}
+	a := &app{lookupEnv: os.LookupEnv, secrets: secrets}
+	a.ioStreams = ioStreams{stdoutTTY: isTerminal(stdout), stderrTTY: isTerminal(stderr)}
 	stdout, stderr = secrets.Writer(stdout), secrets.Writer(stderr)
 	a.stdout, a.stderr = stdout, stderr
 	secrets.AddKey(os.Getenv(config.DefaultKeyEnv))
@@ -54,7 +55,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		cancel(&signalError{sig: s})
 		s = <-sigs
 		// The config may still be loading: reported as before it loaded.
-		early := &app{stderr: stderr, lookupEnv: os.LookupEnv, stderrTTY: a.stderrTTY}
+		early := &app{ioStreams: ioStreams{stderr: stderr, stderrTTY: a.stderrTTY}, lookupEnv: os.LookupEnv}
 		early.reportError(fmt.Errorf("second %s: exiting now", signalName(s)), signalExit(s))
 		os.Exit(signalExit(s))
 	}()
@@ -123,13 +124,12 @@ func jsonLogs(format string, tty bool) bool {
 
 // app holds what every command of one process (or test) shares.
 type app struct {
-	stdout, stderr       io.Writer // scrubbed of secrets
-	lookupEnv            func(string) (string, bool)
-	logFormat            string // log.format once the config is read ("" before)
-	stderrTTY, stdoutTTY bool   // terminals: console logs; search's bold, video's sparkline
-	secrets              *secret.Set
-	flags                map[string]*string // root flags of config.Settings by name ("" = not given)
-	configFile           string             // absolute path of the config file read ("" = defaults)
+	ioStreams  // scrubbed of secrets
+	lookupEnv  func(string) (string, bool)
+	logFormat  string // log.format once the config is read ("" before)
+	secrets    *secret.Set
+	flags      map[string]*string // root flags of config.Settings by name ("" = not given)
+	configFile string             // absolute path of the config file read ("" = defaults)
 
 	cfg *config.Config
 	log zerolog.Logger
@@ -161,9 +161,9 @@ Redis shared by every host); on denial a run stops cleanly and exits 75.
 			a.flags[s.Flag] = root.PersistentFlags().String(s.Flag, "", s.Help+"; env $"+s.Env)
 		}
 	}
-	root.AddCommand(newRunCmd(a), newSearchCmd(a), newRunsCmd(a), newQuotaCmd(a), newVersionCmd(a))
+	root.AddCommand(newRunCmd(a), newSearchCmd(a, nil), newRunsCmd(a, nil), newQuotaCmd(a), newVersionCmd(a))
 	root.AddCommand(newScheduleCmd(a), newCrontabCmd(a), newRegionsCmd(a), newLeaseCmd(a), newPlanCmd(a))
-	root.AddCommand(newChartCmd(a), newVideoCmd(a), newExportCmd(a), newPruneCmd(a), newServeCmd(a), newCopyCmd(a))
+	root.AddCommand(newChartCmd(a, nil), newVideoCmd(a), newExportCmd(a, nil), newPruneCmd(a), newServeCmd(a), newCopyCmd(a))
 	argsAreUsage(root)
 	return root
 }

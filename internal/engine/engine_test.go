@@ -108,7 +108,7 @@ func TestRunPolicyExport(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer st.Close()
-		x := Export{Query: store.ExportQuery{Regions: []string{"US"}}, File: out, OneRegion: true,
+		x := Export{Query: store.ExportQuery{Regions: []string{"US"}}, File: out,
 			Format: store.ExportFormat{Format: "csv", Layout: store.LayoutYoutubeNew}}
 		if err := e.Export(ctx, st, x); err != nil {
 			t.Fatal(err)

@@ -8,31 +8,40 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/trendfetch/trendfetch/internal/store"
 )
 
-// Export is one export, written in Format to Dir, else File, else Stdout.
+// Export is one export, written in Format to Output (Export resolves it into Dir or File), else
+// to Dir, else File, else Stdout.
 type Export struct {
-	Query     store.ExportQuery // the captures (Export sets its GroupBy)
-	Format    store.ExportFormat
+	Query  store.ExportQuery // the captures (Export sets its GroupBy)
+	Format store.ExportFormat
+	// Output is --output: "" or "-" Stdout; a directory (one that exists, or a path ending in a
+	// separator) one file per region, or Partition's directories; any other path one file.
+	Output    string
 	Dir       string   // one file per region under the datasets' names, or Partition's directories
 	Partition []string // "region" and/or "date": hive-style directories under Dir
 	File      string
 	Stdout    io.Writer
-	OneRegion bool   // refuse a second region (one CSV without a region column)
+	Terminal  bool   // Stdout is a terminal: binary formats are refused there
 	Row       func() // when set, called before each row (progress)
+}
+
+// ToStdout reports whether x writes to Stdout (the reader may stop early: export | head).
+func (x Export) ToStdout() bool {
+	return (x.Output == "" || x.Output == "-") && x.Dir == "" && x.File == ""
 }
 
 // Export writes the rows of x.Query from st (one read snapshot) to x's outputs, renamed into
 // place when every row is written: a failed export leaves no partial file. One is open at a time.
-// An output (a directory or a temporary file) that cannot be created is a usage error of --output.
+// Usage errors: an output (a directory or a temporary file) that cannot be created, --partition
+// without a directory, Parquet to a terminal, several regions in one CSV without a region column.
 func (e *Engine) Export(ctx context.Context, st store.Backend, x Export) error {
-	if x.Dir != "" {
-		if err := os.MkdirAll(x.Dir, 0o755); err != nil {
-			return x.outputError(x.Dir, err)
-		}
+	if err := x.resolve(ctx, st); err != nil {
+		return err
 	}
 	// Each output's rows come together (sinks.writer); Parquet's by region (smaller dictionaries).
 	q := x.Query
@@ -43,13 +52,13 @@ func (e *Engine) Export(ctx context.Context, st store.Backend, x Export) error {
 		q.GroupBy = []string{"region"}
 	}
 	s := &sinks{Export: x, open: map[string]*sink{}}
-	first := ""
+	var seen []string
 	err := st.Export(ctx, q, func(r *store.ExportRow) error {
-		if x.OneRegion && r.Region != first {
-			if first != "" {
-				return fmt.Errorf("cannot write a second region (%s after %s) to one CSV; use --output DIR/ or --region-column", r.Region, first)
+		if !slices.Contains(seen, r.Region) {
+			seen = append(seen, r.Region)
+			if err := x.checkRegions(seen); err != nil { // a region stored since resolve looked
+				return err
 			}
-			first = r.Region
 		}
 		if x.Row != nil {
 			x.Row()
@@ -67,6 +76,50 @@ func (e *Engine) Export(ctx context.Context, st store.Backend, x Export) error {
 		s.abort()
 	}
 	return err
+}
+
+// resolve decides x's target from Output and refuses an export its target cannot take.
+func (x *Export) resolve(ctx context.Context, st store.Backend) error {
+	if !x.ToStdout() && x.Dir == "" && x.File == "" {
+		x.File = x.Output
+		if fi, err := os.Stat(x.Output); (err == nil && fi.IsDir()) || os.IsPathSeparator(x.Output[len(x.Output)-1]) {
+			x.Dir, x.File = x.Output, ""
+		}
+	}
+	switch {
+	case len(x.Partition) > 0 && x.Dir == "":
+		return Usagef("trendfetch export --format parquet --partition region,date --output DIR/", "--partition needs --output DIR/ (a directory)")
+	case x.Dir == "" && x.File == "" && x.Format.Format == "parquet" && x.Terminal:
+		return Usagef("trendfetch export --format parquet --output charts.parquet", "--format parquet writes binary: not to a terminal; use --output FILE or redirect standard output")
+	}
+	if x.Dir != "" {
+		if err := os.MkdirAll(x.Dir, 0o755); err != nil {
+			return x.outputError(x.Dir, err)
+		}
+	}
+	if !x.oneCSV() {
+		return nil
+	}
+	regions, err := st.ExportRegions(ctx, x.Query)
+	if err != nil {
+		return err
+	}
+	return x.checkRegions(regions)
+}
+
+// oneCSV reports whether x writes one CSV without a region column, which cannot tell regions
+// apart: one region at most.
+func (x *Export) oneCSV() bool {
+	return x.Format.Format == "csv" && x.Dir == "" && !x.Format.RegionColumn
+}
+
+// checkRegions refuses regions when they are several and x writes one CSV (oneCSV).
+func (x *Export) checkRegions(regions []string) error {
+	if !x.oneCSV() || len(regions) <= 1 {
+		return nil
+	}
+	return Usagef("trendfetch export --output DIR/",
+		"cannot write %d regions (%s) to one CSV without a region column: use --output DIR/ (one file per region) or --region-column", len(regions), strings.Join(regions, ","))
 }
 
 // outputError is the usage error of an output at path that cannot be created.

@@ -74,7 +74,7 @@ func ListenMetrics(addr string) (net.Listener, error) {
 func (e *Engine) Serve(ctx context.Context, ln net.Listener, token string, m *metrics.Metrics) error {
 	st, err := e.OpenStore(ctx, true)
 	if nd := (*store.NoDatabaseError)(nil); errors.As(err, &nd) {
-		return Usagef("trendfetch run --region US", "no database at %s yet: run trendfetch run first, or set database", nd.Path)
+		return Usagef("trendfetch run --region US", "%v (or set database)", nd)
 	} else if err != nil {
 		return err
 	}

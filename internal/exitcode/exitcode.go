@@ -31,7 +31,7 @@ var Codes = []Code{
 	{Error, "error", "unexpected error (API failure, database or disk error); what was stored is kept"},
 	{Usage, "configuration error", "usage or configuration error (bad flag, config, region, query, duration, missing or rejected API key, a Redis user without the permissions trendfetch needs); a plan that does not fit"},
 	{Running, "region already running", "the region is already being run by another process (its run lease is held); nothing done"},
-	{NotFound, "not found", "not found: the video, capture or run asked for is not in the database"},
+	{NotFound, "not found", "not found: the video, capture or run asked for is not in the database, or no database yet (nothing recorded)"},
 	{TempFail, "quota denied (the next tick resumes)", "stopped cleanly: quota denied or limiter unavailable for a fail-closed call site (EX_TEMPFAIL); the run record says why and when to retry"},
 	{SIGHUP, "", "hung up by SIGHUP (run recorded as interrupted)"},
 	{SIGINT, "", "interrupted by SIGINT (run recorded as interrupted)"},

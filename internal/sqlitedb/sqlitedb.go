@@ -60,11 +60,17 @@ func (e *PathError) Error() string { return fmt.Sprintf("database %s: %s", e.Pat
 // exists yet (no file, or a file without schema). It wraps fs.ErrNotExist.
 type NoDatabaseError struct {
 	Path string
+	// Tables: the database exists (a new PostgreSQL database, Path its
+	// host/name) but holds no trendfetch tables yet.
+	Tables bool
 }
 
 // Error says where the database was expected and what creates it.
 func (e *NoDatabaseError) Error() string {
-	return fmt.Sprintf("no database at %s; run `trendfetch run` first", e.Path)
+	if e.Tables {
+		return fmt.Sprintf("no trendfetch tables in PostgreSQL database %s yet: nothing recorded; `trendfetch run` creates them", e.Path)
+	}
+	return fmt.Sprintf("no database at %s yet: nothing recorded; `trendfetch run` creates it", e.Path)
 }
 
 // Unwrap returns fs.ErrNotExist, so errors.Is(err, fs.ErrNotExist) holds.

@@ -78,7 +78,7 @@ func openPostgres(ctx context.Context, url string, readOnly bool) (*Store, error
 	}
 	if have != want {
 		if have == 0 && readOnly {
-			return fail(&NoDatabaseError{Path: name})
+			return fail(&NoDatabaseError{Path: name, Tables: true})
 		}
 		return fail(&SchemaVersionError{Path: name, Have: have, Want: want})
 	}

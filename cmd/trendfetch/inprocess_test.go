@@ -1,0 +1,95 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/trendfetch/trendfetch/internal/config"
+	"github.com/trendfetch/trendfetch/internal/engine"
+	"github.com/trendfetch/trendfetch/internal/secret"
+	"github.com/trendfetch/trendfetch/internal/store"
+)
+
+// inproc is one command's process, in-process: an app whose configuration
+// (yaml, in t's temp dir, with the database there) is loaded, writing to
+// buffers. The commands' logic is tested through their run functions
+// with it; what only a process shows stays in the binary tests.
+type inproc struct {
+	t           *testing.T
+	a           *app
+	dir, db     string
+	out, errOut bytes.Buffer
+}
+
+// newInproc loads yaml (and env: the environment seen, nothing else) into an app.
+func newInproc(t *testing.T, yaml string, env map[string]string) *inproc {
+	t.Helper()
+	p := &inproc{t: t, dir: t.TempDir()}
+	p.db = filepath.Join(p.dir, "trendfetch.db")
+	cfg := filepath.Join(p.dir, "trendfetch.yaml")
+	if err := os.WriteFile(cfg, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
+	p.a = &app{ioStreams: ioStreams{stdout: &p.out, stderr: &p.errOut}, lookupEnv: lookup, secrets: &secret.Set{}, flags: map[string]*string{}}
+	for _, s := range config.Settings() {
+		if s.Flag != "" {
+			p.a.flags[s.Flag] = new(string)
+		}
+	}
+	*p.a.flags["config"], *p.a.flags["database"] = cfg, p.db
+	if err := p.a.loadConfig(); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// engine is the app's engine.
+func (p *inproc) engine() *engine.Engine { return p.a.engine() }
+
+// reset empties the output buffers.
+func (p *inproc) reset() { p.out.Reset(); p.errOut.Reset() }
+
+// seed stores n complete chart captures of 3 videos in each region, an
+// hour apart from 2026-11-01 00:00 UTC, each by its own successful run.
+func (p *inproc) seed(n int, regions ...string) {
+	p.t.Helper()
+	ctx := context.Background()
+	st, err := store.Open(ctx, p.db)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	defer st.Close()
+	for c := range n {
+		for _, region := range regions {
+			at := time.Date(2026, 11, 1, c, 0, 0, 0, time.UTC)
+			run, err := st.StartRun(ctx, store.Run{Region: region, StartedAt: at})
+			if err != nil {
+				p.t.Fatal(err)
+			}
+			vs := make([]store.Video, 3)
+			for i := range vs {
+				views := int64(1000*c + i)
+				vs[i] = store.Video{ID: fmt.Sprintf("%s%09d", region[:1], i), Title: fmt.Sprintf("Video %d of %s", i, region), Views: &views}
+			}
+			if err := st.SaveSnapshot(ctx, store.Snapshot{RunID: run, Region: region, FirstRank: 1, Videos: vs, At: at}); err != nil {
+				p.t.Fatal(err)
+			}
+			if err := st.CompleteCapture(ctx, run, region, store.KindChart, "", at); err != nil {
+				p.t.Fatal(err)
+			}
+			if err := st.FinishRun(ctx, store.Run{ID: run, Region: region, Outcome: store.OutcomeSuccess, Pages: 1, Videos: 3,
+				StartedAt: at, FinishedAt: at.Add(time.Second), Units: map[string]int64{"units": 1}}); err != nil {
+				p.t.Fatal(err)
+			}
+		}
+	}
+}
+
+// exit is the exit code the process would end with on err.
+func exit(err error) int { return exitCode(context.Background(), err) }
