@@ -18,7 +18,9 @@ func TestNoDatabaseYetIsOneExitCode(t *testing.T) {
 	for name, run := range map[string]func() error{
 		"search": func() error { return searchRun(ctx, &searchOptions{io: p.a.ioStreams, engine: e, text: "x", limit: 5}) },
 		"runs":   func() error { return runsRun(ctx, &runsOptions{io: p.a.ioStreams, engine: e, limit: 5}) },
-		"chart":  func() error { return chartRun(ctx, &chartOptions{io: p.a.ioStreams, engine: e, region: "US", kind: "chart"}) },
+		"chart": func() error {
+			return chartRun(ctx, &chartOptions{io: p.a.ioStreams, engine: e, region: "US", kind: "chart"})
+		},
 		"export": func() error {
 			return exportRun(ctx, &exportOptions{io: p.a.ioStreams, engine: e, format: "csv", layout: "youtube-new", every: "day"})
 		},
