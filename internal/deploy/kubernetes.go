@@ -69,52 +69,6 @@ func (c CronJobs) Render(w io.Writer) error {
 // cronJob is the CronJob of one region.
 func (c CronJobs) cronJob(j Job) kobj {
 	labels := kobj{"app.kubernetes.io/name": Name, "trendfetch/region": j.Region}
-	env := []kobj{
-		secretEnv(c.KeyEnv, "youtube-api-key"),
-		{"name": config.Lookup("quota.backend").Env, "value": "redis"},
-		{"name": config.Lookup("log.format").Env, "value": "json"},
-	}
-	for _, s := range SecretKeys {
-		e := secretEnv(s.Env, s.Key)
-		if s.Optional {
-			e["valueFrom"].(kobj)["secretKeyRef"].(kobj)["optional"] = true
-		}
-		env = append(env, e)
-	}
-	args := append([]string{"--config", "/etc/trendfetch/trendfetch.yaml"}, c.Flags...)
-	container := kobj{
-		"name":    Name,
-		"image":   c.Image,
-		"command": []string{"trendfetch"},
-		"args":    append(args, "run", "--region", j.Region),
-		"env":     env,
-		"resources": kobj{
-			"requests": kobj{"cpu": "50m", "memory": "64Mi"},
-			"limits":   kobj{"memory": "256Mi"},
-		},
-		"securityContext": kobj{
-			"allowPrivilegeEscalation": false,
-			"readOnlyRootFilesystem":   true,
-			"capabilities":             kobj{"drop": []string{"ALL"}},
-		},
-		"volumeMounts": []kobj{
-			{"name": "config", "mountPath": "/etc/trendfetch", "readOnly": true},
-			{"name": "tmp", "mountPath": "/tmp"},
-		},
-	}
-	pod := kobj{
-		"restartPolicy":                "Never", // podFailurePolicy requires it
-		"automountServiceAccountToken": false,
-		"securityContext": kobj{
-			"runAsNonRoot": true, "runAsUser": 65532, "runAsGroup": 65532,
-			"seccompProfile": kobj{"type": "RuntimeDefault"},
-		},
-		"containers": []kobj{container},
-		"volumes": []kobj{
-			{"name": "config", "configMap": kobj{"name": Name}},
-			{"name": "tmp", "emptyDir": kobj{"sizeLimit": "64Mi"}},
-		},
-	}
 	return kobj{
 		"apiVersion": "batch/v1",
 		"kind":       "CronJob",
@@ -134,9 +88,63 @@ func (c CronJobs) cronJob(j Job) kobj {
 						// A pod evicted or preempted is not the run's failure.
 						{"action": "Ignore", "onPodConditions": []kobj{{"type": "DisruptionTarget"}}},
 					}},
-					"template": kobj{"metadata": kobj{"labels": labels}, "spec": pod},
+					"template": kobj{"metadata": kobj{"labels": labels}, "spec": c.pod(j)},
 				},
 			},
+		},
+	}
+}
+
+// pod is the pod of region j's Job: non-root, the config from the ConfigMap, /tmp an emptyDir.
+func (c CronJobs) pod(j Job) kobj {
+	return kobj{
+		"restartPolicy":                "Never", // podFailurePolicy requires it
+		"automountServiceAccountToken": false,
+		"securityContext": kobj{
+			"runAsNonRoot": true, "runAsUser": 65532, "runAsGroup": 65532,
+			"seccompProfile": kobj{"type": "RuntimeDefault"},
+		},
+		"containers": []kobj{c.container(j)},
+		"volumes": []kobj{
+			{"name": "config", "configMap": kobj{"name": Name}},
+			{"name": "tmp", "emptyDir": kobj{"sizeLimit": "64Mi"}},
+		},
+	}
+}
+
+// container runs `trendfetch run --region R` with the Secret's variables, read-only.
+func (c CronJobs) container(j Job) kobj {
+	env := []kobj{
+		secretEnv(c.KeyEnv, "youtube-api-key"),
+		{"name": config.Lookup("quota.backend").Env, "value": "redis"},
+		{"name": config.Lookup("log.format").Env, "value": "json"},
+	}
+	for _, s := range SecretKeys {
+		e := secretEnv(s.Env, s.Key)
+		if s.Optional {
+			e["valueFrom"].(kobj)["secretKeyRef"].(kobj)["optional"] = true
+		}
+		env = append(env, e)
+	}
+	args := append([]string{"--config", "/etc/trendfetch/trendfetch.yaml"}, c.Flags...)
+	return kobj{
+		"name":    Name,
+		"image":   c.Image,
+		"command": []string{"trendfetch"},
+		"args":    append(args, "run", "--region", j.Region),
+		"env":     env,
+		"resources": kobj{
+			"requests": kobj{"cpu": "50m", "memory": "64Mi"},
+			"limits":   kobj{"memory": "256Mi"},
+		},
+		"securityContext": kobj{
+			"allowPrivilegeEscalation": false,
+			"readOnlyRootFilesystem":   true,
+			"capabilities":             kobj{"drop": []string{"ALL"}},
+		},
+		"volumeMounts": []kobj{
+			{"name": "config", "mountPath": "/etc/trendfetch", "readOnly": true},
+			{"name": "tmp", "mountPath": "/tmp"},
 		},
 	}
 }
