@@ -184,8 +184,8 @@ func (m *memoryBackend) MarkExhausted(ctx context.Context, credential string, mk
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	cr := m.credential(credential)
-	if mk.Until.UnixMicro() > cr.marks[mk.Site].Until.UnixMicro() {
-		mk.Until = time.UnixMicro(mk.Until.UnixMicro())
+	if end := markEnd(mk.Until, m.clock().UnixMicro()); end > cr.marks[mk.Site].Until.UnixMicro() {
+		mk.Until = time.UnixMicro(end)
 		cr.marks[mk.Site] = mk
 	}
 	return nil

@@ -297,7 +297,9 @@ func (l *Limiter) Refund(ctx context.Context, credential string, r Reservation) 
 
 // MarkExhausted marks m for credential: every reservation of credential
 // (m.Site "") or of the call site m.Site is denied until m.Until, rounded up
-// to the µs. A mark only moves later; Why is cut to one line of MaxWhy bytes.
+// to the µs and never after the next Pacific midnight by the backend's clock
+// (Redis TIME for Redis). A mark only moves later; Why is cut to one line of
+// MaxWhy bytes.
 func (l *Limiter) MarkExhausted(ctx context.Context, credential string, m Mark) error {
 	if t := m.Until.Truncate(time.Microsecond); t.Before(m.Until) {
 		m.Until = t.Add(time.Microsecond)
@@ -305,6 +307,14 @@ func (l *Limiter) MarkExhausted(ctx context.Context, credential string, m Mark) 
 	m.Why = strings.Join(strings.Fields(m.Why), " ")
 	m.Why = strings.ToValidUTF8(m.Why[:min(len(m.Why), MaxWhy)], "") // a rune cut in two goes
 	return l.backend.MarkExhausted(ctx, credential, m)
+}
+
+// markEnd is the end (Unix µs) a backend stores for a mark asked to last
+// until: never after the next Pacific midnight after the backend's clock
+// nowUS, so a caller whose clock runs days ahead cannot lock every host out
+// for days (Redis clamps alike in lua/mark.lua).
+func markEnd(until time.Time, nowUS int64) int64 {
+	return min(until.UnixMicro(), NextPacificMidnight(time.UnixMicro(nowUS)).UnixMicro())
 }
 
 // Reset forgets every entry and mark of credential (run leases are kept).

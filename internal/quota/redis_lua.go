@@ -31,8 +31,11 @@ func luaSource(names ...string) (src string) {
 }
 
 // withMidnights appends to a script's ARGV the Pacific midnights around now.
-func (r *redisBackend) withMidnights(args []any) []any {
-	for _, m := range r.midnights(time.Now()) {
+func (r *redisBackend) withMidnights(args []any) []any { return r.withMidnightsAt(args, time.Now()) }
+
+// withMidnightsAt appends to a script's ARGV the Pacific midnights around at.
+func (r *redisBackend) withMidnightsAt(args []any, at time.Time) []any {
+	for _, m := range r.midnights(at) {
 		args = append(args, m)
 	}
 	return args
@@ -337,7 +340,13 @@ func (r *redisBackend) MarkExhausted(ctx context.Context, credential string, m M
 	if err := redisCheckCredential(credential); err != nil {
 		return err
 	}
-	if err := redisMarkScript.Run(ctx, r.client, []string{r.stateKey(credential)}, m.Until.UnixMicro(), markField(m.Site), m.Why).Err(); err != nil {
+	// The midnights around Redis TIME, not the local clock (one more round trip, on a rare path).
+	now, err := r.client.Time(ctx).Result()
+	if err == nil {
+		args := r.withMidnightsAt([]any{m.Until.UnixMicro(), markField(m.Site), m.Why}, now)
+		err = redisMarkScript.Run(ctx, r.client, []string{r.stateKey(credential)}, args...).Err()
+	}
+	if err != nil {
 		return r.fail("mark exhausted", credential, err)
 	}
 	return nil

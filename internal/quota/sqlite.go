@@ -280,7 +280,7 @@ func (s *sqliteBackend) MarkExhausted(ctx context.Context, credential string, m 
 		if _, err := s.stmt(ctx, tx, sqlDropMarker).ExecContext(ctx, credential, nowUS); err != nil {
 			return err
 		}
-		_, err := s.stmt(ctx, tx, sqlMark).ExecContext(ctx, credential, m.Site, m.Until.UnixMicro(), m.Why)
+		_, err := s.stmt(ctx, tx, sqlMark).ExecContext(ctx, credential, m.Site, markEnd(m.Until, nowUS), m.Why)
 		return err
 	})
 }

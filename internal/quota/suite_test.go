@@ -37,6 +37,7 @@ func runBackendSuite(t *testing.T, newBackend func(t *testing.T) Backend) {
 		{"BoundaryBurst", suiteBoundaryBurst},
 		{"MarkExhausted", suiteMarkExhausted},
 		{"MarkSite", suiteMarkSite},
+		{"MarkBoundedByBackendClock", suiteMarkBoundedByBackendClock},
 		{"Reset", suiteReset},
 		{"StatusReadOnly", suiteStatusReadOnly},
 		{"Calendar", suiteCalendar},
@@ -671,4 +672,27 @@ func suiteRefundConcurrent(t *testing.T, b Backend, cred string) {
 	}
 	mustAllow(t, b, cred, charge(units, 200-u.Used))
 	mustDeny(t, b, cred, charge(units, 1), "units")
+}
+
+// suiteMarkBoundedByBackendClock: a mark asked to last days (a caller whose clock runs days
+// ahead computed "the next Pacific midnight") ends at the next Pacific midnight by the
+// backend's clock (issue 40.7).
+func suiteMarkBoundedByBackendClock(t *testing.T, b Backend, cred string) {
+	units := Bucket{Name: "units", Limit: 100, Window: time.Hour}
+	ahead := NextPacificMidnight(time.Now().Add(72 * time.Hour))
+	for _, site := range []string{"", "videos.list"} {
+		if err := b.MarkExhausted(testCtx(t), cred, Mark{Site: site, Until: ahead, Why: "per day"}); err != nil {
+			t.Fatalf("MarkExhausted: %v", err)
+		}
+	}
+	st := mustStatus(t, b, cred, []Bucket{units}, nil)
+	want := NextPacificMidnight(st.Now)
+	if len(st.Marks) != 2 {
+		t.Fatalf("Marks = %+v, want 2", st.Marks)
+	}
+	for _, m := range st.Marks {
+		if !m.Until.Equal(want) {
+			t.Errorf("mark %q ends %v, want the next Pacific midnight by the backend's clock %v", m.Site, m.Until, want)
+		}
+	}
 }
