@@ -216,7 +216,7 @@ func (u Units) execStart(p placement) string {
 	}
 	args = append(args, u.Flags...)
 	for i := range args {
-		args[i] = Quote(args[i])
+		args[i] = strings.ReplaceAll(Quote(args[i]), "$", "$$") // ExecStart= expands $NAME and ${NAME}
 	}
 	return strings.Join(args, " ")
 }
@@ -239,7 +239,7 @@ func (u Units) service(b *strings.Builder, t Timer, after, args string, env, rw 
 	for _, kv := range env {
 		fmt.Fprintf(b, "Environment=%s\n", Quote(kv))
 	}
-	fmt.Fprintf(b, "LoadCredential=%s:%s/youtube-api-key\n", u.KeyCredential, EtcDir)
+	fmt.Fprintf(b, "LoadCredential=%s:%s/youtube-api-key\n", strings.ReplaceAll(u.KeyCredential, "%", "%%"), EtcDir)
 	for _, name := range u.Credentials {
 		fmt.Fprintf(b, "LoadCredential=%s:%s/%s\n", name, EtcDir, name)
 	}
@@ -259,7 +259,8 @@ func timer(b *strings.Builder, t Timer) {
 	b.WriteString("[Install]\nWantedBy=timers.target\n")
 }
 
-// Quote quotes s for a systemd command line or Environment= unless safe; "%" becomes "%%".
+// Quote quotes s for a systemd setting (Environment=, a path) unless safe; "%" becomes "%%"
+// (systemd.unit(5), "Specifiers"). In ExecStart= "$" is also doubled (systemd.service(5)).
 func Quote(s string) string {
 	s = strings.ReplaceAll(s, "%", "%%")
 	if isSafe(s) {

@@ -267,3 +267,45 @@ func sortedKeys[V any](m map[string]V) []string {
 	slices.Sort(keys)
 	return keys
 }
+
+// TestUnitsEscapeSpecifiersAndVariables: a "%" (a specifier to systemd) in the API key's
+// credential name or a path, and a "$" (a variable in ExecStart=) in a path or flag, reach
+// the service as written (systemd.unit(5) "Specifiers", systemd.service(5) "Command lines").
+func TestUnitsEscapeSpecifiersAndVariables(t *testing.T) {
+	u := testUnits()
+	u.KeyCredential, u.Config, u.Database = "youtube-api-key-100%b", "/etc/tf$HOME/trendfetch.yaml", "/srv/a$b%c/tf d.db"
+	u.Flags = []string{"--credential", "p${USER}"}
+	var out strings.Builder
+	if _, err := u.Render(&out); err != nil {
+		t.Fatal(err)
+	}
+	_, units := parseUnits(t, out.String())
+	svc := units["trendfetch-US.service"]
+	argv, err := commandLine(svc.one(t, "Service", "ExecStart"))
+	want := []string{"/usr/bin/trendfetch", "--config", "/etc/tf$HOME/trendfetch.yaml", "--database", "/srv/a$b%c/tf d.db", "--credential", "p${USER}", "run", "--region", "US"}
+	if err != nil || !slices.Equal(argv, want) {
+		t.Errorf("ExecStart argv %q (%v), want %q", argv, err, want)
+	}
+	var creds []string
+	for _, v := range svc["Service"]["LoadCredential"] {
+		c, err := specifiers(v)
+		if err != nil {
+			t.Error("LoadCredential:", err)
+		}
+		creds = append(creds, c)
+	}
+	if len(creds) == 0 || creds[0] != "youtube-api-key-100%b:/etc/trendfetch/youtube-api-key" {
+		t.Errorf("LoadCredential=%q, want the credential youtube-api-key-100%%b", creds)
+	}
+	var rw []string
+	for _, v := range svc["Service"]["ReadWritePaths"] {
+		p, err := environment(v) // a list of paths, quoted and with specifiers as Environment=
+		if err != nil {
+			t.Error("ReadWritePaths:", err)
+		}
+		rw = append(rw, p...)
+	}
+	if !slices.Contains(rw, "/srv/a$b%c") {
+		t.Errorf("ReadWritePaths=%q, want the database's directory /srv/a$b%%c", rw)
+	}
+}
