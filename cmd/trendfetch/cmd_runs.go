@@ -129,7 +129,7 @@ func formatUnits(units map[string]int64, unmetered int) string {
 }
 
 // policyNotice prints engine.PolicyNote to stderr when there is one.
-func policyNotice(ctx context.Context, e *engine.Engine, s ioStreams, st store.Backend) {
+func policyNotice(ctx context.Context, e *engine.Engine, s ioStreams, st *store.Store) {
 	if note := e.PolicyNote(ctx, st); note != "" {
 		fmt.Fprintf(s.stderr, "note: %s\n", note)
 	}

@@ -518,7 +518,7 @@ func replayDays(t *testing.T, emu *youtubetest.Server, data, code string, n int)
 // exportCaptures returns st's captures by region, each its entries in rank
 // order as the store exports them, without what differs between two
 // replays of the same days (the ids and times of captures and runs).
-func exportCaptures(t *testing.T, st store.Backend) map[string][][]store.ExportRow {
+func exportCaptures(t *testing.T, st *store.Store) map[string][][]store.ExportRow {
 	t.Helper()
 	out := map[string][][]store.ExportRow{}
 	last := int64(0)

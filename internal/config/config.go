@@ -130,7 +130,7 @@ func (c *Config) complete() {
 	}
 	c.Quota.Preset = cmp.Or(c.Quota.Preset, callsite.PresetClassic)
 	if c.Quota.SQLite.Path == "" && c.Database != "" {
-		if store.IsPostgresURL(c.Database) {
+		if store.EngineOf(c.Database) == store.PostgreSQL {
 			if dir := xdgDir("XDG_DATA_HOME", ".local", "share"); dir != "" {
 				c.Quota.SQLite.Path = filepath.Join(dir, "quota.db")
 			}

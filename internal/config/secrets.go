@@ -61,7 +61,7 @@ func (c *Config) readSecrets(lookup func(string) (string, bool)) error {
 		if err != nil {
 			return invalid("store.url_file", f, "%s", err.Error())
 		}
-		if !store.IsPostgresURL(v) {
+		if store.EngineOf(v) != store.PostgreSQL {
 			return invalid("store.url_file", f, "holds no postgres:// or postgresql:// URL")
 		}
 		c.Database = v

@@ -39,7 +39,7 @@ func (e *Engine) SystemdUnits(sc config.Schedule, title string, inv Invocation) 
 		Title: title, Binary: inv.Args[0], Env: inv.Env, Comments: inv.Warnings, MetricsTextfile: cfg.Runs.MetricsTextfile,
 		SecretFiles: cfg.SecretFiles(), KeyCredential: config.KeyCredentialPrefix + cfg.Credential,
 	}
-	u.Config, u.Flags = unitFlags(inv.Args[1:], store.IsPostgresURL(cfg.Database))
+	u.Config, u.Flags = unitFlags(inv.Args[1:], store.EngineOf(cfg.Database) == store.PostgreSQL)
 	if r := cfg.Runs; r.CheckinURL != "" && r.CheckinURLFile == "" {
 		u.Credentials = append(u.Credentials, config.CheckinURLCredential)
 	}
@@ -73,7 +73,7 @@ func unitFlags(args []string, postgres bool) (configFile string, flags []string)
 func (e *Engine) unitDatabases(u *deploy.Units) error {
 	cfg := e.cfg
 	var err error
-	if u.Postgres = store.IsPostgresURL(cfg.Database); !u.Postgres {
+	if u.Postgres = store.EngineOf(cfg.Database) == store.PostgreSQL; !u.Postgres {
 		if u.Database, err = filepath.Abs(cfg.Database); err != nil {
 			return err
 		}

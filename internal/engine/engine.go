@@ -95,7 +95,7 @@ func (e *SettingError) Unwrap() error { return e.Err }
 // OpenStore opens the configured database (the one place the store is chosen), creating and
 // migrating it, or readOnly: write methods failing, a missing database a *store.NoDatabaseError.
 // A PostgreSQL URL that cannot be used is a *SettingError naming store.url_file or database.
-func (e *Engine) OpenStore(ctx context.Context, readOnly bool) (store.Backend, error) {
+func (e *Engine) OpenStore(ctx context.Context, readOnly bool) (*store.Store, error) {
 	open := store.Open
 	if readOnly {
 		open = store.OpenReadOnly
@@ -117,10 +117,10 @@ func (e *Engine) OpenStore(ctx context.Context, readOnly bool) (store.Backend, e
 // returns the rows written per table (store.Store.CopyFrom). Errors: a *SettingError when the
 // database is not a PostgreSQL URL or path holds no trendfetch SQLite database; the stores'.
 func (e *Engine) CopyFrom(ctx context.Context, path string) ([]store.Copied, error) {
-	if db := config.Lookup("database"); !store.IsPostgresURL(e.cfg.Database) {
+	if db := config.Lookup("database"); store.EngineOf(e.cfg.Database) != store.PostgreSQL {
 		return nil, &SettingError{Setting: "database", Err: fmt.Errorf("copy writes into PostgreSQL: set --database, %s or store.url_file to a postgres:// URL", db.Env)}
 	}
-	if store.IsPostgresURL(path) { // not echoed: it may hold a password
+	if store.EngineOf(path) == store.PostgreSQL { // not echoed: it may hold a password
 		return nil, &SettingError{Setting: "--from", Err: errors.New("copy reads a SQLite file, not a PostgreSQL URL")}
 	}
 	src, err := store.OpenReadOnly(ctx, path)

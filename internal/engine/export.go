@@ -39,7 +39,7 @@ func (x Export) ToStdout() bool {
 // place when every row is written: a failed export leaves no partial file. One is open at a time.
 // Usage errors: an output (a directory or a temporary file) that cannot be created, --partition
 // without a directory, Parquet to a terminal, several regions in one CSV without a region column.
-func (e *Engine) Export(ctx context.Context, st store.Backend, x Export) error {
+func (e *Engine) Export(ctx context.Context, st *store.Store, x Export) error {
 	if err := x.resolve(ctx, st); err != nil {
 		return err
 	}
@@ -79,7 +79,7 @@ func (e *Engine) Export(ctx context.Context, st store.Backend, x Export) error {
 }
 
 // resolve decides x's target from Output and refuses an export its target cannot take.
-func (x *Export) resolve(ctx context.Context, st store.Backend) error {
+func (x *Export) resolve(ctx context.Context, st *store.Store) error {
 	if !x.ToStdout() && x.Dir == "" && x.File == "" {
 		x.File = x.Output
 		if fi, err := os.Stat(x.Output); (err == nil && fi.IsDir()) || os.IsPathSeparator(x.Output[len(x.Output)-1]) {

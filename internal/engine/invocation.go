@@ -96,7 +96,7 @@ func (e *Engine) invocationValue(s config.Setting, configFile string, flagged fu
 // add writes setting s = value as a flag, or a NAME=value line when s has no flag; a path
 // absolute, a value a job line cannot hold refused.
 func (inv *Invocation) add(s config.Setting, value string) error {
-	if s.File && !store.IsPostgresURL(value) {
+	if s.File && store.EngineOf(value) == store.SQLite {
 		var err error
 		if value, err = filepath.Abs(value); err != nil {
 			return err
@@ -129,7 +129,7 @@ func writable(setting, value string) error {
 
 // DatabaseSecrets is the password of a PostgreSQL database URL (none for a SQLite path).
 func DatabaseSecrets(database string) []string {
-	if !store.IsPostgresURL(database) {
+	if store.EngineOf(database) != store.PostgreSQL {
 		return nil
 	}
 	return secret.URLSecrets(database)

@@ -9,7 +9,7 @@ import (
 
 // applyRetention applies the storage policy in force and store.retention before a run, logging
 // what they removed or why not (docs/design.md §10); a failure never fails the run.
-func (e *Engine) applyRetention(ctx context.Context, st store.Backend) {
+func (e *Engine) applyRetention(ctx context.Context, st *store.Store) {
 	now := time.Now()
 	policy, legacy, err := store.InForce(ctx, e.cfg.Store.Policy, st)
 	switch {
@@ -98,7 +98,7 @@ func (e *Engine) Prune(ctx context.Context, q PruneRequest) (PruneResult, error)
 }
 
 // PolicyNote returns store.UnsetNote when it applies to st (store.UnsetNoteDue), else "".
-func (e *Engine) PolicyNote(ctx context.Context, st store.Backend) string {
+func (e *Engine) PolicyNote(ctx context.Context, st *store.Store) string {
 	if due, err := store.UnsetNoteDue(ctx, e.cfg.Store.Policy, st, time.Now()); err == nil && due {
 		return store.UnsetNote
 	}

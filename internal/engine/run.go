@@ -30,7 +30,7 @@ type Runner struct {
 	Force bool
 
 	e       *Engine
-	store   store.Backend
+	store   *store.Store
 	limiter *quota.Limiter
 	fetch   *fetch.Runner
 	plan    []schedule.Region // the configured regions' schedules
@@ -84,11 +84,7 @@ func (e *Engine) OpenRunner(ctx context.Context) (*Runner, error) {
 		set.TextRefreshPerDay = p.RefreshCalls(c.Store.RefreshPerDay)
 	}
 	r := &Runner{e: e, store: st, limiter: lim, plan: plan}
-	storeName := "SQLite"
-	if store.IsPostgresURL(c.Database) {
-		storeName = "PostgreSQL"
-	}
-	r.fetch = &fetch.Runner{StoreName: storeName, Service: svc, Limiter: lim, Store: st, Credential: cred.Name,
+	r.fetch = &fetch.Runner{StoreName: string(st.Engine()), Service: svc, Limiter: lim, Store: st, Credential: cred.Name,
 		Policy: c.Policy, Settings: set, Log: e.log, Scrub: e.o.Secrets.String, Captured: e.o.Secrets.Captured, Skip: r.capturedElsewhere,
 		Searches: func(region string) []fetch.Search {
 			var out []fetch.Search
@@ -305,7 +301,7 @@ func (r *Runner) Schedule(ctx context.Context, srv Servers) error {
 
 // metrics returns the metrics of regions: build info, counters at 0, each region's last success
 // read from st, and quota gauges unless quotaReader is nil.
-func (e *Engine) metrics(quotaReader metrics.StatusReader, regions []string, st store.Backend) *metrics.Metrics {
+func (e *Engine) metrics(quotaReader metrics.StatusReader, regions []string, st *store.Store) *metrics.Metrics {
 	creds := e.credentialNames()
 	m := metrics.New(quotaReader, creds, regions, 0)
 	m.SetBuildInfo(e.o.Version, runtime.Version())

@@ -109,7 +109,7 @@ func TestDatasetRoundTrip(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := r.Store.Export(context.Background(), store.ExportQuery{EveryDay: true}, w.Row); err != nil {
+			if err := r.Store.(*store.Store).Export(context.Background(), store.ExportQuery{EveryDay: true}, w.Row); err != nil {
 				t.Fatal(err)
 			}
 			if err := w.Flush(); err != nil {

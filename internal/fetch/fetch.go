@@ -51,7 +51,7 @@ func NewService(ctx context.Context, apiKey, endpoint string) (*youtube.Service,
 type Runner struct {
 	Service *youtube.Service
 	Limiter *quota.Limiter
-	Store   store.Backend
+	Store   store.RunStore
 	// Credential is the quota scope name (never the key).
 	Credential string
 	// Policy returns a call site's backend-failure policy.

@@ -95,7 +95,7 @@ func TestReplayFiveDays(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", d, err)
 		}
-		c, entries, err := r.Store.CaptureAt(ctx, store.CaptureQuery{Region: "US", RunID: run.ID})
+		c, entries, err := r.Store.(*store.Store).CaptureAt(ctx, store.CaptureQuery{Region: "US", RunID: run.ID})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -121,7 +121,7 @@ func TestReplayFiveDays(t *testing.T) {
 	if id == "" {
 		t.Fatal("no video on all five charts")
 	}
-	h, err := r.Store.History(ctx, id)
+	h, err := r.Store.(*store.Store).History(ctx, id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -210,7 +210,7 @@ func TestStatsStep(t *testing.T) {
 			t.Errorf("day 5 run: %s %q", fifth.Outcome, fifth.Reason)
 		}
 		for id, exp := range want {
-			h, err := r.Store.History(ctx, id)
+			h, err := r.Store.(*store.Store).History(ctx, id)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -247,7 +247,7 @@ func TestStatsStep(t *testing.T) {
 			!strings.Contains(fifth.Reason, `bucket "stats"`) {
 			t.Errorf("day 5 run: %s units %v reason %q", fifth.Outcome, fifth.Units, fifth.Reason)
 		}
-		c, entries, err := r.Store.CaptureAt(ctx, store.CaptureQuery{Region: "US", RunID: fifth.ID})
+		c, entries, err := r.Store.(*store.Store).CaptureAt(ctx, store.CaptureQuery{Region: "US", RunID: fifth.ID})
 		if err != nil || !c.Complete || len(entries) != 200 {
 			t.Errorf("day 5 chart: %+v, %d entries, %v", c, len(entries), err)
 		}
@@ -318,7 +318,7 @@ func TestExportRoundTrip(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := r.Store.Export(context.Background(), store.ExportQuery{}, w.Row); err != nil {
+			if err := r.Store.(*store.Store).Export(context.Background(), store.ExportQuery{}, w.Row); err != nil {
 				t.Fatal(err)
 			}
 			if err := w.Flush(); err != nil {
@@ -342,7 +342,7 @@ func TestExportRoundTrip(t *testing.T) {
 	}
 	var buf strings.Builder
 	w, _ := store.NewExportWriter(&buf, store.ExportFormat{Format: "jsonl"})
-	if err := r.Store.Export(context.Background(), store.ExportQuery{EveryDay: true}, w.Row); err != nil {
+	if err := r.Store.(*store.Store).Export(context.Background(), store.ExportQuery{EveryDay: true}, w.Row); err != nil {
 		t.Fatal(err)
 	}
 	w.Flush()

@@ -87,7 +87,7 @@ func TestCountAboveInt64IsUnknown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := r.Store.History(context.Background(), "huge1")
+	h, err := r.Store.(*store.Store).History(context.Background(), "huge1")
 	if err != nil || len(h.Appearances) != 1 {
 		t.Fatalf("history %+v, %v", h, err)
 	}

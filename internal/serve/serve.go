@@ -31,7 +31,6 @@ import (
 	"github.com/trendfetch/trendfetch/internal/config"
 	"github.com/trendfetch/trendfetch/internal/quota"
 	"github.com/trendfetch/trendfetch/internal/regions"
-	"github.com/trendfetch/trendfetch/internal/sqlitedb"
 	"github.com/trendfetch/trendfetch/internal/store"
 	"github.com/trendfetch/trendfetch/internal/termtext"
 )
@@ -90,7 +89,7 @@ type RateLimit struct {
 // Options are what the server reads from: Store is required, the rest may be nil.
 type Options struct {
 	// Store is the database, opened read-only.
-	Store store.Backend
+	Store store.Reader
 	// Quota returns the status of every configured credential.
 	Quota func(ctx context.Context) []quota.Status
 	// Regions returns the configured regions with their next run after now.
@@ -701,7 +700,7 @@ func (s *server) fail(w http.ResponseWriter, r *http.Request, err error) {
 		writeError(w, http.StatusBadRequest, "bad_query", "q: "+qe.Error())
 	case errors.Is(err, store.ErrNotFound):
 		writeError(w, http.StatusNotFound, "not_found", err.Error())
-	case sqlitedb.Transient(err):
+	case store.Transient(err):
 		// A writer was rebuilding the WAL index (docs/api.md "Reading as another user").
 		w.Header().Set("Retry-After", "1")
 		writeError(w, http.StatusServiceUnavailable, "busy", "the database was being opened by a writer; retry in a second")

@@ -127,7 +127,7 @@ func fillFixture(ctx context.Context, s *Store, n int, benchVocab benchText) err
 	defer conn.Close()
 	// A throwaway fixture: no fsync, big cache.
 	for _, p := range []string{"PRAGMA synchronous = OFF", "PRAGMA cache_size = -262144"} {
-		if s.pg {
+		if s.Engine() == PostgreSQL {
 			break
 		}
 		if _, err := conn.ExecContext(ctx, p); err != nil {
@@ -182,7 +182,7 @@ func fillFixture(ctx context.Context, s *Store, n int, benchVocab benchText) err
 		`INSERT INTO videos_fts (videos_fts) VALUES ('optimize')`,
 		`INSERT INTO videos_tri (videos_tri) VALUES ('optimize')`,
 	}
-	if s.pg {
+	if s.Engine() == PostgreSQL {
 		_, err = conn.ExecContext(ctx, `VACUUM ANALYZE`)
 		return err
 	}
@@ -494,7 +494,7 @@ func fillCharts(b *testing.B, s *Store, days int) {
 // postmaster's, with its ended children's, and its running processes'
 // (/proc: a server on this machine); 0 for SQLite.
 func serverCPU(b *testing.B, s *Store) float64 {
-	if !s.pg {
+	if s.Engine() != PostgreSQL {
 		return 0
 	}
 	var backend int

@@ -134,7 +134,7 @@ THEN nextval(pg_get_serial_sequence('%[1]s', 'id')) ELSE b.id END`, c.table)
 // returns the rows written per table, in copy order; rows src no longer holds
 // stay. Errors: s not PostgreSQL or src not SQLite; database errors (run it again).
 func (s *Store) CopyFrom(ctx context.Context, src *Store) ([]Copied, error) {
-	if !s.pg || src.pg {
+	if s.d.engine != PostgreSQL || src.d.engine != SQLite {
 		return nil, errors.New("copy: the source must be a SQLite store and the destination a PostgreSQL one")
 	}
 	tx, release, err := src.scanTx(ctx)

@@ -1,6 +1,8 @@
-// Package store is trendfetch's dataset (docs/design.md §5, §6): Backend, the
-// types it reads and writes, the storage Policy (§10), and *Store, which
-// implements Backend on SQLite (through internal/sqlitedb) and on PostgreSQL
-// (§10a: pgx's database/sql driver, the SQL shared; what differs is in
-// postgres.go and where Store.pg is asked). Every write method is one transaction.
+// Package store is trendfetch's dataset (docs/design.md §5, §6): *Store, the
+// types it reads and writes, the roles its consumers use (RunStore, Reader,
+// Retention), and the storage Policy (§10). One *Store serves both engines
+// (§10a): SQLite through internal/sqlitedb, PostgreSQL through pgx's
+// database/sql driver; the SQL is shared, and what differs is a dialect value
+// chosen at open, in the *_sqlite.go and *_pg.go files. Every write method is
+// one transaction.
 package store

@@ -114,37 +114,20 @@ WHERE e.capture_id = ?1 AND e.rank IN (`+strings.Join(ranks, ", ")+`)`)
 }
 
 // scanTx returns a read transaction for reading the whole database once
-// and the func that ends it. SQLite: a deferred BEGIN (ReadOnly; the
-// driver's _txlock=immediate would take the write lock) on a connection
-// without memory map (mapped pages count in the RSS) and with
-// exportCacheKiB of page cache, both restored. PostgreSQL: REPEATABLE READ.
+// (the dialect's: one snapshot, bounded memory) and the func that ends it.
 func (s *Store) scanTx(ctx context.Context) (*sql.Tx, func(), error) {
 	conn, err := s.db.Conn(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
-	var mmap int64
-	const set = "PRAGMA cache_size = -%d; PRAGMA mmap_size = %d"
-	level := sql.LevelRepeatableRead
-	if !s.pg {
-		level = sql.LevelDefault // a read transaction is one snapshot
-		if err = conn.QueryRowContext(ctx, "PRAGMA mmap_size").Scan(&mmap); err == nil {
-			_, err = conn.ExecContext(ctx, fmt.Sprintf(set, exportCacheKiB, 0))
-		}
-	}
-	var tx *sql.Tx
-	if err == nil {
-		tx, err = conn.BeginTx(ctx, &sql.TxOptions{ReadOnly: true, Isolation: level})
-	}
+	tx, restore, err := s.d.scanTx(ctx, conn)
 	if err != nil {
 		conn.Close()
 		return nil, nil, err
 	}
 	return tx, func() {
 		tx.Rollback() //nolint:errcheck // read only
-		if !s.pg {
-			_, _ = conn.ExecContext(context.WithoutCancel(ctx), fmt.Sprintf(set, 2000, mmap))
-		}
+		restore()
 		conn.Close()
 	}, nil
 }
@@ -349,17 +332,11 @@ func (s *Store) exportCaptures(ctx context.Context, tx *sql.Tx, q ExportQuery) (
 		query += g
 	}
 	query += "captured_at, id"
-	if s.pg {
-		if _, err := tx.ExecContext(ctx, `DECLARE export_captures NO SCROLL CURSOR FOR `+query, args...); err != nil {
-			return nil, fmt.Errorf("cannot list captures to export: %w", err)
-		}
-		return &captureList{tx: tx}, nil
-	}
-	rows, err := tx.QueryContext(ctx, query, args...)
+	l, err := s.d.captures(ctx, tx, query, args)
 	if err != nil {
 		return nil, fmt.Errorf("cannot list captures to export: %w", err)
 	}
-	return &captureList{rows: rows}, nil
+	return l, nil
 }
 
 // ExportRegions returns the regions of the captures q selects, sorted (as

@@ -108,7 +108,7 @@ func startRun(t testing.TB, s *Store, region string) int64 {
 // (SQLite: FTS5's integrity-check; PostgreSQL: Check).
 func ftsIntegrity(t testing.TB, s *Store) {
 	t.Helper()
-	if s.pg {
+	if s.Engine() == PostgreSQL {
 		if err := s.Check(context.Background()); err != nil {
 			t.Fatal(err)
 		}

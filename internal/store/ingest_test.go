@@ -287,7 +287,7 @@ func TestCheck(t *testing.T) {
 		}
 		// Change a title behind the search index's back.
 		drop, index := `DROP TRIGGER videos_tri_au`, "videos_tri"
-		if s.pg {
+		if s.Engine() == PostgreSQL {
 			drop, index = `DROP TRIGGER videos_search_au ON videos`, "video_search"
 		}
 		if _, err := s.db.Exec(drop); err != nil {

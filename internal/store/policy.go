@@ -64,7 +64,7 @@ func (p Policy) RefreshCalls(refreshPerDay int) int {
 // InForce returns the policy that applies to st: configured when set, else
 // youtube, or keep (legacy true) for a database that held data before
 // store.policy existed (docs/design.md §10).
-func InForce(ctx context.Context, configured Policy, st Backend) (p Policy, legacy bool, err error) {
+func InForce(ctx context.Context, configured Policy, st Retention) (p Policy, legacy bool, err error) {
 	if configured != "" {
 		return configured, false, nil
 	}
@@ -84,7 +84,7 @@ const UnsetNote = "store.policy is not set and this database holds data older th
 	"amended (audited clients: statistics 36 months) or keep; see `trendfetch prune --policy youtube --dry-run`"
 
 // UnsetNoteDue reports whether UnsetNote applies to st at now (reads only).
-func UnsetNoteDue(ctx context.Context, configured Policy, st Backend, now time.Time) (bool, error) {
+func UnsetNoteDue(ctx context.Context, configured Policy, st Retention, now time.Time) (bool, error) {
 	if _, legacy, err := InForce(ctx, configured, st); err != nil || !legacy {
 		return false, err
 	}
@@ -94,14 +94,14 @@ func UnsetNoteDue(ctx context.Context, configured Policy, st Backend, now time.T
 
 // Apply deletes from st what p no longer allows at now (ApplyCutoffs); with
 // dryRun it only counts.
-func (p Policy) Apply(ctx context.Context, st Backend, now time.Time, dryRun bool) (PruneReport, error) {
+func (p Policy) Apply(ctx context.Context, st Retention, now time.Time, dryRun bool) (PruneReport, error) {
 	stats, text := p.Cutoffs(now)
 	return st.ApplyCutoffs(ctx, stats, text, dryRun)
 }
 
 // ApplyBeforeRun is Apply as a run does it before fetching: text is left
 // to the run's own text step when RunsRefreshText.
-func (p Policy) ApplyBeforeRun(ctx context.Context, st Backend, now time.Time) (PruneReport, error) {
+func (p Policy) ApplyBeforeRun(ctx context.Context, st Retention, now time.Time) (PruneReport, error) {
 	stats, text := p.Cutoffs(now)
 	if p.RunsRefreshText() {
 		text = time.Time{}

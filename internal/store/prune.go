@@ -38,8 +38,8 @@ const policyLockKey = migrationLockKey + 1
 // pruneTx is withTx for the storage policy's writes (policyLockKey).
 func (s *Store) pruneTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	return s.withTx(ctx, func(tx *sql.Tx) error {
-		if s.pg {
-			if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(?)`, int64(policyLockKey)); err != nil {
+		if s.d.lockPolicy != nil {
+			if err := s.d.lockPolicy(ctx, tx); err != nil {
 				return err
 			}
 		}
@@ -66,9 +66,7 @@ func (s *Store) pruneExec(ctx context.Context, query string, args ...any) (n int
 // rows are locked, skipping locked ones, so writes test their condition again.
 func (s *Store) sweep(ctx context.Context, pick, table string, args, lead []any,
 	writes ...string) ([]int64, error) {
-	if s.pg {
-		pick += ` FOR UPDATE OF ` + table + ` SKIP LOCKED`
-	}
+	pick += strings.ReplaceAll(s.d.pickLocked, "{table}", table)
 	total := make([]int64, len(writes))
 	for {
 		n := make([]int64, len(writes))
@@ -299,12 +297,8 @@ const refreshChanged = `(title IS DISTINCT FROM ?1 OR description IS DISTINCT FR
 // started at or after since recorded (runs.calls).
 func (s *Store) CallsSince(ctx context.Context, credential, method string, since time.Time) (int, error) {
 	var n int
-	count := `json_extract(calls, '$."' || ?1 || '"')`
-	if s.pg {
-		count = `CAST(calls::jsonb ->> ?1 AS BIGINT)`
-	}
 	err := s.db.QueryRowContext(ctx, `
-SELECT CAST(coalesce(sum(`+count+`), 0) AS BIGINT) FROM runs
+SELECT CAST(coalesce(sum(`+s.d.callCount+`), 0) AS BIGINT) FROM runs
 WHERE credential = ?2 AND started_at >= ?3`, method, credential, fmtTime(since)).Scan(&n)
 	if err != nil {
 		return 0, fmt.Errorf("cannot count %s calls: %w", method, err)

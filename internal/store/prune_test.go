@@ -58,7 +58,7 @@ func TestPrune(t *testing.T) {
 			t.Errorf("search after prune: %+v, %v", hits, err)
 		}
 		ftsIntegrity(t, s)
-		if !s.pg { // SQLite's trigram index
+		if s.Engine() != PostgreSQL { // SQLite's trigram index
 			if _, err := s.db.Exec(`INSERT INTO videos_tri (videos_tri, rank) VALUES ('integrity-check', 1)`); err != nil {
 				t.Errorf("trigram integrity-check: %v", err)
 			}

@@ -147,39 +147,6 @@ func ParseSearch(text string) (*ParsedQuery, error) {
 	return &ParsedQuery{terms{and: groups, not: not}}, nil
 }
 
-// renderMatch writes t as an FTS5 expression (for either index): groups
-// joined with AND, a group's terms with OR, then NOT each exclusion.
-// allPrefix makes every included term a prefix query.
-func renderMatch(t terms, allPrefix bool) string {
-	and := make([]string, len(t.and))
-	for i, g := range t.and {
-		or := make([]string, len(g))
-		for j, q := range g {
-			or[j] = ftsTerm(q, allPrefix)
-		}
-		if and[i] = strings.Join(or, " OR "); len(g) > 1 {
-			and[i] = "(" + and[i] + ")"
-		}
-	}
-	m := strings.Join(and, " AND ")
-	if len(t.not) > 0 {
-		m = "(" + m + ")"
-	}
-	for _, q := range t.not {
-		m += " NOT " + ftsTerm(q, false)
-	}
-	return m
-}
-
-// ftsTerm is one term as a quoted FTS5 string, " *" after a prefix.
-func ftsTerm(q qterm, prefix bool) string {
-	s := `"` + strings.ReplaceAll(q.text, `"`, `""`) + `"`
-	if q.prefix || prefix {
-		s += " *"
-	}
-	return s
-}
-
 // searchable reports whether s holds a character the unicode61 tokenizer
 // keeps in tokens (letters, numbers, private use).
 func searchable(s string) bool {

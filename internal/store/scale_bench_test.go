@@ -292,7 +292,7 @@ func benchFloorInsert(b *testing.B, s *Store) float64 {
 // its indexes over its rows.
 func entryBytes(b *testing.B, s *Store) float64 {
 	size := `SELECT sum(pgsize) FROM dbstat WHERE name IN ('entries', 'entries_video')`
-	if s.pg {
+	if s.Engine() == PostgreSQL {
 		size = `SELECT pg_total_relation_size('entries')`
 	}
 	var bytes, n float64

@@ -111,7 +111,7 @@ func TestSearchEveryScript(t *testing.T) {
 		return ids
 	}
 	forEachEngine(t, func(t *testing.T, st *Store) {
-		if st.pg {
+		if st.Engine() == PostgreSQL {
 			load(t, st)
 		} else {
 			st = ref

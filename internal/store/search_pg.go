@@ -13,8 +13,8 @@ import (
 	"golang.org/x/text/unicode/norm"
 )
 
-// Search on PostgreSQL (docs/design.md §10a): search.go's query, index
-// choice and bounds over video_search (tsquery lexemes; LIKE under pg_trgm).
+// Search on PostgreSQL (docs/design.md §10a): search_plan.go's lookups and
+// bounds over video_search (tsquery lexemes; LIKE under pg_trgm).
 
 // pgRank is ts_rank_cd's weights {D, C, B, A}: description, tags, channel
 // title, title.
@@ -178,49 +178,60 @@ func (p *pgSearch) substrSQL(long [][]qterm, short [][]string, not []qterm, fill
 		`-(`+strings.Join(score, " + ")+`)::float8`, "DESC", !fill, join, where)
 }
 
-// searchPostgres is searchSQLite on PostgreSQL; each hit has the snippet of
-// its best column (of t's words, else of its folded substrings).
-func searchPostgres(ctx context.Context, db *sql.DB, t terms, text, region string, limit int) ([]Hit, error) {
-	f, err := pgFold(ctx, db, t)
+// pgSearcher runs a plan's lookups on video_search; each hit has the
+// snippet of its best column (of the words, else of the folded substrings).
+type pgSearcher struct {
+	db *sql.DB
+	a  searchArgs
+	f  map[string]pgTerm
+}
+
+// newPGSearcher folds the search's terms first (one round trip).
+func newPGSearcher(ctx context.Context, db *sql.DB, a searchArgs) (searcher, error) {
+	f, err := pgFold(ctx, db, a.t)
 	if err != nil {
-		return nil, searchErr(text, err)
+		return nil, searchErr(a.text, err)
 	}
-	run := func(p *pgSearch, query string, words bool) ([]Hit, error) {
-		// Planned for its arguments every time: a generic plan (used after five
-		// runs) cannot tell rare terms from common ones nor use pg_trgm.
-		var hits []Hit
-		err := each(ctx, db, query, append([]any{pgx.QueryExecModeCacheDescribe}, p.args...), func(rows *sql.Rows) error {
-			var (
-				h                 Hit
-				last              sql.NullString
-				tags, description string
-			)
-			if err := rows.Scan(&h.VideoID, &h.Title, &h.ChannelTitle, &last, &h.Score, &tags, &description); err != nil {
-				return err
-			}
-			h.LastSeen = parseTime(last)
-			if words {
-				h.Snippet, h.Highlights = wordSnippet([]string{h.Title, tags, h.ChannelTitle, description}, t, f, 16)
-			} else {
-				h.Snippet, h.Highlights = substrSnippet([]string{h.Title, h.ChannelTitle}, t, f, 64)
-			}
-			hits = append(hits, h)
-			return nil
-		})
-		if err != nil {
-			return nil, searchErr(text, err)
+	return &pgSearcher{db: db, a: a, f: f}, nil
+}
+
+func (x *pgSearcher) words(ctx context.Context, l wordLookup) ([]Hit, error) {
+	p := pgSearch{f: x.f, region: x.a.region, limit: x.a.limit}
+	return x.query(ctx, &p, p.wordSQL(tsquery(l.terms, x.f, l.allPrefix), l.subs), true)
+}
+
+func (x *pgSearcher) substrings(ctx context.Context, l substrLookup) ([]Hit, error) {
+	p := pgSearch{f: x.f, region: x.a.region, limit: x.a.limit}
+	return x.query(ctx, &p, p.substrSQL(l.long, l.short, l.not, l.fill), false)
+}
+
+// query runs p's statement; words: snippets of words, else of substrings.
+// Planned for its arguments every time: a generic plan (used after five
+// runs) cannot tell rare terms from common ones nor use pg_trgm.
+func (x *pgSearcher) query(ctx context.Context, p *pgSearch, query string, words bool) ([]Hit, error) {
+	var hits []Hit
+	err := each(ctx, x.db, query, append([]any{pgx.QueryExecModeCacheDescribe}, p.args...), func(rows *sql.Rows) error {
+		var (
+			h                 Hit
+			last              sql.NullString
+			tags, description string
+		)
+		if err := rows.Scan(&h.VideoID, &h.Title, &h.ChannelTitle, &last, &h.Score, &tags, &description); err != nil {
+			return err
 		}
-		return hits, nil
+		h.LastSeen = parseTime(last)
+		if words {
+			h.Snippet, h.Highlights = wordSnippet([]string{h.Title, tags, h.ChannelTitle, description}, x.a.t, x.f, 16)
+		} else {
+			h.Snippet, h.Highlights = substrSnippet([]string{h.Title, h.ChannelTitle}, x.a.t, x.f, 64)
+		}
+		hits = append(hits, h)
+		return nil
+	})
+	if err != nil {
+		return nil, searchErr(x.a.text, err)
 	}
-	words := func(w terms, allPrefix bool, subs []string) ([]Hit, error) {
-		p := pgSearch{f: f, region: region, limit: limit}
-		return run(&p, p.wordSQL(tsquery(w, f, allPrefix), subs), true)
-	}
-	substr := func(long [][]qterm, short [][]string, fill bool) ([]Hit, error) {
-		p := pgSearch{f: f, region: region, limit: limit}
-		return run(&p, p.substrSQL(long, short, t.not, fill), false)
-	}
-	return planSearch(t, limit, words, substr)
+	return hits, nil
 }
 
 // foldRune is r as search_fold compares it: lower case, a diacritic

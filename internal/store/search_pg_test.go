@@ -156,11 +156,11 @@ func TestSearchParityPostgres(t *testing.T) {
 				for _, text := range qs[form] {
 					for _, region := range []string{"", ds.region} {
 						sq := SearchQuery{Text: text, Region: region}
-						a, err := st.search(ctx, sq, 100000)
+						a, err := st.searchAll(ctx, sq, 100000)
 						if err != nil {
 							t.Fatalf("SQLite %q: %v", text, err)
 						}
-						b, err := pst.search(ctx, sq, 100000)
+						b, err := pst.searchAll(ctx, sq, 100000)
 						if err != nil {
 							t.Fatalf("PostgreSQL %q: %v", text, err)
 						}
@@ -188,17 +188,14 @@ func TestSearchParityPostgres(t *testing.T) {
 	}
 }
 
-// search returns the best limit hits of q (any limit), unpaged, as the
+// searchAll returns the best limit hits of q (any limit), unpaged, as the
 // engine's search returns them to SearchPage.
-func (s *Store) search(ctx context.Context, q SearchQuery, limit int) ([]Hit, error) {
+func (s *Store) searchAll(ctx context.Context, q SearchQuery, limit int) ([]Hit, error) {
 	p, err := ParseSearch(q.Text)
 	if err != nil {
 		return nil, err
 	}
-	if s.pg {
-		return searchPostgres(ctx, s.db, p.terms, q.Text, q.Region, limit)
-	}
-	return s.searchSQLite(ctx, p.terms, q.Text, q.Region, limit)
+	return s.search(ctx, searchArgs{t: p.terms, text: q.Text, region: q.Region, limit: limit})
 }
 
 // diff is the first few of a not in b.

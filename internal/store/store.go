@@ -3,12 +3,9 @@ package store
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
-	"fmt"
 	"io/fs"
-	"path/filepath"
-	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -21,7 +18,7 @@ import (
 type Store struct {
 	db   *sql.DB
 	path string
-	pg   bool // PostgreSQL (postgres.go), else SQLite
+	d    *dialect // chosen at open: sqliteDialect or pgDialect
 
 	mu    sync.Mutex
 	stmts map[string]*sql.Stmt // prepared multi-row statements, see txStmt
@@ -56,19 +53,10 @@ func Open(ctx context.Context, path string) (*Store, error) { return open(ctx, p
 func OpenReadOnly(ctx context.Context, path string) (*Store, error) { return open(ctx, path, true) }
 
 func open(ctx context.Context, path string, readOnly bool) (*Store, error) {
-	if IsPostgresURL(path) {
+	if EngineOf(path) == PostgreSQL {
 		return openPostgres(ctx, path, readOnly)
 	}
-	o := sqlitedb.Options{ReadOnly: readOnly, Migrations: migrationsFS}
-	if readOnly {
-		o.MmapBytes = ReadOnlyMmapBytes
-	}
-	db, err := sqlitedb.Open(ctx, path, o)
-	if err != nil {
-		return nil, err
-	}
-	abs, _ := filepath.Abs(path) // sqlitedb.Open succeeded with it
-	return &Store{db: db, path: abs}, nil
+	return openSQLite(ctx, path, readOnly)
 }
 
 // Close closes the database (the last SQLite connection checkpoints the WAL).
@@ -127,61 +115,24 @@ func (s *Store) withTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
 // Check verifies the database, or names the first problems: on SQLite the
 // integrity, foreign key and both FTS5 index checks (a writable Store: FTS5
 // checks are INSERTs); on PostgreSQL that video_search matches every text.
-func (s *Store) Check(ctx context.Context) error {
-	if s.pg {
-		var stale int64
-		if err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM videos v LEFT JOIN video_search x ON x.video_rowid = v.rowid
-WHERE x.doc IS DISTINCT FROM search_doc(v.title, v.channel_title, v.tags, v.description)
-   OR x.tri IS DISTINCT FROM search_fold(v.title || E'\n' || v.channel_title)`).Scan(&stale); err != nil {
-			return fmt.Errorf("search index check: %w", err)
-		}
-		if stale > 0 {
-			return fmt.Errorf("search index video_search check failed: %d videos not indexed as their text is", stale)
-		}
-		return nil
-	}
-	problems, err := column[string](ctx, s.db, `PRAGMA integrity_check(20)`)
-	if err != nil {
-		return fmt.Errorf("integrity check: %w", err)
-	}
-	if problems = slices.DeleteFunc(problems, func(m string) bool { return m == "ok" }); len(problems) > 0 {
-		return fmt.Errorf("integrity check failed: %s", strings.Join(problems, "; "))
-	}
+func (s *Store) Check(ctx context.Context) error { return s.d.check(ctx, s.db) }
 
-	var table, parent string
-	err = s.db.QueryRowContext(ctx, `SELECT "table", parent FROM pragma_foreign_key_check`).Scan(&table, &parent)
-	switch {
-	case err == nil:
-		return fmt.Errorf("foreign key check failed: a row of %s refers to a missing row of %s", table, parent)
-	case !errors.Is(err, sql.ErrNoRows):
-		return fmt.Errorf("foreign key check: %w", err)
-	}
+// The store's roles: what each consumer needs of it (docs/design.md §2).
+// *Store, on either engine, is the one implementation; a store opened
+// read-only fails every write method.
 
-	// rank = 1: also compare the index with the content table (videos).
-	for _, fts := range []string{"videos_fts", "videos_tri"} {
-		if _, err := s.db.ExecContext(ctx,
-			`INSERT INTO `+fts+` (`+fts+`, rank) VALUES ('integrity-check', 1)`); err != nil {
-			return fmt.Errorf("full-text index %s check failed: %w", fts, err)
-		}
-	}
-	return nil
-}
-
-// Backend is what every caller needs of a dataset store (docs/design.md §2,
-// §10a), implemented by *Store on both engines (its methods document the
-// meaning); a store opened read-only fails every write method.
-type Backend interface {
-	// Runs: one record per run of a region (docs/design.md §5).
+// RunLog is the record of runs (docs/design.md §5) a run keeps of itself.
+type RunLog interface {
 	StartRun(ctx context.Context, r Run) (int64, error)
 	RecordUsage(ctx context.Context, r Run) error
 	FinishRun(ctx context.Context, r Run) error
 	AbandonRuns(ctx context.Context, credential, region string, before time.Time) (int, error)
-	RunsPage(ctx context.Context, q RunsQuery) ([]Run, error)
-	LastSuccess(ctx context.Context, credential string) (map[string]time.Time, error)
 	CallsSince(ctx context.Context, credential, method string, since time.Time) (int, error)
-	Health(ctx context.Context, region string, dayStart time.Time) (RegionHealth, error)
+}
 
-	// What a run stores.
+// Capturer stores what a run fetches: pages of captures, statistics
+// samples, channels and categories.
+type Capturer interface {
 	SaveSnapshot(ctx context.Context, p Snapshot) error
 	CompleteCapture(ctx context.Context, runID int64, region, kind, query string, at time.Time) error
 	DueForStats(ctx context.Context, region string, runID int64, followedSince, sampledBefore time.Time) ([]string, error)
@@ -190,29 +141,41 @@ type Backend interface {
 	UpsertChannels(ctx context.Context, chs []Channel, at time.Time) error
 	CategoriesFetchedAt(ctx context.Context, region string) (time.Time, error)
 	UpsertCategories(ctx context.Context, region string, cats []Category, at time.Time) error
+}
+
+// Retention is the storage policy's primitives (Policy applies them) and
+// the text refresh of the amended policy.
+type Retention interface {
+	LegacyData(ctx context.Context) (bool, error)
+	PruneDue(ctx context.Context, before time.Time) (bool, error)
+	ApplyCutoffs(ctx context.Context, statsBefore, textBefore time.Time, dryRun bool) (PruneReport, error)
 	StaleText(ctx context.Context, before time.Time, limit int) ([]string, error)
 	RefreshText(ctx context.Context, vs []Video, at time.Time) error
+}
 
-	// Reads: search, charts, a video's history, exports (one snapshot).
+// RunStore is what a run (fetch.Runner) needs of the store.
+type RunStore interface {
+	RunLog
+	Capturer
+	Retention
+}
+
+// Reader is what the read API (serve) needs: searches, charts, a video's
+// history and the runs, and the pool size (serve admits half as many
+// heavy requests at a time).
+type Reader interface {
 	SearchPage(ctx context.Context, q SearchQuery) (hits []Hit, next int, err error)
 	CaptureAt(ctx context.Context, q CaptureQuery) (Capture, []Entry, error)
 	History(ctx context.Context, id string) (VideoHistory, error)
-	ExportRegions(ctx context.Context, q ExportQuery) ([]string, error)
-	Export(ctx context.Context, q ExportQuery, fn func(*ExportRow) error) error
-
-	// The storage policy's primitives (Policy applies them).
-	LegacyData(ctx context.Context) (bool, error)
-	PruneDue(ctx context.Context, before time.Time) (bool, error)
-	Prune(ctx context.Context, before time.Time, dryRun bool) (PruneReport, error)
-	ApplyCutoffs(ctx context.Context, statsBefore, textBefore time.Time, dryRun bool) (PruneReport, error)
-
-	// MaxOpenConns is the most connections the store opens at once (serve
-	// admits half as many heavy requests at a time).
+	RunsPage(ctx context.Context, q RunsQuery) ([]Run, error)
+	Health(ctx context.Context, region string, dayStart time.Time) (RegionHealth, error)
 	MaxOpenConns() int
-	Close() error
 }
 
-var _ Backend = (*Store)(nil)
+var (
+	_ RunStore = (*Store)(nil)
+	_ Reader   = (*Store)(nil)
+)
 
 // MaxOpenConns is the size of the connection pool.
 func (s *Store) MaxOpenConns() int { return s.db.Stats().MaxOpenConnections }
@@ -319,4 +282,11 @@ func jsonTime(t time.Time) *time.Time {
 		return nil
 	}
 	return new(t.UTC())
+}
+
+// jsonText is v in JSON, for values that cannot fail to encode (strings,
+// numbers, and slices, maps and structs of them).
+func jsonText(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
 }

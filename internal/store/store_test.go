@@ -126,7 +126,7 @@ func testUpsertUpdatesStatsKeepsIndex(t *testing.T, s *Store) {
 	// write replaces).
 	ftsWrites := func() string {
 		q := `SELECT group_concat(id || ':' || hex(block), ',') FROM (SELECT * FROM videos_fts_data ORDER BY id)`
-		if s.pg {
+		if s.Engine() == PostgreSQL {
 			q = `SELECT string_agg(video_rowid || ':' || xmin, ',' ORDER BY video_rowid) FROM video_search`
 		}
 		var fp string
@@ -281,7 +281,7 @@ func TestOpenReadOnly(t *testing.T) {
 		if !errors.As(err, &nde) || !errors.Is(err, fs.ErrNotExist) || !strings.Contains(err.Error(), "trendfetch run") {
 			t.Fatalf("missing db: %v", err)
 		}
-		if !IsPostgresURL(database) {
+		if EngineOf(database) != PostgreSQL {
 			if m, _ := filepath.Glob(filepath.Join(filepath.Dir(filepath.Dir(database)), "*")); len(m) != 0 {
 				t.Errorf("OpenReadOnly created %v", m)
 			}

@@ -81,7 +81,7 @@ func (s *Store) KnownVideos(ctx context.Context, ids []string) (map[string]bool,
 // migration number) and the version this binary knows.
 func (s *Store) SchemaVersion(ctx context.Context) (have, want int, err error) {
 	schema, version := migrationsFS, sqlitedb.Version
-	if s.pg {
+	if s.Engine() == PostgreSQL {
 		schema, version = postgresFS, postgresVersion
 	}
 	migs, err := sqlitedb.Migrations(schema)

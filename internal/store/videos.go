@@ -481,13 +481,9 @@ func (s *Store) SaveSamples(ctx context.Context, samples []Sample, at time.Time)
 // insertSamplesSQL inserts n samples (video id, sampled at, views, likes,
 // comments); on PostgreSQL FOR KEY SHARE skips a video being deleted.
 func (s *Store) insertSamplesSQL(n int) string {
-	lock := ""
-	if s.pg {
-		lock = ` FOR KEY SHARE OF v`
-	}
 	return `INSERT INTO stats_samples (video, sampled_at, view_count, like_count, comment_count)
 SELECT v.rowid, x.column2, x.column3, x.column4, x.column5
 FROM (VALUES ` + valueRows(n, 5, 3, 4, 5) + `) AS x JOIN videos v ON v.id = x.column1
-WHERE true` + lock + `
+WHERE true` + s.d.sampleLock + `
 ON CONFLICT (video, sampled_at) DO NOTHING`
 }

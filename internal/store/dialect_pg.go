@@ -3,15 +3,11 @@ package store
 import (
 	"context"
 	"database/sql"
-	"database/sql/driver"
 	"errors"
 	"fmt"
 	"io/fs"
 	neturl "net/url"
-	"regexp"
-	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -21,10 +17,55 @@ import (
 	"github.com/trendfetch/trendfetch/migrations"
 )
 
-// IsPostgresURL reports whether a database setting names a PostgreSQL
-// server (postgres:// or postgresql://) rather than a SQLite file.
-func IsPostgresURL(database string) bool {
-	return strings.HasPrefix(database, "postgres://") || strings.HasPrefix(database, "postgresql://")
+// pgDialect is PostgreSQL's (docs/design.md §10a): several hosts write at
+// once, so the storage policy takes turns under policyLockKey and locks
+// what it picks; exports read a cursor (one query at a time on a
+// connection); search runs on video_search (search_pg.go).
+var pgDialect = &dialect{
+	engine:     PostgreSQL,
+	callCount:  `CAST(calls::jsonb ->> ?1 AS BIGINT)`,
+	pickLocked: ` FOR UPDATE OF {table} SKIP LOCKED`,
+	sampleLock: ` FOR KEY SHARE OF v`,
+	lockPolicy: lockPolicyPG,
+	check:      checkPG,
+	scanTx:     scanTxPG,
+	captures:   capturesPG,
+	searcher:   newPGSearcher,
+	transient:  func(error) bool { return false },
+}
+
+// lockPolicyPG takes the transaction's turn among hosts applying the policy.
+func lockPolicyPG(ctx context.Context, tx *sql.Tx) error {
+	_, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(?)`, int64(policyLockKey))
+	return err
+}
+
+// checkPG verifies that video_search matches every video's text.
+func checkPG(ctx context.Context, db *sql.DB) error {
+	var stale int64
+	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM videos v LEFT JOIN video_search x ON x.video_rowid = v.rowid
+WHERE x.doc IS DISTINCT FROM search_doc(v.title, v.channel_title, v.tags, v.description)
+   OR x.tri IS DISTINCT FROM search_fold(v.title || E'\n' || v.channel_title)`).Scan(&stale); err != nil {
+		return fmt.Errorf("search index check: %w", err)
+	}
+	if stale > 0 {
+		return fmt.Errorf("search index video_search check failed: %d videos not indexed as their text is", stale)
+	}
+	return nil
+}
+
+// scanTxPG is a REPEATABLE READ transaction: one snapshot.
+func scanTxPG(ctx context.Context, conn *sql.Conn) (*sql.Tx, func(), error) {
+	tx, err := conn.BeginTx(ctx, &sql.TxOptions{ReadOnly: true, Isolation: sql.LevelRepeatableRead})
+	return tx, func() {}, err
+}
+
+// capturesPG declares a cursor the captureList fetches from.
+func capturesPG(ctx context.Context, tx *sql.Tx, query string, args []any) (*captureList, error) {
+	if _, err := tx.ExecContext(ctx, `DECLARE export_captures NO SCROLL CURSOR FOR `+query, args...); err != nil {
+		return nil, err
+	}
+	return &captureList{tx: tx}, nil
 }
 
 // postgresFS is the PostgreSQL schema; a variable so tests can substitute one.
@@ -82,7 +123,7 @@ func openPostgres(ctx context.Context, url string, readOnly bool) (*Store, error
 		}
 		return fail(&SchemaVersionError{Path: name, Have: have, Want: want})
 	}
-	return &Store{db: db, path: name, pg: true}, nil
+	return &Store{db: db, path: name, d: pgDialect}, nil
 }
 
 // URLError is a PostgreSQL URL that cannot be used as written (port,
@@ -132,77 +173,4 @@ func migratePostgres(ctx context.Context, db *sql.DB, name string, migs []sqlite
 	}
 	defer conn.ExecContext(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock(?)`, int64(migrationLockKey)) //nolint:errcheck
 	return sqlitedb.Migrate(ctx, db, name, migs, postgresVersion)
-}
-
-// rebindConnector hands out connections that rewrite the store's SQLite
-// placeholders (? and ?NNN) into PostgreSQL's ($N).
-type rebindConnector struct{ driver.Connector }
-
-func (c rebindConnector) Connect(ctx context.Context) (driver.Conn, error) {
-	conn, err := c.Connector.Connect(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return rebindConn{conn.(*stdlib.Conn)}, nil
-}
-
-// rebindConn is a pgx connection whose statements are rebound first
-// (database/sql prefers PrepareContext to Prepare); the rest is pgx's.
-type rebindConn struct{ *stdlib.Conn }
-
-func (c rebindConn) PrepareContext(ctx context.Context, query string) (driver.Stmt, error) {
-	return c.Conn.PrepareContext(ctx, rebind(query))
-}
-
-func (c rebindConn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
-	return c.Conn.ExecContext(ctx, rebind(query), args)
-}
-
-func (c rebindConn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
-	return c.Conn.QueryContext(ctx, rebind(query), args)
-}
-
-// CheckNamedValue stores a bool as 1 or 0: the columns SQLite knows as
-// booleans are integers in both schemas.
-func (c rebindConn) CheckNamedValue(v *driver.NamedValue) error {
-	if b, ok := v.Value.(bool); ok {
-		v.Value = int64(0)
-		if b {
-			v.Value = int64(1)
-		}
-	}
-	return c.Conn.CheckNamedValue(v)
-}
-
-// rebound caches rebind's answers: the store's statements are few.
-var rebound sync.Map
-
-// rebindable matches what rebind rewrites (? and ?NNN) and what it leaves
-// alone: string literals, quoted identifiers and comments.
-var rebindable = regexp.MustCompile(`'[^']*(?:'|$)|"[^"]*(?:"|$)|--[^\n]*|\?[0-9]*`)
-
-// rebind rewrites ?NNN as $NNN and each bare ? as the next $N, outside
-// string literals, quoted identifiers and comments.
-func rebind(query string) string {
-	if !strings.Contains(query, "?") {
-		return query
-	}
-	if r, ok := rebound.Load(query); ok {
-		return r.(string)
-	}
-	n := 0
-	r := rebindable.ReplaceAllStringFunc(query, func(m string) string {
-		switch {
-		case m[0] != '?':
-			return m
-		case len(m) > 1:
-			return "$" + m[1:]
-		}
-		n++
-		return "$" + strconv.Itoa(n)
-	})
-	if len(query) < 4096 {
-		rebound.Store(query, r)
-	}
-	return r
 }

@@ -1,0 +1,92 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/trendfetch/trendfetch/internal/sqlitedb"
+)
+
+// sqliteDialect is the embedded engine's (docs/design.md §6): one writer at
+// a time (BEGIN IMMEDIATE), so the policy needs no lock of its own.
+var sqliteDialect = &dialect{
+	engine:    SQLite,
+	callCount: `json_extract(calls, '$."' || ?1 || '"')`,
+	check:     checkSQLite,
+	scanTx:    scanTxSQLite,
+	captures: func(ctx context.Context, tx *sql.Tx, query string, args []any) (*captureList, error) {
+		rows, err := tx.QueryContext(ctx, query, args...)
+		if err != nil {
+			return nil, err
+		}
+		return &captureList{rows: rows}, nil
+	},
+	searcher:  newSQLiteSearcher,
+	transient: sqlitedb.Transient,
+}
+
+// openSQLite opens the SQLite file at path (sqlitedb.Open: created and
+// migrated unless readOnly).
+func openSQLite(ctx context.Context, path string, readOnly bool) (*Store, error) {
+	o := sqlitedb.Options{ReadOnly: readOnly, Migrations: migrationsFS}
+	if readOnly {
+		o.MmapBytes = ReadOnlyMmapBytes
+	}
+	db, err := sqlitedb.Open(ctx, path, o)
+	if err != nil {
+		return nil, err
+	}
+	abs, _ := filepath.Abs(path) // sqlitedb.Open succeeded with it
+	return &Store{db: db, path: abs, d: sqliteDialect}, nil
+}
+
+// checkSQLite is SQLite's integrity and foreign key checks and both FTS5
+// index checks (INSERTs: a writable Store).
+func checkSQLite(ctx context.Context, db *sql.DB) error {
+	problems, err := column[string](ctx, db, `PRAGMA integrity_check(20)`)
+	if err != nil {
+		return fmt.Errorf("integrity check: %w", err)
+	}
+	if problems = slices.DeleteFunc(problems, func(m string) bool { return m == "ok" }); len(problems) > 0 {
+		return fmt.Errorf("integrity check failed: %s", strings.Join(problems, "; "))
+	}
+	var table, parent string
+	err = db.QueryRowContext(ctx, `SELECT "table", parent FROM pragma_foreign_key_check`).Scan(&table, &parent)
+	switch {
+	case err == nil:
+		return fmt.Errorf("foreign key check failed: a row of %s refers to a missing row of %s", table, parent)
+	case !errors.Is(err, sql.ErrNoRows):
+		return fmt.Errorf("foreign key check: %w", err)
+	}
+	// rank = 1: also compare the index with the content table (videos).
+	for _, fts := range []string{"videos_fts", "videos_tri"} {
+		if _, err := db.ExecContext(ctx,
+			`INSERT INTO `+fts+` (`+fts+`, rank) VALUES ('integrity-check', 1)`); err != nil {
+			return fmt.Errorf("full-text index %s check failed: %w", fts, err)
+		}
+	}
+	return nil
+}
+
+// scanTxSQLite is a deferred BEGIN (ReadOnly; the driver's _txlock=immediate
+// would take the write lock: a read transaction is one snapshot) on conn
+// without memory map (mapped pages count in the RSS) and with
+// exportCacheKiB of page cache, both restored after.
+func scanTxSQLite(ctx context.Context, conn *sql.Conn) (*sql.Tx, func(), error) {
+	const set = "PRAGMA cache_size = -%d; PRAGMA mmap_size = %d"
+	var mmap int64
+	err := conn.QueryRowContext(ctx, "PRAGMA mmap_size").Scan(&mmap)
+	if err == nil {
+		_, err = conn.ExecContext(ctx, fmt.Sprintf(set, exportCacheKiB, 0))
+	}
+	var tx *sql.Tx
+	if err == nil {
+		tx, err = conn.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	}
+	return tx, func() { _, _ = conn.ExecContext(context.WithoutCancel(ctx), fmt.Sprintf(set, 2000, mmap)) }, err
+}

@@ -1,0 +1,179 @@
+package store
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"fmt"
+	"strings"
+	"unicode/utf8"
+)
+
+// Search on SQLite (docs/design.md §6): FTS5 tables videos_fts (words,
+// unicode61) and videos_tri (trigrams), ranked by bm25 inside the FTS query.
+
+// searchCandidates is SearchCandidates; tests lower it.
+var searchCandidates = SearchCandidates
+
+// boundSQL is the rowid of the ?3-th newest match of ?1 in fts (0 when
+// fewer): the candidates are the matches at or above it. Walking matches
+// unscored and unfiltered reads only the index's position lists.
+func boundSQL(fts string) string {
+	return `coalesce((
+            SELECT rowid FROM ` + fts + ` WHERE ` + fts + ` MATCH ?1
+            ORDER BY rowid DESC LIMIT 1 OFFSET ?3 - 1), 0)`
+}
+
+// searchSQL is a search on FTS5 table fts, snippets of up to tokens tokens,
+// where holding extra conditions, ordered by order (outer: after the join):
+// ranked inside the FTS query (docs/design.md §6), so snippet() runs for the
+// ?4 rows returned only. ?1 MATCH expression, ?2 region (empty: all), ?3
+// candidate cap (boundSQL), ?4 limit, ?5/?6 highlight markers, ?7 ellipsis,
+// ?8/?9 JSON arrays of short groups (trigramGroups, each needing a term in
+// the title or channel title) and of exclusions ('[]' skips either).
+func searchSQL(fts string, tokens int, extra, order, outer string) string {
+	text := `lower(` + fts + `.title || char(10) || ` + fts + `.channel_title)`
+	return `
+SELECT v.id, v.title, v.channel_title, st.last_seen_at, f.score, f.snip
+FROM (
+    SELECT rowid AS rid, rank AS score, snippet(` + fts + `, -1, ?5, ?6, ?7, ` + fmt.Sprint(tokens) + `) AS snip
+    FROM ` + fts + `
+    WHERE ` + fts + ` MATCH ?1 AND rowid >= ` + boundSQL(fts) + `
+      AND (?2 = '' OR EXISTS (
+            SELECT 1 FROM entries e JOIN captures cp ON cp.id = e.capture_id
+            WHERE e.video = ` + fts + `.rowid AND cp.region = ?2))
+      AND (?8 = '[]' OR NOT EXISTS (
+            SELECT 1 FROM json_each(?8) g
+            WHERE NOT EXISTS (
+                SELECT 1 FROM json_each(g.value) t WHERE instr(` + text + `, lower(t.value)) > 0)))
+      AND (?9 = '[]' OR NOT EXISTS (
+            SELECT 1 FROM json_each(?9) t WHERE instr(` + text + `, lower(t.value)) > 0))` + extra + `
+    ORDER BY ` + order + `
+    LIMIT ?4
+) f
+JOIN videos v ON v.rowid = f.rid
+LEFT JOIN video_stats st ON st.video_rowid = f.rid
+ORDER BY ` + outer
+}
+
+// The ranked search statements of the word index and of the trigram index,
+// and fillSQL, the trigram fill-up of a word search, newest first, unranked:
+// ?10 (the word-index expression of the exclusions, empty: none) replaces
+// ?9, read once over the candidates' range.
+var (
+	wordSQL    = searchSQL("videos_fts", 16, "", "rank", "f.score, f.rid")
+	trigramSQL = searchSQL("videos_tri", 24, "", "rank", "f.score, f.rid")
+	fillSQL    = searchSQL("videos_tri", 24, `
+      AND (?10 = '' OR rowid NOT IN (
+            SELECT rowid FROM videos_fts WHERE videos_fts MATCH ?10 AND rowid >= `+boundSQL("videos_tri")+`))`,
+		"rowid DESC", "f.rid DESC")
+)
+
+// sqliteSearcher runs a plan's lookups on FTS5; snippet() marks matches with
+// markers no stored text can contain (a random nonce per search).
+type sqliteSearcher struct {
+	db          *sql.DB
+	a           searchArgs
+	open, close string
+}
+
+func newSQLiteSearcher(_ context.Context, db *sql.DB, a searchArgs) (searcher, error) {
+	nonce := rand.Text()
+	return &sqliteSearcher{db: db, a: a, open: "\x02" + nonce + "\x03", close: "\x03" + nonce + "\x02"}, nil
+}
+
+func (x *sqliteSearcher) words(ctx context.Context, l wordLookup) ([]Hit, error) {
+	return x.query(ctx, wordSQL, renderMatch(l.terms, l.allPrefix), "[]", jsonText(l.subs))
+}
+
+// substrings keeps exclusions out of the trigram MATCH, where bm25 would
+// count each excluded phrase's rows over the whole index.
+func (x *sqliteSearcher) substrings(ctx context.Context, l substrLookup) ([]Hit, error) {
+	match, filter := renderMatch(terms{and: l.long}, false), jsonText(l.short)
+	if !l.fill {
+		return x.query(ctx, trigramSQL, match, filter, jsonText(texts(l.not)))
+	}
+	var not string
+	if len(l.not) > 0 {
+		not = renderMatch(terms{and: [][]qterm{l.not}}, false)
+	}
+	return x.query(ctx, fillSQL, match, filter, "[]", not)
+}
+
+// query runs one of the search statements (searchSQL's parameters).
+func (x *sqliteSearcher) query(ctx context.Context, query, match, filter, exclude string, more ...any) ([]Hit, error) {
+	args := []any{match, x.a.region, searchCandidates, x.a.limit, x.open, x.close, SnippetEllipsis, filter, exclude}
+	var hits []Hit
+	err := each(ctx, x.db, query, append(args, more...), func(rows *sql.Rows) error {
+		var (
+			h             Hit
+			last, snippet sql.NullString
+		)
+		err := rows.Scan(&h.VideoID, &h.Title, &h.ChannelTitle, &last, &h.Score, &snippet)
+		h.LastSeen = parseTime(last)
+		h.Snippet, h.Highlights = unmark(snippet.String, x.open, x.close)
+		hits = append(hits, h)
+		return err
+	})
+	if err != nil {
+		return nil, searchErr(x.a.text, err)
+	}
+	return hits, nil
+}
+
+// unmark removes the markers open and close from snip and returns the
+// marked parts' code point offsets.
+func unmark(snip, open, close string) (string, [][2]int) {
+	var b strings.Builder
+	marks := [][2]int{}
+	at := 0 // code points written
+	for {
+		before, rest, ok := strings.Cut(snip, open)
+		word, after, closed := strings.Cut(rest, close)
+		if !ok || !closed {
+			break
+		}
+		start := at + utf8.RuneCountInString(before)
+		at = start + utf8.RuneCountInString(word)
+		b.WriteString(before + word)
+		if at > start {
+			marks = append(marks, [2]int{start, at})
+		}
+		snip = after
+	}
+	b.WriteString(snip)
+	return b.String(), marks
+}
+
+// renderMatch writes t as an FTS5 expression (for either index): groups
+// joined with AND, a group's terms with OR, then NOT each exclusion.
+// allPrefix makes every included term a prefix query.
+func renderMatch(t terms, allPrefix bool) string {
+	and := make([]string, len(t.and))
+	for i, g := range t.and {
+		or := make([]string, len(g))
+		for j, q := range g {
+			or[j] = ftsTerm(q, allPrefix)
+		}
+		if and[i] = strings.Join(or, " OR "); len(g) > 1 {
+			and[i] = "(" + and[i] + ")"
+		}
+	}
+	m := strings.Join(and, " AND ")
+	if len(t.not) > 0 {
+		m = "(" + m + ")"
+	}
+	for _, q := range t.not {
+		m += " NOT " + ftsTerm(q, false)
+	}
+	return m
+}
+
+// ftsTerm is one term as a quoted FTS5 string, " *" after a prefix.
+func ftsTerm(q qterm, prefix bool) string {
+	s := `"` + strings.ReplaceAll(q.text, `"`, `""`) + `"`
+	if q.prefix || prefix {
+		s += " *"
+	}
+	return s
+}
