@@ -1,9 +1,30 @@
 package main
 
-import "github.com/spf13/cobra"
+import (
+	"context"
 
-func newServeCmd(a *app) *cobra.Command {
-	var addr, tokenFile string
+	"github.com/rs/zerolog"
+	"github.com/spf13/cobra"
+
+	"github.com/trendfetch/trendfetch/internal/config"
+	"github.com/trendfetch/trendfetch/internal/engine"
+	"github.com/trendfetch/trendfetch/internal/secret"
+)
+
+// serveOptions is what `serve` was asked (its flags) and what it serves with.
+type serveOptions struct {
+	engine          *engine.Engine
+	log             zerolog.Logger
+	settings        *config.Serve // the engine's serve settings, which --addr and --token-file override
+	addr, tokenFile string        // "" = the configured one
+}
+
+// newServeCmd is `serve`; runF (nil: serveRun) runs the parsed options.
+func newServeCmd(a *app, runF func(context.Context, *serveOptions) error) *cobra.Command {
+	o := &serveOptions{}
+	if runF == nil {
+		runF = serveRun
+	}
 	cmd := &cobra.Command{
 		Use:   "serve [--addr ADDR] [--token-file FILE]",
 		Short: "Serve the read API (/v1/...) and the dashboard (/) from the local database",
@@ -24,21 +45,38 @@ SIGINT stops it gracefully (exit 0).`,
 		Args:    cobra.NoArgs,
 		PreRunE: a.withConfig,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if addr != "" {
-				a.cfg.Serve.Addr = addr
-			}
-			if tokenFile != "" {
-				a.cfg.Serve.TokenFile = tokenFile
-			}
-			ln, token, err := a.engine().ListenServe()
-			if err != nil {
-				return err
-			}
-			defer ln.Close()
-			return a.engine().Serve(cmd.Context(), ln, token, nil)
+			o.engine, o.log, o.settings = a.engine(), a.log, &a.cfg.Serve
+			return runF(cmd.Context(), o)
 		},
 	}
-	cmd.Flags().StringVar(&addr, "addr", "", "listen address (default serve.addr, 127.0.0.1:8080)")
-	cmd.Flags().StringVar(&tokenFile, "token-file", "", "file holding the bearer token clients must send (required off loopback)")
+	cmd.Flags().StringVar(&o.addr, "addr", "", "listen address (default serve.addr, 127.0.0.1:8080)")
+	cmd.Flags().StringVar(&o.tokenFile, "token-file", "", "file holding the bearer token clients must send (required off loopback)")
 	return cmd
+}
+
+// serveRun listens and serves until ctx ends; a token file other users can
+// read is warned about, as every secret file is.
+func serveRun(ctx context.Context, o *serveOptions) error {
+	if o.addr != "" {
+		o.settings.Addr = o.addr
+	}
+	if o.tokenFile != "" {
+		o.settings.TokenFile = o.tokenFile
+	}
+	warnExposed(o.log, o.settings.TokenFile)
+	ln, token, err := o.engine.ListenServe()
+	if err != nil {
+		return err
+	}
+	defer ln.Close()
+	return o.engine.Serve(ctx, ln, token, nil)
+}
+
+// warnExposed warns of each secret file ("" = none) that other users can read.
+func warnExposed(log zerolog.Logger, files ...string) {
+	for _, f := range files {
+		if f != "" && secret.Exposed(f) {
+			log.Warn().Str("file", f).Msg("secret file is readable by other users: chmod 600 it")
+		}
+	}
 }

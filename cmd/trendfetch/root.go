@@ -163,7 +163,7 @@ Redis shared by every host); on denial a run stops cleanly and exits 75.
 	}
 	root.AddCommand(newRunCmd(a), newSearchCmd(a, nil), newRunsCmd(a, nil), newQuotaCmd(a), newVersionCmd(a))
 	root.AddCommand(newScheduleCmd(a), newCrontabCmd(a), newRegionsCmd(a), newLeaseCmd(a), newPlanCmd(a))
-	root.AddCommand(newChartCmd(a, nil), newVideoCmd(a), newExportCmd(a, nil), newPruneCmd(a), newServeCmd(a), newCopyCmd(a))
+	root.AddCommand(newChartCmd(a, nil), newVideoCmd(a), newExportCmd(a, nil), newPruneCmd(a), newServeCmd(a, nil), newCopyCmd(a))
 	argsAreUsage(root)
 	return root
 }
@@ -200,11 +200,7 @@ func (a *app) loadConfig() error {
 	}
 	a.cfg = cfg
 	a.log = newLogger(a.stderr, cfg.Log, a.stderrTTY)
-	for _, f := range cfg.SecretFiles() {
-		if secret.Exposed(f) {
-			a.log.Warn().Str("file", f).Msg("secret file is readable by other users: chmod 600 it")
-		}
-	}
+	warnExposed(a.log, cfg.SecretFiles()...)
 	return nil
 }
 

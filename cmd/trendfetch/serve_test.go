@@ -420,3 +420,25 @@ func TestSecondSignalIsLoggedAsJSON(t *testing.T) {
 		t.Errorf("no JSON event for the second signal in:\n%s", d.stderr.String())
 	}
 }
+
+// TestServeWarnsOfAReadableTokenFile (issue 40 item 18): a --token-file
+// other users can read is warned about as a 0644 api_key_file is; a 0600 one
+// is not.
+func TestServeWarnsOfAReadableTokenFile(t *testing.T) {
+	for _, mode := range []os.FileMode{0o644, 0o600} {
+		p := newInproc(t, "", nil)
+		token := filepath.Join(p.dir, "token")
+		if err := os.WriteFile(token, []byte("0123456789abcdefghijklmn\n"), mode); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(token, mode); err != nil { // past the umask
+			t.Fatal(err)
+		}
+		o := &serveOptions{engine: p.engine(), log: p.a.log, settings: &p.a.cfg.Serve, addr: "127.0.0.1:0", tokenFile: token}
+		err := serveRun(context.Background(), o) // no database: returns at once
+		warned := strings.Contains(p.errOut.String(), "secret file is readable by other users") && strings.Contains(p.errOut.String(), token)
+		if warned != (mode == 0o644) || err == nil {
+			t.Errorf("--token-file mode %o: warned %v, want %v (serve: %v)\n%s", mode, warned, mode == 0o644, err, p.errOut.String())
+		}
+	}
+}

@@ -318,8 +318,12 @@ func (m *Metrics) CarryCounters(path string) error {
 // WriteTextfile writes m's metrics of region to path atomically (mode 0644)
 // for node_exporter's textfile collector (docs/operations.md "Metrics"): no
 // other region's series, the label region on every other, no histograms.
+// Errors name path's directory and what to do, never the temporary file.
 func (m *Metrics) WriteTextfile(path, region string) error {
-	return prometheus.WriteToTextfile(path, prometheus.GathererFunc(func() ([]*dto.MetricFamily, error) {
+	if err := checkTextfileDir(filepath.Dir(path)); err != nil {
+		return err
+	}
+	err := prometheus.WriteToTextfile(path, prometheus.GathererFunc(func() ([]*dto.MetricFamily, error) {
 		mfs, err := m.reg.Gather()
 		out := mfs[:0]
 		for _, mf := range mfs {
@@ -341,4 +345,23 @@ func (m *Metrics) WriteTextfile(path, region string) error {
 		}
 		return out, err
 	}))
+	if pe := (*fs.PathError)(nil); errors.As(err, &pe) { // pe.Path is the temporary file
+		return fmt.Errorf("metrics textfile %s: %s: %w", path, pe.Op, pe.Err)
+	}
+	return err
+}
+
+// checkTextfileDir refuses a textfile directory that is missing or not a
+// directory, with the fix: node_exporter reads a directory that exists.
+func checkTextfileDir(dir string) error {
+	fi, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("metrics textfile directory %s does not exist: create it (node_exporter's --collector.textfile.directory) or set --metrics-textfile / runs.metrics_textfile to the one it reads", dir)
+	case err != nil:
+		return fmt.Errorf("metrics textfile directory %s: %w", dir, err)
+	case !fi.IsDir():
+		return fmt.Errorf("metrics textfile directory %s is not a directory: set --metrics-textfile / runs.metrics_textfile to node_exporter's --collector.textfile.directory", dir)
+	}
+	return nil
 }

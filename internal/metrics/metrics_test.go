@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -211,5 +212,27 @@ func TestUnreachableBackendIsReportedNotFatal(t *testing.T) {
 	}
 	if _, ok := mf["trendfetch_quota_used_units"]; ok {
 		t.Error("used units reported for an unreachable backend")
+	}
+}
+
+// TestTextfileDirectoryMissing (issue 40 item 17): a textfile directory that
+// does not exist (or is a file) is named with what to do; the error never
+// names the temporary file the write would have used.
+func TestTextfileDirectoryMissing(t *testing.T) {
+	m := New(nil, nil, nil, time.Second)
+	dir := t.TempDir()
+	file := filepath.Join(dir, "file")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []string{filepath.Join(dir, "missing"), file} {
+		err := m.WriteTextfile(TextfileName(d, "US"), "US")
+		if err == nil || !strings.Contains(err.Error(), "metrics textfile directory "+d+" ") ||
+			!strings.Contains(err.Error(), "runs.metrics_textfile") || strings.Contains(err.Error(), ".prom.") {
+			t.Errorf("textfile in %s: %v, want the directory named with a hint", d, err)
+		}
+	}
+	if err := m.WriteTextfile(TextfileName(dir, "US"), "US"); err != nil {
+		t.Errorf("textfile in an existing directory: %v", err)
 	}
 }
