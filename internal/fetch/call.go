@@ -3,6 +3,7 @@ package fetch
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -322,9 +323,14 @@ func (r *Runner) apiError(ctx context.Context, st *runState, method string, err 
 	return fmt.Errorf("%s for %s: API answered HTTP %d %s: %s", method, run.Region, ge.Code, reason, ge.Message)
 }
 
-// redact removes the API key and user info from the URL a *url.Error quotes;
-// other errors pass unchanged.
+// redact removes the API key and user info from the URL a *url.Error quotes
+// and cuts the texts of an error answer of the API (boundAnswer); other
+// errors pass unchanged.
 func redact(err error) error {
+	if ge, ok := errors.AsType[*googleapi.Error](err); ok {
+		boundAnswer(ge)
+		return err
+	}
 	ue, ok := errors.AsType[*url.Error](err)
 	if !ok {
 		return err
@@ -339,6 +345,41 @@ func redact(err error) error {
 	}
 	u.User = nil
 	return &url.Error{Op: ue.Op, URL: u.String(), Err: ue.Err}
+}
+
+// MaxUpstreamText is the most bytes of one text of an error answer of the
+// API (its message, an error's reason, domain or message, a detail) kept to
+// log, return or store; its body keeps 8 times as many, and at most
+// maxAnswerParts errors and details are kept. A longer text is cut, ending
+// in "…": an answer of megabytes never reaches the log whole.
+const MaxUpstreamText = 512
+
+// maxAnswerParts is how many errors and details of an API answer are kept.
+const maxAnswerParts = 8
+
+// boundAnswer cuts ge's texts, in place, to MaxUpstreamText (see there).
+func boundAnswer(ge *googleapi.Error) {
+	ge.Message = cutText(ge.Message, MaxUpstreamText)
+	ge.Body = cutText(ge.Body, 8*MaxUpstreamText)
+	ge.Errors = ge.Errors[:min(len(ge.Errors), maxAnswerParts)]
+	for i, e := range ge.Errors {
+		ge.Errors[i] = googleapi.ErrorItem{Reason: cutText(e.Reason, MaxUpstreamText), Message: cutText(e.Message, MaxUpstreamText)}
+	}
+	ge.Details = ge.Details[:min(len(ge.Details), maxAnswerParts)]
+	for i, d := range ge.Details {
+		if raw, err := json.Marshal(d); err != nil || len(raw) > MaxUpstreamText {
+			ge.Details[i] = cutText(string(raw), MaxUpstreamText) // no longer read as an ErrorInfo
+		}
+	}
+}
+
+// cutText returns s cut to at most n bytes, ending in "…" when cut (a rune
+// cut in two is dropped).
+func cutText(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return strings.ToValidUTF8(s[:n-len("…")], "") + "…"
 }
 
 // markSpent marks what a per-day quota answer (HTTP code, why) to method names

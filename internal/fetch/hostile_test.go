@@ -105,3 +105,42 @@ func TestCountAboveInt64IsUnknown(t *testing.T) {
 		t.Errorf("outcome %s", run.Outcome)
 	}
 }
+
+// TestHugeUpstreamMessageIsBoundedInLogs (issue 40 item 5): a 429 whose
+// message is 6 MiB (and more in its errors and details), retried, then a per-day 429 of the same size: the log,
+// the returned error and the run's reason stay small (each upstream text is
+// cut to fetch.MaxUpstreamText bytes).
+func TestHugeUpstreamMessageIsBoundedInLogs(t *testing.T) {
+	emu := youtubetest.New()
+	emu.SetChart("US", youtubetest.Sample())
+	r := newPipeline(t, emu)
+	logs := &strings.Builder{}
+	r.Log = zerolog.New(logs)
+	r.Settings.Retries = 2
+	huge := strings.Repeat("x", 6<<20)
+	var n atomic.Int64
+	emu.SetHook(func(w http.ResponseWriter, req *http.Request) bool {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusTooManyRequests)
+		if n.Add(1) > 2 { // per day, without a reason: the message names it
+			fmt.Fprintf(w, `{"error":{"code":429,"message":"Quota exceeded per day %s","status":"RESOURCE_EXHAUSTED"}}`, huge)
+			return true
+		}
+		fmt.Fprintf(w, `{"error":{"code":429,"message":"Quota exceeded per minute %s","status":"RESOURCE_EXHAUSTED",`+
+			`"errors":[{"reason":"rateLimitExceeded","message":"%s"}],"details":[{"@type":"x","note":"%s"}]}}`, huge, huge[:512<<10], huge[:512<<10])
+		return true
+	})
+	run, err := r.Run(context.Background(), "US")
+	if err == nil || n.Load() != 3 {
+		t.Fatalf("err = %.200v after %d calls, want a failure after 3", err, n.Load())
+	}
+	if l := logs.Len(); l > 32<<10 {
+		t.Errorf("%d bytes of log for one run, want at most 32 KiB: %.300s", l, logs)
+	}
+	if l := len(err.Error()); l > 4<<10 {
+		t.Errorf("an error of %d bytes, want at most 4 KiB", l)
+	}
+	if l := len(run.Reason); l > store.MaxReasonBytes {
+		t.Errorf("a reason of %d bytes", l)
+	}
+}
