@@ -3,7 +3,7 @@
 // with replicas watched by redis-sentinel processes (StartSentinel). Servers
 // keep no data on disk, live in the test's TempDir and are killed by
 // tb.Cleanup or with the test binary. A missing binary skips the test, or
-// fails it under CI=true.
+// fails it under CI=true; `go test -short` skips every test that starts one.
 package redistest
 
 import (
@@ -208,8 +208,12 @@ func ping(addr string) bool {
 }
 
 // lookPath finds the binary name, skipping the test (failing it under CI=true) when it is missing.
+// Under `go test -short` (the edit-test loop) every test that starts a server is skipped.
 func lookPath(tb testing.TB, name string) string {
 	tb.Helper()
+	if testing.Short() {
+		tb.Skip("-short: this test starts a server process (make test runs it)")
+	}
 	p, err := exec.LookPath(name)
 	if err != nil {
 		pkg := strings.Replace(name, "redis-cli", "redis-tools", 1) // the Debian package
