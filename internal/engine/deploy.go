@@ -16,7 +16,7 @@ import (
 // Crontab is the crontab lines of the configured regions under sc (the schedule with
 // `crontab`'s flags), each run as inv, logging under schedule.log_dir.
 func (e *Engine) Crontab(sc config.Schedule, title string, inv Invocation) (deploy.Crontab, error) {
-	jobs, err := e.cronJobs(sc, "crontab")
+	jobs, err := e.cronJobs(sc, "cron")
 	if err != nil {
 		return deploy.Crontab{}, err
 	}
