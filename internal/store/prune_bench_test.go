@@ -130,16 +130,18 @@ func (g *pruneGrower) day(d int) error {
 }
 
 // BenchmarkPrune prunes the older half of the fixture at 10, 30 and 60
-// days (each op on a fresh copy, the copy untimed) and reports ms, µs per
+// days (each op on a fresh copy, the copy untimed) and reports ms, CPU ms
+// of this process (getrusage: steadier on a shared machine), µs per
 // deleted entry and, at 60 days, the local exponents from 10 days
-// (exp-10-60) and 30 days (exp-30-60) of this round (issue 42: <= 1.1).
+// (exp-10-60, cpu-exp-10-60) and 30 days (exp-30-60) of this round
+// (issue 42: <= 1.1).
 // -count=N interleaves the sizes.
 func BenchmarkPrune(b *testing.B) {
-	ms := map[int]float64{}
+	ms, cpuMS := map[int]float64{}, map[int]float64{}
 	for _, days := range pruneDays {
 		b.Run(fmt.Sprintf("days=%d", days), func(b *testing.B) {
 			src := pruneFixture(b, days)
-			var total time.Duration
+			var total, cpu time.Duration
 			var entries int64
 			for i := 0; i < b.N; i++ {
 				b.StopTimer()
@@ -152,9 +154,9 @@ func BenchmarkPrune(b *testing.B) {
 					b.Fatal(err)
 				}
 				b.StartTimer()
-				t0 := time.Now()
+				t0, c0 := time.Now(), cpuTime()
 				rep, err := s.Prune(context.Background(), pruneStart.AddDate(0, 0, days/2), false)
-				total += time.Since(t0)
+				total, cpu = total+time.Since(t0), cpu+cpuTime()-c0
 				b.StopTimer()
 				if err != nil {
 					b.Fatal(err)
@@ -163,12 +165,15 @@ func BenchmarkPrune(b *testing.B) {
 				s.Close()
 			}
 			ms[days] = float64(total) / float64(time.Millisecond) / float64(b.N)
+			cpuMS[days] = float64(cpu) / float64(time.Millisecond) / float64(b.N)
 			b.ReportMetric(ms[days], "ms/prune")
+			b.ReportMetric(cpuMS[days], "cpu-ms/prune")
 			b.ReportMetric(ms[days]*1000/float64(entries), "µs/entry")
 			b.ReportMetric(float64(entries), "entries")
 			if days == 60 && ms[10] > 0 && ms[30] > 0 {
 				b.ReportMetric(math.Log(ms[60]/ms[10])/math.Log(6), "exp-10-60")
 				b.ReportMetric(math.Log(ms[60]/ms[30])/math.Log(2), "exp-30-60")
+				b.ReportMetric(math.Log(cpuMS[60]/cpuMS[10])/math.Log(6), "cpu-exp-10-60")
 			}
 		})
 	}
