@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -59,35 +60,25 @@ func (s *Store) pruneExec(ctx context.Context, query string, args ...any) (n int
 	return n, err
 }
 
-// sweep runs batches, a pruneTx each, until one picks fewer than pruneBatch
-// ids: pick (a SELECT of table's id, its LIMIT binding pruneBatch after
-// args), then each of writes on them ({ids}: their placeholders, bound
-// after lead); it returns the rows each write changed. On PostgreSQL picked
-// rows are locked, skipping locked ones, so writes test their condition again.
+// sweep runs batches, a pruneTx each (sweepBatch), until one picks fewer
+// than pruneBatch ids: pick is a SELECT of table's ids in ascending order,
+// binding after args the last id picked (it looks above it only) and its
+// LIMIT, pruneBatch; it returns the rows each write changed. The cursor
+// keeps a sweep linear in what it deletes: a pick never scans again the
+// rows earlier batches passed (without it, each batch rescanned every row
+// before the next to delete). On PostgreSQL picked rows are locked,
+// skipping those another prune holds (it deletes them), so writes test
+// their condition again.
 func (s *Store) sweep(ctx context.Context, pick, table string, args, lead []any,
 	writes ...string) ([]int64, error) {
 	pick += strings.ReplaceAll(s.d.pickLocked, "{table}", table)
 	total := make([]int64, len(writes))
+	last := int64(math.MinInt64)
 	for {
-		n := make([]int64, len(writes))
-		var picked []int64
-		err := s.pruneTx(ctx, func(tx *sql.Tx) error {
-			var err error
-			if picked, err = column[int64](ctx, tx, pick, append(args, pruneBatch)...); err != nil || len(picked) == 0 {
-				return err
-			}
-			ids, marks := slices.Clone(lead), make([]string, len(picked))
-			for i, id := range picked {
-				ids, marks[i] = append(ids, id), fmt.Sprintf("?%d", len(lead)+1+i)
-			}
-			for i, w := range writes {
-				res, err := tx.ExecContext(ctx, strings.ReplaceAll(w, "{ids}", strings.Join(marks, ",")), ids...)
-				if err != nil {
-					return err
-				}
-				n[i], _ = res.RowsAffected()
-			}
-			return nil
+		var picked, n []int64
+		err := s.pruneTx(ctx, func(tx *sql.Tx) (err error) {
+			picked, n, err = sweepBatch(ctx, tx, pick, append(slices.Clip(args), last, pruneBatch), lead, writes)
+			return err
 		})
 		if err != nil {
 			return total, err
@@ -98,7 +89,31 @@ func (s *Store) sweep(ctx context.Context, pick, table string, args, lead []any,
 		if len(picked) < pruneBatch {
 			return total, nil
 		}
+		last = picked[len(picked)-1]
 	}
+}
+
+// sweepBatch runs pick with args, then each of writes on the ids picked
+// ({ids}: their placeholders, bound after lead); it returns the ids and
+// the rows each write changed (nil when none picked).
+func sweepBatch(ctx context.Context, tx *sql.Tx, pick string, args, lead []any, writes []string) ([]int64, []int64, error) {
+	picked, err := column[int64](ctx, tx, pick, args...)
+	if err != nil || len(picked) == 0 {
+		return picked, nil, err
+	}
+	ids, marks := slices.Clone(lead), make([]string, len(picked))
+	for i, id := range picked {
+		ids, marks[i] = append(ids, id), fmt.Sprintf("?%d", len(lead)+1+i)
+	}
+	n := make([]int64, len(writes))
+	for i, w := range writes {
+		res, err := tx.ExecContext(ctx, strings.ReplaceAll(w, "{ids}", strings.Join(marks, ",")), ids...)
+		if err != nil {
+			return picked, n, err
+		}
+		n[i], _ = res.RowsAffected()
+	}
+	return picked, n, nil
 }
 
 // Prune deletes captures (with entries) and stats samples older than
@@ -129,7 +144,7 @@ SELECT (SELECT count(*) FROM captures WHERE captured_at < ?1),
 		}
 		return rep, nil
 	}
-	n, err := s.sweep(ctx, `SELECT id FROM captures WHERE captured_at < ?1 ORDER BY captured_at LIMIT ?2`, "captures",
+	n, err := s.sweep(ctx, `SELECT id FROM captures WHERE captured_at < ?1 AND id > ?2 ORDER BY id LIMIT ?3`, "captures",
 		[]any{cut}, nil, `DELETE FROM entries WHERE capture_id IN ({ids})`, `DELETE FROM captures WHERE id IN ({ids})`)
 	rep.Entries, rep.Captures = n[0], n[1]
 	if err != nil {
@@ -142,7 +157,7 @@ SELECT (SELECT count(*) FROM captures WHERE captured_at < ?1),
 	// remains, so "referenced by nothing" is the plain test.
 	const unreferenced = `NOT EXISTS (SELECT 1 FROM entries e WHERE e.video = videos.rowid)
   AND NOT EXISTS (SELECT 1 FROM stats_samples x WHERE x.video = videos.rowid)`
-	n, err = s.sweep(ctx, `SELECT rowid FROM videos WHERE `+unreferenced+` LIMIT ?1`, "videos",
+	n, err = s.sweep(ctx, `SELECT rowid FROM videos WHERE rowid > ?1 AND `+unreferenced+` ORDER BY rowid LIMIT ?2`, "videos",
 		nil, nil, `DELETE FROM videos WHERE rowid IN ({ids}) AND `+unreferenced)
 	if rep.Videos = n[0]; err != nil {
 		return rep, fmt.Errorf("cannot prune videos: %w", err)
@@ -212,7 +227,7 @@ SELECT (SELECT count(*) FROM videos WHERE rowid IN (`+staleText+`) `+keep+`),
 		rep.Texts, rep.TextsCleared = texts, cleared
 		return rep, nil
 	}
-	n, err := s.sweep(ctx, staleText+` LIMIT ?2`, "v", []any{cut}, []any{cut}, `
+	n, err := s.sweep(ctx, staleText+` AND v.rowid > ?2 ORDER BY v.rowid LIMIT ?3`, "v", []any{cut}, []any{cut}, `
 UPDATE videos SET title = '', description = '', tags = '', channel_title = '', category_id = '', thumbnail_url = ''
 WHERE rowid IN (`+staleText+` AND v.rowid IN ({ids}))`)
 	if rep.TextsCleared += n[0]; err != nil {

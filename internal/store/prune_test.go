@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 )
@@ -71,6 +72,39 @@ func TestPrune(t *testing.T) {
 		}
 		if due, err := s.PruneDue(ctx, cut); err != nil || due {
 			t.Errorf("PruneDue after prune: %v %v", due, err)
+		}
+	})
+}
+
+// TestPruneBatches: a prune of more than pruneBatch captures and videos,
+// old ones interleaved by id with recent ones (a capture's id need not
+// follow its time), deletes every old one and nothing recent, batch after
+// batch.
+func TestPruneBatches(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, s *Store) {
+		ctx := context.Background()
+		old, recent := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
+		const n = 2*pruneBatch + 50
+		run := startRun(t, s, "US")
+		vs := testVideos("b", 2*n)
+		for i := range 2 * n {
+			at := old
+			if i%2 == 1 {
+				at = recent
+			}
+			q := Snapshot{RunID: run, Region: "US", Kind: KindSearch, Query: fmt.Sprint(i), FirstRank: 1, Videos: vs[i : i+1], At: at}
+			if err := s.SaveSnapshot(ctx, q); err != nil {
+				t.Fatal(err)
+			}
+		}
+		want := PruneReport{Captures: n, Entries: n, Videos: n}
+		if got, err := s.Prune(ctx, old.Add(time.Hour), false); err != nil || got != want {
+			t.Fatalf("prune: %+v, %v; want %+v", got, err, want)
+		}
+		for i, v := range vs {
+			if _, err := s.Video(ctx, v.ID); (err == nil) != (i%2 == 1) {
+				t.Fatalf("video %d (%s captured): %v", i, map[bool]string{true: "recently", false: "long ago"}[i%2 == 1], err)
+			}
 		}
 	})
 }
