@@ -10,6 +10,18 @@ const secs = (ms) => ms <= 0 ? "now" : ms < 120000 ? Math.ceil(ms / 1000) + " s"
 const REFRESH_MS = 60000;
 // words cuts s to at most n characters at a word boundary, with "…".
 const words = (s, n) => { s = s ?? ""; if (s.length <= n) return s; const c = s.slice(0, n - 1); return c.slice(0, c.lastIndexOf(" ") > 0 ? c.lastIndexOf(" ") : c.length) + " …"; };
+// reasonText is a run's reason for a table cell of n characters (the title
+// attribute has it whole), as `trendfetch runs` shows it: URLs as host and
+// path, and a long one cut in the middle at words, so that both what failed
+// (its start) and the cause (its end) show.
+const reasonText = (s, n) => {
+  s = (s ?? "").replace(/"?https?:\/\/[^\s"]+"?/g, (raw) => {
+    try { const u = new URL(raw.replace(/^"|"$/g, "")); return u.host + u.pathname; } catch { return raw; }
+  }).replace(/\s+/g, " ").trim();
+  if (s.length <= n) return s;
+  const head = words(s, Math.ceil(n / 2)), tail = s.slice(s.length - Math.floor(n / 2) + 2);
+  return head + " " + (tail.indexOf(" ") >= 0 ? tail.slice(tail.indexOf(" ") + 1) : tail);
+};
 // short writes a view count compactly: 33.5M, 812k.
 const short = (n) => n >= 1e9 ? +(n / 1e9).toPrecision(3) + "B" : n >= 1e6 ? +(n / 1e6).toPrecision(3) + "M" : n >= 1e3 ? +(n / 1e3).toPrecision(3) + "k" : String(n);
 // marked renders text with its highlights ([start, end) in code points,
@@ -57,7 +69,7 @@ function renderHealth(regions, now) {
   $("health").innerHTML = `<table><tr><th>Region</th><th>Last success</th><th class="num">Failures in a row</th><th>Last run</th><th>Next run</th><th>Units today (PT)</th></tr>` +
     regions.map((reg) => {
       const h = reg.health, age = h.last_success_at ? secs(Date.parse(now) - Date.parse(h.last_success_at)) + " ago" : "never";
-      const reason = h.last_reason ? ` <span class="muted" title="${esc(h.last_reason)}">${esc(words(h.last_reason, 120))}</span>` : "";
+      const reason = h.last_reason ? ` <span class="muted" title="${esc(h.last_reason)}">${esc(reasonText(h.last_reason, 120))}</span>` : "";
       const units = Object.entries(h.units_today).map(([k, v]) => k + " " + num(v)).join(", ") || "0";
       return `<tr class="region${reg.late ? " late" : ""}"><td><b>${esc(reg.region)}</b> <span class="muted">${esc(reg.name)}</span></td>
         <td>${utc(h.last_success_at)} <span class="${reg.late ? "bad" : "muted"}">(${age}${reg.late ? ", LATE: over twice the interval of " + secs(reg.interval_seconds * 1000) : ""})</span></td>
@@ -87,10 +99,10 @@ function renderQuota(credentials) {
 
 function renderRuns(runs) {
   if (!runs.length) { $("runs").innerHTML = '<span class="muted">no runs yet</span>'; return; }
-  $("runs").innerHTML = `<table><tr><th>ID</th><th>Region</th><th>Started (UTC)</th><th class="num">Videos</th><th>Units</th><th>Outcome</th><th>Reason</th></tr>` +
-    runs.map((r) => `<tr class="run"><td>${r.id}</td><td>${esc(r.region)}</td><td>${utc(r.started_at)}</td>
+  $("runs").innerHTML = `<table><tr><th>ID</th><th>Region</th><th>Host</th><th>Started (UTC)</th><th class="num">Videos</th><th>Units</th><th>Outcome</th><th>Reason</th></tr>` +
+    runs.map((r) => `<tr class="run"><td>${r.id}</td><td>${esc(r.region)}</td><td>${esc(r.host)}</td><td>${utc(r.started_at)}</td>
       <td class="num">${r.videos}</td><td>${esc(Object.entries(r.units).map(([k, v]) => k + "=" + v).join(" "))}</td>
-      <td class="${r.outcome === "success" ? "" : "bad"}">${esc(r.outcome)}</td><td class="muted" title="${esc(r.reason)}">${esc(words(r.reason, 80))}</td></tr>`).join("") + "</table>";
+      <td class="${r.outcome === "success" ? "" : "bad"}">${esc(r.outcome)}</td><td class="muted" title="${esc(r.reason)}">${esc(reasonText(r.reason, 80))}</td></tr>`).join("") + "</table>";
 }
 
 function renderCharts(regions) {

@@ -139,13 +139,16 @@ func TestDashboardInABrowser(t *testing.T) {
 	if !slices.Equal(late, []string{"GB"}) {
 		t.Errorf("late regions %q, want GB only (its last success 3 h old, interval 1 h)", late)
 	}
-	for _, want := range []string{"United States", "success", "United Kingdom", "LATE", "failed", "upstream answered 500 for the", "units "} {
+	for _, want := range []string{"United States", "success", "United Kingdom", "LATE", "failed", "videos.list for GB failed: Get", "units "} {
 		if !strings.Contains(healthText, want) {
 			t.Errorf("region rows lack %q:\n%s", want, healthText)
 		}
 	}
-	if strings.Contains(healthText, "tail") || !strings.Contains(healthText, "again and …") {
-		t.Errorf("GB's long reason not cut at a word with …:\n%s", healthText)
+	// A long reason shows what failed and its cause, cut in the middle at a word.
+	for what, rows := range map[string]string{"region rows": healthText, "recent runs": runsText} {
+		if !strings.Contains(rows, "… ") || !strings.Contains(rows, " connection reset by peer") || strings.Contains(rows, "regionCode") {
+			t.Errorf("%s: GB's long reason not shown as its start … its cause, URL as host and path:\n%s", what, rows)
+		}
 	}
 	if _, err := chromedp.Run(ctx, chromedp.AttributeValue(chromedp.CSS(`#attribution a[href="https://www.youtube.com/t/terms"]`), "href")); err != nil {
 		t.Fatalf("no link to YouTube's Terms of Service: %v", err)
@@ -206,7 +209,7 @@ func TestDashboardInABrowser(t *testing.T) {
 			t.Errorf("quota section lacks %q:\n%s", want, quotaText)
 		}
 	}
-	if !strings.Contains(runsText, "US") || !strings.Contains(runsText, "success") || !strings.Contains(runsText, "units=") {
+	if !strings.Contains(runsText, "US") || !strings.Contains(runsText, "success") || !strings.Contains(runsText, "units=") || !strings.Contains(runsText, "gb-host-1") {
 		t.Errorf("runs section:\n%s", runsText)
 	}
 	// The latest US chart is the sample reversed: its first row moved up 59.
@@ -231,6 +234,11 @@ func TestDashboardInABrowser(t *testing.T) {
 	}
 }
 
+// gbReason is the reason of failGB's last run: longer than a row shows, a
+// URL in the middle, the cause at the end (issue 40 item 22).
+const gbReason = `videos.list for GB failed: Get "https://www.googleapis.com/youtube/v3/videos?chart=mostPopular&maxResults=50&part=snippet%2Cstatistics&regionCode=GB": ` +
+	"upstream answered 500 for the chart of GB and then said the same thing again and again: read tcp 10.0.0.2:443: connection reset by peer"
+
 // failGB copies db and records two failed GB runs after its success, the
 // last with a reason longer than a row shows, and two statistics samples
 // of the latest US chart's first video; it returns the copy.
@@ -250,8 +258,8 @@ func failGB(t *testing.T, db string) string {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	for _, reason := range []string{"boom", "upstream answered 500 for the chart of GB " + strings.Repeat("and then said the same thing again ", 5) + "tail"} {
-		id, err := st.StartRun(ctx, store.Run{Credential: "proj", Region: "GB", Units: map[string]int64{"units": 1}})
+	for _, reason := range []string{"boom", gbReason} {
+		id, err := st.StartRun(ctx, store.Run{Credential: "proj", Region: "GB", Units: map[string]int64{"units": 1}, Host: "gb-host-1"})
 		if err != nil {
 			t.Fatal(err)
 		}
