@@ -1,19 +1,19 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/trendfetch/trendfetch/internal/exitcode"
 	"github.com/trendfetch/trendfetch/internal/plan"
 	"github.com/trendfetch/trendfetch/internal/termtext"
 )
 
 // errPlan is the error of a plan that does not fit (exit 2: a configuration
 // to fix); the table above it says which bucket.
-var errPlan = errors.New("the configuration does not fit its quota")
+var errPlan = exitcode.New(exitcode.Usage, "the configuration does not fit its quota")
 
 func newPlanCmd(a *app) *cobra.Command {
 	var (

@@ -11,13 +11,14 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/trendfetch/trendfetch/internal/engine"
+	"github.com/trendfetch/trendfetch/internal/exitcode"
 	"github.com/trendfetch/trendfetch/internal/termtext"
 )
 
 // errWouldNotFit ends `quota check` when the calls fit later (exit 75);
 // errNeverFits when they exceed a bucket's limit (exit 2).
 var (
-	errWouldNotFit = errors.New("the calls do not fit now")
+	errWouldNotFit = exitcode.New(exitcode.TempFail, "the calls do not fit now")
 	errNeverFits   = errors.New("the calls can never fit: they exceed a bucket's limit")
 )
 

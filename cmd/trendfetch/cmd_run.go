@@ -70,5 +70,5 @@ host captured in the current slot of its schedule is not fetched again
 // engine returns the application layer of the loaded configuration.
 func (a *app) engine() *engine.Engine {
 	return engine.New(engine.Options{Config: a.cfg, Log: a.log, LookupEnv: a.lookupEnv, Secrets: a.secrets,
-		Notes: a.stderr, Version: version, ExitCode: exitCode})
+		Notes: a.stderr, Version: version})
 }

@@ -14,14 +14,9 @@ import (
 	"github.com/spf13/pflag"
 	"golang.org/x/sys/unix"
 
-	"github.com/trendfetch/trendfetch/internal/config"
 	"github.com/trendfetch/trendfetch/internal/engine"
 	"github.com/trendfetch/trendfetch/internal/exitcode"
-	"github.com/trendfetch/trendfetch/internal/fetch"
-	"github.com/trendfetch/trendfetch/internal/quota"
 	"github.com/trendfetch/trendfetch/internal/regions"
-	"github.com/trendfetch/trendfetch/internal/sqlitedb"
-	"github.com/trendfetch/trendfetch/internal/store"
 	"github.com/trendfetch/trendfetch/internal/termtext"
 )
 
@@ -35,39 +30,24 @@ type signalError struct{ sig os.Signal }
 
 func (e *signalError) Error() string { return "interrupted by " + signalName(e.sig) }
 
+// ExitCode is 128 + the signal's number, as shells report it.
+func (e *signalError) ExitCode() int { return signalExit(e.sig) }
+
 // signalName is a signal's conventional name ("SIGTERM").
 func signalName(s os.Signal) string { return unix.SignalName(s.(syscall.Signal)) }
 
 // signalExit is the exit code after signal s: 128 + its number.
 func signalExit(s os.Signal) int { return 128 + int(s.(syscall.Signal)) }
 
-// exitCode maps an error to the process exit code; this is the only place
-// that does so.
+// exitCode maps an error to the process exit code: the code the error knows
+// (exitcode.Of), or 2 for cobra's own usage errors, which are plain errors.
 func exitCode(ctx context.Context, err error) int {
-	if err == nil {
-		return exitcode.OK
-	}
-	var se *signalError
-	if errors.As(context.Cause(ctx), &se) || errors.As(err, &se) {
-		return signalExit(se.sig)
-	}
-	switch {
 	// cobra reports an unknown subcommand and a required flag left out
 	// (`quota charge` without --method) with plain errors.
-	case strings.HasPrefix(err.Error(), "unknown command "), strings.HasPrefix(err.Error(), "required flag(s) "):
+	if err != nil && (strings.HasPrefix(err.Error(), "unknown command ") || strings.HasPrefix(err.Error(), "required flag(s) ")) {
 		return exitcode.Usage
-	case errors.Is(err, store.ErrNotFound), is[*store.NoDatabaseError](err): // no database yet: every read command alike
-		return exitcode.NotFound
-	case is[*usageError](err), is[*config.ValidationError](err), is[*regions.Error](err), is[*store.QueryError](err),
-		is[*fetch.CredentialError](err), is[*quota.CostError](err), is[*quota.AccessError](err), is[*sqlitedb.PathError](err),
-		is[*engine.SettingError](err), errors.Is(err, config.ErrNoAPIKey), errors.Is(err, errPlan):
-		return exitcode.Usage
-	case is[*fetch.StopError](err), errors.Is(err, errWouldNotFit):
-		return exitcode.TempFail
-	case is[*quota.LeaseHeldError](err):
-		return exitcode.Running
 	}
-	return exitcode.Error
+	return exitcode.Of(ctx, err)
 }
 
 // parseRegion reads --region ("" = every region): a usage error pointing

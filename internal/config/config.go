@@ -17,6 +17,7 @@ import (
 
 	"github.com/trendfetch/trendfetch/internal/callsite"
 	"github.com/trendfetch/trendfetch/internal/duration"
+	"github.com/trendfetch/trendfetch/internal/exitcode"
 	"github.com/trendfetch/trendfetch/internal/regions"
 	"github.com/trendfetch/trendfetch/internal/store"
 	"github.com/trendfetch/trendfetch/internal/termtext"
@@ -226,6 +227,9 @@ type ValidationError struct {
 	Value  any
 	Reason string
 }
+
+// ExitCode is exitcode.Usage: a setting that cannot be used.
+func (e *ValidationError) ExitCode() int { return exitcode.Usage }
 
 func (e *ValidationError) Error() string {
 	return fmt.Sprintf("config: %s = %s: %s", e.Field, termtext.Clip(fmt.Sprint(e.Value), 200), e.Reason)

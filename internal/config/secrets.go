@@ -2,12 +2,12 @@ package config
 
 import (
 	"cmp"
-	"errors"
 	"fmt"
 	"net/url"
 	"slices"
 	"strings"
 
+	"github.com/trendfetch/trendfetch/internal/exitcode"
 	"github.com/trendfetch/trendfetch/internal/secret"
 	"github.com/trendfetch/trendfetch/internal/store"
 )
@@ -78,7 +78,7 @@ func (c *Config) FindCredential(name string) (Credential, error) {
 }
 
 // ErrNoAPIKey is APIKey's error when no source gives a key.
-var ErrNoAPIKey = errors.New("no API key")
+var ErrNoAPIKey = exitcode.New(exitcode.Usage, "no API key")
 
 // APIKey returns the credential's key from KeyEnv, else KeyFile, else the
 // systemd credential KeyCredential (default KeyCredentialPrefix + Name).

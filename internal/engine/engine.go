@@ -16,6 +16,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/trendfetch/trendfetch/internal/config"
+	"github.com/trendfetch/trendfetch/internal/exitcode"
 	"github.com/trendfetch/trendfetch/internal/quota"
 	"github.com/trendfetch/trendfetch/internal/redisconn"
 	"github.com/trendfetch/trendfetch/internal/secret"
@@ -31,9 +32,6 @@ type Options struct {
 	Secrets   *secret.Set // masks stored text such as run reasons; ListenServe adds its token (nil: none)
 	Notes     io.Writer   // one-line notes for people, "note: ..." (nil: discarded)
 	Version   string      // the build's version, on the metrics' build info
-	// ExitCode maps a run's error to the exit code its check-in reports
-	// (runs.checkin_url; nil: 0 for nil, else 1).
-	ExitCode func(context.Context, error) int
 }
 
 // Engine is the application layer of one process, built by New. It holds no open resource.
@@ -49,14 +47,6 @@ func New(o Options) *Engine {
 		o.LookupEnv = os.LookupEnv
 	}
 	o.Notes, o.Secrets = cmp.Or(o.Notes, io.Discard), cmp.Or(o.Secrets, &secret.Set{})
-	if o.ExitCode == nil {
-		o.ExitCode = func(_ context.Context, err error) int {
-			if err != nil {
-				return 1
-			}
-			return 0
-		}
-	}
 	return &Engine{o: o, cfg: o.Config, log: o.Log}
 }
 
@@ -66,6 +56,9 @@ type UsageError struct {
 	Err  error
 	Hint string
 }
+
+// ExitCode is exitcode.Usage.
+func (e *UsageError) ExitCode() int { return exitcode.Usage }
 
 // Error is Err's message.
 func (e *UsageError) Error() string { return e.Err.Error() }
@@ -85,6 +78,9 @@ type SettingError struct {
 	Setting string
 	Err     error
 }
+
+// ExitCode is exitcode.Usage.
+func (e *SettingError) ExitCode() int { return exitcode.Usage }
 
 // Error is "SETTING: PROBLEM".
 func (e *SettingError) Error() string { return e.Setting + ": " + e.Err.Error() }

@@ -7,14 +7,16 @@ import (
 	"maps"
 	"net"
 	"net/http"
-	"os"
 	"runtime"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/rs/zerolog"
+
 	"github.com/trendfetch/trendfetch/internal/checkin"
 	"github.com/trendfetch/trendfetch/internal/config"
+	"github.com/trendfetch/trendfetch/internal/exitcode"
 	"github.com/trendfetch/trendfetch/internal/fetch"
 	"github.com/trendfetch/trendfetch/internal/metrics"
 	"github.com/trendfetch/trendfetch/internal/quota"
@@ -72,7 +74,7 @@ func (e *Engine) OpenRunner(ctx context.Context) (*Runner, error) {
 		return r.Refresh.Std()
 	}
 	set := fetch.Settings{PageSize: c.API.PageSize, Timeout: c.API.Timeout.Std(), Retries: c.API.Retries,
-		RetryBackoff: c.API.RetryBackoff.Std(), LeaseTTL: c.Runs.LeaseTTL.Std(), ChartCategories: c.Chart.Categories,
+		RetryBackoff: c.API.RetryBackoff.Std(), ChartCategories: c.Chart.Categories,
 		ChannelsRefresh: enabled(c.Channels), CategoriesRefresh: enabled(c.Categories),
 		StatsTrackFor: c.Stats.TrackFor.Std(), StatsEvery: c.Stats.Every.Std()}
 	// A policy whose runs refresh old text (amended) gets the text step.
@@ -85,7 +87,7 @@ func (e *Engine) OpenRunner(ctx context.Context) (*Runner, error) {
 	}
 	r := &Runner{e: e, store: st, limiter: lim, plan: plan}
 	r.fetch = &fetch.Runner{StoreName: string(st.Engine()), Service: svc, Limiter: lim, Store: st, Credential: cred.Name,
-		Policy: c.Policy, Settings: set, Log: e.log, Scrub: e.o.Secrets.String, Captured: e.o.Secrets.Captured, Skip: r.capturedElsewhere,
+		Policy: c.Policy, Settings: set, Log: e.log, Scrub: e.o.Secrets.String, Captured: e.o.Secrets.Captured,
 		Searches: func(region string) []fetch.Search {
 			var out []fetch.Search
 			for _, s := range c.SearchesFor(region) {
@@ -94,55 +96,6 @@ func (e *Engine) OpenRunner(ctx context.Context) (*Runner, error) {
 			return out
 		}}
 	return r, nil
-}
-
-// capturedError is a run not started because another host captured its
-// region in the current slot of its schedule (docs/design.md §10a).
-type capturedError struct {
-	by       store.Run // the other host's run
-	from, to time.Time // the slot
-	loc      *time.Location
-}
-
-func (e *capturedError) Error() string {
-	const layout = "2006-01-02 15:04:05 MST"
-	return fmt.Sprintf("%s was captured by host %s at %s (run %d) in this slot of its schedule (%s to %s): nothing fetched; `trendfetch run --force` fetches it anyway",
-		e.by.Region, e.by.Host, e.by.FinishedAt.In(e.loc).Format(layout), e.by.ID,
-		e.from.In(e.loc).Format(layout), e.to.In(e.loc).Format(layout))
-}
-
-// capturedElsewhere is fetch.Runner.Skip, the once-per-tick check (docs/design.md §10a): a
-// *capturedError when another host's successful run of region started in its current slot.
-func (r *Runner) capturedElsewhere(ctx context.Context, region string) error {
-	i := slices.IndexFunc(r.plan, func(p schedule.Region) bool { return p.Region == region })
-	if r.Force || i < 0 {
-		return nil
-	}
-	from, to := schedule.Slot(r.plan[i].Schedule, time.Now())
-	if from.IsZero() {
-		return nil
-	}
-	host, _ := os.Hostname()
-	q := store.RunsQuery{Region: region, Limit: 50}
-	for {
-		runs, err := r.store.RunsPage(ctx, q) // newest first
-		if err != nil {
-			r.e.log.Warn().Err(err).Str("region", region).Msg("cannot read the runs of this slot: running without the once-per-tick check")
-			return nil
-		}
-		for _, run := range runs {
-			if run.StartedAt.Before(from) {
-				return nil
-			}
-			if run.Host != host && (run.Outcome == store.OutcomeSuccess || run.Outcome == store.OutcomeSuccessUnmetered) {
-				return &capturedError{by: run, from: from, to: to, loc: r.e.cfg.Schedule.Location()}
-			}
-		}
-		if len(runs) < q.Limit {
-			return nil
-		}
-		q.Before = runs[len(runs)-1].ID
-	}
 }
 
 // Close closes the limiter and the store.
@@ -195,7 +148,8 @@ func (r *Runner) RunOne(ctx context.Context, region string) (store.Run, error) {
 }
 
 // run is the one code path of a region's run after the storage policy (docs/design.md §2, "The
-// engine"); with textfile set, the region's metrics textfile is written there.
+// engine"), in order: the run's deadline, the region's lease, the once-per-tick check, the
+// fetch, the metrics textfile (with textfile set) and the check-in of the run's exit status.
 func (r *Runner) run(ctx context.Context, fr *fetch.Runner, region, textfile string) (store.Run, error) {
 	if d := r.e.cfg.Runs.Timeout.Std(); d > 0 {
 		var cancel context.CancelFunc
@@ -203,35 +157,81 @@ func (r *Runner) run(ctx context.Context, fr *fetch.Runner, region, textfile str
 		defer cancel()
 	}
 	ci := checkin.Begin(r.e.cfg.Runs.CheckinURL, region, r.e.log) // nil without runs.checkin_url
-	var m *metrics.Metrics
-	path := ""
-	if textfile != "" {
-		path = metrics.TextfileName(textfile, region)
-		m = r.e.metrics(r.limiter, []string{region}, r.store)
-		if err := m.CarryCounters(path); err != nil {
-			r.e.log.Warn().Err(err).Msg("metrics textfile: earlier counters not carried over")
-		}
-		f := *fr
-		f.OnCall, f.OnRun = m.ObserveCall, m.ObserveRun
-		fr = &f
-	}
-	run, err := fr.Run(ctx, region)
-	var captured *capturedError
-	if errors.As(err, &captured) {
-		r.e.log.Info().Str("region", region).Str("host", captured.by.Host).Int64("run", captured.by.ID).
-			Time("captured_at", captured.by.FinishedAt.UTC()).
-			Time("slot_start", captured.from.UTC()).Time("slot_end", captured.to.UTC()).Msg(captured.Error())
-		run.Reason, err = captured.Error(), nil
-	}
-	if m != nil {
-		if werr := m.WriteTextfile(path, region); werr != nil {
-			r.e.log.Warn().Err(werr).Str("file", path).Msg("cannot write the metrics textfile")
-		}
-	}
+	tf := r.textfile(fr, region, textfile)
+	run, err := r.fetchHeld(ctx, tf.runner(fr), region)
+	tf.write(r.e.log, region)
 	if ci != nil {
-		ci.End(r.e.o.ExitCode(ctx, err), checkin.Summary(region, run, err))
+		ci.End(exitcode.Of(ctx, err), checkin.Summary(region, run, err))
 	}
 	return run, err
+}
+
+// fetchHeld runs region under its lease, unless another host captured it in this slot (then
+// nil, the run's Reason saying by whom, logged).
+func (r *Runner) fetchHeld(ctx context.Context, fr *fetch.Runner, region string) (store.Run, error) {
+	log := r.e.log.With().Str("region", region).Str("credential", r.e.cfg.Credential).Logger()
+	ctx, h, err := r.takeLease(ctx, log, region)
+	if err != nil {
+		return store.Run{Credential: r.e.cfg.Credential, Region: region}, err
+	}
+	defer h.release()
+	if err := r.capturedElsewhere(ctx, region); err != nil {
+		return r.captured(region, err)
+	}
+	return fr.Run(ctx, region, h.lease)
+}
+
+// captured logs the once-per-tick check's finding: the region is not run, and that is no error.
+func (r *Runner) captured(region string, err error) (store.Run, error) {
+	run := store.Run{Credential: r.e.cfg.Credential, Region: region}
+	var c *capturedError
+	if !errors.As(err, &c) {
+		return run, err
+	}
+	r.e.log.Info().Str("region", region).Str("host", c.by.Host).Int64("run", c.by.ID).
+		Time("captured_at", c.by.FinishedAt.UTC()).
+		Time("slot_start", c.from.UTC()).Time("slot_end", c.to.UTC()).Msg(c.Error())
+	run.Reason = c.Error()
+	return run, nil
+}
+
+// textfileRun is a run's metrics textfile (node_exporter's textfile collector): nil when none.
+type textfileRun struct {
+	m    *metrics.Metrics
+	path string
+}
+
+// textfile returns the metrics of region's run written to dir's textfile (nil for dir ""),
+// carrying over the counters the file holds.
+func (r *Runner) textfile(fr *fetch.Runner, region, dir string) *textfileRun {
+	if dir == "" {
+		return nil
+	}
+	tf := &textfileRun{path: metrics.TextfileName(dir, region), m: r.e.metrics(r.limiter, []string{region}, r.store)}
+	if err := tf.m.CarryCounters(tf.path); err != nil {
+		r.e.log.Warn().Err(err).Msg("metrics textfile: earlier counters not carried over")
+	}
+	return tf
+}
+
+// runner returns fr observed by the textfile's metrics (fr itself when tf is nil).
+func (tf *textfileRun) runner(fr *fetch.Runner) *fetch.Runner {
+	if tf == nil {
+		return fr
+	}
+	f := *fr
+	f.OnCall, f.OnRun = tf.m.ObserveCall, tf.m.ObserveRun
+	return &f
+}
+
+// write writes the textfile; a failure is logged (the run's outcome is unchanged).
+func (tf *textfileRun) write(log zerolog.Logger, region string) {
+	if tf == nil {
+		return
+	}
+	if err := tf.m.WriteTextfile(tf.path, region); err != nil {
+		log.Warn().Err(err).Str("file", tf.path).Msg("cannot write the metrics textfile")
+	}
 }
 
 // Servers are what `schedule` serves beside its runs (nil: nothing): Metrics /metrics and

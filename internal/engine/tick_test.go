@@ -72,12 +72,6 @@ func TestOncePerTick(t *testing.T) {
 		}))
 		defer monitor.Close()
 		e.cfg.Runs.CheckinURL = monitor.URL + "/" + checkin.RegionPlaceholder
-		e.o.ExitCode = func(_ context.Context, err error) int {
-			if err != nil {
-				return 1
-			}
-			return 0
-		}
 		r, err := e.OpenRunner(ctx)
 		if err != nil {
 			t.Fatal(err)

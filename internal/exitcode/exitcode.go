@@ -1,7 +1,10 @@
-// Package exitcode is the table of exit codes (docs/design.md §5) that --help and the schedules render.
+// Package exitcode is the table of exit codes (docs/design.md §5) that --help and the schedules
+// render, and the rule that maps an error to its code (Of): an error knows its code (Coder).
 package exitcode
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"strings"
 )
@@ -72,3 +75,38 @@ func Join(codes []int) string {
 	}
 	return s
 }
+
+// Coder is an error that knows the exit code it ends trendfetch with. The CLI's exit status and
+// a run's check-in both read it through Of.
+type Coder interface {
+	error
+	ExitCode() int
+}
+
+// Of returns the exit code of err ending work under ctx: OK for nil; the code of ctx's
+// cancellation cause when that cause is a Coder (a signal wins over the error it caused); the
+// code of the first Coder in err's chain (errors.As); Error otherwise.
+func Of(ctx context.Context, err error) int {
+	if err == nil {
+		return OK
+	}
+	var c Coder
+	if errors.As(context.Cause(ctx), &c) || errors.As(err, &c) {
+		return c.ExitCode()
+	}
+	return Error
+}
+
+// New returns an error with text msg that exits with code: a sentinel for errors.Is.
+func New(code int, msg string) error { return &sentinel{msg: msg, code: code} }
+
+// sentinel is New's error.
+type sentinel struct {
+	msg  string
+	code int
+}
+
+func (e *sentinel) Error() string { return e.msg }
+
+// ExitCode is the code given to New.
+func (e *sentinel) ExitCode() int { return e.code }

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/trendfetch/trendfetch/internal/fetch"
 	"github.com/trendfetch/trendfetch/internal/fetch/youtubetest"
 	"github.com/trendfetch/trendfetch/internal/store"
 )
@@ -100,7 +101,7 @@ func TestDatasetRoundTrip(t *testing.T) {
 				}
 				at := noon(d)
 				r.Now = func() time.Time { return at }
-				if _, err := r.Run(context.Background(), region); err != nil {
+				if _, err := r.Run(context.Background(), region, fetch.Lease{}); err != nil {
 					t.Fatalf("%s: %v", d, err)
 				}
 			}

@@ -188,7 +188,7 @@ func TestEmulatorMisbehaving(t *testing.T) {
 			start := time.Now()
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second) // hang guard
 			defer cancel()
-			run, err := r.Run(ctx, "US")
+			run, err := r.Run(ctx, "US", fetch.Lease{})
 			took := time.Since(start)
 			emu.SetHook(nil)
 			if ctx.Err() != nil {

@@ -1,6 +1,7 @@
-// Package fetch is the run pipeline (docs/design.md §5): Runner.Run takes the region's lease, records
-// the run and runs each step (steps.go); every API call goes through call (call.go), the call-site
-// protocol of docs/design.md §2 and §4 (reserve, send, refund, classify, retry).
+// Package fetch is the run pipeline (docs/design.md §5): Runner.Run records the run, under the
+// region's lease its caller took, and runs each step (steps.go); every API call goes through
+// call (call.go), the call-site protocol of docs/design.md §2 and §4 (reserve, send, refund,
+// classify, retry).
 package fetch
 
 import (
@@ -20,6 +21,7 @@ import (
 	"google.golang.org/api/youtube/v3"
 
 	"github.com/trendfetch/trendfetch/internal/callsite"
+	"github.com/trendfetch/trendfetch/internal/exitcode"
 	"github.com/trendfetch/trendfetch/internal/quota"
 	"github.com/trendfetch/trendfetch/internal/store"
 )
@@ -73,10 +75,6 @@ type Runner struct {
 	OnRun func(run store.Run)
 	// StoreName names the store in errors (default "the store").
 	StoreName string
-	// Skip, when set, is asked once the run holds its region's lease (or goes
-	// on without one), before anything is recorded or reserved: a non-nil
-	// error ends Run with it (docs/design.md §10a, once per tick).
-	Skip func(ctx context.Context, region string) error
 	// Scrub, when set, removes secrets from the run's reason and the quota
 	// marks' text (an error body may echo the key).
 	Scrub func(string) string
@@ -176,6 +174,9 @@ type StopError struct {
 	Site string
 }
 
+// ExitCode is exitcode.TempFail: a clean stop that the next tick resumes.
+func (e *StopError) ExitCode() int { return exitcode.TempFail }
+
 func (e *StopError) Error() string {
 	msg := "stopped: " + e.Reason
 	if e.Region != "" {
@@ -220,6 +221,9 @@ type CredentialError struct {
 	Reason     string
 }
 
+// ExitCode is exitcode.Usage: the key needs an operator, not a retry.
+func (e *CredentialError) ExitCode() int { return exitcode.Usage }
+
 func (e *CredentialError) Error() string {
 	return fmt.Sprintf("credential %q: the API rejected its key (%s); check the key in its env variable or key file", e.Credential, e.Reason)
 }
@@ -229,52 +233,80 @@ func roundUp(d time.Duration) time.Duration {
 	return (d + time.Second - 1).Truncate(time.Second)
 }
 
-// Run runs region's steps and records the run. It returns the run record and
-// nil; a *quota.LeaseHeldError or Skip's error (nothing recorded); a
-// *StopError; a *CredentialError; an error wrapping context.Canceled (recorded
-// interrupted) or another (recorded failed). Stored pages are always kept.
-func (r *Runner) Run(ctx context.Context, region string) (store.Run, error) {
+// Lease is how a run stands with its region's run lease, which the caller (the engine) takes
+// before Run (docs/design.md §5, leases): the zero value holds it.
+type Lease struct {
+	// Down, when not nil, is the quota backend's failure that kept the caller from taking the
+	// lease: the run goes on without one, marks no earlier run abandoned (without the lease it
+	// cannot tell a live run from a dead one) and its calls apply their policies at once.
+	Down error
+}
+
+// ErrLeaseLost is the cause the caller gives a run's context when the run's lease is lost
+// (wrapped with the lease's own error): the run is recorded failed, not interrupted.
+var ErrLeaseLost = errors.New("run lease lost")
+
+// Run runs region's steps and records the run, under the lease the caller took. It returns
+// the run record and nil; a *StopError; a *CredentialError; an error wrapping
+// context.Canceled (recorded interrupted, or failed when ctx's cause wraps ErrLeaseLost) or
+// another (recorded failed). Stored pages are always kept.
+func (r *Runner) Run(ctx context.Context, region string, lease Lease) (store.Run, error) {
+	st, err := r.start(ctx, region, lease)
+	if err != nil {
+		return *st.run, err
+	}
+	runErr := r.ingest(ctx, st)
+	r.conclude(ctx, st, runErr)
+	// The record must be written even when ctx was cancelled by a signal.
+	if err := r.Store.FinishRun(context.WithoutCancel(ctx), *st.run); err != nil {
+		if lost, ok := errors.AsType[*StoreError](runErr); ok {
+			lost.RecordLost = true
+			return *st.run, runErr
+		}
+		return *st.run, errors.Join(runErr, fmt.Errorf("cannot record run end: %w", err))
+	}
+	if r.OnRun != nil {
+		r.OnRun(*st.run)
+	}
+	logFinished(st)
+	return *st.run, runErr
+}
+
+// start records the run of region as running and returns its state, the settings' defaults
+// applied; only a lease's holder marks earlier runs of the region abandoned.
+func (r *Runner) start(ctx context.Context, region string, lease Lease) (*runState, error) {
 	host, _ := os.Hostname()
-	run := store.Run{Credential: r.Credential, Region: region, StartedAt: r.now(), Units: map[string]int64{},
+	run := &store.Run{Credential: r.Credential, Region: region, StartedAt: r.now(), Units: map[string]int64{},
 		Outcome: store.OutcomeRunning, PID: os.Getpid(), Host: host}
-	log := r.Log.With().Str("region", region).Str("credential", r.Credential).Logger()
 	set, d := r.Settings, callsite.RunDefaults()
 	set.PageSize = cmp.Or(max(set.PageSize, 0), d.PageSize)
 	set.Timeout = cmp.Or(max(set.Timeout, 0), d.Timeout)
-	set.LeaseTTL = cmp.Or(max(set.LeaseTTL, 0), d.LeaseTTL)
-
-	ctx, release, leaseErr := r.lease(ctx, log, region, set.LeaseTTL)
-	if leaseErr != nil && !backendDown(leaseErr) {
-		return run, leaseErr
-	}
-	defer release()
-	if r.Skip != nil {
-		if err := r.Skip(ctx, region); err != nil {
-			return run, err
-		}
-	}
-	id, err := r.Store.StartRun(ctx, run)
+	st := &runState{run: run, log: r.Log.With().Str("region", region).Str("credential", r.Credential).Logger(),
+		set: set, videos: map[string]store.Video{}, calls: map[string]int{}, limiterDown: lease.Down}
+	id, err := r.Store.StartRun(ctx, *run)
 	if err != nil {
-		return run, fmt.Errorf("cannot record run start: %w", err)
+		return st, fmt.Errorf("cannot record run start: %w", err)
 	}
 	run.ID = id
-	log = log.With().Int64("run", id).Logger()
-	// Only a lease's holder knows other runs marked running are dead.
-	if leaseErr == nil {
-		if n, err := r.Store.AbandonRuns(ctx, r.Credential, region, run.StartedAt); err != nil {
-			log.Warn().Err(err).Msg("cannot mark abandoned runs")
-		} else if n > 0 {
-			log.Warn().Int("runs", n).Msg("earlier runs of this region were still marked running: marked abandoned")
-		}
+	st.log = st.log.With().Int64("run", id).Logger()
+	if lease.Down != nil {
+		return st, nil
 	}
-	st := &runState{run: &run, log: log, set: set, videos: map[string]store.Video{}, calls: map[string]int{}, limiterDown: leaseErr}
+	if n, err := r.Store.AbandonRuns(ctx, r.Credential, region, run.StartedAt); err != nil {
+		st.log.Warn().Err(err).Msg("cannot mark abandoned runs")
+	} else if n > 0 {
+		st.log.Warn().Int("runs", n).Msg("earlier runs of this region were still marked running: marked abandoned")
+	}
+	return st, nil
+}
 
-	runErr := r.ingest(ctx, st)
-
+// conclude sets the run's end, calls, outcome and one-line reason (scrubbed) from runErr.
+func (r *Runner) conclude(ctx context.Context, st *runState, runErr error) {
+	run := st.run
 	run.FinishedAt = r.now()
 	run.Calls = st.calls
 	stop, isStop := errors.AsType[*StopError](runErr)
-	switch { // the outcome and its one-line reason
+	switch {
 	case runErr == nil && run.Unmetered > 0:
 		run.Outcome = store.OutcomeSuccessUnmetered
 		run.Reason = fmt.Sprintf("%d calls sent unmetered (quota backend unavailable, fail-open): %v", run.Unmetered, st.limiterDown)
@@ -283,7 +315,7 @@ func (r *Runner) Run(ctx context.Context, region string) (store.Run, error) {
 	case isStop:
 		run.Outcome, run.Reason = store.OutcomeDenied, stop.Reason
 		run.RetryAfter, run.RetryAt = stop.RetryAfter, stop.RetryAt
-	case errors.Is(context.Cause(ctx), errLeaseLost):
+	case errors.Is(context.Cause(ctx), ErrLeaseLost):
 		run.Outcome, run.Reason = store.OutcomeFailed, context.Cause(ctx).Error()
 	case errors.Is(runErr, context.Canceled):
 		run.Outcome, run.Reason = store.OutcomeInterrupted, "interrupted"
@@ -295,17 +327,12 @@ func (r *Runner) Run(ctx context.Context, region string) (store.Run, error) {
 	}
 	run.Reason = cmp.Or(run.Reason, st.note)
 	run.Reason = r.scrub(run.Reason)
-	// The record must be written even when ctx was cancelled by a signal.
-	if err := r.Store.FinishRun(context.WithoutCancel(ctx), run); err != nil {
-		if lost, ok := errors.AsType[*StoreError](runErr); ok {
-			lost.RecordLost = true
-			return run, runErr
-		}
-		return run, errors.Join(runErr, fmt.Errorf("cannot record run end: %w", err))
-	}
-	if r.OnRun != nil {
-		r.OnRun(run)
-	}
+}
+
+// logFinished logs the finished run once: a denial or an interruption (asked for: a signal)
+// at warn level, a failure at error level.
+func logFinished(st *runState) {
+	run, log := st.run, st.log
 	ev := log.Info()
 	switch run.Outcome {
 	case store.OutcomeDenied:
@@ -314,14 +341,13 @@ func (r *Runner) Run(ctx context.Context, region string) (store.Run, error) {
 			ev = ev.Time("retry_at", run.RetryAt.UTC())
 		}
 	case store.OutcomeInterrupted:
-		ev = log.Warn() // asked for (a signal): not an error
+		ev = log.Warn()
 	case store.OutcomeFailed:
 		ev = log.Error()
 	}
 	ev.Int("pages", run.Pages).Int("videos", run.Videos).Interface("units", run.Units).
 		Int("unmetered", run.Unmetered).Int64("duration_ms", run.FinishedAt.Sub(run.StartedAt).Milliseconds()).
 		Str("outcome", string(run.Outcome)).Str("reason", run.Reason).Msg("run finished")
-	return run, runErr
 }
 
 // ingest runs the steps of one region in order.
@@ -368,46 +394,7 @@ func i64(u uint64) *int64 {
 	return new(int64(u))
 }
 
-// errLeaseLost is the cause of a run's cancellation when its lease was lost
-// (the lease's own error says why).
-var errLeaseLost = errors.New("run lease lost")
-
-// lease takes the run lease of (credential, region) (docs/design.md §5,
-// leases). It returns a context cancelled if the lease is lost and a release
-// function; a held lease returns *quota.LeaseHeldError. A down backend
-// returns a no-op release and its error (backendDown): the run goes on
-// without a lease, its calls applying their policies at once.
-func (r *Runner) lease(ctx context.Context, log zerolog.Logger, region string, ttl time.Duration) (context.Context, func(), error) {
-	l, err := r.Limiter.AcquireLease(ctx, r.Credential, region, ttl, "")
-	if backendDown(err) {
-		log.Warn().Err(err).Msg("quota backend unavailable; running without the region lease and applying call site policies for the rest of this run")
-		return ctx, func() {}, err
-	}
-	if err != nil {
-		return ctx, nil, err
-	}
-	if l.TookOver() != "" {
-		log.Warn().Str("holder", l.TookOver()).Msg("took over the run lease of a process of this host that no longer exists")
-	}
-	ctx, cancel := context.WithCancelCause(ctx)
-	go func() {
-		select {
-		case <-l.Lost():
-			err := fmt.Errorf("%w: %v", errLeaseLost, l.Err())
-			log.Error().Err(err).Msg("stopping the run: another process may now run this region")
-			cancel(err)
-		case <-ctx.Done():
-		}
-	}()
-	return ctx, func() {
-		cancel(nil)
-		if err := l.Release(context.WithoutCancel(ctx)); err != nil {
-			log.Warn().Err(err).Msg("cannot release the run lease; it expires by itself")
-		}
-	}, nil
-}
-
-// Settings are the tunables of a run. A PageSize, Timeout or LeaseTTL <= 0
+// Settings are the tunables of a run. A PageSize or Timeout <= 0
 // means its default (callsite.RunDefaults); zero Retries means no retry; a
 // zero interval or cap turns its step off.
 type Settings struct {
@@ -418,8 +405,6 @@ type Settings struct {
 	// first backoff of RetryBackoff (doubling, full jitter).
 	Retries      int
 	RetryBackoff time.Duration
-	// LeaseTTL is the run lease's time to live, renewed every third of it.
-	LeaseTTL time.Duration
 	// ChartCategories lists, per region, videoCategoryId values fetched as
 	// narrowed charts after the whole chart.
 	ChartCategories map[string][]string

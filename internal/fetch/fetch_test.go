@@ -66,7 +66,7 @@ func sqliteBackend(t *testing.T) quota.Backend {
 
 func TestRunStoresSampleChart(t *testing.T) {
 	f := newFixture(t, sqliteBackend(t), nil, nil)
-	run, err := f.runner.Run(context.Background(), "US")
+	run, err := f.runner.Run(context.Background(), "US", fetch.Lease{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +89,7 @@ func TestRunStoresSampleChart(t *testing.T) {
 func TestUpstreamErrors(t *testing.T) {
 	t.Run("videoChartNotFound", func(t *testing.T) {
 		f := newFixture(t, sqliteBackend(t), nil, nil)
-		run, err := f.runner.Run(context.Background(), "ZW")
+		run, err := f.runner.Run(context.Background(), "ZW", fetch.Lease{})
 		if err == nil || !strings.Contains(err.Error(), "region ZW has no mostPopular chart") {
 			t.Fatalf("err = %v", err)
 		}
@@ -100,7 +100,7 @@ func TestUpstreamErrors(t *testing.T) {
 	t.Run("keyInvalid names the credential, never the key", func(t *testing.T) {
 		f := newFixture(t, sqliteBackend(t), nil, nil)
 		f.emu.SetKeys("another-key")
-		run, err := f.runner.Run(context.Background(), "US")
+		run, err := f.runner.Run(context.Background(), "US", fetch.Lease{})
 		var ce *fetch.CredentialError
 		if !errors.As(err, &ce) || ce.Credential != "proj-a" {
 			t.Fatalf("err = %v, want *CredentialError for proj-a", err)
@@ -113,7 +113,7 @@ func TestUpstreamErrors(t *testing.T) {
 		backend := sqliteBackend(t)
 		f := newFixture(t, backend, nil, nil)
 		f.emu.SetDailyLimit(1)
-		run, err := f.runner.Run(context.Background(), "US")
+		run, err := f.runner.Run(context.Background(), "US", fetch.Lease{})
 		var stop *fetch.StopError
 		if !errors.As(err, &stop) || !strings.Contains(stop.Reason, "quotaExceeded") {
 			t.Fatalf("err = %v, want a StopError for quotaExceeded", err)
@@ -141,7 +141,7 @@ func TestUpstreamErrors(t *testing.T) {
 			c.Close()
 			return true
 		})
-		run, err := f.runner.Run(context.Background(), "US")
+		run, err := f.runner.Run(context.Background(), "US", fetch.Lease{})
 		if err == nil {
 			t.Fatal("want an error when the connection is reset")
 		}
@@ -153,9 +153,9 @@ func TestUpstreamErrors(t *testing.T) {
 	})
 }
 
-// TestPoliciesWhenRedisDies kills a real redis-server and checks that a
-// fail-open call site sends its calls unmetered and counts them, and that a
-// fail-closed one stops the run like a denial.
+// TestPoliciesWhenRedisDies kills a real redis-server after the run's lease was taken and checks
+// that a fail-open call site sends its calls unmetered and counts them (no unit stays on the
+// record), and that a fail-closed one stops the run like a denial.
 func TestPoliciesWhenRedisDies(t *testing.T) {
 	for _, tc := range []struct {
 		policy callsite.Policy
@@ -169,11 +169,11 @@ func TestPoliciesWhenRedisDies(t *testing.T) {
 			f := newFixture(t, quota.NewRedis(client, 0, 0), nil, func(string) callsite.Policy { return tc.policy })
 			srv.Kill()
 			start := time.Now()
-			run, err := f.runner.Run(context.Background(), "US")
+			run, err := f.runner.Run(context.Background(), "US", fetch.Lease{})
 			elapsed := time.Since(start)
 			switch tc.policy {
 			case callsite.FailOpen:
-				if err != nil || run.Unmetered != 2 || run.Videos != youtubetest.SampleSize || len(run.Units) != 0 {
+				if err != nil || run.Unmetered != 2 || run.Videos != youtubetest.SampleSize || run.Units["units"] != 0 {
 					t.Errorf("fail-open: err %v, run %+v; want success with 2 unmetered calls", err, run)
 				}
 				if strings.Count(f.logs.String(), `"message":"quota backend unavailable;`) != 1 {
@@ -223,7 +223,7 @@ func TestUnresponsiveBackendIsWaitedOnOnce(t *testing.T) {
 	}
 
 	f := newFixture(t, newBackend(), nil, func(string) callsite.Policy { return callsite.FailOpen })
-	run, err := f.runner.Run(context.Background(), "US")
+	run, err := f.runner.Run(context.Background(), "US", fetch.Lease{})
 	if err != nil || run.Unmetered != 2 || run.Videos != youtubetest.SampleSize {
 		t.Fatalf("fail-open run: err %v, run %+v; want success with 2 unmetered calls", err, run)
 	}
@@ -246,7 +246,7 @@ func TestCancelledRunIsRecordedInterrupted(t *testing.T) {
 		}
 		return false
 	})
-	run, err := f.runner.Run(ctx, "US")
+	run, err := f.runner.Run(ctx, "US", fetch.Lease{})
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("err = %v, want context.Canceled", err)
 	}

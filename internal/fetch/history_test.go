@@ -91,7 +91,7 @@ func TestReplayFiveDays(t *testing.T) {
 		}
 		at := noon(d)
 		r.Now = func() time.Time { return at }
-		run, err := r.Run(ctx, "US")
+		run, err := r.Run(ctx, "US", fetch.Lease{})
 		if err != nil {
 			t.Fatalf("%s: %v", d, err)
 		}
@@ -181,7 +181,7 @@ func TestStatsStep(t *testing.T) {
 			}
 			at := noon(d)
 			r.Now = func() time.Time { return at }
-			run, err := r.Run(ctx, "US")
+			run, err := r.Run(ctx, "US", fetch.Lease{})
 			if err != nil {
 				t.Fatalf("%s: %v", d, err)
 			}
@@ -269,7 +269,7 @@ func replayDays(t *testing.T, r *fetch.Runner, emu *youtubetest.Server, dates []
 		}
 		at := noon(d)
 		r.Now = func() time.Time { return at }
-		run, err := r.Run(context.Background(), "US")
+		run, err := r.Run(context.Background(), "US", fetch.Lease{})
 		if err != nil {
 			t.Fatalf("%s: %v", d, err)
 		}

@@ -13,6 +13,7 @@ import (
 	"github.com/rs/zerolog"
 	"google.golang.org/api/youtube/v3"
 
+	"github.com/trendfetch/trendfetch/internal/fetch"
 	"github.com/trendfetch/trendfetch/internal/fetch/youtubetest"
 	"github.com/trendfetch/trendfetch/internal/store"
 )
@@ -34,7 +35,7 @@ func TestRedirectIsNotFollowed(t *testing.T) {
 		http.Redirect(w, req, other.URL+"/collect?secret-location=1", http.StatusFound)
 		return true
 	})
-	run, err := r.Run(context.Background(), "US")
+	run, err := r.Run(context.Background(), "US", fetch.Lease{})
 	if err == nil || !strings.Contains(err.Error(), "HTTP 302") || strings.Contains(err.Error(), "secret-location") {
 		t.Fatalf("err = %v, want a failure naming HTTP 302 and not the location", err)
 	}
@@ -58,7 +59,7 @@ func TestOversizedPageIsMalformed(t *testing.T) {
 		json.NewEncoder(w).Encode(youtube.VideoListResponse{Kind: "youtube#videoListResponse", Items: synthetic(2000)})
 		return true
 	})
-	run, err := r.Run(context.Background(), "US")
+	run, err := r.Run(context.Background(), "US", fetch.Lease{})
 	if err == nil || !strings.Contains(err.Error(), "malformed") {
 		t.Fatalf("err = %v, want the page refused as malformed", err)
 	}
@@ -83,7 +84,7 @@ func TestCountAboveInt64IsUnknown(t *testing.T) {
 		fmt.Fprint(w, `{"kind":"youtube#videoListResponse","items":[{"kind":"youtube#video","id":"huge1","snippet":{"title":"huge","channelId":"UC1","channelTitle":"c"},"statistics":{"viewCount":"18446744073709551615","likeCount":"9223372036854775807","commentCount":"3"}}]}`)
 		return true
 	})
-	run, err := r.Run(context.Background(), "US")
+	run, err := r.Run(context.Background(), "US", fetch.Lease{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,7 +131,7 @@ func TestHugeUpstreamMessageIsBoundedInLogs(t *testing.T) {
 			`"errors":[{"reason":"rateLimitExceeded","message":"%s"}],"details":[{"@type":"x","note":"%s"}]}}`, huge, huge[:512<<10], huge[:512<<10])
 		return true
 	})
-	run, err := r.Run(context.Background(), "US")
+	run, err := r.Run(context.Background(), "US", fetch.Lease{})
 	if err == nil || n.Load() != 3 {
 		t.Fatalf("err = %.200v after %d calls, want a failure after 3", err, n.Load())
 	}

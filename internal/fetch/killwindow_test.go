@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/trendfetch/trendfetch/internal/callsite"
+	"github.com/trendfetch/trendfetch/internal/fetch"
 	"github.com/trendfetch/trendfetch/internal/fetch/youtubetest"
 	"github.com/trendfetch/trendfetch/internal/quota"
 	"github.com/trendfetch/trendfetch/internal/quota/redistest"
@@ -123,10 +124,10 @@ func TestKilledRunNeverShowsFewerUnitsThanTheLimiter(t *testing.T) {
 	f.emu.SetChart("GB", youtubetest.Sample())
 	fp.Store(f)
 	ctx := context.Background()
-	if run, err := f.runner.Run(ctx, "US"); err != nil || run.Units["units"] != 2 {
+	if run, err := f.runner.Run(ctx, "US", fetch.Lease{}); err != nil || run.Units["units"] != 2 {
 		t.Fatalf("US: %+v %v, want success with 2 units", run, err)
 	}
-	run, err := f.runner.Run(ctx, "GB")
+	run, err := f.runner.Run(ctx, "GB", fetch.Lease{})
 	if run.Outcome != store.OutcomeDenied {
 		t.Fatalf("GB: %+v %v, want denied", run, err)
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/trendfetch/trendfetch/internal/callsite"
+	"github.com/trendfetch/trendfetch/internal/fetch"
 	"github.com/trendfetch/trendfetch/internal/quota"
 	"github.com/trendfetch/trendfetch/internal/redisconn"
 	"github.com/trendfetch/trendfetch/internal/store"
@@ -70,7 +71,7 @@ func TestLeaselessRunAbandonsNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	run, err := f.runner.Run(ctx, "US")
+	run, err := f.runner.Run(ctx, "US", fetch.Lease{Down: quota.ErrUnavailable})
 	if err != nil || run.Outcome != store.OutcomeSuccessUnmetered {
 		t.Fatalf("lease-less run: err %v, run %+v; want success_unmetered", err, run)
 	}

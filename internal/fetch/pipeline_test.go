@@ -110,7 +110,7 @@ func TestEveryRecordedRegion(t *testing.T) {
 	r := newPipeline(t, emu)
 	for region, want := range charts {
 		before := emu.Units(testKey)
-		run, err := r.Run(context.Background(), region)
+		run, err := r.Run(context.Background(), region, fetch.Lease{})
 		if err != nil {
 			t.Fatalf("%s: %v", region, err)
 		}
@@ -147,7 +147,7 @@ func TestEveryKaggle2017Date(t *testing.T) {
 				want = want[:callsite.ChartMax]
 			}
 			emu.SetChart(region, want)
-			run, err := r.Run(context.Background(), region)
+			run, err := r.Run(context.Background(), region, fetch.Lease{})
 			if err != nil {
 				t.Fatalf("%s %s: %v", region, date, err)
 			}
@@ -198,7 +198,7 @@ func fullPass(t testing.TB, r *fetch.Runner, regions []string) []store.Run {
 	r.Backlog = &fetch.Backlog{}
 	for i, region := range regions {
 		r.Backlog.Hold = i < len(regions)-1
-		run, err := r.Run(context.Background(), region)
+		run, err := r.Run(context.Background(), region, fetch.Lease{})
 		if err != nil {
 			t.Fatalf("%s: %v", region, err)
 		}
@@ -236,7 +236,7 @@ func TestQuotaEfficiencyFullPass(t *testing.T) {
 	// A second pass refreshes nothing: only chart pages are spent.
 	before := emu.Units(testKey)
 	for _, run := range runs {
-		if _, err := r.Run(context.Background(), run.Region); err != nil {
+		if _, err := r.Run(context.Background(), run.Region, fetch.Lease{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -298,7 +298,7 @@ func TestSearchCallSite(t *testing.T) {
 	r.Searches = func(string) []fetch.Search {
 		return []fetch.Search{{Q: "python", Order: "viewCount", PublishedAfter: 48 * time.Hour, MaxPages: 2}}
 	}
-	run, err := r.Run(context.Background(), "US")
+	run, err := r.Run(context.Background(), "US", fetch.Lease{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -345,7 +345,7 @@ func TestSearchFailsClosedWhenLimiterIsDown(t *testing.T) {
 	r.Limiter = lim
 	r.Searches = func(string) []fetch.Search { return []fetch.Search{{Q: "x", MaxPages: 1}} }
 	b.Close() // every later decision fails: the backend is unavailable
-	run, err := r.Run(context.Background(), "US")
+	run, err := r.Run(context.Background(), "US", fetch.Lease{})
 	var stop *fetch.StopError
 	if !errors.As(err, &stop) || !strings.Contains(stop.Reason, "limiter unavailable (search.list is fail-closed)") {
 		t.Fatalf("err = %v, want a fail-closed stop at search.list", err)
@@ -362,7 +362,7 @@ func TestRetriesAreBoundedAndReserved(t *testing.T) {
 		r := newPipeline(t, emu)
 		r.Settings.Retries, r.Settings.RetryBackoff = 2, time.Millisecond
 		emu.FailNext("videos.list", 2, 503)
-		run, err := r.Run(context.Background(), "US")
+		run, err := r.Run(context.Background(), "US", fetch.Lease{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -386,7 +386,7 @@ func TestRetriesAreBoundedAndReserved(t *testing.T) {
 			}
 			return false
 		})
-		run, err := r.Run(context.Background(), "US")
+		run, err := r.Run(context.Background(), "US", fetch.Lease{})
 		if err == nil || !strings.Contains(err.Error(), "after 3 attempts") || !page2 {
 			t.Fatalf("err = %v, want failure after 3 attempts", err)
 		}
@@ -409,53 +409,13 @@ func TestMalformedJSONRejectsThePage(t *testing.T) {
 		}
 		return false
 	})
-	run, err := r.Run(context.Background(), "US")
+	run, err := r.Run(context.Background(), "US", fetch.Lease{})
 	if err == nil || run.Outcome != store.OutcomeFailed {
 		t.Fatalf("err %v, outcome %s: want a failed run", err, run.Outcome)
 	}
 	n, _ := r.Store.(*store.Store).CountVideos(context.Background())
 	if n != 50 || run.Pages != 1 {
 		t.Errorf("%d videos / %d pages stored, want page 1 only (50)", n, run.Pages)
-	}
-}
-
-func TestSecondRunOfARegionIsRefused(t *testing.T) {
-	emu := youtubetest.New()
-	emu.SetChart("US", youtubetest.Sample())
-	r := newPipeline(t, emu)
-	release := make(chan struct{})
-	started := make(chan struct{})
-	emu.SetHook(func(w http.ResponseWriter, req *http.Request) bool {
-		select {
-		case <-started:
-		default:
-			close(started)
-			<-release
-		}
-		return false
-	})
-	done := make(chan error)
-	go func() {
-		_, err := r.Run(context.Background(), "US")
-		done <- err
-	}()
-	<-started
-	r2 := *r // a second process's runner, same backend
-	_, err := r2.Run(context.Background(), "US")
-	var held *quota.LeaseHeldError
-	if !errors.As(err, &held) {
-		t.Errorf("second run: err = %v, want *quota.LeaseHeldError", err)
-	}
-	close(release)
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
-	runs, _ := r.Store.(*store.Store).Runs(context.Background(), 10)
-	if len(runs) != 1 {
-		t.Errorf("%d runs recorded, want 1 (the refused run records nothing)", len(runs))
-	}
-	if _, err := r.Run(context.Background(), "US"); err != nil {
-		t.Errorf("after release: %v", err)
 	}
 }
 
@@ -468,7 +428,7 @@ func TestCategoryCharts(t *testing.T) {
 	emu.SetChart("US", chart)
 	r := newPipeline(t, emu)
 	r.Settings.ChartCategories = map[string][]string{"US": {"10", "20"}}
-	run, err := r.Run(context.Background(), "US")
+	run, err := r.Run(context.Background(), "US", fetch.Lease{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -99,7 +99,7 @@ func TestQuotaAnswersOnTwoHosts(t *testing.T) {
 				emu.SetChart("US", days[day])
 				at := time.Date(2026, 11, day, 12, 0, 0, 0, time.UTC)
 				r.Now = func() time.Time { return at }
-				return r.Run(context.Background(), "US")
+				return r.Run(context.Background(), "US", fetch.Lease{})
 			}
 			for _, r := range []*fetch.Runner{a, b} {
 				if run, err := run(r, 1); err != nil || run.Outcome != store.OutcomeSuccess {

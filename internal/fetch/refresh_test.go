@@ -63,7 +63,7 @@ func TestAmendedTextRefresh(t *testing.T) {
 				t.Fatal(err)
 			}
 			r.Now = func() time.Time { return at.at }
-			run, err := r.Run(ctx, "US")
+			run, err := r.Run(ctx, "US", fetch.Lease{})
 			if err != nil {
 				t.Fatalf("%s: %v", at.date, err)
 			}

@@ -91,7 +91,7 @@ func runAgainst(t *testing.T, f *fixture, endpoint string, timeout time.Duration
 	f.runner.Settings.Retries = 2
 	f.runner.Settings.RetryBackoff = time.Millisecond
 	f.runner.Settings.Timeout = timeout
-	return f.runner.Run(context.Background(), "US")
+	return f.runner.Run(context.Background(), "US", fetch.Lease{})
 }
 
 // TestRefundWhenNeverLeftHost: a run against a closed port (connection
@@ -240,7 +240,7 @@ func TestClockStepBackStopsRun(t *testing.T) {
 	if err := db.QueryRow(`UPDATE quota_log SET ts_us = ts_us + ? RETURNING ts_us`, time.Hour.Microseconds()).Scan(&newestUS); err != nil {
 		t.Fatal(err)
 	}
-	run, err := f.runner.Run(context.Background(), "US")
+	run, err := f.runner.Run(context.Background(), "US", fetch.Lease{})
 	var stop *fetch.StopError
 	if !errors.As(err, &stop) || run.Outcome != store.OutcomeDenied || f.emu.TotalCalls() != 0 {
 		t.Fatalf("run with the clock an hour back: outcome %s, err %v, %d API calls; want denied, a StopError, 0 calls", run.Outcome, err, f.emu.TotalCalls())

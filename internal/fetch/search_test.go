@@ -64,7 +64,7 @@ func searchCapture(t *testing.T, st *store.Store, run store.Run, q string) (stor
 // every hit at its rank (before, it spent 101 units and stored nothing).
 func TestSearchAgainstTheEmulatorIsStored(t *testing.T) {
 	r, _, ids, _ := searchPipeline(t)
-	run, err := r.Run(context.Background(), "US")
+	run, err := r.Run(context.Background(), "US", fetch.Lease{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +113,7 @@ func TestSearchHitsAreStoredWhateverVideosListReturns(t *testing.T) {
 				json.NewEncoder(w).Encode(resp)
 				return true
 			})
-			run, err := r.Run(context.Background(), "US")
+			run, err := r.Run(context.Background(), "US", fetch.Lease{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -151,7 +151,7 @@ func TestSearchStoppedBeforeItsHitsAreFetchedWarns(t *testing.T) {
 		w.Write([]byte(`{"error":{"code":400,"message":"bad","errors":[{"reason":"badRequest","domain":"global","message":"bad"}]}}`))
 		return true
 	})
-	if _, err := r.Run(context.Background(), "US"); err == nil {
+	if _, err := r.Run(context.Background(), "US", fetch.Lease{}); err == nil {
 		t.Fatal("the run succeeded although videos.list id= failed")
 	}
 	if out := logs.String(); !strings.Contains(out, "search spent quota but its hits are not stored") || !strings.Contains(out, `"units":{"search":1,"units":100}`) {

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/trendfetch/trendfetch/internal/exitcode"
 	"github.com/trendfetch/trendfetch/internal/proc"
 )
 
@@ -90,6 +91,9 @@ type LeaseHeldError struct {
 	Credential, Region, Holder string
 	Remaining                  time.Duration
 }
+
+// ExitCode is exitcode.Running: the region is being run elsewhere; nothing done.
+func (e *LeaseHeldError) ExitCode() int { return exitcode.Running }
 
 // Error implements error, e.g.
 // `region US of credential "default" is already being run by host-a pid 123 (lease expires in 1m30s)`.

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 	_ "time/tzdata" // the Pacific quota day is the same on hosts without a zoneinfo database
+
+	"github.com/trendfetch/trendfetch/internal/exitcode"
 )
 
 // Bucket is one quota allocation of a credential, named in config, keys and
@@ -183,6 +185,9 @@ type CostError struct {
 	Method, Bucket string
 	Units, Limit   int64
 }
+
+// ExitCode is exitcode.Usage: a cost no bucket can ever admit: a configuration error.
+func (e *CostError) ExitCode() int { return exitcode.Usage }
 
 // Error implements error.
 func (e *CostError) Error() string {

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/trendfetch/trendfetch/internal/exitcode"
 )
 
 // Every key of the Redis backend is built below (layout: lua/lib.lua).
@@ -129,6 +131,9 @@ var ErrOutOfMemory = errors.New("quota backend out of memory")
 type AccessError struct {
 	User, Command, Reply string
 }
+
+// ExitCode is exitcode.Usage: a Redis user without the permissions trendfetch needs.
+func (e *AccessError) ExitCode() int { return exitcode.Usage }
 
 // Error implements error: one line naming the user and what to grant.
 func (e *AccessError) Error() string {

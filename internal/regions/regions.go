@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/trendfetch/trendfetch/internal/exitcode"
 )
 
 // aliases maps codes operators commonly type for a region to its ISO code.
@@ -37,6 +39,9 @@ type Error struct {
 	Input      string
 	Suggestion string
 }
+
+// ExitCode is exitcode.Usage: not a region code.
+func (e *Error) ExitCode() int { return exitcode.Usage }
 
 func (e *Error) Error() string {
 	if e.Suggestion != "" {

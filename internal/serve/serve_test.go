@@ -80,14 +80,14 @@ func fillStore(t testing.TB, st *store.Store) *quota.Limiter {
 	r := &fetch.Runner{Service: svc, Limiter: lim, Store: st, Credential: "proj", Policy: config.Default().Policy,
 		Settings: fetch.Settings{Timeout: 5 * time.Second}, Log: zerolog.Nop()}
 	for _, region := range []string{"US", "GB"} {
-		if _, err := r.Run(ctx, region); err != nil {
+		if _, err := r.Run(ctx, region, fetch.Lease{}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	rev := slices.Clone(sample)
 	slices.Reverse(rev)
 	emu.SetChart("US", rev)
-	if _, err := r.Run(ctx, "US"); err != nil {
+	if _, err := r.Run(ctx, "US", fetch.Lease{}); err != nil {
 		t.Fatal(err)
 	}
 	return lim

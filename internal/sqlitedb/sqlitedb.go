@@ -21,6 +21,8 @@ import (
 
 	"modernc.org/sqlite" // registers the "sqlite" database/sql driver
 	sqlite3 "modernc.org/sqlite/lib"
+
+	"github.com/trendfetch/trendfetch/internal/exitcode"
 )
 
 // DefaultBusyTimeout is how long a connection waits for another writer's
@@ -53,6 +55,9 @@ type PathError struct {
 	Reason string
 }
 
+// ExitCode is exitcode.Usage: a database path that cannot be used.
+func (e *PathError) ExitCode() int { return exitcode.Usage }
+
 // Error returns "database PATH: REASON".
 func (e *PathError) Error() string { return fmt.Sprintf("database %s: %s", e.Path, e.Reason) }
 
@@ -72,6 +77,9 @@ func (e *NoDatabaseError) Error() string {
 	}
 	return fmt.Sprintf("no database at %s yet: nothing recorded; `trendfetch run` creates it", e.Path)
 }
+
+// ExitCode is exitcode.NotFound: nothing recorded yet, alike for every read command.
+func (e *NoDatabaseError) ExitCode() int { return exitcode.NotFound }
 
 // Unwrap returns fs.ErrNotExist, so errors.Is(err, fs.ErrNotExist) holds.
 func (e *NoDatabaseError) Unwrap() error { return fs.ErrNotExist }

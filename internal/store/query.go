@@ -7,6 +7,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/trendfetch/trendfetch/internal/exitcode"
 	"github.com/trendfetch/trendfetch/internal/termtext"
 )
 
@@ -22,6 +23,9 @@ const (
 type QueryError struct {
 	Query, Reason string
 }
+
+// ExitCode is exitcode.Usage: a query that does not parse.
+func (e *QueryError) ExitCode() int { return exitcode.Usage }
 
 // Error returns `invalid search query "TEXT" (N bytes): REASON`, TEXT
 // clipped to 200 bytes.

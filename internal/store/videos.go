@@ -8,10 +8,12 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/trendfetch/trendfetch/internal/exitcode"
 )
 
 // ErrNotFound is returned (wrapped) when a requested row does not exist.
-var ErrNotFound = errors.New("not found")
+var ErrNotFound = exitcode.New(exitcode.NotFound, "not found")
 
 // Video is one YouTube video as stored (videos.list snippet, contentDetails,
 // statistics), upserted by ID: the latest capture's text and statistics win.
