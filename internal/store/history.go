@@ -218,8 +218,24 @@ func (s *Store) History(ctx context.Context, id string) (VideoHistory, error) {
 		return VideoHistory{}, err
 	}
 	h := VideoHistory{Video: v, Appearances: []Appearance{}, Points: []StatsPoint{}, Regions: []RegionSummary{}}
-	var span []time.Time // every time of every series
-	err = each(ctx, s.db, `
+	if err := s.readAppearances(ctx, id, &h); err != nil {
+		return VideoHistory{}, fmt.Errorf("cannot read history of %s: %w", id, err)
+	}
+	if h.Titles, err = s.titleChanges(ctx, id); err != nil {
+		return VideoHistory{}, fmt.Errorf("cannot read titles of %s: %w", id, err)
+	}
+	if err := s.readSamples(ctx, id, &h); err != nil {
+		return VideoHistory{}, fmt.Errorf("cannot read stats samples of %s: %w", id, err)
+	}
+	slices.SortStableFunc(h.Points, func(a, b StatsPoint) int { return a.At.Compare(b.At) })
+	h.Changes = h.changesCrossed()
+	return h, nil
+}
+
+// readAppearances adds to h every capture video id was in, oldest first,
+// with the statistics points and the chart regions' summaries they make.
+func (s *Store) readAppearances(ctx context.Context, id string, h *VideoHistory) error {
+	err := each(ctx, s.db, `
 SELECT c.id, c.run_id, c.region, c.kind, c.query, c.captured_at, c.complete,
        e.rank, e.view_count, e.like_count, e.comment_count
 FROM videos v
@@ -238,38 +254,48 @@ ORDER BY c.captured_at, c.id`, []any{id}, func(rows *sql.Rows) error {
 		}
 		a.CapturedAt = parseTime(ts)
 		a.Views, a.Likes, a.Comments = intPtr(vw), intPtr(lk), intPtr(cm)
-		h.Appearances, span = append(h.Appearances, a), append(span, a.CapturedAt)
-		if vw.Valid || lk.Valid || cm.Valid {
-			src := SourceChart
-			if a.Kind == KindSearch {
-				src = SourceSearch
-			}
-			h.Points = append(h.Points, StatsPoint{At: a.CapturedAt, Views: intPtr(vw), Likes: intPtr(lk),
-				Comments: intPtr(cm), Source: src, Region: a.Region})
-		}
-		if a.Kind != KindChart {
-			return nil
-		}
-		i := slices.IndexFunc(h.Regions, func(r RegionSummary) bool { return r.Region == a.Region })
-		if i < 0 {
-			i = len(h.Regions)
-			h.Regions = append(h.Regions,
-				RegionSummary{Region: a.Region, FirstAt: a.CapturedAt, BestRank: a.Rank})
-		}
-		r, day := &h.Regions[i], a.CapturedAt.Format(time.DateOnly)
-		if r.Days == 0 || r.LastAt.Format(time.DateOnly) != day { // rows come in time order
-			r.Days++
-		}
-		r.LastAt, r.LastRank = a.CapturedAt, a.Rank
-		r.BestRank = min(r.BestRank, a.Rank)
+		h.addAppearance(a)
 		return nil
 	})
-	if err != nil {
-		return VideoHistory{}, fmt.Errorf("cannot read history of %s: %w", id, err)
-	}
 	slices.SortFunc(h.Regions, func(a, b RegionSummary) int { return strings.Compare(a.Region, b.Region) })
-	h.Titles = []TitleChange{} // superseded text versions and the current one, in version order
-	err = each(ctx, s.db, `
+	return err
+}
+
+// addAppearance appends a (the next in time order) to h's appearances, to
+// its points when it has a statistic, and to its region's summary when a
+// chart's.
+func (h *VideoHistory) addAppearance(a Appearance) {
+	h.Appearances = append(h.Appearances, a)
+	if a.Views != nil || a.Likes != nil || a.Comments != nil {
+		src := SourceChart
+		if a.Kind == KindSearch {
+			src = SourceSearch
+		}
+		h.Points = append(h.Points, StatsPoint{At: a.CapturedAt, Views: a.Views, Likes: a.Likes,
+			Comments: a.Comments, Source: src, Region: a.Region})
+	}
+	if a.Kind != KindChart {
+		return
+	}
+	i := slices.IndexFunc(h.Regions, func(r RegionSummary) bool { return r.Region == a.Region })
+	if i < 0 {
+		i = len(h.Regions)
+		h.Regions = append(h.Regions, RegionSummary{Region: a.Region, FirstAt: a.CapturedAt, BestRank: a.Rank})
+	}
+	r, day := &h.Regions[i], a.CapturedAt.Format(time.DateOnly)
+	if r.Days == 0 || r.LastAt.Format(time.DateOnly) != day { // appearances come in time order
+		r.Days++
+	}
+	r.LastAt, r.LastRank = a.CapturedAt, a.Rank
+	r.BestRank = min(r.BestRank, a.Rank)
+}
+
+// titleChanges is video id's title from each change on: its superseded
+// text versions and the current one, in version order, each kept only
+// when its title differs from the one before (else another field changed).
+func (s *Store) titleChanges(ctx context.Context, id string) ([]TitleChange, error) {
+	titles := []TitleChange{}
+	err := each(ctx, s.db, `
 SELECT t.version, t.title, coalesce(t.since, v.first_seen_at)
 FROM videos v JOIN video_texts t ON t.video = v.rowid WHERE v.id = ?1
 UNION ALL
@@ -283,16 +309,18 @@ ORDER BY 1`, []any{id}, func(rows *sql.Rows) error {
 		if err := rows.Scan(&version, &c.Title, &ts); err != nil {
 			return err
 		}
-		if n := len(h.Titles); n == 0 || h.Titles[n-1].Title != c.Title { // else another field changed
+		if n := len(titles); n == 0 || titles[n-1].Title != c.Title {
 			c.At = parseTime(ts)
-			h.Titles = append(h.Titles, c)
+			titles = append(titles, c)
 		}
 		return nil
 	})
-	if err != nil {
-		return VideoHistory{}, fmt.Errorf("cannot read titles of %s: %w", id, err)
-	}
-	err = each(ctx, s.db, `
+	return titles, err
+}
+
+// readSamples adds video id's stats samples to h's points.
+func (s *Store) readSamples(ctx context.Context, id string, h *VideoHistory) error {
+	return each(ctx, s.db, `
 SELECT x.sampled_at, x.view_count, x.like_count, x.comment_count
 FROM videos v JOIN stats_samples x ON x.video = v.rowid
 WHERE v.id = ? ORDER BY x.sampled_at`, []any{id}, func(rows *sql.Rows) error {
@@ -301,20 +329,26 @@ WHERE v.id = ? ORDER BY x.sampled_at`, []any{id}, func(rows *sql.Rows) error {
 			vw, lk, cm sql.NullInt64
 		)
 		err := rows.Scan(&ts, &vw, &lk, &cm)
-		p := StatsPoint{At: parseTime(ts), Views: intPtr(vw), Likes: intPtr(lk), Comments: intPtr(cm),
-			Source: SourceStats}
-		h.Points, span = append(h.Points, p), append(span, p.At)
+		h.Points = append(h.Points, StatsPoint{At: parseTime(ts), Views: intPtr(vw), Likes: intPtr(lk),
+			Comments: intPtr(cm), Source: SourceStats})
 		return err
 	})
-	if err != nil {
-		return VideoHistory{}, fmt.Errorf("cannot read stats samples of %s: %w", id, err)
+}
+
+// changesCrossed is the Changes between h's first and last appearance or
+// point ([] without either).
+func (h *VideoHistory) changesCrossed() []Change {
+	span := make([]time.Time, 0, len(h.Appearances)+len(h.Points))
+	for _, a := range h.Appearances {
+		span = append(span, a.CapturedAt)
 	}
-	slices.SortStableFunc(h.Points, func(a, b StatsPoint) int { return a.At.Compare(b.At) })
-	h.Changes = []Change{}
-	if len(span) > 0 {
-		h.Changes = ChangesCrossed(slices.MinFunc(span, time.Time.Compare), slices.MaxFunc(span, time.Time.Compare))
+	for _, p := range h.Points {
+		span = append(span, p.At)
 	}
-	return h, nil
+	if len(span) == 0 {
+		return []Change{}
+	}
+	return ChangesCrossed(slices.MinFunc(span, time.Time.Compare), slices.MaxFunc(span, time.Time.Compare))
 }
 
 // MarshalJSON encodes the video with the keys below, null for unknown.

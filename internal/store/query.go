@@ -58,97 +58,143 @@ type ParsedQuery struct{ terms terms }
 // over MaxQueryBytes or MaxQueryTerms); it never panics.
 func ParseSearch(text string) (*ParsedQuery, error) {
 	qerr := func(reason string) error { return &QueryError{Query: text, Reason: reason} }
-	if len(text) > MaxQueryBytes {
-		return nil, qerr(fmt.Sprintf("longer than %d bytes", MaxQueryBytes))
+	if reason := refusedText(text); reason != "" {
+		return nil, qerr(reason)
 	}
-	if strings.TrimSpace(text) == "" {
-		return nil, qerr("empty query")
+	all, reason := scanTerms([]rune(cleanText(text)))
+	if reason != "" {
+		return nil, qerr(reason)
 	}
-	clean := strings.Map(func(r rune) rune {
+	// Drop terms the tokenizer would find no token in.
+	all = slices.DeleteFunc(all, func(t qterm) bool { return !t.or && !searchable(t.text) })
+	t := resolveOr(all)
+	if reason := t.refused(); reason != "" {
+		return nil, qerr(reason)
+	}
+	return &ParsedQuery{t}, nil
+}
+
+// refusedText is why text is refused before it is scanned (too long,
+// empty), or "".
+func refusedText(text string) string {
+	switch {
+	case len(text) > MaxQueryBytes:
+		return fmt.Sprintf("longer than %d bytes", MaxQueryBytes)
+	case strings.TrimSpace(text) == "":
+		return "empty query"
+	}
+	return ""
+}
+
+// cleanText is text with invalid UTF-8 and control characters as spaces:
+// they separate terms and are never searched for.
+func cleanText(text string) string {
+	return strings.Map(func(r rune) rune {
 		if r == utf8.RuneError || unicode.IsControl(r) {
 			return ' '
 		}
 		return r
 	}, strings.ToValidUTF8(text, " "))
+}
 
-	// Scan into words, phrases and OR keywords; a leading - excludes one.
-	var all []qterm
-	rs := []rune(clean)
+// scanTerms splits rs into words, phrases and OR keywords, a leading -
+// excluding one; the reason is "unbalanced double quote" or "".
+func scanTerms(rs []rune) (all []qterm, reason string) {
 	for i := 0; i < len(rs); {
 		not := rs[i] == '-' && i+1 < len(rs) && !unicode.IsSpace(rs[i+1]) && rs[i+1] != '-'
 		if not {
 			i++
 		}
+		var t qterm
 		switch r := rs[i]; {
 		case unicode.IsSpace(r):
 			i++
+			continue
 		case r == '"':
-			j := i + 1
-			for j < len(rs) && rs[j] != '"' {
-				j++
+			if t, i = scanPhrase(rs, i); i < 0 {
+				return nil, "unbalanced double quote"
 			}
-			if j == len(rs) {
-				return nil, qerr("unbalanced double quote")
-			}
-			t := qterm{text: string(rs[i+1 : j]), not: not}
-			j++
-			for j < len(rs) && rs[j] == '*' {
-				t.prefix = true
-				j++
-			}
-			all = append(all, t)
-			i = j
 		default:
-			j := i
-			for j < len(rs) && !unicode.IsSpace(rs[j]) && rs[j] != '"' {
-				j++
-			}
-			w := string(rs[i:j])
-			t := qterm{text: strings.TrimRight(w, "*"), not: not}
-			t.prefix = len(t.text) < len(w)
-			t.or = w == "OR" && !not
-			all = append(all, t)
-			i = j
+			t, i = scanWord(rs, i)
 		}
+		t.not, t.or = not, t.or && !not
+		all = append(all, t)
 	}
+	return all, ""
+}
 
-	// Drop terms the tokenizer would find no token in.
-	all = slices.DeleteFunc(all, func(t qterm) bool { return !t.or && !searchable(t.text) })
+// scanPhrase scans the phrase that opens at rs[i] (a double quote) and its
+// trailing stars (a prefix), returning it and the index after it; -1 when
+// the quote is not closed.
+func scanPhrase(rs []rune, i int) (qterm, int) {
+	j := i + 1
+	for j < len(rs) && rs[j] != '"' {
+		j++
+	}
+	if j == len(rs) {
+		return qterm{}, -1
+	}
+	t := qterm{text: string(rs[i+1 : j])}
+	for j++; j < len(rs) && rs[j] == '*'; j++ {
+		t.prefix = true
+	}
+	return t, j
+}
 
-	// Resolve OR: an operator only between two included terms.
-	var groups [][]qterm
-	var not []qterm
+// scanWord scans the word at rs[i] (up to a space or a double quote),
+// trailing stars making it a prefix, returning it and the index after it.
+func scanWord(rs []rune, i int) (qterm, int) {
+	j := i
+	for j < len(rs) && !unicode.IsSpace(rs[j]) && rs[j] != '"' {
+		j++
+	}
+	w := string(rs[i:j])
+	t := qterm{text: strings.TrimRight(w, "*"), or: w == "OR"}
+	t.prefix = len(t.text) < len(w)
+	return t, j
+}
+
+// resolveOr groups all: OR is an operator only between two included
+// terms (it joins them in one group), else the literal word; exclusions
+// apart.
+func resolveOr(all []qterm) terms {
+	var q terms
 	joinNext := false
 	plain := func(i int) bool { return i >= 0 && i < len(all) && !all[i].or && !all[i].not }
 	for i, t := range all {
-		if t.not {
-			not = append(not, t)
+		switch {
+		case t.not:
+			q.not = append(q.not, t)
 			continue
-		}
-		if t.or {
-			if plain(i-1) && plain(i+1) && len(groups) > 0 {
-				joinNext = true
-				continue
-			}
+		case t.or && plain(i-1) && plain(i+1) && len(q.and) > 0:
+			joinNext = true
+			continue
+		case t.or:
 			t = qterm{text: t.text} // literal word "OR"
 		}
 		if joinNext {
-			groups[len(groups)-1] = append(groups[len(groups)-1], t)
+			q.and[len(q.and)-1] = append(q.and[len(q.and)-1], t)
 			joinNext = false
 		} else {
-			groups = append(groups, []qterm{t})
+			q.and = append(q.and, []qterm{t})
 		}
 	}
-	n := len(not) + len(slices.Concat(groups...))
+	return q
+}
+
+// refused is why q makes no query (no terms, only exclusions, too many
+// terms), or "".
+func (q terms) refused() string {
+	n := len(q.not) + len(slices.Concat(q.and...))
 	switch {
 	case n == 0:
-		return nil, qerr("no searchable words")
-	case len(groups) == 0:
-		return nil, qerr("only exclusions (-word): add a word to search for")
+		return "no searchable words"
+	case len(q.and) == 0:
+		return "only exclusions (-word): add a word to search for"
 	case n > MaxQueryTerms:
-		return nil, qerr(fmt.Sprintf("more than %d terms", MaxQueryTerms))
+		return fmt.Sprintf("more than %d terms", MaxQueryTerms)
 	}
-	return &ParsedQuery{terms{and: groups, not: not}}, nil
+	return ""
 }
 
 // searchable reports whether s holds a character the unicode61 tokenizer
