@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # `make demo`: the main job end to end on this machine, no Redis, no API key,
-# no internet. Starts the bundled YouTube Data API emulator on 127.0.0.1,
+# no internet once built. Starts the bundled YouTube Data API emulator on 127.0.0.1,
 # runs `trendfetch run --region US` against it, then `search` and
 # `quota status`. Serves the recorded 2018-11-01 US chart from ../shared/data
 # when present, else the emulator's small built-in sample. Data goes to .demo/.
