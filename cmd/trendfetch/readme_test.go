@@ -390,3 +390,38 @@ UPDATE stats_samples SET sampled_at = :'day' || substr(sampled_at, 11) WHERE sam
 		}
 	}
 }
+
+// TestPackageListsAreTheTree (issue 38 item 8): README's Layout and
+// docs/design.md §2 name every package directory of cmd/ and internal/.
+func TestPackageListsAreTheTree(t *testing.T) {
+	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	design, err := os.ReadFile(filepath.Join("..", "..", "docs", "design.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, layout, _ := strings.Cut(string(readme), "\n## Layout\n")
+	layout, _, _ = strings.Cut(layout, "\n## ")
+	_, arch, _ := strings.Cut(string(design), "\n## 2. Architecture\n")
+	arch, _, _ = strings.Cut(arch, "\n## ")
+	for _, parent := range []string{"cmd", "internal"} {
+		entries, err := os.ReadDir(filepath.Join("..", "..", parent))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range entries {
+			if !e.IsDir() {
+				continue
+			}
+			name := parent + "/" + e.Name()
+			if !regexp.MustCompile(`(?m)^\s*` + name + `\s`).MatchString(layout) {
+				t.Errorf("README's Layout does not list %s", name)
+			}
+			if !regexp.MustCompile(`(?m)^` + name + `\s|^internal/(.*[ ,])?` + e.Name() + `(,|$)`).MatchString(arch) {
+				t.Errorf("docs/design.md §2 does not list %s", name)
+			}
+		}
+	}
+}
