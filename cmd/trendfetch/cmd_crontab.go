@@ -41,8 +41,10 @@ Each line names this binary and the config in use by absolute path and appends
 the run's output to DIR/REGION.log (--log-dir). Settings in force that cron
 would not inherit (the database from $TRENDFETCH_DATABASE or $XDG_DATA_HOME,
 the config from $TRENDFETCH_CONFIG, other TRENDFETCH_* variables) are written
-as flags or NAME=value lines; secrets are never printed: a comment says where
-to put them.
+as flags or NAME=value before the command on each line; secrets are never
+printed: a comment says where to put them. The output is a block between
+"# BEGIN trendfetch" and "# END trendfetch"; its header's install line merges
+it into the crontab (crontab -l), replacing an earlier block, keeping the rest.
 
 --format systemd prints, per region, a trendfetch-REGION.service (Type=oneshot,
 User=trendfetch, the database in StateDirectory=trendfetch, the API key from
@@ -54,7 +56,7 @@ units' sandbox hides (/tmp, a home) is moved with a warning, or refused.
 (concurrencyPolicy Forbid, exit codes ` + exitcode.Join(exitcode.NotRetried) + ` not retried, the API key,
 Redis URL and database URL from the Secret "trendfetch", the config from the
 ConfigMap "trendfetch"), kubectl steps in the header.`,
-		Example: "  trendfetch --config /etc/trendfetch/trendfetch.yaml crontab\n  trendfetch crontab --every 1h --stagger 5m | crontab -",
+		Example: "  trendfetch --config /etc/trendfetch/trendfetch.yaml crontab\n  trendfetch crontab --every 1h --stagger 5m >FILE   # then the header's install line",
 		Args:    cobra.NoArgs,
 		PreRunE: a.withConfig,
 		RunE: func(cmd *cobra.Command, _ []string) error {

@@ -215,7 +215,7 @@ func TestServeMetricsReadTheLastSuccessFromTheDatabase(t *testing.T) {
 
 // TestCrontabReproducesTheEnvironment: with the database and config given
 // by the environment, the printed lines carry them as flags (cron inherits
-// no environment), settings without a flag as NAME=value lines, and a
+// no environment), settings without a flag as NAME=value on each line, and a
 // secret in the environment is named, never printed.
 func TestCrontabReproducesTheEnvironment(t *testing.T) {
 	e := newEnv(t)
@@ -229,8 +229,8 @@ func TestCrontabReproducesTheEnvironment(t *testing.T) {
 		t.Fatalf("crontab: exit %d\n%s", res.code, res.stderr)
 	}
 	want := " --config " + cfg + " --database " + filepath.Join(e.dir, "xdg", "trendfetch", "trendfetch.db") + " run --region GB"
-	if !strings.Contains(res.stdout, want) || !strings.Contains(res.stdout, "\nTRENDFETCH_QUOTA_DB="+filepath.Join(e.dir, "q.db")+"\n") {
-		t.Errorf("want %q and TRENDFETCH_QUOTA_DB= in:\n%s", want, res.stdout)
+	if !strings.Contains(res.stdout, want) || !strings.Contains(res.stdout, " TRENDFETCH_QUOTA_DB="+filepath.Join(e.dir, "q.db")+" TRENDFETCH_LOG_FORMAT=json "+binary+" ") {
+		t.Errorf("want %q and TRENDFETCH_QUOTA_DB= on each line in:\n%s", want, res.stdout)
 	}
 	if strings.Contains(res.stdout, "AIzaSecretKey123") || !strings.Contains(res.stdout, "WARNING: $YOUTUBE_API_KEY is set here") {
 		t.Errorf("the key must be named, never printed:\n%s", res.stdout)

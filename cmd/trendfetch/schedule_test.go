@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -479,15 +480,16 @@ schedule:
 	if res.code != 0 {
 		t.Fatalf("crontab exit %d: %s", res.code, res.stderr)
 	}
-	if !strings.HasPrefix(res.stdout, "# trendfetch: regions US GB JP") || !strings.Contains(res.stdout, "\nCRON_TZ=Europe/London\n") {
+	if !strings.HasPrefix(res.stdout, "# BEGIN trendfetch\n# trendfetch: regions US GB JP") || !strings.Contains(res.stdout, "\nCRON_TZ=Europe/London\n") {
 		t.Errorf("header:\n%s", res.stdout)
 	}
 	lines := map[string]string{}
 	for _, l := range strings.Split(strings.TrimSpace(res.stdout), "\n") {
-		if strings.HasPrefix(l, "#") || strings.HasPrefix(l, "CRON_TZ=") || strings.HasPrefix(l, "TRENDFETCH_LOG_FORMAT=") {
+		if strings.HasPrefix(l, "#") || strings.HasPrefix(l, "CRON_TZ=") {
 			continue
 		}
-		f := strings.Fields(l)
+		// The environment's settings without a flag come first on each line.
+		f := slices.DeleteFunc(strings.Fields(l), func(w string) bool { return strings.HasPrefix(w, "TRENDFETCH_LOG_FORMAT=") })
 		if len(f) < 6 {
 			t.Fatalf("short line %q", l)
 		}

@@ -121,3 +121,58 @@ func TestCrontabRender(t *testing.T) {
 		}
 	}
 }
+
+// TestCrontabIsABlockMergedIntoACrontab: the output is one marked block that sets no
+// variable for other entries (CRON_TZ aside, which cron has only in that form), and its own
+// install line, run twice against a crontab holding other entries and variables, keeps them
+// and leaves one block, the new one, last.
+func TestCrontabIsABlockMergedIntoACrontab(t *testing.T) {
+	dir := t.TempDir()
+	c := Crontab{Title: "trendfetch: regions US", Args: []string{"/usr/bin/trendfetch", "--config", "/etc/trendfetch/trendfetch.yaml"},
+		Env: []string{"TRENDFETCH_QUOTA_DB=/srv/q.db"}, LogDir: "/var/log/trendfetch", Jobs: []Job{{"US", "0 */2 * * *"}}}
+	var out strings.Builder
+	if err := c.Render(&out); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
+	if lines[0] != BlockBegin || lines[len(lines)-1] != BlockEnd {
+		t.Fatalf("not one block between %q and %q:\n%s", BlockBegin, BlockEnd, out.String())
+	}
+	if _, entries := parseCrontab(t, out.String()+"0 3 * * * /usr/bin/backup\n"); len(entries[1].Env) != 0 {
+		t.Errorf("the block sets %q for the entries after it", entries[1].Env)
+	}
+	_, install, ok := strings.Cut(out.String(), "\n#   (crontab -l")
+	if !ok {
+		t.Fatalf("no install line with crontab -l:\n%s", out.String())
+	}
+	install, _, _ = strings.Cut("(crontab -l"+install, "\n")
+
+	// A crontab (the fake `crontab -l` and `crontab -` keep it in a file) with the user's
+	// own variable and entry, and an older trendfetch block.
+	crontab := filepath.Join(dir, "crontab")
+	fake := "#!/bin/sh\ncase $1 in -l) cat " + crontab + " ;; -) cat >" + crontab + ".new && mv " + crontab + ".new " + crontab + " ;; esac\n"
+	if err := os.WriteFile(filepath.Join(dir, "crontab-bin"), []byte(fake), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(dir, "bin"), 0o755); err != nil || os.Rename(filepath.Join(dir, "crontab-bin"), filepath.Join(dir, "bin", "crontab")) != nil {
+		t.Fatal(err)
+	}
+	mine := "MAILTO=ann@example.com\n30 4 * * * /usr/bin/backup\n"
+	old := BlockBegin + "\n0 * * * * /old/trendfetch run --region US\n" + BlockEnd + "\n"
+	if err := os.WriteFile(crontab, []byte(mine+old+"15 * * * * /usr/bin/other\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "FILE"), []byte(out.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		sh := exec.Command("/bin/sh", "-c", install)
+		sh.Dir, sh.Env = dir, []string{"PATH=" + filepath.Join(dir, "bin") + ":/usr/bin:/bin"}
+		if o, err := sh.CombinedOutput(); err != nil {
+			t.Fatalf("%s: %v\n%s", install, err, o)
+		}
+	}
+	if got, want := strings.Join(readLines(t, crontab), "\n")+"\n", mine+"15 * * * * /usr/bin/other\n"+out.String(); got != want {
+		t.Errorf("crontab after installing twice:\n%s\nwant:\n%s", got, want)
+	}
+}

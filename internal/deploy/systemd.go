@@ -67,9 +67,9 @@ type Units struct {
 	QuotaDB         string   // the embedded quota backend's file when not quota.db beside Database
 	Flags           []string // further flags (--credential ...)
 	Env             []string // NAME=value settings without a flag (QuotaDB replaces TRENDFETCH_QUOTA_DB's)
-	KeyCredential   string   // the systemd credential holding the API key
+	KeyCredential   string   // the systemd credential holding the API key ("" = the key is in a file)
 	Credentials     []string // further ones, loaded from EtcDir/NAME (secrets the caller's environment gave)
-	SecretFiles     []string // the files the service reads secrets from
+	SecretFiles     []string // the files the service reads secrets from (the config's *_file settings)
 	MetricsTextfile string   // runs.metrics_textfile ("" = off)
 	Timers          []Timer  // the regions in stagger order
 }
@@ -179,9 +179,11 @@ func (u Units) placeDatabases(p *placement) error {
 func (u Units) header(b *strings.Builder, p placement) {
 	fmt.Fprintf(b, "# %s\n", u.Title)
 	b.WriteString("# Install, as root:\n")
-	fmt.Fprintf(b, "#   useradd --system --user-group --home-dir %s --shell /usr/sbin/nologin %s\n", StateDir, User)
-	for _, name := range append([]string{"youtube-api-key"}, u.Credentials...) {
-		fmt.Fprintf(b, "#   install -d %s && (umask 077 && cat >%s/%s)   # paste it, then Ctrl-D\n", EtcDir, EtcDir, name)
+	for _, line := range InstallSteps(u.credentialFiles()...) {
+		fmt.Fprintf(b, "#   %s\n", line)
+	}
+	for _, f := range u.SecretFiles { // read by the service itself, not by systemd as root
+		fmt.Fprintf(b, "#   chown %s: %s && chmod 600 %s\n", User, ShellQuote(f), ShellQuote(f))
 	}
 	b.WriteString("#   save this output through: awk '/^# ---- /{f=\"/etc/systemd/system/\"$3; next} f{print >f}'\n")
 	timers := make([]string, len(u.Timers))
@@ -239,7 +241,9 @@ func (u Units) service(b *strings.Builder, t Timer, after, args string, env, rw 
 	for _, kv := range env {
 		fmt.Fprintf(b, "Environment=%s\n", Quote(kv))
 	}
-	fmt.Fprintf(b, "LoadCredential=%s:%s/youtube-api-key\n", strings.ReplaceAll(u.KeyCredential, "%", "%%"), EtcDir)
+	if u.KeyCredential != "" {
+		fmt.Fprintf(b, "LoadCredential=%s:%s/youtube-api-key\n", strings.ReplaceAll(u.KeyCredential, "%", "%%"), EtcDir)
+	}
 	for _, name := range u.Credentials {
 		fmt.Fprintf(b, "LoadCredential=%s:%s/%s\n", name, EtcDir, name)
 	}
@@ -249,6 +253,25 @@ func (u Units) service(b *strings.Builder, t Timer, after, args string, env, rw 
 	for _, p := range rw {
 		fmt.Fprintf(b, "ReadWritePaths=%s\n", Quote(p))
 	}
+}
+
+// InstallSteps is the shell lines creating the services' user and, typed into no shell history,
+// each credential file under EtcDir that LoadCredential= reads (root's, mode 0600); the
+// generated units and configs/trendfetch.service give the same.
+func InstallSteps(credentials ...string) []string {
+	steps := []string{fmt.Sprintf("useradd --system --user-group --home-dir %s --shell /usr/sbin/nologin %s", StateDir, User)}
+	for _, name := range credentials {
+		steps = append(steps, fmt.Sprintf("install -d %s && (umask 077 && cat >%s/%s)   # paste it, then Ctrl-D", EtcDir, EtcDir, name))
+	}
+	return steps
+}
+
+// credentialFiles is the files under EtcDir that LoadCredential= reads.
+func (u Units) credentialFiles() []string {
+	if u.KeyCredential == "" {
+		return u.Credentials
+	}
+	return append([]string{"youtube-api-key"}, u.Credentials...)
 }
 
 // timer writes region t's .timer.

@@ -2,6 +2,7 @@ package deploy
 
 import (
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -307,5 +308,26 @@ func TestUnitsEscapeSpecifiersAndVariables(t *testing.T) {
 	}
 	if !slices.Contains(rw, "/srv/a$b%c") {
 		t.Errorf("ReadWritePaths=%q, want the database's directory /srv/a$b%%c", rw)
+	}
+}
+
+// TestShippedUnitInstallsAsGenerated: configs/trendfetch.service's install header creates the
+// user and the key's credential file with the generated units' steps (a user group; the key
+// pasted, never typed into a command line and the shell's history).
+func TestShippedUnitInstallsAsGenerated(t *testing.T) {
+	data, err := os.ReadFile("../../configs/trendfetch.service")
+	if err != nil {
+		t.Fatal(err)
+	}
+	header, _, _ := strings.Cut(string(data), "\n[Unit]")
+	for _, step := range InstallSteps("youtube-api-key") {
+		if !strings.Contains(header, "\n#   "+step+"\n") {
+			t.Errorf("the shipped unit's header lacks the generated step %q:\n%s", step, header)
+		}
+	}
+	for _, line := range strings.Split(header, "\n") {
+		if strings.Contains(line, "youtube-api-key") && strings.ContainsAny(line, "'\"") {
+			t.Errorf("the key is typed into a command line: %s", line)
+		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -27,12 +28,19 @@ func (e *Engine) Crontab(sc config.Schedule, title string, inv Invocation) (depl
 	if err := writable("schedule.log_dir (--log-dir)", logDir); err != nil {
 		return deploy.Crontab{}, err
 	}
-	return deploy.Crontab{Title: title, Comments: inv.Warnings, Args: inv.Args, Env: inv.Env, LogDir: logDir,
-		TimeZone: sc.Timezone, Jobs: jobs}, nil
+	cr, err := e.cfg.FindCredential(e.cfg.Credential)
+	if err != nil {
+		return deploy.Crontab{}, err
+	}
+	return deploy.Crontab{Title: title, Comments: append(slices.Clone(inv.Warnings), inv.Unsent...), Args: inv.Args, Env: inv.Env,
+		LogDir: logDir, TimeZone: sc.Timezone, KeyFile: cr.KeyFile != "", Jobs: jobs}, nil
 }
 
 // SystemdUnits is, per configured region under sc, a .service running it as inv and a .timer at
-// its staggered ticks; a region's own cron spec is refused (no OnCalendar= form here).
+// its staggered ticks; a region's own cron spec is refused (no OnCalendar= form here). A secret
+// this environment gives reaches the units as a credential (LoadCredential=), so inv.Unsent
+// warns of nothing here; the files the config names are read by the units' user
+// (docs/operations.md, "systemd timers").
 func (e *Engine) SystemdUnits(sc config.Schedule, title string, inv Invocation) (deploy.Units, error) {
 	cfg := e.cfg
 	u := deploy.Units{
@@ -40,13 +48,13 @@ func (e *Engine) SystemdUnits(sc config.Schedule, title string, inv Invocation) 
 		SecretFiles: cfg.SecretFiles(), KeyCredential: config.KeyCredentialPrefix + cfg.Credential,
 	}
 	u.Config, u.Flags = unitFlags(inv.Args[1:], store.EngineOf(cfg.Database) == store.PostgreSQL)
-	if r := cfg.Runs; r.CheckinURL != "" && r.CheckinURLFile == "" {
-		u.Credentials = append(u.Credentials, config.CheckinURLCredential)
-	}
+	u.Credentials = e.unitCredentials()
 	if err := e.unitDatabases(&u); err != nil {
 		return u, err
 	}
-	if cr, err := cfg.FindCredential(cfg.Credential); err == nil && cr.KeyCredential != "" {
+	if cr, err := cfg.FindCredential(cfg.Credential); err == nil && cr.KeyFile != "" {
+		u.KeyCredential = "" // the key file wins over a credential (config.Credential.APIKey)
+	} else if err == nil && cr.KeyCredential != "" {
 		u.KeyCredential = cr.KeyCredential
 	}
 	var err error
@@ -66,6 +74,23 @@ func unitFlags(args []string, postgres bool) (configFile string, flags []string)
 		}
 	}
 	return configFile, flags
+}
+
+// unitCredentials is the systemd credentials (config's names) of the secrets in force that no
+// file setting gives: the units read them from $CREDENTIALS_DIRECTORY.
+func (e *Engine) unitCredentials() []string {
+	r, c := e.cfg.Quota.Redis, e.cfg.Runs
+	var out []string
+	for _, s := range []struct{ value, file, name string }{
+		{r.URL, r.URLFile, "redis-url"},
+		{r.Sentinel.Password, r.Sentinel.PasswordFile, "redis-sentinel-password"},
+		{c.CheckinURL, c.CheckinURLFile, config.CheckinURLCredential},
+	} {
+		if s.value != "" && s.file == "" {
+			out = append(out, s.name)
+		}
+	}
+	return out
 }
 
 // unitDatabases sets u's SQLite database and, when not quota.db beside it, the embedded quota

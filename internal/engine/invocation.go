@@ -17,9 +17,10 @@ import (
 
 // Invocation is how a job started by cron or systemd runs trendfetch with the settings in force
 // here: the binary's absolute path and flags (Args), NAME=value settings without a flag (Env),
-// and warnings about secrets the environment holds that the job will not have.
+// and warnings (Warnings; Unsent: about secrets the environment holds that a cron job will not
+// have and no file setting gives it: under systemd, credentials carry them).
 type Invocation struct {
-	Args, Env, Warnings []string
+	Args, Env, Warnings, Unsent []string
 }
 
 // Invocation builds the command reproducing this process's settings for cron or systemd:
@@ -34,7 +35,9 @@ func (e *Engine) Invocation(configFile string, flagged func(flag string) bool) (
 	inv := Invocation{Args: []string{bin}}
 	for _, s := range config.Settings() {
 		value, warning := e.invocationValue(s, configFile, flagged)
-		if warning != "" {
+		if s.Secret != "" && warning != "" {
+			inv.Unsent = append(inv.Unsent, warning)
+		} else if warning != "" {
 			inv.Warnings = append(inv.Warnings, warning)
 		}
 		if value == "" {
@@ -45,8 +48,8 @@ func (e *Engine) Invocation(configFile string, flagged func(flag string) bool) (
 		}
 	}
 	for _, cr := range e.cfg.Credentials {
-		if cr.KeyEnv != "" && e.fromEnv(cr.KeyEnv) {
-			inv.Warnings = append(inv.Warnings, "WARNING: $"+cr.KeyEnv+" is set here, but the job will not have it: use api_key_file (or api_key_credential under systemd)")
+		if cr.KeyEnv != "" && cr.KeyFile == "" && e.fromEnv(cr.KeyEnv) {
+			inv.Unsent = append(inv.Unsent, "WARNING: $"+cr.KeyEnv+" is set here, but the job will not have it: use api_key_file (or api_key_credential under systemd)")
 		}
 	}
 	return inv, nil
@@ -76,7 +79,7 @@ func (e *Engine) fromEnv(name string) bool {
 func (e *Engine) invocationValue(s config.Setting, configFile string, flagged func(string) bool) (value, warning string) {
 	switch {
 	case s.Secret != "":
-		if e.fromEnv(s.Env) {
+		if e.fromEnv(s.Env) && e.secretFile(s.Secret) == "" {
 			warning = "WARNING: $" + s.Env + " is set here, but the job will not have it: use " + s.Secret
 		}
 		return "", warning
@@ -91,6 +94,13 @@ func (e *Engine) invocationValue(s config.Setting, configFile string, flagged fu
 		return "", "WARNING: the database URL holds a password, which no job line shows: give the URL in store.url_file"
 	}
 	return value, ""
+}
+
+// secretFile is the value of the *_file setting named setting ("" = unset).
+func (e *Engine) secretFile(setting string) string {
+	r := e.cfg.Quota.Redis
+	return map[string]string{"quota.redis.url_file": r.URLFile, "quota.redis.sentinel.password_file": r.Sentinel.PasswordFile,
+		"runs.checkin_url_file": e.cfg.Runs.CheckinURLFile}[setting]
 }
 
 // add writes setting s = value as a flag, or a NAME=value line when s has no flag; a path
