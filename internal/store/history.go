@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // Capture is one chart, narrowed category chart or list of search hits
@@ -91,6 +92,9 @@ func (s *Store) CaptureAt(ctx context.Context, q CaptureQuery) (Capture, []Entry
 	case q.Kind != KindChart && q.Kind != KindCategory && q.Kind != KindSearch:
 		return Capture{}, nil, fmt.Errorf("cannot read capture: unknown kind %q", q.Kind)
 	}
+	if !storable(q.Region) || !storable(q.Query) { // so no capture has it; PostgreSQL refuses it
+		return Capture{}, nil, q.notFound()
+	}
 	query, args := captureSQL+byRun+byRank, []any{q.RunID, q.Region, q.Kind, q.Query}
 	if q.RunID == 0 {
 		at := "9999"
@@ -122,16 +126,27 @@ func (s *Store) CaptureAt(ctx context.Context, q CaptureQuery) (Capture, []Entry
 		return Capture{}, nil, fmt.Errorf("cannot read capture: %w", err)
 	}
 	if c.CapturedAt = parseTime(ts); !found {
-		what, of := "complete ", ""
-		if q.Partial || q.RunID != 0 {
-			what = ""
-		}
-		if q.RunID != 0 {
-			of = fmt.Sprintf(" by run %d", q.RunID)
-		}
-		return Capture{}, nil, fmt.Errorf("no %s%s capture of %s%s: %w", what, q.Kind, q.Region, of, ErrNotFound)
+		return Capture{}, nil, q.notFound()
 	}
 	return c, entries, nil
+}
+
+// notFound is the error of no capture q selects (wraps ErrNotFound).
+func (q CaptureQuery) notFound() error {
+	what, of := "complete ", ""
+	if q.Partial || q.RunID != 0 {
+		what = ""
+	}
+	if q.RunID != 0 {
+		of = fmt.Sprintf(" by run %d", q.RunID)
+	}
+	return fmt.Errorf("no %s%s capture of %s%s: %w", what, q.Kind, q.Region, of, ErrNotFound)
+}
+
+// storable reports whether s is text both engines store: valid UTF-8
+// without U+0000 (PostgreSQL's text holds neither).
+func storable(s string) bool {
+	return utf8.ValidString(s) && !strings.ContainsRune(s, 0)
 }
 
 // Statistics point sources (StatsPoint.Source): an entry of a chart or

@@ -231,3 +231,21 @@ func TestHistoryChanges(t *testing.T) {
 		}
 	})
 }
+
+// TestCaptureAtUnstorableQuery: a search query no capture can have (a NUL,
+// invalid UTF-8) is not found on both engines, not an error of PostgreSQL's
+// (issue 40 item 3).
+func TestCaptureAtUnstorableQuery(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, s *Store) {
+		for _, q := range []string{"\x00", "a\xffb"} {
+			_, _, err := s.CaptureAt(context.Background(), CaptureQuery{Region: "US", Kind: KindSearch, Query: q})
+			if !errors.Is(err, ErrNotFound) {
+				t.Errorf("CaptureAt of search %q: %v, want ErrNotFound", q, err)
+			}
+		}
+		_, _, err := s.CaptureAt(context.Background(), CaptureQuery{Region: "U\x00", Kind: KindChart})
+		if !errors.Is(err, ErrNotFound) {
+			t.Errorf("CaptureAt of region U\\x00: %v, want ErrNotFound", err)
+		}
+	})
+}

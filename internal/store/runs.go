@@ -193,12 +193,13 @@ func (s *Store) RunsPage(ctx context.Context, q RunsQuery) ([]Run, error) {
 		limit = 1 << 62 // no limit, on both engines (an int64: 32-bit builds too)
 	}
 	// substr counts characters: MaxReasonBytes+1 tell capReason it is longer.
+	// The cast makes PostgreSQL take the cursor as 64-bit (else int4 from 0).
 	var out []Run
 	err := each(ctx, s.db, `
 SELECT id, credential, region, started_at, finished_at, pages, videos, units, calls, unmetered,
        outcome, substr(reason, 1, ?4), retry_after_ms, retry_at, pid, host
 FROM runs
-WHERE (?1 = '' OR region = ?1) AND (?2 <= 0 OR id < ?2)
+WHERE (?1 = '' OR region = ?1) AND (CAST(?2 AS BIGINT) <= 0 OR id < ?2)
 ORDER BY id DESC LIMIT ?3`, []any{q.Region, q.Before, limit, MaxReasonBytes + 1}, func(rows *sql.Rows) error {
 		var (
 			r                          Run

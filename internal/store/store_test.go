@@ -382,6 +382,10 @@ func TestRunsPage(t *testing.T) {
 		if !slices.Equal(got, us) {
 			t.Errorf("US runs paged 3 at a time: %v, want %v", got, us)
 		}
+		// A cursor past 32 bits is an id like any other (issue 40 item 3).
+		if page, err := s.RunsPage(ctx, RunsQuery{Region: "US", Before: 3000000000}); err != nil || len(page) != len(us) {
+			t.Errorf("RunsPage before 3000000000: %d runs, %v; want %d", len(page), err, len(us))
+		}
 	})
 }
 
