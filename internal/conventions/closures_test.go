@@ -30,10 +30,7 @@ var baseline = map[string]bool{
 	"cmd/trendfetch/cmd_runs.go:newRunsCmd":         true,
 	"cmd/trendfetch/cmd_schedule.go:newScheduleCmd": true,
 	"cmd/trendfetch/cmd_search.go:newSearchCmd":     true,
-	"internal/fetch/steps.go:save":                  true,
 	"internal/plan/plan.go:bucketDay":               true,
-	"internal/quota/lease.go:acquireLease":          true,
-	"internal/schedule/scheduler.go:wrap":           true,
 	"internal/serve/serve.go:guard":                 true,
 	"internal/store/history.go:History":             true,
 }

@@ -149,20 +149,7 @@ func (e *Engine) Check(ctx context.Context, method string, count int64) (CheckRe
 		case cb.Need > b.Limit:
 			never = true
 		case cb.Need > b.Remaining:
-			var lo, hi time.Time
-			switch {
-			case b.Calendar:
-				lo, hi = quota.NextPacificMidnight(now), quota.NextPacificMidnight(now)
-			case cb.Need == 1 && b.RetryAfterOne > 0:
-				lo, hi = now.Add(b.RetryAfterOne), now.Add(b.RetryAfterOne)
-			case cb.Need == b.MaxCost && b.RetryAfterMax > 0:
-				lo, hi = now.Add(b.RetryAfterMax), now.Add(b.RetryAfterMax)
-			case !b.Oldest.IsZero(): // the oldest entry leaving is the soonest anything frees;
-				lo, hi = b.Oldest.Add(b.Window), now.Add(b.Window) // by now + window all have left
-			default:
-				lo, hi = now.Add(max(b.RetryAfterOne, time.Nanosecond)), now.Add(b.Window)
-			}
-			lo, hi = ceilSecond(lo), ceilSecond(hi)
+			lo, hi := fitsWhen(b, cb.Need, now)
 			cb.FitsAt, cb.FitsBy = &lo, &hi
 			out.Fits = false
 			later(&at, lo)
@@ -176,6 +163,25 @@ func (e *Engine) Check(ctx context.Context, method string, count int64) (CheckRe
 	}
 	out.Fits = out.Fits && !never
 	return out, nil
+}
+
+// fitsWhen is when need units of bucket b, more than it has left, fit (at the soonest, by the
+// latest), in whole seconds rounded up: exact for a calendar bucket, one call of cost 1 and one
+// of the largest cost; from the oldest entry and the window otherwise.
+func fitsWhen(b quota.BucketStatus, need int64, now time.Time) (lo, hi time.Time) {
+	switch {
+	case b.Calendar:
+		lo, hi = quota.NextPacificMidnight(now), quota.NextPacificMidnight(now)
+	case need == 1 && b.RetryAfterOne > 0:
+		lo, hi = now.Add(b.RetryAfterOne), now.Add(b.RetryAfterOne)
+	case need == b.MaxCost && b.RetryAfterMax > 0:
+		lo, hi = now.Add(b.RetryAfterMax), now.Add(b.RetryAfterMax)
+	case !b.Oldest.IsZero(): // the oldest entry leaving is the soonest anything frees;
+		lo, hi = b.Oldest.Add(b.Window), now.Add(b.Window) // by now + window all have left
+	default:
+		lo, hi = now.Add(max(b.RetryAfterOne, time.Nanosecond)), now.Add(b.Window)
+	}
+	return ceilSecond(lo), ceilSecond(hi)
 }
 
 // ceilSecond is t in UTC rounded up to a whole second.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"strconv"
 	"time"
 
@@ -100,39 +101,55 @@ func (e *Engine) Serve(ctx context.Context, ln net.Listener, token string, m *me
 	if rate.Limiter != nil {
 		defer rate.Limiter.Close()
 	}
-	sc, creds := e.cfg.Serve, e.credentialNames()
-	plan, _ := e.cfg.Schedule.Plan(e.cfg.Regions)
+	sc := e.cfg.Serve
 	h := serve.Handler(serve.Options{
-		Store: st,
-		Quota: func(ctx context.Context) []quota.Status {
-			out := make([]quota.Status, len(creds))
-			for i, c := range creds {
-				out[i] = quota.Status{Credential: c, Backend: e.cfg.Quota.Backend, Reachable: true}
-				if lim != nil {
-					out[i] = lim.Status(ctx, c)
-				}
-			}
-			return out
-		},
-		Regions: func(now time.Time) []serve.Region {
-			out := make([]serve.Region, len(plan))
-			for i, p := range plan {
-				next := p.Schedule.Next(now).UTC()
-				out[i] = serve.Region{Region: p.Region, Name: regions.Name(p.Region), Schedule: p.Spec, NextRun: &next,
-					Interval: p.Schedule.Next(next).Sub(next)}
-			}
-			return out
-		},
+		Store: st, Quota: e.quotaStatuses(lim), Regions: e.servedRegions(),
 		Metrics: m.Handler(), Token: token, RateLimit: rate, Timeout: sc.Timeout.Std(),
 		Hosts: sc.Hosts, CORSOrigins: sc.CORSOrigins, Log: e.log,
 	})
 	srv := serve.NewServer(h, serve.DefaultTimeouts, sc.Timeout.Std(), e.log)
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
 	defer sdnotify.Ready(ctx, e.log)() // systemd Type=notify: ready, watchdog, stopping
 	e.log.Info().Str("addr", ln.Addr().String()).Bool("token", token != "").Int64("rate_limit", max(sc.RateLimit.Limit, 0)).
 		Str("rate_limit_algorithm", sc.RateLimit.Algorithm).Dur("timeout", sc.Timeout.Std()).
 		Msg("serving the read API and dashboard")
+	return e.serveUntilDone(ctx, srv, ln)
+}
+
+// quotaStatuses is serve's quota view: each configured credential's status from lim (nil: no
+// quota database yet, each credential reachable with nothing used).
+func (e *Engine) quotaStatuses(lim *quota.Limiter) func(context.Context) []quota.Status {
+	creds := e.credentialNames()
+	return func(ctx context.Context) []quota.Status {
+		out := make([]quota.Status, len(creds))
+		for i, c := range creds {
+			out[i] = quota.Status{Credential: c, Backend: e.cfg.Quota.Backend, Reachable: true}
+			if lim != nil {
+				out[i] = lim.Status(ctx, c)
+			}
+		}
+		return out
+	}
+}
+
+// servedRegions is serve's regions: each scheduled region with its schedule and next run.
+func (e *Engine) servedRegions() func(time.Time) []serve.Region {
+	plan, _ := e.cfg.Schedule.Plan(e.cfg.Regions)
+	return func(now time.Time) []serve.Region {
+		out := make([]serve.Region, len(plan))
+		for i, p := range plan {
+			next := p.Schedule.Next(now).UTC()
+			out[i] = serve.Region{Region: p.Region, Name: regions.Name(p.Region), Schedule: p.Spec, NextRun: &next,
+				Interval: p.Schedule.Next(next).Sub(next)}
+		}
+		return out
+	}
+}
+
+// serveUntilDone serves srv on ln until ctx is done, then shuts it down within 10s (connections
+// still open then are closed). Errors: the listener's.
+func (e *Engine) serveUntilDone(ctx context.Context, srv *http.Server, ln net.Listener) error {
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
 	select {
 	case err := <-errc:
 		return fmt.Errorf("serve: %w", err)

@@ -42,28 +42,11 @@ func call[C apiCall[T], T any](ctx context.Context, r *Runner, st *runState, met
 		if err != nil {
 			return zero, err
 		}
-		// One attempt under the request timeout; GotConn tells whether it may have left the host.
-		var gotConn atomic.Bool
-		reqCtx, cancel := context.WithTimeout(httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
-			GotConn: func(httptrace.GotConnInfo) { gotConn.Store(true) },
-		}), st.set.Timeout)
-		start := time.Now()
-		resp, err := req(reqCtx).Do()
-		cancel()
-		st.calls[method]++
-		if r.OnCall != nil {
-			status := 200
-			if ge, ok := errors.AsType[*googleapi.Error](err); ok {
-				status = ge.Code
-			} else if err != nil {
-				status = 0
-			}
-			r.OnCall(method, status, time.Since(start))
-		}
+		resp, gotConn, err := send(ctx, r, st, method, req)
 		if err == nil {
 			return resp, nil
 		}
-		if err = redact(err); neverLeft(err, gotConn.Load()) {
+		if err = redact(err); neverLeft(err, gotConn) {
 			r.refund(ctx, st, method, res, err)
 		}
 		if ctx.Err() != nil {
@@ -76,19 +59,57 @@ func call[C apiCall[T], T any](ctx context.Context, r *Runner, st *runState, met
 			}
 			return zero, err
 		}
-		wait := backoff(st.set.RetryBackoff, attempt)
-		if ge, ok := errors.AsType[*googleapi.Error](err); ok { // Retry-After: whole seconds
-			if secs, _ := strconv.Atoi(ge.Header.Get("Retry-After")); secs > 0 {
-				wait = min(time.Duration(secs)*time.Second, maxRetryAfter)
-			}
+		if err := sleepBeforeRetry(ctx, st, method, err, attempt); err != nil {
+			return zero, err
 		}
-		st.log.Warn().Err(err).Str("method", method).Int("attempt", attempt+1).
-			Int64("backoff_ms", wait.Milliseconds()).Msg("transient API failure; retrying")
-		select {
-		case <-ctx.Done():
-			return zero, ctx.Err()
-		case <-time.After(wait):
+	}
+}
+
+// send sends one attempt of method under the request timeout, counts it and tells OnCall;
+// gotConn tells whether it may have left the host (a connection was obtained).
+func send[C apiCall[T], T any](ctx context.Context, r *Runner, st *runState, method string, req func(context.Context) C) (resp T, gotConn bool, err error) {
+	var got atomic.Bool
+	reqCtx, cancel := context.WithTimeout(httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
+		GotConn: func(httptrace.GotConnInfo) { got.Store(true) },
+	}), st.set.Timeout)
+	start := time.Now()
+	resp, err = req(reqCtx).Do()
+	cancel()
+	st.calls[method]++
+	if r.OnCall != nil {
+		r.OnCall(method, httpStatus(err), time.Since(start))
+	}
+	return resp, got.Load(), err
+}
+
+// httpStatus is the HTTP status of an attempt's error for OnCall: 200 for nil, the API
+// error's code, 0 when no answer came.
+func httpStatus(err error) int {
+	if err == nil {
+		return 200
+	}
+	if ge, ok := errors.AsType[*googleapi.Error](err); ok {
+		return ge.Code
+	}
+	return 0
+}
+
+// sleepBeforeRetry waits before attempt+2 of method: the answer's Retry-After (whole seconds,
+// capped at maxRetryAfter), else the backoff; ctx's error when it ends first.
+func sleepBeforeRetry(ctx context.Context, st *runState, method string, err error, attempt int) error {
+	wait := backoff(st.set.RetryBackoff, attempt)
+	if ge, ok := errors.AsType[*googleapi.Error](err); ok {
+		if secs, _ := strconv.Atoi(ge.Header.Get("Retry-After")); secs > 0 {
+			wait = min(time.Duration(secs)*time.Second, maxRetryAfter)
 		}
+	}
+	st.log.Warn().Err(err).Str("method", method).Int("attempt", attempt+1).
+		Int64("backoff_ms", wait.Milliseconds()).Msg("transient API failure; retrying")
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(wait):
+		return nil
 	}
 }
 

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"time"
 
+	"google.golang.org/api/youtube/v3"
+
 	"github.com/trendfetch/trendfetch/internal/callsite"
 	"github.com/trendfetch/trendfetch/internal/store"
 )
@@ -18,12 +20,11 @@ import (
 // transaction. A page token seen twice, a malformed page or a page past the
 // documented 200 videos stops it with an error.
 func (r *Runner) chart(ctx context.Context, st *runState, category string) error {
-	run := st.run
-	pageSize := st.set.PageSize
+	run, pageSize := st.run, st.set.PageSize
 	maxPages := (callsite.ChartMax+int(pageSize)-1)/int(pageSize) + 1
-	kind, query, rank := store.KindChart, "", 1
+	snap := store.Snapshot{Kind: store.KindChart, FirstRank: 1}
 	if category != "" {
-		kind, query = store.KindCategory, category
+		snap.Kind, snap.Query = store.KindCategory, category
 	}
 	seen := map[string]bool{}
 	token := ""
@@ -34,52 +35,66 @@ func (r *Runner) chart(ctx context.Context, st *runState, category string) error
 		if page >= maxPages {
 			return fmt.Errorf("chart of %s did not end after %d pages (the API documents at most %d videos): stopped", run.Region, page, callsite.ChartMax)
 		}
-		req := r.Service.Videos.List([]string{"snippet", "contentDetails", "statistics"}).
-			Chart("mostPopular").RegionCode(run.Region).MaxResults(pageSize)
-		if category != "" {
-			req = req.VideoCategoryId(category)
-		}
-		if token != "" {
-			req = req.PageToken(token)
-		}
-		resp, counts, err := callGiven(ctx, r, st, callsite.VideosList, req.Context)
+		resp, counts, err := callGiven(ctx, r, st, callsite.VideosList, r.chartRequest(st, category, token).Context)
 		if err != nil {
 			return err
 		}
-		if n := len(resp.Items); n > int(pageSize) || rank-1+n > callsite.ChartMax {
+		if n := len(resp.Items); n > int(pageSize) || snap.FirstRank-1+n > callsite.ChartMax {
 			return fmt.Errorf("page %d of the %s chart is malformed: %d items for maxResults=%d (at most %d videos a chart): nothing of it stored", page+1, run.Region, n, pageSize, callsite.ChartMax)
 		}
-		videos := st.fetched(counts, resp.Items)
-		what := fmt.Sprintf("cannot store page %d of the %s chart", page+1, run.Region)
-		if err := r.save(ctx, st, kind, query, rank, videos, what); err != nil {
+		snap.Videos = st.fetched(counts, resp.Items)
+		if err := r.save(ctx, st, snap, fmt.Sprintf("cannot store page %d of the %s chart", page+1, run.Region)); err != nil {
 			return err
 		}
-		rank += len(videos)
-		st.log.Debug().Int("page", page+1).Int("videos", len(videos)).Str("category", category).Msg("chart page stored")
+		snap.FirstRank += len(snap.Videos)
+		st.log.Debug().Int("page", page+1).Int("videos", len(snap.Videos)).Str("category", category).Msg("chart page stored")
 		token = resp.NextPageToken
 		if token == "" || len(resp.Items) == 0 {
-			return r.complete(ctx, st, kind, query)
+			return r.complete(ctx, st, snap.Kind, snap.Query)
 		}
-		if seen[token] {
-			return fmt.Errorf("chart of %s: the API returned page token %q twice: stopped", run.Region, token)
+		if err := nextChartPage(run.Region, token, seen, snap.FirstRank-1); err != nil {
+			return err
 		}
-		if rank-1 >= callsite.ChartMax {
-			return fmt.Errorf("chart of %s offers more than the documented %d videos (another page after %d): stopped", run.Region, callsite.ChartMax, rank-1)
-		}
-		seen[token] = true
 	}
 }
 
-// save stores one page of a snapshot in one transaction, whole even if a
-// signal arrives now (ctx's cancellation ignored); what names it in errors.
-func (r *Runner) save(ctx context.Context, st *runState, kind, query string, firstRank int, videos []store.Video, what string) error {
-	r.scrubTexts(&query)
-	r.scrubTexts(videos)
-	err := r.Store.SaveSnapshot(context.WithoutCancel(ctx),
-		store.Snapshot{RunID: st.run.ID, Region: st.run.Region, Kind: kind, Query: query, FirstRank: firstRank, Videos: videos, At: r.now()})
+// chartRequest is the videos.list request of the chart page at token ("" the first).
+func (r *Runner) chartRequest(st *runState, category, token string) *youtube.VideosListCall {
+	req := r.Service.Videos.List([]string{"snippet", "contentDetails", "statistics"}).
+		Chart("mostPopular").RegionCode(st.run.Region).MaxResults(st.set.PageSize)
+	if category != "" {
+		req = req.VideoCategoryId(category)
+	}
+	if token != "" {
+		req = req.PageToken(token)
+	}
+	return req
+}
+
+// nextChartPage checks that the chart may go on to the page at token after stored videos, and
+// marks token seen: a token seen twice or a page past the documented 200 videos is an error.
+func nextChartPage(region, token string, seen map[string]bool, stored int) error {
+	if seen[token] {
+		return fmt.Errorf("chart of %s: the API returned page token %q twice: stopped", region, token)
+	}
+	if stored >= callsite.ChartMax {
+		return fmt.Errorf("chart of %s offers more than the documented %d videos (another page after %d): stopped", region, callsite.ChartMax, stored)
+	}
+	seen[token] = true
+	return nil
+}
+
+// save stores one page of a snapshot (its kind, query, first rank and videos; the run, region
+// and time are the run's) in one transaction, whole even if a signal arrives now (ctx's
+// cancellation ignored); what names it in errors.
+func (r *Runner) save(ctx context.Context, st *runState, snap store.Snapshot, what string) error {
+	r.scrubTexts(&snap.Query)
+	r.scrubTexts(snap.Videos)
+	snap.RunID, snap.Region, snap.At = st.run.ID, st.run.Region, r.now()
+	err := r.Store.SaveSnapshot(context.WithoutCancel(ctx), snap)
 	if err == nil {
 		st.run.Pages++
-		st.run.Videos += len(videos)
+		st.run.Videos += len(snap.Videos)
 	}
 	return r.stored(st, err, what)
 }
@@ -310,6 +325,21 @@ func (r *Runner) searches(ctx context.Context, st *runState, searches []Search) 
 			return err
 		}
 	}
+	if err := r.fetchHits(ctx, st, all); err != nil {
+		warnUnstored(st, all)
+		return err
+	}
+	for _, h := range all {
+		if err := r.saveHits(ctx, st, h); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// fetchHits fetches the videos of the hits in all that the run has not fetched yet, in batches
+// of callsite.MaxIDs ids.
+func (r *Runner) fetchHits(ctx context.Context, st *runState, all []searchHits) error {
 	var missing []string
 	for _, h := range all {
 		for _, id := range h.ids {
@@ -325,15 +355,9 @@ func (r *Runner) searches(ctx context.Context, st *runState, searches []Search) 
 			err = fmt.Errorf("videos.list for %d search hits is malformed: %d items: nothing of it stored", len(batch), len(resp.Items))
 		}
 		if err != nil {
-			warnUnstored(st, all)
 			return err
 		}
 		st.fetched(counts, resp.Items)
-	}
-	for _, h := range all {
-		if err := r.saveHits(ctx, st, h); err != nil {
-			return err
-		}
 	}
 	return nil
 }
@@ -366,7 +390,7 @@ func (r *Runner) saveHits(ctx context.Context, st *runState, h searchHits) error
 		pages[1] = nil // an empty capture
 	}
 	for _, first := range slices.Sorted(maps.Keys(pages)) {
-		if err := r.save(ctx, st, store.KindSearch, h.q, first, pages[first], what); err != nil {
+		if err := r.save(ctx, st, store.Snapshot{Kind: store.KindSearch, Query: h.q, FirstRank: first, Videos: pages[first]}, what); err != nil {
 			return err
 		}
 	}
@@ -387,17 +411,7 @@ func (r *Runner) search(ctx context.Context, st *runState, s Search) (searchHits
 	before := maps.Clone(st.run.Units)
 	token := ""
 	for page := 0; page < max(s.MaxPages, 1); page++ {
-		req := r.Service.Search.List([]string{"id"}).Type("video").RegionCode(st.run.Region).Q(s.Q).MaxResults(callsite.MaxIDs)
-		if s.Order != "" {
-			req = req.Order(s.Order)
-		}
-		if s.PublishedAfter > 0 {
-			req = req.PublishedAfter(r.now().Add(-s.PublishedAfter).UTC().Format(time.RFC3339))
-		}
-		if token != "" {
-			req = req.PageToken(token)
-		}
-		resp, err := call(ctx, r, st, callsite.SearchList, req.Context)
+		resp, err := call(ctx, r, st, callsite.SearchList, r.searchRequest(st, s, token).Context)
 		if err == nil && len(resp.Items) > callsite.MaxIDs {
 			err = fmt.Errorf("search.list page %d for %q is malformed: %d items for maxResults=%d: nothing of it stored", page+1, s.Q, len(resp.Items), callsite.MaxIDs)
 		}
@@ -405,12 +419,7 @@ func (r *Runner) search(ctx context.Context, st *runState, s Search) (searchHits
 			hits.units = spentSince(before, st.run.Units)
 			return hits, err
 		}
-		for _, it := range resp.Items {
-			if it == nil || it.Id == nil || it.Id.VideoId == "" || slices.Contains(hits.ids, it.Id.VideoId) {
-				continue
-			}
-			hits.ids = append(hits.ids, it.Id.VideoId)
-		}
+		hits.add(resp.Items)
 		if resp.NextPageToken == "" || resp.NextPageToken == token {
 			break
 		}
@@ -419,6 +428,31 @@ func (r *Runner) search(ctx context.Context, st *runState, s Search) (searchHits
 	hits.units = spentSince(before, st.run.Units)
 	st.log.Debug().Str("q", s.Q).Int("hits", len(hits.ids)).Interface("units", hits.units).Msg("search done")
 	return hits, nil
+}
+
+// searchRequest is the search.list request of s's page at token ("" the first).
+func (r *Runner) searchRequest(st *runState, s Search, token string) *youtube.SearchListCall {
+	req := r.Service.Search.List([]string{"id"}).Type("video").RegionCode(st.run.Region).Q(s.Q).MaxResults(callsite.MaxIDs)
+	if s.Order != "" {
+		req = req.Order(s.Order)
+	}
+	if s.PublishedAfter > 0 {
+		req = req.PublishedAfter(r.now().Add(-s.PublishedAfter).UTC().Format(time.RFC3339))
+	}
+	if token != "" {
+		req = req.PageToken(token)
+	}
+	return req
+}
+
+// add appends the video ids of a search page's items, each once.
+func (h *searchHits) add(items []*youtube.SearchResult) {
+	for _, it := range items {
+		if it == nil || it.Id == nil || it.Id.VideoId == "" || slices.Contains(h.ids, it.Id.VideoId) {
+			continue
+		}
+		h.ids = append(h.ids, it.Id.VideoId)
+	}
 }
 
 // spentSince returns the units per bucket added to now since before; buckets

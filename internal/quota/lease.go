@@ -144,11 +144,12 @@ func (l *Limiter) AcquireLease(ctx context.Context, credential, region string, t
 	if ttl < 3*time.Millisecond {
 		return nil, fmt.Errorf("quota: lease ttl %s must be at least 3ms", ttl)
 	}
-	return acquireLease(ctx, lk, credential, region, ttl, ttl/3, holder)
+	return acquireLease(ctx, lk, leaseID{credential, region}, ttl, ttl/3, holder)
 }
 
 // acquireLease is AcquireLease renewing every every (0: never, for tests).
-func acquireLease(ctx context.Context, locker leaseLocker, credential, region string, ttl, every time.Duration, holder string) (*runLease, error) {
+func acquireLease(ctx context.Context, locker leaseLocker, id leaseID, ttl, every time.Duration, holder string) (*runLease, error) {
+	credential, region := id.credential, id.region
 	if credential == "" {
 		return nil, errors.New("quota: lease: empty credential name")
 	}
@@ -158,11 +159,11 @@ func acquireLease(ctx context.Context, locker leaseLocker, credential, region st
 	if holder == "" {
 		holder = thisHolder(time.Now())
 	}
-	var id [16]byte
-	if _, err := rand.Read(id[:]); err != nil {
+	var token [16]byte
+	if _, err := rand.Read(token[:]); err != nil {
 		return nil, fmt.Errorf("quota: lease token: %w", err)
 	}
-	lease := &runLease{locker: locker, id: leaseID{credential, region}, token: hex.EncodeToString(id[:]) + " " + holder,
+	lease := &runLease{locker: locker, id: id, token: hex.EncodeToString(token[:]) + " " + holder,
 		ttl: ttl, every: every, done: make(chan struct{}), lost: make(chan struct{})}
 	start := time.Now()
 	ok, other, remaining, err := locker.TryLock(ctx, lease.id, lease.token, ttl)

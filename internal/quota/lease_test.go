@@ -276,7 +276,7 @@ func leaseSuiteUnlockNonHolder(t *testing.T, b Backend, cred string) {
 func leaseSuiteLostStolen(t *testing.T, b Backend, cred string) {
 	lk := b.(leaseLocker)
 	ttl := 300 * time.Millisecond
-	a, err := acquireLease(testCtx(t), lk, cred, "US", ttl, 700*time.Millisecond, "host-a pid 1") // renews too late
+	a, err := acquireLease(testCtx(t), lk, leaseID{cred, "US"}, ttl, 700*time.Millisecond, "host-a pid 1") // renews too late
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -219,22 +219,30 @@ func (s *sqliteBackend) Reserve(ctx context.Context, credential, site string, ch
 		if d, err = decide(charges, windows, nowUS, until[""], until[site]); err != nil || !d.Allowed {
 			return err
 		}
-		for i, c := range charges {
-			st, ts, rid := logs[i], max(nowUS, logs[i].newest), rand.Int64N(math.MaxInt64)+1 // non-zero
-			if _, err := s.stmt(ctx, tx, sqlInsert).ExecContext(ctx, credential, c.Name, st.lastCum+c.Units, st.lastSeq+1, ts, c.Units, rid); err != nil {
-				return err
-			}
-			d.Reservation.entries = append(d.Reservation.entries, reservedEntry{bucket: c.Bucket, units: c.Units, at: ts, id: rid})
-			if _, err := s.stmt(ctx, tx, sqlEvict).ExecContext(ctx, credential, c.Name, evictCutoffUS(c.Bucket, nowUS)); err != nil {
-				return err
-			}
-		}
-		return nil
+		d.Reservation.entries, err = s.record(ctx, tx, credential, charges, logs, nowUS)
+		return err
 	})
 	if err != nil {
 		return Decision{}, err
 	}
 	return d, nil
+}
+
+// record appends an admitted call's charges to their buckets' logs (logs[i] is charges[i]'s,
+// as read in tx) and evicts what left their windows; it returns the entries reserved.
+func (s *sqliteBackend) record(ctx context.Context, tx *sql.Tx, credential string, charges []bucketCharge, logs []sqliteLog, nowUS int64) ([]reservedEntry, error) {
+	var out []reservedEntry
+	for i, c := range charges {
+		st, ts, rid := logs[i], max(nowUS, logs[i].newest), rand.Int64N(math.MaxInt64)+1 // non-zero
+		if _, err := s.stmt(ctx, tx, sqlInsert).ExecContext(ctx, credential, c.Name, st.lastCum+c.Units, st.lastSeq+1, ts, c.Units, rid); err != nil {
+			return nil, err
+		}
+		out = append(out, reservedEntry{bucket: c.Bucket, units: c.Units, at: ts, id: rid})
+		if _, err := s.stmt(ctx, tx, sqlEvict).ExecContext(ctx, credential, c.Name, evictCutoffUS(c.Bucket, nowUS)); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
 }
 
 // Refund implements Backend in one write transaction: all of r's entries or none.

@@ -103,46 +103,60 @@ func New(jobs []Job, opts Options) (*Scheduler, error) {
 // one is in progress, wait for a slot (giving up when a stop begins), run,
 // report fatal errors. Skips and waits log the slots' holders (held_by).
 func (s *Scheduler) wrap(j Job) cron.Job {
-	return cron.FuncJob(func() {
-		busy := false
-		held := s.locked(func() { busy, s.active[j.Name] = s.active[j.Name], true })
-		if busy {
-			s.opts.Log.Warn().Str("region", j.Name).Strs("held_by", held).Msg("tick skipped: the region's previous tick is still waiting or running")
-			return
-		}
-		defer s.locked(func() { delete(s.active, j.Name) })
+	return cron.FuncJob(func() { s.tick(j) })
+}
+
+// tick is one firing of j: skipped while j's previous tick waits or runs; else it waits for a
+// run slot (or the stop), runs j and reports a fatal error.
+func (s *Scheduler) tick(j Job) {
+	busy := false
+	held := s.locked(func() { busy, s.active[j.Name] = s.active[j.Name], true })
+	if busy {
+		s.opts.Log.Warn().Str("region", j.Name).Strs("held_by", held).Msg("tick skipped: the region's previous tick is still waiting or running")
+		return
+	}
+	defer s.locked(func() { delete(s.active, j.Name) })
+	if !s.takeSlot(j) {
+		return
+	}
+	s.locked(func() { s.running = append(s.running, j.Name) })
+	defer func() {
+		s.locked(func() { s.running = slices.DeleteFunc(s.running, func(n string) bool { return n == j.Name }) })
+		<-s.sem
+	}()
+	select {
+	case <-s.stopping: // the stop began while this tick waited for a slot
+		return
+	default:
+	}
+	ctx, cancel := context.WithCancel(s.jobCtx)
+	defer cancel()
+	err := s.runJob(ctx, j)
+	if err != nil && s.opts.Fatal != nil && s.opts.Fatal(err) {
 		select {
-		case <-s.stopping:
-			return
-		case s.sem <- struct{}{}:
-		default:
-			s.opts.Log.Info().Str("region", j.Name).Strs("held_by", s.locked(func() {})).Msg("tick waits for a run slot")
-			select {
-			case <-s.stopping:
-				return
-			case s.sem <- struct{}{}:
-			}
-		}
-		s.locked(func() { s.running = append(s.running, j.Name) })
-		defer func() {
-			s.locked(func() { s.running = slices.DeleteFunc(s.running, func(n string) bool { return n == j.Name }) })
-			<-s.sem
-		}()
-		select {
-		case <-s.stopping: // the stop began while this tick waited for a slot
-			return
+		case s.fatal <- fmt.Errorf("job %s: %w", j.Name, err):
 		default:
 		}
-		ctx, cancel := context.WithCancel(s.jobCtx)
-		defer cancel()
-		err := s.runJob(ctx, j)
-		if err != nil && s.opts.Fatal != nil && s.opts.Fatal(err) {
-			select {
-			case s.fatal <- fmt.Errorf("job %s: %w", j.Name, err):
-			default:
-			}
-		}
-	})
+	}
+}
+
+// takeSlot takes one of the run slots for j, logging when it must wait; false when the stop
+// began first.
+func (s *Scheduler) takeSlot(j Job) bool {
+	select {
+	case <-s.stopping:
+		return false
+	case s.sem <- struct{}{}:
+		return true
+	default:
+	}
+	s.opts.Log.Info().Str("region", j.Name).Strs("held_by", s.locked(func() {})).Msg("tick waits for a run slot")
+	select {
+	case <-s.stopping:
+		return false
+	case s.sem <- struct{}{}:
+		return true
+	}
 }
 
 // locked runs f holding s.mu and returns the entries holding a slot.

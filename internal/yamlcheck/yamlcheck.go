@@ -31,6 +31,8 @@ func Check(doc *yaml.Node, t reflect.Type) error {
 	return walk(doc, t, "")
 }
 
+// walk checks n against t at path ("" the root): its shape, then each item of a list or each
+// key of a mapping.
 func walk(n *yaml.Node, t reflect.Type, path string) error {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
@@ -49,36 +51,47 @@ func walk(n *yaml.Node, t reflect.Type, path string) error {
 			}
 		}
 	case n.Kind == yaml.MappingNode && t.Kind() == reflect.Struct:
-		fields := map[string]reflect.Type{}
-		for f := range t.Fields() {
-			if name, _, _ := strings.Cut(f.Tag.Get("yaml"), ","); name != "" && name != "-" && f.IsExported() {
-				fields[name] = f.Type
-			}
+		return walkStruct(n, t, path)
+	}
+	return nil
+}
+
+// walkStruct checks each key of mapping n against the yaml tags of struct t, and its value.
+func walkStruct(n *yaml.Node, t reflect.Type, path string) error {
+	fields := map[string]reflect.Type{}
+	for f := range t.Fields() {
+		if name, _, _ := strings.Cut(f.Tag.Get("yaml"), ","); name != "" && name != "-" && f.IsExported() {
+			fields[name] = f.Type
 		}
-		names := slices.Sorted(maps.Keys(fields))
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			k, v := n.Content[i], n.Content[i+1]
-			p := strings.TrimPrefix(path+"."+k.Value, ".")
-			ft, ok := fields[k.Value]
-			if !ok {
-				msg := fmt.Sprintf("line %d: unknown key %s", k.Line, termtext.Clip(p, 80))
-				if s := termtext.Closest(k.Value, names); s != "" {
-					msg += fmt.Sprintf(": did you mean %q?", s)
-				} else {
-					where := "at the top level"
-					if path != "" {
-						where = "under " + path
-					}
-					msg += fmt.Sprintf(" (valid %s: %s)", where, strings.Join(names, ", "))
-				}
-				return &Error{Key: k.Value, Msg: msg}
-			}
-			if err := walk(v, ft, p); err != nil {
-				return err
-			}
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		p := strings.TrimPrefix(path+"."+k.Value, ".")
+		ft, ok := fields[k.Value]
+		if !ok {
+			return unknownKey(k, p, path, slices.Sorted(maps.Keys(fields)))
+		}
+		if err := walk(v, ft, p); err != nil {
+			return err
 		}
 	}
 	return nil
+}
+
+// unknownKey is the *Error of key k (at path p, under parent) that no field declares: the
+// closest valid name, else every valid name.
+func unknownKey(k *yaml.Node, p, parent string, names []string) error {
+	msg := fmt.Sprintf("line %d: unknown key %s", k.Line, termtext.Clip(p, 80))
+	if s := termtext.Closest(k.Value, names); s != "" {
+		msg += fmt.Sprintf(": did you mean %q?", s)
+	} else {
+		where := "at the top level"
+		if parent != "" {
+			where = "under " + parent
+		}
+		msg += fmt.Sprintf(" (valid %s: %s)", where, strings.Join(names, ", "))
+	}
+	return &Error{Key: k.Value, Msg: msg}
 }
 
 var unmarshaler = reflect.TypeFor[yaml.Unmarshaler]()

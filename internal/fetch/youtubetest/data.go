@@ -78,6 +78,19 @@ func LoadCSVCharts(r io.Reader, region string) (dates []string, charts map[strin
 	if _, err := cr.Read(); err != nil {
 		return nil, nil, fmt.Errorf("header: %w", err)
 	}
+	dates, charts, err = readCSVRows(cr, header, is2017)
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(dates) == 0 {
+		return nil, nil, errors.New("no data rows after the header")
+	}
+	return dates, charts, nil
+}
+
+// readCSVRows reads the data rows of cr, its columns named by header: the trending dates in
+// order of first appearance and each date's chart.
+func readCSVRows(cr *csv.Reader, header []string, is2017 bool) (dates []string, charts map[string][]*youtube.Video, err error) {
 	charts = map[string][]*youtube.Video{}
 	for {
 		rec, err := cr.Read()
@@ -100,9 +113,6 @@ func LoadCSVCharts(r io.Reader, region string) (dates []string, charts map[strin
 			dates = append(dates, d)
 		}
 		charts[d] = append(charts[d], v)
-	}
-	if len(dates) == 0 {
-		return nil, nil, errors.New("no data rows after the header")
 	}
 	return dates, charts, nil
 }

@@ -95,19 +95,30 @@ func (s *Server) serveVideos(q url.Values, parts map[string]bool) (any, *errorRe
 	case len(ids) > callsite.MaxIDs:
 		return nil, errTooManyIDs(len(ids))
 	case len(ids) > 0:
-		resp := &youtube.VideoListResponse{Kind: "youtube#videoListResponse"}
-		s.mu.Lock()
-		for _, id := range ids {
-			if v := cmp.Or(s.byID[id], s.searchVideos[id]); v != nil {
-				resp.Items = append(resp.Items, serveVideo(v, parts))
-			}
-		}
-		s.mu.Unlock()
-		resp.PageInfo = pageInfo(int64(len(resp.Items)), int64(len(resp.Items)))
-		return resp, nil
+		return s.videosByID(ids, parts), nil
 	case chart != "mostPopular":
 		return nil, errInvalidValue("chart", chart, "Allowed values: [mostPopular]")
 	}
+	return s.serveChart(q, parts)
+}
+
+// videosByID answers videos.list id=: the known videos of ids, in their order.
+func (s *Server) videosByID(ids []string, parts map[string]bool) *youtube.VideoListResponse {
+	resp := &youtube.VideoListResponse{Kind: "youtube#videoListResponse"}
+	s.mu.Lock()
+	for _, id := range ids {
+		if v := cmp.Or(s.byID[id], s.searchVideos[id]); v != nil {
+			resp.Items = append(resp.Items, serveVideo(v, parts))
+		}
+	}
+	s.mu.Unlock()
+	resp.PageInfo = pageInfo(int64(len(resp.Items)), int64(len(resp.Items)))
+	return resp
+}
+
+// serveChart answers videos.list chart=mostPopular: a page of the region's chart (narrowed by
+// videoCategoryId), pageToken and maxResults as the API reads them.
+func (s *Server) serveChart(q url.Values, parts map[string]bool) (any, *errorResponse) {
 	maxResults := defaultPage
 	if m := q.Get("maxResults"); m != "" {
 		n, err := strconv.Atoi(m)
