@@ -61,14 +61,15 @@ vet:
 lint:
 	$(GO) run $(GOLANGCI) run ./...
 
-# Benchmarks (figures in issue notes and docs/operations.md; never timed
+# Benchmarks (figures in issue notes and docs/scale.md; never timed
 # assertions in tests). The store's start PostgreSQL as a deployment does
 # (fsync and synchronous_commit on, default shared_buffers).
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./internal/...
 
-# One command per measure of the store at scale: BENCH_COUNT rounds, each
-# a same-run ratio. Fixtures are built on first use and kept in TMPDIR
+# One command per measure of the store at scale (figures: docs/scale.md):
+# each sub-benchmark BENCH_COUNT times, ratios against the same run's
+# SQLite and floors. Fixtures are built on first use and kept in TMPDIR
 # (the prune history: minutes; 800,000 videos: tens of minutes).
 BENCH_COUNT ?= 3
 TMPDIR      ?= /tmp
