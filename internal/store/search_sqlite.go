@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"database/sql"
 	"fmt"
+	"slices"
 	"strings"
 	"unicode/utf8"
 )
@@ -15,30 +16,45 @@ import (
 // searchCandidates is SearchCandidates; tests lower it.
 var searchCandidates = SearchCandidates
 
-// boundSQL is the rowid of the ?3-th newest match of ?1 in fts (0 when
-// fewer): the candidates are the matches at or above it. Walking matches
-// unscored and unfiltered reads only the index's position lists.
-func boundSQL(fts string) string {
+// searchScan bounds how far a phrase or an exclusion is looked for: among
+// the searchScan newest videos holding every included word (looseMatch),
+// read without positions; tests lower it.
+var searchScan = 2 * SearchCandidates
+
+// boundSQL is the rowid of the ?3-th newest match of ?1 in fts at or above
+// rowid from (from when fewer): the candidates are the matches at or above
+// it. Walking matches unscored and unfiltered reads only the index's
+// position lists.
+func boundSQL(fts, from string) string {
 	return `coalesce((
-            SELECT rowid FROM ` + fts + ` WHERE ` + fts + ` MATCH ?1
-            ORDER BY rowid DESC LIMIT 1 OFFSET ?3 - 1), 0)`
+            SELECT rowid FROM ` + fts + ` WHERE ` + fts + ` MATCH ?1 AND rowid >= ` + from + `
+            ORDER BY rowid DESC LIMIT 1 OFFSET ?3 - 1), ` + from + `)`
 }
+
+// scanFromSQL is the rowid of the ?11-th newest match of ?10 in the word
+// index (looseMatch; 0 when fewer, or ?10 empty): where a phrase or an
+// exclusion stops being looked for, so it reads a bounded part of the index
+// however rare its matches are.
+const scanFromSQL = `(CASE WHEN ?10 = '' THEN 0 ELSE coalesce((
+            SELECT rowid FROM videos_fts WHERE videos_fts MATCH ?10
+            ORDER BY rowid DESC LIMIT 1 OFFSET ?11 - 1), 0) END)`
 
 // searchSQL is a search on FTS5 table fts, snippets of up to tokens tokens,
 // where holding extra conditions, ordered by order (outer: after the join):
 // ranked inside the FTS query (docs/design.md §6), so snippet() runs for the
-// ?4 rows returned only. ?1 MATCH expression, ?2 region (empty: all), ?3
+// ?4 rows returned only; from is the lowest rowid looked at (SQL). ?1 MATCH
+// expression, ?2 region (empty: all), ?3
 // candidate cap (boundSQL), ?4 limit, ?5/?6 highlight markers, ?7 ellipsis,
 // ?8/?9 JSON arrays of short groups (trigramGroups, each needing a term in
 // the title or channel title) and of exclusions ('[]' skips either).
-func searchSQL(fts string, tokens int, extra, order, outer string) string {
+func searchSQL(fts string, tokens int, from, extra, order, outer string) string {
 	text := `lower(` + fts + `.title || char(10) || ` + fts + `.channel_title)`
 	return `
 SELECT v.id, v.title, v.channel_title, st.last_seen_at, f.score, f.snip
 FROM (
     SELECT rowid AS rid, rank AS score, snippet(` + fts + `, -1, ?5, ?6, ?7, ` + fmt.Sprint(tokens) + `) AS snip
     FROM ` + fts + `
-    WHERE ` + fts + ` MATCH ?1 AND rowid >= ` + boundSQL(fts) + `
+    WHERE ` + fts + ` MATCH ?1 AND rowid >= ` + boundSQL(fts, from) + `
       AND (?2 = '' OR EXISTS (
             SELECT 1 FROM entries e JOIN captures cp ON cp.id = e.capture_id
             WHERE e.video = ` + fts + `.rowid AND cp.region = ?2))
@@ -59,13 +75,14 @@ ORDER BY ` + outer
 // The ranked search statements of the word index and of the trigram index,
 // and fillSQL, the trigram fill-up of a word search, newest first, unranked:
 // ?10 (the word-index expression of the exclusions, empty: none) replaces
-// ?9, read once over the candidates' range.
+// ?9, read once over the candidates' range. The word search looks no lower
+// than scanFromSQL.
 var (
-	wordSQL    = searchSQL("videos_fts", 16, "", "rank", "f.score, f.rid")
-	trigramSQL = searchSQL("videos_tri", 24, "", "rank", "f.score, f.rid")
-	fillSQL    = searchSQL("videos_tri", 24, `
+	wordSQL    = searchSQL("videos_fts", 16, scanFromSQL, "", "rank", "f.score, f.rid")
+	trigramSQL = searchSQL("videos_tri", 24, "0", "", "rank", "f.score, f.rid")
+	fillSQL    = searchSQL("videos_tri", 24, "0", `
       AND (?10 = '' OR rowid NOT IN (
-            SELECT rowid FROM videos_fts WHERE videos_fts MATCH ?10 AND rowid >= `+boundSQL("videos_tri")+`))`,
+            SELECT rowid FROM videos_fts WHERE videos_fts MATCH ?10 AND rowid >= `+boundSQL("videos_tri", "0")+`))`,
 		"rowid DESC", "f.rid DESC")
 )
 
@@ -83,7 +100,8 @@ func newSQLiteSearcher(_ context.Context, db *sql.DB, a searchArgs) (searcher, e
 }
 
 func (x *sqliteSearcher) words(ctx context.Context, l wordLookup) ([]Hit, error) {
-	return x.query(ctx, wordSQL, renderMatch(l.terms, l.allPrefix), "[]", jsonText(l.subs))
+	return x.query(ctx, wordSQL, renderMatch(l.terms, l.allPrefix), "[]", jsonText(l.subs),
+		looseMatch(l.terms, l.allPrefix), searchScan)
 }
 
 // substrings keeps exclusions out of the trigram MATCH, where bm25 would
@@ -176,4 +194,30 @@ func ftsTerm(q qterm, prefix bool) string {
 		s += " *"
 	}
 	return s
+}
+
+// looseMatch is what every match of t matches, read without positions:
+// its included terms with each phrase's space-separated parts AND-ed, no
+// exclusion ("" when that is t's own match: no phrase, no exclusion).
+func looseMatch(t terms, allPrefix bool) string {
+	all := slices.Concat(t.and...)
+	if len(t.not) == 0 && !slices.ContainsFunc(all, func(q qterm) bool { return len(strings.Fields(q.text)) > 1 }) {
+		return ""
+	}
+	if slices.ContainsFunc(all, func(q qterm) bool { return len(strings.Fields(q.text)) == 0 }) {
+		return "" // a term without parts: no looser match to write
+	}
+	and := make([]string, len(t.and))
+	for i, g := range t.and {
+		or := make([]string, len(g))
+		for j, q := range g {
+			parts := strings.Fields(q.text)
+			for k, w := range parts {
+				parts[k] = ftsTerm(qterm{text: w}, (q.prefix || allPrefix) && k == len(parts)-1)
+			}
+			or[j] = "(" + strings.Join(parts, " AND ") + ")"
+		}
+		and[i] = "(" + strings.Join(or, " OR ") + ")"
+	}
+	return strings.Join(and, " AND ")
 }

@@ -284,15 +284,17 @@ func testSearchCancel(t *testing.T, s *Store) {
 // TestSearchWorkIsBounded: whatever its form, a search examines only the
 // SearchCandidates newest matches of its index expression (issue 31 item
 // 4: "fficia -official" walked every substring match and looked each up in
-// the word index). Each case stores older matches that pass its filter and
-// then more than the cap of newer ones that do not: a bounded search finds
-// none of the older ones, as it never reads them.
+// the word index; issue 42 item 3: on SQLite a phrase or an exclusion is
+// looked for among the searchScan newest videos holding its words only).
+// Each case stores older matches that pass its filter and then more than
+// the cap of newer ones that do not: a bounded search finds none of the
+// older ones, as it never reads them.
 func TestSearchWorkIsBounded(t *testing.T) { forEachEngine(t, testSearchWorkIsBounded) }
 
 func testSearchWorkIsBounded(t *testing.T, s *Store) {
 	ctx := context.Background()
-	defer func(n int) { searchCandidates = n }(searchCandidates)
-	searchCandidates = 20
+	defer func(n, m int) { searchCandidates, searchScan = n, m }(searchCandidates, searchScan)
+	searchCandidates, searchScan = 20, 20
 	at := time.Now()
 	save := func(region, id string, n int, title string) {
 		vs := make([]Video, n)
@@ -304,25 +306,40 @@ func testSearchWorkIsBounded(t *testing.T, s *Store) {
 		}
 	}
 	// Older matches that pass each filter ...
-	save("DE", "pass", 10, "officiate kakapo 東京タワーの朝")
+	save("DE", "pass", 10, "officiate kakapo dawn 東京タワーの朝")
 	// ... then 30 newer ones that fail every filter.
-	save("US", "fail", 30, "official kakapo 東京タワーの夜景")
-	for _, tc := range []struct{ q, region, form string }{
+	save("US", "fail", 30, "official kakapo dawnx 東京タワーの夜景 dawn")
+	cases := []struct{ q, region, form string }{
 		{"fficia -official", "", "trigram fill-up, exclusion from the word index"},
 		{"東京タワー -夜景", "", "trigram, exclusion by substring"},
 		{"東京タワー 朝", "", "trigram, short term by substring"},
 		{"kakapo", "DE", "word index, region"},
 		{"東京タワー", "DE", "trigram, region"},
-	} {
-		if hits := search(t, s, SearchQuery{Text: tc.q, Region: tc.region}); len(hits) != 0 {
-			t.Errorf("%s: %q region %q found %d hits older than the %d newest matches (e.g. %s): the search read past its candidates",
-				tc.form, tc.q, tc.region, len(hits), searchCandidates, hits[0].VideoID)
+	}
+	if s.Engine() == SQLite {
+		cases = append(cases, struct{ q, region, form string }{`"kakapo dawn"`, "", "word index, phrase"},
+			struct{ q, region, form string }{"kakapo -official", "", "word index, exclusion"})
+	}
+	passed := func(hits []Hit) (n int) { // older matches found
+		for _, h := range hits {
+			if strings.HasPrefix(h.VideoID, "pass-") {
+				n++
+			}
+		}
+		return n
+	}
+	for _, tc := range cases {
+		if n := passed(search(t, s, SearchQuery{Text: tc.q, Region: tc.region})); n != 0 {
+			t.Errorf("%s: %q region %q found %d hits older than the %d newest matches: the search read past its candidates",
+				tc.form, tc.q, tc.region, n, searchCandidates)
 		}
 	}
 	// With the cap above the matches, the same searches find the older ones.
-	searchCandidates = 100
-	if hits := search(t, s, SearchQuery{Text: "fficia -official"}); len(hits) != 10 {
-		t.Errorf("fficia -official with every match a candidate: %d hits, want 10", len(hits))
+	searchCandidates, searchScan = 100, 100
+	for _, q := range []string{"fficia -official", `"kakapo dawn"`, "kakapo -official"} {
+		if n := passed(search(t, s, SearchQuery{Text: q, Limit: 100})); n != 10 {
+			t.Errorf("%s with every match a candidate: %d older hits, want 10", q, n)
+		}
 	}
 }
 
