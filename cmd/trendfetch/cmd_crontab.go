@@ -53,9 +53,9 @@ with the stagger, Persistent=true), install steps in the header. A path the
 units' sandbox hides (/tmp, a home) is moved with a warning, or refused.
 
 --format kubernetes --image IMAGE prints one batch/v1 CronJob per region
-(concurrencyPolicy Forbid, exit codes ` + exitcode.Join(exitcode.NotRetried) + ` not retried, the API key,
-Redis URL and database URL from the Secret "trendfetch", the config from the
-ConfigMap "trendfetch"), kubectl steps in the header.`,
+(concurrencyPolicy Forbid, exit codes ` + exitcode.Join(exitcode.NotRetried) + ` not retried, every secret
+from the Secret "trendfetch", as a file where the config names one, the config
+from the ConfigMap "trendfetch"), kubectl steps in the header.`,
 		Example: "  trendfetch --config /etc/trendfetch/trendfetch.yaml crontab\n  trendfetch crontab --every 1h --stagger 5m >FILE   # then the header's install line",
 		Args:    cobra.NoArgs,
 		PreRunE: a.withConfig,

@@ -15,26 +15,34 @@ import (
 // Name is the Secret and the ConfigMap the CronJobs expect in their namespace.
 const Name = "trendfetch"
 
-// SecretKeys maps each variable the CronJobs take from the Secret to its key there, besides the
-// API key (youtube-api-key; docs/design.md §10a). Secrets are never inline in a manifest.
-var SecretKeys = []struct {
+// ConfigDir is where the pods see the ConfigMap's trendfetch.yaml and the Secret's files: one
+// projected volume, so that a file the configuration names under it is found at its path.
+const ConfigDir = "/etc/trendfetch"
+
+// podUser is the pods' UID, GID and fsGroup: the projected files are group-readable by it.
+const podUser = 65532
+
+// SecretEnv is a variable the pods take from the Secret's Key (Optional: the Secret may lack it).
+type SecretEnv struct {
 	Env, Key string
 	Optional bool
-}{
-	{config.Lookup("quota.redis.url").Env, "redis-url", false},
-	{config.Lookup("database").Env, "database-url", false},
-	{config.Lookup("runs.checkin_url").Env, "checkin-url", true},
 }
 
-// CronJobs is what the Kubernetes CronJobs of one configuration need.
+// SecretFile is the Secret's Key mounted at Path, a file the configuration names under ConfigDir.
+type SecretFile struct{ Key, Path string }
+
+// CronJobs is what the Kubernetes CronJobs of one configuration need; secrets are never inline
+// (docs/operations.md, "Kubernetes").
 type CronJobs struct {
 	Title    string        // the header's first line
 	Image    string        // the container image whose PATH holds trendfetch
-	KeyEnv   string        // the variable the credential reads its API key from
 	TimeZone string        // the schedule's IANA time zone
 	Flags    []string      // further flags (--credential ...)
 	Every    time.Duration // the interval between two runs of a region
 	Jobs     []Job         // the regions in stagger order
+	Env      []SecretEnv   // the secrets the pods read from variables
+	Files    []SecretFile  // the secrets the pods read from the files the configuration names
+	Notes    []string      // header lines: a setting the pods do not honour and what replaces it
 }
 
 // Job is one region's CronJob: Schedule is five crontab fields.
@@ -45,12 +53,20 @@ func (c CronJobs) Render(w io.Writer) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# %s\n", c.Title)
 	b.WriteString("# One batch/v1 CronJob per region (Kubernetes 1.31 or later: timeZone, podFailurePolicy). First, in the namespace:\n")
-	fmt.Fprintf(&b, "#   kubectl create secret generic %s --from-file=youtube-api-key=KEY_FILE", Name)
-	for _, s := range SecretKeys {
-		fmt.Fprintf(&b, " --from-file=%s=%s_FILE", s.Key, strings.ToUpper(strings.ReplaceAll(s.Key, "-", "_")))
+	fmt.Fprintf(&b, "#   kubectl create secret generic %s", Name)
+	for _, k := range c.secretKeys() {
+		fmt.Fprintf(&b, " --from-file=%s=%s_FILE", k, strings.ToUpper(strings.ReplaceAll(k, "-", "_")))
 	}
-	fmt.Fprintf(&b, "\n#     (redis-url: the quota backend every host shares; database-url: postgres://... of the shared dataset;\n#     checkin-url, optional: the monitor's ping URL)\n")
-	fmt.Fprintf(&b, "#   kubectl create configmap %s --from-file=trendfetch.yaml=CONFIG_FILE\n", Name)
+	fmt.Fprintf(&b, "\n#   kubectl create configmap %s --from-file=trendfetch.yaml=CONFIG_FILE\n", Name)
+	for _, f := range c.Files {
+		fmt.Fprintf(&b, "#   (the Secret's %s is the pods' file %s, where the configuration names it)\n", f.Key, f.Path)
+	}
+	for _, e := range c.Env {
+		fmt.Fprintf(&b, "#   (the Secret's %s is the pods' $%s%s)\n", e.Key, e.Env, map[bool]string{true: ", optional"}[e.Optional])
+	}
+	for _, n := range c.Notes {
+		fmt.Fprintf(&b, "# %s\n", n)
+	}
 	b.WriteString("# then pipe this output into: kubectl apply -f -\n")
 	fmt.Fprintf(&b, "# Exit codes %s fail the Job at once (podFailurePolicy: not transient); exit 1 is retried up to backoffLimit times.\n", exitcode.Join(exitcode.NotRetried))
 	if _, err := io.WriteString(w, b.String()); err != nil {
@@ -64,6 +80,18 @@ func (c CronJobs) Render(w io.Writer) error {
 		}
 	}
 	return enc.Close()
+}
+
+// secretKeys is every key of the Secret the pods read, files first.
+func (c CronJobs) secretKeys() []string {
+	var keys []string
+	for _, f := range c.Files {
+		keys = append(keys, f.Key)
+	}
+	for _, e := range c.Env {
+		keys = append(keys, e.Key)
+	}
+	return keys
 }
 
 // cronJob is the CronJob of one region.
@@ -85,8 +113,9 @@ func (c CronJobs) cronJob(j Job) kobj {
 					"backoffLimit": 2,
 					"podFailurePolicy": kobj{"rules": []kobj{
 						{"action": "FailJob", "onExitCodes": kobj{"containerName": Name, "operator": "In", "values": exitcode.NotRetried}},
-						// A pod evicted or preempted is not the run's failure.
-						{"action": "Ignore", "onPodConditions": []kobj{{"type": "DisruptionTarget"}}},
+						// A pod evicted or preempted is not the run's failure; apiservers before
+						// kubernetes/kubernetes#131525 refuse the rule without its status.
+						{"action": "Ignore", "onPodConditions": []kobj{{"type": "DisruptionTarget", "status": "True"}}},
 					}},
 					"template": kobj{"metadata": kobj{"labels": labels}, "spec": c.pod(j)},
 				},
@@ -95,38 +124,38 @@ func (c CronJobs) cronJob(j Job) kobj {
 	}
 }
 
-// pod is the pod of region j's Job: non-root, the config from the ConfigMap, /tmp an emptyDir.
+// pod is the pod of region j's Job: non-root, read-only, the config and secret files in one
+// projected volume, /tmp an emptyDir.
 func (c CronJobs) pod(j Job) kobj {
 	return kobj{
 		"restartPolicy":                "Never", // podFailurePolicy requires it
 		"automountServiceAccountToken": false,
 		"securityContext": kobj{
-			"runAsNonRoot": true, "runAsUser": 65532, "runAsGroup": 65532,
+			"runAsNonRoot": true, "runAsUser": podUser, "runAsGroup": podUser, "fsGroup": podUser,
 			"seccompProfile": kobj{"type": "RuntimeDefault"},
 		},
 		"containers": []kobj{c.container(j)},
 		"volumes": []kobj{
-			{"name": "config", "configMap": kobj{"name": Name}},
+			{"name": "config", "projected": c.projected()},
 			{"name": "tmp", "emptyDir": kobj{"sizeLimit": "64Mi"}},
 		},
 	}
 }
 
-// container runs `trendfetch run --region R` with the Secret's variables, read-only.
+// container runs `trendfetch run --region R` with the Secret's variables.
 func (c CronJobs) container(j Job) kobj {
 	env := []kobj{
-		secretEnv(c.KeyEnv, "youtube-api-key"),
 		{"name": config.Lookup("quota.backend").Env, "value": "redis"},
 		{"name": config.Lookup("log.format").Env, "value": "json"},
 	}
-	for _, s := range SecretKeys {
-		e := secretEnv(s.Env, s.Key)
+	for _, s := range c.Env {
+		ref := kobj{"name": Name, "key": s.Key}
 		if s.Optional {
-			e["valueFrom"].(kobj)["secretKeyRef"].(kobj)["optional"] = true
+			ref["optional"] = true
 		}
-		env = append(env, e)
+		env = append(env, kobj{"name": s.Env, "valueFrom": kobj{"secretKeyRef": ref}})
 	}
-	args := append([]string{"--config", "/etc/trendfetch/trendfetch.yaml"}, c.Flags...)
+	args := append([]string{"--config", ConfigDir + "/trendfetch.yaml"}, c.Flags...)
 	return kobj{
 		"name":    Name,
 		"image":   c.Image,
@@ -143,15 +172,25 @@ func (c CronJobs) container(j Job) kobj {
 			"capabilities":             kobj{"drop": []string{"ALL"}},
 		},
 		"volumeMounts": []kobj{
-			{"name": "config", "mountPath": "/etc/trendfetch", "readOnly": true},
+			{"name": "config", "mountPath": ConfigDir, "readOnly": true},
 			{"name": "tmp", "mountPath": "/tmp"},
 		},
 	}
 }
 
+// projected is the config volume: the ConfigMap's trendfetch.yaml and each of Files at its
+// path, 0440 (group fsGroup: the pod's user reads them, nobody else).
+func (c CronJobs) projected() kobj {
+	sources := []kobj{{"configMap": kobj{"name": Name, "items": []kobj{{"key": "trendfetch.yaml", "path": "trendfetch.yaml"}}}}}
+	if len(c.Files) > 0 {
+		var items []kobj
+		for _, f := range c.Files {
+			items = append(items, kobj{"key": f.Key, "path": strings.TrimPrefix(f.Path, ConfigDir+"/")})
+		}
+		sources = append(sources, kobj{"secret": kobj{"name": Name, "items": items}})
+	}
+	return kobj{"defaultMode": 0o440, "sources": sources}
+}
+
 // kobj is a Kubernetes object or field map; yaml.v3 writes map keys sorted.
 type kobj = map[string]any
-
-func secretEnv(name, key string) kobj {
-	return kobj{"name": name, "valueFrom": kobj{"secretKeyRef": kobj{"name": Name, "key": key}}}
-}

@@ -2,6 +2,7 @@ package deploy
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"slices"
 	"strings"
@@ -45,6 +46,7 @@ type podDoc struct {
 	SecurityContext struct {
 		RunAsNonRoot bool `yaml:"runAsNonRoot"`
 		RunAsUser    int  `yaml:"runAsUser"`
+		FSGroup      int  `yaml:"fsGroup"`
 	} `yaml:"securityContext"`
 	Containers []struct {
 		Command, Args []string
@@ -102,7 +104,8 @@ func (p podDoc) env() map[string]string {
 }
 
 func testCronJobs() CronJobs {
-	return CronJobs{Title: "trendfetch: regions US GB", Image: "registry.example.com/trendfetch:1.0", KeyEnv: "YOUTUBE_API_KEY",
+	return CronJobs{Title: "trendfetch: regions US GB", Image: "registry.example.com/trendfetch:1.0",
+		Env:      []SecretEnv{{"YOUTUBE_API_KEY", "youtube-api-key", false}, {"TRENDFETCH_CHECKIN_URL", "checkin-url", true}},
 		TimeZone: "Europe/London", Flags: []string{"--credential", "proj"}, Every: 2 * time.Hour,
 		Jobs: []Job{{"US", "0 */2 * * *"}, {"GB", "7 */2 * * *"}}}
 }
@@ -145,10 +148,71 @@ func TestCronJobsRender(t *testing.T) {
 			t.Errorf("%s: pod %+v", region, pod)
 		}
 		env := pod.env()
-		for k, v := range map[string]string{"YOUTUBE_API_KEY": "secret:youtube-api-key", "TRENDFETCH_QUOTA_BACKEND": "redis", "TRENDFETCH_LOG_FORMAT": "json"} {
+		for k, v := range map[string]string{"YOUTUBE_API_KEY": "secret:youtube-api-key", "TRENDFETCH_CHECKIN_URL": "secret:checkin-url?",
+			"TRENDFETCH_QUOTA_BACKEND": "redis", "TRENDFETCH_LOG_FORMAT": "json"} {
 			if env[k] != v {
 				t.Errorf("%s: $%s = %q, want %q (all: %v)", region, k, env[k], v, env)
 			}
 		}
 	}
+}
+
+// TestCronJobsMountSecretFilesWhereTheConfigNamesThem: a secret the configuration reads from a
+// file is the Secret's key projected at that path beside trendfetch.yaml, readable by the
+// pod's group only; the header names each and its notes; the disruption rule has its status.
+func TestCronJobsMountSecretFilesWhereTheConfigNamesThem(t *testing.T) {
+	c := testCronJobs()
+	c.Files = []SecretFile{{"database-url", "/etc/trendfetch/secrets/database-url"}}
+	c.Notes = []string{"database /var/lib/trendfetch/tf.db is an embedded SQLite file"}
+	var out strings.Builder
+	if err := c.Render(&out); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"--from-file=database-url=DATABASE_URL_FILE", "the pods' file /etc/trendfetch/secrets/database-url", "\n# database /var/lib/trendfetch/tf.db is an embedded"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("header lacks %q:\n%s", want, out.String())
+		}
+	}
+	d := parseCronJobs(t, out.String())[0]
+	if rule := d.Spec.JobTemplate.Spec.PodFailurePolicy.Rules[1].OnPodConditions; len(rule) != 1 || rule[0]["type"] != "DisruptionTarget" || rule[0]["status"] != "True" {
+		t.Errorf("onPodConditions %v, want DisruptionTarget with status True", rule)
+	}
+	pod := d.Spec.JobTemplate.Spec.Template.Spec
+	var doc struct {
+		Projected struct {
+			DefaultMode int `yaml:"defaultMode"`
+			Sources     []struct {
+				ConfigMap *projectedRef `yaml:"configMap"`
+				Secret    *projectedRef
+			}
+		}
+	}
+	raw, _ := yaml.Marshal(pod.Volumes[0])
+	if err := yaml.Unmarshal(raw, &doc); err != nil {
+		t.Fatal(err)
+	}
+	files := map[string]string{} // path under the mount: ConfigMap or Secret key
+	for _, src := range doc.Projected.Sources {
+		for kind, ref := range map[string]*projectedRef{"configmap:": src.ConfigMap, "secret:": src.Secret} {
+			if ref == nil {
+				continue
+			}
+			for _, it := range ref.Items {
+				files[ConfigDir+"/"+it.Path] = kind + it.Key
+			}
+		}
+	}
+	want := map[string]string{ConfigDir + "/trendfetch.yaml": "configmap:trendfetch.yaml", "/etc/trendfetch/secrets/database-url": "secret:database-url"}
+	if fmt.Sprint(files) != fmt.Sprint(want) || doc.Projected.DefaultMode != 0o440 || pod.SecurityContext.FSGroup != 65532 {
+		t.Errorf("files %v (mode %o, fsGroup %d), want %v, 0440, 65532", files, doc.Projected.DefaultMode, pod.SecurityContext.FSGroup, want)
+	}
+	if m := pod.Containers[0].VolumeMounts[0]; m.MountPath != ConfigDir {
+		t.Errorf("config volume mounted at %s", m.MountPath)
+	}
+}
+
+// projectedRef is a ConfigMap or Secret source of a projected volume.
+type projectedRef struct {
+	Name  string
+	Items []struct{ Key, Path string }
 }

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"cmp"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -133,8 +134,11 @@ func timers(sc config.Schedule, regions []string) ([]deploy.Timer, error) {
 	return out, nil
 }
 
-// KubernetesCronJobs is one batch/v1 CronJob per configured region under
-// sc, running image; the credential must read its key from api_key_env.
+// KubernetesCronJobs is one batch/v1 CronJob per configured region under sc, running image.
+// Each secret reaches the pods where the configuration reads it: a *_file setting as the
+// Secret's file at that path (under deploy.ConfigDir, else refused: exit 2 naming it), else a
+// variable from the Secret. What the pods replace (an embedded database or quota backend) is a
+// header note (docs/operations.md, "Kubernetes").
 func (e *Engine) KubernetesCronJobs(sc config.Schedule, title, image string) (deploy.CronJobs, error) {
 	jobs, err := e.cronJobs(sc, "kubernetes")
 	if err != nil {
@@ -148,10 +152,74 @@ func (e *Engine) KubernetesCronJobs(sc config.Schedule, title, image string) (de
 	if err != nil {
 		return cj, err
 	}
-	if cj.KeyEnv = cr.KeyEnv; cj.KeyEnv == "" {
-		return cj, Usagef("trendfetch crontab --format kubernetes --help", "credential %q has no api_key_env: a CronJob gives the key from its Secret as an environment variable; set api_key_env", cr.Name)
+	if cr.KeyEnv == "" && cr.KeyFile == "" {
+		return cj, Usagef("trendfetch crontab --format kubernetes --help", "credential %q has no api_key_env or api_key_file: a CronJob gives the key from its Secret as a variable or a file; set one", cr.Name)
 	}
+	for _, s := range e.podSecrets(cr) {
+		if err := addPodSecret(&cj, s); err != nil {
+			return cj, err
+		}
+	}
+	cj.Notes = e.podNotes()
 	return cj, nil
+}
+
+// podSecret is a secret a pod needs: the *_file setting naming its file ("" = none: the
+// variable of SecretEnv) and where the Secret holds it.
+type podSecret struct {
+	setting, file string
+	deploy.SecretEnv
+}
+
+// podSecrets is each secret the configuration needs in a pod, with the file it names if any.
+func (e *Engine) podSecrets(cr config.Credential) []podSecret {
+	c, r := e.cfg, e.cfg.Quota.Redis
+	out := []podSecret{
+		{"credentials[" + cr.Name + "].api_key_file", cr.KeyFile, deploy.SecretEnv{Env: cr.KeyEnv, Key: "youtube-api-key"}},
+		{"store.url_file", c.Store.URLFile, deploy.SecretEnv{Env: config.Lookup("database").Env, Key: "database-url"}},
+		{"quota.redis.url_file", r.URLFile, deploy.SecretEnv{Env: config.Lookup("quota.redis.url").Env, Key: "redis-url",
+			Optional: len(r.Cluster) > 0 || r.Sentinel.Configured()}},
+	}
+	if r.Sentinel.Configured() {
+		out = append(out, podSecret{"quota.redis.sentinel.password_file", r.Sentinel.PasswordFile,
+			deploy.SecretEnv{Env: config.Lookup("quota.redis.sentinel.password").Env, Key: "redis-sentinel-password", Optional: true}})
+	}
+	return append(out, podSecret{"runs.checkin_url_file", c.Runs.CheckinURLFile,
+		deploy.SecretEnv{Env: config.Lookup("runs.checkin_url").Env, Key: "checkin-url", Optional: true}})
+}
+
+// addPodSecret adds s to cj as a variable or, when the configuration names its file, as that
+// file; a file the pods' projected volume cannot hold there is a *SettingError.
+func addPodSecret(cj *deploy.CronJobs, s podSecret) error {
+	if s.file == "" {
+		cj.Env = append(cj.Env, s.SecretEnv)
+		return nil
+	}
+	p := filepath.Clean(s.file)
+	if !strings.HasPrefix(p, deploy.ConfigDir+"/") || p == deploy.ConfigDir+"/trendfetch.yaml" ||
+		slices.ContainsFunc(cj.Files, func(f deploy.SecretFile) bool { return f.Path == p }) {
+		return &SettingError{Setting: s.setting + " = " + s.file, Err: fmt.Errorf(
+			"the pods see the Secret's files only under %s (beside the ConfigMap's trendfetch.yaml), one per secret: name a file there", deploy.ConfigDir)}
+	}
+	cj.Files = append(cj.Files, deploy.SecretFile{Key: s.Key, Path: p})
+	return nil
+}
+
+// podNotes says what the pods use instead of the settings they cannot honour: the embedded
+// database and quota backend (pods share no file), a metrics directory they do not have.
+func (e *Engine) podNotes() []string {
+	c := e.cfg
+	var notes []string
+	if c.Store.URLFile == "" && store.EngineOf(c.Database) != store.PostgreSQL {
+		notes = append(notes, fmt.Sprintf("database %s is an embedded SQLite file, which pods cannot share: theirs is the Secret's database-url, a postgres:// URL.", c.Database))
+	}
+	if c.Quota.Backend != "redis" {
+		notes = append(notes, fmt.Sprintf("quota.backend %s (embedded) is replaced in the pods by redis (%s=redis): pods share no file.", c.Quota.Backend, config.Lookup("quota.backend").Env))
+	}
+	if f := c.Runs.MetricsTextfile; f != "" {
+		notes = append(notes, fmt.Sprintf("runs.metrics_textfile %s is not in the pods (read-only root file system): their runs write no metrics file; use check-ins.", f))
+	}
+	return notes
 }
 
 // cronJobs returns each configured region's five crontab fields for format: colliding regions,

@@ -2,13 +2,16 @@ package engine
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/rs/zerolog"
+	"gopkg.in/yaml.v3"
 
 	"github.com/trendfetch/trendfetch/internal/config"
 )
@@ -122,5 +125,81 @@ func TestDeployHeadersWarnOnlyOfUnhandledSecrets(t *testing.T) {
 		if tc.format == "systemd" && (keyCred == (tc.cfg == &withFile) || !strings.Contains(out, "LoadCredential=redis-url:/etc/trendfetch/redis-url")) {
 			t.Errorf("%s: key credential %v (want it without api_key_file only), and the Redis URL's credential:\n%s", tc.name, keyCred, out)
 		}
+	}
+}
+
+// TestKubernetesSecretsReachThePodsWhereTheConfigReadsThem: the secrets a configuration
+// reads from files (an api_key_file without api_key_env, store.url_file, quota.redis.url_file)
+// are the Secret's files at those paths, the rest variables; a file outside the pods' config
+// directory is refused naming its setting; an embedded database and quota backend are notes.
+func TestKubernetesSecretsReachThePodsWhereTheConfigReadsThem(t *testing.T) {
+	cfg := config.Default()
+	cfg.Regions, cfg.Database = []string{"US"}, "postgres://tf@db.example/tf"
+	cfg.Credentials = []config.Credential{{Name: "default", KeyFile: "/etc/trendfetch/youtube-api-key"}}
+	cfg.Store.URLFile = "/etc/trendfetch/database-url"
+	cfg.Quota.Backend, cfg.Quota.Redis.URL, cfg.Quota.Redis.URLFile = "redis", "redis://r.example:6379/0", "/etc/trendfetch/redis-url"
+	cj, err := deployEngine(t, cfg, nil).KubernetesCronJobs(cfg.Schedule, "title", "img:1")
+	if err != nil {
+		t.Fatalf("KubernetesCronJobs: %v", err)
+	}
+	out := render(t, cj)
+	var doc struct {
+		Spec struct {
+			JobTemplate struct {
+				Spec struct {
+					Template struct {
+						Spec struct {
+							Containers []struct{ Env []struct{ Name string } }
+							Volumes    []struct {
+								Projected struct {
+									Sources []struct {
+										Secret struct{ Items []struct{ Key, Path string } }
+									}
+								}
+							}
+						}
+					}
+				}
+			} `yaml:"jobTemplate"`
+		}
+	}
+	_, manifest, _ := strings.Cut(out, "\napiVersion")
+	if err := yaml.Unmarshal([]byte("apiVersion"+manifest), &doc); err != nil {
+		t.Fatal(err)
+	}
+	pod := doc.Spec.JobTemplate.Spec.Template.Spec
+	files := map[string]string{}
+	for _, src := range pod.Volumes[0].Projected.Sources {
+		for _, it := range src.Secret.Items {
+			files["/etc/trendfetch/"+it.Path] = it.Key
+		}
+	}
+	want := map[string]string{"/etc/trendfetch/youtube-api-key": "youtube-api-key", "/etc/trendfetch/database-url": "database-url", "/etc/trendfetch/redis-url": "redis-url"}
+	if fmt.Sprint(files) != fmt.Sprint(want) {
+		t.Errorf("the Secret's files in the pod %v, want %v\n%s", files, want, out)
+	}
+	var env []string
+	for _, e := range pod.Containers[0].Env {
+		env = append(env, e.Name)
+	}
+	if want := []string{"TRENDFETCH_QUOTA_BACKEND", "TRENDFETCH_LOG_FORMAT", "TRENDFETCH_CHECKIN_URL"}; !slices.Equal(env, want) {
+		t.Errorf("variables %q, want %q (a variable would contradict the file the config reads)", env, want)
+	}
+
+	cfg.Credentials[0].KeyFile = "/srv/keys/youtube"
+	_, err = deployEngine(t, cfg, nil).KubernetesCronJobs(cfg.Schedule, "title", "img:1")
+	var se *SettingError
+	if !errors.As(err, &se) || !strings.Contains(se.Setting, "api_key_file = /srv/keys/youtube") {
+		t.Errorf("a key file outside /etc/trendfetch: %v, want a setting error naming it", err)
+	}
+
+	embedded := config.Default()
+	embedded.Regions, embedded.Database = []string{"US"}, filepath.Join(t.TempDir(), "tf.db")
+	cj, err = deployEngine(t, embedded, nil).KubernetesCronJobs(embedded.Schedule, "title", "img:1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out := render(t, cj); !strings.Contains(out, "is an embedded SQLite file") || !strings.Contains(out, "quota.backend sqlite (embedded) is replaced") {
+		t.Errorf("no note of the embedded database and quota backend:\n%s", out)
 	}
 }
