@@ -13,28 +13,31 @@ import (
 )
 
 // ParquetRow is one row of `export --format parquet`: the JSON Lines
-// fields typed (docs/schema.md), but youtube_change, which the file's
-// ParquetChangesKey metadata holds. Text columns are dictionary-encoded (a
+// fields typed (docs/schema.md); the file's ParquetChangesKey metadata
+// lists the changes its rows cross. Text columns are dictionary-encoded (a
 // video's text repeats on every chart it is on), all zstd-compressed.
 type ParquetRow struct {
-	Region       string     `parquet:"region,dict"`
-	CapturedAt   time.Time  `parquet:"captured_at,timestamp(microsecond:utc)"`
-	Complete     bool       `parquet:"complete"`
-	RunID        int64      `parquet:"run_id"`
-	Rank         int64      `parquet:"rank"`
-	VideoID      string     `parquet:"video_id,dict"`
-	Title        string     `parquet:"title,dict"`
-	ChannelID    string     `parquet:"channel_id,dict"`
-	ChannelTitle string     `parquet:"channel_title,dict"`
-	CategoryID   string     `parquet:"category_id,dict"`
-	Tags         []string   `parquet:"tags,list"`
-	PublishedAt  *time.Time `parquet:"published_at,optional,timestamp(microsecond:utc)"`
-	Duration     *string    `parquet:"duration,optional,dict"`
-	ThumbnailURL string     `parquet:"thumbnail_url,dict"`
-	ViewCount    *int64     `parquet:"view_count,optional"`
-	LikeCount    *int64     `parquet:"like_count,optional"`
-	CommentCount *int64     `parquet:"comment_count,optional"`
-	Description  *string    `parquet:"description,optional,dict"` // null with --no-description
+	Region     string    `parquet:"region,dict"`
+	CapturedAt time.Time `parquet:"captured_at,timestamp(microsecond:utc)"`
+	Complete   bool      `parquet:"complete"`
+	RunID      int64     `parquet:"run_id"`
+	// YouTubeChange is the Date of the Change in effect at CapturedAt (nil
+	// before the first).
+	YouTubeChange *string    `parquet:"youtube_change,optional,dict"`
+	Rank          int64      `parquet:"rank"`
+	VideoID       string     `parquet:"video_id,dict"`
+	Title         string     `parquet:"title,dict"`
+	ChannelID     string     `parquet:"channel_id,dict"`
+	ChannelTitle  string     `parquet:"channel_title,dict"`
+	CategoryID    string     `parquet:"category_id,dict"`
+	Tags          []string   `parquet:"tags,list"`
+	PublishedAt   *time.Time `parquet:"published_at,optional,timestamp(microsecond:utc)"`
+	Duration      *string    `parquet:"duration,optional,dict"`
+	ThumbnailURL  string     `parquet:"thumbnail_url,dict"`
+	ViewCount     *int64     `parquet:"view_count,optional"`
+	LikeCount     *int64     `parquet:"like_count,optional"`
+	CommentCount  *int64     `parquet:"comment_count,optional"`
+	Description   *string    `parquet:"description,optional,dict"` // null with --no-description
 }
 
 // ParquetChangesKey is the file's key-value metadata entry holding YouTube's
@@ -99,47 +102,29 @@ func newParquetWriter(w io.Writer, noDescription bool) *parquetWriter {
 
 func (p *parquetWriter) Row(r *ExportRow) error {
 	if r.Region != p.region {
-		// A new region ends the row group (ParquetRowGroup), unless it is
-		// small: rows not grouped by region would make one per capture.
-		if p.groupRows >= parquetMinGroup {
-			if err := p.write(); err != nil {
-				return err
-			}
-			if err := p.w.Flush(); err != nil {
-				return err
-			}
-			p.groupRows = 0
+		if err := p.endGroup(); err != nil {
+			return err
 		}
 		p.region = r.Region
 	}
 	if p.groupRows++; p.groupRows == ParquetRowGroup {
 		p.groupRows = 0 // the writer ends the group (MaxRowsPerRowGroup)
 	}
-	t := p.texts[r.VideoKey]
-	if t == nil || r.VideoKey == 0 {
-		t = &parquetText{tags: splitTags(r.Tags)}
-		if !r.PublishedAt.IsZero() {
-			t.published = new(r.PublishedAt.UTC())
-		}
-		t.duration = strPtr(r.Duration)
-		if !p.noDescription {
-			t.description = new(r.Description)
-		}
-		if len(p.texts) >= ExportVideoCache {
-			clear(p.texts)
-		}
-		p.texts[r.VideoKey] = t
-	}
+	t := p.text(r)
 	if p.first.IsZero() || r.CapturedAt.Before(p.first) {
 		p.first = r.CapturedAt
 	}
 	if r.CapturedAt.After(p.last) {
 		p.last = r.CapturedAt
 	}
+	var change *string
+	if c := ChangeInEffect(r.CapturedAt); c != nil {
+		change = &c.Date
+	}
 	p.batch = append(p.batch, ParquetRow{
-		Region: r.Region, CapturedAt: r.CapturedAt.UTC(), Complete: r.Complete, RunID: r.RunID, Rank: int64(r.Rank),
-		VideoID: r.VideoID, Title: r.Title, ChannelID: r.ChannelID, ChannelTitle: r.ChannelTitle, CategoryID: r.CategoryID,
-		Tags: t.tags, PublishedAt: t.published, Duration: t.duration, ThumbnailURL: r.ThumbnailURL,
+		Region: r.Region, CapturedAt: r.CapturedAt.UTC(), Complete: r.Complete, RunID: r.RunID, YouTubeChange: change,
+		Rank: int64(r.Rank), VideoID: r.VideoID, Title: r.Title, ChannelID: r.ChannelID, ChannelTitle: r.ChannelTitle,
+		CategoryID: r.CategoryID, Tags: t.tags, PublishedAt: t.published, Duration: t.duration, ThumbnailURL: r.ThumbnailURL,
 		ViewCount: p.count(r.Views), LikeCount: p.count(r.Likes), CommentCount: p.count(r.Comments),
 		Description: t.description,
 	})
@@ -147,6 +132,39 @@ func (p *parquetWriter) Row(r *ExportRow) error {
 		return p.write()
 	}
 	return nil
+}
+
+// endGroup ends the row group at a new region (ParquetRowGroup), unless it
+// is small: rows not grouped by region would make one per capture.
+func (p *parquetWriter) endGroup() error {
+	if p.groupRows < parquetMinGroup {
+		return nil
+	}
+	if err := p.write(); err != nil {
+		return err
+	}
+	p.groupRows = 0
+	return p.w.Flush()
+}
+
+// text is the part of r's row that depends on its video's text only,
+// made once per video (at most ExportVideoCache kept).
+func (p *parquetWriter) text(r *ExportRow) *parquetText {
+	if t := p.texts[r.VideoKey]; t != nil && r.VideoKey != 0 {
+		return t
+	}
+	t := &parquetText{tags: splitTags(r.Tags), duration: strPtr(r.Duration)}
+	if !r.PublishedAt.IsZero() {
+		t.published = new(r.PublishedAt.UTC())
+	}
+	if !p.noDescription {
+		t.description = new(r.Description)
+	}
+	if len(p.texts) >= ExportVideoCache {
+		clear(p.texts)
+	}
+	p.texts[r.VideoKey] = t
+	return t
 }
 
 func (p *parquetWriter) write() error {

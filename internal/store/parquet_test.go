@@ -248,4 +248,19 @@ func testExportMarksYouTubeChanges(t *testing.T, s *Store) {
 	if strings.Join(seen, " ") != "2025-07-21 2025-07-21 2026-08-27 2026-08-27" {
 		t.Errorf("JSON Lines youtube_change %q, want 2025-07-21 before 2026-08-27 and 2026-08-27 after", seen)
 	}
+	// Parquet rows have the column too (issue 40 item 14).
+	rows, err := parquet.Read[struct {
+		YouTubeChange *string `parquet:"youtube_change,optional"`
+	}](bytes.NewReader(pq), int64(len(pq)))
+	seen = seen[:0]
+	for _, r := range rows {
+		if r.YouTubeChange == nil {
+			seen = append(seen, "null")
+		} else {
+			seen = append(seen, *r.YouTubeChange)
+		}
+	}
+	if err != nil || strings.Join(seen, " ") != "2025-07-21 2025-07-21 2026-08-27 2026-08-27" {
+		t.Errorf("Parquet youtube_change %q (%v), want 2025-07-21 before 2026-08-27 and 2026-08-27 after", seen, err)
+	}
 }
