@@ -312,6 +312,7 @@ func (e *Engine) metrics(quotaReader metrics.StatusReader, regions []string, st 
 	m.ZeroSeries(creds, buckets, slices.Sorted(maps.Keys(e.cfg.Quota.Costs)))
 	cred := e.cfg.Credential
 	m.ReadLastSuccess(func(ctx context.Context) (map[string]time.Time, error) { return st.LastSuccess(ctx, cred) })
+	m.ReadMissedSlots(func(ctx context.Context) (map[string]int, error) { return e.MissedSlots(ctx, st) })
 	return m
 }
 

@@ -202,3 +202,19 @@ func OnCalendar(every, offset time.Duration) (string, error) {
 	}
 	return fmt.Sprintf("*-*-* %02d/%d:%02d:00", start, n, min), nil
 }
+
+// Slots returns the slots of s that start in [from, to], oldest first: each
+// from its tick to the next tick (the last's end may be after to; zero when
+// s has no next tick). It stops after limit slots and then reports more.
+func Slots(s cron.Schedule, from, to time.Time, limit int) (slots [][2]time.Time, more bool) {
+	tick := s.Next(from.Add(-time.Nanosecond))
+	for !tick.IsZero() && !tick.After(to) {
+		if len(slots) == limit {
+			return slots, true
+		}
+		next := s.Next(tick)
+		slots = append(slots, [2]time.Time{tick, next})
+		tick = next
+	}
+	return slots, false
+}

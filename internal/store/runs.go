@@ -196,36 +196,44 @@ func (s *Store) RunsPage(ctx context.Context, q RunsQuery) ([]Run, error) {
 	// The cast makes PostgreSQL take the cursor as 64-bit (else int4 from 0).
 	var out []Run
 	err := each(ctx, s.db, `
-SELECT id, credential, region, started_at, finished_at, pages, videos, units, calls, unmetered,
-       outcome, substr(reason, 1, ?4), retry_after_ms, retry_at, pid, host
+SELECT `+runColumns+`
 FROM runs
 WHERE (?1 = '' OR region = ?1) AND (CAST(?2 AS BIGINT) <= 0 OR id < ?2)
 ORDER BY id DESC LIMIT ?3`, []any{q.Region, q.Before, limit, MaxReasonBytes + 1}, func(rows *sql.Rows) error {
-		var (
-			r                          Run
-			started, finished, retryAt sql.NullString
-			units, calls, outcome      string
-			retryMS, pid               sql.NullInt64
-		)
-		if err := rows.Scan(&r.ID, &r.Credential, &r.Region, &started, &finished, &r.Pages, &r.Videos,
-			&units, &calls, &r.Unmetered, &outcome, &r.Reason, &retryMS, &retryAt, &pid, &r.Host); err != nil {
-			return err
-		}
-		r.StartedAt, r.FinishedAt, r.RetryAt = parseTime(started), parseTime(finished), parseTime(retryAt)
-		r.Outcome, r.Reason = Outcome(outcome), capReason(r.Reason)
-		r.RetryAfter = time.Duration(retryMS.Int64) * time.Millisecond
-		r.PID = int(pid.Int64)
-		if err := errors.Join(json.Unmarshal([]byte(units), &r.Units),
-			json.Unmarshal([]byte(calls), &r.Calls)); err != nil {
-			return fmt.Errorf("run %d units or calls: %w", r.ID, err)
-		}
+		r, err := scanRun(rows)
 		out = append(out, r)
-		return nil
+		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("cannot list runs: %w", err)
 	}
 	return out, nil
+}
+
+// runColumns are the columns scanRun reads (?4: MaxReasonBytes+1, so that capReason sees a longer reason).
+const runColumns = `id, credential, region, started_at, finished_at, pages, videos, units, calls, unmetered,
+       outcome, substr(reason, 1, ?4), retry_after_ms, retry_at, pid, host`
+
+// scanRun reads a row of runColumns.
+func scanRun(rows *sql.Rows) (Run, error) {
+	var (
+		r                          Run
+		started, finished, retryAt sql.NullString
+		units, calls, outcome      string
+		retryMS, pid               sql.NullInt64
+	)
+	if err := rows.Scan(&r.ID, &r.Credential, &r.Region, &started, &finished, &r.Pages, &r.Videos,
+		&units, &calls, &r.Unmetered, &outcome, &r.Reason, &retryMS, &retryAt, &pid, &r.Host); err != nil {
+		return r, err
+	}
+	r.StartedAt, r.FinishedAt, r.RetryAt = parseTime(started), parseTime(finished), parseTime(retryAt)
+	r.Outcome, r.Reason = Outcome(outcome), capReason(r.Reason)
+	r.RetryAfter = time.Duration(retryMS.Int64) * time.Millisecond
+	r.PID = int(pid.Int64)
+	if err := errors.Join(json.Unmarshal([]byte(units), &r.Units), json.Unmarshal([]byte(calls), &r.Calls)); err != nil {
+		return r, fmt.Errorf("run %d units or calls: %w", r.ID, err)
+	}
+	return r, nil
 }
 
 // AbandonRuns marks the runs of (credential, region) still running that

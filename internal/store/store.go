@@ -169,6 +169,7 @@ type Reader interface {
 	History(ctx context.Context, id string) (VideoHistory, error)
 	RunsPage(ctx context.Context, q RunsQuery) ([]Run, error)
 	Health(ctx context.Context, region string, dayStart time.Time) (RegionHealth, error)
+	RunsStarted(ctx context.Context, region string, from, to time.Time) ([]Run, error)
 	MaxOpenConns() int
 }
 
