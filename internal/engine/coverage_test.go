@@ -31,7 +31,9 @@ func TestCoverage(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer st.Close()
-		at := func(hhmmss string) time.Time { return time.Date(2026, 11, 26, 0, 0, 0, 0, time.UTC).Add(hms(t, hhmmss)) }
+		at := func(hhmmss string) time.Time {
+			return time.Date(2026, 11, 26, 0, 0, 0, 0, time.UTC).Add(hms(t, hhmmss))
+		}
 		plant := func(region, host, started string, o store.Outcome, reason string, pages int) {
 			t.Helper()
 			id, err := st.StartRun(ctx, store.Run{Credential: "main", Region: region, StartedAt: at(started), Host: host})
