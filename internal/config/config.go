@@ -123,22 +123,7 @@ func (c *Config) complete() {
 	if c.API.Endpoint != "" && !strings.HasSuffix(c.API.Endpoint, "/") {
 		c.API.Endpoint += "/"
 	}
-	if c.Quota.Backend == "" {
-		c.Quota.Backend = "sqlite"
-		if c.Quota.Redis.Configured() {
-			c.Quota.Backend = "redis"
-		}
-	}
-	c.Quota.Preset = cmp.Or(c.Quota.Preset, callsite.PresetClassic)
-	if c.Quota.SQLite.Path == "" && c.Database != "" {
-		if store.EngineOf(c.Database) == store.PostgreSQL {
-			if dir := xdgDir("XDG_DATA_HOME", ".local", "share"); dir != "" {
-				c.Quota.SQLite.Path = filepath.Join(dir, "quota.db")
-			}
-		} else {
-			c.Quota.SQLite.Path = filepath.Join(filepath.Dir(c.Database), "quota.db")
-		}
-	}
+	c.completeQuota()
 	for i, s := range c.Searches {
 		c.Searches[i].MaxPages = cmp.Or(s.MaxPages, 1)
 		if rs, err := regions.ParseList(s.Regions); err == nil {
@@ -149,11 +134,42 @@ func (c *Config) complete() {
 	c.Serve.complete()
 }
 
-// Validate checks c without I/O; the first problem is a *ValidationError or *regions.Error.
+// completeQuota fills the quota backend (redis when Redis is configured, else sqlite), the
+// preset and the SQLite quota path (beside a SQLite database; in the data directory beside a
+// PostgreSQL one).
+func (c *Config) completeQuota() {
+	if c.Quota.Backend == "" {
+		c.Quota.Backend = "sqlite"
+		if c.Quota.Redis.Configured() {
+			c.Quota.Backend = "redis"
+		}
+	}
+	c.Quota.Preset = cmp.Or(c.Quota.Preset, callsite.PresetClassic)
+	if c.Quota.SQLite.Path != "" || c.Database == "" {
+		return
+	}
+	if store.EngineOf(c.Database) != store.PostgreSQL {
+		c.Quota.SQLite.Path = filepath.Join(filepath.Dir(c.Database), "quota.db")
+	} else if dir := xdgDir("XDG_DATA_HOME", ".local", "share"); dir != "" {
+		c.Quota.SQLite.Path = filepath.Join(dir, "quota.db")
+	}
+}
+
+// Validate checks c without I/O, each section by its own validate; the first problem is a
+// *ValidationError or *regions.Error.
 func (c *Config) Validate() error {
 	if c.Database == "" {
 		return invalid("database", `""`, "no data directory: HOME and XDG_DATA_HOME are unset; set database in the config (or --database, %s), or set HOME", Lookup("database").Env)
 	}
+	_, _, limitsErr := c.Limits()
+	return cmp.Or(c.validateCredentials(), c.validateRegions(), c.API.validate(), c.Runs.validate(), c.Stats.validate(),
+		c.Store.validate(), c.validateQuota(), limitsErr, c.validateCallSites(), c.Chart.validate(), c.validateSearches(),
+		c.validateRefresh(), c.validatePolicies(), c.Log.validate(), c.Serve.validate(), c.Schedule.validate(c.Regions))
+}
+
+// validateCredentials checks credentials (names unique and valid, systemd credential names)
+// and that credential names one of them.
+func (c *Config) validateCredentials() error {
 	if len(c.Credentials) == 0 {
 		return invalid("credentials", "[]", "at least one credential is needed")
 	}
@@ -174,51 +190,57 @@ func (c *Config) Validate() error {
 	if !names[c.Credential] {
 		return invalid("credential", c.Credential, "no credential of that name (have %s)", strings.Join(slices.Sorted(maps.Keys(names)), ", "))
 	}
+	return nil
+}
+
+// validateRegions checks regions: at least one, each a supported region code.
+func (c *Config) validateRegions() error {
 	if len(c.Regions) == 0 {
 		return invalid("regions", "[]", "at least one region is needed")
 	}
 	if _, err := regions.ParseList(c.Regions); err != nil {
 		return fmt.Errorf("config: regions: %w", err)
 	}
-	if c.API.Endpoint != "" && !strings.HasPrefix(c.API.Endpoint, "http://") && !strings.HasPrefix(c.API.Endpoint, "https://") {
-		return invalid("api.endpoint", c.API.Endpoint, "want an http:// or https:// URL")
+	return nil
+}
+
+// validate checks the api section.
+func (a API) validate() error {
+	if a.Endpoint != "" && !strings.HasPrefix(a.Endpoint, "http://") && !strings.HasPrefix(a.Endpoint, "https://") {
+		return invalid("api.endpoint", a.Endpoint, "want an http:// or https:// URL")
 	}
-	if c.API.Timeout <= 0 {
-		return invalid("api.timeout", time.Duration(c.API.Timeout), "must be > 0")
+	switch {
+	case a.Timeout <= 0:
+		return invalid("api.timeout", time.Duration(a.Timeout), "must be > 0")
+	case a.RetryBackoff < 0:
+		return invalid("api.retry_backoff", a.RetryBackoff.Std(), "must be 0 or positive")
+	case a.PageSize < 1 || a.PageSize > callsite.MaxIDs:
+		return invalid("api.page_size", a.PageSize, "must be 1-%d (the API's maxResults range)", callsite.MaxIDs)
+	case a.Retries < 0 || a.Retries > 10:
+		return invalid("api.retries", a.Retries, "must be 0-10 (every attempt costs quota)")
 	}
-	for _, d := range []struct {
-		key  string
-		v    Duration
-		want string
-	}{
-		{"runs.timeout", c.Runs.Timeout, "0 (no deadline) or positive, e.g. 15m"},
-		{"api.retry_backoff", c.API.RetryBackoff, "0 or positive"},
-		{"stats.track_for", c.Stats.TrackFor, "0 (off) or positive, e.g. 168h"},
-		{"stats.every", c.Stats.Every, "0 (every run) or positive, e.g. 6h"},
-		{"store.retention", c.Store.Retention, "0 (keep everything) or positive, e.g. 2160h"},
-	} {
-		if d.v < 0 {
-			return invalid(d.key, d.v.Std(), "must be %s", d.want)
-		}
+	return nil
+}
+
+// validate checks the runs section.
+func (r Runs) validate() error {
+	if r.Timeout < 0 {
+		return invalid("runs.timeout", r.Timeout.Std(), "must be 0 (no deadline) or positive, e.g. 15m")
 	}
 	// Renewals (every third) must survive a slow backend; a crashed run blocks its region one TTL.
-	if ttl := c.Runs.LeaseTTL.Std(); ttl < time.Second || ttl > 24*time.Hour {
+	if ttl := r.LeaseTTL.Std(); ttl < time.Second || ttl > 24*time.Hour {
 		return invalid("runs.lease_ttl", ttl, "must be between 1s and 24h0m0s")
 	}
-	if u, err := url.Parse(c.Runs.CheckinURL); c.Runs.CheckinURL != "" && (err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "") {
+	if u, err := url.Parse(r.CheckinURL); r.CheckinURL != "" && (err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "") {
 		return invalid("runs.checkin_url", "(set; a secret, not shown)", "must be an http:// or https:// ping URL such as https://hc-ping.com/PING_KEY/trendfetch-{region}")
 	}
-	if c.API.PageSize < 1 || c.API.PageSize > callsite.MaxIDs {
-		return invalid("api.page_size", c.API.PageSize, "must be 1-%d (the API's maxResults range)", callsite.MaxIDs)
-	}
-	if c.Quota.Backend == "redis" && !c.Quota.Redis.Configured() {
-		return invalid("quota.backend", "redis", "no Redis configured: set %s, quota.redis.url_file, quota.redis.cluster or quota.redis.sentinel", Lookup("quota.redis.url").Env)
-	}
-	_, _, limitsErr := c.Limits()
-	return cmp.Or(oneOf("quota.backend", c.Quota.Backend, "sqlite", "redis"), c.validateRedis(), limitsErr,
-		c.validateCallSites(), c.validateIngest(), c.Store.validate(), c.validatePolicies(),
-		oneOf("log.level", c.Log.Level, "trace", "debug", "info", "warn", "error"),
-		oneOf("log.format", c.Log.Format, "auto", "json", "console"), c.Serve.validate(), c.Schedule.validate(c.Regions))
+	return nil
+}
+
+// validate checks the log section.
+func (l Log) validate() error {
+	return cmp.Or(oneOf("log.level", l.Level, "trace", "debug", "info", "warn", "error"),
+		oneOf("log.format", l.Format, "auto", "json", "console"))
 }
 
 // ValidationError names the config field, the value and why it is wrong.

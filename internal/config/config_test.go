@@ -143,6 +143,23 @@ func TestValidateNamesFieldValueReason(t *testing.T) {
 		{"chart without cost", func(c *Config) { delete(c.Quota.Costs, "videos.list") }, "quota.costs"},
 		{"categories without cost", func(c *Config) { c.Categories.Enabled = true; delete(c.Quota.Costs, "videoCategories.list") }, "quota.costs"},
 		{"no data directory", func(c *Config) { c.Database = "" }, "database"},
+		// One bound of each section, reached through its validate.
+		{"api timeout", func(c *Config) { c.API.Timeout = 0 }, "api.timeout"},
+		{"api retry backoff", func(c *Config) { c.API.RetryBackoff = -1 }, "api.retry_backoff"},
+		{"api retries", func(c *Config) { c.API.Retries = 11 }, "api.retries"},
+		{"runs timeout", func(c *Config) { c.Runs.Timeout = -1 }, "runs.timeout"},
+		{"checkin url", func(c *Config) { c.Runs.CheckinURL = "ftp://x" }, "runs.checkin_url"},
+		{"stats track_for", func(c *Config) { c.Stats.TrackFor = -1 }, "stats.track_for"},
+		{"stats every", func(c *Config) { c.Stats.Every = -1 }, "stats.every"},
+		{"store retention", func(c *Config) { c.Store.Retention = -1 }, "store.retention"},
+		{"store refresh", func(c *Config) { c.Store.RefreshPerDay = -1 }, "store.refresh_per_day"},
+		{"log level", func(c *Config) { c.Log.Level = "loud" }, "log.level"},
+		{"log format", func(c *Config) { c.Log.Format = "xml" }, "log.format"},
+		{"chart category", func(c *Config) { c.Chart.Categories = map[string][]string{"US": {"12345"}} }, "chart.categories.US"},
+		{"search pages", func(c *Config) { c.Searches = []Search{{Q: "x", MaxPages: 11}} }, "searches[0].max_pages"},
+		{"channels refresh", func(c *Config) { c.Channels = Refresh{Enabled: true} }, "channels.refresh"},
+		{"serve algorithm", func(c *Config) { c.Serve.RateLimit.Algorithm = "leaky" }, "serve.rate_limit.algorithm"},
+		{"sentinel without master", func(c *Config) { c.Quota.Redis.Sentinel.Addrs = []string{"h:26379"} }, "quota.redis.sentinel.master"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := Default()

@@ -29,9 +29,9 @@ type Refresh struct {
 	Refresh Duration `yaml:"refresh"`
 }
 
-// validateIngest checks chart, searches, channels, categories and retries.
-func (c *Config) validateIngest() error {
-	for region, cats := range c.Chart.Categories {
+// validate checks the chart section: region codes and videoCategoryIds.
+func (ch Chart) validate() error {
+	for region, cats := range ch.Categories {
 		if _, err := regions.Parse(region); err != nil {
 			return fmt.Errorf("config: chart.categories: %w", err)
 		}
@@ -41,31 +41,45 @@ func (c *Config) validateIngest() error {
 			}
 		}
 	}
+	return nil
+}
+
+// validateSearches checks each entry of searches.
+func (c *Config) validateSearches() error {
 	for i, s := range c.Searches {
-		f := fmt.Sprintf("searches[%d]", i)
-		if s.Q == "" {
-			return invalid(f+".q", `""`, "a search needs query text")
-		}
-		if err := oneOf(f+".order", cmp.Or(s.Order, "relevance"), "date", "rating", "relevance", "title", "videoCount", "viewCount"); err != nil {
+		if err := s.validate(fmt.Sprintf("searches[%d]", i)); err != nil {
 			return err
 		}
-		if s.PublishedAfter < 0 {
-			return invalid(f+".published_after", s.PublishedAfter.Std(), "must not be negative")
-		}
-		if s.MaxPages < 1 || s.MaxPages > 10 {
-			return invalid(f+".max_pages", s.MaxPages, "must be 1-10 (each page costs the search.list cost)")
-		}
-		if _, err := regions.ParseList(s.Regions); err != nil {
-			return fmt.Errorf("config: %s.regions: %w", f, err)
-		}
 	}
+	return nil
+}
+
+// validate checks one search, f its key (searches[N]).
+func (s Search) validate(f string) error {
+	if s.Q == "" {
+		return invalid(f+".q", `""`, "a search needs query text")
+	}
+	if err := oneOf(f+".order", cmp.Or(s.Order, "relevance"), "date", "rating", "relevance", "title", "videoCount", "viewCount"); err != nil {
+		return err
+	}
+	if s.PublishedAfter < 0 {
+		return invalid(f+".published_after", s.PublishedAfter.Std(), "must not be negative")
+	}
+	if s.MaxPages < 1 || s.MaxPages > 10 {
+		return invalid(f+".max_pages", s.MaxPages, "must be 1-10 (each page costs the search.list cost)")
+	}
+	if _, err := regions.ParseList(s.Regions); err != nil {
+		return fmt.Errorf("config: %s.regions: %w", f, err)
+	}
+	return nil
+}
+
+// validateRefresh checks the channels and categories sections.
+func (c *Config) validateRefresh() error {
 	for name, r := range map[string]Refresh{"channels": c.Channels, "categories": c.Categories} {
 		if r.Enabled && r.Refresh <= 0 {
 			return invalid(name+".refresh", r.Refresh.Std(), "must be > 0")
 		}
-	}
-	if c.API.Retries < 0 || c.API.Retries > 10 {
-		return invalid("api.retries", c.API.Retries, "must be 0-10 (every attempt costs quota)")
 	}
 	return nil
 }
@@ -79,6 +93,17 @@ func (c *Config) SearchesFor(region string) []Search {
 		}
 	}
 	return out
+}
+
+// validate checks the stats section.
+func (s Stats) validate() error {
+	if s.TrackFor < 0 {
+		return invalid("stats.track_for", s.TrackFor.Std(), "must be 0 (off) or positive, e.g. 168h")
+	}
+	if s.Every < 0 {
+		return invalid("stats.every", s.Every.Std(), "must be 0 (every run) or positive, e.g. 6h")
+	}
+	return nil
 }
 
 // Stats is the `stats` section: videos charted within TrackFor (0 = off) but not now are sampled

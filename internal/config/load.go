@@ -82,32 +82,12 @@ func read(r io.Reader, lookup func(string) (string, bool), flags map[string]stri
 // decode reads YAML from r over c (the defaults); errors name key and line (yamlcheck).
 // quota.buckets merge into the preset's, quota.costs replace them, quota.policies override.
 func (c *Config) decode(r io.Reader) error {
-	raw, err := io.ReadAll(io.LimitReader(r, MaxConfigBytes+1))
-	if err != nil {
-		return fmt.Errorf("cannot read config: %w", err)
+	raw, doc, err := readYAML(r)
+	if err != nil || len(doc.Content) == 0 {
+		return err
 	}
-	if len(raw) > MaxConfigBytes {
-		return fmt.Errorf("config is larger than %d KiB: a trendfetch config is a few KB; check the file", MaxConfigBytes>>10)
-	}
-	var doc yaml.Node
-	if err := yaml.Unmarshal(raw, &doc); err != nil {
-		return fmt.Errorf("config is not valid YAML: %s", oneLine(err))
-	}
-	if len(doc.Content) == 0 {
-		return nil
-	}
-	if err := yamlcheck.Check(&doc, reflect.TypeOf(Config{})); err != nil {
-		msg := err.Error()
-		if ke, ok := err.(*yamlcheck.Error); ok && (ke.Key == "api_key" || ke.Key == "password" || ke.Key == "url") {
-			where := []string{"api_key_env / api_key_file"}
-			for _, s := range settings {
-				if s.Secret != "" {
-					where = append(where, s.Env+" / "+s.Secret)
-				}
-			}
-			msg += " (secrets are read only from the environment or a file: use " + strings.Join(where, ", ") + ")"
-		}
-		return fmt.Errorf("config: %s", msg)
+	if err := yamlcheck.Check(doc, reflect.TypeOf(Config{})); err != nil {
+		return fmt.Errorf("config: %s%s", err, secretHint(err))
 	}
 	// The preset is the base the file's buckets and costs change.
 	var head struct {
@@ -134,23 +114,60 @@ func (c *Config) decode(r io.Reader) error {
 	if err := dec.Decode(c); err != nil {
 		return fmt.Errorf("config: %s", oneLine(err))
 	}
-	for m, per := range c.Quota.Costs {
-		// A preset cost charging a bucket the file removed goes: that call site is then off.
+	c.Quota.mergePreset(costsGiven, defaultPolicies)
+	return nil
+}
+
+// readYAML reads at most MaxConfigBytes of YAML from r: the bytes and the parsed document.
+func readYAML(r io.Reader) ([]byte, *yaml.Node, error) {
+	raw, err := io.ReadAll(io.LimitReader(r, MaxConfigBytes+1))
+	if err != nil {
+		return nil, nil, fmt.Errorf("cannot read config: %w", err)
+	}
+	if len(raw) > MaxConfigBytes {
+		return nil, nil, fmt.Errorf("config is larger than %d KiB: a trendfetch config is a few KB; check the file", MaxConfigBytes>>10)
+	}
+	var doc yaml.Node
+	if err := yaml.Unmarshal(raw, &doc); err != nil {
+		return nil, nil, fmt.Errorf("config is not valid YAML: %s", oneLine(err))
+	}
+	return raw, &doc, nil
+}
+
+// secretHint is what follows yamlcheck's error when its unknown key is a secret's name
+// (api_key, password, url): where secrets are read from; "" otherwise.
+func secretHint(err error) string {
+	ke, ok := err.(*yamlcheck.Error)
+	if !ok || (ke.Key != "api_key" && ke.Key != "password" && ke.Key != "url") {
+		return ""
+	}
+	where := []string{"api_key_env / api_key_file"}
+	for _, s := range settings {
+		if s.Secret != "" {
+			where = append(where, s.Env+" / "+s.Secret)
+		}
+	}
+	return " (secrets are read only from the environment or a file: use " + strings.Join(where, ", ") + ")"
+}
+
+// mergePreset completes the file's quota over the preset's: without quota.costs in the file
+// (costsGiven false), a preset cost charging a bucket the file removed goes (that call site is
+// then off); a method with a cost and no policy in the file keeps its default.
+func (q *Quota) mergePreset(costsGiven bool, defaultPolicies map[string]callsite.Policy) {
+	for m, per := range q.Costs {
 		for b := range per {
-			if !costsGiven && !slices.Contains(c.Quota.Buckets.names(), b) {
-				delete(c.Quota.Costs, m)
+			if !costsGiven && !slices.Contains(q.Buckets.names(), b) {
+				delete(q.Costs, m)
 				break
 			}
 		}
 	}
-	// A method with a cost and no policy in the file keeps its default.
 	for m, p := range defaultPolicies {
-		_, has := c.Quota.Costs[m]
-		if _, set := c.Quota.Policies[m]; has && !set {
-			c.Quota.Policies[m] = p
+		_, has := q.Costs[m]
+		if _, set := q.Policies[m]; has && !set {
+			q.Policies[m] = p
 		}
 	}
-	return nil
 }
 
 // xdgDir is $env/trendfetch, else ~/home.../trendfetch, else "" (never the cwd).

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"cmp"
 	"fmt"
 	"net"
 	"strconv"
@@ -39,15 +40,28 @@ func (r QuotaRedis) Configured() bool {
 	return r.URL != "" || len(r.Cluster) > 0 || r.Sentinel.Configured()
 }
 
-// validateRedis checks quota.redis without connecting, never quoting the URL.
-func (c *Config) validateRedis() error {
-	r, used := c.Quota.Redis, c.Quota.Backend == "redis"
+// validateQuota checks the quota section's backend and its Redis settings (its buckets and
+// costs: Limits).
+func (c *Config) validateQuota() error {
+	if c.Quota.Backend == "redis" && !c.Quota.Redis.Configured() {
+		return invalid("quota.backend", "redis", "no Redis configured: set %s, quota.redis.url_file, quota.redis.cluster or quota.redis.sentinel", Lookup("quota.redis.url").Env)
+	}
+	return cmp.Or(oneOf("quota.backend", c.Quota.Backend, "sqlite", "redis"), c.Quota.Redis.validate(c.Quota.Backend == "redis"))
+}
+
+// validate checks quota.redis without connecting, never quoting the URL; used: the backend is
+// redis.
+func (r QuotaRedis) validate(used bool) error {
 	if p := redisconn.URLProblem(r.URL); used && r.URL != "" && p != "" {
 		s := Lookup("quota.redis.url")
 		return invalid(s.Env+" / "+s.Secret, "(not shown: it may hold a password)", "%s", p)
 	}
-	s := r.Sentinel
-	for j, addrs := range [][]string{r.Cluster, s.Addrs} {
+	return cmp.Or(r.validateAddrs(), r.validateSentinel(), r.validateWait(used))
+}
+
+// validateAddrs checks the Cluster and Sentinel addresses: host:port each.
+func (r QuotaRedis) validateAddrs() error {
+	for j, addrs := range [][]string{r.Cluster, r.Sentinel.Addrs} {
 		for i, a := range addrs {
 			key := fmt.Sprintf("quota.redis.%s[%d]", []string{"cluster", "sentinel.addrs"}[j], i)
 			if host, port, err := net.SplitHostPort(a); err != nil || host == "" {
@@ -57,9 +71,13 @@ func (c *Config) validateRedis() error {
 			}
 		}
 	}
+	return nil
+}
+
+// validateSentinel checks that Sentinel's settings come together and fit the rest.
+func (r QuotaRedis) validateSentinel() error {
 	const auth = "needs quota.redis.sentinel.master and addrs: it authenticates to the Sentinels"
-	// WAIT 0 blocks forever; a decision must never wait long (docs/design.md §4).
-	const minWait, maxWait = time.Millisecond, 10 * time.Second
+	s := r.Sentinel
 	switch {
 	case len(s.Addrs) > 0 && s.Master == "":
 		return invalid("quota.redis.sentinel.master", `""`, "required with quota.redis.sentinel.addrs: the master name of `sentinel monitor <name> ...`")
@@ -75,6 +93,15 @@ func (c *Config) validateRedis() error {
 		return invalid("quota.redis.sentinel", s.Master, "cannot be combined with quota.redis.cluster (Cluster fails over by itself): set one of them")
 	case s.Configured() && strings.HasPrefix(r.URL, "unix:"):
 		return invalid("quota.redis.sentinel", s.Master, "the Redis URL is a unix socket, but with Sentinel the master's address comes from the Sentinels: use redis:// or rediss://")
+	}
+	return nil
+}
+
+// validateWait checks wait_replicas and wait_timeout; used: the backend is redis.
+func (r QuotaRedis) validateWait(used bool) error {
+	// WAIT 0 blocks forever; a decision must never wait long (docs/design.md §4).
+	const minWait, maxWait = time.Millisecond, 10 * time.Second
+	switch {
 	case r.WaitReplicas < 0:
 		return invalid("quota.redis.wait_replicas", r.WaitReplicas, "must be >= 0 (0 = do not wait for replicas)")
 	case r.WaitReplicas > 0 && !used:

@@ -50,6 +50,7 @@ func (s *Serve) complete() {
 	r.Algorithm = cmp.Or(r.Algorithm, "counter")
 }
 
+// validate checks the serve section.
 func (s *Serve) validate() error {
 	if s.Timeout.Std() < time.Millisecond {
 		return invalid("serve.timeout", s.Timeout.Std(), "must be at least 1ms (default %s)", DefaultServeTimeout)
@@ -70,17 +71,23 @@ func (s *Serve) validate() error {
 			return invalid(fmt.Sprintf("serve.cors_origins[%d]", i), o, "want an origin: scheme://host[:port], e.g. https://app.example.org (no path)")
 		}
 	}
-	if s.RateLimit.Limit > 0 && s.RateLimit.Window.Std() < time.Second {
-		return invalid("serve.rate_limit.window", s.RateLimit.Window.Std(), "must be at least 1s")
+	return s.validateRateLimit()
+}
+
+// validateRateLimit checks serve.rate_limit: window, limit, key and algorithm.
+func (s *Serve) validateRateLimit() error {
+	r := s.RateLimit
+	if r.Limit > 0 && r.Window.Std() < time.Second {
+		return invalid("serve.rate_limit.window", r.Window.Std(), "must be at least 1s")
 	}
-	if s.RateLimit.Limit > math.MaxInt32 || float64(s.RateLimit.Limit)*float64(s.RateLimit.Window.Std().Milliseconds()) > 1<<53 {
-		return invalid("serve.rate_limit.limit", s.RateLimit.Limit, "too large for the window %s: at most %d, and limit x window under 2^53 ms", s.RateLimit.Window.Std(), math.MaxInt32)
+	if r.Limit > math.MaxInt32 || float64(r.Limit)*float64(r.Window.Std().Milliseconds()) > 1<<53 {
+		return invalid("serve.rate_limit.limit", r.Limit, "too large for the window %s: at most %d, and limit x window under 2^53 ms", r.Window.Std(), math.MaxInt32)
 	}
-	if err := oneOf("serve.rate_limit.key", s.RateLimit.Key, "ip", "token"); err != nil {
+	if err := oneOf("serve.rate_limit.key", r.Key, "ip", "token"); err != nil {
 		return err
 	}
-	if s.RateLimit.Key == "token" && s.TokenFile == "" {
+	if r.Key == "token" && s.TokenFile == "" {
 		return invalid("serve.rate_limit.key", "token", "needs serve.token_file (clients are told apart by their token)")
 	}
-	return oneOf("serve.rate_limit.algorithm", s.RateLimit.Algorithm, "counter", "log")
+	return oneOf("serve.rate_limit.algorithm", r.Algorithm, "counter", "log")
 }

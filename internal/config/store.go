@@ -13,7 +13,11 @@ type StoreSettings struct {
 	URLFile       string       `yaml:"url_file"`
 }
 
+// validate checks the store section.
 func (s StoreSettings) validate() error {
+	if s.Retention < 0 {
+		return invalid("store.retention", s.Retention.Std(), "must be 0 (keep everything) or positive, e.g. 2160h")
+	}
 	if _, err := store.ParsePolicy(string(s.Policy)); err != nil {
 		return invalid("store.policy", s.Policy, "%v", err)
 	}
