@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -84,8 +85,20 @@ func printPlan(a *app, p *plan.Plan) {
 	for _, k := range order {
 		fmt.Fprintf(a.stdout, "  %s %s\n", strings.Join(runs[k], " "), k)
 	}
+	printPlanBuckets(a, p.Buckets, false)
+	if slices.ContainsFunc(p.Buckets, func(b plan.Bucket) bool { return b.Shadow }) {
+		fmt.Fprintln(a.stdout, "Shadow buckets (never deny; the verdict is what each would do):")
+		printPlanBuckets(a, p.Buckets, true)
+	}
+}
+
+// printPlanBuckets writes the table of the buckets whose Shadow is shadow.
+func printPlanBuckets(a *app, buckets []plan.Bucket, shadow bool) {
 	tw := table(a.stdout, "BUCKET\tLEAST\tEXPECTED\tMOST\tLIMIT\tVERDICT\tDOMINATED BY")
-	for _, b := range p.Buckets {
+	for _, b := range buckets {
+		if b.Shadow != shadow {
+			continue
+		}
 		name := b.Name
 		if b.Scope != "config" {
 			name = "google:" + b.Name

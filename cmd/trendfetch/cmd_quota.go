@@ -1,9 +1,13 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -105,13 +109,32 @@ func printStatus(s ioStreams, preset string, st quota.Status) {
 		if b.Calendar {
 			window = "Pacific day"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d/%d\t%d\t%s\t%d\t%s\t%s\n", b.Name, termtext.Bar(b.Used, b.Limit, 20), b.Used, b.Limit,
+		name := b.Name
+		if b.Shadow {
+			name += " (shadow)"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d/%d\t%d\t%s\t%d\t%s\t%s\n", name, termtext.Bar(b.Used, b.Limit, 20), b.Used, b.Limit,
 			b.Remaining, window, b.UsedToday, wait(b.RetryAfterOne), fmt.Sprintf("%s (%d)", wait(b.RetryAfterMax), b.MaxCost))
 	}
 	tw.Flush()
+	printShadowDenials(s, st)
 	if !st.Now.IsZero() {
 		next := quota.NextPacificMidnight(st.Now)
 		fmt.Fprintf(s.stdout, "Google's quota day resets at %s (in %s)\n", next.UTC().Format("2006-01-02 15:04 MST"), next.Sub(st.Now).Round(time.Minute))
+	}
+}
+
+// printShadowDenials writes, per shadow bucket, the calls it would have denied today by call site.
+func printShadowDenials(s ioStreams, st quota.Status) {
+	for _, b := range st.Buckets {
+		if !b.Shadow {
+			continue
+		}
+		var per []string
+		for _, site := range slices.Sorted(maps.Keys(b.ShadowDenials)) {
+			per = append(per, fmt.Sprintf("%s %d", cmp.Or(site, "(no call site)"), b.ShadowDenials[site]))
+		}
+		fmt.Fprintf(s.stdout, "shadow bucket %s would have denied today: %s\n", b.Name, cmp.Or(strings.Join(per, ", "), "none"))
 	}
 }
 

@@ -41,6 +41,7 @@ type BucketConfig struct {
 	Limit     int64    `yaml:"limit"`
 	Window    Duration `yaml:"window"`
 	Calendar  bool     `yaml:"calendar"`
+	Shadow    bool     `yaml:"shadow"` // records and counts would-be denials, never denies (docs/quota.md)
 	Algorithm string   `yaml:"algorithm"`
 	Remove    bool     `yaml:"remove"`
 	key       string   // the entry as the file wrote it ("quota.buckets[0]"); "" = the preset's
@@ -145,7 +146,7 @@ func (c *Config) Limits() ([]quota.Bucket, quota.Costs, error) {
 		if !b.Calendar && time.Duration(b.Window) < time.Millisecond {
 			return nil, nil, invalid(bs.field(i, "window"), time.Duration(b.Window), "must be at least 1ms (or set calendar: true)")
 		}
-		buckets = append(buckets, quota.Bucket{Name: b.Name, Limit: b.Limit, Window: time.Duration(b.Window), Calendar: b.Calendar})
+		buckets = append(buckets, quota.Bucket{Name: b.Name, Limit: b.Limit, Window: time.Duration(b.Window), Calendar: b.Calendar, Shadow: b.Shadow})
 	}
 	if len(c.Quota.Costs) == 0 {
 		return nil, nil, invalid("quota.costs", "{}", "at least one method cost is needed")

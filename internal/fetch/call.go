@@ -17,6 +17,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/rs/zerolog"
+
 	"github.com/trendfetch/trendfetch/internal/callsite"
 	"github.com/trendfetch/trendfetch/internal/quota"
 	"google.golang.org/api/googleapi"
@@ -216,6 +218,7 @@ func (r *Runner) reserve(ctx context.Context, st *runState, method string) (quot
 		record(1)
 		d, err := r.Limiter.Reserve(ctx, r.Credential, method)
 		if err == nil && d.Allowed {
+			logShadowDenied(log, method, d)
 			return d.Reservation, nil
 		}
 		record(-1)
@@ -245,6 +248,14 @@ func (r *Runner) reserve(ctx context.Context, st *runState, method string) (quot
 	run.Unmetered++
 	log.Debug().Str("method", method).Msg("limiter unavailable: call sent unmetered (fail-open)")
 	return quota.Reservation{}, nil
+}
+
+// logShadowDenied logs each shadow bucket that would have denied the
+// admitted call d of method (the backend counts them: quota status).
+func logShadowDenied(log zerolog.Logger, method string, d quota.Decision) {
+	for _, b := range d.ShadowDenied {
+		log.Info().Str("bucket", b).Str("method", method).Msg("shadow bucket would have denied this call")
+	}
 }
 
 // Denied builds the *StopError of a denied reservation of method for

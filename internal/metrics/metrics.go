@@ -221,7 +221,8 @@ var (
 	descToday    = prometheus.NewDesc(Namespace+"_quota_used_today_units", "Quota units recorded in the bucket since the last Pacific midnight (Google's quota day).", labelsCB, nil)
 	descUp       = prometheus.NewDesc(Namespace+"_quota_backend_up", "1 when the quota backend answered the status query at this scrape, else 0.", []string{"credential", "backend"}, nil)
 	descExhaust  = prometheus.NewDesc(Namespace+"_quota_exhausted_until_timestamp_seconds", "Unix time until which the credential is marked exhausted after a 403 quotaExceeded (0: not marked).", []string{"credential"}, nil)
-	quotaMetrics = []*prometheus.Desc{descUsed, descRemain, descLimit, descWindow, descToday, descUp, descExhaust}
+	descShadow   = prometheus.NewDesc(Namespace+"_quota_shadow_denials_today", "Admitted calls a shadow bucket would have denied since the last Pacific midnight, per call site.", []string{"credential", "bucket", "call_site"}, nil)
+	quotaMetrics = []*prometheus.Desc{descUsed, descRemain, descLimit, descWindow, descToday, descUp, descExhaust, descShadow}
 )
 
 func (c *quotaCollector) Describe(ch chan<- *prometheus.Desc) {
@@ -258,6 +259,9 @@ func (c *quotaCollector) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(descLimit, prometheus.GaugeValue, float64(b.Limit), cred, b.Name)
 			ch <- prometheus.MustNewConstMetric(descWindow, prometheus.GaugeValue, window, cred, b.Name)
 			ch <- prometheus.MustNewConstMetric(descToday, prometheus.GaugeValue, float64(b.UsedToday), cred, b.Name)
+			for site, n := range b.ShadowDenials {
+				ch <- prometheus.MustNewConstMetric(descShadow, prometheus.GaugeValue, float64(n), cred, b.Name, site)
+			}
 		}
 	}
 }

@@ -49,6 +49,9 @@ type Bucket struct {
 	Verdict string `json:"verdict"`
 	// Dominant is the schedule group spending most of the expected units.
 	Dominant Group `json:"dominant"`
+	// Shadow marks a shadow bucket (quota.buckets[].shadow): it never
+	// denies, so its verdict is what it would do; Fits and MostFits skip it.
+	Shadow bool `json:"shadow"`
 }
 
 // Group is the regions sharing a schedule and what they charge a bucket.
@@ -85,14 +88,14 @@ type Plan struct {
 	Start   time.Time `json:"start"`
 }
 
-// Fits reports whether the expected use fits every bucket.
+// Fits reports whether the expected use fits every bucket (shadow buckets aside).
 func (p *Plan) Fits() bool {
-	return !slices.ContainsFunc(p.Buckets, func(b Bucket) bool { return b.Verdict == DoesNotFit })
+	return !slices.ContainsFunc(p.Buckets, func(b Bucket) bool { return !b.Shadow && b.Verdict == DoesNotFit })
 }
 
-// MostFits reports whether even the most fits every bucket.
+// MostFits reports whether even the most fits every bucket (shadow buckets aside).
 func (p *Plan) MostFits() bool {
-	return !slices.ContainsFunc(p.Buckets, func(b Bucket) bool { return b.Verdict != Fits })
+	return !slices.ContainsFunc(p.Buckets, func(b Bucket) bool { return !b.Shadow && b.Verdict != Fits })
 }
 
 // Compute plans cfg (completed and validated) for one Pacific day (23-25 hours).
@@ -141,6 +144,7 @@ func Compute(cfg *config.Config, opts Options) (*Plan, error) {
 			limit = int64(math.Floor(float64(b.Limit) * float64(length) / float64(b.Window.Std())))
 		}
 		p.Buckets = append(p.Buckets, bucketDay(b.Name, "config", limit, cfg.Quota.Costs, perRegion, group, cfg.Regions))
+		p.Buckets[len(p.Buckets)-1].Shadow = b.Shadow
 	}
 	gBuckets, gCharges, _ := callsite.Preset(callsite.PresetGoogle2026)
 	for _, b := range gBuckets {

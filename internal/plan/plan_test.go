@@ -148,3 +148,23 @@ func TestMostCountsRetries(t *testing.T) {
 		}
 	}
 }
+
+// TestShadowBucketApart: a shadow bucket is planned like any other, marked
+// shadow, and never makes the plan fail (issue 41 item 3).
+func TestShadowBucketApart(t *testing.T) {
+	p := compute(t, "regions: [US]\nschedule:\n  every: 1h\nquota:\n  buckets:\n    - {name: tight, limit: 5, window: 24h, shadow: true}\n  costs:\n    videos.list: {units: 1, tight: 1}\n", "2026-11-24")
+	var tight *plan.Bucket
+	for i, b := range p.Buckets {
+		if b.Name == "tight" {
+			tight = &p.Buckets[i]
+		} else if b.Shadow {
+			t.Errorf("bucket %s: shadow, want enforced", b.Name)
+		}
+	}
+	if tight == nil || !tight.Shadow || tight.Verdict != plan.DoesNotFit {
+		t.Fatalf("tight = %+v, want a shadow bucket that does not fit", tight)
+	}
+	if !p.Fits() {
+		t.Error("Fits() = false: a shadow bucket must not fail the plan")
+	}
+}

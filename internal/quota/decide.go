@@ -2,6 +2,7 @@ package quota
 
 import (
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -52,8 +53,9 @@ func (w logWindow) retryAfter(b Bucket, units, nowUS int64) (time.Duration, erro
 // decide, the embedded backends' decision (Redis decides alike in lua/reserve.lua), admits charges
 // when each fits its bucket's window, neither the credential (credUS) nor the call site (siteUS) is
 // marked until after nowUS (Unix µs; 0 or less: none), and no bucket's newest entry is over
-// ClockStepTolerance ahead. On denial RetryAfter is the largest wait, DeniedBucket the first bucket
-// with it ("": a mark). The caller records entries, stamped >= newest.
+// ClockStepTolerance ahead; a shadow bucket never denies (Decision.ShadowDenied). On denial RetryAfter
+// is the largest wait, DeniedBucket the first bucket with it ("": a mark). The caller records entries,
+// stamped >= newest.
 func decide(charges []bucketCharge, logs []logWindow, nowUS, credUS, siteUS int64) (Decision, error) {
 	d := Decision{Now: time.UnixMicro(nowUS), Remaining: make(map[string]int64, len(charges))}
 	if exhaustedUS := max(credUS, siteUS); exhaustedUS > nowUS {
@@ -65,6 +67,9 @@ func decide(charges []bucketCharge, logs []logWindow, nowUS, credUS, siteUS int6
 		w := logs[i]
 		d.Remaining[c.Name] = max(c.Limit-w.used, 0)
 		ra, behind := clockStepWait(w.newest, nowUS)
+		if c.Shadow {
+			continue // shadowDenied
+		}
 		if behind > 0 {
 			d.ClockBehind = max(d.ClockBehind, behind)
 		} else if w.used+c.Units <= c.Limit {
@@ -84,8 +89,9 @@ func decide(charges []bucketCharge, logs []logWindow, nowUS, credUS, siteUS int6
 	}
 	d.Allowed = !d.Exhausted && denied == ""
 	if d.Allowed {
+		d.ShadowDenied = shadowDenied(charges, logs)
 		for _, c := range charges {
-			d.Remaining[c.Name] -= c.Units
+			d.Remaining[c.Name] = max(d.Remaining[c.Name]-c.Units, 0) // a shadow bucket's may not fit
 		}
 	}
 	return d, nil
@@ -119,4 +125,35 @@ func embeddedStatus(nowUS int64, marks []Mark, buckets []Bucket, maxCost map[str
 		st.Buckets = append(st.Buckets, bs)
 	}
 	return st, nil
+}
+
+// shadowDenied names the shadow buckets of charges that logs say would deny them.
+func shadowDenied(charges []bucketCharge, logs []logWindow) (names []string) {
+	for i, c := range charges {
+		if c.Shadow && logs[i].used+c.Units > c.Limit {
+			names = append(names, c.Name)
+		}
+	}
+	return names
+}
+
+// shadowRow is one count of would-be denials of the current Pacific day:
+// shadow bucket, call site and n (Status of every backend).
+type shadowRow struct {
+	bucket, site string
+	n            int64
+}
+
+// addShadowDenials sets the BucketStatus.ShadowDenials of st's buckets from rows.
+func addShadowDenials(st *Status, rows []shadowRow) {
+	for _, r := range rows {
+		i := slices.IndexFunc(st.Buckets, func(b BucketStatus) bool { return b.Name == r.bucket })
+		if i < 0 || r.n <= 0 {
+			continue // a bucket no longer configured
+		}
+		if st.Buckets[i].ShadowDenials == nil {
+			st.Buckets[i].ShadowDenials = map[string]int64{}
+		}
+		st.Buckets[i].ShadowDenials[r.site] += r.n
+	}
 }

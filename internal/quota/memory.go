@@ -23,11 +23,15 @@ type memoryBackend struct {
 // memorySweepEvery is how many reservations pass between sweeps of idle credentials.
 const memorySweepEvery = 1024
 
-// memoryCredential is one credential's logs and marks.
+// memoryCredential is one credential's logs, marks and would-be denials.
 type memoryCredential struct {
-	logs  map[string][]memoryEntry // by bucket name, oldest first
-	marks map[string]Mark          // by site ("": the credential's)
+	logs   map[string][]memoryEntry   // by bucket name, oldest first
+	marks  map[string]Mark            // by site ("": the credential's)
+	shadow map[[2]string]memoryShadow // by shadow bucket and call site
 }
+
+// memoryShadow is the would-be denials n of the Pacific day starting at dayUS.
+type memoryShadow struct{ dayUS, n int64 }
 
 // dropMarks forgets the marks over at nowUS.
 func (cr *memoryCredential) dropMarks(nowUS int64) {
@@ -52,7 +56,7 @@ func NewMemory(now func() time.Time) *memoryBackend {
 func (m *memoryBackend) credential(name string) *memoryCredential {
 	cr := m.creds[name]
 	if cr == nil {
-		cr = &memoryCredential{logs: map[string][]memoryEntry{}, marks: map[string]Mark{}}
+		cr = &memoryCredential{logs: map[string][]memoryEntry{}, marks: map[string]Mark{}, shadow: map[[2]string]memoryShadow{}}
 		m.creds[name] = cr
 	}
 	return cr
@@ -122,6 +126,15 @@ func (m *memoryBackend) Reserve(ctx context.Context, credential, site string, ch
 		cr.logs[c.Name] = log
 		d.Reservation.entries = append(d.Reservation.entries, reservedEntry{bucket: c.Bucket, units: c.Units, at: e.ts, id: e.id})
 	}
+	day := DayStart(d.Now).UnixMicro()
+	for _, b := range d.ShadowDenied {
+		k := [2]string{b, site}
+		if c := cr.shadow[k]; c.dayUS == day {
+			cr.shadow[k] = memoryShadow{dayUS: day, n: c.n + 1}
+		} else {
+			cr.shadow[k] = memoryShadow{dayUS: day, n: 1}
+		}
+	}
 	return d, nil
 }
 
@@ -174,9 +187,17 @@ func (m *memoryBackend) Status(ctx context.Context, credential string, buckets [
 	cr.dropMarks(nowUS)
 	marks := slices.Collect(maps.Values(cr.marks))
 	slices.SortFunc(marks, func(a, b Mark) int { return strings.Compare(a.Site, b.Site) })
-	return embeddedStatus(nowUS, marks, buckets, maxCost, func(b Bucket, cutoffUS int64) (logWindow, error) {
+	st, err := embeddedStatus(nowUS, marks, buckets, maxCost, func(b Bucket, cutoffUS int64) (logWindow, error) {
 		return memoryWindow(cr.logs[b.Name], cutoffUS), nil
 	})
+	var rows []shadowRow
+	for k, c := range cr.shadow {
+		if c.dayUS == DayStart(st.Now).UnixMicro() {
+			rows = append(rows, shadowRow{bucket: k[0], site: k[1], n: c.n})
+		}
+	}
+	addShadowDenials(&st, rows)
+	return st, err
 }
 
 // MarkExhausted implements Backend.

@@ -16,12 +16,15 @@ import (
 // Bucket is one quota allocation of a credential, named in config, keys and
 // status (e.g. "units"): at most Limit (> 0) units admitted in any window of
 // length Window (> 0; an exact sliding-window log), or in Google's quota day
-// (from midnight America/Los_Angeles) when Calendar.
+// (from midnight America/Los_Angeles) when Calendar. A Shadow bucket records
+// every admitted call but never denies: a call it would have denied is
+// counted (Decision.ShadowDenied, BucketStatus.ShadowDenials).
 type Bucket struct {
 	Name     string
 	Limit    int64
 	Window   time.Duration
 	Calendar bool
+	Shadow   bool
 }
 
 // Charge is the cost of one call in one bucket: Units (> 0, <= its limit).
@@ -56,6 +59,9 @@ type Decision struct {
 	ClockBehind time.Duration
 	// Reservation is what an admitted call recorded, for Refund (zero on denial).
 	Reservation Reservation
+	// ShadowDenied names the shadow buckets that would have denied this
+	// admitted call (nil: none); each such denial is counted in the backend.
+	ShadowDenied []string
 }
 
 // Reservation identifies the log entries, one per bucket charged, that an
@@ -101,11 +107,14 @@ func clockStepWait(newestUS, nowUS int64) (wait, behind time.Duration) {
 // BucketStatus is one bucket's state: units Used and Entries in the window (Remaining = Limit - Used,
 // >= 0), its Oldest stamp (zero: none), the waits until a cost-1 call and a MaxCost call (the largest
 // configured cost in the bucket) fit (0: now), and the units UsedToday since the last Pacific midnight.
+// ShadowDenials (a shadow bucket's; nil: none) counts, per call site, the admitted calls it would have
+// denied since the last Pacific midnight.
 type BucketStatus struct {
 	Bucket
 	Used, Remaining, Entries, MaxCost, UsedToday int64
 	Oldest                                       time.Time
 	RetryAfterOne, RetryAfterMax                 time.Duration
+	ShadowDenials                                map[string]int64
 }
 
 // Status is what `trendfetch quota status` shows for one credential: its

@@ -179,7 +179,11 @@ func (r *redisBackend) reserveCall(credential, site string, charges []bucketChar
 	keys[0] = r.stateKey(credential)
 	for _, c := range charges {
 		keys = append(keys, r.bucketKey(credential, c.Name))
-		args = append(args, c.Units, c.Limit, redisWindowUS(c.Bucket))
+		limit := c.Limit
+		if c.Shadow {
+			limit = -limit
+		}
+		args = append(args, c.Units, limit, redisWindowUS(c.Bucket))
 	}
 	args = append(args, markField(site))
 	for _, m := range midnights {
@@ -234,12 +238,15 @@ func redisDecision(v []int64, charges []bucketCharge) (Decision, error) {
 	}
 	allowed, now := v[0] == 1, v[1]
 	d := Decision{Allowed: allowed, Now: time.UnixMicro(now), Remaining: make(map[string]int64, n)}
-	if allowed { // per bucket: left, at
+	if allowed { // per bucket: left, late
 		d.Reservation.entries = make([]reservedEntry, 0, n)
 		for i, c := range charges {
-			left, at := v[2+2*i], v[3+2*i]
-			d.Remaining[c.Name] = left - c.Units
-			d.Reservation.entries = append(d.Reservation.entries, reservedEntry{bucket: c.Bucket, units: c.Units, at: at})
+			left, late := v[2+2*i], v[3+2*i]
+			d.Remaining[c.Name] = max(left-c.Units, 0)
+			if c.Shadow && left < c.Units {
+				d.ShadowDenied = append(d.ShadowDenied, c.Name)
+			}
+			d.Reservation.entries = append(d.Reservation.entries, reservedEntry{bucket: c.Bucket, units: c.Units, at: now + late})
 		}
 		return d, nil
 	}
@@ -299,17 +306,8 @@ func (r *redisBackend) Status(ctx context.Context, credential string, buckets []
 		return st, r.fail("status", credential, err)
 	}
 	st.Now = time.UnixMicro(res[0])
-	for j := n; j < len(reply); j += 2 {
-		field, _ := reply[j].(string)
-		value, _ := reply[j+1].(string)
-		untilText, why, _ := strings.Cut(value, " ")
-		until, perr := strconv.ParseInt(untilText, 10, 64)
-		if perr != nil {
-			continue
-		}
-		site := strings.TrimPrefix(strings.TrimPrefix(field, "exhausted"), ":")
-		st.Marks = append(st.Marks, Mark{Site: site, Until: time.UnixMicro(until), Why: why})
-	}
+	var shadow []shadowRow
+	st.Marks, shadow = redisStatusTail(reply[n:])
 	slices.SortFunc(st.Marks, func(a, b Mark) int { return strings.Compare(a.Site, b.Site) })
 	for i, b := range buckets {
 		v := res[1+6*i : 7+6*i]
@@ -322,7 +320,31 @@ func (r *redisBackend) Status(ctx context.Context, credential string, buckets []
 		}
 		st.Buckets = append(st.Buckets, bs)
 	}
+	addShadowDenials(&st, shadow)
 	return st, nil
+}
+
+// redisStatusTail decodes the pairs ending status.lua's reply: the marks in
+// force ("exhausted[:<site>]" = "<until> <why>") and today's shadow counts
+// ("shadow:<bucket>:<site>" = "<day> <count>").
+func redisStatusTail(pairs []any) (marks []Mark, shadow []shadowRow) {
+	for j := 0; j+1 < len(pairs); j += 2 {
+		field, _ := pairs[j].(string)
+		value, _ := pairs[j+1].(string)
+		first, rest, _ := strings.Cut(value, " ")
+		if bucketSite, ok := strings.CutPrefix(field, "shadow:"); ok {
+			at := strings.LastIndexByte(bucketSite, ':')
+			if count, err := strconv.ParseInt(rest, 10, 64); at >= 0 && err == nil {
+				shadow = append(shadow, shadowRow{bucket: bucketSite[:at], site: bucketSite[at+1:], n: count})
+			}
+			continue
+		}
+		if until, err := strconv.ParseInt(first, 10, 64); err == nil {
+			site := strings.TrimPrefix(strings.TrimPrefix(field, "exhausted"), ":")
+			marks = append(marks, Mark{Site: site, Until: time.UnixMicro(until), Why: rest})
+		}
+	}
+	return marks, shadow
 }
 
 var redisMarkScript = redis.NewScript(luaSource("lib", "mark"))

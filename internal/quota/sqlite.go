@@ -48,6 +48,11 @@ const (
 		ON CONFLICT (credential, site) DO UPDATE SET until_us = excluded.until_us, why = excluded.why
 		WHERE excluded.until_us > until_us`
 	sqlDropMarker = `DELETE FROM quota_exhausted WHERE credential = ? AND until_us <= ?`
+	// A would-be denial of a shadow bucket, counted per Pacific day (day_us).
+	sqlShadowAdd = `INSERT INTO quota_shadow (credential, bucket, site, day_us, denials) VALUES (?, ?, ?, ?, 1)
+		ON CONFLICT (credential, bucket, site) DO UPDATE
+		SET denials = CASE WHEN day_us = excluded.day_us THEN denials + 1 ELSE 1 END, day_us = excluded.day_us`
+	sqlShadow = `SELECT bucket, site, denials FROM quota_shadow WHERE credential = ? AND day_us = ?`
 	// Refund: the entry a Reservation names, only while it is the newest of its bucket.
 	sqlRefund = `DELETE FROM quota_log WHERE credential = ?1 AND bucket = ?2 AND ts_us = ?3 AND rid = ?4 AND cost = ?5
 		AND cum = (SELECT max(cum) FROM quota_log WHERE credential = ?1 AND bucket = ?2)`
@@ -65,10 +70,10 @@ func NewSQLite(path string, readOnly bool) (*sqliteBackend, error) {
 	// One connection: goroutines queue in database/sql, other processes in
 	// busy_timeout under BEGIN IMMEDIATE.
 	dbOpts := sqlitedb.Options{ReadOnly: readOnly, MaxConns: 1}
-	queries := []string{sqlLast, sqlFirstAfter, sqlFreeing, sqlMarks}
+	queries := []string{sqlLast, sqlFirstAfter, sqlFreeing, sqlMarks, sqlShadow}
 	if !readOnly {
 		dbOpts.Migrations, _ = fs.Sub(sqliteMigrations, "migrations") // embedded: cannot fail
-		queries = append(queries, sqlInsert, sqlEvict, sqlMark, sqlDropMarker, sqlRefund)
+		queries = append(queries, sqlInsert, sqlEvict, sqlMark, sqlDropMarker, sqlRefund, sqlShadowAdd)
 	}
 	db, err := sqlitedb.Open(context.Background(), path, dbOpts)
 	if err != nil {
@@ -79,6 +84,9 @@ func NewSQLite(path string, readOnly bool) (*sqliteBackend, error) {
 		st, err := s.db.Prepare(q)
 		if err != nil && q == sqlMarks && s.readOnly && strings.Contains(err.Error(), "no such column") {
 			st, err = s.db.Prepare(sqlMarksBefore0002) // a quota.db no writer has migrated yet
+		}
+		if err != nil && q == sqlShadow && s.readOnly && strings.Contains(err.Error(), "no such table: quota_shadow") {
+			continue // before migration 0003: no counts (shadowRows)
 		}
 		if err != nil {
 			s.Close()
@@ -219,8 +227,10 @@ func (s *sqliteBackend) Reserve(ctx context.Context, credential, site string, ch
 		if d, err = decide(charges, windows, nowUS, until[""], until[site]); err != nil || !d.Allowed {
 			return err
 		}
-		d.Reservation.entries, err = s.record(ctx, tx, credential, charges, logs, nowUS)
-		return err
+		if d.Reservation.entries, err = s.record(ctx, tx, credential, charges, logs, nowUS); err != nil {
+			return err
+		}
+		return s.countShadow(ctx, tx, credential, site, d)
 	})
 	if err != nil {
 		return Decision{}, err
@@ -274,12 +284,49 @@ func (s *sqliteBackend) Status(ctx context.Context, credential string, buckets [
 			l, err := s.readLog(ctx, tx, credential, b, cutoffUS)
 			return l.logWindow, err
 		})
+		if err != nil {
+			return err
+		}
+		rows, err := s.shadowRows(ctx, tx, credential, DayStart(st.Now).UnixMicro())
+		addShadowDenials(&st, rows)
 		return err
 	})
 	if err != nil {
 		return Status{}, err // no partial answer: Now stays unknown
 	}
 	return st, nil
+}
+
+// countShadow adds d's would-be denials of site to today's counts.
+func (s *sqliteBackend) countShadow(ctx context.Context, tx *sql.Tx, credential, site string, d Decision) error {
+	for _, b := range d.ShadowDenied {
+		if _, err := s.stmt(ctx, tx, sqlShadowAdd).ExecContext(ctx, credential, b, site, DayStart(d.Now).UnixMicro()); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// shadowRows reads the would-be denials of the Pacific day starting at dayUS
+// (none from a quota.db before migration 0003).
+func (s *sqliteBackend) shadowRows(ctx context.Context, tx *sql.Tx, credential string, dayUS int64) ([]shadowRow, error) {
+	if s.stmts[sqlShadow] == nil {
+		return nil, nil
+	}
+	rows, err := s.stmt(ctx, tx, sqlShadow).QueryContext(ctx, credential, dayUS)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []shadowRow
+	for rows.Next() {
+		var r shadowRow
+		if err := rows.Scan(&r.bucket, &r.site, &r.n); err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
 }
 
 // MarkExhausted implements Backend, dropping the credential's marks already over.
@@ -299,7 +346,10 @@ func (s *sqliteBackend) Reset(ctx context.Context, credential string) error {
 		if _, err := tx.ExecContext(ctx, `DELETE FROM quota_log WHERE credential = ?`, credential); err != nil {
 			return err
 		}
-		_, err := tx.ExecContext(ctx, `DELETE FROM quota_exhausted WHERE credential = ?`, credential)
+		if _, err := tx.ExecContext(ctx, `DELETE FROM quota_exhausted WHERE credential = ?`, credential); err != nil {
+			return err
+		}
+		_, err := tx.ExecContext(ctx, `DELETE FROM quota_shadow WHERE credential = ?`, credential)
 		return err
 	})
 }

@@ -45,6 +45,7 @@ func runBackendSuite(t *testing.T, newBackend func(t *testing.T) Backend) {
 		{"Refund", suiteRefund},
 		{"RefundNewestOnly", suiteRefundNewestOnly},
 		{"RefundConcurrent", suiteRefundConcurrent},
+		{"Shadow", suiteShadow},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -672,6 +673,43 @@ func suiteRefundConcurrent(t *testing.T, b Backend, cred string) {
 	}
 	mustAllow(t, b, cred, charge(units, 200-u.Used))
 	mustDeny(t, b, cred, charge(units, 1), "units")
+}
+
+// suiteShadow: a shadow bucket records every admitted call, never denies,
+// and counts its would-be denials per call site (issue 41 item 3).
+func suiteShadow(t *testing.T, b Backend, cred string) {
+	ctx := testCtx(t)
+	units := Bucket{Name: "units", Limit: 3, Window: time.Hour}
+	tight := Bucket{Name: "tight", Limit: 2, Window: time.Hour, Shadow: true}
+	reserve := func(site string, cs []bucketCharge, wantAllowed bool, wantShadow ...string) {
+		t.Helper()
+		d, err := b.Reserve(ctx, cred, site, cs)
+		if err != nil || d.Allowed != wantAllowed || fmt.Sprint(d.ShadowDenied) != fmt.Sprint(wantShadow) {
+			t.Fatalf("Reserve(%s, %v) = %+v, %v; want allowed %v, ShadowDenied %v", site, cs, d, err, wantAllowed, wantShadow)
+		}
+		if d.Allowed && d.Remaining[tight.Name] < 0 {
+			t.Fatalf("Remaining[tight] = %d, want >= 0", d.Remaining[tight.Name])
+		}
+	}
+	reserve("videos.list", charge(units, 1, tight, int64(1)), true)
+	reserve("videos.list", charge(units, 1, tight, int64(1)), true)
+	reserve("videos.list", charge(units, 1, tight, int64(1)), true, "tight") // over tight: admitted, counted
+	reserve("videos.list", charge(units, 1, tight, int64(1)), false)         // denied by units: not counted
+	reserve("search.list", charge(tight, 2), true, "tight")
+	reserve("search.list", charge(tight, 2), true, "tight")
+	st := mustStatus(t, b, cred, []Bucket{units, tight}, nil)
+	if st.Buckets[0].ShadowDenials != nil {
+		t.Errorf("units (enforced) ShadowDenials = %v, want nil", st.Buckets[0].ShadowDenials)
+	}
+	if got := st.Buckets[1]; got.Used != 7 || got.Remaining != 0 || fmt.Sprint(got.ShadowDenials) != "map[search.list:2 videos.list:1]" {
+		t.Errorf("tight: used %d, remaining %d, ShadowDenials %v; want 7, 0, map[search.list:2 videos.list:1]", got.Used, got.Remaining, got.ShadowDenials)
+	}
+	if err := b.Reset(ctx, cred); err != nil {
+		t.Fatalf("Reset: %v", err)
+	}
+	if st := mustStatus(t, b, cred, []Bucket{units, tight}, nil); st.Buckets[1].ShadowDenials != nil || st.Buckets[1].Used != 0 {
+		t.Errorf("after Reset: tight %+v, want empty", st.Buckets[1])
+	}
 }
 
 // suiteMarkBoundedByBackendClock: a mark asked to last days (a caller whose clock runs days

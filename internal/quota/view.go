@@ -1,6 +1,9 @@
 package quota
 
-import "time"
+import (
+	"maps"
+	"time"
+)
 
 // bucketView is the machine shape of a BucketStatus: snake_case keys,
 // windows in seconds, waits in milliseconds rounded up (never early).
@@ -17,6 +20,10 @@ type bucketView struct {
 	MaxCost         int64      `json:"max_cost"`
 	RetryAfterMaxMs int64      `json:"retry_after_max_ms"`
 	UsedToday       int64      `json:"used_today"`
+	Shadow          bool       `json:"shadow"`
+	// ShadowDenials counts, per call site, the admitted calls a shadow
+	// bucket would have denied since the last Pacific midnight ({}: none).
+	ShadowDenials map[string]int64 `json:"shadow_denials"`
 }
 
 // StatusView is the machine shape of a Status, shared by `quota status
@@ -68,7 +75,8 @@ func (st Status) View() StatusView {
 		out.Buckets = append(out.Buckets, bucketView{Name: b.Name, Limit: b.Limit, WindowSeconds: b.Window.Seconds(),
 			Calendar: b.Calendar, Used: b.Used, Remaining: b.Remaining, Entries: b.Entries, Oldest: utcOrNil(b.Oldest),
 			RetryAfterOneMs: ceilTo(b.RetryAfterOne, time.Millisecond), MaxCost: b.MaxCost, RetryAfterMaxMs: ceilTo(b.RetryAfterMax, time.Millisecond),
-			UsedToday: b.UsedToday})
+			UsedToday: b.UsedToday, Shadow: b.Shadow, ShadowDenials: map[string]int64{}})
+		maps.Copy(out.Buckets[len(out.Buckets)-1].ShadowDenials, b.ShadowDenials)
 	}
 	return out
 }

@@ -5,18 +5,23 @@
 --                        upstream marks (lib.lua) and the buckets' caches
 -- KEYS[1+i]   log        bucket i's log (lib.lua), i = 1..n
 -- ARGV[3i-2]  cost       bucket i's charge, units
--- ARGV[3i-1]  limit      bucket i's limit, units
+-- ARGV[3i-1]  limit      bucket i's limit, units (negative: -limit of a
+--                        shadow bucket, which never denies; docs/quota.md)
 -- ARGV[3i]    window     bucket i's window, µs (0: the Pacific day)
 -- ARGV[3n+1]  site       the call site's mark field (exhausted:<site>)
 -- ARGV[3n+2..]           Pacific midnights around the client's date (Unix
 --                        µs, ascending; lib.lua pacific_day)
 --
 -- Reply, admitted: {1, now (Redis TIME, Unix µs), then per bucket i: left
--- (units left before this call), at (the entry's score, Unix µs)}.
+-- (units left before this call), late (the entry's score is now + late µs;
+-- > 0 only when the log's newest entry is at or after now)}.
 -- Denied: {0, now, denied (the bucket i with the longest wait; 0: a mark),
 -- retry_us (µs until the call may fit), exhausted (the later mark's end,
 -- Unix µs; 0: none), by_site (1: the call site's mark is later), then per
 -- bucket i: left}.
+--
+-- A shadow bucket's would-be denial of an admitted call adds 1 to the state
+-- hash field shadow:<bucket>:<site> = "<Pacific day start, Unix µs> <count>".
 --
 -- The cache (fresh: it answers for lo in [since, head] without denying; else
 -- the log is read), pending entries and housekeeping: docs/quota.md, "Data layout".
@@ -26,18 +31,21 @@ local MAX_PENDING = 16
 
 local n = #KEYS - 1
 local now = clock()
+local period = now - now % PERIOD_US -- the housekeeping period's start
 local day_start, day_end -- the Pacific day, read when a calendar bucket or housekeeping needs it
 local exhausted, by_site, caches = read_state(KEYS, now, ARGV[3 * n + 1])
 
 local reply = {1, now} -- admitted (above)
 local denied, retry_us = 0, 0
-local fields, flushes, chores = {}, nil, nil -- the tables of a flush and of housekeeping, made when needed
+local fields, flushes, chores, would = {}, nil, nil, nil -- flushes, housekeeping, shadow denials: made when needed
 local log_read, retry_after -- built when a cache is not fresh (lib.lua)
 for i = 1, n do
   local log, cache = KEYS[1 + i], caches[2 + i]
   local cost, limit, window = tonumber(ARGV[3 * i - 2]), tonumber(ARGV[3 * i - 1]), tonumber(ARGV[3 * i])
+  local shadow = limit < 0
+  if shadow then limit = -limit end
   local newest, total, head, base, since = read_cache(cache)
-  local due = not cache or math.floor(newest / PERIOD_US) ~= math.floor(now / PERIOD_US) -- housekeeping
+  local due = not cache or newest < period or newest >= period + PERIOD_US -- housekeeping
   if (due or window == 0) and not day_start then day_start, day_end = pacific_day(now, 3 * n + 2) end
   local lo = window > 0 and now - window + 1 or day_start
   local fresh = cache and newest >= lo and since <= lo and lo <= head and total - base + cost <= limit
@@ -48,9 +56,12 @@ for i = 1, n do
     total, base, newest, head = log_read(log, lo, cache)
     since = lo
   end
-  local used, at = total - base, math.max(now, newest + 1)
-  reply[1 + 2 * i], reply[2 + 2 * i] = math.max(limit - used, 0), at
-  if used + cost > limit then -- not fresh
+  local used, at = total - base, newest < now and now or newest + 1
+  reply[1 + 2 * i], reply[2 + 2 * i] = used < limit and limit - used or 0, at - now
+  if used + cost > limit and shadow then -- not fresh
+    would = would or {}
+    would[#would + 1] = i
+  elseif used + cost > limit then
     local wait = retry_after(log, lo, window, base, used + cost - limit, cache, now, day_end)
     if denied == 0 or wait > retry_us then denied, retry_us = i, wait end
   end
@@ -89,5 +100,15 @@ for i = 1, flushes and n or 0 do
   end
 end
 redis.call('HSET', KEYS[1], unpack(fields))
+if would then
+  if not day_start then day_start, day_end = pacific_day(now, 3 * n + 2) end
+  local site = string.sub(ARGV[3 * n + 1], 11) -- after exhausted:
+  for _, i in ipairs(would) do
+    local field = 'shadow:' .. string.sub(KEYS[1 + i], #KEYS[1] - 4) .. ':' .. site -- the bucket: the log key after the state key's prefix
+    local day, count = string.match(redis.call('HGET', KEYS[1], field) or '', '^(%d+) (%d+)$')
+    count = tonumber(day) == day_start and tonumber(count) + 1 or 1
+    redis.call('HSET', KEYS[1], field, string.format('%d %d', day_start, count))
+  end
+end
 if state_ttl > 0 and state_ttl > redis.call('PTTL', KEYS[1]) then redis.call('PEXPIRE', KEYS[1], state_ttl) end
 return reply

@@ -12,7 +12,8 @@
 -- window), entries (in the window), oldest (its first entry's score, Unix
 -- µs; 0: none), retry_1 and retry_max (µs until a call of cost 1, of
 -- max_cost, fits; 0: now), today (units since the last Pacific midnight),
--- then per mark in force (lib.lua): its field, its value}.
+-- then per mark in force (lib.lua) and per shadow count of today
+-- (reserve.lua): its field, its value}.
 local n = #KEYS - 1
 local now = clock()
 local day_start, day_end = pacific_day(now, 3 * n + 1)
@@ -37,7 +38,8 @@ for i = 1, n do
 end
 local state = redis.call('HGETALL', KEYS[1])
 for j = 1, #state, 2 do
-  local f, v = state[j], state[j + 1] -- a mark's field and value, or a cache's
+  local f, v = state[j], state[j + 1] -- a mark's field and value, a shadow count's, or a cache's
   if string.find(f, '^exhausted') and mark_until(v, now) > 0 then reply[#reply + 1], reply[#reply + 2] = f, v end
+  if string.find(f, '^shadow:') and tonumber(string.match(v, '^%d+')) == day_start then reply[#reply + 1], reply[#reply + 2] = f, v end
 end
 return reply
