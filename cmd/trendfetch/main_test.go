@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -44,28 +43,21 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	code := m.Run()
-	if pg.srv != nil {
-		pg.srv.Stop()
-	}
+	pg.Stop()
 	os.RemoveAll(dir)
 	os.Exit(code)
 }
 
 // pg is the package's PostgreSQL server, started by the first test that
 // needs one (pgDatabase) and stopped by TestMain.
-var pg struct {
-	once sync.Once
-	srv  *pgtest.Server
-	err  error
-}
+var pg pgtest.Shared
 
 // pgDatabase returns the package's PostgreSQL server and the URL of an
 // empty database of t's own; without a server it skips t, or fails it
 // under CI=true (pgtest.Require).
 func pgDatabase(t *testing.T) (*pgtest.Server, string) {
 	t.Helper()
-	pg.once.Do(func() { pg.srv, pg.err = pgtest.Start() })
-	s := pgtest.Require(t, pg.srv, pg.err)
+	s := pg.Server(t)
 	return s, s.Database(t)
 }
 

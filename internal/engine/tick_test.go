@@ -20,19 +20,13 @@ import (
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if pg.srv != nil {
-		pg.srv.Stop()
-	}
+	pg.Stop()
 	os.Exit(code)
 }
 
 // pg is the package's PostgreSQL server, started by the first test that
 // needs it and stopped by TestMain.
-var pg struct {
-	once sync.Once
-	srv  *pgtest.Server
-	err  error
-}
+var pg pgtest.Shared
 
 // forEachStore runs body once on SQLite (the engine's default database)
 // and once on PostgreSQL (a database of its own; without a server the
@@ -40,8 +34,7 @@ var pg struct {
 func forEachStore(t *testing.T, body func(t *testing.T, database func(e *Engine))) {
 	t.Run("sqlite", func(t *testing.T) { body(t, func(*Engine) {}) })
 	t.Run("postgres", func(t *testing.T) {
-		pg.once.Do(func() { pg.srv, pg.err = pgtest.Start() })
-		url := pgtest.Require(t, pg.srv, pg.err).Database(t)
+		url := pg.Database(t)
 		body(t, func(e *Engine) { e.cfg.Database = url })
 	})
 }

@@ -2,7 +2,7 @@
 // binaries, a temporary data directory, a free loopback port, fsync off
 // unless Options.Durable, the C.UTF-8 locale: under C pg_trgm ignores
 // non-ASCII). One server per test package (Start), one database per test
-// (Database). As root (CI) the server runs as postgres or nobody: initdb
+// (Database), a package's server shared by its tests through Shared. As root (CI) the server runs as postgres or nobody: initdb
 // and pg_ctl refuse root.
 package pgtest
 
@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -199,4 +200,48 @@ func freePort() (int, error) {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// Shared is a test package's PostgreSQL server: started by the first test
+// that asks for it (Server, Database), stopped by Stop in TestMain. Its
+// zero value starts with Options{}.
+type Shared struct {
+	// Options, when set, gives the server's Options at its start.
+	Options func() Options
+
+	once sync.Once
+	srv  *Server
+	err  error
+}
+
+// Server returns the package's server, starting it on first use, or ends
+// t: a skip under -short (which starts no server) or when PostgreSQL is
+// not installed, else (and under CI=true) a failure (Require).
+func (sh *Shared) Server(t testing.TB) *Server {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("pgtest: starts PostgreSQL; not under -short")
+	}
+	sh.once.Do(func() {
+		var o Options
+		if sh.Options != nil {
+			o = sh.Options()
+		}
+		sh.srv, sh.err = StartWith(o)
+	})
+	return Require(t, sh.srv, sh.err)
+}
+
+// Database creates an empty database of t's own on the package's server
+// and returns its URL (Server; Server.Database).
+func (sh *Shared) Database(t testing.TB) string {
+	t.Helper()
+	return sh.Server(t).Database(t)
+}
+
+// Stop stops the server if a test started it.
+func (sh *Shared) Stop() {
+	if sh.srv != nil {
+		sh.srv.Stop()
+	}
 }

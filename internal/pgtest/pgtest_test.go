@@ -9,25 +9,27 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-var (
-	server   *Server
-	startErr error
-)
+// shared is the package's server (none under -short).
+var shared Shared
 
 func TestMain(m *testing.M) {
-	server, startErr = Start()
 	code := m.Run()
-	if server != nil {
-		server.Stop()
-	}
+	shared.Stop()
 	os.Exit(code)
+}
+
+// TestShared: the tests of a package share one server, started once.
+func TestShared(t *testing.T) {
+	if a, b := shared.Server(t), shared.Server(t); a != b || a == nil {
+		t.Errorf("two calls of Shared.Server: %p and %p, want one server", a, b)
+	}
 }
 
 // TestDatabase: each test gets an empty database of its own on a server
 // running as an unprivileged user, with pg_trgm available (the store's
 // search of scripts without spaces needs it).
 func TestDatabase(t *testing.T) {
-	s := Require(t, server, startErr)
+	s := shared.Server(t)
 	a, b := s.Database(t), s.Database(t)
 	if a == b {
 		t.Fatalf("two tests share database %s", a)
@@ -64,7 +66,7 @@ func TestDatabase(t *testing.T) {
 // TestPsql: Psql answers a query through Debian's psql, and a failing
 // statement is an error carrying psql's message.
 func TestPsql(t *testing.T) {
-	s := Require(t, server, startErr)
+	s := shared.Server(t)
 	url := s.Database(t)
 	if out, err := s.Psql(url, "-tAc", "SELECT 6 * 7"); err != nil || out != "42\n" {
 		t.Errorf("Psql SELECT 6 * 7 = %q, %v", out, err)
@@ -80,7 +82,7 @@ func TestDurable(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a PostgreSQL server")
 	}
-	fast := Require(t, server, startErr)
+	fast := shared.Server(t)
 	durable, err := StartWith(Options{Durable: true})
 	durable = Require(t, durable, err)
 	defer durable.Stop()

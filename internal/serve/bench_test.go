@@ -266,10 +266,9 @@ func BenchmarkChartsUSOneClient(b *testing.B) {
 // PostgreSQL p50 <= 2x SQLite's).
 func BenchmarkChartsEngines(b *testing.B) {
 	lite, _ := filledStore(b)
-	srv, err := pgtest.Start()
-	srv = pgtest.Require(b, srv, err)
-	b.Cleanup(srv.Stop)
-	pg := srv.Database(b)
+	var shared pgtest.Shared
+	b.Cleanup(shared.Stop)
+	pg := shared.Database(b)
 	st, err := store.Open(context.Background(), pg)
 	if err != nil {
 		b.Fatal(err)

@@ -15,7 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/trendfetch/trendfetch/internal/pgtest"
 	"github.com/trendfetch/trendfetch/internal/sqlitedb"
 	"github.com/trendfetch/trendfetch/internal/store/storetest"
 )
@@ -225,9 +224,7 @@ func TestMain(m *testing.M) {
 		return
 	}
 	code := m.Run()
-	if pg.srv != nil {
-		pg.srv.Stop()
-	}
+	pg.Stop()
 	if benchDir != "" {
 		os.RemoveAll(benchDir)
 	}
@@ -585,8 +582,7 @@ func openBenchPG(b *testing.B) *Store {
 	ctx := context.Background()
 	url := os.Getenv("TRENDFETCH_BENCH_PG")
 	if url == "" {
-		startPG()
-		srv := pgtest.Require(b, pg.srv, pg.err)
+		srv := pg.Server(b)
 		benchPG.once.Do(func() { benchPG.url, _, benchPG.err = srv.NewDatabase() })
 		url = benchPG.url
 	}

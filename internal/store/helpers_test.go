@@ -119,31 +119,19 @@ func ftsIntegrity(t testing.TB, s *Store) {
 	}
 }
 
-// pg is the package's PostgreSQL server, started by the first test that
-// needs it (startPG) and stopped by TestMain.
-var pg struct {
-	once sync.Once
-	srv  *pgtest.Server
-	err  error
-}
-
-// startPG starts the package's server once: when benchmarks run
-// (-test.bench), durable, as a deployment starts it (issue 42: figures
-// against fsync and synchronous_commit on); else fsync off.
-func startPG() {
-	pg.once.Do(func() {
-		bench := flag.Lookup("test.bench")
-		pg.srv, pg.err = pgtest.StartWith(pgtest.Options{Durable: bench != nil && bench.Value.String() != ""})
-	})
-}
+// pg is the package's PostgreSQL server, stopped by TestMain: when
+// benchmarks run (-test.bench), durable, as a deployment starts it (issue
+// 42: figures against fsync and synchronous_commit on); else fsync off.
+var pg = pgtest.Shared{Options: func() pgtest.Options {
+	bench := flag.Lookup("test.bench")
+	return pgtest.Options{Durable: bench != nil && bench.Value.String() != ""}
+}}
 
 // pgURL returns the URL of a fresh, empty database on the package's
-// server; without a server it skips t, or fails it under CI=true
-// (pgtest.Require).
+// server (pgtest.Shared.Database: skipped under -short).
 func pgURL(t testing.TB) string {
 	t.Helper()
-	startPG()
-	return pgtest.Require(t, pg.srv, pg.err).Database(t)
+	return pg.Database(t)
 }
 
 // openPG opens a fresh PostgreSQL store in a database of its own.
