@@ -2,13 +2,12 @@ package config
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
 	"strings"
 	"time"
-
-	"github.com/robfig/cron/v3"
 
 	"github.com/trendfetch/trendfetch/internal/regions"
 	"github.com/trendfetch/trendfetch/internal/schedule"
@@ -56,34 +55,16 @@ func (s Schedule) Plan(list []string) ([]schedule.Region, error) {
 	if _, err := time.LoadLocation(s.Timezone); err != nil {
 		return nil, invalid("schedule.timezone", s.Timezone, "unknown time zone (want an IANA name such as Europe/London)")
 	}
-	every, loc := cmp.Or(s.Every.Std(), DefaultEvery), s.Location()
-	at := func(off time.Duration) cron.Schedule {
-		return schedule.Every{Interval: every, Offset: off, Location: loc}
-	}
-	desc := "every " + every.String()
-	if s.Cron != "" {
-		shared, err := schedule.ParseSpec(s.Cron, s.Timezone)
-		if err != nil {
-			return nil, invalid("schedule.cron", fmt.Sprintf("%q", s.Cron), "%s", specReason(err))
+	plan, err := schedule.Plan(list, schedule.PlanSettings{Every: cmp.Or(s.Every.Std(), DefaultEvery), Cron: s.Cron,
+		Timezone: s.Timezone, Location: s.Location(), Stagger: max(s.StaggerStep(), 0), Own: s.Regions})
+	if se, ok := errors.AsType[*schedule.SpecError](err); ok {
+		key := "schedule.cron"
+		if se.Region != "" {
+			key = "schedule.regions." + se.Region
 		}
-		at = func(off time.Duration) cron.Schedule { return schedule.Shift{Schedule: shared, Offset: off} }
-		desc = s.Cron
+		return nil, invalid(key, fmt.Sprintf("%q", se.Spec), "%s", specReason(se.Err))
 	}
-	out := make([]schedule.Region, len(list))
-	for i, code := range list {
-		r := schedule.Region{Region: code, Index: i, Offset: time.Duration(i) * max(s.StaggerStep(), 0)}
-		if spec, ok := s.Regions[code]; ok {
-			sch, err := schedule.ParseSpec(spec, s.Timezone)
-			if err != nil {
-				return nil, invalid("schedule.regions."+code, fmt.Sprintf("%q", spec), "%s", specReason(err))
-			}
-			r.Offset, r.Spec, r.Explicit, r.Schedule = 0, spec, true, sch
-		} else if r.Schedule, r.Spec = at(r.Offset), desc; r.Offset > 0 {
-			r.Spec += " +" + r.Offset.String()
-		}
-		out[i] = r
-	}
-	return out, nil
+	return plan, err
 }
 
 // specReason is a cron parser's error without the spec it quotes.

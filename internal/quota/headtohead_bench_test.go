@@ -76,7 +76,7 @@ return 1`)
 func BenchmarkHeadToHead(b *testing.B) {
 	srv := redistest.Start(b)
 	c := redis.NewClient(&redis.Options{Addr: srv.Addr, PoolSize: 1, MinIdleConns: 1})
-	rb := NewRedis(c, 0, 0)
+	rb := NewRedis(c, 0, 0).(*redisBackend)
 	b.Cleanup(func() { rb.Close() })
 	ctx := context.Background()
 	gcra := redis_rate.NewLimiter(c)

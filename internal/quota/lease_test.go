@@ -417,10 +417,11 @@ func TestSQLiteLeaseUnavailable(t *testing.T) {
 	if !errors.Is(err, ErrUnavailable) {
 		t.Fatalf("AcquireLease on a closed backend = %v, want ErrUnavailable", err)
 	}
-	if _, err := b.Renew(context.Background(), leaseID{"c", "US"}, "t", time.Second); !errors.Is(err, ErrUnavailable) {
+	lk := b.(leaseLocker)
+	if _, err := lk.Renew(context.Background(), leaseID{"c", "US"}, "t", time.Second); !errors.Is(err, ErrUnavailable) {
 		t.Fatalf("Renew on a closed backend = %v, want ErrUnavailable", err)
 	}
-	if err := b.Unlock(context.Background(), leaseID{"c", "US"}, "t"); !errors.Is(err, ErrUnavailable) {
+	if err := lk.Unlock(context.Background(), leaseID{"c", "US"}, "t"); !errors.Is(err, ErrUnavailable) {
 		t.Fatalf("Unlock on a closed backend = %v, want ErrUnavailable", err)
 	}
 }

@@ -48,7 +48,7 @@ type memoryEntry struct{ ts, units, id int64 }
 
 // NewMemory returns an empty in-memory backend deciding by the clock now
 // (time.Now, or a test's).
-func NewMemory(now func() time.Time) *memoryBackend {
+func NewMemory(now func() time.Time) Backend {
 	return &memoryBackend{clock: now, creds: map[string]*memoryCredential{}}
 }
 

@@ -47,7 +47,7 @@ func TestMemoryRetryAfterIsExact(t *testing.T) {
 // clients.
 func TestMemorySweepDropsIdleCredentials(t *testing.T) {
 	now := time.Date(2026, 3, 2, 12, 0, 0, 0, time.UTC)
-	m := NewMemory(func() time.Time { return now })
+	m := NewMemory(func() time.Time { return now }).(*memoryBackend)
 	cs := []bucketCharge{{Bucket: Bucket{Name: "requests", Limit: 60, Window: time.Minute}, Units: 1}}
 	for i := range memorySweepEvery {
 		m.Reserve(context.Background(), "client-"+string(rune('a'+i%26))+time.Duration(i).String(), "", cs)
@@ -67,7 +67,7 @@ func TestMemorySweepDropsIdleCredentials(t *testing.T) {
 // TestMemoryStatusCreatesNothing: reading the status of a client never
 // seen keeps no state for it (serve may be asked about any key).
 func TestMemoryStatusCreatesNothing(t *testing.T) {
-	m := NewMemory(time.Now)
+	m := NewMemory(time.Now).(*memoryBackend)
 	if _, err := m.Status(context.Background(), "never-seen", []Bucket{{Name: "units", Limit: 1, Window: time.Minute}}, nil); err != nil {
 		t.Fatal(err)
 	}

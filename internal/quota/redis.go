@@ -57,7 +57,7 @@ var errNotReplicated = errors.New("admission not confirmed by enough replicas")
 // waitTimeout (<= 0: DefaultRedisWaitTimeout) after it and, when fewer confirm,
 // returns an error wrapping ErrUnavailable; the entry stays counted
 // (docs/quota.md, "Replication").
-func NewRedis(client redis.UniversalClient, waitReplicas int, waitTimeout time.Duration) *redisBackend {
+func NewRedis(client redis.UniversalClient, waitReplicas int, waitTimeout time.Duration) Backend {
 	return &redisBackend{client: client, midnights: redisMidnightTable, user: redisUser(client),
 		calls: map[redisCallKey]*redisReserveCall{}, waitReplicas: max(waitReplicas, 0), waitTimeout: cmp.Or(max(waitTimeout, 0), DefaultRedisWaitTimeout)}
 }

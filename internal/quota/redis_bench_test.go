@@ -42,7 +42,7 @@ func BenchmarkRedis(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	rb := NewRedis(c, 0, 0)
+	rb := NewRedis(c, 0, 0).(*redisBackend)
 	b.Cleanup(func() { rb.Close() })
 	ctx := context.Background()
 

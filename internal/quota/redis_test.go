@@ -31,7 +31,7 @@ func newTestRedis(t testing.TB, srv *redistest.Server) *redisBackend {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := NewRedis(c, 0, 0)
+	b := NewRedis(c, 0, 0).(*redisBackend)
 	t.Cleanup(func() { b.Close() })
 	return b
 }
@@ -102,7 +102,7 @@ func newTestRedisCluster(t testing.TB, cl *redisCluster) *redisBackend {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := NewRedis(c, 0, 0)
+	b := NewRedis(c, 0, 0).(*redisBackend)
 	t.Cleanup(func() { b.Close() })
 	return b
 }

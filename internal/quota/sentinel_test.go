@@ -34,7 +34,7 @@ func newSentinelBackend(t *testing.T, g *redistest.Sentinel) *redisBackend {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := NewRedis(c, 0, 0)
+	b := NewRedis(c, 0, 0).(*redisBackend)
 	t.Cleanup(func() { b.Close() })
 	return b
 }
@@ -275,7 +275,7 @@ func TestRedisSentinelFailover(t *testing.T) {
 // phase are lost with the old master and admitted again).
 func TestRedisSentinelWaitReplicasNothingLost(t *testing.T) {
 	g := redistest.StartSentinel(t, 1, 3, sentinelPassword, "")
-	b := NewRedis(newSentinelBackend(t, g).client, 1, time.Second) // confirmations arrive on a loaded machine too
+	b := NewRedis(newSentinelBackend(t, g).client, 1, time.Second).(*redisBackend) // confirmations arrive on a loaded machine too
 	cred := fmt.Sprintf("sentinel-wait-%d", time.Now().UnixNano())
 	units := Bucket{Name: "units", Limit: 40, Window: time.Hour}
 	master, replica := g.Master, g.Replicas[0]
@@ -372,7 +372,7 @@ func TestRedisWaitReplicas(t *testing.T) {
 	replica := redistest.Start(t, "--replicaof", "127.0.0.1", strconv.Itoa(master.Port))
 	master.WaitReplicasOnline(1)
 	const waitTimeout = time.Second // confirmations must arrive on a loaded machine too
-	b := NewRedis(newTestRedis(t, master).client, 1, waitTimeout)
+	b := NewRedis(newTestRedis(t, master).client, 1, waitTimeout).(*redisBackend)
 	units := Bucket{Name: "units", Limit: 5, Window: time.Hour}
 	cred := suiteCredential(t, b)
 	key := b.bucketKey(cred, units.Name)
@@ -459,7 +459,7 @@ func TestRedisClusterWaitReplicas(t *testing.T) {
 	}
 	// A generous timeout: this test is about routing, and a loaded machine
 	// may delay the replica's acknowledgement.
-	w := NewRedis(b.client, 1, time.Second)
+	w := NewRedis(b.client, 1, time.Second).(*redisBackend)
 	units := Bucket{Name: "units", Limit: 5, Window: time.Hour}
 	for range 3 {
 		mustAllow(t, w, onIt, charge(units, 1))
@@ -540,7 +540,7 @@ func BenchmarkRedisWaitReplicas(b *testing.B) {
 	redistest.Start(b, "--replicaof", "127.0.0.1", strconv.Itoa(master.Port))
 	master.WaitReplicasOnline(1)
 	plain := newTestRedis(b, master)
-	waiting := NewRedis(plain.client, 1, time.Second)
+	waiting := NewRedis(plain.client, 1, time.Second).(*redisBackend)
 	units := Bucket{Name: "units", Limit: 1 << 40, Window: time.Hour}
 	cred := fmt.Sprintf("bench-wait-%d", time.Now().UnixNano())
 	ctx := context.Background()

@@ -63,7 +63,7 @@ const (
 // readOnly opens an existing one for reading only: nothing is created, a
 // missing file or schema wraps fs.ErrNotExist, writes fail with
 // ErrUnavailable. Errors wrap ErrUnavailable and the *sqlitedb error, if any.
-func NewSQLite(path string, readOnly bool) (*sqliteBackend, error) {
+func NewSQLite(path string, readOnly bool) (Backend, error) {
 	fail := func(what string, err error) (*sqliteBackend, error) {
 		return nil, fmt.Errorf("quota: %s %s: %w: %w", what, path, ErrUnavailable, err)
 	}

@@ -23,7 +23,7 @@ func newTestSQLite(t testing.TB) *sqliteBackend {
 			t.Errorf("Close: %v", err)
 		}
 	})
-	return b
+	return b.(*sqliteBackend)
 }
 
 // fakeClock is a settable clock for WithClock.
@@ -298,7 +298,7 @@ func TestSQLiteOpen(t *testing.T) {
 	var mode string
 	b, _ = NewSQLite(path, false)
 	defer b.Close()
-	if err := b.db.QueryRow("PRAGMA journal_mode").Scan(&mode); err != nil || mode != "wal" {
+	if err := b.(*sqliteBackend).db.QueryRow("PRAGMA journal_mode").Scan(&mode); err != nil || mode != "wal" {
 		t.Errorf("journal_mode = %q (%v), want wal", mode, err)
 	}
 }

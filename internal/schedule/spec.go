@@ -128,7 +128,7 @@ func Slot(s cron.Schedule, t time.Time) (from, to time.Time) {
 	return time.Time{}, to
 }
 
-// Region is one region's place in the schedule (config.Schedule.Plan).
+// Region is one region's place in the schedule (Plan).
 type Region struct {
 	Region   string
 	Index    int           // position in the list, from 0
@@ -136,6 +136,62 @@ type Region struct {
 	Spec     string        // "every 2h0m0s +3m0s", or the cron spec
 	Explicit bool          // a spec of its own (schedule.regions)
 	Schedule cron.Schedule
+}
+
+// PlanSettings is what Plan builds a plan from: the shared tick (every Every on the wall clock
+// in Location, or the cron spec Cron when not ""), Timezone (the spec's zone, "" local), the
+// stagger step between regions (>= 0) and the regions with a cron spec of their own.
+type PlanSettings struct {
+	Every    time.Duration
+	Cron     string
+	Timezone string
+	Location *time.Location
+	Stagger  time.Duration
+	Own      map[string]string
+}
+
+// SpecError is Plan's error: the cron spec of Region ("" for the shared Cron) does not parse.
+type SpecError struct {
+	Region, Spec string
+	Err          error
+}
+
+func (e *SpecError) Error() string { return fmt.Sprintf("cron spec %q: %v", e.Spec, e.Err) }
+
+// Unwrap returns the parser's error.
+func (e *SpecError) Unwrap() error { return e.Err }
+
+// Plan returns each region's schedule in list order: the i-th starts i × Stagger after the
+// shared tick (Every: wall-clock; Cron: Shift), a region of Own on its own spec. Errors: a
+// *SpecError.
+func Plan(list []string, s PlanSettings) ([]Region, error) {
+	at := func(off time.Duration) cron.Schedule {
+		return Every{Interval: s.Every, Offset: off, Location: s.Location}
+	}
+	desc := "every " + s.Every.String()
+	if s.Cron != "" {
+		shared, err := ParseSpec(s.Cron, s.Timezone)
+		if err != nil {
+			return nil, &SpecError{Spec: s.Cron, Err: err}
+		}
+		at = func(off time.Duration) cron.Schedule { return Shift{Schedule: shared, Offset: off} }
+		desc = s.Cron
+	}
+	out := make([]Region, len(list))
+	for i, code := range list {
+		r := Region{Region: code, Index: i, Offset: time.Duration(i) * s.Stagger}
+		if spec, ok := s.Own[code]; ok {
+			sch, err := ParseSpec(spec, s.Timezone)
+			if err != nil {
+				return nil, &SpecError{Region: code, Spec: spec, Err: err}
+			}
+			r.Offset, r.Spec, r.Explicit, r.Schedule = 0, spec, true, sch
+		} else if r.Schedule, r.Spec = at(r.Offset), desc; r.Offset > 0 {
+			r.Spec += " +" + r.Offset.String()
+		}
+		out[i] = r
+	}
+	return out, nil
 }
 
 // CrontabFields returns the crontab time fields of the ticks of

@@ -1,6 +1,7 @@
 package schedule
 
 import (
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -158,5 +159,42 @@ func TestSlot(t *testing.T) {
 	}
 	if from, _ := Slot(Every{}, utc("2026-03-10T10:00:00Z")); !from.IsZero() {
 		t.Errorf("a schedule without ticks has a slot from %s", from)
+	}
+}
+
+// TestPlan: regions in list order start one stagger step apart after the shared tick (every:
+// wall clock; cron: shifted), a region of Own keeps its own spec and no offset, and a spec that
+// does not parse is a *SpecError naming its region ("" for the shared one).
+func TestPlan(t *testing.T) {
+	at := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
+	plan, err := Plan([]string{"US", "GB", "JP"}, PlanSettings{Every: 2 * time.Hour, Location: time.UTC,
+		Timezone: "UTC", Stagger: 3 * time.Minute, Own: map[string]string{"GB": "30 6 * * *"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []struct {
+		spec   string
+		offset time.Duration
+		next   time.Time
+	}{
+		{"every 2h0m0s", 0, at.Add(2 * time.Hour)},
+		{"30 6 * * *", 0, at.Add(6*time.Hour + 30*time.Minute)},
+		{"every 2h0m0s +6m0s", 6 * time.Minute, at.Add(6 * time.Minute)},
+	} {
+		r := plan[i]
+		if r.Index != i || r.Spec != want.spec || r.Offset != want.offset || !r.Schedule.Next(at).Equal(want.next) {
+			t.Errorf("plan[%d] = %+v, next %s; want spec %q, offset %s, next %s", i, r, r.Schedule.Next(at), want.spec, want.offset, want.next)
+		}
+	}
+	shifted, err := Plan([]string{"US", "GB"}, PlanSettings{Cron: "0 */6 * * *", Timezone: "UTC", Stagger: time.Minute})
+	if err != nil || shifted[1].Spec != "0 */6 * * * +1m0s" || !shifted[1].Schedule.Next(at).Equal(at.Add(time.Minute)) {
+		t.Errorf("cron plan: %+v, %v; want GB one minute after the shared tick", shifted, err)
+	}
+	for _, s := range []PlanSettings{{Cron: "61 * * * *"}, {Every: time.Hour, Location: time.UTC, Own: map[string]string{"GB": "nope"}}} {
+		_, err := Plan([]string{"US", "GB"}, s)
+		se, ok := errors.AsType[*SpecError](err)
+		if want := map[bool]string{true: "", false: "GB"}[s.Cron != ""]; !ok || se.Region != want {
+			t.Errorf("Plan(%+v) = %v, want a *SpecError of region %q", s, err, want)
+		}
 	}
 }
