@@ -78,8 +78,8 @@ const (
     SELECT rowid FROM videos_fts WHERE videos_fts MATCH ?1 ORDER BY rowid DESC LIMIT 1 OFFSET 9999), 0)
 ORDER BY rank LIMIT 200`
 	floorPostgres = `SELECT video_rowid FROM (
-    SELECT video_rowid, doc FROM video_search WHERE doc @@ to_tsquery('simple', $1) ORDER BY video_rowid DESC LIMIT 10000) c
-ORDER BY ts_rank_cd(` + pgRank + `, doc, to_tsquery('simple', $1)) DESC LIMIT 200`
+    SELECT video_rowid, doc FROM video_search WHERE doc @@ $1::tsquery ORDER BY video_rowid DESC LIMIT 10000) c
+ORDER BY ts_rank_cd(` + pgRank + `, doc, $1::tsquery) DESC LIMIT 200`
 	trigramPostgres = `SELECT video_rowid FROM video_search WHERE tri LIKE $1 ORDER BY video_rowid DESC LIMIT 200`
 )
 
@@ -106,7 +106,7 @@ func BenchmarkSearchEngines(b *testing.B) {
 	words := []string{w[20], w[40], w[60], w[80]}
 	var floor [2]float64
 	b.Run("floor/sqlite", func(b *testing.B) { floor[0] = benchQueryOn(b, lite, floorSQLite, benchArgs(words, "%s")) })
-	b.Run("floor/postgres", func(b *testing.B) { floor[1] = benchQueryOn(b, pst, floorPostgres, benchArgs(words, "%s")) })
+	b.Run("floor/postgres", func(b *testing.B) { floor[1] = benchQueryOn(b, pst, floorPostgres, benchArgs(words, "'%s'")) })
 	for _, f := range benchForms() {
 		var qs []SearchQuery
 		for _, t := range f.qs {
