@@ -104,6 +104,9 @@ func (e *Engine) Serve(ctx context.Context, ln net.Listener, token string, m *me
 	sc := e.cfg.Serve
 	h := serve.Handler(serve.Options{
 		Store: st, Quota: e.quotaStatuses(lim), Regions: e.servedRegions(),
+		Coverage: func(ctx context.Context, region string, since time.Duration) (store.Coverage, error) {
+			return e.Coverage(ctx, st, region, since, time.Now())
+		},
 		Metrics: m.Handler(), Token: token, RateLimit: rate, Timeout: sc.Timeout.Std(),
 		Hosts: sc.Hosts, CORSOrigins: sc.CORSOrigins, Log: e.log,
 	})
@@ -131,14 +134,14 @@ func (e *Engine) quotaStatuses(lim *quota.Limiter) func(context.Context) []quota
 	}
 }
 
-// servedRegions is serve's regions: each scheduled region with its schedule and next run.
+// servedRegions is serve's configured regions: each scheduled region with its schedule and next run.
 func (e *Engine) servedRegions() func(time.Time) []serve.Region {
 	plan, _ := e.cfg.Schedule.Plan(e.cfg.Regions)
 	return func(now time.Time) []serve.Region {
 		out := make([]serve.Region, len(plan))
 		for i, p := range plan {
 			next := p.Schedule.Next(now).UTC()
-			out[i] = serve.Region{Region: p.Region, Name: regions.Name(p.Region), Schedule: p.Spec, NextRun: &next,
+			out[i] = serve.Region{Region: p.Region, Name: regions.Name(p.Region), Schedule: &p.Spec, NextRun: &next,
 				Interval: p.Schedule.Next(next).Sub(next)}
 		}
 		return out

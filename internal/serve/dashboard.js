@@ -63,10 +63,18 @@ function limited(retryAfter) {
   retryTimer = setTimeout(refresh, retryAfter * 1000);
 }
 
+// slotsText is a region's slots of the last day per outcome (trendfetch coverage), missed ones
+// marked; "not scheduled here" without a schedule.
+function slotsText(slots) {
+  if (!slots) return '<span class="muted">not scheduled here</span>';
+  const parts = Object.entries(slots).filter(([, n]) => n > 0).map(([k, n]) => `<span class="${k === "captured" || k === "running" ? "" : "bad"}">${n} ${esc(k)}</span>`);
+  return parts.join(", ") || '<span class="muted">none yet</span>';
+}
+
 // renderHealth draws one row per region: is it fetching, and since when.
 function renderHealth(regions, now) {
-  if (!regions.length) { $("health").innerHTML = '<span class="muted">no regions configured</span>'; return; }
-  $("health").innerHTML = `<table><tr><th>Region</th><th>Last success</th><th class="num">Failures in a row</th><th>Last run</th><th>Next run</th><th>Units today (PT)</th></tr>` +
+  if (!regions.length) { $("health").innerHTML = '<span class="muted">no regions configured or stored</span>'; return; }
+  $("health").innerHTML = `<table><tr><th>Region</th><th>Last success</th><th class="num">Failures in a row</th><th>Last run</th><th>Next run</th><th>Slots, last 24 h</th><th>Units today (PT)</th></tr>` +
     regions.map((reg) => {
       const h = reg.health, age = h.last_success_at ? secs(Date.parse(now) - Date.parse(h.last_success_at)) + " ago" : "never";
       const reason = h.last_reason ? ` <span class="muted" title="${esc(h.last_reason)}">${esc(reasonText(h.last_reason, 120))}</span>` : "";
@@ -75,7 +83,7 @@ function renderHealth(regions, now) {
         <td>${utc(h.last_success_at)} <span class="${reg.late ? "bad" : "muted"}">(${age}${reg.late ? ", LATE: over twice the interval of " + secs(reg.interval_seconds * 1000) : ""})</span></td>
         <td class="num ${h.consecutive_failures ? "bad" : ""}">${h.consecutive_failures}</td>
         <td>${h.last_outcome ? `<span class="${/^(success|running)/.test(h.last_outcome) ? "" : "bad"}">${esc(h.last_outcome)}</span>${reason}` : '<span class="muted">no runs yet</span>'}</td>
-        <td>${utc(reg.next_run)}</td><td>${esc(units)}</td></tr>`;
+        <td>${utc(reg.next_run)}</td><td>${slotsText(reg.slots_last_day)}</td><td>${esc(units)}</td></tr>`;
     }).join("") + "</table>";
 }
 

@@ -85,8 +85,8 @@ func TestDashboardInABrowser(t *testing.T) {
 		o.Now = func() time.Time { return time.Now().Add(3 * time.Hour) }
 		o.Regions = func(now time.Time) []Region {
 			next := now.Add(time.Hour).UTC()
-			return []Region{{Region: "US", Name: "United States", Schedule: "every 2h0m0s", NextRun: &next, Interval: 2 * time.Hour},
-				{Region: "GB", Name: "United Kingdom", Schedule: "every 1h0m0s", NextRun: &next, Interval: time.Hour}}
+			return []Region{{Region: "US", Name: "United States", Schedule: new("every 2h0m0s"), NextRun: &next, Interval: 2 * time.Hour},
+				{Region: "GB", Name: "United Kingdom", Schedule: new("every 1h0m0s"), NextRun: &next, Interval: time.Hour}}
 		}
 	})
 	ctx := browser(t, 1400)

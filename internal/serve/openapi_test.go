@@ -60,6 +60,9 @@ func TestAnswersMatchOpenAPI(t *testing.T) {
 		{"/v1/runs", "/v1/runs?limit=0"},
 		{"/v1/quota", "/v1/quota"},
 		{"/v1/regions", "/v1/regions"},
+		{"/v1/coverage", "/v1/coverage?region=US&since=7d"},
+		{"/v1/coverage", "/v1/coverage?since=soon"},
+		{"/v1/coverage", "/v1/coverage?region=JP"},
 	} {
 		resp, body := get(t, f.url+tc.path, "Authorization", "Bearer "+token)
 		answers = append(answers, answer{tc.route, "get", resp.StatusCode, body})

@@ -29,6 +29,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/trendfetch/trendfetch/internal/config"
+	"github.com/trendfetch/trendfetch/internal/duration"
 	"github.com/trendfetch/trendfetch/internal/quota"
 	"github.com/trendfetch/trendfetch/internal/regions"
 	"github.com/trendfetch/trendfetch/internal/store"
@@ -50,6 +51,8 @@ const (
 	// per region in /v1/dashboard.
 	DashboardRuns    = 10
 	DashboardEntries = 20
+	// MaxCoverageSince is the longest period GET /v1/coverage lists.
+	MaxCoverageSince = 31 * 24 * time.Hour
 	// HeavyPerClient is how many heavy requests (search, chart, video, dashboard)
 	// of one client run at once; the others wait until their deadline (503).
 	HeavyPerClient = 1
@@ -62,14 +65,14 @@ var SecurityHeaders = map[string]string{
 	"Referrer-Policy":         "no-referrer",
 }
 
-// Region is one configured region as GET /v1/regions shows it: its code,
-// English name, schedule ("every 2h0m0s +3m0s" or a cron spec) and next run
-// (UTC, nil: unknown). Interval is the time between its runs after NextRun
-// (0: unknown); /v1/dashboard flags a region late past twice it.
+// Region is a region as GET /v1/regions shows it: its code, English name,
+// schedule ("every 2h0m0s +3m0s" or a cron spec; nil: the configuration does
+// not run it) and next run (UTC, nil: unknown). Interval is the time between
+// its runs after NextRun (0: unknown); /v1/dashboard flags a region late past twice it.
 type Region struct {
 	Region   string        `json:"region"`
 	Name     string        `json:"name"`
-	Schedule string        `json:"schedule"`
+	Schedule *string       `json:"schedule"`
 	NextRun  *time.Time    `json:"next_run"`
 	Interval time.Duration `json:"-"`
 }
@@ -92,8 +95,12 @@ type Options struct {
 	Store store.Reader
 	// Quota returns the status of every configured credential.
 	Quota func(ctx context.Context) []quota.Status
-	// Regions returns the configured regions with their next run after now.
+	// Regions returns the configured regions with their next run after now; the
+	// regions served are the dataset's and these (servedRegions).
 	Regions func(now time.Time) []Region
+	// Coverage returns the coverage of region ("" = every configured region)
+	// over the since before now (GET /v1/coverage); nil: none.
+	Coverage func(ctx context.Context, region string, since time.Duration) (store.Coverage, error)
 	// Metrics serves /metrics (Prometheus); nil answers 404.
 	Metrics http.Handler
 	// Token, when set, is required (bearer) on every route but /healthz and the dashboard's files.
@@ -193,6 +200,7 @@ func (s *server) routes() []route {
 		{"GET /v1/runs", s.answer(s.runs), api},
 		{"GET /v1/quota", s.answer(s.quota), api},
 		{"GET /v1/regions", s.answer(s.regions), api},
+		{"GET /v1/coverage", s.answer(s.coverage), api},
 	}
 }
 
@@ -315,10 +323,8 @@ func (s *server) guard(rt route) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		tokenKey := ""
 		if rt.access != public && s.o.Token != "" {
-			// "Authorization: Bearer <token>", the scheme in any case (RFC 7235)
-			scheme, tok, _ := strings.Cut(strings.TrimSpace(r.Header.Get("Authorization")), " ")
-			tok = strings.TrimSpace(tok)
-			if !strings.EqualFold(scheme, "Bearer") || subtle.ConstantTimeCompare([]byte(tok), []byte(s.o.Token)) != 1 {
+			tok, ok := s.bearer(r)
+			if !ok {
 				// A wrong token costs the address a request: guessing is rate-limited too.
 				if !s.admit(w, r, clientKey(r.RemoteAddr, "")) {
 					return
@@ -356,6 +362,17 @@ func (s *server) guard(rt route) http.Handler {
 		}
 		rt.handler(w, r)
 	})
+}
+
+// bearer returns the request's bearer token ("Authorization: Bearer <token>", the scheme in any
+// case: RFC 7235) and whether it is Options.Token (compared in constant time; true without one).
+func (s *server) bearer(r *http.Request) (string, bool) {
+	if s.o.Token == "" {
+		return "", true
+	}
+	scheme, tok, _ := strings.Cut(strings.TrimSpace(r.Header.Get("Authorization")), " ")
+	tok = strings.TrimSpace(tok)
+	return tok, strings.EqualFold(scheme, "Bearer") && subtle.ConstantTimeCompare([]byte(tok), []byte(s.o.Token)) == 1
 }
 
 // admit counts one request of client; over the limit it answers 429 and
@@ -402,11 +419,15 @@ func WriteHealth(w http.ResponseWriter, err error) {
 	writeJSON(w, http.StatusOK, Health{Status: "ok"})
 }
 
-// healthz reads the newest run, so that a database it cannot read is reported.
+// healthz reads the newest run, so that a database it cannot read is reported: the error
+// itself only to a caller with the token (it may name the database's host, port and role).
 func (s *server) healthz(w http.ResponseWriter, r *http.Request) {
 	_, err := s.o.Store.RunsPage(r.Context(), store.RunsQuery{Limit: 1})
 	if err != nil && r.Context().Err() == nil {
 		s.o.Log.Error().Err(err).Msg("health check: the database cannot be read")
+	}
+	if _, ok := s.bearer(r); err != nil && !ok {
+		err = errors.New("the database cannot be read (details with the token, and in the server's log)")
 	}
 	WriteHealth(w, err)
 }
@@ -582,7 +603,9 @@ type DashboardRegion struct {
 	Health          store.RegionHealth `json:"health"`
 	IntervalSeconds *int64             `json:"interval_seconds"`
 	Late            bool               `json:"late"`
-	Chart           *DashboardChart    `json:"chart"`
+	// SlotsLastDay is the coverage totals of its slots in the last 24 hours (nil: not scheduled here).
+	SlotsLastDay map[store.SlotOutcome]int `json:"slots_last_day"`
+	Chart        *DashboardChart           `json:"chart"`
 }
 
 // DashboardChart is a capture's top DashboardEntries, ranks against the one before.
@@ -606,8 +629,13 @@ func (s *server) dashboard(r *http.Request) (any, error) {
 		return nil, err
 	}
 	d := Dashboard{GeneratedAt: s.o.Now().UTC(), Credentials: s.credentials(ctx), Runs: nonNil(runs), Regions: []DashboardRegion{}}
-	for _, reg := range s.configuredRegions() {
-		dr := DashboardRegion{Region: reg}
+	served, err := s.servedRegions(ctx)
+	if err != nil {
+		return nil, err
+	}
+	slots := s.slotsLastDay(ctx)
+	for _, reg := range served {
+		dr := DashboardRegion{Region: reg, SlotsLastDay: slots[reg.Region]}
 		if dr.Health, err = s.o.Store.Health(ctx, reg.Region, quota.DayStart(d.GeneratedAt)); err != nil {
 			return nil, err
 		}
@@ -677,8 +705,61 @@ func (s *server) configuredRegions() []Region {
 	return nonNil(s.o.Regions(s.o.Now()))
 }
 
-func (s *server) regions(*http.Request) (any, error) {
-	return map[string]any{"regions": s.configuredRegions()}, nil
+// servedRegions are the configured regions (with their schedules), then the other regions the
+// dataset holds, in code order, without a schedule (docs/api.md).
+func (s *server) servedRegions(ctx context.Context) ([]Region, error) {
+	out := s.configuredRegions()
+	if s.o.Store == nil { // tests of the guards
+		return out, nil
+	}
+	codes, err := s.o.Store.DatasetRegions(ctx)
+	for _, c := range codes {
+		if !slices.ContainsFunc(out, func(r Region) bool { return r.Region == c }) {
+			out = append(out, Region{Region: c, Name: regions.Name(c)})
+		}
+	}
+	return out, err
+}
+
+func (s *server) regions(r *http.Request) (any, error) {
+	out, err := s.servedRegions(r.Context())
+	return map[string]any{"regions": out}, err
+}
+
+// slotsLastDay is each configured region's coverage totals of the last 24 hours (none when it
+// cannot be read: logged, the dashboard shows the rest).
+func (s *server) slotsLastDay(ctx context.Context) map[string]map[store.SlotOutcome]int {
+	out := map[string]map[store.SlotOutcome]int{}
+	if s.o.Coverage == nil {
+		return out
+	}
+	c, err := s.o.Coverage(ctx, "", 24*time.Hour)
+	if err != nil {
+		s.o.Log.Warn().Err(err).Msg("dashboard: cannot read the slots of the last day")
+	}
+	for _, rc := range c.Regions {
+		out[rc.Region] = rc.Totals
+	}
+	return out
+}
+
+// coverage is GET /v1/coverage?region=&since= (docs/operations.md "Coverage").
+func (s *server) coverage(r *http.Request) (any, error) {
+	q := r.URL.Query()
+	region, err := regionParam(q.Get("region"))
+	if err != nil {
+		return nil, err
+	}
+	since := 24 * time.Hour
+	if v := q.Get("since"); v != "" {
+		if since, err = duration.Parse(v); err != nil || since <= 0 || since > MaxCoverageSince {
+			return nil, badParam("since", v, "want a positive duration up to 31d, such as 24h or 7d")
+		}
+	}
+	if s.o.Coverage == nil || (region != "" && !slices.ContainsFunc(s.configuredRegions(), func(r Region) bool { return r.Region == region })) {
+		return nil, fmt.Errorf("region %s is not scheduled in this server's configuration: %w", region, store.ErrNotFound)
+	}
+	return s.o.Coverage(r.Context(), region, since)
 }
 
 // fail answers err: 400 for a bad parameter or search syntax, 404 for

@@ -139,8 +139,9 @@ func startWith(t *testing.T, db string, lim *quota.Limiter, algorithm string, ed
 		Quota: func(ctx context.Context) []quota.Status { return []quota.Status{lim.Status(ctx, "proj")} },
 		Regions: func(now time.Time) []Region {
 			next := now.Add(time.Hour).UTC()
-			return []Region{{Region: "US", Name: "United States", Schedule: "every 2h0m0s", NextRun: &next}, {Region: "GB", Name: "United Kingdom", Schedule: "every 2h0m0s +3m0s"}}
+			return []Region{{Region: "US", Name: "United States", Schedule: new("every 2h0m0s"), NextRun: &next}, {Region: "GB", Name: "United Kingdom", Schedule: new("every 2h0m0s +3m0s")}}
 		},
+		Coverage:  oneMissedSlot(clk.Now),
 		Metrics:   http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "# metrics\n") }),
 		RateLimit: RateLimit{Limiter: rl, Limit: 60, Window: time.Minute, Key: "ip"},
 		Log:       zerolog.Nop(),

@@ -84,3 +84,12 @@ type Coverage struct {
 	Timezone string           `json:"timezone"`
 	Regions  []RegionCoverage `json:"regions"`
 }
+
+// DatasetRegions returns the regions the dataset holds a capture or a run of, in code order.
+func (s *Store) DatasetRegions(ctx context.Context) ([]string, error) {
+	rs, err := column[string](ctx, s.db, `SELECT region FROM captures UNION SELECT region FROM runs ORDER BY region`)
+	if err != nil {
+		return nil, fmt.Errorf("cannot list the dataset's regions: %w", err)
+	}
+	return rs, nil
+}

@@ -170,6 +170,7 @@ type Reader interface {
 	RunsPage(ctx context.Context, q RunsQuery) ([]Run, error)
 	Health(ctx context.Context, region string, dayStart time.Time) (RegionHealth, error)
 	RunsStarted(ctx context.Context, region string, from, to time.Time) ([]Run, error)
+	DatasetRegions(ctx context.Context) ([]string, error)
 	MaxOpenConns() int
 }
 
