@@ -56,7 +56,7 @@ func (s *Store) UpsertChannels(ctx context.Context, chs []Channel, at time.Time)
 	uniq := lastByID(chs, func(c *Channel) string { return c.ID }) // as upsertVideos
 	err := s.withTx(ctx, func(tx *sql.Tx) error {
 		_, err := execRows(ctx, s, tx, uniq, upsertChannelsSQL, func(_ int, c *Channel) []any {
-			return []any{c.ID, c.Title, c.Country, nullInt(c.Subscribers), nullInt(c.Videos), nullInt(c.Views), ts}
+			return []any{c.ID, noNUL(c.Title), noNUL(c.Country), nullInt(c.Subscribers), nullInt(c.Videos), nullInt(c.Views), ts}
 		})
 		return err
 	})
@@ -129,7 +129,7 @@ ON CONFLICT (region, id) DO UPDATE SET
 		}
 		defer st.Close()
 		for _, c := range cats {
-			if _, err := st.ExecContext(ctx, region, c.ID, c.Title, c.Assignable, fmtTime(at)); err != nil {
+			if _, err := st.ExecContext(ctx, region, c.ID, noNUL(c.Title), c.Assignable, fmtTime(at)); err != nil {
 				return err
 			}
 		}

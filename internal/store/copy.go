@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"errors"
@@ -208,7 +209,7 @@ FROM (SELECT pg_get_serial_sequence(?, 'id')::regclass AS q) s`, last.Int64, c.t
 		if err := rows.Scan(&row); err != nil {
 			return err
 		}
-		if batch = append(append(batch, ','), row...); len(batch) < copyBatchBytes {
+		if batch = appendNoNUL(append(batch, ','), row); len(batch) < copyBatchBytes {
 			return nil
 		}
 		return flush()
@@ -217,4 +218,24 @@ FROM (SELECT pg_get_serial_sequence(?, 'id')::regclass AS q) s`, last.Int64, c.t
 		return n, err
 	}
 	return n, flush()
+}
+
+// appendNoNUL appends the JSON row to batch without its escaped U+0000s,
+// which PostgreSQL's text cannot hold (noNUL); every other escape as is.
+func appendNoNUL(batch, row []byte) []byte {
+	if !bytes.Contains(row, []byte(`\u0000`)) {
+		return append(batch, row...)
+	}
+	for i := 0; i < len(row); i++ {
+		switch {
+		case row[i] != '\\':
+			batch = append(batch, row[i])
+		case bytes.HasPrefix(row[i:], []byte(`\u0000`)):
+			i += len(`\u0000`) - 1
+		default: // an escape: a backslash and the byte it escapes
+			batch = append(batch, row[i:i+2]...)
+			i++
+		}
+	}
+	return batch
 }

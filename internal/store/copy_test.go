@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -283,4 +284,37 @@ func BenchmarkCopyToPostgres(b *testing.B) {
 	close(done)
 	b.ReportMetric(float64(rows)/took.Seconds(), "rows/s")
 	b.ReportMetric(float64(<-peak)/(1<<20), "MB-heap-peak")
+}
+
+// TestNULText: a U+0000 in a video's or channel's text (which PostgreSQL's
+// text cannot hold) is dropped on both engines, so a run stores its page,
+// and a SQLite dataset that holds one copies into PostgreSQL (issue 40
+// item 2).
+func TestNULText(t *testing.T) {
+	ctx := context.Background()
+	forEachEngine(t, func(t *testing.T, s *Store) {
+		vs := testVideos("z", 1)
+		vs[0].Title, vs[0].Description, vs[0].Tags = "a\x00b", "d\x00", []string{"t\x00"}
+		if err := s.SaveSnapshot(ctx, Snapshot{RunID: startRun(t, s, "US"), Region: "US", FirstRank: 1, Videos: vs}); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.UpsertChannels(ctx, []Channel{{ID: "UCz", Title: "c\x00"}}, time.Time{}); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.RefreshText(ctx, vs, time.Now()); err != nil {
+			t.Fatal(err)
+		}
+		v, err := s.Video(ctx, vs[0].ID)
+		if err != nil || v.Title != "ab" || v.Description != "d" || !slices.Equal(v.Tags, []string{"t"}) {
+			t.Errorf("stored %q %q %q (%v), want ab, d, [t]", v.Title, v.Description, v.Tags, err)
+		}
+	})
+	src, _ := openTest(t)
+	fillDay(t, src, 0, "US")
+	if _, err := src.db.Exec(`UPDATE videos SET title = title || char(0) || 'x', tags = char(0)`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := openPG(t).CopyFrom(ctx, src); err != nil {
+		t.Errorf("copy of a dataset with U+0000 in its text: %v", err)
+	}
 }

@@ -295,7 +295,8 @@ UPDATE videos SET
     text_since    = CASE WHEN `+refreshChanged+` THEN ?7 ELSE text_since END,
     title = ?1, description = ?2, channel_title = ?3, category_id = ?4, tags = ?5, thumbnail_url = ?6,
     text_refreshed_at = ?7
-WHERE id = ?8`, v.Title, v.Description, v.ChannelTitle, v.CategoryID, joinTags(v.Tags), v.ThumbnailURL, ts, v.ID)
+WHERE id = ?8`, noNUL(v.Title), noNUL(v.Description), noNUL(v.ChannelTitle), noNUL(v.CategoryID), noNUL(joinTags(v.Tags)),
+				noNUL(v.ThumbnailURL), ts, v.ID)
 			if err != nil {
 				return fmt.Errorf("cannot refresh the text of %s: %w", v.ID, err)
 			}

@@ -62,6 +62,10 @@ var (
 	tagUnescaper = strings.NewReplacer(`\\`, `\`, `\n`, "\n")
 )
 
+// noNUL is text without U+0000, which PostgreSQL's text cannot hold:
+// dropped on both engines, so that they store the same text.
+func noNUL(s string) string { return strings.ReplaceAll(s, "\x00", "") }
+
 func joinTags(tags []string) string {
 	esc := make([]string, len(tags))
 	for i, t := range tags {
@@ -186,8 +190,9 @@ const maxRowsPerStatement = 500
 func (s *Store) upsertVideos(ctx context.Context, tx *sql.Tx, vs []Video, ts string) error {
 	order := lastByID(vs, videoID)
 	if _, err := execRows(ctx, s, tx, order, upsertVideosSQL, func(_ int, v *Video) []any {
-		return []any{v.ID, v.Title, v.Description, v.ChannelID, v.ChannelTitle, v.CategoryID, joinTags(v.Tags),
-			nullTime(v.PublishedAt), sql.Null[string]{V: v.Duration, Valid: v.Duration != ""}, v.ThumbnailURL, ts}
+		return []any{v.ID, noNUL(v.Title), noNUL(v.Description), v.ChannelID, noNUL(v.ChannelTitle), noNUL(v.CategoryID),
+			noNUL(joinTags(v.Tags)), nullTime(v.PublishedAt), sql.Null[string]{V: v.Duration, Valid: v.Duration != ""},
+			noNUL(v.ThumbnailURL), ts}
 	}); err != nil {
 		return fmt.Errorf("upsert videos: %w", err)
 	}
