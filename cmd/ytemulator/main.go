@@ -139,74 +139,120 @@ func run(ctx context.Context, stopSignals func(), args []string, stderr io.Write
 var categoryFile = regexp.MustCompile(`^([A-Z]{2})_category_id\.json$`)
 
 // load fills srv from the flags and returns the regions of the charts served, sorted.
-func load(srv *youtubetest.Server, o options, log zerolog.Logger) (regions []string, err error) {
+func load(srv *youtubetest.Server, o options, log zerolog.Logger) ([]string, error) {
 	files, categories := slices.Clone(o.csvFiles), slices.Clone(o.categories)
 	if o.dataDir != "" {
-		entries, err := os.ReadDir(o.dataDir)
+		found, cats, err := scanDataDir(o.dataDir)
 		if err != nil {
-			return nil, fmt.Errorf("cannot read --data directory: %w", err)
+			return nil, err
 		}
-		var found []string
-		for _, e := range entries {
-			if _, ok := youtubetest.RegionFromFileName(e.Name()); ok && !e.IsDir() {
-				found = append(found, filepath.Join(o.dataDir, e.Name()))
-			} else if strings.HasSuffix(e.Name(), "_category_id.json") && !e.IsDir() {
-				categories = append([]string{filepath.Join(o.dataDir, e.Name())}, categories...)
-			}
-		}
-		if len(found) == 0 {
-			return nil, fmt.Errorf("no trending CSV (yy.dd.mm_XX_videos.csv, XXvideos.csv, XX_youtube_trending_data.csv) in --data %s", o.dataDir)
-		}
-		files = append(found, files...) // os.ReadDir sorts by name
+		files, categories = append(found, files...), append(cats, categories...)
 	}
-	byRegion := map[string]string{} // region -> file
+	byRegion, err := loadCharts(srv, files, o.date, log)
+	if err != nil {
+		return nil, err
+	}
+	if len(files) == 0 {
+		loadSample(srv, byRegion, len(categories) == 0, log)
+	}
+	if err := loadCategories(srv, categories, log); err != nil {
+		return nil, err
+	}
+	if o.apiJSON != "" {
+		if err := loadAPIJSON(srv, o.apiJSON, log); err != nil {
+			return nil, err
+		}
+	}
+	return slices.Sorted(maps.Keys(byRegion)), nil
+}
+
+// scanDataDir returns the trending CSVs and category files of a --data
+// directory, each sorted by name (os.ReadDir sorts).
+func scanDataDir(dir string) (charts, categories []string, err error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, nil, fmt.Errorf("cannot read --data directory: %w", err)
+	}
+	for _, e := range entries {
+		switch _, isChart := youtubetest.RegionFromFileName(e.Name()); {
+		case e.IsDir():
+		case isChart:
+			charts = append(charts, filepath.Join(dir, e.Name()))
+		case strings.HasSuffix(e.Name(), "_category_id.json"):
+			categories = append(categories, filepath.Join(dir, e.Name()))
+		}
+	}
+	if len(charts) == 0 {
+		return nil, nil, fmt.Errorf("no trending CSV (yy.dd.mm_XX_videos.csv, XXvideos.csv, XX_youtube_trending_data.csv) in --data %s", dir)
+	}
+	return charts, categories, nil
+}
+
+// loadCharts loads every date of each file (POST /emulator/date switches)
+// and serves the chart of date (default: the file's first) at once; it
+// returns region -> file.
+func loadCharts(srv *youtubetest.Server, files []string, date string, log zerolog.Logger) (map[string]string, error) {
+	byRegion := map[string]string{}
 	for _, path := range files {
-		// Every date is loaded (POST /emulator/date switches), the chart of --date served at once.
 		region, dates, err := srv.LoadDaysFile(path)
 		if err != nil {
 			return nil, err
 		}
-		videos := srv.DayChart(region, cmp.Or(o.date, dates[0]))
+		videos := srv.DayChart(region, cmp.Or(date, dates[0]))
 		if videos == nil {
-			return nil, fmt.Errorf("%s: trending date %q not in file; dates present: %s", path, o.date, strings.Join(dates, ", "))
+			return nil, fmt.Errorf("%s: trending date %q not in file; dates present: %s", path, date, strings.Join(dates, ", "))
 		}
 		if prev, ok := byRegion[region]; ok {
 			return nil, fmt.Errorf("region %s is in both %s and %s; load one file per region", region, prev, path)
 		}
 		byRegion[region] = path
 		srv.SetChart(region, videos)
-		log.Info().Str("region", region).Int("rows", len(videos)).Str("date", cmp.Or(o.date, dates[0])).Str("file", path).Msg("loaded chart")
+		log.Info().Str("region", region).Int("rows", len(videos)).Str("date", cmp.Or(date, dates[0])).Str("file", path).Msg("loaded chart")
 	}
-	if len(files) == 0 {
-		byRegion["US"] = "built-in synthetic sample"
-		srv.SetChart("US", youtubetest.Sample())
-		log.Info().Str("region", "US").Int("rows", youtubetest.SampleSize).Str("date", "").Str("file", byRegion["US"]).Msg("loaded chart")
-		if len(categories) == 0 {
-			_ = srv.SetCategories("", youtubetest.SampleCategories()) // valid: it has items
-		}
+	return byRegion, nil
+}
+
+// loadSample serves the built-in synthetic US chart (and its categories
+// when none are given) when no file is.
+func loadSample(srv *youtubetest.Server, byRegion map[string]string, withCategories bool, log zerolog.Logger) {
+	byRegion["US"] = "built-in synthetic sample"
+	srv.SetChart("US", youtubetest.Sample())
+	log.Info().Str("region", "US").Int("rows", youtubetest.SampleSize).Str("date", "").Str("file", byRegion["US"]).Msg("loaded chart")
+	if withCategories {
+		_ = srv.SetCategories("", youtubetest.SampleCategories()) // valid: it has items
 	}
+}
+
+// loadCategories loads videoCategories.list answers, per region when the
+// file is named XX_category_id.json, else the default.
+func loadCategories(srv *youtubetest.Server, categories []string, log zerolog.Logger) error {
 	for _, path := range categories {
 		raw, err := os.ReadFile(path)
 		if err != nil {
-			return nil, fmt.Errorf("cannot read --categories: %w", err)
+			return fmt.Errorf("cannot read --categories: %w", err)
 		}
 		region := append(categoryFile.FindStringSubmatch(filepath.Base(path)), "", "")[1] // "" = the default
 		if err := srv.SetCategories(region, raw); err != nil {
-			return nil, fmt.Errorf("%s: %w", path, err)
+			return fmt.Errorf("%s: %w", path, err)
 		}
 		log.Info().Str("region", region).Str("file", path).Msg("loaded categories")
 	}
-	if o.apiJSON != "" {
-		var raw [3][]byte
-		for i, name := range []string{"search_search_by_keywords_p1", "search_search_by_keywords_p2", "channels_info_multiple"} {
-			if raw[i], err = os.ReadFile(filepath.Join(o.apiJSON, "pyyoutube__"+name+".json")); err != nil {
-				return nil, fmt.Errorf("cannot read --api-json file: %w", err)
-			}
+	return nil
+}
+
+// loadAPIJSON loads the recorded search.list pages and channels.list
+// answer of an --api-json directory.
+func loadAPIJSON(srv *youtubetest.Server, dir string, log zerolog.Logger) error {
+	var raw [3][]byte
+	for i, name := range []string{"search_search_by_keywords_p1", "search_search_by_keywords_p2", "channels_info_multiple"} {
+		var err error
+		if raw[i], err = os.ReadFile(filepath.Join(dir, "pyyoutube__"+name+".json")); err != nil {
+			return fmt.Errorf("cannot read --api-json file: %w", err)
 		}
-		if err := errors.Join(srv.SetSearchPages(raw[0], raw[1]), srv.SetChannels(raw[2])); err != nil {
-			return nil, err
-		}
-		log.Info().Str("dir", o.apiJSON).Msg("loaded recorded search.list and channels.list responses")
 	}
-	return slices.Sorted(maps.Keys(byRegion)), nil
+	if err := errors.Join(srv.SetSearchPages(raw[0], raw[1]), srv.SetChannels(raw[2])); err != nil {
+		return err
+	}
+	log.Info().Str("dir", dir).Msg("loaded recorded search.list and channels.list responses")
+	return nil
 }

@@ -30,7 +30,6 @@ var baseline = map[string]bool{
 	"cmd/trendfetch/cmd_runs.go:newRunsCmd":         true,
 	"cmd/trendfetch/cmd_schedule.go:newScheduleCmd": true,
 	"cmd/trendfetch/cmd_search.go:newSearchCmd":     true,
-	"internal/plan/plan.go:bucketDay":               true,
 	"internal/serve/serve.go:guard":                 true,
 	"internal/store/history.go:History":             true,
 }

@@ -138,32 +138,41 @@ func Compute(cfg *config.Config, opts Options) (*Plan, error) {
 	for _, m := range slices.Sorted(maps.Keys(total)) {
 		p.Sites = append(p.Sites, Site{Method: m, Calls: total[m]})
 	}
+	d := demand{perRegion: perRegion, group: group, order: cfg.Regions}
 	for _, b := range cfg.Quota.Buckets {
 		limit := b.Limit
 		if !b.Calendar && b.Window.Std() != length {
 			limit = int64(math.Floor(float64(b.Limit) * float64(length) / float64(b.Window.Std())))
 		}
-		p.Buckets = append(p.Buckets, bucketDay(b.Name, "config", limit, cfg.Quota.Costs, perRegion, group, cfg.Regions))
+		p.Buckets = append(p.Buckets, d.bucket(b.Name, "config", limit, cfg.Quota.Costs))
 		p.Buckets[len(p.Buckets)-1].Shadow = b.Shadow
 	}
 	gBuckets, gCharges, _ := callsite.Preset(callsite.PresetGoogle2026)
 	for _, b := range gBuckets {
-		p.Buckets = append(p.Buckets, bucketDay(b.Name, callsite.PresetGoogle2026, b.Limit, gCharges, perRegion, group, cfg.Regions))
+		p.Buckets = append(p.Buckets, d.bucket(b.Name, callsite.PresetGoogle2026, b.Limit, gCharges))
 	}
 	return p, nil
 }
 
-// bucketDay sums the units costs charge bucket name for perRegion's calls, and
+// demand is a day's calls: per region (region "": the call sites capped per
+// credential) and method, each region's schedule group, the regions in order.
+type demand struct {
+	perRegion map[string]map[string]Range
+	group     map[string]string
+	order     []string
+}
+
+// bucket sums the units costs charge bucket name for the day's calls, and
 // finds the schedule group spending most of the regions' (not region "").
-func bucketDay(name, scope string, limit int64, costs map[string]map[string]int64, perRegion map[string]map[string]Range, group map[string]string, order []string) Bucket {
+func (d demand) bucket(name, scope string, limit int64, costs map[string]map[string]int64) Bucket {
 	b := Bucket{Name: name, Scope: scope, Limit: limit}
 	byGroup := map[string]int64{}
-	for region, calls := range perRegion {
+	for region, calls := range d.perRegion {
 		for m, r := range calls {
 			u := r.Times(costs[m][name])
 			b.Units = b.Units.Add(u)
 			if region != "" {
-				byGroup[group[region]] += u.Expected
+				byGroup[d.group[region]] += u.Expected
 			}
 		}
 	}
@@ -182,8 +191,8 @@ func bucketDay(name, scope string, limit int64, costs map[string]map[string]int6
 		}
 	}
 	b.Dominant = Group{Schedule: top, Units: byGroup[top]}
-	for _, r := range order {
-		if group[r] == top {
+	for _, r := range d.order {
+		if d.group[r] == top {
 			b.Dominant.Regions = append(b.Dominant.Regions, r)
 		}
 	}
