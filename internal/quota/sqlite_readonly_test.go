@@ -64,3 +64,37 @@ func TestSQLiteReadOnlyCreatesNothingAndOnlyReads(t *testing.T) {
 		t.Errorf("after refused writes: used %d, want 3", st.Buckets[0].Used)
 	}
 }
+
+// TestSQLiteReadOnlyBeforeShadowTable: a read-only open of a quota.db no
+// writer has migrated to 0003 (no quota_shadow) reads the status, with no
+// shadow counts (issue 41 item 3).
+func TestSQLiteReadOnlyBeforeShadowTable(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "quota.db")
+	rw, err := NewSQLite(path, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tight := Bucket{Name: "tight", Limit: 1, Window: time.Hour, Shadow: true}
+	ctx := context.Background()
+	for range 2 {
+		if d, err := rw.Reserve(ctx, "c", "videos.list", charge(tight, 1)); err != nil || !d.Allowed {
+			t.Fatalf("reserve: %+v %v", d, err)
+		}
+	}
+	if st, err := rw.Status(ctx, "c", []Bucket{tight}, nil); err != nil || st.Buckets[0].ShadowDenials["videos.list"] != 1 {
+		t.Fatalf("status before the drop: %+v %v, want 1 shadow denial", st, err)
+	}
+	if _, err := rw.(*sqliteBackend).db.ExecContext(ctx, `DROP TABLE quota_shadow`); err != nil {
+		t.Fatal(err)
+	}
+	rw.Close()
+	ro, err := NewSQLite(path, true)
+	if err != nil {
+		t.Fatalf("read-only open without quota_shadow: %v", err)
+	}
+	defer ro.Close()
+	st, err := ro.Status(ctx, "c", []Bucket{tight}, nil)
+	if err != nil || st.Buckets[0].Used != 2 || st.Buckets[0].ShadowDenials != nil {
+		t.Fatalf("status = %+v, %v; want 2 units used and no shadow counts", st, err)
+	}
+}
