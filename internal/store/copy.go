@@ -130,6 +130,22 @@ THEN nextval(pg_get_serial_sequence('%[1]s', 'id')) ELSE b.id END`, c.table)
 	return read, write
 }
 
+// moveSequence moves the destination's id sequence of c's table (one
+// with ids kept) past src's ids, so kept ids stay clear of those it hands
+// out.
+func (s *Store) moveSequence(ctx context.Context, src *sql.Tx, c copyStep) error {
+	if !strings.HasPrefix(c.fields, "id:bigint") {
+		return nil
+	}
+	var last sql.NullInt64
+	if err := src.QueryRowContext(ctx, "SELECT max(id) FROM "+c.table).Scan(&last); err != nil || !last.Valid {
+		return err
+	}
+	_, err := s.db.ExecContext(ctx, `SELECT setval(q, greatest(?, coalesce(pg_sequence_last_value(q), 0)))
+FROM (SELECT pg_get_serial_sequence(?, 'id')::regclass AS q) s`, last.Int64, c.table)
+	return err
+}
+
 // CopyFrom copies the SQLite dataset src (one snapshot) into this PostgreSQL
 // store as docs/design.md §10a says, in transactions of copyBatchBytes, and
 // returns the rows written per table, in copy order; rows src no longer holds
@@ -168,17 +184,8 @@ func (s *Store) CopyFrom(ctx context.Context, src *Store) ([]Copied, error) {
 func (s *Store) copyStep(ctx context.Context, src *sql.Tx, c copyStep) ([]int64, error) {
 	read, write := c.sql()
 	n := make([]int64, len(write))
-	if strings.HasPrefix(c.fields, "id:bigint") {
-		// The destination's sequence moves past src's ids, so kept ids stay
-		// clear of those it hands out.
-		var last sql.NullInt64
-		if err := src.QueryRowContext(ctx, "SELECT max(id) FROM "+c.table).Scan(&last); err != nil || !last.Valid {
-			return n, err
-		}
-		if _, err := s.db.ExecContext(ctx, `SELECT setval(q, greatest(?, coalesce(pg_sequence_last_value(q), 0)))
-FROM (SELECT pg_get_serial_sequence(?, 'id')::regclass AS q) s`, last.Int64, c.table); err != nil {
-			return n, err
-		}
+	if err := s.moveSequence(ctx, src, c); err != nil {
+		return n, err
 	}
 	var batch []byte // ",row,row..."
 	flush := func() error {

@@ -247,27 +247,13 @@ type Snapshot struct {
 // Errors: a bad kind, query, rank or video id before writing; an unknown run
 // wraps ErrNotFound; a rank stored twice fails and stores nothing.
 func (s *Store) SaveSnapshot(ctx context.Context, p Snapshot) error {
+	if p.Kind == "" {
+		p.Kind = KindChart
+	}
+	if err := p.check(); err != nil {
+		return err
+	}
 	runID, region, kind, query, firstRank, videos, at := p.RunID, p.Region, p.Kind, p.Query, p.FirstRank, p.Videos, p.At
-	if kind == "" {
-		kind = KindChart
-	}
-	switch {
-	case kind != KindChart && kind != KindSearch && kind != KindCategory:
-		return fmt.Errorf("cannot save page: unknown snapshot kind %q", kind)
-	case kind == KindChart && query != "":
-		return fmt.Errorf("cannot save page: a chart has no query (got %q)", query)
-	case kind != KindChart && query == "":
-		return fmt.Errorf("cannot save page: a %s snapshot needs its query", kind)
-	case firstRank < 1:
-		return fmt.Errorf("cannot save page: first rank %d < 1", firstRank)
-	case region == "":
-		return errors.New("cannot save page: empty region")
-	}
-	for i := range videos {
-		if videos[i].ID == "" {
-			return fmt.Errorf("cannot save page: video at rank %d has no id", firstRank+i)
-		}
-	}
 	if at.IsZero() {
 		at = time.Now()
 	}
@@ -308,6 +294,27 @@ RETURNING id`, runID, region, kind, query, ts).Scan(&captureID); err != nil {
 			return fmt.Errorf("cannot save search hits (run %d, %s, query %q, rank %d): %w", runID, region, query, firstRank, err)
 		}
 		return fmt.Errorf("cannot save page (run %d, %s, rank %d): %w", runID, region, firstRank, err)
+	}
+	return nil
+}
+
+// check refuses a page SaveSnapshot cannot store: a bad kind, query, rank,
+// region or video id.
+func (p Snapshot) check() error {
+	switch {
+	case p.Kind != KindChart && p.Kind != KindSearch && p.Kind != KindCategory:
+		return fmt.Errorf("cannot save page: unknown snapshot kind %q", p.Kind)
+	case p.Kind == KindChart && p.Query != "":
+		return fmt.Errorf("cannot save page: a chart has no query (got %q)", p.Query)
+	case p.Kind != KindChart && p.Query == "":
+		return fmt.Errorf("cannot save page: a %s snapshot needs its query", p.Kind)
+	case p.FirstRank < 1:
+		return fmt.Errorf("cannot save page: first rank %d < 1", p.FirstRank)
+	case p.Region == "":
+		return errors.New("cannot save page: empty region")
+	}
+	if i := slices.IndexFunc(p.Videos, func(v Video) bool { return v.ID == "" }); i >= 0 {
+		return fmt.Errorf("cannot save page: video at rank %d has no id", p.FirstRank+i)
 	}
 	return nil
 }
