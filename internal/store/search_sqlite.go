@@ -31,13 +31,15 @@ func boundSQL(fts, from string) string {
             ORDER BY rowid DESC LIMIT 1 OFFSET ?3 - 1), ` + from + `)`
 }
 
-// scanFromSQL is the rowid of the ?11-th newest match of ?10 in the word
-// index (looseMatch; 0 when fewer, or ?10 empty): where a phrase or an
-// exclusion stops being looked for, so it reads a bounded part of the index
-// however rare its matches are.
-const scanFromSQL = `(CASE WHEN ?10 = '' THEN 0 ELSE coalesce((
-            SELECT rowid FROM videos_fts WHERE videos_fts MATCH ?10
-            ORDER BY rowid DESC LIMIT 1 OFFSET ?11 - 1), 0) END)`
+// scanFrom is the rowid of the scan-th newest match of loose in fts (SQL
+// parameters; 0 when fewer, or loose empty): where a phrase or an
+// exclusion stops being looked for, so it reads a bounded part of the
+// index however rare its matches are.
+func scanFrom(fts, loose, scan string) string {
+	return `(CASE WHEN ` + loose + ` = '' THEN 0 ELSE coalesce((
+            SELECT rowid FROM ` + fts + ` WHERE ` + fts + ` MATCH ` + loose + `
+            ORDER BY rowid DESC LIMIT 1 OFFSET ` + scan + ` - 1), 0) END)`
+}
 
 // searchSQL is a search on FTS5 table fts, snippets of up to tokens tokens,
 // where holding extra conditions, ordered by order (outer: after the join):
@@ -75,14 +77,16 @@ ORDER BY ` + outer
 // The ranked search statements of the word index and of the trigram index,
 // and fillSQL, the trigram fill-up of a word search, newest first, unranked:
 // ?10 (the word-index expression of the exclusions, empty: none) replaces
-// ?9, read once over the candidates' range. The word search looks no lower
-// than scanFromSQL.
+// ?9, read once over the candidates' range. The word search and the
+// fill-up look no lower than scanFrom of their looser match (?10 and ?11,
+// looseMatch and looseSubstrings, among the newest ?11 and ?12).
 var (
-	wordSQL    = searchSQL("videos_fts", 16, scanFromSQL, "", "rank", "f.score, f.rid")
+	wordSQL    = searchSQL("videos_fts", 16, scanFrom("videos_fts", "?10", "?11"), "", "rank", "f.score, f.rid")
 	trigramSQL = searchSQL("videos_tri", 24, "0", "", "rank", "f.score, f.rid")
-	fillSQL    = searchSQL("videos_tri", 24, "0", `
+	fillFrom   = scanFrom("videos_tri", "?11", "?12")
+	fillSQL    = searchSQL("videos_tri", 24, fillFrom, `
       AND (?10 = '' OR rowid NOT IN (
-            SELECT rowid FROM videos_fts WHERE videos_fts MATCH ?10 AND rowid >= `+boundSQL("videos_tri", "0")+`))`,
+            SELECT rowid FROM videos_fts WHERE videos_fts MATCH ?10 AND rowid >= `+boundSQL("videos_tri", fillFrom)+`))`,
 		"rowid DESC", "f.rid DESC")
 )
 
@@ -115,7 +119,7 @@ func (x *sqliteSearcher) substrings(ctx context.Context, l substrLookup) ([]Hit,
 	if len(l.not) > 0 {
 		not = renderMatch(terms{and: [][]qterm{l.not}}, false)
 	}
-	return x.query(ctx, fillSQL, match, filter, "[]", not)
+	return x.query(ctx, fillSQL, match, filter, "[]", not, looseSubstrings(l.long), searchScan)
 }
 
 // query runs one of the search statements (searchSQL's parameters).
@@ -214,6 +218,33 @@ func looseMatch(t terms, allPrefix bool) string {
 			parts := strings.Fields(q.text)
 			for k, w := range parts {
 				parts[k] = ftsTerm(qterm{text: w}, (q.prefix || allPrefix) && k == len(parts)-1)
+			}
+			or[j] = "(" + strings.Join(parts, " AND ") + ")"
+		}
+		and[i] = "(" + strings.Join(or, " OR ") + ")"
+	}
+	return strings.Join(and, " AND ")
+}
+
+// looseSubstrings is what every trigram match of the groups long matches:
+// each term's space-separated parts of TrigramMinChars or more AND-ed (""
+// when no term has more than one part, or one has no such part).
+func looseSubstrings(long [][]qterm) string {
+	if !slices.ContainsFunc(slices.Concat(long...), func(q qterm) bool { return len(strings.Fields(q.text)) > 1 }) {
+		return ""
+	}
+	and := make([]string, len(long))
+	for i, g := range long {
+		or := make([]string, len(g))
+		for j, q := range g {
+			var parts []string
+			for _, w := range strings.Fields(q.text) {
+				if utf8.RuneCountInString(w) >= TrigramMinChars {
+					parts = append(parts, ftsTerm(qterm{text: w}, false))
+				}
+			}
+			if len(parts) == 0 {
+				return ""
 			}
 			or[j] = "(" + strings.Join(parts, " AND ") + ")"
 		}

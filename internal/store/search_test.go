@@ -308,7 +308,7 @@ func testSearchWorkIsBounded(t *testing.T, s *Store) {
 	// Older matches that pass each filter ...
 	save("DE", "pass", 10, "officiate kakapo dawn 東京タワーの朝")
 	// ... then 30 newer ones that fail every filter.
-	save("US", "fail", 30, "official kakapo dawnx 東京タワーの夜景 dawn")
+	save("US", "fail", 30, "official kakapo 東京タワーの夜景 dawn")
 	cases := []struct{ q, region, form string }{
 		{"fficia -official", "", "trigram fill-up, exclusion from the word index"},
 		{"東京タワー -夜景", "", "trigram, exclusion by substring"},
