@@ -162,8 +162,8 @@ Redis shared by every host); on denial a run stops cleanly and exits 75.
 		}
 	}
 	root.AddCommand(newRunCmd(a), newSearchCmd(a, nil), newRunsCmd(a, nil), newQuotaCmd(a), newVersionCmd(a))
-	root.AddCommand(newScheduleCmd(a), newCrontabCmd(a), newRegionsCmd(a), newLeaseCmd(a), newPlanCmd(a))
-	root.AddCommand(newChartCmd(a, nil), newVideoCmd(a), newExportCmd(a, nil), newPruneCmd(a), newServeCmd(a, nil), newCopyCmd(a), newCoverageCmd(a))
+	root.AddCommand(newScheduleCmd(a, nil), newCrontabCmd(a), newRegionsCmd(a, nil), newLeaseCmd(a), newPlanCmd(a))
+	root.AddCommand(newChartCmd(a, nil), newVideoCmd(a), newExportCmd(a, nil), newPruneCmd(a, nil), newServeCmd(a, nil), newCopyCmd(a), newCoverageCmd(a))
 	argsAreUsage(root)
 	return root
 }

@@ -674,3 +674,15 @@ func TestScheduleOnPostgres(t *testing.T) {
 		t.Errorf("a SQLite file %s was written beside a PostgreSQL dataset", e.dbPath())
 	}
 }
+
+// TestScheduleChecksEveryKeyFirst: a credential whose key cannot be read
+// stops schedule before it listens or runs anything (exit 2), not at a first
+// tick hours later.
+func TestScheduleChecksEveryKeyFirst(t *testing.T) {
+	p := newInproc(t, "regions: [US]\ncredentials:\n  - name: default\n    api_key_env: TF_TEST_MISSING_KEY\n", nil)
+	o := &scheduleOptions{engine: p.engine(), cfg: p.a.cfg, lookupEnv: p.a.lookupEnv, metricsAddr: "127.0.0.1:0"}
+	err := scheduleRun(context.Background(), o)
+	if exit(err) != 2 || !strings.Contains(err.Error(), "TF_TEST_MISSING_KEY") {
+		t.Errorf("schedule without its key: %v (exit %d), want exit 2 naming the variable", err, exit(err))
+	}
+}
