@@ -92,7 +92,7 @@ func (r *Run) End(code int, summary string) {
 func (r *Run) ping(ctx context.Context, suffix, body string) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, r.base+"/"+suffix+"?rid="+r.rid, bytes.NewBufferString(body))
 	if err != nil {
-		return errors.New("runs.checkin_url is not a valid URL")
+		return errors.New("the check-in URL (TRENDFETCH_CHECKIN_URL or runs.checkin_url_file) is not a valid URL")
 	}
 	req.Header.Set("Content-Type", "text/plain; charset=utf-8")
 	req.Header.Set("User-Agent", "trendfetch")
@@ -112,8 +112,9 @@ func (r *Run) ping(ctx context.Context, suffix, body string) error {
 }
 
 // Summary is the one line a run reports when it ends: region, outcome,
-// pages, videos and units per bucket, then the reason or error, e.g.
-// "US denied: 2 pages, 100 videos, units 2; quota denied ...". A run that
+// pages, videos and units per bucket, then the reason or error and, for a
+// denial, when to retry, e.g. "US denied: 2 pages, 100 videos, units 2;
+// quota denied ...; retry at 2026-12-02T08:00:00Z (in 42s)". A run that
 // did not start (zero ID, e.g. a held lease) reports only err.
 func Summary(region string, run store.Run, err error) string {
 	var b strings.Builder
@@ -132,7 +133,18 @@ func Summary(region string, run store.Run, err error) string {
 	if reason != "" {
 		b.WriteString("; " + strings.Join(strings.Fields(reason), " "))
 	}
-	return b.String()
+	return b.String() + retryText(run)
+}
+
+// retryText is what a denied run's summary ends with: when a run can be
+// admitted again, e.g. "; retry at 2026-12-02T08:00:00Z (in 1h30m0s)" (RFC
+// 3339 UTC; the wait rounded up to the second); "" for any other run.
+func retryText(run store.Run) string {
+	if run.Outcome != store.OutcomeDenied || run.RetryAt.IsZero() {
+		return ""
+	}
+	wait := (max(run.RetryAfter, 0) + time.Second - 1).Truncate(time.Second)
+	return fmt.Sprintf("; retry at %s (in %s)", run.RetryAt.UTC().Format(time.RFC3339), wait)
 }
 
 // Secrets returns the parts of a check-in URL to mask in output: its

@@ -129,3 +129,15 @@ func TestSummaryIsOneLine(t *testing.T) {
 		t.Errorf("Summary = %q, want %q", got, want)
 	}
 }
+
+// TestDenialSummaryHasTheRetryTime (issue 40 item 21): a denial's check-in
+// body says when the next attempt can succeed, as the run record does.
+func TestDenialSummaryHasTheRetryTime(t *testing.T) {
+	at := time.Date(2026, 12, 2, 8, 0, 0, 0, time.UTC)
+	run := store.Run{ID: 7, Outcome: store.OutcomeDenied, Pages: 1, Units: map[string]int64{"units": 1},
+		Reason: "the project's daily quota is spent", RetryAfter: 90*time.Minute + 300*time.Millisecond, RetryAt: at}
+	want := "US denied: 1 pages, 0 videos, units 1; the project's daily quota is spent; retry at 2026-12-02T08:00:00Z (in 1h30m1s)"
+	if got := Summary("US", run, nil); got != want {
+		t.Errorf("Summary = %q, want %q", got, want)
+	}
+}

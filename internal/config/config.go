@@ -113,7 +113,7 @@ func defaults() *Config {
 // complete fills derived defaults and normalizes, after every source and before Validate; idempotent.
 func (c *Config) complete() {
 	for i, cr := range c.Credentials {
-		if cr.KeyEnv == "" && cr.KeyFile == "" {
+		if cr.KeyEnv == "" { // api_key_file is read after it (docs/operations.md "Secrets")
 			c.Credentials[i].KeyEnv = DefaultKeyEnv
 		}
 	}
@@ -232,7 +232,7 @@ func (r Runs) validate() error {
 		return invalid("runs.lease_ttl", ttl, "must be between 1s and 24h0m0s")
 	}
 	if u, err := url.Parse(r.CheckinURL); r.CheckinURL != "" && (err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "") {
-		return invalid("runs.checkin_url", "(set; a secret, not shown)", "must be an http:// or https:// ping URL such as https://hc-ping.com/PING_KEY/trendfetch-{region}")
+		return invalid("TRENDFETCH_CHECKIN_URL (or runs.checkin_url_file)", "(set; a secret, not shown)", "must be an http:// or https:// ping URL such as https://hc-ping.com/PING_KEY/trendfetch-{region}")
 	}
 	return nil
 }

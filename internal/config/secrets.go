@@ -101,12 +101,11 @@ func (cr Credential) APIKey(lookup func(string) (string, bool)) (string, error) 
 			return k, nil
 		}
 	}
-	where := "$" + cr.KeyEnv
+	file := fmt.Sprintf("credentials[%s].api_key_file (a file holding the key, chmod 600: the way for cron)", cr.Name)
 	if cr.KeyFile != "" {
-		where += " or " + cr.KeyFile
+		file = "the first line of " + cr.KeyFile
 	}
-	where += " or the systemd credential " + name
-	return "", fmt.Errorf("credential %q: %w: set %s", cr.Name, ErrNoAPIKey, where)
+	return "", fmt.Errorf("credential %q: %w: set $%s, %s, or the systemd credential %s", cr.Name, ErrNoAPIKey, cr.KeyEnv, file, name)
 }
 
 // SecretFiles returns the files of c that hold secrets (the *_file settings).
