@@ -148,7 +148,7 @@ func TestValidateNamesFieldValueReason(t *testing.T) {
 		{"api retry backoff", func(c *Config) { c.API.RetryBackoff = -1 }, "api.retry_backoff"},
 		{"api retries", func(c *Config) { c.API.Retries = 11 }, "api.retries"},
 		{"runs timeout", func(c *Config) { c.Runs.Timeout = -1 }, "runs.timeout"},
-		{"checkin url", func(c *Config) { c.Runs.CheckinURL = "ftp://x" }, "runs.checkin_url"},
+		{"checkin url", func(c *Config) { c.Runs.CheckinURL = "ftp://x" }, "TRENDFETCH_CHECKIN_URL (or runs.checkin_url_file)"},
 		{"stats track_for", func(c *Config) { c.Stats.TrackFor = -1 }, "stats.track_for"},
 		{"stats every", func(c *Config) { c.Stats.Every = -1 }, "stats.every"},
 		{"store retention", func(c *Config) { c.Store.Retention = -1 }, "store.retention"},
