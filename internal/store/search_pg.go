@@ -264,41 +264,11 @@ func wordChar(r rune) bool {
 // wordSnippet is up to tokens words of the column of cols with most words
 // of t, from shortly before its first match, matches highlighted.
 func wordSnippet(cols []string, t terms, f map[string]pgTerm, tokens int) (string, [][2]int) {
-	var want, prefixes []string
-	for _, q := range slices.Concat(t.and...) {
-		for i, w := range f[q.text].words {
-			if q.prefix && i == len(f[q.text].words)-1 {
-				prefixes = append(prefixes, w)
-			} else {
-				want = append(want, w)
-			}
-		}
-	}
+	match := snippetMatcher(t, f)
 	var words, marks [][2]int // the best column's words and matches, as rune offsets
 	best := 0
-	var fw []rune // the folded word being read
 	for ci, col := range cols {
-		rs := []rune(col)
-		var ws, ms [][2]int
-		for i := 0; i < len(rs); {
-			if !wordChar(rs[i]) {
-				i++
-				continue
-			}
-			j := i
-			fw = fw[:0]
-			for j < len(rs) && wordChar(rs[j]) {
-				fw = append(fw, foldRune(rs[j]))
-				j++
-			}
-			ws = append(ws, [2]int{i, j})
-			w := string(fw)
-			if slices.Contains(want, w) || slices.ContainsFunc(prefixes, func(p string) bool { return strings.HasPrefix(w, p) }) {
-				ms = append(ms, [2]int{i, j})
-			}
-			i = j
-		}
-		if ci == 0 || len(ms) > len(marks) {
+		if ws, ms := columnWords([]rune(col), match); ci == 0 || len(ms) > len(marks) {
 			best, words, marks = ci, ws, ms
 		}
 	}
@@ -320,6 +290,47 @@ func wordSnippet(cols []string, t terms, f map[string]pgTerm, tokens int) (strin
 		end = words[to-1][1]
 	}
 	return window(rs, start, end, marks)
+}
+
+// snippetMatcher reports whether a folded word matches t's words (f: their
+// folded words), the last word of a prefix term as a prefix.
+func snippetMatcher(t terms, f map[string]pgTerm) func(w string) bool {
+	var want, prefixes []string
+	for _, q := range slices.Concat(t.and...) {
+		for i, w := range f[q.text].words {
+			if q.prefix && i == len(f[q.text].words)-1 {
+				prefixes = append(prefixes, w)
+			} else {
+				want = append(want, w)
+			}
+		}
+	}
+	return func(w string) bool {
+		return slices.Contains(want, w) || slices.ContainsFunc(prefixes, func(p string) bool { return strings.HasPrefix(w, p) })
+	}
+}
+
+// columnWords is the words of rs and those match keeps, as rune offsets.
+func columnWords(rs []rune, match func(string) bool) (words, marks [][2]int) {
+	var fw []rune // the folded word being read
+	for i := 0; i < len(rs); {
+		if !wordChar(rs[i]) {
+			i++
+			continue
+		}
+		j := i
+		fw = fw[:0]
+		for j < len(rs) && wordChar(rs[j]) {
+			fw = append(fw, foldRune(rs[j]))
+			j++
+		}
+		words = append(words, [2]int{i, j})
+		if match(string(fw)) {
+			marks = append(marks, [2]int{i, j})
+		}
+		i = j
+	}
+	return words, marks
 }
 
 // window is rs[start:end] with SnippetEllipsis where cut, and the marks
