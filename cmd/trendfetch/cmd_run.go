@@ -51,13 +51,7 @@ host captured in the current slot of its schedule is not fetched again
 			if cmd.Flags().Changed("metrics-textfile") {
 				a.cfg.Runs.MetricsTextfile = textfileDir
 			}
-			r, err := a.engine().OpenRunner(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer r.Close()
-			r.Force = force // no once-per-tick check
-			return r.RunRegions(cmd.Context(), list)
+			return a.engine().Run(cmd.Context(), list, force)
 		},
 	}
 	cmd.Flags().StringVar(&textfileDir, "metrics-textfile", "", "write each region's metrics to DIR/trendfetch_REGION.prom for node_exporter's textfile collector (default: runs.metrics_textfile)")

@@ -58,7 +58,7 @@ func (e *Engine) OpenRunner(ctx context.Context) (*Runner, error) {
 	if err != nil {
 		return nil, err
 	}
-	st, err := e.OpenStore(ctx, false)
+	st, err := e.openRunStore(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -96,6 +96,45 @@ func (e *Engine) OpenRunner(ctx context.Context) (*Runner, error) {
 			return out
 		}}
 	return r, nil
+}
+
+// storeOpenTimeout bounds opening a PostgreSQL store for a run: connecting, the migration lock
+// and migrating. A server that accepts connections and never answers (stopped, wedged, a host
+// frozen mid-migration holding the lock) ends the run instead of piling up processes.
+var storeOpenTimeout = 20 * time.Second
+
+// openRunStore opens the store for a run, a PostgreSQL one within storeOpenTimeout: past it, an
+// error naming what the run waited for.
+func (e *Engine) openRunStore(ctx context.Context) (*store.Store, error) {
+	if store.EngineOf(e.cfg.Database) != store.PostgreSQL {
+		return e.OpenStore(ctx, false)
+	}
+	errWait := fmt.Errorf("no answer from PostgreSQL within %s while connecting, taking the migration lock or migrating", storeOpenTimeout)
+	octx, cancel := context.WithTimeoutCause(ctx, storeOpenTimeout, errWait)
+	defer cancel()
+	st, err := e.OpenStore(octx, false)
+	if err != nil && errors.Is(context.Cause(octx), errWait) {
+		return nil, fmt.Errorf("%w: %v", errWait, err)
+	}
+	return st, err
+}
+
+// Run is `run`: it opens a runner and runs list (Force: no once-per-tick check). When the runner
+// cannot be opened, each region's check-in reports the error's exit code, so that a monitor
+// hears of a store or quota backend that does not answer.
+func (e *Engine) Run(ctx context.Context, list []string, force bool) error {
+	r, err := e.OpenRunner(ctx)
+	if err != nil {
+		for _, region := range list {
+			if ci := checkin.Begin(e.cfg.Runs.CheckinURL, region, e.log); ci != nil {
+				ci.End(exitcode.Of(ctx, err), checkin.Summary(region, store.Run{Region: region}, err))
+			}
+		}
+		return err
+	}
+	defer r.Close()
+	r.Force = force
+	return r.RunRegions(ctx, list)
 }
 
 // Close closes the limiter and the store.
