@@ -321,47 +321,67 @@ func IsLoopbackHost(host string) bool {
 // limit and heavy slots.
 func (s *server) guard(rt route) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		tokenKey := ""
-		if rt.access != public && s.o.Token != "" {
-			tok, ok := s.bearer(r)
-			if !ok {
-				// A wrong token costs the address a request: guessing is rate-limited too.
-				if !s.admit(w, r, clientKey(r.RemoteAddr, "")) {
-					return
-				}
-				w.Header().Set("WWW-Authenticate", `Bearer realm="trendfetch"`)
-				writeError(w, http.StatusUnauthorized, "unauthorized", "send Authorization: Bearer <token> (the token in serve.token_file)")
-				return
-			}
-			if c, ok := r.Context().Value(connKey{}).(*limitedConn); ok {
-				c.authenticated.Store(true) // it keeps the long idle timeout
-			}
-			if s.o.RateLimit.Key == "token" {
-				sum := sha256.Sum256([]byte(tok))
-				tokenKey = hex.EncodeToString(sum[:8])
-			}
+		tokenKey, ok := s.authenticate(w, r, rt)
+		if !ok {
+			return
 		}
 		client := clientKey(r.RemoteAddr, tokenKey)
 		if rt.access >= api && !s.admit(w, r, client) {
 			return
 		}
 		if rt.access == heavy {
-			release, err := s.acquire(r.Context(), client)
-			if err != nil {
-				s.fail(w, r, err)
+			release, ok := s.heavySlot(w, r, client)
+			if !ok {
 				return
 			}
 			defer release()
-			select {
-			case s.heavy <- struct{}{}:
-				defer func() { <-s.heavy }()
-			case <-r.Context().Done():
-				s.fail(w, r, r.Context().Err())
-				return
-			}
 		}
 		rt.handler(w, r)
 	})
+}
+
+// authenticate checks r's bearer token when rt needs one and a token is set,
+// answering 401 (ok false) without it; tokenKey is the token's rate-limit
+// key when serve.rate_limit keys by token ("" otherwise).
+func (s *server) authenticate(w http.ResponseWriter, r *http.Request, rt route) (tokenKey string, ok bool) {
+	if rt.access == public || s.o.Token == "" {
+		return "", true
+	}
+	tok, ok := s.bearer(r)
+	if !ok {
+		// A wrong token costs the address a request: guessing is rate-limited too.
+		if s.admit(w, r, clientKey(r.RemoteAddr, "")) {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="trendfetch"`)
+			writeError(w, http.StatusUnauthorized, "unauthorized", "send Authorization: Bearer <token> (the token in serve.token_file)")
+		}
+		return "", false
+	}
+	if c, ok := r.Context().Value(connKey{}).(*limitedConn); ok {
+		c.authenticated.Store(true) // it keeps the long idle timeout
+	}
+	if s.o.RateLimit.Key == "token" {
+		sum := sha256.Sum256([]byte(tok))
+		tokenKey = hex.EncodeToString(sum[:8])
+	}
+	return tokenKey, true
+}
+
+// heavySlot takes client's heavy-request slot, then one of the server's; ok
+// false when the answer (an error) is written. release gives both back.
+func (s *server) heavySlot(w http.ResponseWriter, r *http.Request, client string) (release func(), ok bool) {
+	releaseClient, err := s.acquire(r.Context(), client)
+	if err != nil {
+		s.fail(w, r, err)
+		return nil, false
+	}
+	select {
+	case s.heavy <- struct{}{}:
+		return func() { <-s.heavy; releaseClient() }, true
+	case <-r.Context().Done():
+		releaseClient()
+		s.fail(w, r, r.Context().Err())
+		return nil, false
+	}
 }
 
 // bearer returns the request's bearer token ("Authorization: Bearer <token>", the scheme in any
@@ -635,45 +655,64 @@ func (s *server) dashboard(r *http.Request) (any, error) {
 	}
 	slots := s.slotsLastDay(ctx)
 	for _, reg := range served {
-		dr := DashboardRegion{Region: reg, SlotsLastDay: slots[reg.Region]}
-		if dr.Health, err = s.o.Store.Health(ctx, reg.Region, quota.DayStart(d.GeneratedAt)); err != nil {
+		dr, err := s.dashboardRegion(ctx, reg, d.GeneratedAt, slots[reg.Region])
+		if err != nil {
 			return nil, err
-		}
-		if reg.Interval > 0 {
-			iv := int64(reg.Interval / time.Second)
-			dr.IntervalSeconds = &iv
-			if last := cmp.Or(dr.Health.LastSuccessAt, dr.Health.LastStartedAt); last != nil {
-				dr.Late = d.GeneratedAt.Sub(*last) > 2*reg.Interval
-			}
-		}
-		c, entries, err := s.o.Store.CaptureAt(ctx, store.CaptureQuery{Region: reg.Region})
-		if err != nil && !errors.Is(err, store.ErrNotFound) {
-			return nil, err
-		} else if err == nil {
-			pc, pe, err := s.o.Store.CaptureAt(ctx, store.CaptureQuery{Region: reg.Region, At: c.CapturedAt.Add(-time.Microsecond)})
-			if err != nil && !errors.Is(err, store.ErrNotFound) {
-				return nil, err
-			}
-			dr.Chart = &DashboardChart{Capture: c, Entries: []DashboardEntry{}}
-			prev := map[string]int{}
-			if err == nil {
-				dr.Chart.PreviousCapturedAt = &pc.CapturedAt
-				for _, e := range pe {
-					prev[e.VideoID] = e.Rank
-				}
-			}
-			for _, e := range entries[:min(len(entries), DashboardEntries)] {
-				de := DashboardEntry{Entry: e}
-				if was, ok := prev[e.VideoID]; ok {
-					change := was - e.Rank
-					de.PreviousRank, de.RankChange = &was, &change
-				}
-				dr.Chart.Entries = append(dr.Chart.Entries, de)
-			}
 		}
 		d.Regions = append(d.Regions, dr)
 	}
 	return d, nil
+}
+
+// dashboardRegion is reg's health at now (late: no run for over twice its
+// interval) and its latest chart.
+func (s *server) dashboardRegion(ctx context.Context, reg Region, now time.Time, slots map[store.SlotOutcome]int) (DashboardRegion, error) {
+	dr := DashboardRegion{Region: reg, SlotsLastDay: slots}
+	var err error
+	if dr.Health, err = s.o.Store.Health(ctx, reg.Region, quota.DayStart(now)); err != nil {
+		return dr, err
+	}
+	if reg.Interval > 0 {
+		iv := int64(reg.Interval / time.Second)
+		dr.IntervalSeconds = &iv
+		if last := cmp.Or(dr.Health.LastSuccessAt, dr.Health.LastStartedAt); last != nil {
+			dr.Late = now.Sub(*last) > 2*reg.Interval
+		}
+	}
+	dr.Chart, err = s.dashboardChart(ctx, reg.Region)
+	return dr, err
+}
+
+// dashboardChart is region's latest capture (nil: none yet), its first
+// DashboardEntries entries with their rank change against the capture before.
+func (s *server) dashboardChart(ctx context.Context, region string) (*DashboardChart, error) {
+	c, entries, err := s.o.Store.CaptureAt(ctx, store.CaptureQuery{Region: region})
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, nil
+	} else if err != nil {
+		return nil, err
+	}
+	pc, pe, err := s.o.Store.CaptureAt(ctx, store.CaptureQuery{Region: region, At: c.CapturedAt.Add(-time.Microsecond)})
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		return nil, err
+	}
+	chart := &DashboardChart{Capture: c, Entries: []DashboardEntry{}}
+	prev := map[string]int{}
+	if err == nil {
+		chart.PreviousCapturedAt = &pc.CapturedAt
+		for _, e := range pe {
+			prev[e.VideoID] = e.Rank
+		}
+	}
+	for _, e := range entries[:min(len(entries), DashboardEntries)] {
+		de := DashboardEntry{Entry: e}
+		if was, ok := prev[e.VideoID]; ok {
+			change := was - e.Rank
+			de.PreviousRank, de.RankChange = &was, &change
+		}
+		chart.Entries = append(chart.Entries, de)
+	}
+	return chart, nil
 }
 
 // nonNil returns s, or an empty slice for nil (JSON [] rather than null).
