@@ -110,7 +110,8 @@ func (e *Engine) OpenStore(ctx context.Context, readOnly bool) (*store.Store, er
 }
 
 // CopyFrom copies the SQLite dataset at path into the configured PostgreSQL database and
-// returns the rows written per table (store.Store.CopyFrom). Errors: a *SettingError when the
+// returns the rows written per table (store.Store.CopyFrom); opening PostgreSQL is bounded
+// (boundOpen). Errors: a *SettingError when the
 // database is not a PostgreSQL URL or path holds no trendfetch SQLite database; the stores'.
 func (e *Engine) CopyFrom(ctx context.Context, path string) ([]store.Copied, error) {
 	if db := config.Lookup("database"); store.EngineOf(e.cfg.Database) != store.PostgreSQL {
@@ -126,7 +127,7 @@ func (e *Engine) CopyFrom(ctx context.Context, path string) ([]store.Copied, err
 		return nil, err
 	}
 	defer src.Close()
-	dst, err := store.Open(ctx, e.cfg.Database)
+	dst, err := e.boundOpen(ctx, func(ctx context.Context) (*store.Store, error) { return store.Open(ctx, e.cfg.Database) })
 	if err != nil {
 		return nil, err
 	}

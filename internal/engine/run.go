@@ -98,21 +98,26 @@ func (e *Engine) OpenRunner(ctx context.Context) (*Runner, error) {
 	return r, nil
 }
 
-// storeOpenTimeout bounds opening a PostgreSQL store for a run: connecting, the migration lock
+// storeOpenTimeout bounds opening a PostgreSQL store for a run or a copy: connecting, the migration lock
 // and migrating. A server that accepts connections and never answers (stopped, wedged, a host
 // frozen mid-migration holding the lock) ends the run instead of piling up processes.
 var storeOpenTimeout = 20 * time.Second
 
-// openRunStore opens the store for a run, a PostgreSQL one within storeOpenTimeout: past it, an
-// error naming what the run waited for.
+// openRunStore opens the store for a run, a PostgreSQL one within storeOpenTimeout (boundOpen).
 func (e *Engine) openRunStore(ctx context.Context) (*store.Store, error) {
+	return e.boundOpen(ctx, func(ctx context.Context) (*store.Store, error) { return e.OpenStore(ctx, false) })
+}
+
+// boundOpen calls open, within storeOpenTimeout when the database is PostgreSQL: past it, an
+// error naming what was waited for.
+func (e *Engine) boundOpen(ctx context.Context, open func(context.Context) (*store.Store, error)) (*store.Store, error) {
 	if store.EngineOf(e.cfg.Database) != store.PostgreSQL {
-		return e.OpenStore(ctx, false)
+		return open(ctx)
 	}
 	errWait := fmt.Errorf("no answer from PostgreSQL within %s while connecting, taking the migration lock or migrating", storeOpenTimeout)
 	octx, cancel := context.WithTimeoutCause(ctx, storeOpenTimeout, errWait)
 	defer cancel()
-	st, err := e.OpenStore(octx, false)
+	st, err := open(octx)
 	if err != nil && errors.Is(context.Cause(octx), errWait) {
 		return nil, fmt.Errorf("%w: %v", errWait, err)
 	}
