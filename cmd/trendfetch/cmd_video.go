@@ -106,7 +106,27 @@ func printHistory(w io.Writer, h store.VideoHistory, spark bool) {
 		fmt.Fprintf(w, " · published %s UTC", v.PublishedAt.UTC().Format(utcMinute))
 	}
 	fmt.Fprintln(w)
-	if len(h.Titles) > 1 { // title changes, as captured
+	printTitlesAndRegions(w, h)
+	if spark {
+		if line := sparkline(h.Points); line != "" {
+			fmt.Fprintf(w, "\nviews %s\n", line)
+		}
+	}
+	fmt.Fprintln(w)
+	tw := table(w, "TIME (UTC)\tSOURCE\tREGION\tRANK\tVIEWS\tLIKES\tCOMMENTS")
+	for _, r := range historyRows(h) {
+		fmt.Fprint(tw, r.line)
+	}
+	tw.Flush()
+	for _, c := range h.Changes {
+		fmt.Fprintf(w, "* %s: YouTube changed %s (%s); not comparable as-is across it. Source: %s\n", c.Date, c.Affects, c.Summary, c.Source)
+	}
+}
+
+// printTitlesAndRegions writes h's title changes, as captured (when the
+// title changed), and its time on each region's chart.
+func printTitlesAndRegions(w io.Writer, h store.VideoHistory) {
+	if len(h.Titles) > 1 {
 		fmt.Fprintln(w)
 		tw := table(w, "TITLE SINCE (UTC)\tTITLE")
 		for _, c := range h.Titles {
@@ -123,23 +143,21 @@ func printHistory(w io.Writer, h store.VideoHistory, spark bool) {
 		}
 		tw.Flush()
 	}
-	if spark {
-		if line := sparkline(h.Points); line != "" {
-			fmt.Fprintf(w, "\nviews %s\n", line)
-		}
-	}
-	fmt.Fprintln(w)
-	tw := table(w, "TIME (UTC)\tSOURCE\tREGION\tRANK\tVIEWS\tLIKES\tCOMMENTS")
-	// YouTube's changes, appearances and stats samples merged by time (at one
-	// time in this order); changes after the last sample are left out.
-	type row struct {
-		at     time.Time
-		line   string
-		change bool
-	}
-	var rows []row
+}
+
+// historyRow is one line of the history table at its time; change: a YouTube change.
+type historyRow struct {
+	at     time.Time
+	line   string
+	change bool
+}
+
+// historyRows are YouTube's changes, h's appearances and stats samples merged
+// by time (at one time in this order); changes after the last sample are left out.
+func historyRows(h store.VideoHistory) []historyRow {
+	var rows []historyRow
 	for _, c := range h.Changes {
-		rows = append(rows, row{c.At(), fmt.Sprintf("%s 00:00\t── YouTube change *\t\t\t\t\t\n", c.Date), true})
+		rows = append(rows, historyRow{c.At(), fmt.Sprintf("%s 00:00\t── YouTube change *\t\t\t\t\t\n", c.Date), true})
 	}
 	for _, a := range h.Appearances {
 		src := a.Kind
@@ -149,26 +167,20 @@ func printHistory(w io.Writer, h store.VideoHistory, spark bool) {
 		if !a.Complete {
 			src += " (partial)"
 		}
-		rows = append(rows, row{a.CapturedAt, fmt.Sprintf("%s\t%s\t%s\t%d\t%s\t%s\t%s\n", a.CapturedAt.Format(utcMinute), termtext.Safe(src), a.Region, a.Rank,
+		rows = append(rows, historyRow{a.CapturedAt, fmt.Sprintf("%s\t%s\t%s\t%d\t%s\t%s\t%s\n", a.CapturedAt.Format(utcMinute), termtext.Safe(src), a.Region, a.Rank,
 			humanInt(a.Views), humanInt(a.Likes), humanInt(a.Comments)), false})
 	}
 	for _, p := range h.Points {
 		if p.Source == store.SourceStats {
-			rows = append(rows, row{p.At, fmt.Sprintf("%s\t%s\t-\t-\t%s\t%s\t%s\n", p.At.Format(utcMinute), p.Source,
+			rows = append(rows, historyRow{p.At, fmt.Sprintf("%s\t%s\t-\t-\t%s\t%s\t%s\n", p.At.Format(utcMinute), p.Source,
 				humanInt(p.Views), humanInt(p.Likes), humanInt(p.Comments)), false})
 		}
 	}
-	slices.SortStableFunc(rows, func(x, y row) int { return x.at.Compare(y.at) })
+	slices.SortStableFunc(rows, func(x, y historyRow) int { return x.at.Compare(y.at) })
 	for len(rows) > 0 && rows[len(rows)-1].change {
 		rows = rows[:len(rows)-1]
 	}
-	for _, r := range rows {
-		fmt.Fprint(tw, r.line)
-	}
-	tw.Flush()
-	for _, c := range h.Changes {
-		fmt.Fprintf(w, "* %s: YouTube changed %s (%s); not comparable as-is across it. Source: %s\n", c.Date, c.Affects, c.Summary, c.Source)
-	}
+	return rows
 }
 
 // sparkline renders known view counts, oldest first, in at most 60 block
