@@ -240,7 +240,7 @@ func testOpenConcurrentProcesses(t *testing.T, path string) {
 // the fresh database and save one page.
 func TestHelperProcess(t *testing.T) {
 	if os.Getenv("TRENDFETCH_STORE_HELPER") != "open" {
-		t.Skip("only run as a helper process")
+		return // only run as a helper process (a skip would be listed by make test)
 	}
 	for {
 		if _, err := os.Stat(os.Getenv("HELPER_START")); err == nil {
