@@ -341,20 +341,39 @@ func (w *writer) Write(p []byte) (int, error) {
 // with neither that is not a well-formed redis://, rediss://, postgres://,
 // postgresql:// or unix: URL may be a bare password: it is returned whole.
 func URLSecrets(raw string) []string {
-	var out []string
+	out := append(userinfoPassword(raw), passwordParams(raw)...)
+	if len(out) > 0 || wellFormedURL(raw) {
+		return out
+	}
+	return []string{raw}
+}
+
+// userinfoPassword returns the password of raw's userinfo, as written and
+// unescaped: from the first ':' after the scheme and its slashes to the
+// last '@'.
+func userinfoPassword(raw string) []string {
 	rest := raw
 	if i := strings.Index(rest, ":"); i > 0 && !strings.ContainsAny(rest[:i], "@/?#") {
 		rest = strings.TrimLeft(rest[i+1:], "/") // drop "scheme:" and its slashes
 	}
-	if at := strings.LastIndex(rest, "@"); at >= 0 {
-		userinfo := rest[:at]
-		if _, pw, ok := strings.Cut(userinfo, ":"); ok {
-			out = append(out, pw)
-			if u, err := url.PathUnescape(pw); err == nil {
-				out = append(out, u)
-			}
-		}
+	at := strings.LastIndex(rest, "@")
+	if at < 0 {
+		return nil
 	}
+	_, pw, ok := strings.Cut(rest[:at], ":")
+	if !ok {
+		return nil
+	}
+	if u, err := url.PathUnescape(pw); err == nil {
+		return []string{pw, u}
+	}
+	return []string{pw}
+}
+
+// passwordParams returns the values of raw's "password" query parameters,
+// as written and unescaped.
+func passwordParams(raw string) []string {
+	var out []string
 	for _, part := range strings.FieldsFunc(raw, func(r rune) bool { return r == '?' || r == '&' || r == '#' }) {
 		if k, v, ok := strings.Cut(part, "="); ok && strings.EqualFold(k, "password") {
 			out = append(out, v)
@@ -363,14 +382,15 @@ func URLSecrets(raw string) []string {
 			}
 		}
 	}
-	if len(out) > 0 {
-		return out
-	}
-	if u, err := url.Parse(raw); err == nil && (u.Scheme == "unix" || strings.HasPrefix(raw[len(u.Scheme):], "://") &&
-		slices.Contains([]string{"redis", "rediss", "postgres", "postgresql"}, u.Scheme)) {
-		return nil
-	}
-	return []string{raw}
+	return out
+}
+
+// wellFormedURL reports whether raw is a well-formed redis://, rediss://,
+// postgres://, postgresql:// or unix: URL (not a bare password).
+func wellFormedURL(raw string) bool {
+	u, err := url.Parse(raw)
+	return err == nil && (u.Scheme == "unix" || strings.HasPrefix(raw[len(u.Scheme):], "://") &&
+		slices.Contains([]string{"redis", "rediss", "postgres", "postgresql"}, u.Scheme))
 }
 
 // MaxFileBytes bounds a secret file (64 KiB): a larger one is refused, not
