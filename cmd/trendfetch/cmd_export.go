@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/trendfetch/trendfetch/internal/engine"
 	"github.com/trendfetch/trendfetch/internal/regions"
@@ -35,7 +36,38 @@ func newExportCmd(a *app, runF func(context.Context, *exportOptions) error) *cob
 	cmd := &cobra.Command{
 		Use:   "export",
 		Short: "Stream the stored charts as the public trending datasets' CSV, JSON Lines or Parquet",
-		Long: `Stream every stored chart capture (kind chart), oldest first, in rank order,
+		Long:  exportLong,
+		Example: "  trendfetch export --layout youtube-new --region US --since 2026-01-01 > us.csv\n" +
+			"  trendfetch export --layout trending-daily --output datasets/\n" +
+			"  trendfetch export --format jsonl --every capture --output all.jsonl",
+		Args:    cobra.NoArgs,
+		PreRunE: a.withConfig,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			o.io, o.engine, o.layoutSet = a.ioStreams, a.engine(), cmd.Flags().Changed("layout")
+			return runF(cmd.Context(), o)
+		},
+	}
+	addExportFlags(cmd.Flags(), o)
+	return cmd
+}
+
+// addExportFlags declares export's flags into o.
+func addExportFlags(f *pflag.FlagSet, o *exportOptions) {
+	f.StringVar(&o.format, "format", "csv", "csv, jsonl or parquet")
+	f.StringSliceVar(&o.partition, "partition", nil, "with --output DIR/: hive-style directories by region and/or UTC date (region=US/date=2026-11-24/part-0.parquet)")
+	f.StringVar(&o.layout, "layout", store.LayoutYoutubeNew, `CSV columns: youtube-new (Kaggle 2017) or trending-daily (2018 scraper / 2020 "updated daily")`)
+	f.StringSliceVar(&o.regions, "region", nil, "only these regions (repeatable or comma-separated; default all)")
+	f.StringVar(&o.since, "since", "", "captures at or after this time (RFC 3339 or UTC date)")
+	f.StringVar(&o.until, "until", "", "captures at or before this time (RFC 3339, or a UTC date: through its end)")
+	f.StringVar(&o.every, "every", "day", "day (the datasets' one row a day: each region's last complete capture of a UTC day) or capture (all, partial too)")
+	f.StringVar(&o.output, "output", "", "write to FILE (replaced when complete), or one file per region into DIR/, instead of standard output")
+	f.BoolVar(&o.noDescription, "no-description", false, "leave descriptions empty (smaller, faster)")
+	f.BoolVar(&o.regionColumn, "region-column", false, "CSV: add a region column (needed to put several regions in one file)")
+	f.BoolVar(&o.safe, "spreadsheet-safe", false, "CSV: prefix cells starting with = + - @ tab or CR with ' (OWASP CSV injection; see --help)")
+}
+
+// exportLong is export's --help text.
+const exportLong = `Stream every stored chart capture (kind chart), oldest first, in rank order,
 with the statistics and video text (title, description, tags, channel title,
 category, thumbnail) of its moment, from one snapshot of the database (runs or
 a prune meanwhile change nothing) in constant memory. Costs no quota.
@@ -64,31 +96,7 @@ Descriptions keep the API's line breaks (CRLF stays CRLF). Times are UTC.
 Text is written as typed, like the datasets; a spreadsheet runs a cell starting
 with = + - @ tab or CR as a formula (OWASP "CSV Injection"), so a title could
 fetch URLs or run commands on the analyst's machine: --spreadsheet-safe defuses
-it (the file then differs from the datasets' bytes).`,
-		Example: "  trendfetch export --layout youtube-new --region US --since 2026-01-01 > us.csv\n" +
-			"  trendfetch export --layout trending-daily --output datasets/\n" +
-			"  trendfetch export --format jsonl --every capture --output all.jsonl",
-		Args:    cobra.NoArgs,
-		PreRunE: a.withConfig,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			o.io, o.engine, o.layoutSet = a.ioStreams, a.engine(), cmd.Flags().Changed("layout")
-			return runF(cmd.Context(), o)
-		},
-	}
-	f := cmd.Flags()
-	f.StringVar(&o.format, "format", "csv", "csv, jsonl or parquet")
-	f.StringSliceVar(&o.partition, "partition", nil, "with --output DIR/: hive-style directories by region and/or UTC date (region=US/date=2026-11-24/part-0.parquet)")
-	f.StringVar(&o.layout, "layout", store.LayoutYoutubeNew, `CSV columns: youtube-new (Kaggle 2017) or trending-daily (2018 scraper / 2020 "updated daily")`)
-	f.StringSliceVar(&o.regions, "region", nil, "only these regions (repeatable or comma-separated; default all)")
-	f.StringVar(&o.since, "since", "", "captures at or after this time (RFC 3339 or UTC date)")
-	f.StringVar(&o.until, "until", "", "captures at or before this time (RFC 3339, or a UTC date: through its end)")
-	f.StringVar(&o.every, "every", "day", "day (the datasets' one row a day: each region's last complete capture of a UTC day) or capture (all, partial too)")
-	f.StringVar(&o.output, "output", "", "write to FILE (replaced when complete), or one file per region into DIR/, instead of standard output")
-	f.BoolVar(&o.noDescription, "no-description", false, "leave descriptions empty (smaller, faster)")
-	f.BoolVar(&o.regionColumn, "region-column", false, "CSV: add a region column (needed to put several regions in one file)")
-	f.BoolVar(&o.safe, "spreadsheet-safe", false, "CSV: prefix cells starting with = + - @ tab or CR with ' (OWASP CSV injection; see --help)")
-	return cmd
-}
+it (the file then differs from the datasets' bytes).`
 
 // exportRun checks o's flags, then streams the export; a reader of
 // standard output that stops early (export | head) ends it quietly.

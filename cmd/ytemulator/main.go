@@ -102,13 +102,8 @@ func run(ctx context.Context, stopSignals func(), args []string, stderr io.Write
 	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(ln) }()
-	if o.urlFile != "" { // written whole, then renamed: a reader never sees a partial URL
-		tmp := o.urlFile + ".tmp"
-		err := os.WriteFile(tmp, []byte(url+"\n"), 0o644)
-		if err == nil {
-			err = os.Rename(tmp, o.urlFile)
-		}
-		if err != nil {
+	if o.urlFile != "" {
+		if err := writeURLFile(o.urlFile, url); err != nil {
 			log.Error().Err(err).Msg("cannot write url file")
 			_ = hs.Close()
 			return 1
@@ -125,15 +120,30 @@ func run(ctx context.Context, stopSignals func(), args []string, stderr io.Write
 	case <-ctx.Done():
 	}
 	stopSignals()
+	shutdown(hs, log)
+	log.Info().Int("calls", srv.TotalCalls()).Msg("stopped")
+	return 0
+}
+
+// writeURLFile writes url to path whole, then renames it into place: a
+// reader never sees a partial URL.
+func writeURLFile(path, url string) error {
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, []byte(url+"\n"), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
+// shutdown drains hs within 5 s, then closes what is left.
+func shutdown(hs *http.Server, log zerolog.Logger) {
 	log.Info().Msg("shutting down")
-	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second) // the drain bound
+	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if err := hs.Shutdown(sctx); err != nil {
 		log.Warn().Err(err).Msg("shutdown did not drain in time")
 		_ = hs.Close()
 	}
-	log.Info().Int("calls", srv.TotalCalls()).Msg("stopped")
-	return 0
 }
 
 var categoryFile = regexp.MustCompile(`^([A-Z]{2})_category_id\.json$`)

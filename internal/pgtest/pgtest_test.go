@@ -80,7 +80,7 @@ func TestPsql(t *testing.T) {
 // synchronous_commit and full_page_writes on); the tests' server does not.
 func TestDurable(t *testing.T) {
 	if testing.Short() {
-		t.Skip("starts a PostgreSQL server")
+		t.Skip("-short: starts a server process")
 	}
 	fast := shared.Server(t)
 	durable, err := StartWith(Options{Durable: true})
