@@ -243,6 +243,56 @@ DELETE FROM category_fetches WHERE region = 'JP'`); err != nil {
 	}
 }
 
+// TestRunsInTimeOrder: runs list newest first by start time, whatever
+// their ids (issue 40 item 12): runs recorded out of order on both
+// engines, and a copy into a store that holds later runs (the copied
+// runs take ids after them); a cursor of one run a page visits each run
+// once.
+func TestRunsInTimeOrder(t *testing.T) {
+	ctx := context.Background()
+	at := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	forEachEngine(t, func(t *testing.T, s *Store) {
+		for _, h := range []int{3, 1, 4, 1, 5, 0, 2} {
+			if _, err := s.StartRun(ctx, Run{Region: "US", StartedAt: at.Add(time.Duration(h) * time.Hour)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		checkRunsOrder(t, s, 7)
+	})
+	src, _ := openTest(t)
+	fillDay(t, src, 0, "US", "GB")
+	dst := openPG(t)
+	fillDay(t, dst, 1, "JP")
+	fillDay(t, dst, 2, "JP")
+	if _, err := dst.CopyFrom(ctx, src); err != nil {
+		t.Fatal(err)
+	}
+	checkRunsOrder(t, dst, 4)
+}
+
+// checkRunsOrder pages through s's runs one at a time: n runs, each once,
+// started_at non-increasing.
+func checkRunsOrder(t *testing.T, s *Store, n int) {
+	t.Helper()
+	var got []Run
+	for before := int64(0); len(got) <= n; {
+		page, err := s.RunsPage(context.Background(), RunsQuery{Before: before, Limit: 1})
+		if err != nil || len(page) == 0 {
+			break
+		}
+		got, before = append(got, page[0]), page[0].ID
+	}
+	all, err := s.Runs(context.Background(), 0)
+	if err != nil || len(got) != n || len(all) != n {
+		t.Fatalf("paged %d runs, listed %d (%v), want %d", len(got), len(all), err, n)
+	}
+	for i := 1; i < n; i++ {
+		if got[i].ID == got[i-1].ID || got[i].StartedAt.After(got[i-1].StartedAt) || all[i].StartedAt.After(all[i-1].StartedAt) {
+			t.Errorf("run %d (started %s) after run %d (started %s)", got[i].ID, got[i].StartedAt, got[i-1].ID, got[i-1].StartedAt)
+		}
+	}
+}
+
 // BenchmarkCopyToPostgres copies the history fixture (200,000 videos with
 // full text, TRENDFETCH_BENCH_ENTRIES entries, default 10,000,000) into an
 // empty PostgreSQL store: rows written per second over every table, and

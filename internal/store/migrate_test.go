@@ -466,8 +466,8 @@ func TestMigrateRunsSuccessUnmetered(t *testing.T) {
 	}
 	var index string
 	s.db.QueryRow(`SELECT group_concat(sql, '; ') FROM sqlite_schema WHERE type IN ('index', 'trigger') AND tbl_name = 'runs'`).Scan(&index)
-	if index != "CREATE INDEX runs_region_id ON runs (region, id)" {
-		t.Errorf("indexes and triggers of runs: %q, want runs_region_id", index)
+	if index != "CREATE INDEX runs_started ON runs (started_at, id); CREATE INDEX runs_region_started ON runs (region, started_at, id)" {
+		t.Errorf("indexes and triggers of runs: %q, want runs_started and runs_region_started", index)
 	}
 	if err := s.Check(ctx); err != nil {
 		t.Error(err)

@@ -168,7 +168,7 @@ func (s *Store) updateOneRun(ctx context.Context, query string, args ...any) err
 	})
 }
 
-// Runs returns the most recent runs, newest first (by id). limit <= 0
+// Runs returns the most recent runs, newest first (RunsPage). limit <= 0
 // returns all runs.
 func (s *Store) Runs(ctx context.Context, limit int) ([]Run, error) {
 	return s.RunsPage(ctx, RunsQuery{Limit: limit})
@@ -178,15 +178,17 @@ func (s *Store) Runs(ctx context.Context, limit int) ([]Run, error) {
 type RunsQuery struct {
 	// Region, when set, keeps only that region's runs.
 	Region string
-	// Before, when > 0, keeps only runs with an id below it: the id of the
-	// last run of the previous page (its cursor).
+	// Before, when > 0, keeps only the runs after run Before in the order
+	// (older; all for an unknown id): the id of the last run of the
+	// previous page (its cursor).
 	Before int64
 	// Limit is the most runs returned; <= 0 means all.
 	Limit int
 }
 
-// RunsPage returns the runs q selects, newest first (by id), each reason
-// cut to MaxReasonBytes.
+// RunsPage returns the runs q selects, newest first (by started_at, then
+// id: a copied run keeps its time, not its id), each reason cut to
+// MaxReasonBytes.
 func (s *Store) RunsPage(ctx context.Context, q RunsQuery) ([]Run, error) {
 	limit := int64(q.Limit)
 	if limit <= 0 {
@@ -198,8 +200,9 @@ func (s *Store) RunsPage(ctx context.Context, q RunsQuery) ([]Run, error) {
 	err := each(ctx, s.db, `
 SELECT `+runColumns+`
 FROM runs
-WHERE (?1 = '' OR region = ?1) AND (CAST(?2 AS BIGINT) <= 0 OR id < ?2)
-ORDER BY id DESC LIMIT ?3`, []any{q.Region, q.Before, limit, MaxReasonBytes + 1}, func(rows *sql.Rows) error {
+WHERE (?1 = '' OR region = ?1) AND (CAST(?2 AS BIGINT) <= 0
+    OR (started_at, id) < (coalesce((SELECT started_at FROM runs WHERE id = ?2), '9999'), ?2))
+ORDER BY started_at DESC, id DESC LIMIT ?3`, []any{q.Region, q.Before, limit, MaxReasonBytes + 1}, func(rows *sql.Rows) error {
 		r, err := scanRun(rows)
 		out = append(out, r)
 		return err
@@ -317,9 +320,10 @@ func (s *Store) Health(ctx context.Context, region string, dayStart time.Time) (
 	h := RegionHealth{UnitsToday: map[string]int64{}}
 	var last sql.NullString
 	err := s.db.QueryRowContext(ctx, `
-WITH ok AS (SELECT max(id) AS id, max(finished_at) AS at FROM runs
-            WHERE region = ?1 AND outcome IN ('success', 'success_unmetered'))
-SELECT (SELECT at FROM ok), (SELECT count(*) FROM runs WHERE region = ?1 AND id > coalesce((SELECT id FROM ok), 0)
+WITH ok AS (SELECT started_at, id, finished_at FROM runs WHERE region = ?1 AND outcome IN ('success', 'success_unmetered')
+            ORDER BY started_at DESC, id DESC LIMIT 1)
+SELECT (SELECT finished_at FROM ok), (SELECT count(*) FROM runs WHERE region = ?1
+        AND (NOT EXISTS (SELECT 1 FROM ok) OR (started_at, id) > (SELECT started_at, id FROM ok))
         AND outcome NOT IN ('running', 'success', 'success_unmetered'))`, region).Scan(&last, &h.ConsecutiveFailures)
 	if err != nil {
 		return h, fmt.Errorf("cannot read the runs of %s: %w", region, err)

@@ -411,6 +411,7 @@ func testHealth(t *testing.T, s *Store) {
 	run("US", day.Add(time.Hour), OutcomeDenied, "quota")
 	run("US", day.Add(2*time.Hour), OutcomeFailed, "boom")
 	run("GB", day.Add(time.Hour), OutcomeFailed, "gb")
+	run("US", day.Add(-2*time.Hour), OutcomeFailed, "copied") // the highest id, started first (issue 40 item 12)
 	h, err := s.Health(ctx, "US", day)
 	if err != nil {
 		t.Fatal(err)
