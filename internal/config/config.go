@@ -99,9 +99,6 @@ func defaults() *Config {
 		Stats:       Stats{TrackFor: Duration(run.StatsTrackFor), Every: Duration(run.StatsEvery)},
 		Store:       StoreSettings{RefreshPerDay: 20},
 	}
-	if dir := xdgDir("XDG_DATA_HOME", ".local", "share"); dir != "" {
-		c.Database = filepath.Join(dir, "trendfetch.db")
-	}
 	for _, s := range settings {
 		if s.Default != "" {
 			s.set(c, s.Default)
@@ -122,6 +119,9 @@ func (c *Config) complete() {
 	}
 	if c.API.Endpoint != "" && !strings.HasSuffix(c.API.Endpoint, "/") {
 		c.API.Endpoint += "/"
+	}
+	if dir := xdgDir("XDG_DATA_HOME", ".local", "share"); c.Database == "" && dir != "" {
+		c.Database = filepath.Join(dir, "trendfetch.db")
 	}
 	c.completeQuota()
 	for i, s := range c.Searches {

@@ -71,8 +71,7 @@ func read(r io.Reader, lookup func(string) (string, bool), flags map[string]stri
 			return nil, err
 		}
 	}
-	cfg.apply(lookup, flags)
-	if err := cfg.readSecrets(lookup); err != nil {
+	if err := cfg.readSecrets(lookup, cfg.apply(lookup, flags)); err != nil {
 		return nil, err
 	}
 	cfg.complete()

@@ -27,44 +27,47 @@ const (
 	CheckinURLCredential = "checkin-url"
 )
 
-// readSecrets fills each secret the environment did not give from its file, else its systemd
-// credential; errors never hold the content.
-func (c *Config) readSecrets(lookup func(string) (string, bool)) error {
+// readSecrets fills each secret, and the database, from its *_file setting, else its systemd
+// credential: the file's value, which the environment and flags (given: the keys they set) win
+// over, the file setting then cleared. A file's database beside store.url_file is refused naming
+// both; errors never hold the content.
+func (c *Config) readSecrets(lookup func(string) (string, bool), given map[string]bool) error {
 	r := &c.Quota.Redis
 	for _, s := range []struct {
-		dst              *string
-		file, credential string
-		setting          string
+		key        string
+		dst, file  *string
+		credential string
+		setting    string
 	}{
-		{&r.URL, r.URLFile, "redis-url", "quota.redis.url_file"},
-		{&r.Sentinel.Password, r.Sentinel.PasswordFile, "redis-sentinel-password", "quota.redis.sentinel.password_file"},
-		{&c.Runs.CheckinURL, c.Runs.CheckinURLFile, CheckinURLCredential, "runs.checkin_url_file"},
+		{"quota.redis.url", &r.URL, &r.URLFile, "redis-url", "quota.redis.url_file"},
+		{"quota.redis.sentinel.password", &r.Sentinel.Password, &r.Sentinel.PasswordFile, "redis-sentinel-password", "quota.redis.sentinel.password_file"},
+		{"runs.checkin_url", &c.Runs.CheckinURL, &c.Runs.CheckinURLFile, CheckinURLCredential, "runs.checkin_url_file"},
+		{"database", &c.Database, &c.Store.URLFile, "", "store.url_file"},
 	} {
-		if *s.dst != "" {
+		file, setting := *s.file, s.setting
+		switch {
+		case given[s.key]:
+			*s.file = ""
 			continue
-		}
-		if s.file == "" {
+		case *s.dst != "" && file != "":
+			return invalid(s.setting, file, "the config also sets %s: keep one of the two", s.key)
+		case *s.dst != "":
+			continue
+		case file == "":
 			var ok bool
-			if s.file, ok = secret.SystemdCredential(lookup, s.credential); !ok {
+			if file, ok = secret.SystemdCredential(lookup, s.credential); !ok {
 				continue
 			}
-			s.setting = "systemd credential " + s.credential
+			setting = "systemd credential " + s.credential
 		}
-		v, err := secret.ReadFile(s.file)
+		v, err := secret.ReadFile(file)
 		if err != nil {
-			return invalid(s.setting, s.file, "%s", err.Error())
+			return invalid(setting, file, "%s", err.Error())
+		}
+		if s.key == "database" && store.EngineOf(v) != store.PostgreSQL {
+			return invalid(setting, file, "holds no postgres:// or postgresql:// URL")
 		}
 		*s.dst = v
-	}
-	if f := c.Store.URLFile; f != "" {
-		v, err := secret.ReadFile(f)
-		if err != nil {
-			return invalid("store.url_file", f, "%s", err.Error())
-		}
-		if store.EngineOf(v) != store.PostgreSQL {
-			return invalid("store.url_file", f, "holds no postgres:// or postgresql:// URL")
-		}
-		c.Database = v
 	}
 	return nil
 }

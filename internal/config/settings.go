@@ -21,6 +21,9 @@ type Setting struct {
 	Secret    string // the file setting a job reads this secret from; never written out
 }
 
+// settings is the table; for every row, flags win over the environment, which wins over the
+// file, where a *_file key (Secret; store.url_file for database) is the file's value (README,
+// "Configuration"; readSecrets).
 var settings = []Setting{
 	{Env: "TRENDFETCH_CONFIG", Flag: "config", File: true,
 		Help: "config file (default $XDG_CONFIG_HOME/trendfetch/config.yaml)"},
@@ -97,14 +100,19 @@ func (s Setting) field(c *Config) reflect.Value {
 	return v
 }
 
-// apply sets over c what the environment (lookup) gives, then what the flags give (they win).
-func (c *Config) apply(lookup func(string) (string, bool), flags map[string]string) {
+// apply sets over c what the environment (lookup) gives, then what the flags give (they win),
+// and returns the keys they set.
+func (c *Config) apply(lookup func(string) (string, bool), flags map[string]string) map[string]bool {
+	given := map[string]bool{}
 	for _, s := range settings {
 		if v, ok := lookup(s.Env); s.Key != "" && s.Env != "" && ok && v != "" {
 			s.set(c, v)
+			given[s.Key] = true
 		}
 		if v := flags[s.Flag]; s.Key != "" && s.Flag != "" && v != "" {
 			s.set(c, v)
+			given[s.Key] = true
 		}
 	}
+	return given
 }

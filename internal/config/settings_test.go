@@ -89,3 +89,52 @@ func TestExampleConfigNamesEachVariableAndFlag(t *testing.T) {
 		}
 	}
 }
+
+// TestPrecedence: for each row of the settings table, flags over the environment over the file,
+// a *_file key (the row's Secret; store.url_file for database) being the file's value; the
+// file's database beside store.url_file is refused naming both.
+func TestPrecedence(t *testing.T) {
+	dir := t.TempDir()
+	for _, s := range Settings() {
+		fileKey, value := cmp.Or(s.Secret, s.Key), "from-file"
+		if s.Key == "" {
+			continue
+		} else if s.Key == "database" {
+			fileKey, value = "store.url_file", "postgres://from-file/db"
+		}
+		yamlValue := value
+		if s.List {
+			yamlValue = "[" + value + "]"
+		}
+		if fileKey != s.Key {
+			yamlValue = filepath.Join(dir, s.Key)
+			if err := os.WriteFile(yamlValue, []byte(value+"\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+		doc := nestedYAML(fileKey, yamlValue)
+		for _, c := range []struct{ env, flag, want string }{{"", "", value}, {"from-env", "", "from-env"}, {"from-env", "from-flag", "from-flag"}} {
+			if c.flag != "" && s.Flag == "" {
+				continue
+			}
+			cfg, err := read(strings.NewReader(doc), envOf(map[string]string{s.Env: c.env}), map[string]string{s.Flag: c.flag})
+			if err != nil || !strings.HasPrefix(s.Value(cfg), c.want) {
+				t.Errorf("%s with %s in the file, %s=%q, --%s=%q: %v, want %s", s.Key, fileKey, s.Env, c.env, s.Flag, c.flag, err, c.want)
+			}
+		}
+	}
+	f := filepath.Join(dir, "database")
+	_, err := parse(strings.NewReader("database: /var/lib/x.db\n" + nestedYAML("store.url_file", f)))
+	if err == nil || !strings.Contains(err.Error(), "store.url_file") || !strings.Contains(err.Error(), "database") {
+		t.Errorf("database and store.url_file in one file: %v, want an error naming both", err)
+	}
+}
+
+// nestedYAML is the YAML document setting the dotted key to value.
+func nestedYAML(key, value string) string {
+	var b strings.Builder
+	for i, k := range strings.Split(key, ".") {
+		b.WriteString("\n" + strings.Repeat("  ", i) + k + ":")
+	}
+	return b.String() + " " + value + "\n"
+}

@@ -5,7 +5,8 @@ import "github.com/trendfetch/trendfetch/internal/store"
 // StoreSettings is the `store` section (docs/design.md §10): the storage policy ("" = store.InForce
 // decides), Retention (> 0: runs and prune delete older captures, samples and unreferenced videos),
 // RefreshPerDay (videos.list.refresh calls per credential a day under the amended policy; 0 = never),
-// URLFile (a file holding a postgres:// URL, which replaces database).
+// URLFile (a file holding a postgres:// URL: the file's database, which --database and
+// TRENDFETCH_DATABASE win over).
 type StoreSettings struct {
 	Policy        store.Policy `yaml:"policy"`
 	Retention     Duration     `yaml:"retention"`
