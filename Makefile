@@ -50,7 +50,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./internal/config
 	$(GO) test -run '^$$' -fuzz '^FuzzCostTable$$' -fuzztime $(FUZZTIME) ./internal/config
 	$(GO) test -run '^$$' -fuzz '^FuzzParseQuery$$' -fuzztime $(FUZZTIME) ./internal/store
-	$(GO) test -run '^$$' -fuzz '^FuzzLoadCSV$$' -fuzztime $(FUZZTIME) ./internal/fetch/youtubetest
+	$(GO) test -run '^$$' -fuzz '^FuzzLoadCSVCharts$$' -fuzztime $(FUZZTIME) ./internal/fetch/youtubetest
 
 test-short:
 	$(GO) test -short ./...

@@ -298,7 +298,7 @@ func regionCharts(t *testing.T, codes []string) map[string][]*youtube.Video {
 	data := youtubetest.DataDir(t)
 	out := map[string][]*youtube.Video{}
 	for _, c := range codes {
-		_, v, err := youtubetest.LoadCSVFile(filepath.Join(data, "api_snapshot_2018-11-01", "18.01.11_"+c+"_videos.csv"), "")
+		_, v, err := youtubetest.LoadCSVFile(filepath.Join(data, "api_snapshot_2018-11-01", "18.01.11_"+c+"_videos.csv"))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -160,7 +160,7 @@ func (e *env) writeConfig(yaml string) string {
 func usChart(t *testing.T) []*youtube.Video {
 	t.Helper()
 	data := youtubetest.DataDir(t)
-	_, videos, err := youtubetest.LoadCSVFile(filepath.Join(data, "api_snapshot_2018-11-01", "18.01.11_US_videos.csv"), "")
+	_, videos, err := youtubetest.LoadCSVFile(filepath.Join(data, "api_snapshot_2018-11-01", "18.01.11_US_videos.csv"))
 	if err != nil {
 		t.Fatal(err)
 	}

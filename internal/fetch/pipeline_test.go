@@ -100,7 +100,7 @@ func TestEveryRecordedRegion(t *testing.T) {
 	emu := youtubetest.New()
 	charts := map[string][]*youtube.Video{}
 	for _, f := range files {
-		region, videos, err := youtubetest.LoadCSVFile(f, "")
+		region, videos, err := youtubetest.LoadCSVFile(f)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -176,7 +176,7 @@ func setupFullPass(t testing.TB) (*fetch.Runner, *youtubetest.Server, []string, 
 	var regions []string
 	channels := map[string]bool{}
 	for _, f := range files {
-		region, videos, err := youtubetest.LoadCSVFile(f, "")
+		region, videos, err := youtubetest.LoadCSVFile(f)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,9 +1,9 @@
 // Package pgtest starts a throwaway PostgreSQL server for tests (Debian's
 // binaries, a temporary data directory, a free loopback port, fsync off
 // unless Options.Durable, the C.UTF-8 locale: under C pg_trgm ignores
-// non-ASCII). One server per test package (Start), one database per test
-// (Database), a package's server shared by its tests through Shared. As root (CI) the server runs as postgres or nobody: initdb
-// and pg_ctl refuse root.
+// non-ASCII). One server per test package (Shared), one database per test
+// (Database). As root (CI) the server runs as postgres or nobody: initdb and
+// pg_ctl refuse root.
 package pgtest
 
 import (
@@ -22,7 +22,7 @@ import (
 	"testing"
 )
 
-// ErrNotInstalled is Start's error when no PostgreSQL server is installed.
+// ErrNotInstalled is StartWith's error when no PostgreSQL server is installed.
 var ErrNotInstalled = errors.New("pgtest: PostgreSQL not installed (Debian: apt-get install postgresql postgresql-contrib)")
 
 // Server is a running PostgreSQL server owned by the test process.
@@ -40,9 +40,6 @@ type Options struct {
 	// for benchmarks. Off, commits skip the disk (tests).
 	Durable bool
 }
-
-// Start is StartWith of no options: fsync off.
-func Start() (*Server, error) { return StartWith(Options{}) }
 
 // StartWith initializes a data directory and starts a server on a free
 // loopback port. Errors: ErrNotInstalled, or initdb/pg_ctl failures with

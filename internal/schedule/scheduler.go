@@ -94,20 +94,14 @@ func New(jobs []Job, opts Options) (*Scheduler, error) {
 	}
 	s.jobCtx, s.cancelJobs = context.WithCancelCause(context.Background())
 	for _, j := range jobs {
-		s.cron.Schedule(j.Schedule, s.wrap(j))
+		s.cron.Schedule(j.Schedule, cron.FuncJob(func() { s.tick(j) }))
 	}
 	return s, nil
 }
 
-// wrap turns j into the cron job: skip the tick while the entry's previous
-// one is in progress, wait for a slot (giving up when a stop begins), run,
-// report fatal errors. Skips and waits log the slots' holders (held_by).
-func (s *Scheduler) wrap(j Job) cron.Job {
-	return cron.FuncJob(func() { s.tick(j) })
-}
-
 // tick is one firing of j: skipped while j's previous tick waits or runs; else it waits for a
-// run slot (or the stop), runs j and reports a fatal error.
+// run slot (or the stop), runs j and reports a fatal error. Skips and waits log the slots'
+// holders (held_by).
 func (s *Scheduler) tick(j Job) {
 	busy := false
 	held := s.locked(func() { busy, s.active[j.Name] = s.active[j.Name], true })
@@ -167,7 +161,7 @@ func (s *Scheduler) locked(f func()) (held []string) {
 	return slices.Clone(s.running)
 }
 
-// runJob runs j, turning a panic into a logged error so that wrap's
+// runJob runs j, turning a panic into a logged error so that tick's
 // guards are always released.
 func (s *Scheduler) runJob(ctx context.Context, j Job) (err error) {
 	defer func() {

@@ -74,7 +74,7 @@ func TestSearchEveryScript(t *testing.T) {
 	load := func(t *testing.T, st *Store) {
 		docs = docs[:0]
 		for _, region := range []string{"JP", "KR", "RU"} {
-			_, vs, err := youtubetest.LoadCSVFile(filepath.Join(dir, "api_snapshot_2018-11-01", "18.01.11_"+region+"_videos.csv"), "")
+			_, vs, err := youtubetest.LoadCSVFile(filepath.Join(dir, "api_snapshot_2018-11-01", "18.01.11_"+region+"_videos.csv"))
 			if err != nil {
 				t.Fatal(err)
 			}

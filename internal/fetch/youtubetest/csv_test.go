@@ -100,7 +100,7 @@ func TestLoadSnapshot2018(t *testing.T) {
 		if !strings.HasPrefix(rel, "api_snapshot_2018-11-01/") {
 			continue
 		}
-		region, videos, err := youtubetest.LoadCSVFile(filepath.Join(data, rel), "")
+		region, videos, err := youtubetest.LoadCSVFile(filepath.Join(data, rel))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -111,7 +111,7 @@ func TestLoadSnapshot2018(t *testing.T) {
 			t.Errorf("%s: region %q", rel, region)
 		}
 	}
-	region, videos, err := youtubetest.LoadCSVFile(filepath.Join(data, "api_snapshot_2018-11-01/18.01.11_US_videos.csv"), "18.01.11")
+	region, videos, err := youtubetest.LoadCSVFile(filepath.Join(data, "api_snapshot_2018-11-01/18.01.11_US_videos.csv"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,9 +123,6 @@ func TestLoadSnapshot2018(t *testing.T) {
 	}
 	if v.Snippet.Thumbnails == nil || v.Snippet.Thumbnails.Default.Url != "https://i.ytimg.com/vi/U68MJz9DrI4/default.jpg" {
 		t.Errorf("thumbnail: %+v", v.Snippet.Thumbnails)
-	}
-	if _, _, err := youtubetest.LoadCSVFile(filepath.Join(data, "api_snapshot_2018-11-01/18.01.11_US_videos.csv"), "18.02.11"); err == nil || !strings.Contains(err.Error(), "18.01.11") {
-		t.Errorf("missing date: err = %v, want one naming the date present", err)
 	}
 }
 
@@ -149,12 +146,9 @@ func TestLoadKaggle2017(t *testing.T) {
 			t.Errorf("date %s: %d videos, want 200", d, len(charts[d]))
 		}
 	}
-	if _, videos, err := youtubetest.LoadCSVFile(path, "17.20.11"); err != nil || len(videos) != 200 || videos[0].Id != charts["17.20.11"][0].Id {
-		t.Errorf("LoadCSVFile 17.20.11: %v, %d videos", err, len(videos))
-	}
-	_, videos, err := youtubetest.LoadCSVFile(path, "")
-	if err != nil {
-		t.Fatal(err)
+	_, videos, err := youtubetest.LoadCSVFile(path)
+	if err != nil || len(videos) != 200 || videos[0].Id != charts["17.14.11"][0].Id {
+		t.Fatalf("LoadCSVFile: %v, %d videos, want the 200 of the first date", err, len(videos))
 	}
 	v := videos[0]
 	if v.Id != "2kyS6SvSYSE" || v.Snippet.ChannelTitle != "CaseyNeistat" || v.Snippet.CategoryId != "22" {
@@ -184,22 +178,21 @@ func TestLoadCSVErrors(t *testing.T) {
 		return id + ",t,2018-10-31T14:17:10.000Z,UCx,ch,10,18.01.11,[none]," + views + ",1,2,3,http://x/default.jpg,False,False,d\n"
 	}
 	tests := []struct {
-		name, in, date string
-		want           []string // substrings of the error
+		name, in string
+		want     []string // substrings of the error
 	}{
-		{"empty", "", "", []string{"empty input"}},
-		{"unknown header", "a,b,c\n1,2,3\n", "", []string{"line 1", "unknown header"}},
-		{"header only", h2018, "", []string{"no data rows"}},
-		{"bare quote", h2018 + row("a", "1") + "b,t\"x,2018,UC,c,1,18.01.11,[none],1,1,1,1,u,False,False,d\n", "", []string{"line 3"}},
-		{"wrong field count", h2018 + row("a", "1") + "b,only,three\n", "", []string{"line 3", "wrong number of fields"}},
-		{"bad count", h2018 + row("a", "1") + row("b", "12x"), "", []string{"line 3", "view_count", "12x"}},
-		{"unknown date", h2018 + row("a", "1"), "18.02.11", []string{"18.02.11", "dates present: 18.01.11"}},
+		{"empty", "", []string{"empty input"}},
+		{"unknown header", "a,b,c\n1,2,3\n", []string{"line 1", "unknown header"}},
+		{"header only", h2018, []string{"no data rows"}},
+		{"bare quote", h2018 + row("a", "1") + "b,t\"x,2018,UC,c,1,18.01.11,[none],1,1,1,1,u,False,False,d\n", []string{"line 3"}},
+		{"wrong field count", h2018 + row("a", "1") + "b,only,three\n", []string{"line 3", "wrong number of fields"}},
+		{"bad count", h2018 + row("a", "1") + row("b", "12x"), []string{"line 3", "view_count", "12x"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			videos, err := youtubetest.LoadCSV(strings.NewReader(tt.in), "US", tt.date)
+			dates, _, err := youtubetest.LoadCSVCharts(strings.NewReader(tt.in), "US")
 			if err == nil {
-				t.Fatalf("no error, got %d videos", len(videos))
+				t.Fatalf("no error, got dates %v", dates)
 			}
 			for _, w := range tt.want {
 				if !strings.Contains(err.Error(), w) {
@@ -214,10 +207,11 @@ func TestLoadCSVStatistics(t *testing.T) {
 	in := "video_id,title,publishedAt,channelId,channelTitle,categoryId,trending_date,tags,view_count,likes,dislikes,comment_count,thumbnail_link,comments_disabled,ratings_disabled,description\n" +
 		`"a","A","2018-10-31T14:17:10.000Z","UCa","ch","10","18.01.11","x|y","100","0","0","0","u","True","False","d"` + "\n" +
 		`"b","B","2018-10-31T14:17:10.000Z","UCa","ch","10","18.01.11","[none]","7","0","0","5","u","False","True","d"` + "\n"
-	videos, err := youtubetest.LoadCSV(strings.NewReader(in), "US", "")
+	dates, charts, err := youtubetest.LoadCSVCharts(strings.NewReader(in), "US")
 	if err != nil {
 		t.Fatal(err)
 	}
+	videos := charts[dates[0]]
 	a, _ := json.Marshal(videos[0].Statistics)
 	b, _ := json.Marshal(videos[1].Statistics)
 	if got := string(a); got != `{"dislikeCount":"0","favoriteCount":"0","likeCount":"0","viewCount":"100"}` {

@@ -39,8 +39,10 @@ var (
 )
 
 // LoadCSVCharts parses a recorded trending CSV once, its layout detected from the header, and
-// returns every trending date as written, in order of first appearance, with its chart as
-// LoadCSV maps it. Errors name the line.
+// returns every trending date as written ("18.01.11" = yy.dd.mm, "2020-08-12" or
+// "2020-08-12T00:00:00Z"), in order of first appearance, with its chart in file (rank) order
+// (docs/design.md §7 maps a row). A malformed CSV or a bad count in any row is an error naming
+// the line (and region). It never panics on bad input.
 func LoadCSVCharts(r io.Reader, region string) (dates []string, charts map[string][]*youtube.Video, err error) {
 	defer func() {
 		if err != nil {
@@ -139,29 +141,6 @@ func keepQuotedCRLF(data []byte) []byte {
 	return out
 }
 
-// LoadCSV parses a recorded trending CSV and returns the chart of one trending_date as written
-// ("18.01.11" = yy.dd.mm, "2020-08-12" or "2020-08-12T00:00:00Z"; "" = the first) in file order,
-// rank order (docs/design.md §7 maps a row). A date not in the file, a malformed CSV or a bad count in
-// any row is an error naming the dates present or the line (and region). It never panics on bad input.
-func LoadCSV(r io.Reader, region, trendingDate string) ([]*youtube.Video, error) {
-	dates, charts, err := LoadCSVCharts(r, region)
-	if err != nil {
-		return nil, err
-	}
-	want := cmp.Or(trendingDate, dates[0])
-	var videos []*youtube.Video
-	for _, d := range dates {
-		if d == want || strings.HasPrefix(d, want+"T") { // an ISO value also matches its date alone
-			videos = append(videos, charts[d]...)
-		}
-	}
-	if len(videos) == 0 {
-		return nil, fmt.Errorf("cannot read trending CSV%s: trending date %q not in file; dates present: %s",
-			forRegion(region), trendingDate, strings.Join(dates, ", "))
-	}
-	return videos, nil
-}
-
 func forRegion(region string) string {
 	if region == "" {
 		return ""
@@ -242,18 +221,19 @@ func RegionFromFileName(name string) (region string, ok bool) {
 	return m[1] + m[2] + m[3], true
 }
 
-// LoadCSVFile loads the chart of trendingDate of the recorded trending CSV at path with LoadCSV,
-// the region from the file name (RegionFromFileName). Errors name the file.
-func LoadCSVFile(path, trendingDate string) (region string, videos []*youtube.Video, err error) {
+// LoadCSVFile loads the chart of the first trending date of the recorded trending CSV at path
+// (LoadCSVCharts), the region from the file name (RegionFromFileName). Errors name the file.
+func LoadCSVFile(path string) (region string, videos []*youtube.Video, err error) {
 	region, f, err := openCSV(path)
 	if err != nil {
 		return "", nil, err
 	}
 	defer f.Close()
-	if videos, err = LoadCSV(f, region, trendingDate); err != nil {
+	dates, charts, err := LoadCSVCharts(f, region)
+	if err != nil {
 		return "", nil, fmt.Errorf("%s: %w", path, err)
 	}
-	return region, videos, nil
+	return region, charts[dates[0]], nil
 }
 
 // openCSV opens the recorded trending CSV at path, its region taken from its name.

@@ -6,13 +6,13 @@ import (
 	"testing"
 )
 
-// FuzzLoadCSV feeds arbitrary bytes to the Kaggle/scraper CSV loader: it
+// FuzzLoadCSVCharts feeds arbitrary bytes to the Kaggle/scraper CSV loader: it
 // must never panic, and every rejection must be a one-line-per-cause error
 // that says what it could not read. The seed corpus is a few short
 // synthetic rows of each of the three recorded layouts (2018 scraper, 2020
 // rsrishav with ISO dates, 2017 Kaggle with unquoted "a"|"b" tags), never
 // recorded data.
-func FuzzLoadCSV(f *testing.F) {
+func FuzzLoadCSVCharts(f *testing.F) {
 	h18 := strings.Join(header2018, ",") + "\n"
 	h17 := strings.Join(header2017, ",") + "\n"
 	for _, seed := range []string{
@@ -27,36 +27,32 @@ func FuzzLoadCSV(f *testing.F) {
 		"video_id,title\nx,y\n",
 		"",
 	} {
-		f.Add([]byte(seed), "")
+		f.Add([]byte(seed))
 	}
-	f.Add([]byte(h18+`"v6","T","p","UC","C","1","18.01.11","t","1","1","1","1","","False","False",""`+"\n"), "18.01.11")
-	f.Fuzz(func(t *testing.T, data []byte, date string) {
-		videos, err := LoadCSV(bytes.NewReader(data), "US", date)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		dates, charts, err := LoadCSVCharts(bytes.NewReader(data), "US")
 		if err != nil {
 			msg := err.Error()
 			if !strings.Contains(msg, "trending CSV") {
 				t.Errorf("error does not say what failed: %q", msg)
 			}
-			if videos != nil {
-				t.Errorf("videos returned with an error")
+			if dates != nil || charts != nil {
+				t.Errorf("dates or charts returned with an error")
 			}
 			return
 		}
-		if len(videos) == 0 {
-			t.Fatal("no videos and no error")
+		if len(dates) == 0 {
+			t.Fatal("no dates and no error")
 		}
-		for _, v := range videos {
-			if v.Id == "" || v.Snippet == nil || v.Statistics == nil {
-				t.Fatalf("incomplete video %+v", v)
+		for _, d := range dates {
+			if len(charts[d]) == 0 {
+				t.Fatalf("date %q without videos", d)
 			}
-		}
-		// The one-pass loader agrees on the chart of the first date.
-		dates, charts, err := LoadCSVCharts(bytes.NewReader(data), "US")
-		if err != nil {
-			t.Fatalf("LoadCSV accepted what LoadCSVCharts rejects: %v", err)
-		}
-		if date == "" && len(charts[dates[0]]) != len(videos) {
-			t.Errorf("LoadCSVCharts has %d videos for %q, LoadCSV %d", len(charts[dates[0]]), dates[0], len(videos))
+			for _, v := range charts[d] {
+				if v.Id == "" || v.Snippet == nil || v.Statistics == nil {
+					t.Fatalf("incomplete video %+v", v)
+				}
+			}
 		}
 	})
 }

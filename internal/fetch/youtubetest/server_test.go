@@ -32,7 +32,7 @@ func start(t *testing.T, srv *youtubetest.Server, key string) *youtube.Service {
 
 func loadUS2018(t *testing.T) []*youtube.Video {
 	t.Helper()
-	_, videos, err := youtubetest.LoadCSVFile(filepath.Join(youtubetest.DataDir(t), "api_snapshot_2018-11-01", "18.01.11_US_videos.csv"), "")
+	_, videos, err := youtubetest.LoadCSVFile(filepath.Join(youtubetest.DataDir(t), "api_snapshot_2018-11-01", "18.01.11_US_videos.csv"))
 	if err != nil {
 		t.Fatal(err)
 	}
