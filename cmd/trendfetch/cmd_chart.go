@@ -24,12 +24,9 @@ type chartOptions struct {
 	asJSON, asCSV, partial  bool
 }
 
-// newChartCmd is `chart`; runF (nil: chartRun) runs the parsed options.
-func newChartCmd(a *app, runF func(context.Context, *chartOptions) error) *cobra.Command {
+// newChartCmd is `chart`: its flags fill the options chartRun runs.
+func newChartCmd(a *app) *cobra.Command {
 	o := &chartOptions{}
-	if runF == nil {
-		runF = chartRun
-	}
 	cmd := &cobra.Command{
 		Use:   "chart --region R [--at TIME | --run ID] [--partial]",
 		Short: "Show a stored chart of a region: rank order, with the statistics of that moment",
@@ -42,7 +39,7 @@ Reads the local database only, in one snapshot; costs no quota.`,
 		PreRunE: a.withConfig,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o.io, o.engine = a.ioStreams, a.engine()
-			return runF(cmd.Context(), o)
+			return chartRun(cmd.Context(), o)
 		},
 	}
 	f := cmd.Flags()

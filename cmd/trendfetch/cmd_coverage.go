@@ -56,11 +56,7 @@ func coverageRun(ctx context.Context, o *coverageOptions) error {
 	if err != nil {
 		return usagef("trendfetch coverage --since 7d", "--since %q: %v", o.since, err)
 	}
-	region, err := parseRegion(o.region)
-	if err != nil {
-		return err
-	}
-	st, err := o.engine.OpenStore(ctx, true)
+	region, st, err := openRegionStore(ctx, o.engine, o.region)
 	if err != nil {
 		return err
 	}

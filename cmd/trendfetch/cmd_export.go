@@ -27,12 +27,9 @@ type exportOptions struct {
 	layoutSet                                   bool // --layout given (refused with jsonl and parquet)
 }
 
-// newExportCmd is `export`; runF (nil: exportRun) runs the parsed options.
-func newExportCmd(a *app, runF func(context.Context, *exportOptions) error) *cobra.Command {
+// newExportCmd is `export`: its flags fill the options exportRun runs.
+func newExportCmd(a *app) *cobra.Command {
 	o := &exportOptions{}
-	if runF == nil {
-		runF = exportRun
-	}
 	cmd := &cobra.Command{
 		Use:   "export",
 		Short: "Stream the stored charts as the public trending datasets' CSV, JSON Lines or Parquet",
@@ -44,7 +41,7 @@ func newExportCmd(a *app, runF func(context.Context, *exportOptions) error) *cob
 		PreRunE: a.withConfig,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o.io, o.engine, o.layoutSet = a.ioStreams, a.engine(), cmd.Flags().Changed("layout")
-			return runF(cmd.Context(), o)
+			return exportRun(cmd.Context(), o)
 		},
 	}
 	addExportFlags(cmd.Flags(), o)

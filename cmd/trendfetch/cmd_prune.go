@@ -20,12 +20,9 @@ type pruneOptions struct {
 	dryRun, asJSON          bool
 }
 
-// newPruneCmd is `prune`; runF (nil: pruneRun) runs the parsed options.
-func newPruneCmd(a *app, runF func(context.Context, *pruneOptions) error) *cobra.Command {
+// newPruneCmd is `prune`: its flags fill the options pruneRun runs.
+func newPruneCmd(a *app) *cobra.Command {
 	o := &pruneOptions{}
-	if runF == nil {
-		runF = pruneRun
-	}
 	cmd := &cobra.Command{
 		Use:   "prune [--older-than DURATION | --as-of TIME] [--dry-run]",
 		Short: "Delete what the storage policy (or an age) no longer allows: old captures, stats samples, text",
@@ -51,7 +48,7 @@ it, as a running serve maps it into memory: docs/design.md §6).`,
 		PreRunE: a.withConfig,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o.io, o.engine = a.ioStreams, a.engine()
-			return runF(cmd.Context(), o)
+			return pruneRun(cmd.Context(), o)
 		},
 	}
 	f := cmd.Flags()

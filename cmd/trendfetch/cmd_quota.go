@@ -27,7 +27,7 @@ func newQuotaCmd(a *app) *cobra.Command {
 			return usagef("trendfetch quota status", "quota needs a subcommand: status, check, charge or reset")
 		},
 	}
-	cmd.AddCommand(newQuotaStatusCmd(a, nil), newQuotaCheckCmd(a), newQuotaChargeCmd(a), newQuotaResetCmd(a))
+	cmd.AddCommand(newQuotaStatusCmd(a), newQuotaCheckCmd(a), newQuotaChargeCmd(a), newQuotaResetCmd(a))
 	return cmd
 }
 
@@ -39,12 +39,9 @@ type quotaStatusOptions struct {
 	asJSON             bool
 }
 
-// newQuotaStatusCmd is `quota status`; runF (nil: quotaStatusRun) runs the parsed options.
-func newQuotaStatusCmd(a *app, runF func(context.Context, *quotaStatusOptions) error) *cobra.Command {
+// newQuotaStatusCmd is `quota status`: its flags fill the options quotaStatusRun runs.
+func newQuotaStatusCmd(a *app) *cobra.Command {
 	o := &quotaStatusOptions{}
-	if runF == nil {
-		runF = quotaStatusRun
-	}
 	cmd := &cobra.Command{
 		Use:   "status",
 		Short: "Show units spent, left, and when capacity returns, per bucket",
@@ -56,7 +53,7 @@ fit again (Retry-After), and units spent since the last Pacific midnight
 		PreRunE: a.withConfig,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o.io, o.engine, o.credential, o.preset = a.ioStreams, a.engine(), a.cfg.Credential, a.cfg.Quota.Preset
-			return runF(cmd.Context(), o)
+			return quotaStatusRun(cmd.Context(), o)
 		},
 	}
 	cmd.Flags().BoolVar(&o.asJSON, "json", false, "print the status as JSON")

@@ -32,12 +32,9 @@ type regionsOptions struct {
 	asJSON   bool
 }
 
-// newRegionsCmd is `regions`; runF (nil: regionsRun) runs the parsed options.
-func newRegionsCmd(a *app, runF func(context.Context, *regionsOptions) error) *cobra.Command {
+// newRegionsCmd is `regions`: its flags fill the options regionsRun runs.
+func newRegionsCmd(a *app) *cobra.Command {
 	o := &regionsOptions{}
-	if runF == nil {
-		runF = regionsRun
-	}
 	cmd := &cobra.Command{
 		Use:   "regions [--json]",
 		Short: "List supported region codes, marking the configured ones with their schedule",
@@ -49,7 +46,7 @@ stagger offset and the next time 'trendfetch schedule' runs them.`,
 		PreRunE: a.withConfig,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o.io, o.schedule, o.regions = a.ioStreams, a.cfg.Schedule, a.cfg.Regions
-			return runF(cmd.Context(), o)
+			return regionsRun(cmd.Context(), o)
 		},
 	}
 	cmd.Flags().BoolVar(&o.asJSON, "json", false, "print JSON: [{code, name, configured, index, offset_seconds, schedule, next_run}]")

@@ -28,12 +28,9 @@ type runsOptions struct {
 	asJSON bool
 }
 
-// newRunsCmd is `runs`; runF (nil: runsRun) runs the parsed options.
-func newRunsCmd(a *app, runF func(context.Context, *runsOptions) error) *cobra.Command {
+// newRunsCmd is `runs`: its flags fill the options runsRun runs.
+func newRunsCmd(a *app) *cobra.Command {
 	o := &runsOptions{}
-	if runF == nil {
-		runF = runsRun
-	}
 	cmd := &cobra.Command{
 		Use:     "runs",
 		Short:   "Show recent runs: region, outcome, pages, videos, units, Retry-After",
@@ -41,7 +38,7 @@ func newRunsCmd(a *app, runF func(context.Context, *runsOptions) error) *cobra.C
 		PreRunE: a.withConfig,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o.io, o.engine = a.ioStreams, a.engine()
-			return runF(cmd.Context(), o)
+			return runsRun(cmd.Context(), o)
 		},
 	}
 	cmd.Flags().IntVarP(&o.limit, "limit", "n", 20, "most runs to show, newest first")
@@ -56,11 +53,7 @@ func runsRun(ctx context.Context, o *runsOptions) error {
 	if o.limit < 1 {
 		return usagef("trendfetch runs --limit 20", "--limit %d: must be at least 1", o.limit)
 	}
-	region, err := parseRegion(o.region)
-	if err != nil {
-		return err
-	}
-	st, err := o.engine.OpenStore(ctx, true)
+	region, st, err := openRegionStore(ctx, o.engine, o.region)
 	if err != nil {
 		return err
 	}

@@ -17,12 +17,9 @@ type scheduleOptions struct {
 	metricsAddr, serveAddr string // "" = off
 }
 
-// newScheduleCmd is `schedule`; runF (nil: scheduleRun) runs the parsed options.
-func newScheduleCmd(a *app, runF func(context.Context, *scheduleOptions) error) *cobra.Command {
+// newScheduleCmd is `schedule`: its flags fill the options scheduleRun runs.
+func newScheduleCmd(a *app) *cobra.Command {
 	o := &scheduleOptions{}
-	if runF == nil {
-		runF = scheduleRun
-	}
 	cmd := &cobra.Command{
 		Use:   "schedule [--metrics-addr 127.0.0.1:9464]",
 		Short: "Run every configured region on its schedule in one long-lived process",
@@ -42,7 +39,7 @@ second signal exits at once. A rejected API key stops the scheduler (exit 2).`,
 		PreRunE: a.withConfig,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o.engine, o.cfg, o.lookupEnv = a.engine(), a.cfg, a.lookupEnv
-			return runF(cmd.Context(), o)
+			return scheduleRun(cmd.Context(), o)
 		},
 	}
 	cmd.Flags().StringVar(&o.metricsAddr, "metrics-addr", "", `serve Prometheus /metrics and liveness /healthz on this host:port, e.g. 127.0.0.1:9464 ("" = off)`)

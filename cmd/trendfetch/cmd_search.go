@@ -24,12 +24,9 @@ type searchOptions struct {
 	bold   bool // matches in bold (a terminal without NO_COLOR), else in brackets
 }
 
-// newSearchCmd is `search`; runF (nil: searchRun) runs the parsed options.
-func newSearchCmd(a *app, runF func(context.Context, *searchOptions) error) *cobra.Command {
+// newSearchCmd is `search`: its flags fill the options searchRun runs.
+func newSearchCmd(a *app) *cobra.Command {
 	o := &searchOptions{}
-	if runF == nil {
-		runF = searchRun
-	}
 	cmd := &cobra.Command{
 		Use:   "search QUERY",
 		Short: "Full-text search over everything ingested (local, costs no quota)",
@@ -44,7 +41,7 @@ Chinese, Korean and Thai match as substrings of titles and channel titles.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.io, o.engine, o.text = a.ioStreams, a.engine(), strings.Join(args, " ")
 			o.bold = a.stdoutTTY && os.Getenv("NO_COLOR") == ""
-			return runF(cmd.Context(), o)
+			return searchRun(cmd.Context(), o)
 		},
 	}
 	cmd.Flags().StringVar(&o.region, "region", "", "only videos seen in this region's charts")
@@ -62,11 +59,7 @@ func searchRun(ctx context.Context, o *searchOptions) error {
 	if err != nil {
 		return err
 	}
-	region, err := parseRegion(o.region)
-	if err != nil {
-		return err
-	}
-	st, err := o.engine.OpenStore(ctx, true)
+	region, st, err := openRegionStore(ctx, o.engine, o.region)
 	if err != nil {
 		return err
 	}

@@ -19,12 +19,9 @@ type serveOptions struct {
 	addr, tokenFile string        // "" = the configured one
 }
 
-// newServeCmd is `serve`; runF (nil: serveRun) runs the parsed options.
-func newServeCmd(a *app, runF func(context.Context, *serveOptions) error) *cobra.Command {
+// newServeCmd is `serve`: its flags fill the options serveRun runs.
+func newServeCmd(a *app) *cobra.Command {
 	o := &serveOptions{}
-	if runF == nil {
-		runF = serveRun
-	}
 	cmd := &cobra.Command{
 		Use:   "serve [--addr ADDR] [--token-file FILE]",
 		Short: "Serve the read API (/v1/...) and the dashboard (/) from the local database",
@@ -46,7 +43,7 @@ SIGINT stops it gracefully (exit 0).`,
 		PreRunE: a.withConfig,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o.engine, o.log, o.settings = a.engine(), a.log, &a.cfg.Serve
-			return runF(cmd.Context(), o)
+			return serveRun(cmd.Context(), o)
 		},
 	}
 	cmd.Flags().StringVar(&o.addr, "addr", "", "listen address (default serve.addr, 127.0.0.1:8080)")

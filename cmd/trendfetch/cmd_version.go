@@ -51,22 +51,26 @@ func buildInfo() versionInfo {
 	return v
 }
 
+// newVersionCmd is `version`.
 func newVersionCmd(a *app) *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "version [--json]",
 		Short: "Print the version, the Go version and the versions of the pinned dependencies",
 		Args:  cobra.NoArgs,
-		RunE: func(*cobra.Command, []string) error {
-			if asJSON {
-				return a.printJSON(buildInfo())
-			}
-			_, err := fmt.Fprintln(a.stdout, versionString())
-			return err
-		},
+		RunE:  func(*cobra.Command, []string) error { return versionRun(a.ioStreams, asJSON) },
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON: version, revision, go_version, platform, modules")
 	return cmd
+}
+
+// versionRun prints the version line (versionString), or buildInfo as JSON.
+func versionRun(s ioStreams, asJSON bool) error {
+	if asJSON {
+		return s.printJSON(buildInfo())
+	}
+	_, err := fmt.Fprintln(s.stdout, versionString())
+	return err
 }
 
 // versionString is what `version` and `--version` print: "trendfetch

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"io"
 	"slices"
@@ -10,12 +11,22 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/trendfetch/trendfetch/internal/engine"
 	"github.com/trendfetch/trendfetch/internal/store"
 	"github.com/trendfetch/trendfetch/internal/termtext"
 )
 
+// videoOptions is what `video` was asked (its id and flags) and where it writes.
+type videoOptions struct {
+	io     ioStreams
+	engine *engine.Engine
+	id     string // parsed from the id or link typed
+	asJSON bool
+}
+
+// newVideoCmd is `video`.
 func newVideoCmd(a *app) *cobra.Command {
-	var asJSON bool
+	o := &videoOptions{}
 	cmd := &cobra.Command{
 		Use:   "video ID|URL",
 		Short: "Show a stored video and its history: every capture it was in, every statistics point",
@@ -41,33 +52,38 @@ music.; &t= and other parameters ignored), youtu.be/ID, youtube.com/shorts/ID,
 			if len(args) != 1 {
 				return usagef("trendfetch video dQw4w9WgXcQ", "video takes one video id or URL (got %d arguments)", len(args))
 			}
-			id, err := store.ParseVideoID(args[0])
-			if err != nil {
+			if o.id, err = store.ParseVideoID(args[0]); err != nil {
 				return usagef("trendfetch video dQw4w9WgXcQ", "%v", err)
 			}
 			if err := a.loadConfig(); err != nil { // flags parsed above, not before PreRunE
 				return err
 			}
-			st, err := a.engine().OpenStore(cmd.Context(), true)
-			if err != nil {
-				return err
-			}
-			defer st.Close()
-			h, err := st.History(cmd.Context(), id)
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				return a.printJSON(h)
-			}
-			// One buffered write: the scrubbing stdout costs per Write call.
-			bw := bufio.NewWriterSize(a.stdout, 64<<10)
-			printHistory(bw, h, a.stdoutTTY)
-			return bw.Flush()
+			o.io, o.engine = a.ioStreams, a.engine()
+			return videoRun(cmd.Context(), o)
 		},
 	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the video and its history as JSON (null = unknown)")
+	cmd.Flags().BoolVar(&o.asJSON, "json", false, "print the video and its history as JSON (null = unknown)")
 	return cmd
+}
+
+// videoRun prints the stored history of the video o names.
+func videoRun(ctx context.Context, o *videoOptions) error {
+	_, st, err := openRegionStore(ctx, o.engine, "")
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	h, err := st.History(ctx, o.id)
+	if err != nil {
+		return err
+	}
+	if o.asJSON {
+		return o.io.printJSON(h)
+	}
+	// One buffered write: the scrubbing stdout costs per Write call.
+	bw := bufio.NewWriterSize(o.io.stdout, 64<<10)
+	printHistory(bw, h, o.io.stdoutTTY)
+	return bw.Flush()
 }
 
 // videoArgs parses the flags of `video` from raw and returns the

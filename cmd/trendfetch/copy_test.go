@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/trendfetch/trendfetch/internal/exitcode"
 	"github.com/trendfetch/trendfetch/internal/fetch/youtubetest"
 	"github.com/trendfetch/trendfetch/internal/store"
 )
@@ -15,8 +16,7 @@ import (
 // into SQLite (searches, channels, categories, the statistics step), then
 // `copy` moves them into PostgreSQL: both stores export the same bytes
 // (CSV in both layouts, JSON Lines), a second copy copies nothing, and the
-// URL's password is in no output. Without a PostgreSQL destination, or
-// without a SQLite source, it exits 2 naming the setting.
+// URL's password is in no output.
 func TestCopyCommand(t *testing.T) {
 	data := youtubetest.DataDir(t)
 	emu := youtubetest.New()
@@ -108,21 +108,6 @@ func TestCopyCommand(t *testing.T) {
 	if res.code != 0 || !strings.Contains(res.stdout, "entries                   0 rows copied") {
 		t.Errorf("copy: exit %d\n%s%s", res.code, res.stdout, res.stderr)
 	}
-
-	for _, c := range []struct {
-		args []string
-		want string
-	}{
-		{[]string{"copy", "--from", e.dbPath()}, "database: copy writes into PostgreSQL"},
-		{[]string{"--database", db, "copy", "--from", filepath.Join(e.dir, "none.db")}, "--from " + filepath.Join(e.dir, "none.db") + ": no trendfetch SQLite database"},
-		{[]string{"--database", db, "copy"}, "--from: give the SQLite database"},
-		{[]string{"--database", db, "copy", "--from", db}, "--from: copy reads a SQLite file"},
-	} {
-		res := e.run(append([]string{"--config", cfg}, c.args...)...)
-		if res.code != 2 || !strings.Contains(res.stderr, c.want) || strings.Contains(res.rawStderr, pw) {
-			t.Errorf("%v: exit %d, want 2 and %q\n%s", c.args, res.code, c.want, res.rawStderr)
-		}
-	}
 }
 
 // firstLineDiff shows the first line where a and b differ.
@@ -134,4 +119,55 @@ func firstLineDiff(a, b string) string {
 		}
 	}
 	return "one is a prefix of the other"
+}
+
+// TestCopyRun: `copy` without --from, into SQLite, from a file that is no
+// database or from a URL is a usage error naming the setting and not the
+// URL's password; into PostgreSQL it reports the rows written per table
+// (JSON), and a second copy writes none.
+func TestCopyRun(t *testing.T) {
+	p := newInproc(t, "", nil)
+	p.seed(2, "US")
+	ctx := context.Background()
+	copyTo := func(database string, o copyOptions) error {
+		t.Helper()
+		if *p.a.flags["database"] = database; p.a.loadConfig() != nil {
+			t.Fatalf("database %s refused", database)
+		}
+		p.reset()
+		o.io, o.engine = p.a.ioStreams, p.engine()
+		return copyRun(ctx, &o)
+	}
+	const pg = "postgres://tf:copy-s3cret@127.0.0.1:1/none"
+	none := filepath.Join(p.dir, "none.db")
+	for _, c := range []struct {
+		database, from, want string
+	}{
+		{p.db, p.db, "database: copy writes into PostgreSQL"},
+		{pg, "", "--from: give the SQLite database"},
+		{pg, none, "--from " + none + ": no trendfetch SQLite database"},
+		{pg, pg, "--from: copy reads a SQLite file"},
+	} {
+		if err := copyTo(c.database, copyOptions{from: c.from}); exit(err) != exitcode.Usage || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "s3cret") {
+			t.Errorf("copy --from %q into %s: %v (exit %d), want exit 2 and %q", c.from, c.database, err, exit(err), c.want)
+		}
+	}
+	_, url := pgDatabase(t)
+	var out struct {
+		Tables  []store.Copied `json:"tables"`
+		Seconds *float64       `json:"seconds"`
+	}
+	if err := copyTo(url, copyOptions{from: p.db, asJSON: true}); err != nil || json.Unmarshal(p.out.Bytes(), &out) != nil || out.Seconds == nil {
+		t.Fatalf("copy --json: %v\n%s", err, p.out.String())
+	}
+	rows := map[string]int64{}
+	for _, c := range out.Tables {
+		rows[c.Table] = c.Rows
+	}
+	if rows["runs"] != 2 || rows["captures"] != 2 || rows["entries"] != 6 {
+		t.Errorf("copied %v, want 2 runs, 2 captures, 6 entries", rows)
+	}
+	if err := copyTo(url, copyOptions{from: p.db}); err != nil || !strings.Contains(p.out.String(), "entries                   0 rows copied\n") {
+		t.Errorf("second copy: %v\n%s", err, p.out.String())
+	}
 }

@@ -1,25 +1,23 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/trendfetch/trendfetch/internal/exitcode"
 	"github.com/trendfetch/trendfetch/internal/store"
 )
 
 // TestCoverageCommand: `coverage` lists the slots of the configured schedule with the runs
 // other hosts recorded (captured, running, missed), as JSON and for people (the time zone
-// named); bad --since and an unscheduled --region exit 2.
+// named); bad --since and an unscheduled --region are usage errors (exit 2).
 func TestCoverageCommand(t *testing.T) {
-	e := newEnv(t)
-	cfg := e.writeConfig("database: " + e.dbPath() + "\nregions: [US]\nschedule:\n  every: 1h\n  timezone: UTC\n")
-	os.MkdirAll(filepath.Dir(e.dbPath()), 0o755)
-	st, err := store.Open(context.Background(), e.dbPath())
+	p := newInproc(t, "regions: [US]\nschedule:\n  every: 1h\n  timezone: UTC\n", nil)
+	st, err := store.Open(context.Background(), p.db)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,7 +33,11 @@ func TestCoverageCommand(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res := e.run("--config", cfg, "coverage", "--since", "3h", "--json")
+	coverage := func(o coverageOptions) error {
+		p.reset()
+		o.io, o.engine = p.a.ioStreams, p.engine()
+		return coverageRun(ctx, &o)
+	}
 	var c struct {
 		Timezone string
 		Regions  []struct {
@@ -43,21 +45,22 @@ func TestCoverageCommand(t *testing.T) {
 			Slots  []struct{ Outcome string }
 		}
 	}
-	if err := json.Unmarshal([]byte(res.stdout), &c); res.code != 0 || err != nil || len(c.Regions) != 1 {
-		t.Fatalf("coverage --json: exit %d (%v):\n%s%s", res.code, err, res.stdout, res.stderr)
+	if err := coverage(coverageOptions{since: "3h", asJSON: true}); err != nil || json.Unmarshal(p.out.Bytes(), &c) != nil || len(c.Regions) != 1 {
+		t.Fatalf("coverage --json: %v:\n%s", err, p.out.String())
 	}
 	if tot := c.Regions[0].Totals; tot["captured"] != 1 || tot["missed"] != 1 || tot["running"] != 1 || len(c.Regions[0].Slots) != 3 || c.Timezone != "UTC" {
-		t.Errorf("coverage --json: %s", res.stdout)
+		t.Errorf("coverage --json: %s", p.out.String())
 	}
-	res = e.run("--config", cfg, "coverage", "--since", "3h")
+	err = coverage(coverageOptions{since: "3h"})
 	for _, want := range []string{"times in UTC", "fetch-b", "whole", "missed", "no run started", "totals: captured 1, denied 0, failed 0, interrupted 0, running 1, missed 1"} {
-		if res.code != 0 || !strings.Contains(res.stdout, want) {
-			t.Errorf("coverage: exit %d, no %q in:\n%s%s", res.code, want, res.stdout, res.stderr)
+		if err != nil || !strings.Contains(p.out.String(), want) {
+			t.Errorf("coverage: %v, no %q in:\n%s", err, want, p.out.String())
 		}
 	}
-	for _, args := range [][]string{{"--since", "soon"}, {"--since", "-1h"}, {"--region", "JP"}} {
-		if res = e.run(append([]string{"--config", cfg, "coverage"}, args...)...); res.code != 2 || !strings.Contains(res.stderr, args[1]) {
-			t.Errorf("coverage %v: exit %d, stderr %s", args, res.code, res.stderr)
+	for _, o := range []coverageOptions{{since: "soon"}, {since: "-1h"}, {since: "3h", region: "JP"}, {since: "3h", region: "XX"}} {
+		want := cmp.Or(o.region, o.since)
+		if err := coverage(o); exit(err) != exitcode.Usage || !strings.Contains(err.Error(), want) {
+			t.Errorf("coverage %+v: %v (exit %d), want exit 2 naming the flag's value", o, err, exit(err))
 		}
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/trendfetch/trendfetch/internal/engine"
 	"github.com/trendfetch/trendfetch/internal/exitcode"
 	"github.com/trendfetch/trendfetch/internal/regions"
+	"github.com/trendfetch/trendfetch/internal/store"
 	"github.com/trendfetch/trendfetch/internal/termtext"
 )
 
@@ -61,6 +62,17 @@ func parseRegion(s string) (string, error) {
 		return "", &usageError{Err: err, Hint: "trendfetch regions"}
 	}
 	return r, nil
+}
+
+// openRegionStore reads --region (parseRegion) and opens the read store,
+// which the caller closes: the first step of the commands that read.
+func openRegionStore(ctx context.Context, e *engine.Engine, region string) (string, *store.Store, error) {
+	r, err := parseRegion(region)
+	if err != nil {
+		return "", nil, err
+	}
+	st, err := e.OpenStore(ctx, true)
+	return r, st, err
 }
 
 // is reports whether err's chain holds a T (errors.As).

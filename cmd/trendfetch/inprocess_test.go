@@ -23,6 +23,7 @@ type inproc struct {
 	t           *testing.T
 	a           *app
 	dir, db     string
+	cfg         string // the configuration file
 	out, errOut bytes.Buffer
 }
 
@@ -31,8 +32,8 @@ func newInproc(t *testing.T, yaml string, env map[string]string) *inproc {
 	t.Helper()
 	p := &inproc{t: t, dir: t.TempDir()}
 	p.db = filepath.Join(p.dir, "trendfetch.db")
-	cfg := filepath.Join(p.dir, "trendfetch.yaml")
-	if err := os.WriteFile(cfg, []byte(yaml), 0o600); err != nil {
+	p.cfg = filepath.Join(p.dir, "trendfetch.yaml")
+	if err := os.WriteFile(p.cfg, []byte(yaml), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
@@ -42,11 +43,30 @@ func newInproc(t *testing.T, yaml string, env map[string]string) *inproc {
 			p.a.flags[s.Flag] = new(string)
 		}
 	}
-	*p.a.flags["config"], *p.a.flags["database"] = cfg, p.db
+	*p.a.flags["config"], *p.a.flags["database"] = p.cfg, p.db
 	if err := p.a.loadConfig(); err != nil {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// execute runs the command line args in-process as Main does (after
+// --config and --database of p), flags parsed by cobra, without Main's
+// signals, scrubbing and error report; the app then holds what it loaded.
+func (p *inproc) execute(args ...string) error {
+	root := newRootCmd(p.a)
+	root.SetArgs(append([]string{"--config", p.cfg, "--database", p.db}, args...))
+	return root.ExecuteContext(context.Background())
+}
+
+// capture runs the engine's run of regions in-process against the
+// emulator at url (p's env gives the API key, YOUTUBE_API_KEY).
+func (p *inproc) capture(url string, regions ...string) {
+	p.t.Helper()
+	p.a.cfg.API.Endpoint = url
+	if err := p.engine().Run(context.Background(), regions, false); err != nil {
+		p.t.Fatalf("run %v: %v\n%s", regions, err, p.errOut.String())
+	}
 }
 
 // engine is the app's engine.

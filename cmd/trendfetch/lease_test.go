@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/trendfetch/trendfetch/internal/exitcode"
 	procinfo "github.com/trendfetch/trendfetch/internal/proc"
 	"github.com/trendfetch/trendfetch/internal/quota"
 	"github.com/trendfetch/trendfetch/internal/quota/redistest"
@@ -226,34 +227,65 @@ func TestLeaseHoldersByRule(t *testing.T) {
 	}
 }
 
-// TestLeaseHolderIsTerminalSafe: a lease holder read from the shared
-// backend (here not trendfetch's holder at all) full of terminal escapes
-// reaches the human lines of `lease list` and `lease release` only as
-// visible escapes (\x1b, \u202e); --json keeps the exact text. (The JSON
-// log line of a release is machine output and keeps it too.)
-func TestLeaseHolderIsTerminalSafe(t *testing.T) {
-	_, url, e := sampleEnv(t, "US")
-	if res := e.run("--api-endpoint", url, "run", "--region", "US"); res.code != 0 { // creates quota.db
-		t.Fatalf("first run: exit %d\n%s", res.code, res.stderr)
+// TestLeaseListAndRelease: `lease list` shows a held lease (JSON: the
+// exact holder; the table: its terminal escapes made visible); `lease
+// release` asks for --yes (exit 2), then releases it, then finds none.
+func TestLeaseListAndRelease(t *testing.T) {
+	p := newInproc(t, "", nil)
+	ctx := context.Background()
+	o := &leaseOptions{engine: p.engine(), credential: "default"}
+	o.io = p.a.ioStreams
+	if err := leaseListRun(ctx, o); err != nil || p.out.String() != "no region leases held\n" {
+		t.Errorf("lease list without a quota database: %v %q", err, p.out.String())
 	}
-	plantLease(t, filepath.Join(e.dir, "data", "trendfetch", "quota.db"), hostileTitle)
+	lim, err := o.engine.OpenLimiter(false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lim.Close()
+	if _, err := lim.AcquireLease(ctx, "default", "US", time.Hour, hostileTitle); err != nil {
+		t.Fatal(err)
+	}
 	var leases []leaseJSON
-	res := e.run("lease", "list", "--json")
-	if err := json.Unmarshal([]byte(res.stdout), &leases); err != nil || len(leases) != 1 || leases[0].Holder != hostileTitle {
-		t.Errorf("lease list --json: %v %+v, want the exact holder", err, leases)
+	p.reset()
+	o.asJSON = true
+	if err := leaseListRun(ctx, o); err != nil || json.Unmarshal(p.out.Bytes(), &leases) != nil || len(leases) != 1 ||
+		leases[0].Holder != hostileTitle || leases[0].Region != "US" || leases[0].ExpiresInMs <= 0 {
+		t.Errorf("lease list --json: %v %+v, want US with the exact holder", err, leases)
 	}
-	for _, args := range [][]string{{"lease", "list"}, {"lease", "release", "--region", "US"}, {"lease", "release", "--region", "US", "--yes"}} {
-		res := e.run(args...)
-		var human []string
-		for _, line := range strings.Split(res.stdout+res.stderr, "\n") {
-			if !strings.HasPrefix(line, `{"level":`) {
-				human = append(human, line)
-			}
+	human := func(step string, err error) {
+		t.Helper()
+		out := p.out.String()
+		if err != nil {
+			out += err.Error()
 		}
-		out := strings.Join(human, "\n")
 		if bad := terminalUnsafe(out); bad != "" || !strings.Contains(out, `\x1b]0;pwned\x07`) || !strings.Contains(out, `\u202e`) {
-			t.Errorf("%v (exit %d): terminal-unsafe %q, or the holder not shown escaped:\n%s", args, res.code, bad, out)
+			t.Errorf("%s: terminal-unsafe %q, or the holder not shown escaped:\n%s", step, bad, out)
 		}
+		p.reset()
+	}
+	p.reset()
+	o.asJSON = false
+	human("lease list", leaseListRun(ctx, o))
+	for _, bad := range []string{"", "XX"} {
+		if o.region = bad; exit(leaseReleaseRun(ctx, o)) != exitcode.Usage {
+			t.Errorf("lease release --region %q: want a usage error", bad)
+		}
+	}
+	o.region = "us"
+	err = leaseReleaseRun(ctx, o)
+	if exit(err) != exitcode.Usage || !strings.Contains(err.Error(), "--yes") {
+		t.Errorf("release without --yes: %v, want exit 2 asking for --yes", err)
+	}
+	human("lease release", err)
+	o.yes = true
+	err = leaseReleaseRun(ctx, o)
+	if err != nil || !strings.HasPrefix(p.out.String(), "released region US of credential default (held by ") {
+		t.Errorf("release --yes: %v %q", err, p.out.String())
+	}
+	human("lease release --yes", err)
+	if err := leaseReleaseRun(ctx, o); err != nil || p.out.String() != "region US of credential default: no lease held\n" {
+		t.Errorf("release of a free region: %v %q", err, p.out.String())
 	}
 }
 

@@ -366,26 +366,6 @@ func TestBadInputExits2WritingNothing(t *testing.T) {
 	}
 }
 
-func TestHelpVersionAndEmptyStatus(t *testing.T) {
-	e := newEnv(t)
-	res := e.run("--help")
-	if res.code != 0 || !strings.Contains(res.stdout, "75   stopped cleanly") || !strings.Contains(res.stdout, "Exit codes:") {
-		t.Errorf("--help (exit %d) lacks the exit codes:\n%s", res.code, res.stdout)
-	}
-	res = e.run("version")
-	if res.code != 0 || !strings.HasPrefix(res.stdout, "trendfetch ") {
-		t.Errorf("version: exit %d, %q", res.code, res.stdout)
-	}
-	res = e.run("quota", "status")
-	if res.code != 0 || !strings.Contains(res.stdout, "units") || !strings.Contains(res.stdout, "0/9500") {
-		t.Errorf("quota status on a fresh machine: exit %d\n%s%s", res.code, res.stdout, res.stderr)
-	}
-	res = e.run("search", "anything")
-	if res.code != 4 || !strings.Contains(res.stderr, "`trendfetch run` creates it") || res.stdout != "" {
-		t.Errorf("search without a database: exit %d, want 4 with a note and no output\n%s%s", res.code, res.stdout, res.stderr)
-	}
-}
-
 // TestSignalsAndLease: SIGTERM mid-run exits 143 and records the run as
 // interrupted with whole pages only; while a run holds the region's lease a
 // second `run` of that region exits 3 at once.

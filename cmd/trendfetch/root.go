@@ -161,9 +161,9 @@ Redis shared by every host); on denial a run stops cleanly and exits 75.
 			a.flags[s.Flag] = root.PersistentFlags().String(s.Flag, "", s.Help+"; env $"+s.Env)
 		}
 	}
-	root.AddCommand(newRunCmd(a), newSearchCmd(a, nil), newRunsCmd(a, nil), newQuotaCmd(a), newVersionCmd(a))
-	root.AddCommand(newScheduleCmd(a, nil), newCrontabCmd(a), newRegionsCmd(a, nil), newLeaseCmd(a), newPlanCmd(a))
-	root.AddCommand(newChartCmd(a, nil), newVideoCmd(a), newExportCmd(a, nil), newPruneCmd(a, nil), newServeCmd(a, nil), newCopyCmd(a), newCoverageCmd(a))
+	root.AddCommand(newRunCmd(a), newSearchCmd(a), newRunsCmd(a), newQuotaCmd(a), newVersionCmd(a))
+	root.AddCommand(newScheduleCmd(a), newCrontabCmd(a), newRegionsCmd(a), newLeaseCmd(a), newPlanCmd(a))
+	root.AddCommand(newChartCmd(a), newVideoCmd(a), newExportCmd(a), newPruneCmd(a), newServeCmd(a), newCopyCmd(a), newCoverageCmd(a))
 	argsAreUsage(root)
 	return root
 }

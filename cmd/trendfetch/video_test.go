@@ -6,25 +6,22 @@ import (
 	"testing"
 	"time"
 
+	"github.com/trendfetch/trendfetch/internal/exitcode"
 	"github.com/trendfetch/trendfetch/internal/fetch/youtubetest"
 	"github.com/trendfetch/trendfetch/internal/store"
 )
 
 // TestVideoTakesDashIDsAndLinks: `video` takes an id that starts with '-'
 // as typed, before or after its flags, and the links people paste; other
-// input exits 2 naming what is wrong.
+// input is a usage error (exit 2) naming what is wrong.
 func TestVideoTakesDashIDsAndLinks(t *testing.T) {
 	const id = "-2RVw2_QyxQ"
 	chart := youtubetest.Sample()
 	chart[0].Id = id
 	emu := youtubetest.New()
 	emu.SetChart("US", chart)
-	url := emu.StartTest(t)
-	e := newEnv(t)
-	e.vars["YOUTUBE_API_KEY"] = "k"
-	if res := e.run("--api-endpoint", url, "run", "--region", "US"); res.code != 0 {
-		t.Fatalf("run: exit %d\n%s", res.code, res.stderr)
-	}
+	p := newInproc(t, "", map[string]string{"YOUTUBE_API_KEY": "k"})
+	p.capture(emu.StartTest(t), "US")
 	for _, args := range [][]string{
 		{"video", id, "--json"},
 		{"video", "--json", id},
@@ -35,17 +32,18 @@ func TestVideoTakesDashIDsAndLinks(t *testing.T) {
 		{"video", "--json", "https://youtube.com/shorts/" + id},
 		{"video", "--json", "www.youtube.com/live/" + id + "?feature=share"},
 	} {
-		res := e.run(args...)
+		p.reset()
+		err := p.execute(args...)
 		var h store.VideoHistory
-		if err := json.Unmarshal([]byte(res.stdout), &h); res.code != 0 || err != nil || h.Video.ID != id || !strings.Contains(res.stdout, `"changes":`) {
-			t.Errorf("%v: exit %d, id %q %v\n%s", args, res.code, h.Video.ID, err, res.stderr)
+		if jerr := json.Unmarshal(p.out.Bytes(), &h); err != nil || jerr != nil || h.Video.ID != id || !strings.Contains(p.out.String(), `"changes":`) {
+			t.Errorf("%v: %v, id %q %v\n%s", args, err, h.Video.ID, jerr, p.out.String())
 		}
 	}
-	if res := e.run("video", id); res.code != 0 || !strings.Contains(res.stdout, "https://youtu.be/"+id) {
-		t.Errorf("video %s: exit %d\n%s%s", id, res.code, res.stdout, res.stderr)
+	if p.reset(); p.execute("video", id) != nil || !strings.Contains(p.out.String(), "https://youtu.be/"+id) {
+		t.Errorf("video %s:\n%s", id, p.out.String())
 	}
-	if res := e.run("video", "--help"); res.code != 0 || !strings.Contains(res.stdout, "youtu.be/ID") {
-		t.Errorf("video --help: exit %d\n%s", res.code, res.stdout)
+	if p.reset(); p.execute("video", "--help") != nil || !strings.Contains(p.out.String(), "youtu.be/ID") {
+		t.Errorf("video --help:\n%s", p.out.String())
 	}
 	for args, want := range map[string]string{
 		"abc":                                   "not an 11-character id",
@@ -55,10 +53,12 @@ func TestVideoTakesDashIDsAndLinks(t *testing.T) {
 		"--bogus":                               "unknown flag: --bogus",
 		id + " " + id:                           "one video id or URL",
 	} {
-		res := e.run(append([]string{"video"}, strings.Fields(args)...)...)
-		if res.code != 2 || !strings.Contains(res.stderr, want) {
-			t.Errorf("video %s: exit %d, want 2 saying %q\n%s", args, res.code, want, res.stderr)
+		if err := p.execute(append([]string{"video"}, strings.Fields(args)...)...); exit(err) != exitcode.Usage || !strings.Contains(err.Error(), want) {
+			t.Errorf("video %s: %v (exit %d), want exit 2 saying %q", args, err, exit(err), want)
 		}
+	}
+	if err := p.execute("video", "sample-0099"); exit(err) != exitcode.NotFound {
+		t.Errorf("video of an id never captured: %v (exit %d), want %d", err, exit(err), exitcode.NotFound)
 	}
 }
 
