@@ -64,7 +64,8 @@ outcome reason retry_after_ms:bigint retry_at pid:bigint host calls`, from: "run
 INSERT INTO runs (%[2]s) SELECT %[3]s FROM %[1]s WHERE ` + runID("") + ` IS NULL`, `
 UPDATE runs r SET (finished_at, pages, videos, units, unmetered, outcome, reason, retry_after_ms, retry_at, calls) =
     (b.finished_at, b.pages, b.videos, b.units, b.unmetered, b.outcome, b.reason, b.retry_after_ms, b.retry_at, b.calls)
-FROM %[1]s WHERE r.id = ` + runID("") + ` AND r.outcome = 'running' AND b.outcome <> 'running'`}},
+FROM %[1]s WHERE r.id = ` + runID("") + ` AND r.finished_at IS NULL AND b.outcome <> 'running'
+    AND (r.outcome = 'running' OR b.finished_at IS NOT NULL)`}},
 	// A capture travels with its entries (e) and its run's natural key (run_*).
 	{table: "captures", fields: `id:bigint region kind query captured_at complete:bigint e:jsonb=json(t.e) run_id:bigint=r.id
 run_region=r.region run_started_at=r.started_at run_host=r.host run_pid:bigint=r.pid run_credential=r.credential`,
@@ -159,6 +160,11 @@ func (s *Store) CopyFrom(ctx context.Context, src *Store) ([]Copied, error) {
 		return nil, fmt.Errorf("cannot read %s: %w", src.path, err)
 	}
 	defer release()
+	unlock, err := advisoryLock(ctx, s.db, "lock_shared", copyLockKey)
+	if err != nil {
+		return nil, fmt.Errorf("cannot take the copy lock: %w", err)
+	}
+	defer unlock()
 	var out []Copied
 	for _, c := range copySteps {
 		n, err := s.copyStep(ctx, tx, c)

@@ -3,6 +3,7 @@ package store
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"runtime"
 	"slices"
@@ -290,6 +291,64 @@ func checkRunsOrder(t *testing.T, s *Store, n int) {
 		if got[i].ID == got[i-1].ID || got[i].StartedAt.After(got[i-1].StartedAt) || all[i].StartedAt.After(all[i-1].StartedAt) {
 			t.Errorf("run %d (started %s) after run %d (started %s)", got[i].ID, got[i].StartedAt, got[i-1].ID, got[i-1].StartedAt)
 		}
+	}
+}
+
+// TestCopyBesideLiveHosts: a copy succeeds while another host runs and
+// prunes the destination, and writes everything (a second copy writes
+// nothing); a run copied while running, then abandoned by a run of the
+// destination, ends with its source's outcome after the next copy (issue
+// 39 item 6).
+func TestCopyBesideLiveHosts(t *testing.T) {
+	ctx := context.Background()
+	src, _ := openTest(t)
+	for d := range 3 {
+		fillDay(t, src, d, "US", "GB") // GB's run of day 2 left running
+	}
+	dst := openPG(t)
+	stop, done := make(chan struct{}), make(chan error)
+	go func(live *Store) {
+		for i := 0; ; i++ {
+			id, err := live.StartRun(ctx, Run{Region: "JP", Host: "b"})
+			if err == nil {
+				err = live.SaveSnapshot(ctx, Snapshot{RunID: id, Region: "JP", FirstRank: 1, Videos: testVideos(fmt.Sprint("JP", i), 3)})
+			}
+			if _, perr := live.Prune(ctx, time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), false); err == nil && !errors.Is(perr, errCopying) {
+				err = perr
+			}
+			select {
+			case <-stop:
+				done <- err
+				return
+			default:
+			}
+		}
+	}(reopen(t, dst))
+	for range 3 {
+		if _, err := dst.CopyFrom(ctx, src); err != nil {
+			t.Errorf("copy beside a running and pruning host: %v", err)
+		}
+	}
+	close(stop)
+	if err := <-done; err != nil {
+		t.Fatalf("the other host: %v", err)
+	}
+	again, err := dst.CopyFrom(ctx, src)
+	for _, c := range again {
+		if c.Rows != 0 || err != nil {
+			t.Errorf("a copy after those beside the live host wrote %d rows into %s (%v)", c.Rows, c.Table, err)
+		}
+	}
+	if _, err := dst.AbandonRuns(ctx, "default", "GB", time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	fillDay(t, src, 3, "US")
+	if _, err := dst.CopyFrom(ctx, src); err != nil {
+		t.Fatal(err)
+	}
+	var outcome string
+	if err := dst.db.QueryRow(`SELECT outcome FROM runs WHERE region = 'GB' AND started_at LIKE '2026-03-03%'`).Scan(&outcome); err != nil || outcome != "success" {
+		t.Errorf("the run copied while running, abandoned, then finished at the source: %q (%v), want success", outcome, err)
 	}
 }
 

@@ -34,10 +34,17 @@ var pgDialect = &dialect{
 	transient:  func(error) bool { return false },
 }
 
-// lockPolicyPG takes the transaction's turn among hosts applying the policy.
+// lockPolicyPG takes the transaction's turn among hosts applying the policy;
+// errCopying while a copy holds copyLockKey.
 func lockPolicyPG(ctx context.Context, tx *sql.Tx) error {
-	_, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(?)`, int64(policyLockKey))
-	return err
+	var free bool
+	if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(?)`, int64(policyLockKey)); err != nil {
+		return err
+	}
+	if err := tx.QueryRowContext(ctx, `SELECT pg_try_advisory_xact_lock(?)`, int64(copyLockKey)).Scan(&free); err != nil || free {
+		return err
+	}
+	return errCopying
 }
 
 // checkPG verifies that video_search matches every video's text.
@@ -163,14 +170,27 @@ func postgresVersion(ctx context.Context, q sqlitedb.Querier) (int, error) {
 
 // migratePostgres is sqlitedb.Migrate under the advisory lock.
 func migratePostgres(ctx context.Context, db *sql.DB, name string, migs []sqlitedb.Migration) error {
-	conn, err := db.Conn(ctx)
+	release, err := advisoryLock(ctx, db, "lock", migrationLockKey)
 	if err != nil {
-		return err
-	}
-	defer conn.Close()
-	if _, err := conn.ExecContext(ctx, `SELECT pg_advisory_lock(?)`, int64(migrationLockKey)); err != nil {
 		return fmt.Errorf("cannot take the migration lock: %w", err)
 	}
-	defer conn.ExecContext(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock(?)`, int64(migrationLockKey)) //nolint:errcheck
+	defer release()
 	return sqlitedb.Migrate(ctx, db, name, migs, postgresVersion)
+}
+
+// advisoryLock takes the session advisory lock key with pg_advisory_<kind>
+// ("lock" or "lock_shared") on a connection of db, held until release.
+func advisoryLock(ctx context.Context, db *sql.DB, kind string, key int64) (release func(), err error) {
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := conn.ExecContext(ctx, `SELECT pg_advisory_`+kind+`(?)`, key); err != nil {
+		conn.Close()
+		return nil, err
+	}
+	return func() {
+		conn.ExecContext(context.WithoutCancel(ctx), `SELECT pg_advisory_un`+kind+`(?)`, key) //nolint:errcheck
+		conn.Close()
+	}, nil
 }

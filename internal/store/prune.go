@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -35,6 +36,11 @@ const pruneBatch = 200
 // of Prune and ApplyCutoffs on PostgreSQL: hosts applying the policy at once
 // take turns, so each row is deleted (and counted) once and none deadlock.
 const policyLockKey = migrationLockKey + 1
+
+// copyLockKey is held shared by each CopyFrom for its whole length, tried by
+// each write transaction of the storage policy (errCopying when held): what a
+// copy inserted before what references it is never an orphan to the policy.
+const copyLockKey = migrationLockKey + 2
 
 // pruneTx is withTx for the storage policy's writes (policyLockKey).
 func (s *Store) pruneTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
@@ -321,3 +327,6 @@ WHERE credential = ?2 AND started_at >= ?3`, method, credential, fmtTime(since))
 	}
 	return n, nil
 }
+
+// errCopying is the storage policy's error while a copy is in progress.
+var errCopying = errors.New("a copy into this database is in progress: the storage policy applies once it ended")
