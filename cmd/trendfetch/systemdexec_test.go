@@ -14,14 +14,17 @@ import (
 	"testing"
 
 	"github.com/trendfetch/trendfetch/internal/fetch/youtubetest"
+	"github.com/trendfetch/trendfetch/internal/quota/redistest"
 )
 
 // TestSystemdUnitRunsAsGenerated: the generated trendfetch-US.service, run as systemd would
 // run it (its ExecStart= argv after systemd's unquoting, as its User= or, with no such user
 // here, nobody; only its Environment= and a $CREDENTIALS_DIRECTORY holding the files its
 // LoadCredential= lines name), after the header's install steps, captures the chart with the
-// key and sends its check-ins: the key this environment gave reaches the unit as a
-// credential, and the check-in URL file (root's, 0600, as README says) is made readable.
+// key and sends its check-ins, with README's several-hosts configuration (the dataset in
+// PostgreSQL, the quota in Redis): the key this environment gave reaches the unit as a
+// credential, and the database, Redis and check-in URL files (root's, 0600, as README says)
+// are made readable by the header's steps.
 func TestSystemdUnitRunsAsGenerated(t *testing.T) {
 	if os.Geteuid() != 0 {
 		if os.Getenv("CI") == "true" {
@@ -43,18 +46,20 @@ func TestSystemdUnitRunsAsGenerated(t *testing.T) {
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	uid, gid := unitUser(t)
-	bin, cfg, data := filepath.Join(dir, "trendfetch"), filepath.Join(dir, "trendfetch.yaml"), filepath.Join(dir, "data")
+	bin, cfg := filepath.Join(dir, "trendfetch"), filepath.Join(dir, "trendfetch.yaml")
 	copyFile(t, binary, bin, 0o755)
-	// The check-in URL in a file as README says: root's, mode 0600.
-	urlFile := filepath.Join(dir, "checkin-url")
-	if err := os.WriteFile(urlFile, []byte(hc.URL+"/ping\n"), 0o600); err != nil {
+	// The URLs in files as README says: root's, mode 0600.
+	rdb := redistest.Start(t)
+	pgsrv, dbURL := pgDatabase(t)
+	writeFiles(t, dir, map[string]string{"checkin-url": hc.URL + "/ping", "database-url": dbURL, "redis-url": rdb.URL()}, 0o600)
+	config := "regions: [US]\nruns: {checkin_url_file: " + filepath.Join(dir, "checkin-url") + "}\n" +
+		"store: {url_file: " + filepath.Join(dir, "database-url") + "}\n" +
+		"quota: {backend: redis, redis: {url_file: " + filepath.Join(dir, "redis-url") + "}}\n"
+	if err := os.WriteFile(cfg, []byte(config), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(cfg, []byte("regions: [US]\ndatabase: "+filepath.Join(data, "tf.db")+"\nruns:\n  checkin_url_file: "+urlFile+"\n"), 0o644); err != nil {
+	if err := os.Chmod(dir, 0o755); err != nil {
 		t.Fatal(err)
-	}
-	if err := os.Mkdir(data, 0o750); err != nil || os.Chown(data, uid, gid) != nil || os.Chmod(dir, 0o755) != nil {
-		t.Fatal("data directory:", err)
 	}
 	gen := exec.Command(bin, "--config", cfg, "--api-endpoint", api, "crontab", "--format", "systemd")
 	gen.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + dir, "YOUTUBE_API_KEY=AIzaExecKey7f3q9"}
@@ -96,8 +101,10 @@ func TestSystemdUnitRunsAsGenerated(t *testing.T) {
 	if o, err := run.CombinedOutput(); err != nil {
 		t.Fatalf("%q as uid %d: %v\n%s\n%s", argv, uid, err, o, out)
 	}
-	if emu.Units("AIzaExecKey7f3q9") == 0 || pings.Load() < 2 || len(storedRuns(t, filepath.Join(data, "tf.db"))) != 1 {
-		t.Errorf("units spent with the credential's key %d, check-ins %d, runs %d", emu.Units("AIzaExecKey7f3q9"), pings.Load(), len(storedRuns(t, filepath.Join(data, "tf.db"))))
+	captures, err := pgsrv.Psql(dbURL, "-tAc", "SELECT count(*) FROM captures WHERE region = 'US'")
+	if emu.Units("AIzaExecKey7f3q9") == 0 || pings.Load() < 2 || strings.TrimSpace(captures) != "1" || rdb.Do("DBSIZE") == "0" {
+		t.Errorf("units spent with the credential's key %d, check-ins %d, captures %q (%v), Redis keys %s",
+			emu.Units("AIzaExecKey7f3q9"), pings.Load(), captures, err, rdb.Do("DBSIZE"))
 	}
 }
 

@@ -1,10 +1,8 @@
 package deploy
 
 import (
-	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"slices"
 	"strings"
 	"testing"
@@ -331,39 +329,5 @@ func TestShippedUnitInstallsAsGenerated(t *testing.T) {
 		if strings.Contains(line, "youtube-api-key") && strings.ContainsAny(line, "'\"") {
 			t.Errorf("the key is typed into a command line: %s", line)
 		}
-	}
-}
-
-// TestShippedUnitCanReadTheBootID: under the /proc the shipped unit's ProtectProc= and
-// ProcSubset= give it (mounted so in a mount and PID namespace), the boot id is readable: the
-// lease of a scheduler killed at the last boot is taken over at once (internal/proc.BootID).
-func TestShippedUnitCanReadTheBootID(t *testing.T) {
-	unshare, err := exec.LookPath("unshare")
-	if err == nil && os.Geteuid() != 0 {
-		err = errors.New("not root")
-	}
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("mounting /proc as the unit sees it needs unshare and root in CI (CI=true): %v", err)
-		}
-		t.Skip(err)
-	}
-	data, err := os.ReadFile("../../configs/trendfetch.service")
-	if err != nil {
-		t.Fatal(err)
-	}
-	opts := []string{}
-	for _, line := range strings.Split(string(data), "\n") {
-		switch line {
-		case "ProtectProc=invisible":
-			opts = append(opts, "hidepid=invisible")
-		case "ProcSubset=pid":
-			opts = append(opts, "subset=pid")
-		}
-	}
-	mount := "umount /proc && mount -t proc -o " + strings.Join(append(opts, "rw"), ",") + " proc /proc && cat /proc/sys/kernel/random/boot_id"
-	out, err := exec.Command(unshare, "-mpf", "--mount-proc", "sh", "-c", mount).CombinedOutput()
-	if err != nil || len(strings.TrimSpace(string(out))) != 36 {
-		t.Errorf("/proc mounted with %v: %v\n%s", opts, err, out)
 	}
 }
