@@ -7,11 +7,12 @@ import (
 )
 
 // logWindow is one bucket's log at now: units and entries of the window (stamps > windowCutoffUS),
-// its oldest stamp and the log's newest (Unix µs, 0: none), and freeing(need), the stamp of the
-// window's entry whose leaving frees need units (0 < need <= used).
+// its oldest stamp and the log's newest (Unix µs, 0: none), the units held by outage reserves
+// (Backend.Hold), and freeing(need), the stamp of the window's entry whose leaving frees need units
+// (0 < need <= used).
 type logWindow struct {
-	used, entries, oldest, newest int64
-	freeing                       func(need int64) (int64, error)
+	used, entries, oldest, newest, held int64
+	freeing                             func(need int64) (int64, error)
 }
 
 // ceilTo is d >= 0 in whole units, rounded up (a window or wait is never
@@ -34,11 +35,15 @@ func evictCutoffUS(b Bucket, nowUS int64) int64 {
 }
 
 // retryAfter is how long after nowUS a call of units fits b (0: now): until
-// the entry freeing the last unit needed leaves (calendar: next midnight).
+// the entry freeing the last unit needed leaves (calendar, or more than the
+// window frees while the holds stay: a window or the next midnight).
 func (w logWindow) retryAfter(b Bucket, units, nowUS int64) (time.Duration, error) {
-	need := w.used + units - b.Limit
+	need := w.used + w.held + units - b.Limit
 	if need <= 0 || units > b.Limit {
 		return 0, nil
+	}
+	if need > w.used && !b.Calendar {
+		return b.Window, nil
 	}
 	if b.Calendar {
 		return time.Duration(NextPacificMidnight(time.UnixMicro(nowUS)).UnixMicro()-nowUS) * time.Microsecond, nil
@@ -65,14 +70,14 @@ func decide(charges []bucketCharge, logs []logWindow, nowUS, credUS, siteUS int6
 	denied, deniedRA := "", time.Duration(0)
 	for i, c := range charges {
 		w := logs[i]
-		d.Remaining[c.Name] = max(c.Limit-w.used, 0)
+		d.Remaining[c.Name] = max(c.Limit-w.used-w.held, 0)
 		ra, behind := clockStepWait(w.newest, nowUS)
 		if c.Shadow {
 			continue // shadowDenied
 		}
 		if behind > 0 {
 			d.ClockBehind = max(d.ClockBehind, behind)
-		} else if w.used+c.Units <= c.Limit {
+		} else if w.used+w.held+c.Units <= c.Limit {
 			continue
 		} else if r, err := w.retryAfter(c.Bucket, c.Units, nowUS); err != nil {
 			return Decision{}, fmt.Errorf("retry-after of bucket %q: %w", c.Name, err)

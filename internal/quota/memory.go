@@ -23,11 +23,12 @@ type memoryBackend struct {
 // memorySweepEvery is how many reservations pass between sweeps of idle credentials.
 const memorySweepEvery = 1024
 
-// memoryCredential is one credential's logs, marks and would-be denials.
+// memoryCredential is one credential's logs, marks, would-be denials and holds.
 type memoryCredential struct {
 	logs   map[string][]memoryEntry   // by bucket name, oldest first
 	marks  map[string]Mark            // by site ("": the credential's)
 	shadow map[[2]string]memoryShadow // by shadow bucket and call site
+	holds  []holdRecord
 }
 
 // memoryShadow is the would-be denials n of the Pacific day starting at dayUS.
@@ -109,6 +110,7 @@ func (m *memoryBackend) Reserve(ctx context.Context, credential, site string, ch
 	windows := make([]logWindow, len(charges))
 	for i, c := range charges {
 		windows[i] = memoryWindow(cr.logs[c.Name], windowCutoffUS(c.Bucket, nowUS))
+		windows[i].held = heldIn(cr.holds, c.Name, nowUS)
 	}
 	cr.dropMarks(nowUS)
 	d, err := decide(charges, windows, nowUS, cr.marks[""].Until.UnixMicro(), cr.marks[site].Until.UnixMicro())
@@ -116,14 +118,7 @@ func (m *memoryBackend) Reserve(ctx context.Context, credential, site string, ch
 		return d, err
 	}
 	for i, c := range charges {
-		m.lastID++
-		e := memoryEntry{ts: max(nowUS, windows[i].newest), units: c.Units, id: m.lastID}
-		log := append(cr.logs[c.Name], e)
-		cutoff := evictCutoffUS(c.Bucket, nowUS)
-		for len(log) > 0 && log[0].ts <= cutoff {
-			log = log[1:]
-		}
-		cr.logs[c.Name] = log
+		e := m.record(cr, c, windows[i].newest, nowUS)
 		d.Reservation.entries = append(d.Reservation.entries, reservedEntry{bucket: c.Bucket, units: c.Units, at: e.ts, id: e.id})
 	}
 	day := DayStart(d.Now).UnixMicro()
@@ -136,6 +131,36 @@ func (m *memoryBackend) Reserve(ctx context.Context, credential, site string, ch
 		}
 	}
 	return d, nil
+}
+
+// record appends c's entry to its log of cr, stamped >= newest, and evicts what left its window.
+func (m *memoryBackend) record(cr *memoryCredential, c bucketCharge, newest, nowUS int64) memoryEntry {
+	m.lastID++
+	e := memoryEntry{ts: max(nowUS, newest), units: c.Units, id: m.lastID}
+	log := append(cr.logs[c.Name], e)
+	cutoff := evictCutoffUS(c.Bucket, nowUS)
+	for len(log) > 0 && log[0].ts <= cutoff {
+		log = log[1:]
+	}
+	cr.logs[c.Name] = log
+	return e
+}
+
+// Hold implements Backend under the mutex; it never returns an error.
+func (m *memoryBackend) Hold(ctx context.Context, credential, id string, hs []holdCharge, spendFor time.Duration) (held []int64, err error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	nowUS := m.clock().UnixMicro()
+	cr := m.credential(credential)
+	for _, h := range hs {
+		if h.Spent > 0 {
+			m.record(cr, bucketCharge{Bucket: h.Bucket, Units: h.Spent}, memoryWindow(cr.logs[h.Name], 0).newest, nowUS)
+		}
+	}
+	cr.holds, held, err = embeddedHold(cr.holds, id, hs, nowUS, spendFor, func(b Bucket) (logWindow, error) {
+		return memoryWindow(cr.logs[b.Name], windowCutoffUS(b, nowUS)), nil
+	})
+	return held, err
 }
 
 // Refund implements Backend under the mutex; it never returns an error.
@@ -163,7 +188,7 @@ func (m *memoryBackend) sweep(nowUS int64) {
 	dayAgo := nowUS - (25 * time.Hour).Microseconds()
 	for name, cr := range m.creds {
 		cr.dropMarks(nowUS)
-		idle := len(cr.marks) == 0
+		idle := len(cr.marks) == 0 && !slices.ContainsFunc(cr.holds, func(r holdRecord) bool { return r.untilUS > nowUS })
 		for _, log := range cr.logs {
 			if len(log) > 0 && log[len(log)-1].ts > dayAgo {
 				idle = false
@@ -197,6 +222,7 @@ func (m *memoryBackend) Status(ctx context.Context, credential string, buckets [
 		}
 	}
 	addShadowDenials(&st, rows)
+	addHolds(&st, cr.holds)
 	return st, err
 }
 

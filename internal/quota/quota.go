@@ -108,13 +108,14 @@ func clockStepWait(newestUS, nowUS int64) (wait, behind time.Duration) {
 // >= 0), its Oldest stamp (zero: none), the waits until a cost-1 call and a MaxCost call (the largest
 // configured cost in the bucket) fit (0: now), and the units UsedToday since the last Pacific midnight.
 // ShadowDenials (a shadow bucket's; nil: none) counts, per call site, the admitted calls it would have
-// denied since the last Pacific midnight.
+// denied since the last Pacific midnight. Held (nil: none) is the units each host's outage reserve
+// holds, by reserve id (Limiter.Hold); Remaining counts them as spent.
 type BucketStatus struct {
 	Bucket
 	Used, Remaining, Entries, MaxCost, UsedToday int64
 	Oldest                                       time.Time
 	RetryAfterOne, RetryAfterMax                 time.Duration
-	ShadowDenials                                map[string]int64
+	ShadowDenials, Held                          map[string]int64
 }
 
 // Status is what `trendfetch quota status` shows for one credential: its
@@ -169,7 +170,10 @@ type Backend interface {
 	MarkExhausted(ctx context.Context, credential string, m Mark) error
 	// Refund removes r's entries while each is the newest of its bucket.
 	Refund(ctx context.Context, credential string, r Reservation) (refunded bool, err error)
-	// Reset removes every entry and mark; run leases are kept.
+	// Hold records the units reserve id spent as entries now, drops its
+	// hold and holds up to each Want anew (Limiter.Hold); held[i] is hs[i]'s.
+	Hold(ctx context.Context, credential, id string, hs []holdCharge, spendFor time.Duration) (held []int64, err error)
+	// Reset removes every entry, mark and hold; run leases are kept.
 	Reset(ctx context.Context, credential string) error
 	// Close releases connections.
 	Close() error

@@ -104,6 +104,9 @@ func (b nopBackend) Status(context.Context, string, []Bucket, map[string]int64) 
 }
 func (nopBackend) MarkExhausted(context.Context, string, Mark) error { return nil }
 func (nopBackend) Reset(context.Context, string) error               { return nil }
+func (nopBackend) Hold(context.Context, string, string, []holdCharge, time.Duration) ([]int64, error) {
+	return nil, nil
+}
 func (b nopBackend) Refund(context.Context, string, Reservation) (bool, error) {
 	b.t.Fatal("backend reached")
 	return false, nil

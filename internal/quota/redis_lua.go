@@ -307,7 +307,8 @@ func (r *redisBackend) Status(ctx context.Context, credential string, buckets []
 	}
 	st.Now = time.UnixMicro(res[0])
 	var shadow []shadowRow
-	st.Marks, shadow = redisStatusTail(reply[n:])
+	var holds []holdRecord
+	st.Marks, shadow, holds = redisStatusTail(reply[n:])
 	slices.SortFunc(st.Marks, func(a, b Mark) int { return strings.Compare(a.Site, b.Site) })
 	for i, b := range buckets {
 		v := res[1+6*i : 7+6*i]
@@ -321,16 +322,21 @@ func (r *redisBackend) Status(ctx context.Context, credential string, buckets []
 		st.Buckets = append(st.Buckets, bs)
 	}
 	addShadowDenials(&st, shadow)
+	addHolds(&st, holds)
 	return st, nil
 }
 
 // redisStatusTail decodes the pairs ending status.lua's reply: the marks in
-// force ("exhausted[:<site>]" = "<until> <why>") and today's shadow counts
-// ("shadow:<bucket>:<site>" = "<day> <count>").
-func redisStatusTail(pairs []any) (marks []Mark, shadow []shadowRow) {
+// force ("exhausted[:<site>]" = "<until> <why>"), today's shadow counts
+// ("shadow:<bucket>:<site>" = "<day> <count>") and the holds ("holds").
+func redisStatusTail(pairs []any) (marks []Mark, shadow []shadowRow, holds []holdRecord) {
 	for j := 0; j+1 < len(pairs); j += 2 {
 		field, _ := pairs[j].(string)
 		value, _ := pairs[j+1].(string)
+		if field == "holds" {
+			holds = redisHolds(value)
+			continue
+		}
 		first, rest, _ := strings.Cut(value, " ")
 		if bucketSite, ok := strings.CutPrefix(field, "shadow:"); ok {
 			at := strings.LastIndexByte(bucketSite, ':')
@@ -344,7 +350,40 @@ func redisStatusTail(pairs []any) (marks []Mark, shadow []shadowRow) {
 			marks = append(marks, Mark{Site: site, Until: time.UnixMicro(until), Why: rest})
 		}
 	}
-	return marks, shadow
+	return marks, shadow, holds
+}
+
+var redisHoldScript = newRedisOnceScript(luaSource("lib", "hold"))
+
+// Hold implements Backend with lua/hold.lua, one round trip.
+func (r *redisBackend) Hold(ctx context.Context, credential, id string, hs []holdCharge, spendFor time.Duration) ([]int64, error) {
+	if err := redisCheckCredential(credential); err != nil {
+		return nil, err
+	}
+	keys, args := []string{r.stateKey(credential)}, []any{strings.ReplaceAll(id, " ", "_"), spendFor.Microseconds()}
+	for _, h := range hs {
+		keys = append(keys, r.bucketKey(credential, h.Name))
+		args = append(args, h.Limit, redisWindowUS(h.Bucket), h.Spent, h.Want)
+	}
+	v, err := redisHoldScript.RunOnce(ctx, r.client, keys, r.withMidnights(args)...).Int64Slice()
+	if err == nil && len(v) != 1+len(hs) {
+		err = fmt.Errorf("unexpected reply of %d values", len(v))
+	}
+	if err != nil {
+		return nil, r.fail("hold", credential, err)
+	}
+	return v[1:], nil
+}
+
+// redisHolds decodes the state hash field holds (lua/hold.lua).
+func redisHolds(v string) (recs []holdRecord) {
+	for _, line := range strings.Split(v, "\n") {
+		var r holdRecord
+		if _, err := fmt.Sscanf(line, "%s %s %d %d", &r.bucket, &r.id, &r.units, &r.untilUS); err == nil {
+			recs = append(recs, r)
+		}
+	}
+	return recs
 }
 
 var redisMarkScript = redis.NewScript(luaSource("lib", "mark"))

@@ -53,6 +53,10 @@ const (
 		ON CONFLICT (credential, bucket, site) DO UPDATE
 		SET denials = CASE WHEN day_us = excluded.day_us THEN denials + 1 ELSE 1 END, day_us = excluded.day_us`
 	sqlShadow = `SELECT bucket, site, denials FROM quota_shadow WHERE credential = ? AND day_us = ?`
+	// The outage reserves' holds in force, rewritten whole by Hold.
+	sqlHolds    = `SELECT bucket, id, units, until_us FROM quota_hold WHERE credential = ? AND until_us > ?`
+	sqlHoldDrop = `DELETE FROM quota_hold WHERE credential = ?`
+	sqlHoldAdd  = `INSERT INTO quota_hold (credential, bucket, id, units, until_us) VALUES (?, ?, ?, ?, ?)`
 	// Refund: the entry a Reservation names, only while it is the newest of its bucket.
 	sqlRefund = `DELETE FROM quota_log WHERE credential = ?1 AND bucket = ?2 AND ts_us = ?3 AND rid = ?4 AND cost = ?5
 		AND cum = (SELECT max(cum) FROM quota_log WHERE credential = ?1 AND bucket = ?2)`
@@ -70,10 +74,10 @@ func NewSQLite(path string, readOnly bool) (Backend, error) {
 	// One connection: goroutines queue in database/sql, other processes in
 	// busy_timeout under BEGIN IMMEDIATE.
 	dbOpts := sqlitedb.Options{ReadOnly: readOnly, MaxConns: 1}
-	queries := []string{sqlLast, sqlFirstAfter, sqlFreeing, sqlMarks, sqlShadow}
+	queries := []string{sqlLast, sqlFirstAfter, sqlFreeing, sqlMarks, sqlShadow, sqlHolds}
 	if !readOnly {
 		dbOpts.Migrations, _ = fs.Sub(sqliteMigrations, "migrations") // embedded: cannot fail
-		queries = append(queries, sqlInsert, sqlEvict, sqlMark, sqlDropMarker, sqlRefund, sqlShadowAdd)
+		queries = append(queries, sqlInsert, sqlEvict, sqlMark, sqlDropMarker, sqlRefund, sqlShadowAdd, sqlHoldDrop, sqlHoldAdd)
 	}
 	db, err := sqlitedb.Open(context.Background(), path, dbOpts)
 	if err != nil {
@@ -85,8 +89,8 @@ func NewSQLite(path string, readOnly bool) (Backend, error) {
 		if err != nil && q == sqlMarks && s.readOnly && strings.Contains(err.Error(), "no such column") {
 			st, err = s.db.Prepare(sqlMarksBefore0002) // a quota.db no writer has migrated yet
 		}
-		if err != nil && q == sqlShadow && s.readOnly && strings.Contains(err.Error(), "no such table: quota_shadow") {
-			continue // before migration 0003: no counts (shadowRows)
+		if err != nil && (q == sqlShadow || q == sqlHolds) && s.readOnly && strings.Contains(err.Error(), "no such table: quota_") {
+			continue // before migration 0003 or 0004: no counts (shadowRows), no holds (holds)
 		}
 		if err != nil {
 			s.Close()
@@ -216,6 +220,10 @@ func (s *sqliteBackend) Reserve(ctx context.Context, credential, site string, ch
 		for _, m := range marks {
 			until[m.Site] = m.Until.UnixMicro()
 		}
+		holds, err := s.holds(ctx, tx, credential, nowUS)
+		if err != nil {
+			return err
+		}
 		logs := make([]sqliteLog, len(charges))
 		windows := make([]logWindow, len(charges))
 		for i, c := range charges {
@@ -223,6 +231,7 @@ func (s *sqliteBackend) Reserve(ctx context.Context, credential, site string, ch
 				return err
 			}
 			windows[i] = logs[i].logWindow
+			windows[i].held = heldIn(holds, c.Name, nowUS)
 		}
 		if d, err = decide(charges, windows, nowUS, until[""], until[site]); err != nil || !d.Allowed {
 			return err
@@ -289,6 +298,11 @@ func (s *sqliteBackend) Status(ctx context.Context, credential string, buckets [
 		}
 		rows, err := s.shadowRows(ctx, tx, credential, DayStart(st.Now).UnixMicro())
 		addShadowDenials(&st, rows)
+		if err != nil {
+			return err
+		}
+		holds, err := s.holds(ctx, tx, credential, nowUS)
+		addHolds(&st, holds)
 		return err
 	})
 	if err != nil {
@@ -329,6 +343,74 @@ func (s *sqliteBackend) shadowRows(ctx context.Context, tx *sql.Tx, credential s
 	return out, rows.Err()
 }
 
+// holds reads the credential's holds in force at nowUS (none from a quota.db before migration 0004).
+func (s *sqliteBackend) holds(ctx context.Context, tx *sql.Tx, credential string, nowUS int64) ([]holdRecord, error) {
+	if s.stmts[sqlHolds] == nil {
+		return nil, nil
+	}
+	rows, err := s.stmt(ctx, tx, sqlHolds).QueryContext(ctx, credential, nowUS)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []holdRecord
+	for rows.Next() {
+		var r holdRecord
+		if err := rows.Scan(&r.bucket, &r.id, &r.units, &r.untilUS); err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
+
+// Hold implements Backend in one write transaction: the spent units as entries, then the holds.
+func (s *sqliteBackend) Hold(ctx context.Context, credential, id string, hs []holdCharge, spendFor time.Duration) (held []int64, err error) {
+	err = s.inTx(ctx, "hold", true, func(tx *sql.Tx, nowUS int64) error {
+		if err := s.recordSpent(ctx, tx, credential, hs, nowUS); err != nil {
+			return err
+		}
+		recs, err := s.holds(ctx, tx, credential, nowUS)
+		if err != nil {
+			return err
+		}
+		recs, held, err = embeddedHold(recs, id, hs, nowUS, spendFor, func(b Bucket) (logWindow, error) {
+			l, err := s.readLog(ctx, tx, credential, b, windowCutoffUS(b, nowUS))
+			return l.logWindow, err
+		})
+		if err != nil {
+			return err
+		}
+		if _, err := s.stmt(ctx, tx, sqlHoldDrop).ExecContext(ctx, credential); err != nil {
+			return err
+		}
+		for _, r := range recs {
+			if _, err := s.stmt(ctx, tx, sqlHoldAdd).ExecContext(ctx, credential, r.bucket, r.id, r.units, r.untilUS); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return held, err
+}
+
+// recordSpent records the units hs spent from an outage reserve, one entry per bucket, at nowUS.
+func (s *sqliteBackend) recordSpent(ctx context.Context, tx *sql.Tx, credential string, hs []holdCharge, nowUS int64) error {
+	for _, h := range hs {
+		if h.Spent <= 0 {
+			continue
+		}
+		l, err := s.readLog(ctx, tx, credential, h.Bucket, nowUS)
+		if err != nil {
+			return err
+		}
+		if _, err := s.record(ctx, tx, credential, []bucketCharge{{Bucket: h.Bucket, Units: h.Spent}}, []sqliteLog{l}, nowUS); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // MarkExhausted implements Backend, dropping the credential's marks already over.
 func (s *sqliteBackend) MarkExhausted(ctx context.Context, credential string, m Mark) error {
 	return s.inTx(ctx, "mark exhausted", true, func(tx *sql.Tx, nowUS int64) error {
@@ -349,7 +431,10 @@ func (s *sqliteBackend) Reset(ctx context.Context, credential string) error {
 		if _, err := tx.ExecContext(ctx, `DELETE FROM quota_exhausted WHERE credential = ?`, credential); err != nil {
 			return err
 		}
-		_, err := tx.ExecContext(ctx, `DELETE FROM quota_shadow WHERE credential = ?`, credential)
+		if _, err := tx.ExecContext(ctx, `DELETE FROM quota_shadow WHERE credential = ?`, credential); err != nil {
+			return err
+		}
+		_, err := tx.ExecContext(ctx, `DELETE FROM quota_hold WHERE credential = ?`, credential)
 		return err
 	})
 }

@@ -46,6 +46,7 @@ func runBackendSuite(t *testing.T, newBackend func(t *testing.T) Backend) {
 		{"RefundNewestOnly", suiteRefundNewestOnly},
 		{"RefundConcurrent", suiteRefundConcurrent},
 		{"Shadow", suiteShadow},
+		{"OutageReserve", suiteOutageReserve},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -733,4 +734,51 @@ func suiteMarkBoundedByBackendClock(t *testing.T, b Backend, cred string) {
 			t.Errorf("mark %q ends %v, want the next Pacific midnight by the backend's clock %v", m.Site, m.Until, want)
 		}
 	}
+}
+
+// suiteOutageReserve: holds count in every decision and in Status until released (their spent
+// units then stay as entries) or expired; a hold takes only what fits beside the others.
+func suiteOutageReserve(t *testing.T, b Backend, cred string) {
+	ctx := testCtx(t)
+	units := Bucket{Name: "units", Limit: 10, Window: time.Hour}
+	day := Bucket{Name: "day", Limit: 10, Calendar: true}
+	short := Bucket{Name: "short", Limit: 4, Window: time.Second}
+	buckets := []Bucket{units, day, short}
+	hold := func(id string, spent, want int64, wantHeld string) {
+		t.Helper()
+		hs := []holdCharge{{Bucket: units, Spent: spent, Want: want}, {Bucket: day, Spent: spent, Want: want}}
+		if held, err := b.Hold(ctx, cred, id, hs, time.Hour); err != nil || fmt.Sprint(held) != wantHeld {
+			t.Fatalf("Hold(%s, spent %d, want %d) = %v, %v; want %s", id, spent, want, held, err, wantHeld)
+		}
+	}
+	status := func(want string) {
+		t.Helper()
+		var got []string
+		for _, bs := range mustStatus(t, b, cred, buckets, nil).Buckets {
+			got = append(got, fmt.Sprintf("%s used %d remaining %d held %v", bs.Name, bs.Used, bs.Remaining, bs.Held))
+		}
+		if strings.Join(got, "; ") != want {
+			t.Fatalf("Status:\n got %s\nwant %s", strings.Join(got, "; "), want)
+		}
+	}
+	mustAllow(t, b, cred, charge(units, 2, day, int64(2)))
+	hold("a.example#1", 0, 5, "[5 5]")
+	hold("b.example#1", 0, 5, "[3 3]") // only what fits beside a's
+	status("units used 2 remaining 0 held map[a.example#1:5 b.example#1:3]; day used 2 remaining 0 held map[a.example#1:5 b.example#1:3]; short used 0 remaining 4 held map[]")
+	mustDeny(t, b, cred, charge(units, 1), "units")
+	mustDeny(t, b, cred, charge(day, 1), "day")
+	hold("a.example#1", 4, 0, "[0 0]") // a spent 4 in the outage: counted now, its hold gone
+	status("units used 6 remaining 1 held map[b.example#1:3]; day used 6 remaining 1 held map[b.example#1:3]; short used 0 remaining 4 held map[]")
+	mustAllow(t, b, cred, charge(units, 1, day, int64(1)))
+	mustDeny(t, b, cred, charge(units, 1), "units")
+	if held, err := b.Hold(ctx, cred, "c#1", []holdCharge{{Bucket: short, Want: 3}}, 300*time.Millisecond); err != nil || fmt.Sprint(held) != "[3]" {
+		t.Fatalf("Hold(short) = %v, %v; want [3]", held, err)
+	}
+	mustDeny(t, b, cred, charge(short, 2), "short")
+	time.Sleep(1400 * time.Millisecond) // the hold ends 300 ms + the 1 s window after it was taken
+	mustAllow(t, b, cred, charge(short, 4))
+	if err := b.Reset(ctx, cred); err != nil {
+		t.Fatalf("Reset: %v", err)
+	}
+	status("units used 0 remaining 10 held map[]; day used 0 remaining 10 held map[]; short used 0 remaining 4 held map[]")
 }

@@ -33,12 +33,24 @@ end
 
 -- read_state(keys, now, site) -> exhausted (the later end of the
 -- credential's mark and of the mark field site; 0: none), by_site (1 when
--- site's ends later), caches (caches[2 + i]: the log keys[1 + i]'s).
+-- site's ends later), caches (caches[3]: the field holds, the outage
+-- reserves' "<bucket> <id> <units> <until µs>" lines; caches[3 + i]: the log
+-- keys[1 + i]'s cache).
 local function read_state(keys, now, site)
-  local caches = redis.call('HMGET', keys[1], 'exhausted', site, unpack(keys, 2))
+  local caches = redis.call('HMGET', keys[1], 'exhausted', site, 'holds', unpack(keys, 2))
   if not (caches[1] or caches[2]) then return 0, 0, caches end
   local cred, own = mark_until(caches[1], now), mark_until(caches[2], now)
   return math.max(cred, own), own > cred and 1 or 0, caches
+end
+
+-- held_in(holds, bucket, now) -> the units the holds (read_state's caches[3])
+-- of bucket hold at now.
+local function held_in(holds, bucket, now)
+  local units = 0
+  for b, u, till in string.gmatch(holds, '([^ \n]+) [^ \n]+ (%d+) (%d+)') do
+    if b == bucket and tonumber(till) > now then units = units + tonumber(u) end
+  end
+  return units
 end
 
 -- pending(cache) -> how many pending entries cache holds.

@@ -10,7 +10,7 @@
 -- Reply: 1 when the entries were removed, else 0.
 local _, _, caches = read_state(KEYS, 0, 'exhausted')
 for i = 1, #KEYS - 1 do
-  if caches[2 + i] then log_add(KEYS[1 + i], string.sub(caches[2 + i], 41)) end
+  if caches[3 + i] then log_add(KEYS[1 + i], string.sub(caches[3 + i], 41)) end
 end
 redis.call('HDEL', KEYS[1], unpack(KEYS, 2))
 local members = {}

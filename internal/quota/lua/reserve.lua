@@ -20,6 +20,9 @@
 -- Unix µs; 0: none), by_site (1: the call site's mark is later), then per
 -- bucket i: left}.
 --
+-- The outage reserves' holds (state hash field holds, lib.lua read_state)
+-- count in every bucket they hold, as entries would (docs/quota.md).
+--
 -- A shadow bucket's would-be denial of an admitted call adds 1 to the state
 -- hash field shadow:<bucket>:<site> = "<Pacific day start, Unix µs> <count>".
 --
@@ -40,10 +43,11 @@ local denied, retry_us = 0, 0
 local fields, flushes, chores, would = {}, nil, nil, nil -- flushes, housekeeping, shadow denials: made when needed
 local log_read, retry_after -- built when a cache is not fresh (lib.lua)
 for i = 1, n do
-  local log, cache = KEYS[1 + i], caches[2 + i]
+  local log, cache = KEYS[1 + i], caches[3 + i]
   local cost, limit, window = tonumber(ARGV[3 * i - 2]), tonumber(ARGV[3 * i - 1]), tonumber(ARGV[3 * i])
   local shadow = limit < 0
   if shadow then limit = -limit end
+  if caches[3] then limit = limit - held_in(caches[3], string.sub(log, #KEYS[1] - 4), now) end -- outage reserves
   local newest, total, head, base, since = read_cache(cache)
   local due = not cache or newest < period or newest >= period + PERIOD_US -- housekeeping
   if (due or window == 0) and not day_start then day_start, day_end = pacific_day(now, 3 * n + 2) end
@@ -62,7 +66,8 @@ for i = 1, n do
     would = would or {}
     would[#would + 1] = i
   elseif used + cost > limit then
-    local wait = retry_after(log, lo, window, base, used + cost - limit, cache, now, day_end)
+    local need, wait = used + cost - limit, window > 0 and window or day_end - now -- more than the window frees: holds stay
+    if need <= used then wait = retry_after(log, lo, window, base, need, cache, now, day_end) end
     if denied == 0 or wait > retry_us then denied, retry_us = i, wait end
   end
 

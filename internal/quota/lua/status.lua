@@ -22,7 +22,7 @@ local log_read, retry_after, pending_entry = log_readers()
 
 local reply = {now}
 for i = 1, n do
-  local log, cache = KEYS[1 + i], caches[2 + i]
+  local log, cache = KEYS[1 + i], caches[3 + i]
   local limit, window, max_cost = tonumber(ARGV[3 * i - 2]), tonumber(ARGV[3 * i - 1]), tonumber(ARGV[3 * i])
   local lo = window > 0 and now - window + 1 or day_start
   local total, base, _, oldest = log_read(log, lo, cache)
@@ -41,5 +41,6 @@ for j = 1, #state, 2 do
   local f, v = state[j], state[j + 1] -- a mark's field and value, a shadow count's, or a cache's
   if string.find(f, '^exhausted') and mark_until(v, now) > 0 then reply[#reply + 1], reply[#reply + 2] = f, v end
   if string.find(f, '^shadow:') and tonumber(string.match(v, '^%d+')) == day_start then reply[#reply + 1], reply[#reply + 2] = f, v end
+  if f == 'holds' then reply[#reply + 1], reply[#reply + 2] = f, v end
 end
 return reply
