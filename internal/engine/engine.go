@@ -89,7 +89,8 @@ func (e *SettingError) Error() string { return e.Setting + ": " + e.Err.Error() 
 func (e *SettingError) Unwrap() error { return e.Err }
 
 // OpenStore opens the configured database (the one place the store is chosen), creating and
-// migrating it, or readOnly: write methods failing, a missing database a *store.NoDatabaseError.
+// migrating it, or readOnly: write methods failing, a missing database a *store.NoDatabaseError;
+// PostgreSQL within store.OpenTimeout.
 // A PostgreSQL URL that cannot be used is a *SettingError naming store.url_file or database.
 func (e *Engine) OpenStore(ctx context.Context, readOnly bool) (*store.Store, error) {
 	open := store.Open
@@ -111,7 +112,7 @@ func (e *Engine) OpenStore(ctx context.Context, readOnly bool) (*store.Store, er
 
 // CopyFrom copies the SQLite dataset at path into the configured PostgreSQL database and
 // returns the rows written per table (store.Store.CopyFrom); opening PostgreSQL is bounded
-// (boundOpen). Errors: a *SettingError when the
+// (store.OpenTimeout). Errors: a *SettingError when the
 // database is not a PostgreSQL URL or path holds no trendfetch SQLite database; the stores'.
 func (e *Engine) CopyFrom(ctx context.Context, path string) ([]store.Copied, error) {
 	if db := config.Lookup("database"); store.EngineOf(e.cfg.Database) != store.PostgreSQL {
@@ -127,7 +128,7 @@ func (e *Engine) CopyFrom(ctx context.Context, path string) ([]store.Copied, err
 		return nil, err
 	}
 	defer src.Close()
-	dst, err := e.boundOpen(ctx, func(ctx context.Context) (*store.Store, error) { return store.Open(ctx, e.cfg.Database) })
+	dst, err := e.OpenStore(ctx, false)
 	if err != nil {
 		return nil, err
 	}

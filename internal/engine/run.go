@@ -58,7 +58,7 @@ func (e *Engine) OpenRunner(ctx context.Context) (*Runner, error) {
 	if err != nil {
 		return nil, err
 	}
-	st, err := e.openRunStore(ctx)
+	st, err := e.OpenStore(ctx, false)
 	if err != nil {
 		return nil, err
 	}
@@ -96,32 +96,6 @@ func (e *Engine) OpenRunner(ctx context.Context) (*Runner, error) {
 			return out
 		}}
 	return r, nil
-}
-
-// storeOpenTimeout bounds opening a PostgreSQL store for a run or a copy: connecting, the migration lock
-// and migrating. A server that accepts connections and never answers (stopped, wedged, a host
-// frozen mid-migration holding the lock) ends the run instead of piling up processes.
-var storeOpenTimeout = 20 * time.Second
-
-// openRunStore opens the store for a run, a PostgreSQL one within storeOpenTimeout (boundOpen).
-func (e *Engine) openRunStore(ctx context.Context) (*store.Store, error) {
-	return e.boundOpen(ctx, func(ctx context.Context) (*store.Store, error) { return e.OpenStore(ctx, false) })
-}
-
-// boundOpen calls open, within storeOpenTimeout when the database is PostgreSQL: past it, an
-// error naming what was waited for.
-func (e *Engine) boundOpen(ctx context.Context, open func(context.Context) (*store.Store, error)) (*store.Store, error) {
-	if store.EngineOf(e.cfg.Database) != store.PostgreSQL {
-		return open(ctx)
-	}
-	errWait := fmt.Errorf("no answer from PostgreSQL within %s while connecting, taking the migration lock or migrating", storeOpenTimeout)
-	octx, cancel := context.WithTimeoutCause(ctx, storeOpenTimeout, errWait)
-	defer cancel()
-	st, err := open(octx)
-	if err != nil && errors.Is(context.Cause(octx), errWait) {
-		return nil, fmt.Errorf("%w: %v", errWait, err)
-	}
-	return st, err
 }
 
 // Run is `run`: it opens a runner and runs list (Force: no once-per-tick check). When the runner

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -82,10 +83,21 @@ var postgresFS, _ = fs.Sub(migrations.PostgresFS, "postgres")
 // starting together migrate once ("trendfetch" in ASCII, cut to 63 bits).
 const migrationLockKey = 0x7472656e64666574
 
-// openPostgres connects to url (libpq syntax, TLS parameters passed to pgx),
-// checks that the server answers, and migrates the schema unless readOnly
-// (then every transaction is read-only and the schema must be current).
-func openPostgres(ctx context.Context, url string, readOnly bool) (*Store, error) {
+// OpenTimeout bounds opening a PostgreSQL store (connecting, the migration lock, migrating),
+// or the URL's connect_timeout when it has one: a server that accepts connections and never answers
+// (stopped, wedged, a host frozen mid-migration holding the lock) ends the command with an error
+// naming the wait instead of piling up processes. A variable so tests can shorten it.
+var OpenTimeout = 20 * time.Second
+
+// sessionDefaults are the parameters of every PostgreSQL connection the URL does not set (as a
+// parameter or in options): every statement bounded, a wait for a lock another session holds
+// more tightly, and work_mem for a search, which sorts up to SearchCandidates rows with their
+// tsvector (~1 KB each) in memory, not on disk as the default 4MB would.
+var sessionDefaults = map[string]string{"statement_timeout": "5min", "lock_timeout": "10s", "work_mem": "32MB"}
+
+// pgConfig is url's configuration (libpq syntax, TLS parameters passed to pgx) with
+// sessionDefaults, read-only transactions when readOnly.
+func pgConfig(url string, readOnly bool) (*pgx.ConnConfig, error) {
 	cfg, err := pgx.ParseConfig(url)
 	if err != nil {
 		return nil, urlError(err)
@@ -93,11 +105,25 @@ func openPostgres(ctx context.Context, url string, readOnly bool) (*Store, error
 	if readOnly {
 		cfg.RuntimeParams["default_transaction_read_only"] = "on"
 	}
-	if _, set := cfg.RuntimeParams["work_mem"]; !set {
-		// A search sorts up to SearchCandidates rows with their tsvector
-		// (~1 KB each): in memory, not on disk as the default 4MB would.
-		cfg.RuntimeParams["work_mem"] = "32MB"
+	for k, v := range sessionDefaults {
+		if _, set := cfg.RuntimeParams[k]; !set && !strings.Contains(cfg.RuntimeParams["options"], k) {
+			cfg.RuntimeParams[k] = v
+		}
 	}
+	return cfg, nil
+}
+
+// openPostgres connects to url (pgConfig), checks that the server answers, and migrates the
+// schema unless readOnly (then the schema must be current), within OpenTimeout.
+func openPostgres(ctx context.Context, url string, readOnly bool) (*Store, error) {
+	cfg, err := pgConfig(url, readOnly)
+	if err != nil {
+		return nil, err
+	}
+	bound := cmp.Or(cfg.ConnectTimeout, OpenTimeout)
+	errWait := fmt.Errorf("no answer from PostgreSQL within %s while connecting, taking the migration lock or migrating", bound)
+	ctx, cancel := context.WithTimeoutCause(ctx, bound, errWait)
+	defer cancel()
 	db := sql.OpenDB(rebindConnector{stdlib.GetConnector(*cfg)})
 	db.SetMaxOpenConns(16)
 	db.SetMaxIdleConns(16)
@@ -105,6 +131,9 @@ func openPostgres(ctx context.Context, url string, readOnly bool) (*Store, error
 	name := cfg.Host + "/" + cfg.Database
 	fail := func(err error) (*Store, error) {
 		db.Close()
+		if errors.Is(context.Cause(ctx), errWait) {
+			err = fmt.Errorf("%w: %v", errWait, err)
+		}
 		return nil, fmt.Errorf("PostgreSQL database %s: %w", name, err)
 	}
 	if err := db.PingContext(ctx); err != nil {

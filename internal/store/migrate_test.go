@@ -510,3 +510,22 @@ func TestFinishRunStoresSuccessUnmetered(t *testing.T) {
 		}
 	})
 }
+
+// TestSessionBounds: every PostgreSQL connection has statement_timeout and lock_timeout bounds
+// by default; the URL's own values, as parameters or in options, win.
+func TestSessionBounds(t *testing.T) {
+	url := pgURL(t)
+	for _, c := range []struct{ query, statement, lock string }{
+		{"", "5min", "10s"},
+		{"&lock_timeout=3s&options=-c%20statement_timeout%3D7min", "7min", "3s"},
+	} {
+		s := openAt(t, url+c.query)
+		var statement, lock string
+		if err := s.db.QueryRowContext(context.Background(), `SELECT current_setting('statement_timeout'), current_setting('lock_timeout')`).Scan(&statement, &lock); err != nil {
+			t.Fatal(err)
+		}
+		if statement != c.statement || lock != c.lock {
+			t.Errorf("URL with %q: statement_timeout %s, lock_timeout %s; want %s, %s", c.query, statement, lock, c.statement, c.lock)
+		}
+	}
+}
