@@ -198,9 +198,8 @@ func scanDataDir(dir string) (charts, categories []string, err error) {
 	return charts, categories, nil
 }
 
-// loadCharts loads every date of each file (POST /emulator/date switches)
-// and serves the chart of date (default: the file's first) at once; it
-// returns region -> file.
+// loadCharts loads every date of each file (POST /emulator/date switches) and serves the chart of
+// date (default: the file's first) at once; it returns region -> file.
 func loadCharts(srv *youtubetest.Server, files []string, date string, log zerolog.Logger) (map[string]string, error) {
 	byRegion := map[string]string{}
 	for _, path := range files {

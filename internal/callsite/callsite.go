@@ -21,9 +21,8 @@ const (
 	FailClosed Policy = "fail-closed"
 )
 
-// Call site names: the API's method names (discovery document ids without
-// "youtube."). They key costs, policies, run records' call counts and the
-// emulator's counters.
+// Call site names: the API's method names (discovery document ids without "youtube."). They key
+// costs, policies, run records' call counts and the emulator's counters.
 const (
 	VideosList     = "videos.list"
 	SearchList     = "search.list"
@@ -98,8 +97,7 @@ type Use struct {
 	TextRefreshPerDay int64
 }
 
-// Range is a number of calls or units in a day: the least, the expected and
-// the most.
+// Range is a number of calls or units in a day: the least, the expected and the most.
 type Range struct {
 	Least    int64 `json:"least"`
 	Expected int64 `json:"expected"`
@@ -158,9 +156,8 @@ func searchCalls(u Use, runs int64, _ time.Duration) Range {
 	return Range{u.Searches, u.SearchPages, u.SearchPages}.Times(runs)
 }
 
-// statsCalls: videos that left the chart within track_for, each sampled at
-// most once per stats.every and per run; the last batch of a run may be
-// short (most: one more a run).
+// statsCalls: videos that left the chart within track_for, each sampled at most once per
+// stats.every and per run; the last batch of a run may be short (most: one more a run).
 func statsCalls(u Use, runs int64, day time.Duration) Range {
 	if u.StatsTrackFor <= 0 {
 		return Range{}

@@ -42,9 +42,8 @@ type Run struct {
 	started   chan error // the /start ping's result
 }
 
-// Begin sends rawURL/start?rid=... for a run of region in the background
-// and returns the run's check-ins; rawURL "" returns nil. log receives the
-// one warning of a failed check-in.
+// Begin sends rawURL/start?rid=... for a run of region in the background and returns the run's
+// check-ins; rawURL "" returns nil. log receives the one warning of a failed check-in.
 func Begin(rawURL, region string, log zerolog.Logger) *Run {
 	if rawURL == "" {
 		return nil
@@ -63,9 +62,8 @@ func Begin(rawURL, region string, log zerolog.Logger) *Run {
 	return r
 }
 
-// End waits for the start ping, then sends rawURL/<code>?rid=... with
-// summary as the body, both within Timeout. When either failed it logs one
-// warning naming the monitor's host, never the URL.
+// End waits for the start ping, then sends rawURL/<code>?rid=... with summary as the body, both
+// within Timeout. When either failed it logs one warning naming the monitor's host, never the URL.
 func (r *Run) End(code int, summary string) {
 	if r == nil {
 		return
@@ -87,8 +85,7 @@ func (r *Run) End(code int, summary string) {
 	}
 }
 
-// ping POSTs body to base/suffix?rid=... and returns an error that never
-// holds the URL.
+// ping POSTs body to base/suffix?rid=... and returns an error that never holds the URL.
 func (r *Run) ping(ctx context.Context, suffix, body string) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, r.base+"/"+suffix+"?rid="+r.rid, bytes.NewBufferString(body))
 	if err != nil {
@@ -111,11 +108,10 @@ func (r *Run) ping(ctx context.Context, suffix, body string) error {
 	return nil
 }
 
-// Summary is the one line a run reports when it ends: region, outcome,
-// pages, videos and units per bucket, then the reason or error and, for a
-// denial, when to retry, e.g. "US denied: 2 pages, 100 videos, units 2;
-// quota denied ...; retry at 2026-12-02T08:00:00Z (in 42s)". A run that
-// did not start (zero ID, e.g. a held lease) reports only err.
+// Summary is the one line a run reports when it ends: region, outcome, pages, videos and units per
+// bucket, then the reason or error and, for a denial, when to retry, e.g. "US denied: 2 pages,
+// 100 videos, units 2; quota denied ...; retry at 2026-12-02T08:00:00Z (in 42s)". A run that did
+// not start (zero ID, e.g. a held lease) reports only err.
 func Summary(region string, run store.Run, err error) string {
 	var b strings.Builder
 	if run.ID == 0 {
@@ -147,11 +143,10 @@ func retryText(run store.Run) string {
 	return fmt.Sprintf("; retry at %s (in %s)", run.RetryAt.UTC().Format(time.RFC3339), wait)
 }
 
-// Secrets returns the parts of a check-in URL to mask in output: its
-// userinfo password, its path segments but the last (the ping key of
-// .../PING_KEY/SLUG) and the last when it is the only one or a UUID
-// (.../UUID, .../ping/UUID), and the host with those segments (a segment
-// too common to mask alone, such as "ping", is masked in the URL).
+// Secrets returns the parts of a check-in URL to mask in output: its userinfo password, its path
+// segments but the last (the ping key of .../PING_KEY/SLUG) and the last when it is the only one or
+// a UUID (.../UUID, .../ping/UUID), and the host with those segments (a segment too common to mask
+// alone, such as "ping", is masked in the URL).
 func Secrets(rawURL string) []string {
 	u, err := url.Parse(rawURL)
 	if err != nil {

@@ -75,9 +75,8 @@ type Units struct {
 }
 
 // Render writes the header and, per region, trendfetch-REGION.service and .timer, each after a
-// "# ---- NAME ----" line. A path the sandbox would hide is moved under StateDir, Binary or
-// EtcDir, each move a warning (in the header too); one with no such place is an error naming
-// the setting.
+// "# ---- NAME ----" line. A path the sandbox would hide is moved under StateDir, Binary or EtcDir,
+// each move a warning (in the header too); one with no such place is an error naming the setting.
 func (u Units) Render(w io.Writer) (warnings []string, err error) {
 	p, err := u.place()
 	if err != nil {

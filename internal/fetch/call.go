@@ -130,9 +130,8 @@ func neverLeft(err error, gotConn bool) bool {
 	return ok && opErr.Op == "dial"
 }
 
-// refund gives back the reservation of an attempt that never left the host,
-// in the quota backend and on the run record; a failed refund leaves the
-// units counted (the safe side).
+// refund gives back the reservation of an attempt that never left the host, in the quota backend
+// and on the run record; a failed refund leaves the units counted (the safe side).
 func (r *Runner) refund(ctx context.Context, st *runState, method string, res quota.Reservation, cause error) {
 	if res.IsZero() {
 		return // sent unmetered (fail-open): nothing was reserved
@@ -158,9 +157,8 @@ func (r *Runner) refund(ctx context.Context, st *runState, method string, res qu
 	log.Info().Interface("refunded", units).Msg("the call never left the host; its units were refunded")
 }
 
-// retryable reports whether err is a transient failure worth another
-// (charged) attempt: HTTP 5xx, a per-minute quota answer, timeouts,
-// connection resets and bodies cut short.
+// retryable reports whether err is a transient failure worth another (charged) attempt: HTTP 5xx, a
+// per-minute quota answer, timeouts, connection resets and bodies cut short.
 func retryable(err error) bool {
 	if ge, ok := errors.AsType[*googleapi.Error](err); ok {
 		if kind, _ := quotaAnswerOf(ge); kind != notQuota {
@@ -183,9 +181,8 @@ func backendDown(err error) bool {
 	return errors.Is(err, quota.ErrUnavailable) || errors.Is(err, quota.ErrOutOfMemory)
 }
 
-// backoff returns the wait before attempt+1: full jitter over an
-// exponential ceiling base·2^attempt capped at maxBackoff (AWS Architecture
-// Blog, "Exponential Backoff And Jitter", 2015).
+// backoff returns the wait before attempt+1: full jitter over an exponential ceiling base·2^attempt
+// capped at maxBackoff (AWS Architecture Blog, "Exponential Backoff And Jitter", 2015).
 func backoff(base time.Duration, attempt int) time.Duration {
 	if base <= 0 {
 		return 0
@@ -197,15 +194,13 @@ func backoff(base time.Duration, attempt int) time.Duration {
 	return time.Duration(rand.Int64N(int64(ceil)) + 1)
 }
 
-// reserve reserves one call of method before it is sent. It returns nil
-// when the call may go ahead (admitted with its Reservation, or unmetered
-// under fail-open with none), a *StopError on denial or fail-closed, or a
-// configuration error.
+// reserve reserves one call of method before it is sent. It returns nil when the call may go ahead
+// (admitted with its Reservation, or unmetered under fail-open with none), a *StopError on denial
+// or fail-closed, or a configuration error.
 func (r *Runner) reserve(ctx context.Context, st *runState, method string) (quota.Reservation, error) {
 	run, log := st.run, st.log
 	if st.limiterDown == nil {
-		// On the record before the limiter has it, taken back unless admitted
-		// (docs/design.md §5).
+		// On the record before the limiter has it, taken back unless admitted (docs/design.md §5).
 		cs, _ := r.Limiter.Charges(method)
 		record := func(sign int64) {
 			for _, c := range cs {
@@ -355,9 +350,8 @@ func (r *Runner) apiError(ctx context.Context, st *runState, method string, err 
 	return fmt.Errorf("%s for %s: API answered HTTP %d %s: %s", method, run.Region, ge.Code, reason, ge.Message)
 }
 
-// redact removes the API key and user info from the URL a *url.Error quotes
-// and cuts the texts of an error answer of the API (boundAnswer); other
-// errors pass unchanged.
+// redact removes the API key and user info from the URL a *url.Error quotes and cuts the texts of
+// an error answer of the API (boundAnswer); other errors pass unchanged.
 func redact(err error) error {
 	if ge, ok := errors.AsType[*googleapi.Error](err); ok {
 		boundAnswer(ge)
@@ -379,11 +373,10 @@ func redact(err error) error {
 	return &url.Error{Op: ue.Op, URL: u.String(), Err: ue.Err}
 }
 
-// MaxUpstreamText is the most bytes of one text of an error answer of the
-// API (its message, an error's reason, domain or message, a detail) kept to
-// log, return or store; its body keeps 8 times as many, and at most
-// maxAnswerParts errors and details are kept. A longer text is cut, ending
-// in "…": an answer of megabytes never reaches the log whole.
+// MaxUpstreamText is the most bytes of one text of an error answer of the API (its message, an
+// error's reason, domain or message, a detail) kept to log, return or store; its body keeps 8 times
+// as many, and at most maxAnswerParts errors and details are kept. A longer text is cut, ending in
+// "…": an answer of megabytes never reaches the log whole.
 const MaxUpstreamText = 512
 
 // maxAnswerParts is how many errors and details of an API answer are kept.
@@ -405,8 +398,7 @@ func boundAnswer(ge *googleapi.Error) {
 	}
 }
 
-// cutText returns s cut to at most n bytes, ending in "…" when cut (a rune
-// cut in two is dropped).
+// cutText returns s cut to at most n bytes, ending in "…" when cut (a rune cut in two is dropped).
 func cutText(s string, n int) string {
 	if len(s) <= n {
 		return s

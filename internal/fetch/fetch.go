@@ -65,8 +65,7 @@ type Runner struct {
 	// Backlog, when set, carries stale channels across the runs of one invocation.
 	Backlog *Backlog
 	Log     zerolog.Logger
-	// Now is the clock of run records (default time.Now); quota decisions
-	// use the backend's clock.
+	// Now is the clock of run records (default time.Now); quota decisions use the backend's clock.
 	Now func() time.Time
 	// OnCall, when set, is told of every API call sent: the call site, the
 	// HTTP status (0 when no answer arrived) and its latency.
@@ -78,9 +77,8 @@ type Runner struct {
 	// Scrub, when set, removes secrets from the run's reason and the quota
 	// marks' text (an error body may echo the key).
 	Scrub func(string) string
-	// Captured, when set, removes the API key from every string of what the
-	// API returned and of the search queries, which are otherwise stored as
-	// captured (docs/operations.md "Secrets").
+	// Captured, when set, removes the API key from every string of what the API returned and of the
+	// search queries, which are otherwise stored as captured (docs/operations.md "Secrets").
 	Captured func(string) string
 }
 
@@ -142,9 +140,8 @@ type runState struct {
 	storedUnits int64
 }
 
-// stored notes a write of what the run fetched: the units spent so far are
-// kept, or when err is not nil returned as lost in the run's *StoreError
-// (what: the write, e.g. "cannot store channels").
+// stored notes a write of what the run fetched: the units spent so far are kept, or when err is not
+// nil returned as lost in the run's *StoreError (what: the write, e.g. "cannot store channels").
 func (r *Runner) stored(st *runState, err error, what string) error {
 	var spent int64
 	for _, u := range st.run.Units {
@@ -394,9 +391,8 @@ func i64(u uint64) *int64 {
 	return new(int64(u))
 }
 
-// Settings are the tunables of a run. A PageSize or Timeout <= 0
-// means its default (callsite.RunDefaults); zero Retries means no retry; a
-// zero interval or cap turns its step off.
+// Settings are the tunables of a run. A PageSize or Timeout <= 0 means its default
+// (callsite.RunDefaults); zero Retries means no retry; a zero interval or cap turns its step off.
 type Settings struct {
 	// PageSize is maxResults per chart page (1-50); Timeout bounds one request.
 	PageSize int64
@@ -411,9 +407,8 @@ type Settings struct {
 	// ChannelsRefresh and CategoriesRefresh: channels and a region's
 	// categories are fetched when their stored data is older.
 	ChannelsRefresh, CategoriesRefresh time.Duration
-	// StatsTrackFor: videos on the region's chart within it, but not on the
-	// chart just fetched, are sampled with videos.batchGetStats once their
-	// newest statistics are StatsEvery old.
+	// StatsTrackFor: videos on the region's chart within it, but not on the chart just fetched, are
+	// sampled with videos.batchGetStats once their newest statistics are StatsEvery old.
 	StatsTrackFor, StatsEvery time.Duration
 	// TextCutoff, when set, turns the text step on (store.policy amended):
 	// text older than TextCutoff(now) is refreshed or removed.

@@ -15,10 +15,9 @@ import (
 	"github.com/trendfetch/trendfetch/internal/store"
 )
 
-// chart fetches chart=mostPopular for the run's region (narrowed by
-// videoCategoryId when category is not ""), page by page, each stored in one
-// transaction. A page token seen twice, a malformed page or a page past the
-// documented 200 videos stops it with an error.
+// chart fetches chart=mostPopular for the run's region (narrowed by videoCategoryId when category
+// is not ""), page by page, each stored in one transaction. A page token seen twice, a malformed
+// page or a page past the documented 200 videos stops it with an error.
 func (r *Runner) chart(ctx context.Context, st *runState, category string) error {
 	run, pageSize := st.run, st.set.PageSize
 	maxPages := (callsite.ChartMax+int(pageSize)-1)/int(pageSize) + 1
@@ -372,9 +371,8 @@ func warnUnstored(st *runState, all []searchHits) {
 	}
 }
 
-// saveHits stores one query's hits as its search capture, each at its rank
-// (the i-th hit is rank i; missing ones leave a gap and a warning); a query
-// with no storable hit is an empty capture.
+// saveHits stores one query's hits as its search capture, each at its rank (the i-th hit is rank i;
+// missing ones leave a gap and a warning); a query with no storable hit is an empty capture.
 func (r *Runner) saveHits(ctx context.Context, st *runState, h searchHits) error {
 	var missing []string
 	what := fmt.Sprintf("cannot store search %q", h.q)

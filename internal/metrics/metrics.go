@@ -103,8 +103,7 @@ func New(quotaReader StatusReader, credentials, regions []string, scrapeTimeout 
 	return m
 }
 
-// SetBuildInfo registers trendfetch_build_info{version,goversion} = 1.
-// Call it once.
+// SetBuildInfo registers trendfetch_build_info{version,goversion} = 1. Call it once.
 func (m *Metrics) SetBuildInfo(version, goVersion string) {
 	g := gauge("build_info",
 		"Always 1; the labels name the trendfetch version and the Go version that built it.", "version", "goversion")
@@ -112,9 +111,8 @@ func (m *Metrics) SetBuildInfo(version, goVersion string) {
 	m.reg.MustRegister(g)
 }
 
-// ZeroSeries creates, at 0, the series whose labels are known before any
-// event: units spent and unmetered calls per credential (and bucket), API
-// calls per method with status 200.
+// ZeroSeries creates, at 0, the series whose labels are known before any event: units spent and
+// unmetered calls per credential (and bucket), API calls per method with status 200.
 func (m *Metrics) ZeroSeries(credentials, buckets, methods []string) {
 	for _, c := range credentials {
 		m.unmetered.WithLabelValues(c)
@@ -266,9 +264,8 @@ func (c *quotaCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
-// TextfileName is the file of region in node_exporter's textfile collector
-// directory: one file per region, so concurrent cron runs of different
-// regions never write the same file.
+// TextfileName is the file of region in node_exporter's textfile collector directory: one file per
+// region, so concurrent cron runs of different regions never write the same file.
 func TextfileName(dir, region string) string {
 	return filepath.Join(dir, "trendfetch_"+region+".prom")
 }

@@ -1,9 +1,7 @@
-// Package pgtest starts a throwaway PostgreSQL server for tests (Debian's
-// binaries, a temporary data directory, a free loopback port, fsync off
-// unless Options.Durable, the C.UTF-8 locale: under C pg_trgm ignores
-// non-ASCII). One server per test package (Shared), one database per test
-// (Database). As root (CI) the server runs as postgres or nobody: initdb and
-// pg_ctl refuse root.
+// Package pgtest starts a throwaway PostgreSQL server for tests (Debian's binaries, a temporary
+// data directory, a free loopback port, fsync off unless Options.Durable, the C.UTF-8 locale: under
+// C pg_trgm ignores non-ASCII). One server per test package (Shared), one database per test
+// (Database). As root (CI) the server runs as postgres or nobody: initdb and pg_ctl refuse root.
 package pgtest
 
 import (
@@ -41,9 +39,8 @@ type Options struct {
 	Durable bool
 }
 
-// StartWith initializes a data directory and starts a server on a free
-// loopback port. Errors: ErrNotInstalled, or initdb/pg_ctl failures with
-// their output.
+// StartWith initializes a data directory and starts a server on a free loopback port. Errors:
+// ErrNotInstalled, or initdb/pg_ctl failures with their output.
 func StartWith(o Options) (_ *Server, err error) {
 	bin, err := binDir()
 	if err != nil {
@@ -96,8 +93,7 @@ func (s *Server) URL(name string) string {
 	return fmt.Sprintf("postgres://trendfetch@127.0.0.1:%d/%s?sslmode=disable", s.port, name)
 }
 
-// Database creates an empty database for t and returns its URL; it is
-// dropped when t ends.
+// Database creates an empty database for t and returns its URL; it is dropped when t ends.
 func (s *Server) Database(t testing.TB) string {
 	t.Helper()
 	url, name, err := s.NewDatabase()
@@ -199,9 +195,8 @@ func freePort() (int, error) {
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
-// Shared is a test package's PostgreSQL server: started by the first test
-// that asks for it (Server, Database), stopped by Stop in TestMain. Its
-// zero value starts with Options{}.
+// Shared is a test package's PostgreSQL server: started by the first test that asks for it (Server,
+// Database), stopped by Stop in TestMain. Its zero value starts with Options{}.
 type Shared struct {
 	// Options, when set, gives the server's Options at its start.
 	Options func() Options

@@ -1,7 +1,6 @@
-// Package schedule runs trendfetch's scheduler mode (robfig/cron/v3: one
-// entry per region, a region never runs twice at once, a semaphore bounds
-// how many run together, a graceful stop) and computes the schedules
-// themselves (Every, Shift, ParseSpec) without starting it.
+// Package schedule runs trendfetch's scheduler mode (robfig/cron/v3: one entry per region, a region
+// never runs twice at once, a semaphore bounds how many run together, a graceful stop) and computes
+// the schedules themselves (Every, Shift, ParseSpec) without starting it.
 package schedule
 
 import (
@@ -161,8 +160,7 @@ func (s *Scheduler) locked(f func()) (held []string) {
 	return slices.Clone(s.running)
 }
 
-// runJob runs j, turning a panic into a logged error so that tick's
-// guards are always released.
+// runJob runs j, turning a panic into a logged error so that tick's guards are always released.
 func (s *Scheduler) runJob(ctx context.Context, j Job) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
@@ -181,10 +179,9 @@ func (s *Scheduler) Start() {
 	}
 }
 
-// Stop stops the scheduler: no job starts from now on, running jobs may
-// finish until ctx is done, then their contexts are cancelled and Stop
-// waits for them. It returns nil when every job finished in time, else
-// ErrGraceExpired.
+// Stop stops the scheduler: no job starts from now on, running jobs may finish until ctx is done,
+// then their contexts are cancelled and Stop waits for them. It returns nil when every job finished
+// in time, else ErrGraceExpired.
 func (s *Scheduler) Stop(ctx context.Context) error {
 	s.stopOnce.Do(func() { close(s.stopping) })
 	done := s.cron.Stop().Done()

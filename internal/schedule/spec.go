@@ -13,10 +13,9 @@ import (
 
 var specParser = cron.NewParser(cron.SecondOptional | cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
 
-// ParseSpec parses a cron spec: five fields ("7 */2 * * *"), six with
-// seconds first, or a descriptor ("@every 90s"), optionally prefixed
-// "CRON_TZ=Area/City " or "TZ=Area/City " (else read in tz, "" = local).
-// Errors quote the spec.
+// ParseSpec parses a cron spec: five fields ("7 */2 * * *"), six with seconds first, or a
+// descriptor ("@every 90s"), optionally prefixed "CRON_TZ=Area/City " or "TZ=Area/City " (else read
+// in tz, "" = local). Errors quote the spec.
 func ParseSpec(spec, tz string) (cron.Schedule, error) {
 	spec = strings.TrimSpace(spec)
 	if spec == "" {
@@ -38,18 +37,16 @@ func HasTZ(spec string) bool {
 	return strings.HasPrefix(spec, "CRON_TZ=") || strings.HasPrefix(spec, "TZ=")
 }
 
-// Every fires every Interval, Offset (modulo Interval) after each aligned
-// tick. An Interval dividing 24h is aligned to midnight of Location (nil =
-// local) in wall-clock time, like the crontab line "3 */2 * * *" for
-// Every{2h, 3m} (a wall time in a DST gap is skipped, as cron does); others
-// to the zero time.Time. The ticks never depend on when the process started.
+// Every fires every Interval, Offset (modulo Interval) after each aligned tick. An Interval
+// dividing 24h is aligned to midnight of Location (nil = local) in wall-clock time, like the
+// crontab line "3 */2 * * *" for Every{2h, 3m} (a wall time in a DST gap is skipped, as cron does);
+// others to the zero time.Time. The ticks never depend on when the process started.
 type Every struct {
 	Interval, Offset time.Duration
 	Location         *time.Location
 }
 
-// Next returns the first tick strictly after t, or the zero time when
-// Interval <= 0.
+// Next returns the first tick strictly after t, or the zero time when Interval <= 0.
 func (e Every) Next(t time.Time) time.Time {
 	iv := e.Interval
 	if iv <= 0 {
@@ -93,8 +90,7 @@ type Shift struct {
 	Offset   time.Duration
 }
 
-// Next returns the first shifted tick strictly after t, or the zero time
-// when Schedule has none.
+// Next returns the first shifted tick strictly after t, or the zero time when Schedule has none.
 func (s Shift) Next(t time.Time) time.Time {
 	n := s.Schedule.Next(t.Add(-s.Offset))
 	if n.IsZero() {
@@ -194,10 +190,9 @@ func Plan(list []string, s PlanSettings) ([]Region, error) {
 	return out, nil
 }
 
-// CrontabFields returns the crontab time fields of the ticks of
-// Every{every, offset}: CrontabFields(2h, 3m) = "3 */2 * * *",
-// (15m, 5m) = "5-59/15 * * * *". every must divide an hour in minutes or a
-// day in hours; offset is whole minutes in [0, every). Errors say which.
+// CrontabFields returns the crontab time fields of the ticks of Every{every, offset}:
+// CrontabFields(2h, 3m) = "3 */2 * * *", (15m, 5m) = "5-59/15 * * * *". every must divide an hour
+// in minutes or a day in hours; offset is whole minutes in [0, every). Errors say which.
 func CrontabFields(every, offset time.Duration) (string, error) {
 	if err := calendarTicks(every, offset, "a crontab line"); err != nil {
 		return "", err

@@ -30,10 +30,9 @@ const minLen = 4
 // (of an encoded form) scrubbed wherever it appears.
 const FragmentLen = 8
 
-// StrongLen is the length in bytes from which a secret is masked wherever it
-// appears: a shorter one, a word (letters only) or a name that appears in the
-// configuration (Public) would mask ordinary text, so it is masked only where
-// it stands as a secret (docs/operations.md "Secrets").
+// StrongLen is the length in bytes from which a secret is masked wherever it appears: a shorter
+// one, a word (letters only) or a name that appears in the configuration (Public) would mask
+// ordinary text, so it is masked only where it stands as a secret (docs/operations.md "Secrets").
 const StrongLen = 12
 
 // Set is a concurrency-safe set of secret values. The zero value is empty
@@ -95,8 +94,7 @@ func (s *Set) add(dst *[]string, values []string) {
 	s.compile()
 }
 
-// forms returns v and its encoded forms (URL query and path escaping, JSON
-// string escaping).
+// forms returns v and its encoded forms (URL query and path escaping, JSON string escaping).
 func forms(v string) []string {
 	j, _ := json.Marshal(v)
 	return []string{v, url.QueryEscape(v), url.PathEscape(v), string(j[1 : len(j)-1])}
@@ -220,11 +218,10 @@ func maskWhere(text, w string, masked func(before, after string) bool) string {
 	return b.String()
 }
 
-// contextual reports whether a value between before and after stands as a
-// secret: a URL's userinfo password (":" before, "@" after); or, whole up to
-// a delimiter, a parameter whose name says it holds one (key=, token=,
-// password=), a header or field that does (Authorization:, "password": ...),
-// or an Authorization scheme's credentials (Bearer, Basic, Token).
+// contextual reports whether a value between before and after stands as a secret: a URL's userinfo
+// password (":" before, "@" after); or, whole up to a delimiter, a parameter whose name says it
+// holds one (key=, token=, password=), a header or field that does (Authorization:, "password":
+// ...), or an Authorization scheme's credentials (Bearer, Basic, Token).
 func contextual(before, after string) bool {
 	if strings.HasSuffix(before, ":") && strings.HasPrefix(after, "@") {
 		return true
@@ -254,9 +251,8 @@ func notNameRune(r rune) bool {
 	return !unicode.IsLetter(r) && !unicode.IsDigit(r) && r != '_' && r != '-'
 }
 
-// paramNames are the parts of a parameter's name (name=value) that say its
-// value is a secret; fieldNames are the header and field names (name: value)
-// that do.
+// paramNames are the parts of a parameter's name (name=value) that say its value is a secret;
+// fieldNames are the header and field names (name: value) that do.
 var (
 	paramNames = []string{"key", "token", "pass", "pw", "secret", "auth", "credential"}
 	fieldNames = []string{"authorization", "proxy-authorization", "x-goog-api-key", "password", "token", "api_key", "secret"}
@@ -328,11 +324,10 @@ func (w *writer) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// URLSecrets returns the secret parts of a Redis or PostgreSQL URL, even of
-// one that does not parse: the userinfo password (from the first ':' after
-// the scheme and its slashes to the last '@', so a password holding '/', '#'
-// or '?' is caught whole) and a "password" query parameter's value. Content
-// with neither that is not a well-formed redis://, rediss://, postgres://,
+// URLSecrets returns the secret parts of a Redis or PostgreSQL URL, even of one that does not
+// parse: the userinfo password (from the first ':' after the scheme and its slashes to the last
+// '@', so a password holding '/', '#' or '?' is caught whole) and a "password" query parameter's
+// value. Content with neither that is not a well-formed redis://, rediss://, postgres://,
 // postgresql:// or unix: URL may be a bare password: it is returned whole.
 func URLSecrets(raw string) []string {
 	out := append(userinfoPassword(raw), passwordParams(raw)...)
@@ -342,9 +337,8 @@ func URLSecrets(raw string) []string {
 	return []string{raw}
 }
 
-// userinfoPassword returns the password of raw's userinfo, as written and
-// unescaped: from the first ':' after the scheme and its slashes to the
-// last '@'.
+// userinfoPassword returns the password of raw's userinfo, as written and unescaped: from the first
+// ':' after the scheme and its slashes to the last '@'.
 func userinfoPassword(raw string) []string {
 	rest := raw
 	if i := strings.Index(rest, ":"); i > 0 && !strings.ContainsAny(rest[:i], "@/?#") {
@@ -364,8 +358,7 @@ func userinfoPassword(raw string) []string {
 	return []string{pw}
 }
 
-// passwordParams returns the values of raw's "password" query parameters,
-// as written and unescaped.
+// passwordParams returns the values of raw's "password" query parameters, as written and unescaped.
 func passwordParams(raw string) []string {
 	var out []string
 	for _, part := range strings.FieldsFunc(raw, func(r rune) bool { return r == '?' || r == '&' || r == '#' }) {
@@ -387,13 +380,11 @@ func wellFormedURL(raw string) bool {
 		slices.Contains([]string{"redis", "rediss", "postgres", "postgresql"}, u.Scheme))
 }
 
-// MaxFileBytes bounds a secret file (64 KiB): a larger one is refused, not
-// read whole.
+// MaxFileBytes bounds a secret file (64 KiB): a larger one is refused, not read whole.
 const MaxFileBytes = 64 << 10
 
-// ReadFile returns the first line of the regular file at path, trimmed (a
-// FIFO, which would block, or a directory is refused). Errors never include
-// the content; they say what to do.
+// ReadFile returns the first line of the regular file at path, trimmed (a FIFO, which would block,
+// or a directory is refused). Errors never include the content; they say what to do.
 func ReadFile(path string) (string, error) {
 	fi, err := os.Stat(path)
 	switch {
@@ -424,9 +415,8 @@ func Exposed(path string) bool {
 	return err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o077 != 0
 }
 
-// SystemdCredential returns the path of systemd credential name
-// (LoadCredential=NAME:PATH in a unit) when the service's
-// $CREDENTIALS_DIRECTORY (read with lookup) holds it.
+// SystemdCredential returns the path of systemd credential name (LoadCredential=NAME:PATH in a
+// unit) when the service's $CREDENTIALS_DIRECTORY (read with lookup) holds it.
 func SystemdCredential(lookup func(string) (string, bool), name string) (string, bool) {
 	dir, ok := lookup("CREDENTIALS_DIRECTORY")
 	if !ok || dir == "" || name == "" || strings.ContainsAny(name, "/\x00") {

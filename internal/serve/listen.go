@@ -15,10 +15,9 @@ import (
 	"golang.org/x/net/netutil"
 )
 
-// Timeouts bound what a client can hold (docs/design.md §8): the time to send
-// a request's headers, the whole request, the answer (from the end of the
-// headers), and idle between keep-alive requests of a connection that sent
-// the right token (or any, without a token) and of one that did not.
+// Timeouts bound what a client can hold (docs/design.md §8): the time to send a request's headers,
+// the whole request, the answer (from the end of the headers), and idle between keep-alive requests
+// of a connection that sent the right token (or any, without a token) and of one that did not.
 type Timeouts struct {
 	ReadHeader, Read, Write, Idle, IdleAnonymous time.Duration
 }
@@ -27,10 +26,9 @@ type Timeouts struct {
 var DefaultTimeouts = Timeouts{ReadHeader: 5 * time.Second, Read: 10 * time.Second, Write: 30 * time.Second,
 	Idle: 60 * time.Second, IdleAnonymous: 5 * time.Second}
 
-// NewServer returns an http.Server for h with the timeouts t (Read and
-// Write raised to ReadHeader + requestTimeout + 1 s), 16 KiB of headers, and
-// its error log written to l as JSON warnings. On a LimitListener,
-// connections that did not authenticate are closed after t.IdleAnonymous.
+// NewServer returns an http.Server for h with the timeouts t (Read and Write raised to ReadHeader +
+// requestTimeout + 1 s), 16 KiB of headers, and its error log written to l as JSON warnings. On a
+// LimitListener, connections that did not authenticate are closed after t.IdleAnonymous.
 func NewServer(h http.Handler, t Timeouts, requestTimeout time.Duration, l zerolog.Logger) *http.Server {
 	floor := t.ReadHeader + requestTimeout + time.Second
 	return &http.Server{
@@ -62,9 +60,8 @@ func (e errorLog) Write(p []byte) (int, error) {
 
 type connKey struct{}
 
-// LimitListener caps ln's open connections: at most total at once (more
-// wait in the backlog) and perIP per client address (IPv6 by /64); a
-// connection over perIP is answered 503 and closed.
+// LimitListener caps ln's open connections: at most total at once (more wait in the backlog) and
+// perIP per client address (IPv6 by /64); a connection over perIP is answered 503 and closed.
 func LimitListener(ln net.Listener, total, perIP int) net.Listener {
 	return &limitListener{Listener: netutil.LimitListener(ln, total), perIP: perIP, open: map[string]int{}}
 }

@@ -25,10 +25,9 @@ type Limiter interface {
 	Close() error
 }
 
-// Decision is a Limiter's answer for one request: Allowed when it was
-// admitted and counted; Remaining, how many more fit now (0 when denied);
-// RetryAfter, when denied, the wait until one fits again if the client sends
-// nothing meanwhile (rounded up to a millisecond).
+// Decision is a Limiter's answer for one request: Allowed when it was admitted and counted;
+// Remaining, how many more fit now (0 when denied); RetryAfter, when denied, the wait until one
+// fits again if the client sends nothing meanwhile (rounded up to a millisecond).
 type Decision struct {
 	Allowed    bool
 	Remaining  int64
@@ -61,18 +60,16 @@ func (g logLimiter) Allow(ctx context.Context, key string) (Decision, error) {
 
 func (g logLimiter) Close() error { return g.l.Close() }
 
-// counterState is one client's sliding-window counter: the index of its
-// current window (unix ms / window), the requests admitted in the window
-// before it and in it.
+// counterState is one client's sliding-window counter: the index of its current window (unix ms /
+// window), the requests admitted in the window before it and in it.
 type counterState struct {
 	win       int64
 	prev, cur int32
 }
 
-// counterDecide is the sliding-window counter (algorithm "counter",
-// docs/api.md): admitted when prev x (the part of the previous window still
-// inside the sliding one) + cur + 1 <= limit. It returns the state after the
-// decision. ratelimit.lua is the same integer arithmetic on Redis.
+// counterDecide is the sliding-window counter (algorithm "counter", docs/api.md): admitted when
+// prev x (the part of the previous window still inside the sliding one) + cur + 1 <= limit. It
+// returns the state after the decision. ratelimit.lua is the same integer arithmetic on Redis.
 func counterDecide(st counterState, nowMS, windowMS, limit int64) (counterState, Decision) {
 	idx := nowMS / windowMS
 	elapsed := nowMS - idx*windowMS
@@ -168,9 +165,8 @@ type redisCounter struct {
 	windowMS int64
 }
 
-// NewRedisCounter returns the sliding-window counter of limit requests per
-// client per window in Redis (one ratelimit.lua call per decision, on the
-// server's clock). Close closes client.
+// NewRedisCounter returns the sliding-window counter of limit requests per client per window in
+// Redis (one ratelimit.lua call per decision, on the server's clock). Close closes client.
 func NewRedisCounter(client redis.UniversalClient, limit int64, window time.Duration) (Limiter, error) {
 	if err := checkCounter(limit, window); err != nil {
 		return nil, err

@@ -317,8 +317,7 @@ func IsLoopbackHost(host string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// guard applies a route's access: token (compared in constant time), rate
-// limit and heavy slots.
+// guard applies a route's access: token (compared in constant time), rate limit and heavy slots.
 func (s *server) guard(rt route) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		tokenKey, ok := s.authenticate(w, r, rt)
@@ -501,9 +500,8 @@ func badParam(name, v, want string) error {
 	return paramError(fmt.Sprintf("%s=%q: %s", name, termtext.Clip(v, 64), want))
 }
 
-// listParams reads the limit (def when absent, else 1..maxLimit), the
-// optional region and the cursor (0 when absent, else 1..maxCursor; hint
-// ends its error).
+// listParams reads the limit (def when absent, else 1..maxLimit), the optional region and the
+// cursor (0 when absent, else 1..maxCursor; hint ends its error).
 func listParams(q url.Values, def, maxLimit int, maxCursor int64, hint string) (
 	limit int, region string, cursor int64, err error) {
 	limit = def

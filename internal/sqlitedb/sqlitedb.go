@@ -84,10 +84,9 @@ func (e *NoDatabaseError) ExitCode() int { return exitcode.NotFound }
 // Unwrap returns fs.ErrNotExist, so errors.Is(err, fs.ErrNotExist) holds.
 func (e *NoDatabaseError) Unwrap() error { return fs.ErrNotExist }
 
-// dsn is the data source name for the absolute path abs, a file: URI whose
-// pragmas run on every new connection. synchronous(NORMAL) in WAL mode may
-// lose the last commits on power loss, never corrupts; _txlock=immediate
-// takes the write lock up front, waiting via busy_timeout (a deferred
+// dsn is the data source name for the absolute path abs, a file: URI whose pragmas run on every new
+// connection. synchronous(NORMAL) in WAL mode may lose the last commits on power loss, never
+// corrupts; _txlock=immediate takes the write lock up front, waiting via busy_timeout (a deferred
 // transaction's lock upgrade gets SQLITE_BUSY the busy handler cannot help).
 func dsn(abs string, o Options) string {
 	p := filepath.ToSlash(abs)
@@ -337,9 +336,8 @@ type Migration struct {
 
 var migrationName = regexp.MustCompile(`^(\d{4})_([a-z0-9_]+)\.sql$`)
 
-// Migrations reads and validates the files at the root of fsys, in order
-// (fs.ReadDir sorts by name): NNNN_name.sql (snake_case), non-empty,
-// numbered contiguously from 0001.
+// Migrations reads and validates the files at the root of fsys, in order (fs.ReadDir sorts by
+// name): NNNN_name.sql (snake_case), non-empty, numbered contiguously from 0001.
 func Migrations(fsys fs.FS) ([]Migration, error) {
 	entries, err := fs.ReadDir(fsys, ".")
 	if err != nil {
@@ -399,10 +397,9 @@ func Version(ctx context.Context, q Querier) (int, error) {
 	return int(v.Int64), err
 }
 
-// Migrate brings db up to len(migs), each pending migration with its
-// schema_migrations row in one (on SQLite BEGIN IMMEDIATE) transaction that
-// re-reads the version (version: Version on SQLite), so a concurrent
-// process applying it finds it done. Errors: *SchemaVersionError if newer.
+// Migrate brings db up to len(migs), each pending migration with its schema_migrations row in one
+// (on SQLite BEGIN IMMEDIATE) transaction that re-reads the version (version: Version on SQLite),
+// so a concurrent process applying it finds it done. Errors: *SchemaVersionError if newer.
 func Migrate(ctx context.Context, db *sql.DB, path string, migs []Migration,
 	version func(context.Context, Querier) (int, error)) error {
 	want := len(migs)
@@ -421,10 +418,9 @@ func Migrate(ctx context.Context, db *sql.DB, path string, migs []Migration,
 	return nil
 }
 
-// foreignKeysOff, as the first line of a migration file, applies it with
-// foreign keys off (on a connection of its own: the pragma is a no-op in a
-// transaction) and checks every reference before it commits: how SQLite's
-// lang_altertable.html rebuilds a table that others reference.
+// foreignKeysOff, as the first line of a migration file, applies it with foreign keys off (on a
+// connection of its own: the pragma is a no-op in a transaction) and checks every reference before
+// it commits: how SQLite's lang_altertable.html rebuilds a table that others reference.
 const foreignKeysOff = "-- sqlitedb: foreign_keys off\n"
 
 func apply(ctx context.Context, db *sql.DB, path string, m Migration, want int,

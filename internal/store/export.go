@@ -46,15 +46,13 @@ type ExportRow struct {
 	// The video and its text as captured: Tags joined with '\n' as stored
 	// ("" = none), Duration "" when unknown.
 	VideoID, Title, Description, ChannelID, ChannelTitle, CategoryID, Tags, Duration, ThumbnailURL string
-	// Views, Likes and Comments are the entry's statistics, Valid false
-	// when unknown.
+	// Views, Likes and Comments are the entry's statistics, Valid false when unknown.
 	Views, Likes, Comments sql.NullInt64
 }
 
-// Export streams the chart entries selected by q to fn in capture order
-// (captured_at, id; grouped first by q.GroupBy) and rank order, each with
-// the text and statistics of its capture, from one snapshot in constant
-// memory (docs/design.md §6). fn's error and ctx's are returned as is.
+// Export streams the chart entries selected by q to fn in capture order (captured_at, id; grouped
+// first by q.GroupBy) and rank order, each with the text and statistics of its capture, from one
+// snapshot in constant memory (docs/design.md §6). fn's error and ctx's are returned as is.
 func (s *Store) Export(ctx context.Context, q ExportQuery, fn func(*ExportRow) error) error {
 	tx, release, err := s.scanTx(ctx)
 	if err != nil {
@@ -62,8 +60,7 @@ func (s *Store) Export(ctx context.Context, q ExportQuery, fn func(*ExportRow) e
 	}
 	defer release()
 	x := exporter{fn: fn, cache: make(map[textKey]*ExportRow, ExportVideoCache)}
-	// Older text versions are in video_texts; one the storage policy
-	// removed reads as empty text.
+	// Older text versions are in video_texts; one the storage policy removed reads as empty text.
 	text := func(c string) string {
 		return "coalesce(CASE WHEN e.text = v.text_version THEN v." + c + " ELSE t." + c + " END, '')"
 	}
@@ -75,9 +72,8 @@ func (s *Store) Export(ctx context.Context, q ExportQuery, fn func(*ExportRow) e
 	for i := range ranks {
 		ranks[i] = fmt.Sprintf("?%d", i+2)
 	}
-	// A capture's entries are read alone, then the texts not cached by
-	// rank, exportTextBatch at a time (one round trip each on PostgreSQL).
-	// The statements close with tx.
+	// A capture's entries are read alone, then the texts not cached by rank, exportTextBatch at a
+	// time (one round trip each on PostgreSQL). The statements close with tx.
 	x.entries, err = tx.PrepareContext(ctx, `
 SELECT rank, video, text, view_count, like_count, comment_count
 FROM entries WHERE capture_id = ? ORDER BY rank`)
@@ -289,8 +285,7 @@ func (x *exporter) readTexts(ctx context.Context, id int64, i int) error {
 	return rows.Err()
 }
 
-// exportWhere is the WHERE clause (and its arguments) of the chart
-// captures q selects.
+// exportWhere is the WHERE clause (and its arguments) of the chart captures q selects.
 func exportWhere(q ExportQuery) (string, []any) {
 	where := []string{"kind = 'chart'"}
 	var args []any

@@ -32,10 +32,9 @@ type ExportFormat struct {
 	SpreadsheetSafe bool
 }
 
-// CSV layouts of ExportFormat.Layout: LayoutYoutubeNew is the Kaggle
-// "youtube-new" 2017 columns (trending_date yy.dd.mm, publish_time with
-// milliseconds, tags "a"|"b" or [none], newlines in descriptions as \n);
-// LayoutTrendingDaily the 2018 scraper / 2020 "updated daily" columns (ISO
+// CSV layouts of ExportFormat.Layout: LayoutYoutubeNew is the Kaggle "youtube-new" 2017 columns
+// (trending_date yy.dd.mm, publish_time with milliseconds, tags "a"|"b" or [none], newlines in
+// descriptions as \n); LayoutTrendingDaily the 2018 scraper / 2020 "updated daily" columns (ISO
 // trending_date, publishedAt in seconds, tags a|b or [None]).
 const (
 	LayoutYoutubeNew    = "youtube-new"
@@ -52,10 +51,9 @@ var (
 		"comments_disabled", "ratings_disabled", "description"}
 )
 
-// NewExportWriter returns a writer of f to w and writes the CSV header.
-// CSV values are written as the datasets do (docs/schema.md; hideable);
-// JSON Lines writes an unknown or omitted count as null. Errors: an
-// unknown format or layout; the header's write error.
+// NewExportWriter returns a writer of f to w and writes the CSV header. CSV values are written as
+// the datasets do (docs/schema.md; hideable); JSON Lines writes an unknown or omitted count as
+// null. Errors: an unknown format or layout; the header's write error.
 func NewExportWriter(w io.Writer, f ExportFormat) (ExportWriter, error) {
 	switch f.Format {
 	case "jsonl":
@@ -272,9 +270,8 @@ func appendCount(b []byte, n sql.NullInt64) []byte {
 	return strconv.AppendInt(b, n.Int64, 10)
 }
 
-// appendJSONString appends s as a JSON string (RFC 8259): quotes,
-// backslash and control characters escaped, invalid UTF-8 replaced by
-// U+FFFD, U+2028 and U+2029 escaped as encoding/json does.
+// appendJSONString appends s as a JSON string (RFC 8259): quotes, backslash and control characters
+// escaped, invalid UTF-8 replaced by U+FFFD, U+2028 and U+2029 escaped as encoding/json does.
 func appendJSONString(b []byte, s string) []byte {
 	const hex = "0123456789abcdef"
 	b = append(b, '"')

@@ -276,9 +276,8 @@ ORDER BY c.captured_at, c.id`, []any{id}, func(rows *sql.Rows) error {
 	return err
 }
 
-// addAppearance appends a (the next in time order) to h's appearances, to
-// its points when it has a statistic, and to its region's summary when a
-// chart's.
+// addAppearance appends a (the next in time order) to h's appearances, to its points when it has a
+// statistic, and to its region's summary when a chart's.
 func (h *VideoHistory) addAppearance(a Appearance) {
 	h.Appearances = append(h.Appearances, a)
 	if a.Views != nil || a.Likes != nil || a.Comments != nil {
@@ -350,8 +349,7 @@ WHERE v.id = ? ORDER BY x.sampled_at`, []any{id}, func(rows *sql.Rows) error {
 	})
 }
 
-// changesCrossed is the Changes between h's first and last appearance or
-// point ([] without either).
+// changesCrossed is the Changes between h's first and last appearance or point ([] without either).
 func (h *VideoHistory) changesCrossed() []Change {
 	span := make([]time.Time, 0, len(h.Appearances)+len(h.Points))
 	for _, a := range h.Appearances {

@@ -12,17 +12,15 @@ import (
 	"github.com/parquet-go/parquet-go/format"
 )
 
-// ParquetRow is one row of `export --format parquet`: the JSON Lines
-// fields typed (docs/schema.md); the file's ParquetChangesKey metadata
-// lists the changes its rows cross. Text columns are dictionary-encoded (a
-// video's text repeats on every chart it is on), all zstd-compressed.
+// ParquetRow is one row of `export --format parquet`: the JSON Lines fields typed (docs/schema.md);
+// the file's ParquetChangesKey metadata lists the changes its rows cross. Text columns are
+// dictionary-encoded (a video's text repeats on every chart it is on), all zstd-compressed.
 type ParquetRow struct {
 	Region     string    `parquet:"region,dict"`
 	CapturedAt time.Time `parquet:"captured_at,timestamp(microsecond:utc)"`
 	Complete   bool      `parquet:"complete"`
 	RunID      int64     `parquet:"run_id"`
-	// YouTubeChange is the Date of the Change in effect at CapturedAt (nil
-	// before the first).
+	// YouTubeChange is the Date of the Change in effect at CapturedAt (nil before the first).
 	YouTubeChange *string    `parquet:"youtube_change,optional,dict"`
 	Rank          int64      `parquet:"rank"`
 	VideoID       string     `parquet:"video_id,dict"`
@@ -44,15 +42,13 @@ type ParquetRow struct {
 // changes between its earliest and latest capture, a JSON array of Change.
 const ParquetChangesKey = "youtube_changes"
 
-// ParquetRowGroup is the rows per row group, which is buffered until
-// flushed: it bounds the writer's memory. Grouped by region, a group holds
-// 100 charts' few hundred videos. Measured at 10M entries
-// (BenchmarkHistoryExport): a peak RSS of 75-92 MB, one file or thousands.
+// ParquetRowGroup is the rows per row group, which is buffered until flushed: it bounds the
+// writer's memory. Grouped by region, a group holds 100 charts' few hundred videos. Measured at 10M
+// entries (BenchmarkHistoryExport): a peak RSS of 75-92 MB, one file or thousands.
 const ParquetRowGroup = 20_000
 
-// LimitParquetMemory lowers the process's Go soft memory limit to 48 MiB,
-// never raising a lower one (GOMEMLIMIT): the heap is collected before it
-// doubles, which keeps a Parquet export under 100 MB.
+// LimitParquetMemory lowers the process's Go soft memory limit to 48 MiB, never raising a lower one
+// (GOMEMLIMIT): the heap is collected before it doubles, which keeps a Parquet export under 100 MB.
 func LimitParquetMemory() {
 	const limit = 48 << 20
 	if debug.SetMemoryLimit(-1) > limit {
@@ -194,9 +190,9 @@ func (p *parquetWriter) Flush() error {
 	return p.w.Close()
 }
 
-// zstdCodec is parquet's ZSTD codec with a 512 KB window (parquet-go's 8 MB
-// one took 32 MB of a 70 MB export heap), one (~4 MB) encoder for every
-// writer; encoder and decoder are made on first use.
+// zstdCodec is parquet's ZSTD codec with a 512 KB window (parquet-go's 8 MB one took 32 MB of a
+// 70 MB export heap), one (~4 MB) encoder for every writer; encoder and decoder are made on first
+// use.
 type zstdCodec struct{}
 
 var (

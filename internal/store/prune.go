@@ -66,15 +66,13 @@ func (s *Store) pruneExec(ctx context.Context, query string, args ...any) (n int
 	return n, err
 }
 
-// sweep runs batches, a pruneTx each (sweepBatch), until one picks fewer
-// than pruneBatch ids: pick is a SELECT of table's ids in ascending order,
-// binding after args the last id picked (it looks above it only) and its
-// LIMIT, pruneBatch; it returns the rows each write changed. The cursor
-// keeps a sweep linear in what it deletes: a pick never scans again the
-// rows earlier batches passed (without it, each batch rescanned every row
-// before the next to delete). On PostgreSQL picked rows are locked,
-// skipping those another prune holds (it deletes them), so writes test
-// their condition again.
+// sweep runs batches, a pruneTx each (sweepBatch), until one picks fewer than pruneBatch ids: pick
+// is a SELECT of table's ids in ascending order, binding after args the last id picked (it looks
+// above it only) and its LIMIT, pruneBatch; it returns the rows each write changed. The cursor
+// keeps a sweep linear in what it deletes: a pick never scans again the rows earlier batches passed
+// (without it, each batch rescanned every row before the next to delete). On PostgreSQL picked rows
+// are locked, skipping those another prune holds (it deletes them), so writes test their condition
+// again.
 func (s *Store) sweep(ctx context.Context, pick, table string, args, lead []any,
 	writes ...string) ([]int64, error) {
 	pick += strings.ReplaceAll(s.d.pickLocked, "{table}", table)
@@ -99,9 +97,8 @@ func (s *Store) sweep(ctx context.Context, pick, table string, args, lead []any,
 	}
 }
 
-// sweepBatch runs pick with args, then each of writes on the ids picked
-// ({ids}: their placeholders, bound after lead); it returns the ids and
-// the rows each write changed (nil when none picked).
+// sweepBatch runs pick with args, then each of writes on the ids picked ({ids}: their placeholders,
+// bound after lead); it returns the ids and the rows each write changed (nil when none picked).
 func sweepBatch(ctx context.Context, tx *sql.Tx, pick string, args, lead []any, writes []string) ([]int64, []int64, error) {
 	picked, err := column[int64](ctx, tx, pick, args...)
 	if err != nil || len(picked) == 0 {
@@ -122,10 +119,9 @@ func sweepBatch(ctx context.Context, tx *sql.Tx, pick string, args, lead []any, 
 	return picked, n, nil
 }
 
-// Prune deletes captures (with entries) and stats samples older than
-// before, then the videos and text versions nothing references any more,
-// in short transactions that block no run (an interrupted prune leaves a
-// consistent database). With dryRun it only counts.
+// Prune deletes captures (with entries) and stats samples older than before, then the videos and
+// text versions nothing references any more, in short transactions that block no run (an
+// interrupted prune leaves a consistent database). With dryRun it only counts.
 func (s *Store) Prune(ctx context.Context, before time.Time, dryRun bool) (PruneReport, error) {
 	cut := fmtTime(before)
 	var rep PruneReport
@@ -190,11 +186,10 @@ SELECT EXISTS (SELECT 1 FROM captures WHERE captured_at < ?1)
 	return due, nil
 }
 
-// ApplyCutoffs deletes what a policy's cut-offs (zero: none) no longer
-// allow: statsBefore is Prune's; textBefore removes the text of videos
-// neither captured nor refreshed since (id, channel id, publish time and
-// duration kept) and the versions no capture since refers to. With dryRun
-// it writes nothing and returns what it would remove.
+// ApplyCutoffs deletes what a policy's cut-offs (zero: none) no longer allow: statsBefore is
+// Prune's; textBefore removes the text of videos neither captured nor refreshed since (id, channel
+// id, publish time and duration kept) and the versions no capture since refers to. With dryRun it
+// writes nothing and returns what it would remove.
 func (s *Store) ApplyCutoffs(ctx context.Context, statsBefore, textBefore time.Time, dryRun bool) (PruneReport, error) {
 	var rep PruneReport
 	if !statsBefore.IsZero() {

@@ -27,8 +27,7 @@ type QueryError struct {
 // ExitCode is exitcode.Usage: a query that does not parse.
 func (e *QueryError) ExitCode() int { return exitcode.Usage }
 
-// Error returns `invalid search query "TEXT" (N bytes): REASON`, TEXT
-// clipped to 200 bytes.
+// Error returns `invalid search query "TEXT" (N bytes): REASON`, TEXT clipped to 200 bytes.
 func (e *QueryError) Error() string {
 	return fmt.Sprintf("invalid search query %q (%d bytes): %s", termtext.Clip(e.Query, 200), len(e.Query), e.Reason)
 }
@@ -50,12 +49,11 @@ type terms struct {
 // SearchQuery.Parsed carries so that it is not parsed again.
 type ParsedQuery struct{ terms terms }
 
-// ParseSearch parses user search text (syntax: docs/data.md "Search
-// syntax") into AND-ed groups of OR-ed terms and exclusions. Each word and
-// phrase becomes a quoted FTS5 string bound as a parameter, so FTS5 operators
-// in user text are just text. It returns a *QueryError for text it refuses
-// (empty, an unbalanced double quote, no searchable words, only exclusions,
-// over MaxQueryBytes or MaxQueryTerms); it never panics.
+// ParseSearch parses user search text (syntax: docs/data.md "Search syntax") into AND-ed groups of
+// OR-ed terms and exclusions. Each word and phrase becomes a quoted FTS5 string bound as a
+// parameter, so FTS5 operators in user text are just text. It returns a *QueryError for text it
+// refuses (empty, an unbalanced double quote, no searchable words, only exclusions, over
+// MaxQueryBytes or MaxQueryTerms); it never panics.
 func ParseSearch(text string) (*ParsedQuery, error) {
 	qerr := func(reason string) error { return &QueryError{Query: text, Reason: reason} }
 	if reason := refusedText(text); reason != "" {
@@ -74,8 +72,7 @@ func ParseSearch(text string) (*ParsedQuery, error) {
 	return &ParsedQuery{t}, nil
 }
 
-// refusedText is why text is refused before it is scanned (too long,
-// empty), or "".
+// refusedText is why text is refused before it is scanned (too long, empty), or "".
 func refusedText(text string) string {
 	switch {
 	case len(text) > MaxQueryBytes:
@@ -123,9 +120,8 @@ func scanTerms(rs []rune) (all []qterm, reason string) {
 	return all, ""
 }
 
-// scanPhrase scans the phrase that opens at rs[i] (a double quote) and its
-// trailing stars (a prefix), returning it and the index after it; -1 when
-// the quote is not closed.
+// scanPhrase scans the phrase that opens at rs[i] (a double quote) and its trailing stars (a
+// prefix), returning it and the index after it; -1 when the quote is not closed.
 func scanPhrase(rs []rune, i int) (qterm, int) {
 	j := i + 1
 	for j < len(rs) && rs[j] != '"' {
@@ -154,9 +150,8 @@ func scanWord(rs []rune, i int) (qterm, int) {
 	return t, j
 }
 
-// resolveOr groups all: OR is an operator only between two included
-// terms (it joins them in one group), else the literal word; exclusions
-// apart.
+// resolveOr groups all: OR is an operator only between two included terms (it joins them in one
+// group), else the literal word; exclusions apart.
 func resolveOr(all []qterm) terms {
 	var q terms
 	joinNext := false
@@ -182,8 +177,7 @@ func resolveOr(all []qterm) terms {
 	return q
 }
 
-// refused is why q makes no query (no terms, only exclusions, too many
-// terms), or "".
+// refused is why q makes no query (no terms, only exclusions, too many terms), or "".
 func (q terms) refused() string {
 	n := len(q.not) + len(slices.Concat(q.and...))
 	switch {

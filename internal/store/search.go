@@ -112,10 +112,9 @@ ORDER BY v.id, c.region, c.captured_at, c.id`, ids, func(rows *sql.Rows) error {
 	return nil
 }
 
-// SearchPage runs a full-text query (ParseSearch's syntax; the index that
-// answers it: docs/design.md §6) and returns hits best first, and next: the
-// Offset of the next page, or 0 when none. It stops when ctx is cancelled.
-// Errors: *QueryError for bad text, limit or offset.
+// SearchPage runs a full-text query (ParseSearch's syntax; the index that answers it:
+// docs/design.md §6) and returns hits best first, and next: the Offset of the next page, or 0 when
+// none. It stops when ctx is cancelled. Errors: *QueryError for bad text, limit or offset.
 func (s *Store) SearchPage(ctx context.Context, q SearchQuery) (hits []Hit, next int, err error) {
 	if q.Limit == 0 {
 		q.Limit = DefaultSearchLimit
@@ -161,9 +160,8 @@ func (s *Store) SearchPage(ctx context.Context, q SearchQuery) (hits []Hit, next
 	return hits, next, nil
 }
 
-// markTerms narrows the highlights of snip to the terms: a highlight with
-// an unsegmented character (a whole run of CJK text) gives way to the
-// terms' occurrences anywhere, as written.
+// markTerms narrows the highlights of snip to the terms: a highlight with an unsegmented character
+// (a whole run of CJK text) gives way to the terms' occurrences anywhere, as written.
 func markTerms(snip string, marks [][2]int, terms [][]rune) [][2]int {
 	text := []rune(snip)
 	out := [][2]int{}
@@ -175,8 +173,7 @@ func markTerms(snip string, marks [][2]int, terms [][]rune) [][2]int {
 	return mergeMarks(append(out, occurrences(text, terms)...))
 }
 
-// occurrences returns the [start, end) offsets of every occurrence of each
-// of terms in text.
+// occurrences returns the [start, end) offsets of every occurrence of each of terms in text.
 func occurrences(text []rune, terms [][]rune) [][2]int {
 	var out [][2]int
 	for _, term := range terms {

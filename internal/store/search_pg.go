@@ -16,8 +16,7 @@ import (
 // Search on PostgreSQL (docs/design.md §10a): search_plan.go's lookups and
 // bounds over video_search (tsquery lexemes; LIKE under pg_trgm).
 
-// pgRank is ts_rank_cd's weights {D, C, B, A}: description, tags, channel
-// title, title.
+// pgRank is ts_rank_cd's weights {D, C, B, A}: description, tags, channel title, title.
 const pgRank = `'{0.1, 0.2, 0.3, 1.0}'`
 
 // pgTerm is one query term as the PostgreSQL indexes see it.
@@ -118,10 +117,9 @@ func (p *pgSearch) conds(groups [][]string, exclude []string) (join, where strin
 	return join, b.String()
 }
 
-// ranked is a search statement: the searchCandidates newest cands
-// (video_rowid and what score needs) filtered by join and where, ordered
-// by score then rowid in order (ranked false: newest first), the first
-// limit joined to their videos: only the winners are joined.
+// ranked is a search statement: the searchCandidates newest cands (video_rowid and what score
+// needs) filtered by join and where, ordered by score then rowid in order (ranked false: newest
+// first), the first limit joined to their videos: only the winners are joined.
 func (p *pgSearch) ranked(cands, score, order string, ranked bool, join, where string) string {
 	order = `score, c.video_rowid ` + order
 	if !ranked {
@@ -149,10 +147,9 @@ func (p *pgSearch) wordSQL(q string, exclude []string) string {
 		`-ts_rank_cd(`+pgRank+`, c.doc, `+tq+`)::float8`, "ASC", true, join, where)
 }
 
-// substrSQL is the substring search of the long groups (folded), short ones
-// and exclusions not checked by substring: ranked 10 per term in the title
-// and 3 in the channel title, or (fill) newest first without the videos the
-// exclusions' words match.
+// substrSQL is the substring search of the long groups (folded), short ones and exclusions not
+// checked by substring: ranked 10 per term in the title and 3 in the channel title, or (fill)
+// newest first without the videos the exclusions' words match.
 func (p *pgSearch) substrSQL(long [][]qterm, short [][]string, not []qterm, fill bool) string {
 	var match, score []string
 	for _, g := range long {

@@ -8,10 +8,9 @@ import (
 	"unicode/utf8"
 )
 
-// A search runs in three parts: ParseSearch (query.go) turns text into
-// terms, planSearch picks the index lookups that answer them (the same on
-// both engines, docs/design.md §6), and the engine's searcher runs each
-// lookup (search_sqlite.go, search_pg.go).
+// A search runs in three parts: ParseSearch (query.go) turns text into terms, planSearch picks the
+// index lookups that answer them (the same on both engines, docs/design.md §6), and the engine's
+// searcher runs each lookup (search_sqlite.go, search_pg.go).
 
 // searchArgs is one search as its searcher sees it: the parsed terms, the
 // text as typed (for errors), the region ("" all) and the most hits.
@@ -31,19 +30,17 @@ type searcher interface {
 	substrings(ctx context.Context, l substrLookup) ([]Hit, error)
 }
 
-// wordLookup is a word-index lookup of terms (allPrefix: every included
-// term a prefix), subs excluded by substring (exclusions the word index
-// cannot split).
+// wordLookup is a word-index lookup of terms (allPrefix: every included term a prefix), subs
+// excluded by substring (exclusions the word index cannot split).
 type wordLookup struct {
 	terms     terms
 	allPrefix bool
 	subs      []string
 }
 
-// substrLookup is a trigram-index lookup of the long groups (trigramGroups),
-// the short ones checked by substring and not excluded: ranked, or (fill)
-// newest first without the word-index matches of the exclusions, to fill up
-// a word lookup's hits.
+// substrLookup is a trigram-index lookup of the long groups (trigramGroups), the short ones checked
+// by substring and not excluded: ranked, or (fill) newest first without the word-index matches of
+// the exclusions, to fill up a word lookup's hits.
 type substrLookup struct {
 	long  [][]qterm
 	short [][]string
@@ -58,10 +55,9 @@ type searchPlan struct {
 	substr *substrLookup
 }
 
-// planSearch picks the index(es) that answer t: the trigram index when an
-// included term is of an unsegmented script (CJK, Thai...) and long
-// enough, the word index (every term a prefix) when none is; else the word
-// index, filled up from the trigram index.
+// planSearch picks the index(es) that answer t: the trigram index when an included term is of an
+// unsegmented script (CJK, Thai...) and long enough, the word index (every term a prefix) when none
+// is; else the word index, filled up from the trigram index.
 func planSearch(t terms) searchPlan {
 	long, short := trigramGroups(t)
 	if !needsTrigram(t) {
@@ -129,14 +125,12 @@ var unsegmentedScripts = []*unicode.RangeTable{
 	unicode.Thai, unicode.Lao, unicode.Khmer, unicode.Myanmar,
 }
 
-// needsTrigram reports whether an included term of q contains a character
-// of an unsegmented script.
+// needsTrigram reports whether an included term of q contains a character of an unsegmented script.
 func needsTrigram(q terms) bool {
 	return slices.ContainsFunc(slices.Concat(q.and...), func(t qterm) bool { return unsegmented(t.text) })
 }
 
-// unsegmented reports whether s contains a character of an unsegmented
-// script.
+// unsegmented reports whether s contains a character of an unsegmented script.
 func unsegmented(s string) bool {
 	return strings.ContainsFunc(s, func(r rune) bool {
 		return r >= 0x0E00 && unicode.In(r, unsegmentedScripts...) // U+0E00 Thai is the lowest
@@ -152,10 +146,9 @@ func texts(ts []qterm) []string {
 	return out
 }
 
-// trigramGroups splits q's AND-ed groups: long ones (every term of
-// TrigramMinChars or more, looked up; a substring is found in every word it
-// starts, so prefix is dropped) and the texts of short ones (checked by
-// substring).
+// trigramGroups splits q's AND-ed groups: long ones (every term of TrigramMinChars or more, looked
+// up; a substring is found in every word it starts, so prefix is dropped) and the texts of short
+// ones (checked by substring).
 func trigramGroups(q terms) (long [][]qterm, short [][]string) {
 	short = [][]string{}
 	for _, g := range q.and {

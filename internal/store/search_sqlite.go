@@ -16,39 +16,34 @@ import (
 // searchCandidates is SearchCandidates; tests lower it.
 var searchCandidates = SearchCandidates
 
-// searchScan bounds how far a phrase or an exclusion is looked for: among
-// the searchScan newest videos holding every included word (looseMatch),
-// read without positions; tests lower it.
+// searchScan bounds how far a phrase or an exclusion is looked for: among the searchScan newest
+// videos holding every included word (looseMatch), read without positions; tests lower it.
 var searchScan = 2 * SearchCandidates
 
-// boundSQL is the rowid of the ?3-th newest match of ?1 in fts at or above
-// rowid from (from when fewer): the candidates are the matches at or above
-// it. Walking matches unscored and unfiltered reads only the index's
-// position lists.
+// boundSQL is the rowid of the ?3-th newest match of ?1 in fts at or above rowid from (from when
+// fewer): the candidates are the matches at or above it. Walking matches unscored and unfiltered
+// reads only the index's position lists.
 func boundSQL(fts, from string) string {
 	return `coalesce((
             SELECT rowid FROM ` + fts + ` WHERE ` + fts + ` MATCH ?1 AND rowid >= ` + from + `
             ORDER BY rowid DESC LIMIT 1 OFFSET ?3 - 1), ` + from + `)`
 }
 
-// scanFrom is the rowid of the scan-th newest match of loose in fts (SQL
-// parameters; 0 when fewer, or loose empty): where a phrase or an
-// exclusion stops being looked for, so it reads a bounded part of the
-// index however rare its matches are.
+// scanFrom is the rowid of the scan-th newest match of loose in fts (SQL parameters; 0 when fewer,
+// or loose empty): where a phrase or an exclusion stops being looked for, so it reads a bounded
+// part of the index however rare its matches are.
 func scanFrom(fts, loose, scan string) string {
 	return `(CASE WHEN ` + loose + ` = '' THEN 0 ELSE coalesce((
             SELECT rowid FROM ` + fts + ` WHERE ` + fts + ` MATCH ` + loose + `
             ORDER BY rowid DESC LIMIT 1 OFFSET ` + scan + ` - 1), 0) END)`
 }
 
-// searchSQL is a search on FTS5 table fts, snippets of up to tokens tokens,
-// where holding extra conditions, ordered by order (outer: after the join):
-// ranked inside the FTS query (docs/design.md §6), so snippet() runs for the
-// ?4 rows returned only; from is the lowest rowid looked at (SQL). ?1 MATCH
-// expression, ?2 region (empty: all), ?3
-// candidate cap (boundSQL), ?4 limit, ?5/?6 highlight markers, ?7 ellipsis,
-// ?8/?9 JSON arrays of short groups (trigramGroups, each needing a term in
-// the title or channel title) and of exclusions ('[]' skips either).
+// searchSQL is a search on FTS5 table fts, snippets of up to tokens tokens, where holding extra
+// conditions, ordered by order (outer: after the join): ranked inside the FTS query (docs/design.md
+// §6), so snippet() runs for the ?4 rows returned only; from is the lowest rowid looked at (SQL).
+// ?1 MATCH expression, ?2 region (empty: all), ?3 candidate cap (boundSQL), ?4 limit, ?5/?6
+// highlight markers, ?7 ellipsis, ?8/?9 JSON arrays of short groups (trigramGroups, each needing a
+// term in the title or channel title) and of exclusions ('[]' skips either).
 func searchSQL(fts string, tokens int, from, extra, order, outer string) string {
 	text := `lower(` + fts + `.title || char(10) || ` + fts + `.channel_title)`
 	return `
@@ -74,12 +69,11 @@ LEFT JOIN video_stats st ON st.video_rowid = f.rid
 ORDER BY ` + outer
 }
 
-// The ranked search statements of the word index and of the trigram index,
-// and fillSQL, the trigram fill-up of a word search, newest first, unranked:
-// ?10 (the word-index expression of the exclusions, empty: none) replaces
-// ?9, read once over the candidates' range. The word search and the
-// fill-up look no lower than scanFrom of their looser match (?10 and ?11,
-// looseMatch and looseSubstrings, among the newest ?11 and ?12).
+// The ranked search statements of the word index and of the trigram index, and fillSQL, the trigram
+// fill-up of a word search, newest first, unranked: ?10 (the word-index expression of the
+// exclusions, empty: none) replaces ?9, read once over the candidates' range. The word search and
+// the fill-up look no lower than scanFrom of their looser match (?10 and ?11, looseMatch and
+// looseSubstrings, among the newest ?11 and ?12).
 var (
 	wordSQL    = searchSQL("videos_fts", 16, scanFrom("videos_fts", "?10", "?11"), "", "rank", "f.score, f.rid")
 	trigramSQL = searchSQL("videos_tri", 24, "0", "", "rank", "f.score, f.rid")
@@ -167,9 +161,8 @@ func unmark(snip, open, close string) (string, [][2]int) {
 	return b.String(), marks
 }
 
-// renderMatch writes t as an FTS5 expression (for either index): groups
-// joined with AND, a group's terms with OR, then NOT each exclusion.
-// allPrefix makes every included term a prefix query.
+// renderMatch writes t as an FTS5 expression (for either index): groups joined with AND, a group's
+// terms with OR, then NOT each exclusion. allPrefix makes every included term a prefix query.
 func renderMatch(t terms, allPrefix bool) string {
 	and := make([]string, len(t.and))
 	for i, g := range t.and {

@@ -41,10 +41,9 @@ func visible(s string) (string, int) {
 	return s[:n], n
 }
 
-// Safe returns s with every control character, bidirectional control and
-// line separator replaced by its visible escape (ESC is `\x1b`, U+202E is
-// `\u202e`) and each byte of invalid UTF-8 by `\xHH`. Printable text,
-// including every script and emoji, is kept. Safe never shortens s.
+// Safe returns s with every control character, bidirectional control and line separator replaced by
+// its visible escape (ESC is `\x1b`, U+202E is `\u202e`) and each byte of invalid UTF-8 by `\xHH`.
+// Printable text, including every script and emoji, is kept. Safe never shortens s.
 func Safe(s string) string { return Clip(s, math.MaxInt) }
 
 // Clip is Safe(s) cut to at most width runes (width >= 1), the cut marked
@@ -59,8 +58,7 @@ func Clip(s string, width int) string {
 	for i := 0; i < len(s); {
 		piece, n := visible(s[i:])
 		w := utf8.RuneCountInString(piece)
-		// The piece fits if it leaves room for the ellipsis, or if it
-		// ends s exactly at width.
+		// The piece fits if it leaves room for the ellipsis, or if it ends s exactly at width.
 		if used+w > width-1 && !(i+n == len(s) && used+w <= width) {
 			b.WriteString(Ellipsis)
 			return b.String()
@@ -89,10 +87,9 @@ func Closest(s string, candidates []string) string {
 	return best
 }
 
-// Mark returns Safe(s) with each whitespace run made one space and each
-// [start, end) of marks (code point offsets into s, in order, not
-// overlapping, as store.Hit.Highlights) wrapped in open and close.
-// Offsets outside s are ignored.
+// Mark returns Safe(s) with each whitespace run made one space and each [start, end) of marks (code
+// point offsets into s, in order, not overlapping, as store.Hit.Highlights) wrapped in open and
+// close. Offsets outside s are ignored.
 func Mark(s string, marks [][2]int, open, close string) string {
 	var b, piece strings.Builder
 	flush := func() { b.WriteString(Safe(piece.String())); piece.Reset() }
@@ -126,9 +123,8 @@ func Mark(s string, marks [][2]int, open, close string) string {
 	return strings.TrimSpace(b.String())
 }
 
-// Sparkline draws vals, oldest first, as one block character each (▁ to
-// █) scaled between their minimum and maximum, sampled evenly down to at
-// most width characters.
+// Sparkline draws vals, oldest first, as one block character each (▁ to █) scaled between their
+// minimum and maximum, sampled evenly down to at most width characters.
 func Sparkline(vals []int64, width int) string {
 	if len(vals) > width {
 		step := float64(len(vals)-1) / float64(width-1)

@@ -1,9 +1,8 @@
-// Package redistest starts real redis-server processes for tests and
-// benchmarks on free loopback ports: a standalone server (Start) or a master
-// with replicas watched by redis-sentinel processes (StartSentinel). Servers
-// keep no data on disk, live in the test's TempDir and are killed by
-// tb.Cleanup or with the test binary. A missing binary skips the test, or
-// fails it under CI=true; `go test -short` skips every test that starts one.
+// Package redistest starts real redis-server processes for tests and benchmarks on free loopback
+// ports: a standalone server (Start) or a master with replicas watched by redis-sentinel processes
+// (StartSentinel). Servers keep no data on disk, live in the test's TempDir and are killed by
+// tb.Cleanup or with the test binary. A missing binary skips the test, or fails it under CI=true;
+// `go test -short` skips every test that starts one.
 package redistest
 
 import (
@@ -235,12 +234,11 @@ type Sentinel struct {
 	Replicas, Sentinels []*Server
 }
 
-// StartSentinel starts a master, replicas replicas of it (synced) and
-// sentinels (>= 1) redis-sentinel processes monitoring it with quorum
-// sentinels/2+1, and returns once every Sentinel knows every replica and
-// every other Sentinel, so a failover can start as soon as the master dies.
-// With a password, every server requires it and the Sentinels use it; the
-// Sentinels require sentinelPassword ("": none). Server.Do authenticates.
+// StartSentinel starts a master, replicas replicas of it (synced) and sentinels (>= 1)
+// redis-sentinel processes monitoring it with quorum sentinels/2+1, and returns once every Sentinel
+// knows every replica and every other Sentinel, so a failover can start as soon as the master dies.
+// With a password, every server requires it and the Sentinels use it; the Sentinels require
+// sentinelPassword ("": none). Server.Do authenticates.
 func StartSentinel(tb testing.TB, replicas, sentinels int, password, sentinelPassword string) *Sentinel {
 	tb.Helper()
 	if sentinels < 1 {

@@ -1,7 +1,6 @@
-// Package storetest holds test helpers shared by several packages' tests:
-// synthetic video text (Zipf-distributed pseudo-words, so searches see
-// posting lists shaped like real text) and DuckDB, the Parquet reader. It
-// imports nothing of trendfetch, so package store's own tests can use it.
+// Package storetest holds test helpers shared by several packages' tests: synthetic video text
+// (Zipf-distributed pseudo-words, so searches see posting lists shaped like real text) and DuckDB,
+// the Parquet reader. It imports nothing of trendfetch, so package store's own tests can use it.
 package storetest
 
 import (
@@ -76,10 +75,9 @@ func (v *Vocab) TwoWordQueries(seed uint64, n int) []string {
 	return qs
 }
 
-// DuckDB runs sql with DuckDB's Node.js client (scripts/duckdb/query.mjs,
-// installed by scripts/ensure-duckdb.sh) and returns its rows, one JSON
-// array a line (BIGINT as strings). A missing node or DuckDB skips the
-// test, and fails it under CI=true.
+// DuckDB runs sql with DuckDB's Node.js client (scripts/duckdb/query.mjs, installed by
+// scripts/ensure-duckdb.sh) and returns its rows, one JSON array a line (BIGINT as strings). A
+// missing node or DuckDB skips the test, and fails it under CI=true.
 func DuckDB(t testing.TB, sql string) string {
 	t.Helper()
 	mod, err := exec.Command("go", "env", "GOMOD").Output() // the repository's go.mod
