@@ -5,6 +5,9 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/trendfetch/trendfetch/internal/regions"
+	"github.com/trendfetch/trendfetch/internal/store"
 )
 
 // TestRegionsMarksTheConfigured: every supported region is listed, the
@@ -40,5 +43,24 @@ func TestRegionsMarksTheConfigured(t *testing.T) {
 	}
 	if len(out) < 100 || len(configured) != 2 || configured["JP"] != 0 || configured["US"] != 300 {
 		t.Errorf("%d regions, configured with offsets %v; want JP +0s, US +300s", len(out), configured)
+	}
+}
+
+// TestRunAllEveryRegionOnDefaults: a config listing every supported region
+// and no schedule settings is accepted, and `run --all` captures each of
+// them (issue 42: the 3-minute default stagger times 106 regions passed the
+// 2-hour interval and every command exited 2).
+func TestRunAllEveryRegionOnDefaults(t *testing.T) {
+	all := regions.All()
+	_, url, e := sampleEnv(t, all...)
+	cfg := e.writeConfig("regions: [" + strings.Join(all, ", ") + "]\n")
+	if res := e.run("--config", cfg, "--api-endpoint", url, "run", "--all"); res.code != 0 {
+		t.Fatalf("run --all over %d regions: exit %d\n%s", len(all), res.code, res.stderr[max(0, len(res.stderr)-2000):])
+	}
+	runs := storedRuns(t, e.dbPath())
+	for _, code := range all {
+		if n := countRuns(runs, code, store.OutcomeSuccess); n != 1 {
+			t.Errorf("%s: %d successful runs, want 1", code, n)
+		}
 	}
 }
