@@ -19,7 +19,6 @@ type copyOptions struct {
 	asJSON bool
 }
 
-// newCopyCmd is `copy`.
 func newCopyCmd(a *app) *cobra.Command {
 	o := &copyOptions{}
 	cmd := &cobra.Command{

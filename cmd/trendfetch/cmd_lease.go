@@ -12,7 +12,6 @@ import (
 	"github.com/trendfetch/trendfetch/internal/termtext"
 )
 
-// newLeaseCmd is `lease`: list and release.
 func newLeaseCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "lease",
@@ -50,7 +49,6 @@ type leaseOptions struct {
 	yes, asJSON bool
 }
 
-// newLeaseListCmd is `lease list`.
 func newLeaseListCmd(a *app) *cobra.Command {
 	o := &leaseOptions{}
 	cmd := &cobra.Command{
@@ -94,7 +92,6 @@ func leaseListRun(ctx context.Context, o *leaseOptions) error {
 	return tw.Flush()
 }
 
-// newLeaseReleaseCmd is `lease release`.
 func newLeaseReleaseCmd(a *app) *cobra.Command {
 	o := &leaseOptions{}
 	cmd := &cobra.Command{

@@ -5,8 +5,10 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
 
+	"github.com/trendfetch/trendfetch/internal/config"
 	"github.com/trendfetch/trendfetch/internal/exitcode"
 	"github.com/trendfetch/trendfetch/internal/plan"
 	"github.com/trendfetch/trendfetch/internal/termtext"
@@ -16,11 +18,18 @@ import (
 // to fix); the table above it says which bucket.
 var errPlan = exitcode.New(exitcode.Usage, "the configuration does not fit its quota")
 
+// planOptions is what `plan` was asked (its flags), the configuration it
+// plans and where it writes.
+type planOptions struct {
+	io             ioStreams
+	cfg            *config.Config
+	log            zerolog.Logger
+	asJSON, strict bool
+	runsPerDay     int
+}
+
 func newPlanCmd(a *app) *cobra.Command {
-	var (
-		asJSON, strict bool
-		runsPerDay     int
-	)
+	o := &planOptions{}
 	cmd := &cobra.Command{
 		Use:   "plan [--json] [--runs-per-day N] [--strict]",
 		Short: "Estimate the quota units a Pacific day of this configuration spends, per bucket",
@@ -40,39 +49,46 @@ not), else 2.`,
 		Args:    cobra.NoArgs,
 		PreRunE: a.withConfig,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if runsPerDay < 0 || runsPerDay > 86400 {
-				return usagef("trendfetch plan --runs-per-day 12", "--runs-per-day %d: want 1-86400 (0: from the schedule)", runsPerDay)
-			}
-			p, err := plan.Compute(a.cfg, plan.Options{RunsPerDay: runsPerDay})
-			if err != nil {
-				return err
-			}
-			if !asJSON {
-				printPlan(a, p)
-			} else if err := a.printJSON(p); err != nil {
-				return err
-			}
-			switch {
-			case !p.Fits():
-				return errPlan
-			case !p.MostFits() && strict:
-				return fmt.Errorf("%w at its most (--strict)", errPlan)
-			case !p.MostFits():
-				a.log.Warn().Msg("the most this configuration can spend does not fit a bucket: see plan")
-			}
-			return nil
+			o.io, o.cfg, o.log = a.ioStreams, a.cfg, a.log
+			return planRun(o)
 		},
 	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the plan as JSON")
-	cmd.Flags().BoolVar(&strict, "strict", false, "exit 2 also when the most does not fit (for deploy gates)")
-	cmd.Flags().IntVar(&runsPerDay, "runs-per-day", 0, "runs of each region a day, instead of the schedule's")
+	cmd.Flags().BoolVar(&o.asJSON, "json", false, "print the plan as JSON")
+	cmd.Flags().BoolVar(&o.strict, "strict", false, "exit 2 also when the most does not fit (for deploy gates)")
+	cmd.Flags().IntVar(&o.runsPerDay, "runs-per-day", 0, "runs of each region a day, instead of the schedule's")
 	return cmd
+}
+
+// planRun prints the plan of o.cfg: errPlan (exit 2) when its expected use
+// does not fit a bucket, or with --strict its most; a warning when only its most does not.
+func planRun(o *planOptions) error {
+	if o.runsPerDay < 0 || o.runsPerDay > 86400 {
+		return usagef("trendfetch plan --runs-per-day 12", "--runs-per-day %d: want 1-86400 (0: from the schedule)", o.runsPerDay)
+	}
+	p, err := plan.Compute(o.cfg, plan.Options{RunsPerDay: o.runsPerDay})
+	if err != nil {
+		return err
+	}
+	if !o.asJSON {
+		printPlan(o.io, p)
+	} else if err := o.io.printJSON(p); err != nil {
+		return err
+	}
+	switch {
+	case !p.Fits():
+		return errPlan
+	case !p.MostFits() && o.strict:
+		return fmt.Errorf("%w at its most (--strict)", errPlan)
+	case !p.MostFits():
+		o.log.Warn().Msg("the most this configuration can spend does not fit a bucket: see plan")
+	}
+	return nil
 }
 
 // printPlan writes the plan for people: the regions' runs, then one line a
 // bucket with its verdict and the schedule that dominates it.
-func printPlan(a *app, p *plan.Plan) {
-	fmt.Fprintf(a.stdout, "Plan of one Pacific day, %s (%gh, from %s UTC):\n", p.Day, p.Hours, p.Start.Format("2006-01-02 15:04"))
+func printPlan(s ioStreams, p *plan.Plan) {
+	fmt.Fprintf(s.stdout, "Plan of one Pacific day, %s (%gh, from %s UTC):\n", p.Day, p.Hours, p.Start.Format("2006-01-02 15:04"))
 	runs := map[string][]string{}
 	var order []string
 	for _, r := range p.Regions {
@@ -83,18 +99,18 @@ func printPlan(a *app, p *plan.Plan) {
 		runs[key] = append(runs[key], r.Region)
 	}
 	for _, k := range order {
-		fmt.Fprintf(a.stdout, "  %s %s\n", strings.Join(runs[k], " "), k)
+		fmt.Fprintf(s.stdout, "  %s %s\n", strings.Join(runs[k], " "), k)
 	}
-	printPlanBuckets(a, p.Buckets, false)
+	printPlanBuckets(s, p.Buckets, false)
 	if slices.ContainsFunc(p.Buckets, func(b plan.Bucket) bool { return b.Shadow }) {
-		fmt.Fprintln(a.stdout, "Shadow buckets (never deny; the verdict is what each would do):")
-		printPlanBuckets(a, p.Buckets, true)
+		fmt.Fprintln(s.stdout, "Shadow buckets (never deny; the verdict is what each would do):")
+		printPlanBuckets(s, p.Buckets, true)
 	}
 }
 
 // printPlanBuckets writes the table of the buckets whose Shadow is shadow.
-func printPlanBuckets(a *app, buckets []plan.Bucket, shadow bool) {
-	tw := table(a.stdout, "BUCKET\tLEAST\tEXPECTED\tMOST\tLIMIT\tVERDICT\tDOMINATED BY")
+func printPlanBuckets(s ioStreams, buckets []plan.Bucket, shadow bool) {
+	tw := table(s.stdout, "BUCKET\tLEAST\tEXPECTED\tMOST\tLIMIT\tVERDICT\tDOMINATED BY")
 	for _, b := range buckets {
 		if b.Shadow != shadow {
 			continue

@@ -143,10 +143,7 @@ func wait(d time.Duration) string {
 }
 
 func newQuotaChargeCmd(a *app) *cobra.Command {
-	var (
-		method string
-		count  int
-	)
+	o, count := &quotaOptions{}, 0
 	cmd := &cobra.Command{
 		Use:   "charge --method METHOD [--count N]",
 		Short: "Record usage made outside trendfetch (e.g. calls made by hand)",
@@ -157,53 +154,65 @@ project) is counted. Stops at the first denial and exits 75.`,
 		Args:    cobra.NoArgs,
 		PreRunE: a.withConfig,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := a.checkCalls("trendfetch quota charge", method, int64(count)); err != nil {
-				return err
-			}
-			n, err := a.engine().Charge(cmd.Context(), method, count)
-			if errors.As(err, new(*fetch.StopError)) {
-				fmt.Fprintf(a.stdout, "charged %d of %d %s calls\n", n, count, method)
-			}
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(a.stdout, "charged %d %s calls to credential %s\n", count, method, a.cfg.Credential)
-			return nil
+			o.io, o.engine, o.cfg, o.count = a.ioStreams, a.engine(), a.cfg, int64(count)
+			return quotaChargeRun(cmd.Context(), o)
 		},
 	}
-	cmd.Flags().StringVar(&method, "method", "", "API method, e.g. search.list (a key of quota.costs)")
+	cmd.Flags().StringVar(&o.method, "method", "", "API method, e.g. search.list (a key of quota.costs)")
 	cmd.Flags().IntVar(&count, "count", 1, "number of calls to record")
 	_ = cmd.MarkFlagRequired("method")
 	return cmd
 }
 
+// quotaChargeRun reserves the calls, stopping at the first denial (exit 75), and says how many.
+func quotaChargeRun(ctx context.Context, o *quotaOptions) error {
+	if err := o.checkCalls("trendfetch quota charge"); err != nil {
+		return err
+	}
+	n, err := o.engine.Charge(ctx, o.method, int(o.count))
+	if errors.As(err, new(*fetch.StopError)) {
+		fmt.Fprintf(o.io.stdout, "charged %d of %d %s calls\n", n, o.count, o.method)
+	}
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(o.io.stdout, "charged %d %s calls to credential %s\n", o.count, o.method, o.cfg.Credential)
+	return nil
+}
+
 func newQuotaResetCmd(a *app) *cobra.Command {
-	var yes bool
+	o := &quotaOptions{}
 	cmd := &cobra.Command{
 		Use:     "reset --credential NAME --yes",
 		Short:   "Forget every recorded call and exhaustion marker of a credential",
 		Args:    cobra.NoArgs,
 		PreRunE: a.withConfig,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			credential := *a.flags["credential"]
-			if credential == "" {
-				return usagef("trendfetch quota reset --credential default --yes", "reset needs --credential NAME")
-			}
-			if !yes {
-				return usagef("trendfetch quota reset --credential "+credential+" --yes", "reset forgets all recorded usage of %s: confirm with --yes", credential)
-			}
-			lim, err := a.engine().OpenLimiter(false)
-			if err != nil {
-				return err
-			}
-			defer lim.Close()
-			if err := lim.Reset(cmd.Context(), credential); err != nil {
-				return err
-			}
-			fmt.Fprintf(a.stdout, "quota of credential %s reset\n", credential)
-			return nil
+			o.io, o.engine, o.credential = a.ioStreams, a.engine(), *a.flags["credential"]
+			return quotaResetRun(cmd.Context(), o)
 		},
 	}
-	cmd.Flags().BoolVar(&yes, "yes", false, "confirm")
+	cmd.Flags().BoolVar(&o.yes, "yes", false, "confirm")
 	return cmd
+}
+
+// quotaResetRun forgets the recorded usage of o.credential (the root
+// flag's: never the default by accident), confirmed by --yes.
+func quotaResetRun(ctx context.Context, o *quotaOptions) error {
+	if o.credential == "" {
+		return usagef("trendfetch quota reset --credential default --yes", "reset needs --credential NAME")
+	}
+	if !o.yes {
+		return usagef("trendfetch quota reset --credential "+o.credential+" --yes", "reset forgets all recorded usage of %s: confirm with --yes", o.credential)
+	}
+	lim, err := o.engine.OpenLimiter(false)
+	if err != nil {
+		return err
+	}
+	defer lim.Close()
+	if err := lim.Reset(ctx, o.credential); err != nil {
+		return err
+	}
+	fmt.Fprintf(o.io.stdout, "quota of credential %s reset\n", o.credential)
+	return nil
 }

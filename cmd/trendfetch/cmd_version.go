@@ -51,7 +51,6 @@ func buildInfo() versionInfo {
 	return v
 }
 
-// newVersionCmd is `version`.
 func newVersionCmd(a *app) *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{

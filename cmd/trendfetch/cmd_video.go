@@ -24,7 +24,6 @@ type videoOptions struct {
 	asJSON bool
 }
 
-// newVideoCmd is `video`.
 func newVideoCmd(a *app) *cobra.Command {
 	o := &videoOptions{}
 	cmd := &cobra.Command{

@@ -1,26 +1,17 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/trendfetch/trendfetch/internal/exitcode"
 	"github.com/trendfetch/trendfetch/internal/fetch/youtubetest"
 	"github.com/trendfetch/trendfetch/internal/plan"
 )
-
-// planOf runs `trendfetch plan --json` with args and decodes it.
-func planOf(t *testing.T, e *env, args ...string) (plan.Plan, result) {
-	t.Helper()
-	res := e.run(append(args, "plan", "--json")...)
-	var p plan.Plan
-	if err := json.Unmarshal([]byte(res.stdout), &p); err != nil {
-		t.Fatalf("plan --json (exit %d): %v\n%s\n%s", res.code, err, res.stdout, res.stderr)
-	}
-	return p, res
-}
 
 func bucketOf(t *testing.T, p plan.Plan, scope, name string) plan.Bucket {
 	t.Helper()
@@ -37,42 +28,47 @@ func bucketOf(t *testing.T, p plan.Plan, scope, name string) plan.Bucket {
 // does not fit warns (and exits 2 with --strict), one whose expected use
 // does not fit exits 2; each bucket line names its dominating schedule.
 func TestPlanVerdictsAndExitCodes(t *testing.T) {
-	e := newEnv(t)
-	fits := e.writeConfig("regions: [US, JP, KR]\nschedule:\n  every: 2h\n  regions:\n    JP: \"0 * * * *\"\n    KR: \"0 * * * *\"\n")
-	res := e.run("--config", fits, "plan")
-	if res.code != 0 {
-		t.Fatalf("plan exit %d, want 0\n%s%s", res.code, res.stdout, res.stderr)
+	planRunOf := func(yaml string, o planOptions) (*inproc, error) {
+		p := newInproc(t, yaml, nil)
+		o.io, o.cfg, o.log = p.a.ioStreams, p.a.cfg, p.a.log
+		return p, planRun(&o)
 	}
+	fits := "regions: [US, JP, KR]\nschedule:\n  every: 2h\n  regions:\n    JP: \"0 * * * *\"\n    KR: \"0 * * * *\"\n"
 	// JP KR run every hour (24 runs x 4 pages), US every 2h (12 x 4).
-	if !strings.Contains(res.stdout, "JP KR 0 * * * *: 192 of 9,500 units") {
-		t.Errorf("no dominating setting on the units line:\n%s", res.stdout)
+	if p, err := planRunOf(fits, planOptions{}); err != nil || !strings.Contains(p.out.String(), "JP KR 0 * * * *: 192 of 9,500 units") {
+		t.Errorf("plan: %v, want no error and the dominating setting on the units line:\n%s", err, p.out.String())
 	}
-	p, _ := planOf(t, e, "--config", fits)
-	if u := bucketOf(t, p, "config", "units").Units; u.Least != 12+48 || u.Most != 3*(48+192) {
+	p, err := planRunOf(fits, planOptions{asJSON: true})
+	var pl plan.Plan
+	if err != nil || json.Unmarshal(p.out.Bytes(), &pl) != nil {
+		t.Fatalf("plan --json: %v\n%s", err, p.out.String())
+	}
+	if u := bucketOf(t, pl, "config", "units").Units; u.Least != 12+48 || u.Most != 3*(48+192) {
 		t.Errorf("units %+v, want least 60 (a page a run), most 720 (4 pages a run, each sent 3 times: api.retries 2)", u)
 	}
-	if g := bucketOf(t, p, "google-2026", "units"); g.Limit != 10_000 {
+	if g := bucketOf(t, pl, "google-2026", "units"); g.Limit != 10_000 {
 		t.Errorf("google units limit %d, want 10,000", g.Limit)
 	}
 
 	// Stats limited to 100 a day: expected (56) fits, the most (3 x 124) does not.
-	tight := e.writeConfig("quota:\n  buckets:\n    - {name: units, limit: 9500, window: 24h}\n    - {name: stats, limit: 100, window: 1d}\n")
-	res = e.run("--config", tight, "plan")
-	if res.code != 0 || !strings.Contains(res.stdout, plan.MostExceeds) || !strings.Contains(res.stderr, `"level":"warn"`) {
-		t.Errorf("most over the limit: exit %d, want 0 with a warning\n%s%s", res.code, res.stdout, res.stderr)
+	tight := "quota:\n  buckets:\n    - {name: units, limit: 9500, window: 24h}\n    - {name: stats, limit: 100, window: 1d}\n"
+	if p, err := planRunOf(tight, planOptions{}); err != nil || !strings.Contains(p.out.String(), plan.MostExceeds) || !strings.Contains(p.errOut.String(), `"level":"warn"`) {
+		t.Errorf("most over the limit: %v, want no error and a warning\n%s%s", err, p.out.String(), p.errOut.String())
 	}
-	if res = e.run("--config", tight, "plan", "--strict"); res.code != 2 {
-		t.Errorf("--strict with the most over the limit: exit %d, want 2\n%s", res.code, res.stderr)
+	if _, err := planRunOf(tight, planOptions{strict: true}); exit(err) != exitcode.Usage {
+		t.Errorf("--strict with the most over the limit: %v, want exit 2", err)
 	}
 
 	// Ten search pages an hour in two regions: 480 search.list calls a day.
-	over := e.writeConfig("regions: [JP, KR]\nschedule:\n  every: 1h\nsearches:\n  - {q: music, max_pages: 10}\n")
-	res = e.run("--config", over, "plan")
-	if res.code != 2 || !strings.Contains(res.stdout, plan.DoesNotFit) || !strings.Contains(res.stdout, "JP KR every 1h: 480 of 95 units") {
-		t.Errorf("search over its bucket: exit %d, want 2 naming JP KR every 1h\n%s%s", res.code, res.stdout, res.stderr)
+	over := "regions: [JP, KR]\nschedule:\n  every: 1h\nsearches:\n  - {q: music, max_pages: 10}\n"
+	if p, err := planRunOf(over, planOptions{}); exit(err) != exitcode.Usage || !strings.Contains(p.out.String(), plan.DoesNotFit) || !strings.Contains(p.out.String(), "JP KR every 1h: 480 of 95 units") {
+		t.Errorf("search over its bucket: %v, want exit 2 naming JP KR every 1h\n%s", err, p.out.String())
 	}
-	if res = e.run("--config", over, "plan", "--runs-per-day", "1"); res.code != 0 {
-		t.Errorf("--runs-per-day 1: exit %d, want 0 (20 search pages fit)\n%s%s", res.code, res.stdout, res.stderr)
+	if _, err := planRunOf(over, planOptions{runsPerDay: 1}); err != nil {
+		t.Errorf("--runs-per-day 1: %v, want none (20 search pages fit)", err)
+	}
+	if _, err := planRunOf(over, planOptions{runsPerDay: -1}); exit(err) != exitcode.Usage {
+		t.Errorf("--runs-per-day -1: %v, want a usage error", err)
 	}
 }
 
@@ -89,24 +85,18 @@ func TestPlanBracketsAReplayedDay(t *testing.T) {
 	}
 	loadRecordedExtras(t, emu, data)
 	url := emu.StartTest(t)
-	e := newEnv(t)
-	e.vars["YOUTUBE_API_KEY"] = "k"
-	cfg := e.writeConfig("regions: [US]\nsearches:\n  - {q: python, max_pages: 2}\nchannels:\n  enabled: true\n  refresh: 1d\ncategories:\n  enabled: true\n  refresh: 7d\nstats:\n  every: 0s\n")
+	p := newInproc(t, "regions: [US]\nsearches:\n  - {q: python, max_pages: 2}\nchannels:\n  enabled: true\n  refresh: 1d\ncategories:\n  enabled: true\n  refresh: 7d\nstats:\n  every: 0s\n",
+		map[string]string{"YOUTUBE_API_KEY": "k"})
 	const runs = 8
 	for i := 0; i < runs; i++ {
 		if err := emu.SetDate(dates[i/2]); err != nil {
 			t.Fatal(err)
 		}
-		if res := e.run("--config", cfg, "--api-endpoint", url, "run", "--region", "US"); res.code != 0 {
-			t.Fatalf("run %d: exit %d\n%s", i, res.code, res.stderr)
-		}
+		p.capture(url, "US")
 	}
-	res := e.run("--config", cfg, "runs", "--json", "--limit", "100")
-	var recorded []struct {
-		Units map[string]int64 `json:"units"`
-	}
-	if err := json.Unmarshal([]byte(res.stdout), &recorded); err != nil || len(recorded) != runs {
-		t.Fatalf("runs --json: %v, %d runs\n%s", err, len(recorded), res.stdout)
+	recorded, err := openStore(t, p.db).Runs(context.Background(), 100)
+	if err != nil || len(recorded) != runs {
+		t.Fatalf("runs: %v, %d runs", err, len(recorded))
 	}
 	spent := map[string]int64{}
 	for _, r := range recorded {
@@ -114,9 +104,13 @@ func TestPlanBracketsAReplayedDay(t *testing.T) {
 			spent[b] += u
 		}
 	}
-	p, _ := planOf(t, e, "--config", cfg, "--runs-per-day", "8")
+	p.reset()
+	var pl plan.Plan
+	if err := planRun(&planOptions{io: p.a.ioStreams, cfg: p.a.cfg, runsPerDay: runs, asJSON: true}); err != nil || json.Unmarshal(p.out.Bytes(), &pl) != nil {
+		t.Fatalf("plan --runs-per-day 8 --json: %v\n%s", err, p.out.String())
+	}
 	for _, name := range []string{"units", "search", "stats"} {
-		b := bucketOf(t, p, "config", name)
+		b := bucketOf(t, pl, "config", name)
 		if got := spent[name]; got < b.Units.Least || got > b.Units.Most {
 			t.Errorf("bucket %s: the day's runs spent %d units, outside the plan's [%d, %d]", name, got, b.Units.Least, b.Units.Most)
 		}
