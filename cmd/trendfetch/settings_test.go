@@ -1,6 +1,8 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -47,6 +49,32 @@ func TestUnknownFlagSuggestsTheClosest(t *testing.T) {
 		res := e.run(strings.Fields(args)...)
 		if res.code != 2 || !strings.Contains(res.stderr, want) {
 			t.Errorf("%s: exit %d, want 2 with %q:\n%s", args, res.code, want, res.stderr)
+		}
+	}
+}
+
+// TestDatabaseFlagWinsOverURLFile (issue 39 item 1): with store.url_file naming a PostgreSQL
+// server, --database and TRENDFETCH_DATABASE reach the database they name: `run` captures
+// into it, and `crontab` writes it for its jobs.
+func TestDatabaseFlagWinsOverURLFile(t *testing.T) {
+	_, url, e := sampleEnv(t, "US")
+	urlFile := filepath.Join(e.dir, "database-url")
+	if err := os.WriteFile(urlFile, []byte("postgres://tf@127.0.0.1:1/other\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg := e.writeConfig("store:\n  url_file: " + urlFile + "\n")
+	for _, how := range []string{"flag", "env"} {
+		db := filepath.Join(e.dir, how+".db")
+		global := []string{"--config", cfg, "--database", db}
+		if how == "env" {
+			global, e.vars["TRENDFETCH_DATABASE"] = global[:2], db
+		}
+		res := e.run(append(global, "--api-endpoint", url, "run", "--region", "US")...)
+		if _, err := os.Stat(db); res.code != 0 || err != nil {
+			t.Errorf("run with the database by %s: exit %d, %v, want a capture in %s\n%s", how, res.code, err, db, res.stderr)
+		}
+		if res = e.run(append(global, "crontab")...); res.code != 0 || !strings.Contains(res.stdout, "--database "+db) {
+			t.Errorf("crontab with the database by %s: exit %d, want jobs given --database %s\n%s%s", how, res.code, db, res.stdout, res.stderr)
 		}
 	}
 }
