@@ -117,7 +117,7 @@ func TestOncePerTickAcrossHosts(t *testing.T) {
 	}
 	if code != 0 || emu.Units("k") != 2*units || len(recorded) != 2 || skip == nil ||
 		skip["host"] != "tf-host-a" || skip["captured_at"] != at.Format(time.RFC3339) || skip["level"] != "info" ||
-		!strings.Contains(skip["message"].(string), "US was captured by host tf-host-a at "+at.In(paris).Format("2006-01-02 15:04:05 MST")) {
+		!strings.Contains(skip["message"].(string), fmt.Sprintf("US was captured by host tf-host-a, run %d, at ", recorded[0].ID)+at.In(paris).Format("2006-01-02 15:04:05 MST")) {
 		t.Fatalf("host b after host a: exit %d, %d units more, %d runs; want exit 0 spending nothing, recording nothing, naming host a and %s\n%s",
 			code, emu.Units("k")-units, len(recorded), at.Format(time.RFC3339), stderr)
 	}

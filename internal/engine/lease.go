@@ -71,8 +71,8 @@ type capturedError struct {
 
 func (e *capturedError) Error() string {
 	const layout = "2006-01-02 15:04:05 MST"
-	return fmt.Sprintf("%s was captured by host %s at %s (run %d) in this slot of its schedule (%s to %s): nothing fetched; `trendfetch run --force` fetches it anyway",
-		e.by.Region, e.by.Host, e.by.FinishedAt.In(e.loc).Format(layout), e.by.ID,
+	return fmt.Sprintf("%s was captured by host %s, run %d, at %s in this slot of its schedule (%s to %s): nothing fetched; `trendfetch run --force` fetches it anyway",
+		e.by.Region, e.by.Host, e.by.ID, e.by.FinishedAt.In(e.loc).Format(layout),
 		e.from.In(e.loc).Format(layout), e.to.In(e.loc).Format(layout))
 }
 

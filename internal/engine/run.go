@@ -190,6 +190,9 @@ func (r *Runner) fetchHeld(ctx context.Context, fr *fetch.Runner, region string)
 	log := r.e.log.With().Str("region", region).Str("credential", r.e.cfg.Credential).Logger()
 	ctx, h, err := r.takeLease(ctx, log, region)
 	if err != nil {
+		ctx, h, err = r.waitForHolder(ctx, log, region, err)
+	}
+	if err != nil {
 		return store.Run{Credential: r.e.cfg.Credential, Region: region}, err
 	}
 	defer h.release()

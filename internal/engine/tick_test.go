@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -139,11 +140,11 @@ func TestOncePerTick(t *testing.T) {
 		if line.Level != "info" || line.Host != "host-b" || line.Region != "US" || line.Run != captured ||
 			line.CapturedAt != now.Add(time.Second).UTC().Format(time.RFC3339) ||
 			line.SlotStart != midnight.Format(time.RFC3339) || line.SlotEnd != midnight.Add(24*time.Hour).Format(time.RFC3339) ||
-			!strings.Contains(line.Message, "US was captured by host host-b at "+now.Add(time.Second).UTC().Format("2006-01-02 15:04:05 UTC")) {
+			!strings.Contains(line.Message, fmt.Sprintf("US was captured by host host-b, run %d, at ", captured)+now.Add(time.Second).UTC().Format("2006-01-02 15:04:05 UTC")) {
 			t.Errorf("log line %+v: want info naming host-b, run %d, its time in RFC 3339 UTC and the slot [%s, +24h); the message naming the zone", line, captured, midnight)
 		}
 		mu.Lock()
-		if len(ends) != 1 || !strings.HasPrefix(ends[0], "/us/0 US not run; US was captured by host host-b") {
+		if len(ends) != 1 || !strings.HasPrefix(ends[0], fmt.Sprintf("/us/0 US not run; US was captured by host host-b, run %d,", captured)) {
 			t.Errorf("check-ins: %q, want US's exit 0 with no run and the reason", ends)
 		}
 		mu.Unlock()
