@@ -24,13 +24,12 @@ type hold struct {
 
 // takeLease takes the run lease of region (docs/design.md §5, leases). It returns a context
 // cancelled with fetch.ErrLeaseLost when the lease is lost. A held lease is a
-// *quota.LeaseHeldError; a down backend gives a hold without a lease (fetch.Lease.Down): the run
-// goes on, its calls applying their policies at once.
+// *quota.LeaseHeldError; a down backend gives a hold without a lease (fetch.Lease.Down) but
+// with the store's claim (claimInStore): the run goes on, its calls applying their policies at once.
 func (r *Runner) takeLease(ctx context.Context, log zerolog.Logger, region string) (context.Context, hold, error) {
 	l, err := r.limiter.AcquireLease(ctx, r.e.cfg.Credential, region, r.e.cfg.Runs.LeaseTTL.Std(), "")
 	if backendDown(err) {
-		log.Warn().Err(err).Msg("quota backend unavailable; running without the region lease and applying call site policies for the rest of this run")
-		return ctx, hold{lease: fetch.Lease{Down: err}, release: func() {}}, nil
+		return r.claimInStore(ctx, log, region, err)
 	}
 	if err != nil {
 		return ctx, hold{}, err
@@ -54,6 +53,22 @@ func (r *Runner) takeLease(ctx context.Context, log zerolog.Logger, region strin
 			log.Warn().Err(err).Msg("cannot release the run lease; it expires by itself")
 		}
 	}}, nil
+}
+
+// claimInStore holds region for a run while the quota backend is down (down): its claim in the
+// store (store.ClaimRegion, docs/design.md §10a), so that hosts sharing a PostgreSQL dataset still
+// run a region one at a time; a claim held by another run is a *quota.LeaseHeldError.
+func (r *Runner) claimInStore(ctx context.Context, log zerolog.Logger, region string, down error) (context.Context, hold, error) {
+	release, err := r.store.ClaimRegion(ctx, r.e.cfg.Credential, region)
+	if errors.Is(err, store.ErrClaimed) {
+		return ctx, hold{}, &quota.LeaseHeldError{Credential: r.e.cfg.Credential, Region: region,
+			Holder: "another run (its claim in PostgreSQL: the quota backend is down)"}
+	}
+	if err != nil {
+		return ctx, hold{}, err
+	}
+	log.Warn().Err(down).Msg("quota backend unavailable; running without the region lease and applying call site policies for the rest of this run")
+	return ctx, hold{lease: fetch.Lease{Down: down}, release: release}, nil
 }
 
 // backendDown reports a quota backend failure (not an answer such as a held lease).
