@@ -22,7 +22,7 @@ var holderPoll, holderGrace = time.Second, 5 * time.Second
 // every holderPoll until ctx is done (runs.timeout), then checks whether the holder captured the slot
 // (capturedElsewhere) or runs the region itself. It returns held at once (exit 3) when --force is
 // set, the region is not scheduled, this host holds the lease, a run of an earlier slot still runs,
-// or, after holderGrace, no other host's run of this slot runs (a run by hand, a lease set by hand).
+// or no other host's run of this slot was seen running within holderGrace (a run or a lease by hand).
 func (r *Runner) waitForHolder(ctx context.Context, log zerolog.Logger, region string, held error) (context.Context, hold, error) {
 	var lh *quota.LeaseHeldError
 	host, _ := os.Hostname()
@@ -35,8 +35,8 @@ func (r *Runner) waitForHolder(ctx context.Context, log zerolog.Logger, region s
 		switch r.holderRun(ctx, region, host) {
 		case earlierSlot:
 			return ctx, hold{}, held
-		case noRun:
-			if time.Since(start) >= holderGrace {
+		case noRun: // once a holder's run was seen, it is finishing: its lease comes free
+			if !waiting && time.Since(start) >= holderGrace {
 				return ctx, hold{}, held
 			}
 		case thisSlot:
