@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -81,8 +82,8 @@ func TestCrontabWithPostgres(t *testing.T) {
 	}
 	var readme []string // the lines README.md's several-hosts section shows, as written here
 	for _, line := range strings.Split(readmeSection(t, "Several hosts, one dataset"), "\n") {
-		if strings.HasPrefix(line, "    ") && strings.Contains(line, " run --region ") {
-			line = strings.ReplaceAll(strings.TrimSpace(line), "/etc/trendfetch/trendfetch.yaml", cfg)
+		if regexp.MustCompile(`^\d`).MatchString(line) && strings.Contains(line, " run --region ") {
+			line = strings.ReplaceAll(line, "/etc/trendfetch/trendfetch.yaml", cfg)
 			readme = append(readme, strings.Replace(line, "/usr/local/bin/trendfetch", binary, 1))
 		}
 	}
