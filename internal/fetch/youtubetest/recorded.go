@@ -67,7 +67,7 @@ func videoOfSearchResult(it *youtube.SearchResult) *youtube.Video {
 }
 
 // SetChannels adds the channels of raw, a recorded youtube#channelListResponse, to those
-// channels.list serves by id or handle (docs/design.md §7), replacing a channel of the same id.
+// channels.list serves by id (docs/design.md §7), replacing a channel of the same id.
 func (s *Server) SetChannels(raw []byte) error {
 	var resp youtube.ChannelListResponse
 	if err := decodeKind(raw, &resp, "youtube#channelListResponse"); err != nil {
@@ -85,7 +85,8 @@ func (s *Server) SetChannels(raw []byte) error {
 	return nil
 }
 
-// serveCategories answers GET /youtube/v3/videoCategories (docs/design.md §7).
+// serveCategories answers GET /youtube/v3/videoCategories: regionCode; id answers none
+// (docs/design.md §7).
 func (s *Server) serveCategories(q url.Values, parts map[string]bool) (any, *errorResponse) {
 	ids, region := multi(q, "id"), strings.ToUpper(q.Get("regionCode"))
 	if (len(ids) == 0) == (region == "") {
@@ -96,16 +97,6 @@ func (s *Server) serveCategories(q url.Values, parts map[string]bool) (any, *err
 	if list := cmp.Or(s.categories[region], s.categories[""]); region != "" && list != nil {
 		for _, c := range list.Items {
 			resp.Items = append(resp.Items, project(c, parts))
-		}
-	} else if region == "" {
-		seen := map[string]bool{}
-		for _, list := range s.categories {
-			for _, c := range list.Items {
-				if slices.Contains(ids, c.Id) && !seen[c.Id] {
-					seen[c.Id] = true
-					resp.Items = append(resp.Items, project(c, parts))
-				}
-			}
 		}
 	}
 	s.mu.Unlock()
@@ -132,9 +123,10 @@ func (s *Server) serveSearch(q url.Values, parts map[string]bool) (any, *errorRe
 	return resp, nil
 }
 
-// serveChannels answers GET /youtube/v3/channels: part, and id or forHandle (SetChannels).
+// serveChannels answers GET /youtube/v3/channels: part and id (SetChannels); the other filters
+// answer none.
 func (s *Server) serveChannels(q url.Values, parts map[string]bool) (any, *errorResponse) {
-	ids, handle := multi(q, "id"), "@"+strings.TrimPrefix(strings.ToLower(q.Get("forHandle")), "@")
+	ids := multi(q, "id")
 	if filters(q, "id", "forHandle", "forUsername", "mine", "managedByMe", "categoryId") != 1 {
 		return nil, errMissingFilter("categoryId, forHandle, forUsername, id, managedByMe, mine")
 	} else if len(ids) > callsite.MaxIDs {
@@ -147,11 +139,6 @@ func (s *Server) serveChannels(q url.Values, parts map[string]bool) (any, *error
 			if c.Id == id {
 				resp.Items = append(resp.Items, project(c, parts))
 			}
-		}
-	}
-	for _, c := range s.channels {
-		if q.Get("forHandle") != "" && c.Snippet != nil && strings.ToLower(c.Snippet.CustomUrl) == handle {
-			resp.Items = append(resp.Items, project(c, parts))
 		}
 	}
 	s.mu.Unlock()

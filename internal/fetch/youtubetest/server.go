@@ -248,7 +248,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if e != nil {
 			writeError(sw, e)
 		} else {
-			writeList(sw, r, resp)
+			writeList(sw, resp)
 		}
 	}
 }

@@ -132,15 +132,11 @@ func TestDefaultsPrevTokenAndStats(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if second.PrevPageToken != "CAUQAQ" || second.Items[0].Id != "sample-0006" || second.Items[0].Snippet != nil {
+	if second.PrevPageToken != "" || second.Items[0].Id != "sample-0006" || second.Items[0].Snippet != nil {
 		t.Errorf("second page: prev %q first %+v", second.PrevPageToken, second.Items[0])
 	}
-	back, err := svc.Videos.List([]string{"id"}).Chart("mostPopular").RegionCode("US").PageToken(second.PrevPageToken).Do()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if back.Items[0].Id != "sample-0001" || len(back.Items) != 5 {
-		t.Errorf("prev page starts at %s", back.Items[0].Id)
+	if _, err := svc.Videos.List([]string{"id"}).Chart("mostPopular").RegionCode("US").PageToken("CAUQAQ").Do(); err == nil {
+		t.Error("a backward page token was accepted")
 	}
 	body := fetchRaw(t, srv, "/youtube/v3/videos?part=statistics&chart=mostPopular&regionCode=US&maxResults=10")
 	if strings.Contains(body, "dislikeCount") {
@@ -357,7 +353,7 @@ func TestFailNextAndHook(t *testing.T) {
 	}
 }
 
-func TestETagNotModified(t *testing.T) {
+func TestETagOfContent(t *testing.T) {
 	srv := youtubetest.New()
 	srv.SetChart("US", youtubetest.Sample())
 	svc := start(t, srv, "k")
@@ -368,16 +364,13 @@ func TestETagNotModified(t *testing.T) {
 	if len(r.Etag) != 27 {
 		t.Fatalf("etag %q", r.Etag)
 	}
-	_, err = svc.Videos.List([]string{"id"}).Chart("mostPopular").RegionCode("US").IfNoneMatch(r.Etag).Do()
-	if !googleapi.IsNotModified(err) {
-		t.Fatalf("If-None-Match: err %v, want 304", err)
+	again, err := svc.Videos.List([]string{"id"}).Chart("mostPopular").RegionCode("US").Do()
+	if err != nil || again.Etag != r.Etag {
+		t.Fatalf("same chart: %v, etag %q, want %q", err, again.Etag, r.Etag)
 	}
 	srv.SetChart("US", youtubetest.Sample()[1:])
-	if _, err = svc.Videos.List([]string{"id"}).Chart("mostPopular").RegionCode("US").IfNoneMatch(r.Etag).Do(); err != nil {
-		t.Fatalf("changed chart: %v", err)
-	}
-	if srv.Units("k") != 3 {
-		t.Errorf("a 304 costs too: units %d", srv.Units("k"))
+	if changed, err := svc.Videos.List([]string{"id"}).Chart("mostPopular").RegionCode("US").Do(); err != nil || changed.Etag == r.Etag {
+		t.Fatalf("changed chart: %v, etag unchanged %q", err, r.Etag)
 	}
 }
 
@@ -455,13 +448,12 @@ func TestRecordedCategoriesSearchChannels(t *testing.T) {
 			t.Errorf("%s: %d categories, want %d", region, len(cats.Items), want)
 		}
 	}
-	one, err := svc.VideoCategories.List([]string{"snippet"}).Id("29").Do()
-	if err != nil || len(one.Items) != 1 || one.Items[0].Snippet.Title != "Nonprofits & Activism" {
-		t.Errorf("category 29: %v %+v", err, one)
+	if none, err := svc.VideoCategories.List([]string{"snippet"}).Id("29").Do(); err != nil || len(none.Items) != 0 {
+		t.Errorf("categories by id: %v %+v, want none", err, none)
 	}
 
 	var titles int
-	err = svc.Search.List([]string{"snippet"}).Q("anything").MaxResults(25).Pages(context.Background(), func(r *youtube.SearchListResponse) error {
+	err := svc.Search.List([]string{"snippet"}).Q("anything").MaxResults(25).Pages(context.Background(), func(r *youtube.SearchListResponse) error {
 		titles += len(r.Items)
 		return nil
 	})

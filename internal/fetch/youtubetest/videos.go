@@ -136,27 +136,21 @@ func (s *Server) serveChart(q url.Values, parts map[string]bool) (any, *errorRes
 	if cat := q.Get("videoCategoryId"); cat != "" {
 		videos = slices.DeleteFunc(slices.Clone(videos), func(v *youtube.Video) bool { return v.Snippet == nil || v.Snippet.CategoryId != cat })
 	}
-	start, end := 0, maxResults
+	start := 0
 	if tok := q.Get("pageToken"); tok != "" {
-		off, back, ok := parsePageToken(tok)
+		off, ok := parsePageToken(tok)
 		if !ok || off > len(videos) {
 			return nil, errInvalidPageToken
 		}
-		start, end = off, off+maxResults
-		if back {
-			start, end = max(off-maxResults, 0), off
-		}
+		start = off
 	}
-	end = min(end, len(videos))
+	end := min(start+maxResults, len(videos))
 	resp := &youtube.VideoListResponse{Kind: "youtube#videoListResponse", PageInfo: pageInfo(int64(len(videos)), int64(maxResults))}
 	for _, v := range videos[start:end] {
 		resp.Items = append(resp.Items, serveVideo(v, parts))
 	}
 	if end < len(videos) {
-		resp.NextPageToken = pageToken(end, false)
-	}
-	if start > 0 {
-		resp.PrevPageToken = pageToken(start, true)
+		resp.NextPageToken = pageToken(end)
 	}
 	return resp, nil
 }
@@ -173,26 +167,22 @@ func serveVideo(v *youtube.Video, parts map[string]bool) *youtube.Video {
 	return out
 }
 
-// pageToken encodes an offset the way the real API's tokens look: a protobuf with field 1 the
-// offset and field 2 the direction (0 forward, 1 backward), base64url without padding.
-// Offset 50 forward is "CDIQAA", offset 5 backward is "CAUQAQ", as in the recorded responses.
-func pageToken(offset int, backward bool) string {
-	dir := byte(0)
-	if backward {
-		dir = 1
-	}
-	return base64.RawURLEncoding.EncodeToString(append(binary.AppendUvarint([]byte{0x08}, uint64(offset)), 0x10, dir))
+// pageToken encodes an offset the way the real API's next-page tokens look: a protobuf with field
+// 1 the offset and field 2 the direction (0, forward), base64url without padding. Offset 50 is
+// "CDIQAA", as in the recorded responses. The emulator serves no prevPageToken.
+func pageToken(offset int) string {
+	return base64.RawURLEncoding.EncodeToString(append(binary.AppendUvarint([]byte{0x08}, uint64(offset)), 0x10, 0))
 }
 
 // parsePageToken is the inverse of pageToken; ok is false for anything else.
-func parsePageToken(tok string) (offset int, backward bool, ok bool) {
+func parsePageToken(tok string) (offset int, ok bool) {
 	b, err := base64.RawURLEncoding.DecodeString(strings.TrimRight(tok, "="))
 	if err != nil || len(b) < 4 || b[0] != 0x08 {
-		return 0, false, false
+		return 0, false
 	}
 	v, n := binary.Uvarint(b[1:])
-	if rest := b[1+max(n, 0):]; n <= 0 || v > 1<<20 || len(rest) != 2 || rest[0] != 0x10 || rest[1] > 1 {
-		return 0, false, false
+	if rest := b[1+max(n, 0):]; n <= 0 || v > 1<<20 || len(rest) != 2 || rest[0] != 0x10 || rest[1] != 0 {
+		return 0, false
 	}
-	return int(v), b[len(b)-1] == 1, true
+	return int(v), true
 }
