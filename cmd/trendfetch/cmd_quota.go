@@ -115,6 +115,7 @@ func printStatus(s ioStreams, preset string, st quota.Status) {
 	}
 	tw.Flush()
 	printShadowDenials(s, st)
+	printHeld(s, st)
 	if !st.Now.IsZero() {
 		next := quota.NextPacificMidnight(st.Now)
 		fmt.Fprintf(s.stdout, "Google's quota day resets at %s (in %s)\n", next.UTC().Format("2006-01-02 15:04 MST"), next.Sub(st.Now).Round(time.Minute))
@@ -132,6 +133,19 @@ func printShadowDenials(s ioStreams, st quota.Status) {
 			per = append(per, fmt.Sprintf("%s %d", cmp.Or(site, "(no call site)"), b.ShadowDenials[site]))
 		}
 		fmt.Fprintf(s.stdout, "shadow bucket %s would have denied today: %s\n", b.Name, cmp.Or(strings.Join(per, ", "), "none"))
+	}
+}
+
+// printHeld writes, per bucket with outage reserves, the units each host's reserve holds.
+func printHeld(s ioStreams, st quota.Status) {
+	for _, b := range st.Buckets {
+		var per []string
+		for _, id := range slices.Sorted(maps.Keys(b.Held)) {
+			per = append(per, fmt.Sprintf("%s %d", termtext.Safe(id), b.Held[id]))
+		}
+		if len(per) > 0 {
+			fmt.Fprintf(s.stdout, "outage reserves held in %s (counted out of LEFT): %s\n", b.Name, strings.Join(per, ", "))
+		}
 	}
 }
 

@@ -488,3 +488,51 @@ func TestRedisBackendDownPolicies(t *testing.T) {
 		t.Errorf("fail-open run recorded as %+v, want success_unmetered with 2 unmetered calls", runs[1])
 	}
 }
+
+// TestQuotaChargeAndReset: usage made outside trendfetch is recorded with
+// `quota charge` (weighted, both buckets of search.list), a denial there
+// exits 75, and `quota reset` needs --yes and then forgets the credential's
+// usage.
+func TestQuotaChargeAndReset(t *testing.T) {
+	e := newEnv(t)
+	status := func() quota.StatusView {
+		t.Helper()
+		res := e.run("quota", "status", "--json", "--credential", "default")
+		var st quota.StatusView
+		if err := json.Unmarshal([]byte(res.stdout), &st); err != nil || res.code != 0 {
+			t.Fatalf("quota status: exit %d, %v\n%s%s", res.code, err, res.stdout, res.stderr)
+		}
+		return st
+	}
+	res := e.run("quota", "charge", "--method", "search.list", "--count", "3")
+	if res.code != 0 || !strings.Contains(res.stdout, "charged 3 search.list calls") {
+		t.Fatalf("charge: exit %d\n%s%s", res.code, res.stdout, res.stderr)
+	}
+	st := status()
+	if st.Buckets[0].Used != 300 || st.Buckets[1].Used != 3 {
+		t.Errorf("after charging 3 search.list: %+v, want units 300 and search 3", st.Buckets)
+	}
+	cfg := e.writeConfig("quota:\n  buckets:\n    - {name: units, limit: 9500, window: 24h}\n    - {name: search, limit: 4, window: 24h}\n")
+	res = e.run("--config", cfg, "quota", "charge", "--method", "search.list", "--count", "3")
+	if res.code != 75 || !strings.Contains(res.stdout, "charged 1 of 3") {
+		t.Errorf("charge past the search bucket: exit %d, want 75 after 1 of 3\n%s%s", res.code, res.stdout, res.stderr)
+	}
+	res = e.run("quota", "charge", "--method", "nope.list")
+	if res.code != 2 {
+		t.Errorf("charge of an unknown method: exit %d, want 2", res.code)
+	}
+	res = e.run("quota", "reset", "--credential", "default")
+	if res.code != 2 || !strings.Contains(res.stderr, "--yes") {
+		t.Errorf("reset without --yes: exit %d, want 2 asking for --yes\n%s", res.code, res.stderr)
+	}
+	if st := status(); st.Buckets[0].Used != 400 {
+		t.Errorf("a refused reset changed the usage: %+v", st.Buckets)
+	}
+	res = e.run("quota", "reset", "--credential", "default", "--yes")
+	if res.code != 0 {
+		t.Fatalf("reset: exit %d\n%s", res.code, res.stderr)
+	}
+	if st := status(); st.Buckets[0].Used != 0 || st.Buckets[1].Used != 0 {
+		t.Errorf("after reset: %+v, want nothing used", st.Buckets)
+	}
+}

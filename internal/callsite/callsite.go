@@ -19,6 +19,9 @@ const (
 	FailOpen Policy = "fail-open"
 	// FailClosed stops the run as a denial (exit 75, reason "limiter unavailable").
 	FailClosed Policy = "fail-closed"
+	// Reserve spends the call from this host's outage reserve (quota.reserve), held while the
+	// backend answered; when it is spent the run stops as FailClosed does, saying so.
+	Reserve Policy = "reserve"
 )
 
 // Call site names: the API's method names (discovery document ids without "youtube."). They key

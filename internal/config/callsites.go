@@ -73,9 +73,13 @@ func (c *Config) validatePolicies() error {
 		if _, ok := c.Quota.Costs[m]; !ok {
 			return invalid("quota.policies."+m, p, "no cost configured for this method in quota.costs")
 		}
-		if p != callsite.FailOpen && p != callsite.FailClosed {
-			return invalid("quota.policies."+m, p, "want fail-open or fail-closed")
+		if p != callsite.FailOpen && p != callsite.FailClosed && p != callsite.Reserve {
+			return invalid("quota.policies."+m, p, "want fail-open, fail-closed or reserve")
+		}
+		if p == callsite.Reserve && len(c.Quota.Reserve) == 0 {
+			return invalid("quota.policies."+m, p, "no outage reserve to spend: set quota.reserve (units or a percent per bucket)")
 		}
 	}
-	return nil
+	_, err := c.ReserveUnits()
+	return err
 }

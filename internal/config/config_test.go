@@ -93,7 +93,7 @@ func TestParseRejects(t *testing.T) {
 	for _, tc := range []struct{ name, yaml, want string }{
 		{"unknown key", "databse: x", `unknown key databse: did you mean "database"?`},
 		{"unknown nested key", "api:\n  page_sise: 5", `line 2: unknown key api.page_sise: did you mean "page_size"?`},
-		{"unknown key far from any", "quota:\n  zzzzzzzz: 1", "unknown key quota.zzzzzzzz (valid under quota: backend, buckets, costs, headroom, policies, preset, redis, sqlite)"},
+		{"unknown key far from any", "quota:\n  zzzzzzzz: 1", "unknown key quota.zzzzzzzz (valid under quota: backend, buckets, costs, headroom, policies, preset, redis, reserve, reserve_for, sqlite)"},
 		{"secret in yaml", "credentials:\n  - name: p\n    api_key: AIzaXYZ", "secrets are read only from the environment"},
 		{"bad duration", "api: {timeout: soon}", `api.timeout: want a duration such as 90s, 30m or 24h (got "soon")`},
 		{"bad stagger", "schedule: {stagger: 3}", `schedule.stagger: want a duration`},

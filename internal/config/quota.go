@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -24,6 +25,10 @@ type Quota struct {
 	Buckets  Buckets                     `yaml:"buckets"`
 	Costs    map[string]map[string]int64 `yaml:"costs"`    // method -> bucket -> units
 	Policies map[string]callsite.Policy  `yaml:"policies"` // method -> backend-failure policy
+	// Reserve is this host's outage reserve per bucket: units ("50") or a percent of its limit
+	// ("5%"); ReserveFor how long after its refill it may be spent (docs/quota.md).
+	Reserve    map[string]string `yaml:"reserve"`
+	ReserveFor Duration          `yaml:"reserve_for"`
 	// Preset names the buckets and costs started from (callsite.Preset).
 	Preset   string `yaml:"preset"`
 	Headroom int    `yaml:"headroom"` // percent of each google-2026 limit kept back
@@ -98,6 +103,7 @@ func defaultQuota() Quota {
 	q := Quota{Preset: callsite.PresetClassic, Policies: map[string]callsite.Policy{}}
 	_ = q.setPreset(q.Preset, 0) // the classic preset cannot fail
 	q.Redis.WaitTimeout = Duration(quota.DefaultRedisWaitTimeout)
+	q.ReserveFor = Duration(time.Hour)
 	for _, site := range callsite.All() {
 		q.Policies[site.Name] = site.Policy
 	}
@@ -178,6 +184,35 @@ func (c *Config) Limits() ([]quota.Bucket, quota.Costs, error) {
 		return nil, nil, invalid("quota", "", "%s", err)
 	}
 	return buckets, costs, nil
+}
+
+// ReserveUnits returns quota.reserve in units per bucket (nil: none), or a *ValidationError: a
+// bucket that is not configured or is a shadow one, a value that is not 1 to its limit units or
+// 1-100%, a reserve_for that is not more than 0 and at most quota.MaxHoldFor.
+func (c *Config) ReserveUnits() (map[string]int64, error) {
+	if d := time.Duration(c.Quota.ReserveFor); d <= 0 || d > quota.MaxHoldFor {
+		return nil, invalid("quota.reserve_for", d, "want more than 0 and at most %s", quota.MaxHoldFor)
+	}
+	out := map[string]int64{}
+	for _, name := range slices.Sorted(maps.Keys(c.Quota.Reserve)) {
+		v, key := c.Quota.Reserve[name], "quota.reserve."+termtext.Clip(name, 64)
+		i := slices.IndexFunc(c.Quota.Buckets, func(b BucketConfig) bool { return b.Name == name })
+		if i < 0 || c.Quota.Buckets[i].Shadow {
+			return nil, invalid(key, v, "no enforced bucket of that name (have %s)", strings.Join(c.Quota.Buckets.names(), ", "))
+		}
+		limit := c.Quota.Buckets[i].Limit
+		n, err := strconv.ParseInt(strings.TrimSuffix(v, "%"), 10, 64)
+		if strings.HasSuffix(v, "%") && err == nil && n >= 1 && n <= 100 {
+			n = max(limit*n/100, 1)
+		} else if err != nil || n < 1 || n > limit || strings.HasSuffix(v, "%") {
+			return nil, invalid(key, termtext.Clip(v, 40), "want units 1-%d, or a percent of the limit such as 5%%", limit)
+		}
+		out[name] = n
+	}
+	if len(out) == 0 {
+		return nil, nil
+	}
+	return out, nil
 }
 
 // Policy returns method's backend-failure policy: configured, else its call site's, else fail-open.

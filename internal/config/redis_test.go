@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/trendfetch/trendfetch/internal/callsite"
 	"github.com/trendfetch/trendfetch/internal/quota"
 )
 
@@ -180,5 +181,29 @@ func TestRedisURLProblemsNameThePartNeverTheURL(t *testing.T) {
 	c, err := read(nil, envOf(map[string]string{"TRENDFETCH_REDIS_URL": "redis://:ok-LEAK@127.0.0.1:6379/0?dial_timeout=1s"}), nil)
 	if err != nil || c.Validate() != nil {
 		t.Errorf("a good URL: %v", err)
+	}
+}
+
+// TestQuotaReserve: quota.reserve in units or a percent of an enforced bucket's limit, and
+// policy reserve only with a reserve to spend.
+func TestQuotaReserve(t *testing.T) {
+	c := parseValid(t, "quota:\n  reserve: {units: 5%}\n  policies: {videos.list: reserve}\n")
+	if got, _ := c.ReserveUnits(); got["units"] != 475 || c.Policy("videos.list") != callsite.Reserve {
+		t.Errorf("reserve %v, policy %s; want units 475 (5%% of 9500), reserve", got, c.Policy("videos.list"))
+	}
+	for yaml, want := range map[string]string{
+		"quota:\n  reserve: {units: 0}":                     "quota.reserve.units = 0: want units 1-9500",
+		"quota:\n  reserve: {units: 101%}":                  "quota.reserve.units = 101%: want units",
+		"quota:\n  reserve: {nope: 5}":                      "quota.reserve.nope = 5: no enforced bucket",
+		"quota:\n  reserve: {units: 5}\n  reserve_for: 13h": "quota.reserve_for = 13h0m0s: want more than 0 and at most 12h0m0s",
+		"quota:\n  policies: {videos.list: reserve}":        "quota.policies.videos.list = reserve: no outage reserve to spend",
+	} {
+		c, err := parse(strings.NewReader(yaml))
+		if err == nil {
+			err = c.Validate()
+		}
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: err = %v, want %q", yaml, err, want)
+		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"maps"
 	"net"
 	"net/http"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
@@ -86,9 +87,10 @@ func (e *Engine) OpenRunner(ctx context.Context) (*Runner, error) {
 		set.TextRefreshPerDay = p.RefreshCalls(c.Store.RefreshPerDay)
 	}
 	r := &Runner{e: e, store: st, limiter: lim, plan: plan}
+	reserve, _ := c.ReserveUnits() // validated by Load: cannot fail
 	r.fetch = &fetch.Runner{StoreName: string(st.Engine()), Service: svc, Limiter: lim, Store: st, Credential: cred.Name,
 		Policy: c.Policy, Settings: set, Log: e.log, Scrub: e.o.Secrets.String, Captured: e.o.Secrets.Captured,
-		Searches: func(region string) []fetch.Search {
+		Reserve: e.outageReserve(reserve), Searches: func(region string) []fetch.Search {
 			var out []fetch.Search
 			for _, s := range c.SearchesFor(region) {
 				out = append(out, fetch.Search{Q: s.Q, Order: s.Order, PublishedAfter: s.PublishedAfter.Std(), MaxPages: s.MaxPages})
@@ -96,6 +98,16 @@ func (e *Engine) OpenRunner(ctx context.Context) (*Runner, error) {
 			return out
 		}}
 	return r, nil
+}
+
+// outageReserve is this host's outage reserve of units per bucket (nil: none), kept beside the
+// embedded quota backend's database, in the state directory (docs/quota.md, "The outage reserve").
+func (e *Engine) outageReserve(units map[string]int64) *quota.OutageReserve {
+	if len(units) == 0 {
+		return nil
+	}
+	path := filepath.Join(filepath.Dir(e.cfg.Quota.SQLite.Path), "quota-reserve.json")
+	return quota.NewOutageReserve(path, units, e.cfg.Quota.ReserveFor.Std())
 }
 
 // Run is `run`: it opens a runner and runs list (Force: no once-per-tick check). When the runner

@@ -237,12 +237,36 @@ func (r *Runner) reserve(ctx context.Context, st *runState, method string) (quot
 	if errors.Is(st.limiterDown, quota.ErrOutOfMemory) { // nothing can be recorded: every call site fails closed
 		return quota.Reservation{}, &StopError{Region: run.Region, Reason: fmt.Sprintf("quota backend out of memory: it cannot record %s (Redis maxmemory reached under noeviction); failing closed", method)}
 	}
-	if r.Policy(method) == callsite.FailClosed {
+	switch r.Policy(method) {
+	case callsite.FailClosed:
 		return quota.Reservation{}, &StopError{Region: run.Region, Reason: fmt.Sprintf("limiter unavailable (%s is fail-closed)", method)}
+	case callsite.Reserve:
+		return quota.Reservation{}, r.spendReserve(ctx, st, method)
 	}
 	run.Unmetered++
 	log.Debug().Str("method", method).Msg("limiter unavailable: call sent unmetered (fail-open)")
 	return quota.Reservation{}, nil
+}
+
+// spendReserve takes one call of method from this host's outage reserve while the backend is
+// unreachable, counting its units on the run; a *StopError when none is held or it is spent.
+func (r *Runner) spendReserve(ctx context.Context, st *runState, method string) error {
+	why := errors.New("none is held (set quota.reserve)")
+	if r.Reserve != nil {
+		why = r.Limiter.SpendReserve(r.Reserve, r.Credential, method)
+	}
+	if why != nil {
+		return &StopError{Region: st.run.Region, Reason: fmt.Sprintf("limiter unavailable (%s spends from this host's outage reserve): %v", method, why)}
+	}
+	cs, _ := r.Limiter.Charges(method)
+	for _, c := range cs {
+		st.run.Units[c.Bucket] += c.Units
+	}
+	if err := r.Store.RecordUsage(context.WithoutCancel(ctx), *st.run); err != nil {
+		st.log.Warn().Err(err).Msg("cannot record the run's units so far")
+	}
+	st.log.Debug().Str("method", method).Msg("limiter unavailable: call spent from this host's outage reserve")
+	return nil
 }
 
 // logShadowDenied logs each shadow bucket that would have denied the

@@ -58,6 +58,9 @@ type Runner struct {
 	Credential string
 	// Policy returns a call site's backend-failure policy.
 	Policy func(method string) callsite.Policy
+	// Reserve, when set, is this host's outage reserve: refilled at each run's start while the
+	// backend answers, spent by call sites of policy reserve while it does not.
+	Reserve *quota.OutageReserve
 	// Settings are the run's tunables; Run applies their defaults.
 	Settings Settings
 	// Searches returns the search.list queries of a region (nil: none).
@@ -289,12 +292,27 @@ func (r *Runner) start(ctx context.Context, region string, lease Lease) (*runSta
 	if lease.Down != nil {
 		return st, nil
 	}
+	r.refill(ctx, st)
 	if n, err := r.Store.AbandonRuns(ctx, r.Credential, region, run.StartedAt); err != nil {
 		st.log.Warn().Err(err).Msg("cannot mark abandoned runs")
 	} else if n > 0 {
 		st.log.Warn().Int("runs", n).Msg("earlier runs of this region were still marked running: marked abandoned")
 	}
 	return st, nil
+}
+
+// refill gives back and refills this host's outage reserve while the backend answers
+// (docs/quota.md, "The outage reserve"); a failure leaves the reserve as it was.
+func (r *Runner) refill(ctx context.Context, st *runState) {
+	if r.Reserve == nil {
+		return
+	}
+	rs, err := r.Limiter.Refill(ctx, r.Reserve, r.Credential)
+	if err != nil {
+		st.log.Warn().Err(err).Msg("cannot refill this host's outage reserve: it stays as it was")
+		return
+	}
+	st.log.Debug().Interface("held", rs.Held).Msg("outage reserve refilled")
 }
 
 // conclude sets the run's end, calls, outcome and one-line reason (scrubbed) from runErr.

@@ -52,6 +52,9 @@ type Bucket struct {
 	// Shadow marks a shadow bucket (quota.buckets[].shadow): it never
 	// denies, so its verdict is what it would do; Fits and MostFits skip it.
 	Shadow bool `json:"shadow"`
+	// Reserve is this host's outage reserve (quota.reserve), held in every
+	// window and so taken from the limit before it is scaled to the day.
+	Reserve int64 `json:"reserve"`
 }
 
 // Group is the regions sharing a schedule and what they charge a bucket.
@@ -139,13 +142,17 @@ func Compute(cfg *config.Config, opts Options) (*Plan, error) {
 		p.Sites = append(p.Sites, Site{Method: m, Calls: total[m]})
 	}
 	d := demand{perRegion: perRegion, group: group, order: cfg.Regions}
+	reserve, err := cfg.ReserveUnits()
+	if err != nil {
+		return nil, err
+	}
 	for _, b := range cfg.Quota.Buckets {
-		limit := b.Limit
+		limit := b.Limit - reserve[b.Name]
 		if !b.Calendar && b.Window.Std() != length {
-			limit = int64(math.Floor(float64(b.Limit) * float64(length) / float64(b.Window.Std())))
+			limit = int64(math.Floor(float64(limit) * float64(length) / float64(b.Window.Std())))
 		}
 		p.Buckets = append(p.Buckets, d.bucket(b.Name, "config", limit, cfg.Quota.Costs))
-		p.Buckets[len(p.Buckets)-1].Shadow = b.Shadow
+		p.Buckets[len(p.Buckets)-1].Shadow, p.Buckets[len(p.Buckets)-1].Reserve = b.Shadow, reserve[b.Name]
 	}
 	gBuckets, gCharges, _ := callsite.Preset(callsite.PresetGoogle2026)
 	for _, b := range gBuckets {

@@ -168,3 +168,11 @@ func TestShadowBucketApart(t *testing.T) {
 		t.Error("Fits() = false: a shadow bucket must not fail the plan")
 	}
 }
+
+// TestReserveCounted: this host's outage reserve is taken from a bucket's limit.
+func TestReserveCounted(t *testing.T) {
+	p := compute(t, "quota:\n  reserve: {units: 500}\n", "2026-11-24")
+	if b := p.Buckets[0]; b.Name != "units" || b.Reserve != 500 || b.Limit != 9000 {
+		t.Errorf("bucket %+v, want units with reserve 500 and limit 9500 - 500", b)
+	}
+}

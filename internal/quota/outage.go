@@ -19,7 +19,11 @@ import (
 // was unreachable, and until when they may be spent, kept in one file of the host's state
 // directory (mode 0600, replaced atomically and fsynced, under an exclusive lock) so that the
 // reserve of a cron process outlives it and processes of one host share it.
-type OutageReserve struct{ path string }
+type OutageReserve struct {
+	path     string
+	want     map[string]int64
+	spendFor time.Duration
+}
 
 // ReserveState is one credential's reserve as kept in the file: the hold's ID in the backend
 // (the host name and a random suffix), the units Held and Spent per bucket, when the hold was
@@ -35,8 +39,11 @@ type ReserveState struct {
 // ErrReserveSpent is why SpendReserve refuses a call: the reserve lacks its units or its time is over.
 var ErrReserveSpent = errors.New("this host's outage reserve is spent")
 
-// NewOutageReserve returns the reserve kept in the file path (created when first written).
-func NewOutageReserve(path string) *OutageReserve { return &OutageReserve{path: path} }
+// NewOutageReserve returns the reserve kept in the file path (created when first written), of
+// want units per bucket, each hold spendable for spendFor (Limiter.Hold).
+func NewOutageReserve(path string, want map[string]int64, spendFor time.Duration) *OutageReserve {
+	return &OutageReserve{path: path, want: want, spendFor: spendFor}
+}
 
 // State returns credential's reserve as kept (the zero ReserveState: none).
 func (r *OutageReserve) State(credential string) (st ReserveState, err error) {
@@ -44,10 +51,9 @@ func (r *OutageReserve) State(credential string) (st ReserveState, err error) {
 	return st, err
 }
 
-// Refill gives back credential's reserve and takes a new one of want units per bucket,
-// spendable for spendFor (Limiter.Hold): the units spent from it so far are recorded in the
-// backend. On error the reserve is kept as it was.
-func (l *Limiter) Refill(ctx context.Context, r *OutageReserve, credential string, want map[string]int64, spendFor time.Duration) (st ReserveState, err error) {
+// Refill gives back credential's reserve and takes a new one (Limiter.Hold): the units spent
+// from it so far are recorded in the backend. On error the reserve is kept as it was.
+func (l *Limiter) Refill(ctx context.Context, r *OutageReserve, credential string) (st ReserveState, err error) {
 	err = r.update(func(all map[string]ReserveState) bool {
 		st = all[credential]
 		if st.ID == "" {
@@ -57,11 +63,11 @@ func (l *Limiter) Refill(ctx context.Context, r *OutageReserve, credential strin
 			st.ID = host + "#" + hex.EncodeToString(suffix)
 		}
 		start := time.Now()
-		held, herr := l.Hold(ctx, credential, st.ID, st.Spent, want, spendFor)
+		held, herr := l.Hold(ctx, credential, st.ID, st.Spent, r.want, r.spendFor)
 		if err = herr; err != nil {
 			return false
 		}
-		st = ReserveState{ID: st.ID, Held: held, Spent: map[string]int64{}, Admitted: start, SpendUntil: start.Add(spendFor)}
+		st = ReserveState{ID: st.ID, Held: held, Spent: map[string]int64{}, Admitted: start, SpendUntil: start.Add(r.spendFor)}
 		all[credential] = st
 		return true
 	})

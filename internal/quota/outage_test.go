@@ -18,11 +18,11 @@ func TestOutageReserve(t *testing.T) {
 		t.Fatal(err)
 	}
 	path := filepath.Join(t.TempDir(), "state", "quota-reserve.json")
-	r, ctx := NewOutageReserve(path), testCtx(t)
+	r, ctx := NewOutageReserve(path, map[string]int64{"units": 5}, time.Hour), testCtx(t)
 	if err := l.SpendReserve(r, "c", "videos.list"); !errors.Is(err, ErrReserveSpent) {
 		t.Fatalf("SpendReserve with none held = %v, want ErrReserveSpent", err)
 	}
-	st, err := l.Refill(ctx, r, "c", map[string]int64{"units": 5}, time.Hour)
+	st, err := l.Refill(ctx, r, "c")
 	if err != nil || st.Held["units"] != 5 {
 		t.Fatalf("Refill = %+v, %v; want 5 units held", st, err)
 	}
@@ -30,14 +30,14 @@ func TestOutageReserve(t *testing.T) {
 		t.Fatalf("reserve file: %v, %v; want mode 0600", fi, err)
 	}
 	for range 2 {
-		if err := l.SpendReserve(NewOutageReserve(path), "c", "videos.list"); err != nil {
+		if err := l.SpendReserve(NewOutageReserve(path, nil, 0), "c", "videos.list"); err != nil {
 			t.Fatalf("SpendReserve: %v", err)
 		}
 	}
 	if err := l.SpendReserve(r, "c", "videos.list"); !errors.Is(err, ErrReserveSpent) {
 		t.Fatalf("SpendReserve of a third call (6 > 5 units) = %v, want ErrReserveSpent", err)
 	}
-	if st, err := l.Refill(ctx, r, "c", map[string]int64{"units": 5}, time.Hour); err != nil || st.Held["units"] != 5 || len(st.Spent) != 0 {
+	if st, err := l.Refill(ctx, r, "c"); err != nil || st.Held["units"] != 5 || len(st.Spent) != 0 {
 		t.Fatalf("second Refill = %+v, %v; want 5 held, nothing spent", st, err)
 	}
 	if got := l.Status(ctx, "c").Buckets[0]; got.Used != 4 || got.Remaining != 1 || len(got.Held) != 1 {

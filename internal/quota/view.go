@@ -24,6 +24,8 @@ type bucketView struct {
 	// ShadowDenials counts, per call site, the admitted calls a shadow
 	// bucket would have denied since the last Pacific midnight ({}: none).
 	ShadowDenials map[string]int64 `json:"shadow_denials"`
+	// Held is, per outage reserve (its id: host name and suffix), the units it holds ({}: none).
+	Held map[string]int64 `json:"held"`
 }
 
 // StatusView is the machine shape of a Status, shared by `quota status
@@ -75,8 +77,9 @@ func (st Status) View() StatusView {
 		out.Buckets = append(out.Buckets, bucketView{Name: b.Name, Limit: b.Limit, WindowSeconds: b.Window.Seconds(),
 			Calendar: b.Calendar, Used: b.Used, Remaining: b.Remaining, Entries: b.Entries, Oldest: utcOrNil(b.Oldest),
 			RetryAfterOneMs: ceilTo(b.RetryAfterOne, time.Millisecond), MaxCost: b.MaxCost, RetryAfterMaxMs: ceilTo(b.RetryAfterMax, time.Millisecond),
-			UsedToday: b.UsedToday, Shadow: b.Shadow, ShadowDenials: map[string]int64{}})
+			UsedToday: b.UsedToday, Shadow: b.Shadow, ShadowDenials: map[string]int64{}, Held: map[string]int64{}})
 		maps.Copy(out.Buckets[len(out.Buckets)-1].ShadowDenials, b.ShadowDenials)
+		maps.Copy(out.Buckets[len(out.Buckets)-1].Held, b.Held)
 	}
 	return out
 }
