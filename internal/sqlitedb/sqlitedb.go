@@ -5,6 +5,7 @@
 package sqlitedb
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"database/sql/driver"
@@ -227,10 +228,7 @@ func openPool(ctx context.Context, dataSource string, o Options) (*sql.DB, error
 	if err != nil {
 		return nil, err
 	}
-	n := o.MaxConns
-	if n <= 0 {
-		n = DefaultMaxConns
-	}
+	n := cmp.Or(max(o.MaxConns, 0), DefaultMaxConns)
 	db.SetMaxOpenConns(n)
 	db.SetMaxIdleConns(n)
 	if err := pingRetry(ctx, db); err != nil {

@@ -45,8 +45,10 @@ var (
 // the line (and region). It never panics on bad input.
 func LoadCSVCharts(r io.Reader, region string) (dates []string, charts map[string][]*youtube.Video, err error) {
 	defer func() {
-		if err != nil {
-			err = fmt.Errorf("cannot read trending CSV%s: %w", forRegion(region), err)
+		if err != nil && region != "" {
+			err = fmt.Errorf("cannot read trending CSV for region %s: %w", region, err)
+		} else if err != nil {
+			err = fmt.Errorf("cannot read trending CSV: %w", err)
 		}
 	}()
 	data, err := io.ReadAll(r)
@@ -139,13 +141,6 @@ func keepQuotedCRLF(data []byte) []byte {
 		out = append(out, c)
 	}
 	return out
-}
-
-func forRegion(region string) string {
-	if region == "" {
-		return ""
-	}
-	return " for region " + region
 }
 
 // rowVideo maps a row (by 2018 column names) onto a youtube#video (docs/design.md §7).
