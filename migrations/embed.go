@@ -1,7 +1,6 @@
-// Package migrations holds trendfetch's schema as numbered SQL files,
-// NNNN_name.sql from 0001, which internal/sqlitedb validates and applies
-// (each in one transaction; its first line may turn foreign keys off, see
-// 0012). Never edit a released migration: add a new file.
+// Package migrations holds trendfetch's schema as numbered SQL files, NNNN_name.sql from 0001,
+// which internal/sqlitedb validates and applies (each in one transaction; its first line may turn
+// foreign keys off, see 0012). Never edit a released migration: add a new file.
 package migrations
 
 import "embed"

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -57,6 +58,32 @@ func (p *inproc) execute(args ...string) error {
 	root := newRootCmd(p.a)
 	root.SetArgs(append([]string{"--config", p.cfg, "--database", p.db}, args...))
 	return root.ExecuteContext(context.Background())
+}
+
+// run is execute ended as Main ends a process: its exit code, stdout, and
+// stderr with Main's report of the error (stderr: as people read it).
+func (p *inproc) run(args ...string) result {
+	p.reset()
+	err := p.execute(args...)
+	code := exit(err)
+	if err != nil {
+		p.a.reportError(err, code)
+	}
+	return result{code: code, stdout: p.out.String(), stderr: humanErrors(p.errOut.String()), rawStderr: p.errOut.String()}
+}
+
+// writeConfig writes yaml to a new file in p's directory (for --config) and returns its path.
+func (p *inproc) writeConfig(yaml string) string {
+	p.t.Helper()
+	f, err := os.CreateTemp(p.dir, "*.yaml")
+	if err == nil {
+		_, err = f.WriteString(yaml)
+		err = errors.Join(err, f.Close())
+	}
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	return f.Name()
 }
 
 // capture runs the engine's run of regions in-process against the

@@ -234,16 +234,15 @@ func pgRuns(t *testing.T, db string) ([]store.Run, map[int64]chartRow) {
 	return runs, chartRows(t, st)
 }
 
-// readmeStatements returns the SQL statements of the README's subsection
-// "### Read-only role for serve": its fenced sql block, split at ";".
+// readmeStatements returns the SQL statements of the README's psql
+// heredoc that follow its `\c trendfetch` (the GRANTs), split at ";".
 func readmeStatements(t *testing.T) []string {
 	t.Helper()
-	_, section, ok := strings.Cut(readmeSection(t, "Several hosts, one dataset"), "\n### Read-only role for serve\n")
+	_, block, ok := strings.Cut(readmeSection(t, "Several hosts, one dataset"), "\n\\c trendfetch\n")
 	if !ok {
-		t.Fatal("README.md has no ### Read-only role for serve")
+		t.Fatal("README.md's several-hosts section has no psql heredoc with \\c trendfetch")
 	}
-	_, block, _ := strings.Cut(section, "```sql\n")
-	block, _, _ = strings.Cut(block, "```")
+	block, _, _ = strings.Cut(block, "\nSQL\n")
 	var out []string
 	for _, s := range strings.Split(block, ";") {
 		if s = strings.TrimSpace(s); s != "" {
@@ -277,11 +276,14 @@ func TestServeAsReadOnlyRole(t *testing.T) {
 	}
 	defer owner.Close(ctx)
 	stmts := readmeStatements(t)
-	if len(stmts) == 0 || !strings.HasPrefix(stmts[0], "CREATE ROLE trendfetch_reader LOGIN PASSWORD 'change-me'") {
+	if len(stmts) == 0 || !strings.HasPrefix(stmts[0], "GRANT ") {
 		t.Fatalf("README's statements: %q", stmts)
 	}
-	for _, s := range stmts {
-		s = strings.Replace(s, "ON DATABASE trendfetch ", "ON DATABASE "+name+" ", 1)
+	if _, err := owner.Exec(ctx, "CREATE ROLE trendfetch_web LOGIN PASSWORD 'web-secret'"); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range stmts { // the role that runs `run` here is trendfetch
+		s = strings.Replace(s, "FOR ROLE trendfetch_fetch ", "FOR ROLE trendfetch ", 1)
 		if _, err := owner.Exec(ctx, s); err != nil {
 			t.Fatalf("%s: %v", s, err)
 		}
@@ -290,12 +292,12 @@ func TestServeAsReadOnlyRole(t *testing.T) {
 		owner, err := pgx.Connect(ctx, srv.URL("postgres"))
 		if err == nil {
 			owner.Exec(ctx, "DROP DATABASE "+name+" WITH (FORCE)") //nolint:errcheck
-			owner.Exec(ctx, "DROP ROLE trendfetch_reader")         //nolint:errcheck
+			owner.Exec(ctx, "DROP ROLE trendfetch_web")            //nolint:errcheck
 			owner.Close(ctx)
 		}
 	})
 	reader := *u
-	reader.User = neturl.UserPassword("trendfetch_reader", "change-me")
+	reader.User = neturl.UserPassword("trendfetch_web", "web-secret")
 	if _, err := owner.Exec(ctx, "CREATE TABLE later_migration (x int); INSERT INTO later_migration VALUES (1)"); err != nil {
 		t.Fatal(err)
 	}
@@ -330,7 +332,7 @@ func TestServeAsReadOnlyRole(t *testing.T) {
 			t.Errorf("serve exit %d after SIGTERM, want 0", code)
 		}
 		log := d.stderr.String()
-		if strings.Contains(log, `"level":"error"`) || strings.Contains(log, `"level":"warn"`) || strings.Contains(log, "change-me") {
+		if strings.Contains(log, `"level":"error"`) || strings.Contains(log, `"level":"warn"`) || strings.Contains(log, "web-secret") {
 			t.Errorf("serve's log shows an error, a warning or the password:\n%s", log)
 		}
 	}

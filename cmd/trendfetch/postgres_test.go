@@ -2,8 +2,10 @@ package main
 
 import (
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -80,8 +82,8 @@ func TestCrontabWithPostgres(t *testing.T) {
 	}
 	var readme []string // the lines README.md's several-hosts section shows, as written here
 	for _, line := range strings.Split(readmeSection(t, "Several hosts, one dataset"), "\n") {
-		if strings.HasPrefix(line, "    ") && strings.Contains(line, " run --region ") {
-			line = strings.ReplaceAll(strings.TrimSpace(line), "/etc/trendfetch/trendfetch.yaml", cfg)
+		if regexp.MustCompile(`^\d`).MatchString(line) && strings.Contains(line, " run --region ") {
+			line = strings.ReplaceAll(line, "/etc/trendfetch/trendfetch.yaml", cfg)
 			readme = append(readme, strings.Replace(line, "/usr/local/bin/trendfetch", binary, 1))
 		}
 	}
@@ -99,5 +101,42 @@ func TestCrontabWithPostgres(t *testing.T) {
 	if res.code != 0 || !strings.Contains(res.stdout, " --database "+deploy.Quote(db)+" run --region US\n") ||
 		strings.Contains(res.stdout, "ReadWritePaths") || !strings.Contains(res.stdout, "# The dataset is in PostgreSQL") {
 		t.Errorf("crontab --format systemd --database %s: exit %d\n%s%s", db, res.code, res.stdout, res.rawStderr)
+	}
+}
+
+// TestPostgresThatNeverAnswers (issue 39 item 5): at a PostgreSQL address that accepts
+// connections and never answers, with the default bounds, `run` exits 1 within 30 s naming
+// what it waited for, its check-in sent, and `runs` ends within 30 s likewise.
+func TestPostgresThatNeverAnswers(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits the default bound, 20 s")
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		var held []net.Conn // open, never answered
+		for c, err := ln.Accept(); err == nil; c, err = ln.Accept() {
+			held = append(held, c)
+		}
+		for _, c := range held {
+			c.Close()
+		}
+	}()
+	srv, got := pingRecorder(t, http.StatusOK)
+	_, url, e := sampleEnv(t, "US")
+	e.vars["TRENDFETCH_DATABASE"] = "postgres://tf@" + ln.Addr().String() + "/trendfetch"
+	e.vars["TRENDFETCH_CHECKIN_URL"] = srv.URL + "/{region}"
+	run, runs := e.spawn("--api-endpoint", url, "run", "--region", "US"), e.spawn("runs")
+	for _, p := range []*proc{run, runs} {
+		code := p.wait(t, 30*time.Second)
+		if line := lastLine(humanErrors(p.stderr.String())); code != 1 || !strings.Contains(line, "no answer from PostgreSQL within 20s while connecting") {
+			t.Errorf("%v: exit %d, want 1 within 30 s naming the wait:\n%s", p.cmd.Args[1:], code, line)
+		}
+	}
+	if pings := got(); len(pings) != 2 || !strings.HasPrefix(pings[1], "POST /us/1 ") || !strings.Contains(pings[1], "no answer from PostgreSQL") {
+		t.Errorf("check-ins %q, want /us/1 naming the wait", pings)
 	}
 }

@@ -202,30 +202,33 @@ func readmeSQL(t *testing.T, name string) []string {
 	return out
 }
 
-// readmeCommandLines returns the trendfetch command lines of a README
-// section: in its indented lines and its code spans (a span may wrap), the
-// words after a word naming the binary (trendfetch, /usr/local/bin/...),
-// up to a shell operator (|, >>, 2>&1). Fenced blocks (SQL) are skipped.
-func readmeCommandLines(section string) [][]string {
-	section = regexp.MustCompile("(?s)```.*?```").ReplaceAllString(section, "")
+// readmeCommandLines returns the trendfetch command lines of the README's
+// several-hosts walkthrough, its commands' and the crontab lines it shows:
+// the words after a word naming the binary (trendfetch,
+// /usr/local/bin/trendfetch), up to a shell operator (|, >, >>, &).
+func readmeCommandLines(t *testing.T) [][]string {
+	blocks, _ := walkthrough(t)
 	var texts []string
-	for _, line := range strings.Split(section, "\n") {
-		if strings.HasPrefix(line, "    ") {
-			texts = append(texts, strings.TrimPrefix(strings.TrimSpace(line), "$ "))
+	for _, b := range blocks {
+		for _, c := range b.cmds {
+			first, _, _ := strings.Cut(c.text, "\n") // not a heredoc's lines
+			texts = append(texts, first)
+			for _, line := range c.want {
+				if strings.Contains(line, "/bin/trendfetch ") {
+					texts = append(texts, line)
+				}
+			}
 		}
-	}
-	for _, span := range regexp.MustCompile("`([^`]+)`").FindAllStringSubmatch(section, -1) {
-		texts = append(texts, span[1])
 	}
 	var out [][]string
 	for _, text := range texts {
 		words := strings.Fields(text)
-		i := slices.IndexFunc(words, func(w string) bool { return filepath.Base(w) == "trendfetch" })
+		i := slices.IndexFunc(words, func(w string) bool { return w == "trendfetch" || strings.HasSuffix(w, "/bin/trendfetch") })
 		if i < 0 {
 			continue
 		}
 		words = words[i+1:]
-		if j := slices.IndexFunc(words, func(w string) bool { return strings.ContainsAny(w[:1], "|>") || w == "2>&1" }); j >= 0 {
+		if j := slices.IndexFunc(words, func(w string) bool { return strings.ContainsAny(w[:1], "|>&") || w == "2>&1" }); j >= 0 {
 			words = words[:j]
 		}
 		out = append(out, words)
@@ -234,12 +237,13 @@ func readmeCommandLines(section string) [][]string {
 }
 
 // TestREADMESeveralHostsCommandLines: every trendfetch command line of the
-// README's several-hosts section names a command of the tree, with flags
-// that command has.
+// README's several-hosts walkthrough names a command of the tree, with
+// flags that command has (TestREADMEWalkthrough runs them; this runs
+// under -short).
 func TestREADMESeveralHostsCommandLines(t *testing.T) {
-	lines := readmeCommandLines(readmeSection(t, "Several hosts, one dataset"))
-	if len(lines) < 3 {
-		t.Fatalf("the section has %d trendfetch command lines, want crontab, its output and serve at least", len(lines))
+	lines := readmeCommandLines(t)
+	if len(lines) < 5 {
+		t.Fatalf("the walkthrough has %d trendfetch command lines, want copy, crontab, its lines, serve and coverage", len(lines))
 	}
 	for _, words := range lines {
 		root := newRootCmd(&app{ioStreams: ioStreams{stdout: io.Discard, stderr: io.Discard}, lookupEnv: os.LookupEnv})

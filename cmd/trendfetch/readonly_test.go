@@ -75,14 +75,6 @@ func TestExampleConfigWorksAsDocumented(t *testing.T) {
 	}
 }
 
-func TestVersionFlag(t *testing.T) {
-	e := newEnv(t)
-	a, b := e.run("--version"), e.run("version")
-	if a.code != 0 || !strings.HasPrefix(a.stdout, "trendfetch ") || a.stdout != b.stdout {
-		t.Errorf("--version: exit %d %q; version: %q", a.code, a.stdout, b.stdout)
-	}
-}
-
 // TestReaderAsServiceUser runs the read commands as user nobody (the
 // service user of `serve`) against a database whose directory only its
 // writer (root) can write, the normal cron/serve split:

@@ -10,11 +10,11 @@ import (
 	"github.com/trendfetch/trendfetch/internal/store"
 )
 
-// TestRegionsMarksTheConfigured: every supported region is listed, the
-// configured ones with their index, stagger offset and next run, in the
-// table and as JSON.
+// TestRegionsMarksTheConfigured: every supported region is listed with its
+// name, the configured ones ($TRENDFETCH_REGIONS) with their index, stagger
+// offset and next run, in the table and as JSON.
 func TestRegionsMarksTheConfigured(t *testing.T) {
-	p := newInproc(t, "regions: [JP, US]\nschedule:\n  every: 2h\n  stagger: 5m\n", nil)
+	p := newInproc(t, "schedule:\n  every: 2h\n  stagger: 5m\n", map[string]string{"TRENDFETCH_REGIONS": "JP,US"})
 	o := &regionsOptions{io: p.a.ioStreams, schedule: p.a.cfg.Schedule, regions: p.a.cfg.Regions}
 	if err := regionsRun(context.Background(), o); err != nil {
 		t.Fatal(err)
@@ -34,6 +34,9 @@ func TestRegionsMarksTheConfigured(t *testing.T) {
 	}
 	configured := map[string]float64{}
 	for _, r := range out {
+		if r.Name == "" || r.Code == "GB" && (r.Name != "United Kingdom" || r.Configured) {
+			t.Errorf("%+v: want a name (GB: United Kingdom, not configured)", r)
+		}
 		if r.Configured {
 			configured[r.Code] = *r.OffsetSeconds
 			if r.NextRun == nil || r.Index == nil {
@@ -41,7 +44,7 @@ func TestRegionsMarksTheConfigured(t *testing.T) {
 			}
 		}
 	}
-	if len(out) < 100 || len(configured) != 2 || configured["JP"] != 0 || configured["US"] != 300 {
+	if len(out) != 106 || len(configured) != 2 || configured["JP"] != 0 || configured["US"] != 300 {
 		t.Errorf("%d regions, configured with offsets %v; want JP +0s, US +300s", len(out), configured)
 	}
 }

@@ -3,35 +3,23 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
-
-	"github.com/trendfetch/trendfetch/internal/store"
 )
 
 // TestRunsPagesWithBefore: `runs --limit N` says how to get the older runs
 // and `--before ID` pages on (issue 31 item 5).
 func TestRunsPagesWithBefore(t *testing.T) {
-	e := newEnv(t)
-	os.MkdirAll(filepath.Dir(e.dbPath()), 0o755)
-	st, err := store.Open(context.Background(), e.dbPath())
-	if err != nil {
-		t.Fatal(err)
-	}
-	for range 3 {
-		if _, err := st.StartRun(context.Background(), store.Run{Credential: "default", Region: "US", PID: 1, Host: "h"}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	st.Close()
-	ids := func(res result) []int64 {
+	p := newInproc(t, "", nil)
+	p.seed(3, "US")
+	ids := func(o runsOptions) []int64 {
 		t.Helper()
+		p.reset()
+		o.io, o.engine, o.asJSON = p.a.ioStreams, p.engine(), true
 		var runs []struct{ ID int64 }
-		if err := json.Unmarshal([]byte(res.stdout), &runs); res.code != 0 || err != nil {
-			t.Fatalf("exit %d (%v): %s%s", res.code, err, res.stdout, res.stderr)
+		if err := runsRun(context.Background(), &o); err != nil || json.Unmarshal(p.out.Bytes(), &runs) != nil {
+			t.Fatalf("runs %+v: %v\n%s", o, err, p.out.String())
 		}
 		var out []int64
 		for _, r := range runs {
@@ -39,12 +27,13 @@ func TestRunsPagesWithBefore(t *testing.T) {
 		}
 		return out
 	}
-	res := e.run("runs", "--json", "--limit", "2")
-	if got := ids(res); !slices.Equal(got, []int64{3, 2}) || !strings.Contains(res.stderr, "trendfetch runs --before 2") {
-		t.Errorf("runs --limit 2: %v, stderr %q; want [3 2] and the next page's command", got, res.stderr)
+	if got := ids(runsOptions{limit: 2}); !slices.Equal(got, []int64{3, 2}) || !strings.Contains(p.errOut.String(), "trendfetch runs --before 2") {
+		t.Errorf("runs --limit 2: %v, stderr %q; want [3 2] and the next page's command", got, p.errOut.String())
 	}
-	res = e.run("runs", "--json", "--limit", "2", "--before", "2")
-	if got := ids(res); !slices.Equal(got, []int64{1}) || strings.Contains(res.stderr, "--before") {
-		t.Errorf("runs --before 2: %v, stderr %q; want [1] and no next page", got, res.stderr)
+	if got := ids(runsOptions{limit: 2, before: 2}); !slices.Equal(got, []int64{1}) || strings.Contains(p.errOut.String(), "--before") {
+		t.Errorf("runs --before 2: %v, stderr %q; want [1] and no next page", got, p.errOut.String())
+	}
+	if got := ids(runsOptions{limit: 5, region: "gb"}); len(got) != 0 {
+		t.Errorf("runs --region GB: %v, want none", got)
 	}
 }

@@ -546,40 +546,6 @@ schedule:
 	}
 }
 
-func TestRegionsListsEveryCodeWithNameAndSchedule(t *testing.T) {
-	e := newEnv(t)
-	e.vars["TRENDFETCH_REGIONS"] = "JP,US"
-	res := e.run("regions", "--json")
-	if res.code != 0 {
-		t.Fatalf("exit %d: %s", res.code, res.stderr)
-	}
-	var out []regionOut
-	if err := json.Unmarshal([]byte(res.stdout), &out); err != nil {
-		t.Fatal(err)
-	}
-	if len(out) != 106 {
-		t.Errorf("%d regions, want 106", len(out))
-	}
-	byCode := map[string]regionOut{}
-	for _, r := range out {
-		if r.Name == "" {
-			t.Errorf("%s has no name", r.Code)
-		}
-		byCode[r.Code] = r
-	}
-	if byCode["GB"].Name != "United Kingdom" || byCode["GB"].Configured {
-		t.Errorf("GB = %+v", byCode["GB"])
-	}
-	jp, us := byCode["JP"], byCode["US"]
-	if !jp.Configured || *jp.OffsetSeconds != 0 || !us.Configured || *us.OffsetSeconds != 180 || jp.NextRun == nil || !us.NextRun.After(time.Now()) {
-		t.Errorf("JP = %+v, US = %+v: want offsets 0 and 180 s (config order), next runs ahead", jp, us)
-	}
-	res = e.run("regions")
-	if res.code != 0 || !strings.Contains(res.stdout, "United States") || !strings.Contains(res.stdout, "2 of 106 regions configured") {
-		t.Errorf("regions: exit %d\n%s", res.code, res.stdout)
-	}
-}
-
 // TestScheduleSeedsLastSuccessFromTheDatabase: after a restart the
 // staleness gauge shows the last stored success, not 0 (which would fire
 // the staleness alert of docs/operations.md on every deploy).

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/trendfetch/trendfetch/internal/exitcode"
 )
 
 // TestCrontabRefusesValuesThatBreakALine (issue 31 item 11): a value
@@ -20,18 +22,14 @@ func TestCrontabRefusesValuesThatBreakALine(t *testing.T) {
 		want string
 	}{
 		{"flag", []string{"--database", injected, "crontab"}, nil, "database (--database, TRENDFETCH_DATABASE) = /tmp/x.db\\n* * * * * touch"},
-		{"env", []string{"crontab", "--format", "systemd"}, map[string]string{"TRENDFETCH_DATABASE": injected}, "database (--database, TRENDFETCH_DATABASE)"},
 		{"env without a flag", []string{"crontab"}, map[string]string{"TRENDFETCH_QUOTA_DB": "/tmp/q\r.db"}, "quota.sqlite.path (TRENDFETCH_QUOTA_DB) = /tmp/q\\r.db"},
 		{"log dir", []string{"crontab", "--log-dir", "/var/log/\ntf"}, nil, "schedule.log_dir (--log-dir)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			e := newEnv(t)
-			for k, v := range tc.env {
-				e.vars[k] = v
-			}
-			res := e.run(tc.args...)
-			if res.code != 2 || !strings.Contains(res.stderr, tc.want) || strings.Contains(res.stdout, "touch") {
-				t.Errorf("exit %d, want 2 naming %q\nstdout:\n%s\nstderr:\n%s", res.code, tc.want, res.stdout, res.stderr)
+			p := newInproc(t, "", tc.env)
+			err := p.execute(tc.args...)
+			if exit(err) != exitcode.Usage || !strings.Contains(err.Error(), tc.want) || strings.Contains(p.out.String(), "touch") {
+				t.Errorf("%v (exit %d), want 2 naming %q\nstdout:\n%s", err, exit(err), tc.want, p.out.String())
 			}
 		})
 	}
@@ -40,15 +38,14 @@ func TestCrontabRefusesValuesThatBreakALine(t *testing.T) {
 // TestUnknownFlagSuggestsTheClosest (issue 31 item 17): `--regions` gets
 // "did you mean --region?", a root flag's typo its root flag.
 func TestUnknownFlagSuggestsTheClosest(t *testing.T) {
-	e := newEnv(t)
+	p := newInproc(t, "", nil)
 	for args, want := range map[string]string{
 		"run --regions US":      "unknown flag: --regions: did you mean --region?",
 		"runs --databse /tmp/x": "did you mean --database?",
 		"run --zzzzzzzzzzzz US": "unknown flag: --zzzzzzzzzzzz",
 	} {
-		res := e.run(strings.Fields(args)...)
-		if res.code != 2 || !strings.Contains(res.stderr, want) {
-			t.Errorf("%s: exit %d, want 2 with %q:\n%s", args, res.code, want, res.stderr)
+		if err := p.execute(strings.Fields(args)...); exit(err) != exitcode.Usage || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v (exit %d), want 2 with %q", args, err, exit(err), want)
 		}
 	}
 }

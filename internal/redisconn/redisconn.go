@@ -14,31 +14,28 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// Defaults of New: failures surface fast and the call site's policy
-// applies (docs/design.md §4 "Short timeouts"). Scripts that must not run
-// twice opt out of the retry per command.
+// Defaults of New: failures surface fast and the call site's policy applies (docs/design.md §4
+// "Short timeouts"). Scripts that must not run twice opt out of the retry per command.
 const (
 	defaultDialTimeout = 300 * time.Millisecond
 	defaultIOTimeout   = 300 * time.Millisecond // each read and write
 	defaultMaxRetries  = 1                      // go-redis: 0 = its default of 3
 )
 
-// Sentinel is a Redis Sentinel deployment for New (the zero value: none):
-// the master's name, host:port of some Sentinels, and the Sentinels' own
-// user ("" = default) and password. The URL's host is then ignored (but for
-// TLS); user, password, db and TLS still come from it.
+// Sentinel is a Redis Sentinel deployment for New (the zero value: none): the master's name,
+// host:port of some Sentinels, and the Sentinels' own user ("" = default) and password. The URL's
+// host is then ignored (but for TLS); user, password, db and TLS still come from it.
 type Sentinel struct {
 	Master             string
 	Addrs              []string
 	Username, Password string
 }
 
-// New builds a go-redis client with short timeouts (dial, read and write
-// 300ms, one retry; URL parameters such as ?dial_timeout=1s win), without
-// connecting. rawURL is go-redis ParseURL syntax. With cluster ("host:port"
-// of some nodes) it is a *redis.ClusterClient (db 0 only), with a Sentinel
-// a failover *redis.Client, both taking user, password and TLS from rawURL
-// ("" = none); otherwise rawURL is required. Errors never hold a password.
+// New builds a go-redis client with short timeouts (dial, read and write 300ms, one retry; URL
+// parameters such as ?dial_timeout=1s win), without connecting. rawURL is go-redis ParseURL syntax.
+// With cluster ("host:port" of some nodes) it is a *redis.ClusterClient (db 0 only), with a
+// Sentinel a failover *redis.Client, both taking user, password and TLS from rawURL ("" = none);
+// otherwise rawURL is required. Errors never hold a password.
 func New(rawURL string, cluster []string, cfg Sentinel) (redis.UniversalClient, error) {
 	sentinel := cfg.Master != "" || len(cfg.Addrs) > 0
 	switch {

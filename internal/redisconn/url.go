@@ -33,10 +33,9 @@ var urlProblems = []struct{ match, reason string }{
 	{"unexpected option", "a query option is not one go-redis knows (such as dial_timeout, read_timeout, db, protocol; a password goes before the host: redis://:password@host:6379/0)"},
 }
 
-// URLProblem says which part of the Redis URL raw go-redis refuses (scheme,
-// slashes, host or port, database, query option), quoting nothing of raw
-// (the parsers' errors quote what they reject, maybe the password). It
-// returns "" for a URL go-redis accepts.
+// URLProblem says which part of the Redis URL raw go-redis refuses (scheme, slashes, host or port,
+// database, query option), quoting nothing of raw (the parsers' errors quote what they reject,
+// maybe the password). It returns "" for a URL go-redis accepts.
 func URLProblem(raw string) string {
 	_, err := redis.ParseURL(raw)
 	if err == nil {

@@ -15,9 +15,8 @@ var codes = strings.Fields(`
 	MY NG NI NL NO NP NZ OM PA PE PG PH PK PL PR PT PY QA RO RS RU SA SE SG SI SK SN SV TH TN TR TW
 	TZ UA UG US UY VE VN YE ZA ZW`)
 
-// names are the regions' English names from the Unicode CLDR
-// (golang.org/x/text/language/display), built on first use; "MK" follows
-// ISO 3166-1's current name, which x/text's CLDR predates.
+// names are the regions' English names from the Unicode CLDR (golang.org/x/text/language/display),
+// built on first use; "MK" follows ISO 3166-1's current name, which x/text's CLDR predates.
 var names = sync.OnceValue(func() map[string]string {
 	m := map[string]string{"MK": "North Macedonia"}
 	for _, c := range codes {

@@ -1,7 +1,6 @@
-// Package regions knows the YouTube-supported region codes (ISO 3166-1
-// alpha-2) and validates operator input against them. Source: the recorded
-// i18nRegions.list response (docs/design.md §7; 106 regions, 2020); a region
-// added later is refused until codes has it.
+// Package regions knows the YouTube-supported region codes (ISO 3166-1 alpha-2) and validates
+// operator input against them. Source: the recorded i18nRegions.list response (docs/design.md §7;
+// 106 regions, 2020); a region added later is refused until codes has it.
 package regions
 
 import (
@@ -33,8 +32,7 @@ func Supported(code string) bool {
 	return ok
 }
 
-// Error is returned by Parse for an unsupported code; Suggestion is "" when
-// no close code is known.
+// Error is returned by Parse for an unsupported code; Suggestion is "" when no close code is known.
 type Error struct {
 	Input      string
 	Suggestion string
@@ -50,9 +48,8 @@ func (e *Error) Error() string {
 	return fmt.Sprintf("unsupported region %q: want a two-letter YouTube region code such as US, GB or JP", e.Input)
 }
 
-// Parse normalizes one region code (case-insensitive, surrounding space
-// ignored) and returns it upper case, or an *Error with a suggestion
-// (Parse("uk") returns an error suggesting GB).
+// Parse normalizes one region code (case-insensitive, surrounding space ignored) and returns it
+// upper case, or an *Error with a suggestion (Parse("uk") returns an error suggesting GB).
 func Parse(s string) (string, error) {
 	code := strings.ToUpper(strings.TrimSpace(s))
 	if Supported(code) {
@@ -61,8 +58,7 @@ func Parse(s string) (string, error) {
 	return "", &Error{Input: s, Suggestion: suggest(code)}
 }
 
-// ParseList parses each code with Parse, dropping repeats; it returns the
-// first error.
+// ParseList parses each code with Parse, dropping repeats; it returns the first error.
 func ParseList(in []string) ([]string, error) {
 	out := make([]string, 0, len(in))
 	for _, s := range in {

@@ -16,10 +16,9 @@ import (
 // the scheduler and the read API): later calls return a stop that does nothing.
 var readyOnce atomic.Bool
 
-// Ready tells systemd the service is ready and pings the watchdog every half
-// of WatchdogSec= when asked (sd_watchdog_enabled(3)). When ctx is done or
-// stop is called it sends STOPPING=1 once and stops pinging. Failures to
-// notify are logged at debug level (systemd then times the start out).
+// Ready tells systemd the service is ready and pings the watchdog every half of WatchdogSec= when
+// asked (sd_watchdog_enabled(3)). When ctx is done or stop is called it sends STOPPING=1 once and
+// stops pinging. Failures to notify are logged at debug level (systemd then times the start out).
 func Ready(ctx context.Context, log zerolog.Logger) (stop func()) {
 	if !readyOnce.CompareAndSwap(false, true) || os.Getenv("NOTIFY_SOCKET") == "" {
 		return func() {}

@@ -66,9 +66,8 @@ func (s *Store) UpsertChannels(ctx context.Context, chs []Channel, at time.Time)
 	return nil
 }
 
-// StaleChannels returns the ids among ids (any number) not stored or
-// fetched before olderThan, in input order without duplicates or empty
-// ids; nil when every channel is fresh.
+// StaleChannels returns the ids among ids (any number) not stored or fetched before olderThan, in
+// input order without duplicates or empty ids; nil when every channel is fresh.
 func (s *Store) StaleChannels(ctx context.Context, ids []string, olderThan time.Time) ([]string, error) {
 	fresh, err := s.existing(ctx,
 		`SELECT id FROM channels WHERE fetched_at >= ? AND id IN `, []any{fmtTime(olderThan)}, ids)

@@ -26,24 +26,21 @@ func EngineOf(database string) Engine {
 	return SQLite
 }
 
-// dialect is what differs between the engines, chosen once at open:
-// sqliteDialect (dialect_sqlite.go) or pgDialect (dialect_pg.go). The SQL
-// shared by both is written once (SQLite's placeholders, rebound on
-// PostgreSQL); what is not is here, as fragments and behaviours.
+// dialect is what differs between the engines, chosen once at open: sqliteDialect
+// (dialect_sqlite.go) or pgDialect (dialect_pg.go). The SQL shared by both is written once
+// (SQLite's placeholders, rebound on PostgreSQL); what is not is here, as fragments and behaviours.
 type dialect struct {
 	engine Engine
 	// callCount is the SQL count of calls of method ?1 in runs.calls.
 	callCount string
-	// pickLocked follows the SELECT that picks the rows of a table ({table})
-	// a storage policy batch deletes: "" or a lock that skips rows another
-	// host's batch holds.
+	// pickLocked follows the SELECT that picks the rows of a table ({table}) a storage policy batch
+	// deletes: "" or a lock that skips rows another host's batch holds.
 	pickLocked string
 	// sampleLock follows the SELECT of insertSamplesSQL: "" or a lock that
 	// skips a video being deleted.
 	sampleLock string
-	// lockPolicy begins each write transaction of the storage policy:
-	// hosts applying it at once take turns (nil: the engine's write lock
-	// already serialises them).
+	// lockPolicy begins each write transaction of the storage policy: hosts applying it at once
+	// take turns (nil: the engine's write lock already serialises them).
 	lockPolicy func(ctx context.Context, tx *sql.Tx) error
 	// check verifies the database (Store.Check).
 	check func(ctx context.Context, db *sql.DB) error

@@ -30,8 +30,7 @@ var sqliteDialect = &dialect{
 	transient: sqlitedb.Transient,
 }
 
-// openSQLite opens the SQLite file at path (sqlitedb.Open: created and
-// migrated unless readOnly).
+// openSQLite opens the SQLite file at path (sqlitedb.Open: created and migrated unless readOnly).
 func openSQLite(ctx context.Context, path string, readOnly bool) (*Store, error) {
 	o := sqlitedb.Options{ReadOnly: readOnly, Migrations: migrationsFS}
 	if readOnly {
@@ -73,10 +72,9 @@ func checkSQLite(ctx context.Context, db *sql.DB) error {
 	return nil
 }
 
-// scanTxSQLite is a deferred BEGIN (ReadOnly; the driver's _txlock=immediate
-// would take the write lock: a read transaction is one snapshot) on conn
-// without memory map (mapped pages count in the RSS) and with
-// exportCacheKiB of page cache, both restored after.
+// scanTxSQLite is a deferred BEGIN (ReadOnly; the driver's _txlock=immediate would take the write
+// lock: a read transaction is one snapshot) on conn without memory map (mapped pages count in the
+// RSS) and with exportCacheKiB of page cache, both restored after.
 func scanTxSQLite(ctx context.Context, conn *sql.Conn) (*sql.Tx, func(), error) {
 	const set = "PRAGMA cache_size = -%d; PRAGMA mmap_size = %d"
 	var mmap int64

@@ -47,9 +47,8 @@ func (p Policy) Cutoffs(now time.Time) (stats, text time.Time) {
 	return time.Time{}, time.Time{}
 }
 
-// RunsRefreshText reports that each run handles text older than p's text
-// cut-off itself, at its end (refreshed within the cap, else removed), so
-// the policy applied before a run leaves text to it.
+// RunsRefreshText reports that each run handles text older than p's text cut-off itself, at its end
+// (refreshed within the cap, else removed), so the policy applied before a run leaves text to it.
 func (p Policy) RunsRefreshText() bool { return p == PolicyAmended }
 
 // RefreshCalls is how many videos.list.refresh calls a credential's runs
@@ -61,9 +60,8 @@ func (p Policy) RefreshCalls(refreshPerDay int) int {
 	return refreshPerDay
 }
 
-// InForce returns the policy that applies to st: configured when set, else
-// youtube, or keep (legacy true) for a database that held data before
-// store.policy existed (docs/design.md §10).
+// InForce returns the policy that applies to st: configured when set, else youtube, or keep (legacy
+// true) for a database that held data before store.policy existed (docs/design.md §10).
 func InForce(ctx context.Context, configured Policy, st Retention) (p Policy, legacy bool, err error) {
 	if configured != "" {
 		return configured, false, nil
@@ -77,8 +75,7 @@ func InForce(ctx context.Context, configured Policy, st Retention) (p Policy, le
 	return PolicyYouTube, false, nil
 }
 
-// UnsetNote is what runs log, and `runs` and `quota status` print, when
-// UnsetNoteDue.
+// UnsetNote is what runs log, and `runs` and `quota status` print, when UnsetNoteDue.
 const UnsetNote = "store.policy is not set and this database holds data older than 30 days: kept. " +
 	"YouTube's API policies (III.E.4) allow 30 days; set store.policy to youtube (delete after 30 days), " +
 	"amended (audited clients: statistics 36 months) or keep; see `trendfetch prune --policy youtube --dry-run`"
@@ -92,8 +89,7 @@ func UnsetNoteDue(ctx context.Context, configured Policy, st Retention, now time
 	return st.PruneDue(ctx, stats)
 }
 
-// Apply deletes from st what p no longer allows at now (ApplyCutoffs); with
-// dryRun it only counts.
+// Apply deletes from st what p no longer allows at now (ApplyCutoffs); with dryRun it only counts.
 func (p Policy) Apply(ctx context.Context, st Retention, now time.Time, dryRun bool) (PruneReport, error) {
 	stats, text := p.Cutoffs(now)
 	return st.ApplyCutoffs(ctx, stats, text, dryRun)

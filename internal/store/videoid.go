@@ -11,14 +11,12 @@ import (
 
 var videoIDRE = regexp.MustCompile(`^[A-Za-z0-9_-]{11}$`)
 
-// IsVideoID reports whether s has the form of a YouTube video id: 11
-// characters of A-Z a-z 0-9 _ -.
+// IsVideoID reports whether s has the form of a YouTube video id: 11 characters of A-Z a-z 0-9 _ -.
 func IsVideoID(s string) bool { return videoIDRE.MatchString(s) }
 
-// ParseVideoID returns the video id of s: an id, or the id in a YouTube
-// link (watch?v=, youtu.be/, /shorts/, /live/, /embed/, /v/ on any host of
-// youtube.com, youtube-nocookie.com or youtu.be, scheme optional). Errors
-// name what is wrong with s and the forms wanted.
+// ParseVideoID returns the video id of s: an id, or the id in a YouTube link (watch?v=, youtu.be/,
+// /shorts/, /live/, /embed/, /v/ on any host of youtube.com, youtube-nocookie.com or youtu.be,
+// scheme optional). Errors name what is wrong with s and the forms wanted.
 func ParseVideoID(s string) (string, error) {
 	s = strings.TrimSpace(s)
 	if IsVideoID(s) {

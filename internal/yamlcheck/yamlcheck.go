@@ -96,8 +96,7 @@ func unknownKey(k *yaml.Node, p, parent string, names []string) error {
 
 var unmarshaler = reflect.TypeFor[yaml.Unmarshaler]()
 
-// shape reports whether node n can decode into t (ok) and, if not, what t
-// wants, in words.
+// shape reports whether node n can decode into t (ok) and, if not, what t wants, in words.
 func shape(n *yaml.Node, t reflect.Type) (want string, ok bool) {
 	custom := reflect.PointerTo(t).Implements(unmarshaler)
 	switch {

@@ -1,8 +1,7 @@
-// Command testsummary reads `go test -json` on standard input and writes
-// what `go test` without -v shows (each package's result, a failed test's
-// output), then names every skipped test with its reason: `make test`
-// passing with a test skipped (a tool missing) says so. It exits 1 when a
-// test or package failed.
+// Command testsummary reads `go test -json` on standard input and writes what `go test` without -v
+// shows (each package's result, a failed test's output), then names every skipped test with its
+// reason: `make test` passing with a test skipped (a tool missing) says so. It exits 1 when a test
+// or package failed.
 package main
 
 import (
