@@ -274,8 +274,8 @@ func TestThreeHostsOneDataset(t *testing.T) {
 				var tries []attempt
 				if i == killRegion && d == killDay {
 					// order[0] is killed while its second page is in flight;
-					// order[1] fires at once (the dead host's lease keeps the
-					// region: exit 3, unless it expired already), order[2]
+					// order[1] fires at once (it waits for the dead host's
+					// lease to expire, issue 39 item 4), order[2]
 					// once the lease expired (it takes the region over, or
 					// finds order[1]'s capture).
 					key := keys[order[0]]
