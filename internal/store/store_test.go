@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -422,5 +423,24 @@ func testHealth(t *testing.T, s *Store) {
 	}
 	if h, err = s.Health(ctx, "FR", day); err != nil || h.LastSuccessAt != nil || h.LastOutcome != nil || h.ConsecutiveFailures != 0 || len(h.UnitsToday) != 0 {
 		t.Errorf("FR (no runs) health %+v, %v", h, err)
+	}
+}
+
+// TestStatementCacheIsBounded: saving pages of every length from 1 to 50
+// leaves one cached statement per multi-row statement kind, not one per
+// length (issue 42: each length seen stayed prepared on each connection,
+// and a scheduler's memory grew 30% over 1,000 runs).
+func TestStatementCacheIsBounded(t *testing.T) {
+	ctx := context.Background()
+	s, _ := openTest(t)
+	run := startRun(t, s, "US")
+	for n := 1; n <= 50; n++ {
+		p := Snapshot{RunID: run, Region: "US", Kind: KindSearch, Query: fmt.Sprint("q", n), FirstRank: 1, Videos: testVideos(fmt.Sprint("v", n), n)}
+		if err := s.SaveSnapshot(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := len(s.stmts); n > 3 {
+		t.Errorf("%d statements cached after pages of 1 to 50 videos, want one per kind (videos, stats, entries)", n)
 	}
 }
