@@ -1,19 +1,27 @@
 package main
 
 import (
+	"context"
+
 	"github.com/spf13/cobra"
 
+	"github.com/trendfetch/trendfetch/internal/config"
 	"github.com/trendfetch/trendfetch/internal/engine"
 	"github.com/trendfetch/trendfetch/internal/regions"
 	"github.com/trendfetch/trendfetch/internal/termtext"
 )
 
+// runOptions is what `run` was asked (its flags) and what it runs with.
+type runOptions struct {
+	engine                *engine.Engine
+	cfg                   *config.Config // the engine's: --metrics-textfile overrides runs.metrics_textfile
+	regions               []string
+	all, force, textfiles bool // textfiles: --metrics-textfile given
+	textfileDir           string
+}
+
 func newRunCmd(a *app) *cobra.Command {
-	var (
-		regionFlags []string
-		all, force  bool
-		textfileDir string
-	)
+	o := &runOptions{}
 	cmd := &cobra.Command{
 		Use:   "run (--region CODE ... | --all)",
 		Short: "Ingest the trending chart of one or more regions",
@@ -35,30 +43,36 @@ host captured in the current slot of its schedule is not fetched again
 		},
 		PreRunE: a.withConfig,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if len(regionFlags) == 0 && !all {
-				return usagef("trendfetch run --region US", "run needs --region CODE or --all")
-			}
-			if len(regionFlags) > 0 && all {
-				return usagef("trendfetch run --help", "--region and --all exclude each other")
-			}
-			list, err := regions.ParseList(regionFlags)
-			if all {
-				list, err = a.cfg.Regions, nil
-			}
-			if err != nil {
-				return err
-			}
-			if cmd.Flags().Changed("metrics-textfile") {
-				a.cfg.Runs.MetricsTextfile = textfileDir
-			}
-			return a.engine().Run(cmd.Context(), list, force)
+			o.engine, o.cfg, o.textfiles = a.engine(), a.cfg, cmd.Flags().Changed("metrics-textfile")
+			return runRegions(cmd.Context(), o)
 		},
 	}
-	cmd.Flags().StringVar(&textfileDir, "metrics-textfile", "", "write each region's metrics to DIR/trendfetch_REGION.prom for node_exporter's textfile collector (default: runs.metrics_textfile)")
-	cmd.Flags().StringSliceVarP(&regionFlags, "region", "r", nil, "region code (regionCode), repeatable or comma-separated, e.g. US,GB")
-	cmd.Flags().BoolVar(&all, "all", false, "every region in the config's regions list")
-	cmd.Flags().BoolVar(&force, "force", false, "fetch even a region another host captured in the current slot of its schedule")
+	cmd.Flags().StringVar(&o.textfileDir, "metrics-textfile", "", "write each region's metrics to DIR/trendfetch_REGION.prom for node_exporter's textfile collector (default: runs.metrics_textfile)")
+	cmd.Flags().StringSliceVarP(&o.regions, "region", "r", nil, "region code (regionCode), repeatable or comma-separated, e.g. US,GB")
+	cmd.Flags().BoolVar(&o.all, "all", false, "every region in the config's regions list")
+	cmd.Flags().BoolVar(&o.force, "force", false, "fetch even a region another host captured in the current slot of its schedule")
 	return cmd
+}
+
+// runRegions runs the regions of --region, or with --all the configured ones, in order.
+func runRegions(ctx context.Context, o *runOptions) error {
+	if len(o.regions) == 0 && !o.all {
+		return usagef("trendfetch run --region US", "run needs --region CODE or --all")
+	}
+	if len(o.regions) > 0 && o.all {
+		return usagef("trendfetch run --help", "--region and --all exclude each other")
+	}
+	list, err := regions.ParseList(o.regions)
+	if o.all {
+		list, err = o.cfg.Regions, nil
+	}
+	if err != nil {
+		return err
+	}
+	if o.textfiles {
+		o.cfg.Runs.MetricsTextfile = o.textfileDir
+	}
+	return o.engine.Run(ctx, list, o.force)
 }
 
 // engine returns the application layer of the loaded configuration.
