@@ -236,7 +236,8 @@ func waitListening(addr string, exited chan error) error {
 }
 
 // requireTools skips t, or fails it under CI=true, without a command the
-// walkthrough uses.
+// walkthrough uses (.ci/run installs jq and curl; psql comes with
+// PostgreSQL).
 func requireTools(t *testing.T, names ...string) {
 	t.Helper()
 	for _, n := range names {
