@@ -148,13 +148,18 @@ func TestRedundantHostsCoverEachOther(t *testing.T) {
 	}()
 	fire(killSlot)
 	emu.SetHook(nil)
-	if victim == "" {
+	mu.Lock()
+	found := victim != ""
+	mu.Unlock()
+	if !found {
 		t.Fatalf("slot %d: no US run asked for page 2", killSlot)
 	}
 	rdb.Kill()
 	for s := downFrom; s < slots; s++ {
 		fire(s)
 	}
+	mu.Lock() // every process has ended: what the hook and the monitor recorded is final
+	defer mu.Unlock()
 	t.Logf("%d slots of three hosts: %s; host %s killed in slot %d", slots, time.Since(start).Round(time.Millisecond), victim, killSlot)
 
 	// One capture per region and slot: in slot killSlot, the killed run abandoned by the run that took US over.
