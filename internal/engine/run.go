@@ -333,7 +333,7 @@ func (r *Runner) Schedule(ctx context.Context, srv Servers) error {
 }
 
 // metrics returns the metrics of regions: build info, counters at 0, each region's last success
-// read from st, and quota gauges unless quotaReader is nil.
+// read from st (nil: not read), and quota gauges unless quotaReader is nil.
 func (e *Engine) metrics(quotaReader metrics.StatusReader, regions []string, st *store.Store) *metrics.Metrics {
 	creds := e.credentialNames()
 	m := metrics.New(quotaReader, creds, regions, 0)
@@ -344,8 +344,10 @@ func (e *Engine) metrics(quotaReader metrics.StatusReader, regions []string, st 
 	}
 	m.ZeroSeries(creds, buckets, slices.Sorted(maps.Keys(e.cfg.Quota.Costs)))
 	cred := e.cfg.Credential
-	m.ReadLastSuccess(func(ctx context.Context) (map[string]time.Time, error) { return st.LastSuccess(ctx, cred) })
-	m.ReadMissedSlots(func(ctx context.Context) (map[string]int, error) { return e.MissedSlots(ctx, st) })
+	if st != nil { // nil: serve before its database opens
+		m.ReadLastSuccess(func(ctx context.Context) (map[string]time.Time, error) { return st.LastSuccess(ctx, cred) })
+		m.ReadMissedSlots(func(ctx context.Context) (map[string]int, error) { return e.MissedSlots(ctx, st) })
+	}
 	return m
 }
 

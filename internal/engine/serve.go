@@ -1,12 +1,15 @@
 package engine
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"net"
 	"net/http"
 	"strconv"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -70,29 +73,18 @@ func ListenMetrics(addr string) (net.Listener, error) {
 }
 
 // Serve serves the read API and dashboard on ln, with bearer token ("" = none) and m's metrics
-// (nil: its own), until ctx is done, then shuts down within 10s. It only reads. Errors: no
-// database yet (a usage error), what cannot be opened, the listener.
+// (nil: its own), until ctx is done, then shuts down within 10s. It only reads. It listens at
+// once: until a PostgreSQL database opens (tried again every StoreRetry) every read answers 503
+// naming why. Errors: no database yet (a usage error), a SQLite database or a database URL that
+// cannot be used, the quota database, serve.rate_limit, the listener.
 func (e *Engine) Serve(ctx context.Context, ln net.Listener, token string, m *metrics.Metrics) error {
-	st, err := e.OpenStore(ctx, true)
-	if nd := (*store.NoDatabaseError)(nil); errors.As(err, &nd) {
-		return Usagef("trendfetch run --region US", "%v (or set database)", nd)
-	} else if err != nil {
-		return err
-	}
-	defer st.Close()
 	var lim *quota.Limiter
+	var err error
 	if !e.quotaDBMissing() { // read-only: serve may run as a user who cannot write quota.db
 		if lim, err = e.OpenLimiter(true); err != nil {
 			return err
 		}
 		defer lim.Close()
-	}
-	if m == nil {
-		var reader metrics.StatusReader
-		if lim != nil {
-			reader = lim
-		}
-		m = e.metrics(reader, e.cfg.Regions, st)
 	}
 	rate, err := e.serveRateLimit()
 	if err != nil {
@@ -102,20 +94,95 @@ func (e *Engine) Serve(ctx context.Context, ln net.Listener, token string, m *me
 		defer rate.Limiter.Close()
 	}
 	sc := e.cfg.Serve
-	h := serve.Handler(serve.Options{
-		Store: st, Quota: e.quotaStatuses(lim), Regions: e.servedRegions(),
-		Coverage: func(ctx context.Context, region string, since time.Duration) (store.Coverage, error) {
-			return e.Coverage(ctx, st, region, since, time.Now())
-		},
-		Metrics: m.Handler(), Token: token, RateLimit: rate, Timeout: sc.Timeout.Std(),
-		Hosts: sc.Hosts, CORSOrigins: sc.CORSOrigins, Log: e.log,
-	})
+	h, publish := e.serveHandler(lim, m, serve.Options{Quota: e.quotaStatuses(lim), Regions: e.servedRegions(),
+		Token: token, RateLimit: rate, Timeout: sc.Timeout.Std(), Hosts: sc.Hosts, CORSOrigins: sc.CORSOrigins, Log: e.log})
 	srv := serve.NewServer(h, serve.DefaultTimeouts, sc.Timeout.Std(), e.log)
 	defer sdnotify.Ready(ctx, e.log)() // systemd Type=notify: ready, watchdog, stopping
 	e.log.Info().Str("addr", ln.Addr().String()).Bool("token", token != "").Int64("rate_limit", max(sc.RateLimit.Limit, 0)).
 		Str("rate_limit_algorithm", sc.RateLimit.Algorithm).Dur("timeout", sc.Timeout.Std()).
 		Msg("serving the read API and dashboard")
-	return e.serveUntilDone(ctx, srv, ln)
+	ctx, cancel := context.WithCancel(ctx)
+	var st *store.Store
+	opened := make(chan struct{})
+	go func() { defer close(opened); st, err = e.serveStore(ctx, cancel, publish) }()
+	serr := e.serveUntilDone(ctx, srv, ln)
+	cancel()
+	<-opened
+	if st != nil {
+		st.Close()
+	}
+	return cmp.Or(err, serr)
+}
+
+// StoreRetry is how long serve waits after a failed attempt to open its database before the next.
+var StoreRetry = 5 * time.Second
+
+// serveStore opens serve's database, trying again StoreRetry after each failure, until it opens
+// or ctx is done; each attempt's outcome goes to publish. Only PostgreSQL is tried again: a
+// SQLite database, no database yet (a usage error) and a database URL that cannot be used are
+// errors (cancel then stops the server).
+func (e *Engine) serveStore(ctx context.Context, cancel func(), publish func(*store.Store, error)) (*store.Store, error) {
+	for {
+		st, err := e.OpenStore(ctx, true)
+		if nd := (*store.NoDatabaseError)(nil); errors.As(err, &nd) {
+			err = Usagef("trendfetch run --region US", "%v (or set database)", nd)
+		}
+		if ctx.Err() != nil || err == nil {
+			publish(st, err)
+			return st, nil
+		} else if store.EngineOf(e.cfg.Database) != store.PostgreSQL || errors.As(err, new(*UsageError)) || errors.As(err, new(*SettingError)) {
+			cancel() // nothing a retry mends: a SQLite file's state, the configuration
+			return nil, err
+		}
+		e.log.Warn().Err(err).Dur("retry_in", StoreRetry).Msg("the database cannot be opened yet: reads answer 503")
+		publish(nil, err)
+		select {
+		case <-ctx.Done():
+			return nil, nil
+		case <-time.After(StoreRetry):
+		}
+	}
+}
+
+// serveHandler returns serve's handler and what sets it: o on st, or while err is not nil,
+// serve.Opening naming it; with m's metrics, nil: its own on lim (and st once open). Until the
+// first attempt to open ends, a request waits for it (at most o.Timeout).
+func (e *Engine) serveHandler(lim *quota.Limiter, m *metrics.Metrics, o serve.Options) (http.Handler, func(*store.Store, error)) {
+	var reader metrics.StatusReader
+	if lim != nil {
+		reader = lim
+	}
+	if m != nil {
+		o.Metrics = m.Handler()
+	}
+	var h atomic.Pointer[http.Handler]
+	attempted, once := make(chan struct{}), sync.Once{}
+	set := func(st *store.Store, err error) {
+		if m == nil && (o.Metrics == nil || err == nil) {
+			o.Metrics = e.metrics(reader, e.cfg.Regions, st).Handler()
+		}
+		next := serve.Opening(o, err)
+		if err == nil {
+			o.Store = st
+			o.Coverage = func(ctx context.Context, region string, since time.Duration) (store.Coverage, error) {
+				return e.Coverage(ctx, st, region, since, time.Now())
+			}
+			next = serve.Handler(o)
+		}
+		h.Store(&next)
+	}
+	set(nil, errors.New("opening it"))
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			select {
+			case <-attempted:
+			case <-time.After(o.Timeout):
+			case <-r.Context().Done():
+			}
+			(*h.Load()).ServeHTTP(w, r)
+		}), func(st *store.Store, err error) {
+			set(st, err)
+			once.Do(func() { close(attempted) })
+		}
 }
 
 // quotaStatuses is serve's quota view: each configured credential's status from lim (nil: no

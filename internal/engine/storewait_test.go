@@ -8,11 +8,15 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/rs/zerolog"
 
 	"github.com/trendfetch/trendfetch/internal/checkin"
 	"github.com/trendfetch/trendfetch/internal/config"
@@ -224,4 +228,115 @@ func silent(ln net.Listener) {
 		}
 		held = append(held, c)
 	}
+}
+
+// TestServeListensBeforeItsStoreOpens (issue 39 item 5): serve started while its PostgreSQL
+// accepts connections and never answers listens at once: /healthz and the reads answer 503
+// within serve.timeout (the reason only with the token), /metrics 200; once the database
+// answers, serve opens it on its next attempt and reads answer 200.
+func TestServeListensBeforeItsStoreOpens(t *testing.T) {
+	dbURL := pg.Database(t)
+	e, _, logs := newTestEngine(t, store.PolicyKeep, "US")
+	e.cfg.Database, e.cfg.Serve.Timeout = dbURL, config.Duration(time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // the test's own bound
+	defer cancel()
+	if err := e.Run(ctx, []string{"US"}, true); err != nil {
+		t.Fatalf("run: %v\n%s", err, logs)
+	}
+	var forward atomic.Bool
+	u, _ := url.Parse(dbURL)
+	u.Host = answerLater(t, u.Host, &forward)
+	e.cfg.Database, e.log = u.String(), zerolog.New(zerolog.SyncWriter(logs)) // serve logs from several goroutines
+	defer func(d, r time.Duration) { store.OpenTimeout, StoreRetry = d, r }(store.OpenTimeout, StoreRetry)
+	store.OpenTimeout, StoreRetry = 2*time.Second, 200*time.Millisecond
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const token = "0123456789abcdef0123"
+	served := make(chan error, 1)
+	sctx, stop := context.WithCancel(ctx)
+	go func() { served <- e.Serve(sctx, ln, token, nil) }()
+	base := "http://" + ln.Addr().String()
+	for _, c := range []struct {
+		path, token string
+		status      int
+		want        string
+	}{
+		{"/healthz", "", 503, `"the database cannot be read (details with the token`},
+		{"/healthz", token, 503, "the database is not open yet"},
+		{"/v1/runs", token, 503, `"code":"unavailable","message":"the database is not open yet`},
+		{"/metrics", token, 200, "trendfetch_build_info"},
+	} {
+		if status, body, took := get(t, base+c.path, c.token); status != c.status || took > 2*time.Second || !strings.Contains(body, c.want) {
+			t.Errorf("%s (token %t) before the database answers: %d after %s %.300s, want %d within serve.timeout naming %q", c.path, c.token != "", status, took, body, c.status, c.want)
+		}
+	}
+	forward.Store(true)
+	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		if status, _, _ := get(t, base+"/v1/runs", token); status == 200 {
+			break
+		} else if time.Now().After(deadline) {
+			t.Fatalf("/v1/runs still %d 15s after the database answers", status)
+		}
+	}
+	stop()
+	if err := <-served; err != nil {
+		t.Errorf("serve: %v", err)
+	}
+}
+
+// get GETs url with bearer token ("" = none) within 5s: status, body, how long it took.
+func get(t *testing.T, url, token string) (int, string, time.Duration) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, url, nil)
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	start := time.Now()
+	res, err := (&http.Client{Timeout: 5 * time.Second}).Do(req)
+	if err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+	defer res.Body.Close()
+	body, _ := io.ReadAll(res.Body)
+	return res.StatusCode, string(body), time.Since(start)
+}
+
+// answerLater listens on a free port and returns its address: each connection is held silent
+// until forward is set, then connections are passed to upstream (host:port).
+func answerLater(t *testing.T, upstream string, forward *atomic.Bool) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var held []net.Conn
+	t.Cleanup(func() {
+		ln.Close()
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range held {
+			c.Close()
+		}
+	})
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			held = append(held, c)
+			if forward.Load() {
+				if up, err := net.Dial("tcp", upstream); err == nil {
+					held = append(held, up)
+					go io.Copy(up, c) //nolint:errcheck
+					go io.Copy(c, up) //nolint:errcheck
+				}
+			}
+			mu.Unlock()
+		}
+	}()
+	return ln.Addr().String()
 }

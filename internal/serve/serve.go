@@ -207,6 +207,37 @@ func (s *server) routes() []route {
 // Handler returns the HTTP handler of the API and the dashboard.
 func Handler(o Options) http.Handler { return newServer(o).handler() }
 
+// Opening is Handler(o) while the database is not open yet (o.Store and o.Coverage unused):
+// every read answers 503 "unavailable" naming err (why it is not open), /healthz as ever.
+func Opening(o Options, err error) http.Handler {
+	u := unopened{err}
+	o.Store, o.Coverage = u, func(context.Context, string, time.Duration) (store.Coverage, error) { return store.Coverage{}, u }
+	return Handler(o)
+}
+
+// unopened is a store.Reader whose every read fails with itself: the database is not open yet.
+type unopened struct{ err error }
+
+func (u unopened) Error() string { return "the database is not open yet (retrying): " + u.err.Error() }
+func (u unopened) SearchPage(context.Context, store.SearchQuery) ([]store.Hit, int, error) {
+	return nil, 0, u
+}
+func (u unopened) CaptureAt(context.Context, store.CaptureQuery) (store.Capture, []store.Entry, error) {
+	return store.Capture{}, nil, u
+}
+func (u unopened) History(context.Context, string) (store.VideoHistory, error) {
+	return store.VideoHistory{}, u
+}
+func (u unopened) RunsPage(context.Context, store.RunsQuery) ([]store.Run, error) { return nil, u }
+func (u unopened) Health(context.Context, string, time.Time) (store.RegionHealth, error) {
+	return store.RegionHealth{}, u
+}
+func (u unopened) RunsStarted(context.Context, string, time.Time, time.Time) ([]store.Run, error) {
+	return nil, u
+}
+func (u unopened) DatasetRegions(context.Context) ([]string, error) { return nil, u }
+func (unopened) MaxOpenConns() int                                  { return 1 }
+
 func newServer(o Options) *server {
 	if o.Now == nil {
 		o.Now = time.Now
@@ -818,6 +849,9 @@ func (s *server) fail(w http.ResponseWriter, r *http.Request, err error) {
 		writeError(w, http.StatusBadRequest, "bad_query", "q: "+qe.Error())
 	case errors.Is(err, store.ErrNotFound):
 		writeError(w, http.StatusNotFound, "not_found", err.Error())
+	case errors.As(err, new(unopened)):
+		w.Header().Set("Retry-After", "5")
+		writeError(w, http.StatusServiceUnavailable, "unavailable", err.Error())
 	case store.Transient(err):
 		// A writer was rebuilding the WAL index (docs/api.md "Reading as another user").
 		w.Header().Set("Retry-After", "1")
