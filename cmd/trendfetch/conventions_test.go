@@ -18,7 +18,7 @@ import (
 // TestHugeValuesAreNotEchoedWhole: a 300 KB database value and a 126 KB
 // query are named in one short line, not echoed whole.
 func TestHugeValuesAreNotEchoedWhole(t *testing.T) {
-	_, url, e := sampleEnv(t, "US")
+	_, url, e := sampleInproc(t, "US")
 	cfg := e.writeConfig("database: /nonexistent/" + strings.Repeat("d", 300<<10) + "\n")
 	for _, args := range [][]string{
 		{"--config", cfg, "--api-endpoint", url, "run", "--region", "US"},

@@ -10,7 +10,7 @@ import (
 // TestDenialOneWarningSameUnits (issue 31 item 17): a denied run logs one
 // warning, and `runs` shows the units the log line gave.
 func TestDenialOneWarningSameUnits(t *testing.T) {
-	_, url, e := sampleEnv(t, "US")
+	_, url, e := sampleInproc(t, "US")
 	cfg := e.writeConfig("quota:\n  buckets:\n    - {name: units, limit: 4, window: 1h}\n  costs:\n    videos.list: {units: 4}\n")
 	res := e.run("--config", cfg, "--api-endpoint", url, "run", "--region", "US")
 	if res.code != 75 {

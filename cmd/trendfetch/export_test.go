@@ -99,7 +99,7 @@ func dirNames(t *testing.T, dir string) []string {
 // with a region column; --layout with jsonl refused; --output replaced
 // whole, never left partial; --spreadsheet-safe.
 func TestExportOutputs(t *testing.T) {
-	_, url, e := sampleEnv(t, "US", "GB")
+	_, url, e := sampleInproc(t, "US", "GB")
 	for _, r := range []string{"US", "GB"} {
 		if res := e.run("--api-endpoint", url, "run", "--region", r); res.code != 0 {
 			t.Fatalf("run %s: exit %d\n%s", r, res.code, res.stderr)
@@ -291,7 +291,7 @@ func TestStorePolicyRuns(t *testing.T) {
 		TextsCleared int64  `json:"texts_cleared"`
 		Videos       int64  `json:"videos"`
 	}
-	_, url, e := sampleEnv(t, "US")
+	_, url, e := sampleInproc(t, "US")
 	if res := e.run("--api-endpoint", url, "run", "--region", "US"); res.code != 0 {
 		t.Fatalf("run: exit %d\n%s", res.code, res.stderr)
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"testing"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/trendfetch/trendfetch/internal/config"
 	"github.com/trendfetch/trendfetch/internal/engine"
+	"github.com/trendfetch/trendfetch/internal/fetch/youtubetest"
 	"github.com/trendfetch/trendfetch/internal/secret"
 	"github.com/trendfetch/trendfetch/internal/store"
 )
@@ -24,7 +26,8 @@ type inproc struct {
 	t           *testing.T
 	a           *app
 	dir, db     string
-	cfg         string // the configuration file
+	cfg         string            // the configuration file
+	vars        map[string]string // the environment seen (as env's)
 	out, errOut bytes.Buffer
 }
 
@@ -37,7 +40,9 @@ func newInproc(t *testing.T, yaml string, env map[string]string) *inproc {
 	if err := os.WriteFile(p.cfg, []byte(yaml), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
+	p.vars = map[string]string{}
+	maps.Copy(p.vars, env)
+	lookup := func(k string) (string, bool) { v, ok := p.vars[k]; return v, ok }
 	p.a = &app{ioStreams: ioStreams{stdout: &p.out, stderr: &p.errOut}, lookupEnv: lookup, secrets: &secret.Set{}, flags: map[string]*string{}}
 	for _, s := range config.Settings() {
 		if s.Flag != "" {
@@ -95,6 +100,19 @@ func (p *inproc) capture(url string, regions ...string) {
 		p.t.Fatalf("run %v: %v\n%s", regions, err, p.errOut.String())
 	}
 }
+
+// sampleInproc is sampleEnv in-process: the emulator serving its sample
+// chart as each of regions, its URL, and an inproc with an API key set.
+func sampleInproc(t *testing.T, regions ...string) (*youtubetest.Server, string, *inproc) {
+	emu := youtubetest.New()
+	for _, r := range regions {
+		emu.SetChart(r, youtubetest.Sample())
+	}
+	return emu, emu.StartTest(t), newInproc(t, "", map[string]string{"YOUTUBE_API_KEY": "k"})
+}
+
+// dbPath is the database file, as env's.
+func (p *inproc) dbPath() string { return p.db }
 
 // engine is the app's engine.
 func (p *inproc) engine() *engine.Engine { return p.a.engine() }

@@ -8,7 +8,7 @@ import (
 // TestNewcomerFindings (issue 31 item 17): what a newcomer tripped on, one
 // check each.
 func TestNewcomerFindings(t *testing.T) {
-	_, url, e := sampleEnv(t, "US")
+	_, url, e := sampleInproc(t, "US")
 	check := func(name string, res result, code int, want ...string) {
 		t.Helper()
 		out := res.stdout + res.stderr

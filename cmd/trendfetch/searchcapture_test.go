@@ -14,7 +14,7 @@ import (
 // `chart --kind search` shows them (before, the run spent 101 units and
 // stored nothing).
 func TestConfiguredSearchIsStored(t *testing.T) {
-	emu, url, e := sampleEnv(t, "US")
+	emu, url, e := sampleInproc(t, "US")
 	p1, err := os.ReadFile(filepath.Join(youtubetest.DataDir(t), "api_json", "pyyoutube__search_search_by_keywords_p1.json"))
 	if err != nil {
 		t.Fatal(err)

@@ -40,7 +40,7 @@ func readTextfile(t *testing.T, path string) map[string]*dto.MetricFamily {
 // holds its region's series only, and Debian's node_exporter reads the
 // directory without an error and serves each region's values.
 func TestRunWritesAMetricsTextfile(t *testing.T) {
-	_, url, e := sampleEnv(t, "US", "GB")
+	_, url, e := sampleInproc(t, "US", "GB")
 	dir := t.TempDir()
 	for i := 0; i < 2; i++ {
 		if res := e.run("--api-endpoint", url, "run", "--region", "US", "--metrics-textfile", dir); res.code != 0 {
