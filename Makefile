@@ -6,7 +6,7 @@ BIN      := bin
 VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS  := -s -w -X main.version=$(VERSION)
 
-.PHONY: all build demo test test-short vet lint bench bench-prune bench-search bench-search-scale bench-save bench-schedule fuzz clean
+.PHONY: all build demo test test-short soak vet lint bench bench-prune bench-search bench-search-scale bench-save bench-schedule fuzz clean
 
 all: build
 
@@ -54,6 +54,11 @@ fuzz:
 
 test-short:
 	$(GO) test -short ./...
+
+# The outage fault test (docs/quota.md, "The outage reserve") for 20 randomized rounds, as root.
+soak:
+	@scripts/ensure-redis.sh
+	TRENDFETCH_OUTAGE_ROUNDS=20 $(GO) test -count=1 -timeout 30m -run '^TestOutageReserveFault$$' -v ./cmd/trendfetch
 
 vet:
 	$(GO) vet ./...
