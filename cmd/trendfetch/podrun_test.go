@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"errors"
 	"io"
 	"net/http"
@@ -95,25 +96,33 @@ func TestCronJobRunsAsThePod(t *testing.T) {
 		"store: {url_file: /etc/trendfetch/database-url}\n" +
 		"quota: {backend: redis, redis: {url_file: /etc/trendfetch/redis-url}}\n" +
 		"runs: {checkin_url_file: /etc/trendfetch/checkin-url}\n"
-	manifests := generateCronJobs(t, dir, config, secret)
-	if out := validateManifests(t, manifests); !strings.Contains(out, "2 valid") {
-		t.Errorf("kubernetes-models: %s", out)
-	}
-	for i, pod := range cronJobPods(t, manifests) {
-		if out, err := runPod(t, dir, pod, secret, map[string]string{"trendfetch.yaml": config}); err != nil {
-			t.Fatalf("pod %d: %v\n%s", i, err, out)
+	// Generated again with TRENDFETCH_DATABASE set (issue 39 item 1): the pods get the Secret's
+	// database-url as $TRENDFETCH_DATABASE, which wins over the ConfigMap's store.url_file.
+	_, envDB := pgDatabase(t)
+	for _, db := range []string{"", envDB} {
+		if db != "" {
+			secret["database-url"] = db
 		}
-	}
-	captures, err := pgsrv.Psql(dbURL, "-tAc", "SELECT string_agg(region, ',' ORDER BY region) FROM captures")
-	if err != nil || strings.TrimSpace(captures) != "GB,US" {
-		t.Errorf("captures in PostgreSQL: %q, %v; want GB,US", captures, err)
+		manifests := generateCronJobs(t, dir, config, secret, db)
+		if out := validateManifests(t, manifests); !strings.Contains(out, "2 valid") {
+			t.Errorf("kubernetes-models: %s", out)
+		}
+		for i, pod := range cronJobPods(t, manifests) {
+			if out, err := runPod(t, dir, pod, secret, map[string]string{"trendfetch.yaml": config}); err != nil {
+				t.Fatalf("pod %d (TRENDFETCH_DATABASE %t): %v\n%s", i, db != "", err, out)
+			}
+		}
+		captures, err := pgsrv.Psql(cmp.Or(db, dbURL), "-tAc", "SELECT string_agg(region, ',' ORDER BY region) FROM captures")
+		if err != nil || strings.TrimSpace(captures) != "GB,US" {
+			t.Errorf("captures in PostgreSQL (TRENDFETCH_DATABASE %t): %q, %v; want GB,US", db != "", captures, err)
+		}
 	}
 	if emu.Units(key) == 0 || rdb.Do("DBSIZE") == "0" {
 		t.Errorf("units spent with the Secret's key %d; Redis keys %s", emu.Units(key), rdb.Do("DBSIZE"))
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	if n := strings.Count(strings.Join(pings, " "), "/ping/0"); n != 2 {
+	if n := strings.Count(strings.Join(pings, " "), "/ping/0"); n != 4 {
 		t.Errorf("check-ins %v: want a success (/ping/0) from each pod", pings)
 	}
 }
@@ -155,7 +164,7 @@ func podDir(t *testing.T) string {
 // generateCronJobs runs `crontab --format kubernetes` as an operator would: with the
 // configuration and the files it names at their paths under /etc/trendfetch (root's, 0600, in
 // a mount namespace of its own) and the API key in the environment.
-func generateCronJobs(t *testing.T, dir, config string, secret map[string]string) string {
+func generateCronJobs(t *testing.T, dir, config string, secret map[string]string, envDB string) string {
 	t.Helper()
 	stage := filepath.Join(dir, "operator")
 	writeFiles(t, stage, map[string]string{"trendfetch.yaml": config, "database-url": secret["database-url"],
@@ -164,6 +173,9 @@ func generateCronJobs(t *testing.T, dir, config string, secret map[string]string
 exec "$2" --config /etc/trendfetch/trendfetch.yaml crontab --format kubernetes --image registry.example.com/trendfetch:1`
 	cmd := exec.Command("unshare", "-m", "sh", "-ec", script, "sh", stage, filepath.Join(dir, "bin", "trendfetch"))
 	cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + dir, "YOUTUBE_API_KEY=" + secret["youtube-api-key"]}
+	if envDB != "" {
+		cmd.Env = append(cmd.Env, "TRENDFETCH_DATABASE="+envDB)
+	}
 	out, err := cmd.Output()
 	if err != nil {
 		t.Fatalf("crontab --format kubernetes: %v\n%s", err, out)
