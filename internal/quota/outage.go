@@ -45,12 +45,6 @@ func NewOutageReserve(path string, want map[string]int64, spendFor time.Duration
 	return &OutageReserve{path: path, want: want, spendFor: spendFor}
 }
 
-// State returns credential's reserve as kept (the zero ReserveState: none).
-func (r *OutageReserve) State(credential string) (st ReserveState, err error) {
-	err = r.update(func(all map[string]ReserveState) bool { st = all[credential]; return false })
-	return st, err
-}
-
 // Refill gives back credential's reserve and takes a new one (Limiter.Hold): the units spent
 // from it so far are recorded in the backend. On error the reserve is kept as it was.
 func (l *Limiter) Refill(ctx context.Context, r *OutageReserve, credential string) (st ReserveState, err error) {
