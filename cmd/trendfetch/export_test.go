@@ -24,11 +24,11 @@ import (
 )
 
 // fillStore writes captures of 200 videos (1 KB descriptions) in regions
-// to e's database through the store, one capture per region and hour.
-func fillStore(t *testing.T, e *env, captures int, regions ...string) {
+// to database file db through the store, one capture per region and hour.
+func fillStore(t *testing.T, db string, captures int, regions ...string) {
 	t.Helper()
 	ctx := context.Background()
-	st, err := store.Open(ctx, e.dbPath())
+	st, err := store.Open(ctx, db)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +62,7 @@ func fillStore(t *testing.T, e *env, captures int, regions ...string) {
 // its trailing slash.
 func partitionedExport(t *testing.T, e *env, name string) string {
 	t.Helper()
-	fillStore(t, e, 30, "US", "GB")
+	fillStore(t, e.dbPath(), 30, "US", "GB")
 	dir := filepath.Join(e.dir, name) + "/"
 	if res := e.run("export", "--format", "parquet", "--every", "capture", "--partition", "region,date", "--output", dir); res.code != 0 {
 		t.Fatalf("export --partition: exit %d\n%s", res.code, res.stderr)
@@ -169,7 +169,7 @@ func TestExportOutputs(t *testing.T) {
 // exit 0 when the reader goes away (EPIPE), not killed by SIGPIPE.
 func TestExportToClosedPipe(t *testing.T) {
 	e := newEnv(t)
-	fillStore(t, e, 30, "US") // 6,000 rows, ~6 MB: far more than a pipe holds
+	fillStore(t, e.dbPath(), 30, "US") // 6,000 rows, ~6 MB: far more than a pipe holds
 	cmd := exec.Command(binary, "export", "--every", "capture")
 	for k, v := range e.vars {
 		cmd.Env = append(cmd.Env, k+"="+v)
@@ -200,8 +200,8 @@ func TestExportToClosedPipe(t *testing.T) {
 // memory (a file that shrinks under a map can SIGBUS its reader); there is
 // no --vacuum.
 func TestPruneNeverShrinksTheFile(t *testing.T) {
-	e := newEnv(t)
-	fillStore(t, e, 10, "US", "GB")
+	e := newInproc(t, "", nil)
+	fillStore(t, e.dbPath(), 10, "US", "GB")
 	size := func() int64 {
 		fi, err := os.Stat(e.dbPath())
 		if err != nil {
@@ -328,7 +328,7 @@ func TestStorePolicyRuns(t *testing.T) {
 	// An older database: it held data (40 days old) when store.policy came.
 	old := newEnv(t)
 	old.vars["YOUTUBE_API_KEY"] = "k"
-	fillStore(t, old, 1, "US")
+	fillStore(t, old.dbPath(), 1, "US")
 	st, err := store.Open(context.Background(), old.dbPath())
 	if err != nil {
 		t.Fatal(err)
@@ -376,7 +376,7 @@ func TestStorePolicyRuns(t *testing.T) {
 // usage error.
 func TestExportOutputSpecialFiles(t *testing.T) {
 	e := newEnv(t)
-	fillStore(t, e, 1, "US")
+	fillStore(t, e.dbPath(), 1, "US")
 	want := 1 + 200 // header and one capture
 
 	fifo := filepath.Join(e.dir, "fifo")
@@ -471,7 +471,7 @@ func openPTY(t *testing.T) (ptmx, tty *os.File) {
 // terminal is refused with a hint, and nothing is written to it.
 func TestExportParquetNotToATerminal(t *testing.T) {
 	e := newEnv(t)
-	fillStore(t, e, 1, "US")
+	fillStore(t, e.dbPath(), 1, "US")
 	ptmx, tty := openPTY(t)
 	cmd := exec.Command(binary, "export", "--format", "parquet")
 	for k, v := range e.vars {

@@ -16,7 +16,7 @@ import (
 // (the 2017 layout writes a newline as the two characters \n, as its files do).
 func TestExportCSVReadByPandas(t *testing.T) {
 	e := newEnv(t)
-	fillStore(t, e, 3, "US", "GB") // 3 hourly captures of 200 videos a region
+	fillStore(t, e.dbPath(), 3, "US", "GB") // 3 hourly captures of 200 videos a region
 	const script = `
 import sys, pandas
 df = pandas.read_csv(sys.argv[1])

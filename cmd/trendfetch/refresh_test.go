@@ -13,14 +13,14 @@ import (
 	"github.com/trendfetch/trendfetch/internal/store"
 )
 
-// TestAmendedRefreshRun (issue 23, store.policy amended) runs the binary on
+// TestAmendedRefreshRun (issue 23, store.policy amended) runs on
 // a database whose 200 videos were last captured 40 days ago: the run
 // refreshes their text with videos.list.refresh, 4 calls of 50 ids reserved
 // and recorded on the run; the 100 the API still returns get their new
 // title, the text of the 100 it no longer returns is removed, ids kept.
 func TestAmendedRefreshRun(t *testing.T) {
-	emu, url, e := sampleEnv(t, "US")
-	fillStore(t, e, 1, "US")
+	emu, url, e := sampleInproc(t, "US")
+	fillStore(t, e.dbPath(), 1, "US")
 	st, err := store.Open(context.Background(), e.dbPath())
 	if err != nil {
 		t.Fatal(err)
