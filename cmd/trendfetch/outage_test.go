@@ -40,27 +40,45 @@ type upstreamCall struct {
 // chart's policy is reserve. The emulator's videos.list calls never exceed the bucket's limit in
 // any window; no host makes more calls than its reserve while Redis is down; after recovery (one
 // more run per host records what the reserves spent) `quota status` counts today exactly the
-// calls the emulator saw. Rounds: TRENDFETCH_OUTAGE_ROUNDS (default 2; `make soak`: 20).
+// calls the emulator saw. Rounds: a fixed one (outageHeld), then TRENDFETCH_OUTAGE_ROUNDS
+// randomized ones (default 2; `make soak`: 20).
 func TestOutageReserveFault(t *testing.T) {
 	if testing.Short() {
 		t.Skip("rounds of about 10 s with real processes")
 	}
 	requireHosts(t)
+	t.Run("held", func(t *testing.T) { outageRound(t, true, outageHeld) })
 	rounds, _ := strconv.Atoi(os.Getenv("TRENDFETCH_OUTAGE_ROUNDS"))
 	for round := range max(rounds, 2) {
-		t.Run(fmt.Sprintf("round%d", round), func(t *testing.T) { outageRound(t, round%2 == 0) })
+		t.Run(fmt.Sprintf("round%d", round), func(t *testing.T) { outageRound(t, round%2 == 0, outageRun) })
 	}
 }
 
-// outageRound runs one round, Redis persisting by AOF (aof) or by an RDB saved at shutdown.
-func outageRound(t *testing.T, aof bool) {
+// outageConfig is the hosts' configuration: one bucket for the chart and, with reserve, an
+// outage reserve spent by policy reserve (else the chart fails closed).
+func outageConfig(reserve bool) string {
+	policy := "quota:\n  policies: {videos.list: fail-closed}\n"
+	if reserve {
+		policy = fmt.Sprintf("quota:\n  reserve: {chart: %d}\n  reserve_for: 1m\n  policies: {videos.list: reserve}\n", outageReserve)
+	}
+	return fmt.Sprintf("regions: [US, GB, FR, DE]\nstats: {track_for: 0s}\nchannels: {enabled: false}\ncategories: {enabled: false}\n%s"+
+		"  buckets:\n    - {name: chart, limit: %d, window: %s}\n  costs: {videos.list: {chart: 1}}\n", policy, outageLimit, outageWindow)
+}
+
+// outageDriver runs a round's hosts (run(i): host i runs its region once), stopping Redis once
+// (stop) and restarting it (restart); it returns when Redis went down and came back.
+type outageDriver func(t *testing.T, run func(i int) (int, string), stop, restart func()) (down, up time.Time)
+
+// outageRound runs one round driven by drive, Redis persisting by AOF (aof) or by an RDB saved
+// at shutdown. Hosts 0-2 hold a reserve; host 3 holds none (outageHeld).
+func outageRound(t *testing.T, aof bool, drive outageDriver) {
 	persist := []string{"--save", "3600 1"}
 	if aof {
 		persist = []string{"--appendonly", "yes", "--appendfsync", "always"}
 	}
 	rdb := redistest.Start(t, persist...)
-	hosts := []string{"tf-out-a", "tf-out-b", "tf-out-c"}
-	regions := []string{"US", "GB", "FR"}
+	hosts := []string{"tf-out-a", "tf-out-b", "tf-out-c", "tf-out-d"}
+	regions := []string{"US", "GB", "FR", "DE"}
 	var (
 		mu    sync.Mutex
 		calls []upstreamCall
@@ -78,14 +96,11 @@ func outageRound(t *testing.T, aof bool) {
 		emu.ServeHTTP(w, r)
 	}))
 	defer api.Close()
-	config := fmt.Sprintf("regions: [US, GB, FR]\nstats: {track_for: 0s}\nchannels: {enabled: false}\ncategories: {enabled: false}\n"+
-		"quota:\n  buckets:\n    - {name: chart, limit: %d, window: %s}\n  costs: {videos.list: {chart: 1}}\n  reserve: {chart: %d}\n  reserve_for: 1m\n  policies: {videos.list: reserve}\n",
-		outageLimit, outageWindow, outageReserve)
 	envs := make([]*env, len(hosts))
 	for i, h := range hosts {
 		envs[i] = newEnv(t)
 		envs[i].vars["YOUTUBE_API_KEY"], envs[i].vars["TRENDFETCH_REDIS_URL"] = h, rdb.URL()
-		envs[i].writeConfig(config)
+		envs[i].writeConfig(outageConfig(i < 3))
 	}
 	run := func(i int) (int, string) {
 		code, stderr, err := hostRun(envs[i], hosts[i], nil, "--config", filepath.Join(envs[i].dir, "trendfetch.yaml"),
@@ -95,14 +110,14 @@ func outageRound(t *testing.T, aof bool) {
 		}
 		return code, stderr
 	}
-	down, up := outageRun(t, run, len(hosts), func() {
+	down, up := drive(t, run, func() {
 		if aof {
 			rdb.Kill()
 		} else {
 			rdb.Do("SHUTDOWN", "SAVE")
 		}
 	}, rdb.Restart)
-	for i := range hosts { // after recovery: each host records what its reserve spent
+	for i := range 3 { // after recovery: each host records what its reserve spent
 		if code, stderr := run(i); code != 0 && code != 75 {
 			t.Errorf("%s after recovery: exit %d\n%s", hosts[i], code, stderr)
 		}
@@ -114,13 +129,12 @@ func outageRound(t *testing.T, aof bool) {
 	checkStatusCounts(t, envs[0], len(calls))
 }
 
-// outageRun runs every host's region over and over (run(i) per host i) for about 8 s, stopping
-// Redis (stop) at a random moment for a random period before restarting it (restart); it
-// returns when Redis went down and came back.
-func outageRun(t *testing.T, run func(i int) (int, string), hosts int, stop, restart func()) (down, up time.Time) {
+// outageRun (an outageDriver) runs hosts 0-2 over and over for about 8 s, stopping Redis at a
+// random moment for a random period.
+func outageRun(t *testing.T, run func(i int) (int, string), stop, restart func()) (down, up time.Time) {
 	end := time.Now().Add(8 * time.Second)
 	var wg sync.WaitGroup
-	for i := range hosts {
+	for i := range 3 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -139,6 +153,38 @@ func outageRun(t *testing.T, run func(i int) (int, string), hosts int, stop, res
 	up = time.Now()
 	wg.Wait()
 	return down, up
+}
+
+// outageHeld (an outageDriver): holds taken while the window was empty keep counting once
+// another host fills it. Hosts 0-2 run once (each holds its reserve), host 3 (none) runs until
+// denied, Redis stops, and hosts 0-2 run again from their reserves, all within one window.
+func outageHeld(t *testing.T, run func(i int) (int, string), stop, restart func()) (down, up time.Time) {
+	each := func() {
+		var wg sync.WaitGroup
+		for i := range 3 {
+			wg.Go(func() {
+				if code, stderr := run(i); code != 0 {
+					t.Errorf("host %d: exit %d, want 0\n%s", i, code, stderr)
+				}
+			})
+		}
+		wg.Wait()
+	}
+	each()
+	for range outageLimit {
+		code, stderr := run(3)
+		if code != 0 && code != 75 {
+			t.Errorf("host 3: exit %d, want 0 or 75\n%s", code, stderr)
+		}
+		if code != 0 {
+			break
+		}
+	}
+	down = time.Now()
+	stop()
+	each()
+	restart()
+	return down, time.Now()
 }
 
 // checkWindows fails when more than outageLimit calls arrived within any window (less the slack).
