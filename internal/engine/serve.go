@@ -105,6 +105,9 @@ func (e *Engine) Serve(ctx context.Context, ln net.Listener, token string, m *me
 	var st *store.Store
 	opened := make(chan struct{})
 	go func() { defer close(opened); st, err = e.serveStore(ctx, cancel, publish) }()
+	if store.EngineOf(e.cfg.Database) != store.PostgreSQL {
+		<-opened // a local file opens at once or not at all: before the first request, as always
+	}
 	serr := e.serveUntilDone(ctx, srv, ln)
 	cancel()
 	<-opened
