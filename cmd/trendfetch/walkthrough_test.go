@@ -174,7 +174,7 @@ func (w *walkHosts) command(host, text string, extra ...string) *exec.Cmd {
 
 // run runs c on host, substituted, and compares its output with the
 // README's; a command ending in " &" (serve) starts in the background and
-// the test waits until the web node answers.
+// the test waits until the web node is ready (waitListening).
 func (w *walkHosts) run(host string, c walkCommand) {
 	t := w.t
 	t.Helper()
@@ -217,8 +217,9 @@ func (w *walkHosts) stop() {
 	}
 }
 
-// waitListening waits until addr accepts a connection, at most 20 s, or
-// returns the error of the command that exited meanwhile.
+// waitListening waits until serve at addr is ready (its /healthz answers
+// 200: listening, its database open), at most 20 s, or returns the error of
+// the command that exited meanwhile.
 func waitListening(addr string, exited chan error) error {
 	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
 		select {
@@ -227,12 +228,14 @@ func waitListening(addr string, exited chan error) error {
 			return fmt.Errorf("exited (%v) before listening on %s", err, addr)
 		default:
 		}
-		if c, err := net.Dial("tcp", addr); err == nil {
-			c.Close()
-			return nil
+		if resp, err := http.Get("http://" + addr + "/healthz"); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
 		}
 	}
-	return fmt.Errorf("nothing listens on %s after 20s", addr)
+	return fmt.Errorf("no 200 from http://%s/healthz after 20s", addr)
 }
 
 // requireTools skips t, or fails it under CI=true, without a command the
