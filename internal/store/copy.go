@@ -160,7 +160,7 @@ func (s *Store) CopyFrom(ctx context.Context, src *Store) ([]Copied, error) {
 		return nil, fmt.Errorf("cannot read %s: %w", src.path, err)
 	}
 	defer release()
-	unlock, err := advisoryLock(ctx, s.db, "lock_shared", copyLockKey)
+	unlock, err := advisoryLock(ctx, s.db, copyLockKey)
 	if err != nil {
 		return nil, fmt.Errorf("cannot take the copy lock: %w", err)
 	}

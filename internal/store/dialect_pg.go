@@ -36,13 +36,15 @@ var pgDialect = &dialect{
 }
 
 // lockPolicyPG takes the transaction's turn among hosts applying the policy;
-// errCopying while a copy holds copyLockKey.
+// errCopying while a copy holds (or waits for) copyLockKey. The copy lock is tried shared: the
+// transaction before this one may still hold it for an instant after it freed policyLockKey
+// (a commit frees its locks one by one).
 func lockPolicyPG(ctx context.Context, tx *sql.Tx) error {
 	var free bool
 	if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(?)`, int64(policyLockKey)); err != nil {
 		return err
 	}
-	if err := tx.QueryRowContext(ctx, `SELECT pg_try_advisory_xact_lock(?)`, int64(copyLockKey)).Scan(&free); err != nil || free {
+	if err := tx.QueryRowContext(ctx, `SELECT pg_try_advisory_xact_lock_shared(?)`, int64(copyLockKey)).Scan(&free); err != nil || free {
 		return err
 	}
 	return errCopying
@@ -199,7 +201,7 @@ func postgresVersion(ctx context.Context, q sqlitedb.Querier) (int, error) {
 
 // migratePostgres is sqlitedb.Migrate under the advisory lock.
 func migratePostgres(ctx context.Context, db *sql.DB, name string, migs []sqlitedb.Migration) error {
-	release, err := advisoryLock(ctx, db, "lock", migrationLockKey)
+	release, err := advisoryLock(ctx, db, migrationLockKey)
 	if err != nil {
 		return fmt.Errorf("cannot take the migration lock: %w", err)
 	}
@@ -207,19 +209,19 @@ func migratePostgres(ctx context.Context, db *sql.DB, name string, migs []sqlite
 	return sqlitedb.Migrate(ctx, db, name, migs, postgresVersion)
 }
 
-// advisoryLock takes the session advisory lock key with pg_advisory_<kind>
-// ("lock" or "lock_shared") on a connection of db, held until release.
-func advisoryLock(ctx context.Context, db *sql.DB, kind string, key int64) (release func(), err error) {
+// advisoryLock takes the session advisory lock key (pg_advisory_lock) on a connection of db,
+// held until release.
+func advisoryLock(ctx context.Context, db *sql.DB, key int64) (release func(), err error) {
 	conn, err := db.Conn(ctx)
 	if err != nil {
 		return nil, err
 	}
-	if _, err := conn.ExecContext(ctx, `SELECT pg_advisory_`+kind+`(?)`, key); err != nil {
+	if _, err := conn.ExecContext(ctx, `SELECT pg_advisory_lock(?)`, key); err != nil {
 		conn.Close()
 		return nil, err
 	}
 	return func() {
-		conn.ExecContext(context.WithoutCancel(ctx), `SELECT pg_advisory_un`+kind+`(?)`, key) //nolint:errcheck
+		conn.ExecContext(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock(?)`, key) //nolint:errcheck
 		conn.Close()
 	}, nil
 }

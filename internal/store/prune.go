@@ -37,9 +37,9 @@ const pruneBatch = 200
 // take turns, so each row is deleted (and counted) once and none deadlock.
 const policyLockKey = migrationLockKey + 1
 
-// copyLockKey is held shared by each CopyFrom for its whole length, tried by
-// each write transaction of the storage policy (errCopying when held): what a
-// copy inserted before what references it is never an orphan to the policy.
+// copyLockKey is held by each CopyFrom for its whole length (copies take turns), tried shared by
+// each write transaction of the storage policy (errCopying when held): what a copy inserted
+// before what references it is never an orphan to the policy.
 const copyLockKey = migrationLockKey + 2
 
 // pruneTx is withTx for the storage policy's writes (policyLockKey).
