@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httputil"
 	"net/url"
 	"slices"
 	"strings"
@@ -21,6 +22,7 @@ import (
 	"github.com/trendfetch/trendfetch/internal/checkin"
 	"github.com/trendfetch/trendfetch/internal/config"
 	"github.com/trendfetch/trendfetch/internal/exitcode"
+	"github.com/trendfetch/trendfetch/internal/fetch"
 	"github.com/trendfetch/trendfetch/internal/store"
 )
 
@@ -304,7 +306,7 @@ func get(t *testing.T, url, token string) (int, string, time.Duration) {
 }
 
 // answerLater listens on a free port and returns its address: each connection is held silent
-// until forward is set, then connections are passed to upstream (host:port).
+// until forward is set, then connections are passed to upstream (host:port) while it stays set.
 func answerLater(t *testing.T, upstream string, forward *atomic.Bool) string {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -331,12 +333,60 @@ func answerLater(t *testing.T, upstream string, forward *atomic.Bool) string {
 			if forward.Load() {
 				if up, err := net.Dial("tcp", upstream); err == nil {
 					held = append(held, up)
-					go io.Copy(up, c) //nolint:errcheck
-					go io.Copy(c, up) //nolint:errcheck
+					go pipe(up, c, forward)
+					go pipe(c, up, forward)
 				}
 			}
 			mu.Unlock()
 		}
 	}()
 	return ln.Addr().String()
+}
+
+// pipe copies src to dst while forward is set; after, it reads and drops what src sends.
+func pipe(dst, src net.Conn, forward *atomic.Bool) {
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := src.Read(buf)
+		if err != nil {
+			return
+		}
+		if forward.Load() {
+			dst.Write(buf[:n]) //nolint:errcheck
+		}
+	}
+}
+
+// TestRunOnAStoreThatStopsAnswering (issue 39 item 5): a PostgreSQL that stops answering once
+// the run has started (a server stopped mid-run) ends the run within fetch.WriteTimeout of
+// each write: exit 1, its check-in sent, instead of a run waiting forever.
+func TestRunOnAStoreThatStopsAnswering(t *testing.T) {
+	dbURL := pg.Database(t)
+	e, _, logs := newTestEngine(t, store.PolicyKeep, "US")
+	var forward atomic.Bool
+	forward.Store(true)
+	u, _ := url.Parse(dbURL)
+	u.Host = answerLater(t, u.Host, &forward)
+	e.cfg.Database, e.log = u.String(), zerolog.New(zerolog.SyncWriter(logs))
+	api, _ := url.Parse(e.cfg.API.Endpoint)
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		forward.Store(false) // the database stops answering once the run calls the API
+		httputil.NewSingleHostReverseProxy(api).ServeHTTP(w, r)
+	}))
+	defer front.Close()
+	e.cfg.API.Endpoint = front.URL + "/"
+	ends := monitorEnds(t, e)
+	defer func(d time.Duration) { fetch.WriteTimeout = d }(fetch.WriteTimeout)
+	fetch.WriteTimeout = time.Second
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second) // the test's own bound
+	defer cancel()
+	start := time.Now()
+	err := e.Run(ctx, []string{"US"}, true)
+	if took := time.Since(start); ctx.Err() != nil || exitcode.Of(ctx, err) != exitcode.Error {
+		t.Fatalf("run after %s: %v (exit %d), want exit 1 within a few WriteTimeouts", took, err, exitcode.Of(ctx, err))
+	}
+	if ends := ends(); len(ends) != 1 || !strings.HasPrefix(ends[0], "/us/1 ") {
+		t.Errorf("check-ins: %q, want exit 1", ends)
+	}
+	t.Logf("run: %v", err)
 }

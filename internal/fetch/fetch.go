@@ -246,6 +246,17 @@ type Lease struct {
 // (wrapped with the lease's own error): the run is recorded failed, not interrupted.
 var ErrLeaseLost = errors.New("run lease lost")
 
+// WriteTimeout bounds each write of a run's records: they outlive the run's own context (a run
+// cancelled by a signal is still recorded), not a database that stopped answering mid-run.
+var WriteTimeout = time.Minute
+
+// detached is ctx without its cancellation, cancelled WriteTimeout from now.
+func detached(ctx context.Context) context.Context {
+	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	time.AfterFunc(WriteTimeout, cancel)
+	return ctx
+}
+
 // Run runs region's steps and records the run, under the lease the caller took. It returns
 // the run record and nil; a *StopError; a *CredentialError; an error wrapping
 // context.Canceled (recorded interrupted, or failed when ctx's cause wraps ErrLeaseLost) or
@@ -258,7 +269,7 @@ func (r *Runner) Run(ctx context.Context, region string, lease Lease) (store.Run
 	runErr := r.ingest(ctx, st)
 	r.conclude(ctx, st, runErr)
 	// The record must be written even when ctx was cancelled by a signal.
-	if err := r.Store.FinishRun(context.WithoutCancel(ctx), *st.run); err != nil {
+	if err := r.Store.FinishRun(detached(ctx), *st.run); err != nil {
 		if lost, ok := errors.AsType[*StoreError](runErr); ok {
 			lost.RecordLost = true
 			return *st.run, runErr
