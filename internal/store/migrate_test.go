@@ -529,3 +529,35 @@ func TestSessionBounds(t *testing.T) {
 		}
 	}
 }
+
+// TestOpenWhileAHostHoldsTheMigrationLock (issue 39 item 5): with the migration lock held by
+// another session (a host frozen mid-migration), opening the store ends within OpenTimeout
+// naming the migration lock, instead of waiting for it forever.
+func TestOpenWhileAHostHoldsTheMigrationLock(t *testing.T) {
+	url := pgURL(t)
+	openAt(t, url).Close()
+	ctx := context.Background()
+	holder, err := sql.Open("pgx", url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Close()
+	conn, err := holder.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, `SELECT pg_advisory_lock($1)`, int64(migrationLockKey)); err != nil {
+		t.Fatal(err)
+	}
+	defer func(d time.Duration) { OpenTimeout = d }(OpenTimeout)
+	OpenTimeout = 3 * time.Second
+	start := time.Now()
+	s, err := Open(ctx, url)
+	if err == nil {
+		s.Close()
+	}
+	if took := time.Since(start); took > OpenTimeout+2*time.Second || !strings.Contains(fmt.Sprint(err), "migration lock") {
+		t.Errorf("open with the migration lock held: %v after %s, want an error naming the migration lock within %s", err, took, OpenTimeout)
+	}
+}
