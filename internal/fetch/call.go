@@ -17,8 +17,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/rs/zerolog"
-
 	"github.com/trendfetch/trendfetch/internal/callsite"
 	"github.com/trendfetch/trendfetch/internal/quota"
 	"google.golang.org/api/googleapi"
@@ -213,7 +211,7 @@ func (r *Runner) reserve(ctx context.Context, st *runState, method string) (quot
 		record(1)
 		d, err := r.Limiter.Reserve(ctx, r.Credential, method)
 		if err == nil && d.Allowed {
-			logShadowDenied(log, method, d)
+			countShadowDenied(st, method, d)
 			return d.Reservation, nil
 		}
 		record(-1)
@@ -269,11 +267,19 @@ func (r *Runner) spendReserve(ctx context.Context, st *runState, method string) 
 	return nil
 }
 
-// logShadowDenied logs each shadow bucket that would have denied the
-// admitted call d of method (the backend counts them: quota status).
-func logShadowDenied(log zerolog.Logger, method string, d quota.Decision) {
+// countShadowDenied logs and counts on the run each shadow bucket that
+// would have denied the admitted call d of method (the backend counts them
+// too: quota status); the run record stores them with its usage.
+func countShadowDenied(st *runState, method string, d quota.Decision) {
 	for _, b := range d.ShadowDenied {
-		log.Info().Str("bucket", b).Str("method", method).Msg("shadow bucket would have denied this call")
+		st.log.Info().Str("bucket", b).Str("method", method).Msg("shadow bucket would have denied this call")
+		if st.run.ShadowDenials == nil {
+			st.run.ShadowDenials = map[string]map[string]int64{}
+		}
+		if st.run.ShadowDenials[b] == nil {
+			st.run.ShadowDenials[b] = map[string]int64{}
+		}
+		st.run.ShadowDenials[b][method]++
 	}
 }
 

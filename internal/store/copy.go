@@ -59,11 +59,12 @@ thumbnail_url first_seen_at text_version:bigint text_since text_refreshed_at`, f
 	{table: "stats_samples", fields: "video:video sampled_at view_count:bigint like_count:bigint comment_count:bigint",
 		from: "stats_samples t", key: "video, sampled_at"},
 	{table: "runs", fields: `id:bigint credential region started_at finished_at pages:bigint videos:bigint units unmetered:bigint
-outcome reason retry_after_ms:bigint retry_at pid:bigint host calls`, from: "runs t ORDER BY t.id",
+outcome reason retry_after_ms:bigint retry_at pid:bigint host calls shadow_denials`, from: "runs t ORDER BY t.id",
 		counted: []string{"runs", "runs"}, write: []string{`
 INSERT INTO runs (%[2]s) SELECT %[3]s FROM %[1]s WHERE ` + runID("") + ` IS NULL`, `
-UPDATE runs r SET (finished_at, pages, videos, units, unmetered, outcome, reason, retry_after_ms, retry_at, calls) =
-    (b.finished_at, b.pages, b.videos, b.units, b.unmetered, b.outcome, b.reason, b.retry_after_ms, b.retry_at, b.calls)
+UPDATE runs r SET (finished_at, pages, videos, units, unmetered, outcome, reason, retry_after_ms, retry_at, calls,
+    shadow_denials) = (b.finished_at, b.pages, b.videos, b.units, b.unmetered, b.outcome, b.reason, b.retry_after_ms,
+    b.retry_at, b.calls, b.shadow_denials)
 FROM %[1]s WHERE r.id = ` + runID("") + ` AND r.finished_at IS NULL AND b.outcome <> 'running'
     AND (r.outcome = 'running' OR b.finished_at IS NOT NULL)`}},
 	// A capture travels with its entries (e) and its run's natural key (run_*).

@@ -38,7 +38,7 @@ func fillDay(t *testing.T, s *Store, d int, regions ...string) {
 	check(rows.Err())
 	for _, r := range open {
 		check(s.CompleteCapture(ctx, r.ID, r.Region, KindChart, "", at))
-		r.Outcome, r.FinishedAt = OutcomeSuccess, at
+		r.Outcome, r.FinishedAt, r.ShadowDenials = OutcomeSuccess, at, map[string]map[string]int64{"new": {"videos.list": 2}}
 		check(s.FinishRun(ctx, r))
 	}
 	for i, region := range regions {
@@ -64,7 +64,8 @@ func fillDay(t *testing.T, s *Store, d int, regions ...string) {
 		check(s.UpsertChannels(ctx, []Channel{{ID: "UC" + region, Title: "Channel " + region, Subscribers: i64(int64(d))}}, at))
 		if region != "GB" { // GB's run (and chart) stays running until the next day
 			check(s.CompleteCapture(ctx, run, region, KindChart, "", at))
-			check(s.FinishRun(ctx, Run{ID: run, Outcome: OutcomeSuccess, FinishedAt: at.Add(time.Minute), Units: map[string]int64{"units": 3}}))
+			check(s.FinishRun(ctx, Run{ID: run, Outcome: OutcomeSuccess, FinishedAt: at.Add(time.Minute), Units: map[string]int64{"units": 3},
+				ShadowDenials: map[string]map[string]int64{"new": {"videos.list": int64(d + 1)}}}))
 		}
 	}
 }
@@ -85,8 +86,8 @@ func dumpTables(t *testing.T, s *Store) string {
 		`SELECT v.id, t.version, t.title, t.description, t.channel_title, t.category_id, t.tags, t.thumbnail_url, t.since
  FROM video_texts t JOIN videos v ON v.rowid = t.video ORDER BY v.id, t.version`,
 		`SELECT v.id, s.sampled_at, s.view_count, s.like_count, s.comment_count FROM stats_samples s JOIN videos v ON v.rowid = s.video ORDER BY v.id, s.sampled_at`,
-		`SELECT credential, region, started_at, finished_at, pages, videos, units, unmetered, outcome, reason, retry_after_ms, retry_at, pid, host, calls
- FROM runs ORDER BY started_at, region`,
+		`SELECT credential, region, started_at, finished_at, pages, videos, units, unmetered, outcome, reason, retry_after_ms, retry_at, pid, host, calls,
+ shadow_denials FROM runs ORDER BY started_at, region`,
 		`SELECT r.started_at, r.region, c.region, c.kind, c.query, c.captured_at, c.complete FROM captures c JOIN runs r ON r.id = c.run_id
  ORDER BY r.started_at, r.region, c.kind, c.query`,
 		`SELECT r.started_at, c.region, c.kind, c.query, e.rank, v.id, e.view_count, e.like_count, e.comment_count, e.text

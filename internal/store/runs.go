@@ -43,7 +43,11 @@ type Run struct {
 	Calls map[string]int
 	// Unmetered counts calls made fail-open without the limiter.
 	Unmetered int
-	Outcome   Outcome
+	// ShadowDenials counts, per shadow bucket and call site, the admitted
+	// calls that bucket would have denied, e.g. {"new": {"videos.list": 3}};
+	// nil when none (stored NULL).
+	ShadowDenials map[string]map[string]int64
+	Outcome       Outcome
 	// Reason is the error or denial reason; on success "" or a note on a
 	// step that stopped without failing the run. Cut to MaxReasonBytes.
 	Reason string
@@ -113,6 +117,14 @@ func usageJSON(r Run) (units, calls string) {
 	return units, calls
 }
 
+// shadowJSON is r.ShadowDenials in JSON, nil (NULL) when none.
+func shadowJSON(r Run) any {
+	if len(r.ShadowDenials) == 0 {
+		return nil
+	}
+	return jsonText(r.ShadowDenials)
+}
+
 // FinishRun records the end of run r.ID (all but the pages and videos
 // SaveSnapshot counts). Errors: an invalid or running outcome, a success
 // not matching r.Unmetered (the table's CHECK); ErrNotFound (wrapped).
@@ -131,22 +143,23 @@ func (s *Store) FinishRun(ctx context.Context, r Run) error {
 	}
 	err := s.updateOneRun(ctx, `
 UPDATE runs SET finished_at = ?, outcome = ?, reason = ?, retry_after_ms = ?, retry_at = ?,
-                units = ?, calls = ?, unmetered = ?
+                units = ?, calls = ?, unmetered = ?, shadow_denials = ?
 WHERE id = ?`,
 		fmtTime(r.FinishedAt), string(r.Outcome), capReason(r.Reason), retryMS, nullTime(r.RetryAt),
-		units, calls, r.Unmetered, r.ID)
+		units, calls, r.Unmetered, shadowJSON(r), r.ID)
 	if err != nil {
 		return fmt.Errorf("cannot finish run %d: %w", r.ID, err)
 	}
 	return nil
 }
 
-// RecordUsage stores r.Units, r.Calls and r.Unmetered on running run r.ID
-// (a killed run still shows them); an unknown or finished id: ErrNotFound.
+// RecordUsage stores r.Units, r.Calls, r.Unmetered and r.ShadowDenials on
+// running run r.ID (a killed run still shows them); an unknown or finished
+// id: ErrNotFound.
 func (s *Store) RecordUsage(ctx context.Context, r Run) error {
 	units, calls := usageJSON(r)
-	err := s.updateOneRun(ctx, `UPDATE runs SET units = ?, calls = ?, unmetered = ? WHERE id = ? AND outcome = ?`,
-		units, calls, r.Unmetered, r.ID, string(OutcomeRunning))
+	err := s.updateOneRun(ctx, `UPDATE runs SET units = ?, calls = ?, unmetered = ?, shadow_denials = ? WHERE id = ? AND outcome = ?`,
+		units, calls, r.Unmetered, shadowJSON(r), r.ID, string(OutcomeRunning))
 	if err != nil {
 		return fmt.Errorf("cannot record usage of run %d: %w", r.ID, err)
 	}
@@ -215,26 +228,31 @@ ORDER BY started_at DESC, id DESC LIMIT ?3`, []any{q.Region, q.Before, limit, Ma
 
 // runColumns are the columns scanRun reads (?4: MaxReasonBytes+1, so that capReason sees a longer reason).
 const runColumns = `id, credential, region, started_at, finished_at, pages, videos, units, calls, unmetered,
-       outcome, substr(reason, 1, ?4), retry_after_ms, retry_at, pid, host`
+       outcome, substr(reason, 1, ?4), retry_after_ms, retry_at, pid, host, shadow_denials`
 
 // scanRun reads a row of runColumns.
 func scanRun(rows *sql.Rows) (Run, error) {
 	var (
 		r                          Run
 		started, finished, retryAt sql.NullString
+		shadow                     sql.NullString
 		units, calls, outcome      string
 		retryMS, pid               sql.NullInt64
 	)
 	if err := rows.Scan(&r.ID, &r.Credential, &r.Region, &started, &finished, &r.Pages, &r.Videos,
-		&units, &calls, &r.Unmetered, &outcome, &r.Reason, &retryMS, &retryAt, &pid, &r.Host); err != nil {
+		&units, &calls, &r.Unmetered, &outcome, &r.Reason, &retryMS, &retryAt, &pid, &r.Host, &shadow); err != nil {
 		return r, err
 	}
 	r.StartedAt, r.FinishedAt, r.RetryAt = parseTime(started), parseTime(finished), parseTime(retryAt)
 	r.Outcome, r.Reason = Outcome(outcome), capReason(r.Reason)
 	r.RetryAfter = time.Duration(retryMS.Int64) * time.Millisecond
 	r.PID = int(pid.Int64)
-	if err := errors.Join(json.Unmarshal([]byte(units), &r.Units), json.Unmarshal([]byte(calls), &r.Calls)); err != nil {
-		return r, fmt.Errorf("run %d units or calls: %w", r.ID, err)
+	err := errors.Join(json.Unmarshal([]byte(units), &r.Units), json.Unmarshal([]byte(calls), &r.Calls))
+	if shadow.Valid {
+		err = errors.Join(err, json.Unmarshal([]byte(shadow.String), &r.ShadowDenials))
+	}
+	if err != nil {
+		return r, fmt.Errorf("run %d units, calls or shadow denials: %w", r.ID, err)
 	}
 	return r, nil
 }
@@ -365,6 +383,10 @@ func (r Run) MarshalJSON() ([]byte, error) {
 		retryMS = new(r.RetryAfter.Milliseconds())
 	}
 	units, calls := usageJSON(r)
+	shadow := r.ShadowDenials
+	if len(shadow) == 0 {
+		shadow = nil // null, as stored
+	}
 	return json.Marshal(struct {
 		ID           int64           `json:"id"`
 		Credential   string          `json:"credential"`
@@ -377,6 +399,7 @@ func (r Run) MarshalJSON() ([]byte, error) {
 		Units        json.RawMessage `json:"units"`
 		Calls        json.RawMessage `json:"calls"`
 		Unmetered    int             `json:"unmetered"`
+		Shadow       any             `json:"shadow_denials"`
 		Outcome      Outcome         `json:"outcome"`
 		Reason       *string         `json:"reason"`
 		RetryAfterMS *int64          `json:"retry_after_ms"`
@@ -384,6 +407,6 @@ func (r Run) MarshalJSON() ([]byte, error) {
 		PID          int             `json:"pid"`
 		Host         string          `json:"host"`
 	}{r.ID, r.Credential, r.Region, jsonTime(r.StartedAt), jsonTime(r.FinishedAt), dur, r.Pages, r.Videos,
-		json.RawMessage(units), json.RawMessage(calls), r.Unmetered, r.Outcome, strPtr(r.Reason), retryMS,
+		json.RawMessage(units), json.RawMessage(calls), r.Unmetered, shadow, r.Outcome, strPtr(r.Reason), retryMS,
 		jsonTime(r.RetryAt), r.PID, r.Host})
 }

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -201,7 +202,8 @@ func TestRuns(t *testing.T) {
 		retryAt := start.Add(3 * time.Hour)
 		fin := Run{ID: id1, Outcome: OutcomeDenied, Reason: "quota: bucket units", FinishedAt: start.Add(time.Minute),
 			Units: map[string]int64{"units": 3, "search": 0}, Unmetered: 1,
-			RetryAfter: 3*time.Hour + 500*time.Microsecond, RetryAt: retryAt}
+			ShadowDenials: map[string]map[string]int64{"new": {"videos.list": 2, "search.list": 1}},
+			RetryAfter:    3*time.Hour + 500*time.Microsecond, RetryAt: retryAt}
 		if err := s.FinishRun(ctx, fin); err != nil {
 			t.Fatal(err)
 		}
@@ -215,12 +217,21 @@ func TestRuns(t *testing.T) {
 		r := runs[1]
 		if r.Credential != "proj" || r.Region != "US" || !r.StartedAt.Equal(start) || !r.FinishedAt.Equal(fin.FinishedAt) ||
 			r.Outcome != OutcomeDenied || r.Reason != fin.Reason || r.Unmetered != 1 ||
-			!reflect.DeepEqual(r.Units, fin.Units) || r.RetryAfter != 3*time.Hour+time.Millisecond ||
+			!reflect.DeepEqual(r.Units, fin.Units) || !reflect.DeepEqual(r.ShadowDenials, fin.ShadowDenials) || r.RetryAfter != 3*time.Hour+time.Millisecond ||
 			!r.RetryAt.Equal(retryAt) || r.PID != 7 || r.Host != "cron1" {
 			t.Errorf("run = %+v", r)
 		}
-		if !runs[0].FinishedAt.IsZero() || runs[0].Outcome != OutcomeRunning || len(runs[0].Units) != 0 {
+		if !runs[0].FinishedAt.IsZero() || runs[0].Outcome != OutcomeRunning || len(runs[0].Units) != 0 || runs[0].ShadowDenials != nil {
 			t.Errorf("running run = %+v", runs[0])
+		}
+		checkShadowJSON(t, runs[0], `null`)
+		checkShadowJSON(t, r, `{"new":{"search.list":1,"videos.list":2}}`)
+		shadow := map[string]map[string]int64{"tight": {"videos.list": 1}}
+		if err := s.RecordUsage(ctx, Run{ID: id2, ShadowDenials: shadow}); err != nil {
+			t.Fatal(err)
+		}
+		if got, _ := s.Runs(ctx, 1); len(got) != 1 || !reflect.DeepEqual(got[0].ShadowDenials, shadow) {
+			t.Errorf("shadow denials recorded on a running run: %+v; want %v", got, shadow)
 		}
 		if got, _ := s.Runs(ctx, 1); len(got) != 1 {
 			t.Errorf("limit 1 gave %d", len(got))
@@ -232,6 +243,15 @@ func TestRuns(t *testing.T) {
 			t.Errorf("unknown run: %v", err)
 		}
 	})
+}
+
+// checkShadowJSON checks r's shadow_denials in JSON.
+func checkShadowJSON(t *testing.T, r Run, want string) {
+	t.Helper()
+	var got map[string]json.RawMessage
+	if b, err := json.Marshal(r); err != nil || json.Unmarshal(b, &got) != nil || string(got["shadow_denials"]) != want {
+		t.Errorf("run %d shadow_denials in JSON = %s (%v); want %s", r.ID, got["shadow_denials"], err, want)
+	}
 }
 
 func TestCategories(t *testing.T) {
