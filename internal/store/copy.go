@@ -91,11 +91,13 @@ const sameCapture = `c.run_id = b.run AND c.region = b.region AND c.kind = b.kin
 // sql returns the step's SQLite query (a JSON object a row) and PostgreSQL
 // statements, given the batch (%[1]s), the fields' names (%[2]s), their
 // values (%[3]s: b.name, a video's rowid, an id kept where free) and the
-// kept id (%[4]s).
-func (c copyStep) sql() (read string, write []string) {
+// kept id (%[4]s). An id is kept where free and above handed, the last id the destination's
+// sequence had handed out when the step began: one at or below it may belong to a live host's
+// transaction not yet committed.
+func (c copyStep) sql(handed int64) (read string, write []string) {
 	var names, sel, obj, rec []string
-	keep := fmt.Sprintf(`CASE WHEN EXISTS (SELECT 1 FROM %[1]s WHERE id = b.id)
-THEN nextval(pg_get_serial_sequence('%[1]s', 'id')) ELSE b.id END`, c.table)
+	keep := fmt.Sprintf(`CASE WHEN b.id <= %[2]d OR EXISTS (SELECT 1 FROM %[1]s WHERE id = b.id)
+THEN nextval(pg_get_serial_sequence('%[1]s', 'id')) ELSE b.id END`, c.table, handed)
 	for _, f := range strings.Fields(c.fields) {
 		f, expr, ok := strings.Cut(f, "=")
 		name, typ, _ := strings.Cut(f, ":")
@@ -134,18 +136,18 @@ THEN nextval(pg_get_serial_sequence('%[1]s', 'id')) ELSE b.id END`, c.table)
 
 // moveSequence moves the destination's id sequence of c's table (one
 // with ids kept) past src's ids, so kept ids stay clear of those it hands
-// out.
-func (s *Store) moveSequence(ctx context.Context, src *sql.Tx, c copyStep) error {
+// out; it returns the last id the sequence had handed out before (0: none).
+func (s *Store) moveSequence(ctx context.Context, src *sql.Tx, c copyStep) (handed int64, err error) {
 	if !strings.HasPrefix(c.fields, "id:bigint") {
-		return nil
+		return 0, nil
 	}
 	var last sql.NullInt64
 	if err := src.QueryRowContext(ctx, "SELECT max(id) FROM "+c.table).Scan(&last); err != nil || !last.Valid {
-		return err
+		return 0, err // nothing to keep
 	}
-	_, err := s.db.ExecContext(ctx, `SELECT setval(q, greatest(?, coalesce(pg_sequence_last_value(q), 0)))
-FROM (SELECT pg_get_serial_sequence(?, 'id')::regclass AS q) s`, last.Int64, c.table)
-	return err
+	err = s.db.QueryRowContext(ctx, `SELECT coalesce(pg_sequence_last_value(q), 0), setval(q, greatest(?, coalesce(pg_sequence_last_value(q), 0)))
+FROM (SELECT pg_get_serial_sequence(?, 'id')::regclass AS q) s`, last.Int64, c.table).Scan(&handed, new(int64))
+	return handed, err
 }
 
 // CopyFrom copies the SQLite dataset src (one snapshot) into this PostgreSQL
@@ -189,9 +191,10 @@ func (s *Store) CopyFrom(ctx context.Context, src *Store) ([]Copied, error) {
 // copyStep streams c's source rows and writes them in batches; it returns
 // the rows each statement wrote.
 func (s *Store) copyStep(ctx context.Context, src *sql.Tx, c copyStep) ([]int64, error) {
-	read, write := c.sql()
+	handed, err := s.moveSequence(ctx, src, c)
+	read, write := c.sql(handed)
 	n := make([]int64, len(write))
-	if err := s.moveSequence(ctx, src, c); err != nil {
+	if err != nil {
 		return n, err
 	}
 	var batch []byte // ",row,row..."
@@ -218,7 +221,7 @@ func (s *Store) copyStep(ctx context.Context, src *sql.Tx, c copyStep) ([]int64,
 		batch = batch[:0]
 		return err
 	}
-	err := each(ctx, src, read, nil, func(rows *sql.Rows) error {
+	err = each(ctx, src, read, nil, func(rows *sql.Rows) error {
 		var row sql.RawBytes
 		if err := rows.Scan(&row); err != nil {
 			return err
