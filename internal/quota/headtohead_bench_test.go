@@ -89,8 +89,7 @@ func BenchmarkHeadToHead(b *testing.B) {
 	big := Bucket{Name: "units", Limit: 1 << 30, Window: time.Hour}
 	search := Bucket{Name: "search", Limit: 1 << 30, Window: 24 * time.Hour}
 	window := time.Hour.Microseconds()
-	scriptKeys := []string{rb.stateKey("bench-h2h-script"), rb.bucketKey("bench-h2h-script", big.Name)}
-	scriptArgs := rb.withMidnights([]any{1, big.Limit, window})
+	scriptCall := rb.reserveCall("bench-h2h-script", "", charge(big, 1))
 
 	seq := 0
 	seedKey := func(cost int) []string {
@@ -106,15 +105,7 @@ func BenchmarkHeadToHead(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	// script runs s (whose reply starts with 1 when it admits); reserve
-	// runs trendfetch's Reserve.
-	script := func(name string, s *redis.Script, keys []string, args []any) func() {
-		return func() {
-			if r, err := s.Run(ctx, c, keys, args...).Int64Slice(); err != nil || r[0] != 1 {
-				b.Fatalf("%s: %v %v", name, r, err)
-			}
-		}
-	}
+	// reserve runs trendfetch's Reserve.
 	reserve := func(name, cred string, ch []bucketCharge) func() {
 		return func() {
 			if d, err := rb.Reserve(ctx, cred, "", ch); err != nil || !d.Allowed {
@@ -152,7 +143,11 @@ func BenchmarkHeadToHead(b *testing.B) {
 				b.Fatalf("gcra100: %+v %v", r, err)
 			}
 		}},
-		{"tfscript", script("tfscript", redisReserveScript.Script, scriptKeys, scriptArgs)},
+		{"tfscript", func() {
+			if r, err := redisReserveScript.run(ctx, c, scriptCall).Int64Slice(); err != nil || r[0] != 1 {
+				b.Fatalf("tfscript: %v %v", r, err)
+			}
+		}},
 		{"tf1", reserve("tf1", "bench-h2h-1", charge(big, 1))},
 		{"tf100", reserve("tf100", "bench-h2h-100", charge(big, 100))},
 		{"tf2b", reserve("tf2b", "bench-h2h-2b", charge(big, 100, search, int64(1)))},

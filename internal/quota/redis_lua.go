@@ -3,8 +3,10 @@ package quota
 import (
 	"context"
 	"embed"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"slices"
 	"strconv"
@@ -33,12 +35,20 @@ func luaSource(names ...string) (src string) {
 // withMidnights appends to a script's ARGV the Pacific midnights around now.
 func (r *redisBackend) withMidnights(args []any) []any { return r.withMidnightsAt(args, time.Now()) }
 
-// withMidnightsAt appends to a script's ARGV the Pacific midnights around at.
+// withMidnightsAt appends to a script's ARGV the Pacific midnights around at, packed.
 func (r *redisBackend) withMidnightsAt(args []any, at time.Time) []any {
-	for _, m := range r.midnights(at) {
-		args = append(args, m)
+	return append(args, redisPacked(r.midnights(at)))
+}
+
+// redisPacked returns vs as one script argument: little-endian doubles
+// (exact below 2^53), which Lua's struct.unpack reads without the decimal
+// parsing of tonumber.
+func redisPacked(vs []int64) string {
+	b := make([]byte, 0, 8*len(vs))
+	for _, v := range vs {
+		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(float64(v)))
 	}
-	return args
+	return string(b)
 }
 
 // redisWindowUS is the bucket's window in µs as passed to the scripts (0: calendar).
@@ -175,7 +185,7 @@ func (r *redisBackend) reserveCall(credential, site string, charges []bucketChar
 	if c != nil && slices.Equal(c.charges, charges) && slices.Equal(c.midnights, midnights) {
 		return c.evalsha
 	}
-	keys, args := make([]string, 1, 1+len(charges)), make([]any, 0, 3*len(charges)+1+len(midnights))
+	keys, packed := make([]string, 1, 1+len(charges)), make([]int64, 0, 3*len(charges))
 	keys[0] = r.stateKey(credential)
 	for _, c := range charges {
 		keys = append(keys, r.bucketKey(credential, c.Name))
@@ -183,12 +193,9 @@ func (r *redisBackend) reserveCall(credential, site string, charges []bucketChar
 		if c.Shadow {
 			limit = -limit
 		}
-		args = append(args, c.Units, limit, redisWindowUS(c.Bucket))
+		packed = append(packed, c.Units, limit, redisWindowUS(c.Bucket))
 	}
-	args = append(args, markField(site))
-	for _, m := range midnights {
-		args = append(args, m)
-	}
+	args := []any{redisPacked(packed), markField(site), redisPacked(midnights)}
 	c = &redisReserveCall{charges: slices.Clone(charges), midnights: slices.Clone(midnights), evalsha: redisReserveScript.evalsha(keys, args)}
 	r.callsMu.Lock()
 	if len(r.calls) >= maxCachedCalls {

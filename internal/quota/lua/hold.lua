@@ -14,7 +14,7 @@
 -- ARGV[4i]    window    bucket i's window, µs (0: the Pacific day)
 -- ARGV[4i+1]  spent     units the reserve spent in bucket i
 -- ARGV[4i+2]  want      units to hold in bucket i
--- ARGV[4n+3..]          the Pacific midnights, as reserve.lua's
+-- ARGV[4n+3]  midnights the Pacific midnights, as reserve.lua's
 --
 -- Reply: {now (Redis TIME, Unix µs), then per bucket i: the units held}.
 local n = #KEYS - 1

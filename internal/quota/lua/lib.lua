@@ -15,10 +15,12 @@ local function clock()
 end
 
 -- pacific_day(now, first) -> day_start, day_end: the Pacific midnights around
--- now among ARGV[first..] (Unix µs, ascending), or an error.
+-- now among those packed in ARGV[first] (Unix µs, ascending, little-endian
+-- doubles: no decimal parsing), or an error.
 local function pacific_day(now, first)
-  for j = first, #ARGV - 1 do
-    local a, b = tonumber(ARGV[j]), tonumber(ARGV[j + 1])
+  local midnights = ARGV[first]
+  for at = 1, #midnights - 15, 8 do
+    local a, b = struct.unpack('<dd', midnights, at)
     if a <= now and now < b then return a, b end
   end
   error(redis.error_reply('ERR trendfetch: the Pacific midnight table does not cover Redis TIME (client clock off by a day or more?)'))

@@ -7,7 +7,7 @@
 -- ARGV[1]  until, Unix µs
 -- ARGV[2]  field: exhausted (the credential) or exhausted:<call site>
 -- ARGV[3]  why, one line
--- ARGV[4..] the Pacific midnights around Redis TIME (reserve.lua's)
+-- ARGV[4]  the Pacific midnights around Redis TIME (packed as reserve.lua's)
 --
 -- Reply: the mark's until after the call, Unix µs.
 local now = clock()

@@ -4,13 +4,15 @@
 -- KEYS[1]     state      trendfetch:{<credential>}:state, a hash: the
 --                        upstream marks (lib.lua) and the buckets' caches
 -- KEYS[1+i]   log        bucket i's log (lib.lua), i = 1..n
--- ARGV[3i-2]  cost       bucket i's charge, units
--- ARGV[3i-1]  limit      bucket i's limit, units (negative: -limit of a
+-- ARGV[1]     charges    per bucket i, three little-endian doubles at byte
+--                        24i-23 (numbers parsed from decimal cost more):
+--               cost     bucket i's charge, units
+--               limit    bucket i's limit, units (negative: -limit of a
 --                        shadow bucket, which never denies; docs/quota.md)
--- ARGV[3i]    window     bucket i's window, µs (0: the Pacific day)
--- ARGV[3n+1]  site       the call site's mark field (exhausted:<site>)
--- ARGV[3n+2..]           Pacific midnights around the client's date (Unix
---                        µs, ascending; lib.lua pacific_day)
+--               window   bucket i's window, µs (0: the Pacific day)
+-- ARGV[2]     site       the call site's mark field (exhausted:<site>)
+-- ARGV[3]     midnights  the Pacific midnights around the client's date
+--                        (Unix µs, ascending, packed; lib.lua pacific_day)
 --
 -- Reply, admitted: {1, now (Redis TIME, Unix µs), then per bucket i: left
 -- (units left before this call), late (the entry's score is now + late µs;
@@ -36,7 +38,7 @@ local n = #KEYS - 1
 local now = clock()
 local period = now - now % PERIOD_US -- the housekeeping period's start
 local day_start, day_end -- the Pacific day, read when a calendar bucket or housekeeping needs it
-local exhausted, by_site, caches = read_state(KEYS, now, ARGV[3 * n + 1])
+local exhausted, by_site, caches = read_state(KEYS, now, ARGV[2])
 
 local reply = {1, now} -- admitted (above)
 local denied, retry_us = 0, 0
@@ -44,13 +46,13 @@ local fields, flushes, chores, would = {}, nil, nil, nil -- flushes, housekeepin
 local log_read, retry_after -- built when a cache is not fresh (lib.lua)
 for i = 1, n do
   local log, cache = KEYS[1 + i], caches[3 + i]
-  local cost, limit, window = tonumber(ARGV[3 * i - 2]), tonumber(ARGV[3 * i - 1]), tonumber(ARGV[3 * i])
+  local cost, limit, window = struct.unpack('<ddd', ARGV[1], 24 * i - 23)
   local shadow = limit < 0
   if shadow then limit = -limit end
   if caches[3] then limit = limit - held_in(caches[3], string.sub(log, #KEYS[1] - 4), now) end -- outage reserves
   local newest, total, head, base, since = read_cache(cache)
   local due = not cache or newest < period or newest >= period + PERIOD_US -- housekeeping
-  if (due or window == 0) and not day_start then day_start, day_end = pacific_day(now, 3 * n + 2) end
+  if (due or window == 0) and not day_start then day_start, day_end = pacific_day(now, 3) end
   local lo = window > 0 and now - window + 1 or day_start
   local fresh = cache and newest >= lo and since <= lo and lo <= head and total - base + cost <= limit
   if not (fresh or log_read) then log_read, retry_after = log_readers() end
@@ -106,8 +108,8 @@ for i = 1, flushes and n or 0 do
 end
 redis.call('HSET', KEYS[1], unpack(fields))
 if would then
-  if not day_start then day_start, day_end = pacific_day(now, 3 * n + 2) end
-  local site = string.sub(ARGV[3 * n + 1], 11) -- after exhausted:
+  if not day_start then day_start, day_end = pacific_day(now, 3) end
+  local site = string.sub(ARGV[2], 11) -- after exhausted:
   for _, i in ipairs(would) do
     local field = 'shadow:' .. string.sub(KEYS[1 + i], #KEYS[1] - 4) .. ':' .. site -- the bucket: the log key after the state key's prefix
     local day, count = string.match(redis.call('HGET', KEYS[1], field) or '', '^(%d+) (%d+)$')

@@ -6,7 +6,7 @@
 -- ARGV[3i-2]  limit      bucket i's limit, units
 -- ARGV[3i-1]  window     bucket i's window, µs (0: the Pacific day)
 -- ARGV[3i]    max_cost   the largest cost of a call charging bucket i
--- ARGV[3n+1..]           the Pacific midnights, as reserve.lua's
+-- ARGV[3n+1]  midnights  the Pacific midnights, as reserve.lua's
 --
 -- Reply: {now (Redis TIME, Unix µs), then per bucket i: used (units in the
 -- window), entries (in the window), oldest (its first entry's score, Unix
