@@ -144,7 +144,7 @@ func BenchmarkHeadToHead(b *testing.B) {
 			}
 		}},
 		{"tfscript", func() {
-			if r, err := redisReserveScript.run(ctx, c, scriptCall).Int64Slice(); err != nil || r[0] != 1 {
+			if r, err := redisReserveScript.run(ctx, c, scriptCall).Text(); err != nil || redisUnpacked(r)[0] != 1 {
 				b.Fatalf("tfscript: %v %v", r, err)
 			}
 		}},

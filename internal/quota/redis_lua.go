@@ -223,10 +223,10 @@ func (r *redisBackend) Reserve(ctx context.Context, credential, site string, cha
 		defer conn.Close()
 		runner = conn
 	}
-	v, err := redisReserveScript.run(ctx, runner, r.reserveCall(credential, site, charges)).Int64Slice()
+	packed, err := redisReserveScript.run(ctx, runner, r.reserveCall(credential, site, charges)).Text()
 	var d Decision
 	if err == nil {
-		d, err = redisDecision(v, charges)
+		d, err = redisDecision(redisUnpacked(packed), charges)
 	}
 	if err == nil && d.Allowed && conn != nil {
 		err = r.wait(ctx, conn)
@@ -235,6 +235,17 @@ func (r *redisBackend) Reserve(ctx context.Context, credential, site string, cha
 		return Decision{}, r.fail("reserve", credential, err)
 	}
 	return d, nil
+}
+
+// redisUnpacked returns the doubles packed in s (reserve.lua's reply) as
+// integers; a trailing partial double is dropped (redisDecision then
+// refuses the reply's length).
+func redisUnpacked(s string) []int64 {
+	v := make([]int64, len(s)/8)
+	for i := range v {
+		v[i] = int64(math.Float64frombits(binary.LittleEndian.Uint64([]byte(s[8*i : 8*i+8]))))
+	}
+	return v
 }
 
 // redisDecision decodes reserve.lua's reply v for charges.

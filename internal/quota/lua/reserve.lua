@@ -14,7 +14,8 @@
 -- ARGV[3]     midnights  the Pacific midnights around the client's date
 --                        (Unix µs, ascending, packed; lib.lua pacific_day)
 --
--- Reply, admitted: {1, now (Redis TIME, Unix µs), then per bucket i: left
+-- Reply: the values below packed as little-endian doubles (a string: cheaper
+-- to send and decode than a table of integers). Admitted: {1, now (Redis TIME, Unix µs), then per bucket i: left
 -- (units left before this call), late (the entry's score is now + late µs;
 -- > 0 only when the log's newest entry is at or after now)}.
 -- Denied: {0, now, denied (the bucket i with the longest wait; 0: a mark),
@@ -93,7 +94,7 @@ end
 if exhausted > 0 or denied > 0 then
   local no = {0, now, denied, math.max(retry_us, exhausted - now, 0), exhausted, by_site}
   for i = 1, n do no[6 + i] = reply[1 + 2 * i] end
-  return no
+  return struct.pack('<' .. string.rep('d', #no), unpack(no))
 end
 
 local state_ttl = 0
@@ -118,4 +119,4 @@ if would then
   end
 end
 if state_ttl > 0 and state_ttl > redis.call('PTTL', KEYS[1]) then redis.call('PEXPIRE', KEYS[1], state_ttl) end
-return reply
+return struct.pack('<' .. string.rep('d', #reply), unpack(reply))
