@@ -574,6 +574,13 @@ func TestRedisCalendarMidnight(t *testing.T) {
 	d = mustDeny(t, b, "cal", charge(daily, 1), "daily")
 	approx(t, "RetryAfter to the next 'midnight'", d.RetryAfter, time.UnixMicro(table[3]).Sub(d.Now), time.Microsecond)
 
+	// A client clock a day ahead: Redis TIME falls in the table's first day.
+	now = time.Now()
+	table = []int64{now.Add(-time.Hour).UnixMicro(), now.Add(time.Hour).UnixMicro(), now.Add(25 * time.Hour).UnixMicro(), now.Add(49 * time.Hour).UnixMicro()}
+	mustAllow(t, b, "cal-ahead", charge(daily, 3))
+	d = mustDeny(t, b, "cal-ahead", charge(daily, 1), "daily")
+	approx(t, "RetryAfter, TIME in the first day", d.RetryAfter, time.UnixMicro(table[1]).Sub(d.Now), time.Microsecond)
+
 	// A table that does not cover Redis TIME is an error, not a guess.
 	table = []int64{now.Add(time.Hour).UnixMicro()}
 	if _, err := b.Reserve(testCtx(t), "cal", "", charge(daily, 1)); err == nil || errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "midnight") {
