@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -116,5 +117,25 @@ func TestQuotaStatusEscapesUpstreamText(t *testing.T) {
 	out := p.out.String()
 	if strings.ContainsAny(out, "\x1b\x07") || !strings.Contains(out, "quotaExceeded") || !strings.Contains(out, "done") {
 		t.Errorf("quota status (%v) shows the upstream text raw or not at all: %q", err, out)
+	}
+}
+
+// TestQuotaStatusShowsHeldReserves (issue 41 item 1): a run with an outage reserve takes its hold,
+// and `quota status` names the bucket, the host holding it (host name and process tag) and the
+// units, counted out of LEFT.
+func TestQuotaStatusShowsHeldReserves(t *testing.T) {
+	emu := youtubetest.New()
+	emu.SetChart("US", youtubetest.Sample())
+	p := newInproc(t, "quota:\n  reserve: {units: 40}\n  policies: {videos.list: reserve}\n", map[string]string{"YOUTUBE_API_KEY": "k"})
+	p.capture(emu.StartTest(t), "US")
+	host, err := os.Hostname()
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = p.quotaStatus(false)
+	held := regexp.MustCompile(`outage reserves held in units \(counted out of LEFT\): ` + regexp.QuoteMeta(host) + `#\w+ 40\n`)
+	left := regexp.MustCompile(`units +\S+ +2/9500 +9458 `) // 9,500 - 2 used - 40 held
+	if !held.MatchString(p.out.String()) || !left.MatchString(p.out.String()) {
+		t.Errorf("quota status (%v) lacks the hold or LEFT without it:\n%s", err, p.out.String())
 	}
 }
