@@ -23,7 +23,7 @@ type Serve struct {
 }
 
 // ServeRateLimit is serve.rate_limit: at most Limit requests per Window per client (Key: ip or
-// token; Limit < 0: off), by Algorithm counter (approximate, O(1) memory) or log (exact).
+// token; Limit < 0: off), by Algorithm counter (the sliding-window counter, the only one).
 type ServeRateLimit struct {
 	Limit     int64    `yaml:"limit"`
 	Window    Duration `yaml:"window"`
@@ -89,5 +89,5 @@ func (s *Serve) validateRateLimit() error {
 	if r.Key == "token" && s.TokenFile == "" {
 		return invalid("serve.rate_limit.key", "token", "needs serve.token_file (clients are told apart by their token)")
 	}
-	return oneOf("serve.rate_limit.algorithm", r.Algorithm, "counter", "log")
+	return oneOf("serve.rate_limit.algorithm", r.Algorithm, "counter")
 }

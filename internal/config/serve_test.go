@@ -29,6 +29,7 @@ func TestServeSettings(t *testing.T) {
 	}
 	for _, tc := range []struct{ yaml, field string }{
 		{"serve: {rate_limit: {algorithm: fixed}}", "serve.rate_limit.algorithm"},
+		{"serve: {rate_limit: {algorithm: log}}", "serve.rate_limit.algorithm"},
 		{"serve: {hosts: [\"example.org:8080\"]}", "serve.hosts[0]"},
 		{"serve: {hosts: [\"http://example.org\"]}", "serve.hosts[0]"},
 		{"serve: {timeout: 0s}", ""},

@@ -248,24 +248,14 @@ func (e *Engine) serveRateLimit() (serve.RateLimit, error) {
 	window := rl.Window.Std()
 	var l serve.Limiter
 	var err error
-	switch redisBacked := e.cfg.Quota.Backend == "redis"; {
-	case rl.Algorithm == "log" && redisBacked:
-		var b quota.Backend
-		if b, err = e.openRedisBackend(); err == nil {
-			if l, err = serve.NewLog(b, rl.Limit, window); err != nil {
-				b.Close()
-			}
-		}
-	case rl.Algorithm == "log":
-		l, err = serve.NewLog(quota.NewMemory(time.Now), rl.Limit, window)
-	case redisBacked:
+	if e.cfg.Quota.Backend == "redis" {
 		var c redis.UniversalClient
 		if c, err = e.openRedisClient(); err == nil {
 			if l, err = serve.NewRedisCounter(c, rl.Limit, window); err != nil {
 				c.Close()
 			}
 		}
-	default:
+	} else {
 		l, err = serve.NewCounter(rl.Limit, window, nil)
 	}
 	if err != nil {

@@ -3,6 +3,7 @@ package serve
 import (
 	"context"
 	"io"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -21,7 +22,6 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/trendfetch/trendfetch/internal/pgtest"
-	"github.com/trendfetch/trendfetch/internal/quota"
 	"github.com/trendfetch/trendfetch/internal/quota/redistest"
 	"github.com/trendfetch/trendfetch/internal/redisconn"
 	"github.com/trendfetch/trendfetch/internal/store"
@@ -114,11 +114,11 @@ func serveDB(b *testing.B, db string, limited bool) string {
 	b.Cleanup(func() { st.Close() })
 	o := Options{Store: st, Log: zerolog.Nop()}
 	if limited {
-		rl, err := NewLog(quota.NewMemory(time.Now), 1<<40, time.Minute)
+		rl, err := NewCounter(math.MaxInt32, time.Minute, nil)
 		if err != nil {
 			b.Fatal(err)
 		}
-		o.RateLimit = RateLimit{Limiter: rl, Limit: 1 << 40, Window: time.Minute, Key: "ip"}
+		o.RateLimit = RateLimit{Limiter: rl, Limit: math.MaxInt32, Window: time.Minute, Key: "ip"}
 	}
 	ts := httptest.NewServer(Handler(o))
 	b.Cleanup(ts.Close)
@@ -305,15 +305,10 @@ func BenchmarkRegionsWithAndWithoutRateLimit(b *testing.B) {
 	}
 }
 
-// BenchmarkRateLimitDecision is a limiter's decision alone (counter and
-// log, in memory and in one local redis-server), for 250 clients at 60
-// requests a minute.
+// BenchmarkRateLimitDecision is the counter's decision alone (in memory and
+// in one local redis-server), for 250 clients at 60 requests a minute.
 func BenchmarkRateLimitDecision(b *testing.B) {
 	counter, err := NewCounter(60, time.Minute, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	log, err := NewLog(quota.NewMemory(time.Now), 60, time.Minute)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -327,19 +322,10 @@ func BenchmarkRateLimitDecision(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer redisCounter.Close()
-	rl2, err := redisconn.New(srv.URL(), nil, redisconn.Sentinel{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	redisLog, err := NewLog(quota.NewRedis(rl2, 0, 0), 60, time.Minute)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer redisLog.Close()
 	for _, l := range []struct {
 		name string
 		rl   Limiter
-	}{{"counter-memory", counter}, {"log-memory", log}, {"counter-redis", redisCounter}, {"log-redis", redisLog}} {
+	}{{"counter-memory", counter}, {"counter-redis", redisCounter}} {
 		name, rl := l.name, l.rl
 		b.Run(name, func(b *testing.B) {
 			ctx := context.Background()

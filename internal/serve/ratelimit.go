@@ -16,7 +16,7 @@ import (
 )
 
 // Limiter decides, per client, whether a request of the read API is
-// admitted (RateLimit.Limiter): NewCounter, NewRedisCounter or NewLog.
+// admitted (RateLimit.Limiter): NewCounter or NewRedisCounter.
 type Limiter interface {
 	// Allow counts one request of the client named key if it is admitted;
 	// an error means the backend could not decide.
@@ -34,32 +34,6 @@ type Decision struct {
 	RetryAfter time.Duration
 }
 
-// rateMethod and rateBucket are the log limiter's call site and bucket.
-const rateMethod, rateBucket = "serve.request", "requests"
-
-// NewLog returns the exact sliding-window log limiter (algorithm "log") of
-// limit requests per client per window over backend (memory or Redis).
-func NewLog(backend quota.Backend, limit int64, window time.Duration) (Limiter, error) {
-	l, err := quota.New(backend, []quota.Bucket{{Name: rateBucket, Limit: limit, Window: window}},
-		quota.Costs{rateMethod: {{Bucket: rateBucket, Units: 1}}})
-	if err != nil {
-		return nil, err
-	}
-	return logLimiter{l}, nil
-}
-
-type logLimiter struct{ l *quota.Limiter }
-
-func (g logLimiter) Allow(ctx context.Context, key string) (Decision, error) {
-	d, err := g.l.Reserve(ctx, key, rateMethod)
-	if err != nil {
-		return Decision{}, err
-	}
-	return Decision{Allowed: d.Allowed, Remaining: d.Remaining[rateBucket], RetryAfter: d.RetryAfter}, nil
-}
-
-func (g logLimiter) Close() error { return g.l.Close() }
-
 // counterState is one client's sliding-window counter: the index of its current window (unix ms /
 // window), the requests admitted in the window before it and in it.
 type counterState struct {
@@ -67,7 +41,7 @@ type counterState struct {
 	prev, cur int32
 }
 
-// counterDecide is the sliding-window counter (algorithm "counter", docs/api.md): admitted when
+// counterDecide is the sliding-window counter (docs/serve-rate-limit.md): admitted when
 // prev x (the part of the previous window still inside the sliding one) + cur + 1 <= limit. It
 // returns the state after the decision. ratelimit.lua is the same integer arithmetic on Redis.
 func counterDecide(st counterState, nowMS, windowMS, limit int64) (counterState, Decision) {

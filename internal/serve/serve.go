@@ -79,7 +79,7 @@ type Region struct {
 
 // RateLimit configures per-client rate limiting of /v1/.
 type RateLimit struct {
-	// Limiter decides per client (NewCounter, NewRedisCounter, NewLog; nil:
+	// Limiter decides per client (NewCounter, NewRedisCounter; nil:
 	// no limit); Limit per Window is what the headers and messages state.
 	Limiter Limiter
 	Limit   int64

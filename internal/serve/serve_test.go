@@ -113,24 +113,13 @@ func (c *clock) Set(t time.Time) { c.mu.Lock(); c.now = t; c.mu.Unlock() }
 // (the sliding-window counter) on a stepped clock; change opts with edit.
 func start(t *testing.T, db string, lim *quota.Limiter, edit func(*Options)) *fixture {
 	t.Helper()
-	return startWith(t, db, lim, "counter", edit)
-}
-
-// startWith is start with the rate limit algorithm "counter" or "log".
-func startWith(t *testing.T, db string, lim *quota.Limiter, algorithm string, edit func(*Options)) *fixture {
-	t.Helper()
 	st, err := store.OpenReadOnly(context.Background(), db)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
 	clk := &clock{now: time.Date(2026, 3, 2, 12, 0, 0, 0, time.UTC)}
-	var rl Limiter
-	if algorithm == "log" {
-		rl, err = NewLog(quota.NewMemory(clk.Now), 60, time.Minute)
-	} else {
-		rl, err = NewCounter(60, time.Minute, clk.Now)
-	}
+	rl, err := NewCounter(60, time.Minute, clk.Now)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -334,22 +323,13 @@ func TestBadRequestsAre400NamingTheParameter(t *testing.T) {
 	}
 }
 
-// TestRateLimitPerClient: 60 requests a minute, then 429 with a Retry-After
-// that is exact for the log and the counter's own answer for the counter
-// (the previous window's 60 requests still weigh 60 at the next window's
-// start: one more second), never early.
+// TestRateLimitPerClient: 60 requests a minute, then 429 with the counter's
+// own Retry-After (the previous window's 60 requests still weigh 60 at the
+// next window's start: one more second), never early.
 func TestRateLimitPerClient(t *testing.T) {
-	for _, tc := range []struct {
-		algorithm  string
-		retryAfter int
-	}{{"log", 60}, {"counter", 61}} {
-		t.Run(tc.algorithm, func(t *testing.T) { testRateLimitPerClient(t, tc.algorithm, tc.retryAfter) })
-	}
-}
-
-func testRateLimitPerClient(t *testing.T, algorithm string, retryAfter int) {
+	const retryAfter = 61
 	db, lim := shared(t)
-	f := startWith(t, db, lim, algorithm, nil)
+	f := start(t, db, lim, nil)
 	t0 := f.clk.Now()
 	for i := 1; i <= 60; i++ {
 		resp, _ := get(t, f.url+"/v1/regions")
@@ -379,16 +359,10 @@ func testRateLimitPerClient(t *testing.T, algorithm string, retryAfter int) {
 
 // TestRateLimitBoundaryBurst is the seed article's boundary burst: a full
 // burst just before and one just after a fixed window's boundary would
-// admit 2x; the sliding-window log and counter admit exactly the limit.
+// admit 2x; the sliding-window counter admits exactly the limit.
 func TestRateLimitBoundaryBurst(t *testing.T) {
-	for _, algorithm := range []string{"log", "counter"} {
-		t.Run(algorithm, func(t *testing.T) { testRateLimitBoundaryBurst(t, algorithm) })
-	}
-}
-
-func testRateLimitBoundaryBurst(t *testing.T, algorithm string) {
 	db, lim := shared(t)
-	f := startWith(t, db, lim, algorithm, nil)
+	f := start(t, db, lim, nil)
 	boundary := time.Date(2026, 3, 2, 12, 1, 0, 0, time.UTC)
 	ok := 0
 	for _, at := range []time.Time{boundary.Add(-100 * time.Millisecond), boundary.Add(100 * time.Millisecond)} {
