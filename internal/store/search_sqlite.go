@@ -16,8 +16,8 @@ import (
 // searchCandidates is SearchCandidates; tests lower it.
 var searchCandidates = SearchCandidates
 
-// searchScan bounds how far a phrase or an exclusion is looked for: among the searchScan newest
-// videos holding every included word (looseMatch), read without positions; tests lower it.
+// searchScan bounds how far a phrase's trigram fill-up looks: among the searchScan newest videos
+// holding each of its parts as a substring (looseSubstrings); tests lower it.
 var searchScan = 2 * SearchCandidates
 
 // boundSQL is the rowid of the ?3-th newest match of ?1 in fts at or above rowid from (from when
@@ -71,11 +71,15 @@ ORDER BY ` + outer
 
 // The ranked search statements of the word index and of the trigram index, and fillSQL, the trigram
 // fill-up of a word search, newest first, unranked: ?10 (the word-index expression of the
-// exclusions, empty: none) replaces ?9, read once over the candidates' range. The word search and
-// the fill-up look no lower than scanFrom of their looser match (?10 and ?11, looseMatch and
-// looseSubstrings, among the newest ?11 and ?12).
+// exclusions, empty: none) replaces ?9, read once over the candidates' range. The fill-up looks no
+// lower than scanFrom of its looser match (?11, looseSubstrings, among the newest ?12). The word
+// search's ?10, when not empty, is a filter over its candidates (a phrase or an exclusion: ?1 is
+// then its looseMatch, see words).
 var (
-	wordSQL    = searchSQL("videos_fts", 16, scanFrom("videos_fts", "?10", "?11"), "", "rank", "f.score, f.rid")
+	wordSQL = searchSQL("videos_fts", 16, "0", `
+      AND (?10 = '' OR +rowid IN (
+            SELECT rowid FROM videos_fts WHERE videos_fts MATCH ?10 AND rowid >= `+boundSQL("videos_fts", "0")+`))`,
+		"rank", "f.score, f.rid")
 	trigramSQL = searchSQL("videos_tri", 24, "0", "", "rank", "f.score, f.rid")
 	fillFrom   = scanFrom("videos_tri", "?11", "?12")
 	fillSQL    = searchSQL("videos_tri", 24, fillFrom, `
@@ -97,9 +101,15 @@ func newSQLiteSearcher(_ context.Context, db *sql.DB, a searchArgs) (searcher, e
 	return &sqliteSearcher{db: db, a: a, open: "\x02" + nonce + "\x03", close: "\x03" + nonce + "\x02"}, nil
 }
 
+// words ranks a phrase or an exclusion by bm25 of its looseMatch, its candidates the newest
+// matches of that, and filters them by its own match: bm25 counts the rows holding each phrase of
+// the MATCH over the whole index, reading a phrase's positions in every row holding its words.
 func (x *sqliteSearcher) words(ctx context.Context, l wordLookup) ([]Hit, error) {
-	return x.query(ctx, wordSQL, renderMatch(l.terms, l.allPrefix), "[]", jsonText(l.subs),
-		looseMatch(l.terms, l.allPrefix), searchScan)
+	match, filter := renderMatch(l.terms, l.allPrefix), ""
+	if loose := looseMatch(l.terms, l.allPrefix); loose != "" {
+		match, filter = loose, match
+	}
+	return x.query(ctx, wordSQL, match, "[]", jsonText(l.subs), filter)
 }
 
 // substrings keeps exclusions out of the trigram MATCH, where bm25 would

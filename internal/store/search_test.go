@@ -126,6 +126,46 @@ func testSearch(t *testing.T, s *Store) {
 	}
 }
 
+// TestSearchPhraseFilter: a phrase or an exclusion finds exactly its matches among videos holding
+// the same words elsewhere (on SQLite it is ranked by its words, looseMatch, and filtered by its
+// own match: issue 42 item 3), best first.
+func TestSearchPhraseFilter(t *testing.T) { forEachEngine(t, testSearchPhraseFilter) }
+
+func testSearchPhraseFilter(t *testing.T, s *Store) {
+	vs := []Video{
+		{ID: "adj", Title: "Red fox in the snow"},
+		{ID: "apart", Title: "Fox chases a red kite"},
+		{ID: "both", Title: "Red fox and red kite", Description: "fox"},
+		{ID: "tagged", Title: "Snow day", Tags: []string{"red fox"}},
+		{ID: "rev", Title: "fox red"},
+	}
+	if err := s.SaveSnapshot(context.Background(), Snapshot{RunID: startRun(t, s, "US"), Region: "US", FirstRank: 1, Videos: vs, At: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	for q, want := range map[string]string{
+		`"red fox"`:            "adj both tagged",
+		`"red fox" -kite`:      "adj tagged",
+		`red -"red fox"`:       "apart rev",
+		`"red fox" OR kite`:    "adj apart both tagged",
+		`"fox red" snow`:       "",
+		`"fox red"`:            "rev",
+		`kite -"red kite"`:     "",
+		`fox -snow -"fox red"`: "apart both",
+	} {
+		hits := search(t, s, SearchQuery{Text: q})
+		for i := 1; i < len(hits); i++ {
+			if hits[i].Score < hits[i-1].Score {
+				t.Errorf("%q: scores not ascending: %+v", q, hits)
+			}
+		}
+		got := hitIDs(hits)
+		sort.Strings(got)
+		if strings.Join(got, " ") != want {
+			t.Errorf("%q: %v, want %q", q, got, want)
+		}
+	}
+}
+
 // marked returns the highlighted parts of h's snippet, joined by "|".
 func marked(h Hit) string {
 	text := []rune(h.Snippet)
@@ -285,7 +325,7 @@ func testSearchCancel(t *testing.T, s *Store) {
 // SearchCandidates newest matches of its index expression (issue 31 item
 // 4: "fficia -official" walked every substring match and looked each up in
 // the word index; issue 42 item 3: on SQLite a phrase or an exclusion is
-// looked for among the searchScan newest videos holding its words only).
+// looked for among the newest videos holding its words only).
 // Each case stores older matches that pass its filter and then more than
 // the cap of newer ones that do not: a bounded search finds none of the
 // older ones, as it never reads them.
