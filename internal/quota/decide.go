@@ -55,7 +55,7 @@ func (w logWindow) retryAfter(b Bucket, units, nowUS int64) (time.Duration, erro
 	return time.Duration(ts+ceilTo(b.Window, time.Microsecond)-nowUS) * time.Microsecond, nil
 }
 
-// decide, the embedded backends' decision (Redis decides alike in lua/reserve.lua), admits charges
+// decide, the embedded backend's decision (Redis decides alike in lua/reserve.lua), admits charges
 // when each fits its bucket's window, neither the credential (credUS) nor the call site (siteUS) is
 // marked until after nowUS (Unix µs; 0 or less: none), and no bucket's newest entry is over
 // ClockStepTolerance ahead; a shadow bucket never denies (Decision.ShadowDenied). On denial RetryAfter

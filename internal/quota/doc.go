@@ -5,8 +5,8 @@
 // measurements.
 //
 // Start with New (buckets and costs, checked once) over a Backend: NewRedis
-// (shared by hosts), NewSQLite (one host) or NewMemory (one process). Then
-// Limiter.Reserve, Refund, MarkExhausted, Status and AcquireLease. Errors:
-// ErrUnavailable (the call site's fail-open/closed policy applies),
-// ErrOutOfMemory (fail closed), *AccessError (a configuration error).
+// (shared by hosts) or NewSQLite (one host). Then Limiter.Reserve, Refund,
+// MarkExhausted, Status and AcquireLease. Errors: ErrUnavailable (the call
+// site's fail-open/closed policy applies), ErrOutOfMemory (fail closed),
+// *AccessError (a configuration error).
 package quota

@@ -8,22 +8,15 @@ import (
 	"time"
 )
 
-// Tests of the embedded backends (SQLite and memory) that need their
-// injected clock: clock steps (doc.go, "Clock steps") and refunds of
-// entries stamped in the same microsecond.
+// Tests of the embedded backend (SQLite) that need its injected clock:
+// clock steps (doc.go, "Clock steps") and refunds of entries stamped in the
+// same microsecond.
 
-// eachEmbedded runs test as a subtest on a fresh SQLite and a fresh memory
-// backend, each reading its own fake clock set to start.
-func eachEmbedded(t *testing.T, start time.Time, test func(t *testing.T, clock *fakeClock, b Backend)) {
-	for name, open := range map[string]func(*testing.T, *fakeClock) Backend{
-		"sqlite": func(t *testing.T, c *fakeClock) Backend { return WithClock(newTestSQLite(t), c.Now) },
-		"memory": func(_ *testing.T, c *fakeClock) Backend { return NewMemory(c.Now) },
-	} {
-		t.Run(name, func(t *testing.T) {
-			clock := newFakeClock(start)
-			test(t, clock, open(t, clock))
-		})
-	}
+// onEmbedded runs test on a fresh SQLite backend reading its own fake clock
+// set to start.
+func onEmbedded(t *testing.T, start time.Time, test func(t *testing.T, clock *fakeClock, b Backend)) {
+	clock := newFakeClock(start)
+	test(t, clock, WithClock(newTestSQLite(t), clock.Now))
 }
 
 // TestEmbeddedClockStepBack: a step back within ClockStepTolerance is
@@ -33,7 +26,7 @@ func eachEmbedded(t *testing.T, start time.Time, test func(t *testing.T, clock *
 // meanwhile.
 func TestEmbeddedClockStepBack(t *testing.T) {
 	start := time.Date(2026, 5, 4, 12, 0, 0, 0, time.UTC)
-	eachEmbedded(t, start, func(t *testing.T, clock *fakeClock, b Backend) {
+	onEmbedded(t, start, func(t *testing.T, clock *fakeClock, b Backend) {
 		units := Bucket{Name: "units", Limit: 3, Window: time.Minute}
 		other := Bucket{Name: "other", Limit: 100, Window: time.Minute}
 		mustAllow(t, b, "c", charge(units, 1))
@@ -80,7 +73,7 @@ func TestEmbeddedClockStepBack(t *testing.T) {
 // admitted again (the local clock decides; doc.go, "Clock steps").
 func TestEmbeddedClockStepForward(t *testing.T) {
 	start := time.Date(2026, 5, 4, 12, 0, 0, 0, time.UTC)
-	eachEmbedded(t, start, func(t *testing.T, clock *fakeClock, b Backend) {
+	onEmbedded(t, start, func(t *testing.T, clock *fakeClock, b Backend) {
 		units := Bucket{Name: "units", Limit: 3, Window: 24 * time.Hour}
 		mustAllow(t, b, "c", charge(units, 3))
 		mustDeny(t, b, "c", charge(units, 1), "units")
@@ -95,7 +88,7 @@ func TestEmbeddedClockStepForward(t *testing.T) {
 // other nor a newer twin.
 func TestEmbeddedRefundSameMicrosecond(t *testing.T) {
 	start := time.Date(2026, 5, 4, 12, 0, 0, 0, time.UTC)
-	eachEmbedded(t, start, func(t *testing.T, clock *fakeClock, b Backend) {
+	onEmbedded(t, start, func(t *testing.T, clock *fakeClock, b Backend) {
 		units := Bucket{Name: "units", Limit: 10, Window: time.Hour}
 		used := func() int64 { return mustStatus(t, b, "c", []Bucket{units}, nil).Buckets[0].Used }
 		mustAllow(t, b, "c", charge(units, 2))

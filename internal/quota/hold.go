@@ -75,7 +75,7 @@ func heldIn(recs []holdRecord, bucket string, nowUS int64) (units int64) {
 	return units
 }
 
-// embeddedHold is the embedded backends' Hold once the spent units are recorded: recs (every hold
+// embeddedHold is the embedded backend's Hold once the spent units are recorded: recs (every hold
 // of the credential) without the expired ones and id's, plus id's new holds, each what fits beside
 // window(b) (its units and holds at nowUS) and the other holds.
 func embeddedHold(recs []holdRecord, id string, hs []holdCharge, nowUS int64, spendFor time.Duration,

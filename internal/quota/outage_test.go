@@ -13,7 +13,7 @@ import (
 func TestOutageReserve(t *testing.T) {
 	units := Bucket{Name: "units", Limit: 10, Window: time.Hour}
 	tight := Bucket{Name: "tight", Limit: 1, Window: time.Hour, Shadow: true}
-	l, err := New(NewMemory(time.Now), []Bucket{units, tight}, Costs{"videos.list": {{Bucket: "units", Units: 2}, {Bucket: "tight", Units: 1}}})
+	l, err := New(newTestSQLite(t), []Bucket{units, tight}, Costs{"videos.list": {{Bucket: "units", Units: 2}, {Bucket: "tight", Units: 1}}})
 	if err != nil {
 		t.Fatal(err)
 	}

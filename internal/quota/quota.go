@@ -69,7 +69,7 @@ type Decision struct {
 type Reservation struct{ entries []reservedEntry }
 
 // reservedEntry is one bucket's entry of a reservation: its cost, its stamp
-// (Unix µs) and its id (SQLite rid, memory id; Redis scores are unique).
+// (Unix µs) and its id (SQLite rid; Redis scores are unique).
 type reservedEntry struct {
 	bucket        Bucket
 	units, at, id int64
@@ -156,10 +156,10 @@ type Mark struct {
 const MaxWhy = 200
 
 // Backend stores sliding-window logs and decides reservations atomically
-// (NewRedis, NewSQLite, NewMemory), as the Limiter methods of the same names
+// (NewRedis, NewSQLite), as the Limiter methods of the same names
 // say; failures to reach it wrap ErrUnavailable.
 type Backend interface {
-	// Name is "redis", "sqlite" or "memory".
+	// Name is "redis" or "sqlite".
 	Name() string
 	// Reserve records one entry per charge (New's), or none; a mark of the
 	// credential or of site denies.

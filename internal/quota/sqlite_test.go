@@ -125,6 +125,54 @@ func TestSQLiteRetryAfterExactBoundary(t *testing.T) {
 	}
 }
 
+// TestSQLiteRetryAfterIsExact: with a stepped clock, a reservation at
+// exactly now + Retry-After is admitted and one a microsecond earlier is not.
+func TestSQLiteRetryAfterIsExact(t *testing.T) {
+	clock := newFakeClock(time.Date(2026, 3, 2, 12, 0, 0, 0, time.UTC))
+	m := WithClock(newTestSQLite(t), clock.Now)
+	b := Bucket{Name: "requests", Limit: 3, Window: time.Minute}
+	cs := []bucketCharge{{Bucket: b, Units: 1}}
+	ctx := context.Background()
+	for i := range 3 {
+		if d, err := m.Reserve(ctx, "ip-1", "", cs); err != nil || !d.Allowed {
+			t.Fatalf("reservation %d: %+v, %v", i+1, d, err)
+		}
+		clock.Advance(10 * time.Second)
+	}
+	d, _ := m.Reserve(ctx, "ip-1", "", cs)
+	if d.Allowed || d.DeniedBucket != "requests" || d.RetryAfter != 30*time.Second {
+		t.Fatalf("4th: %+v, want denied with Retry-After 30s (the first entry leaves the window)", d)
+	}
+	start := clock.Now()
+	clock.Set(start.Add(d.RetryAfter - time.Microsecond))
+	if d, _ := m.Reserve(ctx, "ip-1", "", cs); d.Allowed {
+		t.Error("admitted a microsecond before Retry-After")
+	}
+	clock.Set(start.Add(d.RetryAfter))
+	if d, _ := m.Reserve(ctx, "ip-1", "", cs); !d.Allowed {
+		t.Errorf("denied at Retry-After: %+v", d)
+	}
+	// Other credentials have their own log.
+	if d, _ := m.Reserve(ctx, "ip-2", "", cs); !d.Allowed {
+		t.Errorf("another credential denied: %+v", d)
+	}
+}
+
+// TestSQLiteStatusCreatesNothing: reading the status of a credential never
+// seen writes no row for it (serve may be asked about any key).
+func TestSQLiteStatusCreatesNothing(t *testing.T) {
+	s := newTestSQLite(t)
+	if _, err := s.Status(context.Background(), "never-seen", []Bucket{{Name: "units", Limit: 1, Window: time.Minute}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, table := range []string{"quota_log", "quota_exhausted", "quota_shadow", "quota_hold"} {
+		var n int
+		if err := s.db.QueryRow(`SELECT count(*) FROM ` + table).Scan(&n); err != nil || n != 0 {
+			t.Errorf("%s: %d rows after a Status (%v), want 0", table, n, err)
+		}
+	}
+}
+
 func TestSQLiteCalendarAcrossDST(t *testing.T) {
 	for _, tc := range []struct {
 		name string
