@@ -152,7 +152,8 @@ func fillFixture(ctx context.Context, s *Store, n int, benchVocab benchText) err
 	}
 	const chunk = maxRowsPerStatement
 	page := make([]Video, 0, chunk)
-	var snaps []any
+	var ranked []Video // every fourth video, ranked from rank
+	rank := 1
 	for i := 0; i < n; i++ {
 		page = append(page, benchVocab.video(fmt.Sprintf("v%07d", i)))
 		if i%8 == 0 { // a Japanese title for the trigram index
@@ -161,16 +162,16 @@ func fillFixture(ctx context.Context, s *Store, n int, benchVocab benchText) err
 		}
 		if i%4 == 0 {
 			v := &page[len(page)-1]
-			snaps = append(snaps, captureID, i/4+1, v.ID, nullInt(v.Views), nullInt(v.Likes), nullInt(v.Comments))
+			ranked = append(ranked, *v)
 		}
 		if len(page) == chunk || i == n-1 {
 			if err := s.upsertVideos(ctx, tx, page, ts); err != nil {
 				return err
 			}
-			if _, err := tx.ExecContext(ctx, insertEntriesSQL(len(snaps)/6), snaps...); err != nil {
+			if err := s.d.insertEntries(ctx, s, tx, captureID, rank, ranked); err != nil {
 				return err
 			}
-			page, snaps = page[:0], snaps[:0]
+			page, ranked, rank = page[:0], ranked[:0], rank+len(ranked)
 		}
 	}
 	if err := tx.Commit(); err != nil {

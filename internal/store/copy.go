@@ -67,7 +67,8 @@ UPDATE runs r SET (finished_at, pages, videos, units, unmetered, outcome, reason
     b.retry_at, b.calls, b.shadow_denials)
 FROM %[1]s WHERE r.id = ` + runID("") + ` AND r.finished_at IS NULL AND b.outcome <> 'running'
     AND (r.outcome = 'running' OR b.finished_at IS NOT NULL)`}},
-	// A capture travels with its entries (e) and its run's natural key (run_*).
+	// A capture travels with its entries (e) and its run's natural key (run_*). Its ranks not
+	// stored yet become pages (runs of consecutive ranks, cut at each 50), counted by entry.
 	{table: "captures", fields: `id:bigint region kind query captured_at complete:bigint e:jsonb=json(t.e) run_id:bigint=r.id
 run_region=r.region run_started_at=r.started_at run_host=r.host run_pid:bigint=r.pid run_credential=r.credential`,
 		from: `(SELECT c.*, (SELECT json_group_array(json_array(e.rank, v.id, e.view_count, e.like_count, e.comment_count, e.text))
@@ -78,11 +79,21 @@ INSERT INTO captures (id, run_id, region, kind, query, captured_at, complete)
 SELECT %[4]s, b.run, b.region, b.kind, b.query, b.captured_at, b.complete FROM %[1]s
 WHERE NOT EXISTS (SELECT 1 FROM captures c WHERE ` + sameCapture + `)`, `
 UPDATE captures c SET complete = 1 FROM %[1]s WHERE ` + sameCapture + ` AND c.complete = 0 AND b.complete = 1`, `
-INSERT INTO entries (capture_id, rank, video, view_count, like_count, comment_count, text)
-SELECT c.id, (x.e->>0)::bigint, (SELECT rowid FROM videos WHERE id = x.e->>1), (x.e->>2)::bigint, (x.e->>3)::bigint,
-       (x.e->>4)::bigint, (x.e->>5)::bigint
-FROM %[1]s JOIN captures c ON ` + sameCapture + ` CROSS JOIN LATERAL jsonb_array_elements(b.e) AS x(e)
-ON CONFLICT (capture_id, rank) DO NOTHING`}},
+WITH pages AS (
+INSERT INTO entry_pages (capture_id, first_rank, video, view_count, like_count, comment_count, text)
+SELECT id, min(rank), array_agg(video ORDER BY rank), array_agg(view_count ORDER BY rank),
+       array_agg(like_count ORDER BY rank), array_agg(comment_count ORDER BY rank), array_agg(text ORDER BY rank)
+FROM (SELECT c.id, x.rank, (SELECT rowid FROM videos WHERE id = x.e->>1) AS video, (x.e->>2)::bigint AS view_count,
+             (x.e->>3)::bigint AS like_count, (x.e->>4)::bigint AS comment_count, (x.e->>5)::bigint AS text,
+             x.rank - row_number() OVER (PARTITION BY c.id ORDER BY x.rank) AS run
+      FROM %[1]s JOIN captures c ON ` + sameCapture + `
+      CROSS JOIN LATERAL (SELECT j.e, (j.e->>0)::bigint FROM jsonb_array_elements(b.e) AS j(e)) AS x(e, rank)
+      WHERE NOT EXISTS (SELECT 1 FROM entry_pages p WHERE p.capture_id = c.id
+                        AND x.rank BETWEEN p.first_rank AND p.first_rank + cardinality(p.video) - 1)) e
+GROUP BY id, run, (rank - 1) / 50
+ON CONFLICT (capture_id, first_rank) DO NOTHING
+RETURNING video)
+SELECT FROM pages, unnest(pages.video)`}},
 }
 
 // sameCapture matches captures c to b's capture by its natural key.

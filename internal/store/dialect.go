@@ -53,6 +53,13 @@ type dialect struct {
 	searcher func(ctx context.Context, db *sql.DB, s searchArgs) (searcher, error)
 	// transient reports an error after which a retry succeeds at once.
 	transient func(err error) bool
+	// onVideo is the condition that entries e are of video x (an SQL expression); on PostgreSQL
+	// it also names the page's videos, so that the GIN index finds them.
+	onVideo func(x string) string
+	// deleteEntries deletes the entries of the captures {ids}; its rows affected are entries.
+	deleteEntries string
+	// insertEntries stores a page's entries in tx: capture id, first rank, the page's videos.
+	insertEntries func(ctx context.Context, s *Store, tx *sql.Tx, captureID int64, firstRank int, videos []Video) error
 }
 
 // Engine is the engine s was opened on.

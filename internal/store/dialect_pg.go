@@ -33,6 +33,37 @@ var pgDialect = &dialect{
 	captures:   capturesPG,
 	searcher:   newPGSearcher,
 	transient:  func(error) bool { return false },
+	onVideo:    func(x string) string { return "e.page_videos @> ARRAY[" + x + "] AND e.video = " + x },
+	// The captures' deletion deletes their pages (ON DELETE CASCADE): this counts their entries.
+	deleteEntries: `SELECT FROM entries WHERE capture_id IN ({ids})`,
+	insertEntries: insertEntriesPG,
+}
+
+// insertEntriesPG stores a page as one row of entry_pages (arrays in rank order: the videos' rowids
+// and current text versions found by id, the statistics as given). Its transaction commits
+// without waiting for the disk: the run's last commit, synchronous, makes it durable
+// (docs/design.md §10a).
+func insertEntriesPG(ctx context.Context, _ *Store, tx *sql.Tx, captureID int64, firstRank int, videos []Video) error {
+	ids, views, likes, comments := make([]string, len(videos)), make([]*int64, len(videos)), make([]*int64, len(videos)), make([]*int64, len(videos))
+	for i, v := range videos {
+		ids[i], views[i], likes[i], comments[i] = v.ID, v.Views, v.Likes, v.Comments
+	}
+	// Pages of a capture are saved one at a time: its row, locked by SaveSnapshot, serialises them.
+	res, err := tx.ExecContext(ctx, `
+WITH async AS (SELECT set_config('synchronous_commit', 'off', true))
+INSERT INTO entry_pages (capture_id, first_rank, video, text, view_count, like_count, comment_count)
+SELECT ?1::bigint, ?2::bigint, array_agg(v.rowid ORDER BY x.i), array_agg(v.text_version ORDER BY x.i), ?3::bigint[], ?4::bigint[], ?5::bigint[]
+FROM async, unnest(?6::text[]) WITH ORDINALITY AS x (id, i) JOIN videos v ON v.id = x.id
+HAVING NOT EXISTS (SELECT 1 FROM entry_pages p WHERE p.capture_id = ?1
+                   AND p.first_rank < ?2 + cardinality(?6::text[]) AND p.first_rank + cardinality(p.video) > ?2)`,
+		captureID, firstRank, views, likes, comments, ids)
+	if err != nil {
+		return err
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return fmt.Errorf("ranks %d to %d: a page already holds one of them", firstRank, firstRank+len(videos)-1)
+	}
+	return nil
 }
 
 // lockPolicyPG takes the transaction's turn among hosts applying the policy;

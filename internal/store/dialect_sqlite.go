@@ -26,8 +26,24 @@ var sqliteDialect = &dialect{
 		}
 		return &captureList{rows: rows}, nil
 	},
-	searcher:  newSQLiteSearcher,
-	transient: sqlitedb.Transient,
+	searcher:      newSQLiteSearcher,
+	transient:     sqlitedb.Transient,
+	onVideo:       func(x string) string { return "e.video = " + x },
+	deleteEntries: `DELETE FROM entries WHERE capture_id IN ({ids})`,
+	insertEntries: insertEntriesSQLite,
+}
+
+// insertEntriesSQLite inserts a row per video of a page (its rowid and current text version
+// found by id), ranked from firstRank.
+func insertEntriesSQLite(ctx context.Context, s *Store, tx *sql.Tx, captureID int64, firstRank int, videos []Video) error {
+	_, err := execRows(ctx, s, tx, videos, func(n int) string {
+		return `INSERT INTO entries (capture_id, rank, video, text, view_count, like_count, comment_count)
+SELECT x.column1, x.column2, v.rowid, v.text_version, x.column4, x.column5, x.column6
+FROM (VALUES ` + valueRows(n, 6, 1, 2, 4, 5, 6) + `) AS x JOIN videos v ON v.id = x.column3`
+	}, func(i int, v Video) []any {
+		return []any{captureID, firstRank + i, v.ID, nullInt(v.Views), nullInt(v.Likes), nullInt(v.Comments)}
+	})
+	return err
 }
 
 // openSQLite opens the SQLite file at path (sqlitedb.Open: created and migrated unless readOnly).

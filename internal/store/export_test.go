@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -32,16 +33,19 @@ SELECT i, 'v' || i, 'title ' || i, 'line one of ' || i || ?2 || 'line two "quote
 (2, 'US', '2025-01-02T00:00:00.000000Z', 'success'), (3, 'US', '2025-01-03T00:00:00.000000Z', 'success')`)
 		// Three captures: videos 1..n, then n..1, then every 7th; the view
 		// count encodes capture and video.
-		for c, order := range []string{"i", "? + 1 - i", "((i * 7) % ?) + 1"} {
+		for c, order := range []func(i int) int{func(i int) int { return i }, func(i int) int { return n + 1 - i },
+			func(i int) int { return i*7%n + 1 }} {
 			exec(fmt.Sprintf(`INSERT INTO captures (id, run_id, region, kind, query, captured_at, complete)
 VALUES (%d, %d, 'US', 'chart', '', '2025-01-0%dT00:00:00.000000Z', 1)`, c+1, c+1, c+1))
-			args := []any{n}
-			if strings.Contains(order, "?") {
-				args = append(args, n)
+			page, zero := make([]Video, n), int64(0)
+			for i := range page {
+				v := order(i + 1)
+				views := int64((c+1)*1000000 + v)
+				page[i] = Video{ID: fmt.Sprint("v", v), Views: &views, Comments: &zero}
 			}
-			exec(`WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ?)
-INSERT INTO entries (capture_id, rank, video, view_count, like_count, comment_count)
-SELECT `+fmt.Sprint(c+1)+`, i, v, `+fmt.Sprint((c+1)*1000000)+` + v, NULL, 0 FROM (SELECT i, `+order+` AS v FROM n) AS x`, args...)
+			if err := s.withTx(ctx, func(tx *sql.Tx) error { return s.d.insertEntries(ctx, s, tx, int64(c+1), 1, page) }); err != nil {
+				t.Fatal(err)
+			}
 		}
 		// want is a row's text for video id; its last field, the view count
 		// mod 10^6, must be the video's number too.

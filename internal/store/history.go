@@ -254,7 +254,7 @@ func (s *Store) readAppearances(ctx context.Context, id string, h *VideoHistory)
 SELECT c.id, c.run_id, c.region, c.kind, c.query, c.captured_at, c.complete,
        e.rank, e.view_count, e.like_count, e.comment_count
 FROM videos v
-JOIN entries e ON e.video = v.rowid
+JOIN entries e ON `+s.d.onVideo("v.rowid")+`
 JOIN captures c ON c.id = e.capture_id
 WHERE v.id = ?
 ORDER BY c.captured_at, c.id`, []any{id}, func(rows *sql.Rows) error {

@@ -132,13 +132,13 @@ SELECT (SELECT count(*) FROM captures WHERE captured_at < ?1),
        (SELECT count(*) FROM stats_samples WHERE sampled_at < ?1),
        (SELECT count(*) FROM video_texts t JOIN videos v ON v.rowid = t.video
         WHERE NOT EXISTS (SELECT 1 FROM entries e JOIN captures c ON c.id = e.capture_id
-                          WHERE e.video = t.video AND e.text = t.version AND c.captured_at >= ?1)
+                          WHERE `+s.d.onVideo("t.video")+` AND e.text = t.version AND c.captured_at >= ?1)
           AND (EXISTS (SELECT 1 FROM entries e JOIN captures c ON c.id = e.capture_id
-                       WHERE e.video = v.rowid AND c.captured_at >= ?1)
+                       WHERE `+s.d.onVideo("v.rowid")+` AND c.captured_at >= ?1)
                OR EXISTS (SELECT 1 FROM stats_samples x WHERE x.video = v.rowid AND x.sampled_at >= ?1))),
        (SELECT count(*) FROM videos v
         WHERE NOT EXISTS (SELECT 1 FROM entries e JOIN captures c ON c.id = e.capture_id
-                          WHERE e.video = v.rowid AND c.captured_at >= ?1)
+                          WHERE `+s.d.onVideo("v.rowid")+` AND c.captured_at >= ?1)
           AND NOT EXISTS (SELECT 1 FROM stats_samples x WHERE x.video = v.rowid AND x.sampled_at >= ?1))`,
 			cut).Scan(&rep.Captures, &rep.Entries, &rep.Samples, &rep.Texts, &rep.Videos)
 		if err != nil {
@@ -147,7 +147,7 @@ SELECT (SELECT count(*) FROM captures WHERE captured_at < ?1),
 		return rep, nil
 	}
 	n, err := s.sweep(ctx, `SELECT id FROM captures WHERE captured_at < ?1 AND id > ?2 ORDER BY id LIMIT ?3`, "captures",
-		[]any{cut}, nil, `DELETE FROM entries WHERE capture_id IN ({ids})`, `DELETE FROM captures WHERE id IN ({ids})`)
+		[]any{cut}, nil, s.d.deleteEntries, `DELETE FROM captures WHERE id IN ({ids})`)
 	rep.Entries, rep.Captures = n[0], n[1]
 	if err != nil {
 		return rep, fmt.Errorf("cannot prune captures: %w", err)
@@ -157,7 +157,7 @@ SELECT (SELECT count(*) FROM captures WHERE captured_at < ?1),
 	}
 	// After the deletions above no capture or sample older than the cut-off
 	// remains, so "referenced by nothing" is the plain test.
-	const unreferenced = `NOT EXISTS (SELECT 1 FROM entries e WHERE e.video = videos.rowid)
+	unreferenced := `NOT EXISTS (SELECT 1 FROM entries e WHERE ` + s.d.onVideo("videos.rowid") + `)
   AND NOT EXISTS (SELECT 1 FROM stats_samples x WHERE x.video = videos.rowid)`
 	n, err = s.sweep(ctx, `SELECT rowid FROM videos WHERE rowid > ?1 AND `+unreferenced+` ORDER BY rowid LIMIT ?2`, "videos",
 		nil, nil, `DELETE FROM videos WHERE rowid IN ({ids}) AND `+unreferenced)
@@ -167,7 +167,7 @@ SELECT (SELECT count(*) FROM captures WHERE captured_at < ?1),
 	// Versions of deleted videos went with them (ON DELETE CASCADE).
 	if rep.Texts, err = s.pruneExec(ctx, `
 DELETE FROM video_texts WHERE NOT EXISTS (
-    SELECT 1 FROM entries e WHERE e.video = video_texts.video AND e.text = video_texts.version)`); err != nil {
+    SELECT 1 FROM entries e WHERE `+s.d.onVideo("video_texts.video")+` AND e.text = video_texts.version)`); err != nil {
 		return rep, fmt.Errorf("cannot prune text versions: %w", err)
 	}
 	return rep, nil
@@ -205,10 +205,10 @@ func (s *Store) ApplyCutoffs(ctx context.Context, statsBefore, textBefore time.T
 		return rep, fmt.Errorf("cannot apply policy: text cut-off %s before the statistics cut-off %s", textBefore, statsBefore)
 	}
 	cut := fmtTime(textBefore)
-	const oldVersions = `
+	oldVersions := `
 SELECT t.rowid FROM video_texts t
 WHERE NOT EXISTS (SELECT 1 FROM entries e JOIN captures c ON c.id = e.capture_id
-                  WHERE e.video = t.video AND e.text = t.version AND c.captured_at >= ?1)`
+                  WHERE ` + s.d.onVideo("t.video") + ` AND e.text = t.version AND c.captured_at >= ?1)`
 	if dryRun {
 		// What Prune deletes is not counted twice: its videos go with their text.
 		keep := ""

@@ -99,7 +99,7 @@ func (p *pgSearch) conds(groups [][]string, exclude []string) (join, where strin
 	var b strings.Builder
 	if p.region != "" {
 		b.WriteString(` AND EXISTS (SELECT 1 FROM entries e JOIN captures cp ON cp.id = e.capture_id
-            WHERE e.video = c.video_rowid AND cp.region = ` + p.arg(p.region) + `)`)
+            WHERE ` + pgDialect.onVideo("c.video_rowid") + ` AND cp.region = ` + p.arg(p.region) + `)`)
 	}
 	for _, g := range groups {
 		var or []string

@@ -282,9 +282,7 @@ RETURNING id`, runID, region, kind, query, ts).Scan(&captureID); err != nil {
 		if err := s.upsertVideos(ctx, tx, videos, ts); err != nil {
 			return err
 		}
-		if _, err := execRows(ctx, s, tx, videos, insertEntriesSQL, func(i int, v Video) []any {
-			return []any{captureID, firstRank + i, v.ID, nullInt(v.Views), nullInt(v.Likes), nullInt(v.Comments)}
-		}); err != nil {
+		if err := s.d.insertEntries(ctx, s, tx, captureID, firstRank, videos); err != nil {
 			return fmt.Errorf("insert entries: %w", err)
 		}
 		return nil
@@ -398,14 +396,6 @@ func (s *Store) count(ctx context.Context, table string) (n int64, err error) {
 	return n, nil
 }
 
-// insertEntriesSQL inserts n entries: capture id, rank, video id (its rowid
-// and current text version), views, likes, comments.
-func insertEntriesSQL(n int) string {
-	return `INSERT INTO entries (capture_id, rank, video, text, view_count, like_count, comment_count)
-SELECT x.column1, x.column2, v.rowid, v.text_version, x.column4, x.column5, x.column6
-FROM (VALUES ` + valueRows(n, 6, 1, 2, 4, 5, 6) + `) AS x JOIN videos v ON v.id = x.column3`
-}
-
 // CompleteCapture marks the capture (runID, region, kind, query) complete
 // once its last page is stored (a run that stops earlier leaves it
 // partial); a list without pages becomes a complete, empty capture
@@ -459,7 +449,7 @@ WHERE f.video NOT IN (
         SELECT e.video FROM captures c JOIN entries e ON e.capture_id = c.id
         WHERE c.run_id = ?3 AND c.region = ?1 AND c.kind = 'chart' AND c.query = '')
   AND coalesce((SELECT max(c.captured_at) FROM entries e JOIN captures c ON c.id = e.capture_id
-                WHERE e.video = f.video AND e.view_count IS NOT NULL), '') < ?4
+                WHERE `+s.d.onVideo("f.video")+` AND e.view_count IS NOT NULL), '') < ?4
   AND coalesce((SELECT max(x.sampled_at) FROM stats_samples x WHERE x.video = f.video), '') < ?4
 ORDER BY f.last_chart DESC, v.id`, region, fmtTime(followedSince), runID, fmtTime(sampledBefore))
 	if err != nil {
