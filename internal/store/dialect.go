@@ -39,6 +39,9 @@ type dialect struct {
 	// sampleLock follows the SELECT of insertSamplesSQL: "" or a lock that
 	// skips a video being deleted.
 	sampleLock string
+	// mergeOff and mergeOn come before and after the writes of each batch of Prune deleting videos
+	// (nil: none): the full-text indexes write what it deletes without merging their segments.
+	mergeOff, mergeOn []string
 	// lockPolicy begins each write transaction of the storage policy: hosts applying it at once
 	// take turns (nil: the engine's write lock already serialises them).
 	lockPolicy func(ctx context.Context, tx *sql.Tx) error

@@ -31,6 +31,8 @@ var sqliteDialect = &dialect{
 	onVideo:       func(x string) string { return "e.video = " + x },
 	deleteEntries: `DELETE FROM entries WHERE capture_id IN ({ids})`,
 	insertEntries: insertEntriesSQLite,
+	mergeOff:      ftsAutomerge(0),
+	mergeOn:       ftsAutomerge(4),
 }
 
 // insertEntriesSQLite inserts a row per video of a page (its rowid and current text version
@@ -44,6 +46,18 @@ FROM (VALUES ` + valueRows(n, 6, 1, 2, 4, 5, 6) + `) AS x JOIN videos v ON v.id 
 		return []any{captureID, firstRank + i, v.ID, nullInt(v.Views), nullInt(v.Likes), nullInt(v.Comments)}
 	})
 	return err
+}
+
+// ftsAutomerge sets both FTS5 indexes' automerge to n (4: FTS5's default). Setting it first writes
+// what the transaction has given the index so far: Prune's batches write their deletions with 0, so
+// no batch merges them with the large segments a grown index has (that made prune superlinear,
+// docs/scale.md), and set 4 back before they commit (the setting is stored in the database).
+// Later writes merge as before.
+func ftsAutomerge(n int) []string {
+	return []string{
+		fmt.Sprintf(`INSERT INTO videos_fts (videos_fts, rank) VALUES ('automerge', %d)`, n),
+		fmt.Sprintf(`INSERT INTO videos_tri (videos_tri, rank) VALUES ('automerge', %d)`, n),
+	}
 }
 
 // openSQLite opens the SQLite file at path (sqlitedb.Open: created and migrated unless readOnly).

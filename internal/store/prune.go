@@ -160,8 +160,8 @@ SELECT (SELECT count(*) FROM captures WHERE captured_at < ?1),
 	unreferenced := `NOT EXISTS (SELECT 1 FROM entries e WHERE ` + s.d.onVideo("videos.rowid") + `)
   AND NOT EXISTS (SELECT 1 FROM stats_samples x WHERE x.video = videos.rowid)`
 	n, err = s.sweep(ctx, `SELECT rowid FROM videos WHERE rowid > ?1 AND `+unreferenced+` ORDER BY rowid LIMIT ?2`, "videos",
-		nil, nil, `DELETE FROM videos WHERE rowid IN ({ids}) AND `+unreferenced)
-	if rep.Videos = n[0]; err != nil {
+		nil, nil, slices.Concat(s.d.mergeOff, []string{`DELETE FROM videos WHERE rowid IN ({ids}) AND ` + unreferenced}, s.d.mergeOn)...)
+	if rep.Videos = n[len(s.d.mergeOff)]; err != nil {
 		return rep, fmt.Errorf("cannot prune videos: %w", err)
 	}
 	// Versions of deleted videos went with them (ON DELETE CASCADE).

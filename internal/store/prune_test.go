@@ -10,7 +10,7 @@ import (
 // TestPrune: captures and samples older than the cut-off go with the
 // videos only they referenced (FTS rows included); the dry run reports
 // exactly what the prune then removes; both FTS indexes and the foreign
-// keys check out afterwards.
+// keys check out afterwards, and SQLite's FTS5 automerge is back at 4.
 func TestPrune(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, s *Store) {
 		ctx := context.Background()
@@ -62,6 +62,12 @@ func TestPrune(t *testing.T) {
 		if s.Engine() != PostgreSQL { // SQLite's trigram index
 			if _, err := s.db.Exec(`INSERT INTO videos_tri (videos_tri, rank) VALUES ('integrity-check', 1)`); err != nil {
 				t.Errorf("trigram integrity-check: %v", err)
+			}
+			for _, fts := range []string{"videos_fts", "videos_tri"} {
+				var v int
+				if err := s.db.QueryRow(`SELECT v FROM ` + fts + `_config WHERE k = 'automerge'`).Scan(&v); err != nil || v != 4 {
+					t.Errorf("%s automerge after prune: %d, %v; want 4 (held back by each batch, restored before it commits)", fts, v, err)
+				}
 			}
 		}
 		if err := s.Check(ctx); err != nil {
