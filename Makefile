@@ -91,10 +91,10 @@ bench-search:
 	TRENDFETCH_BENCH_CHARTS=7 TRENDFETCH_BENCH_FIXTURE=$(TMPDIR)/trendfetch-bench-200k-7d.db \
 		$(STORE_BENCH) '^BenchmarkSearchEngines$$'
 
-# Every search form on SQLite at 200,000 and 800,000 videos: p50, x-word,
-# exponent.
+# Every search form on SQLite at 200,000 and 800,000 videos (alternating query
+# by query): p50 of each, x-word, exponent.
 bench-search-scale:
-	$(STORE_BENCH) '^BenchmarkSearchScale$$'
+	$(STORE_BENCH) '^BenchmarkSearchScale$$' -benchtime 3x
 
 # Saving pages of 2 days of 20 regions' charts on each engine: p50, p90,
 # bytes per entry, x-sqlite, x-floor.

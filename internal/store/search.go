@@ -51,7 +51,8 @@ type Hit struct {
 	// or Thai term is marked where it occurs, not the whole run around it.
 	Highlights [][2]int
 	// Score is lower for better hits, comparable within one query and
-	// index only (bm25, or minus ts_rank_cd on PostgreSQL: docs/api.md).
+	// index only (bm25, or minus ts_rank_cd on PostgreSQL: docs/api.md; 0
+	// for a trigram fill-up hit on SQLite, unranked).
 	Score float64
 	// LastSeen is the latest capture time of the video.
 	LastSeen time.Time

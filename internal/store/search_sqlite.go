@@ -41,15 +41,19 @@ func scanFrom(fts, loose, scan string) string {
 // searchSQL is a search on FTS5 table fts, snippets of up to tokens tokens, where holding extra
 // conditions, ordered by order (outer: after the join): ranked inside the FTS query (docs/design.md
 // §6), so snippet() runs for the ?4 rows returned only; from is the lowest rowid looked at (SQL).
+// Unless order is rank, the score is 0: bm25 would count each phrase's rows over the whole index.
 // ?1 MATCH expression, ?2 region (empty: all), ?3 candidate cap (boundSQL), ?4 limit, ?5/?6
 // highlight markers, ?7 ellipsis, ?8/?9 JSON arrays of short groups (trigramGroups, each needing a
 // term in the title or channel title) and of exclusions ('[]' skips either).
 func searchSQL(fts string, tokens int, from, extra, order, outer string) string {
-	text := `lower(` + fts + `.title || char(10) || ` + fts + `.channel_title)`
+	text, score := `lower(`+fts+`.title || char(10) || `+fts+`.channel_title)`, "0.0"
+	if order == "rank" {
+		score = "rank"
+	}
 	return `
 SELECT v.id, v.title, v.channel_title, st.last_seen_at, f.score, f.snip
 FROM (
-    SELECT rowid AS rid, rank AS score, snippet(` + fts + `, -1, ?5, ?6, ?7, ` + fmt.Sprint(tokens) + `) AS snip
+    SELECT rowid AS rid, ` + score + ` AS score, snippet(` + fts + `, -1, ?5, ?6, ?7, ` + fmt.Sprint(tokens) + `) AS snip
     FROM ` + fts + `
     WHERE ` + fts + ` MATCH ?1 AND rowid >= ` + boundSQL(fts, from) + `
       AND (?2 = '' OR EXISTS (
