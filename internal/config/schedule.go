@@ -102,10 +102,9 @@ func (s *Schedule) complete(n int) {
 	s.Regions = norm
 }
 
-// fitStagger is the default stagger for n regions every every (0: a cron
-// spec): DefaultStagger, or when n of it would reach the next tick the
-// whole minutes (seconds below a minute) that fit, so every supported
-// region runs on default settings (106 every 2h: 1m).
+// fitStagger is the default stagger for n regions every every (0: a cron spec): DefaultStagger, or
+// when n of it would reach the next tick the whole minutes (seconds below a minute) that fit, so
+// every supported region runs on default settings (106 every 2h: 1m).
 func fitStagger(every time.Duration, n int) time.Duration {
 	if every <= 0 || n < 2 || time.Duration(n-1)*DefaultStagger < every {
 		return DefaultStagger

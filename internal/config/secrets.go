@@ -121,10 +121,9 @@ func (c *Config) SecretFiles() []string {
 	return slices.DeleteFunc(out, func(f string) bool { return f == "" })
 }
 
-// Names returns the names the configuration shows that a secret may equal
-// (the program's name, credentials, regions, the database's and Redis's user,
-// host, database and path segments): a secret equal to one is masked only
-// where it stands as a secret (secret.Set.Public).
+// Names returns the names the configuration shows that a secret may equal (the program's name,
+// credentials, regions, the database's and Redis's user, host, database and path segments): a
+// secret equal to one is masked only where it stands as a secret (secret.Set.Public).
 func (c *Config) Names() []string {
 	out := []string{"trendfetch", c.Quota.Redis.Sentinel.Master, c.Quota.Redis.Sentinel.Username}
 	for _, cr := range c.Credentials {

@@ -71,9 +71,8 @@ func Usagef(hint, format string, args ...any) error {
 	return &UsageError{Err: fmt.Errorf(format, args...), Hint: hint}
 }
 
-// SettingError is a setting whose value cannot be used, found when the
-// engine opens something (exit 2): it names the setting and the problem,
-// never a secret.
+// SettingError is a setting whose value cannot be used, found when the engine opens something
+// (exit 2): it names the setting and the problem, never a secret.
 type SettingError struct {
 	Setting string
 	Err     error

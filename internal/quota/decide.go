@@ -15,8 +15,7 @@ type logWindow struct {
 	freeing                             func(need int64) (int64, error)
 }
 
-// ceilTo is d >= 0 in whole units, rounded up (a window or wait is never
-// shorter than configured).
+// ceilTo is d >= 0 in whole units, rounded up (a window or wait is never shorter than configured).
 func ceilTo(d, unit time.Duration) int64 { return int64((d + unit - 1) / unit) }
 
 // windowCutoffUS returns c such that an entry counts in b's window at nowUS

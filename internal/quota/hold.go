@@ -25,14 +25,13 @@ type holdRecord struct {
 // MaxHoldFor is the longest spendFor of Limiter.Hold.
 const MaxHoldFor = 12 * time.Hour
 
-// Hold releases and refills the outage reserve id (host name and a random
-// suffix) of credential (docs/quota.md, "The outage reserve"), atomically: the
-// units spent from it per bucket are recorded as entries now (they stay
-// counted), its previous hold goes, and up to want units per bucket are held
-// (what fits beside the window's units and the other holds). A hold counts in
-// every decision of every host until spendFor (at most MaxHoldFor) plus the
-// bucket's window after now (calendar: the Pacific midnight after now +
-// spendFor), or the next Hold of id. It returns the units held per bucket.
+// Hold releases and refills the outage reserve id (host name and a random suffix) of credential
+// (docs/quota.md, "The outage reserve"), atomically: the units spent from it per bucket are
+// recorded as entries now (they stay counted), its previous hold goes, and up to want units per
+// bucket are held (what fits beside the window's units and the other holds). A hold counts in every
+// decision of every host until spendFor (at most MaxHoldFor) plus the bucket's window after now
+// (calendar: the Pacific midnight after now + spendFor), or the next Hold of id. It returns the
+// units held per bucket.
 func (l *Limiter) Hold(ctx context.Context, credential, id string, spent, want map[string]int64, spendFor time.Duration) (map[string]int64, error) {
 	if spendFor <= 0 || spendFor > MaxHoldFor {
 		return nil, fmt.Errorf("quota: hold for %s: want more than 0 and at most %s", spendFor, MaxHoldFor)

@@ -131,11 +131,10 @@ type runLease struct {
 	releaseErr  error
 }
 
-// AcquireLease takes the run lease of (credential, region) for ttl, renewed
-// every ttl/3 until Release; the run should stop when Lost closes. holder
-// describes this run ("": this process); a stale holder's lease is taken
-// over (TookOver). Errors: *LeaseHeldError, ErrUnavailable wrapped, bad
-// arguments (ttl < 3ms, a region with ':') or a backend without leases.
+// AcquireLease takes the run lease of (credential, region) for ttl, renewed every ttl/3 until
+// Release; the run should stop when Lost closes. holder describes this run ("": this process); a
+// stale holder's lease is taken over (TookOver). Errors: *LeaseHeldError, ErrUnavailable wrapped,
+// bad arguments (ttl < 3ms, a region with ':') or a backend without leases.
 func (l *Limiter) AcquireLease(ctx context.Context, credential, region string, ttl time.Duration, holder string) (*runLease, error) {
 	lk, err := l.leases()
 	if err != nil {
@@ -272,8 +271,7 @@ func thisHolder(since time.Time) string {
 	return string(b)
 }
 
-// parseHolder decodes a stored holder description; ok is false for one not
-// written by thisHolder.
+// parseHolder decodes a stored holder description; ok is false for one not written by thisHolder.
 func parseHolder(desc string) (h leaseHolder, ok bool) {
 	if json.Unmarshal([]byte(desc), &h) != nil || h.Host == "" || h.PID <= 0 {
 		return leaseHolder{}, false

@@ -13,12 +13,11 @@ import (
 	"github.com/trendfetch/trendfetch/internal/exitcode"
 )
 
-// Bucket is one quota allocation of a credential, named in config, keys and
-// status (e.g. "units"): at most Limit (> 0) units admitted in any window of
-// length Window (> 0; an exact sliding-window log), or in Google's quota day
-// (from midnight America/Los_Angeles) when Calendar. A Shadow bucket records
-// every admitted call but never denies: a call it would have denied is
-// counted (Decision.ShadowDenied, BucketStatus.ShadowDenials).
+// Bucket is one quota allocation of a credential, named in config, keys and status (e.g. "units"):
+// at most Limit (> 0) units admitted in any window of length Window (> 0; an exact sliding-window
+// log), or in Google's quota day (from midnight America/Los_Angeles) when Calendar. A Shadow bucket
+// records every admitted call but never denies: a call it would have denied is counted
+// (Decision.ShadowDenied, BucketStatus.ShadowDenials).
 type Bucket struct {
 	Name     string
 	Limit    int64
@@ -142,10 +141,9 @@ func (st Status) ExhaustedUntil() time.Time {
 	return time.Time{}
 }
 
-// Mark is an upstream mark (docs/design.md §4): Google answered Why (one line
-// of at most MaxWhy bytes) that the daily quota of call site Site ("": the
-// credential, every call site) is spent, so its reservations are denied until
-// Until, the next Pacific midnight after the answer.
+// Mark is an upstream mark (docs/design.md §4): Google answered Why (one line of at most MaxWhy
+// bytes) that the daily quota of call site Site ("": the credential, every call site) is spent, so
+// its reservations are denied until Until, the next Pacific midnight after the answer.
 type Mark struct {
 	Site  string
 	Until time.Time
@@ -155,9 +153,8 @@ type Mark struct {
 // MaxWhy is the most bytes of Mark.Why a backend keeps.
 const MaxWhy = 200
 
-// Backend stores sliding-window logs and decides reservations atomically
-// (NewRedis, NewSQLite), as the Limiter methods of the same names
-// say; failures to reach it wrap ErrUnavailable.
+// Backend stores sliding-window logs and decides reservations atomically (NewRedis, NewSQLite), as
+// the Limiter methods of the same names say; failures to reach it wrap ErrUnavailable.
 type Backend interface {
 	// Name is "redis" or "sqlite".
 	Name() string
@@ -313,11 +310,10 @@ func (l *Limiter) Refund(ctx context.Context, credential string, r Reservation) 
 	return l.backend.Refund(ctx, credential, r)
 }
 
-// MarkExhausted marks m for credential: every reservation of credential
-// (m.Site "") or of the call site m.Site is denied until m.Until, rounded up
-// to the µs and never after the next Pacific midnight by the backend's clock
-// (Redis TIME for Redis). A mark only moves later; Why is cut to one line of
-// MaxWhy bytes.
+// MarkExhausted marks m for credential: every reservation of credential (m.Site "") or of the call
+// site m.Site is denied until m.Until, rounded up to the µs and never after the next Pacific
+// midnight by the backend's clock (Redis TIME for Redis). A mark only moves later; Why is cut to
+// one line of MaxWhy bytes.
 func (l *Limiter) MarkExhausted(ctx context.Context, credential string, m Mark) error {
 	if t := m.Until.Truncate(time.Microsecond); t.Before(m.Until) {
 		m.Until = t.Add(time.Microsecond)
@@ -327,10 +323,9 @@ func (l *Limiter) MarkExhausted(ctx context.Context, credential string, m Mark) 
 	return l.backend.MarkExhausted(ctx, credential, m)
 }
 
-// markEnd is the end (Unix µs) a backend stores for a mark asked to last
-// until: never after the next Pacific midnight after the backend's clock
-// nowUS, so a caller whose clock runs days ahead cannot lock every host out
-// for days (Redis clamps alike in lua/mark.lua).
+// markEnd is the end (Unix µs) a backend stores for a mark asked to last until: never after the
+// next Pacific midnight after the backend's clock nowUS, so a caller whose clock runs days ahead
+// cannot lock every host out for days (Redis clamps alike in lua/mark.lua).
 func markEnd(until time.Time, nowUS int64) int64 {
 	return min(until.UnixMicro(), NextPacificMidnight(time.UnixMicro(nowUS)).UnixMicro())
 }

@@ -51,11 +51,10 @@ const DefaultRedisWaitTimeout = 100 * time.Millisecond
 // errNotReplicated: WAIT did not confirm an admission on enough replicas.
 var errNotReplicated = errors.New("admission not confirmed by enough replicas")
 
-// NewRedis returns a Redis backend owning client (built by redisconn.New;
-// not a Ring: a credential's keys must live on one node). With waitReplicas
-// n > 0 an admission counts only once n replicas have it: Reserve runs WAIT n
-// waitTimeout (<= 0: DefaultRedisWaitTimeout) after it and, when fewer confirm,
-// returns an error wrapping ErrUnavailable; the entry stays counted
+// NewRedis returns a Redis backend owning client (built by redisconn.New; not a Ring: a
+// credential's keys must live on one node). With waitReplicas n > 0 an admission counts only once n
+// replicas have it: Reserve runs WAIT n waitTimeout (<= 0: DefaultRedisWaitTimeout) after it and,
+// when fewer confirm, returns an error wrapping ErrUnavailable; the entry stays counted
 // (docs/quota.md, "Replication").
 func NewRedis(client redis.UniversalClient, waitReplicas int, waitTimeout time.Duration) Backend {
 	return &redisBackend{client: client, midnights: redisMidnightTable, user: redisUser(client),
@@ -87,8 +86,7 @@ func (r *redisBackend) leaseKey(credential, region string) string {
 // redisGlobEscaper escapes the glob characters of a string for SCAN MATCH.
 var redisGlobEscaper = strings.NewReplacer(`\`, `\\`, "*", `\*`, "?", `\?`, "[", `\[`, "]", `\]`)
 
-// redisCheckCredential refuses an empty name and braces (two credentials
-// could share a hash tag).
+// redisCheckCredential refuses an empty name and braces (two credentials could share a hash tag).
 func redisCheckCredential(credential string) error {
 	if credential == "" {
 		return errors.New("quota: empty credential name")

@@ -40,9 +40,8 @@ func (r *redisBackend) withMidnightsAt(args []any, at time.Time) []any {
 	return append(args, redisPacked(r.midnights(at)))
 }
 
-// redisPacked returns vs as one script argument: little-endian doubles
-// (exact below 2^53), which Lua's struct.unpack reads without the decimal
-// parsing of tonumber.
+// redisPacked returns vs as one script argument: little-endian doubles (exact below 2^53), which
+// Lua's struct.unpack reads without the decimal parsing of tonumber.
 func redisPacked(vs []int64) string {
 	b := make([]byte, 0, 8*len(vs))
 	for _, v := range vs {
@@ -139,10 +138,9 @@ type redisOnceCmd struct{ *redis.Cmd }
 // NoRetry implements redis.Cmder: always true.
 func (redisOnceCmd) NoRetry() bool { return true }
 
-// redisDidNotRun reports whether err proves that a command never ran: no
-// connection, or a refusal before anything was written (a replica, a server
-// loading or without its master, Cluster down, min-replicas-to-write): the
-// replies go-redis retries other commands on.
+// redisDidNotRun reports whether err proves that a command never ran: no connection, or a refusal
+// before anything was written (a replica, a server loading or without its master, Cluster down,
+// min-replicas-to-write): the replies go-redis retries other commands on.
 func redisDidNotRun(err error) bool {
 	var op *net.OpError
 	if errors.As(err, &op) && op.Op == "dial" {
@@ -158,9 +156,8 @@ func redisDidNotRun(err error) bool {
 
 var redisReserveScript = newRedisOnceScript(luaSource("lib", "reserve"))
 
-// redisReserveCall is the EVALSHA of reserve.lua for one credential, call
-// site and charges under one Pacific midnight table, built once: a
-// reservation then allocates no argument.
+// redisReserveCall is the EVALSHA of reserve.lua for one credential, call site and charges under
+// one Pacific midnight table, built once: a reservation then allocates no argument.
 type redisReserveCall struct {
 	charges   []bucketCharge
 	midnights []int64
@@ -237,9 +234,8 @@ func (r *redisBackend) Reserve(ctx context.Context, credential, site string, cha
 	return d, nil
 }
 
-// redisUnpacked returns the doubles packed in s (reserve.lua's reply) as
-// integers; a trailing partial double is dropped (redisDecision then
-// refuses the reply's length).
+// redisUnpacked returns the doubles packed in s (reserve.lua's reply) as integers; a trailing
+// partial double is dropped (redisDecision then refuses the reply's length).
 func redisUnpacked(s string) []int64 {
 	v := make([]int64, len(s)/8)
 	for i := range v {

@@ -62,10 +62,9 @@ const (
 		AND cum = (SELECT max(cum) FROM quota_log WHERE credential = ?1 AND bucket = ?2)`
 )
 
-// NewSQLite opens the quota database at path, creating it (and its parent
-// directory, mode 0o700) if needed, and applies its pending migrations.
-// readOnly opens an existing one for reading only: nothing is created, a
-// missing file or schema wraps fs.ErrNotExist, writes fail with
+// NewSQLite opens the quota database at path, creating it (and its parent directory, mode 0o700) if
+// needed, and applies its pending migrations. readOnly opens an existing one for reading only:
+// nothing is created, a missing file or schema wraps fs.ErrNotExist, writes fail with
 // ErrUnavailable. Errors wrap ErrUnavailable and the *sqlitedb error, if any.
 func NewSQLite(path string, readOnly bool) (Backend, error) {
 	fail := func(what string, err error) (*sqliteBackend, error) {
@@ -130,10 +129,9 @@ func sqliteUnavailable(op string, err error) error {
 	return fmt.Errorf("quota: sqlite %s: %w: %w", op, ErrUnavailable, err)
 }
 
-// inTx runs fn in one transaction, BEGIN IMMEDIATE when write else a
-// read-only BEGIN, with the local clock read once the lock is held (stamps
-// follow commit order), and commits unless fn fails. errRollback rolls back
-// quietly; any other failure wraps ErrUnavailable.
+// inTx runs fn in one transaction, BEGIN IMMEDIATE when write else a read-only BEGIN, with the
+// local clock read once the lock is held (stamps follow commit order), and commits unless fn fails.
+// errRollback rolls back quietly; any other failure wraps ErrUnavailable.
 func (s *sqliteBackend) inTx(ctx context.Context, op string, write bool, fn func(tx *sql.Tx, nowUS int64) error) error {
 	if write && s.readOnly {
 		return sqliteUnavailable(op, errSQLiteReadOnly)
@@ -208,8 +206,7 @@ func (s *sqliteBackend) marks(ctx context.Context, tx *sql.Tx, credential string
 	return out, rows.Err()
 }
 
-// Reserve implements Backend in one write transaction: decide, then record
-// and evict.
+// Reserve implements Backend in one write transaction: decide, then record and evict.
 func (s *sqliteBackend) Reserve(ctx context.Context, credential, site string, charges []bucketCharge) (d Decision, err error) {
 	err = s.inTx(ctx, "reserve", true, func(tx *sql.Tx, nowUS int64) error {
 		marks, err := s.marks(ctx, tx, credential, nowUS)
