@@ -187,7 +187,7 @@ func (r *Runner) run(ctx context.Context, fr *fetch.Runner, region, textfile str
 		defer cancel()
 	}
 	ci := checkin.Begin(r.e.cfg.Runs.CheckinURL, region, r.e.log) // nil without runs.checkin_url
-	tf := r.textfile(fr, region, textfile)
+	tf := r.textfile(region, textfile)
 	run, err := r.fetchHeld(ctx, tf.runner(fr), region)
 	tf.write(r.e.log, region)
 	if ci != nil {
@@ -236,7 +236,7 @@ type textfileRun struct {
 
 // textfile returns the metrics of region's run written to dir's textfile (nil for dir ""),
 // carrying over the counters the file holds.
-func (r *Runner) textfile(fr *fetch.Runner, region, dir string) *textfileRun {
+func (r *Runner) textfile(region, dir string) *textfileRun {
 	if dir == "" {
 		return nil
 	}
