@@ -59,6 +59,9 @@ type dialect struct {
 	// onVideo is the condition that entries e are of video x (an SQL expression); on PostgreSQL
 	// it also names the page's videos, so that the GIN index finds them.
 	onVideo func(x string) string
+	// hitEntries joins to videos v their entries e (capture_id, rank), looked up video by video:
+	// on PostgreSQL only v's positions in each page are read, not every array of the page.
+	hitEntries string
 	// deleteEntries deletes the entries of the captures {ids}; its rows affected are entries.
 	deleteEntries string
 	// insertEntries stores a page's entries in tx: capture id, first rank, the page's videos.

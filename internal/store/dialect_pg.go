@@ -34,6 +34,8 @@ var pgDialect = &dialect{
 	searcher:   newPGSearcher,
 	transient:  func(error) bool { return false },
 	onVideo:    func(x string) string { return "e.page_videos @> ARRAY[" + x + "] AND e.video = " + x },
+	hitEntries: `entry_pages p ON p.video @> ARRAY[v.rowid] CROSS JOIN LATERAL (
+    SELECT p.capture_id, p.first_rank + i - 1 AS rank FROM unnest(array_positions(p.video, v.rowid)) i) e`,
 	// The captures' deletion deletes their pages (ON DELETE CASCADE): this counts their entries.
 	deleteEntries: `SELECT FROM entries WHERE capture_id IN ({ids})`,
 	insertEntries: insertEntriesPG,

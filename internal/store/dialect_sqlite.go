@@ -29,6 +29,7 @@ var sqliteDialect = &dialect{
 	searcher:      newSQLiteSearcher,
 	transient:     sqlitedb.Transient,
 	onVideo:       func(x string) string { return "e.video = " + x },
+	hitEntries:    `entries e ON e.video = v.rowid`,
 	deleteEntries: `DELETE FROM entries WHERE capture_id IN ({ids})`,
 	insertEntries: insertEntriesSQLite,
 	mergeOff:      ftsAutomerge(0),

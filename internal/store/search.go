@@ -72,7 +72,7 @@ type HitRegion struct {
 }
 
 // hitRegions fills Hit.Regions: one query over the hits' chart entries
-// (the index of entries by video), newest capture last.
+// (dialect.hitEntries), newest capture last.
 func (s *Store) hitRegions(ctx context.Context, hits []Hit) error {
 	ids := make([]any, len(hits))
 	byID := make(map[string]int, len(hits))
@@ -84,7 +84,7 @@ func (s *Store) hitRegions(ctx context.Context, hits []Hit) error {
 	err := each(ctx, s.db, `
 SELECT v.id, c.region, e.rank, c.captured_at
 FROM videos v
-JOIN entries e ON `+s.d.onVideo("v.rowid")+`
+JOIN `+s.d.hitEntries+`
 JOIN captures c ON c.id = e.capture_id
 WHERE v.id IN `+valueRows(1, len(ids))+` AND c.kind = 'chart'
 ORDER BY v.id, c.region, c.captured_at, c.id`, ids, func(rows *sql.Rows) error {
