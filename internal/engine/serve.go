@@ -12,8 +12,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/trendfetch/trendfetch/internal/metrics"
 	"github.com/trendfetch/trendfetch/internal/quota"
 	"github.com/trendfetch/trendfetch/internal/regions"
@@ -245,21 +243,15 @@ func (e *Engine) serveRateLimit() (serve.RateLimit, error) {
 	if rl.Limit < 0 {
 		return serve.RateLimit{}, nil
 	}
-	window := rl.Window.Std()
-	var l serve.Limiter
-	var err error
-	if e.cfg.Quota.Backend == "redis" {
-		var c redis.UniversalClient
-		if c, err = e.openRedisClient(); err == nil {
-			if l, err = serve.NewRedisCounter(c, rl.Limit, window); err != nil {
-				c.Close()
-			}
-		}
-	} else {
-		l, err = serve.NewCounter(rl.Limit, window, nil)
+	rate := serve.RateLimit{Limit: rl.Limit, Window: rl.Window.Std(), Key: rl.Key}
+	if e.cfg.Quota.Backend != "redis" {
+		rate.Limiter = serve.NewCounter(rate.Limit, rate.Window, nil)
+		return rate, nil
 	}
+	c, err := e.openRedisClient()
 	if err != nil {
 		return serve.RateLimit{}, fmt.Errorf("serve.rate_limit: %w", err)
 	}
-	return serve.RateLimit{Limiter: l, Limit: rl.Limit, Window: window, Key: rl.Key}, nil
+	rate.Limiter = serve.NewRedisCounter(c, rate.Limit, rate.Window)
+	return rate, nil
 }

@@ -114,10 +114,7 @@ func serveDB(b *testing.B, db string, limited bool) string {
 	b.Cleanup(func() { st.Close() })
 	o := Options{Store: st, Log: zerolog.Nop()}
 	if limited {
-		rl, err := NewCounter(math.MaxInt32, time.Minute, nil)
-		if err != nil {
-			b.Fatal(err)
-		}
+		rl := NewCounter(math.MaxInt32, time.Minute, nil)
 		o.RateLimit = RateLimit{Limiter: rl, Limit: math.MaxInt32, Window: time.Minute, Key: "ip"}
 	}
 	ts := httptest.NewServer(Handler(o))
@@ -308,19 +305,13 @@ func BenchmarkRegionsWithAndWithoutRateLimit(b *testing.B) {
 // BenchmarkRateLimitDecision is the counter's decision alone (in memory and
 // in one local redis-server), for 250 clients at 60 requests a minute.
 func BenchmarkRateLimitDecision(b *testing.B) {
-	counter, err := NewCounter(60, time.Minute, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
+	counter := NewCounter(60, time.Minute, nil)
 	srv := redistest.Start(b)
 	rc, err := redisconn.New(srv.URL(), nil, redisconn.Sentinel{})
 	if err != nil {
 		b.Fatal(err)
 	}
-	redisCounter, err := NewRedisCounter(rc, 60, time.Minute)
-	if err != nil {
-		b.Fatal(err)
-	}
+	redisCounter := NewRedisCounter(rc, 60, time.Minute)
 	defer redisCounter.Close()
 	for _, l := range []struct {
 		name string

@@ -290,10 +290,7 @@ func failGB(t *testing.T, db string) string {
 func TestDashboardSaysWhenRateLimited(t *testing.T) {
 	db, lim := shared(t)
 	clk := &clock{now: time.Date(2026, 3, 2, 12, 0, 0, 0, time.UTC)}
-	rl, err := NewCounter(2, time.Minute, clk.Now)
-	if err != nil {
-		t.Fatal(err)
-	}
+	rl := NewCounter(2, time.Minute, clk.Now)
 	f := start(t, db, lim, func(o *Options) { o.RateLimit = RateLimit{Limiter: rl, Limit: 2, Window: time.Minute, Key: "ip"} })
 
 	ctx := browser(t, 1280)

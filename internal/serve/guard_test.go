@@ -200,7 +200,7 @@ func TestIPv6ClientsAreKeyedBy64(t *testing.T) {
 		}
 	}
 	// Through the handler: a /64 spends one budget.
-	rl, _ := NewCounter(3, time.Minute, nil)
+	rl := NewCounter(3, time.Minute, nil)
 	h := Handler(Options{Store: nil, RateLimit: RateLimit{Limiter: rl, Limit: 3, Window: time.Minute, Key: "ip"}, Log: zerolog.Nop()})
 	codes := ""
 	for i := range 4 {

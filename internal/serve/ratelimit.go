@@ -4,7 +4,6 @@ import (
 	"context"
 	_ "embed"
 	"fmt"
-	"math"
 	"net"
 	"strings"
 	"sync"
@@ -71,17 +70,6 @@ func counterDecide(st counterState, nowMS, windowMS, limit int64) (counterState,
 // ceilDiv is a/b rounded up, for a >= 0 and b > 0.
 func ceilDiv(a, b int64) int64 { return (a + b - 1) / b }
 
-// checkCounter validates a counter's limit and window.
-func checkCounter(limit int64, window time.Duration) error {
-	if limit < 1 || limit > math.MaxInt32 {
-		return fmt.Errorf("rate limit %d: want 1 to %d requests per window", limit, math.MaxInt32)
-	}
-	if window < time.Millisecond || limit*window.Milliseconds() > 1<<53 {
-		return fmt.Errorf("rate limit window %s: want at least 1ms, and limit x window under 2^53 ms", window)
-	}
-	return nil
-}
-
 // memoryCounter keeps the counters of one instance; a client's state is
 // swept at the first decision of the second window after its own.
 type memoryCounter struct {
@@ -93,16 +81,14 @@ type memoryCounter struct {
 	swept   int64 // window index of the last sweep
 }
 
-// NewCounter returns the in-memory sliding-window counter of limit requests
-// per client per window; now is its clock (nil: time.Now).
-func NewCounter(limit int64, window time.Duration, now func() time.Time) (Limiter, error) {
-	if err := checkCounter(limit, window); err != nil {
-		return nil, err
-	}
+// NewCounter returns the in-memory sliding-window counter of limit requests per client per window
+// (within serve.rate_limit's bounds, which config checks: 1 to 2^31-1 requests, window at least
+// 1ms, limit x window under 2^53 ms); now is its clock (nil: time.Now).
+func NewCounter(limit int64, window time.Duration, now func() time.Time) Limiter {
 	if now == nil {
 		now = time.Now
 	}
-	return &memoryCounter{limit: limit, windowMS: window.Milliseconds(), now: now, clients: map[string]counterState{}}, nil
+	return &memoryCounter{limit: limit, windowMS: window.Milliseconds(), now: now, clients: map[string]counterState{}}
 }
 
 func (m *memoryCounter) Allow(_ context.Context, key string) (Decision, error) {
@@ -139,13 +125,11 @@ type redisCounter struct {
 	windowMS int64
 }
 
-// NewRedisCounter returns the sliding-window counter of limit requests per client per window in
-// Redis (one ratelimit.lua call per decision, on the server's clock). Close closes client.
-func NewRedisCounter(client redis.UniversalClient, limit int64, window time.Duration) (Limiter, error) {
-	if err := checkCounter(limit, window); err != nil {
-		return nil, err
-	}
-	return &redisCounter{client: client, limit: limit, windowMS: window.Milliseconds()}, nil
+// NewRedisCounter returns the sliding-window counter of limit requests per client per window
+// (NewCounter's bounds) in Redis (one ratelimit.lua call per decision, on the server's clock).
+// Close closes client.
+func NewRedisCounter(client redis.UniversalClient, limit int64, window time.Duration) Limiter {
+	return &redisCounter{client: client, limit: limit, windowMS: window.Milliseconds()}
 }
 
 func (r *redisCounter) Allow(ctx context.Context, key string) (Decision, error) {

@@ -34,10 +34,7 @@ func counterBackends(t *testing.T) []counterBackend {
 		{
 			name: "memory",
 			build: func(t *testing.T, limit int64, window time.Duration) Limiter {
-				l, err := NewCounter(limit, window, clk.Now)
-				if err != nil {
-					t.Fatal(err)
-				}
+				l := NewCounter(limit, window, clk.Now)
 				return l
 			},
 			advance: func(d time.Duration) { clk.Set(clk.Now().Add(d)) },
@@ -57,10 +54,7 @@ func counterBackends(t *testing.T) []counterBackend {
 				if err != nil {
 					t.Fatal(err)
 				}
-				l, err := NewRedisCounter(client, limit, window)
-				if err != nil {
-					t.Fatal(err)
-				}
+				l := NewRedisCounter(client, limit, window)
 				t.Cleanup(func() { l.Close() })
 				return l
 			},
@@ -142,7 +136,7 @@ func TestCounterRetryAfterIsNeverEarly(t *testing.T) {
 		window := time.Duration(1+rng.IntN(120)) * time.Second
 		t0 := time.Date(2026, 3, 2, 12, 0, 0, 0, time.UTC).Add(time.Duration(rng.Int64N(int64(window))))
 		clk := &clock{now: t0}
-		l, _ := NewCounter(limit, window, clk.Now)
+		l := NewCounter(limit, window, clk.Now)
 		// Some traffic spread over the previous window, then a burst.
 		for range rng.IntN(int(limit) + 1) {
 			clk.Set(clk.Now().Add(time.Duration(rng.Int64N(int64(window) / (limit + 1)))))
@@ -202,7 +196,7 @@ func TestCounterErrorAgainstTheLog(t *testing.T) {
 	for _, p := range patterns {
 		rng := rand.New(rand.NewPCG(7, 7))
 		clk := &clock{now: time.Date(2026, 3, 2, 12, 0, 59, 0, time.UTC)}
-		counter, _ := NewCounter(limit, window, clk.Now)
+		counter := NewCounter(limit, window, clk.Now)
 		var admitted []time.Time // by the counter
 		var counterMax int
 		var nLog, nCounter, differ, n int
@@ -261,7 +255,7 @@ func BenchmarkCounterMemory(b *testing.B) {
 			var m0, m1 runtime.MemStats
 			runtime.ReadMemStats(&m0)
 			rss0 := procStatusMB("VmRSS:")
-			l, _ := NewCounter(60, time.Minute, nil)
+			l := NewCounter(60, time.Minute, nil)
 			for _, k := range keys {
 				l.Allow(context.Background(), k)
 			}
@@ -279,10 +273,7 @@ func BenchmarkCounterMemory(b *testing.B) {
 func BenchmarkCounterRedisKeys(b *testing.B) {
 	srv := redistest.Start(b)
 	client := redis.NewClient(&redis.Options{Addr: srv.Addr})
-	l, err := NewRedisCounter(client, 60, time.Minute)
-	if err != nil {
-		b.Fatal(err)
-	}
+	l := NewRedisCounter(client, 60, time.Minute)
 	defer l.Close()
 	ctx := context.Background()
 	const clients = 10_000

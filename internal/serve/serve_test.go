@@ -119,10 +119,7 @@ func start(t *testing.T, db string, lim *quota.Limiter, edit func(*Options)) *fi
 	}
 	t.Cleanup(func() { st.Close() })
 	clk := &clock{now: time.Date(2026, 3, 2, 12, 0, 0, 0, time.UTC)}
-	rl, err := NewCounter(60, time.Minute, clk.Now)
-	if err != nil {
-		t.Fatal(err)
-	}
+	rl := NewCounter(60, time.Minute, clk.Now)
 	o := Options{
 		Store: st,
 		Quota: func(ctx context.Context) []quota.Status { return []quota.Status{lim.Status(ctx, "proj")} },
@@ -502,10 +499,7 @@ func TestInstancesShareABudgetThroughRedis(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		rl, err := NewRedisCounter(client, 10, time.Minute)
-		if err != nil {
-			t.Fatal(err)
-		}
+		rl := NewRedisCounter(client, 10, time.Minute)
 		t.Cleanup(func() { rl.Close() })
 		f := start(t, db, lim, func(o *Options) { o.RateLimit = RateLimit{Limiter: rl, Limit: 10, Window: time.Minute, Key: "ip"} })
 		urls = append(urls, f.url)
