@@ -35,19 +35,11 @@ type Sentinel struct {
 // parameters such as ?dial_timeout=1s win), without connecting. rawURL is go-redis ParseURL syntax.
 // With cluster ("host:port" of some nodes) it is a *redis.ClusterClient (db 0 only), with a
 // Sentinel a failover *redis.Client, both taking user, password and TLS from rawURL ("" = none);
-// otherwise rawURL is required. Errors never hold a password.
+// otherwise rawURL is required. How the Sentinel settings combine with each other, cluster and
+// rawURL is config's to check (quota.redis.sentinel, exit 2). Errors never hold a password.
 func New(rawURL string, cluster []string, cfg Sentinel) (redis.UniversalClient, error) {
-	sentinel := cfg.Master != "" || len(cfg.Addrs) > 0
-	switch {
-	case sentinel && len(cluster) > 0:
-		return nil, errors.New("redisconn: Redis Sentinel and Redis Cluster addresses cannot be combined")
-	case sentinel && cfg.Master == "":
-		return nil, errors.New("redisconn: Redis Sentinel addresses without a master name")
-	case sentinel && len(cfg.Addrs) == 0:
-		return nil, fmt.Errorf("redisconn: Redis Sentinel master %q without Sentinel addresses", cfg.Master)
-	case !sentinel && (cfg.Username != "" || cfg.Password != ""):
-		return nil, errors.New("redisconn: a Sentinel username or password without Sentinel addresses")
-	case rawURL == "" && len(cluster) == 0 && !sentinel:
+	sentinel := cfg.Master != ""
+	if rawURL == "" && len(cluster) == 0 && !sentinel {
 		return nil, errors.New("redisconn: no Redis URL, no Redis Cluster and no Sentinel addresses")
 	}
 	o := &redis.Options{}
@@ -55,9 +47,6 @@ func New(rawURL string, cluster []string, cfg Sentinel) (redis.UniversalClient, 
 		var err error
 		if o, err = redis.ParseURL(rawURL); err != nil {
 			return nil, fmt.Errorf("redisconn: invalid Redis URL %s: %s", redact(rawURL), URLProblem(rawURL))
-		}
-		if sentinel && o.Network == "unix" {
-			return nil, fmt.Errorf("redisconn: Redis URL %s is a unix socket, but with Sentinel the master's address comes from the Sentinels: use redis:// or rediss://", redact(rawURL))
 		}
 	}
 	o.DialTimeout = cmp.Or(o.DialTimeout, defaultDialTimeout)

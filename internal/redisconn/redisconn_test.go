@@ -63,8 +63,9 @@ func TestDefaults(t *testing.T) {
 }
 
 // TestSentinelClientOptions: the failover client gets the same
-// timeouts, retries and pool settings as the standalone client, and the
-// settings that cannot work together are refused.
+// timeouts, retries and pool settings as the standalone client (config's
+// TestRedisSentinelAndWaitValidate refuses settings that cannot work
+// together).
 func TestSentinelClientOptions(t *testing.T) {
 	plain, err := New("redis://:pw@127.0.0.1:1/2", nil, Sentinel{})
 	if err != nil {
@@ -91,24 +92,6 @@ func TestSentinelClientOptions(t *testing.T) {
 	}
 	if k(p) != k(f) {
 		t.Fatalf("failover client options %+v differ from the standalone client's %+v", k(f), k(p))
-	}
-	for _, tc := range []struct {
-		name, url string
-		cluster   []string
-		opt       Sentinel
-	}{
-		{"with cluster", "", []string{"127.0.0.1:7000"}, Sentinel{Master: "m", Addrs: []string{"127.0.0.1:26379"}}},
-		{"addrs without master", "", nil, Sentinel{Master: "", Addrs: []string{"127.0.0.1:26379"}}},
-		{"master without addrs", "", nil, Sentinel{Master: "m", Addrs: nil}},
-		{"unix socket URL", "unix:///tmp/redis.sock", nil, Sentinel{Master: "m", Addrs: []string{"127.0.0.1:26379"}}},
-		{"sentinel password without sentinel", "redis://127.0.0.1:1/0", nil, Sentinel{Password: "pw"}},
-	} {
-		if c, err := New(tc.url, tc.cluster, tc.opt); err == nil {
-			c.Close()
-			t.Errorf("%s: no error", tc.name)
-		} else {
-			t.Logf("%s: %v", tc.name, err)
-		}
 	}
 	if c, err := New("", nil, Sentinel{Master: "m", Addrs: []string{"127.0.0.1:26379"}}); err != nil {
 		t.Errorf("sentinel without a URL (no password): %v", err)
