@@ -117,19 +117,20 @@ func (p *pgSearch) conds(groups [][]string, exclude []string) (join, where strin
 	return join, b.String()
 }
 
-// ranked is a search statement: the searchCandidates newest cands (video_rowid and what score
-// needs) filtered by join and where, ordered by score then rowid in order (ranked false: newest
-// first), the first limit joined to their videos: only the winners are joined.
-func (p *pgSearch) ranked(cands, score, order string, ranked bool, join, where string) string {
-	order = `score, c.video_rowid ` + order
+// ranked is a search statement: the searchCandidates newest cands (video_rowid, score and what
+// where needs) filtered by join and where, ordered by score then rowid in order (ranked false:
+// newest first), the first limit joined to their videos: only the winners are joined. Scored
+// as they are read, the candidates are sorted without their tsvector (twice as fast).
+func (p *pgSearch) ranked(cands, order string, ranked bool, join, where string) string {
+	order = `c.score, c.video_rowid ` + order
 	if !ranked {
 		order = `c.video_rowid DESC`
 	}
-	outer := strings.NewReplacer("score", "r.score", "c.", "r.").Replace(order)
+	outer := strings.ReplaceAll(order, "c.", "r.")
 	return `
 SELECT v.id, v.title, v.channel_title, st.last_seen_at, r.score, v.tags, v.description
 FROM (
-    SELECT c.video_rowid, ` + score + ` AS score
+    SELECT c.video_rowid, c.score
     FROM (` + cands + `
           ORDER BY video_rowid DESC LIMIT ` + p.arg(searchCandidates) + `) c` + join + `
     WHERE TRUE` + where + `
@@ -143,8 +144,8 @@ ORDER BY ` + outer
 func (p *pgSearch) wordSQL(q string, exclude []string) string {
 	tq := p.arg(q) + `::tsquery`
 	join, where := p.conds(nil, exclude)
-	return p.ranked(`SELECT video_rowid, doc FROM video_search WHERE doc @@ `+tq,
-		`-ts_rank_cd(`+pgRank+`, c.doc, `+tq+`)::float8`, "ASC", true, join, where)
+	return p.ranked(`SELECT video_rowid, -ts_rank_cd(`+pgRank+`, doc, `+tq+`)::float8 AS score
+          FROM video_search WHERE doc @@ `+tq, "ASC", true, join, where)
 }
 
 // substrSQL is the substring search of the long groups (folded), short ones and exclusions not
@@ -158,8 +159,8 @@ func (p *pgSearch) substrSQL(long [][]qterm, short [][]string, not []qterm, fill
 			s := p.f[q.text].folded
 			or = append(or, `s.tri LIKE `+p.arg("%"+likeEscaper.Replace(s)+"%"))
 			a := p.arg(s)
-			score = append(score, `CASE WHEN strpos(split_part(c.tri, E'\n', 1), `+a+`) > 0 THEN 10
-                 WHEN strpos(c.tri, `+a+`) > 0 THEN 3 ELSE 0 END`)
+			score = append(score, `CASE WHEN strpos(split_part(s.tri, E'\n', 1), `+a+`) > 0 THEN 10
+                 WHEN strpos(s.tri, `+a+`) > 0 THEN 3 ELSE 0 END`)
 		}
 		match = append(match, "("+strings.Join(or, " OR ")+")")
 	}
@@ -168,11 +169,13 @@ func (p *pgSearch) substrSQL(long [][]qterm, short [][]string, not []qterm, fill
 		exclude = nil
 	}
 	join, where := p.conds(short, exclude)
+	doc := ""
 	if fill && len(not) > 0 {
+		doc = ", s.doc"
 		where += ` AND NOT c.doc @@ ` + p.arg(tsquery(terms{and: [][]qterm{not}}, p.f, false)) + `::tsquery`
 	}
-	return p.ranked(`SELECT s.video_rowid, s.tri, s.doc FROM video_search s WHERE `+strings.Join(match, " AND "),
-		`-(`+strings.Join(score, " + ")+`)::float8`, "DESC", !fill, join, where)
+	return p.ranked(`SELECT s.video_rowid, -(`+strings.Join(score, " + ")+`)::float8 AS score`+doc+`
+          FROM video_search s WHERE `+strings.Join(match, " AND "), "DESC", !fill, join, where)
 }
 
 // pgSearcher runs a plan's lookups on video_search; each hit has the
