@@ -39,8 +39,7 @@ type leaseJSON struct {
 	ExpiresAt   time.Time `json:"expires_at"`
 }
 
-// leaseOptions is what `lease list` or `lease release` was asked (its
-// flags) and where it writes.
+// leaseOptions is what `lease list` or `lease release` was asked (its flags) and where it writes.
 type leaseOptions struct {
 	io          ioStreams
 	engine      *engine.Engine

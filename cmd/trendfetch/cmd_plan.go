@@ -18,8 +18,7 @@ import (
 // to fix); the table above it says which bucket.
 var errPlan = exitcode.New(exitcode.Usage, "the configuration does not fit its quota")
 
-// planOptions is what `plan` was asked (its flags), the configuration it
-// plans and where it writes.
+// planOptions is what `plan` was asked (its flags), the configuration it plans and where it writes.
 type planOptions struct {
 	io             ioStreams
 	cfg            *config.Config

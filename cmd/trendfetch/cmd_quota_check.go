@@ -99,8 +99,7 @@ func (o *quotaOptions) checkCalls(cmdLine string) error {
 		"--method %q: not in the cost table (quota.costs has %s)", termtext.Clip(o.method, 80), strings.Join(known, ", "))
 }
 
-// methodOf returns the shortest of known that is prefix and a dot
-// ("search" -> search.list), or "".
+// methodOf returns the shortest of known that is prefix and a dot ("search" -> search.list), or "".
 func methodOf(prefix string, known []string) string {
 	best := ""
 	for _, k := range known {

@@ -92,9 +92,8 @@ func printRuns(s ioStreams, runs []store.Run) error {
 	return tw.Flush()
 }
 
-// shortReason is a run's reason for the table (`runs --json` has it all):
-// URLs replaced by their host and path, control characters made visible,
-// at most 72 characters (termtext.Clip).
+// shortReason is a run's reason for the table (`runs --json` has it all): URLs replaced by their
+// host and path, control characters made visible, at most 72 characters (termtext.Clip).
 func shortReason(reason string) string {
 	reason = urlRE.ReplaceAllStringFunc(reason, func(raw string) string {
 		u, err := url.Parse(strings.Trim(raw, `"'`))

@@ -11,9 +11,8 @@ import (
 	"github.com/trendfetch/trendfetch/internal/termtext"
 )
 
-// ioStreams is where a command writes: stdout and stderr (scrubbed of
-// secrets in the process) and whether each is a terminal. Tests give
-// buffers.
+// ioStreams is where a command writes: stdout and stderr (scrubbed of secrets in the process) and
+// whether each is a terminal. Tests give buffers.
 type ioStreams struct {
 	stdout, stderr       io.Writer
 	stdoutTTY, stderrTTY bool // terminals: console logs; search's bold, video's sparkline
@@ -46,8 +45,7 @@ func csvInt(p *int64) string {
 	return strconv.FormatInt(*p, 10)
 }
 
-// humanInt writes a statistic for people: "-" when unknown, else grouped
-// by thousands (1,234,567).
+// humanInt writes a statistic for people: "-" when unknown, else grouped by thousands (1,234,567).
 func humanInt(p *int64) string {
 	if p == nil {
 		return "-"

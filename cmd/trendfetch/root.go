@@ -204,9 +204,8 @@ func (a *app) loadConfig() error {
 	return nil
 }
 
-// newLogger writes JSON to w, or the console format (jsonLogs), coloured
-// on a terminal unless NO_COLOR is set (no-color.org). Events are stamped
-// in UTC (Main sets zerolog.TimestampFunc).
+// newLogger writes JSON to w, or the console format (jsonLogs), coloured on a terminal unless
+// NO_COLOR is set (no-color.org). Events are stamped in UTC (Main sets zerolog.TimestampFunc).
 func newLogger(w io.Writer, lc config.Log, tty bool) zerolog.Logger {
 	level, err := zerolog.ParseLevel(lc.Level)
 	if err != nil {
