@@ -52,7 +52,7 @@ type Hit struct {
 	Highlights [][2]int
 	// Score is lower for better hits, comparable within one query and
 	// index only (bm25, or minus ts_rank_cd on PostgreSQL: docs/api.md; 0
-	// for a trigram fill-up hit on SQLite, unranked).
+	// for an unranked hit on SQLite: docs/design.md §6).
 	Score float64
 	// LastSeen is the latest capture time of the video.
 	LastSeen time.Time

@@ -78,12 +78,13 @@ ORDER BY ` + outer
 // exclusions, empty: none) replaces ?9, read once over the candidates' range. The fill-up looks no
 // lower than scanFrom of its looser match (?11, looseSubstrings, among the newest ?12). The word
 // search's ?10, when not empty, is a filter over its candidates (a phrase or an exclusion: ?1 is
-// then its looseMatch, see words).
+// then its looseMatch, see words); newestSQL is the word search unranked, newest first.
 var (
-	wordSQL = searchSQL("videos_fts", 16, "0", `
+	wordFilter = `
       AND (?10 = '' OR +rowid IN (
-            SELECT rowid FROM videos_fts WHERE videos_fts MATCH ?10 AND rowid >= `+boundSQL("videos_fts", "0")+`))`,
-		"rank", "f.score, f.rid")
+            SELECT rowid FROM videos_fts WHERE videos_fts MATCH ?10 AND rowid >= ` + boundSQL("videos_fts", "0") + `))`
+	wordSQL    = searchSQL("videos_fts", 16, "0", wordFilter, "rank", "f.score, f.rid")
+	newestSQL  = searchSQL("videos_fts", 16, "0", wordFilter, "rowid DESC", "f.rid DESC")
 	trigramSQL = searchSQL("videos_tri", 24, "0", "", "rank", "f.score, f.rid")
 	fillFrom   = scanFrom("videos_tri", "?11", "?12")
 	fillSQL    = searchSQL("videos_tri", 24, fillFrom, `
@@ -108,13 +109,30 @@ func newSQLiteSearcher(_ context.Context, db *sql.DB, a searchArgs) (searcher, e
 // words ranks a phrase or an exclusion by bm25 of its looseMatch, its candidates the newest
 // matches of that, and filters them by its own match: bm25 counts the rows holding each phrase of
 // the MATCH over the whole index, reading a phrase's positions in every row holding its words.
+// A match of common terms only (common) is not ranked (docs/design.md §6).
 func (x *sqliteSearcher) words(ctx context.Context, l wordLookup) ([]Hit, error) {
 	match, filter := renderMatch(l.terms, l.allPrefix), ""
 	if loose := looseMatch(l.terms, l.allPrefix); loose != "" {
 		match, filter = loose, match
 	}
-	return x.query(ctx, wordSQL, match, "[]", jsonText(l.subs), filter)
+	query := wordSQL
+	if !slices.ContainsFunc(l.terms.and, func(g []qterm) bool { return len(g) > 1 }) {
+		var common bool
+		if err := x.db.QueryRowContext(ctx, commonSQL, match, searchCandidates).Scan(&common); err != nil {
+			return nil, searchErr(x.a.text, err)
+		}
+		if common {
+			query = newestSQL
+		}
+	}
+	return x.query(ctx, query, match, "[]", jsonText(l.subs), filter)
 }
+
+// commonSQL reports whether the AND-ed terms ?1 match more than ?2 of the 2 x ?2 newest videos (by
+// rowid), so each term more than half of them: bm25 would weigh them all at its floor and count
+// their rows over the whole index.
+const commonSQL = `SELECT count(*) > ?2 FROM videos_fts
+WHERE videos_fts MATCH ?1 AND rowid > (SELECT max(rowid) FROM videos) - 2 * ?2`
 
 // substrings keeps exclusions out of the trigram MATCH, where bm25 would
 // count each excluded phrase's rows over the whole index.

@@ -166,6 +166,42 @@ func testSearchPhraseFilter(t *testing.T, s *Store) {
 	}
 }
 
+// TestSearchCommonTermsNewestFirst: on SQLite a match of AND-ed terms each in more than half of
+// the newest videos is not ranked (bm25 would count their rows over the whole index): its
+// candidates newest first, score 0, a phrase still filtering them; other queries are ranked.
+func TestSearchCommonTermsNewestFirst(t *testing.T) {
+	s, _ := openTest(t)
+	defer func(n int) { searchCandidates = n }(searchCandidates)
+	searchCandidates = 10
+	vs := make([]Video, 30)
+	for i := range vs {
+		vs[i] = Video{ID: fmt.Sprintf("v-%02d", i), Title: fmt.Sprintf("common word clip %d", i)}
+		if i%2 == 1 {
+			vs[i].Title = fmt.Sprintf("word common clip %d", i)
+		}
+		if i < 5 {
+			vs[i].Title += " rare"
+		}
+	}
+	if err := s.SaveSnapshot(context.Background(), Snapshot{RunID: startRun(t, s, "US"), Region: "US", FirstRank: 1, Videos: vs, At: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	for q, want := range map[string]string{
+		"common":        "v-29 v-28 v-27 v-26 v-25",
+		`"common word"`: "v-28 v-26 v-24 v-22 v-20", // no trigram fill-up: the limit is reached
+	} {
+		hits := search(t, s, SearchQuery{Text: q, Limit: 5})
+		if got := strings.Join(hitIDs(hits), " "); got != want || hits[0].Score != 0 {
+			t.Errorf("%q: %s (score %v), want %s newest first, score 0", q, got, hits[0].Score, want)
+		}
+	}
+	for _, q := range []string{"rare", "common rare", "common OR rare"} {
+		if hits := search(t, s, SearchQuery{Text: q}); len(hits) == 0 || hits[0].Score == 0 {
+			t.Errorf("%q: %v, score 0 or no hit, want ranked hits", q, hitIDs(hits))
+		}
+	}
+}
+
 // marked returns the highlighted parts of h's snippet, joined by "|".
 func marked(h Hit) string {
 	text := []rune(h.Snippet)
