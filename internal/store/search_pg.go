@@ -40,14 +40,43 @@ func (p *pgSearch) arg(v any) string {
 	return fmt.Sprintf("$%d", len(p.args))
 }
 
-// pgFold cuts and folds the texts of t's terms in one round trip, by the
-// SQL functions that cut the stored text.
+// pgFold cuts and folds the texts of t's terms: by foldPlain, else in one round trip by the SQL
+// functions that cut the stored text.
 func pgFold(ctx context.Context, db *sql.DB, t terms) (map[string]pgTerm, error) {
-	all := texts(append(slices.Concat(t.and...), t.not...))
-	out := make(map[string]pgTerm, len(all))
-	return out, each(ctx, db, `
+	out := map[string]pgTerm{}
+	var rest []string
+	for _, x := range texts(append(slices.Concat(t.and...), t.not...)) {
+		if f, ok := foldPlain(x); ok {
+			out[x] = f
+		} else {
+			rest = append(rest, x)
+		}
+	}
+	if len(rest) == 0 {
+		return out, nil
+	}
+	return out, foldSQL(ctx, db, rest, out)
+}
+
+// foldPlain is a text's pgTerm when each of its characters is an ASCII letter, digit or space,
+// a kana or a unified Han ideograph: search_fold only lower-cases those, search_tokens cuts
+// at the spaces (TestFoldPlain compares it with them).
+func foldPlain(x string) (pgTerm, bool) {
+	for _, r := range x {
+		if !(r < utf8.RuneSelf && (r == ' ' || wordChar(r)) || 0x3041 <= r && r <= 0x3096 ||
+			0x30A1 <= r && r <= 0x30FA || r == 0x30FC || 0x4E00 <= r && r <= 0x9FFF) {
+			return pgTerm{}, false
+		}
+	}
+	folded := strings.ToLower(x)
+	return pgTerm{words: strings.Fields(folded), folded: folded}, true
+}
+
+// foldSQL cuts and folds xs into out by the SQL functions.
+func foldSQL(ctx context.Context, db *sql.DB, xs []string, out map[string]pgTerm) error {
+	return each(ctx, db, `
 SELECT x, search_fold(x), coalesce((SELECT string_agg(word, ' ' ORDER BY n) FROM search_tokens(x)), '')
-FROM jsonb_array_elements_text($1::jsonb) AS u(x)`, []any{jsonText(all)}, func(rows *sql.Rows) error {
+FROM jsonb_array_elements_text($1::jsonb) AS u(x)`, []any{jsonText(xs)}, func(rows *sql.Rows) error {
 		var x, folded, words string
 		err := rows.Scan(&x, &folded, &words)
 		out[x] = pgTerm{words: strings.Fields(words), folded: folded}

@@ -289,3 +289,34 @@ func TestSearchPageEngines(t *testing.T) {
 		}
 	})
 }
+
+// TestFoldPlain: for every character foldPlain takes (alone, and in texts
+// mixing them with spaces), it cuts and folds as the SQL functions do; it
+// refuses characters next to them that fold or cut otherwise.
+func TestFoldPlain(t *testing.T) {
+	s := openPG(t)
+	xs := []string{"Tokyo 東京 ラーメン", "  ABC  def ", "ヴァ ゔ が FAPO9x", ""}
+	for r := rune(0); r <= 0x9FFF; r++ {
+		if _, ok := foldPlain(string(r)); ok {
+			xs = append(xs, string(r))
+		}
+	}
+	if len(xs) < 21_000 {
+		t.Fatalf("foldPlain takes %d characters", len(xs))
+	}
+	want := map[string]pgTerm{}
+	if err := foldSQL(context.Background(), s.db, xs, want); err != nil {
+		t.Fatal(err)
+	}
+	for _, x := range xs {
+		got, ok := foldPlain(x)
+		if w := want[x]; !ok || got.folded != w.folded || !slices.Equal(got.words, w.words) {
+			t.Errorf("%q: foldPlain %+v %v, SQL %+v", x, got, ok, w)
+		}
+	}
+	for _, x := range []string{"É", "・", "か\u3099", "ｱ", "\uF900", "Ⅻ", "a-b", "ß"} {
+		if _, ok := foldPlain(x); ok {
+			t.Errorf("foldPlain takes %q", x)
+		}
+	}
+}
