@@ -264,7 +264,8 @@ func (x *pgSearcher) query(ctx context.Context, p *pgSearch, query string, words
 }
 
 // foldRune is r as search_fold compares it: lower case, a diacritic
-// (U+0300-U+036F after NFD) removed, other decompositions kept whole.
+// (U+0300-U+036F after NFD) removed, other decompositions kept whole. It
+// allocates nothing: snippets fold every character of each hit's columns.
 func foldRune(r rune) rune {
 	if r < utf8.RuneSelf { // ASCII: no decomposition to look up
 		if 'A' <= r && r <= 'Z' {
@@ -273,13 +274,18 @@ func foldRune(r rune) rune {
 		return r
 	}
 	r = unicode.ToLower(r)
-	d := []rune(norm.NFD.String(string(r)))
-	for _, m := range d[1:] {
+	var b [utf8.UTFMax]byte
+	d := norm.NFD.Properties(b[:utf8.EncodeRune(b[:], r)]).Decomposition()
+	if d == nil {
+		return r
+	}
+	first, n := utf8.DecodeRune(d)
+	for _, m := range string(d[n:]) {
 		if m < 0x300 || m > 0x36f {
 			return r
 		}
 	}
-	return d[0]
+	return first
 }
 
 // wordChar is (nearly) a character search_tokens keeps in words.
@@ -321,9 +327,25 @@ func wordSnippet(cols []string, t terms, f map[string]pgTerm, tokens int) (strin
 	return window(rs, start, end, marks)
 }
 
-// snippetMatcher reports whether a folded word matches t's words (f: their
-// folded words), the last word of a prefix term as a prefix.
-func snippetMatcher(t terms, f map[string]pgTerm) func(w string) bool {
+// wordMatcher is the folded words a snippet highlights, and those it highlights as prefixes.
+type wordMatcher struct{ want, prefixes []string }
+
+// match reports whether folded word w matches (w does not escape: no copy is allocated).
+func (m wordMatcher) match(w string) bool {
+	if slices.Contains(m.want, w) {
+		return true
+	}
+	for _, p := range m.prefixes {
+		if strings.HasPrefix(w, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// snippetMatcher is the wordMatcher of t's words (f: their folded words), the last word of a
+// prefix term as a prefix.
+func snippetMatcher(t terms, f map[string]pgTerm) wordMatcher {
 	var want, prefixes []string
 	for _, q := range slices.Concat(t.and...) {
 		for i, w := range f[q.text].words {
@@ -334,14 +356,12 @@ func snippetMatcher(t terms, f map[string]pgTerm) func(w string) bool {
 			}
 		}
 	}
-	return func(w string) bool {
-		return slices.Contains(want, w) || slices.ContainsFunc(prefixes, func(p string) bool { return strings.HasPrefix(w, p) })
-	}
+	return wordMatcher{want: want, prefixes: prefixes}
 }
 
-// columnWords is the words of rs and those match keeps, as rune offsets.
-func columnWords(rs []rune, match func(string) bool) (words, marks [][2]int) {
-	var fw []rune // the folded word being read
+// columnWords is the words of rs and those m matches, as rune offsets.
+func columnWords(rs []rune, m wordMatcher) (words, marks [][2]int) {
+	var fw []byte // the folded word being read, UTF-8
 	for i := 0; i < len(rs); {
 		if !wordChar(rs[i]) {
 			i++
@@ -350,11 +370,11 @@ func columnWords(rs []rune, match func(string) bool) (words, marks [][2]int) {
 		j := i
 		fw = fw[:0]
 		for j < len(rs) && wordChar(rs[j]) {
-			fw = append(fw, foldRune(rs[j]))
+			fw = utf8.AppendRune(fw, foldRune(rs[j]))
 			j++
 		}
 		words = append(words, [2]int{i, j})
-		if match(string(fw)) {
+		if m.match(string(fw)) {
 			marks = append(marks, [2]int{i, j})
 		}
 		i = j

@@ -320,3 +320,19 @@ func TestFoldPlain(t *testing.T) {
 		}
 	}
 }
+
+// TestWordSnippetFolds: a snippet highlights the words whose folded form
+// matches: diacritics removed (Café, Ünïcödé), other decompositions kept
+// (ガ is not カ).
+func TestWordSnippetFolds(t *testing.T) {
+	f := map[string]pgTerm{}
+	var and [][]qterm
+	for _, w := range []string{"cafe", "unicode", "ガス"} {
+		f[w] = pgTerm{words: []string{w}, folded: w}
+		and = append(and, []qterm{{text: w}})
+	}
+	snip, marks := wordSnippet([]string{"Le Café Ünïcödé カス ガス", "", "", ""}, terms{and: and}, f, 16)
+	if want := [][2]int{{3, 7}, {8, 15}, {19, 21}}; !slices.Equal(marks, want) {
+		t.Errorf("%q: marks %v, want %v", snip, marks, want)
+	}
+}
