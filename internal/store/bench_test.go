@@ -144,10 +144,8 @@ func fillFixture(ctx context.Context, s *Store, n int, benchVocab benchText) err
 		return err
 	}
 	ts := fmtTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	var captureID int64
-	err = tx.QueryRowContext(ctx, `INSERT INTO captures (run_id, region, kind, query, captured_at) VALUES (?, 'US', 'chart', '', ?) RETURNING id`,
-		runID, ts).Scan(&captureID)
-	if err != nil {
+	if _, err = tx.ExecContext(ctx, `INSERT INTO captures (run_id, region, kind, query, captured_at) VALUES (?, 'US', 'chart', '', ?)`,
+		runID, ts); err != nil {
 		return err
 	}
 	const chunk = maxRowsPerStatement
@@ -165,10 +163,8 @@ func fillFixture(ctx context.Context, s *Store, n int, benchVocab benchText) err
 			ranked = append(ranked, *v)
 		}
 		if len(page) == chunk || i == n-1 {
-			if err := s.upsertVideos(ctx, tx, page, ts); err != nil {
-				return err
-			}
-			if err := s.d.insertEntries(ctx, s, tx, captureID, rank, ranked); err != nil {
+			p := Snapshot{RunID: runID, Region: "US", Kind: KindChart, FirstRank: rank, Videos: ranked}
+			if _, err := s.execStmts(ctx, tx, append(videoStmts(page, ts), s.d.entries(p)...)); err != nil {
 				return err
 			}
 			page, ranked, rank = page[:0], ranked[:0], rank+len(ranked)

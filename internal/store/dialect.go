@@ -64,8 +64,10 @@ type dialect struct {
 	hitEntries string
 	// deleteEntries deletes the entries of the captures {ids}; its rows affected are entries.
 	deleteEntries string
-	// insertEntries stores a page's entries in tx: capture id, first rank, the page's videos.
-	insertEntries func(ctx context.Context, s *Store, tx *sql.Tx, captureID int64, firstRank int, videos []Video) error
+	// entries are the statements that store p's entries (its capture found by entryArgs).
+	entries func(p Snapshot) []stmt
+	// savePage runs a page's statements in one transaction.
+	savePage func(ctx context.Context, s *Store, stmts []stmt) error
 }
 
 // Engine is the engine s was opened on.

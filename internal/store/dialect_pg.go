@@ -38,34 +38,56 @@ var pgDialect = &dialect{
     SELECT p.capture_id, p.first_rank + i - 1 AS rank FROM unnest(array_positions(p.video, v.rowid)) i) e`,
 	// The captures' deletion deletes their pages (ON DELETE CASCADE): this counts their entries.
 	deleteEntries: `SELECT FROM entries WHERE capture_id IN ({ids})`,
-	insertEntries: insertEntriesPG,
+	entries:       entriesPG,
+	savePage:      savePagePG,
 }
 
-// insertEntriesPG stores a page as one row of entry_pages (arrays in rank order: the videos' rowids
-// and current text versions found by id, the statistics as given). Its transaction commits
-// without waiting for the disk: the run's last commit, synchronous, makes it durable
-// (docs/design.md §10a).
-func insertEntriesPG(ctx context.Context, _ *Store, tx *sql.Tx, captureID int64, firstRank int, videos []Video) error {
-	ids, views, likes, comments := make([]string, len(videos)), make([]*int64, len(videos)), make([]*int64, len(videos)), make([]*int64, len(videos))
-	for i, v := range videos {
+// entriesPG stores p as one row of entry_pages: arrays in rank order, the videos' rowids and
+// current text versions found by id (subqueries: index lookups, as upsertStatsSQL), the
+// statistics as given. Its transaction commits without waiting for the disk: the run's last
+// commit, synchronous, makes it durable (docs/design.md §10a).
+func entriesPG(p Snapshot) []stmt {
+	n := len(p.Videos)
+	ids, views, likes, comments := make([]string, n), make([]*int64, n), make([]*int64, n), make([]*int64, n)
+	for i, v := range p.Videos {
 		ids[i], views[i], likes[i], comments[i] = v.ID, v.Views, v.Likes, v.Comments
 	}
-	// Pages of a capture are saved one at a time: its row, locked by SaveSnapshot, serialises them.
-	res, err := tx.ExecContext(ctx, `
+	return p.entryArgs([]stmt{{query: `
 WITH async AS (SELECT set_config('synchronous_commit', 'off', true))
 INSERT INTO entry_pages (capture_id, first_rank, video, text, view_count, like_count, comment_count)
-SELECT ?1::bigint, ?2::bigint, array_agg(v.rowid ORDER BY x.i), array_agg(v.text_version ORDER BY x.i), ?3::bigint[], ?4::bigint[], ?5::bigint[]
-FROM async, unnest(?6::text[]) WITH ORDINALITY AS x (id, i) JOIN videos v ON v.id = x.id
-HAVING NOT EXISTS (SELECT 1 FROM entry_pages p WHERE p.capture_id = ?1
-                   AND p.first_rank < ?2 + cardinality(?6::text[]) AND p.first_rank + cardinality(p.video) > ?2)`,
-		captureID, firstRank, views, likes, comments, ids)
+SELECT (SELECT id FROM captures c WHERE c.run_id = ?6 AND c.region = ?7 AND c.kind = ?8 AND c.query = ?9),
+       CAST(?1 AS BIGINT), array_agg((SELECT rowid FROM videos WHERE id = x.id) ORDER BY x.i),
+       array_agg((SELECT text_version FROM videos WHERE id = x.id) ORDER BY x.i),
+       CAST(?2 AS BIGINT[]), CAST(?3 AS BIGINT[]), CAST(?4 AS BIGINT[])
+FROM async, unnest(CAST(?5 AS TEXT[])) WITH ORDINALITY AS x (id, i)`, args: []any{p.FirstRank, views, likes, comments, ids}, rows: n}})
+}
+
+// savePagePG sends a page's statements in one round trip: a pgx batch, one implicit transaction
+// that an error rolls back whole.
+func savePagePG(ctx context.Context, s *Store, stmts []stmt) error {
+	conn, err := s.db.Conn(ctx)
 	if err != nil {
 		return err
 	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		return fmt.Errorf("ranks %d to %d: a page already holds one of them", firstRank, firstRank+len(videos)-1)
-	}
-	return nil
+	defer conn.Close()
+	return conn.Raw(func(dc any) error {
+		var b pgx.Batch
+		for _, x := range stmts {
+			b.Queue(rebind(x.query), x.args...)
+		}
+		res := dc.(rebindConn).Conn.Conn().SendBatch(ctx, &b)
+		defer res.Close()
+		for _, x := range stmts {
+			tag, err := res.Exec()
+			if err == nil && x.check != nil {
+				err = x.check(tag.RowsAffected())
+			}
+			if err != nil {
+				return err
+			}
+		}
+		return res.Close()
+	})
 }
 
 // lockPolicyPG takes the transaction's turn among hosts applying the policy;

@@ -31,22 +31,24 @@ var sqliteDialect = &dialect{
 	onVideo:       func(x string) string { return "e.video = " + x },
 	hitEntries:    `entries e ON e.video = v.rowid`,
 	deleteEntries: `DELETE FROM entries WHERE capture_id IN ({ids})`,
-	insertEntries: insertEntriesSQLite,
-	mergeOff:      ftsAutomerge(0),
-	mergeOn:       ftsAutomerge(4),
+	entries:       entriesSQLite,
+	savePage: func(ctx context.Context, s *Store, stmts []stmt) error {
+		return s.withTx(ctx, func(tx *sql.Tx) error { _, err := s.execStmts(ctx, tx, stmts); return err })
+	},
+	mergeOff: ftsAutomerge(0),
+	mergeOn:  ftsAutomerge(4),
 }
 
-// insertEntriesSQLite inserts a row per video of a page (its rowid and current text version
-// found by id), ranked from firstRank.
-func insertEntriesSQLite(ctx context.Context, s *Store, tx *sql.Tx, captureID int64, firstRank int, videos []Video) error {
-	_, err := execRows(ctx, s, tx, videos, func(n int) string {
+// entriesSQLite inserts a row per video of p (its rowid and current text version found by id).
+func entriesSQLite(p Snapshot) []stmt {
+	return p.entryArgs(rowStmts(p.Videos, func(n int) string {
 		return `INSERT INTO entries (capture_id, rank, video, text, view_count, like_count, comment_count)
-SELECT x.column1, x.column2, v.rowid, v.text_version, x.column4, x.column5, x.column6
-FROM (VALUES ` + valueRows(n, 6, 1, 2, 4, 5, 6) + `) AS x JOIN videos v ON v.id = x.column3`
+SELECT c.id, x.column1, v.rowid, v.text_version, x.column3, x.column4, x.column5
+FROM (VALUES ` + valueRows(n, 5, 1, 3, 4, 5) + `) AS x JOIN videos v ON v.id = x.column2 JOIN captures c
+    ON c.run_id = ? AND c.region = ? AND c.kind = ? AND c.query = ?`
 	}, func(i int, v Video) []any {
-		return []any{captureID, firstRank + i, v.ID, nullInt(v.Views), nullInt(v.Likes), nullInt(v.Comments)}
-	})
-	return err
+		return []any{p.FirstRank + i, v.ID, nullInt(v.Views), nullInt(v.Likes), nullInt(v.Comments)}
+	}))
 }
 
 // ftsAutomerge sets both FTS5 indexes' automerge to n (4: FTS5's default). Setting it first writes

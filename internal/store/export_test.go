@@ -43,7 +43,8 @@ VALUES (%d, %d, 'US', 'chart', '', '2025-01-0%dT00:00:00.000000Z', 1)`, c+1, c+1
 				views := int64((c+1)*1000000 + v)
 				page[i] = Video{ID: fmt.Sprint("v", v), Views: &views, Comments: &zero}
 			}
-			if err := s.withTx(ctx, func(tx *sql.Tx) error { return s.d.insertEntries(ctx, s, tx, int64(c+1), 1, page) }); err != nil {
+			p := Snapshot{RunID: int64(c + 1), Region: "US", Kind: KindChart, FirstRank: 1, Videos: page}
+			if err := s.withTx(ctx, func(tx *sql.Tx) error { _, err := s.execStmts(ctx, tx, s.d.entries(p)); return err }); err != nil {
 				t.Fatal(err)
 			}
 		}

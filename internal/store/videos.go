@@ -127,12 +127,15 @@ const textChanged = `(videos.title IS DISTINCT FROM excluded.title
     OR videos.thumbnail_url IS DISTINCT FROM excluded.thumbnail_url)`
 
 // upsertStatsSQL stores the statistics of n videos (id, views, likes,
-// comments, captured at), never over newer ones. ("WHERE true": INSERT ...
-// SELECT ... ON CONFLICT is ambiguous without it.)
+// comments, captured at; the videos stored), never over newer ones. A video
+// is found by a subquery: an index lookup whatever the table's statistics say
+// (a join planned on statistics older than the table scanned every video).
+// ("WHERE true": INSERT ... SELECT ... ON CONFLICT is ambiguous without it.)
 func upsertStatsSQL(n int) string {
 	return `INSERT INTO video_stats (video_rowid, view_count, like_count, comment_count, last_seen_at)
-SELECT v.rowid, CAST(x.column2 AS BIGINT), CAST(x.column3 AS BIGINT), CAST(x.column4 AS BIGINT), x.column5
-FROM (VALUES ` + valueRows(n, 5, 2, 3, 4) + `) AS x JOIN videos v ON v.id = x.column1
+SELECT (SELECT rowid FROM videos WHERE id = x.column1), CAST(x.column2 AS BIGINT), CAST(x.column3 AS BIGINT),
+       CAST(x.column4 AS BIGINT), x.column5
+FROM (VALUES ` + valueRows(n, 5, 2, 3, 4) + `) AS x
 WHERE true
 ON CONFLICT (video_rowid) DO UPDATE SET
     view_count    = excluded.view_count,
@@ -153,55 +156,79 @@ func valueRows(n, cols int, ints ...int) string {
 	return "(" + strings.Join(first, ",") + ")" + strings.Repeat(",("+strings.Repeat("?,", cols-1)+"?)", n-1)
 }
 
-// execRows runs build(n)'s multi-row statement over xs, maxRowsPerStatement
-// at a time, row giving xs[i]'s parameters; it returns the rows changed.
-func execRows[T any](ctx context.Context, s *Store, tx *sql.Tx, xs []T,
-	build func(n int) string, row func(i int, x T) []any) (int64, error) {
-	var changed int64
+// stmt is one statement of a write and the rows it writes (txStmt keeps full pages'
+// statements prepared); check, when set, judges the rows it changed.
+type stmt struct {
+	query string
+	args  []any
+	rows  int
+	check func(changed int64) error
+}
+
+// rowStmts are build(n)'s multi-row statements over xs, maxRowsPerStatement at a time, row giving
+// xs[i]'s parameters.
+func rowStmts[T any](xs []T, build func(n int) string, row func(i int, x T) []any) []stmt {
+	var out []stmt
 	for off := 0; off < len(xs); off += maxRowsPerStatement {
 		chunk := xs[off:min(len(xs), off+maxRowsPerStatement)]
-		var args []any
+		st := stmt{query: build(len(chunk)), rows: len(chunk)}
 		for i, x := range chunk {
-			args = append(args, row(off+i, x)...)
+			st.args = append(st.args, row(off+i, x)...)
 		}
-		st, err := s.txStmt(ctx, tx, build(len(chunk)), len(chunk))
+		out = append(out, st)
+	}
+	return out
+}
+
+// execStmts runs stmts in tx, each prepared by txStmt and judged by its check; it returns the
+// rows they changed.
+func (s *Store) execStmts(ctx context.Context, tx *sql.Tx, stmts []stmt) (int64, error) {
+	var changed int64
+	for _, x := range stmts {
+		st, err := s.txStmt(ctx, tx, x.query, x.rows)
 		if err != nil {
 			return changed, err
 		}
-		res, err := st.ExecContext(ctx, args...)
+		res, err := st.ExecContext(ctx, x.args...)
 		st.Close()
 		if err != nil {
 			return changed, err
 		}
 		n, _ := res.RowsAffected()
+		if x.check != nil {
+			if err := x.check(n); err != nil {
+				return changed, err
+			}
+		}
 		changed += n
 	}
 	return changed, nil
+}
+
+// execRows runs build(n)'s multi-row statements over xs in tx (rowStmts); it returns the rows
+// changed.
+func execRows[T any](ctx context.Context, s *Store, tx *sql.Tx, xs []T,
+	build func(n int) string, row func(i int, x T) []any) (int64, error) {
+	return s.execStmts(ctx, tx, rowStmts(xs, build, row))
 }
 
 // maxRowsPerStatement keeps multi-row statements well under SQLite's 32766
 // bound parameters.
 const maxRowsPerStatement = 500
 
-// upsertVideos stores the text and statistics of vs, captured at ts, two
+// videoStmts store the text and statistics of vs, captured at ts, two
 // statements per maxRowsPerStatement videos, once per id (the last given
 // wins) and in id order: PostgreSQL's ON CONFLICT cannot update a row twice
 // in one statement, and hosts locking rows in one order never deadlock.
-func (s *Store) upsertVideos(ctx context.Context, tx *sql.Tx, vs []Video, ts string) error {
+func videoStmts(vs []Video, ts string) []stmt {
 	order := lastByID(vs, videoID)
-	if _, err := execRows(ctx, s, tx, order, upsertVideosSQL, func(_ int, v *Video) []any {
+	return append(rowStmts(order, upsertVideosSQL, func(_ int, v *Video) []any {
 		return []any{v.ID, noNUL(v.Title), noNUL(v.Description), v.ChannelID, noNUL(v.ChannelTitle), noNUL(v.CategoryID),
 			noNUL(joinTags(v.Tags)), nullTime(v.PublishedAt), sql.Null[string]{V: v.Duration, Valid: v.Duration != ""},
 			noNUL(v.ThumbnailURL), ts}
-	}); err != nil {
-		return fmt.Errorf("upsert videos: %w", err)
-	}
-	if _, err := execRows(ctx, s, tx, order, upsertStatsSQL, func(_ int, v *Video) []any {
+	}), rowStmts(order, upsertStatsSQL, func(_ int, v *Video) []any {
 		return []any{v.ID, nullInt(v.Views), nullInt(v.Likes), nullInt(v.Comments), ts}
-	}); err != nil {
-		return fmt.Errorf("upsert video stats: %w", err)
-	}
-	return nil
+	})...)
 }
 
 // lastByID returns pointers to xs in id order, only the last of each id.
@@ -253,47 +280,45 @@ func (s *Store) SaveSnapshot(ctx context.Context, p Snapshot) error {
 	if err := p.check(); err != nil {
 		return err
 	}
-	runID, region, kind, query, firstRank, videos, at := p.RunID, p.Region, p.Kind, p.Query, p.FirstRank, p.Videos, p.At
-	if at.IsZero() {
-		at = time.Now()
+	if p.At.IsZero() {
+		p.At = time.Now()
 	}
-	ts := fmtTime(at)
-	err := s.withTx(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx,
-			`UPDATE runs SET pages = pages + 1, videos = videos + ? WHERE id = ?`, len(videos), runID)
-		if err != nil {
-			return err
+	if err := s.d.savePage(ctx, s, p.stmts(s.d)); err != nil {
+		if p.Kind == KindSearch {
+			return fmt.Errorf("cannot save search hits (run %d, %s, query %q, rank %d): %w", p.RunID, p.Region, p.Query, p.FirstRank, err)
 		}
-		if n, _ := res.RowsAffected(); n != 1 {
-			return fmt.Errorf("run %d: %w", runID, ErrNotFound)
-		}
-		// The natural key finds the capture a retried or concurrent write made
-		// (the no-op update makes RETURNING answer for an existing row too).
-		var captureID int64
-		if err := tx.QueryRowContext(ctx, `
-INSERT INTO captures (run_id, region, kind, query, captured_at) VALUES (?, ?, ?, ?, ?)
-ON CONFLICT (run_id, region, kind, query) DO UPDATE SET run_id = excluded.run_id
-RETURNING id`, runID, region, kind, query, ts).Scan(&captureID); err != nil {
-			return fmt.Errorf("create capture: %w", err)
-		}
-		if len(videos) == 0 {
-			return nil
-		}
-		if err := s.upsertVideos(ctx, tx, videos, ts); err != nil {
-			return err
-		}
-		if err := s.d.insertEntries(ctx, s, tx, captureID, firstRank, videos); err != nil {
-			return fmt.Errorf("insert entries: %w", err)
-		}
-		return nil
-	})
-	if err != nil {
-		if kind == KindSearch {
-			return fmt.Errorf("cannot save search hits (run %d, %s, query %q, rank %d): %w", runID, region, query, firstRank, err)
-		}
-		return fmt.Errorf("cannot save page (run %d, %s, rank %d): %w", runID, region, firstRank, err)
+		return fmt.Errorf("cannot save page (run %d, %s, rank %d): %w", p.RunID, p.Region, p.FirstRank, err)
 	}
 	return nil
+}
+
+// stmts are the statements that store p on d's engine. The capture is found by its natural key
+// (entryArgs), which also finds the one a retried or concurrent write made; a run not found
+// stores no capture (foreign key), so nothing.
+func (p Snapshot) stmts(d *dialect) []stmt {
+	ts := fmtTime(p.At)
+	stmts := []stmt{{query: `UPDATE runs SET pages = pages + 1, videos = videos + ? WHERE id = ?`,
+		args: []any{len(p.Videos), p.RunID}, check: func(n int64) error {
+			if n != 1 {
+				return fmt.Errorf("run %d: %w", p.RunID, ErrNotFound)
+			}
+			return nil
+		}}, {query: `
+INSERT INTO captures (run_id, region, kind, query, captured_at) VALUES (?, ?, ?, ?, ?)
+ON CONFLICT (run_id, region, kind, query) DO NOTHING`, args: []any{p.RunID, p.Region, p.Kind, p.Query, ts}}}
+	if len(p.Videos) == 0 {
+		return stmts
+	}
+	return append(append(stmts, videoStmts(p.Videos, ts)...), d.entries(p)...)
+}
+
+// entryArgs appends p's capture key (run id, region, kind, query) to the parameters of each of
+// stmts, which find the capture by it.
+func (p Snapshot) entryArgs(stmts []stmt) []stmt {
+	for i := range stmts {
+		stmts[i].args = append(stmts[i].args, p.RunID, p.Region, p.Kind, p.Query)
+	}
+	return stmts
 }
 
 // check refuses a page SaveSnapshot cannot store: a bad kind, query, rank,

@@ -8,7 +8,10 @@ CREATE TABLE entry_pages (
     like_count    BIGINT[] NOT NULL,
     comment_count BIGINT[] NOT NULL,
     text          BIGINT[] NOT NULL,
-    PRIMARY KEY (capture_id, first_rank)
+    PRIMARY KEY (capture_id, first_rank),
+    -- No rank stored twice: a capture's pages do not overlap (2^20 ranks a capture).
+    EXCLUDE USING gist ((int8range(capture_id * 1048576 + first_rank,
+                                   capture_id * 1048576 + first_rank + cardinality(video))) WITH &&)
 );
 
 -- Runs of consecutive ranks, cut into pages of 50 as a run saves them.
