@@ -30,7 +30,7 @@ func boundSQL(fts, from string) string {
 }
 
 // scanFrom is the rowid of the scan-th newest match of loose in fts (SQL parameters; 0 when fewer,
-// or loose empty): where a phrase or an exclusion stops being looked for, so it reads a bounded
+// or loose empty): where a phrase's trigram fill-up stops being looked for, so it reads a bounded
 // part of the index however rare its matches are.
 func scanFrom(fts, loose, scan string) string {
 	return `(CASE WHEN ` + loose + ` = '' THEN 0 ELSE coalesce((
