@@ -204,7 +204,7 @@ func (r *Runner) reserve(ctx context.Context, st *runState, method string) (quot
 			for _, c := range cs {
 				run.Units[c.Bucket] += sign * c.Units
 			}
-			if err := r.Store.RecordUsage(detached(ctx), *run); err != nil {
+			if err := detached(ctx, func(ctx context.Context) error { return r.Store.RecordUsage(ctx, *run) }); err != nil {
 				log.Warn().Err(err).Msg("cannot record the run's units so far")
 			}
 		}
@@ -260,7 +260,7 @@ func (r *Runner) spendReserve(ctx context.Context, st *runState, method string) 
 	for _, c := range cs {
 		st.run.Units[c.Bucket] += c.Units
 	}
-	if err := r.Store.RecordUsage(detached(ctx), *st.run); err != nil {
+	if err := detached(ctx, func(ctx context.Context) error { return r.Store.RecordUsage(ctx, *st.run) }); err != nil {
 		st.log.Warn().Err(err).Msg("cannot record the run's units so far")
 	}
 	st.log.Debug().Str("method", method).Msg("limiter unavailable: call spent from this host's outage reserve")

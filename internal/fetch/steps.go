@@ -90,7 +90,7 @@ func (r *Runner) save(ctx context.Context, st *runState, snap store.Snapshot, wh
 	r.scrubTexts(&snap.Query)
 	r.scrubTexts(snap.Videos)
 	snap.RunID, snap.Region, snap.At = st.run.ID, st.run.Region, r.now()
-	err := r.Store.SaveSnapshot(detached(ctx), snap)
+	err := detached(ctx, func(ctx context.Context) error { return r.Store.SaveSnapshot(ctx, snap) })
 	if err == nil {
 		st.run.Pages++
 		st.run.Videos += len(snap.Videos)
@@ -101,7 +101,9 @@ func (r *Runner) save(ctx context.Context, st *runState, snap store.Snapshot, wh
 // complete marks the run's capture of (kind, query) complete, like save.
 func (r *Runner) complete(ctx context.Context, st *runState, kind, query string) error {
 	r.scrubTexts(&query) // as save stored it
-	err := r.Store.CompleteCapture(detached(ctx), st.run.ID, st.run.Region, kind, query, r.now())
+	err := detached(ctx, func(ctx context.Context) error {
+		return r.Store.CompleteCapture(ctx, st.run.ID, st.run.Region, kind, query, r.now())
+	})
 	return r.stored(st, err, fmt.Sprintf("cannot store the end of the %s %s list", st.run.Region, kind))
 }
 
@@ -127,7 +129,7 @@ func (r *Runner) categories(ctx context.Context, st *runState) error {
 		cats = append(cats, store.Category{ID: c.Id, Title: c.Snippet.Title, Assignable: c.Snippet.Assignable})
 	}
 	r.scrubTexts(cats)
-	err = r.Store.UpsertCategories(detached(ctx), st.run.Region, cats, r.now())
+	err = detached(ctx, func(ctx context.Context) error { return r.Store.UpsertCategories(ctx, st.run.Region, cats, r.now()) })
 	return r.stored(st, err, "cannot store categories")
 }
 
@@ -185,7 +187,7 @@ func (r *Runner) channelBatch(ctx context.Context, st *runState, ids []string) e
 		}
 	}
 	r.scrubTexts(chans)
-	err = r.Store.UpsertChannels(detached(ctx), chans, r.now())
+	err = detached(ctx, func(ctx context.Context) error { return r.Store.UpsertChannels(ctx, chans, r.now()) })
 	return r.stored(st, err, "cannot store channels")
 }
 
@@ -228,7 +230,10 @@ func (r *Runner) sampleStats(ctx context.Context, st *runState) error {
 			clearOmitted(counts, s.VideoID, &s.Views, &s.Likes, &s.Comments)
 			samples = append(samples, s)
 		}
-		_, err = r.Store.SaveSamples(detached(ctx), samples, r.now())
+		err = detached(ctx, func(ctx context.Context) (err error) {
+			_, err = r.Store.SaveSamples(ctx, samples, r.now())
+			return err
+		})
 		if err := r.stored(st, err, "cannot store statistics of "+st.run.Region); err != nil {
 			return err
 		}
@@ -281,7 +286,7 @@ func (r *Runner) refreshText(ctx context.Context, st *runState) error {
 		}
 		vs := st.fetched(nil, resp.Items)
 		r.scrubTexts(vs)
-		err = r.Store.RefreshText(detached(ctx), vs, r.now())
+		err = detached(ctx, func(ctx context.Context) error { return r.Store.RefreshText(ctx, vs, r.now()) })
 		if err := r.stored(st, err, "cannot store refreshed text"); err != nil {
 			return err
 		}
