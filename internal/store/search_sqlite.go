@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"database/sql"
@@ -16,21 +17,22 @@ import (
 // searchCandidates is SearchCandidates; tests lower it.
 var searchCandidates = SearchCandidates
 
-// searchScan bounds how far a phrase's trigram fill-up looks: among the searchScan newest videos
-// holding each of its parts as a substring (looseSubstrings); tests lower it.
+// searchScan bounds how far a phrase or an exclusion is looked for: among the searchScan newest
+// videos holding every included word (looseMatch), or for the trigram fill-up each part of a
+// phrase as a substring (looseSubstrings), read without positions; tests lower it.
 var searchScan = 2 * SearchCandidates
 
-// boundSQL is the rowid of the ?3-th newest match of ?1 in fts at or above rowid from (from when
-// fewer): the candidates are the matches at or above it. Walking matches unscored and unfiltered
-// reads only the index's position lists.
-func boundSQL(fts, from string) string {
+// boundSQL is the rowid of the ?3-th newest match of match in fts at or above rowid from (from
+// when fewer): the candidates are the matches at or above it. Walking matches unscored and
+// unfiltered reads only the index's position lists.
+func boundSQL(fts, match, from string) string {
 	return `coalesce((
-            SELECT rowid FROM ` + fts + ` WHERE ` + fts + ` MATCH ?1 AND rowid >= ` + from + `
+            SELECT rowid FROM ` + fts + ` WHERE ` + fts + ` MATCH ` + match + ` AND rowid >= ` + from + `
             ORDER BY rowid DESC LIMIT 1 OFFSET ?3 - 1), ` + from + `)`
 }
 
 // scanFrom is the rowid of the scan-th newest match of loose in fts (SQL parameters; 0 when fewer,
-// or loose empty): where a phrase's trigram fill-up stops being looked for, so it reads a bounded
+// or loose empty): where a phrase or an exclusion stops being looked for, so it reads a bounded
 // part of the index however rare its matches are.
 func scanFrom(fts, loose, scan string) string {
 	return `(CASE WHEN ` + loose + ` = '' THEN 0 ELSE coalesce((
@@ -40,12 +42,12 @@ func scanFrom(fts, loose, scan string) string {
 
 // searchSQL is a search on FTS5 table fts, snippets of up to tokens tokens, where holding extra
 // conditions, ordered by order (outer: after the join): ranked inside the FTS query (docs/design.md
-// §6), so snippet() runs for the ?4 rows returned only; from is the lowest rowid looked at (SQL).
+// §6), so snippet() runs for the ?4 rows returned only; bound is the lowest rowid looked at (SQL).
 // Unless order is rank, the score is 0: bm25 would count each phrase's rows over the whole index.
 // ?1 MATCH expression, ?2 region (empty: all), ?3 candidate cap (boundSQL), ?4 limit, ?5/?6
 // highlight markers, ?7 ellipsis, ?8/?9 JSON arrays of short groups (trigramGroups, each needing a
 // term in the title or channel title) and of exclusions ('[]' skips either).
-func searchSQL(fts string, tokens int, from, extra, order, outer string) string {
+func searchSQL(fts string, tokens int, bound, extra, order, outer string) string {
 	text, score := `lower(`+fts+`.title || char(10) || `+fts+`.channel_title)`, "0.0"
 	if order == "rank" {
 		score = "rank"
@@ -55,7 +57,7 @@ SELECT v.id, v.title, v.channel_title, st.last_seen_at, f.score, f.snip
 FROM (
     SELECT rowid AS rid, ` + score + ` AS score, snippet(` + fts + `, -1, ?5, ?6, ?7, ` + fmt.Sprint(tokens) + `) AS snip
     FROM ` + fts + `
-    WHERE ` + fts + ` MATCH ?1 AND rowid >= ` + boundSQL(fts, from) + `
+    WHERE ` + fts + ` MATCH ?1 AND rowid >= ` + bound + `
       AND (?2 = '' OR EXISTS (
             SELECT 1 FROM entries e JOIN captures cp ON cp.id = e.capture_id
             WHERE e.video = ` + fts + `.rowid AND cp.region = ?2))
@@ -77,19 +79,22 @@ ORDER BY ` + outer
 // fill-up of a word search, newest first, unranked: ?10 (the word-index expression of the
 // exclusions, empty: none) replaces ?9, read once over the candidates' range. The fill-up looks no
 // lower than scanFrom of its looser match (?11, looseSubstrings, among the newest ?12). The word
-// search's ?10, when not empty, is a filter over its candidates (a phrase or an exclusion: ?1 is
-// then its looseMatch, see words); newestSQL is the word search unranked, newest first.
+// search's candidates are the ?3 newest matches of ?10 (an exclusion's match, ?1 then its
+// looseMatch: see words), else of ?1, among the ?12 newest of ?11 (looseMatch; empty: all);
+// newestSQL is the word search unranked, newest first.
 var (
+	wordBound  = boundSQL("videos_fts", "(CASE ?10 WHEN '' THEN ?1 ELSE ?10 END)", scanFrom("videos_fts", "?11", "?12"))
 	wordFilter = `
       AND (?10 = '' OR +rowid IN (
-            SELECT rowid FROM videos_fts WHERE videos_fts MATCH ?10 AND rowid >= ` + boundSQL("videos_fts", "0") + `))`
-	wordSQL    = searchSQL("videos_fts", 16, "0", wordFilter, "rank", "f.score, f.rid")
-	newestSQL  = searchSQL("videos_fts", 16, "0", wordFilter, "rowid DESC", "f.rid DESC")
-	trigramSQL = searchSQL("videos_tri", 24, "0", "", "rank", "f.score, f.rid")
+            SELECT rowid FROM videos_fts WHERE videos_fts MATCH ?10 AND rowid >= ` + wordBound + `))`
+	wordSQL    = searchSQL("videos_fts", 16, wordBound, wordFilter, "rank", "f.score, f.rid")
+	newestSQL  = searchSQL("videos_fts", 16, wordBound, wordFilter, "rowid DESC", "f.rid DESC")
+	trigramSQL = searchSQL("videos_tri", 24, boundSQL("videos_tri", "?1", "0"), "", "rank", "f.score, f.rid")
 	fillFrom   = scanFrom("videos_tri", "?11", "?12")
-	fillSQL    = searchSQL("videos_tri", 24, fillFrom, `
+	fillBound  = boundSQL("videos_tri", "?1", fillFrom)
+	fillSQL    = searchSQL("videos_tri", 24, fillBound, `
       AND (?10 = '' OR rowid NOT IN (
-            SELECT rowid FROM videos_fts WHERE videos_fts MATCH ?10 AND rowid >= `+boundSQL("videos_tri", fillFrom)+`))`,
+            SELECT rowid FROM videos_fts WHERE videos_fts MATCH ?10 AND rowid >= `+fillBound+`))`,
 		"rowid DESC", "f.rid DESC")
 )
 
@@ -106,26 +111,26 @@ func newSQLiteSearcher(_ context.Context, db *sql.DB, a searchArgs) (searcher, e
 	return &sqliteSearcher{db: db, a: a, open: "\x02" + nonce + "\x03", close: "\x03" + nonce + "\x02"}, nil
 }
 
-// words ranks a phrase or an exclusion by bm25 of its looseMatch, its candidates the newest
-// matches of that, and filters them by its own match: bm25 counts the rows holding each phrase of
-// the MATCH over the whole index, reading a phrase's positions in every row holding its words.
-// A match of common terms only (common) is not ranked (docs/design.md §6).
+// words looks a phrase or an exclusion up among the newest videos holding its words (looseMatch).
+// bm25 counts the rows holding each phrase of the MATCH over the whole index: words whose terms are
+// all common (commonSQL) are not ranked, and an exclusion is ranked by its words and filtered by
+// its own match (docs/design.md §6).
 func (x *sqliteSearcher) words(ctx context.Context, l wordLookup) ([]Hit, error) {
-	match, filter := renderMatch(l.terms, l.allPrefix), ""
-	if loose := looseMatch(l.terms, l.allPrefix); loose != "" {
-		match, filter = loose, match
-	}
-	query := wordSQL
+	match, loose := renderMatch(l.terms, l.allPrefix), looseMatch(l.terms, l.allPrefix)
+	common := false
 	if !slices.ContainsFunc(l.terms.and, func(g []qterm) bool { return len(g) > 1 }) {
-		var common bool
-		if err := x.db.QueryRowContext(ctx, commonSQL, match, searchCandidates).Scan(&common); err != nil {
+		err := x.db.QueryRowContext(ctx, commonSQL, cmp.Or(loose, match), searchCandidates).Scan(&common)
+		if err != nil {
 			return nil, searchErr(x.a.text, err)
 		}
-		if common {
-			query = newestSQL
-		}
 	}
-	return x.query(ctx, query, match, "[]", jsonText(l.subs), filter)
+	switch {
+	case common:
+		return x.query(ctx, newestSQL, match, "[]", jsonText(l.subs), "", loose, searchScan)
+	case len(l.terms.not) > 0 && loose != "":
+		return x.query(ctx, wordSQL, loose, "[]", jsonText(l.subs), match, loose, searchScan)
+	}
+	return x.query(ctx, wordSQL, match, "[]", jsonText(l.subs), "", loose, searchScan)
 }
 
 // commonSQL reports whether the AND-ed terms ?1 match more than ?2 of the 2 x ?2 newest videos (by

@@ -127,8 +127,8 @@ func testSearch(t *testing.T, s *Store) {
 }
 
 // TestSearchPhraseFilter: a phrase or an exclusion finds exactly its matches among videos holding
-// the same words elsewhere (on SQLite it is ranked by its words, looseMatch, and filtered by its
-// own match: issue 42 item 3), best first.
+// the same words elsewhere (on SQLite an exclusion is ranked by its words, looseMatch, and
+// filtered by its own match: issue 42 item 3), best first.
 func TestSearchPhraseFilter(t *testing.T) { forEachEngine(t, testSearchPhraseFilter) }
 
 func testSearchPhraseFilter(t *testing.T, s *Store) {
