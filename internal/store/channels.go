@@ -53,11 +53,11 @@ func (s *Store) UpsertChannels(ctx context.Context, chs []Channel, at time.Time)
 		at = time.Now()
 	}
 	ts := fmtTime(at)
-	uniq := lastByID(chs, func(c *Channel) string { return c.ID }) // as upsertVideos
+	uniq := lastByID(chs, func(c *Channel) string { return c.ID }) // as videoStmts
 	err := s.withTx(ctx, func(tx *sql.Tx) error {
-		_, err := execRows(ctx, s, tx, uniq, upsertChannelsSQL, func(_ int, c *Channel) []any {
+		_, err := s.execStmts(ctx, tx, rowStmts(uniq, upsertChannelsSQL, func(_ int, c *Channel) []any {
 			return []any{c.ID, noNUL(c.Title), noNUL(c.Country), nullInt(c.Subscribers), nullInt(c.Videos), nullInt(c.Views), ts}
-		})
+		}))
 		return err
 	})
 	if err != nil {

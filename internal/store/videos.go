@@ -205,13 +205,6 @@ func (s *Store) execStmts(ctx context.Context, tx *sql.Tx, stmts []stmt) (int64,
 	return changed, nil
 }
 
-// execRows runs build(n)'s multi-row statements over xs in tx (rowStmts); it returns the rows
-// changed.
-func execRows[T any](ctx context.Context, s *Store, tx *sql.Tx, xs []T,
-	build func(n int) string, row func(i int, x T) []any) (int64, error) {
-	return s.execStmts(ctx, tx, rowStmts(xs, build, row))
-}
-
 // maxRowsPerStatement keeps multi-row statements well under SQLite's 32766
 // bound parameters.
 const maxRowsPerStatement = 500
@@ -496,9 +489,9 @@ func (s *Store) SaveSamples(ctx context.Context, samples []Sample, at time.Time)
 	ts := fmtTime(at)
 	var stored int64
 	err := s.withTx(ctx, func(tx *sql.Tx) (err error) {
-		stored, err = execRows(ctx, s, tx, samples, s.insertSamplesSQL, func(_ int, x Sample) []any {
+		stored, err = s.execStmts(ctx, tx, rowStmts(samples, s.insertSamplesSQL, func(_ int, x Sample) []any {
 			return []any{x.VideoID, ts, nullInt(x.Views), nullInt(x.Likes), nullInt(x.Comments)}
-		})
+		}))
 		return err
 	})
 	if err != nil {
