@@ -271,7 +271,12 @@ func (r *Runner) Run(ctx context.Context, region string, lease Lease) (store.Run
 	runErr := r.ingest(ctx, st)
 	r.conclude(ctx, st, runErr)
 	// The record must be written even when ctx was cancelled by a signal.
-	if err := detached(ctx, func(ctx context.Context) error { return r.Store.FinishRun(ctx, *st.run) }); err != nil {
+	err = detached(ctx, func(ctx context.Context) error { return r.Store.FinishRun(ctx, *st.run) })
+	if errors.Is(err, store.ErrPagesLost) { // recorded failed: say so
+		st.run.Outcome, st.run.Reason = store.OutcomeFailed, err.Error()
+		runErr, err = errors.Join(runErr, err), nil
+	}
+	if err != nil {
 		if lost, ok := errors.AsType[*StoreError](runErr); ok {
 			lost.RecordLost = true
 			return *st.run, runErr

@@ -301,3 +301,35 @@ func TestCheck(t *testing.T) {
 		}
 	})
 }
+
+// TestFinishRunFindsLostPages: a run that saved two pages of a capture finds one in the store
+// (PostgreSQL lost the other, committed without waiting for the disk, in a crash): FinishRun
+// records the run failed saying so, the capture partial, and returns ErrPagesLost.
+func TestFinishRunFindsLostPages(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, s *Store) {
+		ctx := context.Background()
+		run := startRun(t, s, "JP")
+		at := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+		if err := s.SaveSnapshot(ctx, Snapshot{RunID: run, Region: "JP", FirstRank: 1, Videos: testVideos("c", 3), At: at}); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.CompleteCapture(ctx, run, "JP", KindChart, "", at); err != nil {
+			t.Fatal(err)
+		}
+		err := s.FinishRun(ctx, Run{ID: run, Outcome: OutcomeSuccess, Pages: 2, Videos: 6})
+		if !errors.Is(err, ErrPagesLost) {
+			t.Fatalf("FinishRun with a page missing: %v, want ErrPagesLost", err)
+		}
+		runs, err := s.Runs(ctx, 0)
+		if err != nil || len(runs) != 1 || runs[0].Outcome != OutcomeFailed || !strings.Contains(runs[0].Reason, "1 of its 2 pages stored") {
+			t.Errorf("run recorded %+v (%v), want failed naming the lost page", runs, err)
+		}
+		var complete int
+		if err := s.db.QueryRowContext(ctx, `SELECT complete FROM captures WHERE run_id = ?`, run).Scan(&complete); err != nil || complete != 0 {
+			t.Errorf("capture complete = %d (%v), want 0 (partial)", complete, err)
+		}
+		if err := s.FinishRun(ctx, Run{ID: run, Outcome: OutcomeSuccess, Pages: 1, Videos: 3}); err != nil {
+			t.Errorf("FinishRun with every page kept: %v", err)
+		}
+	})
+}

@@ -127,7 +127,9 @@ func shadowJSON(r Run) any {
 
 // FinishRun records the end of run r.ID (all but the pages and videos
 // SaveSnapshot counts). Errors: an invalid or running outcome, a success
-// not matching r.Unmetered (the table's CHECK); ErrNotFound (wrapped).
+// not matching r.Unmetered (the table's CHECK); ErrNotFound (wrapped);
+// ErrPagesLost (wrapped) when the store holds fewer of the run's pages than
+// r.Pages: the run is then recorded failed and its captures partial.
 func (s *Store) FinishRun(ctx context.Context, r Run) error {
 	if !slices.Contains([]Outcome{OutcomeSuccess, OutcomeSuccessUnmetered, OutcomeDenied, OutcomeFailed,
 		OutcomeInterrupted, OutcomeAbandoned}, r.Outcome) {
@@ -136,21 +138,60 @@ func (s *Store) FinishRun(ctx context.Context, r Run) error {
 	if r.FinishedAt.IsZero() {
 		r.FinishedAt = time.Now()
 	}
+	var lost error
+	err := s.withTx(ctx, func(tx *sql.Tx) (err error) {
+		if lost, err = keptPages(ctx, tx, &r); err != nil {
+			return err
+		}
+		return finishRun(ctx, tx, r)
+	})
+	if err != nil {
+		return fmt.Errorf("cannot finish run %d: %w", r.ID, err)
+	}
+	return lost
+}
+
+// ErrPagesLost is returned (wrapped) by FinishRun when pages the run saved are not in the store:
+// PostgreSQL commits a page without waiting for the disk and lost it in a crash
+// (docs/design.md §10a).
+var ErrPagesLost = errors.New("pages lost by the database")
+
+// keptPages checks in tx that the store holds the r.Pages pages run r saved. When it holds fewer,
+// it marks the run's captures partial, sets r's outcome failed with the reason, and returns
+// ErrPagesLost wrapped (the caller records r, then reports it).
+func keptPages(ctx context.Context, tx *sql.Tx, r *Run) (lost, err error) {
+	var kept int
+	if err := tx.QueryRowContext(ctx, `SELECT pages FROM runs WHERE id = ?`, r.ID).Scan(&kept); err != nil {
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil, ErrNotFound
+		}
+		return nil, err
+	}
+	if kept >= r.Pages {
+		return nil, nil
+	}
+	if _, err := tx.ExecContext(ctx, `UPDATE captures SET complete = 0 WHERE run_id = ?`, r.ID); err != nil {
+		return nil, err
+	}
+	lost = fmt.Errorf("run %d: %w: %d of its %d pages stored (a server crash?): recorded failed, its captures partial",
+		r.ID, ErrPagesLost, kept, r.Pages)
+	r.Outcome, r.Reason = OutcomeFailed, lost.Error()
+	return lost, nil
+}
+
+// finishRun writes run r's end in tx; ErrNotFound when no such run.
+func finishRun(ctx context.Context, tx *sql.Tx, r Run) error {
 	units, calls := usageJSON(r)
 	var retryMS any
 	if r.RetryAfter > 0 {
 		retryMS = (r.RetryAfter + time.Millisecond - 1).Milliseconds() // round up: never early
 	}
-	err := s.updateOneRun(ctx, `
+	return execOneRun(ctx, tx, `
 UPDATE runs SET finished_at = ?, outcome = ?, reason = ?, retry_after_ms = ?, retry_at = ?,
                 units = ?, calls = ?, unmetered = ?, shadow_denials = ?
 WHERE id = ?`,
 		fmtTime(r.FinishedAt), string(r.Outcome), capReason(r.Reason), retryMS, nullTime(r.RetryAt),
 		units, calls, r.Unmetered, shadowJSON(r), r.ID)
-	if err != nil {
-		return fmt.Errorf("cannot finish run %d: %w", r.ID, err)
-	}
-	return nil
 }
 
 // RecordUsage stores r.Units, r.Calls, r.Unmetered and r.ShadowDenials on
@@ -169,16 +210,19 @@ func (s *Store) RecordUsage(ctx context.Context, r Run) error {
 // updateOneRun runs query, an UPDATE of one run, in a transaction;
 // ErrNotFound when it matched no row.
 func (s *Store) updateOneRun(ctx context.Context, query string, args ...any) error {
-	return s.withTx(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, query, args...)
-		if err != nil {
-			return err
-		}
-		if n, _ := res.RowsAffected(); n != 1 {
-			return ErrNotFound
-		}
-		return nil
-	})
+	return s.withTx(ctx, func(tx *sql.Tx) error { return execOneRun(ctx, tx, query, args...) })
+}
+
+// execOneRun runs query, an UPDATE of one run, in tx; ErrNotFound when it matched no row.
+func execOneRun(ctx context.Context, tx *sql.Tx, query string, args ...any) error {
+	res, err := tx.ExecContext(ctx, query, args...)
+	if err != nil {
+		return err
+	}
+	if n, _ := res.RowsAffected(); n != 1 {
+		return ErrNotFound
+	}
+	return nil
 }
 
 // Runs returns the most recent runs, newest first (RunsPage). limit <= 0
