@@ -28,14 +28,19 @@ type searcher interface {
 	words(ctx context.Context, l wordLookup) ([]Hit, error)
 	// substrings looks up the trigram (substring) index.
 	substrings(ctx context.Context, l substrLookup) ([]Hit, error)
+	// common reports whether more than searchCandidates of the 2 x searchCandidates newest videos
+	// (by rowid) hold every included word of l (a phrase's words anywhere, no exclusion).
+	common(ctx context.Context, l wordLookup) (bool, error)
 }
 
 // wordLookup is a word-index lookup of terms (allPrefix: every included term a prefix), subs
-// excluded by substring (exclusions the word index cannot split).
+// excluded by substring (exclusions the word index cannot split); newest: not ranked, the
+// candidates newest first, score 0 (commonWords).
 type wordLookup struct {
 	terms     terms
 	allPrefix bool
 	subs      []string
+	newest    bool
 }
 
 // substrLookup is a trigram-index lookup of the long groups (trigramGroups), the short ones checked
@@ -86,7 +91,11 @@ func (p searchPlan) run(ctx context.Context, x searcher, limit int) ([]Hit, erro
 	if p.words == nil {
 		return x.substrings(ctx, *p.substr)
 	}
-	hits, err := x.words(ctx, *p.words)
+	l, err := commonWords(ctx, x, *p.words)
+	if err != nil {
+		return nil, err
+	}
+	hits, err := x.words(ctx, l)
 	if err != nil || len(hits) >= limit || p.substr == nil {
 		return hits, err
 	}
@@ -95,6 +104,19 @@ func (p searchPlan) run(ctx context.Context, x searcher, limit int) ([]Hit, erro
 		return nil, err
 	}
 	return fillUp(hits, more, limit), nil
+}
+
+// commonWords is l not ranked (newest) when its terms are AND-ed words (no OR) that more than half
+// of the newest videos hold, each of them: the rank would give each its floor weight and rest on
+// how often they occur, and counting their rows over the whole index was most of such a search's
+// time (docs/design.md §6).
+func commonWords(ctx context.Context, x searcher, l wordLookup) (wordLookup, error) {
+	if slices.ContainsFunc(l.terms.and, func(g []qterm) bool { return len(g) > 1 }) {
+		return l, nil
+	}
+	var err error
+	l.newest, err = x.common(ctx, l)
+	return l, err
 }
 
 // fillUp appends to hits the videos of more not among them, up to limit.

@@ -112,20 +112,12 @@ func newSQLiteSearcher(_ context.Context, db *sql.DB, a searchArgs) (searcher, e
 }
 
 // words looks a phrase or an exclusion up among the newest videos holding its words (looseMatch).
-// bm25 counts the rows holding each phrase of the MATCH over the whole index: words whose terms are
-// all common (commonSQL) are not ranked, and an exclusion is ranked by its words and filtered by
-// its own match (docs/design.md §6).
+// bm25 counts the rows holding each phrase of the MATCH over the whole index: common words are not
+// ranked, and an exclusion is ranked by its words and filtered by its own match (docs/design.md §6).
 func (x *sqliteSearcher) words(ctx context.Context, l wordLookup) ([]Hit, error) {
 	match, loose := renderMatch(l.terms, l.allPrefix), looseMatch(l.terms, l.allPrefix)
-	common := false
-	if !slices.ContainsFunc(l.terms.and, func(g []qterm) bool { return len(g) > 1 }) {
-		err := x.db.QueryRowContext(ctx, commonSQL, cmp.Or(loose, match), searchCandidates).Scan(&common)
-		if err != nil {
-			return nil, searchErr(x.a.text, err)
-		}
-	}
 	switch {
-	case common:
+	case l.newest:
 		return x.query(ctx, newestSQL, match, "[]", jsonText(l.subs), "", loose, searchScan)
 	case len(l.terms.not) > 0 && loose != "":
 		return x.query(ctx, wordSQL, loose, "[]", jsonText(l.subs), match, loose, searchScan)
@@ -133,9 +125,18 @@ func (x *sqliteSearcher) words(ctx context.Context, l wordLookup) ([]Hit, error)
 	return x.query(ctx, wordSQL, match, "[]", jsonText(l.subs), "", loose, searchScan)
 }
 
+// common counts l's looseMatch (else its match) among the newest videos.
+func (x *sqliteSearcher) common(ctx context.Context, l wordLookup) (bool, error) {
+	match := cmp.Or(looseMatch(l.terms, l.allPrefix), renderMatch(l.terms, l.allPrefix))
+	var common bool
+	if err := x.db.QueryRowContext(ctx, commonSQL, match, searchCandidates).Scan(&common); err != nil {
+		return false, searchErr(x.a.text, err)
+	}
+	return common, nil
+}
+
 // commonSQL reports whether the AND-ed terms ?1 match more than ?2 of the 2 x ?2 newest videos (by
-// rowid), so each term more than half of them: bm25 would weigh them all at its floor and count
-// their rows over the whole index.
+// rowid), so each term more than half of them.
 const commonSQL = `SELECT count(*) > ?2 FROM videos_fts
 WHERE videos_fts MATCH ?1 AND rowid > (SELECT max(rowid) FROM videos) - 2 * ?2`
 

@@ -166,11 +166,14 @@ func testSearchPhraseFilter(t *testing.T, s *Store) {
 	}
 }
 
-// TestSearchCommonTermsNewestFirst: on SQLite a match of AND-ed terms each in more than half of
-// the newest videos is not ranked (bm25 would count their rows over the whole index): its
-// candidates newest first, score 0, a phrase still filtering them; other queries are ranked.
+// TestSearchCommonTermsNewestFirst: on both engines a match of AND-ed terms each in more than
+// half of the newest videos is not ranked: its candidates newest first, score 0, a phrase still
+// filtering them; other queries are ranked.
 func TestSearchCommonTermsNewestFirst(t *testing.T) {
-	s, _ := openTest(t)
+	forEachEngine(t, testSearchCommonTermsNewestFirst)
+}
+
+func testSearchCommonTermsNewestFirst(t *testing.T, s *Store) {
 	defer func(n int) { searchCandidates = n }(searchCandidates)
 	searchCandidates = 10
 	vs := make([]Video, 30)
