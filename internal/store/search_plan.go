@@ -109,9 +109,11 @@ func (p searchPlan) run(ctx context.Context, x searcher, limit int) ([]Hit, erro
 // commonWords is l not ranked (newest) when its terms are AND-ed words (no OR) that more than half
 // of the newest videos hold, each of them: the rank would give each its floor weight and rest on
 // how often they occur, and counting their rows over the whole index was most of such a search's
-// time (docs/design.md §6).
+// time (docs/design.md §6). A best-effort prefix lookup (allPrefix: terms of an unsegmented script
+// too short for the trigram index) stays ranked: its terms are prefixes of whole runs of that
+// script, not words, and on PostgreSQL counting them cost more than the search (docs/scale.md).
 func commonWords(ctx context.Context, x searcher, l wordLookup) (wordLookup, error) {
-	if slices.ContainsFunc(l.terms.and, func(g []qterm) bool { return len(g) > 1 }) {
+	if l.allPrefix || slices.ContainsFunc(l.terms.and, func(g []qterm) bool { return len(g) > 1 }) {
 		return l, nil
 	}
 	var err error

@@ -178,9 +178,9 @@ func testSearchCommonTermsNewestFirst(t *testing.T, s *Store) {
 	searchCandidates = 10
 	vs := make([]Video, 30)
 	for i := range vs {
-		vs[i] = Video{ID: fmt.Sprintf("v-%02d", i), Title: fmt.Sprintf("common word clip %d", i)}
+		vs[i] = Video{ID: fmt.Sprintf("v-%02d", i), Title: fmt.Sprintf("common word clip %d 東京タワー", i)}
 		if i%2 == 1 {
-			vs[i].Title = fmt.Sprintf("word common clip %d", i)
+			vs[i].Title = fmt.Sprintf("word common clip %d 東京タワー", i)
 		}
 		if i < 5 {
 			vs[i].Title += " rare"
@@ -198,7 +198,8 @@ func testSearchCommonTermsNewestFirst(t *testing.T, s *Store) {
 			t.Errorf("%q: %s (score %v), want %s newest first, score 0", q, got, hits[0].Score, want)
 		}
 	}
-	for _, q := range []string{"rare", "common rare", "common OR rare"} {
+	// 東京 is too short for the trigram index: a best-effort prefix of every title's run, ranked.
+	for _, q := range []string{"rare", "common rare", "common OR rare", "東京"} {
 		if hits := search(t, s, SearchQuery{Text: q}); len(hits) == 0 || hits[0].Score == 0 {
 			t.Errorf("%q: %v, score 0 or no hit, want ranked hits", q, hitIDs(hits))
 		}
