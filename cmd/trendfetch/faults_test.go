@@ -176,9 +176,7 @@ func checkStore(t *testing.T, path string, chartLen func(region string) int) []s
 // run's 1 h lease is stale: its holder is gone from this host) and marks the
 // killed run abandoned.
 func TestKill9DuringIngest(t *testing.T) {
-	if testing.Short() {
-		t.Skip("kills 20 processes")
-	}
+	skipIfShort(t, "kills 20 processes")
 	chart := usChart(t)
 	emu := youtubetest.New()
 	emu.SetChart("US", chart)

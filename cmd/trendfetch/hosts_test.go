@@ -146,9 +146,7 @@ func TestOncePerTickAcrossHosts(t *testing.T) {
 // capture and entry for entry, the killed run's partial capture aside,
 // with as many videos and no duplicate row.
 func TestThreeHostsOneDataset(t *testing.T) {
-	if testing.Short() {
-		t.Skip("a 45-second replay")
-	}
+	skipIfShort(t, "a 45-second replay")
 	requireHosts(t)
 	data := youtubetest.DataDir(t)
 	_, db := pgDatabase(t)

@@ -488,3 +488,12 @@ func TestRedisBackendDownPolicies(t *testing.T) {
 		t.Errorf("fail-open run recorded as %+v, want success_unmetered with 2 unmetered calls", runs[1])
 	}
 }
+
+// skipIfShort skips a slow test (real servers, many processes, waits of seconds) under
+// `go test -short`, except in CI (CI=true), where every test must run: there -short is ignored.
+func skipIfShort(t *testing.T, why string) {
+	t.Helper()
+	if testing.Short() && os.Getenv("CI") != "true" {
+		t.Skip("-short: " + why)
+	}
+}

@@ -43,9 +43,7 @@ type upstreamCall struct {
 // calls the emulator saw. Rounds: a fixed one (outageHeld), then TRENDFETCH_OUTAGE_ROUNDS
 // randomized ones (default 2; `make soak`: 20).
 func TestOutageReserveFault(t *testing.T) {
-	if testing.Short() {
-		t.Skip("rounds of about 10 s with real processes")
-	}
+	skipIfShort(t, "rounds of about 10 s with real processes")
 	requireHosts(t)
 	t.Run("held", func(t *testing.T) { outageRound(t, true, outageHeld) })
 	rounds, _ := strconv.Atoi(os.Getenv("TRENDFETCH_OUTAGE_ROUNDS"))

@@ -108,9 +108,7 @@ func TestCrontabWithPostgres(t *testing.T) {
 // connections and never answers, with the default bounds, `run` exits 1 within 30 s naming
 // what it waited for, its check-in sent, and `runs` ends within 30 s likewise.
 func TestPostgresThatNeverAnswers(t *testing.T) {
-	if testing.Short() {
-		t.Skip("waits the default bound, 20 s")
-	}
+	skipIfShort(t, "waits the default bound, 20 s")
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

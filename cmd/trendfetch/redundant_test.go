@@ -37,9 +37,7 @@ type hostAttempt struct {
 // slot (the region's claim in PostgreSQL). Then `coverage --json` lists every slot captured,
 // whole, by the host that captured it, and none missed.
 func TestRedundantHostsCoverEachOther(t *testing.T) {
-	if testing.Short() {
-		t.Skip("five slots of 10 s")
-	}
+	skipIfShort(t, "five slots of 10 s")
 	requireHosts(t)
 	_, db := pgDatabase(t)
 	rdb := redistest.Start(t)

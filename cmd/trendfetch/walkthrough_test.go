@@ -352,9 +352,7 @@ func (w *walkHosts) fire(h *holdFirst, api, region, first, second string) {
 // fetch-b first. Every command must exit 0 and print what the README
 // shows; the check `trendfetch-us` must receive the README's pings.
 func TestREADMEWalkthrough(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts PostgreSQL, redis-server, serve and a dozen trendfetch processes")
-	}
+	skipIfShort(t, "starts PostgreSQL, redis-server, serve and a dozen trendfetch processes")
 	requireHosts(t)
 	requireTools(t, "jq", "curl", "psql")
 	blocks, table := walkthrough(t)
