@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"fmt"
@@ -162,14 +163,9 @@ func TestReadOnAStoreThatNeverAnswers(t *testing.T) {
 // TestServeOnAStoreThatNeverAnswers: while another session holds a lock on the runs table of
 // serve's PostgreSQL, /v1/runs and /healthz answer 503 within serve.timeout.
 func TestServeOnAStoreThatNeverAnswers(t *testing.T) {
-	url := pg.Database(t)
-	e, _, logs := newTestEngine(t, store.PolicyKeep, "US")
-	e.cfg.Database, e.cfg.Serve.Timeout = url, config.Duration(time.Second)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // the test's own bound
 	defer cancel()
-	if err := e.Run(ctx, []string{"US"}, true); err != nil {
-		t.Fatalf("run: %v\n%s", err, logs)
-	}
+	e, url, logs := servedAfterARun(ctx, t)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -195,6 +191,19 @@ func TestServeOnAStoreThatNeverAnswers(t *testing.T) {
 			t.Errorf("%s: %d after %s, want 503 within serve.timeout (1s)", path, res.StatusCode, took)
 		}
 	}
+}
+
+// servedAfterARun returns an engine on a fresh PostgreSQL database (its URL) with serve.timeout 1s
+// and one run of US stored, and its log.
+func servedAfterARun(ctx context.Context, t *testing.T) (*Engine, string, *bytes.Buffer) {
+	t.Helper()
+	url := pg.Database(t)
+	e, _, logs := newTestEngine(t, store.PolicyKeep, "US")
+	e.cfg.Database, e.cfg.Serve.Timeout = url, config.Duration(time.Second)
+	if err := e.Run(ctx, []string{"US"}, true); err != nil {
+		t.Fatalf("run: %v\n%s", err, logs)
+	}
+	return e, url, logs
 }
 
 // lockRuns holds an ACCESS EXCLUSIVE lock on the runs table of the PostgreSQL database at url,
@@ -237,14 +246,9 @@ func silent(ln net.Listener) {
 // within serve.timeout (the reason only with the token), /metrics 200; once the database
 // answers, serve opens it on its next attempt and reads answer 200.
 func TestServeListensBeforeItsStoreOpens(t *testing.T) {
-	dbURL := pg.Database(t)
-	e, _, logs := newTestEngine(t, store.PolicyKeep, "US")
-	e.cfg.Database, e.cfg.Serve.Timeout = dbURL, config.Duration(time.Second)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // the test's own bound
 	defer cancel()
-	if err := e.Run(ctx, []string{"US"}, true); err != nil {
-		t.Fatalf("run: %v\n%s", err, logs)
-	}
+	e, dbURL, logs := servedAfterARun(ctx, t)
 	var forward atomic.Bool
 	u, _ := url.Parse(dbURL)
 	u.Host = answerLater(t, u.Host, &forward)
