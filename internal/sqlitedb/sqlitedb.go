@@ -46,6 +46,9 @@ type Options struct {
 	MaxConns int
 	// MmapBytes, when > 0, is the mmap_size pragma (docs/design.md §6).
 	MmapBytes int64
+	// CacheKiB, when > 0, is each connection's page cache in KiB (the
+	// cache_size pragma; SQLite's default is 2,000 KiB).
+	CacheKiB int
 }
 
 // PathError reports a database path that cannot be used as given (not a
@@ -106,6 +109,9 @@ func dsn(abs string, o Options) string {
 	}
 	if o.MmapBytes > 0 {
 		q = append(q, "_pragma=mmap_size("+strconv.FormatInt(o.MmapBytes, 10)+")")
+	}
+	if o.CacheKiB > 0 {
+		q = append(q, "_pragma=cache_size(-"+strconv.Itoa(o.CacheKiB)+")")
 	}
 	return u.String() + "?" + strings.Join(q, "&")
 }

@@ -65,9 +65,9 @@ func ftsAutomerge(n int) []string {
 
 // openSQLite opens the SQLite file at path (sqlitedb.Open: created and migrated unless readOnly).
 func openSQLite(ctx context.Context, path string, readOnly bool) (*Store, error) {
-	o := sqlitedb.Options{ReadOnly: readOnly, Migrations: migrationsFS}
+	o := sqlitedb.Options{ReadOnly: readOnly, Migrations: migrationsFS, CacheKiB: WriterCacheKiB}
 	if readOnly {
-		o.MmapBytes = ReadOnlyMmapBytes
+		o.MmapBytes, o.CacheKiB = ReadOnlyMmapBytes, 0
 	}
 	db, err := sqlitedb.Open(ctx, path, o)
 	if err != nil {
@@ -107,17 +107,20 @@ func checkSQLite(ctx context.Context, db *sql.DB) error {
 
 // scanTxSQLite is a deferred BEGIN (ReadOnly; the driver's _txlock=immediate would take the write
 // lock: a read transaction is one snapshot) on conn without memory map (mapped pages count in the
-// RSS) and with exportCacheKiB of page cache, both restored after.
+// RSS) and with exportCacheKiB of page cache, both restored to the connection's after.
 func scanTxSQLite(ctx context.Context, conn *sql.Conn) (*sql.Tx, func(), error) {
-	const set = "PRAGMA cache_size = -%d; PRAGMA mmap_size = %d"
-	var mmap int64
-	err := conn.QueryRowContext(ctx, "PRAGMA mmap_size").Scan(&mmap)
+	const set = "PRAGMA cache_size = %d; PRAGMA mmap_size = %d"
+	var cache, mmap int64
+	err := conn.QueryRowContext(ctx, "PRAGMA cache_size").Scan(&cache)
 	if err == nil {
-		_, err = conn.ExecContext(ctx, fmt.Sprintf(set, exportCacheKiB, 0))
+		err = conn.QueryRowContext(ctx, "PRAGMA mmap_size").Scan(&mmap)
+	}
+	if err == nil {
+		_, err = conn.ExecContext(ctx, fmt.Sprintf(set, -exportCacheKiB, 0))
 	}
 	var tx *sql.Tx
 	if err == nil {
 		tx, err = conn.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	}
-	return tx, func() { _, _ = conn.ExecContext(context.WithoutCancel(ctx), fmt.Sprintf(set, 2000, mmap)) }, err
+	return tx, func() { _, _ = conn.ExecContext(context.WithoutCancel(ctx), fmt.Sprintf(set, cache, mmap)) }, err
 }

@@ -112,32 +112,37 @@ VALUES (%d, %d, 'US', 'chart', '', '2025-01-0%dT00:00:00.000000Z', 1)`, c+1, c+1
 	})
 }
 
-// TestReadOnlyMmap (SQLite only: the memory map of its file): read-only connections map the database
-// (ReadOnlyMmapBytes); Export turns the map off on its connection and
-// restores it before the connection returns to the pool.
-func TestReadOnlyMmap(t *testing.T) {
+// TestConnectionPragmas (SQLite only): read-only connections map the database (ReadOnlyMmapBytes),
+// read-write ones have a page cache of WriterCacheKiB; Export turns the map off and sets its own
+// cache on its connection, and restores both before the connection returns to the pool.
+func TestConnectionPragmas(t *testing.T) {
 	s, path := openTest(t)
-	s.Close()
 	ro, err := OpenReadOnly(context.Background(), path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer ro.Close()
-	ro.db.SetMaxOpenConns(1) // Export's connection is the one checked below
-	mmap := func() (n int64) {
-		t.Helper()
-		if err := ro.db.QueryRow("PRAGMA mmap_size").Scan(&n); err != nil {
+	for _, c := range []struct {
+		s      *Store
+		pragma string
+		want   int64
+	}{{ro, "mmap_size", ReadOnlyMmapBytes}, {s, "cache_size", -WriterCacheKiB}} {
+		c.s.db.SetMaxOpenConns(1) // Export's connection is the one checked below
+		value := func() (n int64) {
+			t.Helper()
+			if err := c.s.db.QueryRow("PRAGMA " + c.pragma).Scan(&n); err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+		if got := value(); got != c.want {
+			t.Fatalf("%s %d, want %d", c.pragma, got, c.want)
+		}
+		if err := c.s.Export(context.Background(), ExportQuery{}, func(*ExportRow) error { return nil }); err != nil {
 			t.Fatal(err)
 		}
-		return n
-	}
-	if got := mmap(); got != ReadOnlyMmapBytes {
-		t.Fatalf("read-only mmap_size %d, want %d", got, ReadOnlyMmapBytes)
-	}
-	if err := ro.Export(context.Background(), ExportQuery{}, func(*ExportRow) error { return nil }); err != nil {
-		t.Fatal(err)
-	}
-	if got := mmap(); got != ReadOnlyMmapBytes {
-		t.Fatalf("after Export: mmap_size %d, want %d restored", got, ReadOnlyMmapBytes)
+		if got := value(); got != c.want {
+			t.Fatalf("after Export: %s %d, want %d restored", c.pragma, got, c.want)
+		}
 	}
 }

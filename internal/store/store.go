@@ -32,6 +32,12 @@ type NoDatabaseError = sqlitedb.NoDatabaseError
 // this binary (see sqlitedb.SchemaVersionError).
 type SchemaVersionError = sqlitedb.SchemaVersionError
 
+// WriterCacheKiB is each read-write SQLite connection's page cache, 256 KiB
+// (SQLite's default: 2,000): a writer reads the few pages it appends to and
+// the OS caches the file, while eight connections' default caches took a
+// long-running schedule thousands of runs to fill (docs/scale.md).
+const WriterCacheKiB = 256
+
 // ReadOnlyMmapBytes is the mmap_size of read-only connections, 1 GiB, so
 // readers scale with cores (docs/design.md §6); Export turns it off on its
 // connection to bound its peak RSS.
