@@ -322,17 +322,17 @@ func wordChar(r rune) bool {
 // of t, from shortly before its first match, matches highlighted.
 func wordSnippet(cols []string, t terms, f map[string]pgTerm, tokens int) (string, [][2]int) {
 	match := snippetMatcher(t, f)
-	var words, marks [][2]int // the best column's words and matches, as rune offsets
-	best := 0
+	best, most := 0, -1
 	for ci, col := range cols {
-		if ws, ms := columnWords([]rune(col), match); ci == 0 || len(ms) > len(marks) {
-			best, words, marks = ci, ws, ms
+		if n := columnMatches(col, match); n > most {
+			best, most = ci, n
 		}
 	}
+	rs := []rune(cols[best])
+	words, marks := columnWords(rs, match) // as rune offsets
 	if len(words) == 0 {
 		return "", [][2]int{}
 	}
-	rs := []rune(cols[best])
 	first := 0
 	if len(marks) > 0 {
 		first = slices.Index(words, marks[0])
@@ -349,8 +349,12 @@ func wordSnippet(cols []string, t terms, f map[string]pgTerm, tokens int) (strin
 	return window(rs, start, end, marks)
 }
 
-// wordMatcher is the folded words a snippet highlights, and those it highlights as prefixes.
-type wordMatcher struct{ want, prefixes []string }
+// wordMatcher is the folded words a snippet highlights, and those it highlights as prefixes;
+// ascii: one of them is all ASCII (a word folded from ASCII is: else no ASCII text matches).
+type wordMatcher struct {
+	want, prefixes []string
+	ascii          bool
+}
 
 // match reports whether folded word w matches (w does not escape: no copy is allocated).
 func (m wordMatcher) match(w string) bool {
@@ -378,7 +382,37 @@ func snippetMatcher(t terms, f map[string]pgTerm) wordMatcher {
 			}
 		}
 	}
-	return wordMatcher{want: want, prefixes: prefixes}
+	isASCII := func(w string) bool { return !strings.ContainsFunc(w, func(r rune) bool { return r >= utf8.RuneSelf }) }
+	return wordMatcher{want: want, prefixes: prefixes, ascii: slices.ContainsFunc(slices.Concat(want, prefixes), isASCII)}
+}
+
+// columnMatches counts the words of col that m matches, as columnWords
+// reads them, without copying col or keeping its words (none in ASCII text
+// when m has no ASCII word).
+func columnMatches(col string, m wordMatcher) int {
+	if !m.ascii && !strings.ContainsFunc(col, func(r rune) bool { return r >= utf8.RuneSelf }) {
+		return 0
+	}
+	var buf [64]byte
+	n := 0
+	for i := 0; i < len(col); {
+		r, size := utf8.DecodeRuneInString(col[i:])
+		if !wordChar(r) {
+			i += size
+			continue
+		}
+		fw := buf[:0] // the folded word being read, UTF-8
+		for ; wordChar(r); r, size = utf8.DecodeRuneInString(col[i:]) {
+			fw = utf8.AppendRune(fw, foldRune(r))
+			if i += size; i == len(col) {
+				break
+			}
+		}
+		if m.match(string(fw)) {
+			n++
+		}
+	}
+	return n
 }
 
 // columnWords is the words of rs and those m matches, as rune offsets.
