@@ -19,6 +19,8 @@ var sqliteDialect = &dialect{
 	callCount: `json_extract(calls, '$."' || ?1 || '"')`,
 	check:     checkSQLite,
 	scanTx:    scanTxSQLite,
+	policyCache: [2][]string{{`PRAGMA cache_size = -2000`},
+		{fmt.Sprintf(`PRAGMA cache_size = -%d`, WriterCacheKiB)}},
 	captures: func(ctx context.Context, tx *sql.Tx, query string, args []any) (*captureList, error) {
 		rows, err := tx.QueryContext(ctx, query, args...)
 		if err != nil {

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestExportVideoCache: an export whose captures hold more distinct videos
@@ -114,7 +115,8 @@ VALUES (%d, %d, 'US', 'chart', '', '2025-01-0%dT00:00:00.000000Z', 1)`, c+1, c+1
 
 // TestConnectionPragmas (SQLite only): read-only connections map the database (ReadOnlyMmapBytes),
 // read-write ones have a page cache of WriterCacheKiB; Export turns the map off and sets its own
-// cache on its connection, and restores both before the connection returns to the pool.
+// cache on its connection, and restores both before the connection returns to the pool, as Prune
+// restores the cache it raised.
 func TestConnectionPragmas(t *testing.T) {
 	s, path := openTest(t)
 	ro, err := OpenReadOnly(context.Background(), path)
@@ -128,21 +130,33 @@ func TestConnectionPragmas(t *testing.T) {
 		want   int64
 	}{{ro, "mmap_size", ReadOnlyMmapBytes}, {s, "cache_size", -WriterCacheKiB}} {
 		c.s.db.SetMaxOpenConns(1) // Export's connection is the one checked below
-		value := func() (n int64) {
-			t.Helper()
-			if err := c.s.db.QueryRow("PRAGMA " + c.pragma).Scan(&n); err != nil {
-				t.Fatal(err)
-			}
-			return n
-		}
-		if got := value(); got != c.want {
+		if got := pragmaValue(t, c.s, c.pragma); got != c.want {
 			t.Fatalf("%s %d, want %d", c.pragma, got, c.want)
 		}
 		if err := c.s.Export(context.Background(), ExportQuery{}, func(*ExportRow) error { return nil }); err != nil {
 			t.Fatal(err)
 		}
-		if got := value(); got != c.want {
+		if got := pragmaValue(t, c.s, c.pragma); got != c.want {
 			t.Fatalf("after Export: %s %d, want %d restored", c.pragma, got, c.want)
 		}
 	}
+	at := time.Now().Add(-time.Hour)
+	if err := s.SaveSnapshot(context.Background(), Snapshot{RunID: startRun(t, s, "US"), Region: "US", FirstRank: 1, Videos: testVideos("p", 2), At: at}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Prune(context.Background(), time.Now(), false); err != nil {
+		t.Fatal(err)
+	}
+	if got := pragmaValue(t, s, "cache_size"); got != -WriterCacheKiB {
+		t.Fatalf("after Prune: cache_size %d, want %d restored", got, -WriterCacheKiB)
+	}
+}
+
+// pragmaValue is the value of PRAGMA name on a connection of s.
+func pragmaValue(t *testing.T, s *Store, name string) (n int64) {
+	t.Helper()
+	if err := s.db.QueryRow("PRAGMA " + name).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
 }

@@ -42,7 +42,8 @@ const policyLockKey = migrationLockKey + 1
 // before what references it is never an orphan to the policy.
 const copyLockKey = migrationLockKey + 2
 
-// pruneTx is withTx for the storage policy's writes (policyLockKey).
+// pruneTx is withTx for the storage policy's writes (policyLockKey), with the dialect's
+// policyCache around fn.
 func (s *Store) pruneTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	return s.withTx(ctx, func(tx *sql.Tx) error {
 		if s.d.lockPolicy != nil {
@@ -50,8 +51,21 @@ func (s *Store) pruneTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
 				return err
 			}
 		}
-		return fn(tx)
+		if err := execEach(ctx, tx, s.d.policyCache[0]); err != nil {
+			return err
+		}
+		return errors.Join(fn(tx), execEach(context.WithoutCancel(ctx), tx, s.d.policyCache[1]))
 	})
+}
+
+// execEach runs each of stmts in tx.
+func execEach(ctx context.Context, tx *sql.Tx, stmts []string) error {
+	for _, q := range stmts {
+		if _, err := tx.ExecContext(ctx, q); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // pruneExec runs one statement in a pruneTx; it returns the rows changed.
