@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -107,6 +108,14 @@ func TestCaptureAtAndHistory(t *testing.T) {
 		for _, hit := range hits {
 			if hit.VideoID == "h-000" && (len(hit.Regions) != 1 || hit.Regions[0].BestRank != 1 || hit.Regions[0].LastRank != 2 || !hit.Regions[0].LastAt.Equal(day(3))) {
 				t.Errorf("hit regions: %+v", hit.Regions)
+			}
+			h, err := s.History(ctx, hit.VideoID) // each hit has its own video's ranks
+			var want []HitRegion
+			for _, r := range h.Regions {
+				want = append(want, HitRegion{Region: r.Region, BestRank: r.BestRank, LastRank: r.LastRank, LastAt: r.LastAt})
+			}
+			if err != nil || fmt.Sprint(hit.Regions) != fmt.Sprint(want) {
+				t.Errorf("%s: hit regions %+v, history %+v (%v)", hit.VideoID, hit.Regions, h.Regions, err)
 			}
 		}
 	})

@@ -54,6 +54,8 @@ type Hit struct {
 	// index only (bm25, or minus ts_rank_cd on PostgreSQL: docs/api.md; 0
 	// for an unranked hit on SQLite: docs/design.md §6).
 	Score float64
+	// rowid is the video's in this store: hitRegions reads its chart ranks by it.
+	rowid int64
 	// LastSeen is the latest capture time of the video.
 	LastSeen time.Time
 	// Regions are the regions whose chart (kind chart) the video was in,
@@ -74,29 +76,31 @@ type HitRegion struct {
 // hitRegions fills Hit.Regions: one query over the hits' chart entries
 // (dialect.hitEntries), newest capture last.
 func (s *Store) hitRegions(ctx context.Context, hits []Hit) error {
-	ids := make([]any, len(hits))
-	byID := make(map[string]int, len(hits))
+	rowids := make([]any, len(hits))
+	byRowid := make(map[int64]int, len(hits))
 	for i := range hits {
-		ids[i] = hits[i].VideoID
-		byID[hits[i].VideoID] = i
+		rowids[i] = hits[i].rowid
+		byRowid[hits[i].rowid] = i
 		hits[i].Regions = []HitRegion{}
 	}
 	err := each(ctx, s.db, `
-SELECT v.id, c.region, e.rank, c.captured_at
-FROM videos v
+WITH v (rowid) AS (VALUES `+valueRows(len(rowids), 1, 1)+`)
+SELECT v.rowid, c.region, e.rank, c.captured_at
+FROM v
 JOIN `+s.d.hitEntries+`
 JOIN captures c ON c.id = e.capture_id
-WHERE v.id IN `+valueRows(1, len(ids))+` AND c.kind = 'chart'
-ORDER BY v.id, c.region, c.captured_at, c.id`, ids, func(rows *sql.Rows) error {
+WHERE c.kind = 'chart'
+ORDER BY v.rowid, c.region, c.captured_at, c.id`, rowids, func(rows *sql.Rows) error {
 		var (
-			id, region string
-			rank       int
-			ts         sql.NullString
+			rowid  int64
+			region string
+			rank   int
+			ts     sql.NullString
 		)
-		if err := rows.Scan(&id, &region, &rank, &ts); err != nil {
+		if err := rows.Scan(&rowid, &region, &rank, &ts); err != nil {
 			return err
 		}
-		h := &hits[byID[id]]
+		h := &hits[byRowid[rowid]]
 		n := len(h.Regions)
 		if n == 0 || h.Regions[n-1].Region != region {
 			h.Regions = append(h.Regions, HitRegion{Region: region, BestRank: rank})

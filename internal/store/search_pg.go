@@ -157,7 +157,7 @@ func (p *pgSearch) ranked(cands, order string, ranked bool, join, where string) 
 	}
 	outer := strings.ReplaceAll(order, "c.", "r.")
 	return `
-SELECT v.id, v.title, v.channel_title, st.last_seen_at, r.score, v.tags, v.description
+SELECT v.rowid, v.id, v.title, v.channel_title, st.last_seen_at, r.score, v.tags, v.description
 FROM (
     SELECT c.video_rowid, c.score
     FROM (` + cands + `
@@ -267,7 +267,7 @@ func (x *pgSearcher) query(ctx context.Context, p *pgSearch, query string, words
 			last              sql.NullString
 			tags, description string
 		)
-		if err := rows.Scan(&h.VideoID, &h.Title, &h.ChannelTitle, &last, &h.Score, &tags, &description); err != nil {
+		if err := rows.Scan(&h.rowid, &h.VideoID, &h.Title, &h.ChannelTitle, &last, &h.Score, &tags, &description); err != nil {
 			return err
 		}
 		h.LastSeen = parseTime(last)

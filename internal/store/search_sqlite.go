@@ -53,7 +53,7 @@ func searchSQL(fts string, tokens int, bound, extra, order, outer string) string
 		score = "rank"
 	}
 	return `
-SELECT v.id, v.title, v.channel_title, st.last_seen_at, f.score, f.snip
+SELECT v.rowid, v.id, v.title, v.channel_title, st.last_seen_at, f.score, f.snip
 FROM (
     SELECT rowid AS rid, ` + score + ` AS score, snippet(` + fts + `, -1, ?5, ?6, ?7, ` + fmt.Sprint(tokens) + `) AS snip
     FROM ` + fts + `
@@ -163,7 +163,7 @@ func (x *sqliteSearcher) query(ctx context.Context, query, match, filter, exclud
 			h             Hit
 			last, snippet sql.NullString
 		)
-		err := rows.Scan(&h.VideoID, &h.Title, &h.ChannelTitle, &last, &h.Score, &snippet)
+		err := rows.Scan(&h.rowid, &h.VideoID, &h.Title, &h.ChannelTitle, &last, &h.Score, &snippet)
 		h.LastSeen = parseTime(last)
 		h.Snippet, h.Highlights = unmark(snippet.String, x.open, x.close)
 		hits = append(hits, h)
