@@ -63,13 +63,17 @@ func pgFold(ctx context.Context, db *sql.DB, t terms) (map[string]pgTerm, error)
 // at the spaces (TestFoldPlain compares it with them).
 func foldPlain(x string) (pgTerm, bool) {
 	for _, r := range x {
-		if !(r < utf8.RuneSelf && (r == ' ' || wordChar(r)) || 0x3041 <= r && r <= 0x3096 ||
-			0x30A1 <= r && r <= 0x30FA || r == 0x30FC || 0x4E00 <= r && r <= 0x9FFF) {
+		if !(r < utf8.RuneSelf && (r == ' ' || wordChar(r)) || kanaOrHan(r)) {
 			return pgTerm{}, false
 		}
 	}
 	folded := strings.ToLower(x)
 	return pgTerm{words: strings.Fields(folded), folded: folded}, true
+}
+
+// kanaOrHan is whether r is a kana or a unified Han ideograph: search_fold keeps it as it is.
+func kanaOrHan(r rune) bool {
+	return 0x3041 <= r && r <= 0x3096 || 0x30A1 <= r && r <= 0x30FA || r == 0x30FC || 0x4E00 <= r && r <= 0x9FFF
 }
 
 // foldSQL cuts and folds xs into out by the SQL functions.
@@ -293,6 +297,9 @@ func foldRune(r rune) rune {
 		if 'A' <= r && r <= 'Z' {
 			r += 'a' - 'A'
 		}
+		return r
+	}
+	if kanaOrHan(r) { // nothing to look up either
 		return r
 	}
 	r = unicode.ToLower(r)

@@ -291,8 +291,9 @@ func TestSearchPageEngines(t *testing.T) {
 }
 
 // TestFoldPlain: for every character foldPlain takes (alone, and in texts
-// mixing them with spaces), it cuts and folds as the SQL functions do; it
-// refuses characters next to them that fold or cut otherwise.
+// mixing them with spaces), it cuts and folds as the SQL functions do, as
+// foldRune folds it; it refuses characters next to them that fold or cut
+// otherwise.
 func TestFoldPlain(t *testing.T) {
 	s := openPG(t)
 	xs := []string{"Tokyo 東京 ラーメン", "  ABC  def ", "ヴァ ゔ が FAPO9x", ""}
@@ -312,6 +313,9 @@ func TestFoldPlain(t *testing.T) {
 		got, ok := foldPlain(x)
 		if w := want[x]; !ok || got.folded != w.folded || !slices.Equal(got.words, w.words) {
 			t.Errorf("%q: foldPlain %+v %v, SQL %+v", x, got, ok, w)
+		}
+		if r := []rune(x); len(r) == 1 && string(foldRune(r[0])) != want[x].folded {
+			t.Errorf("%q: foldRune %q, SQL %q", x, foldRune(r[0]), want[x].folded)
 		}
 	}
 	for _, x := range []string{"É", "・", "か\u3099", "ｱ", "\uF900", "Ⅻ", "a-b", "ß"} {
@@ -334,5 +338,18 @@ func TestWordSnippetFolds(t *testing.T) {
 	snip, marks := wordSnippet([]string{"Le Café Ünïcödé カス ガス", "", "", ""}, terms{and: and}, f, 16)
 	if want := [][2]int{{3, 7}, {8, 15}, {19, 21}}; !slices.Equal(marks, want) {
 		t.Errorf("%q: marks %v, want %v", snip, marks, want)
+	}
+}
+
+// TestGINPendingLists (PostgreSQL): the search indexes keep at most 128 kB of new entries pending,
+// which every search using them reads (migration 0006); entry_pages_video none.
+func TestGINPendingLists(t *testing.T) {
+	s := openPG(t)
+	got, err := column[string](context.Background(), s.db, `
+SELECT relname || ' ' || array_to_string(reloptions, ',') FROM pg_class
+WHERE relname IN ('video_search_doc', 'video_search_tri', 'entry_pages_video') ORDER BY relname`)
+	want := []string{"entry_pages_video fastupdate=off", "video_search_doc gin_pending_list_limit=128", "video_search_tri gin_pending_list_limit=128"}
+	if err != nil || !slices.Equal(got, want) {
+		t.Fatalf("index options %q (%v), want %q", got, err, want)
 	}
 }
