@@ -54,7 +54,11 @@ func (s *Store) pruneTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
 		if err := execEach(ctx, tx, s.d.policyCache[0]); err != nil {
 			return err
 		}
-		return errors.Join(fn(tx), execEach(context.WithoutCancel(ctx), tx, s.d.policyCache[1]))
+		err := fn(tx)
+		if restore := execEach(context.WithoutCancel(ctx), tx, s.d.policyCache[1]); err == nil {
+			err = restore
+		}
+		return err
 	})
 }
 
