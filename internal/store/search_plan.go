@@ -29,7 +29,8 @@ type searcher interface {
 	// substrings looks up the trigram (substring) index.
 	substrings(ctx context.Context, l substrLookup) ([]Hit, error)
 	// common reports whether more than searchCandidates of the 2 x searchCandidates newest videos
-	// (by rowid) hold every included word of l (a phrase's words anywhere, no exclusion).
+	// (the highest rowids, counted by row) hold every included word of l (a phrase's words
+	// anywhere, no exclusion).
 	common(ctx context.Context, l wordLookup) (bool, error)
 }
 

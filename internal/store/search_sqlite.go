@@ -135,10 +135,13 @@ func (x *sqliteSearcher) common(ctx context.Context, l wordLookup) (bool, error)
 	return common, nil
 }
 
-// commonSQL reports whether the AND-ed terms ?1 match more than ?2 of the 2 x ?2 newest videos (by
-// rowid), so each term more than half of them.
+// commonSQL reports whether the AND-ed terms ?1 match more than ?2 of the 2 x ?2 newest videos,
+// so each term more than half of them. The newest are counted by row, as on PostgreSQL (a pruned
+// video leaves a gap in the rowids), in the full-text index's own table of document sizes: a row
+// of a few bytes per video, where the videos table holds their text.
 const commonSQL = `SELECT count(*) > ?2 FROM videos_fts
-WHERE videos_fts MATCH ?1 AND rowid > (SELECT max(rowid) FROM videos) - 2 * ?2`
+WHERE videos_fts MATCH ?1 AND rowid >= coalesce((
+    SELECT id FROM videos_fts_docsize ORDER BY id DESC LIMIT 1 OFFSET 2 * ?2 - 1), 0)`
 
 // substrings keeps exclusions out of the trigram MATCH, where bm25 would
 // count each excluded phrase's rows over the whole index.

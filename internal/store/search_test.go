@@ -206,6 +206,36 @@ func testSearchCommonTermsNewestFirst(t *testing.T, s *Store) {
 	}
 }
 
+// TestSearchCommonAfterGaps: the newest videos the common-words rule counts are rows, not a span
+// of rowids: after a prune leaves a gap among the newest rowids, both engines find a word that
+// more than half of the 20 newest videos hold common.
+func TestSearchCommonAfterGaps(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, s *Store) {
+		defer func(n int) { searchCandidates = n }(searchCandidates)
+		searchCandidates = 10
+		ctx, now := context.Background(), time.Now()
+		save := func(prefix string, n int, at time.Time) {
+			vs := make([]Video, n)
+			for i := range vs {
+				vs[i] = Video{ID: fmt.Sprintf("%s-%02d", prefix, i), Title: fmt.Sprintf("%s clip %d", prefix, i)}
+			}
+			if err := s.SaveSnapshot(ctx, Snapshot{RunID: startRun(t, s, "US"), Region: "US", FirstRank: 1, Videos: vs, At: at}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		save("common", 12, now)
+		save("pruned", 10, now.Add(-48*time.Hour))
+		save("other", 8, now)
+		if _, err := s.Prune(ctx, now.Add(-24*time.Hour), false); err != nil {
+			t.Fatal(err)
+		}
+		hits := search(t, s, SearchQuery{Text: "common", Limit: 3})
+		if got := strings.Join(hitIDs(hits), " "); got != "common-11 common-10 common-09" || hits[0].Score != 0 {
+			t.Errorf("common: %s (score %v), want common-11 common-10 common-09 newest first, score 0", got, hits[0].Score)
+		}
+	})
+}
+
 // marked returns the highlighted parts of h's snippet, joined by "|".
 func marked(h Hit) string {
 	text := []rune(h.Snippet)
