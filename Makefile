@@ -44,9 +44,10 @@ test:
 
 # Each fuzz target for a number of inputs, about 8 s each on an idle 2-core
 # machine (go test -fuzz takes one target per run). A count, not a duration:
-# Go 1.26's fuzzing coordinator can fail a run with a bare "context deadline
-# exceeded" when a -fuzztime duration ends while a worker is busy
-# (go.dev/issue/75804, fixed in Go 1.27); a count has no deadline. Seed
+# when a -fuzztime duration ends, Go 1.26's coordinator (internal/fuzz) can
+# see its deadline before its workers' context is cancelled and fail the run
+# with a bare "context deadline exceeded" (it did in CI here); a count has no
+# deadline. Seed
 # corpora are in the tests (f.Add); failures found are written to
 # testdata/fuzz/ and then replayed by every `go test`.
 fuzz:
