@@ -47,9 +47,8 @@ test:
 # when a -fuzztime duration ends, Go 1.26's coordinator (internal/fuzz) can
 # see its deadline before its workers' context is cancelled and fail the run
 # with a bare "context deadline exceeded" (it did in CI here); a count has no
-# deadline. Seed
-# corpora are in the tests (f.Add); failures found are written to
-# testdata/fuzz/ and then replayed by every `go test`.
+# deadline. Seed corpora are in the tests (f.Add); failures found are written
+# to testdata/fuzz/ and then replayed by every `go test`.
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime 25000x ./internal/config
 	$(GO) test -run '^$$' -fuzz '^FuzzCostTable$$' -fuzztime 50000x ./internal/config

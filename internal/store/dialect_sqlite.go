@@ -67,9 +67,11 @@ func ftsAutomerge(n int) []string {
 
 // openSQLite opens the SQLite file at path (sqlitedb.Open: created and migrated unless readOnly).
 func openSQLite(ctx context.Context, path string, readOnly bool) (*Store, error) {
-	o := sqlitedb.Options{ReadOnly: readOnly, Migrations: migrationsFS, CacheKiB: WriterCacheKiB}
+	o := sqlitedb.Options{ReadOnly: readOnly, Migrations: migrationsFS}
 	if readOnly {
-		o.MmapBytes, o.CacheKiB = ReadOnlyMmapBytes, 0
+		o.MmapBytes = ReadOnlyMmapBytes
+	} else {
+		o.CacheKiB = WriterCacheKiB
 	}
 	db, err := sqlitedb.Open(ctx, path, o)
 	if err != nil {

@@ -335,8 +335,7 @@ func wordSnippet(cols []string, t terms, f map[string]pgTerm, tokens int) (strin
 			best, most = ci, n
 		}
 	}
-	rs := []rune(cols[best])
-	words, marks := columnWords(rs, match) // as rune offsets
+	words, marks := columnWords(cols[best], match)
 	if len(words) == 0 {
 		return "", [][2]int{}
 	}
@@ -346,6 +345,7 @@ func wordSnippet(cols []string, t terms, f map[string]pgTerm, tokens int) (strin
 	}
 	from := max(0, min(first-tokens/4, len(words)-tokens))
 	to := min(len(words), from+tokens)
+	rs := []rune(cols[best])
 	start, end := 0, len(rs)
 	if from > 0 {
 		start = words[from][0]
@@ -389,60 +389,67 @@ func snippetMatcher(t terms, f map[string]pgTerm) wordMatcher {
 			}
 		}
 	}
-	isASCII := func(w string) bool { return !strings.ContainsFunc(w, func(r rune) bool { return r >= utf8.RuneSelf }) }
-	return wordMatcher{want: want, prefixes: prefixes, ascii: slices.ContainsFunc(slices.Concat(want, prefixes), isASCII)}
+	return wordMatcher{want: want, prefixes: prefixes, ascii: slices.ContainsFunc(slices.Concat(want, prefixes), allASCII)}
 }
 
-// columnMatches counts the words of col that m matches, as columnWords
-// reads them, without copying col or keeping its words (none in ASCII text
-// when m has no ASCII word).
+// columnMatches counts the words of col that m matches (none in ASCII text when m has no ASCII
+// word), without keeping them.
 func columnMatches(col string, m wordMatcher) int {
-	if !m.ascii && !strings.ContainsFunc(col, func(r rune) bool { return r >= utf8.RuneSelf }) {
+	if !m.ascii && allASCII(col) {
 		return 0
 	}
-	var buf [64]byte
-	n := 0
-	for i := 0; i < len(col); {
-		r, size := utf8.DecodeRuneInString(col[i:])
-		if !wordChar(r) {
-			i += size
-			continue
-		}
-		fw := buf[:0] // the folded word being read, UTF-8
-		for ; wordChar(r); r, size = utf8.DecodeRuneInString(col[i:]) {
-			fw = utf8.AppendRune(fw, foldRune(r))
-			if i += size; i == len(col) {
-				break
-			}
-		}
-		if m.match(string(fw)) {
+	n, sc := 0, wordScanner{col: col}
+	for _, _, folded, ok := sc.next(); ok; _, _, folded, ok = sc.next() {
+		if m.match(string(folded)) {
 			n++
 		}
 	}
 	return n
 }
 
-// columnWords is the words of rs and those m matches, as rune offsets.
-func columnWords(rs []rune, m wordMatcher) (words, marks [][2]int) {
-	var fw []byte // the folded word being read, UTF-8
-	for i := 0; i < len(rs); {
-		if !wordChar(rs[i]) {
-			i++
-			continue
+// columnWords is the words of col and those m matches, as rune offsets.
+func columnWords(col string, m wordMatcher) (words, marks [][2]int) {
+	sc := wordScanner{col: col}
+	for start, end, folded, ok := sc.next(); ok; start, end, folded, ok = sc.next() {
+		words = append(words, [2]int{start, end})
+		if m.match(string(folded)) {
+			marks = append(marks, [2]int{start, end})
 		}
-		j := i
-		fw = fw[:0]
-		for j < len(rs) && wordChar(rs[j]) {
-			fw = utf8.AppendRune(fw, foldRune(rs[j]))
-			j++
-		}
-		words = append(words, [2]int{i, j})
-		if m.match(string(fw)) {
-			marks = append(marks, [2]int{i, j})
-		}
-		i = j
 	}
 	return words, marks
+}
+
+// wordScanner reads the words of col (runs of wordChar) in place.
+type wordScanner struct {
+	col   string
+	i, at int // bytes and runes read
+	buf   [64]byte
+}
+
+// next is the next word's start and end as rune offsets and its folded form, UTF-8, valid until
+// the next call; ok false after the last.
+func (w *wordScanner) next() (start, end int, folded []byte, ok bool) {
+	for w.i < len(w.col) {
+		r, size := utf8.DecodeRuneInString(w.col[w.i:])
+		if !wordChar(r) {
+			w.i, w.at = w.i+size, w.at+1
+			continue
+		}
+		start, folded = w.at, w.buf[:0]
+		for ; wordChar(r); r, size = utf8.DecodeRuneInString(w.col[w.i:]) {
+			folded = utf8.AppendRune(folded, foldRune(r))
+			if w.i, w.at = w.i+size, w.at+1; w.i == len(w.col) {
+				break
+			}
+		}
+		return start, w.at, folded, true
+	}
+	return 0, 0, nil, false
+}
+
+// allASCII reports whether s holds only ASCII characters.
+func allASCII(s string) bool {
+	return !strings.ContainsFunc(s, func(r rune) bool { return r >= utf8.RuneSelf })
 }
 
 // window is rs[start:end] with SnippetEllipsis where cut, and the marks
