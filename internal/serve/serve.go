@@ -496,7 +496,7 @@ var openAPI = func() []byte {
 		"${MAX_LIMIT}", n(MaxLimit), "${DEFAULT_LIMIT}", n(DefaultLimit),
 		"${DASHBOARD_RUNS}", n(DashboardRuns), "${DASHBOARD_ENTRIES}", n(DashboardEntries),
 		"${HEAVY_PER_CLIENT}", n(HeavyPerClient), "${MAX_RESPONSE_BYTES}", n(MaxResponseBytes),
-		"${SEARCH_CANDIDATES}", n(store.SearchCandidates), "${MAX_REASON_BYTES}", n(store.MaxReasonBytes),
+		"${SEARCH_CANDIDATES}", n(store.SearchCandidates), "${UNSEGMENTED_CANDIDATES}", n(store.UnsegmentedCandidates), "${MAX_REASON_BYTES}", n(store.MaxReasonBytes),
 	).Replace(string(asset("openapi.yaml"))))
 }()
 

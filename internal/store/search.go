@@ -20,6 +20,14 @@ const (
 	// SearchCandidates bounds a search: only the newest matches (highest
 	// rowid) are filtered and scored (docs/design.md §6).
 	SearchCandidates = 10000
+	// UnsegmentedCandidates bounds a lookup of a script written without spaces (CJK, Thai...:
+	// the trigram index, or the word index's best-effort prefix): only its newest matches are
+	// filtered and ranked, half of SearchCandidates. Its term is a substring of a title or
+	// channel title, or the start of a run of that script, found once in nearly every match, so
+	// the rank tells matches apart by little more than the column and the length of the text: a
+	// larger pool reaches further back for hits of the same kind, at the rank's cost a match
+	// (docs/design.md §6).
+	UnsegmentedCandidates = SearchCandidates / 2
 	// SnippetEllipsis marks text cut from Hit.Snippet.
 	SnippetEllipsis = "…"
 )

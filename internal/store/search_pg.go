@@ -26,12 +26,13 @@ type pgTerm struct {
 }
 
 // pgSearch is one search statement being built: the search's folded terms
-// (pgFold), region and limit, and the statement's arguments.
+// (pgFold), region, limit and candidates (the lookup's), and the statement's arguments.
 type pgSearch struct {
-	f      map[string]pgTerm
-	region string
-	limit  int
-	args   []any
+	f          map[string]pgTerm
+	region     string
+	limit      int
+	candidates int
+	args       []any
 }
 
 // arg adds a statement argument and returns its placeholder.
@@ -150,7 +151,7 @@ func (p *pgSearch) conds(groups [][]string, exclude []string) (join, where strin
 	return join, b.String()
 }
 
-// ranked is a search statement: the searchCandidates newest cands (video_rowid, score and what
+// ranked is a search statement: the p.candidates newest cands (video_rowid, score and what
 // where needs) filtered by join and where, ordered by score then rowid in order (ranked false:
 // newest first), the first limit joined to their videos: only the winners are joined. Scored
 // as they are read, the candidates are sorted without their tsvector (twice as fast).
@@ -165,7 +166,7 @@ SELECT v.rowid, v.id, v.title, v.channel_title, st.last_seen_at, r.score, v.tags
 FROM (
     SELECT c.video_rowid, c.score
     FROM (` + cands + `
-          ORDER BY video_rowid DESC LIMIT ` + p.arg(searchCandidates) + `) c` + join + `
+          ORDER BY video_rowid DESC LIMIT ` + p.arg(p.candidates) + `) c` + join + `
     WHERE TRUE` + where + `
     ORDER BY ` + order + ` LIMIT ` + p.arg(p.limit) + `) r
 JOIN videos v ON v.rowid = r.video_rowid
@@ -173,34 +174,50 @@ LEFT JOIN video_stats st ON st.video_rowid = r.video_rowid
 ORDER BY ` + outer
 }
 
-// wordSQL is the word search of tsquery q: ranked, or (newest) newest first with score 0.
-func (p *pgSearch) wordSQL(q string, exclude []string, newest bool) string {
+// wordSQL is l's search, tsquery q: ranked by ts_rank_cd; l.newest: newest first, score 0;
+// l.allPrefix (a best-effort prefix lookup of an unsegmented script): by where its terms occur
+// as substrings (substrScore), newest first within.
+func (p *pgSearch) wordSQL(q string, l wordLookup) string {
 	tq := p.arg(q) + `::tsquery`
-	join, where := p.conds(nil, exclude)
-	score := `-ts_rank_cd(` + pgRank + `, doc, ` + tq + `)::float8`
-	if newest {
+	join, where := p.conds(nil, l.subs)
+	score, order := `-ts_rank_cd(`+pgRank+`, s.doc, `+tq+`)::float8`, "ASC"
+	switch {
+	case l.newest:
 		score = `0::float8`
+	case l.allPrefix:
+		score, order = p.substrScore(l.terms.and), "DESC"
 	}
-	return p.ranked(`SELECT video_rowid, `+score+` AS score
-          FROM video_search WHERE doc @@ `+tq, "ASC", !newest, join, where)
+	return p.ranked(`SELECT s.video_rowid, `+score+` AS score
+          FROM video_search s WHERE s.doc @@ `+tq, order, !l.newest, join, where)
+}
+
+// substrScore is the score of a candidate s by where each term of groups occurs in its folded
+// title and channel title (s.tri): 10 a term in the title, 3 in the channel title, negated
+// (ranked ascending). It reads no tsvector: ranking a best-effort prefix with ts_rank_cd cost
+// more than finding it (docs/scale.md).
+func (p *pgSearch) substrScore(groups [][]qterm) string {
+	var score []string
+	for _, q := range slices.Concat(groups...) {
+		a := p.arg(p.f[q.text].folded)
+		score = append(score, `CASE WHEN strpos(split_part(s.tri, E'\n', 1), `+a+`) > 0 THEN 10
+                 WHEN strpos(s.tri, `+a+`) > 0 THEN 3 ELSE 0 END`)
+	}
+	return `-(` + strings.Join(score, " + ") + `)::float8`
 }
 
 // substrSQL is the substring search of the long groups (folded), short ones and exclusions not
-// checked by substring: ranked 10 per term in the title and 3 in the channel title, or (fill)
-// newest first without the videos the exclusions' words match.
+// checked by substring: ranked by substrScore, or (fill) newest first without the videos the
+// exclusions' words match.
 func (p *pgSearch) substrSQL(long [][]qterm, short [][]string, not []qterm, fill bool) string {
-	var match, score []string
+	var match []string
 	for _, g := range long {
 		var or []string
 		for _, q := range g {
-			s := p.f[q.text].folded
-			or = append(or, `s.tri LIKE `+p.arg("%"+likeEscaper.Replace(s)+"%"))
-			a := p.arg(s)
-			score = append(score, `CASE WHEN strpos(split_part(s.tri, E'\n', 1), `+a+`) > 0 THEN 10
-                 WHEN strpos(s.tri, `+a+`) > 0 THEN 3 ELSE 0 END`)
+			or = append(or, `s.tri LIKE `+p.arg("%"+likeEscaper.Replace(p.f[q.text].folded)+"%"))
 		}
 		match = append(match, "("+strings.Join(or, " OR ")+")")
 	}
+	score := p.substrScore(long)
 	exclude := texts(not)
 	if fill {
 		exclude = nil
@@ -211,7 +228,7 @@ func (p *pgSearch) substrSQL(long [][]qterm, short [][]string, not []qterm, fill
 		doc = ", s.doc"
 		where += ` AND NOT c.doc @@ ` + p.arg(tsquery(terms{and: [][]qterm{not}}, p.f, false, " <-> ")) + `::tsquery`
 	}
-	return p.ranked(`SELECT s.video_rowid, -(`+strings.Join(score, " + ")+`)::float8 AS score`+doc+`
+	return p.ranked(`SELECT s.video_rowid, `+score+` AS score`+doc+`
           FROM video_search s WHERE `+strings.Join(match, " AND "), "DESC", !fill, join, where)
 }
 
@@ -233,8 +250,8 @@ func newPGSearcher(ctx context.Context, db *sql.DB, a searchArgs) (searcher, err
 }
 
 func (x *pgSearcher) words(ctx context.Context, l wordLookup) ([]Hit, error) {
-	p := pgSearch{f: x.f, region: x.a.region, limit: x.a.limit}
-	return x.query(ctx, &p, p.wordSQL(tsquery(l.terms, x.f, l.allPrefix, " <-> "), l.subs, l.newest), true)
+	p := pgSearch{f: x.f, region: x.a.region, limit: x.a.limit, candidates: l.candidates}
+	return x.query(ctx, &p, p.wordSQL(tsquery(l.terms, x.f, l.allPrefix, " <-> "), l), true)
 }
 
 // common counts the newest videos holding l's included words up to the first past the bound.
@@ -256,7 +273,7 @@ const pgCommonSQL = `SELECT count(*) > $2 FROM (
     WHERE doc @@ $1::tsquery LIMIT $2 + 1) c`
 
 func (x *pgSearcher) substrings(ctx context.Context, l substrLookup) ([]Hit, error) {
-	p := pgSearch{f: x.f, region: x.a.region, limit: x.a.limit}
+	p := pgSearch{f: x.f, region: x.a.region, limit: x.a.limit, candidates: l.candidates}
 	return x.query(ctx, &p, p.substrSQL(l.long, l.short, l.not, l.fill), false)
 }
 

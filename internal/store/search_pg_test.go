@@ -353,3 +353,30 @@ WHERE relname IN ('video_search_doc', 'video_search_tri', 'entry_pages_video') O
 		t.Fatalf("index options %q (%v), want %q", got, err, want)
 	}
 }
+
+// TestSearchPrefixByPlace: on PostgreSQL a best-effort prefix of an unsegmented script (a CJK term
+// too short for the trigram index) is ranked as substring hits are, by where the term occurs (title,
+// channel title, else), newest first within; ts_rank_cd put an older title holding the term twice
+// first, and ranking with it cost more than finding the candidates (issue 42 item 2).
+func TestSearchPrefixByPlace(t *testing.T) {
+	s := openPG(t)
+	ctx := context.Background()
+	vs := []Video{ // oldest first
+		{ID: "title-old", Title: "東京 東京", ChannelTitle: "ch"},
+		{ID: "description", Title: "other", ChannelTitle: "ch", Description: "東京の話"},
+		{ID: "channel", Title: "other", ChannelTitle: "東京チャンネル"},
+		{ID: "title-new", Title: "東京タワー", ChannelTitle: "ch"},
+	}
+	for _, v := range vs {
+		if err := s.SaveSnapshot(ctx, Snapshot{RunID: startRun(t, s, "JP"), Region: "JP", FirstRank: 1, Videos: []Video{v}, At: time.Now()}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var got []string
+	for _, h := range search(t, s, SearchQuery{Text: "東京"}) {
+		got = append(got, h.VideoID)
+	}
+	if want := []string{"title-new", "title-old", "channel", "description"}; !slices.Equal(got, want) {
+		t.Errorf("東京: %v, want %v", got, want)
+	}
+}

@@ -34,24 +34,32 @@ type searcher interface {
 	common(ctx context.Context, l wordLookup) (bool, error)
 }
 
-// wordLookup is a word-index lookup of terms (allPrefix: every included term a prefix), subs
-// excluded by substring (exclusions the word index cannot split); newest: not ranked, the
-// candidates newest first, score 0 (commonWords).
+// wordLookup is a word-index lookup of terms (allPrefix: every included term a prefix, a
+// best-effort lookup of an unsegmented script), subs excluded by substring (exclusions the word
+// index cannot split), among its `candidates` newest matches; newest: not ranked, the candidates
+// newest first, score 0 (commonWords).
 type wordLookup struct {
-	terms     terms
-	allPrefix bool
-	subs      []string
-	newest    bool
+	terms      terms
+	allPrefix  bool
+	subs       []string
+	newest     bool
+	candidates int
 }
 
 // substrLookup is a trigram-index lookup of the long groups (trigramGroups), the short ones checked
-// by substring and not excluded: ranked, or (fill) newest first without the word-index matches of
-// the exclusions, to fill up a word lookup's hits.
+// by substring and not excluded, among its `candidates` newest matches: ranked, or (fill) newest
+// first without the word-index matches of the exclusions, to fill up a word lookup's hits.
 type substrLookup struct {
-	long  [][]qterm
-	short [][]string
-	not   []qterm
-	fill  bool
+	long       [][]qterm
+	short      [][]string
+	not        []qterm
+	fill       bool
+	candidates int
+}
+
+// unsegmentedCandidates is UnsegmentedCandidates in proportion to searchCandidates (tests lower it).
+func unsegmentedCandidates() int {
+	return searchCandidates * UnsegmentedCandidates / SearchCandidates
 }
 
 // searchPlan is the lookups that answer a search: words, substr, or words
@@ -67,14 +75,14 @@ type searchPlan struct {
 func planSearch(t terms) searchPlan {
 	long, short := trigramGroups(t)
 	if !needsTrigram(t) {
-		p := searchPlan{words: &wordLookup{terms: t, subs: []string{}}}
+		p := searchPlan{words: &wordLookup{terms: t, subs: []string{}, candidates: searchCandidates}}
 		if len(long) > 0 {
-			p.substr = &substrLookup{long: long, short: short, not: t.not, fill: true}
+			p.substr = &substrLookup{long: long, short: short, not: t.not, fill: true, candidates: searchCandidates}
 		}
 		return p
 	}
 	if len(long) > 0 {
-		return searchPlan{substr: &substrLookup{long: long, short: short, not: t.not}}
+		return searchPlan{substr: &substrLookup{long: long, short: short, not: t.not, candidates: unsegmentedCandidates()}}
 	}
 	w, subs := terms{and: t.and}, []string{}
 	for _, q := range t.not {
@@ -84,7 +92,7 @@ func planSearch(t terms) searchPlan {
 			w.not = append(w.not, q)
 		}
 	}
-	return searchPlan{words: &wordLookup{terms: w, allPrefix: true, subs: subs}}
+	return searchPlan{words: &wordLookup{terms: w, allPrefix: true, subs: subs, candidates: unsegmentedCandidates()}}
 }
 
 // run runs p's lookups on x and returns at most limit hits.

@@ -453,6 +453,37 @@ func testSearchWorkIsBounded(t *testing.T, s *Store) {
 	}
 }
 
+// TestSearchUnsegmentedCandidates: a lookup of an unsegmented script, by the trigram index or by
+// the word index's best-effort prefix, ranks its unsegmentedCandidates newest matches, a word
+// lookup its searchCandidates (issue 42 item 3: ranking every CJK match up to the word index's
+// bound made the CJK forms' work grow 200k -> 800k videos).
+func TestSearchUnsegmentedCandidates(t *testing.T) {
+	forEachEngine(t, testSearchUnsegmentedCandidates)
+}
+
+func testSearchUnsegmentedCandidates(t *testing.T, s *Store) {
+	defer func(n int) { searchCandidates = n }(searchCandidates)
+	searchCandidates = 20
+	vs := make([]Video, 15)
+	for i := range vs {
+		vs[i] = Video{ID: fmt.Sprintf("v-%02d", i), Title: "kakapo 東京タワーの夜景", ChannelTitle: "ch"}
+	}
+	if err := s.SaveSnapshot(context.Background(), Snapshot{RunID: startRun(t, s, "US"), Region: "US", FirstRank: 1, Videos: vs, At: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	for q, want := range map[string]int{"kakapo": 15, "東京タワー": 10, "東京": 10, "東京 -kakapo2": 10} {
+		hits := search(t, s, SearchQuery{Text: q})
+		if len(hits) != want {
+			t.Errorf("%q: %d hits of 15 matches, want %d (searchCandidates %d)", q, len(hits), want, searchCandidates)
+		}
+		for _, h := range hits {
+			if h.VideoID < fmt.Sprintf("v-%02d", len(vs)-want) {
+				t.Errorf("%q found %s, older than the %d newest matches", q, h.VideoID, want)
+			}
+		}
+	}
+}
+
 // TestSearchHighlightsCannotBeForged: matches are marked by offsets into
 // the plain snippet, so brackets in a title are only text (issue 31 item
 // 16: "[Official Video]" and "BTS ([방탄소년단])" looked like matches).
