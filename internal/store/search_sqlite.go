@@ -118,11 +118,11 @@ func (x *sqliteSearcher) words(ctx context.Context, l wordLookup) ([]Hit, error)
 	match, loose := renderMatch(l.terms, l.allPrefix), looseMatch(l.terms, l.allPrefix)
 	switch {
 	case l.newest:
-		return x.query(ctx, newestSQL, l.candidates, match, "[]", jsonText(l.subs), "", loose, searchScan)
+		return x.query(ctx, newestSQL, ftsMatch{match, l.candidates}, "[]", jsonText(l.subs), "", loose, searchScan)
 	case len(l.terms.not) > 0 && loose != "":
-		return x.query(ctx, wordSQL, l.candidates, loose, "[]", jsonText(l.subs), match, loose, searchScan)
+		return x.query(ctx, wordSQL, ftsMatch{loose, l.candidates}, "[]", jsonText(l.subs), match, loose, searchScan)
 	}
-	return x.query(ctx, wordSQL, l.candidates, match, "[]", jsonText(l.subs), "", loose, searchScan)
+	return x.query(ctx, wordSQL, ftsMatch{match, l.candidates}, "[]", jsonText(l.subs), "", loose, searchScan)
 }
 
 // common counts l's looseMatch (else its match) among the newest videos.
@@ -148,18 +148,25 @@ WHERE videos_fts MATCH ?1 AND rowid >= coalesce((
 func (x *sqliteSearcher) substrings(ctx context.Context, l substrLookup) ([]Hit, error) {
 	match, filter := renderMatch(terms{and: l.long}, false), jsonText(l.short)
 	if !l.fill {
-		return x.query(ctx, trigramSQL, l.candidates, match, filter, jsonText(texts(l.not)))
+		return x.query(ctx, trigramSQL, ftsMatch{match, l.candidates}, filter, jsonText(texts(l.not)))
 	}
 	var not string
 	if len(l.not) > 0 {
 		not = renderMatch(terms{and: [][]qterm{l.not}}, false)
 	}
-	return x.query(ctx, fillSQL, l.candidates, match, filter, "[]", not, looseSubstrings(l.long), searchScan)
+	return x.query(ctx, fillSQL, ftsMatch{match, l.candidates}, filter, "[]", not, looseSubstrings(l.long), searchScan)
 }
 
-// query runs one of the search statements (searchSQL's parameters) over the newest `candidates` matches.
-func (x *sqliteSearcher) query(ctx context.Context, query string, candidates int, match, filter, exclude string, more ...any) ([]Hit, error) {
-	args := []any{match, x.a.region, candidates, x.a.limit, x.open, x.close, SnippetEllipsis, filter, exclude}
+// ftsMatch is a search statement's MATCH expression (?1) and how many of its newest matches are
+// its candidates (?3).
+type ftsMatch struct {
+	expr       string
+	candidates int
+}
+
+// query runs one of the search statements (searchSQL's parameters).
+func (x *sqliteSearcher) query(ctx context.Context, query string, m ftsMatch, filter, exclude string, more ...any) ([]Hit, error) {
+	args := []any{m.expr, x.a.region, m.candidates, x.a.limit, x.open, x.close, SnippetEllipsis, filter, exclude}
 	var hits []Hit
 	err := each(ctx, x.db, query, append(args, more...), func(rows *sql.Rows) error {
 		var (
