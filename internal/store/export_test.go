@@ -140,10 +140,7 @@ func TestConnectionPragmas(t *testing.T) {
 			t.Fatalf("after Export: %s %d, want %d restored", c.pragma, got, c.want)
 		}
 	}
-	at := time.Now().Add(-time.Hour)
-	if err := s.SaveSnapshot(context.Background(), Snapshot{RunID: startRun(t, s, "US"), Region: "US", FirstRank: 1, Videos: testVideos("p", 2), At: at}); err != nil {
-		t.Fatal(err)
-	}
+	saveRun(t, s, "US", time.Now().Add(-time.Hour), testVideos("p", 2))
 	if _, err := s.Prune(context.Background(), time.Now(), false); err != nil {
 		t.Fatal(err)
 	}

@@ -94,6 +94,22 @@ func testVideos(prefix string, n int) []Video {
 	return vs
 }
 
+// saveRun saves vs as the first page of a chart of region captured at at, in a run of its own,
+// and fails the test on error.
+func saveRun(t testing.TB, s *Store, region string, at time.Time, vs []Video) {
+	t.Helper()
+	if err := s.SaveSnapshot(context.Background(), Snapshot{RunID: startRun(t, s, region), Region: region, FirstRank: 1, Videos: vs, At: at}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// setSearchCandidates sets searchCandidates to n until the test ends.
+func setSearchCandidates(t testing.TB, n int) {
+	old := searchCandidates
+	t.Cleanup(func() { searchCandidates = old })
+	searchCandidates = n
+}
+
 // startRun starts a run in region and fails the test on error.
 func startRun(t testing.TB, s *Store, region string) int64 {
 	t.Helper()

@@ -250,7 +250,7 @@ func newPGSearcher(ctx context.Context, db *sql.DB, a searchArgs) (searcher, err
 }
 
 func (x *pgSearcher) words(ctx context.Context, l wordLookup) ([]Hit, error) {
-	p := pgSearch{f: x.f, region: x.a.region, limit: x.a.limit, candidates: l.candidates}
+	p := pgSearch{f: x.f, region: x.a.region, limit: x.a.limit, candidates: l.candidates()}
 	return x.query(ctx, &p, p.wordSQL(tsquery(l.terms, x.f, l.allPrefix, " <-> "), l), true)
 }
 
@@ -273,7 +273,7 @@ const pgCommonSQL = `SELECT count(*) > $2 FROM (
     WHERE doc @@ $1::tsquery LIMIT $2 + 1) c`
 
 func (x *pgSearcher) substrings(ctx context.Context, l substrLookup) ([]Hit, error) {
-	p := pgSearch{f: x.f, region: x.a.region, limit: x.a.limit, candidates: l.candidates}
+	p := pgSearch{f: x.f, region: x.a.region, limit: x.a.limit, candidates: l.candidates()}
 	return x.query(ctx, &p, p.substrSQL(l.long, l.short, l.not, l.fill), false)
 }
 

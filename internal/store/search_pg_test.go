@@ -264,9 +264,7 @@ func TestSearchPageEngines(t *testing.T) {
 		}
 
 		vs[2].Title = "Jazz study session"
-		if err := s.SaveSnapshot(ctx, Snapshot{RunID: startRun(t, s, "US"), Region: "US", FirstRank: 1, Videos: vs, At: time.Now()}); err != nil {
-			t.Fatal(err)
-		}
+		saveRun(t, s, "US", time.Now(), vs)
 		if hits, _ := s.Search(ctx, SearchQuery{Text: "jazz"}); len(hits) != 1 {
 			t.Errorf("jazz after the title changed: %+v", hits)
 		}
@@ -275,8 +273,7 @@ func TestSearchPageEngines(t *testing.T) {
 		}
 		ftsIntegrity(t, s)
 
-		defer func(n int) { searchCandidates = n }(searchCandidates)
-		searchCandidates = 2 // the two newest matches of "number" (every description)
+		setSearchCandidates(t, 2) // the two newest matches of "number" (every description)
 		hits, err := s.Search(ctx, SearchQuery{Text: "description"})
 		if err != nil || len(hits) != 2 || slices.ContainsFunc(hits, func(h Hit) bool { return h.VideoID == "s-000" }) {
 			t.Errorf("bounded to 2 candidates: %+v, %v", hits, err)
@@ -360,7 +357,6 @@ WHERE relname IN ('video_search_doc', 'video_search_tri', 'entry_pages_video') O
 // first, and ranking with it cost more than finding the candidates (issue 42 item 2).
 func TestSearchPrefixByPlace(t *testing.T) {
 	s := openPG(t)
-	ctx := context.Background()
 	vs := []Video{ // oldest first
 		{ID: "title-old", Title: "東京 東京", ChannelTitle: "ch"},
 		{ID: "description", Title: "other", ChannelTitle: "ch", Description: "東京の話"},
@@ -368,9 +364,7 @@ func TestSearchPrefixByPlace(t *testing.T) {
 		{ID: "title-new", Title: "東京タワー", ChannelTitle: "ch"},
 	}
 	for _, v := range vs {
-		if err := s.SaveSnapshot(ctx, Snapshot{RunID: startRun(t, s, "JP"), Region: "JP", FirstRank: 1, Videos: []Video{v}, At: time.Now()}); err != nil {
-			t.Fatal(err)
-		}
+		saveRun(t, s, "JP", time.Now(), []Video{v})
 	}
 	var got []string
 	for _, h := range search(t, s, SearchQuery{Text: "東京"}) {

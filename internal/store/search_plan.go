@@ -36,25 +36,39 @@ type searcher interface {
 
 // wordLookup is a word-index lookup of terms (allPrefix: every included term a prefix, a
 // best-effort lookup of an unsegmented script), subs excluded by substring (exclusions the word
-// index cannot split), among its `candidates` newest matches; newest: not ranked, the candidates
-// newest first, score 0 (commonWords).
+// index cannot split); newest: not ranked, the candidates newest first, score 0 (commonWords).
 type wordLookup struct {
-	terms      terms
-	allPrefix  bool
-	subs       []string
-	newest     bool
-	candidates int
+	terms     terms
+	allPrefix bool
+	subs      []string
+	newest    bool
+}
+
+// candidates is how many of l's newest matches are its candidates.
+func (l wordLookup) candidates() int {
+	if l.allPrefix {
+		return unsegmentedCandidates()
+	}
+	return searchCandidates
 }
 
 // substrLookup is a trigram-index lookup of the long groups (trigramGroups), the short ones checked
-// by substring and not excluded, among its `candidates` newest matches: ranked, or (fill) newest
-// first without the word-index matches of the exclusions, to fill up a word lookup's hits.
+// by substring and not excluded: ranked, or (fill) newest first without the word-index matches of
+// the exclusions, to fill up a word lookup's hits.
 type substrLookup struct {
-	long       [][]qterm
-	short      [][]string
-	not        []qterm
-	fill       bool
-	candidates int
+	long  [][]qterm
+	short [][]string
+	not   []qterm
+	fill  bool
+}
+
+// candidates is how many of l's newest matches are its candidates: a fill-up's are a word
+// search's.
+func (l substrLookup) candidates() int {
+	if l.fill {
+		return searchCandidates
+	}
+	return unsegmentedCandidates()
 }
 
 // unsegmentedCandidates is UnsegmentedCandidates in proportion to searchCandidates (tests lower it).
@@ -75,14 +89,14 @@ type searchPlan struct {
 func planSearch(t terms) searchPlan {
 	long, short := trigramGroups(t)
 	if !needsTrigram(t) {
-		p := searchPlan{words: &wordLookup{terms: t, subs: []string{}, candidates: searchCandidates}}
+		p := searchPlan{words: &wordLookup{terms: t, subs: []string{}}}
 		if len(long) > 0 {
-			p.substr = &substrLookup{long: long, short: short, not: t.not, fill: true, candidates: searchCandidates}
+			p.substr = &substrLookup{long: long, short: short, not: t.not, fill: true}
 		}
 		return p
 	}
 	if len(long) > 0 {
-		return searchPlan{substr: &substrLookup{long: long, short: short, not: t.not, candidates: unsegmentedCandidates()}}
+		return searchPlan{substr: &substrLookup{long: long, short: short, not: t.not}}
 	}
 	w, subs := terms{and: t.and}, []string{}
 	for _, q := range t.not {
@@ -92,7 +106,7 @@ func planSearch(t terms) searchPlan {
 			w.not = append(w.not, q)
 		}
 	}
-	return searchPlan{words: &wordLookup{terms: w, allPrefix: true, subs: subs, candidates: unsegmentedCandidates()}}
+	return searchPlan{words: &wordLookup{terms: w, allPrefix: true, subs: subs}}
 }
 
 // run runs p's lookups on x and returns at most limit hits.

@@ -118,11 +118,11 @@ func (x *sqliteSearcher) words(ctx context.Context, l wordLookup) ([]Hit, error)
 	match, loose := renderMatch(l.terms, l.allPrefix), looseMatch(l.terms, l.allPrefix)
 	switch {
 	case l.newest:
-		return x.query(ctx, newestSQL, ftsMatch{match, l.candidates}, "[]", jsonText(l.subs), "", loose, searchScan)
+		return x.query(ctx, newestSQL, ftsMatch{match, l.candidates()}, "[]", jsonText(l.subs), "", loose, searchScan)
 	case len(l.terms.not) > 0 && loose != "":
-		return x.query(ctx, wordSQL, ftsMatch{loose, l.candidates}, "[]", jsonText(l.subs), match, loose, searchScan)
+		return x.query(ctx, wordSQL, ftsMatch{loose, l.candidates()}, "[]", jsonText(l.subs), match, loose, searchScan)
 	}
-	return x.query(ctx, wordSQL, ftsMatch{match, l.candidates}, "[]", jsonText(l.subs), "", loose, searchScan)
+	return x.query(ctx, wordSQL, ftsMatch{match, l.candidates()}, "[]", jsonText(l.subs), "", loose, searchScan)
 }
 
 // common counts l's looseMatch (else its match) among the newest videos.
@@ -148,13 +148,13 @@ WHERE videos_fts MATCH ?1 AND rowid >= coalesce((
 func (x *sqliteSearcher) substrings(ctx context.Context, l substrLookup) ([]Hit, error) {
 	match, filter := renderMatch(terms{and: l.long}, false), jsonText(l.short)
 	if !l.fill {
-		return x.query(ctx, trigramSQL, ftsMatch{match, l.candidates}, filter, jsonText(texts(l.not)))
+		return x.query(ctx, trigramSQL, ftsMatch{match, l.candidates()}, filter, jsonText(texts(l.not)))
 	}
 	var not string
 	if len(l.not) > 0 {
 		not = renderMatch(terms{and: [][]qterm{l.not}}, false)
 	}
-	return x.query(ctx, fillSQL, ftsMatch{match, l.candidates}, filter, "[]", not, looseSubstrings(l.long), searchScan)
+	return x.query(ctx, fillSQL, ftsMatch{match, l.candidates()}, filter, "[]", not, looseSubstrings(l.long), searchScan)
 }
 
 // ftsMatch is a search statement's MATCH expression (?1) and how many of its newest matches are

@@ -31,12 +31,8 @@ func testSearch(t *testing.T, s *Store) {
 		{ID: "other", Title: "Cooking pasta", Description: "Nothing about birds. e.g. 3:45 - done."},
 	}
 	de := []Video{{ID: "de", Title: "Kakapo auf Deutsch", Description: "Papagei."}}
-	if err := s.SaveSnapshot(ctx, Snapshot{RunID: startRun(t, s, "US"), Region: "US", FirstRank: 1, Videos: us, At: at}); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.SaveSnapshot(ctx, Snapshot{RunID: startRun(t, s, "DE"), Region: "DE", FirstRank: 1, Videos: de, At: at}); err != nil {
-		t.Fatal(err)
-	}
+	saveRun(t, s, "US", at, us)
+	saveRun(t, s, "DE", at, de)
 
 	hits := search(t, s, SearchQuery{Text: "kakapo"}) // diacritics folded
 	ids := hitIDs(hits)
@@ -139,9 +135,7 @@ func testSearchPhraseFilter(t *testing.T, s *Store) {
 		{ID: "tagged", Title: "Snow day", Tags: []string{"red fox"}},
 		{ID: "rev", Title: "fox red"},
 	}
-	if err := s.SaveSnapshot(context.Background(), Snapshot{RunID: startRun(t, s, "US"), Region: "US", FirstRank: 1, Videos: vs, At: time.Now()}); err != nil {
-		t.Fatal(err)
-	}
+	saveRun(t, s, "US", time.Now(), vs)
 	for q, want := range map[string]string{
 		`"red fox"`:            "adj both tagged",
 		`"red fox" -kite`:      "adj tagged",
@@ -174,8 +168,7 @@ func TestSearchCommonTermsNewestFirst(t *testing.T) {
 }
 
 func testSearchCommonTermsNewestFirst(t *testing.T, s *Store) {
-	defer func(n int) { searchCandidates = n }(searchCandidates)
-	searchCandidates = 10
+	setSearchCandidates(t, 10)
 	vs := make([]Video, 30)
 	for i := range vs {
 		vs[i] = Video{ID: fmt.Sprintf("v-%02d", i), Title: fmt.Sprintf("common word clip %d 東京タワー", i)}
@@ -186,9 +179,7 @@ func testSearchCommonTermsNewestFirst(t *testing.T, s *Store) {
 			vs[i].Title += " rare"
 		}
 	}
-	if err := s.SaveSnapshot(context.Background(), Snapshot{RunID: startRun(t, s, "US"), Region: "US", FirstRank: 1, Videos: vs, At: time.Now()}); err != nil {
-		t.Fatal(err)
-	}
+	saveRun(t, s, "US", time.Now(), vs)
 	for q, want := range map[string]string{
 		"common":        "v-29 v-28 v-27 v-26 v-25",
 		`"common word"`: "v-28 v-26 v-24 v-22 v-20", // no trigram fill-up: the limit is reached
@@ -211,17 +202,14 @@ func testSearchCommonTermsNewestFirst(t *testing.T, s *Store) {
 // more than half of the 20 newest videos hold common.
 func TestSearchCommonAfterGaps(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, s *Store) {
-		defer func(n int) { searchCandidates = n }(searchCandidates)
-		searchCandidates = 10
+		setSearchCandidates(t, 10)
 		ctx, now := context.Background(), time.Now()
 		save := func(prefix string, n int, at time.Time) {
 			vs := make([]Video, n)
 			for i := range vs {
 				vs[i] = Video{ID: fmt.Sprintf("%s-%02d", prefix, i), Title: fmt.Sprintf("%s clip %d", prefix, i)}
 			}
-			if err := s.SaveSnapshot(ctx, Snapshot{RunID: startRun(t, s, "US"), Region: "US", FirstRank: 1, Videos: vs, At: at}); err != nil {
-				t.Fatal(err)
-			}
+			saveRun(t, s, "US", at, vs)
 		}
 		save("common", 12, now)
 		save("pruned", 10, now.Add(-48*time.Hour))
@@ -266,7 +254,6 @@ func contains(ss []string, s string) bool {
 func TestSearchTrigram(t *testing.T) { forEachEngine(t, testSearchTrigram) }
 
 func testSearchTrigram(t *testing.T, s *Store) {
-	ctx := context.Background()
 	at := time.Now()
 	jp := []Video{
 		{ID: "halloween", Title: "【閲覧注意】ハロウィン気乗りしない奴がホラー飯作ってみたw", ChannelTitle: "しばなんチャンネル"},
@@ -279,12 +266,8 @@ func testSearchTrigram(t *testing.T, s *Store) {
 		{ID: "putin2", Title: "Путин и Ёлка", ChannelTitle: "Новости", Description: "Путин"},
 		{ID: "putin3", Title: "Путина видели", ChannelTitle: "Новости", Description: "о пенсиях"},
 	}
-	if err := s.SaveSnapshot(ctx, Snapshot{RunID: startRun(t, s, "JP"), Region: "JP", FirstRank: 1, Videos: jp, At: at}); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.SaveSnapshot(ctx, Snapshot{RunID: startRun(t, s, "RU"), Region: "RU", FirstRank: 1, Videos: ru, At: at}); err != nil {
-		t.Fatal(err)
-	}
+	saveRun(t, s, "JP", at, jp)
+	saveRun(t, s, "RU", at, ru)
 	tests := []struct {
 		q, region string
 		want      []string // exact ids, in order unless anyOrder
@@ -402,7 +385,6 @@ func testSearchCancel(t *testing.T, s *Store) {
 func TestSearchWorkIsBounded(t *testing.T) { forEachEngine(t, testSearchWorkIsBounded) }
 
 func testSearchWorkIsBounded(t *testing.T, s *Store) {
-	ctx := context.Background()
 	defer func(n, m int) { searchCandidates, searchScan = n, m }(searchCandidates, searchScan)
 	searchCandidates, searchScan = 20, 20
 	at := time.Now()
@@ -411,9 +393,7 @@ func testSearchWorkIsBounded(t *testing.T, s *Store) {
 		for i := range vs {
 			vs[i] = Video{ID: fmt.Sprintf("%s-%03d", id, i), Title: title, ChannelTitle: "ch"}
 		}
-		if err := s.SaveSnapshot(ctx, Snapshot{RunID: startRun(t, s, region), Region: region, FirstRank: 1, Videos: vs, At: at}); err != nil {
-			t.Fatal(err)
-		}
+		saveRun(t, s, region, at, vs)
 	}
 	// Older matches that pass each filter ...
 	save("DE", "pass", 10, "officiate kakapo dawn 東京タワーの朝")
@@ -462,15 +442,12 @@ func TestSearchUnsegmentedCandidates(t *testing.T) {
 }
 
 func testSearchUnsegmentedCandidates(t *testing.T, s *Store) {
-	defer func(n int) { searchCandidates = n }(searchCandidates)
-	searchCandidates = 20
+	setSearchCandidates(t, 20)
 	vs := make([]Video, 15)
 	for i := range vs {
 		vs[i] = Video{ID: fmt.Sprintf("v-%02d", i), Title: "kakapo 東京タワーの夜景", ChannelTitle: "ch"}
 	}
-	if err := s.SaveSnapshot(context.Background(), Snapshot{RunID: startRun(t, s, "US"), Region: "US", FirstRank: 1, Videos: vs, At: time.Now()}); err != nil {
-		t.Fatal(err)
-	}
+	saveRun(t, s, "US", time.Now(), vs)
 	for q, want := range map[string]int{"kakapo": 15, "東京タワー": 10, "東京": 10, "東京 -kakapo2": 10} {
 		hits := search(t, s, SearchQuery{Text: q})
 		if len(hits) != want {
@@ -492,14 +469,11 @@ func TestSearchHighlightsCannotBeForged(t *testing.T) {
 }
 
 func testSearchHighlightsCannotBeForged(t *testing.T, s *Store) {
-	ctx := context.Background()
 	vs := []Video{
 		{ID: "mv", Title: "Kakapo song [Official Video]", ChannelTitle: "Birds"},
 		{ID: "bts", Title: "BTS ([방탄소년단]) 노래", ChannelTitle: "ibighit"},
 	}
-	if err := s.SaveSnapshot(ctx, Snapshot{RunID: startRun(t, s, "US"), Region: "US", FirstRank: 1, Videos: vs, At: time.Now()}); err != nil {
-		t.Fatal(err)
-	}
+	saveRun(t, s, "US", time.Now(), vs)
 	for _, tc := range []struct{ q, snippet, marked string }{
 		{"kakapo", "Kakapo song [Official Video]", "Kakapo"},
 		{"video", "Kakapo song [Official Video]", "Video"},
